@@ -1,0 +1,7 @@
+export { platformSchema, LAYOUTS, type Layout, type PlatformConfigInput, type ParsedConfig } from "./schema";
+export { resolveDefaults, computeDemand, isProdStack, type PlatformConfig, type ResolvedEnv, type Demand } from "./resolve";
+export { validatePlatform, deployedImages, replicasFor } from "./validate";
+export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";
+export { RECIPES, RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
+export { platformNames, dnsName, validateNames, type PlatformNames, type EnvNames } from "./names";
+export { loadPlatformConfig, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";

@@ -1,0 +1,141 @@
+/**
+ * Every object name and in-cluster address, computed up front from the stack, the run id
+ * and the role (DNS-1123, at most 63 characters), so two stacks or two runs never collide,
+ * URLs are known at plan time, and components that need each other's addresses (the
+ * ingress and the training node) do not wait for each other.
+ */
+import { createHash } from "node:crypto";
+import type { PlatformConfig } from "./resolve";
+
+export const MAX_NAME = 63;
+
+/** Joins parts into a DNS-1123 label; if longer than `max`, keeps a prefix and a stable hash. */
+export function dnsName(parts: ReadonlyArray<string>, max = MAX_NAME): string {
+    const joined = parts
+        .join("-")
+        .toLowerCase()
+        .replace(/[^a-z0-9-]+/g, "-")
+        .replace(/-+/g, "-")
+        .replace(/^-+|-+$/g, "");
+    if (joined.length <= max) return joined;
+    const hash = createHash("sha256").update(joined).digest("hex").slice(0, 8);
+    return `${joined.slice(0, max - 9).replace(/-+$/, "")}-${hash}`;
+}
+
+export interface EnvNames {
+    /** StatefulSet of the env replicas (Kubernetes) / container prefix (Docker). */
+    readonly replicas: string;
+    /** Headless Service giving each replica a stable DNS name. */
+    readonly headless: string;
+    /** The session-aware router (Deployment / container). */
+    readonly router: string;
+    /** The router's ClusterIP Service (what the trainer connects to). */
+    readonly routerService: string;
+    /** Base URL of the env for the trainer (http://...). */
+    readonly url: string;
+}
+
+export interface PlatformNames {
+    /** Prefix of everything this stack creates. */
+    readonly prefix: string;
+    /** Per-role namespaces (Kubernetes). */
+    readonly namespaces: { readonly training: string; readonly ingress: string; readonly envs: string; readonly sandboxes: string };
+    /** Docker networks: the private training network and the internal sandbox network. */
+    readonly networks: { readonly training: string; readonly sandboxes: string };
+    readonly training: {
+        /** The run's Job (a new run is a new Job) / the trainer container. */
+        readonly job: string;
+        /** vLLM container (Docker) / sidecar name. */
+        readonly vllm: string;
+        /** ClusterIP Service in front of vLLM for the ingress (black box only). */
+        readonly vllmService: string;
+        /** The trainer's ServiceAccount. */
+        readonly serviceAccount: string;
+        /** Kubernetes Secret holding HF_TOKEN. */
+        readonly hfSecret: string;
+        /** Model cache volume (shared by runs of the stack). */
+        readonly modelCache: string;
+        /** Checkpoint volume (shared by runs so a new run can resume). */
+        readonly checkpoints: string;
+        /** The address the ingress proxies to (host:port). */
+        readonly vllmUpstream: string;
+    };
+    readonly ingress: {
+        readonly deployment: string;
+        readonly service: string;
+        readonly keysSecret: string;
+        readonly config: string;
+        /** URL sandboxes use (in-cluster, or the public host when exposed). */
+        readonly sandboxUrl: string;
+    };
+    readonly sandboxes: { readonly template: string; readonly warmPool: string; readonly runLabel: string; readonly keySecret: string };
+    readonly envs: Readonly<Record<string, EnvNames>>;
+}
+
+const VLLM_PORT = 8000;
+
+export function platformNames(c: PlatformConfig): PlatformNames {
+    const prefix = c.target.kind === "kubernetes" ? (c.target.namespacePrefix ?? dnsName(["arl", c.stack])) : dnsName(["arl", c.stack], 40);
+    const k8s = c.target.kind === "kubernetes";
+    const ns = {
+        training: dnsName([prefix, "training"]),
+        ingress: dnsName([prefix, "ingress"]),
+        envs: dnsName([prefix, "envs"]),
+        sandboxes: dnsName([prefix, "sandboxes"]),
+    };
+    // On Docker every container shares one daemon, so names carry the stack prefix.
+    const local = (...parts: string[]) => (k8s ? dnsName(parts) : dnsName([prefix, ...parts]));
+    const svc = (name: string, namespace: string) => `${name}.${namespace}.svc.cluster.local`;
+    const vllmService = local("vllm", c.runId);
+    const vllmUpstream = k8s ? `${svc(vllmService, ns.training)}:${VLLM_PORT}` : `${local("vllm", c.runId)}:${VLLM_PORT}`;
+    const ingressService = local("vllm-ingress");
+    const scheme = c.ingress.tls.mode === "none" ? "http" : "https";
+    const sandboxUrl =
+        c.ingress.exposure !== "cluster" && c.ingress.host
+            ? `https://${c.ingress.host}`
+            : k8s
+              ? `${scheme}://${svc(ingressService, ns.ingress)}${scheme === "https" ? ":8443" : ":8080"}`
+              : `${scheme}://${ingressService}:${scheme === "https" ? 8443 : 8080}`;
+    const envs: Record<string, EnvNames> = {};
+    for (const e of c.envs) {
+        const routerService = local("env", e.name);
+        envs[e.name] = {
+            replicas: local("env", e.name, "replica"),
+            headless: local("env", e.name, "replicas"),
+            router: local("env", e.name, "router"),
+            routerService,
+            url: e.external ? e.external.url : k8s ? `http://${svc(routerService, ns.envs)}:${e.port}` : `http://${routerService}:${e.port}`,
+        };
+    }
+    return {
+        prefix,
+        namespaces: ns,
+        networks: { training: dnsName([prefix, "training"]), sandboxes: dnsName([prefix, "sandboxes"]) },
+        training: {
+            job: local("train", c.runId),
+            vllm: local("vllm", c.runId, "server"),
+            vllmService,
+            serviceAccount: local("trainer"),
+            hfSecret: local("hf-token"),
+            modelCache: local("model-cache"),
+            checkpoints: local("checkpoints"),
+            vllmUpstream,
+        },
+        ingress: { deployment: ingressService, service: ingressService, keysSecret: local("vllm-ingress-keys"), config: local("vllm-ingress-config"), sandboxUrl },
+        sandboxes: { template: local("sandbox", c.runId), warmPool: local("sandbox-pool", c.runId), runLabel: "agentrl.dev/run", keySecret: local("sandbox-key") },
+        envs,
+    };
+}
+
+/** Names longer than 63 characters or not DNS-1123 (a guard on the table above). */
+export function validateNames(n: PlatformNames): string[] {
+    const bad: string[] = [];
+    const visit = (path: string, v: unknown) => {
+        if (typeof v === "string") {
+            if (path.endsWith("url") || path.endsWith("Url") || path.endsWith("Upstream") || path.endsWith("runLabel")) return;
+            if (v.length > MAX_NAME || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v)) bad.push(`${path}: '${v}' is not a DNS-1123 label of at most 63 characters`);
+        } else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) visit(path ? `${path}.${k}` : k, x);
+    };
+    visit("", n);
+    return bad;
+}

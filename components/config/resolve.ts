@@ -1,0 +1,153 @@
+/**
+ * Applies the defaults that depend on other fields, once, with `??` (0 is a value), and
+ * computes the training demand every capacity check reads. Pure: no Pulumi here.
+ */
+import { ENV_CATALOG, type CatalogEntry, type CatalogName } from "../env/catalog";
+import type { Layout, ParsedConfig } from "./schema";
+
+export type TargetKind = "kubernetes" | "docker";
+
+/** Live sessions/sandboxes the training run holds at once (TRL GRPOConfig arithmetic). */
+export interface Demand {
+    /** per_device_train_batch_size x num_processes x steps_per_generation. */
+    readonly generationBatch: number;
+    /** per_device_eval_batch_size x num_processes (0 when eval is off). */
+    readonly evalBatch: number;
+    /** Prompts per generation batch (generationBatch / numGenerations). */
+    readonly promptsPerGeneration: number;
+    /** Sessions an env must hold at once: max(generation batch, eval batch). */
+    readonly envSessions: number;
+}
+
+export interface ResolvedEnv {
+    readonly name: string;
+    readonly catalog: CatalogName | "custom";
+    readonly image: string;
+    readonly port: number;
+    readonly healthPath: string;
+    readonly wsPath: string;
+    readonly concurrentSessions: boolean;
+    readonly sessionsEnvVar?: string;
+    readonly sessionsPerReplica: number;
+    /** Replicas deployed (0 for an external env). */
+    readonly replicas: number;
+    readonly headroomReplicas: number;
+    readonly settings: Readonly<Record<string, string>>;
+    readonly cpu: string;
+    readonly memory: string;
+    readonly nonRoot: boolean;
+    readonly terminationGraceSeconds: number;
+    /** Set when nothing is deployed and the env lives elsewhere. */
+    readonly external?: { readonly url: string; readonly sessions: number };
+    /** Sessions the env holds at once (replicas x sessions, or the external cap). */
+    readonly capacity: number;
+    /** Whether `replicas` was written in config (else sized from the demand). */
+    readonly replicasFromConfig: boolean;
+    /** Whether `sessionsPerReplica` was written in config. */
+    readonly sessionsFromConfig: boolean;
+}
+
+type Parsed = ParsedConfig;
+
+/** The fully defaulted, typed configuration every component reads. */
+export interface PlatformConfig {
+    readonly stack: string;
+    /** Whether prod rules apply (stack `prod` or `prod-*`). */
+    readonly prod: boolean;
+    readonly recipe?: string;
+    readonly runId: string;
+    readonly target: Parsed["target"] & { readonly namespacePrefix?: string };
+    readonly model: Parsed["model"];
+    readonly images: Parsed["images"];
+    readonly training: Omit<Parsed["training"], "vllmGpus" | "trainerGpus" | "numProcesses" | "stepsPerGeneration"> & {
+        readonly layout: Layout;
+        readonly vllmGpus: number;
+        readonly trainerGpus: number;
+        readonly numProcesses: number;
+        readonly stepsPerGeneration: number;
+    };
+    readonly demand: Demand;
+    readonly envs: readonly ResolvedEnv[];
+    readonly sandboxes: Omit<Parsed["sandboxes"], "provider" | "poolSize"> & {
+        readonly provider: "agent-sandbox" | "docker" | "hf" | "none";
+        readonly poolSize: number;
+    };
+    readonly ingress: Omit<Parsed["ingress"], "enabled"> & { readonly enabled: boolean };
+}
+
+export function isProdStack(stack: string): boolean {
+    return stack === "prod" || stack.startsWith("prod-");
+}
+
+export function computeDemand(t: PlatformConfig["training"]): Demand {
+    const generationBatch = t.perDeviceTrainBatchSize * t.numProcesses * t.stepsPerGeneration;
+    const evalBatch = t.evalSize > 0 ? t.perDeviceEvalBatchSize * t.numProcesses : 0;
+    return {
+        generationBatch,
+        evalBatch,
+        promptsPerGeneration: generationBatch / t.numGenerations,
+        envSessions: Math.max(generationBatch, evalBatch),
+    };
+}
+
+function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand): ResolvedEnv {
+    const entry: CatalogEntry | undefined = e.catalog === "custom" ? undefined : ENV_CATALOG[e.catalog];
+    const concurrentSessions = e.concurrentSessions ?? entry?.concurrentSessions ?? false;
+    const sessionsPerReplica = e.sessionsPerReplica ?? entry?.defaultSessions ?? 1;
+    const base = {
+        name,
+        catalog: e.catalog,
+        image: e.image ?? entry?.image ?? "",
+        port: entry?.port ?? 8000,
+        healthPath: entry?.healthPath ?? "/health",
+        wsPath: entry?.wsPath ?? "/ws",
+        concurrentSessions,
+        sessionsEnvVar: entry?.sessionsEnvVar ?? (concurrentSessions ? "MAX_CONCURRENT_ENVS" : undefined),
+        sessionsPerReplica,
+        headroomReplicas: e.headroomReplicas,
+        settings: { ...(entry?.settings ?? {}), ...e.settings },
+        cpu: e.resources.cpu,
+        memory: e.resources.memory,
+        nonRoot: entry?.nonRoot ?? false,
+        terminationGraceSeconds: e.terminationGraceSeconds,
+        replicasFromConfig: e.replicas !== undefined,
+        sessionsFromConfig: e.sessionsPerReplica !== undefined,
+    };
+    if (e.external) {
+        return { ...base, replicas: 0, external: { url: e.external.url, sessions: e.external.sessions }, capacity: e.external.sessions };
+    }
+    const replicas = e.replicas ?? Math.ceil(demand.envSessions / Math.max(1, sessionsPerReplica)) + e.headroomReplicas;
+    return { ...base, replicas, capacity: replicas * sessionsPerReplica };
+}
+
+/** Fills every default that depends on other fields. */
+export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
+    const t = p.training;
+    const vllmGpus = t.vllmGpus ?? (t.layout === "whitebox-colocate" ? 0 : 1);
+    const trainerGpus = t.trainerGpus ?? Math.max(1, t.gpusOnNode - vllmGpus);
+    const numProcesses = t.numProcesses ?? trainerGpus;
+    const training = { ...t, vllmGpus, trainerGpus, numProcesses, stepsPerGeneration: t.stepsPerGeneration ?? t.gradientAccumulationSteps };
+    const demand = computeDemand(training);
+    const defaultProvider = t.layout !== "blackbox" ? "none" : p.target.kind === "kubernetes" ? "agent-sandbox" : "docker";
+    const provider = p.sandboxes.provider ?? defaultProvider;
+    return {
+        stack,
+        prod: isProdStack(stack),
+        recipe: p.recipe,
+        runId: p.runId,
+        target: p.target.kind === "kubernetes" ? { ...p.target, namespacePrefix: p.target.namespacePrefix ?? defaultNamespacePrefix(stack) } : p.target,
+        model: p.model,
+        images: p.images,
+        training,
+        demand,
+        envs: Object.entries(p.envs).map(([name, e]) => resolveEnv(name, e, demand)),
+        sandboxes: { ...p.sandboxes, provider, poolSize: p.sandboxes.poolSize ?? training.maxInflight + p.sandboxes.headroom },
+        ingress: { ...p.ingress, enabled: p.ingress.enabled ?? t.layout === "blackbox" },
+    };
+}
+
+/** `arl-<stack>`, made a DNS label (stack names allow characters namespaces do not). */
+export function defaultNamespacePrefix(stack: string): string {
+    const cleaned = stack.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 30);
+    return `arl-${cleaned || "stack"}`.replace(/-+$/, "");
+}

@@ -1,0 +1,283 @@
+/**
+ * The one schema of a stack's configuration (`agent-rl-infra:platform`), parsed once at the
+ * edge with zod, fully defaulted, and handed down as plain typed data.
+ *
+ * Secrets are NOT here: they are separate config keys read with `requireSecret`/`getSecret`
+ * (see load.ts), because reading them as plain objects would drop the secret marking.
+ * Defaults that depend on other fields (e.g. vLLM GPUs by layout) are applied in
+ * `resolveDefaults` (defaults.ts), once, after parsing.
+ */
+import { z } from "zod";
+import { CATALOG_NAMES } from "../env/catalog";
+
+/** DNS-1123 label: what every name derived from it must stay. */
+const dnsLabel = z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be lower-case letters, digits and '-', starting and ending with a letter or digit");
+const imageRef = z.string().regex(/^[a-z0-9][a-zA-Z0-9._\-/:@]*$/, "must be an image reference such as ghcr.io/org/name@sha256:<digest>");
+const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, "must be a Kubernetes quantity such as 500m, 4Gi or 2");
+const posInt = z.number().int().positive();
+const nonNegInt = z.number().int().nonnegative();
+
+export const LAYOUTS = ["whitebox-colocate", "whitebox-server", "blackbox"] as const;
+export type Layout = (typeof LAYOUTS)[number];
+
+const toleration = z.strictObject({
+    key: z.string().optional(),
+    operator: z.enum(["Exists", "Equal"]).optional(),
+    value: z.string().optional(),
+    effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]).optional(),
+    tolerationSeconds: z.number().int().optional(),
+});
+
+const kubernetesTarget = z.strictObject({
+    kind: z.literal("kubernetes"),
+    /** Prefix of the per-role namespaces (`<prefix>-training`, ...). Default: `arl-<stack>`. */
+    namespacePrefix: dnsLabel.max(40).optional(),
+    /** Path to a kubeconfig file for the provider; default: the ambient kubeconfig. */
+    kubeconfig: z.string().optional(),
+    /** kubeconfig context for the provider. */
+    context: z.string().optional(),
+    /** nodeSelector for the GPU training pod. */
+    nodeSelector: z.record(z.string(), z.string()).default({}),
+    /** Tolerations for the GPU training pod. */
+    tolerations: z.array(toleration).default([]),
+    /** Extended resource name of the GPU device plugin. */
+    gpuResourceName: z.string().default("nvidia.com/gpu"),
+    /** Value of the `nvidia.com/gpu.product` node label to pin the GPU model (e.g. NVIDIA-H200). */
+    gpuProduct: z.string().optional(),
+    /** PriorityClass of the training pod. */
+    priorityClassName: z.string().optional(),
+    /** StorageClass of the model-cache and checkpoint volumes; default: the cluster default. */
+    storageClassName: z.string().optional(),
+});
+
+const dockerTarget = z.strictObject({
+    kind: z.literal("docker"),
+    /** Docker daemon address of the GPU host (`unix:///var/run/docker.sock` or `ssh://user@host`). */
+    host: z.string().regex(/^(unix|ssh|tcp):\/\/.+/, "must start with unix://, ssh:// or tcp://").default("unix:///var/run/docker.sock"),
+    /** Directory on the host holding model cache, checkpoints, TLS files and secret files. */
+    dataDir: z.string().regex(/^\//, "must be an absolute path").default("/srv/agent-rl"),
+});
+
+const images = z.strictObject({
+    /** vLLM OpenAI server image (black box: `vllm serve`, needs vllm >= 0.22). */
+    vllm: imageRef.default("vllm/vllm-openai:latest"),
+    /** Trainer image with TRL, the training script baked in (or pinned by commit). */
+    trainer: imageRef.default("ghcr.io/huggingface/trl:latest"),
+    /** nginx image for the ingress proxy and the env routers (unprivileged build). */
+    nginx: imageRef.default("nginxinc/nginx-unprivileged:1.27-alpine"),
+});
+
+const volume = z.strictObject({
+    /** Whether to create the volume. */
+    enabled: z.boolean().default(true),
+    /** Requested size. */
+    size: quantity,
+});
+
+const training = z.strictObject({
+    /** Which of the three layouts runs on the node. */
+    layout: z.enum(LAYOUTS),
+    /** GPUs on the training node. */
+    gpusOnNode: posInt,
+    /** GPUs for vLLM (0 in colocate: vLLM runs inside the trainer). Default: 0 colocate, else 1. */
+    vllmGpus: nonNegInt.optional(),
+    /** GPUs for the trainer. Default: the rest of the node. */
+    trainerGpus: posInt.optional(),
+    /** Trainer processes (accelerate num_processes). Default: trainerGpus. */
+    numProcesses: posInt.optional(),
+    /** TRL per_device_train_batch_size. */
+    perDeviceTrainBatchSize: posInt.default(8),
+    /** TRL gradient_accumulation_steps. */
+    gradientAccumulationSteps: posInt.default(1),
+    /** TRL steps_per_generation. Default: gradientAccumulationSteps (TRL's own default). */
+    stepsPerGeneration: posInt.optional(),
+    /** TRL num_generations (completions per prompt). */
+    numGenerations: posInt.default(8),
+    /** TRL per_device_eval_batch_size. */
+    perDeviceEvalBatchSize: posInt.default(8),
+    /** Training problems/prompts: required, never defaulted (the seeds' scripts differ). */
+    datasetSize: posInt,
+    /** Held-out eval problems; 0 disables eval. */
+    evalSize: nonNegInt.default(0),
+    /** Training steps; default: the script's own. */
+    maxSteps: posInt.optional(),
+    /** Command that starts the training script inside the trainer image (baked in, pinned). */
+    command: z.array(z.string()).min(1).optional(),
+    /** Extra arguments appended to the trainer command. */
+    extraArgs: z.array(z.string()).default([]),
+    /** Extra non-secret env vars for the trainer. */
+    extraEnv: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+    /** Max model length for vLLM (--max-model-len). */
+    maxModelLen: posInt.optional(),
+    /** vLLM --gpu-memory-utilization. */
+    gpuMemoryUtilization: z.number().gt(0).lte(1).default(0.9),
+    /** Seconds vLLM may take to load the model before its startup probe gives up. */
+    modelLoadSeconds: posInt.min(60).default(1200),
+    /** Hard limit on the whole run (Job activeDeadlineSeconds). */
+    activeDeadlineSeconds: posInt.default(6 * 3600),
+    /** Retries of a failed run (Job backoffLimit). */
+    backoffLimit: nonNegInt.default(0),
+    /** Size of the memory-backed /dev/shm. */
+    shmSize: quantity.default("16Gi"),
+    /** Model cache volume, so weights are not downloaded every run. */
+    modelCache: volume.prefault({ size: "200Gi" }),
+    /** Checkpoint/output volume, so a failed run can resume. */
+    checkpoints: volume.prefault({ size: "100Gi" }),
+    /** Resume from the newest checkpoint in the output dir (`resume_from_checkpoint`). */
+    resumeFromCheckpoint: z.boolean().default(false),
+    /** Push the trained model to the Hub under this repo id (needs the hfToken secret). */
+    hubRepoId: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "must be <owner>/<name>").optional(),
+    /** trackio project for metrics. */
+    trackioProject: z.string().optional(),
+    /** trackio Space id to sync metrics to. */
+    trackioSpaceId: z.string().optional(),
+    /** Rollouts in flight at once (black box `--max-inflight`). */
+    maxInflight: posInt.default(8),
+    /** CPU request = limit of the trainer container. */
+    trainerCpu: quantity.default("8"),
+    /** Memory request = limit of the trainer container. */
+    trainerMemory: quantity.default("64Gi"),
+    /** CPU request = limit of the vLLM container. */
+    vllmCpu: quantity.default("8"),
+    /** Memory request = limit of the vLLM container. */
+    vllmMemory: quantity.default("64Gi"),
+});
+
+const resources = z.strictObject({
+    /** CPU request = limit per replica. */
+    cpu: quantity.default("2"),
+    /** Memory request = limit per replica. */
+    memory: quantity.default("4Gi"),
+});
+
+const envServer = z.strictObject({
+    /** Catalog entry (`coding`, `textarena`, ...) or `custom` for any OpenEnv-contract image. */
+    catalog: z.enum([...CATALOG_NAMES, "custom"]),
+    /** Image override (required for custom); pin by digest. */
+    image: imageRef.optional(),
+    /** Custom env only: whether the server holds several sessions per process. */
+    concurrentSessions: z.boolean().optional(),
+    /** Sessions per replica (MAX_CONCURRENT_ENVS). Default: the catalog's. */
+    sessionsPerReplica: posInt.optional(),
+    /** Replicas. Default: enough for the demand plus `headroomReplicas`. */
+    replicas: posInt.optional(),
+    /** Spare replicas beyond the demand, so a node drain keeps capacity. */
+    headroomReplicas: nonNegInt.default(1),
+    /** The env's own settings (e.g. TEXTARENA_ENV_ID), as env vars. */
+    settings: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+    /** CPU/memory per replica. */
+    resources: resources.prefault({}),
+    /** Seconds open websocket sessions get to finish when a replica stops. */
+    terminationGraceSeconds: posInt.default(300),
+    /** Use an existing server instead of deploying one (e.g. a hosted Space). */
+    external: z
+        .strictObject({
+            /** Base URL of the env server (https:// for anything outside the cluster). */
+            url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://org-wordle.hf.space" }),
+            /** Sessions the external server holds at once. */
+            sessions: posInt,
+        })
+        .optional(),
+});
+
+const sandboxes = z.strictObject({
+    /** Where black-box sandboxes run: agent-sandbox (Kubernetes), docker (fixed pool), hf (hosted), none. Default: by target and layout. */
+    provider: z.enum(["agent-sandbox", "docker", "hf", "none"]).optional(),
+    /** Sandbox image (OpenEnv opencode sandbox); pin by digest. */
+    image: imageRef.default("ghcr.io/huggingface/openenv-opencode-sandbox:latest"),
+    /** CPU request = limit per sandbox. */
+    cpu: quantity.default("1"),
+    /** Memory request = limit per sandbox. */
+    memory: quantity.default("2Gi"),
+    /** RuntimeClass for stronger isolation (gVisor `gvisor`, Kata `kata`). */
+    runtimeClassName: z.string().optional(),
+    /** Warm sandboxes kept ready beyond the rollouts in flight. */
+    headroom: nonNegInt.default(2),
+    /** Warm pool size (or Docker pool size). Default: maxInflight + headroom. */
+    poolSize: posInt.optional(),
+    /** Hard maximum lifetime of a claimed sandbox, in seconds. */
+    maxLifetimeSeconds: posInt.default(3600),
+    /** Longest a warm sandbox may wait unclaimed, in seconds (adds to its pod deadline). */
+    maxWarmWaitSeconds: posInt.default(6 * 3600),
+    /** Install the agent-sandbox v0.5.6 controller and CRDs (off when the cluster has them). */
+    installController: z.boolean().default(false),
+    /** Hosted sandboxes only: the hardware flavor. */
+    hfFlavor: z.string().default("cpu-basic"),
+});
+
+const ingress = z.strictObject({
+    /** Deploy the authenticated vLLM ingress. Default: on for black box, off for white box. */
+    enabled: z.boolean().optional(),
+    /** Names of the bearer keys; each generated unless supplied as secret `ingressKey-<name>`. */
+    keys: z.array(dnsLabel.max(30)).min(1).default(["sandboxes", "operators"]),
+    /** Which key the sandboxes use (handed to the trainer). */
+    sandboxKey: dnsLabel.default("sandboxes"),
+    /** Also allow POST /v1/completions. */
+    allowCompletions: z.boolean().default(false),
+    /** Allow GET /health without a key (for load balancers). */
+    healthUnauthenticated: z.boolean().default(false),
+    /** How the proxy is reached: in-cluster ClusterIP only, a LoadBalancer Service, or a Gateway API HTTPRoute. */
+    exposure: z.enum(["cluster", "loadbalancer", "httproute"]).default("cluster"),
+    /** Public host name for external exposure (certificate subject). */
+    host: z.string().optional(),
+    /** TLS: `secret` (Kubernetes TLS Secret), `files` (Docker host files), `none` (plain HTTP, in-cluster only). */
+    tls: z
+        .strictObject({
+            /** Where the certificate comes from. */
+            mode: z.enum(["secret", "files", "none"]).default("none"),
+            /** Kubernetes TLS Secret name (e.g. issued by cert-manager) in the ingress namespace. */
+            secretName: z.string().optional(),
+            /** Docker: certificate file on the host. */
+            certFile: z.string().optional(),
+            /** Docker: key file on the host. */
+            keyFile: z.string().optional(),
+            /** The certificate is publicly trusted (required for hosted sandboxes). */
+            publiclyTrusted: z.boolean().default(false),
+        })
+        .prefault({}),
+    /** Gateway API parent for exposure `httproute`. */
+    gateway: z.strictObject({ name: z.string(), namespace: z.string(), sectionName: z.string().optional() }).optional(),
+    /** Proxy replicas (Kubernetes). */
+    replicas: posInt.default(2),
+    /** Largest request body accepted (nginx size). */
+    maxBodySize: z.string().regex(/^[0-9]+[kKmM]?$/, "must be an nginx size such as 4m").default("4m"),
+    /** Requests per second allowed per key, per proxy replica. */
+    rateLimitPerSecond: posInt.default(50),
+    /** Burst above the rate per key. */
+    rateLimitBurst: nonNegInt.default(100),
+    /** Seconds nginx waits for vLLM's response (long generations). */
+    readTimeoutSeconds: posInt.default(600),
+});
+
+export const platformSchema = z.strictObject({
+    /** Recipe the stack starts from (applied before parsing; recorded for the plan). */
+    recipe: z.string().optional(),
+    /** Run id: names the Job, labels sandboxes; a new run is a new id. */
+    runId: dnsLabel.max(24),
+    /** Where it runs. */
+    target: z.discriminatedUnion("kind", [kubernetesTarget, dockerTarget]),
+    /** The model trained and served. */
+    model: z.strictObject({
+        /** Hugging Face model id. */
+        name: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "must be <owner>/<name> such as Qwen/Qwen3-1.7B"),
+        /** Model revision (commit sha or tag) for reproducible runs. */
+        revision: z.string().min(1).default("main"),
+    }),
+    /** Images. */
+    images: images.prefault({}),
+    /** The training node. */
+    training: training,
+    /** OpenEnv environment servers by name. */
+    envs: z.record(dnsLabel.max(20), envServer).default({}),
+    /** Sandboxes for black-box rollouts. */
+    sandboxes: sandboxes.prefault({}),
+    /** The authenticated vLLM ingress. */
+    ingress: ingress.prefault({}),
+});
+
+/** The config as written (before defaults). */
+export type PlatformConfigInput = z.input<typeof platformSchema>;
+/** The config after zod parsing. */
+export type ParsedConfig = z.output<typeof platformSchema>;

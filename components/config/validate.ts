@@ -1,0 +1,213 @@
+/**
+ * Cross-field checks on the resolved config: pure functions, every problem collected and
+ * reported together, each naming the field and the fix. TRL's batch arithmetic follows
+ * GRPOConfig (trl/trainer/grpo_config.py): the generation batch must be divisible by
+ * num_generations, and so must the eval batch.
+ */
+import type { PlatformConfig, ResolvedEnv } from "./resolve";
+
+/** Divisors of n, for a helpful "try one of" hint. */
+function divisors(n: number): number[] {
+    const out: number[] = [];
+    for (let d = 1; d <= n; d++) if (n % d === 0) out.push(d);
+    return out;
+}
+
+export function validateGpus(c: PlatformConfig): string[] {
+    const t = c.training;
+    const errors: string[] = [];
+    if (t.layout === "whitebox-colocate" && t.vllmGpus > 0) {
+        errors.push(
+            `training.vllmGpus: the whitebox-colocate layout runs vLLM inside the trainer, so it has no separate vLLM GPUs (got ${t.vllmGpus}): set vllmGpus to 0, or use layout whitebox-server`,
+        );
+    }
+    if (t.layout !== "whitebox-colocate" && t.vllmGpus === 0) {
+        errors.push(`training.vllmGpus: the ${t.layout} layout runs vLLM on its own GPUs: set vllmGpus to at least 1`);
+    }
+    if (t.vllmGpus + t.trainerGpus > t.gpusOnNode) {
+        errors.push(
+            `training.trainerGpus: vLLM ${t.vllmGpus} + trainer ${t.trainerGpus} = ${t.vllmGpus + t.trainerGpus} GPUs, but the node has ${t.gpusOnNode} (training.gpusOnNode): lower vllmGpus or trainerGpus, or raise gpusOnNode`,
+        );
+    }
+    if (t.numProcesses > t.trainerGpus) {
+        errors.push(
+            `training.numProcesses: ${t.numProcesses} trainer processes need one GPU each, but trainerGpus is ${t.trainerGpus}: lower numProcesses to ${t.trainerGpus} or raise trainerGpus`,
+        );
+    }
+    return errors;
+}
+
+export function validateBatches(c: PlatformConfig): string[] {
+    const t = c.training;
+    const { generationBatch, evalBatch } = c.demand;
+    const errors: string[] = [];
+    if (generationBatch % t.numGenerations !== 0) {
+        const fits = divisors(generationBatch).filter((d) => d > 1);
+        errors.push(
+            `training.numGenerations: the generation batch perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x numProcesses ${t.numProcesses} x stepsPerGeneration ${t.stepsPerGeneration} = ${generationBatch} is not divisible by numGenerations ${t.numGenerations}: set numGenerations to one of ${fits.join(", ")}, or make the generation batch a multiple of ${t.numGenerations}`,
+        );
+    }
+    if (evalBatch > 0 && evalBatch % t.numGenerations !== 0) {
+        errors.push(
+            `training.perDeviceEvalBatchSize: the eval batch perDeviceEvalBatchSize ${t.perDeviceEvalBatchSize} x numProcesses ${t.numProcesses} = ${evalBatch} is not divisible by numGenerations ${t.numGenerations}: set perDeviceEvalBatchSize to a multiple of ${t.numGenerations / gcd(t.numGenerations, t.numProcesses)}`,
+        );
+    }
+    return errors;
+}
+
+function gcd(a: number, b: number): number {
+    return b === 0 ? a : gcd(b, a % b);
+}
+
+/** Replicas needed to hold `sessions` with `perReplica` each, plus headroom. */
+export function replicasFor(sessions: number, perReplica: number, headroom: number): number {
+    return Math.ceil(sessions / perReplica) + headroom;
+}
+
+export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
+    const f = `envs.${e.name}`;
+    const errors: string[] = [];
+    const demand = c.demand.envSessions;
+    const phase =
+        c.demand.evalBatch > c.demand.generationBatch
+            ? `the eval batch (${c.demand.evalBatch})`
+            : `the generation batch (${c.demand.generationBatch})`;
+    if (e.catalog === "custom" && !e.image) errors.push(`${f}.image: a custom env needs an image that follows the OpenEnv server contract`);
+    if (e.catalog === "custom" && e.external === undefined && e.sessionsFromConfig === false) {
+        errors.push(`${f}.sessionsPerReplica: a custom env must say how many sessions one replica holds (MAX_CONCURRENT_ENVS, 1 when it cannot serve concurrent sessions)`);
+    }
+    if (!e.concurrentSessions && e.sessionsPerReplica > 1) {
+        errors.push(
+            `${f}.sessionsPerReplica: the ${e.catalog} env serves one session per process (it cannot serve concurrent sessions), got ${e.sessionsPerReplica}: set it to 1 and scale by replicas (${replicasFor(demand, 1, e.headroomReplicas)} for ${demand} sessions with ${e.headroomReplicas} spare)`,
+        );
+        return errors;
+    }
+    if (e.external) {
+        if (e.external.sessions < demand) {
+            errors.push(
+                `${f}.external.sessions: the external env holds ${e.external.sessions} sessions but training opens ${demand} at once (${phase}): use a server that holds ${demand}, or lower training.perDeviceTrainBatchSize/perDeviceEvalBatchSize`,
+            );
+        }
+        return errors;
+    }
+    const needed = demand + e.headroomReplicas * e.sessionsPerReplica;
+    if (e.capacity < needed) {
+        const replicas = replicasFor(demand, e.sessionsPerReplica, e.headroomReplicas);
+        const sessionsHint = e.concurrentSessions
+            ? ` or sessionsPerReplica to ${Math.ceil(demand / Math.max(1, e.replicas - e.headroomReplicas))}`
+            : "";
+        errors.push(
+            `${f}.replicas: ${e.replicas} replicas x ${e.sessionsPerReplica} sessions = ${e.capacity}, but training opens ${demand} sessions at once (${phase}) plus ${e.headroomReplicas} spare replica(s) of headroom = ${needed}: raise replicas to ${replicas}${sessionsHint}`,
+        );
+    }
+    return errors;
+}
+
+export function validateSandboxes(c: PlatformConfig): string[] {
+    const s = c.sandboxes;
+    const t = c.training;
+    const errors: string[] = [];
+    if (t.layout === "blackbox" && s.provider === "none") {
+        errors.push(`sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to ${c.target.kind === "kubernetes" ? "agent-sandbox" : "docker"} or hf`);
+    }
+    if (t.layout !== "blackbox" && s.provider !== "none") {
+        errors.push(`sandboxes.provider: only the black-box layout uses sandboxes (layout is ${t.layout}): remove sandboxes.provider or set it to none`);
+    }
+    if (s.provider === "agent-sandbox" && c.target.kind !== "kubernetes") {
+        errors.push(`sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider docker or hf`);
+    }
+    if (s.provider === "docker" && c.target.kind !== "docker") {
+        errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox or hf`);
+    }
+    if ((s.provider === "agent-sandbox" || s.provider === "docker") && s.poolSize < t.maxInflight) {
+        errors.push(
+            `sandboxes.poolSize: the pool holds ${s.poolSize} sandboxes but ${t.maxInflight} rollouts are in flight (training.maxInflight): raise poolSize to at least ${t.maxInflight + s.headroom} or lower maxInflight`,
+        );
+    }
+    if (s.provider === "hf") {
+        if (c.ingress.exposure === "cluster") {
+            errors.push(`ingress.exposure: hosted (hf) sandboxes call vLLM from outside the cluster: set exposure to loadbalancer or httproute`);
+        }
+        if (!c.ingress.tls.publiclyTrusted) {
+            errors.push(`ingress.tls.publiclyTrusted: hosted (hf) sandboxes need a publicly trusted certificate: use one (e.g. cert-manager with a public ACME issuer) and set publiclyTrusted: true`);
+        }
+        if (!c.ingress.host) errors.push(`ingress.host: hosted (hf) sandboxes need the public host name of the ingress`);
+    }
+    return errors;
+}
+
+export function validateIngress(c: PlatformConfig): string[] {
+    const i = c.ingress;
+    const errors: string[] = [];
+    if (c.training.layout === "blackbox" && !i.enabled) {
+        errors.push(`ingress.enabled: black-box sandboxes reach vLLM only through the authenticated ingress: set enabled to true`);
+    }
+    if (c.training.layout !== "blackbox" && i.enabled) {
+        errors.push(`ingress.enabled: a ${c.training.layout} run keeps vLLM private to the trainer and has nothing to expose: set enabled to false`);
+    }
+    if (!i.enabled) return errors;
+    if (!i.keys.includes(i.sandboxKey)) {
+        errors.push(`ingress.sandboxKey: '${i.sandboxKey}' is not one of ingress.keys (${i.keys.join(", ")}): add it to keys or pick one of them`);
+    }
+    if (new Set(i.keys).size !== i.keys.length) errors.push(`ingress.keys: key names must be unique (${i.keys.join(", ")})`);
+    if (c.target.kind === "docker") {
+        if (i.tls.mode === "secret") errors.push(`ingress.tls.mode: 'secret' is a Kubernetes TLS Secret; on the docker target use 'files' with certFile and keyFile`);
+        if (i.exposure === "httproute") errors.push(`ingress.exposure: httproute needs the kubernetes target; on docker the proxy publishes its port on the host`);
+    } else if (i.tls.mode === "files") {
+        errors.push(`ingress.tls.mode: 'files' reads certificate files on a Docker host; on Kubernetes use 'secret' with secretName (e.g. issued by cert-manager)`);
+    }
+    if (i.tls.mode === "secret" && !i.tls.secretName) errors.push(`ingress.tls.secretName: tls mode 'secret' needs the name of a kubernetes.io/tls Secret in the ingress namespace`);
+    if (i.tls.mode === "files" && (!i.tls.certFile || !i.tls.keyFile)) {
+        errors.push(`ingress.tls.certFile: tls mode 'files' needs certFile and keyFile (paths on the Docker host)`);
+    }
+    if (i.exposure === "loadbalancer" && i.tls.mode === "none") {
+        errors.push(`ingress.tls.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls.mode to secret (or use exposure httproute, where TLS ends at the Gateway)`);
+    }
+    if (c.target.kind === "docker" && i.tls.mode === "none" && c.sandboxes.provider === "hf") {
+        errors.push(`ingress.tls.mode: hosted sandboxes reach the Docker host over the internet: set tls.mode to files`);
+    }
+    if (i.exposure === "httproute" && !i.gateway) errors.push(`ingress.gateway: exposure httproute needs the parent Gateway (name, namespace)`);
+    if (i.exposure !== "cluster" && !i.host) errors.push(`ingress.host: exposure ${i.exposure} needs the public host name sandboxes use`);
+    return errors;
+}
+
+const DIGEST = /@sha256:[0-9a-f]{64}$/;
+
+/** Every image the stack deploys, with the field that sets it. */
+export function deployedImages(c: PlatformConfig): Array<{ field: string; image: string }> {
+    const out: Array<{ field: string; image: string }> = [{ field: "images.trainer", image: c.images.trainer }];
+    if (c.training.layout !== "whitebox-colocate") out.push({ field: "images.vllm", image: c.images.vllm });
+    const routed = c.envs.some((e) => !e.external);
+    if (c.ingress.enabled || routed) out.push({ field: "images.nginx", image: c.images.nginx });
+    for (const e of c.envs) if (!e.external) out.push({ field: `envs.${e.name}.image`, image: e.image });
+    if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker" || c.sandboxes.provider === "hf") {
+        out.push({ field: "sandboxes.image", image: c.sandboxes.image });
+    }
+    return out;
+}
+
+export function validateProdPinning(c: PlatformConfig): string[] {
+    if (!c.prod) return [];
+    const errors: string[] = [];
+    for (const { field, image } of deployedImages(c)) {
+        if (!DIGEST.test(image)) {
+            errors.push(`${field}: prod stacks pin every image by digest, got '${image}': use <image>@sha256:<64 hex digits> (docker buildx imagetools inspect <image> shows it)`);
+        }
+    }
+    if (c.model.revision === "main") {
+        errors.push(`model.revision: prod stacks pin the model revision, got 'main': set it to a commit sha of ${c.model.name}`);
+    }
+    return errors;
+}
+
+/** Every cross-field check, all problems together. */
+export function validatePlatform(c: PlatformConfig): string[] {
+    return [
+        ...validateGpus(c),
+        ...validateBatches(c),
+        ...c.envs.flatMap((e) => validateEnv(c, e)),
+        ...validateSandboxes(c),
+        ...validateIngress(c),
+        ...validateProdPinning(c),
+    ];
+}

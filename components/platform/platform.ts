@@ -1,0 +1,85 @@
+/**
+ * agentrl:index:Platform, the one top-level component. Phase one (`resolvePlatform`, pure)
+ * checks the config and resolves every component's description; only when all of it holds
+ * does phase two (this constructor) register resources, so a failed check never leaves a
+ * half-deployed stack.
+ */
+import * as docker from "@pulumi/docker";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { PlatformSecrets } from "../config/load";
+import type { PlatformPlan } from "./resolve";
+
+export interface PlatformArgs {
+    /** The resolved plan (from `resolvePlatform`): config, names and component descriptions. */
+    readonly plan: PlatformPlan;
+    /** The stack's secrets, as secret outputs. */
+    readonly secrets: PlatformSecrets;
+}
+
+/** Pod Security admission level per role: sandboxes run untrusted code, so `restricted`. */
+export const POD_SECURITY: Record<keyof PlatformPlan["names"]["namespaces"], "restricted" | "baseline"> = {
+    // GPU pods need a memory-backed /dev/shm and root images (vLLM, TRL): baseline.
+    training: "baseline",
+    ingress: "restricted",
+    // OpenEnv images run as root: baseline; restricted is warned about.
+    envs: "baseline",
+    sandboxes: "restricted",
+};
+
+export class Platform extends pulumi.ComponentResource {
+    /** Namespaces by role (Kubernetes) or network names (Docker). */
+    public readonly namespaces: Record<string, pulumi.Output<string>>;
+    /** Stack outputs (URLs, secret keys, plan facts). */
+    public readonly outputs: Record<string, pulumi.Input<unknown>>;
+
+    constructor(name: string, args: PlatformArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("agentrl:index:Platform", name, {}, opts);
+        const { plan } = args;
+        const { config, names } = plan;
+        const child = { parent: this };
+        this.namespaces = {};
+        if (config.target.kind === "kubernetes") {
+            for (const [role, nsName] of Object.entries(names.namespaces) as Array<[keyof typeof POD_SECURITY, string]>) {
+                const level = POD_SECURITY[role];
+                const ns = new k8s.core.v1.Namespace(
+                    `${name}-ns-${role}`,
+                    {
+                        metadata: {
+                            name: nsName,
+                            labels: {
+                                "app.kubernetes.io/part-of": "agent-rl-infra",
+                                "agentrl.dev/role": role,
+                                "agentrl.dev/stack": names.prefix,
+                                "pod-security.kubernetes.io/enforce": level,
+                                "pod-security.kubernetes.io/enforce-version": "latest",
+                                "pod-security.kubernetes.io/warn": "restricted",
+                                "pod-security.kubernetes.io/warn-version": "latest",
+                            },
+                        },
+                    },
+                    child,
+                );
+                this.namespaces[role] = ns.metadata.name;
+            }
+        } else {
+            // The training network reaches the internet (model downloads); the sandbox network is
+            // internal: its only other member is the ingress proxy.
+            const training = new docker.Network(`${name}-net-training`, { name: names.networks.training, driver: "bridge", internal: false }, child);
+            this.namespaces.training = training.name;
+            if (plan.config.sandboxes.provider === "docker") {
+                const sandboxes = new docker.Network(`${name}-net-sandboxes`, { name: names.networks.sandboxes, driver: "bridge", internal: true }, child);
+                this.namespaces.sandboxes = sandboxes.name;
+            }
+        }
+
+        this.outputs = {
+            target: config.target.kind,
+            layout: config.training.layout,
+            runId: config.runId,
+            namespaces: this.namespaces,
+            demand: config.demand,
+        };
+        this.registerOutputs(this.outputs);
+    }
+}

@@ -1,0 +1,18 @@
+import * as docker from "@pulumi/docker";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { PlatformConfig } from "../config/resolve";
+
+/** The target's provider, handed to the Platform through `opts.providers`. */
+export function targetProvider(name: string, config: PlatformConfig): pulumi.ProviderResource {
+    const t = config.target;
+    if (t.kind === "kubernetes") {
+        return new k8s.Provider(`${name}-k8s`, {
+            kubeconfig: t.kubeconfig,
+            context: t.context,
+            // Server-side apply: field ownership and conflicts are the API server's, not a client diff.
+            enableServerSideApply: true,
+        });
+    }
+    return new docker.Provider(`${name}-docker`, { host: t.host });
+}

@@ -1,0 +1,15 @@
+// The stack program `pulumi up` runs: parse config, build the Platform, export outputs.
+import { loadPlatformConfig, toRunError } from "./components/config";
+import { Platform, resolvePlatform, targetProvider } from "./components/platform";
+
+export = async () => {
+    const { config, secrets } = loadPlatformConfig();
+    let plan;
+    try {
+        plan = resolvePlatform(config);
+    } catch (e) {
+        toRunError(e);
+    }
+    const platform = new Platform("agentrl", { plan, secrets }, { providers: [targetProvider("agentrl", config)] });
+    return platform.outputs;
+};

@@ -1,0 +1,105 @@
+/**
+ * Runs a Pulumi program under Pulumi's official mock runtime (`pulumi.runtime.setMocks`)
+ * and records every resource the program registers, with the inputs it sends to the
+ * engine. Providers do not run: no auto-naming, no awaiting, no diffs. Used by the offline
+ * plan (`npm run plan`) and by the tests.
+ */
+import * as pulumi from "@pulumi/pulumi";
+
+/** One resource the program asked the engine to create. */
+export interface RecordedResource {
+    /** Type token, e.g. `kubernetes:batch/v1:Job`. */
+    readonly type: string;
+    /** Pulumi logical name. */
+    readonly name: string;
+    /** Inputs as the engine would receive them (secrets unwrapped by the mock monitor). */
+    readonly inputs: Record<string, any>;
+    /** Whether it is a custom (provider-managed) resource rather than a component. */
+    readonly custom: boolean;
+    /** Provider reference, when one was set. */
+    readonly provider?: string;
+}
+
+export interface MockRunOptions {
+    /** Pulumi project name. @default "agent-rl-infra" */
+    readonly project?: string;
+    /** Stack name. */
+    readonly stack: string;
+    /** Run as a preview (unknown outputs) instead of an update. @default false */
+    readonly preview?: boolean;
+    /** Config map, keys fully qualified (`agent-rl-infra:platform`), values as strings. */
+    readonly config?: Record<string, string>;
+    /** Keys of `config` that are secrets. */
+    readonly secretKeys?: readonly string[];
+    /** Function tokens the program may call; any other call fails the run. @default [] */
+    readonly allowedCalls?: Readonly<Record<string, (inputs: any) => Record<string, any>>>;
+}
+
+export interface MockRunResult {
+    readonly resources: RecordedResource[];
+    /** Stack outputs, resolved (secret outputs unwrapped: only for tests, never printed). */
+    readonly outputs: Record<string, unknown> | undefined;
+    /** Names of stack outputs that are secret. */
+    readonly secretOutputs: string[];
+    /** The error the program ended with, if any. */
+    readonly error?: unknown;
+}
+
+/** State a mocked provider would return: the inputs, plus what real providers compute. */
+function mockState(type: string, name: string, inputs: Record<string, any>): Record<string, any> {
+    if (type.startsWith("random:index/random")) {
+        // A stand-in for the generated value: deterministic, recognisable, never a real key.
+        return { ...inputs, result: `mock-random-${name}` };
+    }
+    return { ...inputs };
+}
+
+/**
+ * Runs `program` (the same function `pulumi up` runs) under mocks and returns what it
+ * registered. The runs are sequential: Pulumi's runtime state is process-global.
+ */
+export async function runUnderMocks(program: () => Promise<Record<string, unknown> | void>, opts: MockRunOptions): Promise<MockRunResult> {
+    const resources: RecordedResource[] = [];
+    const project = opts.project ?? "agent-rl-infra";
+    pulumi.runtime.setAllConfig(opts.config ?? {}, [...(opts.secretKeys ?? [])]);
+    await pulumi.runtime.setMocks(
+        {
+            newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, any> } {
+                resources.push({ type: args.type, name: args.name, inputs: args.inputs, custom: args.custom ?? true, provider: args.provider });
+                return { id: opts.preview ? undefined : `${args.name}-id`, state: mockState(args.type, args.name, args.inputs) };
+            },
+            call(args: pulumi.runtime.MockCallArgs): Record<string, any> {
+                const handler = opts.allowedCalls?.[args.token];
+                if (!handler) throw new Error(`unexpected call to ${args.token}: the program must not invoke provider functions`);
+                return handler(args.inputs);
+            },
+        },
+        project,
+        opts.stack,
+        opts.preview ?? false,
+    );
+    let error: unknown;
+    let outputs: Record<string, unknown> | undefined;
+    const secretOutputs: string[] = [];
+    try {
+        let raw: Record<string, unknown> = {};
+        await pulumi.runtime.runInPulumiStack(async () => {
+            raw = (await program()) ?? {};
+            return raw;
+        });
+        outputs = {};
+        for (const [k, v] of Object.entries(raw)) {
+            if (pulumi.Output.isInstance(v)) {
+                if (await (v as any).isSecret) secretOutputs.push(k);
+                outputs[k] = await (v as any).promise(true);
+            } else {
+                outputs[k] = v;
+            }
+        }
+        // Let every registration still in flight reach the mock monitor.
+        await (pulumi.runtime as any).waitForRPCs?.();
+    } catch (e) {
+        error = e;
+    }
+    return { resources, outputs, secretOutputs, error };
+}

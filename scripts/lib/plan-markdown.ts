@@ -1,0 +1,140 @@
+/**
+ * plan.md: what will run where, the capacity checks with their numbers, and a Mermaid
+ * diagram of the topology. Built from the resolved plan (the same data the program used)
+ * and the resources the program registered.
+ */
+import type { PlatformPlan } from "../../components/platform";
+import type { RecordedResource } from "./mockrun";
+
+function table(header: string[], rows: Array<Array<string | number>>): string {
+    const line = (cells: Array<string | number>) => `| ${cells.map((c) => String(c).replace(/\|/g, "\\|")).join(" | ")} |`;
+    return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+/** Mermaid node ids must be plain words. */
+function id(s: string): string {
+    return s.replace(/[^A-Za-z0-9_]/g, "_");
+}
+
+export function renderMermaid(plan: PlatformPlan): string {
+    const { config: c, names } = plan;
+    const lines = ["flowchart LR"];
+    const t = c.training;
+    const node = c.target.kind === "kubernetes" ? `namespace ${names.namespaces.training}` : `network ${names.networks.training}`;
+    lines.push(`  subgraph training["training node: ${node}"]`);
+    if (t.layout === "whitebox-colocate") {
+        lines.push(`    trainer["trainer + vLLM colocated<br/>${t.trainerGpus} GPU"]`);
+    } else {
+        lines.push(`    vllm["${t.layout === "blackbox" ? "vllm serve" : "trl vllm-serve"} :8000<br/>${t.vllmGpus} GPU"]`);
+        lines.push(`    trainer["trainer<br/>${t.trainerGpus} GPU, ${t.numProcesses} proc"]`);
+        lines.push(`    trainer -->|"localhost:8000, NCCL weight sync"| vllm`);
+    }
+    lines.push("  end");
+    for (const e of c.envs) {
+        const envId = id(`env_${e.name}`);
+        if (e.external) {
+            lines.push(`  ${envId}["env ${e.name} (external)<br/>${e.external.sessions} sessions"]`);
+        } else {
+            lines.push(`  ${envId}_router["env ${e.name} router<br/>least_conn, max_conns ${e.sessionsPerReplica}"]`);
+            lines.push(`  ${envId}["${e.replicas} x ${e.catalog} replica<br/>${e.sessionsPerReplica} session(s) each"]`);
+            lines.push(`  ${envId}_router --> ${envId}`);
+            lines.push(`  trainer -->|"ws /ws"| ${envId}_router`);
+        }
+        if (e.external) lines.push(`  trainer -->|"ws /ws"| ${envId}`);
+    }
+    if (c.ingress.enabled) {
+        lines.push(`  ingress["vLLM ingress (nginx)<br/>bearer keys, allow-list"]`);
+        lines.push(`  ingress -->|"/v1/chat/completions, /v1/models"| vllm`);
+    }
+    if (c.sandboxes.provider !== "none") {
+        lines.push(`  sandboxes["${c.sandboxes.provider} sandboxes<br/>pool ${c.sandboxes.poolSize}, ${c.training.maxInflight} in flight"]`);
+        lines.push(`  trainer -->|"claims / creates"| sandboxes`);
+        lines.push(`  sandboxes -->|"Bearer key"| ingress`);
+    }
+    return lines.join("\n");
+}
+
+export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
+    const { config: c, names } = plan;
+    const t = c.training;
+    const d = c.demand;
+    const out: string[] = [];
+    out.push(`# Plan: stack \`${c.stack}\`${c.recipe ? ` (recipe \`${c.recipe}\`)` : ""}`);
+    out.push("");
+    out.push(
+        `Run \`${c.runId}\` of \`${c.model.name}\`@\`${c.model.revision}\` on **${c.target.kind}**, layout **${t.layout}**. ` +
+            `Made offline under Pulumi's mock runtime: these are the inputs the program sends to the engine; providers did not run (no auto-naming, no waiting, no diffs).`,
+    );
+    out.push("");
+    out.push("## What runs where");
+    out.push("");
+    const rows: Array<Array<string | number>> = [];
+    const where = c.target.kind === "kubernetes" ? names.namespaces.training : names.networks.training;
+    if (t.layout === "whitebox-colocate") {
+        rows.push(["trainer (vLLM colocated)", where, `${t.trainerGpus}`, 1, "-", "vLLM in-process"]);
+    } else {
+        rows.push([t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`trl vllm-serve`)", where, `${t.vllmGpus}`, 1, "-", "8000 (private)"]);
+        rows.push([`trainer (${t.numProcesses} process${t.numProcesses === 1 ? "" : "es"})`, where, `${t.trainerGpus}`, 1, "-", t.layout === "whitebox-server" ? "51216 (NCCL group, private)" : "NCCL (private)"]);
+    }
+    for (const e of c.envs) {
+        if (e.external) rows.push([`env \`${e.name}\` (external)`, e.external.url, 0, "-", e.external.sessions, "-"]);
+        else rows.push([`env \`${e.name}\` (${e.catalog})`, c.target.kind === "kubernetes" ? names.namespaces.envs : names.networks.training, 0, `${e.replicas} + router`, `${e.sessionsPerReplica} per replica`, `${e.port}`]);
+    }
+    if (c.ingress.enabled) rows.push(["vLLM ingress", c.target.kind === "kubernetes" ? names.namespaces.ingress : `${names.networks.training} + ${names.networks.sandboxes}`, 0, c.target.kind === "kubernetes" ? c.ingress.replicas : 1, "-", c.ingress.tls.mode === "none" ? "8080 (http)" : "8443 (https)"]);
+    if (c.sandboxes.provider !== "none") rows.push([`sandboxes (${c.sandboxes.provider})`, c.target.kind === "kubernetes" ? names.namespaces.sandboxes : names.networks.sandboxes, 0, c.sandboxes.provider === "hf" ? "hosted" : c.sandboxes.poolSize, `${t.maxInflight} in flight`, "-"]);
+    out.push(table(["component", "where", "GPUs", "replicas", "sessions / sandboxes", "ports"], rows));
+    out.push("");
+    out.push("## Endpoints");
+    out.push("");
+    const endpoints: Array<Array<string>> = [["trainer -> vLLM (internal)", "http://localhost:8000"]];
+    for (const e of c.envs) endpoints.push([`env \`${e.name}\``, `${names.envs[e.name].url} (websocket ${names.envs[e.name].url.replace(/^http/, "ws")}${e.wsPath})`]);
+    if (c.ingress.enabled) {
+        endpoints.push(["sandboxes -> vLLM (ingress)", names.ingress.sandboxUrl]);
+        endpoints.push(["ingress -> vLLM upstream", names.training.vllmUpstream]);
+    }
+    out.push(table(["who", "URL"], endpoints));
+    out.push("");
+    out.push("## Capacity checks");
+    out.push("");
+    const checks: Array<Array<string | number>> = [
+        ["generation batch", `perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x numProcesses ${t.numProcesses} x stepsPerGeneration ${t.stepsPerGeneration}`, d.generationBatch, `divisible by numGenerations ${t.numGenerations}: ${d.promptsPerGeneration} prompts per generation`],
+        ["eval batch", d.evalBatch > 0 ? `perDeviceEvalBatchSize ${t.perDeviceEvalBatchSize} x numProcesses ${t.numProcesses}` : "eval off (evalSize 0)", d.evalBatch, d.evalBatch > 0 ? `divisible by numGenerations ${t.numGenerations}` : "-"],
+        ["GPUs", `vLLM ${t.vllmGpus} + trainer ${t.trainerGpus}`, t.vllmGpus + t.trainerGpus, `<= ${t.gpusOnNode} on the node`],
+    ];
+    for (const e of c.envs) {
+        if (e.external) checks.push([`env \`${e.name}\` sessions`, `external, declared ${e.external.sessions}`, e.external.sessions, `>= ${d.envSessions} live sessions`]);
+        else
+            checks.push([
+                `env \`${e.name}\` sessions`,
+                `${e.replicas} replicas x ${e.sessionsPerReplica} = ${e.capacity}`,
+                e.capacity,
+                `>= ${d.envSessions} live sessions (max of generation ${d.generationBatch} and eval ${d.evalBatch}) + ${e.headroomReplicas} spare replica (${e.headroomReplicas * e.sessionsPerReplica}) = ${d.envSessions + e.headroomReplicas * e.sessionsPerReplica}`,
+            ]);
+    }
+    if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker") {
+        checks.push(["sandbox pool", `poolSize ${c.sandboxes.poolSize}`, c.sandboxes.poolSize, `>= ${t.maxInflight} rollouts in flight (+ ${c.sandboxes.headroom} headroom)`]);
+    }
+    out.push(table(["check", "how", "value", "holds because"], checks));
+    out.push("");
+    if (plan.warnings.length > 0) {
+        out.push("## Warnings");
+        out.push("");
+        for (const w of plan.warnings) out.push(`- ${w}`);
+        out.push("");
+    }
+    out.push("## Topology");
+    out.push("");
+    out.push("```mermaid");
+    out.push(renderMermaid(plan));
+    out.push("```");
+    out.push("");
+    out.push("## Resources");
+    out.push("");
+    const counts = new Map<string, number>();
+    for (const r of resources) counts.set(r.type, (counts.get(r.type) ?? 0) + 1);
+    out.push(table(["type", "count"], [...counts.entries()].sort().map(([k, v]) => [`\`${k}\``, v])));
+    out.push("");
+    out.push(`${resources.length} resources registered${manifests.length > 0 ? `, ${manifests.length} Kubernetes objects in manifests/` : ""}.`);
+    out.push("");
+    return out.join("\n");
+}

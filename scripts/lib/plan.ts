@@ -1,0 +1,210 @@
+/**
+ * The offline plan: runs the very program `pulumi up` runs (index.ts) under Pulumi's mock
+ * runtime and writes what the engine would be asked to create: Kubernetes manifests, Docker
+ * objects as JSON, and plan.md. No CLI, no cluster, no credentials. Secret values never
+ * reach the output: Secret data is redacted and every known secret value is scrubbed.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
+import { CONFIG_NAMESPACE, ingressKeyConfigKey, parsePlatformConfig, type PlatformConfig } from "../../components/config";
+import { resolvePlatform, type PlatformPlan } from "../../components/platform";
+import { renderPlanMarkdown } from "./plan-markdown";
+import { runUnderMocks, type RecordedResource } from "./mockrun";
+
+export const REPO_ROOT = path.resolve(__dirname, "..", "..");
+export const REDACTED = "<redacted>";
+
+/** What to plan: a stack file, or a recipe on its defaults. */
+export type PlanSource =
+    | { readonly stack: string; readonly stackFile?: string }
+    | { readonly recipe: string; readonly target: "kubernetes" | "docker" };
+
+export interface PlanOptions {
+    /** Output directory; created, and emptied of a previous plan. */
+    readonly outDir: string;
+    /** Plain values for secret keys (tests use sentinels); default: placeholders. */
+    readonly secrets?: Readonly<Record<string, string>>;
+    /** Extra/overriding raw platform fields (deep-merged over the stack's; tests and benchmarks). */
+    readonly platformOverride?: Record<string, unknown>;
+    /** Run as a preview (unknown outputs). @default false */
+    readonly preview?: boolean;
+}
+
+export interface PlanResult {
+    readonly stack: string;
+    readonly plan: PlatformPlan;
+    readonly resources: RecordedResource[];
+    /** Kubernetes manifests written (kubernetes target). */
+    readonly manifests: Array<Record<string, any>>;
+    readonly files: string[];
+}
+
+/** Raised for a plan that cannot be made (bad stack file, bad config). Printed without a trace. */
+export class PlanError extends Error {}
+
+interface StackConfig {
+    stack: string;
+    config: Record<string, string>;
+    secretKeys: string[];
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+    return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Reads stacks/Pulumi.<stack>.yaml the way the CLI does: objects become JSON strings, `secure:` values are secrets. */
+export function readStackFile(stack: string, file?: string): StackConfig {
+    const p = file ?? path.join(REPO_ROOT, "stacks", `Pulumi.${stack}.yaml`);
+    if (!fs.existsSync(p)) {
+        const known = fs.existsSync(path.join(REPO_ROOT, "stacks"))
+            ? fs.readdirSync(path.join(REPO_ROOT, "stacks")).filter((f) => /^Pulumi\..+\.yaml$/.test(f)).map((f) => f.slice(7, -5))
+            : [];
+        throw new PlanError(`no stack file ${path.relative(process.cwd(), p)}: known stacks are ${known.join(", ") || "(none)"}; or plan a recipe with --recipe <name>`);
+    }
+    let doc: unknown;
+    try {
+        doc = YAML.parse(fs.readFileSync(p, "utf8"));
+    } catch (e) {
+        throw new PlanError(`${p}: not valid YAML: ${(e as Error).message}`);
+    }
+    const raw = isObj(doc) && isObj(doc.config) ? doc.config : {};
+    const config: Record<string, string> = {};
+    const secretKeys: string[] = [];
+    for (const [k, v] of Object.entries(raw)) {
+        const key = k.includes(":") ? k : `${CONFIG_NAMESPACE}:${k}`;
+        if (isObj(v) && typeof v.secure === "string" && Object.keys(v).length === 1) {
+            // Encrypted in the stack file; the plan never decrypts: a placeholder stands in.
+            config[key] = `plan-placeholder-${key.split(":")[1]}`;
+            secretKeys.push(key);
+        } else {
+            config[key] = typeof v === "string" ? v : JSON.stringify(v);
+        }
+    }
+    return { stack, config, secretKeys };
+}
+
+function configForSource(source: PlanSource): StackConfig {
+    if ("stack" in source) return readStackFile(source.stack, source.stackFile);
+    const platform = { recipe: source.recipe, runId: "demo", target: { kind: source.target } };
+    return { stack: `recipe-${source.recipe}-${source.target}`, config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(platform) }, secretKeys: [] };
+}
+
+/** apiVersion/kind of a `kubernetes:<group>/<version>:<Kind>` type token. */
+export function kubernetesGvk(type: string): { apiVersion: string; kind: string } | undefined {
+    const m = /^kubernetes:([^:]+)\/([^:/]+):(.+)$/.exec(type);
+    if (!m) return undefined;
+    const [, group, version, kind] = m;
+    return { apiVersion: group === "core" ? version : `${group}/${version}`, kind };
+}
+
+/** Every string value a secret holds, to scrub from all output. */
+function secretValues(cfg: StackConfig, result: RecordedResource[]): string[] {
+    const values = new Set<string>();
+    for (const k of cfg.secretKeys) if (cfg.config[k]) values.add(cfg.config[k]);
+    for (const r of result) if (r.type.startsWith("random:")) values.add(`mock-random-${r.name}`);
+    return [...values].filter((v) => v.length >= 4);
+}
+
+function scrub(text: string, secrets: readonly string[]): string {
+    let out = text;
+    for (const s of secrets) out = out.split(s).join(REDACTED);
+    return out;
+}
+
+/** A Kubernetes Secret's values never reach the plan, whatever they are. */
+function redactSecretObject(obj: Record<string, any>): Record<string, any> {
+    if (obj.kind !== "Secret") return obj;
+    const redact = (m: unknown) => (isObj(m) ? Object.fromEntries(Object.keys(m).map((k) => [k, REDACTED])) : m);
+    return { ...obj, ...(obj.data ? { data: redact(obj.data) } : {}), ...(obj.stringData ? { stringData: redact(obj.stringData) } : {}) };
+}
+
+/** Drops what only Pulumi sees (undefined values, empty helpers) so the manifest is what kubectl would get. */
+function clean(v: unknown): unknown {
+    if (Array.isArray(v)) return v.map(clean);
+    if (isObj(v)) {
+        const out: Record<string, unknown> = {};
+        for (const [k, x] of Object.entries(v)) if (x !== undefined && x !== null) out[k] = clean(x);
+        return out;
+    }
+    return v;
+}
+
+const KIND_ORDER = ["Namespace", "CustomResourceDefinition", "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim", "Role", "RoleBinding"];
+
+export function manifestsOf(resources: readonly RecordedResource[]): Array<Record<string, any>> {
+    const out: Array<Record<string, any>> = [];
+    for (const r of resources) {
+        const gvk = kubernetesGvk(r.type);
+        if (!gvk || !r.custom) continue;
+        out.push(clean({ ...r.inputs, apiVersion: r.inputs.apiVersion ?? gvk.apiVersion, kind: r.inputs.kind ?? gvk.kind }) as Record<string, any>);
+    }
+    const rank = (k: string) => (KIND_ORDER.includes(k) ? KIND_ORDER.indexOf(k) : KIND_ORDER.length);
+    return out.sort((a, b) => rank(a.kind) - rank(b.kind));
+}
+
+function runProgram(): () => Promise<Record<string, unknown>> {
+    // The same function Pulumi runs for `pulumi up` (Pulumi.yaml main: index.ts).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(path.join(REPO_ROOT, "index.ts"));
+}
+
+/** Plans one stack or recipe into `outDir`. Throws PlanError for a bad stack or config. */
+export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<PlanResult> {
+    const cfg = configForSource(source);
+    for (const [k, v] of Object.entries(opts.secrets ?? {})) {
+        const key = k.includes(":") ? k : `${CONFIG_NAMESPACE}:${k}`;
+        cfg.config[key] = v;
+        if (!cfg.secretKeys.includes(key)) cfg.secretKeys.push(key);
+    }
+    if (opts.platformOverride) {
+        const key = `${CONFIG_NAMESPACE}:platform`;
+        const base = cfg.config[key] ? JSON.parse(cfg.config[key]) : {};
+        const { deepMerge } = await import("../../components/config");
+        cfg.config[key] = JSON.stringify(deepMerge(base, opts.platformOverride));
+    }
+    const run = await runUnderMocks(runProgram(), { stack: cfg.stack, config: cfg.config, secretKeys: cfg.secretKeys, preview: opts.preview });
+    if (run.error) {
+        const e = run.error as Error;
+        if (e && (e.name === "RunError" || e.constructor?.name === "RunError")) throw new PlanError(e.message);
+        throw e;
+    }
+    // The pure phase again, for the plan's tables (the same functions the program ran).
+    const rawPlatform = JSON.parse(cfg.config[`${CONFIG_NAMESPACE}:platform`]);
+    const config: PlatformConfig = parsePlatformConfig(rawPlatform, cfg.stack);
+    const plan = resolvePlatform(config);
+    const secrets = secretValues(cfg, run.resources);
+
+    fs.rmSync(opts.outDir, { recursive: true, force: true });
+    fs.mkdirSync(opts.outDir, { recursive: true });
+    const files: string[] = [];
+    const write = (rel: string, text: string) => {
+        const p = path.join(opts.outDir, rel);
+        fs.mkdirSync(path.dirname(p), { recursive: true });
+        fs.writeFileSync(p, scrub(text, secrets));
+        files.push(p);
+    };
+
+    const manifests = manifestsOf(run.resources).map(redactSecretObject);
+    if (config.target.kind === "kubernetes") {
+        manifests.forEach((m, i) => {
+            const ns = m.metadata?.namespace ? `${m.metadata.namespace}-` : "";
+            write(path.join("manifests", `${String(i).padStart(3, "0")}-${m.kind.toLowerCase()}-${ns}${m.metadata?.name ?? "unnamed"}.yaml`), YAML.stringify(m));
+        });
+    } else {
+        let i = 0;
+        for (const r of run.resources) {
+            const m = /^docker:index\/(\w+):(\w+)$/.exec(r.type);
+            if (!m) continue;
+            write(path.join("docker", `${String(i++).padStart(3, "0")}-${m[2].toLowerCase()}-${r.name}.json`), JSON.stringify({ type: r.type, name: r.name, inputs: clean(r.inputs) }, null, 2) + "\n");
+        }
+    }
+    write("plan.md", renderPlanMarkdown(plan, run.resources, manifests));
+    const scrubbedManifests = manifests.map((m) => JSON.parse(scrub(JSON.stringify(m), secrets)));
+    return { stack: cfg.stack, plan, resources: run.resources, manifests: scrubbedManifests, files };
+}
+
+/** Config keys of every secret a stack can have (for tests and docs). */
+export function secretConfigKeys(config: PlatformConfig): string[] {
+    return ["hfToken", ...config.ingress.keys.map(ingressKeyConfigKey)];
+}

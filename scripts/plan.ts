@@ -1,0 +1,81 @@
+/**
+ * npm run plan -- <stack> [--out DIR]
+ * npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]
+ *
+ * Runs the stack program under Pulumi's mock runtime and writes manifests/, docker/ and
+ * plan.md. Bad arguments or config: a message naming the field and the fix, exit 1, no trace.
+ */
+import * as path from "node:path";
+import { RECIPE_NAMES } from "../components/config";
+import { PlanError, planToDir, type PlanSource } from "./lib/plan";
+
+const USAGE = "usage: npm run plan -- <stack> [--out DIR]\n       npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]";
+
+class UsageError extends Error {}
+
+export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; outDir: string } {
+    let stack: string | undefined;
+    let recipe: string | undefined;
+    let target: string | undefined;
+    let out: string | undefined;
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        const value = () => {
+            const v = argv[++i];
+            if (v === undefined || v.startsWith("--")) throw new UsageError(`${a} needs a value`);
+            return v;
+        };
+        if (a === "--recipe") recipe = value();
+        else if (a === "--target") target = value();
+        else if (a === "--out") out = value();
+        else if (a === "--help" || a === "-h") throw new UsageError("");
+        else if (a.startsWith("-")) throw new UsageError(`unknown option ${a}`);
+        else if (stack === undefined) stack = a;
+        else throw new UsageError(`unexpected argument ${a}`);
+    }
+    if (recipe !== undefined && stack !== undefined) throw new UsageError("give a stack or --recipe, not both");
+    if (target !== undefined && recipe === undefined) throw new UsageError("--target applies to --recipe; a stack's target is in its stack file");
+    if (target !== undefined && target !== "kubernetes" && target !== "docker") throw new UsageError(`--target must be kubernetes or docker, got ${target}`);
+    if (recipe !== undefined && !(RECIPE_NAMES as string[]).includes(recipe)) throw new UsageError(`unknown recipe ${recipe}: use one of ${RECIPE_NAMES.join(", ")}`);
+    if (recipe === undefined && stack === undefined) throw new UsageError("name a stack (dev, staging, prod) or --recipe <name>");
+    if (stack !== undefined && !/^[A-Za-z0-9._-]+$/.test(stack)) throw new UsageError(`stack name ${JSON.stringify(stack)} has characters a stack name cannot have`);
+    const source: PlanSource = recipe !== undefined ? { recipe, target: (target ?? "kubernetes") as "kubernetes" | "docker" } : { stack: stack! };
+    const defaultOut = "stack" in source ? path.join("out", source.stack) : path.join("out", `recipe-${source.recipe}-${source.target}`);
+    return { source, outDir: path.resolve(out ?? defaultOut) };
+}
+
+async function main(): Promise<number> {
+    let args;
+    try {
+        args = parsePlanArgs(process.argv.slice(2));
+    } catch (e) {
+        if (e instanceof UsageError) {
+            if (e.message) process.stderr.write(`plan: ${e.message}\n`);
+            process.stderr.write(`${USAGE}\n`);
+            return e.message ? 2 : 0;
+        }
+        throw e;
+    }
+    try {
+        const result = await planToDir(args.source, { outDir: args.outDir });
+        const rel = path.relative(process.cwd(), args.outDir) || ".";
+        process.stdout.write(`planned ${result.stack}: ${result.resources.length} resources, ${result.manifests.length} Kubernetes objects -> ${rel}/ (plan.md)\n`);
+        return 0;
+    } catch (e) {
+        if (e instanceof PlanError) {
+            process.stderr.write(`plan failed: ${e.message}\n`);
+            return 1;
+        }
+        throw e;
+    }
+}
+
+if (require.main === module) {
+    main().then(
+        (code) => process.exit(code),
+        (e) => {
+            process.stderr.write(`plan: internal error: ${(e as Error).stack ?? e}\n`);
+            process.exit(70);
+        },
+    );
+}

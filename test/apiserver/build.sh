@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes API server test fixture (see README.md next to this file):
+#   bin/kube-apiserver, bin/kubectl  (k8s.io/kubernetes v1.36.3)
+#   bin/etcd                         (go.etcd.io/etcd/server/v3 v3.6.8)
+#   crds/*.yaml                      (agent-sandbox and Gateway API CRDs, from the Go module cache)
+# into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/k8s-v1.36.3/.
+#
+# Idempotent: exits at once when the cache directory is complete. Only needs
+# Go (>= the go line in go.mod) and the Go module proxy. Set
+# AGENT_RL_K8S_CACHE_DIR to use another directory; set FORCE=1 to rebuild.
+set -euo pipefail
+
+K8S_VERSION=v1.36.3
+ETCD_VERSION=v3.6.8
+AGENT_SANDBOX_VERSION=v0.5.6
+GATEWAY_API_VERSION=v1.6.3
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
+out="${AGENT_RL_K8S_CACHE_DIR:-$cache_root/k8s-$K8S_VERSION}"
+# The stamp records everything that goes into the directory; a change to any
+# version (or to go.sum) invalidates the cache.
+stamp_content="k8s=$K8S_VERSION etcd=$ETCD_VERSION agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION go.sum=$(sha256sum "$here/go.sum" | cut -c1-16)"
+
+log() { printf '[apiserver/build] %s\n' "$*" >&2; }
+
+up_to_date() {
+  [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
+  local f
+  for f in bin/kube-apiserver bin/kubectl bin/etcd; do [[ -x "$out/$f" ]] || return 1; done
+  compgen -G "$out/crds/*.yaml" >/dev/null
+}
+if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then log "up to date: $out"; exit 0; fi
+
+# Serialise concurrent runs (e.g. two test files starting the fixture at once).
+mkdir -p "$cache_root" "$(dirname "$out")"
+exec 9>"$(dirname "$out")/.build-k8s-$K8S_VERSION.lock"
+flock 9
+if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then log "up to date: $out (built by a concurrent run)"; exit 0; fi
+
+command -v go >/dev/null || { log "ERROR: go is not installed (needed to build kube-apiserver/etcd/kubectl)"; exit 1; }
+
+start=$(date +%s)
+tmp="$(mktemp -d "$(dirname "$out")/.build-k8s-$K8S_VERSION.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/bin" "$tmp/crds"
+
+cd "$here"
+# -mod=readonly: go.mod/go.sum in the repo are authoritative and must be complete.
+export GOFLAGS="-mod=readonly -buildvcs=false"
+export CGO_ENABLED=0
+
+# Embed the version like hack/lib/version.sh does, so `kube-apiserver --version`
+# and `kubectl version` report v1.36.3 (and the API server's /version matches).
+k8s_info="$(go mod download -json k8s.io/kubernetes)"
+git_commit="$(printf '%s' "$k8s_info" | sed -n 's/.*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -1)"
+build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+major="${K8S_VERSION#v}"; major="${major%%.*}"
+minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitCommit=${git_commit:-unknown} -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+done
+
+build() { # <output name> <package>
+  local t0=$(date +%s)
+  log "go build $2"
+  go build -trimpath -ldflags="$ldflags" -o "$tmp/bin/$1" "$2"
+  log "built $1 in $(( $(date +%s) - t0 ))s"
+}
+build etcd go.etcd.io/etcd/server/v3
+build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+build kubectl k8s.io/kubernetes/cmd/kubectl
+
+# CRDs come from the module cache (checksummed through sum.golang.org), never
+# from files committed to this repo. Downloaded outside this module so go.sum
+# is not touched.
+module_dir() { # <module@version>
+  local json dir
+  json="$(cd "$tmp" && GOFLAGS= go mod download -json "$1")" || { log "ERROR: go mod download $1 failed: $json"; return 1; }
+  dir="$(printf '%s' "$json" | sed -n 's/.*"Dir": "\(.*\)",*$/\1/p' | head -1)"
+  [[ -n "$dir" && -d "$dir" ]] || { log "ERROR: no Dir for $1: $json"; return 1; }
+  printf '%s' "$dir"
+}
+sandbox_dir="$(module_dir "sigs.k8s.io/agent-sandbox@$AGENT_SANDBOX_VERSION")"
+gateway_dir="$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
+shopt -s nullglob
+sandbox_crds=("$sandbox_dir"/k8s/crds/*.yaml)
+gateway_crds=("$gateway_dir"/config/crd/standard/*.yaml)
+(( ${#sandbox_crds[@]} > 0 )) || { log "ERROR: no CRDs in $sandbox_dir/k8s/crds"; exit 1; }
+(( ${#gateway_crds[@]} > 0 )) || { log "ERROR: no CRDs in $gateway_dir/config/crd/standard"; exit 1; }
+for f in "${sandbox_crds[@]}"; do install -m 0644 "$f" "$tmp/crds/agent-sandbox-$AGENT_SANDBOX_VERSION.$(basename "$f")"; done
+for f in "${gateway_crds[@]}"; do install -m 0644 "$f" "$tmp/crds/gateway-api-$GATEWAY_API_VERSION.$(basename "$f")"; done
+
+"$tmp/bin/kube-apiserver" --version >&2
+"$tmp/bin/etcd" --version >&2
+"$tmp/bin/kubectl" version --client >&2
+
+printf '%s' "$stamp_content" > "$tmp/.complete"
+rm -rf "$out"
+mv "$tmp" "$out"
+trap - EXIT
+log "done in $(( $(date +%s) - start ))s: $out"
