@@ -3,5 +3,5 @@ export { resolveDefaults, computeDemand, isProdStack, type PlatformConfig, type 
 export { validatePlatform, deployedImages, replicasFor } from "./validate";
 export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";
 export { RECIPES, RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
-export { platformNames, dnsName, validateNames, type PlatformNames, type EnvNames } from "./names";
+export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";
 export { loadPlatformConfig, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";

@@ -139,3 +139,14 @@ export function validateNames(n: PlatformNames): string[] {
     visit("", n);
     return bad;
 }
+
+/** Roles whose pods other components select (NetworkPolicies, Services). */
+export type PodRole = "trainer" | "vllm-ingress" | "env-replica" | "env-router" | "sandbox";
+
+/**
+ * The one object that makes both a selector and the pod labels, so they cannot drift
+ * apart. `instance` is the owning object's name (Job, Deployment, StatefulSet, pool).
+ */
+export function podLabels(role: PodRole, instance: string): Record<string, string> {
+    return { "app.kubernetes.io/name": role, "app.kubernetes.io/instance": instance, "app.kubernetes.io/part-of": "agent-rl-infra" };
+}
