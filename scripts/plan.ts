@@ -1,5 +1,6 @@
 /**
  * npm run plan -- <stack> [--out DIR]
+ * npm run plan -- path/to/Pulumi.<stack>.yaml [--out DIR]   (a stack file outside stacks/)
  * npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]
  *
  * Runs the stack program under Pulumi's mock runtime and writes manifests/, docker/ and
@@ -9,7 +10,7 @@ import * as path from "node:path";
 import { RECIPE_NAMES } from "../components/config";
 import { PlanError, planToDir, type PlanSource } from "./lib/plan";
 
-const USAGE = "usage: npm run plan -- <stack> [--out DIR]\n       npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]";
+const USAGE = "usage: npm run plan -- <stack | path/to/Pulumi.<stack>.yaml> [--out DIR]\n       npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]";
 
 class UsageError extends Error {}
 
@@ -38,8 +39,15 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
     if (target !== undefined && target !== "kubernetes" && target !== "docker") throw new UsageError(`--target must be kubernetes or docker, got ${target}`);
     if (recipe !== undefined && !(RECIPE_NAMES as string[]).includes(recipe)) throw new UsageError(`unknown recipe ${recipe}: use one of ${RECIPE_NAMES.join(", ")}`);
     if (recipe === undefined && stack === undefined) throw new UsageError("name a stack (dev, staging, prod) or --recipe <name>");
+    let stackFile: string | undefined;
+    if (stack !== undefined && stack.endsWith(".yaml")) {
+        const m = /^Pulumi\.([A-Za-z0-9._-]+)\.yaml$/.exec(path.basename(stack));
+        if (!m) throw new UsageError(`a stack file must be named Pulumi.<stack>.yaml, got ${stack}`);
+        stackFile = path.resolve(stack);
+        stack = m[1];
+    }
     if (stack !== undefined && !/^[A-Za-z0-9._-]+$/.test(stack)) throw new UsageError(`stack name ${JSON.stringify(stack)} has characters a stack name cannot have`);
-    const source: PlanSource = recipe !== undefined ? { recipe, target: (target ?? "kubernetes") as "kubernetes" | "docker" } : { stack: stack! };
+    const source: PlanSource = recipe !== undefined ? { recipe, target: (target ?? "kubernetes") as "kubernetes" | "docker" } : { stack: stack!, stackFile };
     const defaultOut = "stack" in source ? path.join("out", source.stack) : path.join("out", `recipe-${source.recipe}-${source.target}`);
     return { source, outDir: path.resolve(out ?? defaultOut) };
 }

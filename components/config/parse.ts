@@ -59,7 +59,7 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
         if (issue.code === "invalid_value") {
             return [`${field}: must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`];
         }
-        if (issue.code === "invalid_union" && issue.path.join(".") === "target") {
+        if (issue.code === "invalid_union" && field === "target.kind") {
             return [`target.kind: must be "kubernetes" or "docker"`];
         }
         if (issue.code === "too_small" || issue.code === "too_big") {
@@ -91,7 +91,7 @@ export function applyRecipe(raw: unknown): { merged: unknown; problems: string[]
 export function parsePlatformConfig(raw: unknown, stack: string): PlatformConfig {
     const { merged, problems } = applyRecipe(raw);
     if (problems.length > 0) throw new ConfigError(problems);
-    const parsed = platformSchema.safeParse(merged);
+    const parsed = platformSchema.safeParse(merged, { reportInput: true });
     if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues));
     const config = resolveDefaults(parsed.data, stack);
     const errors = validatePlatform(config);

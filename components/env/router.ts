@@ -333,6 +333,7 @@ ${proxyCommon.replace(/^ {8}/gm, "            ")}
         location @sessions_unavailable {
             add_header Retry-After 5 always;
             add_header ${ROUTER_REPLICA_HEADER} $upstream_addr always;
+            add_header X-Env-Router-Worker $pid always;
             if ($env_router_at_capacity) {
                 return 503 ${q(bodies.capacity)};
             }

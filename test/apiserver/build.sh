@@ -43,6 +43,7 @@ command -v go >/dev/null || { log "ERROR: go is not installed (needed to build k
 start=$(date +%s)
 tmp="$(mktemp -d "$(dirname "$out")/.build-k8s-$K8S_VERSION.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
 mkdir -p "$tmp/bin" "$tmp/crds"
 
 cd "$here"
@@ -52,15 +53,17 @@ export CGO_ENABLED=0
 
 # Embed the version like hack/lib/version.sh does, so `kube-apiserver --version`
 # and `kubectl version` report v1.36.3 (and the API server's /version matches).
-k8s_info="$(go mod download -json k8s.io/kubernetes)"
-git_commit="$(printf '%s' "$k8s_info" | sed -n 's/.*"Hash": "\([0-9a-f]*\)".*/\1/p' | head -1)"
-build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+# buildDate = the release's commit time from the module's .info file, so the
+# link step stays cacheable and the binaries reproducible.
+k8s_info_file="$(go mod download -json k8s.io/kubernetes | sed -n 's/.*"Info": "\(.*\)",*$/\1/p')"
+build_date="$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$k8s_info_file" 2>/dev/null || true)"
+build_date="${build_date:-1970-01-01T00:00:00Z}"
 major="${K8S_VERSION#v}"; major="${major%%.*}"
 minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitCommit=${git_commit:-unknown} -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
 done
 
 build() { # <output name> <package>

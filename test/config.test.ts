@@ -1,0 +1,270 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ConfigError, deepMerge, parsePlatformConfig, platformNames, validateNames, RECIPE_NAMES, dnsName } from "../components/config";
+
+const base = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes" } };
+
+/** Parses and returns the problems (empty when the config is valid). */
+function problems(raw: unknown, stack = "test"): string[] {
+    try {
+        parsePlatformConfig(raw, stack);
+        return [];
+    } catch (e) {
+        if (e instanceof ConfigError) return [...e.problems];
+        throw e;
+    }
+}
+
+function withOverride(override: Record<string, unknown>, from: Record<string, unknown> = base): unknown {
+    return deepMerge(from, override);
+}
+
+describe("config: recipes", () => {
+    for (const name of RECIPE_NAMES) {
+        for (const kind of ["kubernetes", "docker"]) {
+            test(`${name} on ${kind} parses with no problems`, () => {
+                assert.deepEqual(problems({ recipe: name, runId: "r1", target: { kind } }), []);
+            });
+        }
+    }
+
+    test("mbpp-whitebox reproduces the published run: 16 sessions, 4 prompts per step, 170 problems, 42 steps", () => {
+        const c = parsePlatformConfig(base, "test");
+        assert.equal(c.model.name, "Qwen/Qwen3-1.7B");
+        assert.equal(c.training.layout, "whitebox-colocate");
+        assert.equal(c.training.trainerGpus, 1);
+        assert.equal(c.training.vllmGpus, 0);
+        assert.equal(c.demand.generationBatch, 16);
+        assert.equal(c.demand.promptsPerGeneration, 4);
+        assert.equal(c.training.datasetSize, 170);
+        assert.equal(c.training.maxSteps, 42);
+        assert.equal(c.training.evalSize, 64);
+        const coding = c.envs.find((e) => e.name === "coding")!;
+        assert.equal(coding.sessionsPerReplica, 1, "coding_env serves one session per process");
+        assert.equal(coding.replicas, 17, "16 sessions + one spare replica");
+    });
+
+    test("mbpp-whitebox-64 opens 64 sessions (16 prompts per step)", () => {
+        const c = parsePlatformConfig({ ...base, recipe: "mbpp-whitebox-64" }, "test");
+        assert.equal(c.demand.generationBatch, 64);
+        assert.equal(c.demand.promptsPerGeneration, 16);
+        assert.equal(c.envs[0].replicas, 65);
+    });
+
+    test("wordle-whitebox: 32 sessions at 8 per replica -> 4 + 1 spare replicas", () => {
+        const c = parsePlatformConfig({ ...base, recipe: "wordle-whitebox" }, "test");
+        assert.equal(c.demand.generationBatch, 32);
+        assert.equal(c.envs[0].sessionsPerReplica, 8);
+        assert.equal(c.envs[0].replicas, 5);
+        assert.equal(c.envs[0].settings.TEXTARENA_ENV_ID, "Wordle-v0");
+        assert.equal(c.training.datasetSize, 2000);
+    });
+
+    test("opencode-blackbox: 2 GPUs split 1/1, pool covers 8 in flight + 2", () => {
+        const c = parsePlatformConfig({ ...base, recipe: "opencode-blackbox" }, "test");
+        assert.equal(c.model.name, "Qwen/Qwen3-8B");
+        assert.deepEqual([c.training.vllmGpus, c.training.trainerGpus, c.training.gpusOnNode], [1, 1, 2]);
+        assert.equal(c.training.numGenerations, 8);
+        assert.equal(c.sandboxes.provider, "agent-sandbox");
+        assert.equal(c.sandboxes.poolSize, 10);
+        assert.equal(c.ingress.enabled, true);
+        assert.equal(c.training.datasetSize, 32);
+        assert.equal(c.training.maxSteps, 10);
+    });
+
+    test("a stack's fields override the recipe's", () => {
+        const c = parsePlatformConfig(withOverride({ training: { gradientAccumulationSteps: 4 } }), "test");
+        assert.equal(c.demand.generationBatch, 32);
+        assert.equal(c.training.datasetSize, 170, "the rest of the recipe stays");
+    });
+});
+
+describe("config: every validation message names the field and the fix", () => {
+    const cases: Array<{ what: string; raw: unknown; stack?: string; expect: RegExp[] }> = [
+        {
+            what: "GPU counts do not fit the node",
+            raw: withOverride({ recipe: "opencode-blackbox", training: { vllmGpus: 2, trainerGpus: 1 } }),
+            expect: [/^training\.trainerGpus: vLLM 2 \+ trainer 1 = 3 GPUs, but the node has 2 \(training\.gpusOnNode\): lower vllmGpus or trainerGpus, or raise gpusOnNode$/],
+        },
+        {
+            what: "colocate with separate vLLM GPUs",
+            raw: withOverride({ training: { gpusOnNode: 2, vllmGpus: 1 } }),
+            expect: [/^training\.vllmGpus: the whitebox-colocate layout runs vLLM inside the trainer, so it has no separate vLLM GPUs \(got 1\): set vllmGpus to 0, or use layout whitebox-server$/],
+        },
+        {
+            what: "server layout without vLLM GPUs",
+            raw: withOverride({ training: { layout: "whitebox-server", gpusOnNode: 2, vllmGpus: 0 } }),
+            expect: [/^training\.vllmGpus: the whitebox-server layout runs vLLM on its own GPUs: set vllmGpus to at least 1$/],
+        },
+        {
+            what: "more trainer processes than trainer GPUs",
+            raw: withOverride({ training: { numProcesses: 2 } }),
+            expect: [/^training\.numProcesses: 2 trainer processes need one GPU each, but trainerGpus is 1: lower numProcesses to 1 or raise trainerGpus$/],
+        },
+        {
+            what: "generation batch not divisible by num_generations",
+            raw: withOverride({ training: { gradientAccumulationSteps: 3, numGenerations: 5, perDeviceEvalBatchSize: 10 } }),
+            expect: [/^training\.numGenerations: the generation batch perDeviceTrainBatchSize 8 x numProcesses 1 x stepsPerGeneration 3 = 24 is not divisible by numGenerations 5: set numGenerations to one of 2, 3, 4, 6, 8, 12, 24, or make the generation batch a multiple of 5$/],
+        },
+        {
+            what: "eval batch not divisible by num_generations",
+            raw: withOverride({ training: { perDeviceEvalBatchSize: 6 } }),
+            expect: [/^training\.perDeviceEvalBatchSize: the eval batch perDeviceEvalBatchSize 6 x numProcesses 1 = 6 is not divisible by numGenerations 4: set perDeviceEvalBatchSize to a multiple of 4$/],
+        },
+        {
+            what: "env capacity below the generation batch plus headroom",
+            raw: withOverride({ recipe: "wordle-whitebox", envs: { wordle: { replicas: 4 } } }),
+            expect: [/^envs\.wordle\.replicas: 4 replicas x 8 sessions = 32, but training opens 32 sessions at once \(the generation batch \(32\)\) plus 1 spare replica\(s\) of headroom = 40: raise replicas to 5 or sessionsPerReplica to 11$/],
+        },
+        {
+            what: "env capacity below the eval batch",
+            raw: withOverride({ recipe: "wordle-whitebox", training: { evalSize: 50, perDeviceEvalBatchSize: 64 }, envs: { wordle: { replicas: 5 } } }),
+            expect: [/^envs\.wordle\.replicas: 5 replicas x 8 sessions = 40, but training opens 64 sessions at once \(the eval batch \(64\)\) plus 1 spare replica\(s\) of headroom = 72: raise replicas to 9/],
+        },
+        {
+            what: "an env without concurrent sessions held to 1 per replica",
+            raw: withOverride({ envs: { coding: { sessionsPerReplica: 4 } } }),
+            expect: [/^envs\.coding\.sessionsPerReplica: the coding env serves one session per process \(it cannot serve concurrent sessions\), got 4: set it to 1 and scale by replicas \(17 for 16 sessions with 1 spare\)$/],
+        },
+        {
+            what: "external env with too few sessions",
+            raw: withOverride({ envs: { coding: { external: { url: "https://org-coding.hf.space", sessions: 8 } } } }),
+            expect: [/^envs\.coding\.external\.sessions: the external env holds 8 sessions but training opens 16 at once \(the generation batch \(16\)\): use a server that holds 16/],
+        },
+        {
+            what: "external env with a bad URL",
+            raw: withOverride({ envs: { coding: { external: { url: "ftp://x", sessions: 64 } } } }),
+            expect: [/^envs\.coding\.external\.url: must be an http\(s\) URL/],
+        },
+        {
+            what: "custom env without image or session count",
+            raw: withOverride({ envs: { coding: { catalog: "custom" } } }),
+            expect: [/^envs\.coding\.image: a custom env needs an image/, /^envs\.coding\.sessionsPerReplica: a custom env must say how many sessions one replica holds/],
+        },
+        {
+            what: "black box pool smaller than the rollouts in flight",
+            raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { poolSize: 4 } }),
+            expect: [/^sandboxes\.poolSize: the pool holds 4 sandboxes but 8 rollouts are in flight \(training\.maxInflight\): raise poolSize to at least 10 or lower maxInflight$/],
+        },
+        {
+            what: "black box without sandboxes",
+            raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "none" } }),
+            expect: [/^sandboxes\.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to agent-sandbox or hf$/],
+        },
+        {
+            what: "white box with sandboxes and an ingress",
+            raw: withOverride({ sandboxes: { provider: "agent-sandbox" }, ingress: { enabled: true } }),
+            expect: [/^sandboxes\.provider: only the black-box layout uses sandboxes/, /^ingress\.enabled: a whitebox-colocate run keeps vLLM private/],
+        },
+        {
+            what: "agent-sandbox on the docker target",
+            raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, sandboxes: { provider: "agent-sandbox" } },
+            expect: [/^sandboxes\.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider docker or hf$/],
+        },
+        {
+            what: "hosted sandboxes with an in-cluster ingress",
+            raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "hf" } }),
+            expect: [/^ingress\.exposure: hosted \(hf\) sandboxes call vLLM from outside the cluster/, /^ingress\.tls\.publiclyTrusted: hosted \(hf\) sandboxes need a publicly trusted certificate/, /^ingress\.host: hosted \(hf\) sandboxes need the public host name/],
+        },
+        {
+            what: "LoadBalancer in plain HTTP",
+            raw: withOverride({ recipe: "opencode-blackbox", ingress: { exposure: "loadbalancer", host: "vllm.example.com" } }),
+            expect: [/^ingress\.tls\.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to secret/],
+        },
+        {
+            what: "tls secret without a name, and an unknown sandbox key",
+            raw: withOverride({ recipe: "opencode-blackbox", ingress: { tls: { mode: "secret" }, sandboxKey: "robots" } }),
+            expect: [/^ingress\.sandboxKey: 'robots' is not one of ingress\.keys \(sandboxes, operators\)/, /^ingress\.tls\.secretName: tls mode 'secret' needs the name of a kubernetes\.io\/tls Secret/],
+        },
+        {
+            what: "prod stack with unpinned images and model",
+            raw: withOverride({ recipe: "opencode-blackbox" }),
+            stack: "prod",
+            expect: [
+                /^images\.trainer: prod stacks pin every image by digest, got 'ghcr\.io\/huggingface\/trl:latest': use <image>@sha256:<64 hex digits>/,
+                /^images\.vllm: prod stacks pin every image by digest/,
+                /^images\.nginx: prod stacks pin every image by digest/,
+                /^sandboxes\.image: prod stacks pin every image by digest/,
+                /^model\.revision: prod stacks pin the model revision, got 'main'/,
+            ],
+        },
+        {
+            what: "dataset size missing (never defaulted)",
+            raw: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } },
+            expect: [/^training\.datasetSize: required: set it to the number of training problems\/prompts; it is never defaulted/],
+        },
+        {
+            what: "a misspelt field",
+            raw: withOverride({ training: { perDeviceTrainBatchsize: 8 } }),
+            expect: [/^training\.perDeviceTrainBatchsize: unknown field: remove it or check its spelling$/],
+        },
+        {
+            what: "a wrong type",
+            raw: withOverride({ training: { numGenerations: "4" } }),
+            expect: [/^training\.numGenerations: expected number, got the string "4"$/],
+        },
+        {
+            what: "an unknown target kind and a bad run id",
+            raw: { recipe: "mbpp-whitebox", runId: "Run_1", target: { kind: "nomad" } },
+            expect: [/^runId: must be lower-case letters, digits and '-'/, /^target\.kind: must be "kubernetes" or "docker"$/],
+        },
+        {
+            what: "an unknown recipe",
+            raw: { recipe: "mbpp", runId: "r1", target: { kind: "docker" } },
+            expect: [/^recipe: unknown recipe "mbpp": use one of mbpp-whitebox, mbpp-whitebox-64, wordle-whitebox, opencode-blackbox$/],
+        },
+    ];
+
+    for (const c of cases) {
+        test(c.what, () => {
+            const got = problems(c.raw, c.stack);
+            for (const re of c.expect) assert.ok(got.some((p) => re.test(p)), `expected a problem matching ${re}\n got:\n  ${got.join("\n  ")}`);
+            assert.equal(got.length, c.expect.length, `expected exactly ${c.expect.length} problem(s), got:\n  ${got.join("\n  ")}`);
+        });
+    }
+
+    test("all problems are reported together", () => {
+        const got = problems(withOverride({ training: { gpusOnNode: 2, vllmGpus: 1, perDeviceEvalBatchSize: 6 }, envs: { coding: { sessionsPerReplica: 2 } } }));
+        assert.equal(got.length, 3, got.join("\n"));
+    });
+
+    test("the error message lists every problem on its own line", () => {
+        try {
+            parsePlatformConfig(withOverride({ training: { numProcesses: 2, perDeviceEvalBatchSize: 5 } }), "test");
+            assert.fail("expected a ConfigError");
+        } catch (e) {
+            assert.ok(e instanceof ConfigError);
+            assert.match(e.message, /^invalid configuration \(2 problems\):\n  - training\.numProcesses: .*\n  - training\.perDeviceEvalBatchSize: /);
+        }
+    });
+});
+
+describe("config: defaults and names", () => {
+    test("0 is a value, not a missing one (headroomReplicas 0)", () => {
+        const c = parsePlatformConfig(withOverride({ envs: { coding: { headroomReplicas: 0 } } }), "test");
+        assert.equal(c.envs[0].replicas, 16);
+    });
+
+    test("stepsPerGeneration defaults to gradientAccumulationSteps (TRL's default)", () => {
+        const c = parsePlatformConfig(withOverride({ training: { gradientAccumulationSteps: 4 } }), "test");
+        assert.equal(c.training.stepsPerGeneration, 4);
+    });
+
+    test("names are DNS-1123, at most 63 characters, and differ between stacks and runs", () => {
+        const long = parsePlatformConfig({ ...base, runId: "a-very-long-run-id-00001" }, "a-very-long-stack-name-for-testing-purposes-only");
+        const n = platformNames(long);
+        assert.deepEqual(validateNames(n), []);
+        const a = platformNames(parsePlatformConfig(base, "dev"));
+        const b = platformNames(parsePlatformConfig({ ...base, runId: "r2" }, "dev"));
+        const s = platformNames(parsePlatformConfig(base, "staging"));
+        assert.notEqual(a.training.job, b.training.job);
+        assert.notEqual(a.namespaces.training, s.namespaces.training);
+    });
+
+    test("dnsName truncates with a stable hash", () => {
+        const n = dnsName(["x".repeat(80)]);
+        assert.equal(n.length, 63);
+        assert.equal(n, dnsName(["x".repeat(80)]));
+        assert.notEqual(n, dnsName(["x".repeat(81)]));
+    });
+});
