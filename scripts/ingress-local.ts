@@ -113,27 +113,27 @@ async function main(): Promise<number> {
     process.stdout.write(text);
     return 0;
   }
-  const ingress = await startLocalIngress({ listen: args.listen, upstream: args.upstream, keysFile: args.keysFile, tls, settings, echoOutput: true });
-  process.stdout.write(`ingress:local ready ${ingress.url} -> ${args.upstream} (pid ${ingress.pid}, dir ${ingress.dir})\n`);
-  let signalled = false;
+  // Handlers go in before nginx starts and before "ready" is printed: a supervisor may signal as soon as it reads that line.
+  let signalled: NodeJS.Signals | undefined;
+  let wakeUp: () => void = () => undefined;
+  const signalledPromise = new Promise<void>((resolve) => (wakeUp = resolve));
   const onSignal = (sig: NodeJS.Signals) => {
-    if (signalled) return;
-    signalled = true;
+    if (signalled !== undefined) return;
+    signalled = sig;
     process.stderr.write(`ingress:local: ${sig}, stopping nginx\n`);
-    void ingress.stop().then(
-      () => process.exit(0),
-      (e: unknown) => {
-        process.stderr.write(`ingress:local: ${(e as Error).message}\n`);
-        process.exit(1);
-      },
-    );
+    wakeUp();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  const code = await ingress.exited;
-  if (signalled) return await new Promise<number>(() => undefined); // onSignal exits
-  await ingress.stop();
-  process.stderr.write(`ingress:local: nginx exited unexpectedly (code ${String(code)})\n`);
+  process.on("SIGHUP", onSignal);
+  const ingress = await startLocalIngress({ listen: args.listen, upstream: args.upstream, keysFile: args.keysFile, tls, settings, echoOutput: true });
+  if (signalled === undefined) {
+    process.stdout.write(`ingress:local ready ${ingress.url} -> ${args.upstream} (pid ${ingress.pid}, dir ${ingress.dir})\n`);
+  }
+  const why = await Promise.race([signalledPromise.then(() => "signal" as const), ingress.exited.then(() => "exited" as const)]);
+  await ingress.stop(); // kills nginx if still running, verifies it is gone, removes the run dir
+  if (why === "signal") return 0;
+  process.stderr.write("ingress:local: nginx exited unexpectedly\n");
   return 1;
 }
 

@@ -699,7 +699,12 @@ describe("npm run ingress:local (scripts/ingress-local.ts)", () => {
     fs.writeFileSync(keysFile, `# sandbox keys\npool-a ${KEY_A}\n`, { mode: 0o600 });
   });
   after(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+    for (const c of children) {
+      if (c.exitCode !== null || c.signalCode !== null) continue;
+      c.kill("SIGTERM"); // lets the script stop nginx and remove its dir
+      await Promise.race([new Promise((r) => c.once("exit", r)), sleep(5000)]);
+      if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+    }
     await stub?.stop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });

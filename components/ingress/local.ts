@@ -181,6 +181,22 @@ export function childPids(pid: number): number[] {
   return out;
 }
 
+let pdeathsig: string | null | undefined;
+/** util-linux setpriv when it supports --pdeathsig (Linux), else null. */
+function pdeathsigWrapper(): string | null {
+  if (pdeathsig !== undefined) return pdeathsig;
+  pdeathsig = null;
+  for (const c of ["/usr/bin/setpriv", "/bin/setpriv"]) {
+    if (!fs.existsSync(c)) continue;
+    const r = spawnSync(c, ["--help"], { encoding: "utf8", timeout: 5000 });
+    if (r.status === 0 && r.stdout.includes("--pdeathsig")) {
+      pdeathsig = c;
+      break;
+    }
+  }
+  return pdeathsig;
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -264,7 +280,10 @@ export async function startLocalIngress(opts: LocalIngressOptions): Promise<Loca
     fs.writeFileSync(configPath, configText, { mode: 0o644 });
     nginxTest(bin, dir, configPath, paths.errorLog);
 
-    const child: ChildProcess = spawn(bin, ["-p", `${dir}/`, "-e", paths.errorLog, "-c", configPath, "-g", "daemon off;"], {
+    const nginxArgs = ["-p", `${dir}/`, "-e", paths.errorLog, "-c", configPath, "-g", "daemon off;"];
+    // setpriv --pdeathsig execs nginx in place (same pid) and makes the kernel SIGTERM it if this process dies without stop().
+    const guard = pdeathsigWrapper();
+    const child: ChildProcess = spawn(guard ?? bin, guard ? ["--pdeathsig", "TERM", "--", bin, ...nginxArgs] : nginxArgs, {
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";

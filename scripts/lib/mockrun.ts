@@ -79,14 +79,26 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
         opts.preview ?? false,
     );
     let error: unknown;
+    // A failing program rejects promises Pulumi's runtime does not await (the stack's
+    // outputs, pending registrations); collect them here instead of crashing the process.
+    const stray: unknown[] = [];
+    const onStray = (e: unknown) => stray.push(e);
+    process.on("unhandledRejection", onStray);
     let outputs: Record<string, unknown> | undefined;
     const secretOutputs: string[] = [];
     try {
         let raw: Record<string, unknown> = {};
         await pulumi.runtime.runInPulumiStack(async () => {
-            raw = (await program()) ?? {};
+            // The program's own error is kept here rather than thrown into the stack, which
+            // would reject promises Pulumi's runtime leaves unawaited outside the CLI.
+            try {
+                raw = (await program()) ?? {};
+            } catch (e) {
+                error = e;
+            }
             return raw;
         });
+        if (error !== undefined) throw error;
         outputs = {};
         for (const [k, v] of Object.entries(raw)) {
             if (pulumi.Output.isInstance(v)) {
@@ -100,6 +112,11 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
         await (pulumi.runtime as any).waitForRPCs?.();
     } catch (e) {
         error = e;
+        await (pulumi.runtime as any).waitForRPCs?.().catch(() => undefined);
     }
+    // Give rejected registrations one turn to surface, then stop listening.
+    await new Promise((r) => setTimeout(r, error === undefined ? 0 : 50));
+    process.off("unhandledRejection", onStray);
+    if (error === undefined && stray.length > 0) error = stray[0];
     return { resources, outputs, secretOutputs, error };
 }

@@ -6,6 +6,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
 import { CONFIG_NAMESPACE, ingressKeyConfigKey, parsePlatformConfig, type PlatformConfig } from "../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../components/platform";
@@ -165,9 +166,8 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
     }
     const run = await runUnderMocks(runProgram(), { stack: cfg.stack, config: cfg.config, secretKeys: cfg.secretKeys, preview: opts.preview });
     if (run.error) {
-        const e = run.error as Error;
-        if (e && (e.name === "RunError" || e.constructor?.name === "RunError")) throw new PlanError(e.message);
-        throw e;
+        if (pulumi.RunError.isInstance(run.error)) throw new PlanError((run.error as Error).message);
+        throw run.error;
     }
     // The pure phase again, for the plan's tables (the same functions the program ran).
     const rawPlatform = JSON.parse(cfg.config[`${CONFIG_NAMESPACE}:platform`]);

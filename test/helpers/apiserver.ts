@@ -346,50 +346,55 @@ export async function startApiServer(options: StartOptions = {}): Promise<ApiSer
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    const all = [...children];
-    for (const c of all) {
+    // kube-apiserver first, then etcd: SIGTERM to the process group, SIGKILL
+    // after 15 s.
+    for (const c of [...children].reverse()) {
+      const done = exited.get(c.pid!)!;
       try {
         process.kill(-c.pid!, "SIGTERM");
       } catch {
         /* gone */
       }
-    }
-    const graceful = Promise.all(all.map((c) => exited.get(c.pid!)!));
-    const timedOut = await Promise.race([graceful.then(() => false), sleep(15_000).then(() => true)]);
-    if (timedOut) {
-      for (const c of all) {
+      if (await Promise.race([done.then(() => false), sleep(15_000).then(() => true)])) {
         try {
           process.kill(-c.pid!, "SIGKILL");
         } catch {
           /* gone */
         }
+        await Promise.race([done, sleep(10_000)]);
       }
-      await Promise.race([graceful, sleep(10_000)]);
     }
-    // The watchdog notices the dir is gone within a second; kill it anyway.
+    // The watchdog notices the dir is gone within a second and exits; kill it
+    // only if it does not.
     await fsp.rm(dir, { recursive: true, force: true });
-    try {
-      if (watchdog.pid) process.kill(-watchdog.pid, "SIGKILL");
-    } catch {
-      /* gone */
+    if (!(await Promise.race([watchdogExited.then(() => true), sleep(5_000).then(() => false)]))) {
+      try {
+        if (watchdog.pid) process.kill(-watchdog.pid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+      await Promise.race([watchdogExited, sleep(5_000)]);
     }
-    await Promise.race([watchdogExited, sleep(5_000)]);
     live.delete(entry);
     if (live.size === 0) uninstallHandlers();
 
-    // Verify: no process of ours alive, no port still open.
-    const problems: string[] = [];
-    for (const pg of entry.pgids) {
-      if (pidAlive(pg)) problems.push(`pid ${pg} is still alive`);
-      try {
-        process.kill(-pg, 0);
-        problems.push(`process group ${pg} still has members`);
-      } catch {
-        /* ESRCH: good */
+    // Verify: no process of ours alive, no port still open. Orphans (e.g. the
+    // watchdog's `sleep`) may take a moment to be reaped by init: poll briefly.
+    const check = async (): Promise<string[]> => {
+      const problems: string[] = [];
+      for (const pg of entry.pgids) {
+        if (pidAlive(pg)) problems.push(`pid ${pg} is still alive`);
+        else if (pidAlive(-pg)) problems.push(`process group ${pg} still has members`);
       }
-    }
-    for (const port of ports) {
-      if (await portOpen(port)) problems.push(`port ${port} is still open`);
+      for (const port of ports) {
+        if (await portOpen(port)) problems.push(`port ${port} is still open`);
+      }
+      return problems;
+    };
+    let problems = await check();
+    for (let i = 0; i < 50 && problems.length; i++) {
+      await sleep(100);
+      problems = await check();
     }
     if (fs.existsSync(dir)) problems.push(`${dir} still exists`);
     if (problems.length) throw new Error(`API server fixture did not clean up: ${problems.join("; ")}`);
@@ -589,9 +594,21 @@ export async function serverDryRun(api: ApiServer, manifestsDir: string): Promis
   // Dry-run everything from the directory so kubectl names the files in errors.
   const r = await api.kubectl(["apply", "--server-side", "--dry-run=server", "--force-conflicts", "--field-manager=agent-rl-plan", "--recursive", "-f", manifestsDir]);
   if (r.code !== 0 || realErrors.length) {
-    throw new Error(
-      `API server rejected manifests in ${manifestsDir}:\n` + [...realErrors, r.stderr.trim()].filter(Boolean).join("\n"),
-    );
+    // kubectl's server-side-apply errors do not name the file: re-run the
+    // failing run file by file so each message can be attributed.
+    let details = r.stderr.trim();
+    if (r.code !== 0) {
+      const files = [...new Set(objects.map((o) => o.file))];
+      const perFile: string[] = [];
+      for (let i = 0; i < files.length; i += 4) {
+        const results = await Promise.all(
+          files.slice(i, i + 4).map(async (f) => ({ f, res: await api.kubectl(["apply", "--server-side", "--dry-run=server", "--force-conflicts", "--field-manager=agent-rl-plan", "-f", f]) })),
+        );
+        for (const { f, res } of results) if (res.code !== 0) perFile.push(`${path.relative(manifestsDir, f)}: ${res.stderr.trim()}`);
+      }
+      if (perFile.length) details = perFile.join("\n");
+    }
+    throw new Error(`API server rejected manifests in ${manifestsDir}:\n` + [...realErrors, details].filter(Boolean).join("\n"));
   }
   return { objects: objects.length, output: r.stdout };
 }

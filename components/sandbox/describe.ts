@@ -1,0 +1,259 @@
+/**
+ * The target-neutral description of a run's sandbox pool: every decision (image, size,
+ * security settings, deadlines, quota, names, the trainer's env) is made here, once, from
+ * the resolved config and the names. `kubernetes.ts` and `docker.ts` only translate it.
+ * Pure: no Pulumi imports.
+ */
+import { dnsName, podLabels, type PlatformNames } from "../config/names";
+import type { PlatformConfig } from "../config/resolve";
+
+/** agent-sandbox release the platform is written against (CRDs and controller). */
+export const AGENT_SANDBOX_VERSION = "v0.5.6";
+/** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (extensions.agents.x-k8s.io, served and stored v1beta1 in v0.5.6). */
+export const SANDBOX_EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
+/** API group of Sandbox (agents.x-k8s.io). */
+export const SANDBOX_CORE_GROUP = "agents.x-k8s.io";
+/** Served and stored version of every agent-sandbox CRD at v0.5.6. */
+export const SANDBOX_API_VERSION = "v1beta1";
+/** The pinned release manifest: CRDs + controller + extensions controller in one file. */
+export const CONTROLLER_MANIFEST_URL = `https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml`;
+
+/**
+ * Port of the command API inside a sandbox pod, the only port the trainer may reach.
+ * 8888 is agent-sandbox's runtime convention (examples/python-runtime-sandbox serves /execute there).
+ */
+export const SANDBOX_PORT = 8888;
+/** Env var the in-sandbox proxy reads its upstream key from (OpenEnv interception.py: --upstream-api-key, else this). */
+export const SANDBOX_KEY_ENV = "OPENCODE_UPSTREAM_API_KEY";
+/** Env var carrying the ingress URL into the sandbox (the proxy itself takes --upstream-url; the trainer passes the same value). */
+export const SANDBOX_URL_ENV = "OPENCODE_UPSTREAM_URL";
+/** Key of the sandbox key inside its Secret. */
+export const SANDBOX_KEY_SECRET_KEY = "api-key";
+
+/** A writable directory on an otherwise read-only root filesystem (emptyDir / tmpfs). */
+export interface WritablePath {
+    readonly name: string;
+    readonly path: string;
+    /** emptyDir sizeLimit / tmpfs size. */
+    readonly sizeLimit: string;
+}
+
+/** How a sandbox process runs: the same on both targets. */
+export interface SandboxSecurity {
+    /** Non-root uid: PSA `restricted` demands runAsNonRoot; the upstream image would run as root. */
+    readonly runAsUser: number;
+    readonly runAsGroup: number;
+    /** Group owning the emptyDirs, so the uid can write them. */
+    readonly fsGroup: number;
+    readonly readOnlyRootFilesystem: true;
+    readonly allowPrivilegeEscalation: false;
+    readonly dropCapabilities: readonly ["ALL"];
+    readonly seccompProfile: "RuntimeDefault";
+    /** HOME, on a writable emptyDir (the image keeps its work dirs under /root, which the uid cannot write). */
+    readonly home: string;
+    /** Working directory, writable. */
+    readonly workingDir: string;
+    readonly writablePaths: readonly WritablePath[];
+    /** Seconds a stopped sandbox gets: short, because a terminating pod still counts against the quota. */
+    readonly terminationGraceSeconds: number;
+}
+
+/** What the namespace's ResourceQuota allows: warm pool + claimed in-flight sandboxes + headroom. */
+export interface SandboxQuota {
+    /** Live sandbox pods at most: poolSize (warm) + maxInflight (claimed; each claim makes the pool create a replacement) + headroom (pods still terminating). */
+    readonly pods: number;
+    readonly cpu: string;
+    readonly memory: string;
+}
+
+export interface SandboxDescription {
+    readonly provider: PlatformConfig["sandboxes"]["provider"];
+    readonly runId: string;
+    /** Label key carrying the run id on every sandbox (pods, claims, containers). */
+    readonly runLabel: string;
+    /** Pinned image (prod stacks must pin by digest; see config validateProdPinning). */
+    readonly image: string;
+    /** CPU request = limit per sandbox. */
+    readonly cpu: string;
+    /** Memory request = limit per sandbox. */
+    readonly memory: string;
+    readonly runtimeClassName?: string;
+    /** Warm pool size (Kubernetes) / fixed pool size (Docker). */
+    readonly poolSize: number;
+    /** Rollouts in flight = sandboxes claimed at once. */
+    readonly maxInflight: number;
+    readonly headroom: number;
+    /** Longest a claimed sandbox may live; enforced on every claim's shutdownTime. */
+    readonly maxLifetimeSeconds: number;
+    readonly maxWarmWaitSeconds: number;
+    /** Hard kill of a sandbox's process: maxWarmWait + maxLifetime (a warm pod's clock starts before it is claimed). */
+    readonly deadlineSeconds: number;
+    readonly port: number;
+    readonly security: SandboxSecurity;
+    /** Non-secret env of every sandbox (the key is added separately, from a secret). */
+    readonly env: Readonly<Record<string, string>>;
+    /** The ingress URL the sandboxes call (vLLM's /v1/chat/completions behind the authenticated proxy). */
+    readonly upstreamUrl: string;
+    /** Pod labels of every sandbox: the shared podLabels convention plus the run label. */
+    readonly labels: Readonly<Record<string, string>>;
+    readonly quota: SandboxQuota;
+    readonly hfFlavor: string;
+    readonly installController: boolean;
+    readonly controllerManifestUrl: string;
+    readonly names: {
+        readonly namespace: string;
+        readonly template: string;
+        readonly warmPool: string;
+        readonly keySecret: string;
+        readonly networkPolicy: string;
+        readonly quota: string;
+        readonly role: string;
+        readonly roleBinding: string;
+        /** Cluster-scoped: carries the stack prefix and the run id. */
+        readonly admissionPolicy: string;
+        readonly admissionBinding: string;
+        /** Docker network of the sandboxes (internal; its only other member is the ingress). */
+        readonly network: string;
+        /** Docker container names (empty on other providers). */
+        readonly containers: readonly string[];
+    };
+    /** Env vars for the trainer: how it finds, claims and bounds its sandboxes. */
+    readonly trainerEnv: Readonly<Record<string, string>>;
+}
+
+const QUANTITY = /^([0-9]+)(?:\.([0-9]+))?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/;
+
+/** `q` x `n` for a Kubernetes quantity, exactly (no float rounding): "500m" x 3 = "1500m", "1.5Gi" x 3 = "4.5Gi". */
+export function multiplyQuantity(q: string, n: number): string {
+    const m = QUANTITY.exec(q);
+    if (m === null || !Number.isInteger(n) || n < 0) throw new Error(`cannot multiply quantity '${q}' by ${n}`);
+    const [, whole, frac = "", suffix = ""] = m;
+    const scaled = BigInt(`${whole}${frac}`) * BigInt(n);
+    const digits = scaled.toString().padStart(frac.length + 1, "0");
+    const intPart = digits.slice(0, digits.length - frac.length);
+    const fracPart = digits.slice(digits.length - frac.length).replace(/0+$/, "");
+    return `${intPart}${fracPart ? `.${fracPart}` : ""}${suffix}`;
+}
+
+/** Value of a quantity as a number: bytes for memory ("4Gi"), cores for CPU ("500m" -> 0.5). */
+export function quantityValue(q: string): number {
+    const m = QUANTITY.exec(q);
+    if (m === null) throw new Error(`'${q}' is not a quantity`);
+    const factor: Record<string, number> = { "": 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
+    return Number(`${m[1]}.${m[2] ?? "0"}`) * (factor[m[3] ?? ""] ?? 1);
+}
+
+/** The URL sandboxes use for vLLM. In-cluster sandboxes always take the ClusterIP Service: their NetworkPolicy admits the ingress pods, not a public load balancer's address. */
+function upstreamUrl(config: PlatformConfig, names: PlatformNames): string {
+    if (config.sandboxes.provider !== "agent-sandbox" || config.ingress.exposure === "cluster") return names.ingress.sandboxUrl;
+    const https = config.ingress.tls.mode !== "none";
+    // Same ports as names.ts (8080 plain, 8443 TLS).
+    return `${https ? "https" : "http"}://${names.ingress.service}.${names.namespaces.ingress}.svc.cluster.local:${https ? 8443 : 8080}`;
+}
+
+/** Resolves a run's sandbox pool from the platform config and names. */
+export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames): SandboxDescription {
+    const s = config.sandboxes;
+    const provider = s.provider;
+    const maxInflight = config.training.maxInflight;
+    const pool = names.sandboxes.warmPool;
+    const quotaPods = s.poolSize + maxInflight + s.headroom;
+    const home = "/home/sandbox";
+    const workingDir = "/workspace";
+    const security: SandboxSecurity = {
+        runAsUser: 1000,
+        runAsGroup: 1000,
+        fsGroup: 1000,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        dropCapabilities: ["ALL"],
+        seccompProfile: "RuntimeDefault",
+        home,
+        workingDir,
+        writablePaths: [
+            { name: "home", path: home, sizeLimit: "2Gi" },
+            { name: "workspace", path: workingDir, sizeLimit: "4Gi" },
+            { name: "tmp", path: "/tmp", sizeLimit: "1Gi" },
+        ],
+        terminationGraceSeconds: 5,
+    };
+    const url = upstreamUrl(config, names);
+    const env: Record<string, string> = {
+        HOME: home,
+        // Caches and user installs land under HOME, the only writable place besides /tmp and /workspace.
+        XDG_CACHE_HOME: `${home}/.cache`,
+        XDG_CONFIG_HOME: `${home}/.config`,
+        XDG_DATA_HOME: `${home}/.local/share`,
+        PYTHONUSERBASE: `${home}/.local`,
+        [SANDBOX_URL_ENV]: url,
+    };
+    const containers = provider === "docker" ? Array.from({ length: s.poolSize }, (_, i) => dnsName([names.sandboxes.template, String(i)])) : [];
+    const common: Record<string, string> = {
+        SANDBOX_PROVIDER: provider,
+        SANDBOX_IMAGE: s.image,
+        SANDBOX_MAX_INFLIGHT: String(maxInflight),
+        SANDBOX_MAX_LIFETIME_SECONDS: String(s.maxLifetimeSeconds),
+        SANDBOX_RUN_LABEL: names.sandboxes.runLabel,
+        SANDBOX_RUN_ID: config.runId,
+        SANDBOX_UPSTREAM_URL: url,
+    };
+    let trainerEnv: Record<string, string>;
+    if (provider === "agent-sandbox") {
+        trainerEnv = {
+            ...common,
+            SANDBOX_NAMESPACE: names.namespaces.sandboxes,
+            SANDBOX_WARM_POOL: pool,
+            SANDBOX_TEMPLATE: names.sandboxes.template,
+            SANDBOX_API_GROUP: SANDBOX_EXTENSIONS_GROUP,
+            SANDBOX_API_VERSION: SANDBOX_API_VERSION,
+            SANDBOX_SHUTDOWN_POLICY: "Delete",
+            SANDBOX_PORT: String(SANDBOX_PORT),
+            SANDBOX_POOL_SIZE: String(s.poolSize),
+        };
+    } else if (provider === "docker") {
+        trainerEnv = { ...common, SANDBOX_NETWORK: names.networks.sandboxes, SANDBOX_CONTAINERS: containers.join(","), SANDBOX_POOL_SIZE: String(s.poolSize) };
+    } else if (provider === "hf") {
+        trainerEnv = { ...common, SANDBOX_FLAVOR: s.hfFlavor };
+    } else {
+        trainerEnv = { SANDBOX_PROVIDER: "none" };
+    }
+    return {
+        provider,
+        runId: config.runId,
+        runLabel: names.sandboxes.runLabel,
+        image: s.image,
+        cpu: s.cpu,
+        memory: s.memory,
+        runtimeClassName: s.runtimeClassName,
+        poolSize: s.poolSize,
+        maxInflight,
+        headroom: s.headroom,
+        maxLifetimeSeconds: s.maxLifetimeSeconds,
+        maxWarmWaitSeconds: s.maxWarmWaitSeconds,
+        deadlineSeconds: s.maxLifetimeSeconds + s.maxWarmWaitSeconds,
+        port: SANDBOX_PORT,
+        security,
+        env,
+        upstreamUrl: url,
+        labels: { ...podLabels("sandbox", pool), [names.sandboxes.runLabel]: config.runId },
+        quota: { pods: quotaPods, cpu: multiplyQuantity(s.cpu, quotaPods), memory: multiplyQuantity(s.memory, quotaPods) },
+        hfFlavor: s.hfFlavor,
+        installController: s.installController,
+        controllerManifestUrl: CONTROLLER_MANIFEST_URL,
+        names: {
+            namespace: names.namespaces.sandboxes,
+            template: names.sandboxes.template,
+            warmPool: pool,
+            keySecret: names.sandboxes.keySecret,
+            networkPolicy: dnsName([pool, "network"]),
+            quota: dnsName([pool, "quota"]),
+            role: dnsName([pool, "claimer"]),
+            roleBinding: dnsName([pool, "claimer"]),
+            admissionPolicy: dnsName([names.prefix, "sandbox-claims", config.runId]),
+            admissionBinding: dnsName([names.prefix, "sandbox-claims", config.runId, "binding"]),
+            network: names.networks.sandboxes,
+            containers,
+        },
+        trainerEnv,
+    };
+}

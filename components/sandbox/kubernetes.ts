@@ -1,0 +1,289 @@
+/**
+ * The sandbox pool on Kubernetes, with kubernetes-sigs/agent-sandbox v0.5.6: one
+ * SandboxTemplate + one SandboxWarmPool (the pool size is a number, so the Pulumi resource
+ * count never grows with it), plus what agent-sandbox does not give: a NetworkPolicy that
+ * allows only DNS and the ingress, an admission policy that bounds every claim's lifetime,
+ * a ResourceQuota, least-privilege RBAC for the trainer, and the key as a Secret.
+ *
+ * The object bodies are pure functions of the description (exported for tests); the
+ * resources are registered by `registerKubernetesSandboxPool`.
+ */
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import {
+    SANDBOX_API_VERSION,
+    SANDBOX_CORE_GROUP,
+    SANDBOX_EXTENSIONS_GROUP,
+    SANDBOX_KEY_ENV,
+    SANDBOX_KEY_SECRET_KEY,
+    type SandboxDescription,
+} from "./describe";
+
+/** The ingress pods the sandboxes may call (NetworkPolicy egress target). */
+export interface IngressPeer {
+    /** Namespace of the ingress proxy pods. */
+    readonly namespace: string;
+    /** Labels of the ingress proxy pods (from `podLabels("vllm-ingress", ...)`). */
+    readonly podLabels: Readonly<Record<string, string>>;
+    /** The proxy's container port (NetworkPolicy sees the pod port, after the Service's DNAT). */
+    readonly port: number;
+}
+
+/** The trainer pods that claim sandboxes and call them. */
+export interface TrainerPeer {
+    /** The trainer's ServiceAccount (bound to the claim Role). */
+    readonly serviceAccount: string;
+    /** Namespace of the trainer pods and ServiceAccount. */
+    readonly namespace: string;
+    /** Labels of the trainer pods (from `podLabels("trainer", ...)`): the only pods admitted into sandboxes. */
+    readonly podLabels: Readonly<Record<string, string>>;
+}
+
+const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
+/** CoreDNS keeps the kube-dns label in kubeadm, GKE, EKS and AKS clusters. */
+const CLUSTER_DNS = { namespace: "kube-system", podLabels: { "k8s-app": "kube-dns" }, port: 53 } as const;
+
+const apiVersion = `${SANDBOX_EXTENSIONS_GROUP}/${SANDBOX_API_VERSION}`;
+
+/** Labels on every object of the pool (not a selector: the run label finds a run's leftovers). */
+function objectLabels(d: SandboxDescription): Record<string, string> {
+    return { "app.kubernetes.io/part-of": "agent-rl-infra", "app.kubernetes.io/component": "sandbox", [d.runLabel]: d.runId };
+}
+
+/** The SandboxTemplate body: a hardened pod for PSA `restricted`, agent-sandbox's own NetworkPolicy switched off. */
+export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unknown> {
+    const sec = d.security;
+    const resources = { cpu: d.cpu, memory: d.memory };
+    return {
+        podTemplate: {
+            metadata: { labels: { ...d.labels } },
+            spec: {
+                // Sandboxes never talk to the API server.
+                automountServiceAccountToken: false,
+                // No env vars describing the cluster's Services.
+                enableServiceLinks: false,
+                ...(d.runtimeClassName !== undefined ? { runtimeClassName: d.runtimeClassName } : {}),
+                // A warm pod's clock starts before it is claimed: wait + lifetime.
+                activeDeadlineSeconds: d.deadlineSeconds,
+                terminationGracePeriodSeconds: sec.terminationGraceSeconds,
+                securityContext: {
+                    runAsNonRoot: true,
+                    runAsUser: sec.runAsUser,
+                    runAsGroup: sec.runAsGroup,
+                    fsGroup: sec.fsGroup,
+                    seccompProfile: { type: sec.seccompProfile },
+                },
+                containers: [
+                    {
+                        name: "sandbox",
+                        image: d.image,
+                        imagePullPolicy: "IfNotPresent",
+                        workingDir: sec.workingDir,
+                        ports: [{ name: "command", containerPort: d.port, protocol: "TCP" }],
+                        env: [
+                            ...Object.entries(d.env).map(([name, value]) => ({ name, value })),
+                            { name: SANDBOX_KEY_ENV, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } },
+                        ],
+                        resources: { requests: resources, limits: resources },
+                        securityContext: {
+                            runAsNonRoot: true,
+                            runAsUser: sec.runAsUser,
+                            runAsGroup: sec.runAsGroup,
+                            allowPrivilegeEscalation: sec.allowPrivilegeEscalation,
+                            readOnlyRootFilesystem: sec.readOnlyRootFilesystem,
+                            privileged: false,
+                            capabilities: { drop: [...sec.dropCapabilities] },
+                            seccompProfile: { type: sec.seccompProfile },
+                        },
+                        volumeMounts: sec.writablePaths.map((w) => ({ name: w.name, mountPath: w.path })),
+                    },
+                ],
+                volumes: sec.writablePaths.map((w) => ({ name: w.name, emptyDir: { sizeLimit: w.sizeLimit } })),
+            },
+        },
+        // Managed (the default) allows internet egress, blocks DNS and admits only agent-sandbox's router: ours replaces it.
+        networkPolicyManagement: "Unmanaged",
+        // Claims may not inject env (a claim with env also skips the warm pool) nor volumes.
+        envVarsInjectionPolicy: "Disallowed",
+        volumeClaimTemplatesPolicy: "Disallowed",
+        // A headless Service per sandbox: the trainer reaches it at status.serviceFQDN.
+        service: true,
+    };
+}
+
+/** The SandboxWarmPool body. */
+export function sandboxWarmPoolSpec(d: SandboxDescription): Record<string, unknown> {
+    return { sandboxTemplateRef: { name: d.names.template }, replicas: d.poolSize, updateStrategy: { type: "OnReplenish" } };
+}
+
+/** NetworkPolicy: egress only to cluster DNS and the ingress pods; ingress only from the trainer pods, on the command port. */
+export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: IngressPeer, trainer: TrainerPeer): k8s.types.input.networking.v1.NetworkPolicySpec {
+    return {
+        // Every pod in the sandboxes namespace, so a leftover sandbox of an earlier run (other labels) stays locked down too.
+        podSelector: {},
+        policyTypes: ["Ingress", "Egress"],
+        ingress: [
+            {
+                from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: trainer.namespace } }, podSelector: { matchLabels: { ...trainer.podLabels } } }],
+                ports: [{ protocol: "TCP", port: d.port }],
+            },
+        ],
+        egress: [
+            {
+                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: CLUSTER_DNS.namespace } }, podSelector: { matchLabels: { ...CLUSTER_DNS.podLabels } } }],
+                ports: [
+                    { protocol: "UDP", port: CLUSTER_DNS.port },
+                    { protocol: "TCP", port: CLUSTER_DNS.port },
+                ],
+            },
+            {
+                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: ingress.namespace } }, podSelector: { matchLabels: { ...ingress.podLabels } } }],
+                ports: [{ protocol: "TCP", port: ingress.port }],
+            },
+        ],
+    };
+}
+
+/** CEL: the claim sets spec.lifecycle.shutdownTime. */
+export const HAS_SHUTDOWN_TIME = "has(object.spec.lifecycle) && has(object.spec.lifecycle.shutdownTime)";
+
+/**
+ * The ValidatingAdmissionPolicy body. CEL in admission has no "now", but on CREATE the API
+ * server has already set metadata.creationTimestamp (registry BeforeCreate runs before
+ * validating admission), and on UPDATE it is the stored, immutable creation time: so
+ * "shutdownTime - creationTimestamp <= max" bounds the claim's whole life, and an UPDATE
+ * cannot extend it past creation + max. timestamp() accepts a string or a timestamp.
+ */
+export function sandboxClaimPolicySpec(d: SandboxDescription): k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicySpec {
+    const max = `duration('${d.maxLifetimeSeconds}s')`;
+    const label = d.runLabel;
+    const created = "timestamp(object.metadata.creationTimestamp)";
+    return {
+        failurePolicy: "Fail",
+        matchConstraints: {
+            resourceRules: [{ apiGroups: [SANDBOX_EXTENSIONS_GROUP], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["sandboxclaims"] }],
+        },
+        // A claim being deleted may still be updated (finalizers removed) whatever it holds.
+        matchConditions: [{ name: "not-being-deleted", expression: "!has(object.metadata.deletionTimestamp)" }],
+        validations: [
+            {
+                expression: HAS_SHUTDOWN_TIME,
+                reason: "Invalid",
+                message: `spec.lifecycle.shutdownTime is required: set it to at most ${d.maxLifetimeSeconds}s after the claim is created (e.g. now + ${d.maxLifetimeSeconds}s, RFC 3339), so the sandbox cannot outlive the run's maximum lifetime (sandboxes.maxLifetimeSeconds)`,
+            },
+            {
+                expression: `!(${HAS_SHUTDOWN_TIME}) || timestamp(object.spec.lifecycle.shutdownTime) - ${created} <= ${max}`,
+                reason: "Invalid",
+                message: `spec.lifecycle.shutdownTime is more than ${d.maxLifetimeSeconds}s after the claim's creation: set it to at most creationTimestamp + ${d.maxLifetimeSeconds}s (sandboxes.maxLifetimeSeconds)`,
+                messageExpression: `'spec.lifecycle.shutdownTime ' + string(object.spec.lifecycle.shutdownTime) + ' is more than ${d.maxLifetimeSeconds}s after the claim was created (' + string(object.metadata.creationTimestamp) + '): set it to at most ' + string(${created} + ${max}) + ' (sandboxes.maxLifetimeSeconds)'`,
+            },
+            {
+                expression: `has(object.metadata.labels) && '${label}' in object.metadata.labels && object.metadata.labels['${label}'] == '${d.runId}'`,
+                reason: "Invalid",
+                message: `metadata.labels['${label}'] must be '${d.runId}' (the run id): add the label, so the run's sandboxes can be listed and removed with one selector (${label}=${d.runId})`,
+            },
+        ],
+    };
+}
+
+/** The binding: Deny, only in the sandboxes namespace. */
+export function sandboxClaimBindingSpec(d: SandboxDescription): k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec {
+    return {
+        policyName: d.names.admissionPolicy,
+        validationActions: ["Deny"],
+        matchResources: { namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.names.namespace } } },
+    };
+}
+
+/** The quota: warm pool + claimed in-flight + headroom; every sandbox sets requests = limits, so all four are bounded. */
+export function sandboxQuotaSpec(d: SandboxDescription): k8s.types.input.core.v1.ResourceQuotaSpec {
+    const q = d.quota;
+    return {
+        hard: {
+            pods: String(q.pods),
+            "requests.cpu": q.cpu,
+            "limits.cpu": q.cpu,
+            "requests.memory": q.memory,
+            "limits.memory": q.memory,
+            [`count/sandboxclaims.${SANDBOX_EXTENSIONS_GROUP}`]: String(q.pods),
+        },
+    };
+}
+
+/** The trainer's rights: claims (create/get/list/watch/delete) and sandboxes (read). No pods/exec: it calls the sandbox's port over the network. */
+export function sandboxClaimerRules(): Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> {
+    return [
+        { apiGroups: [SANDBOX_EXTENSIONS_GROUP], resources: ["sandboxclaims"], verbs: ["create", "get", "list", "watch", "delete"] },
+        { apiGroups: [SANDBOX_CORE_GROUP], resources: ["sandboxes"], verbs: ["get", "list", "watch"] },
+    ];
+}
+
+export interface KubernetesSandboxArgs {
+    readonly description: SandboxDescription;
+    readonly sandboxKey: pulumi.Input<string>;
+    readonly ingress: IngressPeer;
+    readonly trainer: TrainerPeer;
+}
+
+export interface KubernetesSandboxResources {
+    readonly template: k8s.apiextensions.CustomResource;
+    readonly warmPool: k8s.apiextensions.CustomResource;
+}
+
+/** Registers the pool's Kubernetes objects as children of `parent`, named `${name}-<role>`. */
+export function registerKubernetesSandboxPool(name: string, args: KubernetesSandboxArgs, parent: pulumi.Resource): KubernetesSandboxResources {
+    const d = args.description;
+    const child = { parent };
+    const ns = d.names.namespace;
+    const labels = objectLabels(d);
+    const meta = (objName: string) => ({ name: objName, namespace: ns, labels });
+
+    const controller = d.installController
+        ? new k8s.yaml.v2.ConfigFile(`${name}-controller`, { file: d.controllerManifestUrl }, child)
+        : undefined;
+    const afterController = controller ? { ...child, dependsOn: [controller] } : child;
+
+    const keySecret = new k8s.core.v1.Secret(
+        `${name}-key`,
+        { metadata: meta(d.names.keySecret), type: "Opaque", stringData: { [SANDBOX_KEY_SECRET_KEY]: pulumi.secret(args.sandboxKey) } },
+        child,
+    );
+    const networkPolicy = new k8s.networking.v1.NetworkPolicy(
+        `${name}-network`,
+        { metadata: meta(d.names.networkPolicy), spec: sandboxNetworkPolicySpec(d, args.ingress, args.trainer) },
+        child,
+    );
+    const quota = new k8s.core.v1.ResourceQuota(`${name}-quota`, { metadata: meta(d.names.quota), spec: sandboxQuotaSpec(d) }, child);
+    const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        `${name}-claim-policy`,
+        { metadata: { name: d.names.admissionPolicy, labels }, spec: sandboxClaimPolicySpec(d) },
+        child,
+    );
+    const binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        `${name}-claim-policy-binding`,
+        { metadata: { name: d.names.admissionBinding, labels }, spec: sandboxClaimBindingSpec(d) },
+        { ...child, dependsOn: [policy] },
+    );
+    const role = new k8s.rbac.v1.Role(`${name}-claimer`, { metadata: meta(d.names.role), rules: sandboxClaimerRules() }, child);
+    new k8s.rbac.v1.RoleBinding(
+        `${name}-claimer`,
+        {
+            metadata: meta(d.names.roleBinding),
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: d.names.role },
+            subjects: [{ kind: "ServiceAccount", name: args.trainer.serviceAccount, namespace: args.trainer.namespace }],
+        },
+        { ...child, dependsOn: [role] },
+    );
+    // Sandboxes start only once their key, their network lock-down, their quota and the claim policy exist.
+    const template = new k8s.apiextensions.CustomResource(
+        `${name}-template`,
+        { apiVersion, kind: "SandboxTemplate", metadata: meta(d.names.template), spec: sandboxTemplateSpec(d) },
+        { ...afterController, dependsOn: [...(controller ? [controller] : []), keySecret, networkPolicy, quota, binding] },
+    );
+    const warmPool = new k8s.apiextensions.CustomResource(
+        `${name}-warm-pool`,
+        { apiVersion, kind: "SandboxWarmPool", metadata: meta(d.names.warmPool), spec: sandboxWarmPoolSpec(d) },
+        { ...child, dependsOn: [template] },
+    );
+    return { template, warmPool };
+}

@@ -1,0 +1,446 @@
+/**
+ * The TrainingNode's one resolve step: pure, no Pulumi. Every port, flag, env var, GPU
+ * assignment, probe and volume of the training node is decided here, once, for both
+ * targets; `kubernetes.ts` and `docker.ts` only translate this description.
+ *
+ * Upstream facts this depends on (see /work/shared/reference/upstream-facts.md):
+ * - black box `vllm serve` flags and `VLLM_SERVER_DEV_MODE=1`: trl
+ *   `examples/async_grpo_opencode/opencode_hf_sandbox.py` docstring (vllm >= 0.22).
+ * - `trl vllm-serve` flags and its `/health/` route (trailing slash): trl `trl/scripts/vllm_serve.py`.
+ * - GRPOConfig fields (`vllm_mode`, `vllm_server_base_url`, `vllm_group_port` 51216,
+ *   `steps_per_generation`): trl `trl/trainer/grpo_config.py`; AsyncGRPOConfig
+ *   (`vllm_server_base_url`, `max_inflight_tasks`, no `vllm_mode`/`steps_per_generation`):
+ *   trl `trl/experimental/async_grpo/async_grpo_config.py`.
+ *
+ * What the trainer image's script must accept (parsed with TRL's `TrlParser` over
+ * `GRPOConfig` or `AsyncGRPOConfig`, TRL's `ModelConfig` and the script's own dataclass):
+ * - ModelConfig: `--model_name_or_path`, `--model_revision`.
+ * - TrainingArguments/GRPOConfig: `--output_dir`, `--per_device_train_batch_size`,
+ *   `--gradient_accumulation_steps`, `--num_generations`, `--per_device_eval_batch_size`,
+ *   `--max_steps`, `--push_to_hub`, `--hub_model_id`, `--report_to trackio`, `--project`,
+ *   `--trackio_space_id`, `--resume_from_checkpoint` (the script must hand it to
+ *   `trainer.train(resume_from_checkpoint=...)`).
+ * - white box (GRPOConfig): `--steps_per_generation`, `--use_vllm`, `--vllm_mode`, and in
+ *   server mode `--vllm_server_base_url`, `--vllm_group_port`.
+ * - black box (AsyncGRPOConfig): `--vllm_server_base_url`, `--max_inflight_tasks`.
+ * - the script's own arguments (seed-specific, dashed): `--dataset-size` (the MBPP seed
+ *   defaults to 120 unless `--dataset-size 170` is passed), `--eval-size` (held-out
+ *   problems, only when > 0), black box `--sandbox-vllm-url` (the URL sandboxes reach vLLM
+ *   through: the ingress). Env servers arrive as env vars `ENV_<NAME>_URL` (name upper-cased,
+ *   `-` -> `_`), the sandbox pool as `SANDBOX_PROVIDER` + the pool's own vars, the ingress
+ *   key for sandboxes as the secret env var `SANDBOX_API_KEY` (the script passes it to
+ *   OpenEnv's `OpenCodeConfig(api_key=...)`, whose in-sandbox proxy sends it upstream).
+ */
+import { ConfigError } from "../config/parse";
+import { dnsName, podLabels, type PlatformNames } from "../config/names";
+import type { PlatformConfig } from "../config/resolve";
+import type { Layout } from "../config/schema";
+
+/** vLLM's HTTP port, in every layout (vllm serve and trl vllm-serve default). */
+export const VLLM_PORT = 8000;
+/** NCCL weight-update group hosted by `trl vllm-serve` rank 0 (GRPOConfig.vllm_group_port default). */
+export const TRL_GROUP_PORT = 51216;
+/** What the trainer calls vLLM at: the same pod / network namespace, never a Service. */
+export const INTERNAL_VLLM_URL = `http://localhost:${VLLM_PORT}`;
+/** Where the model-cache volume is mounted; HF_HOME lives under it. */
+export const MODEL_CACHE_PATH = "/cache";
+/** Where the checkpoint volume is mounted; each run writes to `<root>/<runId>`. */
+export const CHECKPOINT_ROOT = "/checkpoints";
+/** Kubernetes container names (the podFailurePolicy and `kubectl logs -c` use them). */
+export const CONTAINER = { vllm: "vllm", trainer: "trainer" } as const;
+/** Secret env var names, decided once for both targets. */
+export const SECRET_ENV = { hfToken: "HF_TOKEN", sandboxKey: "SANDBOX_API_KEY" } as const;
+
+/** The secrets a container may read; the component gets their values through its args. */
+export type SecretName = keyof typeof SECRET_ENV;
+
+/**
+ * Starts the trainer from the newest checkpoint of any run on the shared checkpoint volume
+ * (a resumed run has a new run id, so its own output dir is empty), or from scratch if
+ * there is none. `"$@"` is the trainer's own command line.
+ */
+export const RESUME_SCRIPT =
+    `ckpt=$(ls -1dt ${CHECKPOINT_ROOT}/*/checkpoint-* 2>/dev/null | head -n 1); ` +
+    `if [ -n "$ckpt" ]; then echo "resuming from $ckpt"; exec "$@" --resume_from_checkpoint "$ckpt"; fi; ` +
+    `echo "no checkpoint under ${CHECKPOINT_ROOT}: starting from the base model"; exec "$@"`;
+
+/** What other components hand the TrainingNode (through the Platform). */
+export interface TrainingLinks {
+    /** Base URL of each env server by env name; the trainer gets `ENV_<NAME>_URL`. */
+    readonly envUrls: Readonly<Record<string, string>>;
+    /** Black box: where sandboxes reach vLLM (the ingress), and the pool's env vars for the trainer. */
+    readonly sandbox?: {
+        /** The ingress URL sandboxes call (`--sandbox-vllm-url`). */
+        readonly url: string;
+        /** Sandbox provider (agent-sandbox, docker, hf). */
+        readonly provider: string;
+        /** The pool's env vars for the trainer (non-secret). */
+        readonly trainerEnv: Readonly<Record<string, string>>;
+    };
+}
+
+export interface HttpProbe {
+    readonly path: string;
+    readonly port: number;
+    readonly periodSeconds: number;
+    readonly failureThreshold: number;
+    readonly timeoutSeconds: number;
+}
+
+export interface VolumeMount {
+    readonly volume: "shm" | "modelCache" | "checkpoints";
+    readonly path: string;
+}
+
+export interface ContainerDescription {
+    /** Kubernetes container name. */
+    readonly name: string;
+    /** Docker container name (daemon-wide, so it carries the stack prefix and run id). */
+    readonly dockerName: string;
+    readonly image: string;
+    /** Entrypoint override (Kubernetes `command`, Docker `entrypoints`); undefined keeps the image's. */
+    readonly command?: readonly string[];
+    /** Arguments (Kubernetes `args`, Docker `command`). */
+    readonly args: readonly string[];
+    /** Plain env vars. */
+    readonly env: Readonly<Record<string, string>>;
+    /** Secret env vars: env var name -> logical secret (never a literal value here). */
+    readonly secretEnv: Readonly<Record<string, SecretName>>;
+    /** GPUs of this container. */
+    readonly gpus: number;
+    /** Host GPU indices (Docker `gpus: device=...`); disjoint between containers. */
+    readonly gpuDevices: readonly number[];
+    /** Container ports (never published on a host or a public Service). */
+    readonly ports: readonly number[];
+    readonly probes?: { readonly startup: HttpProbe; readonly liveness: HttpProbe; readonly readiness: HttpProbe };
+    readonly cpu: string;
+    readonly memory: string;
+    readonly mounts: readonly VolumeMount[];
+}
+
+export interface VolumeDescription {
+    /** Kubernetes PVC name / Docker host directory name. */
+    readonly name: string;
+    readonly size: string;
+    /** Host directory on the Docker GPU host (docker target only). */
+    readonly hostPath?: string;
+}
+
+export interface TrainingDescription {
+    readonly layout: Layout;
+    readonly target: "kubernetes" | "docker";
+    readonly runId: string;
+    /** Kubernetes Job name / Docker trainer container name. */
+    readonly jobName: string;
+    /** Kubernetes namespace of the training node. */
+    readonly namespace: string;
+    /** Docker network of the training node. */
+    readonly network: string;
+    readonly serviceAccount: string;
+    /** Pod labels = the Service/NetworkPolicy selector (one object, no drift). */
+    readonly podLabels: Readonly<Record<string, string>>;
+    /** Only a black-box trainer on agent-sandbox talks to the API server (it claims sandboxes). */
+    readonly automountServiceAccountToken: boolean;
+    /** vLLM as a separate container (absent in colocate: vLLM runs inside the trainer). */
+    readonly vllm?: ContainerDescription;
+    readonly trainer: ContainerDescription;
+    /** Host GPU indices per role. */
+    readonly gpuLayout: { readonly vllm: readonly number[]; readonly trainer: readonly number[] };
+    readonly internalUrl: string;
+    /** Black box: the in-cluster address the ingress proxies to; absent otherwise. */
+    readonly upstreamAddress?: string;
+    /** Black box: the ClusterIP Service in front of vLLM, and who may reach it. */
+    readonly ingressAccess?: {
+        readonly serviceName: string;
+        readonly port: number;
+        readonly fromNamespace: string;
+        readonly fromPodLabels: Readonly<Record<string, string>>;
+    };
+    readonly shmSize: string;
+    readonly modelCache?: VolumeDescription;
+    readonly checkpoints?: VolumeDescription;
+    /** Kubernetes Secret per logical secret (name, key). */
+    readonly secrets: Readonly<Record<SecretName, { readonly name: string; readonly key: string }>>;
+    /** Secrets the run cannot start without. */
+    readonly requiredSecrets: readonly SecretName[];
+    readonly job: { readonly backoffLimit: number; readonly activeDeadlineSeconds: number };
+    readonly scheduling: {
+        readonly gpuResourceName: string;
+        readonly nodeSelector: Readonly<Record<string, string>>;
+        readonly tolerations: ReadonlyArray<Record<string, unknown>>;
+        readonly priorityClassName?: string;
+        readonly storageClassName?: string;
+    };
+    /** Seconds the model may take to load (probe and Docker wait budget). */
+    readonly modelLoadSeconds: number;
+}
+
+const PROBE_PERIOD = 10;
+
+/** Env var name for an env server's URL: `ENV_<NAME>_URL`. */
+export function envUrlVar(envName: string): string {
+    return `ENV_${envName.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}_URL`;
+}
+
+function range(start: number, count: number): number[] {
+    return Array.from({ length: count }, (_, i) => start + i);
+}
+
+/** `python x.py` or `accelerate launch x.py`, with `--num_processes` set for accelerate. */
+function launcher(command: readonly string[] | undefined, numProcesses: number, problems: string[]): string[] | undefined {
+    if (command === undefined) {
+        if (numProcesses > 1) problems.push(`training.command: ${numProcesses} trainer processes need 'accelerate launch <script>': set training.command`);
+        return undefined;
+    }
+    const [first, second, ...rest] = command;
+    if (first === "accelerate" && second === "launch") {
+        return command.includes("--num_processes") ? [...command] : ["accelerate", "launch", "--num_processes", String(numProcesses), ...rest];
+    }
+    if (numProcesses > 1) {
+        if (first === "python" || first === "python3") return ["accelerate", "launch", "--num_processes", String(numProcesses), ...command.slice(1)];
+        problems.push(`training.command: ${numProcesses} trainer processes need 'accelerate launch <script>' (or 'python <script>', turned into it), got '${command.join(" ")}'`);
+    }
+    return [...command];
+}
+
+function healthProbes(path: string, modelLoadSeconds: number): ContainerDescription["probes"] {
+    return {
+        // period x threshold >= modelLoadSeconds: a slow model download is not a crash loop.
+        startup: { path, port: VLLM_PORT, periodSeconds: PROBE_PERIOD, failureThreshold: Math.ceil(modelLoadSeconds / PROBE_PERIOD), timeoutSeconds: 5 },
+        // Runs only once the startup probe passed (Kubernetes semantics).
+        liveness: { path, port: VLLM_PORT, periodSeconds: PROBE_PERIOD, failureThreshold: 6, timeoutSeconds: 10 },
+        readiness: { path, port: VLLM_PORT, periodSeconds: 5, failureThreshold: 3, timeoutSeconds: 5 },
+    };
+}
+
+/** Resolves the training node of a run; throws ConfigError with every problem at once. */
+export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames, links: TrainingLinks): TrainingDescription {
+    const t = config.training;
+    const layout = t.layout;
+    const problems: string[] = [];
+    const blackbox = layout === "blackbox";
+    const colocate = layout === "whitebox-colocate";
+
+    // GPUs: vLLM gets the first indices, the trainer the next ones (disjoint: TRL refuses
+    // one CUDA device for two roles, trl/scripts/vllm_serve.py).
+    const vllmDevices = colocate ? [] : range(0, t.vllmGpus);
+    const trainerDevices = range(vllmDevices.length, t.trainerGpus);
+
+    const modelCache: VolumeDescription | undefined = t.modelCache.enabled
+        ? { name: names.training.modelCache, size: t.modelCache.size, hostPath: hostDir(config, names.training.modelCache) }
+        : undefined;
+    const checkpoints: VolumeDescription | undefined = t.checkpoints.enabled
+        ? { name: names.training.checkpoints, size: t.checkpoints.size, hostPath: hostDir(config, names.training.checkpoints) }
+        : undefined;
+    const mounts: VolumeMount[] = [
+        { volume: "shm", path: "/dev/shm" },
+        { volume: "modelCache", path: MODEL_CACHE_PATH },
+        { volume: "checkpoints", path: CHECKPOINT_ROOT },
+    ];
+    const cacheEnv = { HF_HOME: `${MODEL_CACHE_PATH}/huggingface` };
+    const hfSecretEnv: Record<string, SecretName> = { [SECRET_ENV.hfToken]: "hfToken" };
+
+    // --- vLLM ---------------------------------------------------------------------------
+    let vllm: ContainerDescription | undefined;
+    const vllmBase = {
+        name: CONTAINER.vllm,
+        dockerName: names.training.vllm,
+        secretEnv: hfSecretEnv,
+        gpus: vllmDevices.length,
+        gpuDevices: vllmDevices,
+        ports: [VLLM_PORT],
+        cpu: t.vllmCpu,
+        memory: t.vllmMemory,
+        mounts: mounts.filter((m) => m.volume !== "checkpoints"),
+    };
+    if (layout === "whitebox-server") {
+        // trl vllm-serve: underscore flags, no API key support, routes end in '/' (trl/scripts/vllm_serve.py).
+        vllm = {
+            ...vllmBase,
+            image: config.images.trainer, // the TRL image carries vllm (colocate needs it anyway)
+            command: ["trl", "vllm-serve"],
+            args: [
+                "--model", config.model.name,
+                "--revision", config.model.revision,
+                "--tensor_parallel_size", String(t.vllmGpus),
+                "--data_parallel_size", "1",
+                "--host", "0.0.0.0",
+                "--port", String(VLLM_PORT),
+                "--gpu_memory_utilization", String(t.gpuMemoryUtilization),
+                ...(t.maxModelLen !== undefined ? ["--max_model_len", String(t.maxModelLen)] : []),
+            ],
+            env: { ...cacheEnv },
+            probes: healthProbes("/health/", t.modelLoadSeconds),
+        };
+    } else if (blackbox) {
+        // Never --api-key: it guards only /v1 and the trainer sends no key; the ingress authenticates.
+        vllm = {
+            ...vllmBase,
+            image: config.images.vllm,
+            command: ["vllm", "serve"],
+            args: [
+                config.model.name,
+                "--revision", config.model.revision,
+                "--host", "0.0.0.0",
+                "--port", String(VLLM_PORT),
+                "--enable-auto-tool-choice",
+                "--tool-call-parser", "hermes",
+                "--logprobs-mode", "processed_logprobs",
+                "--return-tokens-as-token-ids",
+                ...(t.maxModelLen !== undefined ? ["--max-model-len", String(t.maxModelLen)] : []),
+                "--weight-transfer-config", '{"backend":"nccl"}',
+                "--gpu-memory-utilization", String(t.gpuMemoryUtilization),
+                ...(t.vllmGpus > 1 ? ["--tensor-parallel-size", String(t.vllmGpus)] : []),
+            ],
+            // Dev mode opens the weight-transfer routes the AsyncGRPO trainer calls; only here, and
+            // only reachable on loopback / through the ingress allow-list.
+            env: { ...cacheEnv, VLLM_SERVER_DEV_MODE: "1" },
+            probes: healthProbes("/health", t.modelLoadSeconds),
+        };
+    }
+
+    // --- trainer ------------------------------------------------------------------------
+    const outputDir = `${CHECKPOINT_ROOT}/${config.runId}`;
+    const scriptArgs: string[] = [
+        "--model_name_or_path", config.model.name,
+        "--model_revision", config.model.revision,
+        "--dataset-size", String(t.datasetSize),
+        ...(t.evalSize > 0 ? ["--eval-size", String(t.evalSize)] : []),
+        "--output_dir", outputDir,
+        "--per_device_train_batch_size", String(t.perDeviceTrainBatchSize),
+        "--gradient_accumulation_steps", String(t.gradientAccumulationSteps),
+        "--num_generations", String(t.numGenerations),
+        "--per_device_eval_batch_size", String(t.perDeviceEvalBatchSize),
+    ];
+    if (colocate) {
+        // vllm_gpu_memory_utilization stays TRL's colocate default (0.3): training shares the GPU, so
+        // training.gpuMemoryUtilization (a server setting, 0.9) would starve it; override via extraArgs.
+        scriptArgs.push("--steps_per_generation", String(t.stepsPerGeneration), "--use_vllm", "true", "--vllm_mode", "colocate");
+    } else if (layout === "whitebox-server") {
+        scriptArgs.push(
+            "--steps_per_generation", String(t.stepsPerGeneration),
+            "--use_vllm", "true",
+            "--vllm_mode", "server",
+            "--vllm_server_base_url", INTERNAL_VLLM_URL,
+            "--vllm_group_port", String(TRL_GROUP_PORT),
+        );
+    } else {
+        // AsyncGRPOConfig has no vllm_mode / steps_per_generation; rollouts in flight = sandboxes in use.
+        scriptArgs.push("--vllm_server_base_url", INTERNAL_VLLM_URL, "--max_inflight_tasks", String(t.maxInflight));
+        if (links.sandbox) scriptArgs.push("--sandbox-vllm-url", links.sandbox.url);
+        else problems.push(`training.layout: the black-box trainer needs the ingress URL sandboxes reach vLLM through: the Platform must pass links.sandbox`);
+    }
+    if (t.maxSteps !== undefined) scriptArgs.push("--max_steps", String(t.maxSteps));
+    if (t.hubRepoId !== undefined) scriptArgs.push("--push_to_hub", "true", "--hub_model_id", t.hubRepoId);
+    if (t.trackioProject !== undefined) scriptArgs.push("--report_to", "trackio", "--project", t.trackioProject);
+    if (t.trackioSpaceId !== undefined) scriptArgs.push("--trackio_space_id", t.trackioSpaceId);
+    scriptArgs.push(...t.extraArgs);
+
+    const launch = launcher(t.command, t.numProcesses, problems);
+    let trainerCommand: string[] | undefined;
+    let trainerArgs: string[];
+    if (t.resumeFromCheckpoint) {
+        if (!t.checkpoints.enabled) problems.push(`training.resumeFromCheckpoint: resuming needs the checkpoint volume: set training.checkpoints.enabled to true`);
+        if (launch === undefined) problems.push(`training.command: resumeFromCheckpoint wraps the trainer's command line: set training.command`);
+        trainerCommand = ["/bin/sh", "-c", RESUME_SCRIPT, "resume", ...(launch ?? []), ...scriptArgs];
+        trainerArgs = [];
+    } else {
+        trainerCommand = launch;
+        trainerArgs = scriptArgs;
+    }
+
+    const reservedEnv: Record<string, string> = {
+        ...cacheEnv,
+        RUN_ID: config.runId,
+        OUTPUT_DIR: outputDir,
+        VLLM_URL: INTERNAL_VLLM_URL,
+    };
+    for (const [envName, url] of Object.entries(links.envUrls)) reservedEnv[envUrlVar(envName)] = url;
+    if (links.sandbox) {
+        reservedEnv.SANDBOX_PROVIDER = links.sandbox.provider;
+        for (const [k, v] of Object.entries(links.sandbox.trainerEnv)) reservedEnv[k] = v;
+    }
+    const trainerSecretEnv: Record<string, SecretName> = { ...hfSecretEnv };
+    if (blackbox) trainerSecretEnv[SECRET_ENV.sandboxKey] = "sandboxKey";
+    for (const k of Object.keys(t.extraEnv)) {
+        if (k in reservedEnv || k in trainerSecretEnv) {
+            problems.push(`training.extraEnv.${k}: ${k} is set by the platform (${k in trainerSecretEnv ? "a secret" : "from the run's config and links"}): remove it from extraEnv`);
+        }
+    }
+    const trainer: ContainerDescription = {
+        name: CONTAINER.trainer,
+        dockerName: names.training.job,
+        image: config.images.trainer,
+        command: trainerCommand,
+        args: trainerArgs,
+        env: { ...t.extraEnv, ...reservedEnv },
+        secretEnv: trainerSecretEnv,
+        gpus: trainerDevices.length,
+        gpuDevices: trainerDevices,
+        // Colocate: the in-process vLLM listens nowhere; server modes: nothing listens in the trainer
+        // that others need (NCCL rendezvous stays on loopback).
+        ports: [],
+        cpu: t.trainerCpu,
+        memory: t.trainerMemory,
+        mounts,
+    };
+
+    const requiredSecrets: SecretName[] = [];
+    if (t.hubRepoId !== undefined) requiredSecrets.push("hfToken");
+    if (blackbox) requiredSecrets.push("sandboxKey");
+
+    if (problems.length > 0) throw new ConfigError(problems);
+
+    const target = config.target;
+    const k8s = target.kind === "kubernetes" ? target : undefined;
+    const nodeSelector: Record<string, string> = { ...(k8s?.nodeSelector ?? {}) };
+    if (k8s?.gpuProduct !== undefined) nodeSelector["nvidia.com/gpu.product"] = k8s.gpuProduct;
+
+    return {
+        layout,
+        target: target.kind,
+        runId: config.runId,
+        jobName: names.training.job,
+        namespace: names.namespaces.training,
+        network: names.networks.training,
+        serviceAccount: names.training.serviceAccount,
+        podLabels: podLabels("trainer", names.training.job),
+        automountServiceAccountToken: blackbox && config.sandboxes.provider === "agent-sandbox",
+        vllm,
+        trainer,
+        gpuLayout: { vllm: vllmDevices, trainer: trainerDevices },
+        internalUrl: INTERNAL_VLLM_URL,
+        upstreamAddress: blackbox ? names.training.vllmUpstream : undefined,
+        ingressAccess: blackbox
+            ? {
+                  serviceName: names.training.vllmService,
+                  port: VLLM_PORT,
+                  fromNamespace: names.namespaces.ingress,
+                  fromPodLabels: podLabels("vllm-ingress", names.ingress.deployment),
+              }
+            : undefined,
+        shmSize: t.shmSize,
+        modelCache,
+        checkpoints,
+        secrets: {
+            hfToken: { name: names.training.hfSecret, key: SECRET_ENV.hfToken },
+            // Not in PlatformNames yet: derived from the trainer's ServiceAccount name (stack-wide, like it).
+            sandboxKey: { name: dnsName([names.training.serviceAccount, "sandbox-key"]), key: SECRET_ENV.sandboxKey },
+        },
+        requiredSecrets,
+        job: { backoffLimit: t.backoffLimit, activeDeadlineSeconds: t.activeDeadlineSeconds },
+        scheduling: {
+            gpuResourceName: k8s?.gpuResourceName ?? "nvidia.com/gpu",
+            nodeSelector,
+            tolerations: (k8s?.tolerations ?? []) as ReadonlyArray<Record<string, unknown>>,
+            priorityClassName: k8s?.priorityClassName,
+            storageClassName: k8s?.storageClassName,
+        },
+        modelLoadSeconds: t.modelLoadSeconds,
+    };
+}
+
+/** A directory under the Docker host's data dir; undefined on Kubernetes (PVCs there). */
+function hostDir(config: PlatformConfig, name: string): string | undefined {
+    return config.target.kind === "docker" ? `${config.target.dataDir.replace(/\/+$/, "")}/${name}` : undefined;
+}

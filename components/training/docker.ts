@@ -1,0 +1,151 @@
+/**
+ * Docker translation of a TrainingDescription, for one GPU host reached through the
+ * provider's `host`. vLLM joins only the private training network; the trainer shares
+ * vLLM's network and IPC namespaces, so localhost:8000, the NCCL weight sync (trainer as
+ * NCCL master on a random port, trl weight_transfer.py) and /dev/shm stay inside the pair.
+ * No port is ever published on the host.
+ *
+ * Secrets: Docker has no secret store outside Swarm, so HF_TOKEN and SANDBOX_API_KEY are
+ * container env vars built from the secret Outputs (still secret in Pulumi state). Docker
+ * keeps container env in the container's config (`docker inspect` shows it) to anyone with
+ * daemon access, who is root on the host anyway, so a secret file would not keep them
+ * out; env vars keep the trainer scripts identical on both targets.
+ */
+import * as docker from "@pulumi/docker";
+import * as pulumi from "@pulumi/pulumi";
+import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount } from "./describe";
+
+type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
+
+const BINARY: Record<string, number> = { Ki: 1 / 1024, Mi: 1, Gi: 1024, Ti: 1024 * 1024 };
+const DECIMAL: Record<string, number> = { k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+
+/** A Kubernetes memory quantity in MiB (Docker's `shmSize` and `memory` take megabytes). */
+export function quantityToMiB(q: string): number {
+    const m = /^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(q);
+    if (!m) throw new Error(`not a memory quantity: ${q}`);
+    const n = Number(m[1]);
+    const unit = m[2];
+    if (unit === undefined) return Math.ceil(n / (1024 * 1024));
+    if (unit in BINARY) return Math.ceil(n * BINARY[unit]);
+    return Math.ceil((n * DECIMAL[unit]) / (1024 * 1024));
+}
+
+/**
+ * Docker's `--gpus` value for a device set. The value is parsed as CSV, so a list with a
+ * comma must be quoted ("device=0,1"), as with `docker run --gpus '"device=0,1"'`.
+ */
+export function gpuDeviceRequest(devices: readonly number[]): string {
+    const value = `device=${devices.join(",")}`;
+    return devices.length > 1 ? `"${value}"` : value;
+}
+
+function envList(c: ContainerDescription, provided: Secrets): pulumi.Output<string[]> {
+    const plain = Object.entries(c.env)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => `${k}=${v}`);
+    const secret = Object.entries(c.secretEnv)
+        .filter(([, s]) => provided[s] !== undefined)
+        .map(([k, s]) => pulumi.interpolate`${k}=${provided[s]!}`);
+    // pulumi.all keeps the secret marking of any secret element.
+    return pulumi.all([...plain, ...secret]);
+}
+
+function volumes(mounts: readonly VolumeMount[], d: TrainingDescription): docker.types.input.ContainerVolume[] {
+    const out: docker.types.input.ContainerVolume[] = [];
+    for (const m of mounts) {
+        // /dev/shm comes from shmSize (vLLM) / the shared IPC namespace (trainer), not a volume.
+        if (m.volume === "shm") continue;
+        const v = m.volume === "modelCache" ? d.modelCache : d.checkpoints;
+        if (v?.hostPath) out.push({ hostPath: v.hostPath, containerPath: m.path });
+    }
+    return out;
+}
+
+const HARDENING = {
+    capabilities: { drops: ["ALL"] },
+    securityOpts: ["no-new-privileges:true"],
+};
+
+export interface DockerTrainingResources {
+    readonly trainer: docker.Container;
+    readonly vllm?: docker.Container;
+}
+
+/** Registers the run's containers (and their pinned images) as children of `parent`. */
+export function buildDockerTraining(name: string, d: TrainingDescription, network: pulumi.Input<string>, provided: Secrets, parent: pulumi.Resource): DockerTrainingResources {
+    const child = { parent };
+    const images = new Map<string, docker.RemoteImage>();
+    const imageFor = (role: string, ref: string) => {
+        let img = images.get(ref);
+        if (!img) {
+            img = new docker.RemoteImage(`${name}-image-${role}`, { name: ref, keepLocally: true }, child);
+            images.set(ref, img);
+        }
+        return img;
+    };
+    const shmSize = quantityToMiB(d.shmSize);
+
+    let vllm: docker.Container | undefined;
+    if (d.vllm) {
+        const v = d.vllm;
+        const health = v.probes!.startup;
+        vllm = new docker.Container(
+            `${name}-vllm`,
+            {
+                name: v.dockerName,
+                image: imageFor("vllm", v.image).imageId,
+                entrypoints: v.command ? [...v.command] : undefined,
+                command: [...v.args],
+                envs: envList(v, provided),
+                gpus: gpuDeviceRequest(v.gpuDevices),
+                // The trainer joins this IPC namespace (and its /dev/shm): it must be shareable.
+                ipcMode: "shareable",
+                shmSize,
+                memory: quantityToMiB(v.memory),
+                // Only the private training network; in black box the alias is the ingress's upstream host.
+                networksAdvanced: [{ name: network, aliases: d.ingressAccess ? [d.ingressAccess.serviceName] : [] }],
+                healthcheck: {
+                    // python3 is in both the vLLM and the TRL image; curl is not guaranteed.
+                    tests: ["CMD", "python3", "-c", `import urllib.request; urllib.request.urlopen('http://localhost:${health.port}${health.path}', timeout=${health.timeoutSeconds})`],
+                    interval: `${health.periodSeconds}s`,
+                    timeout: `${health.timeoutSeconds}s`,
+                    retries: v.probes!.liveness.failureThreshold,
+                    startPeriod: `${d.modelLoadSeconds}s`,
+                },
+                // Wait until the model is loaded, so the trainer starts against a healthy server.
+                wait: true,
+                waitTimeout: d.modelLoadSeconds + 60,
+                restart: "unless-stopped",
+                volumes: volumes(v.mounts, d),
+                ...HARDENING,
+            },
+            child,
+        );
+    }
+
+    const t = d.trainer;
+    const shared = vllm ? pulumi.interpolate`container:${vllm.name}` : undefined;
+    const trainer = new docker.Container(
+        `${name}-trainer`,
+        {
+            name: t.dockerName,
+            image: imageFor("trainer", t.image).imageId,
+            entrypoints: t.command ? [...t.command] : undefined,
+            command: [...t.args],
+            envs: envList(t, provided),
+            gpus: gpuDeviceRequest(t.gpuDevices),
+            memory: quantityToMiB(t.memory),
+            // Server layouts: vLLM's network namespace (localhost:8000, NCCL on loopback) and IPC.
+            // Colocate: alone on the private training network, with its own /dev/shm.
+            ...(shared ? { networkMode: shared, ipcMode: shared } : { networksAdvanced: [{ name: network }], shmSize }),
+            // A training run ends: the provider must not expect it to keep running or restart it.
+            mustRun: false,
+            restart: "no",
+            volumes: volumes(t.mounts, d),
+            ...HARDENING,
+        },
+        { ...child, dependsOn: vllm ? [vllm] : [] },
+    );
+    return { trainer, vllm };
+}

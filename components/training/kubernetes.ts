@@ -1,0 +1,193 @@
+/**
+ * Kubernetes translation of a TrainingDescription: one batch/v1 Job per run (vLLM as a
+ * native sidecar, the trainer as the main container), its ServiceAccount, Secrets, volumes,
+ * and in black box a ClusterIP Service + NetworkPolicy so only the ingress reaches port 8000.
+ * Decides nothing new: every port, flag and env var comes from the description.
+ */
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { ContainerDescription, HttpProbe, SecretName, TrainingDescription } from "./describe";
+
+/** Pulumi waits for a Job to finish (10 min default) unless told not to (upstream-facts: Pulumi provider). */
+const SKIP_AWAIT = { "pulumi.com/skipAwait": "true" } as const;
+
+type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
+
+function probe(p: HttpProbe): k8s.types.input.core.v1.Probe {
+    return { httpGet: { path: p.path, port: p.port }, periodSeconds: p.periodSeconds, failureThreshold: p.failureThreshold, timeoutSeconds: p.timeoutSeconds };
+}
+
+function container(c: ContainerDescription, d: TrainingDescription, provided: Secrets): k8s.types.input.core.v1.Container {
+    const gpuResources: Record<string, string> = c.gpus > 0 ? { [d.scheduling.gpuResourceName]: String(c.gpus) } : {};
+    // Requests == limits: GPUs cannot be overcommitted, and a training pod should be Guaranteed.
+    const resources = { cpu: c.cpu, memory: c.memory, ...gpuResources };
+    const env: k8s.types.input.core.v1.EnvVar[] = [
+        ...Object.entries(c.env)
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([name, value]) => ({ name, value })),
+        // Secrets only by reference; a secret not supplied is simply absent (required ones were checked).
+        ...Object.entries(c.secretEnv)
+            .filter(([, secret]) => provided[secret] !== undefined)
+            .map(([name, secret]) => ({ name, valueFrom: { secretKeyRef: { name: d.secrets[secret].name, key: d.secrets[secret].key } } })),
+    ];
+    return {
+        name: c.name,
+        image: c.image,
+        ...(c.command !== undefined ? { command: [...c.command] } : {}),
+        args: [...c.args],
+        env,
+        ...(c.ports.length > 0 ? { ports: c.ports.map((p) => ({ name: "http", containerPort: p, protocol: "TCP" })) } : {}),
+        resources: { requests: resources, limits: resources },
+        volumeMounts: c.mounts.map((m) => ({ name: volumeName(m.volume), mountPath: m.path })),
+        ...(c.probes
+            ? { startupProbe: probe(c.probes.startup), livenessProbe: probe(c.probes.liveness), readinessProbe: probe(c.probes.readiness) }
+            : {}),
+        // vLLM/TRL images run as root (hence PSA baseline on the training namespace); still no privilege gain, no capabilities.
+        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+    };
+}
+
+function volumeName(v: "shm" | "modelCache" | "checkpoints"): string {
+    return v === "shm" ? "dshm" : v === "modelCache" ? "model-cache" : "checkpoints";
+}
+
+export interface KubernetesTrainingResources {
+    readonly job: k8s.batch.v1.Job;
+}
+
+/** Registers the run's Kubernetes objects as children of `parent`. */
+export function buildKubernetesTraining(name: string, d: TrainingDescription, provided: Secrets, parent: pulumi.Resource): KubernetesTrainingResources {
+    const child = { parent };
+    const ns = d.namespace;
+    const labels = { ...d.podLabels };
+
+    const serviceAccount = new k8s.core.v1.ServiceAccount(
+        `${name}-serviceaccount`,
+        // The SA itself never mounts a token; the pod opts in only when it must claim sandboxes.
+        { metadata: { name: d.serviceAccount, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } }, automountServiceAccountToken: false },
+        child,
+    );
+
+    const secretResources: pulumi.Resource[] = [];
+    for (const secret of Object.keys(d.secrets) as SecretName[]) {
+        const value = provided[secret];
+        if (value === undefined) continue;
+        const ref = d.secrets[secret];
+        secretResources.push(
+            new k8s.core.v1.Secret(
+                `${name}-${secret === "hfToken" ? "hf-token" : "sandbox-key"}`,
+                {
+                    metadata: { name: ref.name, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                    type: "Opaque",
+                    stringData: { [ref.key]: pulumi.secret(value) },
+                },
+                child,
+            ),
+        );
+    }
+
+    // PVCs are stack-wide (shared by runs). skipAwait: with a WaitForFirstConsumer StorageClass a
+    // claim binds only once the Job's pod is scheduled, and the Job waits for the claim.
+    const pvc = (role: string, v: NonNullable<TrainingDescription["modelCache"]>) =>
+        new k8s.core.v1.PersistentVolumeClaim(
+            `${name}-${role}`,
+            {
+                metadata: { name: v.name, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" }, annotations: { ...SKIP_AWAIT } },
+                spec: {
+                    accessModes: ["ReadWriteOnce"],
+                    ...(d.scheduling.storageClassName !== undefined ? { storageClassName: d.scheduling.storageClassName } : {}),
+                    resources: { requests: { storage: v.size } },
+                },
+            },
+            // Keep the checkpoints and the cache when the claim's spec changes or the stack is torn down by mistake.
+            { ...child, retainOnDelete: role === "checkpoints" },
+        );
+    const modelCache = d.modelCache ? pvc("model-cache", d.modelCache) : undefined;
+    const checkpoints = d.checkpoints ? pvc("checkpoints", d.checkpoints) : undefined;
+
+    const volumes: k8s.types.input.core.v1.Volume[] = [
+        // Memory-backed /dev/shm: PyTorch/NCCL need far more than the 64 MiB default (vLLM container docs).
+        { name: volumeName("shm"), emptyDir: { medium: "Memory", sizeLimit: d.shmSize } },
+        modelCache ? { name: volumeName("modelCache"), persistentVolumeClaim: { claimName: d.modelCache!.name } } : { name: volumeName("modelCache"), emptyDir: {} },
+        checkpoints ? { name: volumeName("checkpoints"), persistentVolumeClaim: { claimName: d.checkpoints!.name } } : { name: volumeName("checkpoints"), emptyDir: {} },
+    ];
+
+    const sidecar = d.vllm ? { ...container(d.vllm, d, provided), restartPolicy: "Always" } : undefined;
+    const job = new k8s.batch.v1.Job(
+        `${name}-job`,
+        {
+            metadata: { name: d.jobName, namespace: ns, labels, annotations: { ...SKIP_AWAIT } },
+            spec: {
+                backoffLimit: d.job.backoffLimit,
+                activeDeadlineSeconds: d.job.activeDeadlineSeconds,
+                podFailurePolicy: {
+                    rules: [
+                        // A trainer that exits non-zero failed for a reason a retry will not fix.
+                        { action: "FailJob", onExitCodes: { containerName: "trainer", operator: "NotIn", values: [0] } },
+                        // A drained or preempted node is not the run's fault: retry without using up backoffLimit.
+                        { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
+                    ],
+                },
+                template: {
+                    metadata: { labels },
+                    spec: {
+                        // podFailurePolicy requires restartPolicy Never.
+                        restartPolicy: "Never",
+                        serviceAccountName: d.serviceAccount,
+                        automountServiceAccountToken: d.automountServiceAccountToken,
+                        securityContext: { seccompProfile: { type: "RuntimeDefault" } },
+                        ...(Object.keys(d.scheduling.nodeSelector).length > 0 ? { nodeSelector: { ...d.scheduling.nodeSelector } } : {}),
+                        ...(d.scheduling.tolerations.length > 0 ? { tolerations: d.scheduling.tolerations.map((x) => ({ ...x })) } : {}),
+                        ...(d.scheduling.priorityClassName !== undefined ? { priorityClassName: d.scheduling.priorityClassName } : {}),
+                        // Native sidecar: starts first, the trainer starts only once its startup probe passed,
+                        // and it is stopped when the trainer exits (Kubernetes >= 1.29).
+                        ...(sidecar ? { initContainers: [sidecar] } : {}),
+                        containers: [container(d.trainer, d, provided)],
+                        volumes,
+                    },
+                },
+            },
+        },
+        { ...child, dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : [])] },
+    );
+
+    // Who may reach the pod: in black box only the ingress proxy, on vLLM's port; in white box nobody
+    // (NCCL and localhost:8000 stay inside the pod, which NetworkPolicy never filters).
+    const access = d.ingressAccess;
+    new k8s.networking.v1.NetworkPolicy(
+        `${name}-policy`,
+        {
+            metadata: { name: d.jobName, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+            spec: {
+                podSelector: { matchLabels: labels },
+                policyTypes: ["Ingress"],
+                ingress: access
+                    ? [
+                          {
+                              from: [
+                                  {
+                                      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": access.fromNamespace } },
+                                      podSelector: { matchLabels: { ...access.fromPodLabels } },
+                                  },
+                              ],
+                              ports: [{ protocol: "TCP", port: access.port }],
+                          },
+                      ]
+                    : [],
+            },
+        },
+        child,
+    );
+    if (access) {
+        new k8s.core.v1.Service(
+            `${name}-vllm-service`,
+            {
+                metadata: { name: access.serviceName, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                // ClusterIP only, port 8000 only: the ingress is the one public face of vLLM.
+                spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: access.port, targetPort: access.port, protocol: "TCP" }] },
+            },
+            child,
+        );
+    }
+    return { job };
+}

@@ -1,0 +1,68 @@
+/**
+ * agentrl:training:TrainingNode: vLLM and the trainer on one multi-GPU node, weight sync
+ * kept private. Takes the resolved description (from `resolveTrainingNode`) and registers
+ * the target's resources; the provider (Kubernetes or Docker) arrives through `opts`.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import type { SecretName, TrainingDescription } from "./describe";
+import { buildDockerTraining } from "./docker";
+import { buildKubernetesTraining } from "./kubernetes";
+
+export interface TrainingNodeArgs {
+    /** The resolved, target-neutral description of the run's training node. */
+    readonly description: TrainingDescription;
+    /** Hugging Face token (secret) for gated models and Hub pushes; required when training.hubRepoId is set. @default none (public models only) */
+    readonly hfToken?: pulumi.Input<string>;
+    /** The ingress key sandboxes use (secret); the trainer gets it as SANDBOX_API_KEY. Required in black box. @default none */
+    readonly sandboxKey?: pulumi.Input<string>;
+    /** Docker only: the private training network (created by the Platform). Required on Docker. */
+    readonly network?: pulumi.Input<string>;
+}
+
+export class TrainingNode extends pulumi.ComponentResource {
+    /** Kubernetes Job name / Docker trainer container name of this run. */
+    public readonly jobName: pulumi.Output<string>;
+    /** Where the trainer reaches vLLM: the same pod / network namespace. */
+    public readonly internalUrl: pulumi.Output<string>;
+    /** Black box only: host:port the ingress proxies to. */
+    public readonly upstreamAddress: pulumi.Output<string> | undefined;
+    /** Host GPU indices per role, e.g. { vllm: [0], trainer: [1] }. */
+    public readonly gpuLayout: { readonly vllm: readonly number[]; readonly trainer: readonly number[] };
+
+    constructor(name: string, args: TrainingNodeArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("agentrl:training:TrainingNode", name, {}, opts);
+        const d = args.description;
+        const provided: Partial<Record<SecretName, pulumi.Input<string>>> = {};
+        if (args.hfToken !== undefined) provided.hfToken = pulumi.secret(args.hfToken);
+        if (args.sandboxKey !== undefined) provided.sandboxKey = pulumi.secret(args.sandboxKey);
+        const missing = d.requiredSecrets.filter((s) => provided[s] === undefined);
+        if (missing.length > 0) {
+            const why: Record<SecretName, string> = {
+                hfToken: "hfToken: training.hubRepoId pushes to the Hub: set the secret with `pulumi config set --secret hfToken`",
+                sandboxKey: "sandboxKey: the black-box trainer hands the ingress key to each sandbox: the Platform must pass the ingress's sandbox key",
+            };
+            throw new pulumi.RunError(`TrainingNode ${name}: missing secret(s):\n${missing.map((s) => `  - ${why[s]}`).join("\n")}`);
+        }
+
+        let jobName: pulumi.Output<string>;
+        if (d.target === "kubernetes") {
+            const { job } = buildKubernetesTraining(name, d, provided, this);
+            jobName = job.metadata.name;
+        } else {
+            if (args.network === undefined) throw new pulumi.RunError(`TrainingNode ${name}: the docker target needs args.network (the private training network)`);
+            const { trainer } = buildDockerTraining(name, d, args.network, provided, this);
+            jobName = trainer.name;
+        }
+
+        this.jobName = jobName;
+        this.internalUrl = pulumi.output(d.internalUrl);
+        this.upstreamAddress = d.upstreamAddress !== undefined ? pulumi.output(d.upstreamAddress) : undefined;
+        this.gpuLayout = d.gpuLayout;
+        this.registerOutputs({
+            jobName: this.jobName,
+            internalUrl: this.internalUrl,
+            upstreamAddress: this.upstreamAddress,
+            gpuLayout: this.gpuLayout,
+        });
+    }
+}

@@ -1,0 +1,201 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import * as pulumi from "@pulumi/pulumi";
+import YAML from "yaml";
+import { RECIPE_NAMES } from "../components/config";
+import { runUnderMocks } from "../scripts/lib/mockrun";
+import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-plan-"));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const STACKS = fs
+    .readdirSync(path.join(REPO_ROOT, "stacks"))
+    .filter((f) => /^Pulumi\..+\.yaml$/.test(f))
+    .map((f) => f.slice("Pulumi.".length, -".yaml".length));
+
+let parseMermaid: (text: string) => Promise<unknown>;
+before(async () => {
+    // Mermaid's real parser; it needs a DOM for DOMPurify, so jsdom provides one.
+    const { JSDOM } = await import("jsdom");
+    const dom = new JSDOM("");
+    (globalThis as any).window = dom.window;
+    (globalThis as any).document = dom.window.document;
+    // DOM classes DOMPurify checks with instanceof (Element, Node, ...).
+    for (const k of Object.getOwnPropertyNames(dom.window)) {
+        if (/^[A-Z]/.test(k) && !(k in globalThis)) (globalThis as any)[k] = (dom.window as any)[k];
+    }
+    const mermaid = (await import("mermaid")).default;
+    parseMermaid = (text) => mermaid.parse(text);
+});
+
+function mermaidBlocks(md: string): string[] {
+    return [...md.matchAll(/```mermaid\n([\s\S]*?)```/g)].map((m) => m[1]);
+}
+
+async function checkPlanOutput(result: PlanResult, outDir: string, kind: string) {
+    const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+    assert.match(md, /## What runs where/);
+    assert.match(md, /## Capacity checks/);
+    const blocks = mermaidBlocks(md);
+    assert.equal(blocks.length, 1, "plan.md has one Mermaid diagram");
+    await parseMermaid(blocks[0]);
+    if (kind === "kubernetes") {
+        const files = fs.readdirSync(path.join(outDir, "manifests"));
+        assert.equal(files.length, result.manifests.length);
+        assert.ok(files.length > 0);
+        for (const f of files) {
+            const obj = YAML.parse(fs.readFileSync(path.join(outDir, "manifests", f), "utf8"));
+            assert.ok(obj.apiVersion && obj.kind && obj.metadata?.name, `${f} is a complete object`);
+        }
+        assert.ok(!fs.existsSync(path.join(outDir, "docker")));
+    } else {
+        const files = fs.readdirSync(path.join(outDir, "docker"));
+        assert.ok(files.length > 0);
+        for (const f of files) assert.ok(JSON.parse(fs.readFileSync(path.join(outDir, "docker", f), "utf8")).type.startsWith("docker:"));
+        assert.ok(!fs.existsSync(path.join(outDir, "manifests")));
+    }
+}
+
+describe("plan: every stack and every recipe", () => {
+    test("the three environments have stack files", () => {
+        assert.deepEqual([...STACKS].sort(), ["dev", "prod", "staging"]);
+    });
+
+    for (const stack of STACKS) {
+        test(`stack ${stack} plans, writes its files and a Mermaid diagram that parses`, async () => {
+            const outDir = path.join(tmp, stack);
+            const result = await planToDir({ stack }, { outDir });
+            await checkPlanOutput(result, outDir, result.plan.config.target.kind);
+        });
+    }
+    for (const recipe of RECIPE_NAMES) {
+        for (const target of ["kubernetes", "docker"] as const) {
+            test(`recipe ${recipe} on ${target} plans`, async () => {
+                const outDir = path.join(tmp, `${recipe}-${target}`);
+                const result = await planToDir({ recipe, target }, { outDir });
+                await checkPlanOutput(result, outDir, target);
+            });
+        }
+    }
+
+    test("a broken diagram would fail the Mermaid parser (the check can fail)", async () => {
+        await assert.rejects(parseMermaid("flowchart LR\n  a -->"));
+    });
+
+    test("the plan shows the recipes' session numbers with eval batch and headroom", async () => {
+        const expectations: Array<[string, RegExp]> = [
+            ["mbpp-whitebox", /env `coding` sessions \| 17 replicas x 1 = 17 \| 17 \| >= 16 live sessions \(max of generation 16 and eval 8\) \+ 1 spare replica \(1\) = 17/],
+            ["mbpp-whitebox-64", /env `coding` sessions \| 65 replicas x 1 = 65 \| 65 \| >= 64 live sessions \(max of generation 64 and eval 0\) \+ 1 spare replica \(1\) = 65/],
+            ["wordle-whitebox", /env `wordle` sessions \| 5 replicas x 8 = 40 \| 40 \| >= 32 live sessions \(max of generation 32 and eval 0\) \+ 1 spare replica \(8\) = 40/],
+        ];
+        for (const [recipe, re] of expectations) {
+            const outDir = path.join(tmp, `sessions-${recipe}`);
+            await planToDir({ recipe, target: "kubernetes" }, { outDir });
+            assert.match(fs.readFileSync(path.join(outDir, "plan.md"), "utf8"), re);
+        }
+    });
+});
+
+describe("plan: secrets never reach the output", () => {
+    test("sentinel values for every secret appear nowhere in the plan", async () => {
+        const sentinels = { hfToken: "SENTINEL-HF-TOKEN-7f3a9c", "ingressKey-sandboxes": "SENTINEL-SANDBOX-KEY-51d2e8", "ingressKey-operators": "SENTINEL-OPERATOR-KEY-90b4aa" };
+        for (const stack of STACKS) {
+            const outDir = path.join(tmp, `secrets-${stack}`);
+            const result = await planToDir({ stack }, { outDir, secrets: sentinels });
+            // The program did receive them (else this test proves nothing)...
+            const sent = JSON.stringify(result.resources.map((r) => r.inputs));
+            assert.ok(sent.includes(sentinels.hfToken), `stack ${stack}: the HF token reached the program's inputs`);
+            // ...and none of them is in any file written.
+            const walk = (d: string): string[] => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+            for (const f of walk(outDir)) {
+                const text = fs.readFileSync(f, "utf8");
+                for (const s of Object.values(sentinels)) assert.ok(!text.includes(s), `${f} contains a secret sentinel`);
+            }
+        }
+    });
+
+    test("secure: values in a stack file stand in as placeholders, marked secret", () => {
+        const f = path.join(tmp, "Pulumi.sec.yaml");
+        fs.writeFileSync(f, "config:\n  agent-rl-infra:hfToken:\n    secure: AAABAJ5dummy\n  agent-rl-infra:platform:\n    recipe: mbpp-whitebox\n");
+        const cfg = readStackFile("sec", f);
+        assert.deepEqual(cfg.secretKeys, ["agent-rl-infra:hfToken"]);
+        assert.equal(cfg.config["agent-rl-infra:hfToken"], "plan-placeholder-hfToken");
+    });
+});
+
+function writeStack(name: string, platform: unknown): string {
+    const f = path.join(tmp, "stacks", `Pulumi.${name}.yaml`);
+    fs.mkdirSync(path.dirname(f), { recursive: true });
+    fs.writeFileSync(f, YAML.stringify({ config: { "agent-rl-infra:platform": platform } }));
+    return f;
+}
+
+const program = () => require(path.join(REPO_ROOT, "index.ts")) as () => Promise<Record<string, unknown>>;
+
+describe("plan: a bad stack file fails cleanly and registers nothing", () => {
+    const mistakes: Array<{ what: string; stack?: string; platform: Record<string, unknown>; field: RegExp }> = [
+        { what: "GPUs do not fit", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" }, training: { trainerGpus: 2 } }, field: /training\.trainerGpus: .*lower vllmGpus or trainerGpus/ },
+        { what: "colocate with vLLM GPUs", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { vllmGpus: 1, gpusOnNode: 2 } }, field: /training\.vllmGpus: .*set vllmGpus to 0/ },
+        { what: "generation batch", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { numGenerations: 3, perDeviceEvalBatchSize: 9 } }, field: /training\.numGenerations: the generation batch .* = 16 is not divisible by numGenerations 3/ },
+        { what: "eval batch", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { perDeviceEvalBatchSize: 7 } }, field: /training\.perDeviceEvalBatchSize: the eval batch/ },
+        { what: "env capacity", platform: { recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes" }, envs: { wordle: { replicas: 2 } } }, field: /envs\.wordle\.replicas: .*raise replicas to 5/ },
+        { what: "coding env above 1 session", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes" }, envs: { coding: { sessionsPerReplica: 8 } } }, field: /envs\.coding\.sessionsPerReplica: .*set it to 1/ },
+        { what: "sandbox pool too small", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" }, sandboxes: { poolSize: 2 } }, field: /sandboxes\.poolSize: .*raise poolSize/ },
+        { what: "prod image not pinned", stack: "prod", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" } }, field: /images\.vllm: prod stacks pin every image by digest/ },
+        { what: "dataset size missing", platform: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } }, field: /training\.datasetSize: required/ },
+    ];
+
+    mistakes.forEach((m, i) => {
+        const stack = m.stack ?? `bad${i}`;
+        test(`${m.what}: npm run plan exits non-zero naming the field, without a stack trace`, () => {
+            const dir = path.join(tmp, `case${i}`);
+            const file = path.join(dir, `Pulumi.${stack}.yaml`);
+            fs.mkdirSync(dir, { recursive: true });
+            fs.writeFileSync(file, YAML.stringify({ config: { "agent-rl-infra:platform": m.platform } }));
+            const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), file, "--out", path.join(dir, "out")], { encoding: "utf8", cwd: REPO_ROOT });
+            assert.equal(r.status, 1, r.stderr);
+            assert.match(r.stderr, m.field);
+            assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
+            assert.ok(!fs.existsSync(path.join(dir, "out")), "nothing written");
+        });
+        test(`${m.what}: zero resources registered`, async () => {
+            const run = await runUnderMocks(program(), { stack, config: { "agent-rl-infra:platform": JSON.stringify(m.platform) } });
+            assert.ok(run.error, "the program failed");
+            assert.ok(pulumi.RunError.isInstance(run.error), "a clean RunError, printed without a trace");
+            assert.deepEqual(run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type), []);
+        });
+    });
+
+    test("a missing platform config says how to start", async () => {
+        const run = await runUnderMocks(program(), { stack: "empty", config: {} });
+        assert.match((run.error as Error).message, /config agent-rl-infra:platform is missing: add a 'platform' object to stacks\/Pulumi\.empty\.yaml/);
+    });
+
+    test("bad CLI arguments: clear message, exit 2", () => {
+        const cases: Array<[string[], RegExp]> = [
+            [["--recipe", "nope"], /unknown recipe nope: use one of mbpp-whitebox/],
+            [["--recipe", "mbpp-whitebox", "--target", "nomad"], /--target must be kubernetes or docker, got nomad/],
+            [["dev", "--target", "docker"], /--target applies to --recipe/],
+            [["dev", "--bogus"], /unknown option --bogus/],
+            [[], /name a stack \(dev, staging, prod\) or --recipe <name>/],
+        ];
+        for (const [args, re] of cases) {
+            const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), ...args], { encoding: "utf8", cwd: REPO_ROOT });
+            assert.equal(r.status, 2, `${args.join(" ")}: ${r.stderr}`);
+            assert.match(r.stderr, re);
+        }
+        const missing = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), "nosuchstack"], { encoding: "utf8", cwd: REPO_ROOT });
+        assert.equal(missing.status, 1);
+        assert.match(missing.stderr, /no stack file .*known stacks are dev, prod, staging/);
+    });
+
+    test("writeStack helper files are read like the CLI reads them", () => {
+        const f = writeStack("helper", { recipe: "mbpp-whitebox" });
+        assert.equal(JSON.parse(readStackFile("helper", f).config["agent-rl-infra:platform"]).recipe, "mbpp-whitebox");
+    });
+});

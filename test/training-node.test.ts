@@ -1,0 +1,517 @@
+/**
+ * TrainingNode under Pulumi mocks, every layout x every target: the literal vLLM and
+ * trainer command lines, GPUs, probes, shm, secrets, privacy of ports 8000/51216, and
+ * every Kubernetes object against the 1.36 schema, strictly.
+ * Run: node --import tsx --test test/training-node.test.ts
+ */
+import assert from "node:assert/strict";
+import { before, describe, test } from "node:test";
+import { ConfigError, parsePlatformConfig, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
+import { RESUME_SCRIPT } from "../components/training/describe";
+import { gpuDeviceRequest, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
+import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
+import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
+
+const HF_SENTINEL = "hf_SENTINEL_TOKEN_do_not_leak_0123456789";
+const SANDBOX_SENTINEL = "sbx_SENTINEL_KEY_do_not_leak_9876543210";
+type Target = "kubernetes" | "docker";
+type Layout = "whitebox-colocate" | "whitebox-server" | "blackbox";
+
+function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    const targetRaw =
+        target === "kubernetes"
+            ? { kind: "kubernetes", gpuProduct: "NVIDIA-H200", nodeSelector: { pool: "gpu" }, tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }], priorityClassName: "training", storageClassName: "fast" }
+            : { kind: "docker", dataDir: "/srv/agent-rl" };
+    const base =
+        layout === "blackbox"
+            ? { recipe: "opencode-blackbox" }
+            : {
+                  model: { name: "Qwen/Qwen3-1.7B", revision: "abc123" },
+                  training: {
+                      layout,
+                      gpusOnNode: layout === "whitebox-server" ? 2 : 1,
+                      perDeviceTrainBatchSize: 8,
+                      gradientAccumulationSteps: 2,
+                      numGenerations: 4,
+                      perDeviceEvalBatchSize: 8,
+                      datasetSize: 170,
+                      evalSize: 64,
+                      maxSteps: 42,
+                      maxModelLen: 8192,
+                      command: ["python", "/app/train_coding_whitebox_eval.py"],
+                  },
+                  envs: { coding: { catalog: "coding" } },
+              };
+    return { ...base, runId: "run-007", target: targetRaw, ...extra };
+}
+
+function setup(layout: Layout, target: Target, extra: Record<string, unknown> = {}): { config: PlatformConfig; names: PlatformNames; links: TrainingLinks } {
+    const config = parsePlatformConfig(rawConfig(layout, target, extra), "test");
+    const names = platformNames(config);
+    const envUrls = Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url]));
+    const links: TrainingLinks =
+        layout === "blackbox" ? { envUrls, sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: { SANDBOX_POOL: "pool-a" } } } : { envUrls };
+    return { config, names, links };
+}
+
+async function build(layout: Layout, target: Target, extra: Record<string, unknown> = {}) {
+    const { config, names, links } = setup(layout, target, extra);
+    const description = resolveTrainingNode(config, names, links);
+    let node: TrainingNode | undefined;
+    const runs = await runBoth(() => {
+        node = new TrainingNode("training", {
+            description,
+            hfToken: HF_SENTINEL,
+            sandboxKey: layout === "blackbox" ? SANDBOX_SENTINEL : undefined,
+            network: target === "docker" ? names.networks.training : undefined,
+        });
+        return { jobName: node.jobName, internalUrl: node.internalUrl, upstreamAddress: node.upstreamAddress };
+    });
+    return { config, names, description, node: node!, ...runs };
+}
+
+const SECRET_SIG = "4dabf18193072939515e22adad3d0c25";
+const SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270";
+/** Whether a recorded input value is a Pulumi secret (as the mock monitor serialises it). */
+const isSecret = (v: any): boolean => !!v && typeof v === "object" && v[SECRET_SIG] === SECRET_VALUE;
+/** Inputs with secret wrappers replaced by their values (only for assertions). */
+function plain(v: any): any {
+    if (isSecret(v)) return plain(v.value);
+    if (Array.isArray(v)) return v.map(plain);
+    if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
+    return v;
+}
+
+/** Kubernetes objects as the API server would get them (Pulumi inputs + apiVersion/kind). */
+function manifests(resources: readonly RecordedResource[]): Array<Record<string, any>> {
+    return resources
+        .filter((r) => r.type.startsWith("kubernetes:"))
+        .map((r) => {
+            const [, groupVersion, kind] = r.type.split(":");
+            const [group, version] = groupVersion.split("/");
+            return { apiVersion: group === "core" ? version : `${group}.k8s.io/${version}`.replace("batch.k8s.io", "batch").replace("apps.k8s.io", "apps"), kind, ...plain(r.inputs) };
+        });
+}
+
+const envOf = (c: any): Record<string, string> => Object.fromEntries((c.env ?? []).filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
+const envsOfDocker = (c: RecordedResource): Record<string, string> =>
+    Object.fromEntries((plain(c.inputs.envs) as string[]).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+
+// ---- the literal command lines -------------------------------------------------------------
+const WHITEBOX_TRAINER_COMMON = [
+    "--model_name_or_path", "Qwen/Qwen3-1.7B",
+    "--model_revision", "abc123",
+    "--dataset-size", "170",
+    "--eval-size", "64",
+    "--output_dir", "/checkpoints/run-007",
+    "--per_device_train_batch_size", "8",
+    "--gradient_accumulation_steps", "2",
+    "--num_generations", "4",
+    "--per_device_eval_batch_size", "8",
+    "--steps_per_generation", "2",
+    "--use_vllm", "true",
+];
+const EXPECTED = {
+    "whitebox-colocate": {
+        vllm: undefined,
+        trainer: ["python", "/app/train_coding_whitebox_eval.py", ...WHITEBOX_TRAINER_COMMON, "--vllm_mode", "colocate", "--max_steps", "42"],
+        gpus: { vllm: [] as number[], trainer: [0] },
+    },
+    "whitebox-server": {
+        vllm: [
+            "trl", "vllm-serve",
+            "--model", "Qwen/Qwen3-1.7B",
+            "--revision", "abc123",
+            "--tensor_parallel_size", "1",
+            "--data_parallel_size", "1",
+            "--host", "0.0.0.0",
+            "--port", "8000",
+            "--gpu_memory_utilization", "0.9",
+            "--max_model_len", "8192",
+        ],
+        trainer: [
+            "python", "/app/train_coding_whitebox_eval.py", ...WHITEBOX_TRAINER_COMMON,
+            "--vllm_mode", "server",
+            "--vllm_server_base_url", "http://localhost:8000",
+            "--vllm_group_port", "51216",
+            "--max_steps", "42",
+        ],
+        gpus: { vllm: [0], trainer: [1] },
+    },
+    blackbox: {
+        vllm: [
+            "vllm", "serve", "Qwen/Qwen3-8B",
+            "--revision", "main",
+            "--host", "0.0.0.0",
+            "--port", "8000",
+            "--enable-auto-tool-choice",
+            "--tool-call-parser", "hermes",
+            "--logprobs-mode", "processed_logprobs",
+            "--return-tokens-as-token-ids",
+            "--max-model-len", "32768",
+            "--weight-transfer-config", '{"backend":"nccl"}',
+            "--gpu-memory-utilization", "0.9",
+        ],
+        trainer: [
+            "accelerate", "launch", "--num_processes", "1", "/app/opencode_async_grpo.py",
+            "--model_name_or_path", "Qwen/Qwen3-8B",
+            "--model_revision", "main",
+            "--dataset-size", "32",
+            "--output_dir", "/checkpoints/run-007",
+            "--per_device_train_batch_size", "8",
+            "--gradient_accumulation_steps", "1",
+            "--num_generations", "8",
+            "--per_device_eval_batch_size", "8",
+            "--vllm_server_base_url", "http://localhost:8000",
+            "--max_inflight_tasks", "8",
+            "--sandbox-vllm-url", "SANDBOX_URL",
+            "--max_steps", "10",
+        ],
+        gpus: { vllm: [0], trainer: [1] },
+    },
+} as const;
+
+function expectedTrainer(layout: Layout, names: PlatformNames): string[] {
+    return EXPECTED[layout].trainer.map((a) => (a === "SANDBOX_URL" ? names.ingress.sandboxUrl : a));
+}
+
+before(async () => {
+    await loadManifestSchemas();
+});
+
+for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as const) {
+    describe(`${layout} on kubernetes`, () => {
+        let b: Awaited<ReturnType<typeof build>>;
+        before(async () => {
+            b = await build(layout, "kubernetes");
+        });
+
+        test("the Job holds the literal vLLM and trainer command lines, vLLM as a native sidecar", () => {
+            for (const run of [b.update, b.preview]) {
+                const job = single(run.resources, "kubernetes:batch/v1:Job").inputs;
+                const pod = job.spec.template.spec;
+                const trainer = pod.containers[0];
+                assert.equal(pod.containers.length, 1);
+                assert.equal(trainer.name, "trainer");
+                assert.deepEqual([...(trainer.command ?? []), ...trainer.args], expectedTrainer(layout, b.names));
+                const expectedVllm = EXPECTED[layout].vllm;
+                if (expectedVllm === undefined) {
+                    assert.equal(pod.initContainers, undefined, "colocate: vLLM runs inside the trainer, no sidecar");
+                } else {
+                    assert.equal(pod.initContainers.length, 1);
+                    const vllm = pod.initContainers[0];
+                    assert.equal(vllm.name, "vllm");
+                    assert.equal(vllm.restartPolicy, "Always");
+                    assert.deepEqual([...vllm.command, ...vllm.args], [...expectedVllm]);
+                    assert.deepEqual(vllm.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
+                    assert.ok(!JSON.stringify(vllm).includes("--api-key"), "vLLM never gets --api-key");
+                    assert.equal(envOf(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
+                    assert.equal(vllm.image, layout === "blackbox" ? b.config.images.vllm : b.config.images.trainer);
+                }
+                assert.equal(envOf(trainer).VLLM_SERVER_DEV_MODE, undefined, "dev mode is vLLM's, never the trainer's");
+            }
+        });
+
+        test("trainer env: run, env URLs, sandbox link; secrets only by secretKeyRef", () => {
+            const job = single(b.update.resources, "kubernetes:batch/v1:Job").inputs;
+            const trainer = job.spec.template.spec.containers[0];
+            const env = envOf(trainer);
+            assert.equal(env.RUN_ID, "run-007");
+            assert.equal(env.OUTPUT_DIR, "/checkpoints/run-007");
+            assert.equal(env.HF_HOME, "/cache/huggingface");
+            assert.equal(env.VLLM_URL, "http://localhost:8000");
+            if (layout === "blackbox") {
+                assert.equal(env.SANDBOX_PROVIDER, "agent-sandbox");
+                assert.equal(env.SANDBOX_POOL, "pool-a");
+            } else {
+                assert.equal(env.ENV_CODING_URL, b.names.envs.coding.url);
+            }
+            const refs = (trainer.env as any[]).filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom.secretKeyRef.name, e.valueFrom.secretKeyRef.key]);
+            const expectedRefs: string[][] = [["HF_TOKEN", b.names.training.hfSecret, "HF_TOKEN"]];
+            if (layout === "blackbox") expectedRefs.push(["SANDBOX_API_KEY", "trainer-sandbox-key", "SANDBOX_API_KEY"]);
+            assert.deepEqual(refs, expectedRefs);
+        });
+
+        test("the HF token and sandbox key appear only in their Secrets' stringData", () => {
+            for (const run of [b.update, b.preview]) {
+                for (const r of run.resources) {
+                    const text = JSON.stringify(r.inputs);
+                    for (const [sentinel, secretName] of [
+                        [HF_SENTINEL, b.names.training.hfSecret],
+                        [SANDBOX_SENTINEL, "trainer-sandbox-key"],
+                    ]) {
+                        if (!text.includes(sentinel)) continue;
+                        assert.equal(r.type, "kubernetes:core/v1:Secret", `${sentinel.slice(0, 12)} leaked into ${r.type} ${r.name}`);
+                        assert.equal(r.inputs.metadata.name, secretName);
+                        const { stringData, ...rest } = r.inputs;
+                        assert.ok(!JSON.stringify(rest).includes(sentinel), "only inside stringData");
+                        assert.ok(isSecret(stringData), "stringData stays a Pulumi secret");
+                        assert.ok(JSON.stringify(plain(stringData)).includes(sentinel));
+                    }
+                }
+                const secrets = ofType(run.resources, "kubernetes:core/v1:Secret").map((s) => s.inputs.metadata.name).sort();
+                assert.deepEqual(secrets, layout === "blackbox" ? [b.names.training.hfSecret, "trainer-sandbox-key"].sort() : [b.names.training.hfSecret]);
+            }
+        });
+
+        test("GPUs: requests == limits with the configured resource name, one container per GPU group", () => {
+            const pod = single(b.update.resources, "kubernetes:batch/v1:Job").inputs.spec.template.spec;
+            const trainer = pod.containers[0];
+            assert.equal(trainer.resources.requests["nvidia.com/gpu"], String(EXPECTED[layout].gpus.trainer.length));
+            assert.deepEqual(trainer.resources.requests, trainer.resources.limits);
+            if (pod.initContainers) {
+                const vllm = pod.initContainers[0];
+                assert.equal(vllm.resources.requests["nvidia.com/gpu"], "1");
+                assert.deepEqual(vllm.resources.requests, vllm.resources.limits);
+            }
+            assert.deepEqual(b.node.gpuLayout, EXPECTED[layout].gpus);
+            assert.deepEqual(pod.nodeSelector, { pool: "gpu", "nvidia.com/gpu.product": "NVIDIA-H200" });
+            assert.deepEqual(pod.tolerations, [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
+            assert.equal(pod.priorityClassName, "training");
+        });
+
+        test("startup probe covers the model load time; liveness and readiness exist; health route per server", () => {
+            const pod = single(b.update.resources, "kubernetes:batch/v1:Job").inputs.spec.template.spec;
+            if (layout === "whitebox-colocate") {
+                assert.equal(pod.containers[0].startupProbe, undefined);
+                return;
+            }
+            const vllm = pod.initContainers[0];
+            const path = layout === "whitebox-server" ? "/health/" : "/health";
+            for (const p of [vllm.startupProbe, vllm.livenessProbe, vllm.readinessProbe]) assert.deepEqual(p.httpGet, { path, port: 8000 });
+            assert.ok(vllm.startupProbe.periodSeconds * vllm.startupProbe.failureThreshold >= b.config.training.modelLoadSeconds);
+            assert.equal(b.config.training.modelLoadSeconds, 1200);
+        });
+
+        test("Job: run id in the name, skipAwait, backoffLimit, deadline, podFailurePolicy on the trainer, restartPolicy Never", () => {
+            const job = single(b.update.resources, "kubernetes:batch/v1:Job").inputs;
+            assert.equal(job.metadata.name, "train-run-007");
+            assert.equal(job.metadata.namespace, "arl-test-training");
+            assert.equal(job.metadata.annotations["pulumi.com/skipAwait"], "true");
+            assert.equal(job.spec.backoffLimit, 0);
+            assert.equal(job.spec.activeDeadlineSeconds, 6 * 3600);
+            assert.deepEqual(job.spec.podFailurePolicy.rules[0], { action: "FailJob", onExitCodes: { containerName: "trainer", operator: "NotIn", values: [0] } });
+            assert.equal(job.spec.template.spec.restartPolicy, "Never");
+            assert.deepEqual(job.spec.template.metadata.labels, { "app.kubernetes.io/name": "trainer", "app.kubernetes.io/instance": "train-run-007", "app.kubernetes.io/part-of": "agent-rl-infra" });
+        });
+
+        test("/dev/shm is a memory-backed emptyDir with a size limit, mounted in both containers; volumes per run", () => {
+            const pod = single(b.update.resources, "kubernetes:batch/v1:Job").inputs.spec.template.spec;
+            assert.deepEqual(pod.volumes.find((v: any) => v.name === "dshm"), { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } });
+            for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
+                assert.ok(c.volumeMounts.some((m: any) => m.name === "dshm" && m.mountPath === "/dev/shm"), `${c.name} mounts /dev/shm`);
+                assert.ok(c.volumeMounts.some((m: any) => m.name === "model-cache" && m.mountPath === "/cache"), `${c.name} mounts the model cache`);
+            }
+            assert.ok(pod.containers[0].volumeMounts.some((m: any) => m.name === "checkpoints" && m.mountPath === "/checkpoints"));
+            const pvcs = ofType(b.update.resources, "kubernetes:core/v1:PersistentVolumeClaim").map((p) => [p.inputs.metadata.name, p.inputs.spec.storageClassName, p.inputs.spec.resources.requests.storage]);
+            assert.deepEqual(pvcs, [["model-cache", "fast", "200Gi"], ["checkpoints", "fast", "100Gi"]]);
+        });
+
+        test("nothing public: no LoadBalancer/NodePort, no HTTPRoute; black box only a ClusterIP on 8000 admitted from the ingress", () => {
+            for (const run of [b.update, b.preview]) {
+                assert.equal(run.resources.filter((r) => r.type.includes("HTTPRoute") || r.type.includes("Ingress:") || r.type.includes("Gateway")).length, 0);
+                const services = ofType(run.resources, "kubernetes:core/v1:Service");
+                for (const s of services) assert.equal(s.inputs.spec.type, "ClusterIP");
+                const policy = single(run.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs;
+                assert.deepEqual(policy.spec.podSelector.matchLabels, single(run.resources, "kubernetes:batch/v1:Job").inputs.spec.template.metadata.labels);
+                if (layout === "blackbox") {
+                    assert.equal(services.length, 1);
+                    const svc = services[0].inputs;
+                    assert.equal(svc.metadata.name, b.names.training.vllmService);
+                    assert.deepEqual(svc.spec.ports, [{ name: "http", port: 8000, targetPort: 8000, protocol: "TCP" }]);
+                    assert.deepEqual(svc.spec.selector, policy.spec.podSelector.matchLabels);
+                    assert.deepEqual(policy.spec.ingress, [
+                        {
+                            from: [
+                                {
+                                    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "arl-test-ingress" } },
+                                    podSelector: { matchLabels: { "app.kubernetes.io/name": "vllm-ingress", "app.kubernetes.io/instance": "vllm-ingress", "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                                },
+                            ],
+                            ports: [{ protocol: "TCP", port: 8000 }],
+                        },
+                    ]);
+                    assert.ok(!JSON.stringify(policy).includes("51216"));
+                } else {
+                    assert.equal(services.length, 0, "white box: no Service at all");
+                    assert.deepEqual(policy.spec.ingress, [], "white box: nothing may reach the pod");
+                }
+            }
+        });
+
+        test("ServiceAccount: token mounted only for a black-box trainer claiming agent-sandboxes", () => {
+            const sa = single(b.update.resources, "kubernetes:core/v1:ServiceAccount").inputs;
+            assert.equal(sa.metadata.name, "trainer");
+            assert.equal(sa.automountServiceAccountToken, false);
+            const pod = single(b.update.resources, "kubernetes:batch/v1:Job").inputs.spec.template.spec;
+            assert.equal(pod.serviceAccountName, "trainer");
+            assert.equal(pod.automountServiceAccountToken, layout === "blackbox");
+            for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
+                assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+            }
+        });
+
+        test("outputs: internal URL, upstream address only in black box", async () => {
+            assert.equal(b.update.outputs?.jobName, "train-run-007");
+            assert.equal(b.update.outputs?.internalUrl, "http://localhost:8000");
+            assert.equal(b.update.outputs?.upstreamAddress, layout === "blackbox" ? "vllm-run-007.arl-test-training.svc.cluster.local:8000" : undefined);
+        });
+
+        test("every Kubernetes object passes the 1.36 schema strictly (unknown fields are errors)", () => {
+            for (const run of [b.update, b.preview]) {
+                const objs = manifests(run.resources);
+                assert.ok(objs.length >= 5);
+                for (const o of objs) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
+            }
+        });
+    });
+
+    describe(`${layout} on docker`, () => {
+        let b: Awaited<ReturnType<typeof build>>;
+        before(async () => {
+            b = await build(layout, "docker");
+        });
+        const containers = (rs: readonly RecordedResource[]) => ofType(rs, "docker:index/container:Container");
+
+        test("containers hold the literal command lines, disjoint GPU device sets, vLLM first", () => {
+            for (const run of [b.update, b.preview]) {
+                const cs = containers(run.resources);
+                const trainer = cs.find((c) => c.inputs.name === b.names.training.job)!;
+                assert.ok(trainer, "trainer container named after the run's job");
+                assert.deepEqual([...(trainer.inputs.entrypoints ?? []), ...trainer.inputs.command], expectedTrainer(layout, b.names));
+                const vllmArgs = EXPECTED[layout].vllm;
+                if (vllmArgs === undefined) {
+                    assert.equal(cs.length, 1, "colocate: only the trainer");
+                    assert.equal(trainer.inputs.gpus, "device=0");
+                    assert.deepEqual(trainer.inputs.networksAdvanced, [{ name: b.names.networks.training }]);
+                    assert.equal(trainer.inputs.shmSize, 16384);
+                } else {
+                    assert.equal(cs.length, 2);
+                    const vllm = cs.find((c) => c.inputs.name === b.names.training.vllm)!;
+                    assert.deepEqual([...vllm.inputs.entrypoints, ...vllm.inputs.command], [...vllmArgs]);
+                    assert.equal(vllm.inputs.gpus, "device=0");
+                    assert.equal(trainer.inputs.gpus, "device=1");
+                    assert.equal(envsOfDocker(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
+                    assert.ok(!JSON.stringify(vllm.inputs).includes("--api-key"));
+                    // Only the private training network; no published ports anywhere.
+                    assert.deepEqual(vllm.inputs.networksAdvanced, [{ name: b.names.networks.training, aliases: layout === "blackbox" ? [b.names.training.vllmService] : [] }]);
+                    assert.equal(vllm.inputs.ipcMode, "shareable");
+                    assert.equal(vllm.inputs.shmSize, 16384);
+                    assert.equal(trainer.inputs.networkMode, `container:${b.names.training.vllm}`);
+                    assert.equal(trainer.inputs.ipcMode, `container:${b.names.training.vllm}`);
+                    assert.equal(trainer.inputs.networksAdvanced, undefined);
+                    assert.equal(vllm.inputs.wait, true);
+                    assert.ok(vllm.inputs.waitTimeout >= b.config.training.modelLoadSeconds);
+                    const hc = vllm.inputs.healthcheck;
+                    assert.ok(hc.tests.join(" ").includes(`http://localhost:8000${layout === "blackbox" ? "/health'" : "/health/'"}`));
+                    assert.equal(hc.startPeriod, "1200s");
+                }
+                for (const c of cs) assert.equal(c.inputs.ports, undefined, "no port published on the host");
+                assert.equal(trainer.inputs.mustRun, false);
+                assert.equal(trainer.inputs.restart, "no");
+                assert.equal(envsOfDocker(trainer).VLLM_SERVER_DEV_MODE, undefined);
+            }
+        });
+
+        test("pinned images pulled once each and kept; volumes under the data dir", () => {
+            const images = ofType(b.update.resources, "docker:index/remoteImage:RemoteImage").map((r) => [r.inputs.name, r.inputs.keepLocally]);
+            const expected = layout === "blackbox" ? [[b.config.images.vllm, true], [b.config.images.trainer, true]] : [[b.config.images.trainer, true]];
+            assert.deepEqual(images, expected);
+            const trainer = containers(b.update.resources).find((c) => c.inputs.name === b.names.training.job)!;
+            assert.deepEqual(trainer.inputs.volumes, [
+                { hostPath: "/srv/agent-rl/arl-test-model-cache", containerPath: "/cache" },
+                { hostPath: "/srv/agent-rl/arl-test-checkpoints", containerPath: "/checkpoints" },
+            ]);
+        });
+
+        test("secrets: only in the containers' env, as HF_TOKEN / SANDBOX_API_KEY", () => {
+            for (const run of [b.update, b.preview]) {
+                for (const r of run.resources) {
+                    const text = JSON.stringify(r.inputs);
+                    if (!text.includes(HF_SENTINEL) && !text.includes(SANDBOX_SENTINEL)) continue;
+                    assert.equal(r.type, "docker:index/container:Container", `secret leaked into ${r.type}`);
+                    const { envs, ...rest } = r.inputs;
+                    assert.ok(!JSON.stringify(rest).includes(HF_SENTINEL) && !JSON.stringify(rest).includes(SANDBOX_SENTINEL));
+                    assert.ok(isSecret(envs), "the env list stays a Pulumi secret");
+                    assert.ok((plain(envs) as string[]).every((e) => !e.includes("SENTINEL") || e === `HF_TOKEN=${HF_SENTINEL}` || e === `SANDBOX_API_KEY=${SANDBOX_SENTINEL}`));
+                }
+            }
+            const trainer = containers(b.update.resources).find((c) => c.inputs.name === b.names.training.job)!;
+            assert.equal(envsOfDocker(trainer).HF_TOKEN, HF_SENTINEL);
+            assert.equal(envsOfDocker(trainer).SANDBOX_API_KEY, layout === "blackbox" ? SANDBOX_SENTINEL : undefined);
+        });
+    });
+}
+
+describe("resolveTrainingNode", () => {
+    test("resume: wraps the trainer so it starts from the newest checkpoint on the shared volume", () => {
+        const { config, names, links } = setup("whitebox-colocate", "kubernetes", {});
+        const resumed = resolveTrainingNode({ ...config, training: { ...config.training, resumeFromCheckpoint: true } }, names, links);
+        assert.deepEqual(resumed.trainer.command?.slice(0, 4), ["/bin/sh", "-c", RESUME_SCRIPT, "resume"]);
+        assert.deepEqual(resumed.trainer.command?.slice(4), [...EXPECTED["whitebox-colocate"].trainer]);
+        assert.ok(RESUME_SCRIPT.includes('exec "$@" --resume_from_checkpoint "$ckpt"'));
+    });
+
+    test("several trainer processes turn python into accelerate launch --num_processes", () => {
+        const { config, names, links } = setup("whitebox-server", "kubernetes", {});
+        const c = { ...config, training: { ...config.training, gpusOnNode: 3, trainerGpus: 2, numProcesses: 2 } };
+        const d = resolveTrainingNode(c, names, links);
+        assert.deepEqual(d.trainer.command, ["accelerate", "launch", "--num_processes", "2", "/app/train_coding_whitebox_eval.py"]);
+        assert.deepEqual(d.gpuLayout, { vllm: [0], trainer: [1, 2] });
+        assert.equal(gpuDeviceRequest(d.gpuLayout.trainer), '"device=1,2"');
+    });
+
+    test("every problem at once, each naming the field and the fix", () => {
+        const { config, names } = setup("blackbox", "kubernetes", {});
+        const c = { ...config, training: { ...config.training, command: undefined, numProcesses: 2, extraEnv: { HF_TOKEN: "x", RUN_ID: "y" } } };
+        assert.throws(
+            () => resolveTrainingNode(c, names, { envUrls: {} }),
+            (e: unknown) => {
+                assert.ok(e instanceof ConfigError);
+                assert.deepEqual(e.problems, [
+                    "training.layout: the black-box trainer needs the ingress URL sandboxes reach vLLM through: the Platform must pass links.sandbox",
+                    "training.command: 2 trainer processes need 'accelerate launch <script>': set training.command",
+                    "training.extraEnv.HF_TOKEN: HF_TOKEN is set by the platform (a secret): remove it from extraEnv",
+                    "training.extraEnv.RUN_ID: RUN_ID is set by the platform (from the run's config and links): remove it from extraEnv",
+                ]);
+                return true;
+            },
+        );
+    });
+
+    test("black box without the sandbox key fails before any resource registers", async () => {
+        const { config, names, links } = setup("blackbox", "kubernetes");
+        const description = resolveTrainingNode(config, names, links);
+        await assert.rejects(
+            runBoth(() => {
+                new TrainingNode("training", { description, hfToken: HF_SENTINEL });
+            }),
+            /sandboxKey: the black-box trainer hands the ingress key/,
+        );
+    });
+
+    test("quantities convert to Docker megabytes", () => {
+        assert.equal(quantityToMiB("16Gi"), 16384);
+        assert.equal(quantityToMiB("512Mi"), 512);
+        assert.equal(quantityToMiB("1G"), 954);
+    });
+});
+
+describe("validateManifestStrict", () => {
+    test("catches a `startupprobe` typo and a wrong type", () => {
+        const job = {
+            apiVersion: "batch/v1",
+            kind: "Job",
+            metadata: { name: "t" },
+            spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "i", startupprobe: { httpGet: { path: "/health", port: 8000 } } }] } } },
+        };
+        const problems = validateManifestStrict(job);
+        assert.equal(problems.length, 1);
+        assert.match(problems[0], /^\/spec\/template\/spec\/containers\/0\/startupprobe: unknown field "startupprobe"/);
+        assert.deepEqual(validateManifestStrict({ ...job, spec: { ...job.spec, backoffLimit: "0" } }).filter((p) => p.includes("backoffLimit")), ['/spec/backoffLimit: must be integer {"type":"integer"}']);
+        const fixed = structuredClone(job) as any;
+        fixed.spec.template.spec.containers[0].startupProbe = fixed.spec.template.spec.containers[0].startupprobe;
+        delete fixed.spec.template.spec.containers[0].startupprobe;
+        assert.deepEqual(validateManifestStrict(fixed), []);
+    });
+});
