@@ -70,7 +70,7 @@ async function build(layout: Layout, target: Target, extra: Record<string, unkno
     return { config, names, description, node: node!, ...runs };
 }
 
-const SECRET_SIG = "4dabf18193072939515e22adad3d0c25";
+const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 const SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270";
 /** Whether a recorded input value is a Pulumi secret (as the mock monitor serialises it). */
 const isSecret = (v: any): boolean => !!v && typeof v === "object" && v[SECRET_SIG] === SECRET_VALUE;

@@ -1,0 +1,454 @@
+// SandboxPool under Pulumi mocks, per target: hardening of every sandbox, the NetworkPolicy,
+// the claim admission policy (its exact CEL run with @marcbachmann/cel-js), quota, RBAC, the
+// key's path, resource count vs pool size, and agent-sandbox v0.5.6 CRD requirements.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { evaluate } from "@marcbachmann/cel-js";
+import { parsePlatformConfig } from "../components/config/parse";
+import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
+import type { PlatformConfig } from "../components/config/resolve";
+import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
+import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
+
+const KEY = "sentinel-sandbox-key-7f3a9c";
+const T = {
+    template: "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxTemplate",
+    warmPool: "kubernetes:extensions.agents.x-k8s.io/v1beta1:SandboxWarmPool",
+    secret: "kubernetes:core/v1:Secret",
+    quota: "kubernetes:core/v1:ResourceQuota",
+    netpol: "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+    vap: "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+    vapBinding: "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
+    role: "kubernetes:rbac.authorization.k8s.io/v1:Role",
+    roleBinding: "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+    configFile: "kubernetes:yaml/v2:ConfigFile",
+    container: "docker:index/container:Container",
+    image: "docker:index/remoteImage:RemoteImage",
+    pool: "agentrl:sandbox:SandboxPool",
+};
+
+// What agent-sandbox v0.5.6's CRDs require (extensions.agents.x-k8s.io, served+stored v1beta1), encoded here.
+const CRD = {
+    apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+    SandboxTemplate: {
+        required: [["spec"], ["spec", "podTemplate"], ["spec", "podTemplate", "spec"], ["spec", "podTemplate", "spec", "containers"]],
+        enums: {
+            "spec.networkPolicyManagement": ["Managed", "Unmanaged"],
+            "spec.envVarsInjectionPolicy": ["Allowed", "Overrides", "Disallowed"],
+            "spec.volumeClaimTemplatesPolicy": ["Disallowed", "Allowed", "Overrides"],
+        } as Record<string, string[]>,
+        known: ["podTemplate", "networkPolicy", "networkPolicyManagement", "envVarsInjectionPolicy", "service", "volumeClaimTemplates", "volumeClaimTemplatesPolicy"],
+    },
+    SandboxWarmPool: {
+        required: [["spec"], ["spec", "sandboxTemplateRef"], ["spec", "sandboxTemplateRef", "name"]],
+        enums: { "spec.updateStrategy.type": ["Recreate", "OnReplenish"] } as Record<string, string[]>,
+        known: ["replicas", "sandboxTemplateRef", "updateStrategy"],
+    },
+};
+
+function config(raw: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes"): PlatformConfig {
+    return parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: target }, ...raw }, "test");
+}
+
+function peers(names: PlatformNames) {
+    return {
+        ingress: { namespace: names.namespaces.ingress, podLabels: podLabels("vllm-ingress", names.ingress.deployment), port: 8080 },
+        trainer: { serviceAccount: names.training.serviceAccount, namespace: names.namespaces.training, podLabels: podLabels("trainer", names.training.job) },
+    };
+}
+
+async function build(c: PlatformConfig) {
+    const names = platformNames(c);
+    const description = resolveSandboxPool(c, names);
+    let pool: SandboxPool | undefined;
+    const runs = await runBoth(() => {
+        pool = new SandboxPool("sandboxes", { description, sandboxKey: KEY, ...peers(names), network: names.networks.sandboxes });
+        return { poolName: pool.poolName, namespace: pool.namespace, template: pool.template };
+    });
+    return { ...runs, names, description, pool: pool! };
+}
+
+function get(obj: any, p: string[]): unknown {
+    return p.reduce((o, k) => (o === undefined || o === null ? undefined : o[k]), obj);
+}
+
+/** Every security setting a sandbox pod must carry (PSA restricted and more). */
+function assertHardenedPod(spec: any, d: SandboxDescription) {
+    assert.equal(spec.automountServiceAccountToken, false);
+    assert.equal(spec.enableServiceLinks, false);
+    assert.equal(spec.activeDeadlineSeconds, d.maxLifetimeSeconds + d.maxWarmWaitSeconds);
+    assert.equal(spec.securityContext.runAsNonRoot, true);
+    assert.ok(spec.securityContext.runAsUser > 0);
+    assert.deepEqual(spec.securityContext.seccompProfile, { type: "RuntimeDefault" });
+    assert.equal(spec.hostNetwork ?? false, false);
+    assert.equal(spec.hostPID ?? false, false);
+    const volumes = new Map<string, any>(spec.volumes.map((v: any) => [v.name, v]));
+    for (const v of volumes.values()) assert.deepEqual(Object.keys(v).sort(), ["emptyDir", "name"], `only emptyDir volumes (PSA restricted): ${JSON.stringify(v)}`);
+    for (const c of spec.containers) {
+        const sc = c.securityContext;
+        assert.equal(sc.allowPrivilegeEscalation, false);
+        assert.equal(sc.runAsNonRoot, true);
+        assert.ok(sc.runAsUser > 0);
+        assert.equal(sc.readOnlyRootFilesystem, true);
+        assert.equal(sc.privileged, false);
+        assert.deepEqual(sc.capabilities, { drop: ["ALL"] });
+        assert.deepEqual(sc.seccompProfile, { type: "RuntimeDefault" });
+        assert.deepEqual(c.resources.requests, c.resources.limits, "requests == limits");
+        assert.deepEqual(c.resources.limits, { cpu: d.cpu, memory: d.memory });
+        assert.equal(c.image, d.image);
+        const home = c.env.find((e: any) => e.name === "HOME")?.value;
+        const mounts = c.volumeMounts.map((m: any) => m.mountPath);
+        assert.ok(mounts.includes(home), "HOME is writable (emptyDir)");
+        assert.ok(mounts.includes("/tmp"));
+        assert.ok(mounts.includes(c.workingDir), "working dir is writable");
+        for (const m of c.volumeMounts) assert.ok(volumes.has(m.name));
+    }
+}
+
+describe("resolveSandboxPool", () => {
+    it("derives pool, deadline, quota and trainer env from the config", () => {
+        const c = config();
+        const d = resolveSandboxPool(c, platformNames(c));
+        assert.equal(d.provider, "agent-sandbox");
+        assert.equal(d.poolSize, 10, "maxInflight 8 + headroom 2");
+        assert.equal(d.deadlineSeconds, 3600 + 6 * 3600);
+        assert.equal(d.quota.pods, 10 + 8 + 2);
+        assert.equal(d.quota.cpu, "40");
+        assert.equal(d.quota.memory, "80Gi");
+        assert.equal(d.labels["agentrl.dev/run"], "r1");
+        assert.deepEqual(d.trainerEnv, {
+            SANDBOX_PROVIDER: "agent-sandbox",
+            SANDBOX_IMAGE: c.sandboxes.image,
+            SANDBOX_MAX_INFLIGHT: "8",
+            SANDBOX_MAX_LIFETIME_SECONDS: "3600",
+            SANDBOX_RUN_LABEL: "agentrl.dev/run",
+            SANDBOX_RUN_ID: "r1",
+            SANDBOX_UPSTREAM_URL: d.upstreamUrl,
+            SANDBOX_NAMESPACE: "arl-test-sandboxes",
+            SANDBOX_WARM_POOL: d.names.warmPool,
+            SANDBOX_TEMPLATE: d.names.template,
+            SANDBOX_API_GROUP: "extensions.agents.x-k8s.io",
+            SANDBOX_API_VERSION: "v1beta1",
+            SANDBOX_SHUTDOWN_POLICY: "Delete",
+            SANDBOX_PORT: "8888",
+            SANDBOX_POOL_SIZE: "10",
+        });
+        assert.ok(!Object.values(d.trainerEnv).includes(KEY));
+    });
+
+    it("uses the in-cluster ingress address on Kubernetes even when the ingress is exposed publicly", () => {
+        const c = config({ ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "tls" } } });
+        const d = resolveSandboxPool(c, platformNames(c));
+        assert.equal(d.upstreamUrl, "https://vllm-ingress.arl-test-ingress.svc.cluster.local:8443");
+    });
+
+    it("multiplies quantities exactly", () => {
+        assert.equal(multiplyQuantity("500m", 3), "1500m");
+        assert.equal(multiplyQuantity("1.5Gi", 3), "4.5Gi");
+        assert.equal(multiplyQuantity("0.1", 3), "0.3");
+        assert.equal(multiplyQuantity("2", 20), "40");
+        assert.throws(() => multiplyQuantity("lots", 2));
+    });
+});
+
+describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
+    it("creates agent-sandbox objects that carry every field their v0.5.6 CRD requires", async () => {
+        const { update, preview, description: d } = await build(config());
+        for (const run of [update, preview]) {
+            for (const kind of ["SandboxTemplate", "SandboxWarmPool"] as const) {
+                const r = single(run.resources, kind === "SandboxTemplate" ? T.template : T.warmPool);
+                assert.equal(r.inputs.apiVersion, CRD.apiVersion);
+                assert.equal(r.inputs.kind, kind);
+                assert.equal(r.inputs.metadata.namespace, d.names.namespace);
+                for (const p of CRD[kind].required) assert.notEqual(get(r.inputs, p), undefined, `${kind} needs ${p.join(".")}`);
+                for (const [p, allowed] of Object.entries(CRD[kind].enums)) {
+                    const v = get(r.inputs, p.split("."));
+                    if (v !== undefined) assert.ok(allowed.includes(v as string), `${kind} ${p}=${String(v)} not in ${allowed.join("|")}`);
+                }
+                for (const k of Object.keys(r.inputs.spec)) assert.ok(CRD[kind].known.includes(k), `${kind} spec.${k} is not a v0.5.6 field`);
+            }
+            const template = single(run.resources, T.template);
+            const pool = single(run.resources, T.warmPool);
+            assert.equal(pool.inputs.spec.sandboxTemplateRef.name, template.inputs.metadata.name);
+            assert.equal(pool.inputs.spec.replicas, 10);
+            assert.equal(template.inputs.spec.networkPolicyManagement, "Unmanaged");
+            assert.equal(template.inputs.spec.service, true);
+            assert.equal(ofType(run.resources, T.configFile).length, 0, "no controller install unless asked");
+        }
+    });
+
+    it("hardens every sandbox pod (PSA restricted, non-root, read-only root, deadline, run label)", async () => {
+        const { update, description: d } = await build(config({ sandboxes: { runtimeClassName: "gvisor" } }));
+        const pod = single(update.resources, T.template).inputs.spec.podTemplate;
+        assertHardenedPod(pod.spec, d);
+        assert.equal(pod.spec.runtimeClassName, "gvisor");
+        assert.equal(pod.metadata.labels["agentrl.dev/run"], "r1");
+        for (const [k, v] of Object.entries(podLabels("sandbox", d.names.warmPool))) assert.equal(pod.metadata.labels[k], v);
+        // No runtimeClassName unless configured.
+        const plain = await build(config());
+        assert.equal(single(plain.update.resources, T.template).inputs.spec.podTemplate.spec.runtimeClassName, undefined);
+    });
+
+    it("lets sandboxes reach only cluster DNS and the ingress pods, and only the trainer reach them", async () => {
+        const { update, names } = await build(config());
+        const np = single(update.resources, T.netpol).inputs;
+        assert.deepEqual(np.spec.podSelector, {}, "every pod of the sandboxes namespace");
+        assert.equal(np.metadata.namespace, names.namespaces.sandboxes);
+        assert.deepEqual([...np.spec.policyTypes].sort(), ["Egress", "Ingress"]);
+        const ns = (n: string) => ({ matchLabels: { "kubernetes.io/metadata.name": n } });
+        assert.deepEqual(np.spec.egress, [
+            {
+                to: [{ namespaceSelector: ns("kube-system"), podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }],
+                ports: [
+                    { protocol: "UDP", port: 53 },
+                    { protocol: "TCP", port: 53 },
+                ],
+            },
+            {
+                to: [{ namespaceSelector: ns(names.namespaces.ingress), podSelector: { matchLabels: podLabels("vllm-ingress", names.ingress.deployment) } }],
+                ports: [{ protocol: "TCP", port: 8080 }],
+            },
+        ]);
+        assert.ok(!JSON.stringify(np).includes("ipBlock"), "no CIDR: no internet, no 169.254.169.254");
+        assert.deepEqual(np.spec.ingress, [
+            {
+                from: [{ namespaceSelector: ns(names.namespaces.training), podSelector: { matchLabels: podLabels("trainer", names.training.job) } }],
+                ports: [{ protocol: "TCP", port: 8888 }],
+            },
+        ]);
+    });
+
+    it("admits only claims with a bounded shutdownTime and the run label (the policy's exact CEL, evaluated)", async () => {
+        const { update, description: d } = await build(config({ sandboxes: { maxLifetimeSeconds: 1800 } }));
+        const vap = single(update.resources, T.vap).inputs;
+        const binding = single(update.resources, T.vapBinding).inputs;
+        assert.match(vap.metadata.name, /^arl-test-.*r1/, "cluster-scoped: stack prefix and run id");
+        assert.equal(binding.spec.policyName, vap.metadata.name);
+        assert.deepEqual(binding.spec.validationActions, ["Deny"]);
+        assert.deepEqual(binding.spec.matchResources.namespaceSelector, { matchLabels: { "kubernetes.io/metadata.name": d.names.namespace } });
+        assert.equal(vap.spec.failurePolicy, "Fail");
+        assert.deepEqual(vap.spec.matchConstraints.resourceRules, [
+            { apiGroups: ["extensions.agents.x-k8s.io"], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["sandboxclaims"] },
+        ]);
+
+        const created = "2026-11-20T10:00:00Z";
+        const claim = (labels: Record<string, string> | undefined, lifecycle: Record<string, unknown> | undefined, extraMeta: Record<string, unknown> = {}) => ({
+            object: {
+                apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+                kind: "SandboxClaim",
+                metadata: { name: "c1", namespace: d.names.namespace, creationTimestamp: created, ...(labels ? { labels } : {}), ...extraMeta },
+                spec: { warmPoolRef: { name: d.names.warmPool }, ...(lifecycle ? { lifecycle } : {}) },
+            },
+        });
+        const run = { "agentrl.dev/run": "r1" };
+        /** Messages of the failing validations (the policy denies when any fails). */
+        const denials = (ctx: unknown): string[] => {
+            for (const mc of vap.spec.matchConditions) if (evaluate(mc.expression, ctx as any) !== true) return [];
+            return vap.spec.validations.filter((v: any) => evaluate(v.expression, ctx as any) !== true).map((v: any) => v.message as string);
+        };
+        assert.deepEqual(denials(claim(run, { shutdownTime: "2026-11-20T10:30:00Z", shutdownPolicy: "Delete" })), [], "exactly the maximum is allowed");
+        assert.deepEqual(denials(claim(run, { shutdownTime: "2026-11-20T10:05:00Z" })), [], "within");
+        const none = denials(claim(run, undefined));
+        assert.equal(none.length, 1);
+        assert.match(none[0], /spec\.lifecycle\.shutdownTime is required: set it to at most 1800s/);
+        assert.equal(denials(claim(run, { shutdownPolicy: "Delete" })).length, 1, "lifecycle without shutdownTime");
+        const beyond = denials(claim(run, { shutdownTime: "2026-11-20T10:30:01Z" }));
+        assert.equal(beyond.length, 1);
+        assert.match(beyond[0], /more than 1800s after the claim's creation: set it to at most creationTimestamp \+ 1800s/);
+        const noLabel = denials(claim(undefined, { shutdownTime: "2026-11-20T10:10:00Z" }));
+        assert.equal(noLabel.length, 1);
+        assert.match(noLabel[0], /metadata\.labels\['agentrl\.dev\/run'\] must be 'r1'/);
+        assert.equal(denials(claim({ other: "x" }, { shutdownTime: "2026-11-20T10:10:00Z" })).length, 1);
+        assert.equal(denials(claim({ "agentrl.dev/run": "r0" }, { shutdownTime: "2026-11-20T10:10:00Z" })).length, 1, "another run's label");
+        assert.equal(denials(claim(undefined, undefined)).length, 2);
+        // UPDATE: creationTimestamp is the stored creation time, so extending shutdownTime past creation + max is refused.
+        assert.equal(denials(claim(run, { shutdownTime: "2026-11-20T11:00:00Z" })).length, 1);
+        // A claim being deleted may still lose its finalizers.
+        assert.deepEqual(denials(claim(undefined, undefined, { deletionTimestamp: "2026-11-20T10:20:00Z" })), []);
+        // The messageExpression uses string(timestamp), which Kubernetes CEL has and cel-js 8.0.0 lacks:
+        // cel-js only checks that it parses; a failing messageExpression would fall back to `message` anyway.
+        const withMessageExpr = vap.spec.validations.find((v: any) => v.messageExpression !== undefined);
+        assert.ok(withMessageExpr.messageExpression.includes("spec.lifecycle.shutdownTime"));
+        assert.throws(() => evaluate(withMessageExpr.messageExpression, claim(run, { shutdownTime: "2026-11-20T12:00:00Z" }) as any), /no matching overload for 'string\(google\.protobuf\.Timestamp\)'/);
+    });
+
+    it("sizes the quota for warm pool + claimed in-flight + headroom", async () => {
+        const { update, description: d } = await build(config());
+        const q = single(update.resources, T.quota).inputs;
+        assert.equal(q.metadata.namespace, d.names.namespace);
+        const live = d.poolSize + d.maxInflight; // a claim makes the pool create a replacement
+        const pods = Number(q.spec.hard.pods);
+        assert.equal(pods, live + d.headroom);
+        assert.ok(pods >= live, "a normal run is never blocked by its own quota");
+        for (const k of ["requests.cpu", "limits.cpu"]) assert.equal(q.spec.hard[k], multiplyQuantity(d.cpu, pods));
+        for (const k of ["requests.memory", "limits.memory"]) assert.equal(q.spec.hard[k], multiplyQuantity(d.memory, pods));
+        assert.equal(q.spec.hard["count/sandboxclaims.extensions.agents.x-k8s.io"], String(pods));
+    });
+
+    it("gives the trainer exactly claim and sandbox-read rights, namespaced", async () => {
+        const { update, names, description: d } = await build(config());
+        const role = single(update.resources, T.role).inputs;
+        assert.equal(role.metadata.namespace, d.names.namespace);
+        assert.deepEqual(role.rules, [
+            { apiGroups: ["extensions.agents.x-k8s.io"], resources: ["sandboxclaims"], verbs: ["create", "get", "list", "watch", "delete"] },
+            { apiGroups: ["agents.x-k8s.io"], resources: ["sandboxes"], verbs: ["get", "list", "watch"] },
+        ]);
+        const rb = single(update.resources, T.roleBinding).inputs;
+        assert.equal(rb.metadata.namespace, d.names.namespace);
+        assert.deepEqual(rb.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
+        assert.deepEqual(rb.subjects, [{ kind: "ServiceAccount", name: names.training.serviceAccount, namespace: names.namespaces.training }]);
+        assert.equal(update.resources.filter((r) => /ClusterRole/.test(r.type)).length, 0, "nothing cluster-wide");
+    });
+
+    it("keeps the key in the Secret only; the template refers to it", async () => {
+        const { update, preview, description: d, pool } = await build(config());
+        for (const run of [update, preview]) {
+            const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
+            assert.deepEqual(holders.map((r) => r.type), [T.secret]);
+            const secret = holders[0].inputs;
+            assert.deepEqual(secret.stringData, { "api-key": KEY });
+            assert.equal(secret.metadata.name, d.names.keySecret);
+            assert.equal(secret.metadata.namespace, d.names.namespace);
+            assert.equal(secret.data, undefined);
+            const env = single(run.resources, T.template).inputs.spec.podTemplate.spec.containers[0].env;
+            assert.deepEqual(env.find((e: any) => e.name === "OPENCODE_UPSTREAM_API_KEY"), {
+                name: "OPENCODE_UPSTREAM_API_KEY",
+                valueFrom: { secretKeyRef: { name: d.names.keySecret, key: "api-key" } },
+            });
+        }
+        assert.ok(!JSON.stringify(pool.trainerEnv).includes(KEY));
+    });
+
+    it("registers as many resources for a pool of 1000 as for a pool of 8", async () => {
+        const small = await build(config({ sandboxes: { poolSize: 8 } }));
+        const large = await build(config({ sandboxes: { poolSize: 1000 } }));
+        assert.equal(single(large.update.resources, T.warmPool).inputs.spec.replicas, 1000);
+        const kinds = (rs: RecordedResource[]) => rs.map((r) => r.type).sort();
+        assert.equal(large.update.resources.length, small.update.resources.length);
+        assert.deepEqual(kinds(large.update.resources), kinds(small.update.resources));
+        assert.equal(large.preview.resources.length, small.preview.resources.length);
+        assert.equal(large.pool.size, 1000);
+    });
+
+    it("installs the pinned controller as one resource when asked", async () => {
+        const { update } = await build(config({ sandboxes: { installController: true } }));
+        const cf = single(update.resources, T.configFile);
+        assert.deepEqual(cf.inputs.files ?? [cf.inputs.file], ["https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml"]);
+    });
+
+    it("names its children after the component and exposes the pool", async () => {
+        const { update, pool, description: d } = await build(config());
+        const children = update.resources.filter((r) => r.type !== T.pool);
+        for (const r of children) assert.match(r.name, /^sandboxes-/);
+        assert.equal(single(update.resources, T.pool).name, "sandboxes");
+        assert.equal(pool.size, 10);
+        assert.deepEqual(pool.trainerEnv, d.trainerEnv);
+        assert.equal(update.outputs?.poolName, d.names.warmPool);
+        assert.equal(update.outputs?.namespace, d.names.namespace);
+        assert.equal(update.outputs?.template, d.names.template);
+    });
+
+    it("fails clearly without the ingress and trainer peers", async () => {
+        const c = config();
+        const description = resolveSandboxPool(c, platformNames(c));
+        await assert.rejects(
+            runBoth(() => {
+                new SandboxPool("sandboxes", { description, sandboxKey: KEY });
+            }),
+            /needs args\.ingress .* and args\.trainer/,
+        );
+    });
+
+    it("renders core objects that pass the Kubernetes schema", async () => {
+        const { update } = await build(config({ sandboxes: { runtimeClassName: "gvisor" } }));
+        const helperPath = path.join(__dirname, "helpers", "k8s-schema.ts");
+        const helper: { validateManifestStrict?: (o: unknown) => string[] } = fs.existsSync(helperPath) ? await import(helperPath) : {};
+        const models: Record<string, () => Promise<any>> = {
+            [T.secret]: async () => (await import("kubernetes-models/v1/Secret")).Secret,
+            [T.quota]: async () => (await import("kubernetes-models/v1/ResourceQuota")).ResourceQuota,
+            [T.netpol]: async () => (await import("kubernetes-models/networking.k8s.io/v1/NetworkPolicy")).NetworkPolicy,
+            [T.vap]: async () => (await import("kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")).ValidatingAdmissionPolicy,
+            [T.vapBinding]: async () => (await import("kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding")).ValidatingAdmissionPolicyBinding,
+            [T.role]: async () => (await import("kubernetes-models/rbac.authorization.k8s.io/v1/Role")).Role,
+            [T.roleBinding]: async () => (await import("kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding")).RoleBinding,
+        };
+        for (const [type, load] of Object.entries(models)) {
+            const obj = single(update.resources, type).inputs;
+            if (helper.validateManifestStrict) {
+                assert.deepEqual(helper.validateManifestStrict(obj), [], type);
+            } else {
+                const Model = await load();
+                assert.doesNotThrow(() => new Model(obj).validate(), type);
+            }
+        }
+        // The template's pod is a core PodTemplateSpec: validate it against the core schema too.
+        const pod = single(update.resources, T.template).inputs.spec.podTemplate;
+        const Pod = (await import("kubernetes-models/v1/Pod")).Pod;
+        assert.doesNotThrow(() => new Pod({ metadata: { name: "sandbox", ...pod.metadata }, spec: pod.spec }).validate());
+    });
+});
+
+describe("SandboxPool on Docker", () => {
+    it("runs a fixed, hardened pool on the internal sandbox network only", async () => {
+        const c = config({}, "docker");
+        const { update, preview, names, description: d, pool } = await build(c);
+        for (const run of [update, preview]) {
+            const containers = ofType(run.resources, T.container);
+            assert.equal(containers.length, c.sandboxes.poolSize);
+            const image = single(run.resources, T.image);
+            assert.equal(image.inputs.name, c.sandboxes.image);
+            const containerNames = containers.map((r) => r.inputs.name);
+            assert.equal(new Set(containerNames).size, containers.length);
+            for (const r of containers) {
+                const x = r.inputs;
+                assert.ok(x.name.startsWith(names.prefix), `${x.name} carries the stack prefix`);
+                assert.equal(x.networkMode, names.networks.sandboxes);
+                assert.equal(x.networksAdvanced, undefined, "no second network");
+                assert.equal(x.readOnly, true);
+                assert.deepEqual(x.capabilities, { drops: ["ALL"] });
+                assert.deepEqual(x.securityOpts, ["no-new-privileges:true"]);
+                assert.equal(x.privileged, false);
+                assert.equal(x.user, "1000:1000");
+                assert.equal(x.cpus, "2");
+                assert.equal(x.memory, 4096);
+                assert.equal(x.memorySwap, 4096);
+                assert.equal(x.restart, "no");
+                assert.deepEqual(x.command, ["sleep", String(d.deadlineSeconds)], "hard lifetime: PID 1 ends at the deadline");
+                assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/home/sandbox", "/tmp", "/workspace"]);
+                assert.ok(Object.values(x.tmpfs).every((o) => /uid=1000/.test(o as string)));
+                assert.ok(x.labels.some((l: any) => l.label === "agentrl.dev/run" && l.value === "r1"));
+                assert.equal((x.ports ?? []).length, 0, "no published ports");
+                if (run === update) {
+                    assert.ok(x.envs.includes(`OPENCODE_UPSTREAM_API_KEY=${KEY}`));
+                    assert.ok(x.envs.includes(`OPENCODE_UPSTREAM_URL=${d.upstreamUrl}`));
+                }
+            }
+            // The key appears only in the containers' (secret) env.
+            const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
+            assert.ok(holders.every((r) => r.type === T.container));
+        }
+        assert.equal(pool.trainerEnv.SANDBOX_PROVIDER, "docker");
+        assert.equal(pool.trainerEnv.SANDBOX_CONTAINERS.split(",").length, d.poolSize);
+        assert.equal(ofType(update.resources, T.template).length, 0);
+    });
+});
+
+describe("SandboxPool with hosted (hf) sandboxes", () => {
+    it("deploys nothing and hands the trainer image, flavor and in-flight limit", async () => {
+        const c = config({
+            sandboxes: { provider: "hf", hfFlavor: "cpu-upgrade" },
+            ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "tls", publiclyTrusted: true } },
+        });
+        const { update, pool } = await build(c);
+        assert.deepEqual(update.resources.map((r) => r.type), [T.pool]);
+        assert.equal(pool.size, 0);
+        assert.equal(pool.trainerEnv.SANDBOX_PROVIDER, "hf");
+        assert.equal(pool.trainerEnv.SANDBOX_FLAVOR, "cpu-upgrade");
+        assert.equal(pool.trainerEnv.SANDBOX_IMAGE, c.sandboxes.image);
+        assert.equal(pool.trainerEnv.SANDBOX_MAX_INFLIGHT, "8");
+        assert.equal(pool.trainerEnv.SANDBOX_UPSTREAM_URL, "https://vllm.example.com");
+        assert.ok(!JSON.stringify(pool.trainerEnv).includes(KEY));
+    });
+});
