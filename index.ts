@@ -6,7 +6,7 @@ export = async () => {
     const { config, secrets } = loadPlatformConfig();
     let plan;
     try {
-        plan = resolvePlatform(config);
+        plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined });
     } catch (e) {
         toRunError(e);
     }

@@ -48,7 +48,7 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
     }
     if (stack !== undefined && !/^[A-Za-z0-9._-]+$/.test(stack)) throw new UsageError(`stack name ${JSON.stringify(stack)} has characters a stack name cannot have`);
     const source: PlanSource = recipe !== undefined ? { recipe, target: (target ?? "kubernetes") as "kubernetes" | "docker" } : { stack: stack!, stackFile };
-    const defaultOut = "stack" in source ? path.join("out", source.stack) : path.join("out", `recipe-${source.recipe}-${source.target}`);
+    const defaultOut = "stack" in source ? path.join("out", source.stack) : path.join("out", `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`);
     return { source, outDir: path.resolve(out ?? defaultOut) };
 }
 

@@ -70,6 +70,16 @@ async function build(c: PlatformConfig) {
     return { ...runs, names, description, pool: pool! };
 }
 
+/** The mock monitor records secret inputs as {<sig>: <secret sig>, value}: unwrap them. */
+function unsecret(v: any): any {
+    if (Array.isArray(v)) return v.map(unsecret);
+    if (v && typeof v === "object") {
+        if (v["4dabf18193072939515e22adb298388d"] === "1b47061264138c4ac30d75fd1eb44270") return unsecret(v.value);
+        return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unsecret(x)]));
+    }
+    return v;
+}
+
 function get(obj: any, p: string[]): unknown {
     return p.reduce((o, k) => (o === undefined || o === null ? undefined : o[k]), obj);
 }
@@ -308,7 +318,8 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
             const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
             assert.deepEqual(holders.map((r) => r.type), [T.secret]);
             const secret = holders[0].inputs;
-            assert.deepEqual(secret.stringData, { "api-key": KEY });
+            assert.equal(secret.stringData["4dabf18193072939515e22adb298388d"], "1b47061264138c4ac30d75fd1eb44270", "sent to the engine as a secret");
+            assert.deepEqual(unsecret(secret.stringData), { "api-key": KEY });
             assert.equal(secret.metadata.name, d.names.keySecret);
             assert.equal(secret.metadata.namespace, d.names.namespace);
             assert.equal(secret.data, undefined);
@@ -340,7 +351,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
 
     it("names its children after the component and exposes the pool", async () => {
         const { update, pool, description: d } = await build(config());
-        const children = update.resources.filter((r) => r.type !== T.pool);
+        const children = update.resources.filter((r) => r.type !== T.pool && r.type !== "pulumi:pulumi:Stack");
         for (const r of children) assert.match(r.name, /^sandboxes-/);
         assert.equal(single(update.resources, T.pool).name, "sandboxes");
         assert.equal(pool.size, 10);
@@ -363,30 +374,39 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
 
     it("renders core objects that pass the Kubernetes schema", async () => {
         const { update } = await build(config({ sandboxes: { runtimeClassName: "gvisor" } }));
+        // Strict check (unknown fields too) from test/helpers/k8s-schema.ts when present; kubernetes-models otherwise.
         const helperPath = path.join(__dirname, "helpers", "k8s-schema.ts");
-        const helper: { validateManifestStrict?: (o: unknown) => string[] } = fs.existsSync(helperPath) ? await import(helperPath) : {};
+        const helper: { loadManifestSchemas?: () => Promise<void>; validateManifestStrict?: (o: unknown) => string[] } = fs.existsSync(helperPath) ? await import(helperPath) : {};
+        await helper.loadManifestSchemas?.();
         const models: Record<string, () => Promise<any>> = {
-            [T.secret]: async () => (await import("kubernetes-models/v1/Secret")).Secret,
-            [T.quota]: async () => (await import("kubernetes-models/v1/ResourceQuota")).ResourceQuota,
-            [T.netpol]: async () => (await import("kubernetes-models/networking.k8s.io/v1/NetworkPolicy")).NetworkPolicy,
-            [T.vap]: async () => (await import("kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")).ValidatingAdmissionPolicy,
-            [T.vapBinding]: async () => (await import("kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding")).ValidatingAdmissionPolicyBinding,
-            [T.role]: async () => (await import("kubernetes-models/rbac.authorization.k8s.io/v1/Role")).Role,
-            [T.roleBinding]: async () => (await import("kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding")).RoleBinding,
+            "v1/Secret": async () => (await import("kubernetes-models/v1/Secret")).Secret,
+            "v1/ResourceQuota": async () => (await import("kubernetes-models/v1/ResourceQuota")).ResourceQuota,
+            "v1/Pod": async () => (await import("kubernetes-models/v1/Pod")).Pod,
+            "networking.k8s.io/v1/NetworkPolicy": async () => (await import("kubernetes-models/networking.k8s.io/v1/NetworkPolicy")).NetworkPolicy,
+            "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy": async () =>
+                (await import("kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")).ValidatingAdmissionPolicy,
+            "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": async () =>
+                (await import("kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding")).ValidatingAdmissionPolicyBinding,
+            "rbac.authorization.k8s.io/v1/Role": async () => (await import("kubernetes-models/rbac.authorization.k8s.io/v1/Role")).Role,
+            "rbac.authorization.k8s.io/v1/RoleBinding": async () => (await import("kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding")).RoleBinding,
         };
-        for (const [type, load] of Object.entries(models)) {
-            const obj = single(update.resources, type).inputs;
-            if (helper.validateManifestStrict) {
-                assert.deepEqual(helper.validateManifestStrict(obj), [], type);
-            } else {
-                const Model = await load();
-                assert.doesNotThrow(() => new Model(obj).validate(), type);
+        const problems = async (obj: any): Promise<string[]> => {
+            const strict = helper.validateManifestStrict?.(obj);
+            if (strict !== undefined && !/no schema known/.test(strict[0] ?? "")) return strict;
+            const Model = await models[`${obj.apiVersion}/${obj.kind}`]();
+            try {
+                new Model(obj).validate();
+                return [];
+            } catch (e) {
+                return [String((e as Error).message)];
             }
-        }
-        // The template's pod is a core PodTemplateSpec: validate it against the core schema too.
+        };
+        const core = update.resources.filter((r) => r.custom && !r.type.includes("agents.x-k8s.io") && r.type !== "pulumi:pulumi:Stack");
+        assert.equal(core.length, 7);
+        for (const r of core) assert.deepEqual(await problems(unsecret(r.inputs)), [], r.type);
+        // The template's pod is a core pod: validate it as one (strictly, unknown fields included).
         const pod = single(update.resources, T.template).inputs.spec.podTemplate;
-        const Pod = (await import("kubernetes-models/v1/Pod")).Pod;
-        assert.doesNotThrow(() => new Pod({ metadata: { name: "sandbox", ...pod.metadata }, spec: pod.spec }).validate());
+        assert.deepEqual(await problems({ apiVersion: "v1", kind: "Pod", metadata: { name: "sandbox", ...pod.metadata }, spec: pod.spec }), []);
     });
 });
 
@@ -421,8 +441,9 @@ describe("SandboxPool on Docker", () => {
                 assert.ok(x.labels.some((l: any) => l.label === "agentrl.dev/run" && l.value === "r1"));
                 assert.equal((x.ports ?? []).length, 0, "no published ports");
                 if (run === update) {
-                    assert.ok(x.envs.includes(`OPENCODE_UPSTREAM_API_KEY=${KEY}`));
-                    assert.ok(x.envs.includes(`OPENCODE_UPSTREAM_URL=${d.upstreamUrl}`));
+                    assert.equal(x.envs["4dabf18193072939515e22adb298388d"], "1b47061264138c4ac30d75fd1eb44270", "env sent as a secret");
+                    assert.ok(unsecret(x.envs).includes(`OPENCODE_UPSTREAM_API_KEY=${KEY}`));
+                    assert.ok(unsecret(x.envs).includes(`OPENCODE_UPSTREAM_URL=${d.upstreamUrl}`));
                 }
             }
             // The key appears only in the containers' (secret) env.
@@ -442,7 +463,7 @@ describe("SandboxPool with hosted (hf) sandboxes", () => {
             ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "tls", publiclyTrusted: true } },
         });
         const { update, pool } = await build(c);
-        assert.deepEqual(update.resources.map((r) => r.type), [T.pool]);
+        assert.deepEqual(update.resources.map((r) => r.type).filter((t) => t !== "pulumi:pulumi:Stack"), [T.pool]);
         assert.equal(pool.size, 0);
         assert.equal(pool.trainerEnv.SANDBOX_PROVIDER, "hf");
         assert.equal(pool.trainerEnv.SANDBOX_FLAVOR, "cpu-upgrade");
@@ -450,5 +471,66 @@ describe("SandboxPool with hosted (hf) sandboxes", () => {
         assert.equal(pool.trainerEnv.SANDBOX_MAX_INFLIGHT, "8");
         assert.equal(pool.trainerEnv.SANDBOX_UPSTREAM_URL, "https://vllm.example.com");
         assert.ok(!JSON.stringify(pool.trainerEnv).includes(KEY));
+    });
+});
+
+// The admission policy on a real kube-apiserver v1.36.3 with the agent-sandbox CRDs
+// (test/helpers/apiserver.ts): proves the creationTimestamp assumption, string(timestamp)
+// in the messageExpression, and the binding's namespace selector. Skip with SKIP_APISERVER=1.
+describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false }, () => {
+    it("denies claims without a bounded shutdownTime or the run label, admits good ones", { timeout: 240_000 }, async () => {
+        const { startApiServer } = await import("./helpers/apiserver");
+        const { sandboxClaimPolicySpec, sandboxClaimBindingSpec } = await import("../components/sandbox");
+        const c = config({ sandboxes: { maxLifetimeSeconds: 600 } });
+        const d = resolveSandboxPool(c, platformNames(c));
+        const api = await startApiServer();
+        try {
+            const ns = d.names.namespace;
+            const manifests = [
+                { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
+                { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name: d.names.admissionPolicy }, spec: sandboxClaimPolicySpec(d) },
+                { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: d.names.admissionBinding }, spec: sandboxClaimBindingSpec(d) },
+            ];
+            await api.kubectlOk(["apply", "-f", "-"], manifests.map((m) => JSON.stringify(m)).join("\n"));
+            const claim = (name: string, labels: Record<string, string> | undefined, shutdownInSeconds: number | undefined) =>
+                JSON.stringify({
+                    apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+                    kind: "SandboxClaim",
+                    metadata: { name, namespace: ns, ...(labels ? { labels } : {}) },
+                    spec: {
+                        warmPoolRef: { name: d.names.warmPool },
+                        ...(shutdownInSeconds !== undefined
+                            ? { lifecycle: { shutdownTime: new Date(Date.now() + shutdownInSeconds * 1000).toISOString().replace(/\.\d+Z$/, "Z"), shutdownPolicy: "Delete" } }
+                            : {}),
+                    },
+                });
+            const run = { "agentrl.dev/run": "r1" };
+            // The policy becomes active asynchronously: retry the must-deny case until it is denied.
+            let first = await api.kubectl(["create", "-f", "-"], claim("probe", run, undefined));
+            for (let i = 0; i < 60 && first.code === 0; i++) {
+                await api.kubectl(["-n", ns, "delete", "sandboxclaim", "probe", "--wait=false"]);
+                await new Promise((r) => setTimeout(r, 500));
+                first = await api.kubectl(["create", "-f", "-"], claim("probe", run, undefined));
+            }
+            assert.notEqual(first.code, 0, "claim without shutdownTime is denied");
+            assert.match(first.stderr, /spec\.lifecycle\.shutdownTime is required/);
+            const beyond = await api.kubectl(["create", "-f", "-"], claim("beyond", run, 3600));
+            assert.notEqual(beyond.code, 0);
+            assert.match(beyond.stderr, /spec\.lifecycle\.shutdownTime \S+ is more than 600s after the claim was created \(\S+\): set it to at most \S+/, "messageExpression rendered");
+            const noLabel = await api.kubectl(["create", "-f", "-"], claim("nolabel", undefined, 300));
+            assert.notEqual(noLabel.code, 0);
+            assert.match(noLabel.stderr, /agentrl\.dev\/run/);
+            const ok = await api.kubectl(["create", "-f", "-"], claim("good", run, 300));
+            assert.equal(ok.code, 0, ok.stderr);
+            // UPDATE cannot extend past creation + max.
+            const extend = await api.kubectl(["-n", ns, "patch", "sandboxclaim", "good", "--type=merge", "-p", JSON.stringify({ spec: { lifecycle: { shutdownTime: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z") } } })]);
+            assert.notEqual(extend.code, 0, "extending beyond the maximum is denied");
+            // Outside the sandboxes namespace the binding does not apply.
+            await api.kubectlOk(["create", "namespace", "elsewhere"]);
+            const other = await api.kubectl(["create", "-f", "-"], claim("x", undefined, undefined).replace(`"namespace":"${ns}"`, `"namespace":"elsewhere"`));
+            assert.equal(other.code, 0, other.stderr);
+        } finally {
+            await api.stop();
+        }
     });
 });

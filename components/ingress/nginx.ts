@@ -223,7 +223,7 @@ export function renderKeysFile(keys: ReadonlyArray<IngressKey>): string {
 function jsonError(code: number, type: string, message: string): string {
   const body = JSON.stringify({ error: { message, type, code } });
   if (/['$\\]/.test(body)) throw new Error(`internal: error body for ${code} contains a character nginx would interpret`);
-  return `'${body}\\n'`; // nginx turns \\n inside a quoted string into a newline
+  return `'${body}\\n'`; // nginx unescapes \n in quoted strings: one trailing newline
 }
 
 const E = {

@@ -8,6 +8,9 @@ import * as docker from "@pulumi/docker";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlatformSecrets } from "../config/load";
+import { podLabels } from "../config/names";
+import { SandboxPool } from "../sandbox";
+import { TrainingNode } from "../training";
 import type { PlatformPlan } from "./resolve";
 
 export interface PlatformArgs {
@@ -73,13 +76,49 @@ export class Platform extends pulumi.ComponentResource {
             }
         }
 
+        // The ingress comes first: its sandbox key reaches the trainer and the sandboxes.
+        const sandboxKey = this.buildIngress(name, plan, args.secrets);
+
+        let sandboxEnv: Record<string, string> = {};
+        if (plan.sandboxes) {
+            const ingressPort = config.ingress.tls.mode === "none" ? 8080 : 8443;
+            const pool = new SandboxPool(
+                `${name}-sandboxes`,
+                {
+                    description: plan.sandboxes,
+                    sandboxKey: sandboxKey!,
+                    ingress: { namespace: names.namespaces.ingress, podLabels: podLabels("vllm-ingress", names.ingress.deployment), port: ingressPort },
+                    trainer: { serviceAccount: names.training.serviceAccount, namespace: names.namespaces.training, podLabels: podLabels("trainer", names.training.job) },
+                    network: this.namespaces.sandboxes,
+                },
+                child,
+            );
+            sandboxEnv = pool.trainerEnv;
+        }
+
+        const training = new TrainingNode(
+            `${name}-training`,
+            { description: plan.training, hfToken: args.secrets.hfToken, sandboxKey, network: config.target.kind === "docker" ? this.namespaces.training : undefined },
+            child,
+        );
+
         this.outputs = {
             target: config.target.kind,
             layout: config.training.layout,
             runId: config.runId,
             namespaces: this.namespaces,
             demand: config.demand,
+            trainingJob: training.jobName,
+            vllmInternalUrl: training.internalUrl,
+            gpuLayout: training.gpuLayout,
+            ...(plan.sandboxes ? { sandboxPool: { provider: plan.sandboxes.provider, size: plan.sandboxes.poolSize, trainerEnv: sandboxEnv } } : {}),
         };
         this.registerOutputs(this.outputs);
+    }
+
+    /** The authenticated vLLM ingress (black box); returns the sandbox key (secret). */
+    private buildIngress(_name: string, plan: PlatformPlan, _secrets: PlatformSecrets): pulumi.Output<string> | undefined {
+        if (!plan.config.ingress.enabled) return undefined;
+        throw new pulumi.RunError("the VllmIngress component is not built yet: black-box stacks cannot be deployed until it lands");
     }
 }

@@ -120,7 +120,8 @@ export function buildDockerTraining(name: string, d: TrainingDescription, networ
                 volumes: volumes(v.mounts, d),
                 ...HARDENING,
             },
-            child,
+            // A new run's vLLM needs the same GPUs: stop the old one first.
+            { ...child, deleteBeforeReplace: true },
         );
     }
 
@@ -145,7 +146,7 @@ export function buildDockerTraining(name: string, d: TrainingDescription, networ
             volumes: volumes(t.mounts, d),
             ...HARDENING,
         },
-        { ...child, dependsOn: vllm ? [vllm] : [] },
+        { ...child, dependsOn: vllm ? [vllm] : [], deleteBeforeReplace: true },
     );
     return { trainer, vllm };
 }

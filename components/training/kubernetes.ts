@@ -148,7 +148,13 @@ export function buildKubernetesTraining(name: string, d: TrainingDescription, pr
                 },
             },
         },
-        { ...child, dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : [])] },
+        {
+            ...child,
+            dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : [])],
+            // A new run id replaces the Job in the stack, but the finished Job (and its logs) stays in
+            // the cluster until someone deletes it.
+            retainOnDelete: true,
+        },
     );
 
     // Who may reach the pod: in black box only the ingress proxy, on vLLM's port; in white box nobody

@@ -88,7 +88,7 @@ export function readStackFile(stack: string, file?: string): StackConfig {
 function configForSource(source: PlanSource): StackConfig {
     if ("stack" in source) return readStackFile(source.stack, source.stackFile);
     const platform = { recipe: source.recipe, runId: "demo", target: { kind: source.target } };
-    return { stack: `recipe-${source.recipe}-${source.target}`, config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(platform) }, secretKeys: [] };
+    return { stack: `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`, config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(platform) }, secretKeys: [] };
 }
 
 /** apiVersion/kind of a `kubernetes:<group>/<version>:<Kind>` type token. */
