@@ -480,7 +480,8 @@ describe("SandboxPool with hosted (hf) sandboxes", () => {
 describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false }, () => {
     it("denies claims without a bounded shutdownTime or the run label, admits good ones", { timeout: 240_000 }, async () => {
         const { startApiServer } = await import("./helpers/apiserver");
-        const { sandboxClaimPolicySpec, sandboxClaimBindingSpec } = await import("../components/sandbox");
+        const k = await import("../components/sandbox");
+        const { sandboxClaimPolicySpec, sandboxClaimBindingSpec } = k;
         const c = config({ sandboxes: { maxLifetimeSeconds: 600 } });
         const d = resolveSandboxPool(c, platformNames(c));
         const api = await startApiServer();
@@ -525,6 +526,29 @@ describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP
             // UPDATE cannot extend past creation + max.
             const extend = await api.kubectl(["-n", ns, "patch", "sandboxclaim", "good", "--type=merge", "-p", JSON.stringify({ spec: { lifecycle: { shutdownTime: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z") } } })]);
             assert.notEqual(extend.code, 0, "extending beyond the maximum is denied");
+            // The agent-sandbox objects pass the real v0.5.6 CRDs (strict field validation), and the
+            // sandbox pod passes Pod Security "restricted".
+            const names = platformNames(c);
+            const { ingress, trainer } = peers(names);
+            await api.kubectlOk(["label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted"]);
+            await api.kubectlOk(["-n", ns, "create", "serviceaccount", "default"]); // no controller-manager here
+            const objects = [
+                { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxTemplate", metadata: { name: d.names.template, namespace: ns }, spec: k.sandboxTemplateSpec(d) },
+                { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxWarmPool", metadata: { name: d.names.warmPool, namespace: ns }, spec: k.sandboxWarmPoolSpec(d) },
+                { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: d.names.networkPolicy, namespace: ns }, spec: k.sandboxNetworkPolicySpec(d, ingress, trainer) },
+                { apiVersion: "v1", kind: "ResourceQuota", metadata: { name: d.names.quota, namespace: ns }, spec: k.sandboxQuotaSpec(d) },
+                { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: d.names.role, namespace: ns }, rules: k.sandboxClaimerRules() },
+            ];
+            for (const o of objects) await api.kubectlOk(["create", "--dry-run=server", "--validate=strict", "-f", "-"], JSON.stringify(o));
+            const podTemplate = (k.sandboxTemplateSpec(d) as any).podTemplate;
+            const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "sandbox-psa", namespace: ns, labels: podTemplate.metadata.labels }, spec: podTemplate.spec };
+            const psa = await api.kubectl(["create", "--dry-run=server", "-f", "-"], JSON.stringify(pod));
+            assert.equal(psa.code, 0, psa.stderr);
+            assert.doesNotMatch(psa.stderr, /violate/i, "no PodSecurity warnings");
+            const rootPod = { ...pod, metadata: { ...pod.metadata, name: "root-psa" }, spec: { ...pod.spec, securityContext: { ...pod.spec.securityContext, runAsNonRoot: false, runAsUser: 0 } } };
+            const denied = await api.kubectl(["create", "--dry-run=server", "-f", "-"], JSON.stringify(rootPod));
+            assert.notEqual(denied.code, 0, "the fixture enforces PodSecurity (a root pod is refused)");
+            assert.match(denied.stderr, /violates PodSecurity "restricted/);
             // Outside the sandboxes namespace the binding does not apply.
             await api.kubectlOk(["create", "namespace", "elsewhere"]);
             const other = await api.kubectl(["create", "-f", "-"], claim("x", undefined, undefined).replace(`"namespace":"${ns}"`, `"namespace":"elsewhere"`));

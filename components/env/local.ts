@@ -60,9 +60,18 @@ const INSTALL_HINT = "apt-get install -y nginx-light";
 
 /** Finds the nginx binary or throws with the install command. */
 export function findNginx(explicit?: string): string {
-    const candidates = [explicit, process.env.NGINX_BIN, "/usr/sbin/nginx", ...(process.env.PATH ?? "").split(":").map((d) => path.join(d, "nginx"))];
+    // An explicit binary is used or refused, never silently swapped for another nginx.
+    if (explicit !== undefined) {
+        try {
+            fs.accessSync(explicit, fs.constants.X_OK);
+            return explicit;
+        } catch {
+            throw new Error(`nginx not found at ${explicit} (nginxBinary): install it with "${INSTALL_HINT}" or fix the path`);
+        }
+    }
+    const candidates = [process.env.NGINX_BIN, "/usr/sbin/nginx", ...(process.env.PATH ?? "").split(":").map((d) => path.join(d, "nginx"))];
     for (const c of candidates) {
-        if (c === undefined || c === "" || c === "nginx") continue;
+        if (c === undefined || c === "") continue;
         try {
             fs.accessSync(c, fs.constants.X_OK);
             return c;

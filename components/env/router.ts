@@ -378,6 +378,24 @@ export function statefulSetReplicaAddresses(args: {
     return Array.from({ length: args.replicas }, (_, i) => `${args.statefulSet}-${i}.${args.headlessService}.${args.namespace}.svc.${domain}:${port}`);
 }
 
+/**
+ * Replica addresses as one ClusterIP Service per StatefulSet pod (selector
+ * `statefulset.kubernetes.io/pod-name: <sts>-<i>`, Service named `<sts>-<i>`): the names resolve
+ * as soon as the Services exist and their IPs survive pod restarts, which nginx < 1.27.3 needs
+ * because it resolves upstream names once at start (see ROUTER.md, DNS).
+ */
+export function replicaServiceAddresses(args: {
+    readonly statefulSet: string;
+    readonly namespace: string;
+    readonly replicas: number;
+    readonly port?: number;
+    readonly clusterDomain?: string;
+}): string[] {
+    const port = args.port ?? ROUTER_DEFAULT_PORT;
+    const domain = args.clusterDomain ?? "cluster.local";
+    return Array.from({ length: args.replicas }, (_, i) => `${args.statefulSet}-${i}.${args.namespace}.svc.${domain}:${port}`);
+}
+
 /** Compares dotted versions ("1.22.1" < "1.27.3"); true when `version` >= `minimum`. */
 export function versionAtLeast(version: string, minimum: string): boolean {
     const a = version.split(".").map(Number);

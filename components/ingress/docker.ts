@@ -1,0 +1,144 @@
+/**
+ * The vLLM ingress on one Docker host: an nginx container on BOTH the private training
+ * network (to reach vLLM) and the internal sandbox network (the sandboxes' only way out), the
+ * only container on both, publishing only its listen port on the host.
+ *
+ * Files: Docker has no secret store outside Swarm, so the config and the keys are `uploads`
+ * built from the secret Output (still secret in Pulumi state). The provider copies uploads
+ * into the container at "/" (terraform-provider-docker resource_docker_container_funcs.go),
+ * and the daemon refuses any copy into a read-only root filesystem unless the target is a
+ * writable volume (moby daemon/archive.go: "container rootfs is marked read-only"). So the
+ * uploads go through a small never-started "files" container that mounts two named volumes
+ * read-write; the nginx container mounts the same volumes read-only and keeps its own root
+ * filesystem read-only with a tmpfs at the runtime dir. Keys never appear in env or labels.
+ */
+import * as docker from "@pulumi/docker";
+import * as pulumi from "@pulumi/pulumi";
+import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
+
+export interface DockerIngressArgs {
+    readonly description: IngressDescription;
+    /** The private training network (vLLM's) and the internal sandbox network, both created by the Platform. */
+    readonly networks: { readonly training: pulumi.Input<string>; readonly sandboxes?: pulumi.Input<string> };
+    /** The rendered keys file (secret). */
+    readonly keysText: pulumi.Output<string>;
+    /** Checksum of config + keys (not secret): a change replaces the container, so nginx reads the new files. */
+    readonly checksum: pulumi.Output<string>;
+}
+
+export interface DockerIngressResources {
+    readonly container: docker.Container;
+}
+
+const BINARY: Record<string, number> = { Ki: 1 / 1024, Mi: 1, Gi: 1024 };
+
+/** A binary memory quantity ("512Mi") in MiB, as Docker's `memory` takes it. */
+function mebibytes(q: string): number {
+    const m = /^([0-9]+)(Ki|Mi|Gi)$/.exec(q);
+    if (!m) throw new Error(`internal: expected a binary quantity such as 512Mi, got ${q}`);
+    return Math.ceil(Number(m[1]) * BINARY[m[2]!]!);
+}
+
+/** Docker's decimal CPU count from a Kubernetes CPU quantity ("500m" -> "0.5", "2" -> "2"). */
+function cpus(q: string): string {
+    return q.endsWith("m") ? String(Number(q.slice(0, -1)) / 1000) : q;
+}
+
+/** `docker run -p`: only the listen port, on loopback unless the proxy is exposed (then on the public port). */
+export function dockerIngressPorts(d: IngressDescription): docker.types.input.ContainerPort[] {
+    return [{ internal: d.port, external: d.publicPort, ip: d.dockerPublishIp, protocol: "tcp" }];
+}
+
+/**
+ * Health: a LISTEN socket on the port in /proc/net/tcp (grep is in every nginx image; no
+ * unauthenticated HTTP route exists to probe, and an HTTP check would need a TLS client).
+ */
+export function dockerIngressHealthcheck(d: IngressDescription): docker.types.input.ContainerHealthcheck {
+    const hexPort = d.port.toString(16).toUpperCase().padStart(4, "0");
+    return { tests: ["CMD", "grep", "-q", `:${hexPort} 00000000:0000 0A`, "/proc/net/tcp"], interval: "10s", timeout: "3s", retries: 3, startPeriod: "5s" };
+}
+
+/** tmpfs for the runtime dir, owned by the nginx uid. */
+function runtimeTmpfs(d: IngressDescription): Record<string, string> {
+    const sec = d.security;
+    return { [d.paths.runtimeDir]: `rw,noexec,nosuid,nodev,size=${mebibytes(sec.runtimeSizeLimit)}m,uid=${sec.runAsUser},gid=${sec.dockerGroup},mode=0700` };
+}
+
+/** Registers the pinned image, the two file volumes, the files container and the nginx container as children of `parent`. */
+export function registerDockerIngress(name: string, args: DockerIngressArgs, parent: pulumi.Resource): DockerIngressResources {
+    const d = args.description;
+    const sec = d.security;
+    const child = { parent };
+    const image = new docker.RemoteImage(`${name}-image`, { name: d.image, keepLocally: true }, child);
+    const labels = [{ label: "app.kubernetes.io/part-of", value: "agent-rl-infra" }, ...Object.entries(d.podLabels).map(([label, value]) => ({ label, value }))];
+    const configVolume = new docker.Volume(`${name}-config-volume`, { name: d.names.configVolume, labels }, child);
+    const keysVolume = new docker.Volume(`${name}-keys-volume`, { name: d.names.keysVolume, labels }, child);
+
+    // Created, never started, no network: it exists only so the daemon can copy the uploads into the volumes.
+    const files = new docker.Container(
+        `${name}-files`,
+        {
+            name: d.names.filesContainer,
+            image: image.imageId,
+            entrypoints: ["/bin/false"],
+            start: false,
+            mustRun: false,
+            networkMode: "none",
+            labels,
+            volumes: [
+                { volumeName: configVolume.name, containerPath: d.paths.configDir },
+                { volumeName: keysVolume.name, containerPath: d.paths.keysDir },
+            ],
+            uploads: [
+                { file: d.settings.keysFile, content: pulumi.secret(args.keysText), permissions: "0440" },
+                { file: `${d.paths.configDir}/nginx.conf`, content: d.configText, permissions: "0444" },
+            ],
+        },
+        // Fixed name: the old one must go before its replacement (uploads change = replacement).
+        { ...child, deleteBeforeReplace: true },
+    );
+
+    const networksAdvanced: docker.types.input.ContainerNetworksAdvanced[] = [{ name: args.networks.training }];
+    if (args.networks.sandboxes !== undefined) networksAdvanced.push({ name: args.networks.sandboxes });
+    const volumes: docker.types.input.ContainerVolume[] = [
+        { volumeName: configVolume.name, containerPath: d.paths.configDir, readOnly: true },
+        { volumeName: keysVolume.name, containerPath: d.paths.keysDir, readOnly: true },
+    ];
+    if (d.tls.proxyTerminates && d.tls.mode === "files") {
+        volumes.push(
+            { hostPath: d.tls.certFile!, containerPath: d.settings.tlsCertFile, readOnly: true },
+            { hostPath: d.tls.keyFile!, containerPath: d.settings.tlsKeyFile, readOnly: true },
+        );
+    }
+    const container = new docker.Container(
+        `${name}-proxy`,
+        {
+            name: d.names.container,
+            image: image.imageId,
+            entrypoints: [...d.command],
+            user: `${sec.runAsUser}:${sec.dockerGroup}`,
+            readOnly: sec.readOnlyRootFilesystem,
+            tmpfs: runtimeTmpfs(d),
+            capabilities: { drops: [...sec.dropCapabilities] },
+            securityOpts: ["no-new-privileges:true"],
+            privileged: false,
+            cpus: cpus(d.resources.limits.cpu),
+            memory: mebibytes(d.resources.limits.memory),
+            memorySwap: mebibytes(d.resources.limits.memory),
+            // The only container on both networks: it reaches vLLM on one and serves the sandboxes on the other.
+            networksAdvanced,
+            ports: dockerIngressPorts(d),
+            volumes,
+            // A keyed hash, not secret: a new config or key replaces the container, so nginx reads the new files.
+            labels: pulumi.output(args.checksum).apply((sum) => [...labels, { label: CHECKSUM_ANNOTATION, value: sum }]),
+            healthcheck: dockerIngressHealthcheck(d),
+            // Wait until nginx listens: it resolves vLLM's name at start and exits if it cannot.
+            wait: true,
+            waitTimeout: 60,
+            restart: "unless-stopped",
+            destroyGraceSeconds: sec.terminationGraceSeconds,
+        },
+        { ...child, dependsOn: [files], deleteBeforeReplace: true },
+    );
+    return { container };
+}

@@ -1,0 +1,40 @@
+export { VllmIngress, configChecksum, GENERATED_KEY_LENGTH, type VllmIngressArgs } from "./vllm-ingress";
+export {
+    resolveVllmIngress,
+    ingressProxySettings,
+    localOverrides,
+    CHECKSUM_ANNOTATION,
+    INGRESS_HTTP_PORT,
+    INGRESS_HTTPS_PORT,
+    INGRESS_PATHS,
+    PUBLIC_HTTPS_PORT,
+    type IngressDescription,
+    type IngressPeerPods,
+    type IngressResources,
+    type IngressSecurity,
+    type IngressTls,
+} from "./describe";
+export {
+    HTTPROUTE_API_VERSION,
+    ingressDeploymentSpec,
+    ingressDisruptionBudgetSpec,
+    ingressHttpRouteSpec,
+    ingressNetworkPolicySpec,
+    ingressPodSpec,
+    ingressServicePorts,
+    ingressServiceSpec,
+} from "./kubernetes";
+export { dockerIngressHealthcheck, dockerIngressPorts } from "./docker";
+export {
+    allowedRoutes,
+    renderKeysFile,
+    renderNginxConfig,
+    resolveProxySettings,
+    validateKeys,
+    validateProxySettings,
+    PROXY_DEFAULTS,
+    type IngressKey,
+    type ProxySettings,
+    type ResolvedProxySettings,
+    type Route,
+} from "./nginx";

@@ -1,0 +1,219 @@
+/**
+ * The vLLM ingress on Kubernetes: nginx.conf in a ConfigMap, the keys only in a Secret
+ * (mounted as a directory, never env, never the ConfigMap), a hardened Deployment for PSA
+ * `restricted`, a PodDisruptionBudget, the Service (the platform's only LoadBalancer when
+ * exposure is loadbalancer), a Gateway API HTTPRoute for exposure httproute, and a
+ * NetworkPolicy: in from the sandboxes (or anywhere when exposed), out only to vLLM and DNS.
+ *
+ * The object bodies are pure functions of the description (exported for tests); the
+ * resources are registered by `registerKubernetesIngress`.
+ */
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { CHECKSUM_ANNOTATION, CLUSTER_DNS, type IngressDescription } from "./describe";
+
+const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
+/** Gateway API group/version of HTTPRoute (v1 since Gateway API v1.0). */
+export const HTTPROUTE_API_VERSION = "gateway.networking.k8s.io/v1";
+
+/** Labels on every object of the ingress (the pod labels are the selector and come from podLabels()). */
+function objectLabels(): Record<string, string> {
+    return { "app.kubernetes.io/part-of": "agent-rl-infra", "app.kubernetes.io/component": "vllm-ingress" };
+}
+
+/** The Service's ports: the listen port, plus 443 on a LoadBalancer for a public https://<host> (names.ts). */
+export function ingressServicePorts(d: IngressDescription): k8s.types.input.core.v1.ServicePort[] {
+    const ports: k8s.types.input.core.v1.ServicePort[] = [{ name: d.portName, port: d.port, targetPort: d.portName, protocol: "TCP" }];
+    if (d.exposure === "loadbalancer" && d.publicPort !== d.port) ports.unshift({ name: "public", port: d.publicPort, targetPort: d.portName, protocol: "TCP" });
+    return ports;
+}
+
+/** The Service body: ClusterIP, or LoadBalancer for exposure loadbalancer; it selects only the proxy pods. */
+export function ingressServiceSpec(d: IngressDescription): k8s.types.input.core.v1.ServiceSpec {
+    return {
+        type: d.exposure === "loadbalancer" ? "LoadBalancer" : "ClusterIP",
+        selector: { ...d.podLabels },
+        ports: ingressServicePorts(d),
+    };
+}
+
+/** The pod template body (no checksum: added by the caller from the keys). */
+export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.PodSpec {
+    const sec = d.security;
+    const volumes: k8s.types.input.core.v1.Volume[] = [
+        { name: "config", configMap: { name: d.names.config, defaultMode: 0o444 } },
+        // 0440 + fsGroup: readable by the nginx group only. A directory mount (not subPath), so a rotated Secret reaches the file.
+        { name: "keys", secret: { secretName: d.names.keysSecret, defaultMode: 0o440 } },
+        { name: "runtime", emptyDir: { sizeLimit: sec.runtimeSizeLimit } },
+    ];
+    const mounts: k8s.types.input.core.v1.VolumeMount[] = [
+        { name: "config", mountPath: d.paths.configDir, readOnly: true },
+        { name: "keys", mountPath: d.paths.keysDir, readOnly: true },
+        { name: "runtime", mountPath: d.paths.runtimeDir },
+    ];
+    if (d.tls.proxyTerminates && d.tls.mode === "secret") {
+        volumes.push({
+            name: "tls",
+            secret: { secretName: d.tls.secretName!, defaultMode: 0o440, items: [{ key: "tls.crt", path: "tls.crt" }, { key: "tls.key", path: "tls.key" }] },
+        });
+        mounts.push({ name: "tls", mountPath: d.paths.tlsDir, readOnly: true });
+    }
+    // No HTTP probe: every allow-listed path needs a key or reaches vLLM; a TCP check proves nginx accepts connections.
+    const tcp = { tcpSocket: { port: d.portName } };
+    return {
+        // The proxy never talks to the API server.
+        automountServiceAccountToken: false,
+        enableServiceLinks: false,
+        terminationGracePeriodSeconds: sec.terminationGraceSeconds,
+        securityContext: {
+            runAsNonRoot: true,
+            runAsUser: sec.runAsUser,
+            runAsGroup: sec.runAsGroup,
+            fsGroup: sec.runAsGroup,
+            seccompProfile: { type: sec.seccompProfile },
+        },
+        // Replicas on different nodes when possible, so a node drain keeps the proxy up.
+        topologySpreadConstraints: [
+            { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...d.podLabels } } },
+        ],
+        containers: [
+            {
+                name: "nginx",
+                image: d.image,
+                imagePullPolicy: "IfNotPresent",
+                command: [...d.command],
+                ports: [{ name: d.portName, containerPort: d.port, protocol: "TCP" }],
+                resources: { requests: { ...d.resources.requests }, limits: { ...d.resources.limits } },
+                securityContext: {
+                    runAsNonRoot: true,
+                    runAsUser: sec.runAsUser,
+                    runAsGroup: sec.runAsGroup,
+                    allowPrivilegeEscalation: sec.allowPrivilegeEscalation,
+                    readOnlyRootFilesystem: sec.readOnlyRootFilesystem,
+                    privileged: false,
+                    capabilities: { drop: [...sec.dropCapabilities] },
+                    seccompProfile: { type: sec.seccompProfile },
+                },
+                readinessProbe: { ...tcp, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2 },
+                livenessProbe: { ...tcp, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
+                volumeMounts: mounts,
+            },
+        ],
+        volumes,
+    };
+}
+
+/** The Deployment body; `checksum` (of config + keys, not secret) on the pod template rolls the pods when either changes. */
+export function ingressDeploymentSpec(d: IngressDescription, checksum: pulumi.Input<string>): k8s.types.input.apps.v1.DeploymentSpec {
+    return {
+        replicas: d.replicas,
+        selector: { matchLabels: { ...d.podLabels } },
+        // Never below the current capacity while rolling (a key rotation rolls every replica).
+        strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+        template: {
+            metadata: { labels: { ...d.podLabels }, annotations: { [CHECKSUM_ANNOTATION]: checksum } },
+            spec: ingressPodSpec(d),
+        },
+    };
+}
+
+/**
+ * The NetworkPolicy of the proxy pods. In: the listen port only, from the sandboxes namespace
+ * (exposure cluster) or from anywhere (loadbalancer / httproute: the load balancer or the
+ * Gateway's data plane, wherever it runs; the keys still guard every route). Out: the vLLM pods
+ * on vLLM's port (pod port: NetworkPolicy sees traffic after the Service's DNAT) and cluster DNS.
+ */
+export function ingressNetworkPolicySpec(d: IngressDescription): k8s.types.input.networking.v1.NetworkPolicySpec {
+    const port = [{ protocol: "TCP", port: d.port }];
+    return {
+        podSelector: { matchLabels: { ...d.podLabels } },
+        policyTypes: ["Ingress", "Egress"],
+        ingress: d.exposure === "cluster" ? [{ from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.clientNamespace } } }], ports: port }] : [{ ports: port }],
+        egress: [
+            {
+                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: CLUSTER_DNS.namespace } }, podSelector: { matchLabels: { ...CLUSTER_DNS.podLabels } } }],
+                ports: [
+                    { protocol: "UDP", port: CLUSTER_DNS.port },
+                    { protocol: "TCP", port: CLUSTER_DNS.port },
+                ],
+            },
+            {
+                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.upstream.namespace } }, podSelector: { matchLabels: { ...d.upstream.podLabels } } }],
+                ports: [{ protocol: "TCP", port: d.upstream.port }],
+            },
+        ],
+    };
+}
+
+/** The PodDisruptionBudget body (only with more than one replica: minAvailable 1 of 1 would block every node drain). */
+export function ingressDisruptionBudgetSpec(d: IngressDescription): k8s.types.input.policy.v1.PodDisruptionBudgetSpec {
+    return { minAvailable: 1, selector: { matchLabels: { ...d.podLabels } } };
+}
+
+/**
+ * The HTTPRoute body: the Gateway listener terminates TLS for `host` and forwards only the
+ * allow-listed paths (exact matches; the proxy checks them again) to the proxy Service.
+ */
+export function ingressHttpRouteSpec(d: IngressDescription): Record<string, unknown> {
+    const g = d.gateway!;
+    return {
+        parentRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: g.name, namespace: g.namespace, ...(g.sectionName !== undefined ? { sectionName: g.sectionName } : {}) }],
+        hostnames: [d.host!],
+        rules: [
+            {
+                // Exact path matches are Core in Gateway API; method matching is only Extended, so nginx checks methods.
+                matches: d.routes.map((r) => ({ path: { type: "Exact", value: r.path } })),
+                backendRefs: [{ group: "", kind: "Service", name: d.names.service, port: d.port }],
+            },
+        ],
+    };
+}
+
+export interface KubernetesIngressArgs {
+    readonly description: IngressDescription;
+    /** Namespace of every object (the Platform's ingress namespace Output, so the objects wait for it). */
+    readonly namespace: pulumi.Input<string>;
+    /** The rendered keys file (secret). */
+    readonly keysText: pulumi.Output<string>;
+    /** Checksum of config + keys (not secret: a keyed hash, see vllm-ingress.ts). */
+    readonly checksum: pulumi.Output<string>;
+}
+
+export interface KubernetesIngressResources {
+    readonly service: k8s.core.v1.Service;
+    readonly deployment: k8s.apps.v1.Deployment;
+}
+
+/** Registers the ingress's Kubernetes objects as children of `parent`, named `${name}-<role>`. */
+export function registerKubernetesIngress(name: string, args: KubernetesIngressArgs, parent: pulumi.Resource): KubernetesIngressResources {
+    const d = args.description;
+    const child = { parent };
+    const labels = objectLabels();
+    const meta = (objName: string) => ({ name: objName, namespace: args.namespace, labels });
+
+    const config = new k8s.core.v1.ConfigMap(`${name}-config`, { metadata: meta(d.names.config), data: { "nginx.conf": d.configText } }, child);
+    const keys = new k8s.core.v1.Secret(
+        `${name}-keys`,
+        { metadata: meta(d.names.keysSecret), type: "Opaque", stringData: { [d.paths.keysFileName]: pulumi.secret(args.keysText) } },
+        child,
+    );
+    // Lock the pods down before they exist.
+    const policy = new k8s.networking.v1.NetworkPolicy(`${name}-network`, { metadata: meta(d.names.networkPolicy), spec: ingressNetworkPolicySpec(d) }, child);
+    const deployment = new k8s.apps.v1.Deployment(
+        `${name}-deployment`,
+        { metadata: meta(d.names.deployment), spec: ingressDeploymentSpec(d, args.checksum) },
+        { ...child, dependsOn: [config, keys, policy] },
+    );
+    if (d.replicas > 1) {
+        new k8s.policy.v1.PodDisruptionBudget(`${name}-disruption-budget`, { metadata: meta(d.names.disruptionBudget), spec: ingressDisruptionBudgetSpec(d) }, child);
+    }
+    const service = new k8s.core.v1.Service(`${name}-service`, { metadata: meta(d.names.service), spec: ingressServiceSpec(d) }, child);
+    if (d.exposure === "httproute") {
+        new k8s.apiextensions.CustomResource(
+            `${name}-route`,
+            { apiVersion: HTTPROUTE_API_VERSION, kind: "HTTPRoute", metadata: meta(d.names.httpRoute), spec: ingressHttpRouteSpec(d) },
+            { ...child, dependsOn: [service] },
+        );
+    }
+    return { service, deployment };
+}
