@@ -14,6 +14,7 @@
  */
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
+import { waitFor } from "./wait";
 import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
 
 export interface DockerIngressArgs {
@@ -24,6 +25,8 @@ export interface DockerIngressArgs {
     readonly keysText: pulumi.Output<string>;
     /** Checksum of config + keys (not secret): a change replaces the container, so nginx reads the new files. */
     readonly checksum: pulumi.Output<string>;
+    /** Resolves to what serves vLLM; the proxy container waits for it (nginx resolves vLLM's name at start). */
+    readonly upstreamReady?: Promise<pulumi.Resource>;
 }
 
 export interface DockerIngressResources {
@@ -70,7 +73,8 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
     const sec = d.security;
     const child = { parent };
     const image = new docker.RemoteImage(`${name}-image`, { name: d.image, keepLocally: true }, child);
-    const labels = [{ label: "app.kubernetes.io/part-of", value: "agent-rl-infra" }, ...Object.entries(d.podLabels).map(([label, value]) => ({ label, value }))];
+    // The shared pod labels (they carry app.kubernetes.io/part-of) also mark the containers and volumes.
+    const labels = Object.entries(d.podLabels).map(([label, value]) => ({ label, value }));
     const configVolume = new docker.Volume(`${name}-config-volume`, { name: d.names.configVolume, labels }, child);
     const keysVolume = new docker.Volume(`${name}-keys-volume`, { name: d.names.keysVolume, labels }, child);
 
@@ -138,7 +142,7 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
             restart: "unless-stopped",
             destroyGraceSeconds: sec.terminationGraceSeconds,
         },
-        { ...child, dependsOn: [files], deleteBeforeReplace: true },
+        { ...child, dependsOn: waitFor(args.upstreamReady, [files]), deleteBeforeReplace: true },
     );
     return { container };
 }

@@ -10,6 +10,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { waitFor } from "./wait";
 import { CHECKSUM_ANNOTATION, CLUSTER_DNS, type IngressDescription } from "./describe";
 
 const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
@@ -177,6 +178,8 @@ export interface KubernetesIngressArgs {
     readonly keysText: pulumi.Output<string>;
     /** Checksum of config + keys (not secret: a keyed hash, see vllm-ingress.ts). */
     readonly checksum: pulumi.Output<string>;
+    /** Resolves to what serves vLLM; the Deployment waits for it (nginx resolves the vLLM Service name at start). */
+    readonly upstreamReady?: Promise<pulumi.Resource>;
 }
 
 export interface KubernetesIngressResources {
@@ -202,7 +205,7 @@ export function registerKubernetesIngress(name: string, args: KubernetesIngressA
     const deployment = new k8s.apps.v1.Deployment(
         `${name}-deployment`,
         { metadata: meta(d.names.deployment), spec: ingressDeploymentSpec(d, args.checksum) },
-        { ...child, dependsOn: [config, keys, policy] },
+        { ...child, dependsOn: waitFor(args.upstreamReady, [config, keys, policy]) },
     );
     if (d.replicas > 1) {
         new k8s.policy.v1.PodDisruptionBudget(`${name}-disruption-budget`, { metadata: meta(d.names.disruptionBudget), spec: ingressDisruptionBudgetSpec(d) }, child);

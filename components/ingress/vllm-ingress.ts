@@ -22,6 +22,12 @@ export interface VllmIngressArgs {
     readonly namespace?: pulumi.Input<string>;
     /** Docker: the private training network (required) and the internal sandbox network (when sandboxes run on Docker). */
     readonly networks?: { readonly training: pulumi.Input<string>; readonly sandboxes?: pulumi.Input<string> };
+    /**
+     * Resolves to what serves vLLM (the TrainingNode) once it exists: nginx resolves the upstream
+     * name at start and exits if it cannot, so the proxy waits for it. A promise, because the
+     * TrainingNode itself needs this component's sandbox key. @default no wait
+     */
+    readonly upstreamReady?: Promise<pulumi.Resource>;
 }
 
 /** Length of a generated key: 48 of [A-Za-z0-9] (about 285 bits), safe in a URL, a header and the nginx map. */
@@ -81,12 +87,12 @@ export class VllmIngress extends pulumi.ComponentResource {
 
         if (d.target === "kubernetes") {
             const namespace = args.namespace ?? d.names.namespace;
-            const { service } = registerKubernetesIngress(name, { description: d, namespace, keysText, checksum }, this);
+            const { service } = registerKubernetesIngress(name, { description: d, namespace, keysText, checksum, upstreamReady: args.upstreamReady }, this);
             this.serviceName = service.metadata.name;
             this.namespace = service.metadata.namespace;
         } else {
             if (args.networks === undefined) throw new pulumi.RunError(`VllmIngress ${name}: the docker target needs args.networks.training (vLLM's private network) and, with Docker sandboxes, args.networks.sandboxes`);
-            const { container } = registerDockerIngress(name, { description: d, networks: args.networks, keysText, checksum }, this);
+            const { container } = registerDockerIngress(name, { description: d, networks: args.networks, keysText, checksum, upstreamReady: args.upstreamReady }, this);
             this.serviceName = container.name;
             this.namespace = pulumi.output(args.networks.sandboxes ?? args.networks.training);
         }

@@ -9,6 +9,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlatformSecrets } from "../config/load";
 import { podLabels } from "../config/names";
+import { VllmIngress } from "../ingress";
 import { SandboxPool } from "../sandbox";
 import { TrainingNode } from "../training";
 import type { PlatformPlan } from "./resolve";
@@ -76,18 +77,34 @@ export class Platform extends pulumi.ComponentResource {
             }
         }
 
-        // The ingress comes first: its sandbox key reaches the trainer and the sandboxes.
-        const sandboxKey = this.buildIngress(name, plan, args.secrets);
+        // The ingress comes first: its sandbox key reaches the trainer and the sandboxes. Its
+        // proxy waits for the TrainingNode (built below) through a promise, not a cycle.
+        let trainingReady: (r: pulumi.Resource) => void = () => undefined;
+        const upstreamReady = new Promise<pulumi.Resource>((resolve) => (trainingReady = resolve));
+        const ingress = plan.ingress
+            ? new VllmIngress(
+                  `${name}-ingress`,
+                  {
+                      description: plan.ingress,
+                      suppliedKeys: args.secrets.ingressKeys,
+                      namespace: this.namespaces.ingress,
+                      networks: config.target.kind === "docker" ? { training: this.namespaces.training, sandboxes: this.namespaces.sandboxes } : undefined,
+                      upstreamReady,
+                  },
+                  child,
+              )
+            : undefined;
+        const sandboxKey = ingress?.sandboxKey;
 
         let sandboxEnv: Record<string, string> = {};
         if (plan.sandboxes) {
-            const ingressPort = config.ingress.tls.mode === "none" ? 8080 : 8443;
+            if (sandboxKey === undefined) throw new pulumi.RunError("sandboxes need the ingress's sandbox key: enable the ingress");
             const pool = new SandboxPool(
                 `${name}-sandboxes`,
                 {
                     description: plan.sandboxes,
-                    sandboxKey: sandboxKey!,
-                    ingress: { namespace: names.namespaces.ingress, podLabels: podLabels("vllm-ingress", names.ingress.deployment), port: ingressPort },
+                    sandboxKey,
+                    ingress: ingress!.peer,
                     trainer: { serviceAccount: names.training.serviceAccount, namespace: names.namespaces.training, podLabels: podLabels("trainer", names.training.job) },
                     network: this.namespaces.sandboxes,
                 },
@@ -101,6 +118,7 @@ export class Platform extends pulumi.ComponentResource {
             { description: plan.training, hfToken: args.secrets.hfToken, sandboxKey, network: config.target.kind === "docker" ? this.namespaces.training : undefined },
             child,
         );
+        trainingReady(training);
 
         this.outputs = {
             target: config.target.kind,
@@ -111,14 +129,9 @@ export class Platform extends pulumi.ComponentResource {
             trainingJob: training.jobName,
             vllmInternalUrl: training.internalUrl,
             gpuLayout: training.gpuLayout,
+            ...(ingress ? { sandboxUrl: ingress.sandboxUrl, ingressKeys: pulumi.secret(pulumi.output(ingress.keys)) } : {}),
             ...(plan.sandboxes ? { sandboxPool: { provider: plan.sandboxes.provider, size: plan.sandboxes.poolSize, trainerEnv: sandboxEnv } } : {}),
         };
         this.registerOutputs(this.outputs);
-    }
-
-    /** The authenticated vLLM ingress (black box); returns the sandbox key (secret). */
-    private buildIngress(_name: string, plan: PlatformPlan, _secrets: PlatformSecrets): pulumi.Output<string> | undefined {
-        if (!plan.config.ingress.enabled) return undefined;
-        throw new pulumi.RunError("the VllmIngress component is not built yet: black-box stacks cannot be deployed until it lands");
     }
 }

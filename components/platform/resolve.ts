@@ -6,6 +6,7 @@
 import { ConfigError } from "../config/parse";
 import { platformNames, validateNames, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
+import { resolveVllmIngress, type IngressDescription } from "../ingress";
 import { resolveSandboxPool, type SandboxDescription } from "../sandbox";
 import { resolveTrainingNode, type TrainingDescription } from "../training";
 
@@ -18,6 +19,8 @@ export interface PlatformPlan {
     readonly config: PlatformConfig;
     readonly names: PlatformNames;
     readonly training: TrainingDescription;
+    /** The authenticated vLLM ingress, for black-box runs. */
+    readonly ingress?: IngressDescription;
     /** The sandbox pool, for black-box runs. */
     readonly sandboxes?: SandboxDescription;
     /** Things the operator should know that are not errors (shown in the plan). */
@@ -44,6 +47,7 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     if (config.envs.some((e) => !e.external)) {
         warnings.push("changing an env server during a run restarts its replicas and kills their open sessions: change envs between runs");
     }
+    const ingress = config.ingress.enabled ? collect(problems, () => resolveVllmIngress(config, names)) : undefined;
     const sandboxes = config.sandboxes.provider === "none" ? undefined : collect(problems, () => resolveSandboxPool(config, names));
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([env, n]) => [env, n.url]));
     const training = collect(problems, () =>
@@ -56,5 +60,5 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
         problems.push("hfToken: training.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken hf_...");
     }
     if (problems.length > 0 || training === undefined) throw new ConfigError(problems);
-    return { config, names, training, sandboxes, warnings };
+    return { config, names, training, ingress, sandboxes, warnings };
 }

@@ -22,6 +22,8 @@ for (const k of ["Job", "CronJob"]) kind("batch/v1", k);
 for (const k of ["NetworkPolicy", "Ingress"]) kind("networking.k8s.io/v1", k);
 for (const k of ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]) kind("rbac.authorization.k8s.io/v1", k);
 kind("policy/v1", "PodDisruptionBudget");
+for (const k of ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]) kind("admissionregistration.k8s.io/v1", k);
+kind("autoscaling/v2", "HorizontalPodAutoscaler");
 kind("scheduling.k8s.io/v1", "PriorityClass");
 
 type ModelClass = new (data: unknown) => { validate(): void };

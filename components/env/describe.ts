@@ -1,0 +1,464 @@
+/**
+ * The EnvSpace's one resolve step: pure, no Pulumi. Every port, env var, probe, resource,
+ * replica address, router setting, the rendered router config and the capacity numbers of one
+ * OpenEnv environment are decided here, once, for both targets; `kubernetes.ts` and
+ * `docker.ts` only translate this description.
+ *
+ * Upstream facts this depends on (see /work/shared/reference/upstream-facts.md, "OpenEnv
+ * environment servers"):
+ * - every server is a FastAPI app on 8000 with `WS /ws` and `GET /health`; `ENABLE_WEB_INTERFACE=true`
+ *   adds a UI at `/web` (OpenEnv src/openenv/core/env_server/http_server.py): kept off here.
+ * - `MAX_CONCURRENT_ENVS` > 1 only for envs declaring SUPPORTS_CONCURRENT_SESSIONS; coding_env
+ *   serves one session per process (each env's server/app.py).
+ * - a Service spreads connections blindly, so the trainer talks to a session-aware router
+ *   (router.ts, ROUTER.md) that caps every replica at k sessions.
+ */
+import { createHash } from "node:crypto";
+import { ConfigError } from "../config/parse";
+import { dnsName, podLabels, type PlatformNames } from "../config/names";
+import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
+import { ENV_CATALOG } from "./catalog";
+import {
+    NGINX_MIN_VERSION_FOR_RESOLVE,
+    ROUTER_HEALTH_PATH,
+    renderRouterConfig,
+    resolveRouterSettings,
+    routerCommand,
+    statefulSetReplicaAddresses,
+    validateRouterSettings,
+    type RouterSettings,
+} from "./router";
+
+/** Env var OpenEnv servers read their per-process session cap from (each env's server/app.py). */
+export const SESSIONS_ENV_VAR = "MAX_CONCURRENT_ENVS";
+/** Env var that adds OpenEnv's web UI at /web (http_server.py); always "false" in training deployments. */
+export const WEB_INTERFACE_ENV_VAR = "ENABLE_WEB_INTERFACE";
+/**
+ * Cluster DNS as the router's `resolver`. nginx accepts a name here and resolves it once at
+ * start with the system resolver (the pod's /etc/resolv.conf points at this very Service), then
+ * re-resolves the replica names through it (`server ... resolve`, nginx >= 1.27.3).
+ */
+export const KUBERNETES_RESOLVER = "kube-dns.kube-system.svc.cluster.local";
+/** Docker's embedded DNS on user-defined networks: it answers container names on the training network. */
+export const DOCKER_RESOLVER = "127.0.0.11";
+/** Cluster DNS pods (CoreDNS keeps the kube-dns label in kubeadm, GKE, EKS and AKS clusters). */
+export const CLUSTER_DNS = { namespace: "kube-system", podLabels: { "k8s-app": "kube-dns" }, port: 53 } as const;
+/** Pod-template annotation (Kubernetes) / label (Docker) carrying the router config's hash: a new config replaces the router. */
+export const ROUTER_CHECKSUM_ANNOTATION = "agentrl.dev/config-checksum";
+/** Where the router finds nginx.conf: ConfigMap mount (Kubernetes) / upload (Docker). */
+export const ROUTER_CONFIG_DIR = "/etc/env-router";
+export const ROUTER_CONFIG_FILE = `${ROUTER_CONFIG_DIR}/nginx.conf`;
+/** The router's writable directory (pid, temp files): emptyDir / tmpfs on a read-only root FS. */
+export const ROUTER_RUN_DIR = "/tmp/env-router";
+/** uid/gid of nginx in nginxinc/nginx-unprivileged (and the official nginx images' `nginx` user). */
+export const ROUTER_UID = 101;
+/** Router pods per env on Kubernetes; with sessionAffinity ClientIP one trainer pod uses one of them (ROUTER.md). */
+export const ROUTER_REPLICAS = 2;
+/** ClientIP affinity lifetime: the longest Kubernetes allows (86400 s), longer than a run should take. */
+export const ROUTER_AFFINITY_SECONDS = 86_400;
+
+/** An HTTP probe on a container port; the same numbers drive Kubernetes probes and Docker health checks. */
+export interface EnvProbe {
+    readonly path: string;
+    readonly port: number;
+    readonly periodSeconds: number;
+    readonly timeoutSeconds: number;
+    readonly failureThreshold: number;
+}
+
+/** The capacity rule, as numbers for the plan: replicas x sessions >= demand + one replica of headroom. */
+export interface EnvCapacity {
+    /** Whether the platform deploys the env (false: an external server). */
+    readonly deployed: boolean;
+    /** Replicas deployed (0 for an external env). */
+    readonly replicas: number;
+    /** Sessions one replica holds (the router's cap k); an external env: its declared sessions. */
+    readonly sessionsPerReplica: number;
+    /** Sessions the env holds at once: replicas x sessionsPerReplica, or the external server's declared sessions. */
+    readonly sessions: number;
+    /** Sessions training opens at once: max(generation batch, eval batch). */
+    readonly demand: number;
+    /** per_device_train_batch_size x num_processes x steps_per_generation. */
+    readonly generationBatch: number;
+    /** per_device_eval_batch_size x num_processes (0 with eval off). */
+    readonly evalBatch: number;
+    /** Spare replicas beyond the demand (a drained node or a restarting replica costs no capacity). */
+    readonly headroomReplicas: number;
+    /** demand + headroomReplicas x sessionsPerReplica: what `sessions` must reach (an external env: the demand). */
+    readonly required: number;
+    /** sessions - demand: sessions left when training holds its whole batch. */
+    readonly spareSessions: number;
+}
+
+/** How an env replica's process runs. */
+export interface ReplicaSecurity {
+    /** Only when the catalog says the image runs as a non-root user (OpenEnv images run as root). */
+    readonly runAsNonRoot: boolean;
+    readonly allowPrivilegeEscalation: false;
+    readonly dropCapabilities: readonly ["ALL"];
+    readonly seccompProfile: "RuntimeDefault";
+}
+
+/** How a router process runs: non-root, read-only root filesystem, nothing else writable but runDir. */
+export interface RouterSecurity {
+    readonly runAsUser: number;
+    readonly runAsGroup: number;
+    readonly readOnlyRootFilesystem: true;
+    readonly allowPrivilegeEscalation: false;
+    readonly dropCapabilities: readonly ["ALL"];
+    readonly seccompProfile: "RuntimeDefault";
+    /** Size of the runDir emptyDir / tmpfs. */
+    readonly runDirSizeLimit: string;
+    /** Seconds a stopping router gets (nginx's worker_shutdown_timeout is 10 s). */
+    readonly terminationGraceSeconds: number;
+}
+
+export interface EnvReplicasDescription {
+    /** StatefulSet (Kubernetes) / container name prefix (Docker). */
+    readonly name: string;
+    /** Headless Service giving each pod a DNS name (Kubernetes). */
+    readonly headlessService: string;
+    /** Docker container names, one per replica (empty on Kubernetes). */
+    readonly containerNames: readonly string[];
+    readonly count: number;
+    readonly image: string;
+    /** Pinned by digest: pull once (IfNotPresent); a tag may move, so it is pulled on every start (Always). */
+    readonly imagePullPolicy: "IfNotPresent" | "Always";
+    readonly port: number;
+    readonly healthPath: string;
+    readonly wsPath: string;
+    /** Every env var of a replica: the env's settings, ENABLE_WEB_INTERFACE=false, MAX_CONCURRENT_ENVS. */
+    readonly env: Readonly<Record<string, string>>;
+    /** CPU request = limit. */
+    readonly cpu: string;
+    /** Memory request = limit. */
+    readonly memory: string;
+    readonly probes: { readonly startup: EnvProbe; readonly readiness: EnvProbe; readonly liveness: EnvProbe };
+    readonly security: ReplicaSecurity;
+    /** Seconds open websocket sessions get when a replica stops. */
+    readonly terminationGraceSeconds: number;
+    /** THE pod labels and selector of the replicas: podLabels("env-replica", <StatefulSet>). */
+    readonly podLabels: Readonly<Record<string, string>>;
+}
+
+export interface EnvRouterDescription {
+    /** Deployment (Kubernetes). */
+    readonly name: string;
+    /** ClusterIP Service (Kubernetes) / container name (Docker): the host of the env URL. */
+    readonly service: string;
+    /** nginx >= 1.27.3 (`server ... resolve`). */
+    readonly image: string;
+    readonly imagePullPolicy: "IfNotPresent" | "Always";
+    readonly port: number;
+    /** Router pods (Kubernetes); Docker runs one container. */
+    readonly replicas: number;
+    /** What the config is rendered from (validated). */
+    readonly settings: RouterSettings;
+    /** The rendered nginx.conf = renderRouterConfig(settings). */
+    readonly configText: string;
+    /** sha256 of configText: a new config replaces the router (never reloaded in place, ROUTER.md). */
+    readonly configChecksum: string;
+    readonly configDir: string;
+    readonly configFile: string;
+    readonly runDir: string;
+    /** The container's full command line: routerCommand(settings, configFile). */
+    readonly command: readonly string[];
+    /** Router liveness/readiness route, answered by nginx itself. */
+    readonly healthPath: string;
+    readonly probes: { readonly readiness: EnvProbe; readonly liveness: EnvProbe };
+    /** Requests = limits. */
+    readonly cpu: string;
+    readonly memory: string;
+    readonly security: RouterSecurity;
+    /** Seconds of sessionAffinity ClientIP on the router Service. */
+    readonly affinityTimeoutSeconds: number;
+    /** THE pod labels and selector of the routers: podLabels("env-router", <Deployment>). */
+    readonly podLabels: Readonly<Record<string, string>>;
+}
+
+/** The trainer pods a router admits (Kubernetes NetworkPolicy). */
+export interface TrainerPods {
+    readonly namespace: string;
+    /** Role and part-of only (no instance): a new run id renames the trainer Job, and its pods must still get in. */
+    readonly podLabels: Readonly<Record<string, string>>;
+}
+
+interface EnvDescriptionBase {
+    readonly name: string;
+    readonly target: "kubernetes" | "docker";
+    /** http(s) base URL the trainer gets (names.envs[name].url). */
+    readonly url: string;
+    /** ws(s) URL of the session route: `<url>/ws`. */
+    readonly wsUrl: string;
+    readonly capacity: EnvCapacity;
+}
+
+/** An env the platform runs: replicas behind a session-aware router. */
+export interface DeployedEnvDescription extends EnvDescriptionBase {
+    readonly kind: "deployed";
+    readonly catalog: ResolvedEnv["catalog"];
+    /** Kubernetes namespace of every object. */
+    readonly namespace: string;
+    /** Docker network of every container (the private training network). */
+    readonly network: string;
+    readonly replicas: EnvReplicasDescription;
+    readonly router: EnvRouterDescription;
+    readonly trainer: TrainerPods;
+    /** Names of the supporting Kubernetes objects. */
+    readonly names: {
+        readonly routerConfig: string;
+        readonly replicaDisruptionBudget: string;
+        readonly routerDisruptionBudget: string;
+        readonly replicaNetworkPolicy: string;
+        readonly routerNetworkPolicy: string;
+    };
+}
+
+/** An env served elsewhere (e.g. a hosted Space): nothing is deployed. */
+export interface ExternalEnvDescription extends EnvDescriptionBase {
+    readonly kind: "external";
+    /** Sessions the external server holds at once (declared in config). */
+    readonly sessions: number;
+}
+
+export type EnvDescription = DeployedEnvDescription | ExternalEnvDescription;
+
+/** `http://h:8000` -> `ws://h:8000/ws`; `https` -> `wss`. */
+export function wsUrlOf(url: string, wsPath: string): string {
+    return `${url.replace(/^http/, "ws").replace(/\/+$/, "")}${wsPath}`;
+}
+
+/**
+ * The nginx version an image tag names ("nginxinc/nginx-unprivileged:1.27-alpine" -> "1.27"),
+ * or undefined when the tag names none (latest, stable, mainline, alpine, a bare digest).
+ */
+export function nginxImageVersion(image: string): string | undefined {
+    const ref = image.split("@")[0] ?? image;
+    const slash = ref.lastIndexOf("/");
+    const colon = ref.lastIndexOf(":");
+    if (colon <= slash) return undefined;
+    const m = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(ref.slice(colon + 1));
+    if (m === null) return undefined;
+    return m[3] !== undefined ? `${m[1]}.${m[2]}.${m[3]}` : `${m[1]}.${m[2]}`;
+}
+
+/** Whether an image tag can serve `server ... resolve`; a floating "1.27" tag is the newest 1.27.x (>= 1.27.3). */
+export function nginxImageSupportsResolve(image: string): boolean {
+    const v = nginxImageVersion(image);
+    if (v === undefined) return true;
+    const [major = 0, minor = 0, patch] = v.split(".").map(Number);
+    const [minMajor = 0, minMinor = 0, minPatch = 0] = NGINX_MIN_VERSION_FOR_RESOLVE.split(".").map(Number);
+    if (major !== minMajor) return major > minMajor;
+    if (minor !== minMinor) return minor > minMinor;
+    return patch === undefined || patch >= minPatch;
+}
+
+const DIGEST = /@sha256:[0-9a-f]{64}$/;
+
+function pullPolicy(image: string): "IfNotPresent" | "Always" {
+    return DIGEST.test(image) ? "IfNotPresent" : "Always";
+}
+
+function capacityOf(config: PlatformConfig, env: ResolvedEnv, sessionsPerReplica: number): EnvCapacity {
+    const d = config.demand;
+    if (env.external) {
+        return {
+            deployed: false,
+            replicas: 0,
+            sessionsPerReplica: env.external.sessions,
+            sessions: env.external.sessions,
+            demand: d.envSessions,
+            generationBatch: d.generationBatch,
+            evalBatch: d.evalBatch,
+            headroomReplicas: 0,
+            required: d.envSessions,
+            spareSessions: env.external.sessions - d.envSessions,
+        };
+    }
+    const sessions = env.replicas * sessionsPerReplica;
+    return {
+        deployed: true,
+        replicas: env.replicas,
+        sessionsPerReplica,
+        sessions,
+        demand: d.envSessions,
+        generationBatch: d.generationBatch,
+        evalBatch: d.evalBatch,
+        headroomReplicas: env.headroomReplicas,
+        required: d.envSessions + env.headroomReplicas * sessionsPerReplica,
+        spareSessions: sessions - d.envSessions,
+    };
+}
+
+/**
+ * Sessions per replica the env can really hold: an env without concurrent-session support is
+ * 1, whatever config says; the problems name the field to fix.
+ */
+function sessionProblems(env: ResolvedEnv, f: string): string[] {
+    const problems: string[] = [];
+    const entry = env.catalog === "custom" ? undefined : ENV_CATALOG[env.catalog];
+    if (entry !== undefined && !entry.concurrentSessions && env.concurrentSessions) {
+        problems.push(
+            `${f}.concurrentSessions: the ${env.catalog} env serves one session per process (its server does not read ${SESSIONS_ENV_VAR}): remove concurrentSessions and scale by replicas`,
+        );
+    }
+    const concurrent = env.concurrentSessions && (entry?.concurrentSessions ?? true);
+    if (!concurrent && env.sessionsPerReplica > 1) {
+        problems.push(
+            `${f}.sessionsPerReplica: the ${env.catalog} env cannot serve concurrent sessions, got ${env.sessionsPerReplica}: set it to 1 and scale by replicas`,
+        );
+    }
+    for (const reserved of [SESSIONS_ENV_VAR, WEB_INTERFACE_ENV_VAR, ...(env.sessionsEnvVar !== undefined ? [env.sessionsEnvVar] : [])]) {
+        if (reserved in env.settings) {
+            problems.push(
+                reserved === WEB_INTERFACE_ENV_VAR
+                    ? `${f}.settings.${reserved}: the web UI stays off in training deployments: remove it`
+                    : `${f}.settings.${reserved}: the session cap is set from sessionsPerReplica (the router caps each replica at the same number): remove it and set ${f}.sessionsPerReplica`,
+            );
+        }
+    }
+    return problems;
+}
+
+/** Replica env vars: the env's settings, the web UI off, the session cap only for envs that hold several sessions. */
+function replicaEnv(env: ResolvedEnv, k: number): Record<string, string> {
+    const out: Record<string, string> = { ...env.settings, [WEB_INTERFACE_ENV_VAR]: "false" };
+    // An env without concurrent sessions gets an explicit 1, so an image whose own default is higher still holds one.
+    out[env.concurrentSessions ? (env.sessionsEnvVar ?? SESSIONS_ENV_VAR) : SESSIONS_ENV_VAR] = String(k);
+    return out;
+}
+
+/** Resolves one env server of the config into its target-neutral description; throws ConfigError naming each field. */
+export function resolveEnvSpace(config: PlatformConfig, env: ResolvedEnv, names: PlatformNames): EnvDescription {
+    const f = `envs.${env.name}`;
+    const n = names.envs[env.name];
+    if (n === undefined) throw new ConfigError([`${f}: no names were computed for this env (platformNames must run over the same config)`]);
+    const target = config.target.kind;
+    const url = n.url;
+    const wsUrl = wsUrlOf(url, env.wsPath);
+
+    if (env.external) {
+        return { kind: "external", name: env.name, target, url, wsUrl, sessions: env.external.sessions, capacity: capacityOf(config, env, env.external.sessions) };
+    }
+
+    const problems = sessionProblems(env, f);
+    if (!nginxImageSupportsResolve(config.images.nginx)) {
+        problems.push(
+            `images.nginx: the env router re-resolves replica names with "server ... resolve", which needs nginx >= ${NGINX_MIN_VERSION_FOR_RESOLVE}; '${config.images.nginx}' is ${nginxImageVersion(config.images.nginx)}: use nginxinc/nginx-unprivileged:1.27-alpine or newer`,
+        );
+    }
+    if (target === "kubernetes" && n.replicas.length > 52) {
+        // The StatefulSet controller labels pods with <name>-<10-char hash>, a label value of at most 63.
+        problems.push(`${f}: StatefulSet name '${n.replicas}' is ${n.replicas.length} characters; Kubernetes allows 52: shorten the env name`);
+    }
+    const k = env.concurrentSessions ? env.sessionsPerReplica : 1;
+    const port = env.port;
+    const namespace = names.namespaces.envs;
+    const containerNames = target === "docker" ? Array.from({ length: env.replicas }, (_, i) => dnsName([n.replicas, String(i)])) : [];
+    const replicaAddresses =
+        target === "kubernetes"
+            ? statefulSetReplicaAddresses({ statefulSet: n.replicas, headlessService: n.headless, namespace, replicas: env.replicas, port })
+            : containerNames.map((c) => `${c}:${port}`);
+    const settings: RouterSettings = {
+        envName: env.name,
+        replicas: replicaAddresses,
+        sessionsPerReplica: k,
+        listenPort: port,
+        runDir: ROUTER_RUN_DIR,
+        resolver: target === "kubernetes" ? KUBERNETES_RESOLVER : DOCKER_RESOLVER,
+    };
+    problems.push(...validateRouterSettings(settings).map((p) => `${f} router: ${p}`));
+    if (problems.length > 0) throw new ConfigError(problems);
+
+    const configText = renderRouterConfig(settings);
+    const health = (periodSeconds: number, timeoutSeconds: number, failureThreshold: number): EnvProbe => ({ path: env.healthPath, port, periodSeconds, timeoutSeconds, failureThreshold });
+    const routerHealth = (periodSeconds: number, timeoutSeconds: number, failureThreshold: number): EnvProbe => ({ path: ROUTER_HEALTH_PATH, port, periodSeconds, timeoutSeconds, failureThreshold });
+
+    return {
+        kind: "deployed",
+        name: env.name,
+        target,
+        catalog: env.catalog,
+        url,
+        wsUrl,
+        capacity: capacityOf(config, env, k),
+        namespace,
+        network: names.networks.training,
+        replicas: {
+            name: n.replicas,
+            headlessService: n.headless,
+            containerNames,
+            count: env.replicas,
+            image: env.image,
+            imagePullPolicy: pullPolicy(env.image),
+            port,
+            healthPath: env.healthPath,
+            wsPath: env.wsPath,
+            env: replicaEnv(env, k),
+            cpu: env.cpu,
+            memory: env.memory,
+            probes: {
+                // First start may download data (e.g. TEXTARENA_DOWNLOAD_NLTK): up to 10 minutes.
+                startup: health(5, 3, 120),
+                // A replica that stops answering leaves the headless Service (and the router's upstream) quickly.
+                readiness: health(10, 5, 3),
+                // Generous: a busy env (e.g. running tests) may answer slowly, and a restart kills every session on it.
+                liveness: health(30, 10, 10),
+            },
+            security: { runAsNonRoot: env.nonRoot, allowPrivilegeEscalation: false, dropCapabilities: ["ALL"], seccompProfile: "RuntimeDefault" },
+            terminationGraceSeconds: env.terminationGraceSeconds,
+            podLabels: podLabels("env-replica", n.replicas),
+        },
+        router: {
+            name: n.router,
+            service: n.routerService,
+            image: config.images.nginx,
+            imagePullPolicy: pullPolicy(config.images.nginx),
+            port,
+            replicas: ROUTER_REPLICAS,
+            settings,
+            configText,
+            configChecksum: createHash("sha256").update(configText).digest("hex"),
+            configDir: ROUTER_CONFIG_DIR,
+            configFile: ROUTER_CONFIG_FILE,
+            runDir: resolveRouterSettings(settings).runDir,
+            command: routerCommand(settings, ROUTER_CONFIG_FILE),
+            healthPath: ROUTER_HEALTH_PATH,
+            probes: { readiness: routerHealth(5, 2, 2), liveness: routerHealth(10, 3, 3) },
+            cpu: "500m",
+            memory: "256Mi",
+            security: {
+                runAsUser: ROUTER_UID,
+                runAsGroup: ROUTER_UID,
+                readOnlyRootFilesystem: true,
+                allowPrivilegeEscalation: false,
+                dropCapabilities: ["ALL"],
+                seccompProfile: "RuntimeDefault",
+                runDirSizeLimit: "64Mi",
+                terminationGraceSeconds: 30,
+            },
+            affinityTimeoutSeconds: ROUTER_AFFINITY_SECONDS,
+            podLabels: podLabels("env-router", n.router),
+        },
+        trainer: {
+            namespace: names.namespaces.training,
+            podLabels: trainerSelector(),
+        },
+        names: {
+            routerConfig: dnsName([n.router, "config"]),
+            replicaDisruptionBudget: n.replicas,
+            routerDisruptionBudget: n.router,
+            replicaNetworkPolicy: n.replicas,
+            routerNetworkPolicy: n.router,
+        },
+    };
+}
+
+/**
+ * The trainer pods by role and project only: podLabels("trainer", job) also carries the Job name,
+ * which holds the run id, so selecting on it would lock the next run out of a long-lived env.
+ */
+function trainerSelector(): Record<string, string> {
+    const all = podLabels("trainer", "any");
+    return { "app.kubernetes.io/name": all["app.kubernetes.io/name"]!, "app.kubernetes.io/part-of": all["app.kubernetes.io/part-of"]! };
+}

@@ -1,0 +1,141 @@
+/**
+ * One env on a Docker host: one container per replica (`<replicas>-<i>`) and one router
+ * container (named like the env URL's host) on the private training network, where the trainer
+ * runs. The router resolves the replica containers through Docker's embedded DNS (127.0.0.11)
+ * and re-resolves them (`server ... resolve`), so a recreated replica is found again. Nothing is
+ * published on the host. Docker has no Service to hide the replicas behind, so the resource
+ * count grows with the replicas.
+ */
+import * as docker from "@pulumi/docker";
+import * as pulumi from "@pulumi/pulumi";
+import { ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
+
+export interface DockerEnvArgs {
+    readonly description: DeployedEnvDescription;
+    /** The private training network (created by the Platform). */
+    readonly network: pulumi.Input<string>;
+}
+
+export interface DockerEnvResources {
+    readonly replicas: docker.Container[];
+    readonly router: docker.Container;
+}
+
+const QUANTITY = /^([0-9]+(?:\.[0-9]+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/;
+const FACTOR: Record<string, number> = { "": 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
+
+function quantity(q: string): number {
+    const m = QUANTITY.exec(q);
+    if (m === null) throw new Error(`internal: '${q}' is not a Kubernetes quantity`);
+    return Number(m[1]) * (FACTOR[m[2] ?? ""] ?? 1);
+}
+
+/** Docker's `memory` in MiB from a Kubernetes memory quantity ("4Gi" -> 4096). */
+export function dockerMemoryMiB(q: string): number {
+    return Math.ceil(quantity(q) / 1024 ** 2);
+}
+
+/** Docker's decimal CPU count from a Kubernetes CPU quantity ("500m" -> "0.5"). */
+export function dockerCpus(q: string): string {
+    return String(quantity(q));
+}
+
+/** A replica's health check: python3 is in every OpenEnv image (FastAPI server); curl is not guaranteed. */
+export function replicaHealthcheck(startup: EnvProbe, liveness: EnvProbe): docker.types.input.ContainerHealthcheck {
+    return {
+        tests: ["CMD", "python3", "-c", `import urllib.request; urllib.request.urlopen('http://127.0.0.1:${liveness.port}${liveness.path}', timeout=${liveness.timeoutSeconds})`],
+        interval: `${startup.periodSeconds * 2}s`,
+        timeout: `${liveness.timeoutSeconds}s`,
+        retries: liveness.failureThreshold,
+        startPeriod: `${startup.periodSeconds * startup.failureThreshold}s`,
+    };
+}
+
+/** The router's health check on its own route: busybox wget in the alpine images, curl in the Debian ones. */
+export function routerHealthcheck(p: EnvProbe): docker.types.input.ContainerHealthcheck {
+    const url = `http://127.0.0.1:${p.port}${p.path}`;
+    return {
+        tests: ["CMD-SHELL", `if command -v wget >/dev/null 2>&1; then wget -q -O /dev/null ${url}; else curl -fsS -o /dev/null ${url}; fi`],
+        interval: `${p.periodSeconds}s`,
+        timeout: `${p.timeoutSeconds}s`,
+        retries: p.failureThreshold,
+        startPeriod: "5s",
+    };
+}
+
+const HARDENING = { capabilities: { drops: ["ALL"] }, securityOpts: ["no-new-privileges:true"], privileged: false };
+
+/** Registers the pinned images, the replica containers and the router container as children of `parent`. */
+export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent: pulumi.Resource): DockerEnvResources {
+    const d = args.description;
+    const r = d.replicas;
+    const child = { parent };
+    const replicaImage = new docker.RemoteImage(`${name}-image`, { name: r.image, keepLocally: true }, child);
+    const routerImage = new docker.RemoteImage(`${name}-router-image`, { name: d.router.image, keepLocally: true }, child);
+    const envs = Object.entries(r.env)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => `${k}=${v}`);
+    const replicaLabels = [{ label: "app.kubernetes.io/component", value: "env" }, ...Object.entries(r.podLabels).map(([label, value]) => ({ label, value }))];
+
+    const replicas = r.containerNames.map(
+        (containerName, i) =>
+            new docker.Container(
+                `${name}-replica-${i}`,
+                {
+                    name: containerName,
+                    image: replicaImage.imageId,
+                    envs,
+                    labels: replicaLabels,
+                    networksAdvanced: [{ name: args.network }],
+                    cpus: dockerCpus(r.cpu),
+                    memory: dockerMemoryMiB(r.memory),
+                    memorySwap: dockerMemoryMiB(r.memory),
+                    healthcheck: replicaHealthcheck(r.probes.startup, r.probes.liveness),
+                    // Wait until /health answers, so the trainer (which waits for the env URL) starts against a ready env.
+                    wait: true,
+                    waitTimeout: r.probes.startup.periodSeconds * r.probes.startup.failureThreshold + 60,
+                    restart: "unless-stopped",
+                    destroyGraceSeconds: r.terminationGraceSeconds,
+                    ...HARDENING,
+                },
+                // Fixed name: the old container must go before its replacement.
+                { ...child, deleteBeforeReplace: true },
+            ),
+    );
+
+    const rt = d.router;
+    const sec = rt.security;
+    const router = new docker.Container(
+        `${name}-router`,
+        {
+            name: rt.service,
+            image: routerImage.imageId,
+            // Replaces the image's entrypoint scripts, which would write to /etc/nginx (ROUTER.md).
+            entrypoints: [...rt.command],
+            user: `${sec.runAsUser}:${sec.runAsGroup}`,
+            // Not read-only: the daemon refuses to copy `uploads` into a read-only root filesystem
+            // (moby daemon/archive.go); nginx still writes only to the tmpfs runDir.
+            readOnly: false,
+            tmpfs: { [rt.runDir]: `rw,noexec,nosuid,nodev,size=${dockerMemoryMiB(sec.runDirSizeLimit)}m,uid=${sec.runAsUser},gid=${sec.runAsGroup},mode=0700` },
+            uploads: [{ file: rt.configFile, content: rt.configText, permissions: "0444" }],
+            // The config's hash: a new config replaces the container (nginx is never reloaded in place).
+            labels: [
+                { label: "app.kubernetes.io/component", value: "env" },
+                ...Object.entries(rt.podLabels).map(([label, value]) => ({ label, value })),
+                { label: ROUTER_CHECKSUM_ANNOTATION, value: rt.configChecksum },
+            ],
+            networksAdvanced: [{ name: args.network }],
+            cpus: dockerCpus(rt.cpu),
+            memory: dockerMemoryMiB(rt.memory),
+            memorySwap: dockerMemoryMiB(rt.memory),
+            healthcheck: routerHealthcheck(rt.probes.liveness),
+            wait: true,
+            waitTimeout: 60,
+            restart: "unless-stopped",
+            destroyGraceSeconds: sec.terminationGraceSeconds,
+            ...HARDENING,
+        },
+        { ...child, deleteBeforeReplace: true },
+    );
+    return { replicas, router };
+}

@@ -1,0 +1,45 @@
+export { ENV_CATALOG, CATALOG_NAMES, type CatalogEntry, type CatalogName } from "./catalog";
+export { EnvSpace, type EnvSpaceArgs } from "./env-space";
+export {
+    resolveEnvSpace,
+    wsUrlOf,
+    nginxImageVersion,
+    nginxImageSupportsResolve,
+    SESSIONS_ENV_VAR,
+    WEB_INTERFACE_ENV_VAR,
+    KUBERNETES_RESOLVER,
+    DOCKER_RESOLVER,
+    ROUTER_CHECKSUM_ANNOTATION,
+    ROUTER_CONFIG_FILE,
+    ROUTER_REPLICAS,
+    type EnvDescription,
+    type DeployedEnvDescription,
+    type ExternalEnvDescription,
+    type EnvCapacity,
+    type EnvProbe,
+    type EnvReplicasDescription,
+    type EnvRouterDescription,
+    type TrainerPods,
+} from "./describe";
+export {
+    replicaStatefulSetSpec,
+    replicaPodSpec,
+    headlessServiceSpec,
+    routerDeploymentSpec,
+    routerPodSpec,
+    routerServiceSpec,
+    replicaDisruptionBudgetSpec,
+    routerDisruptionBudgetSpec,
+    replicaNetworkPolicySpec,
+    routerNetworkPolicySpec,
+} from "./kubernetes";
+export { dockerCpus, dockerMemoryMiB, replicaHealthcheck, routerHealthcheck } from "./docker";
+export {
+    renderRouterConfig,
+    validateRouterSettings,
+    routerCommand,
+    statefulSetReplicaAddresses,
+    ROUTER_HEALTH_PATH,
+    NGINX_MIN_VERSION_FOR_RESOLVE,
+    type RouterSettings,
+} from "./router";

@@ -1,0 +1,300 @@
+/**
+ * Schema checks for the custom resources the project creates, with no cluster and no CRD
+ * files: what the project relies on (apiVersion/kind, required fields, enums, known
+ * fields, formats) is encoded here, from
+ * - kubernetes-sigs/agent-sandbox v0.5.6 CRDs (served and stored v1beta1):
+ *   `extensions.agents.x-k8s.io` SandboxTemplate, SandboxWarmPool, SandboxClaim, and
+ *   `agents.x-k8s.io` Sandbox;
+ * - Gateway API v1 `gateway.networking.k8s.io/v1` HTTPRoute (standard channel).
+ * Structural CRD schemas prune unknown fields (and server-side apply with strict field
+ * validation rejects them), so unknown fields are errors here too. Embedded core types
+ * (a pod template's spec, NetworkPolicy rules, PVC templates) are checked strictly against
+ * the Kubernetes 1.36 schema with `validateManifestStrict`.
+ */
+import { validateManifestStrict } from "./k8s-schema";
+
+/** A small structural schema: enough of OpenAPI v3 for what the CRDs above declare. */
+export type Schema =
+    | { readonly type: "string"; readonly enum?: readonly string[]; readonly pattern?: RegExp; readonly format?: "date-time"; readonly minLength?: number; readonly maxLength?: number }
+    | { readonly type: "integer"; readonly minimum?: number; readonly maximum?: number }
+    | { readonly type: "boolean" }
+    | { readonly type: "array"; readonly items: Schema; readonly maxItems?: number; readonly minItems?: number }
+    | { readonly type: "object"; readonly properties: Readonly<Record<string, Schema>>; readonly required?: readonly string[] }
+    /** A string map (labels, annotations). */
+    | { readonly type: "map" }
+    /** Validated by a function (embedded core types); returns problems relative to `at`. */
+    | { readonly type: "custom"; readonly check: (value: unknown, at: string) => string[] };
+
+const str = (extra: Omit<Extract<Schema, { type: "string" }>, "type"> = {}): Schema => ({ type: "string", ...extra });
+const int = (extra: Omit<Extract<Schema, { type: "integer" }>, "type"> = {}): Schema => ({ type: "integer", ...extra });
+const bool: Schema = { type: "boolean" };
+const map: Schema = { type: "map" };
+const arr = (items: Schema, extra: { maxItems?: number; minItems?: number } = {}): Schema => ({ type: "array", items, ...extra });
+const obj = (properties: Record<string, Schema>, required: string[] = []): Schema => ({ type: "object", properties, required });
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** ObjectMeta fields a manifest may set (the rest are written by the API server). */
+const objectMeta: Schema = obj({
+    name: str({ pattern: DNS_SUBDOMAIN, maxLength: 253 }),
+    generateName: str(),
+    namespace: str({ pattern: DNS_LABEL, maxLength: 63 }),
+    labels: map,
+    annotations: map,
+    finalizers: arr(str()),
+    ownerReferences: arr({ type: "custom", check: () => [] }),
+});
+
+/** A core type embedded in a CRD, checked by wrapping it in an object the strict checker knows. */
+function embedded(wrap: (v: unknown) => Record<string, unknown>, prefix: string): Schema {
+    return {
+        type: "custom",
+        check: (v, at) =>
+            validateManifestStrict(wrap(v)).map((p) => {
+                const [path, ...rest] = p.split(": ");
+                return `${at}${path.startsWith(prefix) ? path.slice(prefix.length) : path}: ${rest.join(": ")}`;
+            }),
+    };
+}
+
+const podSpec = embedded((spec) => ({ apiVersion: "v1", kind: "Pod", metadata: { name: "embedded" }, spec }), "/spec");
+const podTemplate = obj({ metadata: obj({ labels: map, annotations: map }), spec: podSpec }, ["spec"]);
+const pvcTemplate = obj(
+    { metadata: obj({ name: str(), labels: map, annotations: map }), spec: embedded((spec) => ({ apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: { name: "embedded" }, spec }), "/spec") },
+    ["spec"],
+);
+const npRule = (dir: "ingress" | "egress"): Schema =>
+    embedded((rule) => ({ apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: "embedded" }, spec: { podSelector: {}, [dir]: [rule] } }), `/spec/${dir}/0`);
+
+/** agent-sandbox v0.5.6, extensions.agents.x-k8s.io/v1beta1 SandboxTemplate. */
+const sandboxTemplateSpec = obj(
+    {
+        podTemplate,
+        networkPolicy: obj({ ingress: arr(npRule("ingress")), egress: arr(npRule("egress")) }),
+        networkPolicyManagement: str({ enum: ["Managed", "Unmanaged"] }),
+        envVarsInjectionPolicy: str({ enum: ["Allowed", "Overrides", "Disallowed"] }),
+        volumeClaimTemplatesPolicy: str({ enum: ["Disallowed", "Allowed", "Overrides"] }),
+        service: bool,
+        volumeClaimTemplates: arr(pvcTemplate),
+    },
+    ["podTemplate"],
+);
+
+/** agent-sandbox v0.5.6, extensions.agents.x-k8s.io/v1beta1 SandboxWarmPool. */
+const sandboxWarmPoolSpec = obj(
+    {
+        replicas: int({ minimum: 0, maximum: 2 ** 31 - 1 }),
+        sandboxTemplateRef: obj({ name: str({ minLength: 1 }) }, ["name"]),
+        updateStrategy: obj({ type: str({ enum: ["Recreate", "OnReplenish"] }) }),
+    },
+    ["sandboxTemplateRef"],
+);
+
+/** agent-sandbox v0.5.6, extensions.agents.x-k8s.io/v1beta1 SandboxClaim. */
+const sandboxClaimSpec = obj(
+    {
+        warmPoolRef: obj({ name: str({ minLength: 1 }) }, ["name"]),
+        lifecycle: obj({
+            shutdownPolicy: str({ enum: ["Delete", "DeleteForeground", "Retain"] }),
+            shutdownTime: str({ format: "date-time" }),
+            ttlSecondsAfterFinished: int({ minimum: 0, maximum: 2 ** 31 - 1 }),
+        }),
+        additionalPodMetadata: obj({ labels: map, annotations: map }),
+        env: arr(obj({ name: str(), value: str(), containerName: str() }, ["name", "value"])),
+        volumeClaimTemplates: arr(pvcTemplate),
+    },
+    ["warmPoolRef"],
+);
+
+/** agent-sandbox v0.5.6, agents.x-k8s.io/v1beta1 Sandbox. */
+const sandboxSpec = obj(
+    {
+        podTemplate,
+        operatingMode: str({ enum: ["Running", "Suspended"] }),
+        shutdownPolicy: str({ enum: ["Delete", "Retain"] }),
+        shutdownTime: str({ format: "date-time" }),
+        service: bool,
+        volumeClaimTemplates: arr(pvcTemplate),
+    },
+    ["podTemplate"],
+);
+
+/** Gateway API v1 HTTPRoute (standard channel), what a route to a Service may set. */
+const GW_NAME = str({ minLength: 1, maxLength: 253 });
+const parentRef = obj(
+    {
+        group: str({ maxLength: 253 }),
+        kind: str({ minLength: 1, maxLength: 63 }),
+        namespace: str({ pattern: DNS_LABEL, maxLength: 63 }),
+        name: GW_NAME,
+        sectionName: str({ pattern: DNS_SUBDOMAIN, maxLength: 253 }),
+        port: int({ minimum: 1, maximum: 65535 }),
+    },
+    ["name"],
+);
+const headerMatch = obj({ type: str({ enum: ["Exact", "RegularExpression"] }), name: str({ minLength: 1, maxLength: 256 }), value: str({ maxLength: 4096 }) }, ["name", "value"]);
+const routeMatch = obj({
+    path: obj({ type: str({ enum: ["Exact", "PathPrefix", "RegularExpression"] }), value: str({ maxLength: 1024 }) }),
+    headers: arr(headerMatch, { maxItems: 16 }),
+    queryParams: arr(headerMatch, { maxItems: 16 }),
+    method: str({ enum: ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"] }),
+});
+const routeFilter = obj(
+    {
+        type: str({ enum: ["RequestHeaderModifier", "ResponseHeaderModifier", "RequestMirror", "RequestRedirect", "URLRewrite", "ExtensionRef", "CORS"] }),
+        requestHeaderModifier: { type: "custom", check: () => [] },
+        responseHeaderModifier: { type: "custom", check: () => [] },
+        requestMirror: { type: "custom", check: () => [] },
+        requestRedirect: { type: "custom", check: () => [] },
+        urlRewrite: { type: "custom", check: () => [] },
+        extensionRef: { type: "custom", check: () => [] },
+        cors: { type: "custom", check: () => [] },
+    },
+    ["type"],
+);
+const backendRef = obj(
+    {
+        group: str({ maxLength: 253 }),
+        kind: str({ minLength: 1, maxLength: 63 }),
+        name: GW_NAME,
+        namespace: str({ pattern: DNS_LABEL, maxLength: 63 }),
+        port: int({ minimum: 1, maximum: 65535 }),
+        weight: int({ minimum: 0, maximum: 1000000 }),
+        filters: arr(routeFilter, { maxItems: 16 }),
+    },
+    ["name"],
+);
+const httpRouteSpec = obj({
+    parentRefs: arr(parentRef, { maxItems: 32 }),
+    hostnames: arr(str({ minLength: 1, maxLength: 253, pattern: /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/ }), { maxItems: 16 }),
+    rules: arr(
+        obj({
+            name: str({ pattern: DNS_LABEL, maxLength: 253 }),
+            matches: arr(routeMatch, { maxItems: 64 }),
+            filters: arr(routeFilter, { maxItems: 16 }),
+            backendRefs: arr(backendRef, { maxItems: 16 }),
+            timeouts: obj({ request: str({ pattern: /^([0-9]{1,5}(h|m|s|ms)){1,4}$/ }), backendRequest: str({ pattern: /^([0-9]{1,5}(h|m|s|ms)){1,4}$/ }) }),
+        }),
+        { maxItems: 16 },
+    ),
+});
+
+/** Rules the CRDs express in CEL (x-kubernetes-validations), re-stated. */
+function httpRouteRules(spec: any): string[] {
+    const out: string[] = [];
+    (spec?.rules ?? []).forEach((r: any, i: number) => {
+        (r?.matches ?? []).forEach((m: any, j: number) => {
+            const p = m?.path;
+            if (p && (p.type ?? "PathPrefix") !== "RegularExpression" && typeof p.value === "string" && !p.value.startsWith("/")) {
+                out.push(`/spec/rules/${i}/matches/${j}/path/value: must be an absolute path (start with '/')`);
+            }
+        });
+        (r?.backendRefs ?? []).forEach((b: any, j: number) => {
+            // "Must have port for Service reference": (group == "" && kind == "Service") ? has(port) : true
+            if ((b?.group ?? "") === "" && (b?.kind ?? "Service") === "Service" && b?.port === undefined) {
+                out.push(`/spec/rules/${i}/backendRefs/${j}/port: required for a Service backend`);
+            }
+        });
+    });
+    return out;
+}
+
+interface CrdKind {
+    readonly spec: Schema;
+    readonly extra?: (spec: any) => string[];
+}
+
+/** apiVersion/kind -> what the project relies on. */
+export const CRD_KINDS: Readonly<Record<string, CrdKind>> = {
+    "extensions.agents.x-k8s.io/v1beta1/SandboxTemplate": { spec: sandboxTemplateSpec },
+    "extensions.agents.x-k8s.io/v1beta1/SandboxWarmPool": { spec: sandboxWarmPoolSpec },
+    "extensions.agents.x-k8s.io/v1beta1/SandboxClaim": { spec: sandboxClaimSpec },
+    "agents.x-k8s.io/v1beta1/Sandbox": { spec: sandboxSpec },
+    "gateway.networking.k8s.io/v1/HTTPRoute": { spec: httpRouteSpec, extra: httpRouteRules },
+};
+
+function typeName(v: unknown): string {
+    return v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
+}
+
+/** Problems of `value` against `schema`, with JSON-pointer paths. */
+export function validateAgainst(schema: Schema, value: unknown, at = ""): string[] {
+    const here = at || "/";
+    switch (schema.type) {
+        case "string": {
+            if (typeof value !== "string") return [`${here}: must be string, got ${typeName(value)}`];
+            const out: string[] = [];
+            if (schema.enum && !schema.enum.includes(value)) out.push(`${here}: must be one of ${schema.enum.join(", ")}, got ${JSON.stringify(value)}`);
+            if (schema.pattern && !schema.pattern.test(value)) out.push(`${here}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
+            if (schema.minLength !== undefined && value.length < schema.minLength) out.push(`${here}: shorter than ${schema.minLength}`);
+            if (schema.maxLength !== undefined && value.length > schema.maxLength) out.push(`${here}: longer than ${schema.maxLength}`);
+            if (schema.format === "date-time" && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value)) out.push(`${here}: must be an RFC 3339 date-time`);
+            return out;
+        }
+        case "integer":
+            if (typeof value !== "number" || !Number.isInteger(value)) return [`${here}: must be integer, got ${typeName(value)}`];
+            if (schema.minimum !== undefined && value < schema.minimum) return [`${here}: must be >= ${schema.minimum}`];
+            if (schema.maximum !== undefined && value > schema.maximum) return [`${here}: must be <= ${schema.maximum}`];
+            return [];
+        case "boolean":
+            return typeof value === "boolean" ? [] : [`${here}: must be boolean, got ${typeName(value)}`];
+        case "map":
+            if (typeName(value) !== "object") return [`${here}: must be a map of strings, got ${typeName(value)}`];
+            return Object.entries(value as Record<string, unknown>).filter(([, v]) => typeof v !== "string").map(([k]) => `${at}/${k}: must be string`);
+        case "array": {
+            if (!Array.isArray(value)) return [`${here}: must be array, got ${typeName(value)}`];
+            const out: string[] = [];
+            if (schema.maxItems !== undefined && value.length > schema.maxItems) out.push(`${here}: more than ${schema.maxItems} items`);
+            if (schema.minItems !== undefined && value.length < schema.minItems) out.push(`${here}: fewer than ${schema.minItems} items`);
+            value.forEach((v, i) => out.push(...validateAgainst(schema.items, v, `${at}/${i}`)));
+            return out;
+        }
+        case "object": {
+            if (typeName(value) !== "object") return [`${here}: must be object, got ${typeName(value)}`];
+            const o = value as Record<string, unknown>;
+            const out: string[] = [];
+            for (const r of schema.required ?? []) if (o[r] === undefined) out.push(`${at}/${r}: required`);
+            for (const [k, v] of Object.entries(o)) {
+                if (v === undefined) continue;
+                const sub = schema.properties[k];
+                if (!sub) out.push(`${at}/${k}: unknown field "${k}" (known: ${Object.keys(schema.properties).join(", ")})`);
+                else out.push(...validateAgainst(sub, v, `${at}/${k}`));
+            }
+            return out;
+        }
+        case "custom":
+            return schema.check(value, at);
+    }
+}
+
+/** Whether this helper knows the object's apiVersion/kind. */
+export function isKnownCustomResource(obj: { apiVersion?: unknown; kind?: unknown }): boolean {
+    return `${obj.apiVersion}/${obj.kind}` in CRD_KINDS;
+}
+
+/** Every problem of one custom resource (empty when valid); unknown apiVersion/kind is a problem. */
+export function validateCustomResource(manifest: unknown): string[] {
+    if (!manifest || typeof manifest !== "object") return ["manifest is not an object"];
+    const o = manifest as Record<string, unknown>;
+    const key = `${o.apiVersion}/${o.kind}`;
+    const kind = CRD_KINDS[key];
+    if (!kind) {
+        const known = Object.keys(CRD_KINDS).join(", ");
+        return [`${key}: not a custom resource this project knows (known: ${known}); a wrong group or version (e.g. agent-sandbox's v1alpha1) is refused here`];
+    }
+    const top = obj({ apiVersion: str(), kind: str(), metadata: objectMeta, spec: kind.spec }, ["metadata", "spec"]);
+    const problems = validateAgainst(top, o);
+    if ((o.metadata as any)?.name === undefined) problems.push("/metadata/name: required");
+    if (kind.extra) problems.push(...kind.extra(o.spec));
+    return problems;
+}
+
+/** Any Kubernetes object the project creates: built-in kinds through `validateManifestStrict`, custom resources here. */
+export function validateAnyManifest(obj: unknown): string[] {
+    if (obj && typeof obj === "object" && isKnownCustomResource(obj as Record<string, unknown>)) return validateCustomResource(obj);
+    const o = obj as { apiVersion?: string } | undefined;
+    // A custom group this helper does not know: say so, rather than "no schema known".
+    if (o && typeof o.apiVersion === "string" && /x-k8s\.io|gateway\.networking/.test(o.apiVersion)) return validateCustomResource(obj);
+    return validateManifestStrict(obj);
+}
