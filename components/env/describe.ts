@@ -308,7 +308,7 @@ function sessionProblems(env: ResolvedEnv, f: string): string[] {
             `${f}.sessionsPerReplica: the ${env.catalog} env cannot serve concurrent sessions, got ${env.sessionsPerReplica}: set it to 1 and scale by replicas`,
         );
     }
-    for (const reserved of [SESSIONS_ENV_VAR, WEB_INTERFACE_ENV_VAR, ...(env.sessionsEnvVar !== undefined ? [env.sessionsEnvVar] : [])]) {
+    for (const reserved of new Set([SESSIONS_ENV_VAR, WEB_INTERFACE_ENV_VAR, ...(env.sessionsEnvVar !== undefined ? [env.sessionsEnvVar] : [])])) {
         if (reserved in env.settings) {
             problems.push(
                 reserved === WEB_INTERFACE_ENV_VAR

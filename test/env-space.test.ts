@@ -1,0 +1,527 @@
+// EnvSpace under Pulumi mocks, per target: replicas, env vars, probes, disruption budgets, the
+// router (its config is exactly renderRouterConfig of the description), Services, NetworkPolicies,
+// URL outputs, the session cap of envs without concurrent sessions, external envs, a resource
+// count flat in the replicas (Kubernetes), and every Kubernetes object against the 1.36 schema.
+// Run: node --import tsx --test test/env-space.test.ts
+import { describe, test, before } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { parsePlatformConfig, ConfigError } from "../components/config/parse";
+import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
+import type { PlatformConfig, ResolvedEnv } from "../components/config/resolve";
+import {
+    EnvSpace,
+    nginxImageSupportsResolve,
+    resolveEnvSpace,
+    type DeployedEnvDescription,
+    type EnvDescription,
+} from "../components/env";
+import { ROUTER_HEALTH_PATH, renderRouterConfig, routerCommand, statefulSetReplicaAddresses } from "../components/env/router";
+import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
+import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
+
+type Target = "kubernetes" | "docker";
+type Recipe = "wordle-whitebox" | "mbpp-whitebox";
+
+const T = {
+    sts: "kubernetes:apps/v1:StatefulSet",
+    deployment: "kubernetes:apps/v1:Deployment",
+    service: "kubernetes:core/v1:Service",
+    configMap: "kubernetes:core/v1:ConfigMap",
+    pdb: "kubernetes:policy/v1:PodDisruptionBudget",
+    netpol: "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+    container: "docker:index/container:Container",
+    image: "docker:index/remoteImage:RemoteImage",
+};
+
+/** Which env each recipe deploys, and what it must get. */
+const RECIPE_ENV: Record<Recipe, { env: string; k: number; replicas: number; demand: number; settings: Record<string, string> }> = {
+    // 8 x 4 = 32 live sessions, 8 per replica: 4 + 1 headroom.
+    "wordle-whitebox": { env: "wordle", k: 8, replicas: 5, demand: 32, settings: { TEXTARENA_ENV_ID: "Wordle-v0", TEXTARENA_NUM_PLAYERS: "1" } },
+    // 8 x 2 = 16 live sessions, coding_env holds 1: 16 + 1 headroom.
+    "mbpp-whitebox": { env: "coding", k: 1, replicas: 17, demand: 16, settings: {} },
+};
+
+function config(recipe: Recipe, target: Target, extra: Record<string, unknown> = {}): PlatformConfig {
+    return parsePlatformConfig({ recipe, runId: "r1", target: { kind: target }, ...extra }, "test");
+}
+
+function envOf(c: PlatformConfig, name: string): ResolvedEnv {
+    const e = c.envs.find((x) => x.name === name);
+    assert.ok(e, `env ${name} in config`);
+    return e;
+}
+
+function describeEnv(c: PlatformConfig, name: string, names: PlatformNames = platformNames(c)): EnvDescription {
+    return resolveEnvSpace(c, envOf(c, name), names);
+}
+
+function deployed(d: EnvDescription): DeployedEnvDescription {
+    assert.equal(d.kind, "deployed");
+    return d as DeployedEnvDescription;
+}
+
+async function build(c: PlatformConfig, envName: string) {
+    const names = platformNames(c);
+    const description = describeEnv(c, envName, names);
+    let space: EnvSpace | undefined;
+    const runs = await runBoth(() => {
+        space = new EnvSpace(`env-${envName}`, { description, network: c.target.kind === "docker" ? names.networks.training : undefined });
+        return { url: space.url, wsUrl: space.wsUrl };
+    });
+    return { ...runs, names, description, space: space! };
+}
+
+/** Kubernetes objects as the API server would get them (Pulumi inputs + apiVersion/kind). */
+function manifests(resources: readonly RecordedResource[]): Array<Record<string, any>> {
+    return resources
+        .filter((r) => r.type.startsWith("kubernetes:"))
+        .map((r) => {
+            const [, groupVersion, kind] = r.type.split(":");
+            const [group, version] = groupVersion!.split("/");
+            const apiVersion = group === "core" ? version : group === "apps" ? `apps/${version}` : `${group}/${version}`;
+            return { apiVersion, kind, ...r.inputs };
+        });
+}
+
+const custom = (run: MockRunResult) => run.resources.filter((r) => r.custom);
+const envList = (c: any): Record<string, string> => Object.fromEntries((c.env ?? []).map((e: any) => [e.name, e.value]));
+const dockerEnv = (c: RecordedResource): Record<string, string> =>
+    Object.fromEntries((c.inputs.envs as string[]).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/** Shared checks of a rendered router config: least_conn, a cap of k on every replica in a shared zone, websockets, long reads. */
+function assertRouterConfig(text: string, d: DeployedEnvDescription, resolver: string): void {
+    assert.equal(text, renderRouterConfig(d.router.settings), "the config is exactly renderRouterConfig of the description's settings");
+    assert.equal((text.match(/^\s*least_conn;/gm) ?? []).length, 2, "least_conn in both upstreams");
+    assert.match(text, /upstream env_sessions \{\n\s*zone env_sessions \d+k;/, "the capped upstream lives in a shared zone");
+    for (const address of d.router.settings.replicas) {
+        assert.ok(text.includes(`server ${address} resolve max_conns=${d.capacity.sessionsPerReplica} `), `${address} capped at k=${d.capacity.sessionsPerReplica} and re-resolved`);
+    }
+    assert.equal((text.match(/ max_conns=/g) ?? []).length, d.replicas.count, "one capped server per replica");
+    assert.match(text, /proxy_set_header Upgrade \$http_upgrade;/);
+    assert.match(text, /proxy_set_header Connection \$connection_upgrade;/);
+    assert.match(text, /proxy_read_timeout 3600s;/);
+    assert.ok(text.includes(`resolver ${resolver} valid=10s ipv6=off;`), `resolver ${resolver}`);
+    assert.match(text, new RegExp(`listen 0\\.0\\.0\\.0:${d.router.port} reuseport;`));
+}
+
+before(async () => {
+    await loadManifestSchemas();
+});
+
+describe("resolveEnvSpace", () => {
+    test("Wordle: 8 sessions per replica, TEXTARENA settings, web UI off, 4 + 1 replicas, URLs of the router", () => {
+        const c = config("wordle-whitebox", "kubernetes");
+        const names = platformNames(c);
+        const d = deployed(describeEnv(c, "wordle", names));
+        assert.deepEqual(d.replicas.env, { TEXTARENA_ENV_ID: "Wordle-v0", TEXTARENA_NUM_PLAYERS: "1", ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: "8" });
+        assert.equal(d.replicas.count, 5);
+        assert.equal(d.replicas.port, 8000);
+        assert.deepEqual(d.capacity, {
+            deployed: true,
+            replicas: 5,
+            sessionsPerReplica: 8,
+            sessions: 40,
+            demand: 32,
+            generationBatch: 32,
+            evalBatch: 0,
+            headroomReplicas: 1,
+            required: 40,
+            spareSessions: 8,
+        });
+        assert.equal(d.url, names.envs.wordle!.url);
+        assert.equal(d.url, "http://env-wordle.arl-test-envs.svc.cluster.local:8000");
+        assert.equal(d.wsUrl, "ws://env-wordle.arl-test-envs.svc.cluster.local:8000/ws");
+        assert.deepEqual(
+            d.router.settings.replicas,
+            statefulSetReplicaAddresses({ statefulSet: "env-wordle-replica", headlessService: "env-wordle-replicas", namespace: "arl-test-envs", replicas: 5 }),
+        );
+        assert.equal(d.router.settings.resolver, "kube-dns.kube-system.svc.cluster.local");
+        assert.equal(d.router.settings.sessionsPerReplica, 8);
+        assert.equal(d.router.image, "nginxinc/nginx-unprivileged:1.27-alpine");
+        // A tag may move: pull on every start; the image is only trusted as-is when pinned by digest.
+        assert.equal(d.router.imagePullPolicy, "Always");
+    });
+
+    test("MBPP coding env: never MAX_CONCURRENT_ENVS above 1; 16 + 1 replicas of one session", () => {
+        const d = deployed(describeEnv(config("mbpp-whitebox", "kubernetes"), "coding"));
+        assert.equal(d.replicas.env.MAX_CONCURRENT_ENVS, "1");
+        assert.equal(d.replicas.env.ENABLE_WEB_INTERFACE, "false");
+        assert.equal(d.router.settings.sessionsPerReplica, 1);
+        assert.equal(d.capacity.sessionsPerReplica, 1);
+        assert.equal(d.replicas.count, 17);
+        assert.equal(d.capacity.sessions, 17);
+        assert.equal(d.capacity.demand, 16, "max(generation 16, eval 8)");
+        assert.equal(d.capacity.evalBatch, 8);
+    });
+
+    test("a custom env without concurrent sessions gets MAX_CONCURRENT_ENVS=1 and a router cap of 1", () => {
+        const image = `ghcr.io/acme/my-env@sha256:${"a".repeat(64)}`;
+        const c = config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "custom", image, concurrentSessions: false, sessionsPerReplica: 1 } } });
+        const d = deployed(describeEnv(c, "coding"));
+        assert.equal(d.replicas.env.MAX_CONCURRENT_ENVS, "1");
+        assert.equal(d.router.settings.sessionsPerReplica, 1);
+        assert.equal(d.replicas.imagePullPolicy, "IfNotPresent", "pinned by digest");
+    });
+
+    test("an env that cannot hold concurrent sessions is refused above 1, even when the config forces it", () => {
+        // The coding catalog entry does not read MAX_CONCURRENT_ENVS: a config claiming otherwise must not raise it.
+        const forced = config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "coding", concurrentSessions: true, sessionsPerReplica: 8 } } });
+        assert.throws(
+            () => describeEnv(forced, "coding"),
+            (e: unknown) =>
+                e instanceof ConfigError &&
+                e.problems.some((p) => p.startsWith("envs.coding.concurrentSessions: the coding env serves one session per process")) &&
+                e.problems.some((p) => p.startsWith("envs.coding.sessionsPerReplica: the coding env cannot serve concurrent sessions, got 8: set it to 1")),
+        );
+        // A resolved env that slipped past config validation (concurrentSessions false, 4 sessions).
+        const c = config("mbpp-whitebox", "kubernetes");
+        const env: ResolvedEnv = { ...envOf(c, "coding"), catalog: "custom", concurrentSessions: false, sessionsPerReplica: 4 };
+        assert.throws(
+            () => resolveEnvSpace(c, env, platformNames(c)),
+            (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && e.problems[0]!.startsWith("envs.coding.sessionsPerReplica: the custom env cannot serve concurrent sessions, got 4"),
+        );
+    });
+
+    test("settings may not set the session cap or the web UI: each problem names the field, all at once", () => {
+        const c = config("wordle-whitebox", "kubernetes", {
+            envs: { wordle: { catalog: "textarena", settings: { MAX_CONCURRENT_ENVS: "64", ENABLE_WEB_INTERFACE: "true" } } },
+            images: { nginx: "nginx:1.25-alpine" },
+        });
+        assert.throws(
+            () => describeEnv(c, "wordle"),
+            (e: unknown) => {
+                assert.ok(e instanceof ConfigError);
+                assert.deepEqual(e.problems, [
+                    "envs.wordle.settings.MAX_CONCURRENT_ENVS: the session cap is set from sessionsPerReplica (the router caps each replica at the same number): remove it and set envs.wordle.sessionsPerReplica",
+                    "envs.wordle.settings.ENABLE_WEB_INTERFACE: the web UI stays off in training deployments: remove it",
+                    `images.nginx: the env router re-resolves replica names with "server ... resolve", which needs nginx >= 1.27.3; 'nginx:1.25-alpine' is 1.25: use nginxinc/nginx-unprivileged:1.27-alpine or newer`,
+                ]);
+                return true;
+            },
+        );
+    });
+
+    test("router settings are validated; a problem names the env and the field", () => {
+        const c = config("wordle-whitebox", "kubernetes");
+        const names = platformNames(c);
+        const broken: PlatformNames = { ...names, envs: { ...names.envs, wordle: { ...names.envs.wordle!, replicas: "bad_name" } } };
+        assert.throws(
+            () => resolveEnvSpace(c, envOf(c, "wordle"), broken),
+            (e: unknown) => e instanceof ConfigError && e.problems.length === 5 && e.problems.every((p) => /^envs\.wordle router: replicas\[\d\] "bad_name-\d\.env-wordle-replicas\.arl-test-envs\.svc\.cluster\.local:8000": host "bad_name-\d\.[a-z.-]+" is not a DNS name/.test(p)),
+        );
+    });
+
+    test("nginx image tags: resolve needs >= 1.27.3; a floating 1.27 tag is the newest 1.27.x", () => {
+        const cases: Array<[string, boolean]> = [
+            ["nginxinc/nginx-unprivileged:1.27-alpine", true],
+            ["nginx:1.27.3", true],
+            ["nginx:1.27.2-alpine", false],
+            ["nginx:1.26", false],
+            ["nginx:1.28.0-alpine", true],
+            ["nginxinc/nginx-unprivileged:stable-alpine", true],
+            [`nginx@sha256:${"b".repeat(64)}`, true],
+            [`nginx:1.22.1@sha256:${"b".repeat(64)}`, false],
+            ["registry.local:5000/nginx", true],
+            ["registry.local:5000/nginx:1.25", false],
+        ];
+        for (const [image, ok] of cases) assert.equal(nginxImageSupportsResolve(image), ok, image);
+    });
+
+    test("docker: replicas are containers <replicas>-<i> on the training network, resolved by Docker's DNS", () => {
+        const c = config("wordle-whitebox", "docker");
+        const names = platformNames(c);
+        const d = deployed(describeEnv(c, "wordle", names));
+        const n = names.envs.wordle!;
+        assert.deepEqual(d.replicas.containerNames, [0, 1, 2, 3, 4].map((i) => `${n.replicas}-${i}`));
+        assert.deepEqual(d.router.settings.replicas, d.replicas.containerNames.map((x) => `${x}:8000`));
+        assert.equal(d.router.settings.resolver, "127.0.0.11");
+        assert.equal(d.network, names.networks.training);
+        assert.equal(d.url, `http://${n.routerService}:8000`);
+        assert.equal(d.wsUrl, `ws://${n.routerService}:8000/ws`);
+    });
+});
+
+for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
+    const expected = RECIPE_ENV[recipe];
+
+    describe(`${recipe} on kubernetes`, () => {
+        let b: Awaited<ReturnType<typeof build>>;
+        let d: DeployedEnvDescription;
+        before(async () => {
+            b = await build(config(recipe, "kubernetes"), expected.env);
+            d = deployed(b.description);
+        });
+
+        test("nine objects: replicas, headless Service, router, its Service and config, two budgets, two policies; no HPA, no Service per replica", () => {
+            for (const run of [b.update, b.preview]) {
+                const types = custom(run).map((r) => r.type).sort();
+                assert.deepEqual(types, [T.configMap, T.pdb, T.pdb, T.service, T.service, T.netpol, T.netpol, T.deployment, T.sts].sort());
+                assert.ok(custom(run).every((r) => r.inputs.metadata.namespace === b.names.namespaces.envs));
+                assert.ok(run.resources.every((r) => !r.type.includes("HorizontalPodAutoscaler")));
+            }
+            const component = single(b.update.resources, "agentrl:env:EnvSpace");
+            assert.equal(component.name, `env-${expected.env}`);
+        });
+
+        test("StatefulSet: replicas from config, Parallel, one label object for selector and pods, headless serviceName", () => {
+            const sts = single(b.update.resources, T.sts).inputs;
+            const n = b.names.envs[expected.env]!;
+            const labels = podLabels("env-replica", n.replicas);
+            assert.equal(sts.metadata.name, n.replicas);
+            assert.equal(sts.spec.replicas, expected.replicas);
+            assert.equal(sts.spec.serviceName, n.headless);
+            assert.equal(sts.spec.podManagementPolicy, "Parallel");
+            assert.deepEqual(sts.spec.selector.matchLabels, labels);
+            assert.deepEqual(sts.spec.template.metadata.labels, labels);
+        });
+
+        test("replica pod: env vars, probes on /health, grace, requests = limits, hardening (root image: no runAsNonRoot)", () => {
+            const pod = single(b.update.resources, T.sts).inputs.spec.template.spec;
+            const [container] = pod.containers;
+            assert.equal(pod.containers.length, 1);
+            assert.deepEqual(envList(container), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
+            assert.ok(Number(envList(container).MAX_CONCURRENT_ENVS) <= (recipe === "mbpp-whitebox" ? 1 : 8));
+            assert.deepEqual(container.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
+            for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) assert.deepEqual(container[probe].httpGet, { path: "/health", port: 8000 }, probe);
+            assert.ok(container.livenessProbe.failureThreshold * container.livenessProbe.periodSeconds >= 300, "liveness tolerates minutes of slowness");
+            assert.ok(container.startupProbe.failureThreshold * container.startupProbe.periodSeconds >= 600, "first start may take 10 minutes");
+            assert.equal(pod.terminationGracePeriodSeconds, 300);
+            assert.deepEqual(container.resources.requests, { cpu: "2", memory: "4Gi" });
+            assert.deepEqual(container.resources.limits, container.resources.requests);
+            assert.equal(pod.automountServiceAccountToken, false);
+            assert.equal(pod.securityContext.runAsNonRoot, undefined, "OpenEnv images run as root");
+            assert.equal(container.securityContext.runAsNonRoot, undefined);
+            assert.deepEqual(container.securityContext.capabilities, { drop: ["ALL"] });
+            assert.equal(container.securityContext.allowPrivilegeEscalation, false);
+            assert.deepEqual(container.securityContext.seccompProfile, { type: "RuntimeDefault" });
+        });
+
+        test("headless Service: clusterIP None, port 8000, only ready replicas published", () => {
+            const n = b.names.envs[expected.env]!;
+            const headless = ofType(b.update.resources, T.service).find((s) => s.inputs.metadata.name === n.headless)!.inputs.spec;
+            assert.equal(headless.clusterIP, "None");
+            assert.equal(headless.publishNotReadyAddresses, false);
+            assert.deepEqual(headless.selector, podLabels("env-replica", n.replicas));
+            assert.deepEqual(headless.ports, [{ name: "http", port: 8000, targetPort: 8000, protocol: "TCP" }]);
+        });
+
+        test("disruption budgets: replicas maxUnavailable 1 (the headroom absorbs it), routers minAvailable 1", () => {
+            const n = b.names.envs[expected.env]!;
+            const budgets = Object.fromEntries(ofType(b.update.resources, T.pdb).map((p) => [p.inputs.metadata.name, p.inputs.spec]));
+            assert.deepEqual(budgets[n.replicas], { maxUnavailable: 1, selector: { matchLabels: podLabels("env-replica", n.replicas) } });
+            assert.deepEqual(budgets[n.router], { minAvailable: 1, selector: { matchLabels: podLabels("env-router", n.router) } });
+        });
+
+        test("router config: the ConfigMap holds renderRouterConfig of the settings; k per replica, shared zone, websockets, cluster DNS", () => {
+            const text = single(b.update.resources, T.configMap).inputs.data["nginx.conf"];
+            assertRouterConfig(text, d, "kube-dns.kube-system.svc.cluster.local");
+            assert.equal(d.router.settings.replicas.length, expected.replicas);
+            assert.ok(d.router.settings.replicas.every((a) => a.endsWith(`.${b.names.envs[expected.env]!.headless}.${b.names.namespaces.envs}.svc.cluster.local:8000`)));
+        });
+
+        test("router Deployment: 2 pods, Recreate, non-root, read-only root FS, routerCommand, probes on the router's own route, config checksum", () => {
+            const n = b.names.envs[expected.env]!;
+            const dep = single(b.update.resources, T.deployment).inputs;
+            const labels = podLabels("env-router", n.router);
+            const configText = single(b.update.resources, T.configMap).inputs.data["nginx.conf"];
+            assert.equal(dep.metadata.name, n.router);
+            assert.equal(dep.spec.replicas, 2);
+            assert.deepEqual(dep.spec.strategy, { type: "Recreate" });
+            assert.deepEqual(dep.spec.selector.matchLabels, labels);
+            assert.deepEqual(dep.spec.template.metadata.labels, labels);
+            assert.equal(dep.spec.template.metadata.annotations["agentrl.dev/config-checksum"], sha256(configText));
+            const pod = dep.spec.template.spec;
+            const [router] = pod.containers;
+            assert.equal(router.image, "nginxinc/nginx-unprivileged:1.27-alpine");
+            assert.deepEqual(router.command, routerCommand(d.router.settings, "/etc/env-router/nginx.conf"));
+            assert.deepEqual(router.command, ["nginx", "-p", "/tmp/env-router", "-c", "/etc/env-router/nginx.conf", "-e", "stderr"]);
+            assert.deepEqual(router.readinessProbe.httpGet, { path: ROUTER_HEALTH_PATH, port: 8000 });
+            assert.deepEqual(router.livenessProbe.httpGet, { path: ROUTER_HEALTH_PATH, port: 8000 });
+            assert.equal(pod.securityContext.runAsNonRoot, true);
+            assert.equal(router.securityContext.runAsNonRoot, true);
+            assert.equal(router.securityContext.readOnlyRootFilesystem, true);
+            assert.equal(router.securityContext.allowPrivilegeEscalation, false);
+            assert.deepEqual(router.securityContext.capabilities, { drop: ["ALL"] });
+            assert.equal(pod.automountServiceAccountToken, false);
+            const volumes = Object.fromEntries(pod.volumes.map((v: any) => [v.name, v]));
+            const mounts = Object.fromEntries(router.volumeMounts.map((m: any) => [m.mountPath, m.name]));
+            assert.equal(mounts["/tmp/env-router"], "run");
+            assert.ok(volumes.run.emptyDir, "runDir is an emptyDir");
+            assert.equal(mounts["/etc/env-router"], "config");
+            assert.equal(volumes.config.configMap.name, single(b.update.resources, T.configMap).inputs.metadata.name);
+        });
+
+        test("router Service: ClusterIP on 8000, ClientIP affinity, named like the URL's host", () => {
+            const n = b.names.envs[expected.env]!;
+            const svc = ofType(b.update.resources, T.service).find((s) => s.inputs.metadata.name === n.routerService)!.inputs.spec;
+            assert.equal(svc.type, "ClusterIP");
+            assert.deepEqual(svc.selector, podLabels("env-router", n.router));
+            assert.deepEqual(svc.ports, [{ name: "http", port: 8000, targetPort: "http", protocol: "TCP" }]);
+            assert.equal(svc.sessionAffinity, "ClientIP");
+            assert.equal(svc.sessionAffinityConfig.clientIP.timeoutSeconds, 86400);
+            assert.equal(new URL(n.url).hostname, `${n.routerService}.${b.names.namespaces.envs}.svc.cluster.local`);
+            assert.equal(new URL(n.url).port, "8000");
+        });
+
+        test("NetworkPolicies: replicas admit only routers; routers admit trainer pods of any run, reach only DNS and replicas", () => {
+            const n = b.names.envs[expected.env]!;
+            const policies = Object.fromEntries(ofType(b.update.resources, T.netpol).map((p) => [p.inputs.metadata.name, p.inputs.spec]));
+            const replicaPolicy = policies[n.replicas];
+            assert.deepEqual(replicaPolicy.podSelector.matchLabels, podLabels("env-replica", n.replicas));
+            assert.deepEqual(replicaPolicy.ingress, [{ from: [{ podSelector: { matchLabels: podLabels("env-router", n.router) } }], ports: [{ protocol: "TCP", port: 8000 }] }]);
+            const routerPolicy = policies[n.router];
+            assert.deepEqual(routerPolicy.podSelector.matchLabels, podLabels("env-router", n.router));
+            const [rule] = routerPolicy.ingress;
+            assert.deepEqual(rule.ports, [{ protocol: "TCP", port: 8000 }]);
+            assert.deepEqual(rule.from[0].namespaceSelector.matchLabels, { "kubernetes.io/metadata.name": b.names.namespaces.training });
+            // The selector matches this run's trainer pods and the next run's (another Job name).
+            const selector: Record<string, string> = rule.from[0].podSelector.matchLabels;
+            const nextRun = platformNames(config(recipe, "kubernetes", { runId: "r2" }));
+            for (const job of [b.names.training.job, nextRun.training.job]) {
+                const trainerPod = podLabels("trainer", job);
+                assert.ok(Object.entries(selector).every(([k, v]) => trainerPod[k] === v), `trainer pods of ${job} are admitted`);
+            }
+            assert.notEqual(b.names.training.job, nextRun.training.job);
+            assert.equal(selector["app.kubernetes.io/instance"], undefined);
+            assert.deepEqual(routerPolicy.policyTypes, ["Ingress", "Egress"]);
+            assert.deepEqual(routerPolicy.egress[1], { to: [{ podSelector: { matchLabels: podLabels("env-replica", n.replicas) } }], ports: [{ protocol: "TCP", port: 8000 }] });
+            assert.deepEqual(routerPolicy.egress[0].to[0].podSelector.matchLabels, { "k8s-app": "kube-dns" });
+        });
+
+        test("outputs: url and wsUrl of the router Service, capacity numbers", () => {
+            const n = b.names.envs[expected.env]!;
+            for (const run of [b.update, b.preview]) {
+                assert.equal(run.outputs?.url, n.url);
+                assert.equal(run.outputs?.wsUrl, `ws://${n.routerService}.${b.names.namespaces.envs}.svc.cluster.local:8000/ws`);
+            }
+            assert.equal(b.space.replicas, expected.replicas);
+            assert.equal(b.space.sessionsPerReplica, expected.k);
+            assert.equal(b.space.capacity.sessions, expected.replicas * expected.k);
+            assert.equal(b.space.capacity.demand, expected.demand);
+            assert.ok(b.space.capacity.sessions >= b.space.capacity.required);
+        });
+
+        test("every Kubernetes object passes the 1.36 schema strictly (unknown fields are errors)", () => {
+            for (const run of [b.update, b.preview]) {
+                const objs = manifests(run.resources);
+                assert.equal(objs.length, 9);
+                for (const o of objs) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
+            }
+        });
+    });
+
+    describe(`${recipe} on docker`, () => {
+        let b: Awaited<ReturnType<typeof build>>;
+        let d: DeployedEnvDescription;
+        before(async () => {
+            b = await build(config(recipe, "docker"), expected.env);
+            d = deployed(b.description);
+        });
+
+        test("one container per replica on the training network, with env, health check, limits, restart policy", () => {
+            const n = b.names.envs[expected.env]!;
+            const containers = ofType(b.update.resources, T.container);
+            assert.equal(containers.length, expected.replicas + 1);
+            const replicas = containers.filter((c) => c.inputs.name !== n.routerService);
+            assert.deepEqual(replicas.map((c) => c.inputs.name), Array.from({ length: expected.replicas }, (_, i) => `${n.replicas}-${i}`));
+            for (const c of replicas) {
+                assert.deepEqual(dockerEnv(c), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
+                assert.deepEqual(c.inputs.networksAdvanced, [{ name: b.names.networks.training }]);
+                assert.equal(c.inputs.restart, "unless-stopped");
+                assert.equal(c.inputs.memory, 4096);
+                assert.equal(c.inputs.cpus, "2");
+                assert.ok(c.inputs.healthcheck.tests.join(" ").includes("http://127.0.0.1:8000/health"));
+                assert.deepEqual(c.inputs.capabilities, { drops: ["ALL"] });
+                assert.equal(c.inputs.ports, undefined, "nothing published on the host");
+                assert.equal(c.inputs.destroyGraceSeconds, 300);
+            }
+            const images = ofType(b.update.resources, T.image).map((i) => i.inputs.name).sort();
+            assert.deepEqual(images, [d.replicas.image, "nginxinc/nginx-unprivileged:1.27-alpine"].sort());
+        });
+
+        test("router container: named like the URL's host, uploaded config = renderRouterConfig, resolver 127.0.0.11, health check", () => {
+            const n = b.names.envs[expected.env]!;
+            const router = ofType(b.update.resources, T.container).find((c) => c.inputs.name === n.routerService)!.inputs;
+            assert.equal(new URL(n.url).hostname, router.name);
+            assert.equal(router.uploads.length, 1);
+            assert.equal(router.uploads[0].file, "/etc/env-router/nginx.conf");
+            assertRouterConfig(router.uploads[0].content, d, "127.0.0.11");
+            assert.ok(d.router.settings.replicas.every((a, i) => a === `${n.replicas}-${i}:8000`));
+            assert.deepEqual(router.entrypoints, routerCommand(d.router.settings, "/etc/env-router/nginx.conf"));
+            assert.equal(router.user, "101:101");
+            assert.ok(router.tmpfs["/tmp/env-router"], "runDir on a tmpfs");
+            assert.deepEqual(router.networksAdvanced, [{ name: b.names.networks.training }]);
+            assert.equal(router.restart, "unless-stopped");
+            assert.ok(router.healthcheck.tests.join(" ").includes(`http://127.0.0.1:8000${ROUTER_HEALTH_PATH}`));
+            assert.equal(router.ports, undefined, "nothing published on the host");
+            const checksum = router.labels.find((l: any) => l.label === "agentrl.dev/config-checksum").value;
+            assert.equal(checksum, sha256(router.uploads[0].content));
+        });
+
+        test("outputs: url and wsUrl of the router container", () => {
+            const n = b.names.envs[expected.env]!;
+            for (const run of [b.update, b.preview]) {
+                assert.equal(run.outputs?.url, `http://${n.routerService}:8000`);
+                assert.equal(run.outputs?.wsUrl, `ws://${n.routerService}:8000/ws`);
+            }
+            assert.equal(b.space.replicas, expected.replicas);
+            assert.equal(b.space.sessionsPerReplica, expected.k);
+        });
+    });
+}
+
+describe("resource count", () => {
+    test("Kubernetes: the same objects for 2 and 64 replicas (no Service per replica)", async () => {
+        const shapes: string[][] = [];
+        for (const replicas of [2, 64]) {
+            const c = config("wordle-whitebox", "kubernetes", { envs: { wordle: { catalog: "textarena", replicas, sessionsPerReplica: 32 } } });
+            const b = await build(c, "wordle");
+            assert.equal(single(b.update.resources, T.sts).inputs.spec.replicas, replicas);
+            assert.equal((single(b.update.resources, T.configMap).inputs.data["nginx.conf"].match(/ max_conns=32 /g) ?? []).length, replicas);
+            shapes.push(custom(b.update).map((r) => `${r.type} ${r.name}`).sort());
+        }
+        assert.equal(shapes[0]!.length, 9);
+        assert.deepEqual(shapes[0], shapes[1]);
+    });
+
+    test("Docker: one container per replica plus the router (inherent: Docker has no Service)", async () => {
+        const c = config("wordle-whitebox", "docker", { envs: { wordle: { catalog: "textarena", replicas: 3, sessionsPerReplica: 16 } } });
+        const b = await build(c, "wordle");
+        assert.equal(ofType(b.update.resources, T.container).length, 4);
+    });
+});
+
+describe("external env", () => {
+    for (const target of ["kubernetes", "docker"] as const) {
+        test(`${target}: registers nothing and outputs the given URL and declared sessions`, async () => {
+            const url = "https://org-wordle.hf.space";
+            const c = config("wordle-whitebox", target, { envs: { wordle: { catalog: "textarena", external: { url, sessions: 64 } } } });
+            const b = await build(c, "wordle");
+            assert.equal(b.description.kind, "external");
+            for (const run of [b.update, b.preview]) {
+                assert.deepEqual(custom(run), [], "no resource besides the component");
+                assert.equal(run.outputs?.url, url);
+                assert.equal(run.outputs?.wsUrl, "wss://org-wordle.hf.space/ws");
+            }
+            assert.equal(b.space.replicas, 0);
+            assert.equal(b.space.capacity.sessions, 64);
+            assert.equal(b.space.capacity.demand, 32);
+            assert.equal(b.space.capacity.deployed, false);
+        });
+    }
+});
+
+describe("EnvSpace args", () => {
+    test("docker without a network is refused with the fix", async () => {
+        const c = config("wordle-whitebox", "docker");
+        const description = describeEnv(c, "wordle");
+        await assert.rejects(
+            runBoth(() => {
+                new EnvSpace("env-wordle", { description });
+            }),
+            /EnvSpace env-wordle: the docker target needs args.network \(the private training network\)/,
+        );
+    });
+});
