@@ -18,6 +18,7 @@ import {
   atMost,
   checkLine,
   cpuSeconds,
+  cpuWindow,
   fmt,
   killAfter,
   mean,
@@ -56,8 +57,8 @@ const CHAT_LUA = path.join(BENCH_DIR, "wrk", "chat.lua");
 const WRONG_KEY_LUA = path.join(BENCH_DIR, "wrk", "wrong-key.lua");
 /** The realistic upstream: 20 ms per JSON answer (a short generation); SSE: 20 ms to the first chunk, then one chunk per 10 ms. */
 const REALISTIC = { delayMs: 20, streamIntervalMs: 10, streamChunks: 4 } as const;
-/** Sustained request rate the keys must carry without hitting the per-key limit (requests/s). */
-const KEYS_SIZED_FOR_RPS = 12800;
+/** Highest request rate any round can reach (256 connections x 1 / 20 ms), which the keys must carry under the per-key limit. */
+const MAX_RPS = (Math.max(...CONCURRENCIES) * 1000) / REALISTIC.delayMs;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Stub upstream child
@@ -215,9 +216,12 @@ function streamOnce(url: string, key: string, agent: http.Agent): Promise<Stream
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/** A wrk round plus the cores other processes on the machine used during it. */
+type Measured = WrkResult & { readonly foreignCores: number };
+
 interface RoundPair {
-  readonly direct: WrkResult[];
-  readonly proxied: WrkResult[];
+  readonly direct: Measured[];
+  readonly proxied: Measured[];
   /** Upstream connections opened / requests received during each proxied round. */
   readonly upstreamConns: number[];
   readonly upstreamReqs: number[];
@@ -243,6 +247,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
   const checks: TargetCheck[] = [];
   const md: string[] = [];
   const timeLeft = () => (o.deadline - Date.now()) / 1000;
+  let maxForeign = 0;
 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bench-ingress-"));
   const unregisterTmp = onCleanup(async () => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -254,7 +259,10 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
     const burst = overrides.rateLimitBurst ?? PROXY_DEFAULTS.rateLimitBurst;
     // The proxy limits each key to `rate` requests/s (limit_req, per replica). A load test far above that would measure
     // 429s, so the load is spread over enough keys; the nginx config itself is exactly the deployed one.
-    const nKeys = Math.max(2, Math.ceil(KEYS_SIZED_FOR_RPS / rate));
+    // nginx evaluates the key map's regexes in order, so a request costs one regex per key listed before its own: each
+    // round uses the first keysFor(c) keys only (as many as its highest possible rate needs), not all of them.
+    const nKeys = Math.max(2, Math.ceil(MAX_RPS / rate));
+    const keysFor = (c: number) => Math.min(nKeys, Math.max(2, Math.ceil((c * 1000) / REALISTIC.delayMs / rate)));
     const keys: IngressKey[] = Array.from({ length: nKeys }, (_, i) => ({ name: `bench-${String(i).padStart(4, "0")}`, key: crypto.randomBytes(24).toString("hex") }));
     const keyStrings = keys.map((k) => k.key);
     const wrongKey = `wrong-${crypto.randomBytes(16).toString("hex")}`;
@@ -267,8 +275,16 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
     const proxiedBase = proxy.ingress.url; // https://127.0.0.1:<port>
     log(`ingress: stub ${stub.url}, proxy ${proxiedBase} (pid ${proxy.ingress.pid}, workers ${childPids(proxy.ingress.pid).join(",")})`);
 
-    const wrk = (url: string, c: number, seconds: number, script = CHAT_LUA, k: readonly string[] = keyStrings) =>
-      runWrk({ url, script, connections: c, threads: 2, durationSeconds: seconds, keys: k });
+    // Every wrk round also measures how many cores processes this run did not start kept busy meanwhile (the machine
+    // may be shared): a round with other load is reported as such, not silently averaged in.
+    let livePids: () => number[] = () => [stub.pid, ...proxy.pids()];
+    const wrk = async (url: string, c: number, seconds: number, script = CHAT_LUA, k: readonly string[] = keyStrings.slice(0, keysFor(c))): Promise<Measured> => {
+      const end = cpuWindow(livePids);
+      const r = await runWrk({ url, script, connections: c, threads: 2, durationSeconds: seconds, keys: k });
+      const foreignCores = end().foreignCores;
+      maxForeign = Math.max(maxForeign, foreignCores);
+      return { ...r, foreignCores };
+    };
 
     // Warm-up (not counted): JIT of the stub, TLS sessions, nginx worker caches.
     await wrk(stub.url, 64, 1);
@@ -295,7 +311,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
         pair.upstreamReqs.push(after.requests - before.requests);
         log(
           `ingress: c=${c} round ${r + 1}: direct ${fmt(d.rps, 0)} req/s p99 ${fmt(us2ms(d.p99Us))} ms; proxied ${fmt(p.rps, 0)} req/s p99 ${fmt(us2ms(p.p99Us))} ms, ` +
-            `${after.connections - before.connections} upstream conns for ${p.requests} req`,
+            `${after.connections - before.connections} upstream conns for ${p.requests} req; other load ${fmt(d.foreignCores)} / ${fmt(p.foreignCores)} cores`,
         );
       }
     }
@@ -330,19 +346,22 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
 
     // ---------------- Diagnostics (settings overrides; never the headline) ----------------
     const diag: string[][] = [];
+    const diagSeconds = Math.min(3, roundSeconds);
     const diagRound = async (label: string, settings: LocalProxyOverrides, useTls: boolean, c: number, k: IngressKey[]) => {
-      if (timeLeft() < roundSeconds * 2 + 100) {
+      if (timeLeft() < diagSeconds * 2 + 100) {
         problems.push(`time budget: skipped diagnostic "${label}"`);
         return;
       }
       const px = await startProxy(stub.url, k, useTls ? tls : undefined, settings);
+      livePids = () => [stub.pid, ...px.pids()];
       try {
         const url = px.ingress.url;
-        await wrk(url, c, 1, CHAT_LUA, k.map((x) => x.key));
-        const d = await wrk(stub.url, c, roundSeconds);
+        const ks = k.slice(0, keysFor(c)).map((x) => x.key);
+        await wrk(url, c, 1, CHAT_LUA, ks);
+        const d = await wrk(stub.url, c, diagSeconds, CHAT_LUA, ks);
         const b = await stub.sample();
         const cpu0 = cpuSeconds(px.pids());
-        const p = await wrk(url, c, roundSeconds, CHAT_LUA, k.map((x) => x.key));
+        const p = await wrk(url, c, diagSeconds, CHAT_LUA, ks);
         const cpu1 = cpuSeconds(px.pids());
         const a = await stub.sample();
         const bad = [...wrkProblems(`diag ${label} direct`, d), ...wrkProblems(`diag ${label} proxied`, p)];
@@ -354,6 +373,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
           fmt(us2ms(p.p99Us - d.p99Us)),
           fmt(((a.connections - b.connections) / Math.max(1, p.requests)) * 1000, 1),
           fmt(((cpu1 - cpu0) / Math.max(1, p.requests)) * 10000, 2),
+          fmt(Math.max(d.foreignCores, p.foreignCores)),
           bad.length === 0 ? "ok" : bad.join("; "),
         ]);
         log(`ingress: diag ${label}: ratio ${fmt(p.rps / d.rps, 3)}, +p99 ${fmt(us2ms(p.p99Us - d.p99Us))} ms`);
@@ -377,29 +397,31 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
     log("ingress: saturation with an instant stub, 64 connections");
     const fast = await startStub({ delayMs: 0 });
     const sat = await startProxy(fast.url, keys, tls, overrides);
+    livePids = () => [fast.pid, ...sat.pids()];
     const satUrl = sat.ingress.url;
-    const satDirect: WrkResult[] = [];
-    const satProxied: WrkResult[] = [];
+    const satDirect: Measured[] = [];
+    const satProxied: Measured[] = [];
     const satNginxCpu: number[] = [];
     const satStubCpuDirect: number[] = [];
     const satStubCpuProxied: number[] = [];
     let satWorkers = 0;
+    let satTwoKeys: { rps: number; cpu: number; p50: number; p99: number; foreign: number } | undefined;
     try {
-      await wrk(fast.url, 64, 1);
-      await wrk(satUrl, 64, 1);
+      await wrk(fast.url, 64, 1, CHAT_LUA, keyStrings);
+      await wrk(satUrl, 64, 1, CHAT_LUA, keyStrings);
       for (let r = 0; r < rounds; r++) {
         if (timeLeft() < 2 * roundSeconds + 90) {
           problems.push(`time budget: skipped saturation round ${r + 1}`);
           break;
         }
         const s0 = await fast.sample();
-        const d = await wrk(fast.url, 64, roundSeconds);
+        const d = await wrk(fast.url, 64, roundSeconds, CHAT_LUA, keyStrings);
         const s1 = await fast.sample();
         problems.push(...wrkProblems(`saturation direct round ${r + 1}`, d));
         const pids = sat.pids();
         satWorkers = pids.length - 1;
         const c0 = cpuSeconds(pids);
-        const p = await wrk(satUrl, 64, roundSeconds);
+        const p = await wrk(satUrl, 64, roundSeconds, CHAT_LUA, keyStrings);
         const c1 = cpuSeconds(pids);
         const s2 = await fast.sample();
         problems.push(...wrkProblems(`saturation proxied round ${r + 1}`, p));
@@ -409,6 +431,26 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
         satStubCpuDirect.push(((s1.cpuSeconds - s0.cpuSeconds) / d.requests) * 10000);
         satStubCpuProxied.push(((s2.cpuSeconds - s1.cpuSeconds) / p.requests) * 10000);
         log(`ingress: saturation round ${r + 1}: direct ${fmt(d.rps, 0)} req/s, proxied ${fmt(p.rps, 0)} req/s, nginx ${fmt(satNginxCpu.at(-1)!, 3)} CPU-s/10k req`);
+      }
+      await sat.stop();
+      // Diagnostic: the same load with the deployment's key count (2) and the rate limit lifted, i.e. without the cost
+      // of scanning the long key map this benchmark needs (settings override; not the headline).
+      if (o.diagnose !== false && timeLeft() > roundSeconds + 90) {
+        const two = await startProxy(fast.url, keys.slice(0, 2), tls, { ...overrides, rateLimitPerSecond: 1_000_000, rateLimitBurst: 1_000_000 });
+        livePids = () => [fast.pid, ...two.pids()];
+        try {
+          const ks = keyStrings.slice(0, 2);
+          await wrk(two.ingress.url, 64, 1, CHAT_LUA, ks);
+          const pids = two.pids();
+          const c0 = cpuSeconds(pids);
+          const p = await wrk(two.ingress.url, 64, roundSeconds, CHAT_LUA, ks);
+          const c1 = cpuSeconds(pids);
+          problems.push(...wrkProblems("saturation diagnostic (2 keys)", p));
+          satTwoKeys = { rps: p.rps, cpu: ((c1 - c0) / p.requests) * 10000, p50: us2ms(p.p50Us), p99: us2ms(p.p99Us), foreign: p.foreignCores };
+          log(`ingress: saturation diagnostic, 2 keys: ${fmt(p.rps, 0)} req/s, nginx ${fmt(satTwoKeys.cpu, 3)} CPU-s/10k req`);
+        } finally {
+          await two.stop();
+        }
       }
     } finally {
       await sat.stop();
@@ -436,7 +478,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
     for (const c of CONCURRENCIES) {
       const p = pairs.get(c)!;
       if (p.direct.length === 0 || p.proxied.length === 0) {
-        rows.push([String(c), "skipped", "", "", "", "", "", "", "", ""]);
+        rows.push([String(c), "skipped", "", "", "", "", "", "", "", "", ""]);
         continue;
       }
       const dr = rpsOf(p.direct);
@@ -460,6 +502,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
         fmt(pp99 - dp99),
         `${conns} / ${totalReq}`,
         fmt(per1000, 1),
+        fmt(Math.max(...p.direct.map((r) => r.foreignCores), ...p.proxied.map((r) => r.foreignCores))),
       ]);
       if (c === 64 || c === 256) checks.push(atLeast(`throughput ratio proxied/direct at ${c} connections`, ratio, 0.97));
       checks.push(atMost(`added p99 latency at ${c} connections`, pp99 - dp99, 3, " ms"));
@@ -467,12 +510,18 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
     }
     md.push(
       table(
-        ["connections", "direct req/s", "proxied req/s", "ratio", "p50 ms direct / proxied", "added p50 ms", "p99 ms direct / proxied", "added p99 ms", "upstream conns / proxied req", "upstream conns per 1000 req"],
+        ["connections", "direct req/s", "proxied req/s", "ratio", "p50 ms direct / proxied", "added p50 ms", "p99 ms direct / proxied", "added p99 ms", "upstream conns / proxied req", "upstream conns per 1000 req", "other load, cores (max)"],
         rows,
       ),
       "",
     );
 
+    md.push(
+      "\"other load\" = cores that processes this run did not start kept busy during the round (machine busy time from /proc/stat minus this run's " +
+        "own process tree); the machine may be shared, and a round with other load above ~0.2 cores is disturbed: compare ratios, rerun on a quiet machine for final numbers.",
+      "",
+    );
+    if (maxForeign > 0.2) problems.push(`other processes kept up to ${fmt(maxForeign)} cores busy during some rounds (see the "other load" columns): those rounds are disturbed`);
     const fd = sd.map((s) => s.firstChunkMs);
     const fp = sp.map((s) => s.firstChunkMs);
     const paired = sd.map((s, i) => sp[i]!.firstChunkMs - s.firstChunkMs);
@@ -517,17 +566,17 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
       md.push(
         "### Diagnostics (settings overrides; not the headline)",
         "",
-        `What: one ${roundSeconds} s direct round, then one proxied round, per row, same realistic stub, 256 connections; each row starts its own nginx. ` +
+        `What: one ${diagSeconds} s direct round, then one proxied round, per row, same realistic stub, 256 connections; each row starts its own nginx. ` +
           "These runs pass `settings` overrides to startLocalIngress (or turn TLS off) only to explain the headline numbers.",
         "",
-        table(["variant", "connections", "ratio", "added p50 ms", "added p99 ms", "upstream conns per 1000 req", "nginx CPU-s per 10k req", "checks"], diag),
+        table(["variant", "connections", "ratio", "added p50 ms", "added p99 ms", "upstream conns per 1000 req", "nginx CPU-s per 10k req", "other load, cores", "checks"], diag),
         "",
       );
     }
 
     md.push("## 2. Ingress saturation, instant upstream", "");
     md.push(
-      `What: the stub answers at once; wrk at 64 connections (\`-t 2 -d ${roundSeconds}s\`), ${rounds} rounds, direct (HTTP) and through the proxy (HTTPS, deployed settings) alternating. ` +
+      `What: the stub answers at once; wrk at 64 connections (\`-t 2 -d ${roundSeconds}s\`), ${rounds} rounds, direct (HTTP) and through the proxy (HTTPS, deployed settings, load rotated over ${nKeys} keys) alternating. ` +
         `Proxy CPU = utime + stime of the nginx master and its ${satWorkers} worker(s) from /proc/<pid>/stat before and after each proxied round (clock ticks / \`getconf CLK_TCK\`), per 10,000 requests.`,
       "",
       "**On this 2-core machine wrk (2 threads), the stub (node, 1 thread) and nginx (2 workers) share the same 2 cores: the figures are what the proxy does while competing for CPU, not the proxy alone.**",
@@ -538,10 +587,13 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
       const pr = rpsOf(satProxied);
       md.push(
         table(
-          ["path", "req/s", "p50 ms", "p99 ms", "nginx CPU-s per 10k req", "stub CPU-s per 10k req"],
+          ["path", "req/s", "p50 ms", "p99 ms", "nginx CPU-s per 10k req", "stub CPU-s per 10k req", "other load, cores (max)"],
           [
-            ["direct (HTTP)", fmt(dr, 0), fmt(mean(satDirect.map((r) => us2ms(r.p50Us)))), fmt(mean(satDirect.map((r) => us2ms(r.p99Us)))), "-", fmt(mean(satStubCpuDirect), 3)],
-            ["proxied (HTTPS)", fmt(pr, 0), fmt(mean(satProxied.map((r) => us2ms(r.p50Us)))), fmt(mean(satProxied.map((r) => us2ms(r.p99Us)))), fmt(mean(satNginxCpu), 3), fmt(mean(satStubCpuProxied), 3)],
+            ["direct (HTTP)", fmt(dr, 0), fmt(mean(satDirect.map((r) => us2ms(r.p50Us)))), fmt(mean(satDirect.map((r) => us2ms(r.p99Us)))), "-", fmt(mean(satStubCpuDirect), 3), fmt(Math.max(...satDirect.map((r) => r.foreignCores)))],
+            ["proxied (HTTPS)", fmt(pr, 0), fmt(mean(satProxied.map((r) => us2ms(r.p50Us)))), fmt(mean(satProxied.map((r) => us2ms(r.p99Us)))), fmt(mean(satNginxCpu), 3), fmt(mean(satStubCpuProxied), 3), fmt(Math.max(...satProxied.map((r) => r.foreignCores)))],
+            ...(satTwoKeys
+              ? [[`diagnostic: proxied, 2 keys, rate limit lifted (1 round)`, fmt(satTwoKeys.rps, 0), fmt(satTwoKeys.p50), fmt(satTwoKeys.p99), fmt(satTwoKeys.cpu, 3), "-", fmt(satTwoKeys.foreign)]]
+              : []),
           ],
         ),
         "",

@@ -265,3 +265,56 @@ export function machineInfo(): MachineInfo {
     openssl: firstLine("openssl", ["version"]),
   };
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Other load on the machine: CPU the whole machine used minus CPU of this process tree, over a window.
+
+/** Busy CPU seconds of the whole machine since boot (/proc/stat: user nice system irq softirq steal). */
+export function machineBusySeconds(): number {
+  try {
+    const line = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!;
+    const v = line.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal ...
+    const busy = (v[0] ?? 0) + (v[1] ?? 0) + (v[2] ?? 0) + (v[5] ?? 0) + (v[6] ?? 0) + (v[7] ?? 0);
+    return busy / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds of this process plus its children that have exited and been reaped (wrk, plan children, ...). */
+export function selfAndReapedSeconds(): number {
+  try {
+    const stat = fs.readFileSync("/proc/self/stat", "utf8");
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime 14, stime 15, cutime 16, cstime 17 (rest[0] is field 3)
+    return (Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14])) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
+
+export interface CpuWindow {
+  readonly wallSeconds: number;
+  /** Cores the rest of the machine (processes this run did not start) kept busy on average. */
+  readonly foreignCores: number;
+}
+
+/**
+ * Start a window; the returned function ends it. `livePids` are this run's children still running at the end of the
+ * window (nginx, stub); children that exit inside the window (wrk) are counted through this process's cutime/cstime.
+ */
+export function cpuWindow(livePids: () => readonly number[]): () => CpuWindow {
+  const t0 = process.hrtime.bigint();
+  const busy0 = machineBusySeconds();
+  const self0 = selfAndReapedSeconds();
+  const pids0 = livePids();
+  const live0 = cpuSeconds(pids0);
+  return () => {
+    const wallSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    const live1 = cpuSeconds(pids0);
+    const own = selfAndReapedSeconds() - self0 + (live1 - live0);
+    const foreign = machineBusySeconds() - busy0 - own;
+    return { wallSeconds, foreignCores: Math.max(0, foreign / wallSeconds) };
+  };
+}

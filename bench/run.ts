@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { runIngressBench } from "./ingress";
-import { BENCH_DIR, checkLine, cleanupAll, fmt, machineInfo, type TargetCheck } from "./lib";
+import { BENCH_DIR, checkLine, cleanupAll, fmt, machineBusySeconds, machineInfo, selfAndReapedSeconds, type TargetCheck } from "./lib";
 import { runScalingBench } from "./scaling";
 
 const HARD_LIMIT_MS = 285_000;
@@ -54,6 +54,9 @@ async function main(): Promise<number> {
   const watchdog = setTimeout(() => void shutdown(1, `hard limit of ${HARD_LIMIT_MS / 1000} s reached`), HARD_LIMIT_MS);
   const log = (line: string) => process.stderr.write(`[${fmt((Date.now() - started) / 1000, 1)} s] ${line}\n`);
   const machine = machineInfo();
+  const busy0 = machineBusySeconds();
+  const own0 = selfAndReapedSeconds();
+  const load0 = os.loadavg()[0]!;
   const date = new Date();
   log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${fmt(machine.memoryGiB, 1)} GiB, nginx ${machine.nginx}, ${machine.wrk}, node ${machine.node}`);
 
@@ -93,6 +96,9 @@ async function main(): Promise<number> {
   clearTimeout(watchdog);
 
   const elapsed = (Date.now() - started) / 1000;
+  // Everything this run started has exited and been reaped: its CPU is in this process's cutime/cstime.
+  const foreignCores = Math.max(0, (machineBusySeconds() - busy0 - (selfAndReapedSeconds() - own0)) / elapsed);
+  const load1 = os.loadavg()[0]!;
   const head = [
     "# Benchmarks",
     "",
@@ -104,6 +110,8 @@ async function main(): Promise<number> {
     `- CPU: ${machine.cpuModel}, ${machine.cores} cores (${os.arch()}); memory ${fmt(machine.memoryGiB, 1)} GiB; ${machine.kernel}`,
     `- nginx ${machine.nginx}; ${machine.wrk}; node ${machine.node}; ${machine.openssl}`,
     "- All traffic on 127.0.0.1; load generator, proxy and stub upstream share the cores.",
+    `- Other load during the run: processes this run did not start kept ${fmt(foreignCores)} of ${machine.cores} cores busy on average ` +
+      `(1-min load average ${fmt(load0)} at the start, ${fmt(load1)} at the end)${foreignCores > 0.2 ? ": **the machine was shared; figures are disturbed, rerun on a quiet machine for final numbers**" : ""}.`,
     "",
     "## Summary of targets",
     "",
@@ -113,7 +121,7 @@ async function main(): Promise<number> {
   const text = `${[...head, ...sections].join("\n").trimEnd()}\n`;
   const out = args.out ?? (args.quick || args.only !== undefined ? path.join(os.tmpdir(), "bench-results.md") : path.join(BENCH_DIR, "results.md"));
   fs.writeFileSync(out, text);
-  log(`wrote ${out} (${fmt(elapsed, 0)} s)`);
+  log(`wrote ${out} (${fmt(elapsed, 0)} s; other load ${fmt(foreignCores)} cores on average)`);
   for (const c of checks) process.stdout.write(`${checkLine(c)}\n`);
   return failed ? 1 : 0;
 }

@@ -127,6 +127,11 @@ describe("config: every validation message names the field and the fix", () => {
             expect: [/^envs\.coding\.sessionsPerReplica: the coding env serves one session per process \(it cannot serve concurrent sessions\), got 4: set it to 1 and scale by replicas \(17 for 16 sessions with 1 spare\)$/],
         },
         {
+            what: "a catalog env forced to concurrent sessions",
+            raw: withOverride({ envs: { coding: { concurrentSessions: true, sessionsPerReplica: 8 } } }),
+            expect: [/^envs\.coding\.concurrentSessions: only a custom env declares it; the coding env's is known from its server \(one session per process\): remove the field$/],
+        },
+        {
             what: "external env with too few sessions",
             raw: withOverride({ envs: { coding: { external: { url: "https://org-coding.hf.space", sessions: 8 } } } }),
             expect: [/^envs\.coding\.external\.sessions: the external env holds 8 sessions but training opens 16 at once \(the generation batch \(16\)\): use a server that holds 16/],

@@ -167,9 +167,16 @@ describe("resolveEnvSpace", () => {
 
     test("an env that cannot hold concurrent sessions is refused above 1, even when the config forces it", () => {
         // The coding catalog entry does not read MAX_CONCURRENT_ENVS: a config claiming otherwise must not raise it.
-        const forced = config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "coding", concurrentSessions: true, sessionsPerReplica: 8 } } });
+        // Config validation refuses it first, naming the field...
         assert.throws(
-            () => describeEnv(forced, "coding"),
+            () => config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "coding", concurrentSessions: true, sessionsPerReplica: 8 } } }),
+            (e: unknown) => e instanceof ConfigError && e.problems.some((p) => p.startsWith("envs.coding.concurrentSessions: only a custom env declares it")),
+        );
+        // ...and the component's own resolve step holds even for a resolved env forged past it.
+        const base = config("mbpp-whitebox", "kubernetes");
+        const forced: ResolvedEnv = { ...envOf(base, "coding"), concurrentSessions: true, sessionsPerReplica: 8 };
+        assert.throws(
+            () => resolveEnvSpace(base, forced, platformNames(base)),
             (e: unknown) =>
                 e instanceof ConfigError &&
                 e.problems.some((p) => p.startsWith("envs.coding.concurrentSessions: the coding env serves one session per process")) &&

@@ -36,9 +36,8 @@ before(async () => {
 
 describe("policy pack: the real program passes", () => {
     allSources().forEach((s, i) => {
-        test(`${s.label}: zero violations (prod: under config.prod.json, every policy mandatory)`, async (t) => {
-            const { result, standIn } = await planGuarded(s.source, { outDir: path.join(tmp, `good-${i}`), platformOverride: s.override, secrets: SECRETS });
-            if (standIn) t.diagnostic("planned with the stand-in VllmIngress wiring (the Platform does not wire it yet)");
+        test(`${s.label}: zero violations (prod: under config.prod.json, every policy mandatory)`, async () => {
+            const { result } = await planGuarded(s.source, { outDir: path.join(tmp, `good-${i}`), platformOverride: s.override, secrets: SECRETS });
             const resources = policyResources(result.resources);
             assert.ok(resources.length > 0);
             const config = isProd(result.stack) ? PROD_CONFIG : {};

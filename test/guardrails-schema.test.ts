@@ -22,9 +22,8 @@ const SANDBOX_GROUP = "extensions.agents.x-k8s.io/v1beta1";
 
 describe("guardrails: strict schema over every planned Kubernetes object", () => {
     allSources(["kubernetes"]).forEach((s, i) => {
-        test(`${s.label}: every object passes the strict schema`, async (t) => {
-            const { result, standIn } = await planGuarded(s.source, { outDir: path.join(tmp, String(i)), platformOverride: s.override });
-            if (standIn) t.diagnostic("the Platform does not wire VllmIngress yet: planned with the stand-in wiring (test/helpers/guardrails-plan.ts)");
+        test(`${s.label}: every object passes the strict schema`, async () => {
+            const { result } = await planGuarded(s.source, { outDir: path.join(tmp, String(i)), platformOverride: s.override });
             if (result.plan.config.target.kind !== "kubernetes") return;
             assert.ok(result.manifests.length > 0, "a Kubernetes plan has objects");
             const problems = result.manifests.flatMap((m) => validateAnyManifest(m).map((p) => `${m.kind} ${m.metadata?.namespace ?? ""}/${m.metadata?.name}: ${p}`));

@@ -345,7 +345,8 @@ describe("kubernetes, exposure loadbalancer with a TLS Secret", () => {
             { name: "public", port: 443, targetPort: "https", protocol: "TCP" },
             { name: "https", port: 8443, targetPort: "https", protocol: "TCP" },
         ]);
-        assert.equal(b.update.outputs!.sandboxUrl, "https://vllm.example.com");
+        // In-cluster sandboxes keep the proxy's own address (their egress policy admits the proxy pods, not the LB).
+        assert.equal(b.update.outputs!.sandboxUrl, "https://vllm-ingress.arl-test-ingress.svc.cluster.local:8443");
     });
 
     test("the TLS Secret is mounted read-only at /etc/nginx/tls; nginx listens with ssl", () => {

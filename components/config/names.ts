@@ -65,8 +65,12 @@ export interface PlatformNames {
         readonly service: string;
         readonly keysSecret: string;
         readonly config: string;
-        /** URL sandboxes use (in-cluster, or the public host when exposed). */
+        /** URL sandboxes use: the proxy's in-cluster (in-network) address, or the public one for hosted sandboxes. */
         readonly sandboxUrl: string;
+        /** The proxy's in-cluster (Docker: in-network) URL. */
+        readonly inClusterUrl: string;
+        /** The public URL when the proxy is exposed with a host. */
+        readonly publicUrl?: string;
     };
     readonly sandboxes: { readonly template: string; readonly warmPool: string; readonly runLabel: string; readonly keySecret: string };
     readonly envs: Readonly<Record<string, EnvNames>>;
@@ -90,12 +94,12 @@ export function platformNames(c: PlatformConfig): PlatformNames {
     const vllmUpstream = k8s ? `${svc(vllmService, ns.training)}:${VLLM_PORT}` : `${local("vllm", c.runId)}:${VLLM_PORT}`;
     const ingressService = local("vllm-ingress");
     const scheme = c.ingress.tls.mode === "none" ? "http" : "https";
-    const sandboxUrl =
-        c.ingress.exposure !== "cluster" && c.ingress.host
-            ? `https://${c.ingress.host}`
-            : k8s
-              ? `${scheme}://${svc(ingressService, ns.ingress)}${scheme === "https" ? ":8443" : ":8080"}`
-              : `${scheme}://${ingressService}:${scheme === "https" ? 8443 : 8080}`;
+    const ingressPort = scheme === "https" ? 8443 : 8080;
+    // In-cluster sandboxes (and Docker ones, on the internal network) always take the proxy's
+    // own address: their egress policy admits the proxy pods, not a public load balancer.
+    const inClusterUrl = k8s ? `${scheme}://${svc(ingressService, ns.ingress)}:${ingressPort}` : `${scheme}://${ingressService}:${ingressPort}`;
+    const publicUrl = c.ingress.exposure !== "cluster" && c.ingress.host ? `https://${c.ingress.host}` : undefined;
+    const sandboxUrl = c.sandboxes.provider === "hf" ? (publicUrl ?? inClusterUrl) : inClusterUrl;
     const envs: Record<string, EnvNames> = {};
     for (const e of c.envs) {
         const routerService = local("env", e.name);
@@ -121,7 +125,7 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             checkpoints: local("checkpoints"),
             vllmUpstream,
         },
-        ingress: { deployment: ingressService, service: ingressService, keysSecret: local("vllm-ingress-keys"), config: local("vllm-ingress-config"), sandboxUrl },
+        ingress: { deployment: ingressService, service: ingressService, keysSecret: local("vllm-ingress-keys"), config: local("vllm-ingress-config"), sandboxUrl, inClusterUrl, publicUrl },
         sandboxes: { template: local("sandbox", c.runId), warmPool: local("sandbox-pool", c.runId), runLabel: "agentrl.dev/run", keySecret: local("sandbox-key") },
         envs,
     };

@@ -45,6 +45,8 @@ export interface ResolvedEnv {
     readonly replicasFromConfig: boolean;
     /** Whether `sessionsPerReplica` was written in config. */
     readonly sessionsFromConfig: boolean;
+    /** `concurrentSessions` as written in config (only custom envs may declare it). */
+    readonly concurrentSessionsFromConfig?: boolean;
 }
 
 type Parsed = ParsedConfig;
@@ -112,6 +114,7 @@ function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand): Re
         terminationGraceSeconds: e.terminationGraceSeconds,
         replicasFromConfig: e.replicas !== undefined,
         sessionsFromConfig: e.sessionsPerReplica !== undefined,
+        concurrentSessionsFromConfig: e.concurrentSessions,
     };
     if (e.external) {
         return { ...base, replicas: 0, external: { url: e.external.url, sessions: e.external.sessions }, capacity: e.external.sessions };

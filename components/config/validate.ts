@@ -4,6 +4,7 @@
  * GRPOConfig (trl/trainer/grpo_config.py): the generation batch must be divisible by
  * num_generations, and so must the eval batch.
  */
+import { ENV_CATALOG } from "../env/catalog";
 import type { PlatformConfig, ResolvedEnv } from "./resolve";
 
 /** Divisors of n, for a helpful "try one of" hint. */
@@ -75,6 +76,12 @@ export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
     if (e.catalog === "custom" && !e.image) errors.push(`${f}.image: a custom env needs an image that follows the OpenEnv server contract`);
     if (e.catalog === "custom" && e.external === undefined && e.sessionsFromConfig === false) {
         errors.push(`${f}.sessionsPerReplica: a custom env must say how many sessions one replica holds (MAX_CONCURRENT_ENVS, 1 when it cannot serve concurrent sessions)`);
+    }
+    if (e.catalog !== "custom" && e.concurrentSessionsFromConfig !== undefined) {
+        errors.push(
+            `${f}.concurrentSessions: only a custom env declares it; the ${e.catalog} env's is known from its server (${ENV_CATALOG[e.catalog].concurrentSessions ? "it serves concurrent sessions" : "one session per process"}): remove the field`,
+        );
+        return errors;
     }
     if (!e.concurrentSessions && e.sessionsPerReplica > 1) {
         errors.push(

@@ -9,6 +9,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlatformSecrets } from "../config/load";
 import { podLabels } from "../config/names";
+import { EnvSpace } from "../env";
 import { VllmIngress } from "../ingress";
 import { SandboxPool } from "../sandbox";
 import { TrainingNode } from "../training";
@@ -113,9 +114,19 @@ export class Platform extends pulumi.ComponentResource {
             sandboxEnv = pool.trainerEnv;
         }
 
+        // Env servers before the trainer, which opens sessions against them as it starts.
+        const envSpaces = plan.envs.map(
+            (description) =>
+                new EnvSpace(
+                    `${name}-env-${description.name}`,
+                    { description, namespace: this.namespaces.envs, network: config.target.kind === "docker" ? this.namespaces.training : undefined },
+                    child,
+                ),
+        );
+
         const training = new TrainingNode(
             `${name}-training`,
-            { description: plan.training, hfToken: args.secrets.hfToken, sandboxKey, network: config.target.kind === "docker" ? this.namespaces.training : undefined },
+            { description: plan.training, hfToken: args.secrets.hfToken, sandboxKey, network: config.target.kind === "docker" ? this.namespaces.training : undefined, waitFor: envSpaces },
             child,
         );
         trainingReady(training);
@@ -129,6 +140,7 @@ export class Platform extends pulumi.ComponentResource {
             trainingJob: training.jobName,
             vllmInternalUrl: training.internalUrl,
             gpuLayout: training.gpuLayout,
+            envs: Object.fromEntries(envSpaces.map((e, i) => [plan.envs[i].name, { url: e.url, wsUrl: e.wsUrl, capacity: e.capacity }])),
             ...(ingress ? { sandboxUrl: ingress.sandboxUrl, ingressKeys: pulumi.secret(pulumi.output(ingress.keys)) } : {}),
             ...(plan.sandboxes ? { sandboxPool: { provider: plan.sandboxes.provider, size: plan.sandboxes.poolSize, trainerEnv: sandboxEnv } } : {}),
         };

@@ -6,6 +6,7 @@
 import { ConfigError } from "../config/parse";
 import { platformNames, validateNames, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
+import { resolveEnvSpace, type EnvDescription } from "../env";
 import { resolveVllmIngress, type IngressDescription } from "../ingress";
 import { resolveSandboxPool, type SandboxDescription } from "../sandbox";
 import { resolveTrainingNode, type TrainingDescription } from "../training";
@@ -19,6 +20,8 @@ export interface PlatformPlan {
     readonly config: PlatformConfig;
     readonly names: PlatformNames;
     readonly training: TrainingDescription;
+    /** One description per env server (deployed or external). */
+    readonly envs: readonly EnvDescription[];
     /** The authenticated vLLM ingress, for black-box runs. */
     readonly ingress?: IngressDescription;
     /** The sandbox pool, for black-box runs. */
@@ -47,6 +50,7 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     if (config.envs.some((e) => !e.external)) {
         warnings.push("changing an env server during a run restarts its replicas and kills their open sessions: change envs between runs");
     }
+    const envs = config.envs.map((env) => collect(problems, () => resolveEnvSpace(config, env, names)));
     const ingress = config.ingress.enabled ? collect(problems, () => resolveVllmIngress(config, names)) : undefined;
     const sandboxes = config.sandboxes.provider === "none" ? undefined : collect(problems, () => resolveSandboxPool(config, names));
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([env, n]) => [env, n.url]));
@@ -60,5 +64,5 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
         problems.push("hfToken: training.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken hf_...");
     }
     if (problems.length > 0 || training === undefined) throw new ConfigError(problems);
-    return { config, names, training, ingress, sandboxes, warnings };
+    return { config, names, training, envs: envs.filter((e): e is EnvDescription => e !== undefined), ingress, sandboxes, warnings };
 }

@@ -143,14 +143,6 @@ export function quantityValue(q: string): number {
     return Number(`${m[1]}.${m[2] ?? "0"}`) * (factor[m[3] ?? ""] ?? 1);
 }
 
-/** The URL sandboxes use for vLLM. In-cluster sandboxes always take the ClusterIP Service: their NetworkPolicy admits the ingress pods, not a public load balancer's address. */
-function upstreamUrl(config: PlatformConfig, names: PlatformNames): string {
-    if (config.sandboxes.provider !== "agent-sandbox" || config.ingress.exposure === "cluster") return names.ingress.sandboxUrl;
-    const https = config.ingress.tls.mode !== "none";
-    // Same ports as names.ts (8080 plain, 8443 TLS).
-    return `${https ? "https" : "http"}://${names.ingress.service}.${names.namespaces.ingress}.svc.cluster.local:${https ? 8443 : 8080}`;
-}
-
 /** Resolves a run's sandbox pool from the platform config and names. */
 export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames): SandboxDescription {
     const s = config.sandboxes;
@@ -177,7 +169,7 @@ export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames)
         ],
         terminationGraceSeconds: 5,
     };
-    const url = upstreamUrl(config, names);
+    const url = names.ingress.sandboxUrl;
     const env: Record<string, string> = {
         HOME: home,
         // Caches and user installs land under HOME, the only writable place besides /tmp and /workspace.

@@ -73,7 +73,14 @@ export interface DockerTrainingResources {
 }
 
 /** Registers the run's containers (and their pinned images) as children of `parent`. */
-export function buildDockerTraining(name: string, d: TrainingDescription, network: pulumi.Input<string>, provided: Secrets, parent: pulumi.Resource): DockerTrainingResources {
+export function buildDockerTraining(
+    name: string,
+    d: TrainingDescription,
+    network: pulumi.Input<string>,
+    provided: Secrets,
+    parent: pulumi.Resource,
+    waitFor: readonly pulumi.Resource[] = [],
+): DockerTrainingResources {
     const child = { parent };
     const images = new Map<string, docker.RemoteImage>();
     const imageFor = (role: string, ref: string) => {
@@ -146,7 +153,7 @@ export function buildDockerTraining(name: string, d: TrainingDescription, networ
             volumes: volumes(t.mounts, d),
             ...HARDENING,
         },
-        { ...child, dependsOn: vllm ? [vllm] : [], deleteBeforeReplace: true },
+        { ...child, dependsOn: [...(vllm ? [vllm] : []), ...waitFor], deleteBeforeReplace: true },
     );
     return { trainer, vllm };
 }

@@ -56,7 +56,7 @@ export interface KubernetesTrainingResources {
 }
 
 /** Registers the run's Kubernetes objects as children of `parent`. */
-export function buildKubernetesTraining(name: string, d: TrainingDescription, provided: Secrets, parent: pulumi.Resource): KubernetesTrainingResources {
+export function buildKubernetesTraining(name: string, d: TrainingDescription, provided: Secrets, parent: pulumi.Resource, waitFor: readonly pulumi.Resource[] = []): KubernetesTrainingResources {
     const child = { parent };
     const ns = d.namespace;
     const labels = { ...d.podLabels };
@@ -150,7 +150,7 @@ export function buildKubernetesTraining(name: string, d: TrainingDescription, pr
         },
         {
             ...child,
-            dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : [])],
+            dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : []), ...waitFor],
             // A new run id replaces the Job in the stack, but the finished Job (and its logs) stays in
             // the cluster until someone deletes it.
             retainOnDelete: true,

@@ -17,6 +17,8 @@ export interface TrainingNodeArgs {
     readonly sandboxKey?: pulumi.Input<string>;
     /** Docker only: the private training network (created by the Platform). Required on Docker. */
     readonly network?: pulumi.Input<string>;
+    /** What the trainer waits for (the env servers it opens sessions against as it starts). @default [] */
+    readonly waitFor?: readonly pulumi.Resource[];
 }
 
 export class TrainingNode extends pulumi.ComponentResource {
@@ -46,11 +48,11 @@ export class TrainingNode extends pulumi.ComponentResource {
 
         let jobName: pulumi.Output<string>;
         if (d.target === "kubernetes") {
-            const { job } = buildKubernetesTraining(name, d, provided, this);
+            const { job } = buildKubernetesTraining(name, d, provided, this, args.waitFor ?? []);
             jobName = job.metadata.name;
         } else {
             if (args.network === undefined) throw new pulumi.RunError(`TrainingNode ${name}: the docker target needs args.network (the private training network)`);
-            const { trainer } = buildDockerTraining(name, d, args.network, provided, this);
+            const { trainer } = buildDockerTraining(name, d, args.network, provided, this, args.waitFor ?? []);
             jobName = trainer.name;
         }
 

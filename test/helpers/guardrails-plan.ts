@@ -3,22 +3,13 @@
  * the ingress exposure variants, through the real program (planToDir: index.ts under
  * Pulumi's mocks). Each test iterates over whatever the program registers, so new
  * components are covered as they land.
- *
- * Until the Platform wires the VllmIngress (platform.ts `buildIngress` throws "not built
- * yet"), black-box plans run with a stand-in `buildIngress` that does what the Platform
- * will do with the real component (resolveVllmIngress + new VllmIngress); the stand-in is
- * used only when the real program fails with exactly that error, and goes away by itself.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import * as pulumi from "@pulumi/pulumi";
 import { RECIPE_NAMES } from "../../components/config";
-import { resolveVllmIngress, VllmIngress } from "../../components/ingress";
-import { Platform, type PlatformPlan } from "../../components/platform";
-import type { PlatformSecrets } from "../../components/config";
 import type { RecordedResource } from "../../scripts/lib/mockrun";
-import { PlanError, planToDir, REPO_ROOT, type PlanOptions, type PlanResult, type PlanSource } from "../../scripts/lib/plan";
+import { planToDir, REPO_ROOT, type PlanOptions, type PlanResult, type PlanSource } from "../../scripts/lib/plan";
 import type { LocalResource } from "../../policy/run-local";
 
 export const STACKS = fs
@@ -49,56 +40,13 @@ export function allSources(targets: ReadonlyArray<"kubernetes" | "docker"> = ["k
     return out;
 }
 
-const NOT_WIRED = /VllmIngress component is not built yet/;
-
-/** The Platform's ingress step as it will be wired: resolve, build the component, hand back the sandbox key. */
-function standInBuildIngress(this: Platform, name: string, plan: PlatformPlan, secrets: PlatformSecrets): pulumi.Output<string> | undefined {
-    if (!plan.config.ingress.enabled) return undefined;
-    const description = resolveVllmIngress(plan.config, plan.names);
-    const k8s = plan.config.target.kind === "kubernetes";
-    const ingress = new VllmIngress(
-        `${name}-ingress`,
-        {
-            description,
-            suppliedKeys: secrets.ingressKeys,
-            ...(k8s ? { namespace: this.namespaces.ingress } : { networks: { training: this.namespaces.training, sandboxes: this.namespaces.sandboxes } }),
-        },
-        { parent: this },
-    );
-    return ingress.sandboxKey;
-}
-
 export interface GuardedPlan {
     readonly result: PlanResult;
-    /** Whether the stand-in ingress wiring was used (the Platform does not wire VllmIngress yet). */
-    readonly standIn: boolean;
 }
 
-/** planToDir, falling back to the stand-in ingress wiring only while the Platform refuses black box. */
+/** planToDir for a guardrail source. */
 export async function planGuarded(source: PlanSource, opts: PlanOptions): Promise<GuardedPlan> {
-    try {
-        return { result: await planToDir(source, opts), standIn: false };
-    } catch (e) {
-        if (!(e instanceof PlanError) || !NOT_WIRED.test(e.message)) throw e;
-    }
-    return { result: await withStandInIngress(() => planToDir(source, opts)), standIn: true };
-}
-
-/** Runs `fn` with the stand-in ingress wiring in place of the Platform's "not built yet". */
-export async function withStandInIngress<T>(fn: () => Promise<T>): Promise<T> {
-    const proto = Platform.prototype as unknown as { buildIngress: unknown };
-    const original = proto.buildIngress;
-    proto.buildIngress = standInBuildIngress;
-    try {
-        return await fn();
-    } finally {
-        proto.buildIngress = original;
-    }
-}
-
-/** Whether the real Platform still refuses black box (so a caller can say it used the stand-in). */
-export function isNotWiredError(e: unknown): boolean {
-    return e instanceof Error && NOT_WIRED.test(e.message);
+    return { result: await planToDir(source, opts) };
 }
 
 const SECRET_SIG = "4dabf18193072939515e22adb298388d";
