@@ -194,6 +194,11 @@ describe("config: every validation message names the field and the fix", () => {
             ],
         },
         {
+            what: "a secret in plain-text env maps",
+            raw: withOverride({ training: { extraEnv: { WANDB_API_KEY: "x", TOKENIZERS_PARALLELISM: "false" } }, envs: { coding: { settings: { DB_PASSWORD: "y" } } } }),
+            expect: [/^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove it; only hfToken and the ingress keys are carried as secrets$/, /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret/],
+        },
+        {
             what: "dataset size missing (never defaulted)",
             raw: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } },
             expect: [/^training\.datasetSize: required: set it to the number of training problems\/prompts; it is never defaulted/],

@@ -207,6 +207,19 @@ export function validateProdPinning(c: PlatformConfig): string[] {
     return errors;
 }
 
+/** Env var names that hold secrets (the policy pack's no-plain-secrets rule uses the same test). */
+const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD)$|^HF_TOKEN$/;
+
+/** Plain-text env maps must not carry secrets: stack files and pod specs keep them in clear. */
+export function validatePlainEnv(c: PlatformConfig): string[] {
+    const plain: Array<[string, Readonly<Record<string, string>>]> = [["training.extraEnv", c.training.extraEnv], ...c.envs.map((e): [string, Readonly<Record<string, string>>] => [`envs.${e.name}.settings`, e.settings])];
+    return plain.flatMap(([field, env]) =>
+        Object.keys(env)
+            .filter((k) => SECRET_NAME.test(k))
+            .map((k) => `${field}.${k}: looks like a secret (name ends in _KEY/_TOKEN/_SECRET/_PASSWORD), but ${field} is plain text in the stack file and the pod spec: remove it; only hfToken and the ingress keys are carried as secrets`),
+    );
+}
+
 /** Every cross-field check, all problems together. */
 export function validatePlatform(c: PlatformConfig): string[] {
     return [
@@ -216,5 +229,6 @@ export function validatePlatform(c: PlatformConfig): string[] {
         ...validateSandboxes(c),
         ...validateIngress(c),
         ...validateProdPinning(c),
+        ...validatePlainEnv(c),
     ];
 }
