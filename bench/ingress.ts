@@ -247,6 +247,9 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
   const checks: TargetCheck[] = [];
   const md: string[] = [];
   const timeLeft = () => (o.deadline - Date.now()) / 1000;
+  // Seconds still needed after each phase (deadline checks skip what would not fit, and say so in the report).
+  const reserveSaturation = 4 * (roundSeconds + 0.5) + 12;
+  const reserveStreams = 25;
   let maxForeign = 0;
 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bench-ingress-"));
@@ -295,7 +298,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
       const pair: RoundPair = { direct: [], proxied: [], upstreamConns: [], upstreamReqs: [] };
       pairs.set(c, pair);
       for (let r = 0; r < rounds; r++) {
-        if (timeLeft() < 2 * roundSeconds + 120) {
+        if (timeLeft() < 2 * (roundSeconds + 0.5) + reserveStreams + reserveSaturation) {
           problems.push(`time budget: skipped round ${r + 1} at ${c} connections`);
           break;
         }
@@ -332,7 +335,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
     try {
       await streamOnce(stub.url, keyStrings[0]!, directAgent);
       await streamOnce(proxiedBase, keyStrings[0]!, proxiedAgent);
-      for (let i = 0; i < streams && timeLeft() > 100; i++) {
+      for (let i = 0; i < streams && timeLeft() > reserveSaturation; i++) {
         const key = keyStrings[i % keyStrings.length]!;
         sd.push(await streamOnce(stub.url, key, directAgent));
         sp.push(await streamOnce(proxiedBase, key, proxiedAgent));
@@ -348,7 +351,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
     const diag: string[][] = [];
     const diagSeconds = Math.min(3, roundSeconds);
     const diagRound = async (label: string, settings: LocalProxyOverrides, useTls: boolean, c: number, k: IngressKey[]) => {
-      if (timeLeft() < diagSeconds * 2 + 100) {
+      if (timeLeft() < 2 * diagSeconds + 4 + reserveSaturation) {
         problems.push(`time budget: skipped diagnostic "${label}"`);
         return;
       }
@@ -410,7 +413,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
       await wrk(fast.url, 64, 1, CHAT_LUA, keyStrings);
       await wrk(satUrl, 64, 1, CHAT_LUA, keyStrings);
       for (let r = 0; r < rounds; r++) {
-        if (timeLeft() < 2 * roundSeconds + 90) {
+        if (timeLeft() < 2 * (roundSeconds + 0.5)) {
           problems.push(`time budget: skipped saturation round ${r + 1}`);
           break;
         }
@@ -435,7 +438,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
       await sat.stop();
       // Diagnostic: the same load with the deployment's key count (2) and the rate limit lifted, i.e. without the cost
       // of scanning the long key map this benchmark needs (settings override; not the headline).
-      if (o.diagnose !== false && timeLeft() > roundSeconds + 90) {
+      if (o.diagnose !== false && timeLeft() > roundSeconds + 3) {
         const two = await startProxy(fast.url, keys.slice(0, 2), tls, { ...overrides, rateLimitPerSecond: 1_000_000, rateLimitBurst: 1_000_000 });
         livePids = () => [fast.pid, ...two.pids()];
         try {

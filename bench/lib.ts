@@ -209,7 +209,7 @@ export interface TargetCheck {
 /** value must be >= target (higher is better). */
 export function atLeast(name: string, value: number, target: number, unit = "", digits = 3): TargetCheck {
   const d = value - target;
-  return { name, met: value >= target, detail: `${fmt(value, digits)}${unit} vs target >= ${fmt(target, digits)}${unit} (${d >= 0 ? "+" : ""}${fmt(d, digits)}${unit})` };
+  return { name, met: value >= target, detail: `${fmt(value, digits)}${unit} vs target >= ${fmt(target, digits)}${unit} (${d >= 0 ? `${fmt(d, digits)}${unit} to spare` : `short by ${fmt(-d, digits)}${unit}`})` };
 }
 
 /** value must be <= target (lower is better). */
@@ -218,7 +218,7 @@ export function atMost(name: string, value: number, target: number, unit = "", d
   return {
     name,
     met: value <= target,
-    detail: `${fmt(value, digits)}${unit} vs target <= ${fmt(target, digits)}${unit} (${d > 0 ? `over by ${fmt(d, digits)}` : `${fmt(-d, digits)} to spare`}${unit})`,
+    detail: `${fmt(value, digits)}${unit} vs target <= ${fmt(target, digits)}${unit} (${d > 0 ? `over by ${fmt(d, digits)}${unit}` : `${fmt(-d, digits)}${unit} to spare`})`,
   };
 }
 

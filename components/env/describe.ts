@@ -41,8 +41,6 @@ export const WEB_INTERFACE_ENV_VAR = "ENABLE_WEB_INTERFACE";
 export const KUBERNETES_RESOLVER = "kube-dns.kube-system.svc.cluster.local";
 /** Docker's embedded DNS on user-defined networks: it answers container names on the training network. */
 export const DOCKER_RESOLVER = "127.0.0.11";
-/** Cluster DNS pods (CoreDNS keeps the kube-dns label in kubeadm, GKE, EKS and AKS clusters). */
-export const CLUSTER_DNS = { namespace: "kube-system", podLabels: { "k8s-app": "kube-dns" }, port: 53 } as const;
 /** Pod-template annotation (Kubernetes) / label (Docker) carrying the router config's hash: a new config replaces the router. */
 export const ROUTER_CHECKSUM_ANNOTATION = "agentrl.dev/config-checksum";
 /** Where the router finds nginx.conf: ConfigMap mount (Kubernetes) / upload (Docker). */

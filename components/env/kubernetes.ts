@@ -11,9 +11,9 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { CLUSTER_DNS, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
+import { ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
+import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
 
-const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
 
 /** Labels on every object of the env (the pod labels are the selectors and come from podLabels()). */
 function objectLabels(d: DeployedEnvDescription): Record<string, string> {
@@ -112,16 +112,7 @@ export function routerPodSpec(d: DeployedEnvDescription): k8s.types.input.core.v
                 resources: { requests: resources, limits: resources },
                 readinessProbe: httpProbe(r.probes.readiness),
                 livenessProbe: httpProbe(r.probes.liveness),
-                securityContext: {
-                    runAsNonRoot: true,
-                    runAsUser: sec.runAsUser,
-                    runAsGroup: sec.runAsGroup,
-                    allowPrivilegeEscalation: sec.allowPrivilegeEscalation,
-                    readOnlyRootFilesystem: sec.readOnlyRootFilesystem,
-                    privileged: false,
-                    capabilities: { drop: [...sec.dropCapabilities] },
-                    seccompProfile: { type: sec.seccompProfile },
-                },
+                securityContext: restrictedContainerSecurity(sec),
                 volumeMounts: [
                     { name: "config", mountPath: r.configDir, readOnly: true },
                     { name: "run", mountPath: r.runDir },
@@ -203,13 +194,7 @@ export function routerNetworkPolicySpec(d: DeployedEnvDescription): k8s.types.in
             },
         ],
         egress: [
-            {
-                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: CLUSTER_DNS.namespace } }, podSelector: { matchLabels: { ...CLUSTER_DNS.podLabels } } }],
-                ports: [
-                    { protocol: "UDP", port: CLUSTER_DNS.port },
-                    { protocol: "TCP", port: CLUSTER_DNS.port },
-                ],
-            },
+            clusterDnsEgress(),
             { to: [{ podSelector: { matchLabels: { ...d.replicas.podLabels } } }], ports: [{ protocol: "TCP", port: d.replicas.port }] },
         ],
     };

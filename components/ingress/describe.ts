@@ -43,8 +43,6 @@ export const INGRESS_PATHS = {
 /** Key of the checksum annotation (Kubernetes pod template) / label (Docker) that rolls the proxy when config or keys change. */
 export const CHECKSUM_ANNOTATION = "agentrl.dev/config-checksum";
 
-/** Cluster DNS (CoreDNS keeps the kube-dns label in kubeadm, GKE, EKS and AKS clusters). */
-export const CLUSTER_DNS = { namespace: "kube-system", podLabels: { "k8s-app": "kube-dns" }, port: 53 } as const;
 
 /** How the proxy process runs, on both targets. */
 export interface IngressSecurity {

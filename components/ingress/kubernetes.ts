@@ -11,9 +11,9 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
-import { CHECKSUM_ANNOTATION, CLUSTER_DNS, type IngressDescription } from "./describe";
+import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
+import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
 
-const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
 /** Gateway API group/version of HTTPRoute (v1 since Gateway API v1.0). */
 export const HTTPROUTE_API_VERSION = "gateway.networking.k8s.io/v1";
 
@@ -85,16 +85,7 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
                 command: [...d.command],
                 ports: [{ name: d.portName, containerPort: d.port, protocol: "TCP" }],
                 resources: { requests: { ...d.resources.requests }, limits: { ...d.resources.limits } },
-                securityContext: {
-                    runAsNonRoot: true,
-                    runAsUser: sec.runAsUser,
-                    runAsGroup: sec.runAsGroup,
-                    allowPrivilegeEscalation: sec.allowPrivilegeEscalation,
-                    readOnlyRootFilesystem: sec.readOnlyRootFilesystem,
-                    privileged: false,
-                    capabilities: { drop: [...sec.dropCapabilities] },
-                    seccompProfile: { type: sec.seccompProfile },
-                },
+                securityContext: restrictedContainerSecurity(sec),
                 readinessProbe: { ...tcp, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2 },
                 livenessProbe: { ...tcp, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
                 volumeMounts: mounts,
@@ -131,13 +122,7 @@ export function ingressNetworkPolicySpec(d: IngressDescription): k8s.types.input
         policyTypes: ["Ingress", "Egress"],
         ingress: d.exposure === "cluster" ? [{ from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.clientNamespace } } }], ports: port }] : [{ ports: port }],
         egress: [
-            {
-                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: CLUSTER_DNS.namespace } }, podSelector: { matchLabels: { ...CLUSTER_DNS.podLabels } } }],
-                ports: [
-                    { protocol: "UDP", port: CLUSTER_DNS.port },
-                    { protocol: "TCP", port: CLUSTER_DNS.port },
-                ],
-            },
+            clusterDnsEgress(),
             {
                 to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.upstream.namespace } }, podSelector: { matchLabels: { ...d.upstream.podLabels } } }],
                 ports: [{ protocol: "TCP", port: d.upstream.port }],

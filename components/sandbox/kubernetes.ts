@@ -10,6 +10,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
 import {
     SANDBOX_API_VERSION,
     SANDBOX_CORE_GROUP,
@@ -39,9 +40,6 @@ export interface TrainerPeer {
     readonly podLabels: Readonly<Record<string, string>>;
 }
 
-const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
-/** CoreDNS keeps the kube-dns label in kubeadm, GKE, EKS and AKS clusters. */
-const CLUSTER_DNS = { namespace: "kube-system", podLabels: { "k8s-app": "kube-dns" }, port: 53 } as const;
 
 const apiVersion = `${SANDBOX_EXTENSIONS_GROUP}/${SANDBOX_API_VERSION}`;
 
@@ -85,16 +83,7 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
                             { name: SANDBOX_KEY_ENV, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } },
                         ],
                         resources: { requests: resources, limits: resources },
-                        securityContext: {
-                            runAsNonRoot: true,
-                            runAsUser: sec.runAsUser,
-                            runAsGroup: sec.runAsGroup,
-                            allowPrivilegeEscalation: sec.allowPrivilegeEscalation,
-                            readOnlyRootFilesystem: sec.readOnlyRootFilesystem,
-                            privileged: false,
-                            capabilities: { drop: [...sec.dropCapabilities] },
-                            seccompProfile: { type: sec.seccompProfile },
-                        },
+                        securityContext: restrictedContainerSecurity(sec),
                         volumeMounts: sec.writablePaths.map((w) => ({ name: w.name, mountPath: w.path })),
                     },
                 ],
@@ -129,13 +118,7 @@ export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: Ingress
             },
         ],
         egress: [
-            {
-                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: CLUSTER_DNS.namespace } }, podSelector: { matchLabels: { ...CLUSTER_DNS.podLabels } } }],
-                ports: [
-                    { protocol: "UDP", port: CLUSTER_DNS.port },
-                    { protocol: "TCP", port: CLUSTER_DNS.port },
-                ],
-            },
+            clusterDnsEgress(),
             {
                 to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: ingress.namespace } }, podSelector: { matchLabels: { ...ingress.podLabels } } }],
                 ports: [{ protocol: "TCP", port: ingress.port }],

@@ -1,0 +1,51 @@
+/**
+ * Kubernetes helpers shared by the components (not a component itself): the one container
+ * security context every non-root, Pod Security `restricted` container gets.
+ */
+import type * as k8s from "@pulumi/kubernetes";
+
+/** What a restricted, non-root container is described by (the components' resolve steps decide it). */
+export interface RestrictedSecurity {
+    readonly runAsUser: number;
+    readonly runAsGroup: number;
+    readonly readOnlyRootFilesystem: boolean;
+    readonly allowPrivilegeEscalation: false;
+    readonly dropCapabilities: readonly string[];
+    readonly seccompProfile: "RuntimeDefault";
+}
+
+/** The container securityContext Pod Security `restricted` admits: non-root, no escalation, no capabilities, RuntimeDefault seccomp. */
+export function restrictedContainerSecurity(sec: RestrictedSecurity): k8s.types.input.core.v1.SecurityContext {
+    return {
+        runAsNonRoot: true,
+        runAsUser: sec.runAsUser,
+        runAsGroup: sec.runAsGroup,
+        allowPrivilegeEscalation: sec.allowPrivilegeEscalation,
+        readOnlyRootFilesystem: sec.readOnlyRootFilesystem,
+        privileged: false,
+        capabilities: { drop: [...sec.dropCapabilities] },
+        seccompProfile: { type: sec.seccompProfile },
+    };
+}
+
+/** Label every namespace carries with its own name (set by the API server since 1.22). */
+export const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
+
+/** Cluster DNS pods (CoreDNS keeps the kube-dns label in kubeadm, GKE, EKS and AKS clusters). */
+export const CLUSTER_DNS = { namespace: "kube-system", podLabels: { "k8s-app": "kube-dns" }, port: 53 } as const;
+
+/** A NetworkPolicy peer: the pods with `podLabels` in the namespace named `namespace`. */
+export function podsInNamespace(namespace: string, podLabels: Readonly<Record<string, string>>): k8s.types.input.networking.v1.NetworkPolicyPeer {
+    return { namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: namespace } }, podSelector: { matchLabels: { ...podLabels } } };
+}
+
+/** The egress rule every locked-down pod needs: cluster DNS on 53, UDP and TCP. */
+export function clusterDnsEgress(): k8s.types.input.networking.v1.NetworkPolicyEgressRule {
+    return {
+        to: [podsInNamespace(CLUSTER_DNS.namespace, CLUSTER_DNS.podLabels)],
+        ports: [
+            { protocol: "UDP", port: CLUSTER_DNS.port },
+            { protocol: "TCP", port: CLUSTER_DNS.port },
+        ],
+    };
+}
