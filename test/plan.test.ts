@@ -83,6 +83,16 @@ describe("plan: every stack and every recipe", () => {
         }
     }
 
+    test("a black-box plan shows the ingress keys by name only, the pool, lifetime and quota", async () => {
+        const outDir = path.join(tmp, "blackbox-sections");
+        await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir });
+        const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+        assert.match(md, /\| keys \(names; values are secret outputs\) \| sandboxes, operators \|/);
+        assert.match(md, /\| pool \| 10 warm \(8 in flight \+ 2 headroom\), 2 CPU \/ 4Gi each \|/);
+        assert.match(md, /\| claimed lifetime \| <= 3600 s \(admission policy on every claim\) \|/);
+        assert.match(md, /\| quota \| 20 pods, 40 CPU, 80Gi \|/);
+    });
+
     test("a broken diagram would fail the Mermaid parser (the check can fail)", async () => {
         await assert.rejects(parseMermaid("flowchart LR\n  a -->"));
     });

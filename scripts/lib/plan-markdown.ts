@@ -116,6 +116,44 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     }
     out.push(table(["check", "how", "value", "holds because"], checks));
     out.push("");
+    if (plan.ingress) {
+        const i = plan.ingress;
+        out.push("## Ingress");
+        out.push("");
+        out.push(
+            table(
+                ["setting", "value"],
+                [
+                    ["keys (names; values are secret outputs)", i.keyNames.join(", ")],
+                    ["sandboxes use", `${c.ingress.sandboxKey} at ${names.ingress.sandboxUrl}`],
+                    ["exposure", `${i.exposure}${i.host ? ` (${i.host})` : ""}`],
+                    ["TLS ends at", i.tls.terminatedAt],
+                    ["rate limit per key", `${c.ingress.rateLimitPerSecond}/s per replica x ${i.replicas} = ${i.effectiveRateLimitPerSecond}/s`],
+                    ["allowed routes", `POST /v1/chat/completions, GET /v1/models${c.ingress.allowCompletions ? ", POST /v1/completions" : ""}${c.ingress.healthUnauthenticated ? ", GET /health (no key)" : ""}`],
+                ],
+            ),
+        );
+        out.push("");
+    }
+    if (plan.sandboxes && plan.sandboxes.provider !== "hf") {
+        const sb = plan.sandboxes;
+        out.push("## Sandboxes");
+        out.push("");
+        out.push(
+            table(
+                ["setting", "value"],
+                [
+                    ["pool", `${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each`],
+                    ["claimed lifetime", `<= ${sb.maxLifetimeSeconds} s (admission policy on every claim)`],
+                    ["pod deadline", `${sb.deadlineSeconds} s (warm wait ${sb.maxWarmWaitSeconds} s + lifetime)`],
+                    ["quota", `${sb.quota.pods} pods, ${sb.quota.cpu} CPU, ${sb.quota.memory}`],
+                    ["isolation", sb.runtimeClassName ? `runtimeClass ${sb.runtimeClassName}` : "runc (set sandboxes.runtimeClassName for gVisor/Kata)"],
+                    ["run label", `${sb.runLabel}=${sb.runId}`],
+                ],
+            ),
+        );
+        out.push("");
+    }
     if (plan.warnings.length > 0) {
         out.push("## Warnings");
         out.push("");
