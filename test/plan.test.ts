@@ -93,6 +93,19 @@ describe("plan: every stack and every recipe", () => {
         assert.match(md, /\| quota \| 20 pods, 40 CPU, 80Gi \|/);
     });
 
+    test("every namespaced object lives in one of the Platform's per-role namespaces, with Pod Security labels", async () => {
+        for (const source of [{ stack: "staging" }, { recipe: "wordle-whitebox", target: "kubernetes" as const }]) {
+            const result = await planToDir(source, { outDir: path.join(tmp, `ns-${"stack" in source ? source.stack : source.recipe}`) });
+            const namespaces = result.manifests.filter((m) => m.kind === "Namespace");
+            assert.deepEqual(namespaces.map((n) => n.metadata.labels["agentrl.dev/role"]).sort(), ["envs", "ingress", "sandboxes", "training"]);
+            const level = (role: string) => namespaces.find((n) => n.metadata.labels["agentrl.dev/role"] === role)!.metadata.labels["pod-security.kubernetes.io/enforce"];
+            assert.equal(level("sandboxes"), "restricted");
+            assert.equal(level("ingress"), "restricted");
+            const names = new Set(namespaces.map((n) => n.metadata.name));
+            for (const m of result.manifests) if (m.metadata.namespace) assert.ok(names.has(m.metadata.namespace), `${m.kind} ${m.metadata.name} is in ${m.metadata.namespace}`);
+        }
+    });
+
     test("a broken diagram would fail the Mermaid parser (the check can fail)", async () => {
         await assert.rejects(parseMermaid("flowchart LR\n  a -->"));
     });

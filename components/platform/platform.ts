@@ -107,6 +107,7 @@ export class Platform extends pulumi.ComponentResource {
                     sandboxKey,
                     ingress: ingress!.peer,
                     trainer: { serviceAccount: names.training.serviceAccount, namespace: names.namespaces.training, podLabels: podLabels("trainer", names.training.job) },
+                    namespace: this.namespaces.sandboxes,
                     network: this.namespaces.sandboxes,
                 },
                 child,
@@ -126,7 +127,14 @@ export class Platform extends pulumi.ComponentResource {
 
         const training = new TrainingNode(
             `${name}-training`,
-            { description: plan.training, hfToken: args.secrets.hfToken, sandboxKey, network: config.target.kind === "docker" ? this.namespaces.training : undefined, waitFor: envSpaces },
+            {
+                description: plan.training,
+                hfToken: args.secrets.hfToken,
+                sandboxKey,
+                namespace: this.namespaces.training,
+                network: config.target.kind === "docker" ? this.namespaces.training : undefined,
+                waitFor: envSpaces,
+            },
             child,
         );
         trainingReady(training);

@@ -206,6 +206,8 @@ export interface KubernetesSandboxArgs {
     readonly sandboxKey: pulumi.Input<string>;
     readonly ingress: IngressPeer;
     readonly trainer: TrainerPeer;
+    /** The sandboxes namespace (the Platform's Namespace output, so the objects wait for it). @default description.names.namespace */
+    readonly namespace?: pulumi.Input<string>;
 }
 
 export interface KubernetesSandboxResources {
@@ -217,7 +219,7 @@ export interface KubernetesSandboxResources {
 export function registerKubernetesSandboxPool(name: string, args: KubernetesSandboxArgs, parent: pulumi.Resource): KubernetesSandboxResources {
     const d = args.description;
     const child = { parent };
-    const ns = d.names.namespace;
+    const ns = args.namespace ?? d.names.namespace;
     const labels = objectLabels(d);
     const meta = (objName: string) => ({ name: objName, namespace: ns, labels });
 

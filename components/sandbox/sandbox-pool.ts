@@ -18,6 +18,8 @@ export interface SandboxPoolArgs {
     readonly ingress?: IngressPeer;
     /** Kubernetes: the trainer (ServiceAccount bound to the claim Role; its pods alone may reach sandboxes). Required for agent-sandbox. */
     readonly trainer?: TrainerPeer;
+    /** Kubernetes: the sandboxes namespace (the Platform's Namespace output, so the objects wait for it). @default description.names.namespace */
+    readonly namespace?: pulumi.Input<string>;
     /** Docker: the internal sandbox network. Required for docker. @default description.names.network */
     readonly network?: pulumi.Input<string>;
 }
@@ -42,7 +44,7 @@ export class SandboxPool extends pulumi.ComponentResource {
             if (args.ingress === undefined || args.trainer === undefined) {
                 throw new pulumi.RunError(`SandboxPool ${name}: the agent-sandbox provider needs args.ingress (the ingress pods sandboxes may reach) and args.trainer (who may claim and call them)`);
             }
-            const { template, warmPool } = registerKubernetesSandboxPool(name, { description: d, sandboxKey: args.sandboxKey, ingress: args.ingress, trainer: args.trainer }, this);
+            const { template, warmPool } = registerKubernetesSandboxPool(name, { description: d, sandboxKey: args.sandboxKey, ingress: args.ingress, trainer: args.trainer, namespace: args.namespace }, this);
             this.poolName = warmPool.metadata.name;
             this.namespace = warmPool.metadata.namespace;
             this.template = template.metadata.name;

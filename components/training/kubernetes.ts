@@ -56,9 +56,17 @@ export interface KubernetesTrainingResources {
 }
 
 /** Registers the run's Kubernetes objects as children of `parent`. */
-export function buildKubernetesTraining(name: string, d: TrainingDescription, provided: Secrets, parent: pulumi.Resource, waitFor: readonly pulumi.Resource[] = []): KubernetesTrainingResources {
+export function buildKubernetesTraining(
+    name: string,
+    d: TrainingDescription,
+    provided: Secrets,
+    parent: pulumi.Resource,
+    waitFor: readonly pulumi.Resource[] = [],
+    namespace?: pulumi.Input<string>,
+): KubernetesTrainingResources {
     const child = { parent };
-    const ns = d.namespace;
+    // The Platform's Namespace output when given, so every object waits for the namespace.
+    const ns = namespace ?? d.namespace;
     const labels = { ...d.podLabels };
 
     const serviceAccount = new k8s.core.v1.ServiceAccount(

@@ -17,6 +17,8 @@ export interface TrainingNodeArgs {
     readonly sandboxKey?: pulumi.Input<string>;
     /** Docker only: the private training network (created by the Platform). Required on Docker. */
     readonly network?: pulumi.Input<string>;
+    /** Kubernetes: the training namespace (the Platform's Namespace output, so the objects wait for it). @default description.namespace */
+    readonly namespace?: pulumi.Input<string>;
     /** What the trainer waits for (the env servers it opens sessions against as it starts). @default [] */
     readonly waitFor?: readonly pulumi.Resource[];
 }
@@ -48,7 +50,7 @@ export class TrainingNode extends pulumi.ComponentResource {
 
         let jobName: pulumi.Output<string>;
         if (d.target === "kubernetes") {
-            const { job } = buildKubernetesTraining(name, d, provided, this, args.waitFor ?? []);
+            const { job } = buildKubernetesTraining(name, d, provided, this, args.waitFor ?? [], args.namespace);
             jobName = job.metadata.name;
         } else {
             if (args.network === undefined) throw new pulumi.RunError(`TrainingNode ${name}: the docker target needs args.network (the private training network)`);
