@@ -16,8 +16,18 @@ const children = new Set<ChildProcess>();
 const cleanups = new Map<number, () => Promise<void>>();
 let nextCleanup = 0;
 
+let shuttingDown = false;
+/** After this (SIGINT, SIGTERM, hard limit) no new child is started. */
+export function beginShutdown(): void {
+  shuttingDown = true;
+}
+export function isShuttingDown(): boolean {
+  return shuttingDown;
+}
+
 /** Spawn a child that cleanupAll() kills (by its pid) if it is still running. */
 export function spawnTracked(cmd: string, args: readonly string[], opts: SpawnOptions = {}): ChildProcess {
+  if (shuttingDown) throw new Error("bench is shutting down: not starting " + cmd);
   const child = spawn(cmd, [...args], opts);
   children.add(child);
   child.once("exit", () => children.delete(child));
@@ -298,6 +308,8 @@ export interface CpuWindow {
   readonly wallSeconds: number;
   /** Cores the rest of the machine (processes this run did not start) kept busy on average. */
   readonly foreignCores: number;
+  /** Cores the whole machine kept busy on average (this run + others); near the core count = CPU-bound. */
+  readonly busyCores: number;
 }
 
 /**
@@ -314,7 +326,7 @@ export function cpuWindow(livePids: () => readonly number[]): () => CpuWindow {
     const wallSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
     const live1 = cpuSeconds(pids0);
     const own = selfAndReapedSeconds() - self0 + (live1 - live0);
-    const foreign = machineBusySeconds() - busy0 - own;
-    return { wallSeconds, foreignCores: Math.max(0, foreign / wallSeconds) };
+    const busy = machineBusySeconds() - busy0;
+    return { wallSeconds, foreignCores: Math.max(0, (busy - own) / wallSeconds), busyCores: busy / wallSeconds };
   };
 }

@@ -45,6 +45,12 @@ function parse(argv: readonly string[]): { recipe: string; target: "kubernetes" 
 
 async function main(): Promise<number> {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), "bench-plan-"));
+  for (const sig of ["SIGTERM", "SIGINT"] as const) {
+    process.once(sig, () => {
+      fs.rmSync(out, { recursive: true, force: true });
+      process.exit(128 + (sig === "SIGTERM" ? 15 : 2));
+    });
+  }
   try {
     const { recipe, target, override } = parse(process.argv.slice(2));
     const t0 = process.hrtime.bigint();

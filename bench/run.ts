@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { runIngressBench } from "./ingress";
-import { BENCH_DIR, checkLine, cleanupAll, fmt, machineBusySeconds, machineInfo, selfAndReapedSeconds, type TargetCheck } from "./lib";
+import { BENCH_DIR, beginShutdown, checkLine, cleanupAll, fmt, machineBusySeconds, machineInfo, selfAndReapedSeconds, type TargetCheck } from "./lib";
 import { runScalingBench } from "./scaling";
 
 const HARD_LIMIT_MS = 285_000;
@@ -41,6 +41,7 @@ let exiting = false;
 async function shutdown(code: number, why: string): Promise<never> {
   if (!exiting) {
     exiting = true;
+    beginShutdown();
     if (why !== "") process.stderr.write(`bench: ${why}; stopping every process it started\n`);
     await cleanupAll();
   }
@@ -81,7 +82,7 @@ async function main(): Promise<number> {
       await cleanupAll();
     }
   }
-  if (args.only !== "ingress") {
+  if (args.only !== "ingress" && !exiting) {
     try {
       const r = await runScalingBench({ deadline, log, ...(args.quick ? { repeats: 1 } : {}) });
       sections.push(r.markdown);
@@ -93,6 +94,7 @@ async function main(): Promise<number> {
       await cleanupAll();
     }
   }
+  if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file
   await cleanupAll();
   clearTimeout(watchdog);
 

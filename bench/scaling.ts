@@ -138,6 +138,11 @@ export async function runScalingBench(o: ScalingBenchOptions): Promise<ScalingBe
       ok.length < rs.length ? `${rs.length - ok.length} failed: ${short(rs.find((r) => !r.ok)?.error)}` : "",
     ]);
   }
+  const componentsOf = (recipe: string) => {
+    const r = all.filter((c) => c.recipe === recipe).flatMap((c) => runs.get(c)!).find((x) => x.ok);
+    return r ? Object.keys(r.byType ?? {}).filter((t) => !t.startsWith("pulumi:") && !/^(kubernetes|docker|random):/.test(t)).join(", ") : "(no successful run)";
+  };
+  md.push(`Components registered: wordle-whitebox: ${componentsOf("wordle-whitebox")}; opencode-blackbox: ${componentsOf("opencode-blackbox")}.`, "");
   md.push(table(["target", "configuration", "runs", "plan ms (median)", "process ms (median)", "peak RSS MB", "resources", "custom resources", "notes"], rows), "");
 
   for (const sweep of sweeps) {

@@ -217,7 +217,7 @@ describe("pure rendering and validation", () => {
       assert.doesNotMatch(text, /Bearer (?!realm=)[A-Za-z0-9]/, "no Bearer value in the config");
       assert.ok(text.includes("include /etc/nginx/keys/keys.conf;"));
       assert.ok(text.includes('proxy_set_header Authorization "";'));
-      assert.ok(text.includes("keepalive 64;"));
+      assert.ok(text.includes("keepalive 256;"));
       assert.ok(text.includes("proxy_buffering off;"));
       assert.ok(text.includes("limit_req_status 429;"));
       assert.ok(text.includes("proxy_read_timeout 600s;"));

@@ -31,7 +31,7 @@ export interface ProxySettings {
   readonly rateLimitPerSecond?: number;
   /** Requests above the rate a key may send at once before 429 (limit_req burst, nodelay). @default 1000 */
   readonly rateLimitBurst?: number;
-  /** Idle keep-alive connections to vLLM cached per nginx worker (upstream keepalive). @default 64 */
+  /** Idle keep-alive connections to vLLM cached per nginx worker (upstream keepalive). @default 256 */
   readonly upstreamKeepalive?: number;
   /** Seconds an idle upstream connection is kept; below uvicorn's 5 s timeout_keep_alive so nginx never reuses a socket vLLM is closing. @default 4 */
   readonly upstreamKeepaliveTimeoutSeconds?: number;
@@ -69,7 +69,9 @@ export const PROXY_DEFAULTS: Omit<ResolvedProxySettings, "upstream"> = {
   maxBodySize: "4m",
   rateLimitPerSecond: 200,
   rateLimitBurst: 1000,
-  upstreamKeepalive: 64,
+  // Idle upstream connections kept per worker: at or above the requests one worker has in
+  // flight, else each burst opens new connections to vLLM (bench/results.md, 256 connections).
+  upstreamKeepalive: 256,
   upstreamKeepaliveTimeoutSeconds: 4,
   connectTimeoutSeconds: 5,
   readTimeoutSeconds: 600,
