@@ -3,7 +3,7 @@
 // (test/helpers/stub-upstream.ts, in its own process: bench/stub-server.ts), loaded with wrk directly and through the
 // proxy in alternating rounds. Every loop is bounded by a count and by the run's deadline; every process is tracked
 // (bench/lib.ts) and stopped, also on failure.
-import { fork, spawnSync, type ChildProcess } from "node:child_process";
+import { fork, type ChildProcess } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
@@ -12,6 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { childPids, startLocalIngress, type LocalIngress, type LocalProxyOverrides } from "../components/ingress/local";
 import { PROXY_DEFAULTS, type IngressKey } from "../components/ingress/nginx";
+import { selfSignedCert } from "../test/helpers/tls";
 import {
   BENCH_DIR,
   atLeast,
@@ -168,18 +169,6 @@ async function startProxy(upstream: string, keys: readonly IngressKey[], tls: { 
   };
 }
 
-function selfSignedCert(dir: string): { certFile: string; keyFile: string; ca: string } {
-  const certFile = path.join(dir, "cert.pem");
-  const keyFile = path.join(dir, "key.pem");
-  const r = spawnSync(
-    "openssl",
-    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-      "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", keyFile, "-out", certFile],
-    { encoding: "utf8", timeout: 20000 },
-  );
-  if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr}`);
-  return { certFile, keyFile, ca: fs.readFileSync(certFile, "utf8") };
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Time to first SSE chunk

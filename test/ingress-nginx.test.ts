@@ -20,6 +20,7 @@ import {
   type ProxySettings,
 } from "../components/ingress/nginx";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
+import { selfSignedCert } from "./helpers/tls";
 
 const KEY_A = "kA1.b+c_d~e/f=g-h0123456789abcdef";
 const KEY_B = "Bb2Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0";
@@ -109,18 +110,6 @@ function makeTempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "ingress-test-"));
 }
 
-function selfSignedCert(dir: string): { certFile: string; keyFile: string; ca: string } {
-  const certFile = path.join(dir, "cert.pem");
-  const keyFile = path.join(dir, "key.pem");
-  const r = spawnSync(
-    "openssl",
-    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-      "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", keyFile, "-out", certFile],
-    { encoding: "utf8", timeout: 20000 },
-  );
-  assert.equal(r.status, 0, `openssl failed: ${r.stderr}`);
-  return { certFile, keyFile, ca: fs.readFileSync(certFile, "utf8") };
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 describe("pure rendering and validation", () => {
