@@ -194,14 +194,29 @@ describe("config: every validation message names the field and the fix", () => {
             ],
         },
         {
+            what: "ingress host with a scheme, relative TLS files on Docker",
+            raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ingress: { exposure: "loadbalancer", host: "https://vllm.example.com", tls: { mode: "files", certFile: "cert.pem", keyFile: "/etc/key.pem" } } },
+            expect: [/^ingress\.host: must be a DNS host name such as vllm\.example\.com \(no scheme, no port\)$/, /^ingress\.tls\.certFile: must be an absolute path on the Docker host$/],
+        },
+        {
+            what: "plain HTTP published on Docker: the fix names files, not a Kubernetes Secret",
+            raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ingress: { exposure: "loadbalancer", host: "vllm.example.com" } },
+            expect: [/^ingress\.tls\.mode: a published port exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to files with certFile and keyFile$/],
+        },
+        {
             what: "a secret in plain-text env maps",
-            raw: withOverride({ training: { extraEnv: { WANDB_API_KEY: "x", TOKENIZERS_PARALLELISM: "false" } }, envs: { coding: { settings: { DB_PASSWORD: "y" } } } }),
-            expect: [/^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove it; only hfToken and the ingress keys are carried as secrets$/, /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret/],
+            raw: withOverride({ training: { extraEnv: { WANDB_API_KEY: "x", openai_api_key: "z", TOKENIZERS_PARALLELISM: "false" } }, envs: { coding: { settings: { DB_PASSWORD: "y" } } } }),
+            expect: [/^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove it; only hfToken and the ingress keys are carried as secrets$/, /^training\.extraEnv\.openai_api_key: looks like a secret/, /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret/],
         },
         {
             what: "dataset size missing (never defaulted)",
             raw: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } },
             expect: [/^training\.datasetSize: required: set it to the number of training problems\/prompts; it is never defaulted/],
+        },
+        {
+            what: "no training command (only recipes set one)",
+            raw: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1, datasetSize: 10, numGenerations: 4 } },
+            expect: [/^training\.command: required: the command that starts the training script baked into the trainer image/],
         },
         {
             what: "a misspelt field",

@@ -142,6 +142,16 @@ describe("plan: secrets never reach the output", () => {
         }
     });
 
+    test("a stack that pushes to the Hub plans when hfToken is set, and fails cleanly when it is not", async () => {
+        const override = { training: { hubRepoId: "acme/qwen-mbpp" } };
+        const ok = await planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "hub-ok"), platformOverride: override, secrets: { hfToken: "SENTINEL-HUB-1f2e" } });
+        assert.ok(ok.manifests.some((m) => m.kind === "Job"));
+        await assert.rejects(planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "hub-missing"), platformOverride: override }), (e: Error) => {
+            assert.match(e.message, /hfToken: training\.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken/);
+            return e.name !== "ConfigError";
+        });
+    });
+
     test("secure: values in a stack file stand in as placeholders, marked secret", () => {
         const f = path.join(tmp, "Pulumi.sec.yaml");
         fs.writeFileSync(f, "config:\n  agent-rl-infra:hfToken:\n    secure: AAABAJ5dummy\n  agent-rl-infra:platform:\n    recipe: mbpp-whitebox\n");

@@ -470,7 +470,7 @@ describe("resolveTrainingNode", () => {
                 assert.ok(e instanceof ConfigError);
                 assert.deepEqual(e.problems, [
                     "training.layout: the black-box trainer needs the ingress URL sandboxes reach vLLM through: the Platform must pass links.sandbox",
-                    "training.command: 2 trainer processes need 'accelerate launch <script>': set training.command",
+                    "training.command: required: the command that starts the training script baked into the trainer image (e.g. [python, /app/train.py]; 2 processes need 'accelerate launch <script>')",
                     "training.extraEnv.HF_TOKEN: HF_TOKEN is set by the platform (a secret): remove it from extraEnv",
                     "training.extraEnv.RUN_ID: RUN_ID is set by the platform (from the run's config and links): remove it from extraEnv",
                 ]);

@@ -221,18 +221,24 @@ const ingress = z.strictObject({
     /** How the proxy is reached: in-cluster ClusterIP only, a LoadBalancer Service, or a Gateway API HTTPRoute. */
     exposure: z.enum(["cluster", "loadbalancer", "httproute"]).default("cluster"),
     /** Public host name for external exposure (certificate subject). */
-    host: z.string().optional(),
+    host: z
+        .string()
+        .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a DNS host name such as vllm.example.com (no scheme, no port)")
+        .optional(),
     /** TLS: `secret` (Kubernetes TLS Secret), `files` (Docker host files), `none` (plain HTTP, in-cluster only). */
     tls: z
         .strictObject({
             /** Where the certificate comes from. */
             mode: z.enum(["secret", "files", "none"]).default("none"),
             /** Kubernetes TLS Secret name (e.g. issued by cert-manager) in the ingress namespace. */
-            secretName: z.string().optional(),
+            secretName: z
+                .string()
+                .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes Secret name (lower-case DNS subdomain)")
+                .optional(),
             /** Docker: certificate file on the host. */
-            certFile: z.string().optional(),
+            certFile: z.string().regex(/^\//, "must be an absolute path on the Docker host").optional(),
             /** Docker: key file on the host. */
-            keyFile: z.string().optional(),
+            keyFile: z.string().regex(/^\//, "must be an absolute path on the Docker host").optional(),
             /** The certificate is publicly trusted (required for hosted sandboxes). */
             publiclyTrusted: z.boolean().default(false),
         })

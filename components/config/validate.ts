@@ -38,6 +38,11 @@ export function validateGpus(c: PlatformConfig): string[] {
     return errors;
 }
 
+export function validateTrainer(c: PlatformConfig): string[] {
+    if (c.training.command !== undefined) return [];
+    return [`training.command: required: the command that starts the training script baked into the trainer image, e.g. [python, /app/train.py] (every recipe sets one)`];
+}
+
 export function validateBatches(c: PlatformConfig): string[] {
     const t = c.training;
     const { generationBatch, evalBatch } = c.demand;
@@ -133,7 +138,7 @@ export function validateSandboxes(c: PlatformConfig): string[] {
     }
     if (s.provider === "hf") {
         if (c.ingress.exposure === "cluster") {
-            errors.push(`ingress.exposure: hosted (hf) sandboxes call vLLM from outside the cluster: set exposure to loadbalancer or httproute`);
+            errors.push(`ingress.exposure: hosted (hf) sandboxes call vLLM from outside the cluster: set exposure to ${c.target.kind === "kubernetes" ? "loadbalancer or httproute" : "loadbalancer (the proxy publishes its port on the host)"}`);
         }
         if (!c.ingress.tls.publiclyTrusted) {
             errors.push(`ingress.tls.publiclyTrusted: hosted (hf) sandboxes need a publicly trusted certificate: use one (e.g. cert-manager with a public ACME issuer) and set publiclyTrusted: true`);
@@ -168,7 +173,11 @@ export function validateIngress(c: PlatformConfig): string[] {
         errors.push(`ingress.tls.certFile: tls mode 'files' needs certFile and keyFile (paths on the Docker host)`);
     }
     if (i.exposure === "loadbalancer" && i.tls.mode === "none") {
-        errors.push(`ingress.tls.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls.mode to secret (or use exposure httproute, where TLS ends at the Gateway)`);
+        errors.push(
+            c.target.kind === "kubernetes"
+                ? `ingress.tls.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls.mode to secret (or use exposure httproute, where TLS ends at the Gateway)`
+                : `ingress.tls.mode: a published port exposes the keys' bearer tokens to the network in plain HTTP: set tls.mode to files with certFile and keyFile`,
+        );
     }
     if (c.target.kind === "docker" && i.tls.mode === "none" && c.sandboxes.provider === "hf") {
         errors.push(`ingress.tls.mode: hosted sandboxes reach the Docker host over the internet: set tls.mode to files`);
@@ -183,7 +192,8 @@ const DIGEST = /@sha256:[0-9a-f]{64}$/;
 /** Every image the stack deploys, with the field that sets it. */
 export function deployedImages(c: PlatformConfig): Array<{ field: string; image: string }> {
     const out: Array<{ field: string; image: string }> = [{ field: "images.trainer", image: c.images.trainer }];
-    if (c.training.layout !== "whitebox-colocate") out.push({ field: "images.vllm", image: c.images.vllm });
+    // Only black box runs the vLLM image; trl vllm-serve (server layout) runs in the trainer image.
+    if (c.training.layout === "blackbox") out.push({ field: "images.vllm", image: c.images.vllm });
     const routed = c.envs.some((e) => !e.external);
     if (c.ingress.enabled || routed) out.push({ field: "images.nginx", image: c.images.nginx });
     for (const e of c.envs) if (!e.external) out.push({ field: `envs.${e.name}.image`, image: e.image });
@@ -208,7 +218,7 @@ export function validateProdPinning(c: PlatformConfig): string[] {
 }
 
 /** Env var names that hold secrets (the policy pack's no-plain-secrets rule uses the same test). */
-const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD)$|^HF_TOKEN$/;
+const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD)$|^HF_TOKEN$/i;
 
 /** Plain-text env maps must not carry secrets: stack files and pod specs keep them in clear. */
 export function validatePlainEnv(c: PlatformConfig): string[] {
@@ -224,6 +234,7 @@ export function validatePlainEnv(c: PlatformConfig): string[] {
 export function validatePlatform(c: PlatformConfig): string[] {
     return [
         ...validateGpus(c),
+        ...validateTrainer(c),
         ...validateBatches(c),
         ...c.envs.flatMap((e) => validateEnv(c, e)),
         ...validateSandboxes(c),

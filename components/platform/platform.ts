@@ -98,9 +98,10 @@ export class Platform extends pulumi.ComponentResource {
         const sandboxKey = ingress?.sandboxKey;
 
         let sandboxEnv: Record<string, string> = {};
+        let pool: SandboxPool | undefined;
         if (plan.sandboxes) {
             if (sandboxKey === undefined) throw new pulumi.RunError("sandboxes need the ingress's sandbox key: enable the ingress");
-            const pool = new SandboxPool(
+            pool = new SandboxPool(
                 `${name}-sandboxes`,
                 {
                     description: plan.sandboxes,
@@ -133,7 +134,8 @@ export class Platform extends pulumi.ComponentResource {
                 sandboxKey,
                 namespace: this.namespaces.training,
                 network: config.target.kind === "docker" ? this.namespaces.training : undefined,
-                waitFor: envSpaces,
+                // The trainer opens env sessions and claims sandboxes (through its Role) as it starts.
+                waitFor: [...envSpaces, ...(pool ? [pool] : []), ...(ingress ? [ingress] : [])],
             },
             child,
         );

@@ -189,7 +189,7 @@ function range(start: number, count: number): number[] {
 /** `python x.py` or `accelerate launch x.py`, with `--num_processes` set for accelerate. */
 function launcher(command: readonly string[] | undefined, numProcesses: number, problems: string[]): string[] | undefined {
     if (command === undefined) {
-        if (numProcesses > 1) problems.push(`training.command: ${numProcesses} trainer processes need 'accelerate launch <script>': set training.command`);
+        problems.push(`training.command: required: the command that starts the training script baked into the trainer image (e.g. [python, /app/train.py]${numProcesses > 1 ? `; ${numProcesses} processes need 'accelerate launch <script>'` : ""})`);
         return undefined;
     }
     const [first, second, ...rest] = command;

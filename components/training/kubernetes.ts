@@ -6,7 +6,8 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { ContainerDescription, HttpProbe, SecretName, TrainingDescription } from "./describe";
+import { CONTAINER, type ContainerDescription, type HttpProbe, type SecretName, type TrainingDescription } from "./describe";
+import { NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
 
 /** Pulumi waits for a Job to finish (10 min default) unless told not to (upstream-facts: Pulumi provider). */
 const SKIP_AWAIT = { "pulumi.com/skipAwait": "true" } as const;
@@ -131,7 +132,7 @@ export function buildKubernetesTraining(
                 podFailurePolicy: {
                     rules: [
                         // A trainer that exits non-zero failed for a reason a retry will not fix.
-                        { action: "FailJob", onExitCodes: { containerName: "trainer", operator: "NotIn", values: [0] } },
+                        { action: "FailJob", onExitCodes: { containerName: CONTAINER.trainer, operator: "NotIn", values: [0] } },
                         // A drained or preempted node is not the run's fault: retry without using up backoffLimit.
                         { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
                     ],
@@ -180,7 +181,7 @@ export function buildKubernetesTraining(
                           {
                               from: [
                                   {
-                                      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": access.fromNamespace } },
+                                      namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: access.fromNamespace } },
                                       podSelector: { matchLabels: { ...access.fromPodLabels } },
                                   },
                               ],

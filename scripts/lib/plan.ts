@@ -172,7 +172,7 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
     // The pure phase again, for the plan's tables (the same functions the program ran).
     const rawPlatform = JSON.parse(cfg.config[`${CONFIG_NAMESPACE}:platform`]);
     const config: PlatformConfig = parsePlatformConfig(rawPlatform, cfg.stack);
-    const plan = resolvePlatform(config);
+    const plan = resolvePlatform(config, { hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined });
     const secrets = secretValues(cfg, run.resources);
 
     fs.rmSync(opts.outDir, { recursive: true, force: true });
