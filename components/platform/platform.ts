@@ -135,7 +135,8 @@ export class Platform extends pulumi.ComponentResource {
                 namespace: this.namespaces.training,
                 network: config.target.kind === "docker" ? this.namespaces.training : undefined,
                 // The trainer opens env sessions and claims sandboxes (through its Role) as it starts.
-                waitFor: [...envSpaces, ...(pool ? [pool] : []), ...(ingress ? [ingress] : [])],
+                // Not the ingress: its proxy waits for this node (nginx resolves vLLM at start).
+                waitFor: [...envSpaces, ...(pool ? [pool] : [])],
             },
             child,
         );
