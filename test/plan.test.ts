@@ -204,6 +204,21 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
         });
     });
 
+    test("a bad or unknown supplied ingress key stops the run before anything registers, without showing the value", async () => {
+        const platform = JSON.stringify({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" } });
+        const run = await runUnderMocks(program(), {
+            stack: "keys",
+            config: { "agent-rl-infra:platform": platform, "agent-rl-infra:ingressKey-sandboxes": "short\"key", "agent-rl-infra:ingressKey-robots": "x".repeat(32) },
+            secretKeys: ["agent-rl-infra:ingressKey-sandboxes", "agent-rl-infra:ingressKey-robots"],
+        });
+        assert.ok(pulumi.RunError.isInstance(run.error));
+        const message = (run.error as Error).message;
+        assert.match(message, /ingressKey-sandboxes: must be 16 to 512 characters of \[A-Za-z0-9\._~\+\/=-\] \(value not shown\)/);
+        assert.match(message, /ingressKey-robots: no key 'robots' in ingress\.keys \(sandboxes, operators\): add 'robots' to ingress\.keys or remove it with pulumi config rm ingressKey-robots/);
+        assert.ok(!message.includes("short") && !message.includes("x".repeat(32)), "no key value in the message");
+        assert.deepEqual(run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type), []);
+    });
+
     test("a missing platform config says how to start", async () => {
         const run = await runUnderMocks(program(), { stack: "empty", config: {} });
         assert.match((run.error as Error).message, /config agent-rl-infra:platform is missing: add a 'platform' object to stacks\/Pulumi\.empty\.yaml/);

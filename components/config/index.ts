@@ -4,4 +4,4 @@ export { validatePlatform, deployedImages, replicasFor } from "./validate";
 export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";
 export { RECIPES, RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";
-export { loadPlatformConfig, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";
+export { loadPlatformConfig, checkSuppliedKeys, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";

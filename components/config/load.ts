@@ -4,6 +4,7 @@
  * getSecret so Pulumi keeps it marked secret end to end.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { validateKeys } from "../ingress/nginx";
 import { ConfigError, parsePlatformConfig } from "./parse";
 import type { PlatformConfig } from "./resolve";
 
@@ -42,10 +43,33 @@ export function loadPlatformConfig(): { config: PlatformConfig; secrets: Platfor
     } catch (e) {
         toRunError(e);
     }
+    const problems = checkSuppliedKeys(config.ingress.keys, pulumi.runtime.allConfig());
+    if (problems.length > 0) toRunError(new ConfigError(problems));
     const ingressKeys: Record<string, pulumi.Output<string>> = {};
     for (const name of config.ingress.keys) {
         const supplied = cfg.getSecret(ingressKeyConfigKey(name));
         if (supplied !== undefined) ingressKeys[name] = supplied;
     }
     return { config, secrets: { hfToken: cfg.getSecret("hfToken"), ingressKeys } };
+}
+
+/**
+ * Supplied ingress keys are checked here, at the config edge, so a bad one stops the run
+ * before anything registers (the nginx keys file would refuse it mid-deploy). Messages name
+ * the config key, never its value.
+ */
+export function checkSuppliedKeys(keyNames: readonly string[], allConfig: Readonly<Record<string, string>>): string[] {
+    const prefix = `${CONFIG_NAMESPACE}:${ingressKeyConfigKey("")}`;
+    const problems: string[] = [];
+    for (const [key, value] of Object.entries(allConfig)) {
+        if (!key.startsWith(prefix)) continue;
+        const name = key.slice(prefix.length);
+        const field = ingressKeyConfigKey(name);
+        if (!keyNames.includes(name)) {
+            problems.push(`${field}: no key '${name}' in ingress.keys (${keyNames.join(", ")}): add '${name}' to ingress.keys or remove it with pulumi config rm ${field}`);
+        } else if (validateKeys([{ name, key: value }]).length > 0) {
+            problems.push(`${field}: must be 16 to 512 characters of [A-Za-z0-9._~+/=-] (value not shown): set a new one, e.g. pulumi config set --secret ${field} "$(openssl rand -hex 32)"`);
+        }
+    }
+    return problems;
 }
