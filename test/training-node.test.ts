@@ -421,6 +421,8 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             assert.deepEqual(trainer.inputs.volumes, [
                 { hostPath: "/srv/agent-rl/arl-test-model-cache", containerPath: "/cache" },
                 { hostPath: "/srv/agent-rl/arl-test-checkpoints", containerPath: "/checkpoints" },
+                // Black box on Docker uses the Docker sandbox pool: the trainer execs into it.
+                ...(layout === "blackbox" ? [{ hostPath: "/var/run/docker.sock", containerPath: "/var/run/docker.sock" }] : []),
             ]);
         });
 
@@ -513,5 +515,23 @@ describe("validateManifestStrict", () => {
         fixed.spec.template.spec.containers[0].startupProbe = fixed.spec.template.spec.containers[0].startupprobe;
         delete fixed.spec.template.spec.containers[0].startupprobe;
         assert.deepEqual(validateManifestStrict(fixed), []);
+    });
+});
+
+describe("Docker black box with the Docker sandbox pool", () => {
+    test("only then the trainer gets the host's Docker socket (it reaches its sandboxes with docker exec)", async () => {
+        const withPool = await build("blackbox", "docker");
+        assert.equal(withPool.config.sandboxes.provider, "docker");
+        const trainer = ofType(withPool.update.resources, "docker:index/container:Container").find((r) => r.name.endsWith("-trainer"))!;
+        assert.deepEqual(
+            trainer.inputs.volumes.filter((v: any) => v.containerPath === "/var/run/docker.sock"),
+            [{ hostPath: "/var/run/docker.sock", containerPath: "/var/run/docker.sock" }],
+        );
+        assert.ok(plain(trainer.inputs.envs).includes("DOCKER_HOST=unix:///var/run/docker.sock"));
+        const vllm = ofType(withPool.update.resources, "docker:index/container:Container").find((r) => !r.name.endsWith("-trainer"))!;
+        assert.ok(!JSON.stringify(vllm.inputs).includes("docker.sock"), "vLLM never gets the socket");
+
+        const hosted = await build("blackbox", "docker", { sandboxes: { provider: "hf" }, ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true } } });
+        assert.ok(!JSON.stringify(hosted.update.resources.map((r) => r.inputs)).includes("docker.sock"), "hosted sandboxes need no socket");
     });
 });

@@ -9,6 +9,7 @@
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
+import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 export interface DockerEnvArgs {
     readonly description: DeployedEnvDescription;
@@ -21,24 +22,9 @@ export interface DockerEnvResources {
     readonly router: docker.Container;
 }
 
-const QUANTITY = /^([0-9]+(?:\.[0-9]+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/;
-const FACTOR: Record<string, number> = { "": 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
 
-function quantity(q: string): number {
-    const m = QUANTITY.exec(q);
-    if (m === null) throw new Error(`internal: '${q}' is not a Kubernetes quantity`);
-    return Number(m[1]) * (FACTOR[m[2] ?? ""] ?? 1);
-}
 
-/** Docker's `memory` in MiB from a Kubernetes memory quantity ("4Gi" -> 4096). */
-export function dockerMemoryMiB(q: string): number {
-    return Math.ceil(quantity(q) / 1024 ** 2);
-}
 
-/** Docker's decimal CPU count from a Kubernetes CPU quantity ("500m" -> "0.5"). */
-export function dockerCpus(q: string): string {
-    return String(quantity(q));
-}
 
 /** A replica's health check: python3 is in every OpenEnv image (FastAPI server); curl is not guaranteed. */
 export function replicaHealthcheck(startup: EnvProbe, liveness: EnvProbe): docker.types.input.ContainerHealthcheck {
@@ -139,3 +125,5 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
     );
     return { replicas, router };
 }
+
+export { dockerCpus, dockerMemoryMiB };

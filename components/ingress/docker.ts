@@ -16,6 +16,7 @@ import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
 import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
+import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 export interface DockerIngressArgs {
     readonly description: IngressDescription;
@@ -33,19 +34,8 @@ export interface DockerIngressResources {
     readonly container: docker.Container;
 }
 
-const BINARY: Record<string, number> = { Ki: 1 / 1024, Mi: 1, Gi: 1024 };
 
-/** A binary memory quantity ("512Mi") in MiB, as Docker's `memory` takes it. */
-function mebibytes(q: string): number {
-    const m = /^([0-9]+)(Ki|Mi|Gi)$/.exec(q);
-    if (!m) throw new Error(`internal: expected a binary quantity such as 512Mi, got ${q}`);
-    return Math.ceil(Number(m[1]) * BINARY[m[2]!]!);
-}
 
-/** Docker's decimal CPU count from a Kubernetes CPU quantity ("500m" -> "0.5", "2" -> "2"). */
-function cpus(q: string): string {
-    return q.endsWith("m") ? String(Number(q.slice(0, -1)) / 1000) : q;
-}
 
 /** `docker run -p`: only the listen port, on loopback unless the proxy is exposed (then on the public port). */
 export function dockerIngressPorts(d: IngressDescription): docker.types.input.ContainerPort[] {
@@ -64,7 +54,7 @@ export function dockerIngressHealthcheck(d: IngressDescription): docker.types.in
 /** tmpfs for the runtime dir, owned by the nginx uid. */
 function runtimeTmpfs(d: IngressDescription): Record<string, string> {
     const sec = d.security;
-    return { [d.paths.runtimeDir]: `rw,noexec,nosuid,nodev,size=${mebibytes(sec.runtimeSizeLimit)}m,uid=${sec.runAsUser},gid=${sec.dockerGroup},mode=0700` };
+    return { [d.paths.runtimeDir]: `rw,noexec,nosuid,nodev,size=${dockerMemoryMiB(sec.runtimeSizeLimit)}m,uid=${sec.runAsUser},gid=${sec.dockerGroup},mode=0700` };
 }
 
 /** Registers the pinned image, the two file volumes, the files container and the nginx container as children of `parent`. */
@@ -126,9 +116,9 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
             capabilities: { drops: [...sec.dropCapabilities] },
             securityOpts: ["no-new-privileges:true"],
             privileged: false,
-            cpus: cpus(d.resources.limits.cpu),
-            memory: mebibytes(d.resources.limits.memory),
-            memorySwap: mebibytes(d.resources.limits.memory),
+            cpus: dockerCpus(d.resources.limits.cpu),
+            memory: dockerMemoryMiB(d.resources.limits.memory),
+            memorySwap: dockerMemoryMiB(d.resources.limits.memory),
             // The only container on both networks: it reaches vLLM on one and serves the sandboxes on the other.
             networksAdvanced,
             ports: dockerIngressPorts(d),

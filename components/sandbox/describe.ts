@@ -6,6 +6,7 @@
  */
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
+import { multiplyQuantity, quantityValue } from "../shared/quantity";
 
 /** agent-sandbox release the platform is written against (CRDs and controller). */
 export const AGENT_SANDBOX_VERSION = "v0.5.6";
@@ -121,27 +122,8 @@ export interface SandboxDescription {
     readonly trainerEnv: Readonly<Record<string, string>>;
 }
 
-const QUANTITY = /^([0-9]+)(?:\.([0-9]+))?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/;
 
-/** `q` x `n` for a Kubernetes quantity, exactly (no float rounding): "500m" x 3 = "1500m", "1.5Gi" x 3 = "4.5Gi". */
-export function multiplyQuantity(q: string, n: number): string {
-    const m = QUANTITY.exec(q);
-    if (m === null || !Number.isInteger(n) || n < 0) throw new Error(`cannot multiply quantity '${q}' by ${n}`);
-    const [, whole, frac = "", suffix = ""] = m;
-    const scaled = BigInt(`${whole}${frac}`) * BigInt(n);
-    const digits = scaled.toString().padStart(frac.length + 1, "0");
-    const intPart = digits.slice(0, digits.length - frac.length);
-    const fracPart = digits.slice(digits.length - frac.length).replace(/0+$/, "");
-    return `${intPart}${fracPart ? `.${fracPart}` : ""}${suffix}`;
-}
 
-/** Value of a quantity as a number: bytes for memory ("4Gi"), cores for CPU ("500m" -> 0.5). */
-export function quantityValue(q: string): number {
-    const m = QUANTITY.exec(q);
-    if (m === null) throw new Error(`'${q}' is not a quantity`);
-    const factor: Record<string, number> = { "": 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
-    return Number(`${m[1]}.${m[2] ?? "0"}`) * (factor[m[3] ?? ""] ?? 1);
-}
 
 /** Resolves a run's sandbox pool from the platform config and names. */
 export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames): SandboxDescription {
@@ -249,3 +231,5 @@ export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames)
         trainerEnv,
     };
 }
+
+export { multiplyQuantity, quantityValue };

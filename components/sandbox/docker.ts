@@ -9,6 +9,7 @@
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { SANDBOX_KEY_ENV, quantityValue, type SandboxDescription } from "./describe";
+import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 export interface DockerSandboxArgs {
     readonly description: SandboxDescription;
@@ -58,10 +59,10 @@ export function registerDockerSandboxPool(name: string, args: DockerSandboxArgs,
                     securityOpts: ["no-new-privileges:true"],
                     privileged: false,
                     // Docker takes a decimal number of CPUs ("500m" -> "0.5").
-                    cpus: String(quantityValue(d.cpu)),
-                    memory: Math.ceil(quantityValue(d.memory) / (1024 * 1024)),
+                    cpus: dockerCpus(d.cpu),
+                    memory: dockerMemoryMiB(d.memory),
                     // No swap beyond the memory limit.
-                    memorySwap: Math.ceil(quantityValue(d.memory) / (1024 * 1024)),
+                    memorySwap: dockerMemoryMiB(d.memory),
                     init: true,
                     restart: "no",
                     // Only the internal sandbox network: the default bridge would reach the internet.

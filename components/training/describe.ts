@@ -49,6 +49,8 @@ export const CHECKPOINT_ROOT = "/checkpoints";
 /** Kubernetes container names (the podFailurePolicy and `kubectl logs -c` use them). */
 export const CONTAINER = { vllm: "vllm", trainer: "trainer" } as const;
 /** Secret env var names, decided once for both targets. */
+/** The Docker daemon's socket on the GPU host (Docker's default). */
+export const DOCKER_SOCKET = "/var/run/docker.sock";
 export const SECRET_ENV = { hfToken: "HF_TOKEN", sandboxKey: "SANDBOX_API_KEY" } as const;
 
 /** The secrets a container may read; the component gets their values through its args. */
@@ -173,6 +175,13 @@ export interface TrainingDescription {
     };
     /** Seconds the model may take to load (probe and Docker wait budget). */
     readonly modelLoadSeconds: number;
+    /**
+     * Docker black box with the Docker sandbox pool: the host's Docker socket, mounted into the
+     * trainer, which reaches its sandboxes with `docker exec` (they sit on an internal network it
+     * is not on). This gives the trainer control of the host's Docker daemon: the trainer is
+     * trusted code; the sandboxes never get the socket.
+     */
+    readonly dockerSocket?: { readonly hostPath: string; readonly containerPath: string };
 }
 
 const PROBE_PERIOD = 10;
@@ -356,6 +365,8 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         VLLM_URL: INTERNAL_VLLM_URL,
     };
     for (const [envName, url] of Object.entries(links.envUrls)) reservedEnv[envUrlVar(envName)] = url;
+    const dockerSocket = config.target.kind === "docker" && links.sandbox?.provider === "docker" ? { hostPath: DOCKER_SOCKET, containerPath: DOCKER_SOCKET } : undefined;
+    if (dockerSocket) reservedEnv.DOCKER_HOST = `unix://${dockerSocket.containerPath}`;
     if (links.sandbox) {
         reservedEnv.SANDBOX_PROVIDER = links.sandbox.provider;
         for (const [k, v] of Object.entries(links.sandbox.trainerEnv)) reservedEnv[k] = v;
@@ -437,6 +448,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
             storageClassName: k8s?.storageClassName,
         },
         modelLoadSeconds: t.modelLoadSeconds,
+        dockerSocket,
     };
 }
 

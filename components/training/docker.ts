@@ -14,22 +14,11 @@
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount } from "./describe";
+import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
 
-const BINARY: Record<string, number> = { Ki: 1 / 1024, Mi: 1, Gi: 1024, Ti: 1024 * 1024 };
-const DECIMAL: Record<string, number> = { k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
 
-/** A Kubernetes memory quantity in MiB (Docker's `shmSize` and `memory` take megabytes). */
-export function quantityToMiB(q: string): number {
-    const m = /^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(q);
-    if (!m) throw new Error(`not a memory quantity: ${q}`);
-    const n = Number(m[1]);
-    const unit = m[2];
-    if (unit === undefined) return Math.ceil(n / (1024 * 1024));
-    if (unit in BINARY) return Math.ceil(n * BINARY[unit]);
-    return Math.ceil((n * DECIMAL[unit]) / (1024 * 1024));
-}
 
 /**
  * Docker's `--gpus` value for a device set. The value is parsed as CSV, so a list with a
@@ -109,7 +98,8 @@ export function buildDockerTraining(
                 // The trainer joins this IPC namespace (and its /dev/shm): it must be shareable.
                 ipcMode: "shareable",
                 shmSize,
-                memory: quantityToMiB(v.memory),
+                cpus: dockerCpus(v.cpu),
+                memory: dockerMemoryMiB(v.memory),
                 // Only the private training network; in black box the alias is the ingress's upstream host.
                 networksAdvanced: [{ name: network, aliases: d.ingressAccess ? [d.ingressAccess.serviceName] : [] }],
                 healthcheck: {
@@ -143,17 +133,21 @@ export function buildDockerTraining(
             command: [...t.args],
             envs: envList(t, provided),
             gpus: gpuDeviceRequest(t.gpuDevices),
-            memory: quantityToMiB(t.memory),
+            cpus: dockerCpus(t.cpu),
+            memory: dockerMemoryMiB(t.memory),
             // Server layouts: vLLM's network namespace (localhost:8000, NCCL on loopback) and IPC.
             // Colocate: alone on the private training network, with its own /dev/shm.
             ...(shared ? { networkMode: shared, ipcMode: shared } : { networksAdvanced: [{ name: network }], shmSize }),
             // A training run ends: the provider must not expect it to keep running or restart it.
             mustRun: false,
             restart: "no",
-            volumes: volumes(t.mounts, d),
+            volumes: [...volumes(t.mounts, d), ...(d.dockerSocket ? [{ hostPath: d.dockerSocket.hostPath, containerPath: d.dockerSocket.containerPath }] : [])],
             ...HARDENING,
         },
         { ...child, dependsOn: [...(vllm ? [vllm] : []), ...waitFor], deleteBeforeReplace: true },
     );
     return { trainer, vllm };
 }
+
+/** Docker memory in MiB (kept under its earlier name for the library's users). */
+export const quantityToMiB = dockerMemoryMiB;
