@@ -53,6 +53,8 @@ export interface PlatformNames {
         readonly serviceAccount: string;
         /** Kubernetes Secret holding HF_TOKEN. */
         readonly hfSecret: string;
+        /** Kubernetes Secret holding the sandboxes' ingress key for the trainer. */
+        readonly sandboxKeySecret: string;
         /** Model cache volume (shared by runs of the stack). */
         readonly modelCache: string;
         /** Checkpoint volume (shared by runs so a new run can resume). */
@@ -76,7 +78,12 @@ export interface PlatformNames {
     readonly envs: Readonly<Record<string, EnvNames>>;
 }
 
-const VLLM_PORT = 8000;
+/** vLLM's HTTP port in every layout (`vllm serve` and `trl vllm-serve` default). */
+export const VLLM_PORT = 8000;
+/** Port the ingress proxy listens on without TLS. */
+export const INGRESS_HTTP_PORT = 8080;
+/** Port the ingress proxy listens on with TLS. */
+export const INGRESS_HTTPS_PORT = 8443;
 
 export function platformNames(c: PlatformConfig): PlatformNames {
     const prefix = c.target.kind === "kubernetes" ? (c.target.namespacePrefix ?? dnsName(["arl", c.stack])) : dnsName(["arl", c.stack], 40);
@@ -94,7 +101,7 @@ export function platformNames(c: PlatformConfig): PlatformNames {
     const vllmUpstream = k8s ? `${svc(vllmService, ns.training)}:${VLLM_PORT}` : `${local("vllm", c.runId)}:${VLLM_PORT}`;
     const ingressService = local("vllm-ingress");
     const scheme = c.ingress.tls.mode === "none" ? "http" : "https";
-    const ingressPort = scheme === "https" ? 8443 : 8080;
+    const ingressPort = scheme === "https" ? INGRESS_HTTPS_PORT : INGRESS_HTTP_PORT;
     // In-cluster sandboxes (and Docker ones, on the internal network) always take the proxy's
     // own address: their egress policy admits the proxy pods, not a public load balancer.
     const inClusterUrl = k8s ? `${scheme}://${svc(ingressService, ns.ingress)}:${ingressPort}` : `${scheme}://${ingressService}:${ingressPort}`;
@@ -121,6 +128,7 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             vllmService,
             serviceAccount: local("trainer"),
             hfSecret: local("hf-token"),
+            sandboxKeySecret: local("trainer", "sandbox-key"),
             modelCache: local("model-cache"),
             checkpoints: local("checkpoints"),
             vllmUpstream,

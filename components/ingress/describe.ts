@@ -18,10 +18,9 @@ import {
 } from "./nginx";
 import type { LocalProxyOverrides } from "./local";
 
-/** Port nginx listens on without TLS (names.ts builds the in-cluster sandbox URL with it). */
-export const INGRESS_HTTP_PORT = 8080;
-/** Port nginx listens on with TLS (names.ts builds the in-cluster sandbox URL with it). */
-export const INGRESS_HTTPS_PORT = 8443;
+// The listen ports are decided once, in names.ts, which also builds the sandbox URLs with them.
+export { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
+import { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
 /** Port a public host name is reached on (`https://<host>` in names.ts): the LoadBalancer / published Docker port. */
 export const PUBLIC_HTTPS_PORT = 443;
 
@@ -221,9 +220,7 @@ export function resolveVllmIngress(config: PlatformConfig, names: PlatformNames)
     const upstreamPort = Number(settings.upstream.slice(settings.upstream.lastIndexOf(":") + 1));
     const labels = podLabels("vllm-ingress", names.ingress.deployment);
     const deployment = names.ingress.deployment;
-    const internal = k8s
-        ? `${proxyTerminates ? "https" : "http"}://${names.ingress.service}.${names.namespaces.ingress}.svc.cluster.local:${port}`
-        : `${proxyTerminates ? "https" : "http"}://${names.ingress.service}:${port}`;
+    const internal = names.ingress.inClusterUrl;
     // `nginx -e stderr`: the log nginx opens before it reads the config goes to stderr, not /var/log on a read-only root.
     const command = ["nginx", "-e", "stderr", "-c", INGRESS_PATHS.configFile, "-g", "daemon off;"];
     return {

@@ -32,12 +32,13 @@
  *   OpenEnv's `OpenCodeConfig(api_key=...)`, whose in-sandbox proxy sends it upstream).
  */
 import { ConfigError } from "../config/parse";
-import { dnsName, podLabels, type PlatformNames } from "../config/names";
+import { podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import type { Layout } from "../config/schema";
 
-/** vLLM's HTTP port, in every layout (vllm serve and trl vllm-serve default). */
-export const VLLM_PORT = 8000;
+// vLLM's port is decided once, in names.ts (the ingress's upstream address uses it too).
+export { VLLM_PORT } from "../config/names";
+import { VLLM_PORT } from "../config/names";
 /** NCCL weight-update group hosted by `trl vllm-serve` rank 0 (GRPOConfig.vllm_group_port default). */
 export const TRL_GROUP_PORT = 51216;
 /** What the trainer calls vLLM at: the same pod / network namespace, never a Service. */
@@ -435,8 +436,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         checkpoints,
         secrets: {
             hfToken: { name: names.training.hfSecret, key: SECRET_ENV.hfToken },
-            // Not in PlatformNames yet: derived from the trainer's ServiceAccount name (stack-wide, like it).
-            sandboxKey: { name: dnsName([names.training.serviceAccount, "sandbox-key"]), key: SECRET_ENV.sandboxKey },
+            sandboxKey: { name: names.training.sandboxKeySecret, key: SECRET_ENV.sandboxKey },
         },
         requiredSecrets,
         job: { backoffLimit: t.backoffLimit, activeDeadlineSeconds: t.activeDeadlineSeconds },
