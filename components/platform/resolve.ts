@@ -50,6 +50,12 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     if (config.envs.some((e) => !e.external)) {
         warnings.push("changing an env server during a run restarts its replicas and kills their open sessions: change envs between runs");
     }
+    if (config.ingress.enabled && config.ingress.tls.mode !== "none" && (config.sandboxes.provider === "agent-sandbox" || config.sandboxes.provider === "docker")) {
+        const host = new URL(names.ingress.sandboxUrl).hostname;
+        warnings.push(
+            `sandboxes call ${names.ingress.sandboxUrl}: the certificate (ingress.tls) must name ${host}, and the sandbox image must trust its issuer (a private CA goes into the image's trust store)`,
+        );
+    }
     const envs = config.envs.map((env) => collect(problems, () => resolveEnvSpace(config, env, names)));
     const ingress = config.ingress.enabled ? collect(problems, () => resolveVllmIngress(config, names)) : undefined;
     const sandboxes = config.sandboxes.provider === "none" ? undefined : collect(problems, () => resolveSandboxPool(config, names));
