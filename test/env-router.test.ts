@@ -12,7 +12,6 @@ import {
     ROUTER_NO_REPLICA_CODE,
     ROUTER_REPLICA_HEADER,
     renderRouterConfig,
-    replicaServiceAddresses,
     routerErrorBodies,
     statefulSetReplicaAddresses,
     validateRouterSettings,
@@ -182,7 +181,6 @@ describe("renderRouterConfig", () => {
             "echo-0.echo-hl.envs.svc.cluster.local:8000",
             "echo-1.echo-hl.envs.svc.cluster.local:8000",
         ]);
-        assert.deepEqual(replicaServiceAddresses({ statefulSet: "echo", namespace: "envs", replicas: 2, port: 8001 }), ["echo-0.envs.svc.cluster.local:8001", "echo-1.envs.svc.cluster.local:8001"]);
         assert.equal(versionAtLeast("1.22.1", "1.27.3"), false);
         assert.equal(versionAtLeast("1.27.3", "1.27.3"), true);
         assert.equal(versionAtLeast("1.29.0", "1.27.3"), true);

@@ -16,7 +16,7 @@
 export interface RouterSettings {
     /** Environment name, shown in the capacity error and the config header; letters, digits, `_`, `-`. */
     readonly envName: string;
-    /** Replica addresses as `host:port`; on Kubernetes `<sts>-<i>.<headless-svc>.<ns>.svc.cluster.local:8000` or one ClusterIP Service per replica, on Docker container names. */
+    /** Replica addresses as `host:port`; on Kubernetes `<sts>-<i>.<headless-svc>.<ns>.svc.cluster.local:8000`, on Docker container names. */
     readonly replicas: readonly string[];
     /** Sessions one replica holds (its MAX_CONCURRENT_ENVS, k); the router never opens more to one replica. */
     readonly sessionsPerReplica: number;
@@ -376,24 +376,6 @@ export function statefulSetReplicaAddresses(args: {
     const port = args.port ?? ROUTER_DEFAULT_PORT;
     const domain = args.clusterDomain ?? "cluster.local";
     return Array.from({ length: args.replicas }, (_, i) => `${args.statefulSet}-${i}.${args.headlessService}.${args.namespace}.svc.${domain}:${port}`);
-}
-
-/**
- * Replica addresses as one ClusterIP Service per StatefulSet pod (selector
- * `statefulset.kubernetes.io/pod-name: <sts>-<i>`, Service named `<sts>-<i>`): the names resolve
- * as soon as the Services exist and their IPs survive pod restarts, which nginx < 1.27.3 needs
- * because it resolves upstream names once at start (see ROUTER.md, DNS).
- */
-export function replicaServiceAddresses(args: {
-    readonly statefulSet: string;
-    readonly namespace: string;
-    readonly replicas: number;
-    readonly port?: number;
-    readonly clusterDomain?: string;
-}): string[] {
-    const port = args.port ?? ROUTER_DEFAULT_PORT;
-    const domain = args.clusterDomain ?? "cluster.local";
-    return Array.from({ length: args.replicas }, (_, i) => `${args.statefulSet}-${i}.${args.namespace}.svc.${domain}:${port}`);
 }
 
 /** Compares dotted versions ("1.22.1" < "1.27.3"); true when `version` >= `minimum`. */
