@@ -72,6 +72,22 @@ export function killAfter(child: ChildProcess, ms: number): () => void {
   return () => clearTimeout(t);
 }
 
+/** Runs a tracked child to its end (killed after `timeoutMs`), collecting stdout and stderr. */
+export async function runCollected(cmd: string, args: readonly string[], opts: SpawnOptions, timeoutMs: number): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawnTracked(cmd, args, { ...opts, stdio: ["ignore", "pipe", "pipe"] });
+  const disarm = killAfter(child, timeoutMs);
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (b: Buffer) => (out += b.toString("utf8")));
+  child.stderr!.on("data", (b: Buffer) => (err += b.toString("utf8")));
+  const code = await new Promise<number | null>((resolve) => {
+    child.once("exit", (c) => resolve(c));
+    child.once("error", () => resolve(-1));
+  });
+  disarm();
+  return { code, out, err };
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // wrk
 
@@ -120,17 +136,7 @@ export async function runWrk(o: WrkOptions): Promise<WrkResult> {
     "-s", o.script,
     o.url,
   ];
-  const child = spawnTracked("wrk", args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BENCH_KEYS: o.keys.join(" ") } });
-  const disarm = killAfter(child, (o.durationSeconds + 20) * 1000);
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (b: Buffer) => (out += b.toString("utf8")));
-  child.stderr!.on("data", (b: Buffer) => (err += b.toString("utf8")));
-  const code = await new Promise<number | null>((resolve) => {
-    child.once("exit", (c) => resolve(c));
-    child.once("error", () => resolve(-1));
-  });
-  disarm();
+  const { code, out, err } = await runCollected("wrk", args, { env: { ...process.env, BENCH_KEYS: o.keys.join(" ") } }, (o.durationSeconds + 20) * 1000);
   const line = out.split("\n").find((l) => l.startsWith("BENCH_JSON "));
   if (code !== 0 || line === undefined) throw new Error(`wrk ${args.join(" ")} failed (exit ${String(code)}):\n${out}${err}`);
   const j = JSON.parse(line.slice("BENCH_JSON ".length)) as Record<string, number>;

@@ -2,7 +2,7 @@
 // under Pulumi mocks (the offline plan path, scripts/lib/plan.ts planToDir) as env replicas and the sandbox pool grow.
 // Every configuration runs in a fresh child process (bench/plan-once.ts), 3 repetitions interleaved, median reported.
 import * as path from "node:path";
-import { BENCH_DIR, REPO_ROOT, atMost, checkLine, fmt, killAfter, median, spawnTracked, table, type TargetCheck } from "./lib";
+import { BENCH_DIR, REPO_ROOT, atMost, checkLine, fmt, median, runCollected, table, type TargetCheck } from "./lib";
 import type { PlanOnceResult } from "./plan-once";
 
 export interface ScalingBenchOptions {
@@ -57,17 +57,7 @@ interface Run extends PlanOnceResult {
 async function planOnce(c: Config): Promise<Run> {
   const args = ["--import", "tsx", path.join(BENCH_DIR, "plan-once.ts"), "--recipe", c.recipe, "--target", c.target, "--override", JSON.stringify(c.override)];
   const t0 = process.hrtime.bigint();
-  const child = spawnTracked(process.execPath, args, { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
-  const disarm = killAfter(child, 60000);
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (b: Buffer) => (out += b.toString("utf8")));
-  child.stderr!.on("data", (b: Buffer) => (err += b.toString("utf8")));
-  const code = await new Promise<number | null>((resolve) => {
-    child.once("exit", (x) => resolve(x));
-    child.once("error", () => resolve(-1));
-  });
-  disarm();
+  const { code, out, err } = await runCollected(process.execPath, args, { cwd: REPO_ROOT }, 60000);
   const processMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const line = out.trim().split("\n").at(-1) ?? "";
   try {
