@@ -82,6 +82,18 @@ export function buildDockerTraining(
     };
     const shmSize = quantityToMiB(d.shmSize);
 
+    // What both containers take straight from their description: name, image, command, env, GPUs, limits.
+    const fromDescription = (c: ContainerDescription, image: docker.RemoteImage) => ({
+        name: c.dockerName,
+        image: image.imageId,
+        entrypoints: c.command ? [...c.command] : undefined,
+        command: [...c.args],
+        envs: envList(c, provided),
+        gpus: gpuDeviceRequest(c.gpuDevices),
+        cpus: dockerCpus(c.cpu),
+        memory: dockerMemoryMiB(c.memory),
+    });
+
     let vllm: docker.Container | undefined;
     if (d.vllm) {
         const v = d.vllm;
@@ -89,17 +101,10 @@ export function buildDockerTraining(
         vllm = new docker.Container(
             `${name}-vllm`,
             {
-                name: v.dockerName,
-                image: imageFor("vllm", v.image).imageId,
-                entrypoints: v.command ? [...v.command] : undefined,
-                command: [...v.args],
-                envs: envList(v, provided),
-                gpus: gpuDeviceRequest(v.gpuDevices),
+                ...fromDescription(v, imageFor("vllm", v.image)),
                 // The trainer joins this IPC namespace (and its /dev/shm): it must be shareable.
                 ipcMode: "shareable",
                 shmSize,
-                cpus: dockerCpus(v.cpu),
-                memory: dockerMemoryMiB(v.memory),
                 // Only the private training network; in black box the alias is the ingress's upstream host.
                 networksAdvanced: [{ name: network, aliases: d.ingressAccess ? [d.ingressAccess.serviceName] : [] }],
                 healthcheck: {
@@ -127,14 +132,7 @@ export function buildDockerTraining(
     const trainer = new docker.Container(
         `${name}-trainer`,
         {
-            name: t.dockerName,
-            image: imageFor("trainer", t.image).imageId,
-            entrypoints: t.command ? [...t.command] : undefined,
-            command: [...t.args],
-            envs: envList(t, provided),
-            gpus: gpuDeviceRequest(t.gpuDevices),
-            cpus: dockerCpus(t.cpu),
-            memory: dockerMemoryMiB(t.memory),
+            ...fromDescription(t, imageFor("trainer", t.image)),
             // Server layouts: vLLM's network namespace (localhost:8000, NCCL on loopback) and IPC.
             // Colocate: alone on the private training network, with its own /dev/shm.
             ...(shared ? { networkMode: shared, ipcMode: shared } : { networksAdvanced: [{ name: network }], shmSize }),
