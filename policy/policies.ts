@@ -453,7 +453,15 @@ function commandLine(c: Obj): string {
 /** Whether a container runs a vLLM server: named `vllm`, or `vllm serve`, `trl vllm-serve`, `python -m vllm.entrypoints...`. */
 export function isVllmContainer(c: Obj): boolean {
     const cmd = commandLine(c);
-    return c.name === "vllm" || /^(\S*\/)?vllm\s+serve\b/.test(cmd) || /^(\S*\/)?trl\s+vllm-serve\b/.test(cmd) || /\bvllm\.entrypoints\b/.test(cmd);
+    // A shell script that starts vLLM counts too (the one-container supervisor: `sh -c '... vllm serve ...'`).
+    const script = /^(\S*\/)?(sh|bash|dash)\s+-c\s/.test(cmd);
+    return (
+        c.name === "vllm" ||
+        /^(\S*\/)?vllm\s+serve\b/.test(cmd) ||
+        /^(\S*\/)?trl\s+vllm-serve\b/.test(cmd) ||
+        /\bvllm\.entrypoints\b/.test(cmd) ||
+        (script && /\b(vllm\s+serve|trl\s+vllm-serve)\b/.test(cmd))
+    );
 }
 
 /** Resource check: every vLLM container has a startup probe (Kubernetes) / a health check with a start period (Docker). */

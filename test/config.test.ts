@@ -187,11 +187,32 @@ describe("config: every validation message names the field and the fix", () => {
             stack: "prod",
             expect: [
                 /^images\.trainer: prod stacks pin every image by digest, got 'ghcr\.io\/huggingface\/trl:latest': use <image>@sha256:<64 hex digits>/,
-                /^images\.vllm: prod stacks pin every image by digest/,
                 /^images\.nginx: prod stacks pin every image by digest/,
                 /^sandboxes\.image: prod stacks pin every image by digest/,
                 /^model\.revision: prod stacks pin the model revision, got 'main'/,
             ],
+        },
+        {
+            what: "prod black box with isolated GPUs also pins the vLLM image it then deploys",
+            raw: withOverride({ recipe: "opencode-blackbox", training: { gpuSharing: "isolated" } }),
+            stack: "prod",
+            expect: [
+                /^images\.trainer: prod stacks pin every image by digest/,
+                /^images\.vllm: prod stacks pin every image by digest, got 'vllm\/vllm-openai:v0\.31\.0'/,
+                /^images\.nginx: prod stacks pin every image by digest/,
+                /^sandboxes\.image: prod stacks pin every image by digest/,
+                /^model\.revision: prod stacks pin the model revision, got 'main'/,
+            ],
+        },
+        {
+            what: "images.vllm where no vLLM image runs",
+            raw: withOverride({ recipe: "opencode-blackbox", images: { vllm: "vllm/vllm-openai:v0.30.0" } }),
+            expect: [/^images\.vllm: not deployed: on Kubernetes with gpuSharing 'shared' one container from images\.trainer runs both vLLM and the trainer .*set training\.gpuSharing to 'isolated'/],
+        },
+        {
+            what: "images.vllm on a white-box layout",
+            raw: withOverride({ images: { vllm: "vllm/vllm-openai:v0.30.0" } }),
+            expect: [/^images\.vllm: the whitebox-colocate layout never runs the vLLM image \(vLLM runs inside the trainer\): remove images\.vllm$/],
         },
         {
             what: "ingress host with a scheme, relative TLS files on Docker",

@@ -27,11 +27,14 @@ const show = (vs: readonly LocalViolation[]) => vs.map((v) => `[${v.policy}/${v.
 let k8sBlackbox: LocalResource[] = [];
 let dockerBlackbox: LocalResource[] = [];
 let k8sWhitebox: LocalResource[] = [];
+/** The staging stack with the two-container pod (gpuSharing isolated: vLLM as a native sidecar). */
+let k8sSidecar: LocalResource[] = [];
 
 before(async () => {
     k8sBlackbox = policyResources((await planGuarded({ stack: "staging" }, { outDir: path.join(tmp, "base-k8s"), secrets: SECRETS })).result.resources);
     dockerBlackbox = policyResources((await planGuarded({ recipe: "opencode-blackbox", target: "docker" }, { outDir: path.join(tmp, "base-docker"), secrets: SECRETS })).result.resources);
     k8sWhitebox = policyResources((await planGuarded({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "base-wb"), secrets: SECRETS })).result.resources);
+    k8sSidecar = policyResources((await planGuarded({ stack: "staging" }, { outDir: path.join(tmp, "base-sidecar"), platformOverride: { training: { gpuSharing: "isolated" } }, secrets: SECRETS })).result.resources);
 });
 
 describe("policy pack: the real program passes", () => {
@@ -151,7 +154,7 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
     });
 
     test("GPU request != limit on the trainer and on the vLLM sidecar (initContainer)", async () => {
-        const rs = clone(k8sBlackbox);
+        const rs = clone(k8sSidecar);
         const pod = podOf(one(rs, JOB));
         pod.containers[0].resources.requests["nvidia.com/gpu"] = "2";
         pod.initContainers[0].resources.limits = { ...pod.initContainers[0].resources.limits };
@@ -162,7 +165,7 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
     });
 
     test("a vLLM sidecar without a startupProbe (by name, and by command line)", async () => {
-        const rs = clone(k8sBlackbox);
+        const rs = clone(k8sSidecar);
         const pod = podOf(one(rs, JOB));
         delete pod.initContainers[0].startupProbe;
         await expectOnly(rs, "vllm-startup-probe", /initContainers\[0\] \(vllm\) runs vLLM without a startupProbe: .*add a startupProbe/);
@@ -172,6 +175,10 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
             pod.initContainers[0].command = cmd;
             await expectOnly(rs, "vllm-startup-probe", /runs vLLM without a startupProbe/);
         }
+        // The one-container pod (gpuSharing shared): vLLM started by the supervisor's shell script.
+        const shared = clone(k8sBlackbox);
+        delete podOf(one(shared, JOB)).containers[0].startupProbe;
+        await expectOnly(shared, "vllm-startup-probe", /containers\[0\] \(trainer\) runs vLLM without a startupProbe/);
         // Docker: the vLLM container's healthcheck start period.
         const drs = clone(dockerBlackbox);
         delete one(drs, pack.T.dockerContainer, (r) => pack.isVllmContainer({ command: r.props.entrypoints, args: r.props.command })).props.healthcheck;
@@ -296,6 +303,6 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         }
         const drs = clone(dockerBlackbox);
         const vs = await violations(drs, PROD_CONFIG);
-        assert.match(show(vs).join("\n"), /\[prod-images-pinned-by-digest\/mandatory\] RemoteImage vllm\/vllm-openai:latest: not pinned/);
+        assert.match(show(vs).join("\n"), /\[prod-images-pinned-by-digest\/mandatory\] RemoteImage vllm\/vllm-openai:v0\.31\.0: not pinned/);
     });
 });

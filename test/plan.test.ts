@@ -179,7 +179,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
         { what: "env capacity", platform: { recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes" }, envs: { wordle: { replicas: 2 } } }, field: /envs\.wordle\.replicas: .*raise replicas to 5/ },
         { what: "coding env above 1 session", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes" }, envs: { coding: { sessionsPerReplica: 8 } } }, field: /envs\.coding\.sessionsPerReplica: .*set it to 1/ },
         { what: "sandbox pool too small", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" }, sandboxes: { poolSize: 2 } }, field: /sandboxes\.poolSize: .*raise poolSize/ },
-        { what: "prod image not pinned", stack: "prod", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" } }, field: /images\.vllm: prod stacks pin every image by digest/ },
+        { what: "prod image not pinned", stack: "prod", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" } }, field: /images\.trainer: prod stacks pin every image by digest/ },
         { what: "dataset size missing", platform: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } }, field: /training\.datasetSize: required/ },
     ];
 

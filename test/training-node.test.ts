@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { ConfigError, parsePlatformConfig, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
 import { RESUME_SCRIPT } from "../components/training/describe";
-import { gpuDeviceRequest, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
+import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
 import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 
@@ -42,7 +42,8 @@ function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown
                   },
                   envs: { coding: { catalog: "coding" } },
               };
-    return { ...base, runId: "run-007", target: targetRaw, ...extra };
+    const training = { ...((base as { training?: object }).training ?? {}), ...((extra.training as object | undefined) ?? {}) };
+    return { ...base, runId: "run-007", target: targetRaw, ...extra, ...(Object.keys(training).length > 0 ? { training } : {}) };
 }
 
 function setup(layout: Layout, target: Target, extra: Record<string, unknown> = {}): { config: PlatformConfig; names: PlatformNames; links: TrainingLinks } {
@@ -180,10 +181,12 @@ before(async () => {
 });
 
 for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as const) {
-    describe(`${layout} on kubernetes`, () => {
+    // The two-container Kubernetes pod (gpuSharing isolated); the default one-container pod is
+    // tested under "GPU sharing" below.
+    describe(`${layout} on kubernetes (two containers: gpuSharing isolated)`, () => {
         let b: Awaited<ReturnType<typeof build>>;
         before(async () => {
-            b = await build(layout, "kubernetes");
+            b = await build(layout, "kubernetes", layout === "whitebox-colocate" ? {} : { training: { gpuSharing: "isolated" } });
         });
 
         test("the Job holds the literal vLLM and trainer command lines, vLLM as a native sidecar", () => {
@@ -277,7 +280,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                 return;
             }
             const vllm = pod.initContainers[0];
-            const path = layout === "whitebox-server" ? "/health/" : "/health";
+            const path = "/health"; // trl 1.16 vllm-serve execs vllm serve: /health/ only redirects
             for (const p of [vllm.startupProbe, vllm.livenessProbe, vllm.readinessProbe]) assert.deepEqual(p.httpGet, { path, port: 8000 });
             assert.ok(vllm.startupProbe.periodSeconds * vllm.startupProbe.failureThreshold >= b.config.training.modelLoadSeconds);
             assert.equal(b.config.training.modelLoadSeconds, 1200);
@@ -373,7 +376,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
         });
         const containers = (rs: readonly RecordedResource[]) => ofType(rs, "docker:index/container:Container");
 
-        test("containers hold the literal command lines, disjoint GPU device sets, vLLM first", () => {
+        test("containers hold the literal command lines, GPUs split by CUDA_VISIBLE_DEVICES, vLLM first", () => {
             for (const run of [b.update, b.preview]) {
                 const cs = containers(run.resources);
                 const trainer = cs.find((c) => c.inputs.name === b.names.training.job)!;
@@ -382,15 +385,18 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                 const vllmArgs = EXPECTED[layout].vllm;
                 if (vllmArgs === undefined) {
                     assert.equal(cs.length, 1, "colocate: only the trainer");
-                    assert.equal(trainer.inputs.gpus, "device=0");
+                    assert.deepEqual(trainer.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0"], capabilities: ["gpu"] }]);
                     assert.deepEqual(trainer.inputs.networksAdvanced, [{ name: b.names.networks.training }]);
                     assert.equal(trainer.inputs.shmSize, 16384);
                 } else {
                     assert.equal(cs.length, 2);
                     const vllm = cs.find((c) => c.inputs.name === b.names.training.vllm)!;
                     assert.deepEqual([...vllm.inputs.entrypoints, ...vllm.inputs.command], [...vllmArgs]);
-                    assert.equal(vllm.inputs.gpus, "device=0");
-                    assert.equal(trainer.inputs.gpus, "device=1");
+                    // gpuSharing shared (the default): both get every training GPU, CUDA_VISIBLE_DEVICES splits them.
+                    for (const c of [vllm, trainer]) assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0", "1"], capabilities: ["gpu"] }]);
+                    assert.equal(envsOfDocker(vllm).CUDA_VISIBLE_DEVICES, "0");
+                    assert.equal(envsOfDocker(trainer).CUDA_VISIBLE_DEVICES, "1");
+                    assert.equal(vllm.inputs.gpus, undefined);
                     assert.equal(envsOfDocker(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
                     assert.ok(!JSON.stringify(vllm.inputs).includes("--api-key"));
                     // Only the private training network; no published ports anywhere.
@@ -403,7 +409,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                     assert.equal(vllm.inputs.wait, true);
                     assert.ok(vllm.inputs.waitTimeout >= b.config.training.modelLoadSeconds);
                     const hc = vllm.inputs.healthcheck;
-                    assert.ok(hc.tests.join(" ").includes(`http://localhost:8000${layout === "blackbox" ? "/health'" : "/health/'"}`));
+                    assert.ok(hc.tests.join(" ").includes("http://localhost:8000/health'"));
                     assert.equal(hc.startPeriod, "1200s");
                 }
                 for (const c of cs) assert.equal(c.inputs.ports, undefined, "no port published on the host");
@@ -460,7 +466,7 @@ describe("resolveTrainingNode", () => {
         const d = resolveTrainingNode(c, names, links);
         assert.deepEqual(d.trainer.command, ["accelerate", "launch", "--num_processes", "2", "/app/train_coding_whitebox_eval.py"]);
         assert.deepEqual(d.gpuLayout, { vllm: [0], trainer: [1, 2] });
-        assert.equal(gpuDeviceRequest(d.gpuLayout.trainer), '"device=1,2"');
+        assert.deepEqual(gpuDeviceRequests(d.gpuLayout.trainer), [{ driver: "nvidia", deviceIds: ["1", "2"], capabilities: ["gpu"] }]);
     });
 
     test("every problem at once, each naming the field and the fix", () => {
@@ -533,5 +539,150 @@ describe("Docker black box with the Docker sandbox pool", () => {
 
         const hosted = await build("blackbox", "docker", { sandboxes: { provider: "hf" }, ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true } } });
         assert.ok(!JSON.stringify(hosted.update.resources.map((r) => r.inputs)).includes("docker.sock"), "hosted sandboxes need no socket");
+    });
+});
+
+// ---- GPU sharing and the NCCL weight sync (issue: weight sync under container GPU isolation) ----
+describe("GPU sharing: every layout x target renders its sharing and NCCL settings", () => {
+    const jobPod = (rs: readonly RecordedResource[]) => single(rs, "kubernetes:batch/v1:Job").inputs.spec.template.spec;
+    const dockerContainers = (rs: readonly RecordedResource[]) => ofType(rs, "docker:index/container:Container");
+
+    for (const layout of ["whitebox-server", "blackbox"] as const) {
+        test(`${layout} on kubernetes, default shared: one container with every GPU, supervisor, NCCL on loopback, P2P`, async () => {
+            const b = await build(layout, "kubernetes");
+            assert.equal(b.description.gpuSharing.mode, "shared");
+            assert.match(b.description.gpuSharing.transport, /^P2P/);
+            for (const run of [b.update, b.preview]) {
+                const pod = jobPod(run.resources);
+                assert.equal(pod.initContainers, undefined, "no sidecar: vLLM runs under the supervisor");
+                assert.equal(pod.containers.length, 1);
+                const c = pod.containers[0];
+                assert.equal(c.name, "trainer", "podFailurePolicy and kubectl logs -c trainer still name it");
+                assert.equal(c.image, b.config.images.trainer, "one image runs both roles");
+                assert.deepEqual(c.resources.requests["nvidia.com/gpu"], "2");
+                assert.deepEqual(c.resources.requests, c.resources.limits);
+                assert.equal(c.resources.requests.cpu, "16");
+                assert.equal(c.resources.requests.memory, "128Gi");
+                assert.deepEqual(c.command.slice(0, 2), ["/bin/sh", "-c"]);
+                const script: string = c.command[2];
+                assert.ok(script.includes(`CUDA_VISIBLE_DEVICES=0 ${layout === "blackbox" ? "VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/Qwen3-8B" : "trl vllm-serve"}`), script);
+                assert.ok(script.includes("env CUDA_VISIBLE_DEVICES=1 "), "the trainer gets its own GPU set");
+                for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(arg.includes("{") ? `'${arg}'` : arg), `trainer arg ${arg}`);
+                if (layout === "blackbox") assert.ok(script.includes("env -u SANDBOX_API_KEY"), "vLLM's process never sees the sandbox key");
+                const env = envOf(c);
+                assert.equal(env.NCCL_SOCKET_IFNAME, "lo");
+                assert.equal(env.CUDA_DEVICE_ORDER, "PCI_BUS_ID");
+                assert.equal(env.CUDA_VISIBLE_DEVICES, undefined, "set per process by the supervisor, not for the container");
+                assert.equal(env.NCCL_P2P_DISABLE, undefined, "P2P stays on");
+                assert.equal(env.VLLM_SERVER_DEV_MODE, undefined, "dev mode only on vLLM's command line");
+                assert.deepEqual(c.startupProbe.httpGet, { path: "/health", port: 8000 });
+                assert.deepEqual(c.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
+            }
+            for (const o of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
+        });
+
+        test(`${layout} on kubernetes, isolated: vLLM sidecar + trainer, both with NCCL over shared memory`, async () => {
+            const b = await build(layout, "kubernetes", { training: { gpuSharing: "isolated" } });
+            const pod = jobPod(b.update.resources);
+            for (const c of [pod.initContainers[0], pod.containers[0]]) {
+                const env = envOf(c);
+                assert.deepEqual([env.NCCL_P2P_DISABLE, env.NCCL_CUMEM_ENABLE, env.NCCL_SOCKET_IFNAME], ["1", "0", "lo"], c.name);
+                assert.equal(env.CUDA_VISIBLE_DEVICES, undefined, "the device plugin already isolates");
+                assert.equal(c.resources.requests["nvidia.com/gpu"], "1");
+            }
+            assert.match(b.description.gpuSharing.transport, /^SHM/);
+        });
+
+        test(`${layout} on docker: shared gives both containers every GPU; isolated their own, with SHM settings`, async () => {
+            const shared = await build(layout, "docker");
+            const isolated = await build(layout, "docker", { training: { gpuSharing: "isolated" } });
+            const byName = (b: typeof shared) => {
+                const cs = dockerContainers(b.update.resources);
+                return { vllm: cs.find((c) => c.inputs.name === b.names.training.vllm)!, trainer: cs.find((c) => c.inputs.name === b.names.training.job)! };
+            };
+            const s = byName(shared);
+            for (const [c, own] of [[s.vllm, "0"], [s.trainer, "1"]] as const) {
+                assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0", "1"], capabilities: ["gpu"] }]);
+                const env = envsOfDocker(c);
+                assert.deepEqual([env.CUDA_VISIBLE_DEVICES, env.CUDA_DEVICE_ORDER, env.NCCL_SOCKET_IFNAME, env.NCCL_P2P_DISABLE], [own, "PCI_BUS_ID", "lo", undefined]);
+            }
+            const i = byName(isolated);
+            for (const [c, own] of [[i.vllm, "0"], [i.trainer, "1"]] as const) {
+                assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: [own], capabilities: ["gpu"] }]);
+                const env = envsOfDocker(c);
+                assert.deepEqual([env.CUDA_VISIBLE_DEVICES, env.NCCL_P2P_DISABLE, env.NCCL_CUMEM_ENABLE, env.NCCL_SOCKET_IFNAME], [undefined, "1", "0", "lo"]);
+            }
+        });
+    }
+
+    test("colocate: no weight update between roles, no NCCL settings; gpuSharing and ncclCheck refused with the fix", () => {
+        const { config, names, links } = setup("whitebox-colocate", "kubernetes");
+        const d = resolveTrainingNode(config, names, links);
+        assert.equal(d.gpuSharing.mode, "none");
+        assert.equal(d.trainer.env.NCCL_SOCKET_IFNAME, undefined);
+        assert.throws(
+            () => parsePlatformConfig(rawConfig("whitebox-colocate", "kubernetes", { training: { gpuSharing: "shared", ncclCheck: true } }), "test"),
+            (e: unknown) => {
+                assert.ok(e instanceof ConfigError);
+                assert.ok(e.problems.includes("training.gpuSharing: the whitebox-colocate layout runs vLLM inside the trainer process, so there is no weight update between two roles to share GPUs for: remove gpuSharing, or use layout whitebox-server or blackbox"), e.problems.join("\n"));
+                assert.ok(e.problems.includes("training.ncclCheck: the whitebox-colocate layout has no NCCL weight update to check: remove ncclCheck"));
+                return true;
+            },
+        );
+    });
+
+    test("ncclCheck with isolated GPUs is refused, naming the fix", () => {
+        assert.throws(
+            () => parsePlatformConfig(rawConfig("blackbox", "kubernetes", { training: { gpuSharing: "isolated", ncclCheck: true } }), "test"),
+            (e: unknown) =>
+                e instanceof ConfigError &&
+                e.problems.some((p) => p.startsWith("training.ncclCheck: the check runs both ranks before vLLM loads") && p.includes("set gpuSharing to 'shared'")),
+        );
+    });
+
+    test("a user's NCCL_* in extraEnv wins on both roles; CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER stay the platform's", () => {
+        const { config, names, links } = setup("blackbox", "docker", { training: { gpuSharing: "isolated", extraEnv: { NCCL_SOCKET_IFNAME: "eth0", NCCL_DEBUG: "INFO" } } });
+        const d = resolveTrainingNode(config, names, links);
+        for (const c of [d.vllm!, d.trainer]) {
+            assert.equal(c.env.NCCL_SOCKET_IFNAME, "eth0", c.name);
+            assert.equal(c.env.NCCL_DEBUG, "INFO", c.name);
+            assert.equal(c.env.NCCL_P2P_DISABLE, "1", c.name);
+        }
+        const bad = setup("blackbox", "docker", { training: { extraEnv: { CUDA_VISIBLE_DEVICES: "0,1", CUDA_DEVICE_ORDER: "FASTEST_FIRST" } } });
+        assert.throws(
+            () => resolveTrainingNode(bad.config, bad.names, bad.links),
+            (e: unknown) => {
+                assert.ok(e instanceof ConfigError);
+                assert.deepEqual(e.problems, [
+                    "training.extraEnv.CUDA_VISIBLE_DEVICES: CUDA_VISIBLE_DEVICES is set by the platform (from the run's config and links): remove it from extraEnv",
+                    "training.extraEnv.CUDA_DEVICE_ORDER: gpuSharing 'shared' splits the GPUs by host index and needs PCI_BUS_ID order: remove it from extraEnv",
+                ]);
+                return true;
+            },
+        );
+    });
+
+    test("ncclCheck on kubernetes: the script in a ConfigMap, mounted read-only, run by the supervisor before vLLM", async () => {
+        const b = await build("blackbox", "kubernetes", { training: { ncclCheck: true } });
+        const cm = single(b.update.resources, "kubernetes:core/v1:ConfigMap").inputs;
+        assert.equal(cm.metadata.name, "train-run-007-nccl-check");
+        assert.equal(cm.data["nccl_check.py"], ncclCheckSource());
+        const pod = jobPod(b.update.resources);
+        const c = pod.containers[0];
+        assert.deepEqual(c.volumeMounts.find((m: any) => m.name === "nccl-check"), { name: "nccl-check", mountPath: "/opt/agentrl", readOnly: true });
+        assert.deepEqual(pod.volumes.find((v: any) => v.name === "nccl-check"), { name: "nccl-check", configMap: { name: "train-run-007-nccl-check", defaultMode: 0o555 } });
+        const script: string = c.command[2];
+        const check = script.indexOf("python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531");
+        assert.ok(check > 0 && check < script.indexOf("vllm serve"), "the check runs before vLLM starts");
+        for (const o of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
+    });
+
+    test("ncclCheck on docker: the script uploaded into vLLM's container, run before vLLM execs", async () => {
+        const b = await build("whitebox-server", "docker", { training: { ncclCheck: true } });
+        const vllm = dockerContainers(b.update.resources).find((c) => c.inputs.name === b.names.training.vllm)!;
+        assert.deepEqual(vllm.inputs.uploads, [{ file: "/opt/agentrl/nccl_check.py", content: ncclCheckSource(), executable: true }]);
+        assert.deepEqual(vllm.inputs.entrypoints.slice(0, 2), ["/bin/sh", "-c"]);
+        assert.equal(vllm.inputs.entrypoints[2], 'python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531 && exec "$@"');
+        assert.deepEqual(vllm.inputs.entrypoints.slice(3), ["agentrl-nccl-check", "trl", "vllm-serve"]);
     });
 });

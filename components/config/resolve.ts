@@ -3,7 +3,7 @@
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
 import { ENV_CATALOG, type CatalogEntry, type CatalogName } from "../env/catalog";
-import type { Layout, ParsedConfig } from "./schema";
+import { DEFAULT_VLLM_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
 
 export type TargetKind = "kubernetes" | "docker";
 
@@ -60,13 +60,17 @@ export interface PlatformConfig {
     readonly runId: string;
     readonly target: Parsed["target"] & { readonly namespacePrefix?: string };
     readonly model: Parsed["model"];
-    readonly images: Parsed["images"];
-    readonly training: Omit<Parsed["training"], "vllmGpus" | "trainerGpus" | "numProcesses" | "stepsPerGeneration"> & {
+    readonly images: Parsed["images"] & { readonly vllm: string; /** images.vllm as written (undefined: defaulted). */ readonly vllmFromConfig?: string };
+    readonly training: Omit<Parsed["training"], "vllmGpus" | "trainerGpus" | "numProcesses" | "stepsPerGeneration" | "gpuSharing"> & {
         readonly layout: Layout;
         readonly vllmGpus: number;
         readonly trainerGpus: number;
         readonly numProcesses: number;
         readonly stepsPerGeneration: number;
+        /** `none` in colocate (vLLM runs inside the trainer process). */
+        readonly gpuSharing: GpuSharing | "none";
+        /** gpuSharing as written in config (undefined: defaulted). */
+        readonly gpuSharingFromConfig?: GpuSharing;
     };
     readonly demand: Demand;
     readonly envs: readonly ResolvedEnv[];
@@ -129,7 +133,16 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
     const vllmGpus = t.vllmGpus ?? (t.layout === "whitebox-colocate" ? 0 : 1);
     const trainerGpus = t.trainerGpus ?? Math.max(1, t.gpusOnNode - vllmGpus);
     const numProcesses = t.numProcesses ?? trainerGpus;
-    const training = { ...t, vllmGpus, trainerGpus, numProcesses, stepsPerGeneration: t.stepsPerGeneration ?? t.gradientAccumulationSteps };
+    const gpuSharing = t.layout === "whitebox-colocate" ? "none" : (t.gpuSharing ?? "shared");
+    const training = {
+        ...t,
+        vllmGpus,
+        trainerGpus,
+        numProcesses,
+        stepsPerGeneration: t.stepsPerGeneration ?? t.gradientAccumulationSteps,
+        gpuSharing,
+        gpuSharingFromConfig: t.gpuSharing,
+    } as const;
     const demand = computeDemand(training);
     const defaultProvider = t.layout !== "blackbox" ? "none" : p.target.kind === "kubernetes" ? "agent-sandbox" : "docker";
     const provider = p.sandboxes.provider ?? defaultProvider;
@@ -140,7 +153,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
         runId: p.runId,
         target: p.target.kind === "kubernetes" ? { ...p.target, namespacePrefix: p.target.namespacePrefix ?? defaultNamespacePrefix(stack) } : p.target,
         model: p.model,
-        images: p.images,
+        images: { ...p.images, vllm: p.images.vllm ?? DEFAULT_VLLM_IMAGE, vllmFromConfig: p.images.vllm },
         training,
         demand,
         envs: Object.entries(p.envs).map(([name, e]) => resolveEnv(name, e, demand)),

@@ -21,6 +21,9 @@ const nonNegInt = z.number().int().nonnegative();
 
 export const LAYOUTS = ["whitebox-colocate", "whitebox-server", "blackbox"] as const;
 export type Layout = (typeof LAYOUTS)[number];
+/** GPU sharing between vLLM and the trainer (see training.gpuSharing). */
+export const GPU_SHARING = ["shared", "isolated"] as const;
+export type GpuSharing = (typeof GPU_SHARING)[number];
 
 const toleration = z.strictObject({
     key: z.string().optional(),
@@ -60,9 +63,19 @@ const dockerTarget = z.strictObject({
     dataDir: z.string().regex(/^\//, "must be an absolute path").default("/srv/agent-rl"),
 });
 
+/**
+ * TRL 1.16 declares vllm>=0.22,<=0.31 (its METADATA); `vllm/vllm-openai:latest` was 0.33 on
+ * 2026-11-30, outside that range. Pin a tag inside it.
+ */
+export const DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.31.0";
+
 const images = z.strictObject({
-    /** vLLM OpenAI server image (black box: `vllm serve`, needs vllm >= 0.22). */
-    vllm: imageRef.default("vllm/vllm-openai:latest"),
+    /**
+     * vLLM OpenAI server image (black box `vllm serve`, vllm >= 0.22). Deployed only where vLLM runs
+     * in its own container: black box on Docker, or on Kubernetes with gpuSharing `isolated`.
+     * Default: DEFAULT_VLLM_IMAGE.
+     */
+    vllm: imageRef.optional(),
     /** Trainer image with TRL, the training script baked in (or pinned by commit). */
     trainer: imageRef.default("ghcr.io/huggingface/trl:latest"),
     /** nginx image for the ingress proxy and the env routers (unprivileged build). */
@@ -109,6 +122,22 @@ const training = z.strictObject({
     extraArgs: z.array(z.string()).default([]),
     /** Extra non-secret env vars for the trainer. */
     extraEnv: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+    /**
+     * How vLLM and the trainer share the node's GPUs, which decides the NCCL transport of the
+     * weight update (layouts with a separate vLLM only). `shared`: each role's process sees every
+     * training GPU and is held to its own set by CUDA_VISIBLE_DEVICES, so NCCL uses P2P (NVLink)
+     * (Docker: both containers get the devices; Kubernetes: one container with every GPU, a small
+     * supervisor starts vLLM, then the trainer). `isolated`: each container sees only its own GPUs;
+     * NCCL goes over the pod's shared memory (NCCL_P2P_DISABLE=1, NCCL_CUMEM_ENABLE=0), about 7x
+     * slower. Default: shared.
+     */
+    gpuSharing: z.enum(GPU_SHARING).optional(),
+    /**
+     * Run the NCCL weight-sync check (a 1 GiB broadcast between the two roles' GPUs with the
+     * rendered NCCL settings) before vLLM loads, so a broken setup fails in seconds. Needs
+     * gpuSharing `shared` (both roles' GPUs visible to one process tree).
+     */
+    ncclCheck: z.boolean().default(false),
     /** Max model length for vLLM (--max-model-len). */
     maxModelLen: posInt.optional(),
     /** vLLM --gpu-memory-utilization. */

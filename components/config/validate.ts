@@ -30,6 +30,23 @@ export function validateGpus(c: PlatformConfig): string[] {
             `training.trainerGpus: vLLM ${t.vllmGpus} + trainer ${t.trainerGpus} = ${t.vllmGpus + t.trainerGpus} GPUs, but the node has ${t.gpusOnNode} (training.gpusOnNode): lower vllmGpus or trainerGpus, or raise gpusOnNode`,
         );
     }
+    if (t.layout === "whitebox-colocate" && t.gpuSharingFromConfig !== undefined) {
+        errors.push(`training.gpuSharing: the whitebox-colocate layout runs vLLM inside the trainer process, so there is no weight update between two roles to share GPUs for: remove gpuSharing, or use layout whitebox-server or blackbox`);
+    }
+    if (t.ncclCheck && t.gpuSharing !== "shared") {
+        errors.push(
+            t.gpuSharing === "none"
+                ? `training.ncclCheck: the whitebox-colocate layout has no NCCL weight update to check: remove ncclCheck`
+                : `training.ncclCheck: the check runs both ranks before vLLM loads, which needs one process tree that sees both roles' GPUs; with gpuSharing 'isolated' each container sees only its own (and the trainer starts only once vLLM is up): set gpuSharing to 'shared', or run nccl_check.py --rank 0 / --rank 1 in the two containers by hand`,
+        );
+    }
+    if (c.images.vllmFromConfig !== undefined && !usesVllmImage(c)) {
+        errors.push(
+            t.layout !== "blackbox"
+                ? `images.vllm: the ${t.layout} layout never runs the vLLM image (${t.layout === "whitebox-server" ? "trl vllm-serve runs in images.trainer" : "vLLM runs inside the trainer"}): remove images.vllm`
+                : `images.vllm: not deployed: on Kubernetes with gpuSharing 'shared' one container from images.trainer runs both vLLM and the trainer (so the weight update takes NVLink): remove images.vllm and use a trainer image that has vllm, or set training.gpuSharing to 'isolated' to run vLLM from images.vllm`,
+        );
+    }
     if (t.numProcesses > t.trainerGpus) {
         errors.push(
             `training.numProcesses: ${t.numProcesses} trainer processes need one GPU each, but trainerGpus is ${t.trainerGpus}: lower numProcesses to ${t.trainerGpus} or raise trainerGpus`,
@@ -189,11 +206,19 @@ export function validateIngress(c: PlatformConfig): string[] {
 
 const DIGEST = /@sha256:[0-9a-f]{64}$/;
 
+/**
+ * Whether images.vllm is deployed: only black box runs it (trl vllm-serve runs in the trainer
+ * image), and not on Kubernetes with gpuSharing 'shared', where one container from the trainer
+ * image runs both vLLM and the trainer.
+ */
+export function usesVllmImage(c: PlatformConfig): boolean {
+    return c.training.layout === "blackbox" && !(c.target.kind === "kubernetes" && c.training.gpuSharing === "shared");
+}
+
 /** Every image the stack deploys, with the field that sets it. */
 export function deployedImages(c: PlatformConfig): Array<{ field: string; image: string }> {
     const out: Array<{ field: string; image: string }> = [{ field: "images.trainer", image: c.images.trainer }];
-    // Only black box runs the vLLM image; trl vllm-serve (server layout) runs in the trainer image.
-    if (c.training.layout === "blackbox") out.push({ field: "images.vllm", image: c.images.vllm });
+    if (usesVllmImage(c)) out.push({ field: "images.vllm", image: c.images.vllm });
     const routed = c.envs.some((e) => !e.external);
     if (c.ingress.enabled || routed) out.push({ field: "images.nginx", image: c.images.nginx });
     for (const e of c.envs) if (!e.external) out.push({ field: `envs.${e.name}.image`, image: e.image });

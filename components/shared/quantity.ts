@@ -33,3 +33,21 @@ export function dockerMemoryMiB(q: string): number {
 export function dockerCpus(q: string): string {
     return String(quantityValue(q));
 }
+
+const BINARY = /(Ki|Mi|Gi|Ti)$/;
+
+/**
+ * `a` + `b` for two quantities of one kind (CPU or memory), as a quantity: "8" + "8" = "16",
+ * "500m" + "1" = "1500m", "64Gi" + "64Gi" = "128Gi", "512Mi" + "1Gi" = "1536Mi".
+ */
+export function addQuantities(a: string, b: string): string {
+    const sum = quantityValue(a) + quantityValue(b);
+    if (BINARY.test(a) || BINARY.test(b)) {
+        for (const [suffix, f] of [["Ti", 1024 ** 4], ["Gi", 1024 ** 3], ["Mi", 1024 ** 2], ["Ki", 1024]] as const) {
+            if (sum % f === 0) return `${sum / f}${suffix}`;
+        }
+        return String(Math.ceil(sum));
+    }
+    if (Number.isInteger(sum)) return String(sum);
+    return `${Math.round(sum * 1000)}m`;
+}

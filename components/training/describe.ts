@@ -3,10 +3,11 @@
  * assignment, probe and volume of the training node is decided here, once, for both
  * targets; `kubernetes.ts` and `docker.ts` only translate this description.
  *
- * Upstream facts this depends on (see /work/shared/reference/upstream-facts.md):
+ * Upstream facts this depends on:
  * - black box `vllm serve` flags and `VLLM_SERVER_DEV_MODE=1`: trl
  *   `examples/async_grpo_opencode/opencode_hf_sandbox.py` docstring (vllm >= 0.22).
- * - `trl vllm-serve` flags and its `/health/` route (trailing slash): trl `trl/scripts/vllm_serve.py`.
+ * - `trl vllm-serve` flags: trl `trl/scripts/vllm_serve.py`; in trl 1.16 it execs `vllm serve`, whose
+ *   health route is `GET /health` (`/health/` answers 307).
  * - GRPOConfig fields (`vllm_mode`, `vllm_server_base_url`, `vllm_group_port` 51216,
  *   `steps_per_generation`): trl `trl/trainer/grpo_config.py`; AsyncGRPOConfig
  *   (`vllm_server_base_url`, `max_inflight_tasks`, no `vllm_mode`/`steps_per_generation`):
@@ -41,6 +42,10 @@ export { VLLM_PORT } from "../config/names";
 import { VLLM_PORT } from "../config/names";
 /** NCCL weight-update group hosted by `trl vllm-serve` rank 0 (GRPOConfig.vllm_group_port default). */
 export const TRL_GROUP_PORT = 51216;
+/** Where the NCCL check script is mounted (Kubernetes ConfigMap / Docker upload). */
+export const NCCL_CHECK_PATH = "/opt/agentrl/nccl_check.py";
+/** Rendezvous port of the NCCL check (loopback inside the pod / shared network namespace). */
+export const NCCL_CHECK_PORT = 29531;
 /** What the trainer calls vLLM at: the same pod / network namespace, never a Service. */
 export const INTERNAL_VLLM_URL = `http://localhost:${VLLM_PORT}`;
 /** Where the model-cache volume is mounted; HF_HOME lives under it. */
@@ -111,7 +116,11 @@ export interface ContainerDescription {
     readonly secretEnv: Readonly<Record<string, SecretName>>;
     /** GPUs of this container. */
     readonly gpus: number;
-    /** Host GPU indices (Docker `gpus: device=...`); disjoint between containers. */
+    /**
+     * Host GPU indices the container is given (Docker device request). Disjoint between the
+     * containers with gpuSharing `isolated`; with `shared` both get every training GPU and
+     * CUDA_VISIBLE_DEVICES in `env` holds each to its own set.
+     */
     readonly gpuDevices: readonly number[];
     /** Container ports (never published on a host or a public Service). */
     readonly ports: readonly number[];
@@ -119,6 +128,28 @@ export interface ContainerDescription {
     readonly cpu: string;
     readonly memory: string;
     readonly mounts: readonly VolumeMount[];
+}
+
+/**
+ * How vLLM and the trainer share the node's GPUs and what NCCL transport the weight update
+ * takes. Measured on 2 x H200 (NVLink NV18, torch 2.11, NCCL 2.28.9), 16 GiB bf16 broadcast,
+ * container isolation emulated (bench/gpu/nccl-isolation.sh): only own GPU visible, no
+ * settings: crash ('Cuda failure 101 invalid device ordinal', as NVIDIA/nccl issues 1529 and
+ * 1948 report); only own GPU + NCCL_P2P_DISABLE=1 NCCL_CUMEM_ENABLE=0: SHM, 46 GiB/s;
+ * sockets: 5 GiB/s; every GPU visible, split by CUDA_VISIBLE_DEVICES: P2P, 346 GiB/s.
+ */
+export interface GpuSharingDescription {
+    readonly mode: "shared" | "isolated" | "none";
+    /** What NCCL uses for the weight update (plan.md). */
+    readonly transport: string;
+    /** Expected bandwidth class, from the measurement above (plan.md). */
+    readonly bandwidth: string;
+    /** Kubernetes only: vLLM and the trainer run in one container under the supervisor. */
+    readonly oneContainer: boolean;
+    /** NCCL/CUDA env both roles get (a user's NCCL_* in training.extraEnv already applied). */
+    readonly env: Readonly<Record<string, string>>;
+    /** The opt-in NCCL check before vLLM loads (components/training/gpu/nccl_check.py). */
+    readonly check?: { readonly sizeGiB: number; readonly timeoutSeconds: number; readonly port: number; readonly path: string };
 }
 
 export interface VolumeDescription {
@@ -147,6 +178,8 @@ export interface TrainingDescription {
     /** vLLM as a separate container (absent in colocate: vLLM runs inside the trainer). */
     readonly vllm?: ContainerDescription;
     readonly trainer: ContainerDescription;
+    /** GPU sharing between the roles and the NCCL settings it needs. */
+    readonly gpuSharing: GpuSharingDescription;
     /** Host GPU indices per role. */
     readonly gpuLayout: { readonly vllm: readonly number[]; readonly trainer: readonly number[] };
     readonly internalUrl: string;
@@ -235,6 +268,12 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
     // one CUDA device for two roles, trl/scripts/vllm_serve.py).
     const vllmDevices = colocate ? [] : range(0, t.vllmGpus);
     const trainerDevices = range(vllmDevices.length, t.trainerGpus);
+    const gpuSharing = describeGpuSharing(t.gpuSharing, config.target.kind, t.ncclCheck, t.extraEnv);
+    const shared = gpuSharing.mode === "shared";
+    // Shared: both containers get every training GPU and CUDA_VISIBLE_DEVICES splits them
+    // (CUDA_DEVICE_ORDER=PCI_BUS_ID makes the indices the host's, as nvidia-smi numbers them).
+    const allDevices = [...vllmDevices, ...trainerDevices];
+    const visible = (own: readonly number[]): Record<string, string> => (shared ? { CUDA_VISIBLE_DEVICES: own.join(",") } : {});
 
     const modelCache: VolumeDescription | undefined = t.modelCache.enabled
         ? { name: names.training.modelCache, size: t.modelCache.size, hostPath: hostDir(config, names.training.modelCache) }
@@ -257,14 +296,14 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         dockerName: names.training.vllm,
         secretEnv: hfSecretEnv,
         gpus: vllmDevices.length,
-        gpuDevices: vllmDevices,
+        gpuDevices: shared ? allDevices : vllmDevices,
         ports: [VLLM_PORT],
         cpu: t.vllmCpu,
         memory: t.vllmMemory,
         mounts: mounts.filter((m) => m.volume !== "checkpoints"),
     };
     if (layout === "whitebox-server") {
-        // trl vllm-serve: underscore flags, no API key support, routes end in '/' (trl/scripts/vllm_serve.py).
+        // trl vllm-serve: underscore flags, no API key support (trl/scripts/vllm_serve.py).
         vllm = {
             ...vllmBase,
             image: config.images.trainer, // the TRL image carries vllm (colocate needs it anyway)
@@ -279,8 +318,10 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
                 "--gpu_memory_utilization", String(t.gpuMemoryUtilization),
                 ...(t.maxModelLen !== undefined ? ["--max_model_len", String(t.maxModelLen)] : []),
             ],
-            env: { ...cacheEnv },
-            probes: healthProbes("/health/", t.modelLoadSeconds),
+            env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices) },
+            // trl 1.16 vllm-serve execs `vllm serve`: its health route is GET /health; /health/ only
+            // answers 307 (trl/scripts/vllm_serve.py 224-293).
+            probes: healthProbes("/health", t.modelLoadSeconds),
         };
     } else if (blackbox) {
         // Never --api-key: it guards only /v1 and the trainer sends no key; the ingress authenticates.
@@ -304,7 +345,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
             ],
             // Dev mode opens the weight-transfer routes the AsyncGRPO trainer calls; only here, and
             // only reachable on loopback / through the ingress allow-list.
-            env: { ...cacheEnv, VLLM_SERVER_DEV_MODE: "1" },
+            env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), VLLM_SERVER_DEV_MODE: "1" },
             probes: healthProbes("/health", t.modelLoadSeconds),
         };
     }
@@ -364,6 +405,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         RUN_ID: config.runId,
         OUTPUT_DIR: outputDir,
         VLLM_URL: INTERNAL_VLLM_URL,
+        ...visible(trainerDevices),
     };
     for (const [envName, url] of Object.entries(links.envUrls)) reservedEnv[envUrlVar(envName)] = url;
     const dockerSocket = config.target.kind === "docker" && links.sandbox?.provider === "docker" ? { hostPath: DOCKER_SOCKET, containerPath: DOCKER_SOCKET } : undefined;
@@ -375,7 +417,9 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
     const trainerSecretEnv: Record<string, SecretName> = { ...hfSecretEnv };
     if (blackbox) trainerSecretEnv[SECRET_ENV.sandboxKey] = "sandboxKey";
     for (const k of Object.keys(t.extraEnv)) {
-        if (k in reservedEnv || k in trainerSecretEnv) {
+        if (shared && k === "CUDA_DEVICE_ORDER") {
+            problems.push(`training.extraEnv.CUDA_DEVICE_ORDER: gpuSharing 'shared' splits the GPUs by host index and needs PCI_BUS_ID order: remove it from extraEnv`);
+        } else if (k in reservedEnv || k in trainerSecretEnv) {
             problems.push(`training.extraEnv.${k}: ${k} is set by the platform (${k in trainerSecretEnv ? "a secret" : "from the run's config and links"}): remove it from extraEnv`);
         }
     }
@@ -385,10 +429,10 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         image: config.images.trainer,
         command: trainerCommand,
         args: trainerArgs,
-        env: { ...t.extraEnv, ...reservedEnv },
+        env: { ...gpuSharing.env, ...t.extraEnv, ...reservedEnv },
         secretEnv: trainerSecretEnv,
         gpus: trainerDevices.length,
-        gpuDevices: trainerDevices,
+        gpuDevices: shared ? allDevices : trainerDevices,
         // Colocate: the in-process vLLM listens nowhere; server modes: nothing listens in the trainer
         // that others need (NCCL rendezvous stays on loopback).
         ports: [],
@@ -420,6 +464,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         automountServiceAccountToken: blackbox && config.sandboxes.provider === "agent-sandbox",
         vllm,
         trainer,
+        gpuSharing,
         gpuLayout: { vllm: vllmDevices, trainer: trainerDevices },
         internalUrl: INTERNAL_VLLM_URL,
         upstreamAddress: blackbox ? names.training.vllmUpstream : undefined,
@@ -449,6 +494,42 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         },
         modelLoadSeconds: t.modelLoadSeconds,
         dockerSocket,
+    };
+}
+
+/**
+ * The GPU sharing of a layout on a target, and the NCCL settings both roles get. Both roles
+ * share one network namespace (the pod; Docker: the trainer joins vLLM's), so NCCL's bootstrap
+ * is pinned to loopback instead of left to interface discovery. NCCL_* keys the user sets in
+ * training.extraEnv win, on both roles (the two ends of the group must agree).
+ */
+export function describeGpuSharing(
+    mode: "shared" | "isolated" | "none",
+    target: "kubernetes" | "docker",
+    check: boolean,
+    extraEnv: Readonly<Record<string, string>>,
+): GpuSharingDescription {
+    if (mode === "none") {
+        return { mode, transport: "none (vLLM runs inside the trainer process)", bandwidth: "-", oneContainer: false, env: {} };
+    }
+    const userNccl = Object.fromEntries(Object.entries(extraEnv).filter(([k]) => k.startsWith("NCCL_")));
+    const base: Record<string, string> = { NCCL_SOCKET_IFNAME: "lo" };
+    if (mode === "isolated") {
+        return {
+            mode,
+            transport: "SHM (NCCL_P2P_DISABLE=1, NCCL_CUMEM_ENABLE=0; each container sees only its own GPUs)",
+            bandwidth: "shared memory: ~46 GiB/s measured on 2 x H200 (16 GiB in 0.35 s)",
+            oneContainer: false,
+            env: { ...base, NCCL_P2P_DISABLE: "1", NCCL_CUMEM_ENABLE: "0", ...userNccl },
+        };
+    }
+    return {
+        mode,
+        transport: `P2P over NVLink/PCIe (${target === "kubernetes" ? "one container holds every training GPU" : "both containers get every training GPU"}, CUDA_VISIBLE_DEVICES splits them)`,
+        bandwidth: "NVLink P2P: ~346 GiB/s measured on 2 x H200 NV18 (16 GiB in 0.046 s); PCIe-only nodes get PCIe speed",
+        oneContainer: target === "kubernetes",
+        env: { ...base, CUDA_DEVICE_ORDER: "PCI_BUS_ID", ...userNccl },
+        check: check ? { sizeGiB: 1, timeoutSeconds: 120, port: NCCL_CHECK_PORT, path: NCCL_CHECK_PATH } : undefined,
     };
 }
 

@@ -14,6 +14,8 @@
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount } from "./describe";
+import { ncclCheckSource } from "./nccl-check";
+import { ncclCheckArgv, shellQuote } from "./supervisor";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
@@ -21,12 +23,12 @@ type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
 
 
 /**
- * Docker's `--gpus` value for a device set. The value is parsed as CSV, so a list with a
- * comma must be quoted ("device=0,1"), as with `docker run --gpus '"device=0,1"'`.
+ * Docker device request for a set of host GPUs, by explicit device ids. (The `gpus` string
+ * form needs CSV quoting for a list, '"device=0,1"', which current Docker parses as one device
+ * and rejects with "cannot set both Count and DeviceIDs".)
  */
-export function gpuDeviceRequest(devices: readonly number[]): string {
-    const value = `device=${devices.join(",")}`;
-    return devices.length > 1 ? `"${value}"` : value;
+export function gpuDeviceRequests(devices: readonly number[]): docker.types.input.ContainerDeviceRequest[] {
+    return devices.length === 0 ? [] : [{ driver: "nvidia", deviceIds: devices.map(String), capabilities: ["gpu"] }];
 }
 
 function envList(c: ContainerDescription, provided: Secrets): pulumi.Output<string[]> {
@@ -89,7 +91,7 @@ export function buildDockerTraining(
         entrypoints: c.command ? [...c.command] : undefined,
         command: [...c.args],
         envs: envList(c, provided),
-        gpus: gpuDeviceRequest(c.gpuDevices),
+        deviceRequests: gpuDeviceRequests(c.gpuDevices),
         cpus: dockerCpus(c.cpu),
         memory: dockerMemoryMiB(c.memory),
     });
@@ -97,11 +99,22 @@ export function buildDockerTraining(
     let vllm: docker.Container | undefined;
     if (d.vllm) {
         const v = d.vllm;
+        // ncclCheck (gpuSharing shared: this container sees every training GPU): the check runs
+        // both ranks before vLLM starts; a failure exits the container within seconds.
+        const check = ncclCheckArgv(d);
+        const described = fromDescription(v, imageFor("vllm", v.image));
+        const checked = check
+            ? {
+                  entrypoints: ["/bin/sh", "-c", `${check.map(shellQuote).join(" ")} && exec "$@"`, "agentrl-nccl-check", ...(v.command ?? [])],
+                  uploads: [{ file: d.gpuSharing.check!.path, content: ncclCheckSource(), executable: true }],
+              }
+            : {};
         const health = v.probes!.startup;
         vllm = new docker.Container(
             `${name}-vllm`,
             {
-                ...fromDescription(v, imageFor("vllm", v.image)),
+                ...described,
+                ...checked,
                 // The trainer joins this IPC namespace (and its /dev/shm): it must be shareable.
                 ipcMode: "shareable",
                 shmSize,

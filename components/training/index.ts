@@ -1,6 +1,9 @@
 export { TrainingNode, type TrainingNodeArgs } from "./training-node";
 export {
     resolveTrainingNode,
+    describeGpuSharing,
+    NCCL_CHECK_PATH,
+    NCCL_CHECK_PORT,
     envUrlVar,
     VLLM_PORT,
     TRL_GROUP_PORT,
@@ -11,8 +14,11 @@ export {
     SECRET_ENV,
     type TrainingLinks,
     type TrainingDescription,
+    type GpuSharingDescription,
     type ContainerDescription,
     type HttpProbe,
     type SecretName,
 } from "./describe";
-export { quantityToMiB, gpuDeviceRequest } from "./docker";
+export { quantityToMiB, gpuDeviceRequests } from "./docker";
+export { renderSupervisor, oneContainer, ncclCheckArgv, shellQuote, type SupervisorSpec } from "./supervisor";
+export { NCCL_CHECK_SCRIPT, ncclCheckSource } from "./nccl-check";

@@ -6,7 +6,10 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import * as path from "node:path";
 import { CONTAINER, type ContainerDescription, type HttpProbe, type SecretName, type TrainingDescription } from "./describe";
+import { ncclCheckSource } from "./nccl-check";
+import { oneContainer } from "./supervisor";
 import { NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
 
 /** Pulumi waits for a Job to finish (10 min default) unless told not to (upstream-facts: Pulumi provider). */
@@ -121,7 +124,26 @@ export function buildKubernetesTraining(
         checkpoints ? { name: volumeName("checkpoints"), persistentVolumeClaim: { claimName: d.checkpoints!.name } } : { name: volumeName("checkpoints"), emptyDir: {} },
     ];
 
-    const sidecar = d.vllm ? { ...container(d.vllm, d, provided), restartPolicy: "Always" } : undefined;
+    // The NCCL check script, read-only next to the supervisor (gpuSharing shared + ncclCheck).
+    const check = d.gpuSharing.check;
+    const checkScripts = check
+        ? new k8s.core.v1.ConfigMap(
+              `${name}-nccl-check`,
+              {
+                  metadata: { name: `${d.jobName}-nccl-check`, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                  data: { [path.basename(check.path)]: ncclCheckSource() },
+              },
+              child,
+          )
+        : undefined;
+    if (check && checkScripts) {
+        volumes.push({ name: "nccl-check", configMap: { name: `${d.jobName}-nccl-check`, defaultMode: 0o555 } });
+    }
+    // gpuSharing shared: one container with every GPU (NCCL P2P); else vLLM as a native sidecar.
+    const merged = d.gpuSharing.oneContainer ? oneContainer(d) : undefined;
+    const main = container(merged ?? d.trainer, d, provided);
+    if (check) main.volumeMounts = [...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []), { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true }];
+    const sidecar = d.vllm && !merged ? { ...container(d.vllm, d, provided), restartPolicy: "Always" } : undefined;
     const job = new k8s.batch.v1.Job(
         `${name}-job`,
         {
@@ -151,7 +173,7 @@ export function buildKubernetesTraining(
                         // Native sidecar: starts first, the trainer starts only once its startup probe passed,
                         // and it is stopped when the trainer exits (Kubernetes >= 1.29).
                         ...(sidecar ? { initContainers: [sidecar] } : {}),
-                        containers: [container(d.trainer, d, provided)],
+                        containers: [main],
                         volumes,
                     },
                 },
@@ -159,7 +181,7 @@ export function buildKubernetesTraining(
         },
         {
             ...child,
-            dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : []), ...waitFor],
+            dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : []), ...(checkScripts ? [checkScripts] : []), ...waitFor],
             // A new run id replaces the Job in the stack, but the finished Job (and its logs) stays in
             // the cluster until someone deletes it.
             retainOnDelete: true,

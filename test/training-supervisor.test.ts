@@ -1,0 +1,206 @@
+/**
+ * The one-container supervisor (gpuSharing shared on Kubernetes) run for real under dash and
+ * bash, with stand-ins for vLLM (a Python HTTP server answering /health) and the trainer: the
+ * order (vLLM healthy first), exit codes, stopping the other role, SIGTERM, the load deadline,
+ * the NCCL check gate, and per-process env. Also the NCCL check script's argument errors
+ * (the GPU part runs on a GPU machine: bench/gpu/nccl-isolation.sh).
+ * Run: node --import tsx --test test/training-supervisor.test.ts
+ */
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, describe, test } from "node:test";
+import { parsePlatformConfig, platformNames } from "../components/config";
+import { NCCL_CHECK_SCRIPT, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+async function freePort(): Promise<number> {
+    return new Promise((resolve, reject) => {
+        const s = net.createServer();
+        s.listen(0, "127.0.0.1", () => {
+            const port = (s.address() as net.AddressInfo).port;
+            s.close(() => resolve(port));
+        });
+        s.on("error", reject);
+    });
+}
+
+/** A vLLM stand-in: records its env and pid, answers /health after `delay` s, exits `exitAfter` s in (if given). */
+function fakeVllm(dir: string, port: number, opts: { delay?: number; exitAfter?: number; exitCode?: number; neverHealthy?: boolean } = {}): string[] {
+    const code = `
+import http.server, json, os, sys, threading, time
+open(${JSON.stringify(path.join(dir, "vllm.env"))}, "w").write(json.dumps(dict(os.environ)))
+open(${JSON.stringify(path.join(dir, "vllm.pid"))}, "w").write(str(os.getpid()))
+if ${opts.exitAfter ?? -1} >= 0:
+    threading.Timer(${opts.exitAfter ?? 0}, lambda: os._exit(${opts.exitCode ?? 7})).start()
+time.sleep(${opts.delay ?? 0.3})
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.path == "/health" and not ${opts.neverHealthy ? "True" : "False"}
+        self.send_response(200 if ok else 503); self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", ${port}), H).serve_forever()
+`;
+    return ["python3", "-c", code];
+}
+
+/** A trainer stand-in: records its env, sleeps, writes a marker, exits `code`. */
+function fakeTrainer(dir: string, seconds: number, code: number): string[] {
+    return ["sh", "-c", `env > ${shellQuote(path.join(dir, "trainer.env"))}; echo $$ > ${shellQuote(path.join(dir, "trainer.pid"))}; sleep ${seconds}; touch ${shellQuote(path.join(dir, "trainer.done"))}; exit ${code}`];
+}
+
+interface Run {
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stderr: string;
+    dir: string;
+}
+
+async function runSupervisor(shell: string, spec: (dir: string, port: number) => SupervisorSpec, opts: { sigtermAfterMs?: number; env?: Record<string, string> } = {}): Promise<Run> {
+    const dir = fs.mkdtempSync(path.join(tmp, "run-"));
+    const port = await freePort();
+    const script = renderSupervisor(spec(dir, port));
+    const child = spawn(shell, ["-c", script, "agentrl-supervisor"], { env: { ...process.env, ...(opts.env ?? {}) }, stdio: ["ignore", "inherit", "pipe"] });
+    let stderr = "";
+    child.stderr!.on("data", (d) => (stderr += d));
+    if (opts.sigtermAfterMs !== undefined) {
+        const t = setTimeout(() => child.kill("SIGTERM"), opts.sigtermAfterMs);
+        child.on("exit", () => clearTimeout(t));
+    }
+    const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("exit", (c, s) => resolve([c, s])));
+    clearTimeout(killer);
+    return { code, signal, stderr, dir };
+}
+
+function alive(pidFile: string): boolean {
+    if (!fs.existsSync(pidFile)) return false;
+    const pid = Number(fs.readFileSync(pidFile, "utf8").trim());
+    try {
+        process.kill(pid, 0);
+        return true;
+    } catch {
+        return false;
+    }
+}
+
+async function gone(pidFile: string): Promise<boolean> {
+    for (let i = 0; i < 50 && alive(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
+    return !alive(pidFile);
+}
+
+const base = (dir: string, port: number): Omit<SupervisorSpec, "trainer"> => ({
+    vllm: fakeVllm(dir, port),
+    vllmEnv: { CUDA_VISIBLE_DEVICES: "0", VLLM_SERVER_DEV_MODE: "1" },
+    vllmUnset: ["SANDBOX_API_KEY"],
+    trainerEnv: { CUDA_VISIBLE_DEVICES: "1" },
+    healthUrl: `http://127.0.0.1:${port}/health`,
+    loadSeconds: 20,
+    pollSeconds: 0.2,
+});
+
+for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSync(s))) {
+    describe(`supervisor under ${path.basename(shell)}`, () => {
+        test("vLLM first, the trainer once /health answers; exits with the trainer's code and stops vLLM; env per process", async () => {
+            for (const code of [0, 3]) {
+                const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), trainer: fakeTrainer(dir, 0.2, code) }), { env: { SANDBOX_API_KEY: "sbx-secret", SHARED: "yes" } });
+                assert.equal(r.code, code, r.stderr);
+                assert.ok(fs.existsSync(path.join(r.dir, "trainer.done")));
+                assert.ok(await gone(path.join(r.dir, "vllm.pid")), "vLLM is stopped when the trainer ends");
+                const vllmEnv = JSON.parse(fs.readFileSync(path.join(r.dir, "vllm.env"), "utf8"));
+                assert.equal(vllmEnv.CUDA_VISIBLE_DEVICES, "0");
+                assert.equal(vllmEnv.VLLM_SERVER_DEV_MODE, "1");
+                assert.equal(vllmEnv.SANDBOX_API_KEY, undefined, "vLLM never sees the trainer's sandbox key");
+                assert.equal(vllmEnv.SHARED, "yes");
+                const trainerEnv = fs.readFileSync(path.join(r.dir, "trainer.env"), "utf8");
+                assert.match(trainerEnv, /^CUDA_VISIBLE_DEVICES=1$/m);
+                assert.match(trainerEnv, /^SANDBOX_API_KEY=sbx-secret$/m);
+                assert.doesNotMatch(trainerEnv, /^VLLM_SERVER_DEV_MODE=/m);
+                assert.match(r.stderr, /vLLM is healthy: starting the trainer/);
+            }
+        });
+
+        test("vLLM exiting before it is healthy: exit 1, the trainer never starts", async () => {
+            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), vllm: fakeVllm(dir, port, { delay: 5, exitAfter: 0.3, exitCode: 7 }), trainer: fakeTrainer(dir, 0, 0) }));
+            assert.equal(r.code, 1);
+            assert.match(r.stderr, /vLLM exited \(7\) before it was healthy/);
+            assert.ok(!fs.existsSync(path.join(r.dir, "trainer.env")), "trainer never started");
+        });
+
+        test("vLLM dying during training: the trainer is stopped, exit 1", async () => {
+            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), vllm: fakeVllm(dir, port, { delay: 0.1, exitAfter: 2, exitCode: 9 }), trainer: fakeTrainer(dir, 20, 0) }));
+            assert.equal(r.code, 1);
+            assert.match(r.stderr, /vLLM exited during training: stopping the trainer/);
+            assert.ok(!fs.existsSync(path.join(r.dir, "trainer.done")));
+            assert.ok(await gone(path.join(r.dir, "trainer.pid")));
+        });
+
+        test("SIGTERM (pod deletion): both roles stopped, exit 143", async () => {
+            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), trainer: fakeTrainer(dir, 20, 0) }), { sigtermAfterMs: 2500 });
+            assert.equal(r.code, 143, r.stderr);
+            assert.ok(await gone(path.join(r.dir, "vllm.pid")));
+            assert.ok(await gone(path.join(r.dir, "trainer.pid")));
+        });
+
+        test("vLLM never healthy within loadSeconds: vLLM stopped, exit 1, no trainer", async () => {
+            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), vllm: fakeVllm(dir, port, { neverHealthy: true }), loadSeconds: 2, trainer: fakeTrainer(dir, 0, 0) }));
+            assert.equal(r.code, 1);
+            assert.match(r.stderr, /vLLM not healthy after 2 s \(training.modelLoadSeconds\)/);
+            assert.ok(await gone(path.join(r.dir, "vllm.pid")));
+            assert.ok(!fs.existsSync(path.join(r.dir, "trainer.env")));
+        });
+
+        test("a failing NCCL check stops everything before vLLM starts", async () => {
+            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), check: ["sh", "-c", "echo 'Cuda failure 101' >&2; exit 1"], trainer: fakeTrainer(dir, 0, 0) }));
+            assert.equal(r.code, 1);
+            assert.match(r.stderr, /NCCL check failed \(exit 1\)/);
+            assert.ok(!fs.existsSync(path.join(r.dir, "vllm.pid")), "vLLM never started");
+        });
+    });
+}
+
+test("the rendered one-container command parses under sh -n for every server layout (quoting of JSON flags)", () => {
+    for (const recipe of ["opencode-blackbox"]) {
+        for (const layout of ["blackbox", "whitebox-server"] as const) {
+            const raw: Record<string, unknown> =
+                layout === "blackbox"
+                    ? { recipe, runId: "r1", target: { kind: "kubernetes" }, training: { ncclCheck: true, resumeFromCheckpoint: true } }
+                    : { runId: "r1", model: { name: "Qwen/Qwen3-1.7B" }, target: { kind: "kubernetes" }, training: { layout, gpusOnNode: 4, vllmGpus: 2, datasetSize: 10, numGenerations: 8, command: ["python", "/app/it's.py"] }, envs: { coding: { catalog: "coding" } } };
+            const config = parsePlatformConfig(raw, "test");
+            const names = platformNames(config);
+            const links = layout === "blackbox" ? { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: "agent-sandbox", trainerEnv: {} } } : { envUrls: Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url])) };
+            const c = oneContainer(resolveTrainingNode(config, names, links));
+            const script = c.command![2];
+            const r = spawnSync("/bin/sh", ["-n", "-c", script]);
+            assert.equal(r.status, 0, `${layout}: ${r.stderr}`);
+            if (layout === "whitebox-server") {
+                assert.ok(script.includes("CUDA_VISIBLE_DEVICES=0,1") && script.includes("env CUDA_VISIBLE_DEVICES=2,3"), "2 + 2 GPUs split");
+                assert.ok(script.includes(`'/app/it'\\''s.py'`), "single quotes survive");
+            } else {
+                assert.ok(script.includes(`'{"backend":"nccl"}'`));
+            }
+        }
+    }
+});
+
+describe("nccl_check.py arguments (no GPU needed)", () => {
+    const run = (...args: string[]) => spawnSync("python3", [NCCL_CHECK_SCRIPT, ...args], { encoding: "utf8" });
+    test("overlapping GPU sets, missing sets and bad numbers exit 3 with a message", () => {
+        let r = run("--spawn", "--vllm-devices", "0,1", "--trainer-devices", "1");
+        assert.equal(r.status, 3);
+        assert.match(r.stderr, /overlap: the roles need disjoint GPUs/);
+        r = run("--spawn");
+        assert.equal(r.status, 3);
+        assert.match(r.stderr, /--spawn needs --vllm-devices and --trainer-devices/);
+        r = run("--rank", "0", "--size-gib", "0");
+        assert.equal(r.status, 3);
+        r = run("--spawn", "--vllm-devices", "x", "--trainer-devices", "1");
+        assert.notEqual(r.status, 0);
+        assert.match(r.stderr, /bad device list 'x'/);
+    });
+});
