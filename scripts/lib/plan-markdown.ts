@@ -84,6 +84,31 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     if (c.sandboxes.provider !== "none") rows.push([`sandboxes (${c.sandboxes.provider})`, c.target.kind === "kubernetes" ? names.namespaces.sandboxes : names.networks.sandboxes, 0, c.sandboxes.provider === "hf" ? "hosted" : c.sandboxes.poolSize, `${t.maxInflight} in flight`, "-"]);
     out.push(table(["component", "where", "GPUs", "replicas", "sessions / sandboxes", "ports"], rows));
     out.push("");
+    const sharing = plan.training.gpuSharing;
+    if (sharing.mode !== "none") {
+        out.push("## Weight sync (NCCL, trainer -> vLLM)");
+        out.push("");
+        const ncclEnv = Object.entries(sharing.env).map(([k, v]) => `${k}=${v}`).join(" ");
+        out.push(
+            table(
+                ["setting", "value"],
+                [
+                    ["GPU sharing (training.gpuSharing)", sharing.mode],
+                    ["transport", sharing.transport],
+                    ["expected bandwidth", sharing.bandwidth],
+                    ["GPUs", `vLLM ${plan.training.gpuLayout.vllm.join(",")} / trainer ${plan.training.gpuLayout.trainer.join(",")}${sharing.mode === "shared" ? " (CUDA_VISIBLE_DEVICES, PCI bus order)" : ""}`],
+                    ["pod shape", c.target.kind === "kubernetes" ? (sharing.oneContainer ? "one container, every GPU; a supervisor starts vLLM, then the trainer" : "vLLM native sidecar + trainer, each its own GPUs") : "two containers, the trainer in vLLM's network and IPC namespaces"],
+                    ["NCCL settings (both roles)", ncclEnv || "-"],
+                    ["NCCL check before vLLM loads (training.ncclCheck)", sharing.check ? `on: ${sharing.check.sizeGiB} GiB broadcast, ${sharing.check.timeoutSeconds} s limit` : "off"],
+                ],
+            ),
+        );
+        if (sharing.mode === "shared" && c.target.kind === "docker") {
+            out.push("");
+            out.push("Both containers can open every training GPU: CUDA_VISIBLE_DEVICES keeps vLLM and the trainer apart, but nothing in the kernel does. Both are this run's trusted code; model-written code runs in env servers and sandboxes, which get no GPU.");
+        }
+        out.push("");
+    }
     out.push("## Endpoints");
     out.push("");
     const endpoints: Array<Array<string>> = [["trainer -> vLLM (internal)", "http://localhost:8000"]];
