@@ -143,6 +143,7 @@ describe("resolveSandboxPool", () => {
             SANDBOX_API_VERSION: "v1beta1",
             SANDBOX_SHUTDOWN_POLICY: "Delete",
             SANDBOX_PORT: "8888",
+            SANDBOX_HOME: "/home/user",
             SANDBOX_POOL_SIZE: "10",
         });
         assert.ok(!Object.values(d.trainerEnv).includes(KEY));
@@ -199,6 +200,21 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         // No runtimeClassName unless configured.
         const plain = await build(config());
         assert.equal(single(plain.update.resources, T.template).inputs.spec.podTemplate.spec.runtimeClassName, undefined);
+    });
+
+    it("runs the command runtime as the sandbox's main process, Ready only once it answers on 8888, with HOME where the harness looks", async () => {
+        const { update, description: d, pool } = await build(config());
+        const container = single(update.resources, T.template).inputs.spec.podTemplate.spec.containers[0];
+        // python/Dockerfile puts the runtime and the HOME skeleton at these paths; python/tests/test_plan_contract.py runs this exact command.
+        assert.deepEqual(container.command, ["python3", "-I", "/opt/agent-rl/runtime.py", "--port", "8888", "--home-seed", "/opt/agent-rl/home"]);
+        assert.deepEqual(container.readinessProbe.httpGet, { path: "/healthz", port: 8888 });
+        assert.ok(container.readinessProbe.periodSeconds * container.readinessProbe.failureThreshold <= 10, "a dead runtime leaves the pool within seconds");
+        assert.equal(container.livenessProbe, undefined, "no restart of a claimed sandbox: its state would be lost");
+        const env = Object.fromEntries(container.env.filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
+        assert.equal(env.HOME, "/home/user", "OpenEnv's opencode harness default sandbox_home");
+        assert.equal(pool.trainerEnv.SANDBOX_HOME, env.HOME, "the trainer passes the same HOME as OpenCodeConfig.sandbox_home");
+        assert.ok(container.volumeMounts.some((m: any) => m.mountPath === env.HOME), "HOME is an emptyDir the runtime seeds");
+        assert.equal(d.runtime.healthPath, "/healthz");
     });
 
     it("lets sandboxes reach only cluster DNS and the ingress pods, and only the trainer reach them", async () => {
@@ -436,7 +452,7 @@ describe("SandboxPool on Docker", () => {
                 assert.equal(x.memorySwap, 4096);
                 assert.equal(x.restart, "no");
                 assert.deepEqual(x.command, ["sleep", String(d.deadlineSeconds)], "hard lifetime: PID 1 ends at the deadline");
-                assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/home/sandbox", "/tmp", "/workspace"]);
+                assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/home/user", "/tmp", "/workspace"]);
                 assert.ok(Object.values(x.tmpfs).every((o) => /uid=1000/.test(o as string)));
                 assert.ok(x.labels.some((l: any) => l.label === "agentrl.dev/run" && l.value === "r1"));
                 assert.equal((x.ports ?? []).length, 0, "no published ports");

@@ -30,6 +30,23 @@ export const SANDBOX_KEY_ENV = "OPENCODE_UPSTREAM_API_KEY";
 export const SANDBOX_URL_ENV = "OPENCODE_UPSTREAM_URL";
 /** Key of the sandbox key inside its Secret. */
 export const SANDBOX_KEY_SECRET_KEY = "api-key";
+/**
+ * HOME inside every sandbox: the opencode harness's default `sandbox_home` (OpenEnv
+ * envs/opencode_env/config.py), under which it looks for `.opencode/bin/opencode` and
+ * `proxy/interception.py` before downloading them (which the egress policy blocks).
+ */
+export const SANDBOX_HOME = "/home/user";
+/** The derived image's HOME skeleton (opencode, the proxy, the harness's dirs), mirrored into the HOME emptyDir by the runtime at start (python/Dockerfile). */
+export const SANDBOX_HOME_SEED = "/opt/agent-rl/home";
+/** The command runtime in the derived image (python/agent_rl_sandbox/runtime.py, standard library only). */
+export const SANDBOX_RUNTIME_PATH = "/opt/agent-rl/runtime.py";
+/** The runtime's readiness route: it answers once HOME is seeded and it listens. */
+export const SANDBOX_HEALTH_PATH = "/healthz";
+
+/** PID 1 of every Kubernetes sandbox: the runtime (python -I: nothing from the writable HOME, e.g. a planted sitecustomize, is imported). */
+export function sandboxRuntimeCommand(port: number = SANDBOX_PORT): string[] {
+    return ["python3", "-I", SANDBOX_RUNTIME_PATH, "--port", String(port), "--home-seed", SANDBOX_HOME_SEED];
+}
 
 /** A writable directory on an otherwise read-only root filesystem (emptyDir / tmpfs). */
 export interface WritablePath {
@@ -90,6 +107,8 @@ export interface SandboxDescription {
     /** Hard kill of a sandbox's process: maxWarmWait + maxLifetime (a warm pod's clock starts before it is claimed). */
     readonly deadlineSeconds: number;
     readonly port: number;
+    /** The command runtime every Kubernetes sandbox runs as its main process, and its readiness route on `port`. */
+    readonly runtime: { readonly command: readonly string[]; readonly healthPath: string };
     readonly security: SandboxSecurity;
     /** Non-secret env of every sandbox (the key is added separately, from a secret). */
     readonly env: Readonly<Record<string, string>>;
@@ -132,7 +151,7 @@ export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames)
     const maxInflight = config.training.maxInflight;
     const pool = names.sandboxes.warmPool;
     const quotaPods = s.poolSize + maxInflight + s.headroom;
-    const home = "/home/sandbox";
+    const home = SANDBOX_HOME;
     const workingDir = "/workspace";
     const security: SandboxSecurity = {
         runAsUser: 1000,
@@ -182,6 +201,8 @@ export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames)
             SANDBOX_API_VERSION: SANDBOX_API_VERSION,
             SANDBOX_SHUTDOWN_POLICY: "Delete",
             SANDBOX_PORT: String(SANDBOX_PORT),
+            // OpenCodeConfig.sandbox_home: where the harness writes config, task and logs (python/agent_rl_sandbox/settings.py).
+            SANDBOX_HOME: home,
             SANDBOX_POOL_SIZE: String(s.poolSize),
         };
     } else if (provider === "docker") {
@@ -206,6 +227,7 @@ export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames)
         maxWarmWaitSeconds: s.maxWarmWaitSeconds,
         deadlineSeconds: s.maxLifetimeSeconds + s.maxWarmWaitSeconds,
         port: SANDBOX_PORT,
+        runtime: { command: sandboxRuntimeCommand(SANDBOX_PORT), healthPath: SANDBOX_HEALTH_PATH },
         security,
         env,
         upstreamUrl: url,

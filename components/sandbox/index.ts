@@ -1,6 +1,7 @@
 export { SandboxPool, type SandboxPoolArgs } from "./sandbox-pool";
 export {
     resolveSandboxPool,
+    sandboxRuntimeCommand,
     multiplyQuantity,
     quantityValue,
     AGENT_SANDBOX_VERSION,
@@ -8,8 +9,12 @@ export {
     SANDBOX_API_VERSION,
     SANDBOX_CORE_GROUP,
     SANDBOX_EXTENSIONS_GROUP,
+    SANDBOX_HEALTH_PATH,
+    SANDBOX_HOME,
+    SANDBOX_HOME_SEED,
     SANDBOX_KEY_ENV,
     SANDBOX_PORT,
+    SANDBOX_RUNTIME_PATH,
     SANDBOX_URL_ENV,
     type SandboxDescription,
     type SandboxQuota,

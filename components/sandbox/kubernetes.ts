@@ -76,8 +76,12 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
                         name: "sandbox",
                         image: d.image,
                         imagePullPolicy: "IfNotPresent",
+                        // The runtime (python/agent_rl_sandbox/runtime.py): the stock image has no CMD and nothing on 8888.
+                        command: [...d.runtime.command],
                         workingDir: sec.workingDir,
                         ports: [{ name: "command", containerPort: d.port, protocol: "TCP" }],
+                        // A warm sandbox counts as Ready (and a claim adopts it) only once the runtime answers.
+                        readinessProbe: { httpGet: { path: d.runtime.healthPath, port: d.port }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 3 },
                         env: [
                             ...Object.entries(d.env).map(([name, value]) => ({ name, value })),
                             { name: SANDBOX_KEY_ENV, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } },

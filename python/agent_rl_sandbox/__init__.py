@@ -1,0 +1,29 @@
+"""agent-rl-infra's sandbox side: an OpenEnv sandbox backend on the agent-sandbox warm pool
+(``AgentSandboxBackend``), the runtime that serves it inside every sandbox (``runtime.py``,
+standard library only), and the trainer's env contract (``settings.py``).
+
+Only the backend needs the Kubernetes client; importing this package does not load it.
+"""
+
+from .handle import ExecResult, RuntimeBgJob, RuntimeHandle, SandboxError, SandboxGone
+from .settings import AgentSandboxSettings, SettingsError, opencode_config_kwargs
+
+__all__ = [
+    "AgentSandboxBackend",
+    "AgentSandboxSettings",
+    "ExecResult",
+    "RuntimeBgJob",
+    "RuntimeHandle",
+    "SandboxError",
+    "SandboxGone",
+    "SettingsError",
+    "opencode_config_kwargs",
+]
+
+
+def __getattr__(name: str):  # PEP 562: the backend (and k8s-agent-sandbox) load on first use
+    if name == "AgentSandboxBackend":
+        from .agent_sandbox import AgentSandboxBackend
+
+        return AgentSandboxBackend
+    raise AttributeError(name)

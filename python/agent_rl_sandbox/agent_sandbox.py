@@ -1,0 +1,194 @@
+"""OpenEnv's ``SandboxBackend`` on the agent-sandbox warm pool the stack deploys.
+
+``create()`` claims a warm sandbox with the official client (k8s-agent-sandbox 1.0.8:
+``SandboxClient.create_sandbox``), with the run label the admission policy requires and a
+lifetime a little under the maximum it admits, waits for the claim to be Ready, and returns a
+``RuntimeHandle`` on the pod's runtime (``http://<pod IP>:8888``). ``kill()`` on the handle
+deletes the claim (the controller then deletes the Sandbox and its pod).
+
+Threads and processes: TRL's async GRPO harness creates sessions from ``max_inflight_tasks``
+threads and pickles the factory (with this backend) into a spawned child. The official client
+is not thread-safe (its README), so each thread gets its own, made on first use; the backend
+pickles as its settings alone.
+
+Claims are always deleted: on any error inside ``create()``, by ``kill()``, and for whatever is
+still live when the process exits or gets SIGTERM (``shutdown.py``). If all of that is skipped
+(SIGKILL), the claim's ``shutdownTime`` with policy Delete ends it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+import uuid
+from typing import Any, Callable, Mapping
+
+from . import shutdown
+from .handle import RuntimeHandle, SandboxError, SandboxGone
+from .settings import AgentSandboxSettings
+
+log = logging.getLogger("agent_rl_sandbox")
+
+#: Seconds create() gives the runtime to answer /healthz once the claim is Ready (the readiness
+#: probe already passed, so this only covers the trainer's own path to the pod).
+RUNTIME_HEALTH_SECONDS = 30.0
+#: Attempts and per-request timeout of a claim deletion.
+DELETE_ATTEMPTS = 3
+DELETE_REQUEST_SECONDS = 10.0
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$")
+
+ClientFactory = Callable[[AgentSandboxSettings], Any]
+
+
+def default_client(settings: AgentSandboxSettings) -> Any:
+    """The official client, connecting in-cluster to the pod IP on the runtime's port (not the
+    default port-forward to a router Service the stack does not deploy)."""
+    from k8s_agent_sandbox import SandboxClient
+    from k8s_agent_sandbox.models import SandboxInClusterConnectionConfig
+
+    return SandboxClient(connection_config=SandboxInClusterConnectionConfig(server_port=settings.port))
+
+
+def metadata_labels(metadata: Mapping[str, str] | None) -> dict[str, str]:
+    """OpenEnv's create(metadata=...) (e.g. episode_id) as claim labels `agentrl.dev/<key>`,
+    for the pairs that are valid label names and values; the others are dropped."""
+    labels: dict[str, str] = {}
+    for key, value in (metadata or {}).items():
+        if isinstance(key, str) and isinstance(value, str) and _LABEL_NAME.match(key) and _LABEL_NAME.match(value):
+            labels[f"agentrl.dev/{key}"] = value
+    return labels
+
+
+class AgentSandboxBackend:
+    """OpenEnv ``SandboxBackend`` (``create(timeout_s, envs, metadata)``) over agent-sandbox claims."""
+
+    def __init__(
+        self,
+        settings: AgentSandboxSettings | None = None,
+        *,
+        client_factory: ClientFactory | None = None,
+        handle_sigterm: bool = True,
+    ) -> None:
+        self.settings = settings if settings is not None else AgentSandboxSettings.from_env()
+        # Picklable when it is a module-level function (it crosses into TRL's rollout child).
+        self._client_factory = client_factory or default_client
+        self._handle_sigterm = handle_sigterm
+        self._local = threading.local()
+        if handle_sigterm:
+            shutdown.install()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> "AgentSandboxBackend":
+        return cls(AgentSandboxSettings.from_env(environ), **kwargs)
+
+    # --- pickling: settings only; clients are per thread and per process ------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_local", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+        if self._handle_sigterm:
+            shutdown.install()
+
+    def _client(self) -> Any:
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._client_factory(self.settings)
+            self._local.client = client
+        return client
+
+    # --- the protocol -----------------------------------------------------------------------
+    def create(self, *, timeout_s: int = 900, envs: dict[str, str] | None = None, metadata: dict[str, str] | None = None) -> RuntimeHandle:
+        """Claims a warm sandbox for at most `timeout_s` seconds (capped a little under the run's
+        maximum lifetime); `envs` apply to every command run through the handle."""
+        if shutdown.shutting_down():
+            raise SandboxGone("the trainer is shutting down: no new sandboxes")
+        s = self.settings
+        lifetime = s.claim_lifetime_seconds if not timeout_s or timeout_s <= 0 else min(int(timeout_s), s.claim_lifetime_seconds)
+        claim = f"{s.run_id}-{uuid.uuid4().hex[:12]}"
+        labels = {**metadata_labels(metadata), **s.extra_labels, s.run_label: s.run_id}
+        key = f"{s.namespace}/{claim}"
+        released = threading.Event()
+
+        def release() -> None:
+            if released.is_set():
+                return
+            released.set()
+            shutdown.unregister(key)
+            self._delete_claim(claim)
+
+        # Registered before the API call: a SIGTERM during the Ready wait still deletes it.
+        shutdown.register(key, release)
+        started = time.monotonic()
+        try:
+            client = self._client()
+            sandbox = client.create_sandbox(
+                s.warm_pool,
+                namespace=s.namespace,
+                sandbox_ready_timeout=s.ready_timeout_seconds,
+                labels=labels,
+                claim_name=claim,
+                shutdown_after_seconds=lifetime,
+            )
+            try:
+                url = self._runtime_url(sandbox)
+            finally:
+                # This backend talks to the runtime itself; drop the client's own connection and
+                # its registry entry (list_active_sandboxes prunes closed ones).
+                sandbox.close_connection()
+                client.list_active_sandboxes()
+            handle = RuntimeHandle(url, sandbox_id=claim, on_kill=release, env=envs, lifetime_seconds=lifetime - (time.monotonic() - started))
+            self._await_runtime(handle)
+            log.info("claimed sandbox %s (%s) for %ds", claim, url, lifetime)
+            return handle
+        except BaseException:
+            try:
+                release()
+            except Exception as e:  # noqa: BLE001 - keep the original error
+                log.warning("deleting claim %s after a failed create: %s", claim, e)
+            raise
+
+    def _runtime_url(self, sandbox: Any) -> str:
+        port = self.settings.port
+        ip = sandbox.get_pod_ip()
+        if ip:
+            host = f"[{ip}]" if ":" in ip else ip
+        else:
+            # The template sets service: true, so each sandbox has a headless Service.
+            host = sandbox.get_service_fqdn() or f"{sandbox.sandbox_id}.{self.settings.namespace}.svc.cluster.local"
+        return f"http://{host}:{port}"
+
+    @staticmethod
+    def _await_runtime(handle: RuntimeHandle) -> None:
+        deadline = time.monotonic() + RUNTIME_HEALTH_SECONDS
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                handle.client.call("GET", "/healthz", timeout=5.0)
+                return
+            except SandboxError as e:
+                last = str(e)
+            time.sleep(0.5)
+        raise SandboxError(f"sandbox {handle.sandbox_id} is Ready but its runtime did not answer within {RUNTIME_HEALTH_SECONDS:g}s: {last}")
+
+    def _delete_claim(self, claim: str) -> None:
+        last: Exception | None = None
+        for attempt in range(DELETE_ATTEMPTS):
+            try:
+                # The calling thread's client (kill may come from another thread than create).
+                self._client().k8s_helper.delete_sandbox_claim(claim, self.settings.namespace, _request_timeout=DELETE_REQUEST_SECONDS)
+                log.info("deleted claim %s", claim)
+                return
+            except Exception as e:  # noqa: BLE001 - retried, then reported
+                last = e
+                time.sleep(0.5 * (attempt + 1))
+        raise SandboxError(f"could not delete claim {claim} in {self.settings.namespace}: {last}")
+
+    def close(self) -> int:
+        """Deletes every sandbox of this process still live; returns how many deletions failed."""
+        return shutdown.release_all()

@@ -1,0 +1,139 @@
+"""The trainer's env contract, read in one place.
+
+The TrainingNode sets these env vars on the trainer container from the SandboxPool's
+description (``components/sandbox/describe.ts``, ``trainerEnv``) and the sandbox key from a
+Secret (``components/training/describe.ts``, ``SECRET_ENV.sandboxKey``). A test renders the
+real plan and reads it back through this module, so the two sides cannot drift.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+#: The key the in-sandbox proxy sends to the ingress (secret env of the trainer, never in trainerEnv).
+API_KEY_ENV = "SANDBOX_API_KEY"
+#: The API group/version and shutdown policy the official client (k8s-agent-sandbox 1.0.8) hardcodes.
+CLIENT_API_GROUP = "extensions.agents.x-k8s.io"
+CLIENT_API_VERSION = "v1beta1"
+CLIENT_SHUTDOWN_POLICY = "Delete"
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class SettingsError(ValueError):
+    """Every problem with the env, each naming the variable and the fix."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("sandbox settings:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class AgentSandboxSettings:
+    """Where and how the trainer claims sandboxes from the agent-sandbox warm pool."""
+
+    namespace: str
+    warm_pool: str
+    run_label: str
+    run_id: str
+    #: The longest claim lifetime the admission policy admits (shutdownTime - creationTimestamp).
+    max_lifetime_seconds: int
+    #: The runtime's port in every sandbox pod.
+    port: int = 8888
+    #: HOME inside the sandbox (OpenCodeConfig.sandbox_home).
+    home: str = "/home/user"
+    #: Where the sandboxes reach vLLM (the ingress); OpenCodeConfig.base_url is this + "/v1".
+    upstream_url: str = ""
+    #: Seconds a claim may take to become Ready (warm: about a second; cold: image pull + start).
+    ready_timeout_seconds: int = 300
+    #: Claims ask for this much less than the maximum: the client's clock against the API server's.
+    lifetime_margin_seconds: int = 60
+    #: Extra claim labels (every claim also carries run_label=run_id).
+    extra_labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def claim_lifetime_seconds(self) -> int:
+        """The longest lifetime this trainer asks for: a little under the admitted maximum."""
+        return self.max_lifetime_seconds - self.lifetime_margin_seconds
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "AgentSandboxSettings":
+        env = os.environ if environ is None else environ
+        problems: list[str] = []
+
+        def need(name: str) -> str:
+            value = env.get(name, "")
+            if not value:
+                problems.append(f"{name}: not set (the TrainingNode sets it from the SandboxPool; outside the stack, set it by hand)")
+            return value
+
+        def number(name: str, default: int | None = None) -> int:
+            raw = env.get(name, "")
+            if not raw and default is not None:
+                return default
+            try:
+                value = int(raw)
+                if value <= 0:
+                    raise ValueError
+                return value
+            except ValueError:
+                problems.append(f"{name}: {raw!r} is not a positive integer")
+                return 0
+
+        provider = env.get("SANDBOX_PROVIDER", "")
+        if provider != "agent-sandbox":
+            problems.append(f"SANDBOX_PROVIDER: {provider!r}: this backend serves the agent-sandbox pool (sandboxes.provider: agent-sandbox)")
+        for name, expected in (("SANDBOX_API_GROUP", CLIENT_API_GROUP), ("SANDBOX_API_VERSION", CLIENT_API_VERSION), ("SANDBOX_SHUTDOWN_POLICY", CLIENT_SHUTDOWN_POLICY)):
+            got = env.get(name)
+            if got is not None and got != expected:
+                problems.append(f"{name}: {got!r}, but k8s-agent-sandbox 1.0.8 only speaks {expected!r}")
+        namespace = need("SANDBOX_NAMESPACE")
+        warm_pool = need("SANDBOX_WARM_POOL")
+        run_label = need("SANDBOX_RUN_LABEL")
+        run_id = need("SANDBOX_RUN_ID")
+        max_lifetime = number("SANDBOX_MAX_LIFETIME_SECONDS")
+        port = number("SANDBOX_PORT", 8888)
+        home = env.get("SANDBOX_HOME", "") or "/home/user"
+        upstream = env.get("SANDBOX_UPSTREAM_URL", "")
+        values: dict[str, Any] = dict(
+            namespace=namespace, warm_pool=warm_pool, run_label=run_label, run_id=run_id,
+            max_lifetime_seconds=max_lifetime, port=port, home=home, upstream_url=upstream,
+        )
+        values.update(overrides)
+        if problems:
+            raise SettingsError(problems)
+        return cls(**values)
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not _DNS_LABEL.match(self.namespace):
+            problems.append(f"namespace {self.namespace!r} is not a DNS label")
+        if not _LABEL_VALUE.match(self.run_id) or len(self.run_id) > 63:
+            problems.append(f"run id {self.run_id!r} is not a label value")
+        if self.claim_lifetime_seconds < 60:
+            problems.append(
+                f"max lifetime {self.max_lifetime_seconds}s leaves {self.claim_lifetime_seconds}s after the {self.lifetime_margin_seconds}s clock margin: raise sandboxes.maxLifetimeSeconds"
+            )
+        if not 0 < self.port < 65536:
+            problems.append(f"port {self.port} out of range")
+        if not self.home.startswith("/"):
+            problems.append(f"home {self.home!r} is not absolute")
+        if problems:
+            raise SettingsError(problems)
+
+
+def opencode_config_kwargs(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``OpenCodeConfig`` fields the stack decides: ``base_url`` (the ingress + /v1),
+    ``api_key`` (the sandbox key, secret) and ``sandbox_home`` (HOME in the sandbox image)."""
+    env = os.environ if environ is None else environ
+    problems = [f"{n}: not set" for n in ("SANDBOX_UPSTREAM_URL", API_KEY_ENV) if not env.get(n)]
+    if problems:
+        raise SettingsError(problems)
+    return {
+        "base_url": env["SANDBOX_UPSTREAM_URL"].rstrip("/") + "/v1",
+        "api_key": env[API_KEY_ENV],
+        "sandbox_home": env.get("SANDBOX_HOME", "") or "/home/user",
+    }

@@ -1,0 +1,151 @@
+"""Shared fixtures: a runtime on loopback, started as the pod starts it (HOME seeded from an
+image-like skeleton), and helpers to find processes and secrets on this machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON_DIR = REPO / "python"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 15.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError as e:
+            last = e
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
+
+
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return proc.returncode
+
+
+def processes() -> list[tuple[int, int, str, bytes]]:
+    """(pid, ppid, state, cmdline) of every process on this machine."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        rest = stat[stat.rindex(")") + 2 :].split()
+        out.append((int(entry), int(rest[1]), rest[0], cmdline))
+    return out
+
+
+def process_group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        rest = stat[stat.rindex(")") + 2 :].split()
+        if int(rest[2]) == pgid and rest[0] != "Z":
+            members.append(int(entry))
+    return members
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rindex(")") + 2] != "Z"
+
+
+def make_seed(root: Path) -> Path:
+    """An image-like HOME skeleton: the dirs the harness expects and two read-only files."""
+    seed = root / "seed"
+    for d in (".config/opencode", "logs/agent", "logs/verifier", "task", "workdir", "proxy", ".opencode/bin"):
+        (seed / d).mkdir(parents=True, exist_ok=True)
+    tool = seed / ".opencode/bin/opencode"
+    tool.write_text("#!/bin/sh\necho opencode-stub 0.0.0\n")
+    tool.chmod(0o555)
+    (seed / "proxy/README").write_text("image copy\n")
+    (seed / "proxy/README").chmod(0o444)
+    return seed
+
+
+@dataclass
+class RunningRuntime:
+    url: str
+    port: int
+    proc: subprocess.Popen
+    home: Path
+    seed: Path
+    workdir: Path
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def start_runtime(tmp: Path, *, extra_args: list[str] = (), env: dict[str, str] | None = None, port: int | None = None) -> RunningRuntime:
+    port = port or free_port()
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    workdir = tmp / "workspace"
+    workdir.mkdir(exist_ok=True)
+    seed = make_seed(tmp)
+    log_path = tmp / "runtime.log"
+    run_env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", **(env or {})}
+    argv = [sys.executable, "-m", "agent_rl_sandbox.runtime", "--host", "127.0.0.1", "--port", str(port), "--home-seed", str(seed), "--workdir", str(workdir), *extra_args]
+    log_file = open(log_path, "wb")
+    proc = subprocess.Popen(argv, cwd=str(PYTHON_DIR), env={**run_env, "PYTHONPATH": str(PYTHON_DIR)}, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    log_file.close()
+    rt = RunningRuntime(url=f"http://127.0.0.1:{port}", port=port, proc=proc, home=home, seed=seed, workdir=workdir, log_path=log_path)
+    try:
+        wait_http(rt.url + "/healthz", proc=proc)
+    except Exception:
+        stop_process(proc)
+        raise RuntimeError(f"runtime did not start:\n{rt.log()}")
+    return rt
+
+
+@pytest.fixture
+def runtime(tmp_path: Path):
+    rt = start_runtime(tmp_path)
+    yield rt
+    stop_process(rt.proc)
+    try:
+        os.killpg(rt.proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,233 @@
+"""AgentSandboxBackend's claim handling with a recording stand-in for the official client
+(the real client against the real controller is test_controller.py): what a claim carries,
+that it is deleted on every path, one client per thread, pickling, and SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from agent_rl_sandbox import AgentSandboxSettings, SandboxError, SandboxGone, shutdown
+from agent_rl_sandbox import agent_sandbox
+from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend, metadata_labels
+
+from conftest import PYTHON_DIR, free_port
+
+
+@dataclass
+class Recorder:
+    pod_ip: str = "127.0.0.1"
+    fail_create: Exception | None = None
+    claims: list[dict] = field(default_factory=list)
+    deleted: list[tuple[str, str, int]] = field(default_factory=list)  # (claim, namespace, thread)
+    clients: list[tuple[int, int]] = field(default_factory=list)  # (client id, thread)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+REC = Recorder()
+
+
+class FakeSandbox:
+    def __init__(self, claim: str) -> None:
+        self.sandbox_id = f"{claim}-sbx"
+        self.closed = False
+
+    def get_pod_ip(self) -> str:
+        return REC.pod_ip
+
+    def get_service_fqdn(self) -> None:
+        return None
+
+    def close_connection(self) -> None:
+        self.closed = True
+
+
+class FakeHelper:
+    def delete_sandbox_claim(self, name: str, namespace: str, _request_timeout: float | None = None) -> None:
+        with REC.lock:
+            REC.deleted.append((name, namespace, threading.get_ident()))
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.k8s_helper = FakeHelper()
+        with REC.lock:
+            REC.clients.append((id(self), threading.get_ident()))
+
+    def create_sandbox(self, warmpool, namespace="default", sandbox_ready_timeout=180, labels=None, *, claim_name=None, shutdown_after_seconds=None, **rest):
+        with REC.lock:
+            REC.claims.append(dict(warmpool=warmpool, namespace=namespace, ready_timeout=sandbox_ready_timeout, labels=labels, claim_name=claim_name, lifetime=shutdown_after_seconds, rest=rest, thread=threading.get_ident()))
+        if REC.fail_create is not None:
+            raise REC.fail_create
+        return FakeSandbox(claim_name)
+
+    def list_active_sandboxes(self) -> list:
+        return []
+
+
+def fake_client(_settings: AgentSandboxSettings) -> FakeClient:
+    return FakeClient()
+
+
+@pytest.fixture
+def rec(monkeypatch):
+    global REC
+    REC = Recorder()
+    monkeypatch.setattr(agent_sandbox, "RUNTIME_HEALTH_SECONDS", 1.0)
+    yield REC
+    assert shutdown.live() == [], "no claim left registered after a test"
+
+
+def settings(port: int, **kw) -> AgentSandboxSettings:
+    return AgentSandboxSettings(namespace="arl-dev-sandboxes", warm_pool="sandbox-pool-r1", run_label="agentrl.dev/run", run_id="r1", max_lifetime_seconds=3600, port=port, **kw)
+
+
+def backend(port: int) -> AgentSandboxBackend:
+    return AgentSandboxBackend(settings(port), client_factory=fake_client, handle_sigterm=False)
+
+
+def test_a_claim_carries_the_run_label_and_a_bounded_lifetime_and_is_deleted_by_kill(rec, runtime):
+    b = backend(runtime.port)
+    h = b.create(timeout_s=1200, metadata={"episode_id": "0f3a9c"})
+    (claim,) = rec.claims
+    assert claim["warmpool"] == "sandbox-pool-r1" and claim["namespace"] == "arl-dev-sandboxes"
+    assert claim["labels"] == {"agentrl.dev/run": "r1", "agentrl.dev/episode_id": "0f3a9c"}
+    assert claim["lifetime"] == 1200, "the harness's timeout when it is under the maximum"
+    assert claim["claim_name"].startswith("r1-") and claim["claim_name"] == h.sandbox_id
+    assert claim["rest"] == {}, "no env, volumes or pod metadata on the claim (the template refuses them)"
+    assert h.base_url == f"http://127.0.0.1:{runtime.port}"
+    assert shutdown.live() == [f"arl-dev-sandboxes/{h.sandbox_id}"]
+    assert h.exec("echo hi").stdout == "hi\n"
+    h.kill()
+    h.kill()
+    assert [(n, ns) for n, ns, _ in rec.deleted] == [(h.sandbox_id, "arl-dev-sandboxes")]
+    with pytest.raises(SandboxGone):
+        h.exec("true")
+
+
+def test_lifetime_is_capped_a_little_under_the_admitted_maximum(rec, runtime):
+    b = backend(runtime.port)
+    for timeout_s in (99_999, 0):
+        b.create(timeout_s=timeout_s).kill()
+    assert [c["lifetime"] for c in rec.claims] == [3540, 3540]
+
+
+def test_create_envs_apply_to_every_command(rec, runtime):
+    h = backend(runtime.port).create(envs={"A": "1", "B": "2"})
+    try:
+        assert h.exec('echo "$A$B"').stdout.strip() == "12"
+        assert h.exec('echo "$A$B"', envs={"B": "x"}).stdout.strip() == "1x"
+    finally:
+        h.kill()
+
+
+def test_a_failed_claim_is_deleted_and_the_error_kept(rec, runtime):
+    rec.fail_create = TimeoutError("claim not Ready within 300s")
+    with pytest.raises(TimeoutError, match="not Ready"):
+        backend(runtime.port).create()
+    assert [n for n, _, _ in rec.deleted] == [rec.claims[0]["claim_name"]]
+
+
+def test_a_ready_claim_whose_runtime_does_not_answer_is_deleted(rec):
+    with pytest.raises(SandboxError, match="runtime did not answer"):
+        backend(free_port()).create()
+    assert [n for n, _, _ in rec.deleted] == [rec.claims[0]["claim_name"]]
+
+
+def test_one_client_per_thread_and_kill_from_any_thread(rec, runtime):
+    b = backend(runtime.port)
+    handles = []
+    lock = threading.Lock()
+
+    def create() -> None:
+        h = b.create()
+        h2 = b.create()  # same thread: same client
+        with lock:
+            handles.extend([h, h2])
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(handles) == 8
+    threads_of_clients = [thread for _, thread in rec.clients]
+    assert len(rec.clients) == 4 and len(set(threads_of_clients)) == 4
+    assert {c["thread"] for c in rec.claims} == set(threads_of_clients)
+    for h in handles:  # killed from this (main) thread: its own client deletes
+        h.kill()
+    assert len(rec.clients) == 5
+    assert {thread for _, _, thread in rec.deleted} == {threading.get_ident()}
+    assert sorted(n for n, _, _ in rec.deleted) == sorted(h.sandbox_id for h in handles)
+
+
+def test_the_backend_pickles_as_its_settings(rec, runtime):
+    b = backend(runtime.port)
+    b.create().kill()  # a thread-local client now exists
+    clone = pickle.loads(pickle.dumps(b))
+    assert clone.settings == b.settings
+    assert getattr(clone._local, "client", None) is None
+    clone.create().kill()
+    assert len(rec.clients) == 2
+
+
+def test_metadata_labels_keep_only_valid_pairs():
+    assert metadata_labels({"episode_id": "ab12", "bad key": "x", "k": "no spaces allowed", "n": 3}) == {"agentrl.dev/episode_id": "ab12"}
+    assert metadata_labels(None) == {}
+
+
+SIGTERM_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, threading, time
+    sys.path[:0] = [sys.argv[1], sys.argv[2]]
+    import test_backend as tb
+    from agent_rl_sandbox import AgentSandboxBackend
+    deleted = []
+    class Helper:
+        def delete_sandbox_claim(self, name, namespace, _request_timeout=None):
+            deleted.append(name)
+            open(sys.argv[4], "a").write(name + "\\n")
+    class Client(tb.FakeClient):
+        def __init__(self):
+            super().__init__()
+            self.k8s_helper = Helper()
+    def factory(_s):
+        return Client()
+    b = AgentSandboxBackend(tb.settings(int(sys.argv[3])), client_factory=factory)  # SIGTERM handled
+    h = b.create()
+    job = h.start_bg("sleep 300")
+    waiter = threading.Thread(target=lambda: job.wait(300))  # not a daemon: it must not hold the exit up
+    waiter.start()
+    print(json.dumps({"claim": h.sandbox_id}), flush=True)
+    time.sleep(300)
+    """
+)
+
+
+def test_sigterm_deletes_live_claims_and_unblocks_waits(rec, runtime, tmp_path):
+    out = tmp_path / "deleted.txt"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_SCRIPT, str(PYTHON_DIR), str(PYTHON_DIR / "tests"), str(runtime.port), str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        claim = json.loads(proc.stdout.readline())["claim"]
+        time.sleep(0.5)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 128 + signal.SIGTERM, proc.stderr.read()
+    assert time.monotonic() - started < 10, "the waiting thread noticed the shutdown"
+    assert out.read_text().split() == [claim]

@@ -1,0 +1,261 @@
+"""A black-box session end to end on loopback, through the real pieces wherever they exist here:
+
+    OpenEnv's OpenCodeSessionFactory (the real harness, transparent_proxy mode)
+      -> AgentSandboxBackend (claims through a recording stand-in of the official client;
+         test_controller.py uses the real client and controller)
+      -> the runtime, started with the pool template's command on the image layout the
+         Dockerfile builds, HOME=/home/user (a private mount namespace)
+      -> OpenEnv's in-sandbox proxy (the real interception.py) with the ingress key
+      -> the project's ingress (npm run ingress:local: the deployed nginx config)
+      -> a stub OpenAI-compatible model server.
+
+Stand-in: `opencode` itself (a binary from opencode.ai, not reachable here) is a small script at
+$HOME/.opencode/bin/opencode that does one chat completion through the proxy, as opencode would
+with the opencode.json the harness writes, and writes the reply to solution.py.
+
+OpenEnv's opencode env is not on PyPI: the test imports it from an OpenEnv source tree,
+OPENENV_SRC (the dir holding `opencode_env`, i.e. <OpenEnv>/envs; default
+~/.cache/agent-rl-infra/openenv-src/envs). Without it the test is skipped, unless
+AGENT_RL_REQUIRE_E2E=1 makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from agent_rl_sandbox import opencode_config_kwargs, shutdown
+from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
+
+import sandbox_root
+import test_backend as tb
+from conftest import REPO, free_port, processes, stop_process, wait_http
+from test_plan_contract import plan_facts
+
+OPENENV_SRC = Path(os.environ.get("OPENENV_SRC", Path.home() / ".cache/agent-rl-infra/openenv-src/envs"))
+KEY = "sk-sandboxes-3f9d2c7a1b5e4d6f"
+REPLY = "print(sum(map(int, input().split())))\n"
+
+
+def _require(reason: str) -> None:
+    if os.environ.get("AGENT_RL_REQUIRE_E2E") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def opencode_env():
+    if not (OPENENV_SRC / "opencode_env/harness.py").exists():
+        _require(f"OpenEnv's opencode env not found under OPENENV_SRC={OPENENV_SRC} (not on PyPI: point OPENENV_SRC at <OpenEnv checkout>/envs)")
+    if str(OPENENV_SRC) not in sys.path:
+        sys.path.insert(0, str(OPENENV_SRC))
+    import opencode_env.harness  # noqa: F401
+
+    return sys.modules["opencode_env"]
+
+
+FAKE_OPENCODE = r'''#!/usr/bin/env python3
+# Stand-in for the opencode CLI: `--version`, and `run --format json <instruction>` doing one chat
+# completion against the provider in $OPENCODE_CONFIG (the proxy), writing the reply to solution.py.
+import json, os, sys, urllib.request, urllib.error
+if sys.argv[1:] == ["--version"]:
+    print("1.0.0-stand-in"); sys.exit(0)
+assert sys.argv[1] == "run", sys.argv
+instruction = sys.argv[-1]
+cfg = json.load(open(os.environ["OPENCODE_CONFIG"]))
+provider = cfg["provider"]["intercepted"]["options"]
+body = {"model": cfg["model"].split("/", 1)[1], "messages": [{"role": "user", "content": instruction}], "max_tokens": 64}
+req = urllib.request.Request(provider["baseURL"].rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+                             headers={"Content-Type": "application/json", "Authorization": "Bearer " + provider["apiKey"]})
+print(json.dumps({"type": "step_start"}), flush=True)
+try:
+    with urllib.request.urlopen(req, timeout=30) as r:
+        reply = json.load(r)["choices"][0]["message"]["content"]
+except urllib.error.HTTPError as e:
+    print(json.dumps({"type": "error", "status": e.code, "body": e.read().decode()[:300]}), flush=True)
+    sys.exit(1)
+open("solution.py", "w").write(reply)
+print(json.dumps({"type": "text", "text": reply}), flush=True)
+print(json.dumps({"type": "step_finish"}), flush=True)
+'''
+
+
+class StubModel:
+    """An OpenAI-compatible chat endpoint with vLLM-style logprobs (token ids included)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                tokens = [REPLY[i : i + 8] for i in range(0, len(REPLY), 8)]
+                out = {
+                    "id": "cmpl-1", "object": "chat.completion", "model": body.get("model"),
+                    "choices": [{
+                        "index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": REPLY},
+                        "logprobs": {"content": [{"token": t, "token_id": 100 + i, "logprob": -0.1 * (i + 1), "top_logprobs": []} for i, t in enumerate(tokens)]},
+                    }],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": len(tokens), "total_tokens": 10 + len(tokens)},
+                }
+                data = json.dumps(out).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def start_ingress(tmp: Path, upstream: str) -> tuple[subprocess.Popen, str, Path]:
+    keys = tmp / "keys"
+    keys.write_text(f"sandboxes {KEY}\n")
+    keys.chmod(0o600)
+    port = free_port()
+    log = tmp / "ingress.log"
+    proc = subprocess.Popen(
+        ["npm", "run", "--silent", "ingress:local", "--", "--listen", f"127.0.0.1:{port}", "--upstream", upstream, "--keys-file", str(keys)],
+        cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while "ingress:local ready" not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_group(proc)
+            raise RuntimeError(f"ingress did not start:\n{log.read_text(errors='replace')}")
+        time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}", log
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+@pytest.fixture
+def stack(tmp_path, monkeypatch):
+    """Stub model, ingress, and a sandbox runtime on the image layout; yields what the trainer sees."""
+    oc = opencode_env()
+    if (why := sandbox_root.available()) is not None:
+        _require(f"sandbox root: {why}")
+    tb.REC = tb.Recorder()
+    facts = plan_facts()
+    (container,) = facts["template"]["podTemplate"]["spec"]["containers"]
+    stock = tmp_path / "stock-root"
+    (stock / ".opencode/bin").mkdir(parents=True)
+    (stock / ".opencode/bin/opencode").write_text(FAKE_OPENCODE)
+    (stock / ".opencode/bin/opencode").chmod(0o755)
+    (stock / "proxy").mkdir()
+    (stock / "proxy/interception.py").write_text((OPENENV_SRC / "opencode_env/sandbox/interception.py").read_text())
+    image_root = tmp_path / "image"
+    sandbox_root.install_layout(stock, image_root)
+
+    model = StubModel()
+    ingress, ingress_url, ingress_log = start_ingress(tmp_path, model.url)
+    port = free_port()
+    argv = list(container["command"])
+    argv[argv.index("--port") + 1] = str(port)
+    argv += ["--host", "127.0.0.1"]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    # The image's python carries the proxy's deps (fastapi, uvicorn, httpx): here, this venv's.
+    env["PATH"] = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+    runtime_log = tmp_path / "runtime.log"
+    runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=None), env=env, stdout=open(runtime_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)
+        trainer_env = {**facts["trainerEnv"], "SANDBOX_PORT": str(port), "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
+        yield dict(oc=oc, env=trainer_env, model=model, ingress_log=ingress_log, runtime_log=runtime_log, runtime=runtime)
+    finally:
+        stop_process(runtime)
+        try:
+            os.killpg(runtime.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        stop_group(ingress)
+        model.stop()
+
+
+def factory_for(stack, api_key: str):
+    from opencode_env.config import OpenCodeConfig
+    from opencode_env.harness import OpenCodeSessionFactory
+    from openenv.core.harness import VerifyResult
+
+    def verifier(sandbox, task):
+        ok = sandbox.exists("/home/user/workdir/solution.py") and sandbox.read_text("/home/user/workdir/solution.py") == REPLY
+        return VerifyResult(env_reward=1.0 if ok else 0.0, done=True)
+
+    kwargs = opencode_config_kwargs({**stack["env"], "SANDBOX_API_KEY": api_key})
+    config = OpenCodeConfig(**kwargs, model="stub/model-1", agent_timeout_s=60, disabled_tools=["webfetch", "question"])
+    backend = AgentSandboxBackend.from_env(stack["env"], client_factory=tb.fake_client, handle_sigterm=False)
+    return OpenCodeSessionFactory(config=config, sandbox_backend=backend, mode="transparent_proxy", verifier=verifier)
+
+
+def test_a_session_runs_through_the_proxy_and_the_ingress_with_the_sandbox_key(stack):
+    factory = factory_for(stack, KEY)
+    session = factory.create("Write solution.py that adds two numbers from stdin.", episode_id="ep1")
+    claim = session.sandbox.sandbox_id
+    try:
+        assert session.wait_for_completion(timeout_s=60) == 0
+        # While the proxy runs with the key in its env: no process shows it on its command line.
+        assert [pid for pid, _pp, _st, cmdline in processes() if KEY.encode() in cmdline] == []
+        trace = session.fetch_proxy_trace()
+        assert len(trace) == 1, session.fetch_trace()
+        turn = trace[0]
+        assert turn["completion_token_ids"] == [100 + i for i in range(len(turn["completion_token_ids"]))]
+        assert turn["per_token_logps"][0] == pytest.approx(-0.1)
+        assert turn["request"]["logprobs"] is True, "the proxy asked for logprobs"
+        (req,) = stack["model"].requests
+        assert req["path"] == "/v1/chat/completions"
+        assert req["body"]["model"] == "stub/model-1", "the proxy's --model-override"
+        headers = {k.lower(): v for k, v in req["headers"].items()}
+        assert "authorization" not in headers, "the ingress checked the key and dropped it"
+        assert headers.get("x-request-id"), "the request came through the ingress"
+        assert session.verify([]).env_reward == 1.0
+    finally:
+        session.close()
+    assert [n for n, _, _ in tb.REC.deleted] == [claim], "closing the session deleted the claim"
+    assert tb.REC.claims[0]["labels"]["agentrl.dev/episode_id"] == "ep1"
+    assert shutdown.live() == []
+    # The proxy and the agent died with the session; the key was logged nowhere.
+    assert not [c for _p, _pp, st, c in processes() if b"interception.py" in c and st != "Z"]
+    assert KEY not in stack["runtime_log"].read_text(errors="replace")
+    assert KEY not in stack["ingress_log"].read_text(errors="replace")
+
+
+def test_a_wrong_key_is_refused_at_the_ingress(stack):
+    factory = factory_for(stack, "sk-not-a-valid-key-000000")
+    session = factory.create("Write solution.py.")
+    try:
+        session.wait_for_completion(timeout_s=60)
+        assert stack["model"].requests == [], "nothing reached the model"
+        events = [json.loads(line) for line in session.fetch_trace().splitlines() if line.startswith("{")]
+        assert any(e.get("type") == "error" and e.get("status") == 401 for e in events), events
+        assert session.verify([]).env_reward == 0.0
+    finally:
+        session.close()
+    assert len(tb.REC.deleted) == 1

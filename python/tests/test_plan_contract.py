@@ -1,0 +1,122 @@
+"""The contract between the stack and this package, read from the real plan (node + tsx):
+the trainer's env parses into the backend's settings, and the sandbox template's exact
+command, env and user start the runtime on the image layout the Dockerfile builds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from agent_rl_sandbox import AgentSandboxSettings, RuntimeHandle, SandboxError, opencode_config_kwargs
+from agent_rl_sandbox.settings import API_KEY_ENV, SettingsError
+
+import sandbox_root
+from conftest import REPO, free_port, stop_process, wait_http
+
+
+@lru_cache(maxsize=None)
+def plan_facts(max_lifetime: int = 3600) -> dict:
+    if shutil.which("node") is None or not (REPO / "node_modules/tsx").exists():
+        pytest.skip("node and the repo's node_modules (npm ci) are needed to render the plan")
+    out = subprocess.run(["node", "--import", "tsx", "python/tests/plan_facts.ts", str(max_lifetime)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def container(facts: dict) -> dict:
+    (c,) = facts["template"]["podTemplate"]["spec"]["containers"]
+    return c
+
+
+def plain_env(c: dict) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in c["env"] if "value" in e}
+
+
+def test_the_trainer_env_is_exactly_what_the_backend_reads():
+    facts = plan_facts()
+    env = facts["trainerEnv"]
+    s = AgentSandboxSettings.from_env(env)
+    c = container(facts)
+    assert (s.namespace, s.warm_pool, s.run_label, s.run_id) == ("arl-dev-sandboxes", env["SANDBOX_WARM_POOL"], "agentrl.dev/run", "r1")
+    assert s.port == c["ports"][0]["containerPort"] == c["readinessProbe"]["httpGet"]["port"]
+    assert s.home == plain_env(c)["HOME"]
+    assert s.max_lifetime_seconds == 3600 and s.claim_lifetime_seconds == 3540
+    # The key reaches the trainer as a secret env (never in the plain env), under the name opencode_config_kwargs reads.
+    assert facts["trainerSecretEnv"][API_KEY_ENV] == "sandboxKey"
+    assert API_KEY_ENV not in env
+    kwargs = opencode_config_kwargs({**env, API_KEY_ENV: "k"})
+    assert kwargs == {"base_url": env["SANDBOX_UPSTREAM_URL"] + "/v1", "api_key": "k", "sandbox_home": s.home}
+
+
+def test_the_claim_lifetime_fits_the_admission_policy():
+    # The policy's bound is the one number the trainer's lifetime must stay under.
+    for max_lifetime in (600, 3600):
+        facts = plan_facts(max_lifetime)
+        s = AgentSandboxSettings.from_env(facts["trainerEnv"])
+        bound = [v for v in facts["claimPolicy"]["validations"] if "duration(" in v["expression"]]
+        assert f"duration('{max_lifetime}s')" in bound[0]["expression"]
+        assert 0 < s.claim_lifetime_seconds < max_lifetime
+
+
+def test_settings_report_every_problem_at_once():
+    with pytest.raises(SettingsError) as e:
+        AgentSandboxSettings.from_env({"SANDBOX_PROVIDER": "docker", "SANDBOX_MAX_LIFETIME_SECONDS": "soon", "SANDBOX_API_VERSION": "v1alpha1"})
+    text = str(e.value)
+    for name in ("SANDBOX_PROVIDER", "SANDBOX_NAMESPACE", "SANDBOX_WARM_POOL", "SANDBOX_RUN_LABEL", "SANDBOX_RUN_ID", "SANDBOX_MAX_LIFETIME_SECONDS", "SANDBOX_API_VERSION"):
+        assert name in text, name
+    with pytest.raises(SettingsError, match="raise sandboxes.maxLifetimeSeconds"):
+        AgentSandboxSettings(namespace="ns", warm_pool="p", run_label="l", run_id="r", max_lifetime_seconds=90)
+
+
+def fake_stock_home(root: Path) -> Path:
+    """What the stock image has under /root: opencode and the proxy (stand-ins)."""
+    home = root / "stock-root"
+    (home / ".opencode/bin").mkdir(parents=True)
+    (home / ".opencode/bin/opencode").write_text("#!/bin/sh\necho 1.0.0-stub\n")
+    (home / ".opencode/bin/opencode").chmod(0o755)
+    (home / "proxy").mkdir()
+    (home / "proxy/interception.py").write_text("# stand-in for OpenEnv's proxy\n")
+    return home
+
+
+@pytest.mark.skipif(sandbox_root.available() is not None, reason=str(sandbox_root.available()))
+def test_the_template_command_serves_the_harness_layout_as_the_sandbox_uid(tmp_path):
+    facts = plan_facts()
+    c = container(facts)
+    pod_security = facts["template"]["podTemplate"]["spec"]["securityContext"]
+    image_root = tmp_path / "image"
+    sandbox_root.install_layout(fake_stock_home(tmp_path), image_root)
+    # The template's command, env and uid as they are; only the port is free-picked (this machine's loopback).
+    port = free_port()
+    argv = list(c["command"])
+    argv[argv.index("--port") + 1] = str(port)
+    argv += ["--host", "127.0.0.1"]
+    env = {**plain_env(c), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    log = open(tmp_path / "runtime.log", "wb")
+    proc = subprocess.Popen(sandbox_root.command(image_root, argv, uid=pod_security["runAsUser"]), env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{port}{c['readinessProbe']['httpGet']['path']}", proc=proc)
+        h = RuntimeHandle(f"http://127.0.0.1:{port}", sandbox_id="layout")
+        home = env["HOME"]
+        assert h.exec("id -u").stdout.strip() == str(pod_security["runAsUser"])
+        assert h.exec('echo "$HOME"').stdout.strip() == home
+        assert h.exec("pwd").stdout.strip() == sandbox_root.WORKDIR
+        # Where OpenEnv's harness looks before downloading anything (opencode_runtime.py, harness.py).
+        r = h.exec(f"{home}/.opencode/bin/opencode --version")
+        assert (r.exit_code, r.stdout.strip()) == (0, "1.0.0-stub"), r.stderr
+        assert h.exists(f"{home}/proxy/interception.py")
+        for d in (".config/opencode", "logs/agent", "logs/verifier", "task", "workdir"):
+            h.write_text(f"{home}/{d}/probe", "w")  # the harness writes config, task and logs here
+        h.write_text(f"{home}/proxy/__init__.py", "")
+        with pytest.raises(SandboxError):
+            h.write_text("/opt/agent-rl/home/proxy/interception.py", "tampered")
+        assert h.exec("touch /opt/agent-rl/x").exit_code != 0, "the image layout is read-only"
+    finally:
+        stop_process(proc)
+        log.close()
+    assert proc.returncode == 0, (tmp_path / "runtime.log").read_text()

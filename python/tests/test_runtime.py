@@ -1,0 +1,220 @@
+"""The runtime on loopback, driven through the trainer's handle (OpenEnv SandboxHandle/BgJob):
+commands with env and cwd, background jobs (pid, wait, kill), files, timeouts, and the ingress
+key never on a command line or in a log."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_rl_sandbox import RuntimeHandle, SandboxError, SandboxGone
+from agent_rl_sandbox.runtime import MAX_OUTPUT_BYTES
+
+from conftest import alive, process_group_members, processes, start_runtime, stop_process
+
+SECRET = "sk-sandbox-7c1e0d9a4b"
+
+
+def handle(rt, **kw) -> RuntimeHandle:
+    return RuntimeHandle(rt.url, sandbox_id="test", **kw)
+
+
+def test_home_is_seeded_from_the_image_skeleton(runtime):
+    home, seed = runtime.home, runtime.seed
+    for d in (".config/opencode", "logs/agent", "task", "workdir", "proxy", ".opencode/bin"):
+        assert (home / d).is_dir() and not (home / d).is_symlink(), d
+    tool = home / ".opencode/bin/opencode"
+    assert tool.is_symlink() and tool.resolve() == (seed / ".opencode/bin/opencode").resolve()
+    h = handle(runtime)
+    r = h.exec('"$HOME/.opencode/bin/opencode" --version')
+    assert (r.exit_code, r.stdout.strip()) == (0, "opencode-stub 0.0.0")
+    # The directories are writable (the harness writes config, task and logs there).
+    h.write_text(f"{home}/logs/agent/x.log", "ok")
+    assert (home / "logs/agent/x.log").read_text() == "ok"
+
+
+def test_exec_returns_output_and_exit_code_with_env_and_cwd(runtime):
+    h = handle(runtime)
+    r = h.exec("echo out; echo err >&2; exit 7")
+    assert (r.exit_code, r.stdout, r.stderr, r.timed_out) == (7, "out\n", "err\n", False)
+    sub = runtime.workdir / "sub"
+    sub.mkdir()
+    r = h.exec('echo "$FOO|$BAR|$PWD|$HOME"', envs={"FOO": "a b", "BAR": "x'y\"z"}, cwd=str(sub))
+    assert r.stdout.strip() == f"a b|x'y\"z|{sub}|{runtime.home}"
+    # Without cwd: the runtime's working dir; a relative cwd resolves against it.
+    assert h.exec("pwd").stdout.strip() == str(runtime.workdir)
+    assert h.exec("pwd", cwd="sub").stdout.strip() == str(sub)
+    with pytest.raises(SandboxError, match="not a directory") as e:
+        h.exec("true", cwd="/does/not/exist")
+    assert e.value.status == 400
+
+
+def test_exec_timeout_kills_the_command_and_its_children(runtime, tmp_path):
+    h = handle(runtime)
+    pidfile = tmp_path / "child.pid"
+    started = time.monotonic()
+    r = h.exec(f"sleep 300 & echo $! > {pidfile}; wait", timeout=1)
+    took = time.monotonic() - started
+    assert r.exit_code == 124 and r.timed_out
+    assert "timed out after 1s" in r.stderr
+    assert took < 5, took
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child), "the whole process group is killed at the timeout"
+
+
+def test_exec_output_is_capped(runtime):
+    r = handle(runtime).exec(f"head -c {MAX_OUTPUT_BYTES + 1000} /dev/zero | tr '\\0' a")
+    assert r.exit_code == 0
+    assert r.stdout.startswith("a" * 1000)
+    assert r.stdout.endswith("[output cut: 1000 more bytes]")
+
+
+def test_background_job_pid_wait_and_exit_code(runtime, tmp_path):
+    h = handle(runtime)
+    out = tmp_path / "bg.txt"
+    job = h.start_bg(f'echo "$$ $GREETING" > {out}; exit 3', envs={"GREETING": "hi"})
+    assert job.wait(timeout=10) == 3
+    pid, greeting = out.read_text().split()
+    assert (int(pid), greeting) == (job.pid, "hi")
+    # A finished job keeps its exit code.
+    assert job.wait(timeout=1) == 3
+
+
+def test_background_wait_times_out_then_kill_ends_the_whole_group(runtime, tmp_path):
+    h = handle(runtime)
+    job = h.start_bg("sleep 300 | cat; sleep 300")
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        job.wait(timeout=1)
+    assert 0.9 < time.monotonic() - started < 4
+    members = process_group_members(job.pid)
+    assert len(members) >= 2, "sleep and cat run in the job's own process group"
+    started = time.monotonic()
+    job.kill()
+    assert time.monotonic() - started < 5
+    assert job.wait(timeout=5) == 128 + signal.SIGTERM
+    assert process_group_members(job.pid) == []
+    job.kill()  # idempotent
+
+
+def test_a_job_ignoring_sigterm_is_killed(runtime):
+    h = handle(runtime)
+    job = h.start_bg("trap '' TERM; sleep 300")
+    time.sleep(0.3)
+    started = time.monotonic()
+    job.kill()
+    assert time.monotonic() - started < 8
+    assert job.wait(timeout=5) == 128 + signal.SIGKILL
+    assert process_group_members(job.pid) == []
+
+
+def test_files_round_trip(runtime):
+    h = handle(runtime)
+    path = f"{runtime.home}/task/deep/er/instruction.md"
+    text = "Write solution.py — ünïcödé ✓\nline 2\n"
+    assert not h.exists(path)
+    h.write_text(path, text)
+    assert h.exists(path) and h.read_text(path) == text
+    h.write_text(path, "shorter")
+    assert h.read_text(path) == "shorter"
+    # Relative paths resolve against the working dir.
+    h.write_text("rel/file.txt", "r")
+    assert (runtime.workdir / "rel/file.txt").read_text() == "r"
+    assert h.exists("rel/file.txt")
+    with pytest.raises(FileNotFoundError):
+        h.read_text(f"{runtime.home}/missing")
+    with pytest.raises(SandboxError, match="is a directory"):
+        h.read_text(str(runtime.home))
+    # The seeded image copies are read-only (the runtime runs as root here: use a read-only mount check instead).
+    if os.geteuid() != 0:
+        with pytest.raises(SandboxError) as e:
+            h.write_text(f"{runtime.home}/proxy/README", "overwrite")
+        assert e.value.status == 403
+
+
+def test_concurrent_use_of_one_handle(runtime):
+    h = handle(runtime)
+    results: dict[int, str] = {}
+
+    def run(i: int) -> None:
+        results[i] = h.exec(f"sleep 0.2; echo {i}").stdout.strip()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == {i: str(i) for i in range(8)}
+    assert time.monotonic() - started < 5, "commands run in parallel"
+
+
+def test_the_key_never_reaches_a_command_line_or_a_log(runtime):
+    h = handle(runtime)
+    job = h.start_bg("exec sleep 30", envs={"OPENCODE_UPSTREAM_API_KEY": SECRET})
+    r = h.exec('test "$OPENCODE_UPSTREAM_API_KEY" = "$EXPECTED" && echo same', envs={"OPENCODE_UPSTREAM_API_KEY": SECRET, "EXPECTED": SECRET})
+    assert r.stdout.strip() == "same", "the value arrives in the command's environment"
+    assert SECRET.encode() in Path(f"/proc/{job.pid}/environ").read_bytes(), "the job holds it as env"
+    on_cmdline = [pid for pid, _pp, _st, cmdline in processes() if SECRET.encode() in cmdline]
+    assert on_cmdline == []
+    job.kill()
+    assert SECRET not in runtime.log()
+    assert "POST /jobs" in runtime.log() and "POST /exec" in runtime.log(), "requests are logged, by route"
+
+
+def test_kill_releases_once_and_ends_the_handle(runtime):
+    calls: list[int] = []
+    h = handle(runtime, on_kill=lambda: calls.append(1))
+    job = h.start_bg("sleep 300")
+    threads = [threading.Thread(target=h.kill) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert calls == [1]
+    for call in (lambda: h.exec("true"), lambda: h.read_text("x"), lambda: job.wait(1)):
+        with pytest.raises(SandboxGone):
+            call()
+    job.kill()  # a no-op once the sandbox is gone
+
+
+def test_wait_is_bounded_by_the_sandbox_lifetime(runtime):
+    h = handle(runtime, lifetime_seconds=1.5)
+    job = h.start_bg("sleep 300")
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        job.wait()  # no timeout: the lifetime bounds it
+    assert time.monotonic() - started < 4
+    with pytest.raises(SandboxGone, match="lifetime is over"):
+        h.exec("true")
+    r = handle(runtime, lifetime_seconds=1.5).exec("sleep 300", timeout=None)
+    assert r.timed_out and r.exit_code == 124
+
+
+def test_init_mode_reaps_orphans_and_stops_on_sigterm(tmp_path):
+    rt = start_runtime(tmp_path, extra_args=["--init"])
+    try:
+        h = handle(rt)
+        # Orphans (double fork) are reparented to the init (a child subreaper) and reaped there.
+        job = h.start_bg("(sleep 0.5 &) ; (sleep 0.5 &) ; exit 0")
+        assert job.wait(timeout=10) == 0
+        time.sleep(1.5)
+        init_pid = rt.proc.pid
+        zombies = [pid for pid, ppid, state, _ in processes() if ppid == init_pid and state == "Z"]
+        assert zombies == []
+        long_job = h.start_bg("sleep 300")
+        assert stop_process(rt.proc, signal.SIGTERM) == 0
+        deadline = time.monotonic() + 5
+        while process_group_members(long_job.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process_group_members(long_job.pid) == [], "jobs die with the runtime"
+    finally:
+        stop_process(rt.proc, signal.SIGKILL)
