@@ -138,7 +138,7 @@ async function deployedOverrides(): Promise<{ overrides: LocalProxyOverrides; so
     const config = await import("../components/config");
     const describe = await import("../components/ingress/describe");
     const c = config.parsePlatformConfig(
-      { recipe: "opencode-blackbox", runId: "bench", target: { kind: "kubernetes" }, ingress: { tls: { mode: "secret", secretName: "bench-tls" } } },
+      { recipe: "opencode-blackbox", runId: "bench", target: { kind: "kubernetes", context: "test" }, ingress: { tls: { mode: "secret", secretName: "bench-tls" } } },
       "bench",
     );
     const s = describe.ingressProxySettings(c, config.platformNames(c));

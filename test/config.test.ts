@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ConfigError, deepMerge, parsePlatformConfig, platformNames, validateNames, RECIPE_NAMES, dnsName } from "../components/config";
 
-const base = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes" } };
+const base = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } };
 
 /** Parses and returns the problems (empty when the config is valid). */
 function problems(raw: unknown, stack = "test"): string[] {
@@ -23,7 +23,7 @@ describe("config: recipes", () => {
     for (const name of RECIPE_NAMES) {
         for (const kind of ["kubernetes", "docker"]) {
             test(`${name} on ${kind} parses with no problems`, () => {
-                assert.deepEqual(problems({ recipe: name, runId: "r1", target: { kind } }), []);
+                assert.deepEqual(problems({ recipe: name, runId: "r1", target: kind === "kubernetes" ? { kind, context: "test" } : { kind } }), []);
             });
         }
     }
@@ -312,5 +312,33 @@ describe("config: defaults and names", () => {
         assert.equal(n.length, 63);
         assert.equal(n, dnsName(["x".repeat(80)]));
         assert.notEqual(n, dnsName(["x".repeat(81)]));
+    });
+});
+
+describe("config: which cluster, and whether prod rules apply", () => {
+    test("a Kubernetes stack other than dev must name its cluster", () => {
+        const raw = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes" } };
+        for (const stack of ["staging", "prod", "acme-prd", "test"]) {
+            const p = problems(raw, stack);
+            assert.ok(
+                p.some((m) => m.startsWith(`target.context: required for stack '${stack}' (only dev / dev-* stacks may use kubectl's current context, which may point at any cluster): set target.context`)),
+                `${stack}: ${p.join("\n")}`,
+            );
+        }
+        for (const stack of ["dev", "dev-alice"]) assert.deepEqual(problems(raw, stack), [], stack);
+        assert.deepEqual(problems({ ...raw, target: { kind: "kubernetes", kubeconfig: "/etc/kube/staging.yaml" } }, "staging"), []);
+        assert.deepEqual(problems({ ...raw, target: { kind: "docker" } }, "staging"), [], "Docker names its host in target.host");
+    });
+
+    test("prod is an explicit setting, defaulting from the stack name", () => {
+        const raw = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } };
+        const pinning = (p: string[]) => p.filter((m) => /prod stacks pin/.test(m)).length;
+        assert.ok(pinning(problems(raw, "prod")) > 0, "stack prod: on by default");
+        assert.ok(pinning(problems(raw, "prod-eu")) > 0, "stack prod-*: on by default");
+        assert.equal(pinning(problems(raw, "production")), 0, "not from other names");
+        assert.ok(pinning(problems({ ...raw, prod: true }, "production")) > 0, "prod: true turns the rules on for any name");
+        assert.ok(pinning(problems({ ...raw, prod: true }, "acme-prd")) > 0);
+        assert.equal(pinning(problems({ ...raw, prod: false }, "prod")), 0, "prod: false turns them off, explicitly");
+        assert.equal(parsePlatformConfig({ ...raw, prod: false }, "prod").prod, false);
     });
 });

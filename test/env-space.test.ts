@@ -43,7 +43,7 @@ const RECIPE_ENV: Record<Recipe, { env: string; k: number; replicas: number; dem
 };
 
 function config(recipe: Recipe, target: Target, extra: Record<string, unknown> = {}): PlatformConfig {
-    return parsePlatformConfig({ recipe, runId: "r1", target: { kind: target }, ...extra }, "test");
+    return parsePlatformConfig({ recipe, runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test" } : { kind: target }, ...extra }, "test");
 }
 
 function envOf(c: PlatformConfig, name: string): ResolvedEnv {

@@ -172,14 +172,14 @@ const program = () => require(path.join(REPO_ROOT, "index.ts")) as () => Promise
 
 describe("plan: a bad stack file fails cleanly and registers nothing", () => {
     const mistakes: Array<{ what: string; stack?: string; platform: Record<string, unknown>; field: RegExp }> = [
-        { what: "GPUs do not fit", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" }, training: { trainerGpus: 2 } }, field: /training\.trainerGpus: .*lower vllmGpus or trainerGpus/ },
+        { what: "GPUs do not fit", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, training: { trainerGpus: 2 } }, field: /training\.trainerGpus: .*lower vllmGpus or trainerGpus/ },
         { what: "colocate with vLLM GPUs", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { vllmGpus: 1, gpusOnNode: 2 } }, field: /training\.vllmGpus: .*set vllmGpus to 0/ },
         { what: "generation batch", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { numGenerations: 3, perDeviceEvalBatchSize: 9 } }, field: /training\.numGenerations: the generation batch .* = 16 is not divisible by numGenerations 3/ },
         { what: "eval batch", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { perDeviceEvalBatchSize: 7 } }, field: /training\.perDeviceEvalBatchSize: the eval batch/ },
-        { what: "env capacity", platform: { recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes" }, envs: { wordle: { replicas: 2 } } }, field: /envs\.wordle\.replicas: .*raise replicas to 5/ },
-        { what: "coding env above 1 session", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes" }, envs: { coding: { sessionsPerReplica: 8 } } }, field: /envs\.coding\.sessionsPerReplica: .*set it to 1/ },
-        { what: "sandbox pool too small", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" }, sandboxes: { poolSize: 2 } }, field: /sandboxes\.poolSize: .*raise poolSize/ },
-        { what: "prod image not pinned", stack: "prod", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" } }, field: /images\.trainer: prod stacks pin every image by digest/ },
+        { what: "env capacity", platform: { recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { wordle: { replicas: 2 } } }, field: /envs\.wordle\.replicas: .*raise replicas to 5/ },
+        { what: "coding env above 1 session", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { coding: { sessionsPerReplica: 8 } } }, field: /envs\.coding\.sessionsPerReplica: .*set it to 1/ },
+        { what: "sandbox pool too small", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { poolSize: 2 } }, field: /sandboxes\.poolSize: .*raise poolSize/ },
+        { what: "prod image not pinned", stack: "prod", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }, field: /images\.trainer: prod stacks pin every image by digest/ },
         { what: "dataset size missing", platform: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } }, field: /training\.datasetSize: required/ },
     ];
 
@@ -205,7 +205,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
     });
 
     test("a bad or unknown supplied ingress key stops the run before anything registers, without showing the value", async () => {
-        const platform = JSON.stringify({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" } });
+        const platform = JSON.stringify({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } });
         const run = await runUnderMocks(program(), {
             stack: "keys",
             config: { "agent-rl-infra:platform": platform, "agent-rl-infra:ingressKey-sandboxes": "short\"key", "agent-rl-infra:ingressKey-robots": "x".repeat(32) },

@@ -20,7 +20,7 @@ type Layout = "whitebox-colocate" | "whitebox-server" | "blackbox";
 function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown> = {}): Record<string, unknown> {
     const targetRaw =
         target === "kubernetes"
-            ? { kind: "kubernetes", gpuProduct: "NVIDIA-H200", nodeSelector: { pool: "gpu" }, tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }], priorityClassName: "training", storageClassName: "fast" }
+            ? { kind: "kubernetes", context: "test", gpuProduct: "NVIDIA-H200", nodeSelector: { pool: "gpu" }, tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }], priorityClassName: "training", storageClassName: "fast" }
             : { kind: "docker", dataDir: "/srv/agent-rl" };
     const base =
         layout === "blackbox"

@@ -169,8 +169,8 @@ test("the rendered one-container command parses under sh -n for every server lay
         for (const layout of ["blackbox", "whitebox-server"] as const) {
             const raw: Record<string, unknown> =
                 layout === "blackbox"
-                    ? { recipe, runId: "r1", target: { kind: "kubernetes" }, training: { ncclCheck: true, resumeFromCheckpoint: true } }
-                    : { runId: "r1", model: { name: "Qwen/Qwen3-1.7B" }, target: { kind: "kubernetes" }, training: { layout, gpusOnNode: 4, vllmGpus: 2, datasetSize: 10, numGenerations: 8, command: ["python", "/app/it's.py"] }, envs: { coding: { catalog: "coding" } } };
+                    ? { recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, training: { ncclCheck: true, resumeFromCheckpoint: true } }
+                    : { runId: "r1", model: { name: "Qwen/Qwen3-1.7B" }, target: { kind: "kubernetes", context: "test" }, training: { layout, gpusOnNode: 4, vllmGpus: 2, datasetSize: 10, numGenerations: 8, command: ["python", "/app/it's.py"] }, envs: { coding: { catalog: "coding" } } };
             const config = parsePlatformConfig(raw, "test");
             const names = platformNames(config);
             const links = layout === "blackbox" ? { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: "agent-sandbox", trainerEnv: {} } } : { envUrls: Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url])) };

@@ -54,8 +54,10 @@ type Parsed = ParsedConfig;
 /** The fully defaulted, typed configuration every component reads. */
 export interface PlatformConfig {
     readonly stack: string;
-    /** Whether prod rules apply (stack `prod` or `prod-*`). */
+    /** Whether prod rules apply (config `prod`, default: stack `prod` or `prod-*`). */
     readonly prod: boolean;
+    /** `prod` as written in config (undefined: from the stack name). */
+    readonly prodFromConfig?: boolean;
     readonly recipe?: string;
     readonly runId: string;
     readonly target: Parsed["target"] & { readonly namespacePrefix?: string };
@@ -79,6 +81,11 @@ export interface PlatformConfig {
         readonly poolSize: number;
     };
     readonly ingress: Omit<Parsed["ingress"], "enabled"> & { readonly enabled: boolean };
+}
+
+/** Stacks that may use the ambient kubeconfig context (a developer's own cluster). */
+export function isDevStack(stack: string): boolean {
+    return stack === "dev" || stack.startsWith("dev-");
 }
 
 export function isProdStack(stack: string): boolean {
@@ -148,7 +155,8 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
     const provider = p.sandboxes.provider ?? defaultProvider;
     return {
         stack,
-        prod: isProdStack(stack),
+        prod: p.prod ?? isProdStack(stack),
+        prodFromConfig: p.prod,
         recipe: p.recipe,
         runId: p.runId,
         target: p.target.kind === "kubernetes" ? { ...p.target, namespacePrefix: p.target.namespacePrefix ?? defaultNamespacePrefix(stack) } : p.target,

@@ -39,8 +39,11 @@ const kubernetesTarget = z.strictObject({
     namespacePrefix: dnsLabel.max(40).optional(),
     /** Path to a kubeconfig file for the provider; default: the ambient kubeconfig. */
     kubeconfig: z.string().optional(),
-    /** kubeconfig context for the provider. */
-    context: z.string().optional(),
+    /**
+     * kubeconfig context for the provider. Required (or `kubeconfig`) on every stack but `dev` /
+     * `dev-*`, so staging and prod never deploy to whatever cluster kubectl points at.
+     */
+    context: z.string().min(1).optional(),
     /** nodeSelector for the GPU training pod. */
     nodeSelector: z.record(z.string(), z.string()).default({}),
     /** Tolerations for the GPU training pod. */
@@ -291,6 +294,11 @@ export const platformSchema = z.strictObject({
     recipe: z.string().optional(),
     /** Run id: names the Job, labels sandboxes; a new run is a new id. */
     runId: dnsLabel.max(24),
+    /**
+     * Whether prod rules apply (images pinned by digest, model revision pinned; the policy pack's
+     * mandatory prod policies). Default: true for a stack named `prod` or `prod-*`.
+     */
+    prod: z.boolean().optional(),
     /** Where it runs. */
     target: z.discriminatedUnion("kind", [kubernetesTarget, dockerTarget]),
     /** The model trained and served. */

@@ -5,7 +5,7 @@
  * num_generations, and so must the eval batch.
  */
 import { ENV_CATALOG } from "../env/catalog";
-import type { PlatformConfig, ResolvedEnv } from "./resolve";
+import { isDevStack, type PlatformConfig, type ResolvedEnv } from "./resolve";
 
 /** Divisors of n, for a helpful "try one of" hint. */
 function divisors(n: number): number[] {
@@ -255,9 +255,19 @@ export function validatePlainEnv(c: PlatformConfig): string[] {
     );
 }
 
+/** Kubernetes stacks other than dev name their cluster: never whatever kubectl points at. */
+export function validateTargetCluster(c: PlatformConfig): string[] {
+    const t = c.target;
+    if (t.kind !== "kubernetes" || t.context !== undefined || t.kubeconfig !== undefined || isDevStack(c.stack)) return [];
+    return [
+        `target.context: required for stack '${c.stack}' (only dev / dev-* stacks may use kubectl's current context, which may point at any cluster): set target.context to the context of the ${c.prod ? "prod" : "intended"} cluster (kubectl config get-contexts), or target.kubeconfig to its kubeconfig file`,
+    ];
+}
+
 /** Every cross-field check, all problems together. */
 export function validatePlatform(c: PlatformConfig): string[] {
     return [
+        ...validateTargetCluster(c),
         ...validateGpus(c),
         ...validateTrainer(c),
         ...validateBatches(c),

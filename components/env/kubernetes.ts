@@ -77,6 +77,18 @@ export function replicaStatefulSetSpec(d: DeployedEnvDescription): k8s.types.inp
     };
 }
 
+/** Seconds one replica may take to be replaced and Ready again during a rolling update. */
+export const REPLICA_ROLL_SECONDS = 60;
+
+/**
+ * The provider's await budget for the replicas: creation starts every pod at once (Parallel),
+ * but a rolling update replaces them one at a time, so its budget grows with the count
+ * (a 65-replica env would otherwise hit the provider's 10-minute default halfway).
+ */
+export function replicaRolloutTimeouts(replicas: number): { create: string; update: string } {
+    return { create: "10m", update: `${10 + Math.ceil((replicas * REPLICA_ROLL_SECONDS) / 60)}m` };
+}
+
 /** The headless Service: one DNS name per ready pod (`<sts>-<i>.<headless>.<ns>.svc.cluster.local`), the router's upstream addresses. */
 export function headlessServiceSpec(d: DeployedEnvDescription): k8s.types.input.core.v1.ServiceSpec {
     return {
@@ -227,7 +239,7 @@ export function registerKubernetesEnvSpace(name: string, args: KubernetesEnvArgs
     const statefulSet = new k8s.apps.v1.StatefulSet(
         `${name}-replicas`,
         { metadata: meta(d.replicas.name), spec: replicaStatefulSetSpec(d) },
-        { ...child, dependsOn: [headless, replicaPolicy] },
+        { ...child, dependsOn: [headless, replicaPolicy], customTimeouts: replicaRolloutTimeouts(d.replicas.count) },
     );
     new k8s.policy.v1.PodDisruptionBudget(`${name}-replica-disruption-budget`, { metadata: meta(d.names.replicaDisruptionBudget), spec: replicaDisruptionBudgetSpec(d) }, child);
 

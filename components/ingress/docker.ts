@@ -27,7 +27,7 @@ export interface DockerIngressArgs {
     /** Checksum of config + keys (not secret): a change replaces the container, so nginx reads the new files. */
     readonly checksum: pulumi.Output<string>;
     /** Resolves to what serves vLLM; the proxy container waits for it (nginx resolves vLLM's name at start). */
-    readonly upstreamReady?: Promise<pulumi.Resource>;
+    readonly upstreamReady?: Promise<pulumi.Resource | undefined>;
 }
 
 export interface DockerIngressResources {

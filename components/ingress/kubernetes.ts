@@ -164,7 +164,7 @@ export interface KubernetesIngressArgs {
     /** Checksum of config + keys (not secret: a keyed hash, see vllm-ingress.ts). */
     readonly checksum: pulumi.Output<string>;
     /** Resolves to what serves vLLM; the Deployment waits for it (nginx resolves the vLLM Service name at start). */
-    readonly upstreamReady?: Promise<pulumi.Resource>;
+    readonly upstreamReady?: Promise<pulumi.Resource | undefined>;
 }
 
 export interface KubernetesIngressResources {

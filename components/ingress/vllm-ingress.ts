@@ -23,11 +23,12 @@ export interface VllmIngressArgs {
     /** Docker: the private training network (required) and the internal sandbox network (when sandboxes run on Docker). */
     readonly networks?: { readonly training: pulumi.Input<string>; readonly sandboxes?: pulumi.Input<string> };
     /**
-     * Resolves to what serves vLLM (the TrainingNode) once it exists: nginx resolves the upstream
-     * name at start and exits if it cannot, so the proxy waits for it. A promise, because the
-     * TrainingNode itself needs this component's sandbox key. @default no wait
+     * Resolves to what serves vLLM once it is registered (the TrainingNode's `upstream`: the vLLM
+     * Service on Kubernetes, the vLLM container on Docker): nginx resolves the upstream name at
+     * start and exits if it cannot, so the proxy waits for it. A promise, because the
+     * TrainingNode is built after this component (it needs the sandbox key). @default no wait
      */
-    readonly upstreamReady?: Promise<pulumi.Resource>;
+    readonly upstreamReady?: Promise<pulumi.Resource | undefined>;
 }
 
 /** Length of a generated key: 48 of [A-Za-z0-9] (about 285 bits), safe in a URL, a header and the nginx map. */

@@ -13,6 +13,7 @@ import { EnvSpace } from "../env";
 import { VllmIngress } from "../ingress";
 import { SandboxPool } from "../sandbox";
 import { TrainingNode } from "../training";
+import { ADOPT } from "../shared/kubernetes";
 import type { PlatformPlan } from "./resolve";
 
 export interface PlatformArgs {
@@ -47,11 +48,16 @@ export class Platform extends pulumi.ComponentResource {
         if (config.target.kind === "kubernetes") {
             for (const [role, nsName] of Object.entries(names.namespaces) as Array<[keyof typeof POD_SECURITY, string]>) {
                 const level = POD_SECURITY[role];
+                // The training namespace holds the checkpoint volume, which outlives the stack: it is
+                // kept on `destroy` (deleting a namespace deletes its claims) and adopted by the next
+                // `up`. The stack's other objects in it are deleted one by one.
+                const keep = role === "training";
                 const ns = new k8s.core.v1.Namespace(
                     `${name}-ns-${role}`,
                     {
                         metadata: {
                             name: nsName,
+                            ...(keep ? { annotations: { ...ADOPT } } : {}),
                             labels: {
                                 "app.kubernetes.io/part-of": "agent-rl-infra",
                                 "agentrl.dev/role": role,
@@ -63,7 +69,7 @@ export class Platform extends pulumi.ComponentResource {
                             },
                         },
                     },
-                    child,
+                    { ...child, retainOnDelete: keep },
                 );
                 this.namespaces[role] = ns.metadata.name;
             }
@@ -78,10 +84,12 @@ export class Platform extends pulumi.ComponentResource {
             }
         }
 
-        // The ingress comes first: its sandbox key reaches the trainer and the sandboxes. Its
-        // proxy waits for the TrainingNode (built below) through a promise, not a cycle.
-        let trainingReady: (r: pulumi.Resource) => void = () => undefined;
-        const upstreamReady = new Promise<pulumi.Resource>((resolve) => (trainingReady = resolve));
+        // Creation order, one way: vLLM's Service (Kubernetes) or container (Docker) -> the ingress
+        // proxy (awaited Ready) -> the trainer. The ingress component is built first because its
+        // sandbox key reaches the trainer and the sandboxes; its proxy waits for vLLM's upstream,
+        // which the TrainingNode (built below) registers, through this promise.
+        let upstreamRegistered: (r: pulumi.Resource | undefined) => void = () => undefined;
+        const upstreamReady = new Promise<pulumi.Resource | undefined>((resolve) => (upstreamRegistered = resolve));
         const ingress = plan.ingress
             ? new VllmIngress(
                   `${name}-ingress`,
@@ -134,13 +142,13 @@ export class Platform extends pulumi.ComponentResource {
                 sandboxKey,
                 namespace: this.namespaces.training,
                 network: config.target.kind === "docker" ? this.namespaces.training : undefined,
-                // The trainer opens env sessions and claims sandboxes (through its Role) as it starts.
-                // Not the ingress: its proxy waits for this node (nginx resolves vLLM at start).
-                waitFor: [...envSpaces, ...(pool ? [pool] : [])],
+                // The trainer opens env sessions, claims sandboxes (through its Role) and hands them the
+                // ingress URL as it starts.
+                waitFor: [...envSpaces, ...(pool ? [pool] : []), ...(ingress ? [ingress] : [])],
             },
             child,
         );
-        trainingReady(training);
+        upstreamRegistered(training.upstream);
 
         this.outputs = {
             target: config.target.kind,

@@ -49,3 +49,10 @@ export function clusterDnsEgress(): k8s.types.input.networking.v1.NetworkPolicyE
         ],
     };
 }
+
+/**
+ * Server-side apply with force: an object a stack kept on `destroy` (the checkpoint volume and
+ * its namespace) is adopted by the next `up` instead of failing with a field-manager conflict
+ * (pulumi-kubernetes annotation `pulumi.com/patchForce`).
+ */
+export const ADOPT = { "pulumi.com/patchForce": "true" } as const;

@@ -3,7 +3,8 @@
  * provider's `host`. vLLM joins only the private training network; the trainer shares
  * vLLM's network and IPC namespaces, so localhost:8000, the NCCL weight sync (trainer as
  * NCCL master on a random port, trl weight_transfer.py) and /dev/shm stay inside the pair.
- * No port is ever published on the host.
+ * No port is ever published on the host. The env servers sit on networks of their own
+ * (env/docker.ts): vLLM listens on all interfaces, but only the training network reaches them.
  *
  * Secrets: Docker has no secret store outside Swarm, so HF_TOKEN and SANDBOX_API_KEY are
  * container env vars built from the secret Outputs (still secret in Pulumi state). Docker
@@ -20,12 +21,41 @@ import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
 
-
+/** Seconds the provider gets beyond vLLM's own wait (create, uploads, start; the image is pulled by its own resource). */
+export const VLLM_CREATE_MARGIN_SECONDS = 300;
 
 /**
- * Docker device request for a set of host GPUs, by explicit device ids. (The `gpus` string
- * form needs CSV quoting for a list, '"device=0,1"', which current Docker parses as one device
- * and rejects with "cannot set both Count and DeviceIDs".)
+ * The provider's create/update budget for the vLLM container. Its `wait` lasts up to
+ * waitTimeout (modelLoadSeconds + 60), but the provider declares no create timeout
+ * (terraform-provider-docker resource_docker_container.go), so the plugin SDK's 20-minute
+ * default cuts it whatever wait_timeout says; the customTimeouts resource option replaces it.
+ */
+export function vllmCustomTimeouts(modelLoadSeconds: number): { create: string; update: string } {
+    const minutes = `${Math.ceil((vllmWaitSeconds(modelLoadSeconds) + VLLM_CREATE_MARGIN_SECONDS) / 60)}m`;
+    return { create: minutes, update: minutes };
+}
+
+/** How long the provider waits for vLLM's health check (the model loads within modelLoadSeconds). */
+export function vllmWaitSeconds(modelLoadSeconds: number): number {
+    return modelLoadSeconds + 60;
+}
+
+/**
+ * How the trainer joins vLLM's network and IPC namespaces: by container id. dockerd stores
+ * `container:<id>` whatever it was given (test/docker-lifecycle.test.ts shows it on a real
+ * dockerd), and the provider reads HostConfig.NetworkMode / IpcMode back
+ * (terraform-provider-docker resource_docker_container_funcs.go): a name would differ on every
+ * `up` and replace the trainer, killing the run. A new vLLM (new id) rightly replaces it too.
+ */
+export function sharedNamespaceMode(vllmId: pulumi.Input<string>): pulumi.Output<string> {
+    return pulumi.interpolate`container:${vllmId}`;
+}
+/**
+ * Docker device request for a set of host GPUs, by explicit device ids. The provider's `gpus`
+ * string supports only "all" (terraform-provider-docker resource_docker_container.go) and goes
+ * through docker/cli's CSV parser, where an unquoted list (device=0,1) becomes device 0 plus
+ * count 1, which dockerd refuses at start ("cannot set both Count and DeviceIDs on device
+ * request"); test/docker-lifecycle.test.ts shows both on a real dockerd.
  */
 export function gpuDeviceRequests(devices: readonly number[]): docker.types.input.ContainerDeviceRequest[] {
     return devices.length === 0 ? [] : [{ driver: "nvidia", deviceIds: devices.map(String), capabilities: ["gpu"] }];
@@ -130,18 +160,19 @@ export function buildDockerTraining(
                 },
                 // Wait until the model is loaded, so the trainer starts against a healthy server.
                 wait: true,
-                waitTimeout: d.modelLoadSeconds + 60,
+                waitTimeout: vllmWaitSeconds(d.modelLoadSeconds),
                 restart: "unless-stopped",
                 volumes: volumes(v.mounts, d),
                 ...HARDENING,
             },
-            // A new run's vLLM needs the same GPUs: stop the old one first.
-            { ...child, deleteBeforeReplace: true },
+            // A new run's vLLM needs the same GPUs: stop the old one first. The engine's own
+            // 20-minute create limit would cut the wait for a slow model load short.
+            { ...child, deleteBeforeReplace: true, customTimeouts: vllmCustomTimeouts(d.modelLoadSeconds) },
         );
     }
 
     const t = d.trainer;
-    const shared = vllm ? pulumi.interpolate`container:${vllm.name}` : undefined;
+    const shared = vllm ? sharedNamespaceMode(vllm.id) : undefined;
     const trainer = new docker.Container(
         `${name}-trainer`,
         {

@@ -10,10 +10,11 @@ import * as path from "node:path";
 import { CONTAINER, type ContainerDescription, type HttpProbe, type SecretName, type TrainingDescription } from "./describe";
 import { ncclCheckSource } from "./nccl-check";
 import { oneContainer } from "./supervisor";
-import { NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
+import { ADOPT, NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
 
-/** Pulumi waits for a Job to finish (10 min default) unless told not to (upstream-facts: Pulumi provider). */
+/** Pulumi waits for a Job to finish (10 min default) unless told not to (pulumi-kubernetes await logic). */
 const SKIP_AWAIT = { "pulumi.com/skipAwait": "true" } as const;
+
 
 type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
 
@@ -57,6 +58,8 @@ function volumeName(v: "shm" | "modelCache" | "checkpoints"): string {
 
 export interface KubernetesTrainingResources {
     readonly job: k8s.batch.v1.Job;
+    /** Black box: the ClusterIP Service in front of vLLM (the ingress's upstream). */
+    readonly vllmService?: k8s.core.v1.Service;
 }
 
 /** Registers the run's Kubernetes objects as children of `parent`. */
@@ -100,18 +103,24 @@ export function buildKubernetesTraining(
 
     // PVCs are stack-wide (shared by runs). skipAwait: with a WaitForFirstConsumer StorageClass a
     // claim binds only once the Job's pod is scheduled, and the Job waits for the claim.
+    // The checkpoints survive `destroy` (retained, in the retained training namespace) and are
+    // adopted by the next `up` (patchForce); the model cache goes with the stack.
     const pvc = (role: string, v: NonNullable<TrainingDescription["modelCache"]>) =>
         new k8s.core.v1.PersistentVolumeClaim(
             `${name}-${role}`,
             {
-                metadata: { name: v.name, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" }, annotations: { ...SKIP_AWAIT } },
+                metadata: {
+                    name: v.name,
+                    namespace: ns,
+                    labels: { "app.kubernetes.io/part-of": "agent-rl-infra" },
+                    annotations: { ...SKIP_AWAIT, ...(role === "checkpoints" ? ADOPT : {}) },
+                },
                 spec: {
                     accessModes: ["ReadWriteOnce"],
                     ...(d.scheduling.storageClassName !== undefined ? { storageClassName: d.scheduling.storageClassName } : {}),
                     resources: { requests: { storage: v.size } },
                 },
             },
-            // Keep the checkpoints and the cache when the claim's spec changes or the stack is torn down by mistake.
             { ...child, retainOnDelete: role === "checkpoints" },
         );
     const modelCache = d.modelCache ? pvc("model-cache", d.modelCache) : undefined;
@@ -123,6 +132,22 @@ export function buildKubernetesTraining(
         modelCache ? { name: volumeName("modelCache"), persistentVolumeClaim: { claimName: d.modelCache!.name } } : { name: volumeName("modelCache"), emptyDir: {} },
         checkpoints ? { name: volumeName("checkpoints"), persistentVolumeClaim: { claimName: d.checkpoints!.name } } : { name: volumeName("checkpoints"), emptyDir: {} },
     ];
+
+    // Black box: the ClusterIP Service in front of vLLM, registered first so the ingress can wait
+    // for it. Not awaited: its endpoints become ready only once the model has loaded (minutes to
+    // tens of minutes), which no `pulumi up` should wait for; the ingress needs only its name.
+    const access = d.ingressAccess;
+    const vllmService = access
+        ? new k8s.core.v1.Service(
+              `${name}-vllm-service`,
+              {
+                  metadata: { name: access.serviceName, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" }, annotations: { ...SKIP_AWAIT } },
+                  // ClusterIP only, port 8000 only: the ingress is the one public face of vLLM.
+                  spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: access.port, targetPort: access.port, protocol: "TCP" }] },
+              },
+              child,
+          )
+        : undefined;
 
     // The NCCL check script, read-only next to the supervisor (gpuSharing shared + ncclCheck).
     const check = d.gpuSharing.check;
@@ -181,16 +206,17 @@ export function buildKubernetesTraining(
         },
         {
             ...child,
-            dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : []), ...(checkScripts ? [checkScripts] : []), ...waitFor],
-            // A new run id replaces the Job in the stack, but the finished Job (and its logs) stays in
-            // the cluster until someone deletes it.
-            retainOnDelete: true,
+            dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : []), ...(checkScripts ? [checkScripts] : []), ...(vllmService ? [vllmService] : []), ...waitFor],
+            // A Job's pod template is immutable: any change of the run (a new run id, or a trainer
+            // setting under the same one) replaces the Job. The old Job and its pod go first, so two
+            // trainers never hold the node's GPUs and a same-named Job never collides with itself
+            // (a retained Job did: every later `up` failed). The checkpoints stay on their volume.
+            deleteBeforeReplace: true,
         },
     );
 
     // Who may reach the pod: in black box only the ingress proxy, on vLLM's port; in white box nobody
     // (NCCL and localhost:8000 stay inside the pod, which NetworkPolicy never filters).
-    const access = d.ingressAccess;
     new k8s.networking.v1.NetworkPolicy(
         `${name}-policy`,
         {
@@ -215,16 +241,5 @@ export function buildKubernetesTraining(
         },
         child,
     );
-    if (access) {
-        new k8s.core.v1.Service(
-            `${name}-vllm-service`,
-            {
-                metadata: { name: access.serviceName, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
-                // ClusterIP only, port 8000 only: the ingress is the one public face of vLLM.
-                spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: access.port, targetPort: access.port, protocol: "TCP" }] },
-            },
-            child,
-        );
-    }
-    return { job };
+    return { job, vllmService };
 }

@@ -19,7 +19,7 @@ export interface TrainingNodeArgs {
     readonly network?: pulumi.Input<string>;
     /** Kubernetes: the training namespace (the Platform's Namespace output, so the objects wait for it). @default description.namespace */
     readonly namespace?: pulumi.Input<string>;
-    /** What the trainer waits for (the env servers it opens sessions against as it starts). @default [] */
+    /** What the trainer waits for (the env servers, the sandbox pool and the ingress it uses as it starts). @default [] */
     readonly waitFor?: readonly pulumi.Resource[];
 }
 
@@ -30,6 +30,14 @@ export class TrainingNode extends pulumi.ComponentResource {
     public readonly internalUrl: pulumi.Output<string>;
     /** Black box only: host:port the ingress proxies to. */
     public readonly upstreamAddress: pulumi.Output<string> | undefined;
+    /**
+     * What serves vLLM to the ingress, for it to wait on: Kubernetes, the ClusterIP Service (not
+     * awaited for endpoints: they appear only after the model loads); Docker, the vLLM container
+     * (nginx resolves its name at start). Undefined without a separate vLLM.
+     */
+    public readonly upstream: pulumi.Resource | undefined;
+    /** The run's trainer: the Kubernetes Job or the Docker trainer container. */
+    public readonly trainer: pulumi.CustomResource;
     /** Host GPU indices per role, e.g. { vllm: [0], trainer: [1] }. */
     public readonly gpuLayout: { readonly vllm: readonly number[]; readonly trainer: readonly number[] };
 
@@ -50,12 +58,16 @@ export class TrainingNode extends pulumi.ComponentResource {
 
         let jobName: pulumi.Output<string>;
         if (d.target === "kubernetes") {
-            const { job } = buildKubernetesTraining(name, d, provided, this, args.waitFor ?? [], args.namespace);
+            const { job, vllmService } = buildKubernetesTraining(name, d, provided, this, args.waitFor ?? [], args.namespace);
             jobName = job.metadata.name;
+            this.trainer = job;
+            this.upstream = vllmService;
         } else {
             if (args.network === undefined) throw new pulumi.RunError(`TrainingNode ${name}: the docker target needs args.network (the private training network)`);
-            const { trainer } = buildDockerTraining(name, d, args.network, provided, this, args.waitFor ?? []);
+            const { trainer, vllm } = buildDockerTraining(name, d, args.network, provided, this, args.waitFor ?? []);
             jobName = trainer.name;
+            this.trainer = trainer;
+            this.upstream = vllm;
         }
 
         this.jobName = jobName;

@@ -66,6 +66,12 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
             `Made offline under Pulumi's mock runtime: these are the inputs the program sends to the engine; providers did not run (no auto-naming, no waiting, no diffs).`,
     );
     out.push("");
+    out.push(
+        `Prod rules (images and model revision pinned, policy pack mandatory): **${c.prod ? "on" : "off"}** ` +
+            `(${c.prodFromConfig !== undefined ? `config \`prod: ${c.prodFromConfig}\`` : `from the stack name \`${c.stack}\`: set \`prod\` to decide it explicitly`}).` +
+            (c.target.kind === "kubernetes" ? ` Cluster: ${c.target.context !== undefined ? `context \`${c.target.context}\`` : c.target.kubeconfig !== undefined ? `kubeconfig \`${c.target.kubeconfig}\`` : "kubectl's current context (dev stacks only)"}.` : ""),
+    );
+    out.push("");
     out.push("## What runs where");
     out.push("");
     const rows: Array<Array<string | number>> = [];

@@ -87,7 +87,9 @@ export function readStackFile(stack: string, file?: string): StackConfig {
 
 function configForSource(source: PlanSource): StackConfig {
     if ("stack" in source) return readStackFile(source.stack, source.stackFile);
-    const platform = { recipe: source.recipe, runId: "demo", target: { kind: source.target } };
+    // A recipe plan never deploys: its Kubernetes target names a placeholder context (stacks
+    // other than dev must name their cluster).
+    const platform = { recipe: source.recipe, runId: "demo", target: source.target === "kubernetes" ? { kind: source.target, context: "recipe-plan" } : { kind: source.target } };
     return { stack: `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`, config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(platform) }, secretKeys: [] };
 }
 
