@@ -13,9 +13,12 @@
  *   (`vllm_server_base_url`, `max_inflight_tasks`, no `vllm_mode`/`steps_per_generation`):
  *   trl `trl/experimental/async_grpo/async_grpo_config.py`.
  *
- * What the trainer image's script must accept (parsed with TRL's `TrlParser` over
- * `GRPOConfig` or `AsyncGRPOConfig`, TRL's `ModelConfig` and the script's own dataclass):
- * - ModelConfig: `--model_name_or_path`, `--model_revision`.
+ * What the trainer image's script must accept (white box: TRL's `TrlParser` over `GRPOConfig`,
+ * TRL's `ModelConfig` and the script's own dataclass; black box: `TrlParser` over
+ * `AsyncGRPOConfig` and the script's own dataclass, NOT `ModelConfig`: both define `--dtype`
+ * and one parser over the two fails with "conflicting option string"):
+ * - `--model_name_or_path`, `--model_revision` (ModelConfig in white box; the script's own
+ *   dataclass fields in black box).
  * - TrainingArguments/GRPOConfig: `--output_dir`, `--per_device_train_batch_size`,
  *   `--gradient_accumulation_steps`, `--num_generations`, `--per_device_eval_batch_size`,
  *   `--max_steps`, `--push_to_hub`, `--hub_model_id`, `--report_to trackio`, `--project`,
