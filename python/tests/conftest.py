@@ -118,7 +118,7 @@ class RunningRuntime:
         return self.log_path.read_text(errors="replace")
 
 
-def start_runtime(tmp: Path, *, extra_args: list[str] = (), env: dict[str, str] | None = None, port: int | None = None) -> RunningRuntime:
+def start_runtime(tmp: Path, *, extra_args: list[str] = (), env: dict[str, str] | None = None, port: int | None = None, host: str = "127.0.0.1") -> RunningRuntime:
     port = port or free_port()
     home = tmp / "home"
     home.mkdir(exist_ok=True)
@@ -127,11 +127,11 @@ def start_runtime(tmp: Path, *, extra_args: list[str] = (), env: dict[str, str] 
     seed = make_seed(tmp)
     log_path = tmp / "runtime.log"
     run_env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", **(env or {})}
-    argv = [sys.executable, "-m", "agent_rl_sandbox.runtime", "--host", "127.0.0.1", "--port", str(port), "--home-seed", str(seed), "--workdir", str(workdir), *extra_args]
+    argv = [sys.executable, "-m", "agent_rl_sandbox.runtime", "--host", host, "--port", str(port), "--home-seed", str(seed), "--workdir", str(workdir), *extra_args]
     log_file = open(log_path, "wb")
     proc = subprocess.Popen(argv, cwd=str(PYTHON_DIR), env={**run_env, "PYTHONPATH": str(PYTHON_DIR)}, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     log_file.close()
-    rt = RunningRuntime(url=f"http://127.0.0.1:{port}", port=port, proc=proc, home=home, seed=seed, workdir=workdir, log_path=log_path)
+    rt = RunningRuntime(url=f"http://{host}:{port}", port=port, proc=proc, home=home, seed=seed, workdir=workdir, log_path=log_path)
     try:
         wait_http(rt.url + "/healthz", proc=proc)
     except Exception:

@@ -157,6 +157,24 @@ def stop_group(proc: subprocess.Popen) -> None:
             proc.wait(5)
 
 
+def build_image(tmp: Path) -> Path:
+    """The Dockerfile's layout on a stock HOME holding the opencode stand-in and OpenEnv's real proxy."""
+    stock = tmp / "stock-root"
+    (stock / ".opencode/bin").mkdir(parents=True)
+    (stock / ".opencode/bin/opencode").write_text(FAKE_OPENCODE)
+    (stock / ".opencode/bin/opencode").chmod(0o755)
+    (stock / "proxy").mkdir()
+    (stock / "proxy/interception.py").write_text((OPENENV_SRC / "opencode_env/sandbox/interception.py").read_text())
+    image_root = tmp / "image"
+    sandbox_root.install_layout(stock, image_root)
+    return image_root
+
+
+def sandbox_path() -> str:
+    """PATH in the sandbox: the image's python carries the proxy's deps (fastapi, uvicorn, httpx); here, this venv's."""
+    return f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+
+
 @pytest.fixture
 def stack(tmp_path, monkeypatch):
     """Stub model, ingress, and a sandbox runtime on the image layout; yields what the trainer sees."""
@@ -166,14 +184,7 @@ def stack(tmp_path, monkeypatch):
     tb.REC = tb.Recorder()
     facts = plan_facts()
     (container,) = facts["template"]["podTemplate"]["spec"]["containers"]
-    stock = tmp_path / "stock-root"
-    (stock / ".opencode/bin").mkdir(parents=True)
-    (stock / ".opencode/bin/opencode").write_text(FAKE_OPENCODE)
-    (stock / ".opencode/bin/opencode").chmod(0o755)
-    (stock / "proxy").mkdir()
-    (stock / "proxy/interception.py").write_text((OPENENV_SRC / "opencode_env/sandbox/interception.py").read_text())
-    image_root = tmp_path / "image"
-    sandbox_root.install_layout(stock, image_root)
+    image_root = build_image(tmp_path)
 
     model = StubModel()
     ingress, ingress_url, ingress_log = start_ingress(tmp_path, model.url)
@@ -182,8 +193,7 @@ def stack(tmp_path, monkeypatch):
     argv[argv.index("--port") + 1] = str(port)
     argv += ["--host", "127.0.0.1"]
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    # The image's python carries the proxy's deps (fastapi, uvicorn, httpx): here, this venv's.
-    env["PATH"] = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+    env["PATH"] = sandbox_path()
     runtime_log = tmp_path / "runtime.log"
     runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=None), env=env, stdout=open(runtime_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -200,7 +210,7 @@ def stack(tmp_path, monkeypatch):
         model.stop()
 
 
-def factory_for(stack, api_key: str):
+def factory_for(stack, api_key: str, backend=None):
     from opencode_env.config import OpenCodeConfig
     from opencode_env.harness import OpenCodeSessionFactory
     from openenv.core.harness import VerifyResult
@@ -211,7 +221,7 @@ def factory_for(stack, api_key: str):
 
     kwargs = opencode_config_kwargs({**stack["env"], "SANDBOX_API_KEY": api_key})
     config = OpenCodeConfig(**kwargs, model="stub/model-1", agent_timeout_s=60, disabled_tools=["webfetch", "question"])
-    backend = AgentSandboxBackend.from_env(stack["env"], client_factory=tb.fake_client, handle_sigterm=False)
+    backend = backend or AgentSandboxBackend.from_env(stack["env"], client_factory=tb.fake_client, handle_sigterm=False)
     return OpenCodeSessionFactory(config=config, sandbox_backend=backend, mode="transparent_proxy", verifier=verifier)
 
 

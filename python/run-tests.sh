@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The Python tests (python/tests), in a venv made once per requirements-test.txt under
+# ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/python-venv-<hash> (PyPI only; about a minute
+# and 640 MB the first time). Extra arguments go to pytest. See python/README.md for what
+# each test needs (node + npm ci, nginx-light, root, OPENENV_SRC) and what it skips without.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
+hash="$(sha256sum "$here/requirements-test.txt" | cut -c1-12)"
+venv="${AGENT_RL_PYTHON_VENV:-$cache/python-venv-$hash}"
+python="${PYTHON:-python3}"
+mkdir -p "$cache"
+exec 9>"$cache/.python-venv.lock"
+flock 9
+if [[ ! -f "$venv/.complete" ]]; then
+  "$python" -c 'import sys; assert sys.version_info >= (3, 11), sys.version' >&2
+  rm -rf "$venv"
+  echo "[python/run-tests] creating $venv" >&2
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements-test.txt" >&2 || { rm -rf "$venv"; exit 1; }
+  touch "$venv/.complete"
+fi
+flock -u 9
+cd "$here/.."
+exec env PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest python "$@"
