@@ -49,7 +49,8 @@ const CRD = {
 };
 
 function config(raw: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes"): PlatformConfig {
-    return parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: target }, ...raw }, "test");
+    // Kubernetes stacks other than dev name their cluster's context (components/config validate).
+    return parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test-cluster" } : { kind: target }, ...raw }, "test");
 }
 
 function peers(names: PlatformNames) {
