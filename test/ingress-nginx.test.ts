@@ -9,8 +9,9 @@ import * as https from "node:https";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { childPids, localPaths, parseKeysText, startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { childPids, findNginx, localPaths, parseKeysText, startLocalIngress, type LocalIngress } from "../components/ingress/local";
 import {
+  INVALID_CLIENT_REQUEST_ID,
   PROXY_DEFAULTS,
   PROXY_PATH_FIELDS,
   renderKeysFile,
@@ -437,6 +438,94 @@ describe("real nginx: authentication, allow-list, forwarding", () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------------
+describe("real nginx: X-Request-Id (vLLM's request id)", () => {
+  let stub: StubUpstream;
+  let ing: LocalIngress;
+  before(async () => {
+    stub = await startStubUpstream();
+    ing = await startLocalIngress({ upstream: stub.url, keys: [{ name: "pool-a", key: KEY_A }] });
+  });
+  after(async () => {
+    await ing?.stop();
+    await stub?.stop();
+  });
+
+  const NGINX_ID = /^[0-9a-f]{32}$/; // nginx $request_id: 16 random bytes in hex
+  /** The nginx startLocalIngress runs: >= 1.23 joins repeated headers in $http_* with ", "; 1.22 (Debian bookworm) returns the first. */
+  const nginxJoinsRepeatedHeaders = (() => {
+    const m = /nginx\/(\d+)\.(\d+)/.exec(spawnSync(findNginx(), ["-v"], { encoding: "utf8" }).stderr ?? "");
+    return m !== null && (Number(m[1]) > 1 || Number(m[2]) >= 23);
+  })();
+
+  /** Send a chat completion with exactly these X-Request-Id header lines; return what vLLM saw and the access-log line. */
+  async function send(ids: string[]): Promise<{ upstream: string[]; log: { request_id: string; client_request_id: string; ingress_request_id: string } }> {
+    const reqBefore = stub.requests.length;
+    const logBefore = fs.existsSync(ing.accessLogPath) ? fs.readFileSync(ing.accessLogPath, "utf8").length : 0;
+    const head = rawLine("POST", "/v1/chat/completions", KEY_A, CHAT_BODY).split("\r\n\r\n")[0]!;
+    const r = await rawRequest(ing.port, `${head}\r\n${ids.map((v) => `X-Request-Id: ${v}\r\n`).join("")}\r\n${CHAT_BODY}`);
+    assert.equal(r.status, 200, `ids ${JSON.stringify(ids)}: ${r.raw}`);
+    const seen = stub.requests.slice(reqBefore);
+    assert.equal(seen.length, 1);
+    const raw = seen[0]!.rawHeaders;
+    const upstream = raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === "x-request-id");
+    let line = "";
+    for (let i = 0; i < 40 && line === ""; i++) {
+      line = fs.readFileSync(ing.accessLogPath, "utf8").slice(logBefore).trim();
+      if (line === "") await sleep(25);
+    }
+    assert.equal(line.split("\n").length, 1, line);
+    return { upstream, log: JSON.parse(line) as { request_id: string; client_request_id: string; ingress_request_id: string } };
+  }
+
+  test("a well-formed client id reaches vLLM unchanged and is logged next to nginx's own id", async () => {
+    for (const id of ["rollout-7:step.3_a", "x", "A".repeat(128), "0123456789abcdef0123456789abcdef", "run:1.2_3-4"]) {
+      const { upstream, log } = await send([id]);
+      assert.deepEqual(upstream, [id], "vLLM takes its request id from X-Request-Id: the harness's id must survive");
+      assert.equal(log.request_id, id);
+      assert.equal(log.client_request_id, id);
+      assert.match(log.ingress_request_id, NGINX_ID);
+    }
+  });
+
+  test("no client id: nginx generates one, sends it upstream and logs it", async () => {
+    const a = await send([]);
+    const b = await send([]);
+    assert.equal(a.upstream.length, 1);
+    assert.match(a.upstream[0]!, NGINX_ID);
+    assert.notEqual(a.upstream[0], b.upstream[0], "a fresh id per request");
+    assert.deepEqual(a.log, { ...a.log, request_id: a.upstream[0], client_request_id: "", ingress_request_id: a.upstream[0] });
+  });
+
+  test("a malformed client id (too long, bad characters, empty) never reaches vLLM: a generated id replaces it", async () => {
+    const bad = ["A".repeat(129), "a b", "a,b", "a;b", "a/b", "a\"b", "$request_id", "{x}", "%41", "a=b", "\u00e9t\u00e9", "a\tb", "", " "];
+    for (const id of bad) {
+      const { upstream, log } = await send([id]);
+      assert.equal(upstream.length, 1, `${JSON.stringify(id)}: exactly one X-Request-Id upstream`);
+      assert.match(upstream[0]!, NGINX_ID, `${JSON.stringify(id)} replaced by a generated id`);
+      assert.equal(log.request_id, upstream[0]);
+      assert.equal(log.ingress_request_id, upstream[0]);
+      // nginx trims surrounding whitespace, so " " arrives as an absent header.
+      assert.equal(log.client_request_id, id.trim() === "" ? "" : INVALID_CLIENT_REQUEST_ID, JSON.stringify(id));
+    }
+  });
+
+  test("several X-Request-Id headers never reach vLLM as they were sent", async () => {
+    const { upstream, log } = await send(["bad id", "good-id"]);
+    assert.equal(upstream.length, 1);
+    assert.match(upstream[0]!, NGINX_ID, "first value malformed: generated on every nginx version");
+    assert.equal(log.client_request_id, INVALID_CLIENT_REQUEST_ID);
+    const two = await send(["id-a", "id-b"]);
+    assert.equal(two.upstream.length, 1, "one header upstream, never both");
+    if (nginxJoinsRepeatedHeaders) {
+      assert.match(two.upstream[0]!, NGINX_ID, '"id-a, id-b" fails the pattern: generated');
+      assert.equal(two.log.client_request_id, INVALID_CLIENT_REQUEST_ID);
+    } else {
+      assert.equal(two.upstream[0], "id-a", "nginx < 1.23 reads only the first header line");
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
 describe("real nginx: optional routes, rate limit, rotation, upstream down", () => {
   let stub: StubUpstream;
   const ingresses: LocalIngress[] = [];
@@ -529,16 +618,22 @@ describe("real nginx: streaming, keep-alive, TLS", () => {
     if (tlsDir) fs.rmSync(tlsDir, { recursive: true, force: true });
   });
 
-  test("SSE chunks arrive unbuffered: first chunk well before the stream ends", async () => {
-    const ing = await startLocalIngress({ upstream: streamStub.url, keys: [{ name: "a", key: KEY_A }] });
-    ingresses.push(ing);
+  /** POST a streaming chat completion and time each SSE event's arrival from the request start. */
+  async function sseArrivals(url: string, ca?: string): Promise<{ status: number; arrivals: number[]; text: string }> {
     const t0 = Date.now();
     const arrivals: number[] = [];
     let text = "";
+    const mod = url.startsWith("https:") ? https : http;
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request(
-        `${ing.url}/v1/chat/completions`,
-        { method: "POST", headers: { ...auth(KEY_A), "content-type": "application/json" }, agent: false, timeout: 10000 },
+      const req = mod.request(
+        `${url}/v1/chat/completions`,
+        {
+          method: "POST",
+          headers: { ...auth(KEY_A), "content-type": "application/json" },
+          agent: false,
+          timeout: 10000,
+          ...(ca !== undefined ? { ca } : {}),
+        },
         (res) => {
           res.on("data", (b: Buffer) => {
             const s = b.toString("utf8");
@@ -553,6 +648,11 @@ describe("real nginx: streaming, keep-alive, TLS", () => {
       req.on("error", reject);
       req.end(JSON.stringify({ model: "m", stream: true, messages: [] }));
     });
+    return { status, arrivals, text };
+  }
+
+  /** 5 chunks 200 ms apart: the first must arrive long before the last, as vLLM wrote it. */
+  function assertUnbuffered({ status, arrivals, text }: { status: number; arrivals: number[]; text: string }): void {
     assert.equal(status, 200);
     assert.equal(arrivals.length, 6, text);
     assert.ok(text.endsWith("data: [DONE]\n\n"));
@@ -561,6 +661,20 @@ describe("real nginx: streaming, keep-alive, TLS", () => {
     assert.ok(last >= 750, `stream lasted ${last} ms (5 chunks at 200 ms)`);
     assert.ok(first < 400, `first chunk after ${first} ms; buffered proxies deliver it only at the end (${last} ms)`);
     assert.ok(last - first >= 600, `chunks spread over ${last - first} ms`);
+  }
+
+  test("SSE chunks arrive unbuffered: first chunk well before the stream ends", async () => {
+    const ing = await startLocalIngress({ upstream: streamStub.url, keys: [{ name: "a", key: KEY_A }] });
+    ingresses.push(ing);
+    assertUnbuffered(await sseArrivals(ing.url));
+  });
+
+  test("SSE over TLS arrives unbuffered too (with proxy_buffering on, plain HTTP still streamed but TLS held every chunk to the end)", async () => {
+    const cert = selfSignedCert(tlsDir);
+    const ing = await startLocalIngress({ upstream: streamStub.url, keys: [{ name: "a", key: KEY_A }], tls: { certFile: cert.certFile, keyFile: cert.keyFile } });
+    ingresses.push(ing);
+    assert.ok(ing.url.startsWith("https://"));
+    assertUnbuffered(await sseArrivals(ing.url, cert.ca));
   });
 
   test("keep-alive: 200 sequential + parallel requests use far fewer upstream TCP connections", async () => {

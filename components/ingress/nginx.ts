@@ -116,6 +116,14 @@ export function allowedRoutes(s: ProxySettings): Route[] {
   return routes;
 }
 
+/**
+ * A client's X-Request-Id that is passed through to vLLM (which takes its request id from that header,
+ * vllm entrypoints/openai serving `_base_request_id`); any other value is replaced by nginx's `$request_id`.
+ */
+export const CLIENT_REQUEST_ID_PATTERN = "^[A-Za-z0-9._:-]{1,128}$";
+/** What the access log's client_request_id shows when the client sent an X-Request-Id that was not passed through. */
+export const INVALID_CLIENT_REQUEST_ID = "(invalid)";
+
 const KEY_NAME_RE = /^[a-z0-9-]{1,63}$/;
 // No quote, space, ';', '{', '}', '$' or '\\': a key can never end the quoted map entry or inject a directive.
 const KEY_RE = /^[A-Za-z0-9._~+/=-]{16,512}$/;
@@ -317,6 +325,19 @@ export function renderNginxConfig(s: ProxySettings): string {
     "    # Keys file: `map $http_authorization $ingress_key_name { ... }` (renderKeysFile); \"\" means not authenticated.",
     `    include ${r.keysFile};`,
     "",
+    "    # Request id sent to vLLM: the client's X-Request-Id when well-formed (harness rollout ids survive), else nginx's own.",
+    "    # Several X-Request-Id headers arrive joined by \", \" (nginx >= 1.23; 1.22 reads the first) and so fail the pattern.",
+    "    map $http_x_request_id $ingress_request_id {",
+    "        default $request_id;",
+    `        "~${CLIENT_REQUEST_ID_PATTERN}" $http_x_request_id;`,
+    "    }",
+    "    # The client's id for the log: \"\" when absent, a fixed marker when malformed (never the raw, unbounded value).",
+    "    map $http_x_request_id $ingress_client_request_id {",
+    `        default "${INVALID_CLIENT_REQUEST_ID}";`,
+    '        "" "";',
+    `        "~${CLIENT_REQUEST_ID_PATTERN}" $http_x_request_id;`,
+    "    }",
+    "",
     "    # Log-safe path: only allow-listed paths are logged verbatim, anything else as \"other\" (a key pasted into a URL never reaches the log).",
     "    map $uri $ingress_log_path {",
     '        default "other";',
@@ -326,7 +347,8 @@ export function renderNginxConfig(s: ProxySettings): string {
     "    log_format ingress escape=json '{\"time\":\"$time_iso8601\",\"remote\":\"$remote_addr\",\"key\":\"$ingress_key_name\",'",
     "        '\"method\":\"$request_method\",\"path\":\"$ingress_log_path\",\"status\":$status,\"bytes_in\":$request_length,'",
     "        '\"bytes_out\":$bytes_sent,\"request_time\":$request_time,\"upstream_connect_time\":\"$upstream_connect_time\",'",
-    "        '\"upstream_time\":\"$upstream_response_time\",\"request_id\":\"$request_id\"}';",
+    "        '\"upstream_time\":\"$upstream_response_time\",\"request_id\":\"$ingress_request_id\",'",
+    "        '\"client_request_id\":\"$ingress_client_request_id\",\"ingress_request_id\":\"$request_id\"}';",
     `    access_log ${accessLog};`,
     "",
     "    # Per-key rate limit; the empty key (unauthenticated) is never counted (nginx limit_req docs), those requests get 401 first.",
@@ -364,7 +386,8 @@ export function renderNginxConfig(s: ProxySettings): string {
     `        proxy_set_header Host ${r.upstream};`,
     "        # The client's key must never reach vLLM (it would also satisfy vLLM's own --api-key).",
     '        proxy_set_header Authorization "";',
-    "        proxy_set_header X-Request-Id $request_id;",
+    "        # Replaces every X-Request-Id the client sent (proxy_set_header drops the client's headers of that name).",
+    "        proxy_set_header X-Request-Id $ingress_request_id;",
     "        # Server-sent events: pass every chunk as soon as vLLM writes it.",
     "        proxy_buffering off;",
     "        proxy_cache off;",
