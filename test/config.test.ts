@@ -174,7 +174,7 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "LoadBalancer in plain HTTP",
             raw: withOverride({ recipe: "opencode-blackbox", ingress: { exposure: "loadbalancer", host: "vllm.example.com" } }),
-            expect: [/^ingress\.tls\.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to secret/],
+            expect: [/^ingress\.tls\.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to cert-manager \(with tls\.issuer\) or secret/],
         },
         {
             what: "tls secret without a name, and an unknown sandbox key",

@@ -247,3 +247,32 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
         assert.equal(JSON.parse(readStackFile("helper", f).config["agent-rl-infra:platform"]).recipe, "mbpp-whitebox");
     });
 });
+
+describe("plan: prerequisites the stack refers to but does not create", () => {
+    test("each external reference is named with its symptom and a check; Docker lists the NVIDIA runtime", async () => {
+        const { externalPrerequisites } = await import("../components/platform/resolve");
+        const { parsePlatformConfig: parse, platformNames: namesOf } = await import("../components/config");
+        const c = parse(
+            {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "kubernetes", context: "test", priorityClassName: "training-high", storageClassName: "fast" },
+                sandboxes: { runtimeClassName: "gvisor" },
+                ingress: { tls: { mode: "cert-manager", issuer: { name: "internal-ca", kind: "Issuer" } } },
+            },
+            "test",
+        );
+        const rows = externalPrerequisites(c, namesOf(c));
+        const by = (field: string) => rows.find((r) => r.field === field);
+        assert.equal(by("target.priorityClassName")?.check, "kubectl get priorityclass training-high");
+        assert.equal(by("target.storageClassName")?.check, "kubectl get storageclass fast");
+        assert.equal(by("sandboxes.runtimeClassName")?.check, "kubectl get runtimeclass gvisor");
+        assert.match(by("sandboxes.installController")!.what, /agent-sandbox v0\.5\.6 CRDs and controller/);
+        assert.equal(by("ingress.tls.issuer")?.check, "kubectl get issuer internal-ca -n arl-test-ingress");
+        assert.match(by("target.gpuResourceName")!.otherwise, /Pending/);
+        const installed = parse({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { installController: true } }, "test");
+        assert.equal(externalPrerequisites(installed, namesOf(installed)).find((r) => r.field === "sandboxes.installController"), undefined, "installed by the stack: not a prerequisite");
+        const dockerCfg = parse({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, "test");
+        assert.deepEqual(externalPrerequisites(dockerCfg, namesOf(dockerCfg)).map((r) => r.field), ["target.host"]);
+    });
+});

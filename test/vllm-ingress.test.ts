@@ -40,7 +40,7 @@ const T = {
 };
 
 function config(ingress: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes"): PlatformConfig {
-    return parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: target }, ingress: { enabled: true, ...ingress } }, "test");
+    return parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test" } : { kind: target }, ingress: { enabled: true, ...ingress } }, "test");
 }
 
 /** The mock monitor records secret inputs as {<sig>: <secret sig>, value}: unwrap them. */
@@ -165,7 +165,7 @@ describe("resolveVllmIngress", () => {
     });
 
     test("refuses a disabled ingress and httproute with proxy TLS, naming the field and the fix", () => {
-        const white = parsePlatformConfig({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes" } }, "test");
+        const white = parsePlatformConfig({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } }, "test");
         assert.throws(() => resolveVllmIngress(white, platformNames(white)), (e: unknown) => e instanceof ConfigError && /ingress\.enabled: the ingress is disabled/.test(e.message));
         const c = config({ exposure: "httproute", host: "vllm.example.com", gateway: { name: "gw", namespace: "gateways" }, tls: { mode: "secret", secretName: "t" } });
         assert.throws(() => resolveVllmIngress(c, platformNames(c)), (e: unknown) => e instanceof ConfigError && /ingress\.tls\.mode: with exposure httproute TLS ends at the Gateway.*set tls\.mode to none/.test(e.message));
@@ -363,6 +363,52 @@ describe("kubernetes, exposure loadbalancer with a TLS Secret", () => {
         const np = plain(single(b.update.resources, T.netpol).inputs);
         assert.deepEqual(np.spec.ingress, [{ ports: [{ protocol: "TCP", port: 8443 }] }]);
         for (const o of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(o), [], `${o.kind}`);
+    });
+});
+
+describe("kubernetes, TLS from a cert-manager Certificate the stack requests", () => {
+    let b: Built;
+    before(async () => {
+        b = await build(config({ exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "cert-manager", issuer: { name: "internal-ca" } } }));
+    });
+
+    test("a Certificate for the proxy's Service names and the public host, from the issuer; its Secret is what the pods mount", () => {
+        const certs = b.update.resources.filter((r) => r.type === "kubernetes:cert-manager.io/v1:Certificate").map((r) => plain(r.inputs));
+        assert.equal(certs.length, 1);
+        const c = certs[0];
+        assert.equal(c.metadata.namespace, "arl-test-ingress");
+        assert.deepEqual(c.spec.issuerRef, { name: "internal-ca", kind: "ClusterIssuer", group: "cert-manager.io" });
+        assert.equal(c.spec.secretName, "vllm-ingress-tls");
+        assert.deepEqual(c.spec.dnsNames, [
+            "vllm-ingress",
+            "vllm-ingress.arl-test-ingress",
+            "vllm-ingress.arl-test-ingress.svc",
+            "vllm-ingress.arl-test-ingress.svc.cluster.local",
+            "vllm.example.com",
+        ]);
+        // The name sandboxes dial is among them.
+        assert.ok(c.spec.dnsNames.includes(new URL(b.update.outputs!.sandboxUrl as string).hostname));
+        const pod = podSpecOf(single(b.update.resources, T.deployment));
+        const mount = pod.containers[0].volumeMounts.find((m: any) => m.mountPath === "/etc/nginx/tls");
+        assert.equal(pod.volumes.find((v: any) => v.name === mount.name).secret.secretName, "vllm-ingress-tls");
+    });
+
+    test("config: issuer required, only with cert-manager, not on docker", () => {
+        const problems = (ingress: Record<string, unknown>, target: "kubernetes" | "docker" = "kubernetes") => {
+            try {
+                config(ingress, target);
+                return [];
+            } catch (e) {
+                return [...(e as ConfigError).problems];
+            }
+        };
+        assert.deepEqual(problems({ tls: { mode: "cert-manager" } }), [
+            "ingress.tls.issuer: tls mode 'cert-manager' needs the issuer that signs the certificate: set tls.issuer.name (and kind Issuer or ClusterIssuer; kubectl get clusterissuers lists them)",
+        ]);
+        assert.deepEqual(problems({ tls: { mode: "none", issuer: { name: "x" } } }), [
+            "ingress.tls.issuer: only tls mode 'cert-manager' requests a certificate from an issuer (mode is 'none'): remove tls.issuer or set tls.mode to cert-manager",
+        ]);
+        assert.ok(problems({ tls: { mode: "cert-manager", issuer: { name: "x" } } }, "docker").includes("ingress.tls.mode: 'cert-manager' issues a Kubernetes TLS Secret; on the docker target use 'files' with certFile and keyFile"));
     });
 });
 

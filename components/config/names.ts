@@ -67,6 +67,9 @@ export interface PlatformNames {
         readonly service: string;
         readonly keysSecret: string;
         readonly config: string;
+        /** cert-manager Certificate and the TLS Secret it writes (tls.mode cert-manager). */
+        readonly certificate: string;
+        readonly tlsSecret: string;
         /** URL sandboxes use: the proxy's in-cluster (in-network) address, or the public one for hosted sandboxes. */
         readonly sandboxUrl: string;
         /** The proxy's in-cluster (Docker: in-network) URL. */
@@ -133,7 +136,17 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             checkpoints: local("checkpoints"),
             vllmUpstream,
         },
-        ingress: { deployment: ingressService, service: ingressService, keysSecret: local("vllm-ingress-keys"), config: local("vllm-ingress-config"), sandboxUrl, inClusterUrl, publicUrl },
+        ingress: {
+            deployment: ingressService,
+            service: ingressService,
+            keysSecret: local("vllm-ingress-keys"),
+            config: local("vllm-ingress-config"),
+            certificate: local("vllm-ingress"),
+            tlsSecret: local("vllm-ingress-tls"),
+            sandboxUrl,
+            inClusterUrl,
+            publicUrl,
+        },
         sandboxes: { template: local("sandbox", c.runId), warmPool: local("sandbox-pool", c.runId), runLabel: "agentrl.dev/run", keySecret: local("sandbox-key") },
         envs,
     };

@@ -257,15 +257,30 @@ const ingress = z.strictObject({
         .string()
         .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a DNS host name such as vllm.example.com (no scheme, no port)")
         .optional(),
-    /** TLS: `secret` (Kubernetes TLS Secret), `files` (Docker host files), `none` (plain HTTP, in-cluster only). */
+    /**
+     * TLS: `secret` (a Kubernetes TLS Secret you provide), `cert-manager` (the stack requests a
+     * cert-manager Certificate from `issuer` for the proxy's names), `files` (Docker host files),
+     * `none` (plain HTTP, in-cluster only).
+     */
     tls: z
         .strictObject({
             /** Where the certificate comes from. */
-            mode: z.enum(["secret", "files", "none"]).default("none"),
-            /** Kubernetes TLS Secret name (e.g. issued by cert-manager) in the ingress namespace. */
+            mode: z.enum(["secret", "cert-manager", "files", "none"]).default("none"),
+            /** Kubernetes TLS Secret name in the ingress namespace (mode secret: required; cert-manager: where the Certificate writes, default `vllm-ingress-tls`). */
             secretName: z
                 .string()
                 .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes Secret name (lower-case DNS subdomain)")
+                .optional(),
+            /** cert-manager (mode cert-manager): the Issuer (in the ingress namespace) or ClusterIssuer that signs the certificate. */
+            issuer: z
+                .strictObject({
+                    /** Issuer / ClusterIssuer name. */
+                    name: z.string().regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes object name"),
+                    /** `Issuer` (namespaced, in the ingress namespace) or `ClusterIssuer`. */
+                    kind: z.enum(["Issuer", "ClusterIssuer"]).default("ClusterIssuer"),
+                    /** API group of the issuer (external issuers have their own). */
+                    group: z.string().default("cert-manager.io"),
+                })
                 .optional(),
             /** Docker: certificate file on the host. */
             certFile: z.string().regex(/^\//, "must be an absolute path on the Docker host").optional(),

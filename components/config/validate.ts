@@ -180,19 +180,29 @@ export function validateIngress(c: PlatformConfig): string[] {
     }
     if (new Set(i.keys).size !== i.keys.length) errors.push(`ingress.keys: key names must be unique (${i.keys.join(", ")})`);
     if (c.target.kind === "docker") {
-        if (i.tls.mode === "secret") errors.push(`ingress.tls.mode: 'secret' is a Kubernetes TLS Secret; on the docker target use 'files' with certFile and keyFile`);
+        if (i.tls.mode === "secret" || i.tls.mode === "cert-manager") {
+            errors.push(`ingress.tls.mode: '${i.tls.mode}' ${i.tls.mode === "secret" ? "is a Kubernetes TLS Secret" : "issues a Kubernetes TLS Secret"}; on the docker target use 'files' with certFile and keyFile`);
+        }
         if (i.exposure === "httproute") errors.push(`ingress.exposure: httproute needs the kubernetes target; on docker the proxy publishes its port on the host`);
     } else if (i.tls.mode === "files") {
         errors.push(`ingress.tls.mode: 'files' reads certificate files on a Docker host; on Kubernetes use 'secret' with secretName (e.g. issued by cert-manager)`);
     }
-    if (i.tls.mode === "secret" && !i.tls.secretName) errors.push(`ingress.tls.secretName: tls mode 'secret' needs the name of a kubernetes.io/tls Secret in the ingress namespace`);
+    if (i.tls.mode === "secret" && !i.tls.secretName) {
+        errors.push(`ingress.tls.secretName: tls mode 'secret' needs the name of a kubernetes.io/tls Secret in the ingress namespace (or use tls.mode cert-manager with tls.issuer to have one issued)`);
+    }
+    if (i.tls.mode === "cert-manager" && !i.tls.issuer) {
+        errors.push(`ingress.tls.issuer: tls mode 'cert-manager' needs the issuer that signs the certificate: set tls.issuer.name (and kind Issuer or ClusterIssuer; kubectl get clusterissuers lists them)`);
+    }
+    if (i.tls.mode !== "cert-manager" && i.tls.issuer) {
+        errors.push(`ingress.tls.issuer: only tls mode 'cert-manager' requests a certificate from an issuer (mode is '${i.tls.mode}'): remove tls.issuer or set tls.mode to cert-manager`);
+    }
     if (i.tls.mode === "files" && (!i.tls.certFile || !i.tls.keyFile)) {
         errors.push(`ingress.tls.certFile: tls mode 'files' needs certFile and keyFile (paths on the Docker host)`);
     }
     if (i.exposure === "loadbalancer" && i.tls.mode === "none") {
         errors.push(
             c.target.kind === "kubernetes"
-                ? `ingress.tls.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls.mode to secret (or use exposure httproute, where TLS ends at the Gateway)`
+                ? `ingress.tls.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls.mode to cert-manager (with tls.issuer) or secret (or use exposure httproute, where TLS ends at the Gateway)`
                 : `ingress.tls.mode: a published port exposes the keys' bearer tokens to the network in plain HTTP: set tls.mode to files with certFile and keyFile`,
         );
     }

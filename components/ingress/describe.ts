@@ -17,6 +17,7 @@ import {
     type Route,
 } from "./nginx";
 import type { LocalProxyOverrides } from "./local";
+import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 
 // The listen ports are decided once, in names.ts, which also builds the sandbox URLs with them.
 export { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
@@ -75,11 +76,18 @@ export interface IngressResources {
 export interface IngressTls {
     /** nginx itself terminates TLS on the listen port. */
     readonly proxyTerminates: boolean;
-    /** `secret` (Kubernetes TLS Secret), `files` (Docker host files), `none`. */
-    readonly mode: "secret" | "files" | "none";
+    /** `secret` (Kubernetes TLS Secret), `cert-manager` (a Certificate the stack requests), `files` (Docker host files), `none`. */
+    readonly mode: "secret" | "cert-manager" | "files" | "none";
     /** Where TLS ends for clients: at the proxy, at the Gateway (exposure httproute), or nowhere (in-cluster plain HTTP). */
     readonly terminatedAt: "proxy" | "gateway" | "none";
     readonly secretName?: string;
+    /** cert-manager: the Certificate to request (its Secret is `secretName`). */
+    readonly certificate?: {
+        readonly name: string;
+        readonly issuer: { readonly name: string; readonly kind: "Issuer" | "ClusterIssuer"; readonly group: string };
+        /** The proxy Service's in-cluster names, then the public host if any. */
+        readonly dnsNames: readonly string[];
+    };
     readonly certFile?: string;
     readonly keyFile?: string;
     readonly publiclyTrusted: boolean;
@@ -175,6 +183,10 @@ export function ingressProxySettings(config: PlatformConfig, names: PlatformName
         tlsCertFile: `${INGRESS_PATHS.tlsDir}/tls.crt`,
         tlsKeyFile: `${INGRESS_PATHS.tlsDir}/tls.key`,
         upstream: names.training.vllmUpstream,
+        // Docker: vLLM is a container whose address changes when it is recreated (a new run, a changed vLLM
+        // setting, a host reboot): look its name up while nginx runs. Kubernetes: a ClusterIP Service's address
+        // is fixed, so nginx resolves it once and keeps its connections alive.
+        upstreamResolver: config.target.kind === "docker" ? DOCKER_EMBEDDED_DNS : undefined,
         keysFile: `${INGRESS_PATHS.keysDir}/${INGRESS_PATHS.keysFileName}`,
         allowCompletions: i.allowCompletions,
         healthUnauthenticated: i.healthUnauthenticated,
@@ -194,8 +206,16 @@ export function ingressProxySettings(config: PlatformConfig, names: PlatformName
 /** The settings `startLocalIngress` accepts, taken from the deployed ones (everything but paths, listen, upstream, TLS). */
 export function localOverrides(settings: ResolvedProxySettings): LocalProxyOverrides {
     const out: Record<string, unknown> = { ...settings };
-    for (const f of [...PROXY_PATH_FIELDS, "listenAddress", "listenPort", "upstream", "tlsEnabled"]) delete out[f];
+    // upstreamResolver names the deployment's DNS (Docker's), which a local run does not have.
+    for (const f of [...PROXY_PATH_FIELDS, "listenAddress", "listenPort", "upstream", "upstreamResolver", "tlsEnabled"]) delete out[f];
     return out as LocalProxyOverrides;
+}
+
+/** The proxy Service's in-cluster DNS names: what sandboxes dial, so what its certificate must name. */
+export function serviceDnsNames(names: PlatformNames): string[] {
+    const svc = names.ingress.service;
+    const ns = names.namespaces.ingress;
+    return [svc, `${svc}.${ns}`, `${svc}.${ns}.svc`, `${svc}.${ns}.svc.cluster.local`];
 }
 
 /** Resolves the ingress from the platform config and names; throws ConfigError with every problem. */
@@ -203,7 +223,7 @@ export function resolveVllmIngress(config: PlatformConfig, names: PlatformNames)
     const i = config.ingress;
     const problems: string[] = [];
     if (!i.enabled) problems.push("ingress.enabled: the ingress is disabled, so there is nothing to deploy: do not build VllmIngress (or set ingress.enabled to true)");
-    if (i.exposure === "httproute" && i.tls.mode === "secret") {
+    if (i.exposure === "httproute" && (i.tls.mode === "secret" || i.tls.mode === "cert-manager")) {
         problems.push(
             "ingress.tls.mode: with exposure httproute TLS ends at the Gateway (its listener holds the certificate) and the Gateway talks plain HTTP to the proxy: set tls.mode to none and put the certificate on the Gateway listener",
         );
@@ -241,7 +261,11 @@ export function resolveVllmIngress(config: PlatformConfig, names: PlatformNames)
             proxyTerminates,
             mode: i.tls.mode,
             terminatedAt: proxyTerminates ? "proxy" : i.exposure === "httproute" ? "gateway" : "none",
-            secretName: i.tls.secretName,
+            secretName: i.tls.secretName ?? (i.tls.mode === "cert-manager" ? names.ingress.tlsSecret : undefined),
+            certificate:
+                i.tls.mode === "cert-manager" && i.tls.issuer
+                    ? { name: names.ingress.certificate, issuer: { ...i.tls.issuer }, dnsNames: [...serviceDnsNames(names), ...(i.host ? [i.host] : [])] }
+                    : undefined,
             certFile: i.tls.certFile,
             keyFile: i.tls.keyFile,
             publiclyTrusted: i.tls.publiclyTrusted,

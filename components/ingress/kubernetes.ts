@@ -52,7 +52,7 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
         { name: "keys", mountPath: d.paths.keysDir, readOnly: true },
         { name: "runtime", mountPath: d.paths.runtimeDir },
     ];
-    if (d.tls.proxyTerminates && d.tls.mode === "secret") {
+    if (d.tls.proxyTerminates && (d.tls.mode === "secret" || d.tls.mode === "cert-manager")) {
         volumes.push({
             name: "tls",
             secret: { secretName: d.tls.secretName!, defaultMode: 0o440, items: [{ key: "tls.crt", path: "tls.crt" }, { key: "tls.key", path: "tls.key" }] },
@@ -187,10 +187,31 @@ export function registerKubernetesIngress(name: string, args: KubernetesIngressA
     );
     // Lock the pods down before they exist.
     const policy = new k8s.networking.v1.NetworkPolicy(`${name}-network`, { metadata: meta(d.names.networkPolicy), spec: ingressNetworkPolicySpec(d) }, child);
+    // tls.mode cert-manager: the Certificate for the proxy's Service names (and the public host),
+    // written by cert-manager into the Secret the pods mount; the pods start once it exists.
+    const cert = d.tls.certificate;
+    const certificate = cert
+        ? new k8s.apiextensions.CustomResource(
+              `${name}-certificate`,
+              {
+                  apiVersion: "cert-manager.io/v1",
+                  kind: "Certificate",
+                  metadata: meta(cert.name),
+                  spec: {
+                      secretName: d.tls.secretName,
+                      dnsNames: [...cert.dnsNames],
+                      issuerRef: { name: cert.issuer.name, kind: cert.issuer.kind, group: cert.issuer.group },
+                      privateKey: { algorithm: "ECDSA", size: 256, rotationPolicy: "Always" },
+                      usages: ["digital signature", "key encipherment", "server auth"],
+                  },
+              },
+              child,
+          )
+        : undefined;
     const deployment = new k8s.apps.v1.Deployment(
         `${name}-deployment`,
         { metadata: meta(d.names.deployment), spec: ingressDeploymentSpec(d, args.checksum) },
-        { ...child, dependsOn: waitFor(args.upstreamReady, [config, keys, policy]) },
+        { ...child, dependsOn: waitFor(args.upstreamReady, [config, keys, policy, ...(certificate ? [certificate] : [])]) },
     );
     if (d.replicas > 1) {
         new k8s.policy.v1.PodDisruptionBudget(`${name}-disruption-budget`, { metadata: meta(d.names.disruptionBudget), spec: ingressDisruptionBudgetSpec(d) }, child);

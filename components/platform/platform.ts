@@ -44,6 +44,8 @@ export class Platform extends pulumi.ComponentResource {
         const { plan } = args;
         const { config, names } = plan;
         const child = { parent: this };
+        // Say loudly what the stack relies on but does not create (plan.md lists the same).
+        for (const p of plan.prerequisites) pulumi.log.info(`prerequisite: ${p.what} (${p.field}); otherwise ${p.otherwise}; check: ${p.check}`, this);
         this.namespaces = {};
         if (config.target.kind === "kubernetes") {
             for (const [role, nsName] of Object.entries(names.namespaces) as Array<[keyof typeof POD_SECURITY, string]>) {

@@ -54,6 +54,23 @@ export function renderMermaid(plan: PlatformPlan): string {
     return lines.join("\n");
 }
 
+/** Where a deployed env runs on Docker: its own network, the router also on the training network. */
+function dockerEnvWhere(plan: PlatformPlan, envName: string): string {
+    const d = plan.envs.find((e) => e.name === envName);
+    return d?.kind === "deployed" ? `${d.replicaNetwork} (router also on ${d.network})` : plan.names.networks.training;
+}
+
+/** What mounting the host's Docker socket into the trainer means (Docker black box with the Docker sandbox pool). */
+export function dockerSocketNote(socket: string): string {
+    return (
+        `The trainer gets the host's Docker socket (\`${socket}\`, as DOCKER_HOST) to \`docker exec\` into its sandboxes. ` +
+        `Whoever controls the trainer's image or script controls the Docker daemon, which is **root on the GPU host** ` +
+        `(it can start a privileged container or bind-mount \`/\`): trust the trainer image as you trust the host's admins. ` +
+        `Sandboxes, env servers, vLLM and the ingress never get the socket. No narrower path is deployed ` +
+        `(a socket proxy allowing only exec into the pool's labelled containers would be one; see the README).`
+    );
+}
+
 export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
     const { config: c, names } = plan;
     const t = c.training;
@@ -84,7 +101,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     }
     for (const e of c.envs) {
         if (e.external) rows.push([`env \`${e.name}\` (external)`, e.external.url, 0, "-", e.external.sessions, "-"]);
-        else rows.push([`env \`${e.name}\` (${e.catalog})`, c.target.kind === "kubernetes" ? names.namespaces.envs : names.networks.training, 0, `${e.replicas} + router`, `${e.sessionsPerReplica} per replica`, `${e.port}`]);
+        else rows.push([`env \`${e.name}\` (${e.catalog})`, c.target.kind === "kubernetes" ? names.namespaces.envs : dockerEnvWhere(plan, e.name), 0, `${e.replicas} + router`, `${e.sessionsPerReplica} per replica`, `${e.port}`]);
     }
     if (c.ingress.enabled) rows.push(["vLLM ingress", c.target.kind === "kubernetes" ? names.namespaces.ingress : `${names.networks.training} + ${names.networks.sandboxes}`, 0, c.target.kind === "kubernetes" ? c.ingress.replicas : 1, "-", c.ingress.tls.mode === "none" ? "8080 (http)" : "8443 (https)"]);
     if (c.sandboxes.provider !== "none") rows.push([`sandboxes (${c.sandboxes.provider})`, c.target.kind === "kubernetes" ? names.namespaces.sandboxes : names.networks.sandboxes, 0, c.sandboxes.provider === "hf" ? "hosted" : c.sandboxes.poolSize, `${t.maxInflight} in flight`, "-"]);
@@ -183,6 +200,20 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
                 ],
             ),
         );
+        out.push("");
+    }
+    if (plan.training.dockerSocket) {
+        out.push("## Host access");
+        out.push("");
+        out.push(dockerSocketNote(plan.training.dockerSocket.hostPath));
+        out.push("");
+    }
+    if (plan.prerequisites.length > 0) {
+        out.push("## Prerequisites this stack does not create");
+        out.push("");
+        out.push("Nothing checks these before `pulumi up`; each row says what happens without it and how to check it.");
+        out.push("");
+        out.push(table(["must exist", "field", "otherwise", "check"], plan.prerequisites.map((p) => [p.what, `\`${p.field}\``, p.otherwise, `\`${p.check}\``])));
         out.push("");
     }
     if (plan.warnings.length > 0) {

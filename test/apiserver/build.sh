@@ -2,7 +2,7 @@
 # Builds the Kubernetes API server test fixture (see README.md next to this file):
 #   bin/kube-apiserver, bin/kubectl  (k8s.io/kubernetes v1.36.3)
 #   bin/etcd                         (go.etcd.io/etcd/server/v3 v3.6.8)
-#   crds/*.yaml                      (agent-sandbox and Gateway API CRDs, from the Go module cache)
+#   crds/*.yaml                      (agent-sandbox, Gateway API and cert-manager CRDs, from the Go module cache)
 # into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/k8s-v1.36.3/.
 #
 # Idempotent: exits at once when the cache directory is complete. Only needs
@@ -14,22 +14,28 @@ K8S_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
 AGENT_SANDBOX_VERSION=v0.5.6
 GATEWAY_API_VERSION=v1.6.3
+CERT_MANAGER_VERSION=v1.21.2
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
 out="${AGENT_RL_K8S_CACHE_DIR:-$cache_root/k8s-$K8S_VERSION}"
-# The stamp records everything that goes into the directory; a change to any
-# version (or to go.sum) invalidates the cache.
-stamp_content="k8s=$K8S_VERSION etcd=$ETCD_VERSION agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION go.sum=$(sha256sum "$here/go.sum" | cut -c1-16)"
+# Two stamps: .complete for the binaries (a change of a version or of go.sum rebuilds them),
+# crds/.complete for the CRDs (a change of a CRD version only refreshes crds/, in seconds).
+go_sum="go.sum=$(sha256sum "$here/go.sum" | cut -c1-16)"
+stamp_content="k8s=$K8S_VERSION etcd=$ETCD_VERSION agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION $go_sum"
+crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION"
 
 log() { printf '[apiserver/build] %s\n' "$*" >&2; }
 
-up_to_date() {
+bins_up_to_date() {
   [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
   local f
   for f in bin/kube-apiserver bin/kubectl bin/etcd; do [[ -x "$out/$f" ]] || return 1; done
-  compgen -G "$out/crds/*.yaml" >/dev/null
 }
+crds_up_to_date() {
+  [[ -f "$out/crds/.complete" && "$(cat "$out/crds/.complete")" == "$crd_stamp" ]] && compgen -G "$out/crds/*.yaml" >/dev/null
+}
+up_to_date() { bins_up_to_date && crds_up_to_date; }
 if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then log "up to date: $out"; exit 0; fi
 
 # Serialise concurrent runs (e.g. two test files starting the fixture at once).
@@ -39,6 +45,46 @@ flock 9
 if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then log "up to date: $out (built by a concurrent run)"; exit 0; fi
 
 command -v go >/dev/null || { log "ERROR: go is not installed (needed to build kube-apiserver/etcd/kubectl)"; exit 1; }
+
+# CRDs come from the module cache (checksummed through sum.golang.org), never
+# from files committed to this repo. Downloaded outside this module so go.sum
+# is not touched.
+module_dir() { # <module@version>
+  local json dir
+  json="$(cd "$(dirname "$out")" && GOFLAGS= go mod download -json "$1")" || { log "ERROR: go mod download $1 failed: $json"; return 1; }
+  dir="$(printf '%s' "$json" | sed -n 's/.*"Dir": "\(.*\)",*$/\1/p' | head -1)"
+  [[ -n "$dir" && -d "$dir" ]] || { log "ERROR: no Dir for $1: $json"; return 1; }
+  printf '%s' "$dir"
+}
+install_crds() { # <dir to fill>
+  local into="$1" sandbox_dir gateway_dir cert_manager_dir f
+  sandbox_dir="$(module_dir "sigs.k8s.io/agent-sandbox@$AGENT_SANDBOX_VERSION")"
+  gateway_dir="$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
+  cert_manager_dir="$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")"
+  shopt -s nullglob
+  local sandbox_crds=("$sandbox_dir"/k8s/crds/*.yaml)
+  local gateway_crds=("$gateway_dir"/config/crd/standard/*.yaml)
+  local cert_manager_crds=("$cert_manager_dir"/deploy/crds/*.yaml)
+  (( ${#sandbox_crds[@]} > 0 )) || { log "ERROR: no CRDs in $sandbox_dir/k8s/crds"; return 1; }
+  (( ${#gateway_crds[@]} > 0 )) || { log "ERROR: no CRDs in $gateway_dir/config/crd/standard"; return 1; }
+  (( ${#cert_manager_crds[@]} > 0 )) || { log "ERROR: no CRDs in $cert_manager_dir/deploy/crds"; return 1; }
+  mkdir -p "$into"
+  for f in "${sandbox_crds[@]}"; do install -m 0644 "$f" "$into/agent-sandbox-$AGENT_SANDBOX_VERSION.$(basename "$f")"; done
+  for f in "${gateway_crds[@]}"; do install -m 0644 "$f" "$into/gateway-api-$GATEWAY_API_VERSION.$(basename "$f")"; done
+  for f in "${cert_manager_crds[@]}"; do install -m 0644 "$f" "$into/cert-manager-$CERT_MANAGER_VERSION.$(basename "$f")"; done
+  printf '%s' "$crd_stamp" > "$into/.complete"
+}
+
+# Binaries current, CRDs not: refresh crds/ only (swapped in whole).
+if [[ "${FORCE:-0}" != 1 ]] && bins_up_to_date; then
+  new_crds="$(mktemp -d "$out/.crds.XXXXXX")"
+  install_crds "$new_crds" || { rm -rf "$new_crds"; exit 1; }
+  chmod 755 "$new_crds"
+  rm -rf "$out/crds.old"; [[ -d "$out/crds" ]] && mv "$out/crds" "$out/crds.old"
+  mv "$new_crds" "$out/crds"; rm -rf "$out/crds.old"
+  log "CRDs refreshed: $crd_stamp"
+  exit 0
+fi
 
 start=$(date +%s)
 tmp="$(mktemp -d "$(dirname "$out")/.build-k8s-$K8S_VERSION.XXXXXX")"
@@ -76,25 +122,7 @@ build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kubectl k8s.io/kubernetes/cmd/kubectl
 
-# CRDs come from the module cache (checksummed through sum.golang.org), never
-# from files committed to this repo. Downloaded outside this module so go.sum
-# is not touched.
-module_dir() { # <module@version>
-  local json dir
-  json="$(cd "$tmp" && GOFLAGS= go mod download -json "$1")" || { log "ERROR: go mod download $1 failed: $json"; return 1; }
-  dir="$(printf '%s' "$json" | sed -n 's/.*"Dir": "\(.*\)",*$/\1/p' | head -1)"
-  [[ -n "$dir" && -d "$dir" ]] || { log "ERROR: no Dir for $1: $json"; return 1; }
-  printf '%s' "$dir"
-}
-sandbox_dir="$(module_dir "sigs.k8s.io/agent-sandbox@$AGENT_SANDBOX_VERSION")"
-gateway_dir="$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
-shopt -s nullglob
-sandbox_crds=("$sandbox_dir"/k8s/crds/*.yaml)
-gateway_crds=("$gateway_dir"/config/crd/standard/*.yaml)
-(( ${#sandbox_crds[@]} > 0 )) || { log "ERROR: no CRDs in $sandbox_dir/k8s/crds"; exit 1; }
-(( ${#gateway_crds[@]} > 0 )) || { log "ERROR: no CRDs in $gateway_dir/config/crd/standard"; exit 1; }
-for f in "${sandbox_crds[@]}"; do install -m 0644 "$f" "$tmp/crds/agent-sandbox-$AGENT_SANDBOX_VERSION.$(basename "$f")"; done
-for f in "${gateway_crds[@]}"; do install -m 0644 "$f" "$tmp/crds/gateway-api-$GATEWAY_API_VERSION.$(basename "$f")"; done
+install_crds "$tmp/crds"
 
 "$tmp/bin/kube-apiserver" --version >&2
 "$tmp/bin/etcd" --version >&2
