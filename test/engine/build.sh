@@ -72,12 +72,16 @@ export CGO_ENABLED=0
 timings=()
 
 build() { # <module dir> <output path> <package> <ldflags>
-  local t0=$(date +%s)
+  local t0=$(date +%s) cpu
   log "go build $3 (in $1)"
-  (cd "$1" && go build -trimpath -ldflags="$4" -o "$2" "$3")
+  # CPU seconds (user+sys of go and its compilers) as well as wall time: on a
+  # shared machine the wall time says more about the neighbours than the build.
+  cpu="$( { TIMEFORMAT='%U %S'; time (cd "$1" && go build -trimpath -ldflags="$4" -o "$2" "$3" >&3 2>&4); } 3>&1 4>&2 2>&1 )" ||
+    { log "ERROR: go build $3 failed"; return 1; }
+  cpu="$(awk '{printf "%d", $1 + $2}' <<<"${cpu##*$'\n'}")"
   local dt=$(( $(date +%s) - t0 ))
   timings+=("$(basename "$2")=${dt}s")
-  log "built $(basename "$2") in ${dt}s"
+  log "built $(basename "$2") in ${dt}s (${cpu} CPU-seconds)"
 }
 module_dir() { # <module dir> <module path>: the module's directory in the module cache
   local dir

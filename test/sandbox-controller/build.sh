@@ -55,8 +55,12 @@ ldflags="-s -w -X $pkg.gitVersion=$AGENT_SANDBOX_VERSION -X $pkg.gitSHA=${git_sh
 ldflags+=" -X $pkg.buildDate=${build_date:-1970-01-01T00:00:00Z}"
 
 log "go build sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller"
-go build -trimpath -ldflags="$ldflags" -o "$tmp/bin/agent-sandbox-controller" \
-  sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller
+t0=$(date +%s)
+cpu="$( { TIMEFORMAT='%U %S'; time (go build -trimpath -ldflags="$ldflags" -o "$tmp/bin/agent-sandbox-controller" \
+  sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller >&3 2>&4); } 3>&1 4>&2 2>&1 )" ||
+  { log "ERROR: go build sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller failed"; exit 1; }
+cpu="$(awk '{printf "%d", $1 + $2}' <<<"${cpu##*$'\n'}")"
+log "built agent-sandbox-controller in $(( $(date +%s) - t0 ))s (${cpu} CPU-seconds)"
 "$tmp/bin/agent-sandbox-controller" --version >&2
 
 printf '%s' "$stamp_content" > "$tmp/.complete"
