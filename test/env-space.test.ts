@@ -236,7 +236,7 @@ describe("resolveEnvSpace", () => {
         for (const [image, ok] of cases) assert.equal(nginxImageSupportsResolve(image), ok, image);
     });
 
-    test("docker: replicas are containers <replicas>-<i> on the training network, resolved by Docker's DNS", () => {
+    test("docker: replicas are containers <replicas>-<i> on the env's own network, resolved by Docker's DNS", () => {
         const c = config("wordle-whitebox", "docker");
         const names = platformNames(c);
         const d = deployed(describeEnv(c, "wordle", names));
@@ -245,6 +245,7 @@ describe("resolveEnvSpace", () => {
         assert.deepEqual(d.router.settings.replicas, d.replicas.containerNames.map((x) => `${x}:8000`));
         assert.equal(d.router.settings.resolver, "127.0.0.11");
         assert.equal(d.network, names.networks.training);
+        assert.equal(d.replicaNetwork, `${n.routerService}-net`);
         assert.equal(d.url, `http://${n.routerService}:8000`);
         assert.equal(d.wsUrl, `ws://${n.routerService}:8000/ws`);
     });
@@ -427,7 +428,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             d = deployed(b.description);
         });
 
-        test("one container per replica on the training network, with env, health check, limits, restart policy", () => {
+        test("one container per replica on the env's own network (never the training network), with env, health check, limits, restart policy", () => {
             const n = b.names.envs[expected.env]!;
             const containers = ofType(b.update.resources, T.container);
             assert.equal(containers.length, expected.replicas + 1);
@@ -435,7 +436,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(replicas.map((c) => c.inputs.name), Array.from({ length: expected.replicas }, (_, i) => `${n.replicas}-${i}`));
             for (const c of replicas) {
                 assert.deepEqual(dockerEnv(c), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
-                assert.deepEqual(c.inputs.networksAdvanced, [{ name: b.names.networks.training }]);
+                assert.deepEqual(c.inputs.networksAdvanced, [{ name: d.replicaNetwork }]);
                 assert.equal(c.inputs.restart, "unless-stopped");
                 assert.equal(c.inputs.memory, 4096);
                 assert.equal(c.inputs.cpus, "2");
@@ -444,6 +445,9 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
                 assert.equal(c.inputs.ports, undefined, "nothing published on the host");
                 assert.equal(c.inputs.destroyGraceSeconds, 300);
             }
+            // The env's network: a plain bridge (egress open, as on Kubernetes), created by the EnvSpace.
+            const nets = ofType(b.update.resources, "docker:index/network:Network").map((r) => [r.inputs.name, r.inputs.driver, r.inputs.internal]);
+            assert.deepEqual(nets, [[d.replicaNetwork, "bridge", false]]);
             const images = ofType(b.update.resources, T.image).map((i) => i.inputs.name).sort();
             assert.deepEqual(images, [d.replicas.image, "nginxinc/nginx-unprivileged:1.27-alpine"].sort());
         });
@@ -459,7 +463,8 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(router.entrypoints, routerCommand(d.router.settings, "/etc/env-router/nginx.conf"));
             assert.equal(router.user, "101:101");
             assert.ok(router.tmpfs["/tmp/env-router"], "runDir on a tmpfs");
-            assert.deepEqual(router.networksAdvanced, [{ name: b.names.networks.training }]);
+            // The only container on both: the trainer reaches it on the training network.
+            assert.deepEqual(router.networksAdvanced, [{ name: b.names.networks.training }, { name: d.replicaNetwork }]);
             assert.equal(router.restart, "unless-stopped");
             assert.ok(router.healthcheck.tests.join(" ").includes(`http://127.0.0.1:8000${ROUTER_HEALTH_PATH}`));
             assert.equal(router.ports, undefined, "nothing published on the host");

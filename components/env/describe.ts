@@ -17,6 +17,7 @@ import { createHash } from "node:crypto";
 import { ConfigError } from "../config/parse";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
+import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 import { ENV_CATALOG } from "./catalog";
 import {
     NGINX_MIN_VERSION_FOR_RESOLVE,
@@ -39,8 +40,8 @@ export const WEB_INTERFACE_ENV_VAR = "ENABLE_WEB_INTERFACE";
  * re-resolves the replica names through it (`server ... resolve`, nginx >= 1.27.3).
  */
 export const KUBERNETES_RESOLVER = "kube-dns.kube-system.svc.cluster.local";
-/** Docker's embedded DNS on user-defined networks: it answers container names on the training network. */
-export const DOCKER_RESOLVER = "127.0.0.11";
+/** Docker's embedded DNS on user-defined networks: it answers the replica names on the env's own network. */
+export const DOCKER_RESOLVER = DOCKER_EMBEDDED_DNS;
 /** Pod-template annotation (Kubernetes) / label (Docker) carrying the router config's hash: a new config replaces the router. */
 export const ROUTER_CHECKSUM_ANNOTATION = "agentrl.dev/config-checksum";
 /** Where the router finds nginx.conf: ConfigMap mount (Kubernetes) / upload (Docker). */
@@ -197,8 +198,14 @@ export interface DeployedEnvDescription extends EnvDescriptionBase {
     readonly catalog: ResolvedEnv["catalog"];
     /** Kubernetes namespace of every object. */
     readonly namespace: string;
-    /** Docker network of every container (the private training network). */
+    /** Docker network where the trainer reaches the router (the private training network). */
     readonly network: string;
+    /**
+     * Docker network of the env's own: its replicas and its router, nothing else (docker.ts says
+     * why). A plain bridge, so the replicas reach the internet as on Kubernetes (some envs
+     * download data); Docker drops traffic between bridge networks, so not the training network.
+     */
+    readonly replicaNetwork: string;
     readonly replicas: EnvReplicasDescription;
     readonly router: EnvRouterDescription;
     readonly trainer: TrainerPods;
@@ -382,6 +389,7 @@ export function resolveEnvSpace(config: PlatformConfig, env: ResolvedEnv, names:
         capacity: capacityOf(config, env, k),
         namespace,
         network: names.networks.training,
+        replicaNetwork: dnsName([n.routerService, "net"]),
         replicas: {
             name: n.replicas,
             headlessService: n.headless,

@@ -1,10 +1,22 @@
 /**
  * One env on a Docker host: one container per replica (`<replicas>-<i>`) and one router
- * container (named like the env URL's host) on the private training network, where the trainer
- * runs. The router resolves the replica containers through Docker's embedded DNS (127.0.0.11)
- * and re-resolves them (`server ... resolve`), so a recreated replica is found again. Nothing is
- * published on the host. Docker has no Service to hide the replicas behind, so the resource
- * count grows with the replicas.
+ * container (named like the env URL's host). Nothing is published on the host. Docker has no
+ * Service to hide the replicas behind, so the resource count grows with the replicas.
+ *
+ * Networks, mirroring the Kubernetes NetworkPolicies (kubernetes.ts): the replicas run
+ * model-written code, and vLLM listens on all interfaces with its dev-mode weight routes open
+ * (black box), so the replicas never join the training network. They sit alone with their
+ * router on the env's own network (`replicaNetwork`); the router, and only the router, is on
+ * the training network too, where the trainer reaches it (the trainer shares vLLM's network
+ * namespace, so vLLM itself must stay off the env network: the replicas could reach it there).
+ * dockerd drops traffic between two bridge networks (its DOCKER-ISOLATION chains), so a replica
+ * reaches neither vLLM, nor the ingress, nor another env; test/docker-lifecycle.test.ts shows
+ * it on a real dockerd. The env network is a plain bridge, not `internal`: replicas keep their
+ * egress to the internet, as on Kubernetes (some envs download data at start).
+ *
+ * The router resolves the replica containers through Docker's embedded DNS (127.0.0.11), which
+ * answers names of every network the router is on, and re-resolves them (`server ... resolve`),
+ * so a recreated replica is found again.
  */
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
@@ -13,18 +25,16 @@ import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 export interface DockerEnvArgs {
     readonly description: DeployedEnvDescription;
-    /** The private training network (created by the Platform). */
+    /** The private training network (created by the Platform): the router's side the trainer reaches. */
     readonly network: pulumi.Input<string>;
 }
 
 export interface DockerEnvResources {
+    /** The env's own network: its replicas and its router. */
+    readonly network: docker.Network;
     readonly replicas: docker.Container[];
     readonly router: docker.Container;
 }
-
-
-
-
 
 /** A replica's health check: python3 is in every OpenEnv image (FastAPI server); curl is not guaranteed. */
 export function replicaHealthcheck(startup: EnvProbe, liveness: EnvProbe): docker.types.input.ContainerHealthcheck {
@@ -62,6 +72,12 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([k, v]) => `${k}=${v}`);
     const replicaLabels = [{ label: "app.kubernetes.io/component", value: "env" }, ...Object.entries(r.podLabels).map(([label, value]) => ({ label, value }))];
+    // Replicas and their router only (see the top of this file); a plain bridge keeps the replicas' egress.
+    const network = new docker.Network(
+        `${name}-network`,
+        { name: d.replicaNetwork, driver: "bridge", internal: false, labels: [{ label: "app.kubernetes.io/component", value: "env" }, { label: "app.kubernetes.io/part-of", value: "agent-rl-infra" }] },
+        child,
+    );
 
     const replicas = r.containerNames.map(
         (containerName, i) =>
@@ -72,7 +88,8 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
                     image: replicaImage.imageId,
                     envs,
                     labels: replicaLabels,
-                    networksAdvanced: [{ name: args.network }],
+                    // Never the training network: vLLM (dev mode in black box) listens there on all interfaces.
+                    networksAdvanced: [{ name: network.name }],
                     cpus: dockerCpus(r.cpu),
                     memory: dockerMemoryMiB(r.memory),
                     memorySwap: dockerMemoryMiB(r.memory),
@@ -110,7 +127,8 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
                 ...Object.entries(rt.podLabels).map(([label, value]) => ({ label, value })),
                 { label: ROUTER_CHECKSUM_ANNOTATION, value: rt.configChecksum },
             ],
-            networksAdvanced: [{ name: args.network }],
+            // The only container on both: the trainer reaches it on the training network, it reaches the replicas on the env's.
+            networksAdvanced: [{ name: args.network }, { name: network.name }],
             cpus: dockerCpus(rt.cpu),
             memory: dockerMemoryMiB(rt.memory),
             memorySwap: dockerMemoryMiB(rt.memory),
@@ -123,7 +141,7 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
         },
         { ...child, deleteBeforeReplace: true },
     );
-    return { replicas, router };
+    return { network, replicas, router };
 }
 
 export { dockerCpus, dockerMemoryMiB };

@@ -126,7 +126,8 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
             // A keyed hash, not secret: a new config or key replaces the container, so nginx reads the new files.
             labels: pulumi.output(args.checksum).apply((sum) => [...labels, { label: CHECKSUM_ANNOTATION, value: sum }]),
             healthcheck: dockerIngressHealthcheck(d),
-            // Wait until nginx listens: it resolves vLLM's name at start and exits if it cannot.
+            // Wait until nginx listens. It looks vLLM's name up per request through Docker's DNS
+            // (settings.upstreamResolver), so a recreated vLLM is found again without replacing this container.
             wait: true,
             waitTimeout: 60,
             restart: "unless-stopped",

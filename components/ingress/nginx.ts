@@ -17,8 +17,16 @@ export interface ProxySettings {
   readonly tlsCertFile?: string;
   /** PEM private key used when tlsEnabled (kubernetes.io/tls Secret key "tls.key"). @default "/etc/nginx/tls/tls.key" */
   readonly tlsKeyFile?: string;
-  /** vLLM server as "host:port" (e.g. a ClusterIP Service DNS name, resolved once when nginx starts). */
+  /** vLLM server as "host:port" (e.g. a ClusterIP Service DNS name, resolved once when nginx starts unless upstreamResolver is set). */
   readonly upstream: string;
+  /**
+   * DNS server(s) nginx asks for the upstream's address while it runs (nginx `resolver`), e.g. Docker's embedded DNS
+   * "127.0.0.11": a vLLM container recreated under the same name with a new address is found again, and nginx starts
+   * even before vLLM exists (502 until it does). The price: no upstream keep-alive (a resolved proxy_pass opens one
+   * connection per request). Unset: the name resolves once at start and connections are kept alive (a ClusterIP
+   * Service's address never changes). @default undefined
+   */
+  readonly upstreamResolver?: string;
   /** Path of the keys file (output of renderKeysFile) included at http level; it defines $ingress_key_name. @default "/etc/nginx/keys/keys.conf" */
   readonly keysFile?: string;
   /** Also allow POST /v1/completions (legacy text completions). @default false */
@@ -53,8 +61,11 @@ export interface ProxySettings {
   readonly workerConnections?: number;
 }
 
-/** Settings with every default filled in. */
-export type ResolvedProxySettings = Required<ProxySettings>;
+/** Settings with every default filled in (upstreamResolver stays optional: unset means resolve once at start). */
+export type ResolvedProxySettings = Required<Omit<ProxySettings, "upstreamResolver">> & { readonly upstreamResolver: string | undefined };
+
+/** Seconds nginx trusts a resolved upstream address when upstreamResolver is set (Docker's DNS answers with TTL 600). */
+export const UPSTREAM_RESOLVER_VALID_SECONDS = 5;
 
 /** Defaults of every optional ProxySettings field. */
 export const PROXY_DEFAULTS: Omit<ResolvedProxySettings, "upstream"> = {
@@ -63,6 +74,7 @@ export const PROXY_DEFAULTS: Omit<ResolvedProxySettings, "upstream"> = {
   tlsEnabled: false,
   tlsCertFile: "/etc/nginx/tls/tls.crt",
   tlsKeyFile: "/etc/nginx/tls/tls.key",
+  upstreamResolver: undefined,
   keysFile: "/etc/nginx/keys/keys.conf",
   allowCompletions: false,
   healthUnauthenticated: false,
@@ -130,6 +142,8 @@ const KEY_RE = /^[A-Za-z0-9._~+/=-]{16,512}$/;
 const SIZE_RE = /^[1-9][0-9]*[kKmM]?$/;
 const IPV4_RE = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 const HOST_RE = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
+// A resolver address: IPv4 or host name, optional port; nothing nginx would read as another parameter.
+const RESOLVER_RE = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(:[0-9]{1,5})?$/;
 // Paths land unquoted in directives: forbid whitespace, quotes, ';', braces, '$', '#', '\\'.
 const PATH_RE = /^\/[A-Za-z0-9._/+@=-]*$/;
 
@@ -157,6 +171,12 @@ export function validateProxySettings(s: ProxySettings): string[] {
     if (f === "accessLog" && v === "off") continue;
     if (typeof v !== "string" || !PATH_RE.test(v) || v.split("/").includes("..")) {
       errs.push(`${f}: "${String(v)}" must be an absolute path of [A-Za-z0-9._/+@=-] without ".."${f === "errorLog" ? ' (or "stderr")' : f === "accessLog" ? ' (or "off")' : ""}`);
+    }
+  }
+  if (r.upstreamResolver !== undefined) {
+    const servers = typeof r.upstreamResolver === "string" ? r.upstreamResolver.trim().split(/\s+/) : [];
+    if (servers.length === 0 || servers.some((a) => !RESOLVER_RE.test(a))) {
+      errs.push(`upstreamResolver: "${String(r.upstreamResolver)}" must be space-separated DNS server addresses, each "ipv4[:port]" or "host[:port]" (e.g. Docker's "127.0.0.11"), or unset to resolve the upstream once at start`);
     }
   }
   if (typeof r.runtimeDir === "string" && r.runtimeDir.length > 1 && r.runtimeDir.endsWith("/")) errs.push(`runtimeDir: "${r.runtimeDir}" must not end with "/"`);
@@ -250,7 +270,7 @@ const E = {
   504: jsonError(504, "server_error", "upstream model server timed out"),
 } as const;
 
-function routeLocation(route: Route): string[] {
+function routeLocation(route: Route, upstreamHost: string): string[] {
   const isLong = route.path !== "/health" && route.path !== "/v1/models";
   const lines = [
     `        location = ${route.path} {`,
@@ -277,7 +297,7 @@ function routeLocation(route: Route): string[] {
   lines.push(
     "            # proxy_pass with a variable sends exactly this URI and never appends the client's query string (nginx proxy_pass docs).",
     `            set $ingress_upstream_uri ${route.path};`,
-    "            proxy_pass http://vllm_upstream$ingress_upstream_uri;",
+    `            proxy_pass http://${upstreamHost}$ingress_upstream_uri;`,
   );
   if (!isLong) lines.push("            proxy_read_timeout 30s;");
   lines.push("        }");
@@ -293,6 +313,25 @@ export function renderNginxConfig(s: ProxySettings): string {
   const routes = allowedRoutes(r);
   const listen = `${r.listenAddress}:${r.listenPort}${r.tlsEnabled ? " ssl" : ""}`;
   const accessLog = r.accessLog === "off" ? "off" : `${r.accessLog} ingress`;
+  // With a resolver the host is a variable, which nginx resolves per request (nginx proxy_pass docs); else the upstream group.
+  const upstreamHost = r.upstreamResolver !== undefined ? "$ingress_upstream_host" : "vllm_upstream";
+  const upstreamBlock =
+    r.upstreamResolver !== undefined
+      ? [
+          "    # vLLM's address is looked up while nginx runs (upstreamResolver), not once at start: a vLLM container",
+          "    # recreated under the same name with a new address is found again. No upstream group, so no keep-alive.",
+          `    resolver ${r.upstreamResolver.trim()} valid=${UPSTREAM_RESOLVER_VALID_SECONDS}s ipv6=off;`,
+          "    resolver_timeout 5s;",
+        ]
+      : [
+          "    upstream vllm_upstream {",
+          `        server ${r.upstream} max_fails=0;`,
+          "        # Reuse TCP connections to vLLM instead of one connect per request.",
+          `        keepalive ${r.upstreamKeepalive};`,
+          `        keepalive_timeout ${r.upstreamKeepaliveTimeoutSeconds}s;`,
+          "        keepalive_requests 10000;",
+          "    }",
+        ];
 
   const L: string[] = [
     "# Generated by agent-rl-infra VllmIngress (renderNginxConfig). Keys live only in the included keys file.",
@@ -356,17 +395,12 @@ export function renderNginxConfig(s: ProxySettings): string {
     "    limit_req_status 429;",
     "    limit_req_log_level warn;",
     "",
-    "    upstream vllm_upstream {",
-    `        server ${r.upstream} max_fails=0;`,
-    "        # Reuse TCP connections to vLLM instead of one connect per request.",
-    `        keepalive ${r.upstreamKeepalive};`,
-    `        keepalive_timeout ${r.upstreamKeepaliveTimeoutSeconds}s;`,
-    "        keepalive_requests 10000;",
-    "    }",
+    ...upstreamBlock,
     "",
     "    server {",
     `        listen ${listen};`,
     "        server_name _;",
+    ...(r.upstreamResolver !== undefined ? [`        set $ingress_upstream_host ${r.upstream};`] : []),
   ];
   if (r.tlsEnabled) {
     L.push(
@@ -425,7 +459,7 @@ export function renderNginxConfig(s: ProxySettings): string {
     "        }",
     "",
   );
-  for (const rt of routes) L.push(...routeLocation(rt).map((l) => l.replace("$BURST", String(r.rateLimitBurst))), "");
+  for (const rt of routes) L.push(...routeLocation(rt, upstreamHost).map((l) => l.replace("$BURST", String(r.rateLimitBurst))), "");
   L.push("    }", "}", "");
   return L.join("\n");
 }

@@ -18,6 +18,8 @@ export interface RecordedResource {
     readonly custom: boolean;
     /** Provider reference, when one was set. */
     readonly provider?: string;
+    /** The customTimeouts resource option, when one was set (what the engine hands the provider). */
+    readonly customTimeouts?: { readonly create?: string; readonly update?: string; readonly delete?: string };
 }
 
 export interface MockRunOptions {
@@ -60,12 +62,15 @@ function mockState(type: string, name: string, inputs: Record<string, any>): Rec
  */
 export async function runUnderMocks(program: () => Promise<Record<string, unknown> | void>, opts: MockRunOptions): Promise<MockRunResult> {
     const resources: RecordedResource[] = [];
+    // Resource options the mock's newResource does not see, taken from the registration request.
+    const timeouts = new Map<string, RecordedResource["customTimeouts"]>();
     const project = opts.project ?? "agent-rl-infra";
     pulumi.runtime.setAllConfig(opts.config ?? {}, [...(opts.secretKeys ?? [])]);
     await pulumi.runtime.setMocks(
         {
             newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, any> } {
-                resources.push({ type: args.type, name: args.name, inputs: args.inputs, custom: args.custom ?? true, provider: args.provider });
+                const customTimeouts = timeouts.get(`${args.type}::${args.name}`);
+                resources.push({ type: args.type, name: args.name, inputs: args.inputs, custom: args.custom ?? true, provider: args.provider, ...(customTimeouts ? { customTimeouts } : {}) });
                 return { id: opts.preview ? undefined : `${args.name}-id`, state: mockState(args.type, args.name, args.inputs) };
             },
             call(args: pulumi.runtime.MockCallArgs): Record<string, any> {
@@ -78,6 +83,16 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
         opts.stack,
         opts.preview ?? false,
     );
+    const monitor = (pulumi.runtime as any).getMonitor();
+    const register = monitor.registerResource.bind(monitor);
+    monitor.registerResource = (req: any, callback: unknown) => {
+        const t = req.getCustomtimeouts?.();
+        const set = (v: string | undefined) => (v ? v : undefined);
+        if (t && (t.getCreate() || t.getUpdate() || t.getDelete())) {
+            timeouts.set(`${req.getType()}::${req.getName()}`, { create: set(t.getCreate()), update: set(t.getUpdate()), delete: set(t.getDelete()) });
+        }
+        return register(req, callback);
+    };
     let error: unknown;
     // A failing program rejects promises Pulumi's runtime does not await (the stack's
     // outputs, pending registrations); collect them here instead of crashing the process.

@@ -1,0 +1,3 @@
+module agentrl.dev/dockerd-standin
+
+go 1.22
