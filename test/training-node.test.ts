@@ -315,7 +315,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                 assert.equal(run.resources.filter((r) => r.type.includes("HTTPRoute") || r.type.includes("Ingress:") || r.type.includes("Gateway")).length, 0);
                 const services = ofType(run.resources, "kubernetes:core/v1:Service");
                 for (const s of services) assert.equal(s.inputs.spec.type, "ClusterIP");
-                const policy = single(run.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs;
+                const policy = ofType(run.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find((p) => p.inputs.metadata.name === "train-run-007")!.inputs;
                 assert.deepEqual(policy.spec.podSelector.matchLabels, single(run.resources, "kubernetes:batch/v1:Job").inputs.spec.template.metadata.labels);
                 if (layout === "blackbox") {
                     assert.equal(services.length, 1);
@@ -348,10 +348,30 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             assert.equal(sa.automountServiceAccountToken, false);
             const pod = single(b.update.resources, "kubernetes:batch/v1:Job").inputs.spec.template.spec;
             assert.equal(pod.serviceAccountName, "trainer");
-            assert.equal(pod.automountServiceAccountToken, layout === "blackbox");
+            assert.equal(pod.automountServiceAccountToken, false, "never for the whole pod");
+            const tokenMount = (c: any) => (c.volumeMounts ?? []).find((m: any) => m.mountPath === "/var/run/secrets/kubernetes.io/serviceaccount");
+            assert.deepEqual(tokenMount(pod.containers[0]), layout === "blackbox" ? { name: "api-token", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true } : undefined, "the trainer gets the token only when it claims sandboxes");
+            for (const c of pod.initContainers ?? []) assert.equal(tokenMount(c), undefined, "never the vLLM sidecar");
+            if (layout === "blackbox") {
+                const vol = pod.volumes.find((v: any) => v.name === "api-token");
+                assert.deepEqual(vol.projected.sources.map((s: any) => Object.keys(s)[0]), ["serviceAccountToken", "configMap", "downwardAPI"]);
+            }
             for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
                 assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
             }
+        });
+
+        test("trainer egress: DNS, this stack's peers, the API server only when claiming sandboxes, public 443; never the metadata service", () => {
+            const egress = ofType(b.update.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find((p) => p.inputs.metadata.name === "train-run-007-egress")!.inputs;
+            assert.deepEqual(egress.spec.policyTypes, ["Egress"]);
+            const rules = egress.spec.egress as any[];
+            assert.deepEqual(rules[0].ports, [{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }]);
+            const internet = rules[rules.length - 1];
+            assert.equal(internet.to[0].ipBlock.cidr, "0.0.0.0/0");
+            assert.ok(internet.to[0].ipBlock.except.includes("169.254.0.0/16") && internet.to[0].ipBlock.except.includes("10.0.0.0/8"));
+            assert.deepEqual(internet.ports, [{ protocol: "TCP", port: 443 }]);
+            const api = rules.find((r) => r.ports?.some((p: any) => p.port === 6443));
+            assert.equal(api !== undefined, layout === "blackbox", "API server only for the black-box trainer (it claims sandboxes)");
         });
 
         test("outputs: internal URL, upstream address only in black box", async () => {

@@ -92,6 +92,24 @@ const volume = z.strictObject({
     size: quantity,
 });
 
+const ipv4Cidr = z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 10.0.0.1/32");
+
+const trainerEgress = z.strictObject({
+    /**
+     * Lock the trainer pod's egress down to what it needs (Kubernetes): cluster DNS, the env
+     * routers, the ingress and the sandboxes of this stack, the API server (black box on
+     * agent-sandbox), and public addresses on 443 (the Hub). false: no egress policy at all, the
+     * switch for clusters where these rules cannot be written.
+     */
+    restrict: z.boolean().default(true),
+    /**
+     * The API server's addresses (`kubectl get endpoints kubernetes -o jsonpath='{.subsets[*].addresses[*].ip}'`,
+     * each as /32). Unset: the trainer may reach ports 443 and 6443 on any private address, wherever the
+     * API server is.
+     */
+    apiServerCidrs: z.array(ipv4Cidr).min(1).optional(),
+});
+
 const training = z.strictObject({
     /** Which of the three layouts runs on the node. */
     layout: z.enum(LAYOUTS),
@@ -167,6 +185,8 @@ const training = z.strictObject({
     trackioSpaceId: z.string().optional(),
     /** Rollouts in flight at once (black box `--max-inflight`). */
     maxInflight: posInt.default(8),
+    /** Egress of the trainer pod (Kubernetes). */
+    egress: trainerEgress.prefault({}),
     /** CPU request = limit of the trainer container. */
     trainerCpu: quantity.default("8"),
     /** Memory request = limit of the trainer container. */

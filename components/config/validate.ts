@@ -5,6 +5,7 @@
  * num_generations, and so must the eval batch.
  */
 import { ENV_CATALOG } from "../env/catalog";
+import { pinnedByDigest } from "../shared/images";
 import { isDevStack, type PlatformConfig, type ResolvedEnv } from "./resolve";
 
 /** Divisors of n, for a helpful "try one of" hint. */
@@ -214,7 +215,6 @@ export function validateIngress(c: PlatformConfig): string[] {
     return errors;
 }
 
-const DIGEST = /@sha256:[0-9a-f]{64}$/;
 
 /**
  * Whether images.vllm is deployed: only black box runs it (trl vllm-serve runs in the trainer
@@ -242,7 +242,7 @@ export function validateProdPinning(c: PlatformConfig): string[] {
     if (!c.prod) return [];
     const errors: string[] = [];
     for (const { field, image } of deployedImages(c)) {
-        if (!DIGEST.test(image)) {
+        if (!pinnedByDigest(image)) {
             errors.push(`${field}: prod stacks pin every image by digest, got '${image}': use <image>@sha256:<64 hex digits> (docker buildx imagetools inspect <image> shows it)`);
         }
     }

@@ -11,6 +11,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
+import { imagePullPolicy } from "../shared/images";
 import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
 import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
 
@@ -81,7 +82,7 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
             {
                 name: "nginx",
                 image: d.image,
-                imagePullPolicy: "IfNotPresent",
+                imagePullPolicy: imagePullPolicy(d.image),
                 command: [...d.command],
                 ports: [{ name: d.portName, containerPort: d.port, protocol: "TCP" }],
                 resources: { requests: { ...d.resources.requests }, limits: { ...d.resources.limits } },

@@ -13,7 +13,7 @@ import { EnvSpace } from "../env";
 import { VllmIngress } from "../ingress";
 import { SandboxPool } from "../sandbox";
 import { TrainingNode } from "../training";
-import { ADOPT } from "../shared/kubernetes";
+import { ADOPT, defaultDenyIngressSpec } from "../shared/kubernetes";
 import type { PlatformPlan } from "./resolve";
 
 export interface PlatformArgs {
@@ -74,6 +74,13 @@ export class Platform extends pulumi.ComponentResource {
                     { ...child, retainOnDelete: keep },
                 );
                 this.namespaces[role] = ns.metadata.name;
+                // A standing rule, created with the namespace and outliving runs: no pod in it admits
+                // anything its own policies do not (an old run's pod included).
+                new k8s.networking.v1.NetworkPolicy(
+                    `${name}-ns-${role}-default-deny`,
+                    { metadata: { name: "default-deny-ingress", namespace: ns.metadata.name, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } }, spec: defaultDenyIngressSpec() },
+                    child,
+                );
             }
         } else {
             // The training network reaches the internet (model downloads); the sandbox network is

@@ -9,7 +9,7 @@ import type { PlatformConfig } from "../config/resolve";
 import { resolveEnvSpace, type EnvDescription } from "../env";
 import { resolveVllmIngress, type IngressDescription } from "../ingress";
 import { resolveSandboxPool, type SandboxDescription } from "../sandbox";
-import { resolveTrainingNode, type TrainingDescription } from "../training";
+import { resolveTrainingNode, type EgressPeer, type TrainingDescription } from "../training";
 
 /** Which secrets the stack has (their values stay secret outputs; only presence matters here). */
 export interface SecretPresence {
@@ -117,10 +117,20 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     const ingress = config.ingress.enabled ? collect(problems, () => resolveVllmIngress(config, names)) : undefined;
     const sandboxes = config.sandboxes.provider === "none" ? undefined : collect(problems, () => resolveSandboxPool(config, names));
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([env, n]) => [env, n.url]));
+    // Who the trainer talks to inside the stack (its egress allow-list on Kubernetes).
+    const egressPeers: EgressPeer[] = [];
+    for (const e of envs) {
+        if (e?.kind === "deployed") egressPeers.push({ what: `env ${e.name} router`, namespace: e.namespace, podLabels: e.router.podLabels, port: e.router.port });
+    }
+    if (ingress) egressPeers.push({ what: "vLLM ingress", ...ingress.peer });
+    if (sandboxes && config.sandboxes.provider === "agent-sandbox") {
+        egressPeers.push({ what: "sandboxes", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: sandboxes.port });
+    }
     const training = collect(problems, () =>
         resolveTrainingNode(config, names, {
             envUrls,
             sandbox: sandboxes ? { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: sandboxes.trainerEnv } : undefined,
+            egressPeers,
         }),
     );
     if (training?.requiredSecrets.includes("hfToken") && !secrets.hfToken) {

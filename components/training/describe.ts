@@ -88,6 +88,27 @@ export interface TrainingLinks {
         /** The pool's env vars for the trainer (non-secret). */
         readonly trainerEnv: Readonly<Record<string, string>>;
     };
+    /** Pods of this stack the trainer must reach (for its egress policy). @default [] */
+    readonly egressPeers?: readonly EgressPeer[];
+}
+
+/** Pods of this stack the trainer talks to (a NetworkPolicy egress peer). */
+export interface EgressPeer {
+    /** What it is (plan.md, comments). */
+    readonly what: string;
+    readonly namespace: string;
+    readonly podLabels: Readonly<Record<string, string>>;
+    readonly port: number;
+}
+
+/** The trainer pod's egress allow-list (Kubernetes NetworkPolicy), or undefined when not restricted. */
+export interface TrainerEgress {
+    /** Pods of this stack: env routers, the ingress proxy, the sandboxes. */
+    readonly peers: readonly EgressPeer[];
+    /** TCP ports open to public addresses (the Hub and hosted services on 443; external envs). */
+    readonly internetPorts: readonly number[];
+    /** The API server (the trainer claims sandboxes): exact CIDRs, or any private address on these ports. */
+    readonly apiServer?: { readonly cidrs?: readonly string[]; readonly ports: readonly number[] };
 }
 
 export interface HttpProbe {
@@ -178,6 +199,8 @@ export interface TrainingDescription {
     readonly podLabels: Readonly<Record<string, string>>;
     /** Only a black-box trainer on agent-sandbox talks to the API server (it claims sandboxes). */
     readonly automountServiceAccountToken: boolean;
+    /** Kubernetes: what the trainer pod may reach; undefined when training.egress.restrict is false (or on Docker). */
+    readonly egress?: TrainerEgress;
     /** vLLM as a separate container (absent in colocate: vLLM runs inside the trainer). */
     readonly vllm?: ContainerDescription;
     readonly trainer: ContainerDescription;
@@ -452,6 +475,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
 
     const target = config.target;
     const k8s = target.kind === "kubernetes" ? target : undefined;
+    const claimsSandboxes = blackbox && config.sandboxes.provider === "agent-sandbox";
     const nodeSelector: Record<string, string> = { ...(k8s?.nodeSelector ?? {}) };
     if (k8s?.gpuProduct !== undefined) nodeSelector["nvidia.com/gpu.product"] = k8s.gpuProduct;
 
@@ -464,7 +488,8 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         network: names.networks.training,
         serviceAccount: names.training.serviceAccount,
         podLabels: podLabels("trainer", names.training.job),
-        automountServiceAccountToken: blackbox && config.sandboxes.provider === "agent-sandbox",
+        automountServiceAccountToken: claimsSandboxes,
+        egress: k8s && t.egress.restrict ? trainerEgress(links, claimsSandboxes, t.egress.apiServerCidrs, config) : undefined,
         vllm,
         trainer,
         gpuSharing,
@@ -533,6 +558,26 @@ export function describeGpuSharing(
         oneContainer: target === "kubernetes",
         env: { ...base, CUDA_DEVICE_ORDER: "PCI_BUS_ID", ...userNccl },
         check: check ? { sizeGiB: 1, timeoutSeconds: 120, port: NCCL_CHECK_PORT, path: NCCL_CHECK_PATH } : undefined,
+    };
+}
+
+/** HTTPS: the Hugging Face Hub (models, datasets, pushes), trackio Spaces, hosted sandboxes. */
+const HTTPS_PORT = 443;
+/** The API server's Service port and its usual endpoint ports (kubeadm 6443). */
+const API_SERVER_PORTS = [443, 6443] as const;
+
+function trainerEgress(links: TrainingLinks, claimsSandboxes: boolean, apiServerCidrs: readonly string[] | undefined, config: PlatformConfig): TrainerEgress {
+    // External env servers are reached on their URL's port over the internet.
+    const externalPorts = config.envs
+        .filter((e) => e.external)
+        .map((e) => {
+            const u = new URL(e.external!.url);
+            return Number(u.port || (u.protocol === "https:" ? 443 : 80));
+        });
+    return {
+        peers: [...(links.egressPeers ?? [])],
+        internetPorts: [...new Set([HTTPS_PORT, ...externalPorts])].sort((a, b) => a - b),
+        apiServer: claimsSandboxes ? { ...(apiServerCidrs ? { cidrs: [...apiServerCidrs] } : {}), ports: [...API_SERVER_PORTS] } : undefined,
     };
 }
 

@@ -13,6 +13,8 @@ export {
     CONTAINER,
     SECRET_ENV,
     type TrainingLinks,
+    type EgressPeer,
+    type TrainerEgress,
     type TrainingDescription,
     type GpuSharingDescription,
     type ContainerDescription,

@@ -10,7 +10,8 @@ import * as path from "node:path";
 import { CONTAINER, type ContainerDescription, type HttpProbe, type SecretName, type TrainingDescription } from "./describe";
 import { ncclCheckSource } from "./nccl-check";
 import { oneContainer } from "./supervisor";
-import { ADOPT, NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
+import { ADOPT, clusterDnsEgress, NAMESPACE_NAME_LABEL, podsInNamespace, publicInternetEgress } from "../shared/kubernetes";
+import { imagePullPolicy } from "../shared/images";
 
 /** Pulumi waits for a Job to finish (10 min default) unless told not to (pulumi-kubernetes await logic). */
 const SKIP_AWAIT = { "pulumi.com/skipAwait": "true" } as const;
@@ -38,6 +39,7 @@ function container(c: ContainerDescription, d: TrainingDescription, provided: Se
     return {
         name: c.name,
         image: c.image,
+        imagePullPolicy: imagePullPolicy(c.image),
         ...(c.command !== undefined ? { command: [...c.command] } : {}),
         args: [...c.args],
         env,
@@ -55,6 +57,23 @@ function container(c: ContainerDescription, d: TrainingDescription, provided: Se
 function volumeName(v: "shm" | "modelCache" | "checkpoints"): string {
     return v === "shm" ? "dshm" : v === "modelCache" ? "model-cache" : "checkpoints";
 }
+
+/** Where Kubernetes mounts a pod's API credentials (client libraries read them there). */
+const SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount";
+/** The API credentials automount would give, as one volume for the trainer container alone. */
+const SERVICE_ACCOUNT_TOKEN_VOLUME: k8s.types.input.core.v1.Volume & { name: string } = {
+    name: "api-token",
+    projected: {
+        defaultMode: 0o444,
+        sources: [
+            { serviceAccountToken: { path: "token", expirationSeconds: 3607 } },
+            { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+            { downwardAPI: { items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }] } },
+        ],
+    },
+};
+/** Private ranges the API server may sit in when its address is not configured (training.egress.apiServerCidrs). */
+const PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"] as const;
 
 export interface KubernetesTrainingResources {
     readonly job: k8s.batch.v1.Job;
@@ -167,6 +186,12 @@ export function buildKubernetesTraining(
     // gpuSharing shared: one container with every GPU (NCCL P2P); else vLLM as a native sidecar.
     const merged = d.gpuSharing.oneContainer ? oneContainer(d) : undefined;
     const main = container(merged ?? d.trainer, d, provided);
+    // The API token (a black-box trainer claims sandboxes) reaches the trainer's container only, never a
+    // vLLM sidecar: the pod mounts none, the trainer gets the projected token at the standard path.
+    if (d.automountServiceAccountToken) {
+        volumes.push(SERVICE_ACCOUNT_TOKEN_VOLUME);
+        main.volumeMounts = [...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []), { name: SERVICE_ACCOUNT_TOKEN_VOLUME.name, mountPath: SERVICE_ACCOUNT_PATH, readOnly: true }];
+    }
     if (check) main.volumeMounts = [...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []), { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true }];
     const sidecar = d.vllm && !merged ? { ...container(d.vllm, d, provided), restartPolicy: "Always" } : undefined;
     const job = new k8s.batch.v1.Job(
@@ -190,7 +215,7 @@ export function buildKubernetesTraining(
                         // podFailurePolicy requires restartPolicy Never.
                         restartPolicy: "Never",
                         serviceAccountName: d.serviceAccount,
-                        automountServiceAccountToken: d.automountServiceAccountToken,
+                        automountServiceAccountToken: false,
                         securityContext: { seccompProfile: { type: "RuntimeDefault" } },
                         ...(Object.keys(d.scheduling.nodeSelector).length > 0 ? { nodeSelector: { ...d.scheduling.nodeSelector } } : {}),
                         ...(d.scheduling.tolerations.length > 0 ? { tolerations: d.scheduling.tolerations.map((x) => ({ ...x })) } : {}),
@@ -241,5 +266,36 @@ export function buildKubernetesTraining(
         },
         child,
     );
+    // What the trainer may reach: DNS, this stack's env routers, ingress and sandboxes, the API server
+    // when it claims sandboxes, and public addresses on 443 (the Hub). Never the metadata service,
+    // other pods, or the node. Loopback (vLLM, NCCL) is not filtered by NetworkPolicy.
+    const egress = d.egress;
+    if (egress) {
+        const apiServer = egress.apiServer;
+        new k8s.networking.v1.NetworkPolicy(
+            `${name}-egress`,
+            {
+                metadata: { name: `${d.jobName}-egress`, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                spec: {
+                    podSelector: { matchLabels: labels },
+                    policyTypes: ["Egress"],
+                    egress: [
+                        clusterDnsEgress(),
+                        ...egress.peers.map((p) => ({ to: [podsInNamespace(p.namespace, p.podLabels)], ports: [{ protocol: "TCP", port: p.port }] })),
+                        ...(apiServer
+                            ? [
+                                  {
+                                      to: (apiServer.cidrs ?? PRIVATE_RANGES).map((cidr) => ({ ipBlock: { cidr } })),
+                                      ports: apiServer.ports.map((port) => ({ protocol: "TCP", port })),
+                                  },
+                              ]
+                            : []),
+                        publicInternetEgress(egress.internetPorts),
+                    ],
+                },
+            },
+            child,
+        );
+    }
     return { job, vllmService };
 }
