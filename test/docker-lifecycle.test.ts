@@ -92,8 +92,9 @@ describe("what the program sends (mocks)", () => {
         const env = up.plan.envs.find((e) => e.name === "echo")!;
         assert.equal(env.kind, "deployed");
         const envNet = env.kind === "deployed" ? env.replicaNetwork : "";
+        // echo runs no model code but needs no data: DNS-only egress, so its network is internal (no route out).
         const nets = ofType(up.resources, T.network).map((r) => [r.inputs.name, r.inputs.internal]);
-        assert.deepEqual(nets.sort(), [[envNet, false], [names.networks.sandboxes, true], [names.networks.training, false]].sort());
+        assert.deepEqual(nets.sort(), [[envNet, true], [names.networks.sandboxes, true], [names.networks.training, false]].sort());
         const containers = ofType(up.resources, T.container);
         const on = (c: RecordedResource) => [...(c.inputs.networksAdvanced ?? []).map((n: any) => n.name), ...(c.inputs.networkMode ? [c.inputs.networkMode] : [])];
         const members = containers.filter((c) => on(c).includes(envNet)).map((c) => c.inputs.name).sort();

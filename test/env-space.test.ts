@@ -296,7 +296,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.ok(container.livenessProbe.failureThreshold * container.livenessProbe.periodSeconds >= 300, "liveness tolerates minutes of slowness");
             assert.ok(container.startupProbe.failureThreshold * container.startupProbe.periodSeconds >= 600, "first start may take 10 minutes");
             assert.equal(pod.terminationGracePeriodSeconds, 300);
-            assert.deepEqual(container.resources.requests, { cpu: "2", memory: "4Gi" });
+            assert.deepEqual(container.resources.requests, { cpu: "2", memory: "4Gi", "ephemeral-storage": "8Gi" });
             assert.deepEqual(container.resources.limits, container.resources.requests);
             assert.equal(pod.automountServiceAccountToken, false);
             assert.equal(pod.securityContext.runAsNonRoot, undefined, "OpenEnv images run as root");
@@ -304,6 +304,23 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(container.securityContext.capabilities, { drop: ["ALL"] });
             assert.equal(container.securityContext.allowPrivilegeEscalation, false);
             assert.deepEqual(container.securityContext.seccompProfile, { type: "RuntimeDefault" });
+            // The coding env runs the model's code: read-only root, a sized scratch dir; Wordle keeps a writable root (NLTK data).
+            const runsCode = recipe === "mbpp-whitebox";
+            assert.equal(container.securityContext.readOnlyRootFilesystem, runsCode);
+            assert.deepEqual(container.volumeMounts, runsCode ? [{ name: "scratch", mountPath: "/tmp" }] : undefined);
+            assert.deepEqual(pod.volumes, runsCode ? [{ name: "scratch", emptyDir: { sizeLimit: "1Gi" } }] : undefined);
+        });
+
+        test("replica egress: DNS only for the coding env, DNS + public addresses for Wordle; never private ranges or the metadata service", () => {
+            const n = b.names.envs[expected.env]!;
+            const policy = ofType(b.update.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find((p) => p.inputs.spec.podSelector.matchLabels["app.kubernetes.io/instance"] === n.replicas)!.inputs.spec;
+            assert.deepEqual(policy.policyTypes, ["Ingress", "Egress"]);
+            assert.equal(policy.egress.length, recipe === "mbpp-whitebox" ? 1 : 2);
+            assert.deepEqual(policy.egress[0].ports, [{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }]);
+            if (recipe !== "mbpp-whitebox") {
+                assert.equal(policy.egress[1].to[0].ipBlock.cidr, "0.0.0.0/0");
+                for (const r of ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]) assert.ok(policy.egress[1].to[0].ipBlock.except.includes(r), r);
+            }
         });
 
         test("headless Service: clusterIP None, port 8000, only ready replicas published", () => {
@@ -445,9 +462,10 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
                 assert.equal(c.inputs.ports, undefined, "nothing published on the host");
                 assert.equal(c.inputs.destroyGraceSeconds, 300);
             }
-            // The env's network: a plain bridge (egress open, as on Kubernetes), created by the EnvSpace.
+            // The env's network, created by the EnvSpace: internal (no route out) for the coding env, which
+            // runs the model's code; a plain bridge where the env needs data (as on Kubernetes).
             const nets = ofType(b.update.resources, "docker:index/network:Network").map((r) => [r.inputs.name, r.inputs.driver, r.inputs.internal]);
-            assert.deepEqual(nets, [[d.replicaNetwork, "bridge", false]]);
+            assert.deepEqual(nets, [[d.replicaNetwork, "bridge", recipe === "mbpp-whitebox"]]);
             const images = ofType(b.update.resources, T.image).map((i) => i.inputs.name).sort();
             assert.deepEqual(images, [d.replicas.image, "nginxinc/nginx-unprivileged:1.27-alpine"].sort());
         });

@@ -36,6 +36,13 @@ export interface ResolvedEnv {
     readonly cpu: string;
     readonly memory: string;
     readonly nonRoot: boolean;
+    /** What replicas may reach besides their router (catalog default, or config). */
+    readonly egress: "dns" | "internet";
+    /** Read-only root filesystem with a /tmp scratch dir of `scratchSize`. */
+    readonly readOnlyRootFilesystem: boolean;
+    readonly scratchSize: string;
+    readonly ephemeralStorage: string;
+    readonly runtimeClassName?: string;
     readonly terminationGraceSeconds: number;
     /** Set when nothing is deployed and the env lives elsewhere. */
     readonly external?: { readonly url: string; readonly sessions: number };
@@ -122,6 +129,11 @@ function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand): Re
         cpu: e.resources.cpu,
         memory: e.resources.memory,
         nonRoot: entry?.nonRoot ?? false,
+        egress: e.egress ?? entry?.egress ?? "dns",
+        readOnlyRootFilesystem: e.readOnlyRootFilesystem ?? entry?.runsModelCode ?? false,
+        scratchSize: e.scratchSize,
+        ephemeralStorage: e.ephemeralStorage,
+        runtimeClassName: e.runtimeClassName,
         terminationGraceSeconds: e.terminationGraceSeconds,
         replicasFromConfig: e.replicas !== undefined,
         sessionsFromConfig: e.sessionsPerReplica !== undefined,

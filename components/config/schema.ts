@@ -223,6 +223,16 @@ const envServer = z.strictObject({
     resources: resources.prefault({}),
     /** Seconds open websocket sessions get to finish when a replica stops. */
     terminationGraceSeconds: posInt.default(300),
+    /** What replicas may reach: `dns` only, or DNS + public `internet` addresses (never private ranges or the metadata service). Default: the catalog's (custom: dns). */
+    egress: z.enum(["dns", "internet"]).optional(),
+    /** Read-only root filesystem (scratch on a sized emptyDir at /tmp). Default: true for envs that run model-written code (coding, coding_tools), else false. */
+    readOnlyRootFilesystem: z.boolean().optional(),
+    /** Size of the /tmp scratch dir of a read-only replica. */
+    scratchSize: quantity.default("1Gi"),
+    /** Ephemeral storage (writable layer, logs, scratch) request = limit per replica. */
+    ephemeralStorage: quantity.default("8Gi"),
+    /** RuntimeClass of the replicas (e.g. gvisor) on Kubernetes; it must exist on the cluster. */
+    runtimeClassName: dnsLabel.optional(),
     /** Use an existing server instead of deploying one (e.g. a hosted Space). */
     external: z
         .strictObject({

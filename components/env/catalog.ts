@@ -27,16 +27,24 @@ export interface CatalogEntry {
     readonly settings: Readonly<Record<string, string>>;
     /** Whether the image runs as a non-root user (decides runAsNonRoot). */
     readonly nonRoot: boolean;
+    /**
+     * Whether the server executes code the model wrote (the coding envs run it in-process): such
+     * replicas get a read-only root filesystem with a sized scratch dir, and DNS-only egress.
+     */
+    readonly runsModelCode: boolean;
+    /** What the replicas may reach besides the router that calls them: `dns` only, or DNS + the public `internet` (never private ranges or the metadata service). */
+    readonly egress: "dns" | "internet";
 }
 
 const OPENENV_PORT = 8000;
-const common = { port: OPENENV_PORT, healthPath: "/health", wsPath: "/ws", nonRoot: false } as const;
+const common = { port: OPENENV_PORT, healthPath: "/health", wsPath: "/ws", nonRoot: false, runsModelCode: false, egress: "dns" } as const;
 
 export const ENV_CATALOG = {
     // coding_env does not read MAX_CONCURRENT_ENVS: one session per process, scale by replicas.
-    coding: { ...common, image: "ghcr.io/meta-pytorch/openenv-coding-env:latest", concurrentSessions: false, defaultSessions: 1, settings: {} },
+    // It executes the model's Python in the server process (OpenEnv envs/coding_env PyExecutor).
+    coding: { ...common, image: "ghcr.io/meta-pytorch/openenv-coding-env:latest", concurrentSessions: false, defaultSessions: 1, settings: {}, runsModelCode: true },
     // coding_tools reads MAX_CONCURRENT_ENVS (default 4).
-    coding_tools: { ...common, image: "ghcr.io/meta-pytorch/openenv-coding-tools-env:latest", concurrentSessions: true, sessionsEnvVar: "MAX_CONCURRENT_ENVS", defaultSessions: 4, settings: {} },
+    coding_tools: { ...common, image: "ghcr.io/meta-pytorch/openenv-coding-tools-env:latest", concurrentSessions: true, sessionsEnvVar: "MAX_CONCURRENT_ENVS", defaultSessions: 4, settings: {}, runsModelCode: true },
     // textarena (Wordle): MAX_CONCURRENT_ENVS 8; the public Space allows 1.
     textarena: {
         ...common,
@@ -45,8 +53,11 @@ export const ENV_CATALOG = {
         sessionsEnvVar: "MAX_CONCURRENT_ENVS",
         defaultSessions: 8,
         settings: { TEXTARENA_ENV_ID: "Wordle-v0", TEXTARENA_NUM_PLAYERS: "1" },
+        // TEXTARENA_DOWNLOAD_NLTK fetches word lists on first start.
+        egress: "internet",
     },
-    opencode: { ...common, image: "ghcr.io/meta-pytorch/openenv-opencode-env:latest", concurrentSessions: true, sessionsEnvVar: "MAX_CONCURRENT_ENVS", defaultSessions: 4, settings: {} },
+    // Drives hosted sandboxes (E2B / HF) over the internet.
+    opencode: { ...common, image: "ghcr.io/meta-pytorch/openenv-opencode-env:latest", concurrentSessions: true, sessionsEnvVar: "MAX_CONCURRENT_ENVS", defaultSessions: 4, settings: {}, egress: "internet" },
     echo: { ...common, image: "ghcr.io/meta-pytorch/openenv-echo-env:latest", concurrentSessions: true, sessionsEnvVar: "MAX_CONCURRENT_ENVS", defaultSessions: 8, settings: {} },
 } as const satisfies Record<string, CatalogEntry>;
 

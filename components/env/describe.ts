@@ -13,6 +13,7 @@
  * - a Service spreads connections blindly, so the trainer talks to a session-aware router
  *   (router.ts, ROUTER.md) that caps every replica at k sessions.
  */
+import { imagePullPolicy } from "../shared/images";
 import { createHash } from "node:crypto";
 import { ConfigError } from "../config/parse";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
@@ -96,7 +97,20 @@ export interface ReplicaSecurity {
     readonly allowPrivilegeEscalation: false;
     readonly dropCapabilities: readonly ["ALL"];
     readonly seccompProfile: "RuntimeDefault";
+    /** Read-only root filesystem; the only writable place is the /tmp scratch dir. */
+    readonly readOnlyRootFilesystem: boolean;
+    /** Size of the /tmp scratch dir (emptyDir / tmpfs) when the root is read-only. */
+    readonly scratchSize: string;
+    /** Ephemeral storage request = limit (Kubernetes). */
+    readonly ephemeralStorage: string;
+    /** RuntimeClass (gVisor, Kata) on Kubernetes. */
+    readonly runtimeClassName?: string;
+    /** What the replicas may reach besides the router calling them. */
+    readonly egress: "dns" | "internet";
 }
+
+/** Where a read-only replica's scratch dir is mounted. */
+export const REPLICA_SCRATCH_PATH = "/tmp";
 
 /** How a router process runs: non-root, read-only root filesystem, nothing else writable but runDir. */
 export interface RouterSecurity {
@@ -258,11 +272,6 @@ export function nginxImageSupportsResolve(image: string): boolean {
     return patch === undefined || patch >= minPatch;
 }
 
-const DIGEST = /@sha256:[0-9a-f]{64}$/;
-
-function pullPolicy(image: string): "IfNotPresent" | "Always" {
-    return DIGEST.test(image) ? "IfNotPresent" : "Always";
-}
 
 function capacityOf(config: PlatformConfig, env: ResolvedEnv, sessionsPerReplica: number): EnvCapacity {
     const d = config.demand;
@@ -396,7 +405,7 @@ export function resolveEnvSpace(config: PlatformConfig, env: ResolvedEnv, names:
             containerNames,
             count: env.replicas,
             image: env.image,
-            imagePullPolicy: pullPolicy(env.image),
+            imagePullPolicy: imagePullPolicy(env.image),
             port,
             healthPath: env.healthPath,
             wsPath: env.wsPath,
@@ -411,7 +420,17 @@ export function resolveEnvSpace(config: PlatformConfig, env: ResolvedEnv, names:
                 // Generous: a busy env (e.g. running tests) may answer slowly, and a restart kills every session on it.
                 liveness: health(30, 10, 10),
             },
-            security: { runAsNonRoot: env.nonRoot, allowPrivilegeEscalation: false, dropCapabilities: ["ALL"], seccompProfile: "RuntimeDefault" },
+            security: {
+                runAsNonRoot: env.nonRoot,
+                allowPrivilegeEscalation: false,
+                dropCapabilities: ["ALL"],
+                seccompProfile: "RuntimeDefault",
+                readOnlyRootFilesystem: env.readOnlyRootFilesystem,
+                scratchSize: env.scratchSize,
+                ephemeralStorage: env.ephemeralStorage,
+                runtimeClassName: env.runtimeClassName,
+                egress: env.egress,
+            },
             terminationGraceSeconds: env.terminationGraceSeconds,
             podLabels: podLabels("env-replica", n.replicas),
         },
@@ -419,7 +438,7 @@ export function resolveEnvSpace(config: PlatformConfig, env: ResolvedEnv, names:
             name: n.router,
             service: n.routerService,
             image: config.images.nginx,
-            imagePullPolicy: pullPolicy(config.images.nginx),
+            imagePullPolicy: imagePullPolicy(config.images.nginx),
             port,
             replicas: ROUTER_REPLICAS,
             settings,

@@ -20,7 +20,7 @@
  */
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
-import { ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
+import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 export interface DockerEnvArgs {
@@ -72,10 +72,11 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([k, v]) => `${k}=${v}`);
     const replicaLabels = [{ label: "app.kubernetes.io/component", value: "env" }, ...Object.entries(r.podLabels).map(([label, value]) => ({ label, value }))];
-    // Replicas and their router only (see the top of this file); a plain bridge keeps the replicas' egress.
+    // Replicas and their router only (see the top of this file). Egress `dns` (envs that run
+    // model-written code): an internal network, no route out; `internet`: a plain bridge.
     const network = new docker.Network(
         `${name}-network`,
-        { name: d.replicaNetwork, driver: "bridge", internal: false, labels: [{ label: "app.kubernetes.io/component", value: "env" }, { label: "app.kubernetes.io/part-of", value: "agent-rl-infra" }] },
+        { name: d.replicaNetwork, driver: "bridge", internal: r.security.egress === "dns", labels: [{ label: "app.kubernetes.io/component", value: "env" }, { label: "app.kubernetes.io/part-of", value: "agent-rl-infra" }] },
         child,
     );
 
@@ -99,6 +100,10 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
                     waitTimeout: r.probes.startup.periodSeconds * r.probes.startup.failureThreshold + 60,
                     restart: "unless-stopped",
                     destroyGraceSeconds: r.terminationGraceSeconds,
+                    // Read-only root with a sized /tmp (envs that run model-written code), as on Kubernetes.
+                    ...(r.security.readOnlyRootFilesystem
+                        ? { readOnly: true, tmpfs: { [REPLICA_SCRATCH_PATH]: `rw,nosuid,nodev,size=${dockerMemoryMiB(r.security.scratchSize)}m` } }
+                        : {}),
                     ...HARDENING,
                 },
                 // Fixed name: the old container must go before its replacement.

@@ -11,8 +11,8 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
-import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
+import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
+import { clusterDnsEgress, NAMESPACE_NAME_LABEL, publicInternetEgress, restrictedContainerSecurity } from "../shared/kubernetes";
 
 
 /** Labels on every object of the env (the pod labels are the selectors and come from podLabels()). */
@@ -28,8 +28,10 @@ function httpProbe(p: EnvProbe): k8s.types.input.core.v1.Probe {
 export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.v1.PodSpec {
     const r = d.replicas;
     const sec = r.security;
-    const resources = { cpu: r.cpu, memory: r.memory };
+    const resources = { cpu: r.cpu, memory: r.memory, "ephemeral-storage": sec.ephemeralStorage };
     return {
+        ...(sec.runtimeClassName !== undefined ? { runtimeClassName: sec.runtimeClassName } : {}),
+        ...(sec.readOnlyRootFilesystem ? { volumes: [{ name: "scratch", emptyDir: { sizeLimit: sec.scratchSize } }] } : {}),
         // An env server never talks to the API server.
         automountServiceAccountToken: false,
         enableServiceLinks: false,
@@ -53,8 +55,10 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
                 readinessProbe: httpProbe(r.probes.readiness),
                 livenessProbe: httpProbe(r.probes.liveness),
                 // OpenEnv images run as root (baseline namespace); still no privilege gain and no capabilities.
+                ...(sec.readOnlyRootFilesystem ? { volumeMounts: [{ name: "scratch", mountPath: REPLICA_SCRATCH_PATH }] } : {}),
                 securityContext: {
                     ...(sec.runAsNonRoot ? { runAsNonRoot: true } : {}),
+                    readOnlyRootFilesystem: sec.readOnlyRootFilesystem,
                     allowPrivilegeEscalation: sec.allowPrivilegeEscalation,
                     privileged: false,
                     capabilities: { drop: [...sec.dropCapabilities] },
@@ -185,8 +189,11 @@ export function routerDisruptionBudgetSpec(d: DeployedEnvDescription): k8s.types
 export function replicaNetworkPolicySpec(d: DeployedEnvDescription): k8s.types.input.networking.v1.NetworkPolicySpec {
     return {
         podSelector: { matchLabels: { ...d.replicas.podLabels } },
-        policyTypes: ["Ingress"],
+        policyTypes: ["Ingress", "Egress"],
         ingress: [{ from: [{ podSelector: { matchLabels: { ...d.router.podLabels } } }], ports: [{ protocol: "TCP", port: d.replicas.port }] }],
+        // Replicas may run model-written code: DNS, and the public internet only where the env needs
+        // data (never the API server, the metadata service, vLLM or any other pod).
+        egress: [clusterDnsEgress(), ...(d.replicas.security.egress === "internet" ? [publicInternetEgress([])] : [])],
     };
 }
 
