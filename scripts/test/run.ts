@@ -1,0 +1,235 @@
+/**
+ * `npm test`: the whole test suite, set-up included, so a fresh machine needs nothing but
+ * `npm ci && npm test`. In order:
+ *
+ * 1. Prerequisites: nginx (nginx-light), openssl, a Docker engine (docker.io), Python >= 3.11
+ *    with venv, Go >= 1.26. Missing Debian packages are installed (as root, with apt-get);
+ *    otherwise the run stops at once with one message listing what is missing and the command
+ *    that gets it.
+ * 2. The Go-built fixtures, each cached outside the repo by its own build script (API server,
+ *    real engine, agent-sandbox controller); the Python venv comes with python/run-tests.sh.
+ * 3. `tsc --noEmit`, the TypeScript tests (node:test), the Python tests (pytest).
+ * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
+ *    the run. Then a check that no service the tests started (API servers, dockerd, nginx,
+ *    pulumi, ...) is left running; leftovers are named, killed, and fail the run.
+ *
+ * Arguments: test files to run instead of test/*.test.ts (the Python tests run only when no
+ * file is named, or with --python). --no-setup skips steps 1 and 2.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+const ROOT = path.resolve(__dirname, "..", "..");
+const CI = process.env.CI === "true" || process.env.CI === "1";
+const started = Date.now();
+
+function log(msg: string): void {
+    process.stderr.write(`[npm test] ${msg}\n`);
+}
+
+function has(cmd: string, args: string[] = ["--version"]): boolean {
+    const r = spawnSync(cmd, args, { stdio: "ignore" });
+    return r.error === undefined && r.status === 0;
+}
+
+function which(cmd: string): string | undefined {
+    for (const dir of ["/usr/sbin", "/sbin", ...(process.env.PATH ?? "").split(path.delimiter)]) {
+        if (dir === "") continue;
+        const p = path.join(dir, cmd);
+        try {
+            fs.accessSync(p, fs.constants.X_OK);
+            return p;
+        } catch {
+            // next
+        }
+    }
+    return undefined;
+}
+
+interface Prerequisite {
+    readonly what: string;
+    readonly present: () => boolean;
+    /** Debian packages that provide it. */
+    readonly apt?: readonly string[];
+    /** How to get it when apt cannot. */
+    readonly manual: string;
+}
+
+function goVersionOk(): boolean {
+    const r = spawnSync("go", ["env", "GOVERSION"], { encoding: "utf8" });
+    const m = /^go(\d+)\.(\d+)/.exec(r.stdout ?? "");
+    return m !== null && (Number(m[1]) > 1 || Number(m[2]) >= 26);
+}
+
+function pythonOk(): boolean {
+    const r = spawnSync("python3", ["-c", "import sys, venv, ensurepip; sys.exit(0 if sys.version_info >= (3, 11) else 1)"], { stdio: "ignore" });
+    return r.status === 0;
+}
+
+const PREREQUISITES: readonly Prerequisite[] = [
+    { what: "nginx (the ingress and env-router tests serve the generated config)", present: () => which("nginx") !== undefined, apt: ["nginx-light"], manual: "apt-get install -y nginx-light" },
+    { what: "openssl (test certificates)", present: () => has("openssl", ["version"]), apt: ["openssl"], manual: "apt-get install -y openssl" },
+    { what: "a Docker engine (the Docker lifecycle test starts its own dockerd)", present: () => which("dockerd") !== undefined && which("docker") !== undefined, apt: ["docker.io"], manual: "apt-get install -y docker.io" },
+    { what: "Python >= 3.11 with venv (the sandbox backend's tests)", present: pythonOk, apt: ["python3", "python3-venv"], manual: "apt-get install -y python3 python3-venv (Python >= 3.11)" },
+    { what: "Go >= 1.26 with the Go module proxy (the API server, engine and controller fixtures)", present: goVersionOk, manual: "install Go 1.26 or newer from https://go.dev/dl/ (Debian's golang package is older)" },
+];
+
+function isDebianRoot(): boolean {
+    return process.getuid?.() === 0 && fs.existsSync("/etc/debian_version") && which("apt-get") !== undefined;
+}
+
+function ensurePrerequisites(): void {
+    let missing = PREREQUISITES.filter((p) => !p.present());
+    const installable = missing.filter((p) => p.apt !== undefined);
+    if (installable.length > 0 && isDebianRoot()) {
+        const pkgs = [...new Set(installable.flatMap((p) => p.apt!))];
+        log(`installing ${pkgs.join(" ")} (apt-get)`);
+        const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+        for (const args of [["update"], ["install", "-y", "--no-install-recommends", ...pkgs]]) {
+            const r = spawnSync("apt-get", args, { stdio: ["ignore", "ignore", "inherit"], env });
+            if (r.status !== 0) {
+                log(`apt-get ${args.join(" ")} failed (exit ${r.status})`);
+                process.exit(1);
+            }
+        }
+        missing = PREREQUISITES.filter((p) => !p.present());
+    }
+    if (missing.length > 0) {
+        log("missing prerequisites:");
+        for (const p of missing) log(`  - ${p.what}: ${p.manual}`);
+        if (missing.some((p) => p.apt) && !isDebianRoot()) log("(as root on Debian, npm test installs the apt packages itself)");
+        process.exit(1);
+    }
+}
+
+function runScript(label: string, cmd: string, args: string[]): void {
+    const t0 = Date.now();
+    const r = spawnSync(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+    if (r.status !== 0) {
+        log(`${label} failed (exit ${r.status}): run \`${cmd} ${args.join(" ")}\` to see why`);
+        process.exit(1);
+    }
+    log(`${label}: ready (${Math.round((Date.now() - t0) / 1000)} s)`);
+}
+
+function buildFixtures(): void {
+    runScript("API server fixture", "bash", ["test/apiserver/build.sh"]);
+    runScript("engine fixture", "bash", ["test/engine/build.sh"]);
+    runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
+}
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; output: string }> {
+    return new Promise((resolve) => {
+        const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
+        let output = "";
+        child.stdout.on("data", (d: Buffer) => {
+            output += d.toString();
+            process.stdout.write(d);
+        });
+        child.on("close", (code) => resolve({ code: code ?? 1, output }));
+    });
+}
+
+interface Skip {
+    readonly name: string;
+    readonly file: string;
+    readonly reason: string;
+}
+
+/** Services tests start: any of these alive and started during this run is a leftover. */
+const SERVICE = /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller)(\s|$)|agent_rl_sandbox\.runtime/;
+
+function leftovers(): Array<{ pid: number; args: string }> {
+    const r = spawnSync("ps", ["-eo", "pid=,etimes=,args="], { encoding: "utf8" });
+    const runSeconds = (Date.now() - started) / 1000;
+    const out: Array<{ pid: number; args: string }> = [];
+    for (const line of (r.stdout ?? "").split("\n")) {
+        const m = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
+        if (!m) continue;
+        const [pid, etimes, args] = [Number(m[1]), Number(m[2]), m[3]!];
+        if (pid === process.pid || etimes > runSeconds) continue;
+        const exe = args.split(/\s+/)[0] ?? "";
+        if (SERVICE.test(exe) || /agent_rl_sandbox\.runtime/.test(args)) out.push({ pid, args: args.slice(0, 160) });
+    }
+    return out;
+}
+
+async function main(): Promise<void> {
+    const argv = process.argv.slice(2);
+    const setup = !argv.includes("--no-setup");
+    const files = argv.filter((a) => !a.startsWith("--"));
+    const python = files.length === 0 || argv.includes("--python");
+    if (setup) {
+        ensurePrerequisites();
+        buildFixtures();
+    }
+
+    let failed = false;
+    const tsc = await run(process.execPath, [path.join(ROOT, "node_modules", "typescript", "bin", "tsc"), "--noEmit", "-p", "."]);
+    if (tsc.code !== 0) {
+        log("tsc --noEmit failed");
+        process.exit(1);
+    }
+
+    const skipsFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-test-")), "skips.jsonl");
+    const testFiles = files.length > 0 ? files : fs.readdirSync(path.join(ROOT, "test")).filter((f) => f.endsWith(".test.ts")).sort().map((f) => path.join("test", f));
+    const node = await run(process.execPath, [
+        "--import",
+        "tsx",
+        "--test",
+        "--test-concurrency=2",
+        "--test-reporter=spec",
+        "--test-reporter-destination=stdout",
+        `--test-reporter=${path.join(ROOT, "scripts", "test", "skips-reporter.mjs")}`,
+        `--test-reporter-destination=${skipsFile}`,
+        ...testFiles,
+    ]);
+    if (node.code !== 0) failed = true;
+    const skips: Skip[] = fs.existsSync(skipsFile)
+        ? fs
+              .readFileSync(skipsFile, "utf8")
+              .split("\n")
+              .filter((l) => l.trim() !== "")
+              .map((l) => JSON.parse(l) as Skip)
+        : [];
+
+    let pythonSummary = "not run";
+    if (python) {
+        const py = await run("bash", ["python/run-tests.sh", "-q", "-rs"], { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") });
+        if (py.code !== 0) failed = true;
+        const summary = py.output.trim().split("\n").reverse().find((l) => /\b(passed|failed|error|skipped)\b/.test(l)) ?? "";
+        pythonSummary = summary.replace(/=/g, "").trim() || `exit ${py.code}`;
+        for (const m of py.output.matchAll(/^SKIPPED \[\d+\] ([^:]+:\d+): (.*)$/gm)) skips.push({ name: m[1]!, file: "python", reason: m[2]! });
+    }
+
+    const left = leftovers();
+    for (const p of left) {
+        try {
+            process.kill(p.pid, "SIGKILL");
+        } catch {
+            // gone meanwhile
+        }
+    }
+
+    process.stdout.write("\n");
+    log(`TypeScript tests: ${node.code === 0 ? "passed" : "FAILED"}; Python tests: ${pythonSummary}`);
+    log(`skipped: ${skips.length}`);
+    for (const s of skips) log(`  - ${s.file ? `${path.relative(ROOT, s.file) || s.file}: ` : ""}${s.name}: ${s.reason}`);
+    if (CI && skips.length > 0) {
+        log("CI=true: every skip is a failure (a CI machine must run everything)");
+        failed = true;
+    }
+    if (left.length > 0) {
+        log(`left running by the tests (now killed): ${left.length}`);
+        for (const p of left) log(`  - ${p.pid} ${p.args}`);
+        failed = true;
+    } else {
+        log("nothing the tests started is left running");
+    }
+    log(`${failed ? "FAILED" : "passed"} in ${Math.round((Date.now() - started) / 1000)} s`);
+    process.exit(failed ? 1 : 0);
+}
+
+void main();
