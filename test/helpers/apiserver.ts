@@ -52,6 +52,19 @@ export interface ApiServer {
   pids: number[];
   /** TCP ports the fixture listens on. */
   ports: number[];
+  /** The fixture's temp dir (removed by stop()): logs, certificates, kubeconfig. */
+  dir: string;
+  /** The PEM files behind the API server: its CA (and key) and the service-account key pair. */
+  files: { caFile: string; caKeyFile: string; saKeyFile: string; saPubFile: string };
+  /**
+   * Starts another server process under the fixture's care (own process group, log file
+   * `<dir>/<name>.log`, killed by stop() before the API server, and by the exit handlers and
+   * the watchdog); `ports` are checked closed after stop(). For the cluster helper
+   * (controller-manager, scheduler, kwok).
+   */
+  startProcess(name: string, cmd: string, args: string[], opts?: { env?: NodeJS.ProcessEnv; ports?: number[] }): ChildProcess;
+  /** The last lines of a process's log (`etcd`, `kube-apiserver`, or a name given to startProcess). */
+  logTail(name: string, lines?: number): string;
 }
 
 export interface StartOptions {
@@ -327,11 +340,11 @@ export async function startApiServer(options: StartOptions = {}): Promise<ApiSer
   if (watchdog.pid) entry.pgids.push(watchdog.pid);
   const watchdogExited = new Promise<void>((r) => watchdog.once("exit", () => r()));
 
-  const launch = (name: string, cmd: string, args: string[]): ChildProcess => {
+  const launch = (name: string, cmd: string, args: string[], env?: NodeJS.ProcessEnv): ChildProcess => {
     const logFile = path.join(dir, `${name}.log`);
     const fd = fs.openSync(logFile, "a");
     // detached => own process group, so stop() can kill the whole group.
-    const child = spawn(cmd, args, { detached: true, stdio: ["ignore", fd, fd], env: { ...process.env, KUBECONFIG: "" } });
+    const child = spawn(cmd, args, { detached: true, stdio: ["ignore", fd, fd], env: { ...process.env, KUBECONFIG: "", ...env } });
     fs.closeSync(fd);
     child.unref();
     if (!child.pid) throw new Error(`failed to start ${name}`);
@@ -495,7 +508,27 @@ export async function startApiServer(options: StartOptions = {}): Promise<ApiSer
       return r.stdout;
     };
 
-    const api: ApiServer = { kubeconfig, url, token: creds.token, caFile: creds.caFile, kubectlPath, kubectl, kubectlOk, stop, pids: children.map((c) => c.pid!), ports };
+    const startProcess = (name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; ports?: number[] } = {}): ChildProcess => {
+      if (stopped) throw new Error(`cannot start ${name}: the fixture is stopped`);
+      ports.push(...(opts.ports ?? []));
+      return launch(name, cmd, args, opts.env);
+    };
+    const api: ApiServer = {
+      kubeconfig,
+      url,
+      token: creds.token,
+      caFile: creds.caFile,
+      kubectlPath,
+      kubectl,
+      kubectlOk,
+      stop,
+      pids: children.map((c) => c.pid!),
+      ports,
+      dir,
+      files: { caFile: creds.caFile, caKeyFile: path.join(dir, "ca.key"), saKeyFile: creds.saKey, saPubFile: creds.saPub },
+      startProcess,
+      logTail: (name: string, lines?: number) => tail(path.join(dir, `${name}.log`), lines),
+    };
 
     if (options.installCrds ?? true) {
       const crdDir = path.join(cacheDir, "crds");

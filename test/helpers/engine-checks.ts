@@ -1,0 +1,149 @@
+// What the engine tests assert on the simulated cluster after an operation: where the
+// training pod landed and with which GPUs, whether workloads are Ready, what a stack left
+// behind, whether a secret reached the state in plain text. Names come from the program's
+// own naming (components/config/names.ts), so the checks follow the code.
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { parsePlatformConfig, platformNames, type PlatformNames } from "../../components/config";
+import type { Cluster } from "./cluster";
+import { GPU_RESOURCE } from "./cluster";
+import type { EngineStack, OpResult } from "./engine";
+import { plainSecretsIn } from "./engine";
+
+/** The object names the program computes for a stack's platform config. */
+export function namesFor(stack: string, platform: Record<string, unknown>): PlatformNames {
+    return platformNames(parsePlatformConfig(platform, stack));
+}
+
+/** The operation succeeded, or fails the test with the CLI's error and the tail of its output. */
+export function assertOk(r: OpResult, what: string): void {
+    if (r.ok) return;
+    const tail = r.output.split("\n").slice(-40).join("\n");
+    assert.fail(`${what} failed after ${(r.ms / 1000).toFixed(1)} s:\n${r.error}\n--- output (tail) ---\n${tail}`);
+}
+
+/** GPUs a pod asks for (containers and native sidecars). */
+export function podGpus(pod: any): number {
+    const all = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
+    return all.reduce((n: number, c: any) => n + Number(c.resources?.limits?.[GPU_RESOURCE] ?? 0), 0);
+}
+
+/** The run's Job pods (label batch.kubernetes.io/job-name). */
+export async function jobPods(cluster: Cluster, namespace: string, job: string): Promise<any[]> {
+    return cluster.pods(namespace, `batch.kubernetes.io/job-name=${job}`);
+}
+
+/**
+ * The Job's pod exists, is bound to the GPU node, Running, and asks for `gpus` GPUs. Waits
+ * for the Job controller and the scheduler (the provider does not wait for the Job).
+ */
+export async function assertTrainingPlaced(cluster: Cluster, namespace: string, job: string, gpus: number, timeoutMs = 90_000): Promise<any> {
+    let last: any;
+    try {
+        return await cluster.waitFor(
+            `Job ${namespace}/${job} to have a Running pod on ${cluster.gpuNode}`,
+            async () => {
+                const pods = await jobPods(cluster, namespace, job);
+                last = pods;
+                return pods.find((p) => p.spec?.nodeName === cluster.gpuNode && p.status?.phase === "Running" && podGpus(p) === gpus);
+            },
+            timeoutMs,
+        );
+    } catch (e) {
+        const events = await cluster.kubectl(["get", "events", "-n", namespace, "--sort-by=.lastTimestamp", "-o", "custom-columns=OBJ:.involvedObject.name,REASON:.reason,MSG:.message"]);
+        const pods = (last ?? []).map((p: any) => `${p.metadata.name}: node=${p.spec?.nodeName ?? "-"} phase=${p.status?.phase} gpus=${podGpus(p)}`);
+        assert.fail(`${(e as Error).message}\npods: ${pods.join("; ") || "(none)"}\nevents:\n${events.stdout.split("\n").slice(-15).join("\n")}`);
+    }
+}
+
+/** Every Deployment and StatefulSet in the namespaces has all replicas updated and Ready. Returns "kind/ns/name replicas" lines. */
+export async function assertWorkloadsReady(cluster: Cluster, namespaces: readonly string[]): Promise<string[]> {
+    const seen: string[] = [];
+    for (const ns of namespaces) {
+        const list = await cluster.getJson<{ items: any[] }>(["deployments,statefulsets", "-n", ns]);
+        for (const w of list?.items ?? []) {
+            const want = w.spec?.replicas ?? 1;
+            const s = w.status ?? {};
+            const id = `${w.kind}/${ns}/${w.metadata.name}`;
+            assert.equal(s.readyReplicas ?? 0, want, `${id}: ${s.readyReplicas ?? 0} of ${want} replicas Ready`);
+            assert.equal(s.updatedReplicas ?? 0, want, `${id}: ${s.updatedReplicas ?? 0} of ${want} replicas updated`);
+            seen.push(`${id} ${want}`);
+        }
+    }
+    return seen;
+}
+
+/** No file the backend or the workspace holds for the stack contains a secret value in plain text (or base64). */
+export function assertNoPlainSecrets(stack: EngineStack, secrets: Readonly<Record<string, string>>): void {
+    const files = stack.persistedFiles();
+    assert.ok(files.some((f) => f.endsWith(`${stack.name}.json`)), "the backend holds the stack's checkpoint");
+    const found = plainSecretsIn(files, secrets);
+    assert.deepEqual(found, [], `secret values in plain text in the state: ${found.join("; ")}`);
+}
+
+/** Names of objects of `kinds` in a namespace ("kind/name"), for before/after comparisons. */
+export async function objectsIn(cluster: Cluster, namespace: string, kinds = "all,configmaps,secrets,pvc,networkpolicies,roles,rolebindings,serviceaccounts,resourcequotas,poddisruptionbudgets"): Promise<string[]> {
+    const r = await cluster.kubectl(["get", kinds, "-n", namespace, "-o", "name"]);
+    if (r.code !== 0) return [];
+    return r.stdout.split("\n").filter(Boolean).sort();
+}
+
+/** Decoded data of a Secret. */
+export async function secretData(cluster: Cluster, namespace: string, name: string): Promise<Record<string, string>> {
+    const s = await cluster.getJson<any>(["secret", name, "-n", namespace]);
+    assert.ok(s, `Secret ${namespace}/${name} exists`);
+    return Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(String(v), "base64").toString("utf8")]));
+}
+
+/**
+ * One engine test file at a time: each starts its own cluster, and two at once on a 2-core
+ * machine would only slow both. A directory lock with the owner's pid (stale locks of dead
+ * processes are taken over). Returns the release function.
+ */
+export async function acquireEngineLock(timeoutMs = 3 * 3600_000): Promise<() => void> {
+    const cacheHome = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
+    const dir = path.join(cacheHome, "agent-rl-infra", ".engine-tests.lock");
+    fs.mkdirSync(path.dirname(dir), { recursive: true });
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+        try {
+            fs.mkdirSync(dir);
+            fs.writeFileSync(path.join(dir, "pid"), String(process.pid));
+            let released = false;
+            const release = () => {
+                if (released) return;
+                released = true;
+                process.removeListener("exit", release);
+                fs.rmSync(dir, { recursive: true, force: true });
+            };
+            process.on("exit", release);
+            return release;
+        } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+            let owner = NaN;
+            try {
+                owner = Number(fs.readFileSync(path.join(dir, "pid"), "utf8"));
+            } catch {
+                /* being written or removed */
+            }
+            let alive = true;
+            if (Number.isFinite(owner)) {
+                try {
+                    process.kill(owner, 0);
+                } catch (err) {
+                    alive = (err as NodeJS.ErrnoException).code === "EPERM";
+                }
+                if (!alive) fs.rmSync(dir, { recursive: true, force: true });
+            }
+            if (Date.now() > until) throw new Error(`engine test lock ${dir} held by pid ${owner} for too long`);
+            await new Promise((r) => setTimeout(r, alive ? 2000 : 10));
+        }
+    }
+}
+
+/** Milliseconds as "12.3 s". */
+export function secs(ms: number): string {
+    return `${(ms / 1000).toFixed(1)} s`;
+}
