@@ -157,14 +157,32 @@ def stop_group(proc: subprocess.Popen) -> None:
             proc.wait(5)
 
 
+#: The in-sandbox proxy's port (OpenEnv harness.py _PROXY_PORT). Pods have their own network; the
+#: sandboxes here share this machine's loopback, so the port must be free for the session's proxy.
+PROXY_PORT = 7000
+
+
+def require_proxy_port() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            s.bind(("127.0.0.1", PROXY_PORT))
+        except OSError as e:
+            pytest.fail(f"127.0.0.1:{PROXY_PORT} is taken ({e}): the harness's in-sandbox proxy needs it (a leftover proxy? ss -ltnp)")
+
+
 def build_image(tmp: Path) -> Path:
-    """The Dockerfile's layout on a stock HOME holding the opencode stand-in and OpenEnv's real proxy."""
+    """The Dockerfile's layout on a stock HOME holding the opencode stand-in and OpenEnv's real proxy (when OPENENV_SRC has it)."""
     stock = tmp / "stock-root"
     (stock / ".opencode/bin").mkdir(parents=True)
     (stock / ".opencode/bin/opencode").write_text(FAKE_OPENCODE)
     (stock / ".opencode/bin/opencode").chmod(0o755)
     (stock / "proxy").mkdir()
-    (stock / "proxy/interception.py").write_text((OPENENV_SRC / "opencode_env/sandbox/interception.py").read_text())
+    proxy = OPENENV_SRC / "opencode_env/sandbox/interception.py"
+    # Without OpenEnv's source the layout still holds a proxy file (tests that run it need the real one).
+    (stock / "proxy/interception.py").write_text(proxy.read_text() if proxy.exists() else "raise SystemExit('stand-in: OpenEnv source not available')\n")
     image_root = tmp / "image"
     sandbox_root.install_layout(stock, image_root)
     return image_root
@@ -181,6 +199,7 @@ def stack(tmp_path, monkeypatch):
     oc = opencode_env()
     if (why := sandbox_root.available()) is not None:
         _require(f"sandbox root: {why}")
+    require_proxy_port()
     tb.REC = tb.Recorder()
     facts = plan_facts()
     (container,) = facts["template"]["podTemplate"]["spec"]["containers"]

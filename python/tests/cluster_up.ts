@@ -1,0 +1,134 @@
+// For python/tests/test_controller.py: a simulated cluster (test/helpers/cluster.ts: API server,
+// controller-manager, scheduler, kwok) running the REAL agent-sandbox v0.5.6 controller
+// (test/sandbox-controller/build.sh), with the project's own rendered objects for the sandbox side
+// applied: namespaces, the trainer's ServiceAccount, the SandboxTemplate, SandboxWarmPool,
+// claim admission policy + binding, Role + RoleBinding, ResourceQuota, NetworkPolicy and key
+// Secret, exactly as `npm run plan` renders them (scripts/lib/plan.ts planToDir).
+//
+// Prints one line `READY <json>` (kubeconfigs, the trainer's env, names), then holds everything up
+// until stdin closes (or SIGTERM), then stops it all. Exit 3 with `SKIP <reason>` when the
+// fixtures are not built and AGENT_RL_BUILD_FIXTURES is not 1 (the builds are large).
+//
+// usage (repo root): node --import tsx python/tests/cluster_up.ts
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import YAML from "yaml";
+import { planToDir, REPO_ROOT } from "../../scripts/lib/plan";
+import { startCluster, type Cluster } from "../../test/helpers/cluster";
+import { engineFixtures } from "../../test/helpers/engine-fixtures";
+import { acquireEngineLock } from "../../test/helpers/engine-checks";
+
+const RUN_ID = "ctl1";
+/** Small enough for the simulated nodes, large enough to claim two at once. */
+const OVERRIDE = {
+    runId: RUN_ID,
+    training: { maxInflight: 2 },
+    sandboxes: { poolSize: 2, headroom: 1, maxLifetimeSeconds: 600, cpu: "100m", memory: "128Mi" },
+};
+
+function controllerDir(build: boolean): string | undefined {
+    const script = path.join(REPO_ROOT, "test/sandbox-controller/build.sh");
+    if (!build) {
+        const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "agent-rl-infra");
+        const done = fs.existsSync(cache) ? fs.readdirSync(cache).filter((d) => d.startsWith("sandbox-controller-v0.5.6-") && fs.existsSync(path.join(cache, d, ".complete"))) : [];
+        if (done.length === 0) return undefined;
+    }
+    // Idempotent: prints the (already) complete directory as its last line.
+    const out = execFileSync("bash", [script], { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+    return out.trim().split("\n").pop();
+}
+
+async function main(): Promise<number> {
+    const build = process.env.AGENT_RL_BUILD_FIXTURES === "1" || !!process.env.CI;
+    const fx = await engineFixtures({ build });
+    if (!fx.ok) {
+        process.stdout.write(`SKIP engine fixtures not built (bash test/engine/build.sh, or AGENT_RL_BUILD_FIXTURES=1): ${fx.reason.split("\n")[0]}\n`);
+        return 3;
+    }
+    const ctlDir = controllerDir(build);
+    if (!ctlDir) {
+        process.stdout.write("SKIP agent-sandbox controller not built (bash test/sandbox-controller/build.sh, or AGENT_RL_BUILD_FIXTURES=1)\n");
+        return 3;
+    }
+    const release = await acquireEngineLock();
+    let cluster: Cluster | undefined;
+    const stop = async () => {
+        try {
+            await cluster?.stop();
+        } finally {
+            release();
+        }
+    };
+    process.on("SIGTERM", () => void stop().then(() => process.exit(0)));
+    try {
+        const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-ctl-plan-"));
+        const { plan, manifests } = await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir, platformOverride: OVERRIDE });
+        fs.rmSync(outDir, { recursive: true, force: true });
+        const sandboxesNs = plan.names.namespaces.sandboxes;
+        const trainingNs = plan.names.namespaces.training;
+        const sa = plan.training.serviceAccount;
+        // The sandbox side: its namespace's objects, the cluster-scoped claim policy, the namespaces
+        // and the trainer's ServiceAccount (the RoleBinding's subject).
+        const wanted = manifests.filter(
+            (m) =>
+                m.kind === "Namespace" ||
+                m.metadata?.namespace === sandboxesNs ||
+                m.kind.startsWith("ValidatingAdmissionPolicy") ||
+                (m.kind === "ServiceAccount" && m.metadata?.namespace === trainingNs && m.metadata?.name === sa),
+        );
+
+        cluster = await startCluster({ cpuNodes: 2, volumes: 0 }, fx);
+        const kc = cluster.kubeconfig;
+        cluster.api.startProcess(
+            "agent-sandbox-controller",
+            path.join(ctlDir, "bin/agent-sandbox-controller"),
+            [`--kubeconfig=${kc}`, "--extensions", "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-webhook=false"],
+            { env: { KUBECONFIG: kc } },
+        );
+        // Namespaces first (and the policy before the pool, as the component's dependsOn orders them).
+        const rank = (k: string) => ["Namespace", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"].indexOf(k);
+        const ordered = [...wanted].sort((a, b) => (rank(a.kind) === -1 ? 9 : rank(a.kind)) - (rank(b.kind) === -1 ? 9 : rank(b.kind)));
+        for (const m of ordered) await cluster.kubectlOk(["apply", "--server-side", "-f", "-"], JSON.stringify(m));
+
+        // A kubeconfig for the trainer's ServiceAccount: what the trainer pod's mounted token gives it.
+        const token = (await cluster.kubectlOk(["-n", trainingNs, "create", "token", sa, "--duration=2h"])).trim();
+        const admin = YAML.parse(fs.readFileSync(kc, "utf8"));
+        const trainerKc = path.join(cluster.api.dir, "trainer.kubeconfig");
+        const trainer = { ...admin, users: [{ name: "trainer", user: { token } }], contexts: [{ name: "trainer", context: { cluster: admin.clusters[0].name, user: "trainer" } }], "current-context": "trainer" };
+        fs.writeFileSync(trainerKc, YAML.stringify(trainer), { mode: 0o600 });
+
+        const facts = {
+            adminKubeconfig: kc,
+            trainerKubeconfig: trainerKc,
+            trainerEnv: plan.training.trainer.env,
+            sandboxesNamespace: sandboxesNs,
+            warmPool: plan.sandboxes!.names.warmPool,
+            poolSize: plan.sandboxes!.poolSize,
+            runLabel: plan.sandboxes!.runLabel,
+            runId: RUN_ID,
+            maxLifetimeSeconds: plan.sandboxes!.maxLifetimeSeconds,
+            applied: ordered.map((m) => `${m.kind}/${m.metadata?.name}`),
+            controllerLog: path.join(cluster.api.dir, "agent-sandbox-controller.log"),
+        };
+        process.stdout.write(`READY ${JSON.stringify(facts)}\n`);
+        // Hold until the test closes stdin.
+        await new Promise<void>((resolve) => {
+            process.stdin.on("end", resolve);
+            process.stdin.on("close", resolve);
+            process.stdin.resume();
+        });
+        return 0;
+    } finally {
+        await stop();
+    }
+}
+
+main().then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+        process.stderr.write(`cluster_up: ${(e as Error).stack ?? e}\n`);
+        process.exit(1);
+    },
+);

@@ -1,0 +1,314 @@
+"""The backend against the REAL agent-sandbox v0.5.6 controller, authenticated as the trainer's
+ServiceAccount, on a simulated cluster with the project's rendered sandbox objects applied
+(python/tests/cluster_up.ts: API server, controller-manager, scheduler, kwok as the kubelets).
+
+kwok makes pods Running and Ready but runs nothing and gives them IPs nobody listens on. This
+test plays the rest of the kubelet (the "small test step that sets pod status"): for each pod
+the controller creates, it starts the runtime with the pod's own command and env on the image
+layout (a private mount namespace, as the container would run) at a loopback address, and
+writes that address into the pod's status, from where the controller copies it to the Sandbox.
+
+Skipped when the fixtures are not built (test/engine/build.sh, test/sandbox-controller/build.sh),
+unless AGENT_RL_BUILD_FIXTURES=1 (builds them; large) or AGENT_RL_REQUIRE_E2E=1 (fails instead).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from agent_rl_sandbox import AgentSandboxSettings, SandboxGone, shutdown
+from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
+
+import sandbox_root
+from conftest import REPO, stop_process, wait_http
+from test_opencode_e2e import (
+    KEY,
+    StubModel,
+    _require,
+    build_image,
+    factory_for,
+    opencode_env,
+    require_proxy_port,
+    sandbox_path,
+    start_ingress,
+    stop_group,
+)
+
+CLAIMS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxclaims")
+SANDBOXES = ("agents.x-k8s.io", "v1beta1", "sandboxes")
+
+
+def wait_for(what: str, check, timeout: float = 60.0, interval: float = 0.3):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise TimeoutError(f"{what}: not within {timeout}s (last: {last!r})")
+
+
+class PodNetwork:
+    """The part of the kubelet kwok does not play: each sandbox pod's container (the runtime, with
+    the pod's command and env, on the image layout) at a loopback IP written into the pod's status."""
+
+    def __init__(self, core, namespace: str, image_root: Path, logs: Path) -> None:
+        self.core = core
+        self.namespace = namespace
+        self.image_root = image_root
+        self.logs = logs
+        self.runtimes: dict[str, tuple[str, subprocess.Popen]] = {}
+        self.errors: list[str] = []
+        self._next = 2
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="pod-network", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.3):
+            try:
+                self._sync()
+            except Exception as e:  # noqa: BLE001 - reported by the tests
+                self.errors.append(f"{type(e).__name__}: {e}")
+
+    def _sync(self) -> None:
+        pods = {p.metadata.name: p for p in self.core.list_namespaced_pod(self.namespace).items}
+        for name, (_ip, proc) in list(self.runtimes.items()):
+            if name not in pods:  # the pod is gone: so is its container
+                stop_process(proc)
+                del self.runtimes[name]
+        for name, pod in pods.items():
+            if pod.metadata.deletion_timestamp or not pod.status.pod_ip:
+                continue
+            (c,) = pod.spec.containers
+            if name not in self.runtimes:
+                ip = f"127.0.{self._next // 250}.{self._next % 250 + 2}"
+                self._next += 1
+                env = {e.name: e.value for e in c.env or [] if e.value is not None}
+                env.update(PATH=sandbox_path(), POD_NAME=name)
+                argv = [*c.command, "--host", ip]
+                log = open(self.logs / f"{name}.log", "wb")
+                proc = subprocess.Popen(sandbox_root.command(self.image_root, argv, uid=None), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                log.close()
+                self.runtimes[name] = (ip, proc)
+                wait_http(f"http://{ip}:{c.ports[0].container_port}/healthz", proc=proc)
+            ip = self.runtimes[name][0]
+            if pod.status.pod_ip != ip:
+                # A JSON merge patch: a strategic one would merge podIPs by ip and keep kwok's address too.
+                self.core.patch_namespaced_pod_status(name, self.namespace, {"status": {"podIP": ip, "podIPs": [{"ip": ip}]}}, _content_type="application/merge-patch+json")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        for _ip, proc in self.runtimes.values():
+            stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if (why := sandbox_root.available()) is not None:
+        _require(f"sandbox root: {why}")
+    tmp = tmp_path_factory.mktemp("controller")
+    log_path = tmp / "cluster_up.log"
+    proc = subprocess.Popen(
+        ["node", "--import", "tsx", "python/tests/cluster_up.ts"], cwd=REPO,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(log_path, "wb"), text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    # The plan prints its own notes on stdout first: wait for the READY (or SKIP) line.
+    deadline = time.monotonic() + 600
+    line = ""
+    while not line.startswith(("READY ", "SKIP")):
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            stop_process(proc)
+            pytest.fail(f"cluster did not come up in 600s:\n{log_path.read_text()[-4000:]}")
+        if proc.poll() is not None and lines.empty() and not line.startswith(("READY ", "SKIP")):
+            pytest.fail(f"cluster_up exited with {proc.returncode}:\n{log_path.read_text()[-4000:]}")
+    if line.startswith("SKIP"):
+        proc.wait(30)
+        _require(line.strip())
+    facts = json.loads(line[len("READY "):])
+
+    from kubernetes import client, config
+
+    admin = config.new_client_from_config(config_file=facts["adminKubeconfig"])
+    core, custom = client.CoreV1Api(admin), client.CustomObjectsApi(admin)
+    image_root = build_image(tmp)
+    (tmp / "pods").mkdir()
+    net = PodNetwork(core, facts["sandboxesNamespace"], image_root, tmp / "pods")
+    facts.update(core=core, custom=custom, net=net, tmp=tmp)
+    try:
+        yield facts
+    finally:
+        net.stop()
+        proc.stdin.close()
+        try:
+            proc.wait(180)
+        except subprocess.TimeoutExpired:
+            stop_process(proc)
+
+
+#: The trainer ServiceAccount's kubeconfig (set by the cluster fixture). In a pod the official client
+#: loads the mounted token; here it gets this file (kubernetes' KUBECONFIG default is read at import).
+TRAINER_KUBECONFIG = ""
+
+
+def trainer_client(settings: AgentSandboxSettings):
+    """The official client as default_client makes it, authenticated as the trainer's ServiceAccount."""
+    from k8s_agent_sandbox import SandboxClient
+    from k8s_agent_sandbox.models import SandboxInClusterConnectionConfig
+    from kubernetes import config
+
+    api = config.new_client_from_config(config_file=TRAINER_KUBECONFIG)
+    return SandboxClient(connection_config=SandboxInClusterConnectionConfig(server_port=settings.port), api_client=api)
+
+
+@pytest.fixture
+def trainer(cluster):
+    """The trainer's view: its ServiceAccount's token, the plan's env untouched."""
+    global TRAINER_KUBECONFIG
+    TRAINER_KUBECONFIG = cluster["trainerKubeconfig"]
+    backend = AgentSandboxBackend.from_env(cluster["trainerEnv"], client_factory=trainer_client, handle_sigterm=False)
+    yield backend
+    backend.close()
+    assert shutdown.live() == []
+
+
+def ready_warm_sandboxes(c) -> list[str]:
+    """Warm (unclaimed) Sandboxes that are Ready at an address this machine serves."""
+    items = c["custom"].list_namespaced_custom_object(*SANDBOXES[:2], c["sandboxesNamespace"], SANDBOXES[2])["items"]
+    claimed = {cl["status"].get("sandbox", {}).get("name") for cl in claims(c) if cl.get("status")}
+    out = []
+    for s in items:
+        st = s.get("status") or {}
+        ready = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions", []))
+        ips = [p if isinstance(p, str) else p.get("ip") for p in st.get("podIPs", [])]
+        if ready and ips and all(ip.startswith("127.") for ip in ips) and s["metadata"]["name"] not in claimed and not s["metadata"].get("deletionTimestamp"):
+            out.append(s["metadata"]["name"])
+    return out
+
+
+def claims(c) -> list[dict]:
+    return c["custom"].list_namespaced_custom_object(*CLAIMS[:2], c["sandboxesNamespace"], CLAIMS[2])["items"]
+
+
+def warm_pool_full(c) -> list[str] | None:
+    names = ready_warm_sandboxes(c)
+    return names if len(names) >= c["poolSize"] else None
+
+
+def test_the_trainer_claims_a_warm_sandbox_runs_in_it_and_deletes_the_claim(cluster, trainer):
+    c = cluster
+    before = wait_for("the warm pool Ready at loopback IPs", lambda: warm_pool_full(c), timeout=120)
+    assert c["net"].errors == []
+    s = AgentSandboxSettings.from_env(c["trainerEnv"])
+    assert s.port == 8888 and s.warm_pool == c["warmPool"]
+
+    h = trainer.create(timeout_s=300, metadata={"episode_id": "e1"})
+    (claim,) = claims(c)
+    assert claim["metadata"]["name"] == h.sandbox_id
+    assert claim["metadata"]["labels"][c["runLabel"]] == c["runId"]
+    assert claim["metadata"]["labels"]["agentrl.dev/episode_id"] == "e1"
+    created = datetime.fromisoformat(claim["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    shutdown_at = datetime.fromisoformat(claim["spec"]["lifecycle"]["shutdownTime"].replace("Z", "+00:00"))
+    assert 280 <= (shutdown_at - created).total_seconds() <= 300
+    assert claim["spec"]["lifecycle"]["shutdownPolicy"] == "Delete"
+    sandbox = claim["status"]["sandbox"]["name"]
+    assert sandbox in before, "a warm sandbox was adopted, none was cold-started"
+
+    # The handle reaches the runtime of exactly the claimed sandbox's pod (its IP in the Sandbox's status).
+    status = c["custom"].get_namespaced_custom_object(*SANDBOXES[:2], c["sandboxesNamespace"], SANDBOXES[2], sandbox)["status"]
+    ip = status["podIPs"][0] if isinstance(status["podIPs"][0], str) else status["podIPs"][0]["ip"]
+    assert h.base_url == f"http://{ip}:8888"
+    pod_name, home = h.exec('echo "$POD_NAME $HOME"').stdout.split()
+    assert c["net"].runtimes[pod_name][0] == ip and home == "/home/user"
+    h.write_text("/home/user/task/x.txt", "round trip")
+    assert h.read_text("/home/user/task/x.txt") == "round trip"
+
+    h.kill()
+    with pytest.raises(SandboxGone):
+        h.exec("true")
+    wait_for("the claim deleted", lambda: not claims(c) or None, timeout=30)
+    wait_for("the claimed pod deleted", lambda: pod_name not in {p.metadata.name for p in c["core"].list_namespaced_pod(c["sandboxesNamespace"]).items} or None, timeout=60)
+    refilled = wait_for("the warm pool refilled", lambda: warm_pool_full(c), timeout=120)
+    assert sandbox not in refilled
+    assert c["net"].errors == []
+
+
+def test_the_admission_policy_refuses_claims_without_lifetime_or_run_label(cluster, trainer):
+    from kubernetes.client import ApiException
+
+    c = cluster
+    client = trainer_client(AgentSandboxSettings.from_env(c["trainerEnv"]))  # the trainer's ServiceAccount
+    with pytest.raises(ApiException) as e:
+        client.create_sandbox(c["warmPool"], namespace=c["sandboxesNamespace"], labels={c["runLabel"]: c["runId"]})
+    assert "spec.lifecycle.shutdownTime is required" in str(e.value.body)
+    with pytest.raises(ApiException) as e:
+        client.create_sandbox(c["warmPool"], namespace=c["sandboxesNamespace"], shutdown_after_seconds=60)
+    assert c["runLabel"] in str(e.value.body)
+    with pytest.raises(ApiException) as e:
+        client.create_sandbox(c["warmPool"], namespace=c["sandboxesNamespace"], labels={c["runLabel"]: c["runId"]}, shutdown_after_seconds=c["maxLifetimeSeconds"] + 600)
+    assert "is more than" in str(e.value.body)
+    assert claims(c) == []
+
+
+def test_the_trainer_may_claim_but_not_exec_or_read_secrets(cluster, trainer):
+    from kubernetes import client, config
+
+    api = client.AuthorizationV1Api(config.new_client_from_config(config_file=cluster["trainerKubeconfig"]))
+    ns = cluster["sandboxesNamespace"]
+
+    def can(verb, resource, group="", sub=None):
+        attrs = client.V1ResourceAttributes(namespace=ns, verb=verb, resource=resource, group=group, subresource=sub)
+        return api.create_self_subject_access_review(client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attrs))).status.allowed
+
+    assert can("create", "sandboxclaims", "extensions.agents.x-k8s.io") and can("delete", "sandboxclaims", "extensions.agents.x-k8s.io")
+    assert can("get", "sandboxes", "agents.x-k8s.io")
+    assert not can("create", "pods", sub="exec")
+    assert not can("get", "secrets")
+    assert not can("create", "sandboxes", "agents.x-k8s.io")
+
+
+def test_a_black_box_session_end_to_end_through_the_real_controller(cluster, trainer, tmp_path):
+    """backend -> real controller -> (simulated) pod -> runtime -> OpenEnv's proxy -> real ingress -> stub model."""
+    opencode_env()  # OpenEnv's harness and the real proxy in the pods' image layout
+    c = cluster
+    wait_for("the warm pool Ready", lambda: warm_pool_full(c), timeout=120)
+    require_proxy_port()
+    model = StubModel()
+    ingress, ingress_url, ingress_log = start_ingress(tmp_path, model.url)
+    try:
+        env = {**c["trainerEnv"], "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
+        factory = factory_for({"env": env}, KEY, backend=trainer)
+        session = factory.create("Write solution.py that adds two numbers from stdin.", episode_id="e2e")
+        claim_name = session.sandbox.sandbox_id
+        try:
+            assert [cl["metadata"]["name"] for cl in claims(c)] == [claim_name]
+            assert session.wait_for_completion(timeout_s=60) == 0
+            (turn,) = session.fetch_proxy_trace()
+            assert turn["per_token_logps"][0] == pytest.approx(-0.1)
+            (req,) = model.requests
+            assert "authorization" not in {k.lower() for k in req["headers"]} and req["headers"].get("X-Request-Id")
+            assert session.verify([]).env_reward == 1.0
+        finally:
+            session.close()
+        wait_for("the session's claim deleted", lambda: not claims(c) or None, timeout=30)
+    finally:
+        stop_group(ingress)
+        model.stop()
+    assert KEY not in ingress_log.read_text(errors="replace")
+    for log in (c["tmp"] / "pods").iterdir():
+        assert KEY not in log.read_text(errors="replace"), log
