@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import http.client
 import json
-import logging
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 from urllib.parse import quote, urlsplit
-
-log = logging.getLogger("agent_rl_sandbox")
 
 #: Seconds an HTTP read waits beyond the command's own timeout (the runtime answers after killing it).
 RESPONSE_MARGIN_SECONDS = 15.0

@@ -15,7 +15,6 @@ unless AGENT_RL_BUILD_FIXTURES=1 (builds them; large) or AGENT_RL_REQUIRE_E2E=1 
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import threading
