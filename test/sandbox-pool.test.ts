@@ -91,7 +91,7 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
     assert.equal(spec.enableServiceLinks, false);
     assert.equal(spec.activeDeadlineSeconds, d.maxLifetimeSeconds + d.maxWarmWaitSeconds);
     assert.equal(spec.securityContext.runAsNonRoot, true);
-    assert.ok(spec.securityContext.runAsUser > 0);
+    assert.equal(spec.securityContext.runAsUser, 65532, "a high, unused uid by default (sandboxes.runAsUser)");
     assert.deepEqual(spec.securityContext.seccompProfile, { type: "RuntimeDefault" });
     assert.equal(spec.hostNetwork ?? false, false);
     assert.equal(spec.hostPID ?? false, false);
@@ -447,14 +447,14 @@ describe("SandboxPool on Docker", () => {
                 assert.deepEqual(x.capabilities, { drops: ["ALL"] });
                 assert.deepEqual(x.securityOpts, ["no-new-privileges:true"]);
                 assert.equal(x.privileged, false);
-                assert.equal(x.user, "1000:1000");
+                assert.equal(x.user, "65532:65532", "a high uid, not the well-known 1000");
                 assert.equal(x.cpus, "2");
                 assert.equal(x.memory, 4096);
                 assert.equal(x.memorySwap, 4096);
                 assert.equal(x.restart, "no");
                 assert.deepEqual(x.command, ["sleep", String(d.deadlineSeconds)], "hard lifetime: PID 1 ends at the deadline");
                 assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/home/user", "/tmp", "/workspace"]);
-                assert.ok(Object.values(x.tmpfs).every((o) => /uid=1000/.test(o as string)));
+                assert.ok(Object.values(x.tmpfs).every((o) => /uid=65532/.test(o as string)));
                 assert.ok(x.labels.some((l: any) => l.label === "agentrl.dev/run" && l.value === "r1"));
                 assert.equal((x.ports ?? []).length, 0, "no published ports");
                 if (run === update) {

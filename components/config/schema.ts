@@ -255,6 +255,8 @@ const sandboxes = z.strictObject({
     memory: quantity.default("2Gi"),
     /** RuntimeClass for stronger isolation (gVisor `gvisor`, Kata `kata`). */
     runtimeClassName: z.string().optional(),
+    /** uid (and gid) sandboxes run as: a high, unused one (65532, distroless's `nonroot`), not the well-known 1000 a host user may have. */
+    runAsUser: z.number().int().min(1000).max(2147483647).default(65532),
     /** Warm sandboxes kept ready beyond the rollouts in flight. */
     headroom: nonNegInt.default(2),
     /** Warm pool size (or Docker pool size). Default: maxInflight + headroom. */

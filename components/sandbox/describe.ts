@@ -141,9 +141,6 @@ export interface SandboxDescription {
     readonly trainerEnv: Readonly<Record<string, string>>;
 }
 
-
-
-
 /** Resolves a run's sandbox pool from the platform config and names. */
 export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames): SandboxDescription {
     const s = config.sandboxes;
@@ -154,9 +151,9 @@ export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames)
     const home = SANDBOX_HOME;
     const workingDir = "/workspace";
     const security: SandboxSecurity = {
-        runAsUser: 1000,
-        runAsGroup: 1000,
-        fsGroup: 1000,
+        runAsUser: s.runAsUser,
+        runAsGroup: s.runAsUser,
+        fsGroup: s.runAsUser,
         readOnlyRootFilesystem: true,
         allowPrivilegeEscalation: false,
         dropCapabilities: ["ALL"],

@@ -7,7 +7,7 @@
 #       proxy/interception.py   the in-sandbox proxy, from the stock image (else the harness pip-installs it: egress is closed)
 #       .config/opencode logs/agent logs/verifier task workdir   the dirs the harness writes into (its own
 #                         install step, which creates them, is skipped when opencode is present)
-# Everything readable by any uid (the pool runs as 1000), nothing writable.
+# Everything readable by any uid (the pool runs as sandboxes.runAsUser, 65532 by default), nothing writable.
 # usage: install-layout.sh STOCK_HOME RUNTIME_PY [PREFIX]
 set -eu
 stock_home=$1
