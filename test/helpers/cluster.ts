@@ -34,6 +34,12 @@ export interface ClusterOptions {
      * Every other pod becomes Running and Ready at once. @default []
      */
     readonly slowNamespaces?: readonly string[];
+    /**
+     * How long a deleted pod takes to go away (a kubelet stopping its containers; kwok would
+     * remove it at once). Makes "delete, then create the same name" races as real as they are
+     * on a cluster, and StatefulSet rollouts one pod-stop per replica. @default 3000
+     */
+    readonly podStopMs?: number;
     /** Overall startup timeout in ms. @default 240 s */
     readonly timeoutMs?: number;
 }
@@ -120,8 +126,9 @@ export const CONTROLLERS = [
  * (native sidecars started), and a pod being deleted is removed. Unlike kwok's "fast" set
  * (kustomize/stage/pod/fast) there is no "complete" stage: a training Job's pod keeps running,
  * as a real run does for hours. Pods in `slowNamespaces` become Running but never Ready.
+ * A deleted pod is removed `podStopMs` later.
  */
-export function kwokStages(slowNamespaces: readonly string[]): string {
+export function kwokStages(slowNamespaces: readonly string[], podStopMs = 3000): string {
     const notSlow = slowNamespaces.length
         ? `\n      - key: '.metadata.namespace'\n        operator: 'NotIn'\n        values: [${slowNamespaces.map((n) => `'${n}'`).join(", ")}]`
         : "";
@@ -311,6 +318,8 @@ spec:
     matchExpressions:
       - key: '.metadata.deletionTimestamp'
         operator: 'Exists'
+  delay:
+    durationMilliseconds: ${podStopMs}
   next:
     finalizers:
       empty: true
@@ -394,7 +403,7 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
             { ports: [schedPort] },
         );
         const stagesFile = d("kwok-stages.yaml");
-        fs.writeFileSync(stagesFile, kwokStages(options.slowNamespaces ?? []));
+        fs.writeFileSync(stagesFile, kwokStages(options.slowNamespaces ?? [], options.podStopMs ?? 3000));
         const kwok = api.startProcess(
             "kwok",
             fx.bin.kwok,

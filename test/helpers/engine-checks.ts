@@ -20,8 +20,20 @@ export function namesFor(stack: string, platform: Record<string, unknown>): Plat
 /** The operation succeeded, or fails the test with the CLI's error and the tail of its output. */
 export function assertOk(r: OpResult, what: string): void {
     if (r.ok) return;
-    const tail = r.output.split("\n").slice(-40).join("\n");
-    assert.fail(`${what} failed after ${(r.ms / 1000).toFixed(1)} s:\n${r.error}\n--- output (tail) ---\n${tail}`);
+    assert.fail(`${what} failed after ${(r.ms / 1000).toFixed(1)} s: ${errorLines(r).join("\n") || "(no error line)"}\n--- output (tail) ---\n${r.output.split("\n").slice(-25).join("\n")}`);
+}
+
+/** The distinct "error: ..." lines of a failed operation (what the engine and the providers said). */
+export function errorLines(r: OpResult): string[] {
+    const lines = `${r.error ?? ""}\n${r.output}`
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => /error:|failed:|\*\*failed\*\*/.test(l) && !/^Command failed with exit code/.test(l));
+    const seen = new Set<string>();
+    return lines
+        .map((l) => l.replace(/^.*?(error: )/, "$1"))
+        .filter((l) => (seen.has(l) ? false : (seen.add(l), true)))
+        .slice(0, 8);
 }
 
 /** GPUs a pod asks for (containers and native sidecars). */

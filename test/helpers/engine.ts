@@ -229,6 +229,25 @@ function processesWithHome(home: string): number[] {
     return out;
 }
 
+/**
+ * The inline program runs in this process. When it fails (a RunError from the config checks),
+ * the Pulumi runtime's promises reject without a handler; the Automation API's language server
+ * catches those with its own process-wide `unhandledRejection` listener and turns them into the
+ * operation's error, but node:test's listener sees them too and fails the whole file ("asynchronous
+ * activity after the test ended"). While an operation runs, only the runtime's listener (and a
+ * no-op one, so Node does not crash) is installed; the test runner's is put back afterwards.
+ */
+function divertRejections(): () => void {
+    const saved = process.listeners("unhandledRejection");
+    process.removeAllListeners("unhandledRejection");
+    const swallow = () => undefined;
+    process.on("unhandledRejection", swallow);
+    return () => {
+        process.removeListener("unhandledRejection", swallow);
+        for (const l of saved) process.on("unhandledRejection", l);
+    };
+}
+
 const liveRoots = new Set<string>();
 let exitHandler = false;
 
@@ -357,6 +376,7 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
                 timedOut = true;
                 abort.abort();
             }, timeoutMs);
+            const restoreRejections = divertRejections();
             const call = (async () => {
                 switch (op) {
                     case "up": {
@@ -410,6 +430,8 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
                       events,
                       error: (timedOut ? `${op} did not finish within ${timeoutMs} ms and was cancelled. ` : "") + (res.e.message ?? String(res.e)),
                   };
+            await sleep(200);
+            restoreRejections();
             timings.push({ stack: name, op, label: label ?? op, ms, ok: result.ok });
             // The CLI and its plugins exit with the operation.
             for (let i = 0; i < 50 && leftovers().length; i++) await sleep(100);
