@@ -4,7 +4,7 @@
  * getSecret so Pulumi keeps it marked secret end to end.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { validateKeys } from "../ingress/nginx";
+import { validateKeys } from "./keys";
 import { ConfigError, parsePlatformConfig } from "./parse";
 import type { PlatformConfig } from "./resolve";
 

@@ -2,7 +2,7 @@
  * Applies the defaults that depend on other fields, once, with `??` (0 is a value), and
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
-import { ENV_CATALOG, type CatalogEntry, type CatalogName } from "../env/catalog";
+import { ENV_CATALOG, type CatalogEntry, type CatalogName } from "./catalog";
 import { DEFAULT_VLLM_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
 
 export type TargetKind = "kubernetes" | "docker";

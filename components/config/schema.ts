@@ -8,7 +8,7 @@
  * `resolveDefaults` (defaults.ts), once, after parsing.
  */
 import { z } from "zod";
-import { CATALOG_NAMES } from "../env/catalog";
+import { CATALOG_NAMES } from "./catalog";
 
 /** DNS-1123 label: what every name derived from it must stay. */
 const dnsLabel = z

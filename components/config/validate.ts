@@ -4,7 +4,7 @@
  * GRPOConfig (trl/trainer/grpo_config.py): the generation batch must be divisible by
  * num_generations, and so must the eval batch.
  */
-import { ENV_CATALOG } from "../env/catalog";
+import { ENV_CATALOG } from "./catalog";
 import { pinnedByDigest } from "../shared/images";
 import { isDevStack, type PlatformConfig, type ResolvedEnv } from "./resolve";
 

@@ -19,7 +19,7 @@ import { ConfigError } from "../config/parse";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
-import { ENV_CATALOG } from "./catalog";
+import { ENV_CATALOG } from "../config/catalog";
 import {
     NGINX_MIN_VERSION_FOR_RESOLVE,
     ROUTER_HEALTH_PATH,

@@ -1,4 +1,4 @@
-export { ENV_CATALOG, CATALOG_NAMES, type CatalogEntry, type CatalogName } from "./catalog";
+export { ENV_CATALOG, CATALOG_NAMES, type CatalogEntry, type CatalogName } from "../config/catalog";
 export { EnvSpace, type EnvSpaceArgs } from "./env-space";
 export {
     resolveEnvSpace,

@@ -5,6 +5,10 @@
 // /collective_rpc, /metrics, /tokenize, /init_weight_transfer_engine ... stay open, so sandboxes must never reach
 // vLLM directly. The proxy allow-lists a few canonical routes and authenticates them with per-sandbox Bearer keys.
 
+import { validateKeys, type IngressKey } from "../config/keys";
+
+export { validateKeys, type IngressKey };
+
 /** Settings of the nginx reverse proxy in front of vLLM; every optional field has a safe default. */
 export interface ProxySettings {
   /** TCP port nginx listens on; >1024 so a non-root container needs no NET_BIND_SERVICE. @default 8080 */
@@ -136,9 +140,6 @@ export const CLIENT_REQUEST_ID_PATTERN = "^[A-Za-z0-9._:-]{1,128}$";
 /** What the access log's client_request_id shows when the client sent an X-Request-Id that was not passed through. */
 export const INVALID_CLIENT_REQUEST_ID = "(invalid)";
 
-const KEY_NAME_RE = /^[a-z0-9-]{1,63}$/;
-// No quote, space, ';', '{', '}', '$' or '\\': a key can never end the quoted map entry or inject a directive.
-const KEY_RE = /^[A-Za-z0-9._~+/=-]{16,512}$/;
 const SIZE_RE = /^[1-9][0-9]*[kKmM]?$/;
 const IPV4_RE = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 const HOST_RE = /^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
@@ -196,34 +197,6 @@ export function validateProxySettings(s: ProxySettings): string[] {
   return errs;
 }
 
-/** A key allowed through the proxy: `name` is what the logs show, `key` the Bearer secret. */
-export interface IngressKey {
-  /** Log-safe identifier ([a-z0-9-]+), e.g. the sandbox pool name. */
-  readonly name: string;
-  /** The secret sent as "Authorization: Bearer <key>" ([A-Za-z0-9._~+/=-], at least 16 characters). */
-  readonly key: string;
-}
-
-/** Check keys; returns every problem without echoing any secret. */
-export function validateKeys(keys: ReadonlyArray<IngressKey>): string[] {
-  const errs: string[] = [];
-  if (!Array.isArray(keys) || keys.length === 0) return ["keys: at least one { name, key } is required (an empty key set would lock every client out)"];
-  const names = new Set<string>();
-  const secrets = new Set<string>();
-  keys.forEach((k, i) => {
-    const name = k?.name;
-    if (typeof name !== "string" || !KEY_NAME_RE.test(name)) errs.push(`keys[${i}].name: ${JSON.stringify(name)} must match [a-z0-9-]{1,63}`);
-    else if (names.has(name)) errs.push(`keys[${i}].name: "${name}" is used twice; names must be unique`);
-    else names.add(name);
-    const key = k?.key;
-    const label = typeof name === "string" && KEY_NAME_RE.test(name) ? `"${name}"` : `keys[${i}]`;
-    if (typeof key !== "string" || !KEY_RE.test(key)) {
-      errs.push(`keys[${i}].key (${label}): must be 16..512 characters of [A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 32); value not shown`);
-    } else if (secrets.has(key)) errs.push(`keys[${i}].key (${label}): same secret as an earlier entry; every key must be distinct`);
-    else secrets.add(key);
-  });
-  return errs;
-}
 
 /** Regex-escape a validated key: only '.' and '+' of the allowed alphabet are PCRE metacharacters. */
 function keyRegex(key: string): string {
