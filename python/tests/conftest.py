@@ -1,5 +1,6 @@
 """Shared fixtures: a runtime on loopback, started as the pod starts it (HOME seeded from an
-image-like skeleton), and helpers to find processes and secrets on this machine."""
+image-like skeleton), helpers to find processes and secrets on this machine, and the
+`openenv_source` marker's bookkeeping (tests that need OpenEnv's source tree, OPENENV_SRC)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,38 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
+
+#: The dir holding OpenEnv's `opencode_env` (<OpenEnv checkout>/envs). The opencode env is not on
+#: PyPI; tests marked `openenv_source` import it from here. python/run-tests.sh and
+#: scripts/test/run.ts resolve the same default.
+OPENENV_SRC = Path(os.environ.get("OPENENV_SRC") or Path.home() / ".cache/agent-rl-infra/openenv-src/envs")
+
+
+def openenv_source_missing() -> str | None:
+    """Why the `openenv_source` tests cannot run here, or None."""
+    if (OPENENV_SRC / "opencode_env/harness.py").exists():
+        return None
+    return f"OpenEnv's opencode env not found under OPENENV_SRC={OPENENV_SRC} (not on PyPI: point OPENENV_SRC at <OpenEnv checkout>/envs)"
+
+
+_deselected: list[pytest.Item] = []
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _deselected.extend(items)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Name every deselected `openenv_source` test with the reason, one `EXCLUDED` line each
+    (scripts/test/run.ts lists them in its summary: not run, and not skips)."""
+    markexpr = terminalreporter.config.option.markexpr or ""
+    excluded = [i for i in _deselected if i.get_closest_marker("openenv_source") is not None]
+    if "openenv_source" not in markexpr or not excluded:
+        return  # deselected by -k or the like: the caller named what to run
+    reason = openenv_source_missing() or f"deselected by -m {markexpr!r}"
+    terminalreporter.section("excluded: tests that need OpenEnv's source tree (marker openenv_source)")
+    for item in excluded:
+        terminalreporter.write_line(f"EXCLUDED {item.nodeid}: {reason}")
 
 
 def free_port() -> int:

@@ -8,6 +8,10 @@ the controller creates, it starts the runtime with the pod's own command and env
 layout (a private mount namespace, as the container would run) at a loopback address, and
 writes that address into the pod's status, from where the controller copies it to the Sandbox.
 
+The whole black-box session runs twice: through `capture_session.CaptureSessionDriver` with
+OpenEnv's capture proxy from PyPI (everywhere, CI included), and through OpenEnv's real
+OpenCodeSessionFactory and interception.py (marked `openenv_source`: needs OPENENV_SRC).
+
 Skipped when the fixtures are not built (test/engine/build.sh, test/sandbox-controller/build.sh),
 unless AGENT_RL_BUILD_FIXTURES=1 (builds them; large) or AGENT_RL_REQUIRE_E2E=1 (fails instead).
 """
@@ -34,6 +38,8 @@ from test_opencode_e2e import (
     StubModel,
     _require,
     build_image,
+    check_captured_turn,
+    driver_for,
     factory_for,
     opencode_env,
     require_proxy_port,
@@ -282,6 +288,41 @@ def test_the_trainer_may_claim_but_not_exec_or_read_secrets(cluster, trainer):
 
 
 def test_a_black_box_session_end_to_end_through_the_real_controller(cluster, trainer, tmp_path):
+    """backend -> real controller -> (simulated) pod -> runtime -> OpenEnv's capture proxy -> real ingress -> stub model."""
+    c = cluster
+    wait_for("the warm pool Ready", lambda: warm_pool_full(c), timeout=120)
+    require_proxy_port()
+    model = StubModel()
+    ingress, ingress_url, ingress_log = start_ingress(tmp_path, model.url)
+    try:
+        env = {**c["trainerEnv"], "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
+        session = driver_for(env, KEY, backend=trainer).create("Write solution.py that adds two numbers from stdin.", episode_id="e2e")
+        claim_name = session.sandbox.sandbox_id
+        try:
+            (claim,) = claims(c)
+            assert claim["metadata"]["name"] == claim_name and claim["metadata"]["labels"]["agentrl.dev/episode_id"] == "e2e"
+            pod_name = session.sandbox.exec('echo "$POD_NAME"').stdout.strip()
+            assert c["net"].runtimes[pod_name][0] in session.sandbox.base_url, "the session runs in the claimed pod's runtime"
+            assert session.wait_for_completion(timeout_s=60) == 0
+            (turn,) = session.fetch_proxy_trace()
+            check_captured_turn(turn, model)
+            assert session.verify() == 1.0
+            assert KEY not in session.proxy_log()
+        finally:
+            session.close()
+        wait_for("the session's claim deleted", lambda: not claims(c) or None, timeout=30)
+        wait_for("the session's pod deleted", lambda: pod_name not in {p.metadata.name for p in c["core"].list_namespaced_pod(c["sandboxesNamespace"]).items} or None, timeout=60)
+    finally:
+        stop_group(ingress)
+        model.stop()
+    assert KEY not in ingress_log.read_text(errors="replace")
+    for log in (c["tmp"] / "pods").iterdir():
+        assert KEY not in log.read_text(errors="replace"), log
+    assert c["net"].errors == []
+
+
+@pytest.mark.openenv_source
+def test_openenvs_factory_runs_a_black_box_session_end_to_end_through_the_real_controller(cluster, trainer, tmp_path):
     """backend -> real controller -> (simulated) pod -> runtime -> OpenEnv's proxy -> real ingress -> stub model."""
     opencode_env()  # OpenEnv's harness and the real proxy in the pods' image layout
     c = cluster

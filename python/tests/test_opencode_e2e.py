@@ -1,22 +1,27 @@
 """A black-box session end to end on loopback, through the real pieces wherever they exist here:
 
-    OpenEnv's OpenCodeSessionFactory (the real harness, transparent_proxy mode)
+    the session driver (below)
       -> AgentSandboxBackend (claims through a recording stand-in of the official client;
          test_controller.py uses the real client and controller)
       -> the runtime, started with the pool template's command on the image layout the
          Dockerfile builds, HOME=/home/user (a private mount namespace)
-      -> OpenEnv's in-sandbox proxy (the real interception.py) with the ingress key
+      -> an in-sandbox intercepting proxy holding the ingress key
       -> the project's ingress (npm run ingress:local: the deployed nginx config)
-      -> a stub OpenAI-compatible model server.
+      -> a stub OpenAI-compatible model server (vLLM-style token ids and logprobs).
+
+Two drivers, two proxies:
+- everywhere (CI included): `capture_session.CaptureSessionDriver`, which calls the backend as
+  OpenEnv's OpenCodeSessionFactory does, with OpenEnv's capture proxy from PyPI's openenv 0.10.0
+  (`openenv.core.harness.capture.server`) in the sandbox;
+- marked `openenv_source`: OpenEnv's real OpenCodeSessionFactory (transparent_proxy mode) and its
+  real proxy (`interception.py`). OpenEnv's opencode env is not on PyPI: these import it from an
+  OpenEnv source tree, OPENENV_SRC (the dir holding `opencode_env`, i.e. <OpenEnv>/envs; default
+  ~/.cache/agent-rl-infra/openenv-src/envs). Without it python/run-tests.sh and npm test deselect
+  them by name; run directly, they skip, or fail with AGENT_RL_REQUIRE_E2E=1.
 
 Stand-in: `opencode` itself (a binary from opencode.ai, not reachable here) is a small script at
 $HOME/.opencode/bin/opencode that does one chat completion through the proxy, as opencode would
 with the opencode.json the harness writes, and writes the reply to solution.py.
-
-OpenEnv's opencode env is not on PyPI: the test imports it from an OpenEnv source tree,
-OPENENV_SRC (the dir holding `opencode_env`, i.e. <OpenEnv>/envs; default
-~/.cache/agent-rl-infra/openenv-src/envs). Without it the test is skipped, unless
-AGENT_RL_REQUIRE_E2E=1 makes that a failure.
 """
 
 from __future__ import annotations
@@ -38,10 +43,10 @@ from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
 
 import sandbox_root
 import test_backend as tb
-from conftest import REPO, free_port, processes, stop_process, wait_http
+from capture_session import CaptureSessionConfig, CaptureSessionDriver
+from conftest import OPENENV_SRC, REPO, free_port, openenv_source_missing, processes, stop_process, wait_http
 from test_plan_contract import plan_facts
 
-OPENENV_SRC = Path(os.environ.get("OPENENV_SRC", Path.home() / ".cache/agent-rl-infra/openenv-src/envs"))
 KEY = "sk-sandboxes-3f9d2c7a1b5e4d6f"
 REPLY = "print(sum(map(int, input().split())))\n"
 
@@ -53,8 +58,8 @@ def _require(reason: str) -> None:
 
 
 def opencode_env():
-    if not (OPENENV_SRC / "opencode_env/harness.py").exists():
-        _require(f"OpenEnv's opencode env not found under OPENENV_SRC={OPENENV_SRC} (not on PyPI: point OPENENV_SRC at <OpenEnv checkout>/envs)")
+    if (why := openenv_source_missing()) is not None:
+        _require(why)
     if str(OPENENV_SRC) not in sys.path:
         sys.path.insert(0, str(OPENENV_SRC))
     import opencode_env.harness  # noqa: F401
@@ -89,7 +94,8 @@ print(json.dumps({"type": "step_finish"}), flush=True)
 
 
 class StubModel:
-    """An OpenAI-compatible chat endpoint with vLLM-style logprobs (token ids included)."""
+    """An OpenAI-compatible chat endpoint with vLLM-style logprobs (token ids included), and
+    vLLM's `prompt_token_ids` / `choices[].token_ids` when asked with `return_token_ids`."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
@@ -112,6 +118,9 @@ class StubModel:
                     }],
                     "usage": {"prompt_tokens": 10, "completion_tokens": len(tokens), "total_tokens": 10 + len(tokens)},
                 }
+                if body.get("return_token_ids"):
+                    out["prompt_token_ids"] = list(range(1, 11))
+                    out["choices"][0]["token_ids"] = [100 + i for i in range(len(tokens))]
                 data = json.dumps(out).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -194,9 +203,10 @@ def sandbox_path() -> str:
 
 
 @pytest.fixture
-def stack(tmp_path, monkeypatch):
+def stack(request, tmp_path, monkeypatch):
     """Stub model, ingress, and a sandbox runtime on the image layout; yields what the trainer sees."""
-    oc = opencode_env()
+    if request.node.get_closest_marker("openenv_source") is not None:
+        opencode_env()
     if (why := sandbox_root.available()) is not None:
         _require(f"sandbox root: {why}")
     require_proxy_port()
@@ -218,7 +228,7 @@ def stack(tmp_path, monkeypatch):
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)
         trainer_env = {**facts["trainerEnv"], "SANDBOX_PORT": str(port), "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
-        yield dict(oc=oc, env=trainer_env, model=model, ingress_log=ingress_log, runtime_log=runtime_log, runtime=runtime)
+        yield dict(env=trainer_env, model=model, ingress_log=ingress_log, runtime_log=runtime_log, runtime=runtime)
     finally:
         stop_process(runtime)
         try:
@@ -230,6 +240,7 @@ def stack(tmp_path, monkeypatch):
 
 
 def factory_for(stack, api_key: str, backend=None):
+    opencode_env()
     from opencode_env.config import OpenCodeConfig
     from opencode_env.harness import OpenCodeSessionFactory
     from openenv.core.harness import VerifyResult
@@ -244,7 +255,77 @@ def factory_for(stack, api_key: str, backend=None):
     return OpenCodeSessionFactory(config=config, sandbox_backend=backend, mode="transparent_proxy", verifier=verifier)
 
 
-def test_a_session_runs_through_the_proxy_and_the_ingress_with_the_sandbox_key(stack):
+def verify_solution(sandbox) -> float:
+    ok = sandbox.exists("/home/user/workdir/solution.py") and sandbox.read_text("/home/user/workdir/solution.py") == REPLY
+    return 1.0 if ok else 0.0
+
+
+def driver_for(env: dict[str, str], api_key: str, backend=None) -> CaptureSessionDriver:
+    """The session driver with the trainer's config (the same kwargs the factory's config takes)."""
+    kwargs = opencode_config_kwargs({**env, "SANDBOX_API_KEY": api_key})
+    cfg = CaptureSessionConfig(**kwargs, model="stub/model-1", agent_timeout_s=60)
+    backend = backend or AgentSandboxBackend.from_env(env, client_factory=tb.fake_client, handle_sigterm=False)
+    return CaptureSessionDriver(cfg, backend, verifier=verify_solution)
+
+
+def check_captured_turn(turn: dict, model: StubModel) -> None:
+    """One model call, recorded by the proxy with the engine's token ids and logprobs, sent through the ingress."""
+    assert turn["prompt_token_ids"] == list(range(1, 11))
+    assert turn["completion_token_ids"] == [100 + i for i in range(len(turn["completion_token_ids"]))] != []
+    assert turn["per_token_logps"][0] == pytest.approx(-0.1)
+    assert turn["loss_mask"] == [0] * 10 + [1] * len(turn["completion_token_ids"])
+    assert turn["response"]["choices"][0]["message"]["content"] == REPLY
+    (req,) = model.requests
+    assert req["path"] == "/v1/chat/completions"
+    assert req["body"]["model"] == "stub/model-1", "the proxy's --model"
+    assert req["body"]["logprobs"] is True and req["body"]["return_token_ids"] is True, "the proxy asked for token ids and logprobs"
+    headers = {k.lower(): v for k, v in req["headers"].items()}
+    assert "authorization" not in headers, "the ingress checked the key and dropped it"
+    assert headers.get("x-request-id"), "the request came through the ingress"
+
+
+def test_a_session_runs_through_openenvs_capture_proxy_and_the_ingress_with_the_sandbox_key(stack):
+    driver = driver_for(stack["env"], KEY)
+    session = driver.create("Write solution.py that adds two numbers from stdin.", episode_id="ep1")
+    claim = session.sandbox.sandbox_id
+    try:
+        assert session.wait_for_completion(timeout_s=60) == 0
+        # While the proxy runs with the key in its env: no process shows it on its command line.
+        assert [pid for pid, _pp, _st, cmdline in processes() if KEY.encode() in cmdline] == []
+        (turn,) = session.fetch_proxy_trace()
+        check_captured_turn(turn, stack["model"])
+        assert session.proxy_status()["upstream_errors"] == 0
+        assert session.verify() == 1.0
+        proxy_log = session.proxy_log()
+        assert "POST /v1/chat/completions" in proxy_log and KEY not in proxy_log
+    finally:
+        session.close()
+    assert [n for n, _, _ in tb.REC.deleted] == [claim], "closing the session deleted the claim"
+    assert tb.REC.claims[0]["labels"]["agentrl.dev/episode_id"] == "ep1"
+    assert shutdown.live() == []
+    # The proxy and the agent died with the session; the key was logged nowhere.
+    assert not [c for _p, _pp, st, c in processes() if b"openenv.core.harness.capture" in c and st != "Z"]
+    assert KEY not in stack["runtime_log"].read_text(errors="replace")
+    assert KEY not in stack["ingress_log"].read_text(errors="replace")
+
+
+def test_a_wrong_key_is_refused_at_the_ingress_behind_openenvs_capture_proxy(stack):
+    session = driver_for(stack["env"], "sk-not-a-valid-key-000000").create("Write solution.py.")
+    try:
+        session.wait_for_completion(timeout_s=60)  # the agent's exit status is tee's (the run command's pipe)
+        assert stack["model"].requests == [], "nothing reached the model"
+        events = [json.loads(line) for line in session.fetch_trace().splitlines() if line.startswith("{")]
+        # The proxy answers an upstream auth failure as a gateway error (it never hands the agent a 401).
+        assert any(e.get("type") == "error" and e.get("status") == 502 and "upstream returned 401" in e.get("body", "") for e in events), events
+        assert session.proxy_status()["upstream_errors"] == 1
+        assert session.verify() == 0.0
+    finally:
+        session.close()
+    assert len(tb.REC.deleted) == 1
+
+
+@pytest.mark.openenv_source
+def test_openenvs_factory_runs_a_session_through_its_proxy_and_the_ingress_with_the_sandbox_key(stack):
     factory = factory_for(stack, KEY)
     session = factory.create("Write solution.py that adds two numbers from stdin.", episode_id="ep1")
     claim = session.sandbox.sandbox_id
@@ -276,7 +357,8 @@ def test_a_session_runs_through_the_proxy_and_the_ingress_with_the_sandbox_key(s
     assert KEY not in stack["ingress_log"].read_text(errors="replace")
 
 
-def test_a_wrong_key_is_refused_at_the_ingress(stack):
+@pytest.mark.openenv_source
+def test_openenvs_factory_with_a_wrong_key_is_refused_at_the_ingress(stack):
     factory = factory_for(stack, "sk-not-a-valid-key-000000")
     session = factory.create("Write solution.py.")
     try:

@@ -10,8 +10,11 @@
  *    real engine, agent-sandbox controller); the Python venv comes with python/run-tests.sh.
  * 3. `tsc --noEmit`, the TypeScript tests (node:test), the Python tests (pytest).
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
- *    the run. Then a check that no service the tests started (API servers, dockerd, nginx,
- *    pulumi, ...) is left running; leftovers are named, killed, and fail the run.
+ *    the run. Tests deselected on purpose are named apart, with the reason, and are not skips:
+ *    the Python tests marked openenv_source need OpenEnv's source tree (OPENENV_SRC, not on
+ *    PyPI) and are deselected (-m "not openenv_source") where it is absent, as in CI. Then a
+ *    check that no service the tests started (API servers, dockerd, nginx, pulumi, ...) is left
+ *    running; leftovers are named, killed, and fail the run.
  *
  * Arguments: test files to run instead of test/*.test.ts (the Python tests run only when no
  * file is named, or with --python). --no-setup skips steps 1 and 2.
@@ -132,6 +135,13 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env):
     });
 }
 
+/** OpenEnv's opencode env source (not on PyPI), as python/tests/conftest.py resolves it. */
+function openenvSourceMissing(): string | undefined {
+    const src = process.env.OPENENV_SRC || path.join(os.homedir(), ".cache", "agent-rl-infra", "openenv-src", "envs");
+    if (fs.existsSync(path.join(src, "opencode_env", "harness.py"))) return undefined;
+    return `OpenEnv's opencode env not found under OPENENV_SRC=${src} (not on PyPI: point OPENENV_SRC at <OpenEnv checkout>/envs)`;
+}
+
 interface Skip {
     readonly name: string;
     readonly file: string;
@@ -196,12 +206,21 @@ async function main(): Promise<void> {
         : [];
 
     let pythonSummary = "not run";
+    const excluded: Skip[] = [];
     if (python) {
-        const py = await run("bash", ["python/run-tests.sh", "-q", "-rs"], { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") });
+        const pyArgs = ["python/run-tests.sh", "-q", "-rs"];
+        const noOpenenv = openenvSourceMissing();
+        if (noOpenenv !== undefined) pyArgs.push("-m", "not openenv_source");
+        const py = await run("bash", pyArgs, { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") });
         if (py.code !== 0) failed = true;
         const summary = py.output.trim().split("\n").reverse().find((l) => /\b(passed|failed|error|skipped)\b/.test(l)) ?? "";
         pythonSummary = summary.replace(/=/g, "").trim() || `exit ${py.code}`;
         for (const m of py.output.matchAll(/^SKIPPED \[\d+\] ([^:]+:\d+): (.*)$/gm)) skips.push({ name: m[1]!, file: "python", reason: m[2]! });
+        if (noOpenenv !== undefined) {
+            // Named by python/tests/conftest.py, one EXCLUDED line per deselected test.
+            for (const m of py.output.matchAll(/^EXCLUDED (\S+): /gm)) excluded.push({ name: `python/${m[1]!}`, file: "", reason: noOpenenv });
+            if (excluded.length === 0) excluded.push({ name: "python: the tests marked openenv_source", file: "", reason: noOpenenv });
+        }
     }
 
     const left = leftovers();
@@ -215,6 +234,10 @@ async function main(): Promise<void> {
 
     process.stdout.write("\n");
     log(`TypeScript tests: ${node.code === 0 ? "passed" : "FAILED"}; Python tests: ${pythonSummary}`);
+    if (excluded.length > 0) {
+        log(`excluded on purpose (deselected, not run, not skips): ${excluded.length}`);
+        for (const e of excluded) log(`  - ${e.name}: ${e.reason}`);
+    }
     log(`skipped: ${skips.length}`);
     for (const s of skips) log(`  - ${s.file ? `${path.relative(ROOT, s.file) || s.file}: ` : ""}${s.name}: ${s.reason}`);
     if (CI && skips.length > 0) {
