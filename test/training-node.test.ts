@@ -288,7 +288,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
 
         test("Job: run id in the name, skipAwait, backoffLimit, deadline, podFailurePolicy on the trainer, restartPolicy Never", () => {
             const job = single(b.update.resources, "kubernetes:batch/v1:Job").inputs;
-            assert.equal(job.metadata.name, "train-run-007");
+            assert.match(job.metadata.name, /^train-run-007-[0-9a-f]{8}$/, "the run's name plus a hash of its pod template");
             assert.equal(job.metadata.namespace, "arl-test-training");
             assert.equal(job.metadata.annotations["pulumi.com/skipAwait"], "true");
             assert.equal(job.spec.backoffLimit, 0);
@@ -375,7 +375,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
         });
 
         test("outputs: internal URL, upstream address only in black box", async () => {
-            assert.equal(b.update.outputs?.jobName, "train-run-007");
+            assert.match(String(b.update.outputs?.jobName), /^train-run-007-[0-9a-f]{8}$/);
             assert.equal(b.update.outputs?.internalUrl, "http://localhost:8000");
             assert.equal(b.update.outputs?.upstreamAddress, layout === "blackbox" ? "vllm-run-007.arl-test-training.svc.cluster.local:8000" : undefined);
         });
@@ -708,5 +708,25 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
         assert.deepEqual(vllm.inputs.entrypoints.slice(0, 2), ["/bin/sh", "-c"]);
         assert.equal(vllm.inputs.entrypoints[2], 'python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531 && exec "$@"');
         assert.deepEqual(vllm.inputs.entrypoints.slice(3), ["agentrl-nccl-check", "trl", "vllm-serve"]);
+    });
+});
+
+describe("the Job's name under the same run id", () => {
+    const jobName = async (extra: Record<string, unknown>, hf?: string) => {
+        const { config, names, links } = setup("blackbox", "kubernetes", extra);
+        const description = resolveTrainingNode(config, names, links);
+        const runs = await runBoth(() => {
+            new TrainingNode("training", { description, hfToken: hf, sandboxKey: SANDBOX_SENTINEL });
+            return {};
+        });
+        return single(runs.update.resources, "kubernetes:batch/v1:Job").inputs.metadata.name as string;
+    };
+
+    test("the same spec gives the same name; any pod-template change (extraArgs, hfToken set later) a new one, so the replacement never meets the terminating Job", async () => {
+        const base = await jobName({});
+        assert.equal(await jobName({}), base, "deterministic");
+        assert.notEqual(await jobName({ training: { extraArgs: ["--seed", "7"] } }), base);
+        assert.notEqual(await jobName({}, HF_SENTINEL), base, "HF_TOKEN appears in the pod template");
+        for (const n of [base, await jobName({}, HF_SENTINEL)]) assert.match(n, /^train-run-007-[0-9a-f]{8}$/);
     });
 });

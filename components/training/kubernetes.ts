@@ -6,6 +6,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { createHash } from "node:crypto";
 import * as path from "node:path";
 import { CONTAINER, type ContainerDescription, type HttpProbe, type SecretName, type TrainingDescription } from "./describe";
 import { ncclCheckSource } from "./nccl-check";
@@ -74,6 +75,15 @@ const SERVICE_ACCOUNT_TOKEN_VOLUME: k8s.types.input.core.v1.Volume & { name: str
 };
 /** Private ranges the API server may sit in when its address is not configured (training.egress.apiServerCidrs). */
 const PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"] as const;
+
+/**
+ * The Job's object name: the run's name plus a hash of its pod template, so a changed template
+ * under the same run id is a new Job that never collides with the old one while it terminates.
+ */
+export function jobObjectName(d: TrainingDescription, podSpec: k8s.types.input.core.v1.PodSpec): string {
+    const hash = createHash("sha256").update(JSON.stringify(podSpec)).digest("hex").slice(0, 8);
+    return `${d.jobName}-${hash}`;
+}
 
 export interface KubernetesTrainingResources {
     readonly job: k8s.batch.v1.Job;
@@ -194,10 +204,25 @@ export function buildKubernetesTraining(
     }
     if (check) main.volumeMounts = [...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []), { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true }];
     const sidecar = d.vllm && !merged ? { ...container(d.vllm, d, provided), restartPolicy: "Always" } : undefined;
+    const podSpec: k8s.types.input.core.v1.PodSpec = {
+        // podFailurePolicy requires restartPolicy Never.
+        restartPolicy: "Never",
+        serviceAccountName: d.serviceAccount,
+        automountServiceAccountToken: false,
+        securityContext: { seccompProfile: { type: "RuntimeDefault" } },
+        ...(Object.keys(d.scheduling.nodeSelector).length > 0 ? { nodeSelector: { ...d.scheduling.nodeSelector } } : {}),
+        ...(d.scheduling.tolerations.length > 0 ? { tolerations: d.scheduling.tolerations.map((x) => ({ ...x })) } : {}),
+        ...(d.scheduling.priorityClassName !== undefined ? { priorityClassName: d.scheduling.priorityClassName } : {}),
+        // Native sidecar: starts first, the trainer starts only once its startup probe passed,
+        // and it is stopped when the trainer exits (Kubernetes >= 1.29).
+        ...(sidecar ? { initContainers: [sidecar] } : {}),
+        containers: [main],
+        volumes,
+    };
     const job = new k8s.batch.v1.Job(
         `${name}-job`,
         {
-            metadata: { name: d.jobName, namespace: ns, labels, annotations: { ...SKIP_AWAIT } },
+            metadata: { name: jobObjectName(d, podSpec), namespace: ns, labels, annotations: { ...SKIP_AWAIT } },
             spec: {
                 backoffLimit: d.job.backoffLimit,
                 activeDeadlineSeconds: d.job.activeDeadlineSeconds,
@@ -209,33 +234,18 @@ export function buildKubernetesTraining(
                         { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
                     ],
                 },
-                template: {
-                    metadata: { labels },
-                    spec: {
-                        // podFailurePolicy requires restartPolicy Never.
-                        restartPolicy: "Never",
-                        serviceAccountName: d.serviceAccount,
-                        automountServiceAccountToken: false,
-                        securityContext: { seccompProfile: { type: "RuntimeDefault" } },
-                        ...(Object.keys(d.scheduling.nodeSelector).length > 0 ? { nodeSelector: { ...d.scheduling.nodeSelector } } : {}),
-                        ...(d.scheduling.tolerations.length > 0 ? { tolerations: d.scheduling.tolerations.map((x) => ({ ...x })) } : {}),
-                        ...(d.scheduling.priorityClassName !== undefined ? { priorityClassName: d.scheduling.priorityClassName } : {}),
-                        // Native sidecar: starts first, the trainer starts only once its startup probe passed,
-                        // and it is stopped when the trainer exits (Kubernetes >= 1.29).
-                        ...(sidecar ? { initContainers: [sidecar] } : {}),
-                        containers: [main],
-                        volumes,
-                    },
-                },
+                template: { metadata: { labels }, spec: podSpec },
             },
         },
         {
             ...child,
             dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : []), ...(checkScripts ? [checkScripts] : []), ...(vllmService ? [vllmService] : []), ...waitFor],
             // A Job's pod template is immutable: any change of the run (a new run id, or a trainer
-            // setting under the same one) replaces the Job. The old Job and its pod go first, so two
-            // trainers never hold the node's GPUs and a same-named Job never collides with itself
-            // (a retained Job did: every later `up` failed). The checkpoints stay on their volume.
+            // setting under the same one) replaces the Job, which is deleted first. skipAwait (no
+            // waiting hours for the run to finish) also skips waiting for that delete, so the new Job
+            // carries a hash of its pod template in its name and never meets the terminating one.
+            // The scheduler keeps the new pod Pending until the old one frees the GPUs: never two
+            // trainers on them. The checkpoints stay on their volume.
             deleteBeforeReplace: true,
         },
     );

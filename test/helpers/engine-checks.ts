@@ -43,8 +43,9 @@ export function podGpus(pod: any): number {
 }
 
 /** The run's Job pods (label batch.kubernetes.io/job-name). */
+/** The pods of a run (`train-<runId>`): its Jobs carry a hash of their pod template in their names, the pods the run's instance label. */
 export async function jobPods(cluster: Cluster, namespace: string, job: string): Promise<any[]> {
-    return cluster.pods(namespace, `batch.kubernetes.io/job-name=${job}`);
+    return cluster.pods(namespace, `app.kubernetes.io/instance=${job}`);
 }
 
 /**
