@@ -85,6 +85,8 @@ build() { # <module dir> <output path> <package> <ldflags>
 }
 module_dir() { # <module dir> <module path>: the module's directory in the module cache
   local dir
+  # `go list -m` reports .Dir only for modules already in the module cache.
+  (cd "$1" && go mod download "$2") || { log "ERROR: go mod download $2 failed (in $1)"; return 1; }
   dir="$(cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Dir}}{{else}}{{.Dir}}{{end}}' "$2")"
   [[ -n "$dir" && -d "$dir" ]] || { log "ERROR: no module cache dir for $2 (in $1)"; return 1; }
   printf '%s' "$dir"
