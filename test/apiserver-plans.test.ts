@@ -68,7 +68,7 @@ describe("server-side dry run of every planned stack and recipe", { skip }, () =
         fs.writeFileSync(path.join(dir, jobFile), YAML.stringify(job));
         await assert.rejects(serverDryRun(api, dir), (e: Error) => {
             assert.match(e.message, /restartPolicy/);
-            assert.match(e.message, /The Job "train-demo" is invalid: spec\.template\.spec\.restartPolicy: Required value: valid values: "OnFailure", "Never"/);
+            assert.match(e.message, /The Job "train-demo-[0-9a-f]{8}" is invalid: spec\.template\.spec\.restartPolicy: Required value: valid values: "OnFailure", "Never"/);
             return true;
         });
     });

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, deepMerge, parsePlatformConfig, platformNames, validateNames, RECIPE_NAMES, dnsName } from "../components/config";
+import { ConfigError, deepMerge, platformNames, validateNames, RECIPE_NAMES, dnsName } from "../components/config";
+import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { parsePlatformConfig as parseExactly } from "../components/config";
 
 const base = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } };
 
@@ -186,7 +188,7 @@ describe("config: every validation message names the field and the fix", () => {
             raw: withOverride({ recipe: "opencode-blackbox" }),
             stack: "prod",
             expect: [
-                /^images\.trainer: prod stacks pin every image by digest, got 'ghcr\.io\/huggingface\/trl:latest': use <image>@sha256:<64 hex digits>/,
+                /^images\.trainer: prod stacks pin every image by digest, got 'registry\.test\/agent-rl\/trainer:test': use <image>@sha256:<64 hex digits>/,
                 /^images\.nginx: prod stacks pin every image by digest/,
                 /^sandboxes\.image: prod stacks pin every image by digest/,
                 /^model\.revision: prod stacks pin the model revision, got 'main'/,
@@ -340,5 +342,37 @@ describe("config: which cluster, and whether prod rules apply", () => {
         assert.ok(pinning(problems({ ...raw, prod: true }, "acme-prd")) > 0);
         assert.equal(pinning(problems({ ...raw, prod: false }, "prod")), 0, "prod: false turns them off, explicitly");
         assert.equal(parsePlatformConfig({ ...raw, prod: false }, "prod").prod, false);
+    });
+});
+
+describe("config: the images no default can stand for", () => {
+    const exactProblems = (raw: unknown, stack = "test") => {
+        try {
+            parseExactly(raw, stack);
+            return [];
+        } catch (e) {
+            if (e instanceof ConfigError) return [...e.problems];
+            throw e;
+        }
+    };
+
+    test("images.trainer is required, and the message says what it must hold for the layout", () => {
+        assert.deepEqual(exactProblems({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } }), [
+            "images.trainer: required: the image with TRL 1.16 and your training script (training.command: python /app/train_coding_whitebox_eval.py), with vLLM (TRL's [vllm] extra: vllm 0.22 to 0.31); no public image holds your script: build one FROM ghcr.io/huggingface/trl, push it and set images.trainer (pinned by digest in prod)",
+        ]);
+        const k8s = exactProblems({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "c" }, sandboxes: { image: "x/sandbox:1" } });
+        assert.equal(k8s.length, 1);
+        assert.match(k8s[0]!, /and vllm 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\)/);
+        const docker = exactProblems({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } });
+        assert.doesNotMatch(docker[0]!, /vllm/, "on Docker vLLM runs from images.vllm");
+    });
+
+    test("sandboxes.image is required for the agent-sandbox pool only (the stock image serves the Docker and hosted pools)", () => {
+        const raw = { recipe: "opencode-blackbox", runId: "r1", images: { trainer: "x/trainer:1" } };
+        assert.deepEqual(exactProblems({ ...raw, target: { kind: "kubernetes", context: "c" } }), [
+            "sandboxes.image: required for the agent-sandbox pool: the image python/Dockerfile builds (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest; the stock image has no runtime, so its pods would never become ready",
+        ]);
+        assert.deepEqual(exactProblems({ ...raw, target: { kind: "docker" } }), []);
+        assert.equal(parseExactly({ ...raw, target: { kind: "docker" } }, "test").sandboxes.image, "ghcr.io/huggingface/openenv-opencode-sandbox:latest");
     });
 });

@@ -6,7 +6,8 @@
 import { describe, test, before } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { parsePlatformConfig, ConfigError } from "../components/config/parse";
+import { ConfigError } from "../components/config/parse";
+import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
 import type { PlatformConfig, ResolvedEnv } from "../components/config/resolve";
 import {

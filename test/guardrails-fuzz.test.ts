@@ -19,7 +19,8 @@ import * as pulumi from "@pulumi/pulumi";
 import fc from "fast-check";
 import YAML from "yaml";
 import type { PolicyPackConfig } from "@pulumi/policy";
-import { ConfigError, parsePlatformConfig, RECIPE_NAMES } from "../components/config";
+import { ConfigError, parsePlatformConfig as parseExactly, RECIPE_NAMES } from "../components/config";
+import { parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
 import { runPolicies } from "../policy/run-local";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { REPO_ROOT } from "../scripts/lib/plan";
@@ -160,11 +161,12 @@ const validConfig = fc
         const raw: Record<string, any> = {
             recipe: v.recipe,
             runId: v.runId,
-            target: { kind: v.target },
+            target: k8s ? { kind: v.target, context: "fuzz" } : { kind: v.target },
+            images: { trainer: TEST_IMAGES.trainer },
             training: { perDeviceTrainBatchSize: v.batch, gradientAccumulationSteps: v.accumulation, resumeFromCheckpoint: v.resume, ...(v.maxSteps !== undefined ? { maxSteps: v.maxSteps } : {}) },
         };
         if (v.recipe === "opencode-blackbox") {
-            raw.sandboxes = { headroom: v.sandboxHeadroom, cpu: v.sandboxCpu, ...(k8s && v.runtimeClass ? { runtimeClassName: v.runtimeClass } : {}) };
+            raw.sandboxes = { headroom: v.sandboxHeadroom, cpu: v.sandboxCpu, ...(k8s ? { image: TEST_IMAGES.sandbox } : {}), ...(k8s && v.runtimeClass ? { runtimeClassName: v.runtimeClass } : {}) };
             raw.ingress = { replicas: v.ingressReplicas };
             if (k8s && v.exposure === "httproute") Object.assign(raw.ingress, { exposure: "httproute", host: "vllm.example.com", gateway: { name: "gw", namespace: "gateway-system" } });
             if (k8s && v.exposure === "loadbalancer") Object.assign(raw.ingress, { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls" } });
@@ -174,7 +176,8 @@ const validConfig = fc
         }
         if (v.prod) {
             raw.model = { revision: "b968826d9c46dd6066d109eabc6255188de91218" };
-            raw.images = { vllm: `vllm/vllm-openai${digest("a")}`, trainer: `ghcr.io/org/trainer${digest("b")}`, nginx: `nginxinc/nginx-unprivileged${digest("c")}` };
+            // images.vllm only where vLLM runs from it (black box on Docker); elsewhere it is refused.
+            raw.images = { ...(v.recipe === "opencode-blackbox" && !k8s ? { vllm: `vllm/vllm-openai${digest("a")}` } : {}), trainer: `ghcr.io/org/trainer${digest("b")}`, nginx: `nginxinc/nginx-unprivileged${digest("c")}` };
             raw.sandboxes = { ...(raw.sandboxes ?? {}), image: `ghcr.io/org/sandbox${digest("d")}` };
             if (raw.envs) for (const e of Object.values<any>(raw.envs)) e.image = `ghcr.io/org/env${digest("e")}`;
         }
@@ -182,7 +185,7 @@ const validConfig = fc
     })
     .filter(({ raw, stack }) => {
         try {
-            parsePlatformConfig(raw, stack);
+            parseExactly(raw, stack);
             return true;
         } catch (e) {
             if (e instanceof ConfigError) return false;

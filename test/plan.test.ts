@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
 import { RECIPE_NAMES } from "../components/config";
+import { parseWithTestImages, withTestImages } from "./helpers/config";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
 
@@ -179,7 +180,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
         { what: "env capacity", platform: { recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { wordle: { replicas: 2 } } }, field: /envs\.wordle\.replicas: .*raise replicas to 5/ },
         { what: "coding env above 1 session", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { coding: { sessionsPerReplica: 8 } } }, field: /envs\.coding\.sessionsPerReplica: .*set it to 1/ },
         { what: "sandbox pool too small", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { poolSize: 2 } }, field: /sandboxes\.poolSize: .*raise poolSize/ },
-        { what: "prod image not pinned", stack: "prod", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }, field: /images\.trainer: prod stacks pin every image by digest/ },
+        { what: "prod image not pinned", stack: "prod", platform: withTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }) as Record<string, unknown>, field: /images\.trainer: prod stacks pin every image by digest/ },
         { what: "dataset size missing", platform: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } }, field: /training\.datasetSize: required/ },
     ];
 
@@ -205,7 +206,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
     });
 
     test("a bad or unknown supplied ingress key stops the run before anything registers, without showing the value", async () => {
-        const platform = JSON.stringify({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } });
+        const platform = JSON.stringify(withTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }));
         const run = await runUnderMocks(program(), {
             stack: "keys",
             config: { "agent-rl-infra:platform": platform, "agent-rl-infra:ingressKey-sandboxes": "short\"key", "agent-rl-infra:ingressKey-robots": "x".repeat(32) },
@@ -251,7 +252,8 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
 describe("plan: prerequisites the stack refers to but does not create", () => {
     test("each external reference is named with its symptom and a check; Docker lists the NVIDIA runtime", async () => {
         const { externalPrerequisites } = await import("../components/platform/resolve");
-        const { parsePlatformConfig: parse, platformNames: namesOf } = await import("../components/config");
+        const { platformNames: namesOf } = await import("../components/config");
+        const parse = parseWithTestImages;
         const c = parse(
             {
                 recipe: "opencode-blackbox",

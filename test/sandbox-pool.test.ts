@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { evaluate } from "@marcbachmann/cel-js";
-import { parsePlatformConfig } from "../components/config/parse";
+import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
 import type { PlatformConfig } from "../components/config/resolve";
 import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
-import { ConfigError, parsePlatformConfig, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
+import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
+import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { RESUME_SCRIPT } from "../components/training/describe";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
 import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";

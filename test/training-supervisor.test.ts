@@ -13,7 +13,8 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { parsePlatformConfig, platformNames } from "../components/config";
+import { platformNames } from "../components/config";
+import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { NCCL_CHECK_SCRIPT, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));

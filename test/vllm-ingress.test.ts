@@ -5,7 +5,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
-import { ConfigError, parsePlatformConfig, platformNames, podLabels, type PlatformConfig, type PlatformNames } from "../components/config";
+import { ConfigError, platformNames, podLabels, type PlatformConfig, type PlatformNames } from "../components/config";
+import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import {
     CHECKSUM_ANNOTATION,
     GENERATED_KEY_LENGTH,

@@ -3,7 +3,7 @@
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
 import { ENV_CATALOG, type CatalogEntry, type CatalogName } from "./catalog";
-import { DEFAULT_VLLM_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
+import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
 
 export type TargetKind = "kubernetes" | "docker";
 
@@ -69,7 +69,13 @@ export interface PlatformConfig {
     readonly runId: string;
     readonly target: Parsed["target"] & { readonly namespacePrefix?: string };
     readonly model: Parsed["model"];
-    readonly images: Parsed["images"] & { readonly vllm: string; /** images.vllm as written (undefined: defaulted). */ readonly vllmFromConfig?: string };
+    readonly images: Parsed["images"] & {
+        readonly vllm: string;
+        /** images.vllm as written (undefined: defaulted). */
+        readonly vllmFromConfig?: string;
+        /** Required: validation refuses a config without it (then this is ""). */
+        readonly trainer: string;
+    };
     readonly training: Omit<Parsed["training"], "vllmGpus" | "trainerGpus" | "numProcesses" | "stepsPerGeneration" | "gpuSharing"> & {
         readonly layout: Layout;
         readonly vllmGpus: number;
@@ -83,9 +89,11 @@ export interface PlatformConfig {
     };
     readonly demand: Demand;
     readonly envs: readonly ResolvedEnv[];
-    readonly sandboxes: Omit<Parsed["sandboxes"], "provider" | "poolSize"> & {
+    readonly sandboxes: Omit<Parsed["sandboxes"], "provider" | "poolSize" | "image"> & {
         readonly provider: "agent-sandbox" | "docker" | "hf" | "none";
         readonly poolSize: number;
+        /** Required for agent-sandbox (validation refuses a config without it; then ""). */
+        readonly image: string;
     };
     readonly ingress: Omit<Parsed["ingress"], "enabled"> & { readonly enabled: boolean };
 }
@@ -173,11 +181,16 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
         runId: p.runId,
         target: p.target.kind === "kubernetes" ? { ...p.target, namespacePrefix: p.target.namespacePrefix ?? defaultNamespacePrefix(stack) } : p.target,
         model: p.model,
-        images: { ...p.images, vllm: p.images.vllm ?? DEFAULT_VLLM_IMAGE, vllmFromConfig: p.images.vllm },
+        images: { ...p.images, vllm: p.images.vllm ?? DEFAULT_VLLM_IMAGE, vllmFromConfig: p.images.vllm, trainer: p.images.trainer ?? "" },
         training,
         demand,
         envs: Object.entries(p.envs).map(([name, e]) => resolveEnv(name, e, demand)),
-        sandboxes: { ...p.sandboxes, provider, poolSize: p.sandboxes.poolSize ?? training.maxInflight + p.sandboxes.headroom },
+        sandboxes: {
+            ...p.sandboxes,
+            provider,
+            poolSize: p.sandboxes.poolSize ?? training.maxInflight + p.sandboxes.headroom,
+            image: p.sandboxes.image ?? (provider === "agent-sandbox" ? "" : STOCK_SANDBOX_IMAGE),
+        },
         ingress: { ...p.ingress, enabled: p.ingress.enabled ?? t.layout === "blackbox" },
     };
 }

@@ -72,6 +72,9 @@ const dockerTarget = z.strictObject({
  */
 export const DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.31.0";
 
+/** OpenEnv's opencode sandbox image (OpenEnv envs/opencode_env/sandbox/hf_image/Dockerfile): enough for the Docker and hosted pools, which exec into it. */
+export const STOCK_SANDBOX_IMAGE = "ghcr.io/huggingface/openenv-opencode-sandbox:latest";
+
 const images = z.strictObject({
     /**
      * vLLM OpenAI server image (black box `vllm serve`, vllm >= 0.22). Deployed only where vLLM runs
@@ -79,8 +82,12 @@ const images = z.strictObject({
      * Default: DEFAULT_VLLM_IMAGE.
      */
     vllm: imageRef.optional(),
-    /** Trainer image with TRL, the training script baked in (or pinned by commit). */
-    trainer: imageRef.default("ghcr.io/huggingface/trl:latest"),
+    /**
+     * Trainer image: TRL 1.16 and your training script (`training.command`), plus vLLM where the
+     * layout runs it from this image. Required: no public image holds your script (a default one
+     * would start, find nothing to run and exit at once while `up` reported success).
+     */
+    trainer: imageRef.optional(),
     /** nginx image for the ingress proxy and the env routers (unprivileged build). */
     nginx: imageRef.default("nginxinc/nginx-unprivileged:1.27-alpine"),
 });
@@ -247,8 +254,11 @@ const envServer = z.strictObject({
 const sandboxes = z.strictObject({
     /** Where black-box sandboxes run: agent-sandbox (Kubernetes), docker (fixed pool), hf (hosted), none. Default: by target and layout. */
     provider: z.enum(["agent-sandbox", "docker", "hf", "none"]).optional(),
-    /** Sandbox image (OpenEnv opencode sandbox); pin by digest. */
-    image: imageRef.default("ghcr.io/huggingface/openenv-opencode-sandbox:latest"),
+    /**
+     * Sandbox image; pin by digest. agent-sandbox: required, the image python/Dockerfile builds (the
+     * stock OpenEnv opencode sandbox + the runtime on 8888). docker / hf: default STOCK_SANDBOX_IMAGE.
+     */
+    image: imageRef.optional(),
     /** CPU request = limit per sandbox. */
     cpu: quantity.default("1"),
     /** Memory request = limit per sandbox. */

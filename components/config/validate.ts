@@ -242,7 +242,8 @@ export function validateProdPinning(c: PlatformConfig): string[] {
     if (!c.prod) return [];
     const errors: string[] = [];
     for (const { field, image } of deployedImages(c)) {
-        if (!pinnedByDigest(image)) {
+        // A missing required image is reported once, by validateRequiredImages.
+        if (image !== "" && !pinnedByDigest(image)) {
             errors.push(`${field}: prod stacks pin every image by digest, got '${image}': use <image>@sha256:<64 hex digits> (docker buildx imagetools inspect <image> shows it)`);
         }
     }
@@ -274,10 +275,35 @@ export function validateTargetCluster(c: PlatformConfig): string[] {
     ];
 }
 
+/** Images no default can stand for: the trainer's (it holds the user's script) and the agent-sandbox pool's (it runs the runtime). */
+export function validateRequiredImages(c: PlatformConfig): string[] {
+    const errors: string[] = [];
+    const t = c.training;
+    if (c.images.trainer === "") {
+        const script = t.command !== undefined ? ` (training.command: ${t.command.join(" ")})` : "";
+        const vllm =
+            t.layout !== "blackbox"
+                ? ", with vLLM (TRL's [vllm] extra: vllm 0.22 to 0.31)"
+                : c.target.kind === "kubernetes" && t.gpuSharing === "shared"
+                  ? ", and vllm 0.22 to 0.31 (one container runs both roles: training.gpuSharing shared)"
+                  : "";
+        errors.push(
+            `images.trainer: required: the image with TRL 1.16 and your training script${script}${vllm}; no public image holds your script: build one FROM ghcr.io/huggingface/trl, push it and set images.trainer (pinned by digest in prod)`,
+        );
+    }
+    if (c.sandboxes.provider === "agent-sandbox" && c.sandboxes.image === "") {
+        errors.push(
+            `sandboxes.image: required for the agent-sandbox pool: the image python/Dockerfile builds (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest; the stock image has no runtime, so its pods would never become ready`,
+        );
+    }
+    return errors;
+}
+
 /** Every cross-field check, all problems together. */
 export function validatePlatform(c: PlatformConfig): string[] {
     return [
         ...validateTargetCluster(c),
+        ...validateRequiredImages(c),
         ...validateGpus(c),
         ...validateTrainer(c),
         ...validateBatches(c),

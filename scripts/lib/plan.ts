@@ -8,10 +8,13 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
-import { CONFIG_NAMESPACE, ingressKeyConfigKey, parsePlatformConfig, type PlatformConfig } from "../../components/config";
+import { CONFIG_NAMESPACE, ingressKeyConfigKey, parsePlatformConfig, RECIPES, type PlatformConfig, type RecipeName } from "../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../components/platform";
 import { renderPlanMarkdown } from "./plan-markdown";
 import { runUnderMocks, type RecordedResource } from "./mockrun";
+
+/** Where a recipe plan's placeholder images live (a plan never pulls them). */
+export const RECIPE_PLAN_REGISTRY = "registry.example.com/agent-rl";
 
 export const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const REDACTED = "<redacted>";
@@ -89,7 +92,16 @@ function configForSource(source: PlanSource): StackConfig {
     if ("stack" in source) return readStackFile(source.stack, source.stackFile);
     // A recipe plan never deploys: its Kubernetes target names a placeholder context (stacks
     // other than dev must name their cluster).
-    const platform = { recipe: source.recipe, runId: "demo", target: source.target === "kubernetes" ? { kind: source.target, context: "recipe-plan" } : { kind: source.target } };
+    // Its images are placeholders too: the trainer image holds the user's script, the agent-sandbox
+    // image is built from python/Dockerfile; neither exists publicly.
+    const k8s = source.target === "kubernetes";
+    const platform = {
+        recipe: source.recipe,
+        runId: "demo",
+        target: k8s ? { kind: source.target, context: "recipe-plan" } : { kind: source.target },
+        images: { trainer: `${RECIPE_PLAN_REGISTRY}/${source.recipe}-trainer:plan` },
+        ...(k8s && RECIPES[source.recipe as RecipeName]?.training.layout === "blackbox" ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } } : {}),
+    };
     return { stack: `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`, config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(platform) }, secretKeys: [] };
 }
 

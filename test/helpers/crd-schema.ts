@@ -6,6 +6,7 @@
  *   `extensions.agents.x-k8s.io` SandboxTemplate, SandboxWarmPool, SandboxClaim, and
  *   `agents.x-k8s.io` Sandbox;
  * - Gateway API v1 `gateway.networking.k8s.io/v1` HTTPRoute (standard channel).
+ * - cert-manager v1.21.2 `cert-manager.io/v1` Certificate.
  * Structural CRD schemas prune unknown fields (and server-side apply with strict field
  * validation rejects them), so unknown fields are errors here too. Embedded core types
  * (a pod template's spec, NetworkPolicy rules, PVC templates) are checked strictly against
@@ -180,6 +181,27 @@ const httpRouteSpec = obj({
     ),
 });
 
+/** cert-manager v1.21.2 `cert-manager.io/v1` Certificate: the fields the ingress sets (deploy/crds/cert-manager.io_certificates.yaml). */
+const KEY_USAGES = ["signing", "digital signature", "content commitment", "key encipherment", "key agreement", "data encipherment", "cert sign", "crl sign", "encipher only", "decipher only", "any", "server auth", "client auth", "code signing", "email protection", "s/mime", "ipsec end system", "ipsec tunnel", "ipsec user", "timestamping", "ocsp signing", "microsoft sgc", "netscape sgc"];
+const certificateSpec = obj(
+    {
+        secretName: str({ minLength: 1 }),
+        dnsNames: arr(str()),
+        commonName: str(),
+        duration: str(),
+        renewBefore: str(),
+        issuerRef: obj({ name: str({ minLength: 1 }), kind: str(), group: str() }, ["name"]),
+        privateKey: obj({
+            algorithm: str({ enum: ["RSA", "ECDSA", "Ed25519"] }),
+            size: int(),
+            encoding: str({ enum: ["PKCS1", "PKCS8"] }),
+            rotationPolicy: str({ enum: ["Never", "Always"] }),
+        }),
+        usages: arr(str({ enum: KEY_USAGES })),
+    },
+    ["issuerRef", "secretName"],
+);
+
 /** Rules the CRDs express in CEL (x-kubernetes-validations), re-stated. */
 function httpRouteRules(spec: any): string[] {
     const out: string[] = [];
@@ -212,6 +234,7 @@ export const CRD_KINDS: Readonly<Record<string, CrdKind>> = {
     "extensions.agents.x-k8s.io/v1beta1/SandboxClaim": { spec: sandboxClaimSpec },
     "agents.x-k8s.io/v1beta1/Sandbox": { spec: sandboxSpec },
     "gateway.networking.k8s.io/v1/HTTPRoute": { spec: httpRouteSpec, extra: httpRouteRules },
+    "cert-manager.io/v1/Certificate": { spec: certificateSpec },
 };
 
 function typeName(v: unknown): string {
@@ -295,6 +318,6 @@ export function validateAnyManifest(obj: unknown): string[] {
     if (obj && typeof obj === "object" && isKnownCustomResource(obj as Record<string, unknown>)) return validateCustomResource(obj);
     const o = obj as { apiVersion?: string } | undefined;
     // A custom group this helper does not know: say so, rather than "no schema known".
-    if (o && typeof o.apiVersion === "string" && /x-k8s\.io|gateway\.networking/.test(o.apiVersion)) return validateCustomResource(obj);
+    if (o && typeof o.apiVersion === "string" && /x-k8s\.io|gateway\.networking|cert-manager\.io/.test(o.apiVersion)) return validateCustomResource(obj);
     return validateManifestStrict(obj);
 }

@@ -1,0 +1,22 @@
+/**
+ * Config fixtures shared by the tests. The images no default can stand for (the trainer's, which
+ * holds the user's script, and the agent-sandbox pool's) are required by the config; tests that
+ * are not about them parse through `parseWithTestImages`, which fills them in where absent.
+ */
+import { deepMerge, parsePlatformConfig, type PlatformConfig } from "../../components/config";
+
+/** Placeholder images the tests use (never pulled). */
+export const TEST_IMAGES = {
+    trainer: "registry.test/agent-rl/trainer:test",
+    sandbox: "registry.test/agent-rl/opencode-sandbox:test",
+} as const;
+
+/** `raw` with images.trainer and sandboxes.image filled in where it sets none. */
+export function withTestImages(raw: unknown): unknown {
+    return deepMerge({ images: { trainer: TEST_IMAGES.trainer }, sandboxes: { image: TEST_IMAGES.sandbox } }, raw);
+}
+
+/** parsePlatformConfig of `raw` with the test images filled in. */
+export function parseWithTestImages(raw: unknown, stack: string): PlatformConfig {
+    return parsePlatformConfig(withTestImages(raw), stack);
+}
