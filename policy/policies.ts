@@ -206,7 +206,9 @@ export function checkVllmNotExposed(type: string, props: Obj): string[] {
             out.push(`${what}: a ${svcType} Service without a selector can be pointed at any pod (vLLM included): ${EXPOSE_FIX}`);
         }
         if (sel && sel[ROLE_LABEL] === TRAINER_ROLE) {
-            out.push(`${what}: a ${svcType} Service selects the trainer/vLLM pods (${ROLE_LABEL}: ${TRAINER_ROLE}), which puts vLLM's unauthenticated API and the weight-sync port on the network: ${EXPOSE_FIX}`);
+            out.push(
+                `${what}: a ${svcType} Service selects the trainer/vLLM pods (${ROLE_LABEL}: ${TRAINER_ROLE}), which puts vLLM's unauthenticated API and the weight-sync port on the network: ${EXPOSE_FIX}`,
+            );
         }
         for (const p of list(spec.ports)) {
             const hits = [p?.port, p?.targetPort, p?.nodePort].filter(privatePort);
@@ -216,21 +218,30 @@ export function checkVllmNotExposed(type: string, props: Obj): string[] {
     }
     if (type === T.ingress) {
         for (const b of ingressBackends(props)) {
-            if (privatePort(b.port)) out.push(`${what}: ${b.path} routes to Service ${b.service} port ${b.port} (vLLM ${VLLM_PORT} / NCCL ${TRL_GROUP_PORT}): route to the VllmIngress proxy Service instead`);
+            if (privatePort(b.port))
+                out.push(
+                    `${what}: ${b.path} routes to Service ${b.service} port ${b.port} (vLLM ${VLLM_PORT} / NCCL ${TRL_GROUP_PORT}): route to the VllmIngress proxy Service instead`,
+                );
         }
         return out;
     }
     if (type === T.httpRoute) {
         for (const b of httpRouteBackends(props)) {
-            if (b.kind !== "Service") out.push(`${what}: ${b.path} is a ${b.kind}, not the VllmIngress proxy Service: point backendRefs at the proxy Service only`);
-            if (privatePort(b.port)) out.push(`${what}: ${b.path} routes to port ${b.port} (vLLM ${VLLM_PORT} / NCCL ${TRL_GROUP_PORT}): point backendRefs at the VllmIngress proxy Service and its port`);
+            if (b.kind !== "Service")
+                out.push(`${what}: ${b.path} is a ${b.kind}, not the VllmIngress proxy Service: point backendRefs at the proxy Service only`);
+            if (privatePort(b.port))
+                out.push(
+                    `${what}: ${b.path} routes to port ${b.port} (vLLM ${VLLM_PORT} / NCCL ${TRL_GROUP_PORT}): point backendRefs at the VllmIngress proxy Service and its port`,
+                );
         }
         return out;
     }
     if (type === T.dockerContainer) {
         for (const p of list(props.ports)) {
             if (privatePort(p?.internal) || privatePort(p?.external)) {
-                out.push(`Container ${props.name ?? "(unnamed)"}: publishes port ${p.internal} on the Docker host (vLLM ${VLLM_PORT} / NCCL ${TRL_GROUP_PORT}): publish only the VllmIngress proxy's port, keep vLLM on the private training network`);
+                out.push(
+                    `Container ${props.name ?? "(unnamed)"}: publishes port ${p.internal} on the Docker host (vLLM ${VLLM_PORT} / NCCL ${TRL_GROUP_PORT}): publish only the VllmIngress proxy's port, keep vLLM on the private training network`,
+                );
             }
         }
         if (props.networkMode === "host" && /vllm|trainer|train/.test(String(props.name ?? ""))) {
@@ -281,7 +292,10 @@ function selectsTrainerOrVllm(resources: readonly PlainResource[], selector: unk
     return resources.some(
         (r) =>
             (namespace === undefined || r.props.metadata?.namespace === namespace) &&
-            podSpecsOf(r.type, r.props).some((p) => serviceSelects(selector, p.labels) && (p.labels[ROLE_LABEL] === TRAINER_ROLE || containersOf(p).some((c) => isVllmContainer(c.container)))),
+            podSpecsOf(r.type, r.props).some(
+                (p) =>
+                    serviceSelects(selector, p.labels) && (p.labels[ROLE_LABEL] === TRAINER_ROLE || containersOf(p).some((c) => isVllmContainer(c.container))),
+            ),
     );
 }
 
@@ -292,7 +306,9 @@ function selectsTrainerOrVllm(resources: readonly PlainResource[], selector: unk
 export function checkRoutesReachOnlyProxy(resources: readonly PlainResource[]): Violation[] {
     const services = resources.filter((r) => r.type === T.service);
     const find = (name: string, ns: string | undefined) =>
-        services.find((s) => s.props.metadata?.name === name && (ns === undefined || s.props.metadata?.namespace === undefined || s.props.metadata?.namespace === ns));
+        services.find(
+            (s) => s.props.metadata?.name === name && (ns === undefined || s.props.metadata?.namespace === undefined || s.props.metadata?.namespace === ns),
+        );
     const out: Violation[] = [];
     for (const r of resources) {
         const isRoute = r.type === T.httpRoute;
@@ -304,16 +320,25 @@ export function checkRoutesReachOnlyProxy(resources: readonly PlainResource[]): 
             const svc = find(b.service, b.namespace ?? ns);
             if (!svc) {
                 if (isRoute) {
-                    out.push({ urn: r.urn, message: `${what}: ${b.path} names Service ${b.namespace ?? ns ?? ""}/${b.service}, which this stack does not create, so it cannot be shown to be the VllmIngress proxy: point backendRefs at the proxy Service (app.kubernetes.io/name: vllm-ingress)` });
+                    out.push({
+                        urn: r.urn,
+                        message: `${what}: ${b.path} names Service ${b.namespace ?? ns ?? ""}/${b.service}, which this stack does not create, so it cannot be shown to be the VllmIngress proxy: point backendRefs at the proxy Service (app.kubernetes.io/name: vllm-ingress)`,
+                    });
                 }
                 continue;
             }
             const sel = svc.props.spec?.selector;
             if (selectsProxy(sel)) continue;
             if (selectsTrainerOrVllm(resources, sel, svc.props.metadata?.namespace)) {
-                out.push({ urn: r.urn, message: `${what}: ${b.path} reaches Service ${b.service}, which selects the trainer/vLLM pods (${ROLE_LABEL}: ${TRAINER_ROLE}): route to the VllmIngress proxy Service instead` });
+                out.push({
+                    urn: r.urn,
+                    message: `${what}: ${b.path} reaches Service ${b.service}, which selects the trainer/vLLM pods (${ROLE_LABEL}: ${TRAINER_ROLE}): route to the VllmIngress proxy Service instead`,
+                });
             } else if (isRoute) {
-                out.push({ urn: r.urn, message: `${what}: ${b.path} reaches Service ${b.service}, which does not select the VllmIngress proxy pods (${ROLE_LABEL}: ${PROXY_ROLE}): the Gateway must forward only to the proxy` });
+                out.push({
+                    urn: r.urn,
+                    message: `${what}: ${b.path} reaches Service ${b.service}, which does not select the VllmIngress proxy pods (${ROLE_LABEL}: ${PROXY_ROLE}): the Gateway must forward only to the proxy`,
+                });
             }
         }
     }
@@ -328,14 +353,18 @@ export function sandboxPodProblems(what: string, pod: PodSpecAt): string[] {
     const s = pod.spec;
     const out: string[] = [];
     if (s.automountServiceAccountToken !== false) {
-        out.push(`${what}: ${pod.path}.automountServiceAccountToken is ${JSON.stringify(s.automountServiceAccountToken)}: set it to false (sandboxes run untrusted code and must not hold an API token)`);
+        out.push(
+            `${what}: ${pod.path}.automountServiceAccountToken is ${JSON.stringify(s.automountServiceAccountToken)}: set it to false (sandboxes run untrusted code and must not hold an API token)`,
+        );
     }
     const podNonRoot = s.securityContext?.runAsNonRoot === true;
     const isolated = typeof s.runtimeClassName === "string" && s.runtimeClassName !== "";
     for (const { path, container: c } of containersOf(pod)) {
         const nonRoot = c.securityContext?.runAsNonRoot ?? (podNonRoot ? true : undefined);
         if (nonRoot !== true && !isolated) {
-            out.push(`${what}: ${path} may run as root: set securityContext.runAsNonRoot: true (pod or container), or run the sandbox under a sandboxing runtime (sandboxes.runtimeClassName, e.g. gvisor)`);
+            out.push(
+                `${what}: ${path} may run as root: set securityContext.runAsNonRoot: true (pod or container), or run the sandbox under a sandboxing runtime (sandboxes.runtimeClassName, e.g. gvisor)`,
+            );
         }
         const drop = list(c.securityContext?.capabilities?.drop);
         if (!drop.includes("ALL")) {
@@ -344,7 +373,9 @@ export function sandboxPodProblems(what: string, pod: PodSpecAt): string[] {
         const limits = isObj(c.resources?.limits) ? c.resources.limits : {};
         const missing = ["cpu", "memory"].filter((k) => limits[k] === undefined);
         if (missing.length > 0) {
-            out.push(`${what}: ${path} has no ${missing.join("/")} limit: set resources.limits (sandboxes.cpu / sandboxes.memory), so one sandbox cannot starve the node`);
+            out.push(
+                `${what}: ${path} has no ${missing.join("/")} limit: set resources.limits (sandboxes.cpu / sandboxes.memory), so one sandbox cannot starve the node`,
+            );
         }
     }
     return out;
@@ -395,7 +426,11 @@ export function sandboxPodsOf(resources: readonly PlainResource[]): SandboxPods[
 export function checkSandboxNamespaceWorkloads(resources: readonly PlainResource[]): Violation[] {
     return sandboxPodsOf(resources)
         .filter((p) => !p.template)
-        .flatMap((p) => sandboxPodProblems(`${describeObject(p.resource.type, p.resource.props, p.resource.name)} (in sandbox namespace ${p.namespace})`, p.pod).map((message) => ({ message, urn: p.resource.urn })));
+        .flatMap((p) =>
+            sandboxPodProblems(`${describeObject(p.resource.type, p.resource.props, p.resource.name)} (in sandbox namespace ${p.namespace})`, p.pod).map(
+                (message) => ({ message, urn: p.resource.urn }),
+            ),
+        );
 }
 
 /** Stack check: every sandbox pod is selected by a NetworkPolicy with Egress in the same namespace. */
@@ -435,9 +470,13 @@ export function checkGpuRequestsEqualLimits(type: string, props: Obj): string[] 
             for (const name of new Set([...Object.keys(req), ...Object.keys(lim)])) {
                 if (!/gpu/i.test(name)) continue;
                 if (lim[name] === undefined) {
-                    out.push(`${what}: ${path} requests ${req[name]} ${name} without a limit: GPUs cannot be overcommitted, set resources.limits.${name} equal to the request`);
+                    out.push(
+                        `${what}: ${path} requests ${req[name]} ${name} without a limit: GPUs cannot be overcommitted, set resources.limits.${name} equal to the request`,
+                    );
                 } else if (req[name] !== undefined && String(req[name]) !== String(lim[name])) {
-                    out.push(`${what}: ${path} requests ${req[name]} ${name} but limits it to ${lim[name]}: set the request equal to the limit (GPUs are not shared or overcommitted)`);
+                    out.push(
+                        `${what}: ${path} requests ${req[name]} ${name} but limits it to ${lim[name]}: set the request equal to the limit (GPUs are not shared or overcommitted)`,
+                    );
                 }
             }
         }
@@ -471,7 +510,9 @@ export function checkVllmStartupProbe(type: string, props: Obj): string[] {
     for (const pod of podSpecsOf(type, props)) {
         for (const { path, container: c } of containersOf(pod)) {
             if (isVllmContainer(c) && !isObj(c.startupProbe)) {
-                out.push(`${what}: ${path} runs vLLM without a startupProbe: loading a model takes minutes and the liveness probe would kill it first; add a startupProbe on /health with periodSeconds x failureThreshold >= the load time (training.modelLoadSeconds)`);
+                out.push(
+                    `${what}: ${path} runs vLLM without a startupProbe: loading a model takes minutes and the liveness probe would kill it first; add a startupProbe on /health with periodSeconds x failureThreshold >= the load time (training.modelLoadSeconds)`,
+                );
             }
         }
     }
@@ -479,7 +520,9 @@ export function checkVllmStartupProbe(type: string, props: Obj): string[] {
         const c = { name: undefined, command: props.entrypoints, args: props.command };
         // Docker: `entrypoints` is the command, `command` the arguments.
         if (isVllmContainer(c) && !(isObj(props.healthcheck) && props.healthcheck.startPeriod)) {
-            out.push(`Container ${props.name}: runs vLLM without a healthcheck start period: add healthcheck with startPeriod >= the model load time (training.modelLoadSeconds), so the trainer waits for a loaded model`);
+            out.push(
+                `Container ${props.name}: runs vLLM without a healthcheck start period: add healthcheck with startPeriod >= the model load time (training.modelLoadSeconds), so the trainer waits for a loaded model`,
+            );
         }
     }
     return out;
@@ -506,7 +549,9 @@ export function checkNoPlainSecrets(type: string, props: Obj): string[] {
                 if (!isObj(e) || typeof e.name !== "string" || !isSecretName(e.name)) continue;
                 if (isObj(e.valueFrom?.secretKeyRef)) continue;
                 const how = e.value !== undefined ? "a literal value" : isObj(e.valueFrom?.configMapKeyRef) ? "a ConfigMap" : "no Secret";
-                out.push(`${what}: ${path} env ${e.name} comes from ${how}: a secret must come from a Secret (valueFrom.secretKeyRef), set with pulumi config set --secret; a literal lands in the manifest, the state and kubectl describe`);
+                out.push(
+                    `${what}: ${path} env ${e.name} comes from ${how}: a secret must come from a Secret (valueFrom.secretKeyRef), set with pulumi config set --secret; a literal lands in the manifest, the state and kubectl describe`,
+                );
             }
         }
     }
@@ -514,8 +559,14 @@ export function checkNoPlainSecrets(type: string, props: Obj): string[] {
         for (const field of ["data", "binaryData"]) {
             const data = isObj(props[field]) ? props[field] : {};
             for (const [k, v] of Object.entries(data)) {
-                if (isSecretName(k)) out.push(`${what}: ${field}.${k} looks like a secret (its name ends in _KEY/_TOKEN/_SECRET/_PASSWORD): move it to a Secret and reference it with secretKeyRef`);
-                if (typeof v === "string" && BEARER_LITERAL.test(v)) out.push(`${what}: ${field}.${k} contains a Bearer token literal: keep keys in a Secret (the ingress keys file is one), never in a ConfigMap`);
+                if (isSecretName(k))
+                    out.push(
+                        `${what}: ${field}.${k} looks like a secret (its name ends in _KEY/_TOKEN/_SECRET/_PASSWORD): move it to a Secret and reference it with secretKeyRef`,
+                    );
+                if (typeof v === "string" && BEARER_LITERAL.test(v))
+                    out.push(
+                        `${what}: ${field}.${k} contains a Bearer token literal: keep keys in a Secret (the ingress keys file is one), never in a ConfigMap`,
+                    );
             }
         }
     }
@@ -545,7 +596,9 @@ export function checkDockerEnvSecrets(type: string, props: Obj, allowed: readonl
         if (isSecretValue(e) || typeof e !== "string") continue;
         const name = e.split("=", 1)[0];
         if (isSecretName(name) && !allowed.includes(name)) {
-            out.push(`Container ${props.name ?? "(unnamed)"}: env ${name} looks like a secret passed as a plain value: pass it from a secret config key (pulumi config set --secret) as a secret Output; Docker keeps it in the container config either way, so prefer the platform's own secret keys`);
+            out.push(
+                `Container ${props.name ?? "(unnamed)"}: env ${name} looks like a secret passed as a plain value: pass it from a secret config key (pulumi config set --secret) as a secret Output; Docker keeps it in the container config either way, so prefer the platform's own secret keys`,
+            );
         }
     }
     return out;
@@ -561,7 +614,8 @@ export function isPinned(image: unknown): boolean {
     return typeof image === "string" && DIGEST.test(image);
 }
 
-const PIN_FIX = "pin it by digest (<image>@sha256:<64 hex digits>; docker buildx imagetools inspect <image> shows it) in the stack's images.* / envs.*.image / sandboxes.image";
+const PIN_FIX =
+    "pin it by digest (<image>@sha256:<64 hex digits>; docker buildx imagetools inspect <image> shows it) in the stack's images.* / envs.*.image / sandboxes.image";
 
 /** Resource check: every container image (Kubernetes, sandbox templates, Docker) is pinned by digest. */
 export function checkImagesPinned(type: string, props: Obj): string[] {
@@ -598,7 +652,12 @@ function resourcePolicy(
     };
 }
 
-function stackPolicy(name: string, description: string, check: (resources: PlainResource[]) => Violation[], extra: Partial<StackValidationPolicy> = {}): StackValidationPolicy {
+function stackPolicy(
+    name: string,
+    description: string,
+    check: (resources: PlainResource[]) => Violation[],
+    extra: Partial<StackValidationPolicy> = {},
+): StackValidationPolicy {
     return {
         name,
         description,
@@ -685,7 +744,15 @@ export const prodImagesPinned = resourcePolicy(
     { enforcementLevel: "disabled", severity: "high" },
 );
 
-export const resourcePolicies: ResourceValidationPolicy[] = [vllmNotExposed, sandboxPodHardening, gpuRequestsEqualLimits, vllmStartupProbe, noPlainSecrets, dockerEnvSecrets, prodImagesPinned];
+export const resourcePolicies: ResourceValidationPolicy[] = [
+    vllmNotExposed,
+    sandboxPodHardening,
+    gpuRequestsEqualLimits,
+    vllmStartupProbe,
+    noPlainSecrets,
+    dockerEnvSecrets,
+    prodImagesPinned,
+];
 export const stackPolicies: StackValidationPolicy[] = [routesReachOnlyProxy, sandboxNamespaceHardening, sandboxEgressLocked];
 export const policies: Policies = [...resourcePolicies, ...stackPolicies];
 

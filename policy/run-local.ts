@@ -40,7 +40,13 @@ export interface LocalViolation {
 
 class NotApplicable extends Error {}
 
-const OPTS: PolicyResourceOptions = { protect: false, ignoreChanges: [], aliases: [], customTimeouts: { createSeconds: 0, updateSeconds: 0, deleteSeconds: 0 }, additionalSecretOutputs: [] };
+const OPTS: PolicyResourceOptions = {
+    protect: false,
+    ignoreChanges: [],
+    aliases: [],
+    customTimeouts: { createSeconds: 0, updateSeconds: 0, deleteSeconds: 0 },
+    additionalSecretOutputs: [],
+};
 
 function urnOf(r: LocalResource, stack: string): string {
     return r.urn ?? `urn:pulumi:${stack}::agent-rl-infra::${r.type}::${r.name}`;

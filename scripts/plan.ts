@@ -10,7 +10,8 @@ import * as path from "node:path";
 import { RECIPE_NAMES } from "../components/config";
 import { PlanError, planToDir, type PlanSource } from "./lib/plan";
 
-const USAGE = "usage: npm run plan -- <stack | path/to/Pulumi.<stack>.yaml> [--out DIR]\n       npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]";
+const USAGE =
+    "usage: npm run plan -- <stack | path/to/Pulumi.<stack>.yaml> [--out DIR]\n       npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]";
 
 class UsageError extends Error {}
 
@@ -37,7 +38,8 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
     if (recipe !== undefined && stack !== undefined) throw new UsageError("give a stack or --recipe, not both");
     if (target !== undefined && recipe === undefined) throw new UsageError("--target applies to --recipe; a stack's target is in its stack file");
     if (target !== undefined && target !== "kubernetes" && target !== "docker") throw new UsageError(`--target must be kubernetes or docker, got ${target}`);
-    if (recipe !== undefined && !(RECIPE_NAMES as string[]).includes(recipe)) throw new UsageError(`unknown recipe ${recipe}: use one of ${RECIPE_NAMES.join(", ")}`);
+    if (recipe !== undefined && !(RECIPE_NAMES as string[]).includes(recipe))
+        throw new UsageError(`unknown recipe ${recipe}: use one of ${RECIPE_NAMES.join(", ")}`);
     if (recipe === undefined && stack === undefined) throw new UsageError("name a stack (dev, staging, prod) or --recipe <name>");
     let stackFile: string | undefined;
     if (stack !== undefined && stack.endsWith(".yaml")) {
@@ -46,9 +48,11 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
         stackFile = path.resolve(stack);
         stack = m[1];
     }
-    if (stack !== undefined && !/^[A-Za-z0-9._-]+$/.test(stack)) throw new UsageError(`stack name ${JSON.stringify(stack)} has characters a stack name cannot have`);
+    if (stack !== undefined && !/^[A-Za-z0-9._-]+$/.test(stack))
+        throw new UsageError(`stack name ${JSON.stringify(stack)} has characters a stack name cannot have`);
     const source: PlanSource = recipe !== undefined ? { recipe, target: (target ?? "kubernetes") as "kubernetes" | "docker" } : { stack: stack!, stackFile };
-    const defaultOut = "stack" in source ? path.join("out", source.stack) : path.join("out", `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`);
+    const defaultOut =
+        "stack" in source ? path.join("out", source.stack) : path.join("out", `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`);
     return { source, outDir: path.resolve(out ?? defaultOut) };
 }
 
@@ -67,7 +71,9 @@ async function main(): Promise<number> {
     try {
         const result = await planToDir(args.source, { outDir: args.outDir });
         const rel = path.relative(process.cwd(), args.outDir) || ".";
-        process.stdout.write(`planned ${result.stack}: ${result.resources.length} resources, ${result.manifests.length} Kubernetes objects -> ${rel}/ (plan.md)\n`);
+        process.stdout.write(
+            `planned ${result.stack}: ${result.resources.length} resources, ${result.manifests.length} Kubernetes objects -> ${rel}/ (plan.md)\n`,
+        );
         return 0;
     } catch (e) {
         if (e instanceof PlanError) {

@@ -32,7 +32,10 @@ const variants: Array<{ name: string; source: PlanSource; override?: Record<stri
     {
         name: "opencode-blackbox behind a TLS LoadBalancer, installing the agent-sandbox controller",
         source: exposed,
-        override: { ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls" } }, sandboxes: { installController: true } },
+        override: {
+            ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls" } },
+            sandboxes: { installController: true },
+        },
     },
 ];
 
@@ -68,7 +71,10 @@ describe("server-side dry run of every planned stack and recipe", { skip }, () =
         fs.writeFileSync(path.join(dir, jobFile), YAML.stringify(job));
         await assert.rejects(serverDryRun(api, dir), (e: Error) => {
             assert.match(e.message, /restartPolicy/);
-            assert.match(e.message, /The Job "train-demo-[0-9a-f]{8}" is invalid: spec\.template\.spec\.restartPolicy: Required value: valid values: "OnFailure", "Never"/);
+            assert.match(
+                e.message,
+                /The Job "train-demo-[0-9a-f]{8}" is invalid: spec\.template\.spec\.restartPolicy: Required value: valid values: "OnFailure", "Never"/,
+            );
             return true;
         });
     });

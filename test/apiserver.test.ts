@@ -144,105 +144,120 @@ spec:
 `;
 
 function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: "127.0.0.1", port });
-    s.once("connect", () => {
-      s.destroy();
-      resolve(true);
+    return new Promise((resolve) => {
+        const s = net.connect({ host: "127.0.0.1", port });
+        s.once("connect", () => {
+            s.destroy();
+            resolve(true);
+        });
+        s.once("error", () => resolve(false));
     });
-    s.once("error", () => resolve(false));
-  });
 }
 
 function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+    try {
+        process.kill(pid, 0);
+        return true;
+    } catch {
+        return false;
+    }
 }
 
 describe("kube-apiserver fixture", { skip, timeout: 60 * 60_000 }, () => {
-  let api: ApiServer;
-  let tmp: string;
+    let api: ApiServer;
+    let tmp: string;
 
-  before(async () => {
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "apiserver-test-"));
-    api = await startApiServer();
-  });
-
-  after(async () => {
-    fs.rmSync(tmp, { recursive: true, force: true });
-    if (!api) return;
-    const { pids, ports } = api;
-    await api.stop(); // throws if anything is left
-    for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} still alive`);
-    for (const port of ports) assert.equal(await portOpen(port), false, `port ${port} still open`);
-  });
-
-  it("serves v1.36.3 with the CRDs established", async () => {
-    const version = JSON.parse(await api.kubectlOk(["version", "-o", "json"])) as { serverVersion: { gitVersion: string } };
-    assert.equal(version.serverVersion.gitVersion, "v1.36.3");
-    const crds = await api.kubectlOk(["get", "crd", "-o", "name"]);
-    for (const crd of ["sandboxtemplates.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io", "sandboxes.agents.x-k8s.io", "httproutes.gateway.networking.k8s.io", "gateways.gateway.networking.k8s.io"]) {
-      assert.match(crds, new RegExp(`customresourcedefinition.apiextensions.k8s.io/${crd.replace(/\./g, "\\.")}`));
-    }
-  });
-
-  it("creates a namespace for real and accepts valid objects in a server-side dry run", async () => {
-    await api.kubectlOk(["create", "namespace", NS]);
-    const out = await api.kubectlOk(["apply", "--server-side", "--dry-run=server", "-f", "-"], validObjects);
-    for (const o of ["deployment.apps/web", "job.batch/train", "networkpolicy.networking.k8s.io/deny-egress", "validatingadmissionpolicy.admissionregistration.k8s.io/require-team-label", "validatingadmissionpolicybinding.admissionregistration.k8s.io/require-team-label", "sandboxtemplate.extensions.agents.x-k8s.io/python-env", "sandboxwarmpool.extensions.agents.x-k8s.io/python-env-pool", "httproute.gateway.networking.k8s.io/web"]) {
-      assert.match(out, new RegExp(`${o.replace(/\./g, "\\.")} serverside-applied \\(server dry run\\)`));
-    }
-    // dry run: nothing was persisted
-    const left = await api.kubectlOk(["get", "deployments,jobs,sandboxtemplates", "-n", NS, "-o", "name"]);
-    assert.equal(left.trim(), "");
-  });
-
-  it("rejects a Deployment whose selector does not match its pod labels", async () => {
-    const r = await api.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], selectorMismatch);
-    assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /`selector` does not match template `labels`/);
-  });
-
-  it("rejects a Service name over 63 characters", async () => {
-    const r = await api.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], longServiceName);
-    assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /must be no more than 63 characters/);
-  });
-
-  it("rejects unknown fields in agent-sandbox objects (strict field validation)", async () => {
-    const r = await api.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], unknownSandboxField);
-    assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /\.spec\.sandboxTemplateRefs: field not declared in schema/);
-  });
-
-  it("serverDryRun() creates namespaces for real and validates a manifests directory", async () => {
-    const dir = path.join(tmp, "good");
-    fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, "namespace-planned.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: { name: planned }\n");
-    validObjects
-      .split(/^---$/m)
-      .map((d) => d.replaceAll(`namespace: ${NS}`, "namespace: planned"))
-      .forEach((d, i) => fs.writeFileSync(path.join(dir, `object-${i}.yaml`), d));
-    const res = await serverDryRun(api, dir);
-    assert.equal(res.objects, 9);
-    await api.kubectlOk(["get", "namespace", "planned"]);
-    assert.equal((await api.kubectlOk(["get", "deployments", "-n", "planned", "-o", "name"])).trim(), "");
-  });
-
-  it("serverDryRun() throws with the API server's message for a rejected object", async () => {
-    const dir = path.join(tmp, "bad");
-    fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, "deployment-broken.yaml"), selectorMismatch);
-    fs.writeFileSync(path.join(dir, "service-long.yaml"), longServiceName);
-    await assert.rejects(serverDryRun(api, dir), (err: Error) => {
-      assert.match(err.message, /`selector` does not match template `labels`/);
-      assert.match(err.message, /must be no more than 63 characters/);
-      assert.match(err.message, /deployment-broken\.yaml/);
-      return true;
+    before(async () => {
+        tmp = fs.mkdtempSync(path.join(os.tmpdir(), "apiserver-test-"));
+        api = await startApiServer();
     });
-  });
+
+    after(async () => {
+        fs.rmSync(tmp, { recursive: true, force: true });
+        if (!api) return;
+        const { pids, ports } = api;
+        await api.stop(); // throws if anything is left
+        for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} still alive`);
+        for (const port of ports) assert.equal(await portOpen(port), false, `port ${port} still open`);
+    });
+
+    it("serves v1.36.3 with the CRDs established", async () => {
+        const version = JSON.parse(await api.kubectlOk(["version", "-o", "json"])) as { serverVersion: { gitVersion: string } };
+        assert.equal(version.serverVersion.gitVersion, "v1.36.3");
+        const crds = await api.kubectlOk(["get", "crd", "-o", "name"]);
+        for (const crd of [
+            "sandboxtemplates.extensions.agents.x-k8s.io",
+            "sandboxwarmpools.extensions.agents.x-k8s.io",
+            "sandboxes.agents.x-k8s.io",
+            "httproutes.gateway.networking.k8s.io",
+            "gateways.gateway.networking.k8s.io",
+        ]) {
+            assert.match(crds, new RegExp(`customresourcedefinition.apiextensions.k8s.io/${crd.replace(/\./g, "\\.")}`));
+        }
+    });
+
+    it("creates a namespace for real and accepts valid objects in a server-side dry run", async () => {
+        await api.kubectlOk(["create", "namespace", NS]);
+        const out = await api.kubectlOk(["apply", "--server-side", "--dry-run=server", "-f", "-"], validObjects);
+        for (const o of [
+            "deployment.apps/web",
+            "job.batch/train",
+            "networkpolicy.networking.k8s.io/deny-egress",
+            "validatingadmissionpolicy.admissionregistration.k8s.io/require-team-label",
+            "validatingadmissionpolicybinding.admissionregistration.k8s.io/require-team-label",
+            "sandboxtemplate.extensions.agents.x-k8s.io/python-env",
+            "sandboxwarmpool.extensions.agents.x-k8s.io/python-env-pool",
+            "httproute.gateway.networking.k8s.io/web",
+        ]) {
+            assert.match(out, new RegExp(`${o.replace(/\./g, "\\.")} serverside-applied \\(server dry run\\)`));
+        }
+        // dry run: nothing was persisted
+        const left = await api.kubectlOk(["get", "deployments,jobs,sandboxtemplates", "-n", NS, "-o", "name"]);
+        assert.equal(left.trim(), "");
+    });
+
+    it("rejects a Deployment whose selector does not match its pod labels", async () => {
+        const r = await api.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], selectorMismatch);
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /`selector` does not match template `labels`/);
+    });
+
+    it("rejects a Service name over 63 characters", async () => {
+        const r = await api.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], longServiceName);
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /must be no more than 63 characters/);
+    });
+
+    it("rejects unknown fields in agent-sandbox objects (strict field validation)", async () => {
+        const r = await api.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], unknownSandboxField);
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /\.spec\.sandboxTemplateRefs: field not declared in schema/);
+    });
+
+    it("serverDryRun() creates namespaces for real and validates a manifests directory", async () => {
+        const dir = path.join(tmp, "good");
+        fs.mkdirSync(dir);
+        fs.writeFileSync(path.join(dir, "namespace-planned.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata: { name: planned }\n");
+        validObjects
+            .split(/^---$/m)
+            .map((d) => d.replaceAll(`namespace: ${NS}`, "namespace: planned"))
+            .forEach((d, i) => fs.writeFileSync(path.join(dir, `object-${i}.yaml`), d));
+        const res = await serverDryRun(api, dir);
+        assert.equal(res.objects, 9);
+        await api.kubectlOk(["get", "namespace", "planned"]);
+        assert.equal((await api.kubectlOk(["get", "deployments", "-n", "planned", "-o", "name"])).trim(), "");
+    });
+
+    it("serverDryRun() throws with the API server's message for a rejected object", async () => {
+        const dir = path.join(tmp, "bad");
+        fs.mkdirSync(dir);
+        fs.writeFileSync(path.join(dir, "deployment-broken.yaml"), selectorMismatch);
+        fs.writeFileSync(path.join(dir, "service-long.yaml"), longServiceName);
+        await assert.rejects(serverDryRun(api, dir), (err: Error) => {
+            assert.match(err.message, /`selector` does not match template `labels`/);
+            assert.match(err.message, /must be no more than 63 characters/);
+            assert.match(err.message, /deployment-broken\.yaml/);
+            return true;
+        });
+    });
 });

@@ -86,12 +86,16 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "GPU counts do not fit the node",
             raw: withOverride({ recipe: "opencode-blackbox", training: { vllmGpus: 2, trainerGpus: 1 } }),
-            expect: [/^training\.trainerGpus: vLLM 2 \+ trainer 1 = 3 GPUs, but the node has 2 \(training\.gpusOnNode\): lower vllmGpus or trainerGpus, or raise gpusOnNode$/],
+            expect: [
+                /^training\.trainerGpus: vLLM 2 \+ trainer 1 = 3 GPUs, but the node has 2 \(training\.gpusOnNode\): lower vllmGpus or trainerGpus, or raise gpusOnNode$/,
+            ],
         },
         {
             what: "colocate with separate vLLM GPUs",
             raw: withOverride({ training: { gpusOnNode: 2, vllmGpus: 1 } }),
-            expect: [/^training\.vllmGpus: the whitebox-colocate layout runs vLLM inside the trainer, so it has no separate vLLM GPUs \(got 1\): set vllmGpus to 0, or use layout whitebox-server$/],
+            expect: [
+                /^training\.vllmGpus: the whitebox-colocate layout runs vLLM inside the trainer, so it has no separate vLLM GPUs \(got 1\): set vllmGpus to 0, or use layout whitebox-server$/,
+            ],
         },
         {
             what: "server layout without vLLM GPUs",
@@ -106,37 +110,51 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "generation batch not divisible by num_generations",
             raw: withOverride({ training: { gradientAccumulationSteps: 3, numGenerations: 5, perDeviceEvalBatchSize: 10 } }),
-            expect: [/^training\.numGenerations: the generation batch perDeviceTrainBatchSize 8 x numProcesses 1 x stepsPerGeneration 3 = 24 is not divisible by numGenerations 5: set numGenerations to one of 2, 3, 4, 6, 8, 12, 24, or make the generation batch a multiple of 5$/],
+            expect: [
+                /^training\.numGenerations: the generation batch perDeviceTrainBatchSize 8 x numProcesses 1 x stepsPerGeneration 3 = 24 is not divisible by numGenerations 5: set numGenerations to one of 2, 3, 4, 6, 8, 12, 24, or make the generation batch a multiple of 5$/,
+            ],
         },
         {
             what: "eval batch not divisible by num_generations",
             raw: withOverride({ training: { perDeviceEvalBatchSize: 6 } }),
-            expect: [/^training\.perDeviceEvalBatchSize: the eval batch perDeviceEvalBatchSize 6 x numProcesses 1 = 6 is not divisible by numGenerations 4: set perDeviceEvalBatchSize to a multiple of 4$/],
+            expect: [
+                /^training\.perDeviceEvalBatchSize: the eval batch perDeviceEvalBatchSize 6 x numProcesses 1 = 6 is not divisible by numGenerations 4: set perDeviceEvalBatchSize to a multiple of 4$/,
+            ],
         },
         {
             what: "env capacity below the generation batch plus headroom",
             raw: withOverride({ recipe: "wordle-whitebox", envs: { wordle: { replicas: 4 } } }),
-            expect: [/^envs\.wordle\.replicas: 4 replicas x 8 sessions = 32, but training opens 32 sessions at once \(the generation batch \(32\)\) plus 1 spare replica\(s\) of headroom = 40: raise replicas to 5 or sessionsPerReplica to 11$/],
+            expect: [
+                /^envs\.wordle\.replicas: 4 replicas x 8 sessions = 32, but training opens 32 sessions at once \(the generation batch \(32\)\) plus 1 spare replica\(s\) of headroom = 40: raise replicas to 5 or sessionsPerReplica to 11$/,
+            ],
         },
         {
             what: "env capacity below the eval batch",
             raw: withOverride({ recipe: "wordle-whitebox", training: { evalSize: 50, perDeviceEvalBatchSize: 64 }, envs: { wordle: { replicas: 5 } } }),
-            expect: [/^envs\.wordle\.replicas: 5 replicas x 8 sessions = 40, but training opens 64 sessions at once \(the eval batch \(64\)\) plus 1 spare replica\(s\) of headroom = 72: raise replicas to 9/],
+            expect: [
+                /^envs\.wordle\.replicas: 5 replicas x 8 sessions = 40, but training opens 64 sessions at once \(the eval batch \(64\)\) plus 1 spare replica\(s\) of headroom = 72: raise replicas to 9/,
+            ],
         },
         {
             what: "an env without concurrent sessions held to 1 per replica",
             raw: withOverride({ envs: { coding: { sessionsPerReplica: 4 } } }),
-            expect: [/^envs\.coding\.sessionsPerReplica: the coding env serves one session per process \(it cannot serve concurrent sessions\), got 4: set it to 1 and scale by replicas \(17 for 16 sessions with 1 spare\)$/],
+            expect: [
+                /^envs\.coding\.sessionsPerReplica: the coding env serves one session per process \(it cannot serve concurrent sessions\), got 4: set it to 1 and scale by replicas \(17 for 16 sessions with 1 spare\)$/,
+            ],
         },
         {
             what: "a catalog env forced to concurrent sessions",
             raw: withOverride({ envs: { coding: { concurrentSessions: true, sessionsPerReplica: 8 } } }),
-            expect: [/^envs\.coding\.concurrentSessions: only a custom env declares it; the coding env's is known from its server \(one session per process\): remove the field$/],
+            expect: [
+                /^envs\.coding\.concurrentSessions: only a custom env declares it; the coding env's is known from its server \(one session per process\): remove the field$/,
+            ],
         },
         {
             what: "external env with too few sessions",
             raw: withOverride({ envs: { coding: { external: { url: "https://org-coding.hf.space", sessions: 8 } } } }),
-            expect: [/^envs\.coding\.external\.sessions: the external env holds 8 sessions but training opens 16 at once \(the generation batch \(16\)\): use a server that holds 16/],
+            expect: [
+                /^envs\.coding\.external\.sessions: the external env holds 8 sessions but training opens 16 at once \(the generation batch \(16\)\): use a server that holds 16/,
+            ],
         },
         {
             what: "external env with a bad URL",
@@ -146,12 +164,17 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "custom env without image or session count",
             raw: withOverride({ envs: { coding: { catalog: "custom" } } }),
-            expect: [/^envs\.coding\.image: a custom env needs an image/, /^envs\.coding\.sessionsPerReplica: a custom env must say how many sessions one replica holds/],
+            expect: [
+                /^envs\.coding\.image: a custom env needs an image/,
+                /^envs\.coding\.sessionsPerReplica: a custom env must say how many sessions one replica holds/,
+            ],
         },
         {
             what: "black box pool smaller than the rollouts in flight",
             raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { poolSize: 4 } }),
-            expect: [/^sandboxes\.poolSize: the pool holds 4 sandboxes but 8 rollouts are in flight \(training\.maxInflight\): raise poolSize to at least 10 or lower maxInflight$/],
+            expect: [
+                /^sandboxes\.poolSize: the pool holds 4 sandboxes but 8 rollouts are in flight \(training\.maxInflight\): raise poolSize to at least 10 or lower maxInflight$/,
+            ],
         },
         {
             what: "black box without sandboxes",
@@ -171,17 +194,26 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "hosted sandboxes with an in-cluster ingress",
             raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "hf" } }),
-            expect: [/^ingress\.exposure: hosted \(hf\) sandboxes call vLLM from outside the cluster/, /^ingress\.tls\.publiclyTrusted: hosted \(hf\) sandboxes need a publicly trusted certificate/, /^ingress\.host: hosted \(hf\) sandboxes need the public host name/],
+            expect: [
+                /^ingress\.exposure: hosted \(hf\) sandboxes call vLLM from outside the cluster/,
+                /^ingress\.tls\.publiclyTrusted: hosted \(hf\) sandboxes need a publicly trusted certificate/,
+                /^ingress\.host: hosted \(hf\) sandboxes need the public host name/,
+            ],
         },
         {
             what: "LoadBalancer in plain HTTP",
             raw: withOverride({ recipe: "opencode-blackbox", ingress: { exposure: "loadbalancer", host: "vllm.example.com" } }),
-            expect: [/^ingress\.tls\.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to cert-manager \(with tls\.issuer\) or secret/],
+            expect: [
+                /^ingress\.tls\.mode: a LoadBalancer exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to cert-manager \(with tls\.issuer\) or secret/,
+            ],
         },
         {
             what: "tls secret without a name, and an unknown sandbox key",
             raw: withOverride({ recipe: "opencode-blackbox", ingress: { tls: { mode: "secret" }, sandboxKey: "robots" } }),
-            expect: [/^ingress\.sandboxKey: 'robots' is not one of ingress\.keys \(sandboxes, operators\)/, /^ingress\.tls\.secretName: tls mode 'secret' needs the name of a kubernetes\.io\/tls Secret/],
+            expect: [
+                /^ingress\.sandboxKey: 'robots' is not one of ingress\.keys \(sandboxes, operators\)/,
+                /^ingress\.tls\.secretName: tls mode 'secret' needs the name of a kubernetes\.io\/tls Secret/,
+            ],
         },
         {
             what: "prod stack with unpinned images and model",
@@ -209,7 +241,9 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "images.vllm where no vLLM image runs",
             raw: withOverride({ recipe: "opencode-blackbox", images: { vllm: "vllm/vllm-openai:v0.30.0" } }),
-            expect: [/^images\.vllm: not deployed: on Kubernetes with gpuSharing 'shared' one container from images\.trainer runs both vLLM and the trainer .*set training\.gpuSharing to 'isolated'/],
+            expect: [
+                /^images\.vllm: not deployed: on Kubernetes with gpuSharing 'shared' one container from images\.trainer runs both vLLM and the trainer .*set training\.gpuSharing to 'isolated'/,
+            ],
         },
         {
             what: "images.vllm on a white-box layout",
@@ -218,18 +252,35 @@ describe("config: every validation message names the field and the fix", () => {
         },
         {
             what: "ingress host with a scheme, relative TLS files on Docker",
-            raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ingress: { exposure: "loadbalancer", host: "https://vllm.example.com", tls: { mode: "files", certFile: "cert.pem", keyFile: "/etc/key.pem" } } },
-            expect: [/^ingress\.host: must be a DNS host name such as vllm\.example\.com \(no scheme, no port\)$/, /^ingress\.tls\.certFile: must be an absolute path on the Docker host$/],
+            raw: {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "docker" },
+                ingress: { exposure: "loadbalancer", host: "https://vllm.example.com", tls: { mode: "files", certFile: "cert.pem", keyFile: "/etc/key.pem" } },
+            },
+            expect: [
+                /^ingress\.host: must be a DNS host name such as vllm\.example\.com \(no scheme, no port\)$/,
+                /^ingress\.tls\.certFile: must be an absolute path on the Docker host$/,
+            ],
         },
         {
             what: "plain HTTP published on Docker: the fix names files, not a Kubernetes Secret",
             raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ingress: { exposure: "loadbalancer", host: "vllm.example.com" } },
-            expect: [/^ingress\.tls\.mode: a published port exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to files with certFile and keyFile$/],
+            expect: [
+                /^ingress\.tls\.mode: a published port exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to files with certFile and keyFile$/,
+            ],
         },
         {
             what: "a secret in plain-text env maps",
-            raw: withOverride({ training: { extraEnv: { WANDB_API_KEY: "x", openai_api_key: "z", TOKENIZERS_PARALLELISM: "false" } }, envs: { coding: { settings: { DB_PASSWORD: "y" } } } }),
-            expect: [/^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove it; only hfToken and the ingress keys are carried as secrets$/, /^training\.extraEnv\.openai_api_key: looks like a secret/, /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret/],
+            raw: withOverride({
+                training: { extraEnv: { WANDB_API_KEY: "x", openai_api_key: "z", TOKENIZERS_PARALLELISM: "false" } },
+                envs: { coding: { settings: { DB_PASSWORD: "y" } } },
+            }),
+            expect: [
+                /^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove it; only hfToken and the ingress keys are carried as secrets$/,
+                /^training\.extraEnv\.openai_api_key: looks like a secret/,
+                /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret/,
+            ],
         },
         {
             what: "dataset size missing (never defaulted)",
@@ -238,7 +289,12 @@ describe("config: every validation message names the field and the fix", () => {
         },
         {
             what: "no training command (only recipes set one)",
-            raw: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1, datasetSize: 10, numGenerations: 4 } },
+            raw: {
+                runId: "r1",
+                target: { kind: "docker" },
+                model: { name: "Qwen/Qwen3-1.7B" },
+                training: { layout: "whitebox-colocate", gpusOnNode: 1, datasetSize: 10, numGenerations: 4 },
+            },
             expect: [/^training\.command: required: the command that starts the training script baked into the trainer image/],
         },
         {
@@ -266,13 +322,19 @@ describe("config: every validation message names the field and the fix", () => {
     for (const c of cases) {
         test(c.what, () => {
             const got = problems(c.raw, c.stack);
-            for (const re of c.expect) assert.ok(got.some((p) => re.test(p)), `expected a problem matching ${re}\n got:\n  ${got.join("\n  ")}`);
+            for (const re of c.expect)
+                assert.ok(
+                    got.some((p) => re.test(p)),
+                    `expected a problem matching ${re}\n got:\n  ${got.join("\n  ")}`,
+                );
             assert.equal(got.length, c.expect.length, `expected exactly ${c.expect.length} problem(s), got:\n  ${got.join("\n  ")}`);
         });
     }
 
     test("all problems are reported together", () => {
-        const got = problems(withOverride({ training: { gpusOnNode: 2, vllmGpus: 1, perDeviceEvalBatchSize: 6 }, envs: { coding: { sessionsPerReplica: 2 } } }));
+        const got = problems(
+            withOverride({ training: { gpusOnNode: 2, vllmGpus: 1, perDeviceEvalBatchSize: 6 }, envs: { coding: { sessionsPerReplica: 2 } } }),
+        );
         assert.equal(got.length, 3, got.join("\n"));
     });
 
@@ -323,7 +385,11 @@ describe("config: which cluster, and whether prod rules apply", () => {
         for (const stack of ["staging", "prod", "acme-prd", "test"]) {
             const p = problems(raw, stack);
             assert.ok(
-                p.some((m) => m.startsWith(`target.context: required for stack '${stack}' (only dev / dev-* stacks may use kubectl's current context, which may point at any cluster): set target.context`)),
+                p.some((m) =>
+                    m.startsWith(
+                        `target.context: required for stack '${stack}' (only dev / dev-* stacks may use kubectl's current context, which may point at any cluster): set target.context`,
+                    ),
+                ),
                 `${stack}: ${p.join("\n")}`,
             );
         }
@@ -360,7 +426,12 @@ describe("config: the images no default can stand for", () => {
         assert.deepEqual(exactProblems({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } }), [
             "images.trainer: required: the image with TRL 1.16 and your training script (training.command: python /app/train_coding_whitebox_eval.py), with vLLM (TRL's [vllm] extra: vllm 0.22 to 0.31); no public image holds your script: build one FROM ghcr.io/huggingface/trl, push it and set images.trainer (pinned by digest in prod)",
         ]);
-        const k8s = exactProblems({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "c" }, sandboxes: { image: "x/sandbox:1" } });
+        const k8s = exactProblems({
+            recipe: "opencode-blackbox",
+            runId: "r1",
+            target: { kind: "kubernetes", context: "c" },
+            sandboxes: { image: "x/sandbox:1" },
+        });
         assert.equal(k8s.length, 1);
         assert.match(k8s[0]!, /and vllm 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\)/);
         const docker = exactProblems({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } });

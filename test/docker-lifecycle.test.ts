@@ -69,7 +69,8 @@ describe("what the program sends (mocks)", () => {
         assert.equal(trainer.inputs.ipcMode, `container:${mockId(vllm)}`);
         // Preview: a vLLM still to be created has no id yet, so the trainer is planned anew with it.
         const pt = byName(preview.resources, "-training-trainer");
-        for (const mode of [pt.inputs.networkMode, pt.inputs.ipcMode]) assert.equal(mode?.__pulumiUnknown, true, `unknown in preview, got ${JSON.stringify(mode)}`);
+        for (const mode of [pt.inputs.networkMode, pt.inputs.ipcMode])
+            assert.equal(mode?.__pulumiUnknown, true, `unknown in preview, got ${JSON.stringify(mode)}`);
     });
 
     test("10: vLLM's create and update budget follows modelLoadSeconds, past the provider's 20-minute default", async () => {
@@ -85,7 +86,10 @@ describe("what the program sends (mocks)", () => {
             assert.equal(minutes(t.create), Math.ceil((load + 60 + VLLM_CREATE_MARGIN_SECONDS) / 60), `create ${t.create} for modelLoadSeconds ${load}`);
             assert.ok(minutes(t.create) * 60 >= vllm.inputs.waitTimeout + VLLM_CREATE_MARGIN_SECONDS);
         }
-        assert.ok(minutes(byName(up.resources, "-training-vllm").customTimeouts?.create) > 20, "the default 1200 s load plus the wait margin is past 20 minutes");
+        assert.ok(
+            minutes(byName(up.resources, "-training-vllm").customTimeouts?.create) > 20,
+            "the default 1200 s load plus the wait margin is past 20 minutes",
+        );
     });
 
     test("11: each env has a network of its own; only its router is also on the training network", () => {
@@ -95,14 +99,32 @@ describe("what the program sends (mocks)", () => {
         const envNet = env.kind === "deployed" ? env.replicaNetwork : "";
         // echo runs no model code but needs no data: DNS-only egress, so its network is internal (no route out).
         const nets = ofType(up.resources, T.network).map((r) => [r.inputs.name, r.inputs.internal]);
-        assert.deepEqual(nets.sort(), [[envNet, true], [names.networks.sandboxes, true], [names.networks.training, false]].sort());
+        assert.deepEqual(
+            nets.sort(),
+            [
+                [envNet, true],
+                [names.networks.sandboxes, true],
+                [names.networks.training, false],
+            ].sort(),
+        );
         const containers = ofType(up.resources, T.container);
-        const on = (c: RecordedResource) => [...(c.inputs.networksAdvanced ?? []).map((n: any) => n.name), ...(c.inputs.networkMode ? [c.inputs.networkMode] : [])];
-        const members = containers.filter((c) => on(c).includes(envNet)).map((c) => c.inputs.name).sort();
+        const on = (c: RecordedResource) => [
+            ...(c.inputs.networksAdvanced ?? []).map((n: any) => n.name),
+            ...(c.inputs.networkMode ? [c.inputs.networkMode] : []),
+        ];
+        const members = containers
+            .filter((c) => on(c).includes(envNet))
+            .map((c) => c.inputs.name)
+            .sort();
         assert.deepEqual(members, [...(env.kind === "deployed" ? env.replicas.containerNames : []), names.envs.echo!.routerService].sort());
-        for (const r of containers.filter((c) => c.name.includes("-env-echo-replica-"))) assert.deepEqual(on(r), [envNet], "replicas are on their own network only");
+        for (const r of containers.filter((c) => c.name.includes("-env-echo-replica-")))
+            assert.deepEqual(on(r), [envNet], "replicas are on their own network only");
         assert.deepEqual(on(byName(up.resources, "-env-echo-router")), [names.networks.training, envNet]);
-        assert.deepEqual(on(byName(up.resources, "-training-vllm")), [names.networks.training], "vLLM (and the trainer in its namespace) never joins an env network");
+        assert.deepEqual(
+            on(byName(up.resources, "-training-vllm")),
+            [names.networks.training],
+            "vLLM (and the trainer in its namespace) never joins an env network",
+        );
     });
 
     test("12: on Docker the ingress looks vLLM's name up while it runs; on Kubernetes it keeps its upstream group", async () => {
@@ -122,7 +144,14 @@ describe("what the program sends (mocks)", () => {
         const md = fs.readFileSync(up.files.find((f) => f.endsWith("plan.md"))!, "utf8");
         assert.match(md, /## Host access\n\nThe trainer gets the host's Docker socket \(`\/var\/run\/docker\.sock`, as DOCKER_HOST\)/);
         assert.match(md, /\*\*root on the GPU host\*\*/);
-        const hosted = await plan({ sandboxes: { provider: "hf" }, ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true } } });
+        const hosted = await plan({
+            sandboxes: { provider: "hf" },
+            ingress: {
+                exposure: "loadbalancer",
+                host: "vllm.example.com",
+                tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true },
+            },
+        });
         assert.doesNotMatch(fs.readFileSync(hosted.files.find((f) => f.endsWith("plan.md"))!, "utf8"), /Host access|docker\.sock/);
     });
 });
@@ -149,7 +178,9 @@ function labelled(host: string, port: number, label: string): Promise<http.Serve
     });
 }
 
-describe("12: real nginx with the Docker ingress config follows vLLM to a new address", { skip: nginxPath ? false : "needs nginx (apt-get install -y nginx-light)" }, () => {
+describe("12: real nginx with the Docker ingress config follows vLLM to a new address", {
+    skip: nginxPath ? false : "needs nginx (apt-get install -y nginx-light)",
+}, () => {
     const KEY = "docker-lifecycle-test-key-0123456789";
     const HOST = "vllm.agentrl.test";
     let dns: StubDns;
@@ -162,11 +193,15 @@ describe("12: real nginx with the Docker ingress config follows vLLM to a new ad
     };
     const ask = () =>
         new Promise<{ status: number; body: string }>((resolve, reject) => {
-            const req = http.request(`${ing!.url}/v1/chat/completions`, { method: "POST", agent: false, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" } }, (res) => {
-                const parts: Buffer[] = [];
-                res.on("data", (c: Buffer) => parts.push(c));
-                res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString("utf8") }));
-            });
+            const req = http.request(
+                `${ing!.url}/v1/chat/completions`,
+                { method: "POST", agent: false, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" } },
+                (res) => {
+                    const parts: Buffer[] = [];
+                    res.on("data", (c: Buffer) => parts.push(c));
+                    res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString("utf8") }));
+                },
+            );
             req.setTimeout(10_000, () => req.destroy(new Error("no answer in 10 s")));
             req.on("error", reject);
             req.end(JSON.stringify({ model: "m", messages: [] }));
@@ -197,11 +232,18 @@ describe("12: real nginx with the Docker ingress config follows vLLM to a new ad
 
     test("the Docker config without a resolver (the old one) cannot even start before vLLM's name resolves", async () => {
         const { upstreamResolver: _drop, ...rest } = localOverrides(dockerSettings()) as Record<string, unknown>;
-        await assert.rejects(startLocalIngress({ upstream: `http://${HOST}:${port}`, keys: [{ name: "sandboxes", key: KEY }], settings: rest }), /host not found in upstream/);
+        await assert.rejects(
+            startLocalIngress({ upstream: `http://${HOST}:${port}`, keys: [{ name: "sandboxes", key: KEY }], settings: rest }),
+            /host not found in upstream/,
+        );
     });
 
     test("starts before vLLM exists (502), finds it, and follows it to its new address", async () => {
-        ing = await startLocalIngress({ upstream: `http://${HOST}:${port}`, keys: [{ name: "sandboxes", key: KEY }], settings: { ...localOverrides(dockerSettings()), upstreamResolver: dns.address } });
+        ing = await startLocalIngress({
+            upstream: `http://${HOST}:${port}`,
+            keys: [{ name: "sandboxes", key: KEY }],
+            settings: { ...localOverrides(dockerSettings()), upstreamResolver: dns.address },
+        });
         // Exactly the deployed Docker config but for paths, listen address, upstream port and the resolver's address.
         const deployed = renderNginxConfig(dockerSettings());
         assert.ok(deployed.includes(`resolver ${DOCKER_EMBEDDED_DNS} `) && ing.configText.includes(`resolver ${dns.address} `));
@@ -245,7 +287,11 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
     async function create(r: RecordedResource, args: readonly string[], role: string): Promise<string> {
         const inputs = unwrapSecrets(r.inputs);
         const body = containerCreateBody(
-            { ...inputs, ...(inputs.networkMode ? { networkMode: real(inputs.networkMode) } : {}), ...(inputs.ipcMode ? { ipcMode: real(inputs.ipcMode) } : {}) },
+            {
+                ...inputs,
+                ...(inputs.networkMode ? { networkMode: real(inputs.networkMode) } : {}),
+                ...(inputs.ipcMode ? { ipcMode: real(inputs.ipcMode) } : {}),
+            },
             args,
             [`STANDIN_ROLE=${role}`],
         );
@@ -267,7 +313,12 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         d.importStandin();
         p = await plan();
         for (const n of ofType(p.resources, T.network)) {
-            const r = await d.api("POST", "/networks/create", { Name: n.inputs.name, Driver: n.inputs.driver ?? "bridge", Internal: n.inputs.internal ?? false, CheckDuplicate: true });
+            const r = await d.api("POST", "/networks/create", {
+                Name: n.inputs.name,
+                Driver: n.inputs.driver ?? "bridge",
+                Internal: n.inputs.internal ?? false,
+                CheckDuplicate: true,
+            });
             assert.equal(r.status, 201, JSON.stringify(r.body));
         }
         const env = p.plan.envs.find((e) => e.name === "echo")!;
@@ -293,11 +344,19 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         const vllmId = ids.get(byName(p.resources, "-training-vllm").name)!;
         const hc = (await inspect(ids.get(trainer.name)!)).HostConfig;
         const sent = { NetworkMode: real(trainer.inputs.networkMode), IpcMode: real(trainer.inputs.ipcMode) };
-        assert.deepEqual({ NetworkMode: hc.NetworkMode, IpcMode: hc.IpcMode }, sent, "what the provider reads back equals what the program sends: no diff on the next up");
+        assert.deepEqual(
+            { NetworkMode: hc.NetworkMode, IpcMode: hc.IpcMode },
+            sent,
+            "what the provider reads back equals what the program sends: no diff on the next up",
+        );
         assert.equal(sent.NetworkMode, `container:${vllmId}`);
         // The old form, by name: dockerd stores the id, so the read-back differs from the input on every up.
         const vllmName = byName(p.resources, "-training-vllm").inputs.name;
-        const byNameId = await createContainer(d!, "trainer-by-name", { Image: "agentrl-standin:test", Cmd: ["serve", "127.0.0.1:9998"], HostConfig: { NetworkMode: `container:${vllmName}`, IpcMode: `container:${vllmName}` } });
+        const byNameId = await createContainer(d!, "trainer-by-name", {
+            Image: "agentrl-standin:test",
+            Cmd: ["serve", "127.0.0.1:9998"],
+            HostConfig: { NetworkMode: `container:${vllmName}`, IpcMode: `container:${vllmName}` },
+        });
         assert.equal(await startContainer(d!, byNameId), undefined);
         const old = (await inspect(byNameId)).HostConfig;
         assert.deepEqual({ NetworkMode: old.NetworkMode, IpcMode: old.IpcMode }, { NetworkMode: `container:${vllmId}`, IpcMode: `container:${vllmId}` });
@@ -312,7 +371,9 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
     test("11: the trainer reaches the env router at its ENV_ECHO_URL; replicas reach neither vLLM, the ingress nor the trainer", async (t) => {
         if (!need(t)) return;
         const trainer = byName(p.resources, "-training-trainer").inputs.name;
-        const envUrl = (unwrapSecrets(byName(p.resources, "-training-trainer").inputs.envs) as string[]).find((e) => e.startsWith("ENV_ECHO_URL="))!.slice("ENV_ECHO_URL=".length);
+        const envUrl = (unwrapSecrets(byName(p.resources, "-training-trainer").inputs.envs) as string[])
+            .find((e) => e.startsWith("ENV_ECHO_URL="))!
+            .slice("ENV_ECHO_URL=".length);
         let reached = exec(trainer, ["get", `${envUrl}/`]);
         for (let i = 0; i < 20 && reached.status !== 0; i++) {
             await new Promise((r) => setTimeout(r, 250));
@@ -322,7 +383,8 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         assert.match(reached.stdout, /^replica-0 /, "through the router to a replica");
 
         const training = p.plan.names.networks.training;
-        const ipOn = async (resource: string, network: string) => (await inspect(ids.get(byName(p.resources, resource).name)!)).NetworkSettings.Networks[network]?.IPAddress as string;
+        const ipOn = async (resource: string, network: string) =>
+            (await inspect(ids.get(byName(p.resources, resource).name)!)).NetworkSettings.Networks[network]?.IPAddress as string;
         const vllmIp = await ipOn("-training-vllm", training);
         const ingressIp = await ipOn("-ingress-proxy", training);
         assert.ok(vllmIp && ingressIp);
@@ -368,7 +430,10 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         // The `gpus` string through docker/cli's CSV parser (the provider's): unquoted, "device=0,1" is device 0 and count 1.
         const csv = d!.docker(["create", "--gpus", "device=0,1", "agentrl-standin:test", "env"]).stdout.trim();
         const parsed = (await inspect(csv)).HostConfig.DeviceRequests;
-        assert.deepEqual(parsed.map((r: any) => [r.Count, r.DeviceIDs]), [[1, ["0"]]]);
+        assert.deepEqual(
+            parsed.map((r: any) => [r.Count, r.DeviceIDs]),
+            [[1, ["0"]]],
+        );
         assert.match((await startContainer(d!, csv)) ?? "", /cannot set both Count and DeviceIDs/);
         const quoted = (await inspect(d!.docker(["create", "--gpus", '"device=0,1"', "agentrl-standin:test", "env"]).stdout.trim())).HostConfig.DeviceRequests;
         t.diagnostic(`docker/cli parses the quoted string '"device=0,1"' as ${JSON.stringify(quoted)} (dockerd ${d!.version})`);
@@ -379,7 +444,11 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         const bare = await startDockerd();
         try {
             bare.importStandin();
-            const id = await createContainer(bare, "gpu", containerCreateBody({ deviceRequests: byName(p.resources, "-training-vllm").inputs.deviceRequests }, ["env"]));
+            const id = await createContainer(
+                bare,
+                "gpu",
+                containerCreateBody({ deviceRequests: byName(p.resources, "-training-vllm").inputs.deviceRequests }, ["env"]),
+            );
             assert.match((await startContainer(bare, id)) ?? "", /could not select device driver "nvidia" with capabilities: \[\[gpu\]\]/);
         } finally {
             await bare.stop();

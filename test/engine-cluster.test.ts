@@ -48,7 +48,12 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
         const ns = "harness";
         const objects = [
             { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-            { apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: { name: "data", namespace: ns }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "100Gi" } } } },
+            {
+                apiVersion: "v1",
+                kind: "PersistentVolumeClaim",
+                metadata: { name: "data", namespace: ns },
+                spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "100Gi" } } },
+            },
             {
                 apiVersion: "batch/v1",
                 kind: "Job",
@@ -61,7 +66,14 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
                             nodeSelector: { "nvidia.com/gpu.present": "true" },
                             tolerations: [{ key: GPU_RESOURCE, operator: "Exists", effect: "NoSchedule" }],
                             initContainers: [{ name: "vllm", image: "vllm", restartPolicy: "Always", resources: { limits: { [GPU_RESOURCE]: "1" } } }],
-                            containers: [{ name: "trainer", image: "trl", resources: { limits: { [GPU_RESOURCE]: "3" } }, volumeMounts: [{ name: "data", mountPath: "/data" }] }],
+                            containers: [
+                                {
+                                    name: "trainer",
+                                    image: "trl",
+                                    resources: { limits: { [GPU_RESOURCE]: "3" } },
+                                    volumeMounts: [{ name: "data", mountPath: "/data" }],
+                                },
+                            ],
                             volumes: [{ name: "data", persistentVolumeClaim: { claimName: "data" } }],
                         },
                     },
@@ -71,14 +83,32 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
                 apiVersion: "apps/v1",
                 kind: "Deployment",
                 metadata: { name: "web", namespace: ns },
-                spec: { replicas: 2, selector: { matchLabels: { app: "web" } }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "web", image: "nginx", resources: { requests: { cpu: "1" } } }] } } },
+                spec: {
+                    replicas: 2,
+                    selector: { matchLabels: { app: "web" } },
+                    template: {
+                        metadata: { labels: { app: "web" } },
+                        spec: { containers: [{ name: "web", image: "nginx", resources: { requests: { cpu: "1" } } }] },
+                    },
+                },
             },
-            { apiVersion: "v1", kind: "Service", metadata: { name: "db", namespace: ns }, spec: { clusterIP: "None", selector: { app: "db" }, ports: [{ port: 80 }] } },
+            {
+                apiVersion: "v1",
+                kind: "Service",
+                metadata: { name: "db", namespace: ns },
+                spec: { clusterIP: "None", selector: { app: "db" }, ports: [{ port: 80 }] },
+            },
             {
                 apiVersion: "apps/v1",
                 kind: "StatefulSet",
                 metadata: { name: "db", namespace: ns },
-                spec: { serviceName: "db", replicas: 3, podManagementPolicy: "Parallel", selector: { matchLabels: { app: "db" } }, template: { metadata: { labels: { app: "db" } }, spec: { containers: [{ name: "db", image: "db" }] } } },
+                spec: {
+                    serviceName: "db",
+                    replicas: 3,
+                    podManagementPolicy: "Parallel",
+                    selector: { matchLabels: { app: "db" } },
+                    template: { metadata: { labels: { app: "db" } }, spec: { containers: [{ name: "db", image: "db" }] } },
+                },
             },
         ];
         await c.kubectlOk(["apply", "--server-side", "-f", "-"], objects.map((o) => JSON.stringify(o)).join("\n"));
@@ -87,7 +117,10 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
             return pods.find((p) => p.spec?.nodeName === c.gpuNode && p.status?.phase === "Running");
         });
         assert.equal(podGpus(pod), 4);
-        assert.ok(pod.status.conditions.some((x: any) => x.type === "Ready" && x.status === "True"), "kwok reports the pod Ready");
+        assert.ok(
+            pod.status.conditions.some((x: any) => x.type === "Ready" && x.status === "True"),
+            "kwok reports the pod Ready",
+        );
         const pvc = await c.waitFor("the claim Bound", async () => {
             const p = await c.getJson(["pvc", "data", "-n", ns]);
             return p?.status?.phase === "Bound" ? p : undefined;
@@ -96,7 +129,10 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
         await c.waitFor("Deployment web Ready", async () => (await c.getJson(["deployment", "web", "-n", ns]))?.status?.readyReplicas === 2);
         await c.waitFor("StatefulSet db Ready", async () => (await c.getJson(["statefulset", "db", "-n", ns]))?.status?.readyReplicas === 3);
         const web = await c.pods(ns, "app=web");
-        assert.ok(web.every((p) => c.cpuNodes.includes(p.spec.nodeName)), "untolerating pods stay off the tainted GPU node");
+        assert.ok(
+            web.every((p) => c.cpuNodes.includes(p.spec.nodeName)),
+            "untolerating pods stay off the tainted GPU node",
+        );
         // Endpoints: the endpointslice controller publishes the ready pods.
         await c.waitFor("EndpointSlice of db with 3 ready endpoints", async () => {
             const s = await c.getJson<{ items: any[] }>(["endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=db"]);

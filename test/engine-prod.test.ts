@@ -10,7 +10,19 @@ import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
 import { startCluster, type Cluster } from "./helpers/cluster";
-import { changeCount, createEngine, diagnostics, policyViolations, REPO_ROOT, secretOutputValues, stackPlatform, stackProgram, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
+import {
+    changeCount,
+    createEngine,
+    diagnostics,
+    policyViolations,
+    REPO_ROOT,
+    secretOutputValues,
+    stackPlatform,
+    stackProgram,
+    type Engine,
+    type EngineStack,
+    type OpResult,
+} from "./helpers/engine";
 import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
 import { acquireEngineLock, assertNoPlainSecrets, assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs } from "./helpers/engine-checks";
 
@@ -94,11 +106,17 @@ describe("engine: the prod stack, its policy pack and its cluster prerequisites"
         assert.equal(refused.ok, false, "the engine refuses the preview");
         const v = policyViolations(refused).filter((x) => x.policy === "vllm-not-exposed");
         assert.ok(v.length > 0, `vllm-not-exposed reported: ${JSON.stringify(policyViolations(refused))}`);
-        assert.ok(v.every((x) => x.level === "mandatory"), "as mandatory");
+        assert.ok(
+            v.every((x) => x.level === "mandatory"),
+            "as mandatory",
+        );
         assert.match(v.map((x) => x.message).join("\n"), /selects the trainer\/vLLM pods/);
         const advisory = await exposed.preview("policy preview, violating (no config)", { policyPacks: [POLICY_PACK], timeoutMs: UP_MS });
         assertOk(advisory, "the same preview without the prod config (advisory)");
-        assert.ok(policyViolations(advisory).some((x) => x.policy === "vllm-not-exposed" && x.level !== "mandatory"), "reported, advisory");
+        assert.ok(
+            policyViolations(advisory).some((x) => x.policy === "vllm-not-exposed" && x.level !== "mandatory"),
+            "reported, advisory",
+        );
         assert.equal(exposed.persistedFiles().length, stateBefore, "previews write no state");
     });
 
@@ -112,14 +130,23 @@ describe("engine: the prod stack, its policy pack and its cluster prerequisites"
                 [`RuntimeClass ${RUNTIME_CLASS}`, new RegExp(RUNTIME_CLASS)],
                 ["the ingress certificate's issuer / TLS Secret", /internal-ca|cert-manager|vllm-ingress-tls/],
             ];
-            for (const [what, re] of missing) assert.match(said, re, `${what} is not in the cluster, and up (${up.ok ? "succeeded" : "failed"}) neither created it nor named it`);
+            for (const [what, re] of missing)
+                assert.match(said, re, `${what} is not in the cluster, and up (${up.ok ? "succeeded" : "failed"}) neither created it nor named it`);
             if (up.ok) {
                 // What the user was told about is what happens: the Job cannot make its pod.
                 const n = names();
                 const events = await cluster.waitFor(
                     "the Job controller's FailedCreate event",
                     async () => {
-                        const r = await cluster.kubectl(["get", "events", "-n", n.namespaces.training, "-o", "custom-columns=R:.reason,M:.message", "--no-headers"]);
+                        const r = await cluster.kubectl([
+                            "get",
+                            "events",
+                            "-n",
+                            n.namespaces.training,
+                            "-o",
+                            "custom-columns=R:.reason,M:.message",
+                            "--no-headers",
+                        ]);
                         return r.stdout.split("\n").find((l) => /FailedCreate/.test(l));
                     },
                     60_000,
@@ -148,7 +175,10 @@ describe("engine: the prod stack, its policy pack and its cluster prerequisites"
         firstUp = await stack.up("prod first up", { ...prodPolicy, timeoutMs: FIRST_UP_MS });
         assertOk(firstUp, "prod up with --policy-pack policy --policy-pack-config policy/config.prod.json");
         log(`prod first up: ${secs(firstUp.ms)} (${JSON.stringify(firstUp.changes)})`);
-        assert.deepEqual(policyViolations(firstUp).filter((v) => v.level === "mandatory"), []);
+        assert.deepEqual(
+            policyViolations(firstUp).filter((v) => v.level === "mandatory"),
+            [],
+        );
     });
 
     it("places the Job's pod on the H200 node with its GPUs and priority; workloads Ready; outputs secret", async () => {
@@ -183,7 +213,11 @@ describe("engine: the prod stack, its policy pack and its cluster prerequisites"
         needFirstUp();
         const generated = secretOutputValues(firstUp!.outputs).filter((v) => v !== OPERATORS_KEY && v.length >= 16);
         assert.ok(generated.length > 0, "a generated key to look for");
-        assertNoPlainSecrets(stack, { hfToken: HF_TOKEN, "ingressKey-operators": OPERATORS_KEY, ...Object.fromEntries(generated.map((g, i) => [`generated ${i}`, g])) });
+        assertNoPlainSecrets(stack, {
+            hfToken: HF_TOKEN,
+            "ingressKey-operators": OPERATORS_KEY,
+            ...Object.fromEntries(generated.map((g, i) => [`generated ${i}`, g])),
+        });
     });
 
     let checkpointsBefore: any;

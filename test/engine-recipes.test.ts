@@ -77,10 +77,14 @@ describe("engine: every recipe on Kubernetes", { skip, timeout: 120 * 60_000 }, 
                 await assertTrainingPlaced(cluster, n.namespaces.training, n.training.job, c.training.vllmGpus + c.training.trainerGpus);
                 const ready = await assertWorkloadsReady(cluster, Object.values(n.namespaces));
                 for (const env of c.envs.filter((e) => !e.external)) {
-                    assert.ok(ready.some((w) => w.startsWith(`StatefulSet/${n.namespaces.envs}/`)), `env ${env.name}'s StatefulSet is Ready: ${ready.join(", ")}`);
+                    assert.ok(
+                        ready.some((w) => w.startsWith(`StatefulSet/${n.namespaces.envs}/`)),
+                        `env ${env.name}'s StatefulSet is Ready: ${ready.join(", ")}`,
+                    );
                 }
                 const o = first!.outputs!;
-                for (const [env, v] of Object.entries((o.envs?.value ?? {}) as Record<string, { url: string }>)) assert.doesNotThrow(() => new URL(v.url), `env ${env} url`);
+                for (const [env, v] of Object.entries((o.envs?.value ?? {}) as Record<string, { url: string }>))
+                    assert.doesNotThrow(() => new URL(v.url), `env ${env} url`);
                 if (o.ingressKeys) assert.equal(o.ingressKeys.secret, true, "ingress keys are a secret output");
             });
 
@@ -88,7 +92,11 @@ describe("engine: every recipe on Kubernetes", { skip, timeout: 120 * 60_000 }, 
                 needUp();
                 const up = await stack.up("no-change up", { timeoutMs: UP_MS });
                 assertOk(up, `${recipe}: second up`);
-                assert.equal(changeCount(up.changes), 0, `${recipe}: ${JSON.stringify(up.changes)} ${JSON.stringify(steps(up).filter((s) => s.op !== "same"))}`);
+                assert.equal(
+                    changeCount(up.changes),
+                    0,
+                    `${recipe}: ${JSON.stringify(up.changes)} ${JSON.stringify(steps(up).filter((s) => s.op !== "same"))}`,
+                );
                 log(`${recipe}: no-change up ${secs(up.ms)}`);
             });
 
@@ -104,7 +112,12 @@ describe("engine: every recipe on Kubernetes", { skip, timeout: 120 * 60_000 }, 
                     const n = names();
                     const sts = await cluster.getJson<{ items: any[] }>(["statefulsets", "-n", n.namespaces.envs]);
                     assert.equal(sts?.items[0]?.status?.readyReplicas, replicas, `env ${env.name} runs ${replicas} Ready replicas`);
-                    log(`${recipe}: env replicas ${env.replicas} -> ${replicas}: ${secs(up.ms)} (${JSON.stringify(up.changes)}: ${steps(up).filter((x) => x.op !== "same").map((x) => `${x.op} ${x.urn.split("::").pop()}`).join(", ")})`);
+                    log(
+                        `${recipe}: env replicas ${env.replicas} -> ${replicas}: ${secs(up.ms)} (${JSON.stringify(up.changes)}: ${steps(up)
+                            .filter((x) => x.op !== "same")
+                            .map((x) => `${x.op} ${x.urn.split("::").pop()}`)
+                            .join(", ")})`,
+                    );
                 });
             }
 
@@ -117,7 +130,10 @@ describe("engine: every recipe on Kubernetes", { skip, timeout: 120 * 60_000 }, 
                     const t = sts[0].customTimeouts ?? {};
                     const update = timeoutSeconds(t.update) ?? PROVIDER_DEFAULT_TIMEOUT_S;
                     // Creation starts every replica at once (podManagementPolicy Parallel); an update rolls them one at a time.
-                    assert.ok(update > PROVIDER_DEFAULT_TIMEOUT_S, `the ${replicas}-replica StatefulSet's update timeout is ${update}s (customTimeouts ${JSON.stringify(t)}): a one-at-a-time rollout of ${replicas} pods needs more than the provider's ${PROVIDER_DEFAULT_TIMEOUT_S}s`);
+                    assert.ok(
+                        update > PROVIDER_DEFAULT_TIMEOUT_S,
+                        `the ${replicas}-replica StatefulSet's update timeout is ${update}s (customTimeouts ${JSON.stringify(t)}): a one-at-a-time rollout of ${replicas} pods needs more than the provider's ${PROVIDER_DEFAULT_TIMEOUT_S}s`,
+                    );
                 });
             }
 

@@ -39,7 +39,6 @@ const UP_MS = 120_000;
 const SLOW_MODEL_UP_MS = 120_000;
 const SLOW_PREFIX = "arl-slowload";
 
-
 const sentinel = (what: string) => `${what}-sentinel-${randomBytes(16).toString("hex")}`;
 const OPERATORS_KEY_1 = sentinel("operators1");
 const OPERATORS_KEY_2 = sentinel("operators2");
@@ -120,7 +119,10 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
         const pod = await assertTrainingPlaced(cluster, n.namespaces.training, n.training.job, 2);
         assert.equal(pod.spec.nodeSelector?.["nvidia.com/gpu.present"], "true");
         const ready = await assertWorkloadsReady(cluster, Object.values(n.namespaces));
-        assert.ok(ready.some((w) => w.startsWith("Deployment/") && w.includes("vllm-ingress")), `the ingress proxy is among the Ready workloads: ${ready.join(", ")}`);
+        assert.ok(
+            ready.some((w) => w.startsWith("Deployment/") && w.includes("vllm-ingress")),
+            `the ingress proxy is among the Ready workloads: ${ready.join(", ")}`,
+        );
         // The warm pool is a SandboxWarmPool for the agent-sandbox controller, which is not run here.
         const pool = await cluster.getJson<{ items: any[] }>(["sandboxwarmpools.extensions.agents.x-k8s.io", "-n", n.namespaces.sandboxes]);
         assert.equal(pool?.items.length, 1);
@@ -147,13 +149,21 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
         needFirstUp();
         const up = await stack.up("no-change up", { timeoutMs: UP_MS });
         assertOk(up, "second up");
-        assert.equal(changeCount(up.changes), 0, `second up changed: ${JSON.stringify(up.changes)} ${JSON.stringify(steps(up).filter((s) => s.op !== "same"))}`);
+        assert.equal(
+            changeCount(up.changes),
+            0,
+            `second up changed: ${JSON.stringify(up.changes)} ${JSON.stringify(steps(up).filter((s) => s.op !== "same"))}`,
+        );
         const preview = await stack.preview("no-change preview");
         assertOk(preview, "preview");
         assert.equal(changeCount(preview.changes), 0, `preview: ${JSON.stringify(preview.changes)}`);
         const refresh = await stack.refresh("refresh");
         assertOk(refresh, "refresh");
-        assert.equal(changeCount(refresh.changes), 0, `refresh found drift: ${JSON.stringify(refresh.changes)} ${JSON.stringify(steps(refresh).filter((s) => s.op !== "same" && s.op !== "refresh"))}`);
+        assert.equal(
+            changeCount(refresh.changes),
+            0,
+            `refresh found drift: ${JSON.stringify(refresh.changes)} ${JSON.stringify(steps(refresh).filter((s) => s.op !== "same" && s.op !== "refresh"))}`,
+        );
         const after = await stack.preview("preview after refresh");
         assertOk(after, "preview after refresh");
         assert.equal(changeCount(after.changes), 0, `preview after refresh: ${JSON.stringify(after.changes)}`);
@@ -213,7 +223,10 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
         const n = names();
         assert.notEqual(n.training.job, old.training.job);
         await assertTrainingPlaced(cluster, n.namespaces.training, n.training.job, 2);
-        const inState = stack.stateResources().filter((r: any) => r.type === "kubernetes:batch/v1:Job").map((r: any) => r.outputs?.metadata?.name);
+        const inState = stack
+            .stateResources()
+            .filter((r: any) => r.type === "kubernetes:batch/v1:Job")
+            .map((r: any) => r.outputs?.metadata?.name);
         assert.equal(inState.length, 1, "only the new run's Job is in the state");
         assert.match(inState[0], new RegExp(`^${n.training.job}-[0-9a-f]{8}$`));
         const oldPods = await jobPods(cluster, old.namespaces.training, old.training.job);
@@ -243,7 +256,10 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
         assertOk(up, "up after setting hfToken (issue 13 point 1 when the Job collides)");
         const pod = await assertTrainingPlaced(cluster, n.namespaces.training, n.training.job, 2);
         const env = pod.spec.containers.flatMap((c: any) => c.env ?? []);
-        assert.ok(env.some((e: any) => e.name === "HF_TOKEN" && e.valueFrom?.secretKeyRef), "HF_TOKEN from a Secret");
+        assert.ok(
+            env.some((e: any) => e.name === "HF_TOKEN" && e.valueFrom?.secretKeyRef),
+            "HF_TOKEN from a Secret",
+        );
         assert.equal(Object.values(await secretData(cluster, n.namespaces.training, n.training.hfSecret)).join(), HF_TOKEN);
     });
 
@@ -281,9 +297,16 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
             await cluster.waitFor(`namespace ${ns} gone`, async () => (await cluster.getJson(["namespace", ns])) === undefined, 120_000);
         }
         const vap = await cluster.getJson<{ items: any[] }>(["validatingadmissionpolicies,validatingadmissionpolicybindings"]);
-        assert.deepEqual(vap?.items.map((i) => i.metadata.name).filter((x) => x.includes("staging")), [], "no cluster-scoped object of the stack left");
+        assert.deepEqual(
+            vap?.items.map((i) => i.metadata.name).filter((x) => x.includes("staging")),
+            [],
+            "no cluster-scoped object of the stack left",
+        );
         // The training namespace goes too, unless the checkpoints are kept in it (next test).
-        const left = (await objectsIn(cluster, n.namespaces.training)).filter((o) => !/persistentvolumeclaim\/|configmap\/kube-root-ca\.crt|serviceaccount\/default/.test(o) && !o.startsWith("job.batch/") && !o.startsWith("pod/"));
+        const left = (await objectsIn(cluster, n.namespaces.training)).filter(
+            (o) =>
+                !/persistentvolumeclaim\/|configmap\/kube-root-ca\.crt|serviceaccount\/default/.test(o) && !o.startsWith("job.batch/") && !o.startsWith("pod/"),
+        );
         assert.deepEqual(left, [], `only kept data (and retained Jobs) may stay in ${n.namespaces.training}`);
     });
 

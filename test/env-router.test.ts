@@ -58,7 +58,12 @@ function openSession(url: string): Promise<SessionResult> {
             res.on("data", (c: string) => (body += c));
             res.on("end", () => {
                 clients.delete(ws);
-                done({ kind: "router-refused", status: res.statusCode ?? 0, body, replicaHeader: String(res.headers[ROUTER_REPLICA_HEADER.toLowerCase()] ?? "") });
+                done({
+                    kind: "router-refused",
+                    status: res.statusCode ?? 0,
+                    body,
+                    replicaHeader: String(res.headers[ROUTER_REPLICA_HEADER.toLowerCase()] ?? ""),
+                });
             });
         });
         ws.on("open", () => ws.send(JSON.stringify({ type: "reset", data: {} })));
@@ -111,7 +116,11 @@ async function startStubs(n: number): Promise<StubEnv[]> {
     return stubs;
 }
 
-const valid: RouterSettings = { envName: "coding_tools", replicas: ["10.0.0.1:8000", "echo-1.echo-headless.envs.svc.cluster.local:8000"], sessionsPerReplica: 4 };
+const valid: RouterSettings = {
+    envName: "coding_tools",
+    replicas: ["10.0.0.1:8000", "echo-1.echo-headless.envs.svc.cluster.local:8000"],
+    sessionsPerReplica: 4,
+};
 
 describe("validateRouterSettings", () => {
     test("accepts good settings", () => {
@@ -132,16 +141,36 @@ describe("validateRouterSettings", () => {
             workerProcesses: 0,
             resolver: "  ",
         });
-        for (const field of ["envName", "replicas is empty", "sessionsPerReplica", "listenPort", "listenAddress", "readTimeoutSeconds", "sendTimeoutSeconds", "runDir", "workerProcesses", "resolver"]) {
-            assert.ok(problems.some((p) => p.includes(field)), `no problem mentions ${field}: ${problems.join(" | ")}`);
+        for (const field of [
+            "envName",
+            "replicas is empty",
+            "sessionsPerReplica",
+            "listenPort",
+            "listenAddress",
+            "readTimeoutSeconds",
+            "sendTimeoutSeconds",
+            "runDir",
+            "workerProcesses",
+            "resolver",
+        ]) {
+            assert.ok(
+                problems.some((p) => p.includes(field)),
+                `no problem mentions ${field}: ${problems.join(" | ")}`,
+            );
         }
         assert.match(problems.find((p) => p.startsWith("sessionsPerReplica")) ?? "", /MAX_CONCURRENT_ENVS/);
         assert.match(problems.find((p) => p.startsWith("readTimeoutSeconds")) ?? "", />= 60/);
     });
 
     test("names each bad replica address and how to write it", () => {
-        const problems = validateRouterSettings({ ...valid, replicas: ["http://a:8000/", "b", "c:99999", "d:8000", "d:8000", "localhost:8000", "bad_host:80"] });
-        assert.ok(problems.some((p) => p.includes("replicas[0]") && p.includes("URL scheme") && p.includes('"a:8000"')), problems.join("\n"));
+        const problems = validateRouterSettings({
+            ...valid,
+            replicas: ["http://a:8000/", "b", "c:99999", "d:8000", "d:8000", "localhost:8000", "bad_host:80"],
+        });
+        assert.ok(
+            problems.some((p) => p.includes("replicas[0]") && p.includes("URL scheme") && p.includes('"a:8000"')),
+            problems.join("\n"),
+        );
         assert.ok(problems.some((p) => p.includes("replicas[1]") && p.includes("no port") && p.includes('"b:8000"')));
         assert.ok(problems.some((p) => p.includes("replicas[2]") && p.includes("outside 1-65535")));
         assert.ok(problems.some((p) => p.includes("replicas[4]") && p.includes("listed twice")));
@@ -150,7 +179,10 @@ describe("validateRouterSettings", () => {
     });
 
     test("renderRouterConfig refuses invalid settings with every problem", () => {
-        assert.throws(() => renderRouterConfig({ ...valid, sessionsPerReplica: 0, replicas: [] }), /sessionsPerReplica[\s\S]*replicas is empty|replicas is empty[\s\S]*sessionsPerReplica/);
+        assert.throws(
+            () => renderRouterConfig({ ...valid, sessionsPerReplica: 0, replicas: [] }),
+            /sessionsPerReplica[\s\S]*replicas is empty|replicas is empty[\s\S]*sessionsPerReplica/,
+        );
     });
 });
 
@@ -276,7 +308,10 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
         sessions.push(next);
         assert.equal(next.replica, target.address);
         for (const s of stubs) assert.equal(s.active(), K, summary(stubs));
-        assert.ok(stubs.every((s) => s.rejected() === 0), summary(stubs));
+        assert.ok(
+            stubs.every((s) => s.rejected() === 0),
+            summary(stubs),
+        );
     });
 });
 
@@ -305,7 +340,10 @@ describe("router skips a replica that is down", () => {
         const extra = await openSession(r.wsUrl);
         assert.equal(extra.kind, "router-refused", JSON.stringify(extra));
         assert.ok(extra.kind === "router-refused" && extra.status === 503);
-        assert.ok(live.every((s) => s.rejected() === 0), summary(stubs));
+        assert.ok(
+            live.every((s) => s.rejected() === 0),
+            summary(stubs),
+        );
     });
 
     test("with every replica down, HTTP gets 503 ROUTER_NO_REPLICA_AVAILABLE", async () => {

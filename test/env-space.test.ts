@@ -10,13 +10,7 @@ import { ConfigError } from "../components/config/parse";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
 import type { PlatformConfig, ResolvedEnv } from "../components/config/resolve";
-import {
-    EnvSpace,
-    nginxImageSupportsResolve,
-    resolveEnvSpace,
-    type DeployedEnvDescription,
-    type EnvDescription,
-} from "../components/env";
+import { EnvSpace, nginxImageSupportsResolve, resolveEnvSpace, type DeployedEnvDescription, type EnvDescription } from "../components/env";
 import { ROUTER_HEALTH_PATH, renderRouterConfig, routerCommand, statefulSetReplicaAddresses } from "../components/env/router";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
@@ -44,7 +38,10 @@ const RECIPE_ENV: Record<Recipe, { env: string; k: number; replicas: number; dem
 };
 
 function config(recipe: Recipe, target: Target, extra: Record<string, unknown> = {}): PlatformConfig {
-    return parsePlatformConfig({ recipe, runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test" } : { kind: target }, ...extra }, "test");
+    return parsePlatformConfig(
+        { recipe, runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test" } : { kind: target }, ...extra },
+        "test",
+    );
 }
 
 function envOf(c: PlatformConfig, name: string): ResolvedEnv {
@@ -97,7 +94,10 @@ function assertRouterConfig(text: string, d: DeployedEnvDescription, resolver: s
     assert.equal((text.match(/^\s*least_conn;/gm) ?? []).length, 2, "least_conn in both upstreams");
     assert.match(text, /upstream env_sessions \{\n\s*zone env_sessions \d+k;/, "the capped upstream lives in a shared zone");
     for (const address of d.router.settings.replicas) {
-        assert.ok(text.includes(`server ${address} resolve max_conns=${d.capacity.sessionsPerReplica} `), `${address} capped at k=${d.capacity.sessionsPerReplica} and re-resolved`);
+        assert.ok(
+            text.includes(`server ${address} resolve max_conns=${d.capacity.sessionsPerReplica} `),
+            `${address} capped at k=${d.capacity.sessionsPerReplica} and re-resolved`,
+        );
     }
     assert.equal((text.match(/ max_conns=/g) ?? []).length, d.replicas.count, "one capped server per replica");
     assert.match(text, /proxy_set_header Upgrade \$http_upgrade;/);
@@ -116,7 +116,12 @@ describe("resolveEnvSpace", () => {
         const c = config("wordle-whitebox", "kubernetes");
         const names = platformNames(c);
         const d = deployed(describeEnv(c, "wordle", names));
-        assert.deepEqual(d.replicas.env, { TEXTARENA_ENV_ID: "Wordle-v0", TEXTARENA_NUM_PLAYERS: "1", ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: "8" });
+        assert.deepEqual(d.replicas.env, {
+            TEXTARENA_ENV_ID: "Wordle-v0",
+            TEXTARENA_NUM_PLAYERS: "1",
+            ENABLE_WEB_INTERFACE: "false",
+            MAX_CONCURRENT_ENVS: "8",
+        });
         assert.equal(d.replicas.count, 5);
         assert.equal(d.replicas.port, 8000);
         assert.deepEqual(d.capacity, {
@@ -188,7 +193,10 @@ describe("resolveEnvSpace", () => {
         const env: ResolvedEnv = { ...envOf(c, "coding"), catalog: "custom", concurrentSessions: false, sessionsPerReplica: 4 };
         assert.throws(
             () => resolveEnvSpace(c, env, platformNames(c)),
-            (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && e.problems[0]!.startsWith("envs.coding.sessionsPerReplica: the custom env cannot serve concurrent sessions, got 4"),
+            (e: unknown) =>
+                e instanceof ConfigError &&
+                e.problems.length === 1 &&
+                e.problems[0]!.startsWith("envs.coding.sessionsPerReplica: the custom env cannot serve concurrent sessions, got 4"),
         );
     });
 
@@ -217,7 +225,14 @@ describe("resolveEnvSpace", () => {
         const broken: PlatformNames = { ...names, envs: { ...names.envs, wordle: { ...names.envs.wordle!, replicas: "bad_name" } } };
         assert.throws(
             () => resolveEnvSpace(c, envOf(c, "wordle"), broken),
-            (e: unknown) => e instanceof ConfigError && e.problems.length === 5 && e.problems.every((p) => /^envs\.wordle router: replicas\[\d\] "bad_name-\d\.env-wordle-replicas\.arl-test-envs\.svc\.cluster\.local:8000": host "bad_name-\d\.[a-z.-]+" is not a DNS name/.test(p)),
+            (e: unknown) =>
+                e instanceof ConfigError &&
+                e.problems.length === 5 &&
+                e.problems.every((p) =>
+                    /^envs\.wordle router: replicas\[\d\] "bad_name-\d\.env-wordle-replicas\.arl-test-envs\.svc\.cluster\.local:8000": host "bad_name-\d\.[a-z.-]+" is not a DNS name/.test(
+                        p,
+                    ),
+                ),
         );
     });
 
@@ -242,8 +257,14 @@ describe("resolveEnvSpace", () => {
         const names = platformNames(c);
         const d = deployed(describeEnv(c, "wordle", names));
         const n = names.envs.wordle!;
-        assert.deepEqual(d.replicas.containerNames, [0, 1, 2, 3, 4].map((i) => `${n.replicas}-${i}`));
-        assert.deepEqual(d.router.settings.replicas, d.replicas.containerNames.map((x) => `${x}:8000`));
+        assert.deepEqual(
+            d.replicas.containerNames,
+            [0, 1, 2, 3, 4].map((i) => `${n.replicas}-${i}`),
+        );
+        assert.deepEqual(
+            d.router.settings.replicas,
+            d.replicas.containerNames.map((x) => `${x}:8000`),
+        );
         assert.equal(d.router.settings.resolver, "127.0.0.11");
         assert.equal(d.network, names.networks.training);
         assert.equal(d.replicaNetwork, `${n.routerService}-net`);
@@ -265,7 +286,9 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
 
         test("nine objects: replicas, headless Service, router, its Service and config, two budgets, two policies; no HPA, no Service per replica", () => {
             for (const run of [b.update, b.preview]) {
-                const types = custom(run).map((r) => r.type).sort();
+                const types = custom(run)
+                    .map((r) => r.type)
+                    .sort();
                 assert.deepEqual(types, [T.configMap, T.pdb, T.pdb, T.service, T.service, T.netpol, T.netpol, T.deployment, T.sts].sort());
                 assert.ok(custom(run).every((r) => r.inputs.metadata.namespace === b.names.namespaces.envs));
                 assert.ok(run.resources.every((r) => !r.type.includes("HorizontalPodAutoscaler")));
@@ -293,7 +316,8 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(envList(container), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
             assert.ok(Number(envList(container).MAX_CONCURRENT_ENVS) <= (recipe === "mbpp-whitebox" ? 1 : 8));
             assert.deepEqual(container.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
-            for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) assert.deepEqual(container[probe].httpGet, { path: "/health", port: 8000 }, probe);
+            for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"])
+                assert.deepEqual(container[probe].httpGet, { path: "/health", port: 8000 }, probe);
             assert.ok(container.livenessProbe.failureThreshold * container.livenessProbe.periodSeconds >= 300, "liveness tolerates minutes of slowness");
             assert.ok(container.startupProbe.failureThreshold * container.startupProbe.periodSeconds >= 600, "first start may take 10 minutes");
             assert.equal(pod.terminationGracePeriodSeconds, 300);
@@ -314,13 +338,19 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
 
         test("replica egress: DNS only for the coding env, DNS + public addresses for Wordle; never private ranges or the metadata service", () => {
             const n = b.names.envs[expected.env]!;
-            const policy = ofType(b.update.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find((p) => p.inputs.spec.podSelector.matchLabels["app.kubernetes.io/instance"] === n.replicas)!.inputs.spec;
+            const policy = ofType(b.update.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find(
+                (p) => p.inputs.spec.podSelector.matchLabels["app.kubernetes.io/instance"] === n.replicas,
+            )!.inputs.spec;
             assert.deepEqual(policy.policyTypes, ["Ingress", "Egress"]);
             assert.equal(policy.egress.length, recipe === "mbpp-whitebox" ? 1 : 2);
-            assert.deepEqual(policy.egress[0].ports, [{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }]);
+            assert.deepEqual(policy.egress[0].ports, [
+                { protocol: "UDP", port: 53 },
+                { protocol: "TCP", port: 53 },
+            ]);
             if (recipe !== "mbpp-whitebox") {
                 assert.equal(policy.egress[1].to[0].ipBlock.cidr, "0.0.0.0/0");
-                for (const r of ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]) assert.ok(policy.egress[1].to[0].ipBlock.except.includes(r), r);
+                for (const r of ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"])
+                    assert.ok(policy.egress[1].to[0].ipBlock.except.includes(r), r);
             }
         });
 
@@ -344,7 +374,11 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             const text = single(b.update.resources, T.configMap).inputs.data["nginx.conf"];
             assertRouterConfig(text, d, "kube-dns.kube-system.svc.cluster.local");
             assert.equal(d.router.settings.replicas.length, expected.replicas);
-            assert.ok(d.router.settings.replicas.every((a) => a.endsWith(`.${b.names.envs[expected.env]!.headless}.${b.names.namespaces.envs}.svc.cluster.local:8000`)));
+            assert.ok(
+                d.router.settings.replicas.every((a) =>
+                    a.endsWith(`.${b.names.envs[expected.env]!.headless}.${b.names.namespaces.envs}.svc.cluster.local:8000`),
+                ),
+            );
         });
 
         test("router Deployment: 2 pods, Recreate, non-root, read-only root FS, routerCommand, probes on the router's own route, config checksum", () => {
@@ -396,7 +430,9 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             const policies = Object.fromEntries(ofType(b.update.resources, T.netpol).map((p) => [p.inputs.metadata.name, p.inputs.spec]));
             const replicaPolicy = policies[n.replicas];
             assert.deepEqual(replicaPolicy.podSelector.matchLabels, podLabels("env-replica", n.replicas));
-            assert.deepEqual(replicaPolicy.ingress, [{ from: [{ podSelector: { matchLabels: podLabels("env-router", n.router) } }], ports: [{ protocol: "TCP", port: 8000 }] }]);
+            assert.deepEqual(replicaPolicy.ingress, [
+                { from: [{ podSelector: { matchLabels: podLabels("env-router", n.router) } }], ports: [{ protocol: "TCP", port: 8000 }] },
+            ]);
             const routerPolicy = policies[n.router];
             assert.deepEqual(routerPolicy.podSelector.matchLabels, podLabels("env-router", n.router));
             const [rule] = routerPolicy.ingress;
@@ -407,12 +443,18 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             const nextRun = platformNames(config(recipe, "kubernetes", { runId: "r2" }));
             for (const job of [b.names.training.job, nextRun.training.job]) {
                 const trainerPod = podLabels("trainer", job);
-                assert.ok(Object.entries(selector).every(([k, v]) => trainerPod[k] === v), `trainer pods of ${job} are admitted`);
+                assert.ok(
+                    Object.entries(selector).every(([k, v]) => trainerPod[k] === v),
+                    `trainer pods of ${job} are admitted`,
+                );
             }
             assert.notEqual(b.names.training.job, nextRun.training.job);
             assert.equal(selector["app.kubernetes.io/instance"], undefined);
             assert.deepEqual(routerPolicy.policyTypes, ["Ingress", "Egress"]);
-            assert.deepEqual(routerPolicy.egress[1], { to: [{ podSelector: { matchLabels: podLabels("env-replica", n.replicas) } }], ports: [{ protocol: "TCP", port: 8000 }] });
+            assert.deepEqual(routerPolicy.egress[1], {
+                to: [{ podSelector: { matchLabels: podLabels("env-replica", n.replicas) } }],
+                ports: [{ protocol: "TCP", port: 8000 }],
+            });
             assert.deepEqual(routerPolicy.egress[0].to[0].podSelector.matchLabels, { "k8s-app": "kube-dns" });
         });
 
@@ -451,7 +493,10 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             const containers = ofType(b.update.resources, T.container);
             assert.equal(containers.length, expected.replicas + 1);
             const replicas = containers.filter((c) => c.inputs.name !== n.routerService);
-            assert.deepEqual(replicas.map((c) => c.inputs.name), Array.from({ length: expected.replicas }, (_, i) => `${n.replicas}-${i}`));
+            assert.deepEqual(
+                replicas.map((c) => c.inputs.name),
+                Array.from({ length: expected.replicas }, (_, i) => `${n.replicas}-${i}`),
+            );
             for (const c of replicas) {
                 assert.deepEqual(dockerEnv(c), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
                 assert.deepEqual(c.inputs.networksAdvanced, [{ name: d.replicaNetwork }]);
@@ -467,7 +512,9 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             // runs the model's code; a plain bridge where the env needs data (as on Kubernetes).
             const nets = ofType(b.update.resources, "docker:index/network:Network").map((r) => [r.inputs.name, r.inputs.driver, r.inputs.internal]);
             assert.deepEqual(nets, [[d.replicaNetwork, "bridge", recipe === "mbpp-whitebox"]]);
-            const images = ofType(b.update.resources, T.image).map((i) => i.inputs.name).sort();
+            const images = ofType(b.update.resources, T.image)
+                .map((i) => i.inputs.name)
+                .sort();
             assert.deepEqual(images, [d.replicas.image, "nginxinc/nginx-unprivileged:1.27-alpine"].sort());
         });
 
@@ -511,7 +558,11 @@ describe("resource count", () => {
             const b = await build(c, "wordle");
             assert.equal(single(b.update.resources, T.sts).inputs.spec.replicas, replicas);
             assert.equal((single(b.update.resources, T.configMap).inputs.data["nginx.conf"].match(/ max_conns=32 /g) ?? []).length, replicas);
-            shapes.push(custom(b.update).map((r) => `${r.type} ${r.name}`).sort());
+            shapes.push(
+                custom(b.update)
+                    .map((r) => `${r.type} ${r.name}`)
+                    .sort(),
+            );
         }
         assert.equal(shapes[0]!.length, 9);
         assert.deepEqual(shapes[0], shapes[1]);

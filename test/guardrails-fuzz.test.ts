@@ -45,36 +45,165 @@ before(async () => {
 /** Field names of the schema (components/config/schema.ts), by section. */
 const FIELDS = {
     root: ["recipe", "runId", "target", "model", "images", "training", "envs", "sandboxes", "ingress"],
-    target: ["kind", "namespacePrefix", "kubeconfig", "context", "nodeSelector", "tolerations", "gpuResourceName", "gpuProduct", "priorityClassName", "storageClassName", "host", "dataDir"],
+    target: [
+        "kind",
+        "namespacePrefix",
+        "kubeconfig",
+        "context",
+        "nodeSelector",
+        "tolerations",
+        "gpuResourceName",
+        "gpuProduct",
+        "priorityClassName",
+        "storageClassName",
+        "host",
+        "dataDir",
+    ],
     model: ["name", "revision"],
     images: ["vllm", "trainer", "nginx"],
     training: [
-        "layout", "gpusOnNode", "vllmGpus", "trainerGpus", "numProcesses", "perDeviceTrainBatchSize", "gradientAccumulationSteps", "stepsPerGeneration",
-        "numGenerations", "perDeviceEvalBatchSize", "datasetSize", "evalSize", "maxSteps", "command", "extraArgs", "extraEnv", "maxModelLen",
-        "gpuMemoryUtilization", "modelLoadSeconds", "activeDeadlineSeconds", "backoffLimit", "shmSize", "modelCache", "checkpoints",
-        "resumeFromCheckpoint", "hubRepoId", "trackioProject", "trackioSpaceId", "maxInflight", "trainerCpu", "trainerMemory", "vllmCpu", "vllmMemory",
+        "layout",
+        "gpusOnNode",
+        "vllmGpus",
+        "trainerGpus",
+        "numProcesses",
+        "perDeviceTrainBatchSize",
+        "gradientAccumulationSteps",
+        "stepsPerGeneration",
+        "numGenerations",
+        "perDeviceEvalBatchSize",
+        "datasetSize",
+        "evalSize",
+        "maxSteps",
+        "command",
+        "extraArgs",
+        "extraEnv",
+        "maxModelLen",
+        "gpuMemoryUtilization",
+        "modelLoadSeconds",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "shmSize",
+        "modelCache",
+        "checkpoints",
+        "resumeFromCheckpoint",
+        "hubRepoId",
+        "trackioProject",
+        "trackioSpaceId",
+        "maxInflight",
+        "trainerCpu",
+        "trainerMemory",
+        "vllmCpu",
+        "vllmMemory",
     ],
-    env: ["catalog", "image", "concurrentSessions", "sessionsPerReplica", "replicas", "headroomReplicas", "settings", "resources", "terminationGraceSeconds", "external"],
-    sandboxes: ["provider", "image", "cpu", "memory", "runtimeClassName", "headroom", "poolSize", "maxLifetimeSeconds", "maxWarmWaitSeconds", "installController", "hfFlavor"],
-    ingress: ["enabled", "keys", "sandboxKey", "allowCompletions", "healthUnauthenticated", "exposure", "host", "tls", "gateway", "replicas", "maxBodySize", "rateLimitPerSecond", "rateLimitBurst", "readTimeoutSeconds"],
+    env: [
+        "catalog",
+        "image",
+        "concurrentSessions",
+        "sessionsPerReplica",
+        "replicas",
+        "headroomReplicas",
+        "settings",
+        "resources",
+        "terminationGraceSeconds",
+        "external",
+    ],
+    sandboxes: [
+        "provider",
+        "image",
+        "cpu",
+        "memory",
+        "runtimeClassName",
+        "headroom",
+        "poolSize",
+        "maxLifetimeSeconds",
+        "maxWarmWaitSeconds",
+        "installController",
+        "hfFlavor",
+    ],
+    ingress: [
+        "enabled",
+        "keys",
+        "sandboxKey",
+        "allowCompletions",
+        "healthUnauthenticated",
+        "exposure",
+        "host",
+        "tls",
+        "gateway",
+        "replicas",
+        "maxBodySize",
+        "rateLimitPerSecond",
+        "rateLimitBurst",
+        "readTimeoutSeconds",
+    ],
 };
 
 const ident = fc.stringMatching(/^[A-Za-z][A-Za-z0-9_-]{0,12}$/);
-const numbers = fc.oneof(fc.constantFrom(0, -1, 1, 2, 3, 4, 8, 16, 64, 0.5, 1.5, 1e9, 1e308, -1e9, Number.MAX_SAFE_INTEGER), fc.integer({ min: -100, max: 1000 }), fc.double({ noNaN: true, noDefaultInfinity: true }));
+const numbers = fc.oneof(
+    fc.constantFrom(0, -1, 1, 2, 3, 4, 8, 16, 64, 0.5, 1.5, 1e9, 1e308, -1e9, Number.MAX_SAFE_INTEGER),
+    fc.integer({ min: -100, max: 1000 }),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+);
 const plausible = fc.constantFrom(
-    "kubernetes", "docker", "nomad", "Qwen/Qwen3-1.7B", "not a model", "whitebox-colocate", "whitebox-server", "blackbox", "coding", "textarena", "custom", "echo",
-    "agent-sandbox", "docker", "hf", "none", "cluster", "loadbalancer", "httproute", "secret", "files", "4Gi", "500m", "2", "-1Gi", "unix:///var/run/docker.sock",
-    "/srv/x", "relative/dir", "run-001", "RUN_001", "", "main", "vllm/vllm-openai:latest", "UPPER/Image", "https://env.example.com", "ftp://x", "4m", "sandboxes", "operators",
-    ...RECIPE_NAMES, "no-such-recipe",
+    "kubernetes",
+    "docker",
+    "nomad",
+    "Qwen/Qwen3-1.7B",
+    "not a model",
+    "whitebox-colocate",
+    "whitebox-server",
+    "blackbox",
+    "coding",
+    "textarena",
+    "custom",
+    "echo",
+    "agent-sandbox",
+    "docker",
+    "hf",
+    "none",
+    "cluster",
+    "loadbalancer",
+    "httproute",
+    "secret",
+    "files",
+    "4Gi",
+    "500m",
+    "2",
+    "-1Gi",
+    "unix:///var/run/docker.sock",
+    "/srv/x",
+    "relative/dir",
+    "run-001",
+    "RUN_001",
+    "",
+    "main",
+    "vllm/vllm-openai:latest",
+    "UPPER/Image",
+    "https://env.example.com",
+    "ftp://x",
+    "4m",
+    "sandboxes",
+    "operators",
+    ...RECIPE_NAMES,
+    "no-such-recipe",
 );
 const scalar = fc.oneof(numbers, plausible, fc.string({ maxLength: 8 }), fc.boolean(), fc.constant(null));
 const anyValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
-    v: fc.oneof({ depthSize: "small", withCrossShrink: true }, scalar, scalar, fc.array(tie("v"), { maxLength: 3 }), fc.dictionary(ident, tie("v"), { maxKeys: 3 })),
+    v: fc.oneof(
+        { depthSize: "small", withCrossShrink: true },
+        scalar,
+        scalar,
+        fc.array(tie("v"), { maxLength: 3 }),
+        fc.dictionary(ident, tie("v"), { maxKeys: 3 }),
+    ),
 })).v;
 
 /** An object with some of `names` (right-ish or wrong values) and maybe unknown extra keys. */
 function section(names: readonly string[], value: (name: string) => fc.Arbitrary<unknown> = () => anyValue): fc.Arbitrary<Record<string, unknown>> {
-    const known = fc.subarray([...names], { maxLength: Math.min(8, names.length) }).chain((keys) => fc.tuple(...keys.map((k) => value(k).map((v) => [k, v] as const))));
+    const known = fc
+        .subarray([...names], { maxLength: Math.min(8, names.length) })
+        .chain((keys) => fc.tuple(...keys.map((k) => value(k).map((v) => [k, v] as const))));
     const extra = fc.dictionary(ident, anyValue, { maxKeys: 1 });
     return fc.tuple(known, fc.oneof(fc.constant({}), fc.constant({}), fc.constant({}), extra)).map(([kv, ex]) => ({ ...Object.fromEntries(kv), ...ex }));
 }
@@ -163,13 +292,25 @@ const validConfig = fc
             runId: v.runId,
             target: k8s ? { kind: v.target, context: "fuzz" } : { kind: v.target },
             images: { trainer: TEST_IMAGES.trainer },
-            training: { perDeviceTrainBatchSize: v.batch, gradientAccumulationSteps: v.accumulation, resumeFromCheckpoint: v.resume, ...(v.maxSteps !== undefined ? { maxSteps: v.maxSteps } : {}) },
+            training: {
+                perDeviceTrainBatchSize: v.batch,
+                gradientAccumulationSteps: v.accumulation,
+                resumeFromCheckpoint: v.resume,
+                ...(v.maxSteps !== undefined ? { maxSteps: v.maxSteps } : {}),
+            },
         };
         if (v.recipe === "opencode-blackbox") {
-            raw.sandboxes = { headroom: v.sandboxHeadroom, cpu: v.sandboxCpu, ...(k8s ? { image: TEST_IMAGES.sandbox } : {}), ...(k8s && v.runtimeClass ? { runtimeClassName: v.runtimeClass } : {}) };
+            raw.sandboxes = {
+                headroom: v.sandboxHeadroom,
+                cpu: v.sandboxCpu,
+                ...(k8s ? { image: TEST_IMAGES.sandbox } : {}),
+                ...(k8s && v.runtimeClass ? { runtimeClassName: v.runtimeClass } : {}),
+            };
             raw.ingress = { replicas: v.ingressReplicas };
-            if (k8s && v.exposure === "httproute") Object.assign(raw.ingress, { exposure: "httproute", host: "vllm.example.com", gateway: { name: "gw", namespace: "gateway-system" } });
-            if (k8s && v.exposure === "loadbalancer") Object.assign(raw.ingress, { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls" } });
+            if (k8s && v.exposure === "httproute")
+                Object.assign(raw.ingress, { exposure: "httproute", host: "vllm.example.com", gateway: { name: "gw", namespace: "gateway-system" } });
+            if (k8s && v.exposure === "loadbalancer")
+                Object.assign(raw.ingress, { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls" } });
         } else {
             const env = v.recipe === "wordle-whitebox" ? "wordle" : "coding";
             raw.envs = { [env]: { headroomReplicas: v.headroomReplicas } };
@@ -177,7 +318,11 @@ const validConfig = fc
         if (v.prod) {
             raw.model = { revision: "b968826d9c46dd6066d109eabc6255188de91218" };
             // images.vllm only where vLLM runs from it (black box on Docker); elsewhere it is refused.
-            raw.images = { ...(v.recipe === "opencode-blackbox" && !k8s ? { vllm: `vllm/vllm-openai${digest("a")}` } : {}), trainer: `ghcr.io/org/trainer${digest("b")}`, nginx: `nginxinc/nginx-unprivileged${digest("c")}` };
+            raw.images = {
+                ...(v.recipe === "opencode-blackbox" && !k8s ? { vllm: `vllm/vllm-openai${digest("a")}` } : {}),
+                trainer: `ghcr.io/org/trainer${digest("b")}`,
+                nginx: `nginxinc/nginx-unprivileged${digest("c")}`,
+            };
             raw.sandboxes = { ...(raw.sandboxes ?? {}), image: `ghcr.io/org/sandbox${digest("d")}` };
             if (raw.envs) for (const e of Object.values<any>(raw.envs)) e.image = `ghcr.io/org/env${digest("e")}`;
         }
@@ -218,7 +363,11 @@ describe("guardrails fuzz: valid configs through the whole mocked program", () =
             const problems = result.manifests.flatMap((m) => validateAnyManifest(m).map((p) => `${m.kind} ${m.metadata?.name}: ${p}`));
             assert.deepEqual(problems, [], JSON.stringify(raw));
             const violations = await runPolicies(policyResources(result.resources), { config: stack.startsWith("prod") ? PROD_CONFIG : {}, stack });
-            assert.deepEqual(violations.map((v) => `[${v.policy}] ${v.message}`), [], JSON.stringify(raw));
+            assert.deepEqual(
+                violations.map((v) => `[${v.policy}] ${v.message}`),
+                [],
+                JSON.stringify(raw),
+            );
         });
     });
 });
@@ -241,11 +390,11 @@ describe("guardrails fuzz: invalid configs stop the program before any resource"
             const run = await runUnderMocks(program(), { stack: "fuzz", config: { "agent-rl-infra:platform": JSON.stringify(raw) } });
             assert.ok(run.error, `the program failed: ${JSON.stringify(raw)}`);
             assert.ok(pulumi.RunError.isInstance(run.error), `a clean RunError, not ${(run.error as Error)?.stack}`);
-            assert.deepEqual(run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type), [], JSON.stringify(raw));
+            assert.deepEqual(
+                run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),
+                [],
+                JSON.stringify(raw),
+            );
         }
     });
 });
-
-
-
-

@@ -32,9 +32,20 @@ let k8sSidecar: LocalResource[] = [];
 
 before(async () => {
     k8sBlackbox = policyResources((await planGuarded({ stack: "staging" }, { outDir: path.join(tmp, "base-k8s"), secrets: SECRETS })).result.resources);
-    dockerBlackbox = policyResources((await planGuarded({ recipe: "opencode-blackbox", target: "docker" }, { outDir: path.join(tmp, "base-docker"), secrets: SECRETS })).result.resources);
-    k8sWhitebox = policyResources((await planGuarded({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "base-wb"), secrets: SECRETS })).result.resources);
-    k8sSidecar = policyResources((await planGuarded({ stack: "staging" }, { outDir: path.join(tmp, "base-sidecar"), platformOverride: { training: { gpuSharing: "isolated" } }, secrets: SECRETS })).result.resources);
+    dockerBlackbox = policyResources(
+        (await planGuarded({ recipe: "opencode-blackbox", target: "docker" }, { outDir: path.join(tmp, "base-docker"), secrets: SECRETS })).result.resources,
+    );
+    k8sWhitebox = policyResources(
+        (await planGuarded({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "base-wb"), secrets: SECRETS })).result.resources,
+    );
+    k8sSidecar = policyResources(
+        (
+            await planGuarded(
+                { stack: "staging" },
+                { outDir: path.join(tmp, "base-sidecar"), platformOverride: { training: { gpuSharing: "isolated" } }, secrets: SECRETS },
+            )
+        ).result.resources,
+    );
 });
 
 describe("policy pack: the real program passes", () => {
@@ -107,7 +118,11 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         const rs = clone(k8sBlackbox);
         const vllmSvc = one(rs, pack.T.service, (r) => r.props.spec?.selector?.["app.kubernetes.io/name"] === "trainer");
         vllmSvc.props.spec.type = "LoadBalancer";
-        const vs = await expectOnly(rs, "vllm-not-exposed", /LoadBalancer Service .*(selects the trainer\/vLLM pods|exposes port 8000).*: expose vLLM only through the VllmIngress proxy/);
+        const vs = await expectOnly(
+            rs,
+            "vllm-not-exposed",
+            /LoadBalancer Service .*(selects the trainer\/vLLM pods|exposes port 8000).*: expose vLLM only through the VllmIngress proxy/,
+        );
         assert.equal(vs.length, 2, "both the selector and the port are reported");
         // NodePort too.
         vllmSvc.props.spec.type = "NodePort";
@@ -124,15 +139,21 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
                 apiVersion: "gateway.networking.k8s.io/v1",
                 kind: "HTTPRoute",
                 metadata: { name: "vllm-direct", namespace: vllmSvc.props.metadata.namespace },
-                spec: { parentRefs: [{ name: "gw", namespace: "gateway-system" }], rules: [{ backendRefs: [{ name: vllmSvc.props.metadata.name, port: 8000 }] }] },
+                spec: {
+                    parentRefs: [{ name: "gw", namespace: "gateway-system" }],
+                    rules: [{ backendRefs: [{ name: vllmSvc.props.metadata.name, port: 8000 }] }],
+                },
             },
         });
         const vs = await violations(rs);
         assert.deepEqual([...new Set(vs.map((v) => v.policy))].sort(), ["routes-reach-only-proxy", "vllm-not-exposed"], show(vs).join("\n"));
-        assert.match(show(vs).join("\n"), /routes-reach-only-proxy.*reaches Service .*which selects the trainer\/vLLM pods .*: route to the VllmIngress proxy Service instead/);
+        assert.match(
+            show(vs).join("\n"),
+            /routes-reach-only-proxy.*reaches Service .*which selects the trainer\/vLLM pods .*: route to the VllmIngress proxy Service instead/,
+        );
         assert.match(show(vs).join("\n"), /vllm-not-exposed.*routes to port 8000/);
         // A backend Service the stack does not create cannot be shown to be the proxy.
-        (rs[rs.length - 1].props.spec.rules[0].backendRefs[0] = { name: "somewhere", port: 8080 });
+        rs[rs.length - 1].props.spec.rules[0].backendRefs[0] = { name: "somewhere", port: 8080 };
         await expectOnly(rs, "routes-reach-only-proxy", /names Service .*somewhere, which this stack does not create/);
     });
 
@@ -141,7 +162,10 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         rs.push({
             type: pack.T.ingress,
             name: "ing",
-            props: { metadata: { name: "vllm", namespace: "x" }, spec: { rules: [{ http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: { name: "vllm", port: { number: 8000 } } } }] } }] } },
+            props: {
+                metadata: { name: "vllm", namespace: "x" },
+                spec: { rules: [{ http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: { name: "vllm", port: { number: 8000 } } } }] } }] },
+            },
         });
         await expectOnly(rs, "vllm-not-exposed", /Ingress x\/vllm: spec\.rules\[0\]\.http\.paths\[0\]\.backend routes to Service vllm port 8000/);
     });
@@ -171,7 +195,10 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         await expectOnly(rs, "vllm-startup-probe", /initContainers\[0\] \(vllm\) runs vLLM without a startupProbe: .*add a startupProbe/);
         pod.initContainers[0].name = "inference";
         await expectOnly(rs, "vllm-startup-probe", /\(inference\) runs vLLM without a startupProbe/);
-        for (const cmd of [["python", "-m", "vllm.entrypoints.openai.api_server"], ["trl", "vllm-serve"]]) {
+        for (const cmd of [
+            ["python", "-m", "vllm.entrypoints.openai.api_server"],
+            ["trl", "vllm-serve"],
+        ]) {
             pod.initContainers[0].command = cmd;
             await expectOnly(rs, "vllm-startup-probe", /runs vLLM without a startupProbe/);
         }
@@ -194,7 +221,11 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         assert.deepEqual(show(await violations(rs)), [], "TOKENIZERS_PARALLELISM is not a secret");
         hf.value = "hf_abcdefghijklmnopqrstuvwxyz";
         delete hf.valueFrom;
-        await expectOnly(rs, "no-plain-secrets", /containers\[0\] \(trainer\) env HF_TOKEN comes from a literal value: a secret must come from a Secret \(valueFrom\.secretKeyRef\)/);
+        await expectOnly(
+            rs,
+            "no-plain-secrets",
+            /containers\[0\] \(trainer\) env HF_TOKEN comes from a literal value: a secret must come from a Secret \(valueFrom\.secretKeyRef\)/,
+        );
         for (const name of ["WANDB_API_KEY", "DB_PASSWORD", "CLIENT_SECRET", "GITHUB_TOKEN"]) {
             const r2 = clone(k8sWhitebox);
             podOf(one(r2, JOB)).containers[0].env.push({ name, value: "x" });
@@ -224,12 +255,19 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         assert.deepEqual(show(await violations(rs, strict)), [], "HF_TOKEN / SANDBOX_API_KEY / OPENCODE_UPSTREAM_API_KEY from secret config keys pass");
         trainer.props.envs = [...trainer.props.envs, "WANDB_API_KEY=abc123"];
         const vs = await expectOnly(rs, "docker-env-secrets", /env WANDB_API_KEY looks like a secret passed as a plain value/, strict);
-        assert.ok(vs.every((v) => v.enforcementLevel === "advisory"), "advisory, even under the prod config");
+        assert.ok(
+            vs.every((v) => v.enforcementLevel === "advisory"),
+            "advisory, even under the prod config",
+        );
     });
 
     const sandboxBreaks: Array<[string, (spec: any) => void, RegExp]> = [
         ["automountServiceAccountToken true", (s) => (s.automountServiceAccountToken = true), /automountServiceAccountToken is true: set it to false/],
-        ["capabilities not dropped", (s) => (s.containers[0].securityContext.capabilities = { drop: ["NET_RAW"] }), /keeps Linux capabilities: set securityContext\.capabilities\.drop: \[ALL\]/],
+        [
+            "capabilities not dropped",
+            (s) => (s.containers[0].securityContext.capabilities = { drop: ["NET_RAW"] }),
+            /keeps Linux capabilities: set securityContext\.capabilities\.drop: \[ALL\]/,
+        ],
         ["no resource limits", (s) => delete s.containers[0].resources.limits, /has no cpu\/memory limit: set resources\.limits/],
         [
             "runAsNonRoot removed without a runtimeClass",
@@ -260,18 +298,33 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
 
     test("sandbox egress NetworkPolicy removed, or without Egress, or selecting other pods", async () => {
         const breaks: Array<(rs: LocalResource[]) => LocalResource[]> = [
-            (rs) => rs.filter((r) => !(r.type === pack.T.networkPolicy && (r.props.spec.policyTypes ?? []).includes("Egress") && r.props.metadata.namespace?.endsWith("sandboxes"))),
+            (rs) =>
+                rs.filter(
+                    (r) =>
+                        !(
+                            r.type === pack.T.networkPolicy &&
+                            (r.props.spec.policyTypes ?? []).includes("Egress") &&
+                            r.props.metadata.namespace?.endsWith("sandboxes")
+                        ),
+                ),
             (rs) => {
-                for (const r of rs) if (r.type === pack.T.networkPolicy && r.props.metadata.namespace?.endsWith("sandboxes")) r.props.spec.policyTypes = ["Ingress"];
+                for (const r of rs)
+                    if (r.type === pack.T.networkPolicy && r.props.metadata.namespace?.endsWith("sandboxes")) r.props.spec.policyTypes = ["Ingress"];
                 return rs;
             },
             (rs) => {
-                for (const r of rs) if (r.type === pack.T.networkPolicy && r.props.metadata.namespace?.endsWith("sandboxes")) r.props.spec.podSelector = { matchLabels: { app: "other" } };
+                for (const r of rs)
+                    if (r.type === pack.T.networkPolicy && r.props.metadata.namespace?.endsWith("sandboxes"))
+                        r.props.spec.podSelector = { matchLabels: { app: "other" } };
                 return rs;
             },
         ];
         for (const b of breaks) {
-            await expectOnly(b(clone(k8sBlackbox)), "sandbox-egress-locked", /SandboxTemplate .*: its sandbox pods .* are not selected by any NetworkPolicy with Egress in policyTypes .*: add an egress NetworkPolicy/);
+            await expectOnly(
+                b(clone(k8sBlackbox)),
+                "sandbox-egress-locked",
+                /SandboxTemplate .*: its sandbox pods .* are not selected by any NetworkPolicy with Egress in policyTypes .*: add an egress NetworkPolicy/,
+            );
         }
     });
 
@@ -281,7 +334,13 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         rs.push({
             type: "kubernetes:apps/v1:Deployment",
             name: "stray",
-            props: { metadata: { name: "stray", namespace: ns }, spec: { selector: { matchLabels: { app: "stray" } }, template: { metadata: { labels: { app: "stray" } }, spec: { containers: [{ name: "c", image: "busybox" }] } } } },
+            props: {
+                metadata: { name: "stray", namespace: ns },
+                spec: {
+                    selector: { matchLabels: { app: "stray" } },
+                    template: { metadata: { labels: { app: "stray" } }, spec: { containers: [{ name: "c", image: "busybox" }] } },
+                },
+            },
         });
         // The pool's NetworkPolicy selects every pod of the namespace (podSelector {}), so only hardening fires.
         const vs = await expectOnly(rs, "sandbox-namespace-hardening", /Deployment .*\/stray \(in sandbox namespace .*\)/);
@@ -294,11 +353,19 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
             [k8sBlackbox, pack.T.sandboxTemplate],
         ] as const) {
             const rs = clone(base);
-            for (const r of rs) for (const p of pack.podSpecsOf(r.type, r.props)) for (const c of [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])]) c.image = c.image.replace(/:[^/]*$/, "@sha256:" + "b".repeat(64));
+            for (const r of rs)
+                for (const p of pack.podSpecsOf(r.type, r.props))
+                    for (const c of [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])])
+                        c.image = c.image.replace(/:[^/]*$/, "@sha256:" + "b".repeat(64));
             assert.deepEqual(show(await violations(rs, PROD_CONFIG)), [], "pinned everywhere: clean");
             podOf(one(rs, type)).containers[0].image = "ghcr.io/example/unpinned:latest";
             assert.deepEqual(show(await violations(rs)), [], "not enforced outside prod");
-            const vs = await expectOnly(rs, "prod-images-pinned-by-digest", /image 'ghcr\.io\/example\/unpinned:latest' is not pinned: pin it by digest/, PROD_CONFIG);
+            const vs = await expectOnly(
+                rs,
+                "prod-images-pinned-by-digest",
+                /image 'ghcr\.io\/example\/unpinned:latest' is not pinned: pin it by digest/,
+                PROD_CONFIG,
+            );
             assert.ok(vs.every((v) => v.enforcementLevel === "mandatory"));
         }
         const drs = clone(dockerBlackbox);

@@ -26,11 +26,16 @@ describe("guardrails: strict schema over every planned Kubernetes object", () =>
             const { result } = await planGuarded(s.source, { outDir: path.join(tmp, String(i)), platformOverride: s.override });
             if (result.plan.config.target.kind !== "kubernetes") return;
             assert.ok(result.manifests.length > 0, "a Kubernetes plan has objects");
-            const problems = result.manifests.flatMap((m) => validateAnyManifest(m).map((p) => `${m.kind} ${m.metadata?.namespace ?? ""}/${m.metadata?.name}: ${p}`));
+            const problems = result.manifests.flatMap((m) =>
+                validateAnyManifest(m).map((p) => `${m.kind} ${m.metadata?.namespace ?? ""}/${m.metadata?.name}: ${p}`),
+            );
             assert.deepEqual(problems, []);
             const kinds = new Set(result.manifests.map((m) => `${m.apiVersion}/${m.kind}`));
             if (result.plan.sandboxes?.provider === "agent-sandbox") {
-                assert.ok(kinds.has(`${SANDBOX_GROUP}/SandboxTemplate`) && kinds.has(`${SANDBOX_GROUP}/SandboxWarmPool`), "the agent-sandbox objects were checked");
+                assert.ok(
+                    kinds.has(`${SANDBOX_GROUP}/SandboxTemplate`) && kinds.has(`${SANDBOX_GROUP}/SandboxWarmPool`),
+                    "the agent-sandbox objects were checked",
+                );
             }
             if (s.override === undefined || result.plan.config.ingress.exposure !== "httproute") return;
             assert.ok(kinds.has("gateway.networking.k8s.io/v1/HTTPRoute"), "exposure httproute creates an HTTPRoute, and it was checked");
@@ -122,7 +127,12 @@ describe("guardrails: custom resources (agent-sandbox v0.5.6, Gateway API v1)", 
     });
 
     test("SandboxWarmPool: sandboxTemplateRef.name required, updateStrategy.type enum, replicas >= 0", () => {
-        const pool = { apiVersion: SANDBOX_GROUP, kind: "SandboxWarmPool", metadata: { name: "pool" }, spec: { sandboxTemplateRef: { name: "sandbox-run-1" }, replicas: 10, updateStrategy: { type: "OnReplenish" } } };
+        const pool = {
+            apiVersion: SANDBOX_GROUP,
+            kind: "SandboxWarmPool",
+            metadata: { name: "pool" },
+            spec: { sandboxTemplateRef: { name: "sandbox-run-1" }, replicas: 10, updateStrategy: { type: "OnReplenish" } },
+        };
         assert.deepEqual(validateCustomResource(pool), []);
         const cases: Array<[(o: any) => void, RegExp]> = [
             [(o) => delete o.spec.sandboxTemplateRef, /\/spec\/sandboxTemplateRef: required/],
@@ -167,7 +177,12 @@ describe("guardrails: custom resources (agent-sandbox v0.5.6, Gateway API v1)", 
             spec: {
                 parentRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "gw", namespace: "gateway-system" }],
                 hostnames: ["vllm.example.com"],
-                rules: [{ matches: [{ path: { type: "Exact", value: "/v1/chat/completions" } }], backendRefs: [{ group: "", kind: "Service", name: "vllm-ingress", port: 8080 }] }],
+                rules: [
+                    {
+                        matches: [{ path: { type: "Exact", value: "/v1/chat/completions" } }],
+                        backendRefs: [{ group: "", kind: "Service", name: "vllm-ingress", port: 8080 }],
+                    },
+                ],
             },
         };
         assert.deepEqual(validateCustomResource(route), []);

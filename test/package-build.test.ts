@@ -17,7 +17,8 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 test("the built package loads in plain Node through its exports, with declarations, and every component is there", () => {
     const build = spawnSync("bash", [path.join(REPO, "scripts", "build.sh")], { cwd: REPO, encoding: "utf8" });
     assert.equal(build.status, 0, build.stderr);
-    for (const f of ["dist/components/index.js", "dist/components/index.d.ts", "dist/components/training/gpu/nccl_check.py"]) assert.ok(fs.existsSync(path.join(REPO, f)), f);
+    for (const f of ["dist/components/index.js", "dist/components/index.d.ts", "dist/components/training/gpu/nccl_check.py"])
+        assert.ok(fs.existsSync(path.join(REPO, f)), f);
     // A consumer project: node_modules/agent-rl-infra is this repository (as `npm install <path>` links it).
     const consumer = path.join(tmp, "consumer");
     fs.mkdirSync(path.join(consumer, "node_modules"), { recursive: true });
@@ -34,8 +35,16 @@ test("the built package loads in plain Node through its exports, with declaratio
     `;
     const run = spawnSync(process.execPath, ["-e", script], { cwd: consumer, encoding: "utf8" });
     assert.equal(run.status, 0, run.stderr);
-    assert.equal(fs.realpathSync(run.stdout.trim()), path.join(REPO, "dist", "components", "index.js"), "resolved through exports to the compiled file, not the .ts source");
-    const nccl = spawnSync(process.execPath, ["-e", `console.log(require(${JSON.stringify(path.join(REPO, "dist/components/training/nccl-check.js"))}).ncclCheckSource().length)`], { encoding: "utf8" });
+    assert.equal(
+        fs.realpathSync(run.stdout.trim()),
+        path.join(REPO, "dist", "components", "index.js"),
+        "resolved through exports to the compiled file, not the .ts source",
+    );
+    const nccl = spawnSync(
+        process.execPath,
+        ["-e", `console.log(require(${JSON.stringify(path.join(REPO, "dist/components/training/nccl-check.js"))}).ncclCheckSource().length)`],
+        { encoding: "utf8" },
+    );
     assert.equal(nccl.status, 0, nccl.stderr);
     assert.ok(Number(nccl.stdout) > 1000, "the compiled module reads the shipped check script");
 });

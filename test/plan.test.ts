@@ -99,11 +99,13 @@ describe("plan: every stack and every recipe", () => {
             const result = await planToDir(source, { outDir: path.join(tmp, `ns-${"stack" in source ? source.stack : source.recipe}`) });
             const namespaces = result.manifests.filter((m) => m.kind === "Namespace");
             assert.deepEqual(namespaces.map((n) => n.metadata.labels["agentrl.dev/role"]).sort(), ["envs", "ingress", "sandboxes", "training"]);
-            const level = (role: string) => namespaces.find((n) => n.metadata.labels["agentrl.dev/role"] === role)!.metadata.labels["pod-security.kubernetes.io/enforce"];
+            const level = (role: string) =>
+                namespaces.find((n) => n.metadata.labels["agentrl.dev/role"] === role)!.metadata.labels["pod-security.kubernetes.io/enforce"];
             assert.equal(level("sandboxes"), "restricted");
             assert.equal(level("ingress"), "restricted");
             const names = new Set(namespaces.map((n) => n.metadata.name));
-            for (const m of result.manifests) if (m.metadata.namespace) assert.ok(names.has(m.metadata.namespace), `${m.kind} ${m.metadata.name} is in ${m.metadata.namespace}`);
+            for (const m of result.manifests)
+                if (m.metadata.namespace) assert.ok(names.has(m.metadata.namespace), `${m.kind} ${m.metadata.name} is in ${m.metadata.namespace}`);
         }
     });
 
@@ -113,9 +115,18 @@ describe("plan: every stack and every recipe", () => {
 
     test("the plan shows the recipes' session numbers with eval batch and headroom", async () => {
         const expectations: Array<[string, RegExp]> = [
-            ["mbpp-whitebox", /env `coding` sessions \| 17 replicas x 1 = 17 \| 17 \| >= 16 live sessions \(max of generation 16 and eval 8\) \+ 1 spare replica \(1\) = 17/],
-            ["mbpp-whitebox-64", /env `coding` sessions \| 65 replicas x 1 = 65 \| 65 \| >= 64 live sessions \(max of generation 64 and eval 0\) \+ 1 spare replica \(1\) = 65/],
-            ["wordle-whitebox", /env `wordle` sessions \| 5 replicas x 8 = 40 \| 40 \| >= 32 live sessions \(max of generation 32 and eval 0\) \+ 1 spare replica \(8\) = 40/],
+            [
+                "mbpp-whitebox",
+                /env `coding` sessions \| 17 replicas x 1 = 17 \| 17 \| >= 16 live sessions \(max of generation 16 and eval 8\) \+ 1 spare replica \(1\) = 17/,
+            ],
+            [
+                "mbpp-whitebox-64",
+                /env `coding` sessions \| 65 replicas x 1 = 65 \| 65 \| >= 64 live sessions \(max of generation 64 and eval 0\) \+ 1 spare replica \(1\) = 65/,
+            ],
+            [
+                "wordle-whitebox",
+                /env `wordle` sessions \| 5 replicas x 8 = 40 \| 40 \| >= 32 live sessions \(max of generation 32 and eval 0\) \+ 1 spare replica \(8\) = 40/,
+            ],
         ];
         for (const [recipe, re] of expectations) {
             const outDir = path.join(tmp, `sessions-${recipe}`);
@@ -127,7 +138,11 @@ describe("plan: every stack and every recipe", () => {
 
 describe("plan: secrets never reach the output", () => {
     test("sentinel values for every secret appear nowhere in the plan", async () => {
-        const sentinels = { hfToken: "SENTINEL-HF-TOKEN-7f3a9c", "ingressKey-sandboxes": "SENTINEL-SANDBOX-KEY-51d2e8", "ingressKey-operators": "SENTINEL-OPERATOR-KEY-90b4aa" };
+        const sentinels = {
+            hfToken: "SENTINEL-HF-TOKEN-7f3a9c",
+            "ingressKey-sandboxes": "SENTINEL-SANDBOX-KEY-51d2e8",
+            "ingressKey-operators": "SENTINEL-OPERATOR-KEY-90b4aa",
+        };
         for (const stack of STACKS) {
             const outDir = path.join(tmp, `secrets-${stack}`);
             const result = await planToDir({ stack }, { outDir, secrets: sentinels });
@@ -135,7 +150,8 @@ describe("plan: secrets never reach the output", () => {
             const sent = JSON.stringify(result.resources.map((r) => r.inputs));
             assert.ok(sent.includes(sentinels.hfToken), `stack ${stack}: the HF token reached the program's inputs`);
             // ...and none of them is in any file written.
-            const walk = (d: string): string[] => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+            const walk = (d: string): string[] =>
+                fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
             for (const f of walk(outDir)) {
                 const text = fs.readFileSync(f, "utf8");
                 for (const s of Object.values(sentinels)) assert.ok(!text.includes(s), `${f} contains a secret sentinel`);
@@ -145,12 +161,18 @@ describe("plan: secrets never reach the output", () => {
 
     test("a stack that pushes to the Hub plans when hfToken is set, and fails cleanly when it is not", async () => {
         const override = { training: { hubRepoId: "acme/qwen-mbpp" } };
-        const ok = await planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "hub-ok"), platformOverride: override, secrets: { hfToken: "SENTINEL-HUB-1f2e" } });
+        const ok = await planToDir(
+            { recipe: "mbpp-whitebox", target: "kubernetes" },
+            { outDir: path.join(tmp, "hub-ok"), platformOverride: override, secrets: { hfToken: "SENTINEL-HUB-1f2e" } },
+        );
         assert.ok(ok.manifests.some((m) => m.kind === "Job"));
-        await assert.rejects(planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "hub-missing"), platformOverride: override }), (e: Error) => {
-            assert.match(e.message, /hfToken: training\.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken/);
-            return e.name !== "ConfigError";
-        });
+        await assert.rejects(
+            planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "hub-missing"), platformOverride: override }),
+            (e: Error) => {
+                assert.match(e.message, /hfToken: training\.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken/);
+                return e.name !== "ConfigError";
+            },
+        );
     });
 
     test("secure: values in a stack file stand in as placeholders, marked secret", () => {
@@ -173,15 +195,52 @@ const program = () => require(path.join(REPO_ROOT, "index.ts")) as () => Promise
 
 describe("plan: a bad stack file fails cleanly and registers nothing", () => {
     const mistakes: Array<{ what: string; stack?: string; platform: Record<string, unknown>; field: RegExp }> = [
-        { what: "GPUs do not fit", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, training: { trainerGpus: 2 } }, field: /training\.trainerGpus: .*lower vllmGpus or trainerGpus/ },
-        { what: "colocate with vLLM GPUs", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { vllmGpus: 1, gpusOnNode: 2 } }, field: /training\.vllmGpus: .*set vllmGpus to 0/ },
-        { what: "generation batch", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { numGenerations: 3, perDeviceEvalBatchSize: 9 } }, field: /training\.numGenerations: the generation batch .* = 16 is not divisible by numGenerations 3/ },
-        { what: "eval batch", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { perDeviceEvalBatchSize: 7 } }, field: /training\.perDeviceEvalBatchSize: the eval batch/ },
-        { what: "env capacity", platform: { recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { wordle: { replicas: 2 } } }, field: /envs\.wordle\.replicas: .*raise replicas to 5/ },
-        { what: "coding env above 1 session", platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { coding: { sessionsPerReplica: 8 } } }, field: /envs\.coding\.sessionsPerReplica: .*set it to 1/ },
-        { what: "sandbox pool too small", platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { poolSize: 2 } }, field: /sandboxes\.poolSize: .*raise poolSize/ },
-        { what: "prod image not pinned", stack: "prod", platform: withTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }) as Record<string, unknown>, field: /images\.trainer: prod stacks pin every image by digest/ },
-        { what: "dataset size missing", platform: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } }, field: /training\.datasetSize: required/ },
+        {
+            what: "GPUs do not fit",
+            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, training: { trainerGpus: 2 } },
+            field: /training\.trainerGpus: .*lower vllmGpus or trainerGpus/,
+        },
+        {
+            what: "colocate with vLLM GPUs",
+            platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { vllmGpus: 1, gpusOnNode: 2 } },
+            field: /training\.vllmGpus: .*set vllmGpus to 0/,
+        },
+        {
+            what: "generation batch",
+            platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { numGenerations: 3, perDeviceEvalBatchSize: 9 } },
+            field: /training\.numGenerations: the generation batch .* = 16 is not divisible by numGenerations 3/,
+        },
+        {
+            what: "eval batch",
+            platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { perDeviceEvalBatchSize: 7 } },
+            field: /training\.perDeviceEvalBatchSize: the eval batch/,
+        },
+        {
+            what: "env capacity",
+            platform: { recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { wordle: { replicas: 2 } } },
+            field: /envs\.wordle\.replicas: .*raise replicas to 5/,
+        },
+        {
+            what: "coding env above 1 session",
+            platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { coding: { sessionsPerReplica: 8 } } },
+            field: /envs\.coding\.sessionsPerReplica: .*set it to 1/,
+        },
+        {
+            what: "sandbox pool too small",
+            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { poolSize: 2 } },
+            field: /sandboxes\.poolSize: .*raise poolSize/,
+        },
+        {
+            what: "prod image not pinned",
+            stack: "prod",
+            platform: withTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }) as Record<string, unknown>,
+            field: /images\.trainer: prod stacks pin every image by digest/,
+        },
+        {
+            what: "dataset size missing",
+            platform: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } },
+            field: /training\.datasetSize: required/,
+        },
     ];
 
     mistakes.forEach((m, i) => {
@@ -191,7 +250,10 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             const file = path.join(dir, `Pulumi.${stack}.yaml`);
             fs.mkdirSync(dir, { recursive: true });
             fs.writeFileSync(file, YAML.stringify({ config: { "agent-rl-infra:platform": m.platform } }));
-            const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), file, "--out", path.join(dir, "out")], { encoding: "utf8", cwd: REPO_ROOT });
+            const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), file, "--out", path.join(dir, "out")], {
+                encoding: "utf8",
+                cwd: REPO_ROOT,
+            });
             assert.equal(r.status, 1, r.stderr);
             assert.match(r.stderr, m.field);
             assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
@@ -201,7 +263,10 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             const run = await runUnderMocks(program(), { stack, config: { "agent-rl-infra:platform": JSON.stringify(m.platform) } });
             assert.ok(run.error, "the program failed");
             assert.ok(pulumi.RunError.isInstance(run.error), "a clean RunError, printed without a trace");
-            assert.deepEqual(run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type), []);
+            assert.deepEqual(
+                run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),
+                [],
+            );
         });
     });
 
@@ -209,15 +274,25 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
         const platform = JSON.stringify(withTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }));
         const run = await runUnderMocks(program(), {
             stack: "keys",
-            config: { "agent-rl-infra:platform": platform, "agent-rl-infra:ingressKey-sandboxes": "short\"key", "agent-rl-infra:ingressKey-robots": "x".repeat(32) },
+            config: {
+                "agent-rl-infra:platform": platform,
+                "agent-rl-infra:ingressKey-sandboxes": 'short"key',
+                "agent-rl-infra:ingressKey-robots": "x".repeat(32),
+            },
             secretKeys: ["agent-rl-infra:ingressKey-sandboxes", "agent-rl-infra:ingressKey-robots"],
         });
         assert.ok(pulumi.RunError.isInstance(run.error));
         const message = (run.error as Error).message;
         assert.match(message, /ingressKey-sandboxes: must be 16 to 512 characters of \[A-Za-z0-9\._~\+\/=-\] \(value not shown\)/);
-        assert.match(message, /ingressKey-robots: no key 'robots' in ingress\.keys \(sandboxes, operators\): add 'robots' to ingress\.keys or remove it with pulumi config rm ingressKey-robots/);
+        assert.match(
+            message,
+            /ingressKey-robots: no key 'robots' in ingress\.keys \(sandboxes, operators\): add 'robots' to ingress\.keys or remove it with pulumi config rm ingressKey-robots/,
+        );
         assert.ok(!message.includes("short") && !message.includes("x".repeat(32)), "no key value in the message");
-        assert.deepEqual(run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type), []);
+        assert.deepEqual(
+            run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),
+            [],
+        );
     });
 
     test("a missing platform config says how to start", async () => {
@@ -234,11 +309,17 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             [[], /name a stack \(dev, staging, prod\) or --recipe <name>/],
         ];
         for (const [args, re] of cases) {
-            const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), ...args], { encoding: "utf8", cwd: REPO_ROOT });
+            const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), ...args], {
+                encoding: "utf8",
+                cwd: REPO_ROOT,
+            });
             assert.equal(r.status, 2, `${args.join(" ")}: ${r.stderr}`);
             assert.match(r.stderr, re);
         }
-        const missing = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), "nosuchstack"], { encoding: "utf8", cwd: REPO_ROOT });
+        const missing = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), "nosuchstack"], {
+            encoding: "utf8",
+            cwd: REPO_ROOT,
+        });
         assert.equal(missing.status, 1);
         assert.match(missing.stderr, /no stack file .*known stacks are dev, prod, staging/);
     });
@@ -272,9 +353,19 @@ describe("plan: prerequisites the stack refers to but does not create", () => {
         assert.match(by("sandboxes.installController")!.what, /agent-sandbox v0\.5\.6 CRDs and controller/);
         assert.equal(by("ingress.tls.issuer")?.check, "kubectl get issuer internal-ca -n arl-test-ingress");
         assert.match(by("target.gpuResourceName")!.otherwise, /Pending/);
-        const installed = parse({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { installController: true } }, "test");
-        assert.equal(externalPrerequisites(installed, namesOf(installed)).find((r) => r.field === "sandboxes.installController"), undefined, "installed by the stack: not a prerequisite");
+        const installed = parse(
+            { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { installController: true } },
+            "test",
+        );
+        assert.equal(
+            externalPrerequisites(installed, namesOf(installed)).find((r) => r.field === "sandboxes.installController"),
+            undefined,
+            "installed by the stack: not a prerequisite",
+        );
         const dockerCfg = parse({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, "test");
-        assert.deepEqual(externalPrerequisites(dockerCfg, namesOf(dockerCfg)).map((r) => r.field), ["target.host"]);
+        assert.deepEqual(
+            externalPrerequisites(dockerCfg, namesOf(dockerCfg)).map((r) => r.field),
+            ["target.host"],
+        );
     });
 });

@@ -25,12 +25,25 @@ const deployment = (ns: string, name: string, labels: Labels, ports: Port[] = []
     metadata: { name, namespace: ns },
     spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: podSpec(ports) } },
 });
-const policy = (ns: string, name: string, spec: Record<string, unknown>): Manifest => ({ apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name, namespace: ns }, spec });
+const policy = (ns: string, name: string, spec: Record<string, unknown>): Manifest => ({
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name, namespace: ns },
+    spec,
+});
 
 const INTERNET: ExtraEndpoint = { name: "internet", ip: "8.8.8.8" };
 const METADATA: ExtraEndpoint = { name: "metadata", ip: "169.254.169.254" };
 const APISERVER: ExtraEndpoint = { name: "apiserver", ip: "10.96.0.1", ports: [{ port: 443 }] };
-const KUBE_DNS: ExtraEndpoint = { name: "kube-dns", namespace: "kube-system", labels: { "k8s-app": "kube-dns" }, ports: [{ port: 53, protocol: "UDP", name: "dns" }, { port: 53, protocol: "TCP", name: "dns-tcp" }] };
+const KUBE_DNS: ExtraEndpoint = {
+    name: "kube-dns",
+    namespace: "kube-system",
+    labels: { "k8s-app": "kube-dns" },
+    ports: [
+        { port: 53, protocol: "UDP", name: "dns" },
+        { port: 53, protocol: "TCP", name: "dns-tcp" },
+    ],
+};
 
 /** Two namespaces: a (web, client) and b labeled team=x (db, client, other). */
 const BASE: Manifest[] = [
@@ -38,7 +51,10 @@ const BASE: Manifest[] = [
     namespace("b", { team: "x" }),
     deployment("a", "web", { app: "web" }, [{ containerPort: 8080, name: "http" }]),
     deployment("a", "client", { role: "client" }),
-    deployment("b", "db", { app: "db" }, [{ containerPort: 5432, name: "pg" }, { containerPort: 9187, name: "metrics" }]),
+    deployment("b", "db", { app: "db" }, [
+        { containerPort: 5432, name: "pg" },
+        { containerPort: 9187, name: "metrics" },
+    ]),
     deployment("b", "client", { role: "client" }),
     deployment("b", "other", { role: "other" }),
 ];
@@ -74,16 +90,29 @@ describe("isolation and policyTypes", () => {
     });
 
     test("an egress-only policy (policyTypes [Egress]) does not isolate ingress", () => {
-        const r = evaluateReachability([...BASE, policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [{ to: [{ podSelector: {}, namespaceSelector: {} }] }] })], {
-            endpoints: [INTERNET],
-        });
+        const r = evaluateReachability(
+            [
+                ...BASE,
+                policy("a", "web-out", {
+                    podSelector: { matchLabels: { app: "web" } },
+                    policyTypes: ["Egress"],
+                    egress: [{ to: [{ podSelector: {}, namespaceSelector: {} }] }],
+                }),
+            ],
+            {
+                endpoints: [INTERNET],
+            },
+        );
         assert.deepEqual(sourcesOf(r, "a/web"), PODS);
         assert.deepEqual(destinationsOf(r, "a/web"), PODS);
         assert.equal(r.allows("a/web", "internet", 443), false);
     });
 
     test("policyTypes unset and a non-empty egress section: Ingress and Egress are both isolated", () => {
-        const r = evaluateReachability([...BASE, policy("a", "web", { podSelector: { matchLabels: { app: "web" } }, egress: [{ to: [{ ipBlock: { cidr: "0.0.0.0/0" } }] }] })], { endpoints: [INTERNET] });
+        const r = evaluateReachability(
+            [...BASE, policy("a", "web", { podSelector: { matchLabels: { app: "web" } }, egress: [{ to: [{ ipBlock: { cidr: "0.0.0.0/0" } }] }] })],
+            { endpoints: [INTERNET] },
+        );
         // No ingress rule at all: ingress denied.
         assert.deepEqual(sourcesOf(r, "a/web"), []);
         // Egress only to the ipBlock, which pods do not match unless podCidrs is set.
@@ -98,14 +127,18 @@ describe("isolation and policyTypes", () => {
     });
 
     test("policyTypes [Ingress, Egress] with no rules: nothing in, nothing out", () => {
-        const r = evaluateReachability([...BASE, policy("a", "web", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Ingress", "Egress"] })], { endpoints: [INTERNET] });
+        const r = evaluateReachability([...BASE, policy("a", "web", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Ingress", "Egress"] })], {
+            endpoints: [INTERNET],
+        });
         assert.deepEqual(sourcesOf(r, "a/web"), []);
         assert.deepEqual(destinationsOf(r, "a/web"), []);
     });
 
     test("ingress: [{}], [{from: []}] and [{ports: []}] allow every source on every port; ingress: [] allows none", () => {
         for (const rule of [{}, { from: [] }, { ports: [] }, { from: [], ports: [] }]) {
-            const r = evaluateReachability([...BASE, policy("a", "web", { podSelector: {}, policyTypes: ["Ingress"], ingress: [rule] })], { endpoints: [{ ...INTERNET, role: "both" }] });
+            const r = evaluateReachability([...BASE, policy("a", "web", { podSelector: {}, policyTypes: ["Ingress"], ingress: [rule] })], {
+                endpoints: [{ ...INTERNET, role: "both" }],
+            });
             assert.deepEqual(sourcesOf(r, "a/web"), [...PODS, "internet"], JSON.stringify(rule));
             assert.equal(r.portsBetween("b/db", "a/web"), "any");
         }
@@ -114,7 +147,10 @@ describe("isolation and policyTypes", () => {
     });
 
     test("a policy in namespace a whose podSelector matches labels of pods in b does not apply to them", () => {
-        const r = evaluateReachability([...BASE, policy("a", "db-lockdown", { podSelector: { matchLabels: { app: "db" } }, policyTypes: ["Ingress", "Egress"] })], { endpoints: [INTERNET] });
+        const r = evaluateReachability(
+            [...BASE, policy("a", "db-lockdown", { podSelector: { matchLabels: { app: "db" } }, policyTypes: ["Ingress", "Egress"] })],
+            { endpoints: [INTERNET] },
+        );
         assert.deepEqual(sourcesOf(r, "b/db"), PODS);
         assert.deepEqual(destinationsOf(r, "b/db"), [...PODS, "internet"]);
     });
@@ -122,9 +158,23 @@ describe("isolation and policyTypes", () => {
     test("the allowed set is the union over every policy that selects the pod", () => {
         const r = evaluateReachability([
             ...BASE,
-            policy("a", "from-db", { podSelector: { matchLabels: { app: "web" } }, ingress: [{ from: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: "db" } } }], ports: [{ port: 8080 }] }] }),
-            policy("a", "from-client", { podSelector: {}, ingress: [{ from: [{ podSelector: { matchLabels: { role: "client" } } }], ports: [{ port: 9090 }] }] }),
-            policy("a", "dns-from-db", { podSelector: { matchLabels: { app: "web" } }, ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: "x" } }, podSelector: { matchLabels: { app: "db" } } }], ports: [{ port: 53, protocol: "UDP" }] }] }),
+            policy("a", "from-db", {
+                podSelector: { matchLabels: { app: "web" } },
+                ingress: [{ from: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: "db" } } }], ports: [{ port: 8080 }] }],
+            }),
+            policy("a", "from-client", {
+                podSelector: {},
+                ingress: [{ from: [{ podSelector: { matchLabels: { role: "client" } } }], ports: [{ port: 9090 }] }],
+            }),
+            policy("a", "dns-from-db", {
+                podSelector: { matchLabels: { app: "web" } },
+                ingress: [
+                    {
+                        from: [{ namespaceSelector: { matchLabels: { team: "x" } }, podSelector: { matchLabels: { app: "db" } } }],
+                        ports: [{ port: 53, protocol: "UDP" }],
+                    },
+                ],
+            }),
             // Egress-only: selects web but adds nothing to its ingress.
             policy("a", "out", { podSelector: {}, policyTypes: ["Egress"], egress: [{}] }),
         ]);
@@ -134,7 +184,12 @@ describe("isolation and policyTypes", () => {
     });
 
     test("a connection needs egress allowed at the source and ingress allowed at the destination", () => {
-        const webOut = (ports: unknown[]) => policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [{ to: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: "db" } } }], ports }] });
+        const webOut = (ports: unknown[]) =>
+            policy("a", "web-out", {
+                podSelector: { matchLabels: { app: "web" } },
+                policyTypes: ["Egress"],
+                egress: [{ to: [{ namespaceSelector: {}, podSelector: { matchLabels: { app: "db" } } }], ports }],
+            });
         const dbIn = (from: unknown[], ports: unknown[]) => policy("b", "db-in", { podSelector: { matchLabels: { app: "db" } }, ingress: [{ from, ports }] });
         const fromWeb = [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "a" } }, podSelector: { matchLabels: { app: "web" } } }];
         // Egress allows, ingress admits only someone else.
@@ -142,7 +197,11 @@ describe("isolation and policyTypes", () => {
         assert.equal(r.allows("a/web", "b/db", 5432), false);
         assert.equal(r.allows("b/client", "b/db", 5432), true);
         // Ingress admits web, egress does not allow db.
-        r = evaluateReachability([...BASE, policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [] }), dbIn(fromWeb, [{ port: 5432 }])]);
+        r = evaluateReachability([
+            ...BASE,
+            policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [] }),
+            dbIn(fromWeb, [{ port: 5432 }]),
+        ]);
         assert.equal(r.allows("a/web", "b/db", 5432), false);
         // Both allow: only the ports both sides allow.
         r = evaluateReachability([...BASE, webOut([{ port: 5400, endPort: 5432 }]), dbIn(fromWeb, [{ port: 5432, endPort: 5500 }])]);
@@ -166,25 +225,46 @@ describe("peers and selectors", () => {
     });
 
     test("one peer with both selectors is an AND; two peers are an OR", () => {
-        const and = evaluateReachability(webIngressFrom([{ namespaceSelector: { matchLabels: { team: "x" } }, podSelector: { matchLabels: { role: "client" } } }]));
+        const and = evaluateReachability(
+            webIngressFrom([{ namespaceSelector: { matchLabels: { team: "x" } }, podSelector: { matchLabels: { role: "client" } } }]),
+        );
         assert.deepEqual(sourcesOf(and, "a/web"), ["b/client"]);
-        const or = evaluateReachability(webIngressFrom([{ namespaceSelector: { matchLabels: { team: "x" } } }, { podSelector: { matchLabels: { role: "client" } } }]));
+        const or = evaluateReachability(
+            webIngressFrom([{ namespaceSelector: { matchLabels: { team: "x" } } }, { podSelector: { matchLabels: { role: "client" } } }]),
+        );
         assert.deepEqual(sourcesOf(or, "a/web"), ["a/client", "b/client", "b/db", "b/other"]);
     });
 
     test("empty selectors: podSelector {} is every pod of the policy's namespace, namespaceSelector {} every namespace", () => {
         assert.deepEqual(sourcesOf(evaluateReachability(webIngressFrom([{ podSelector: {} }])), "a/web"), ["a/client", "a/web"]);
-        assert.deepEqual(sourcesOf(evaluateReachability(webIngressFrom([{ namespaceSelector: {} }]), { endpoints: [{ ...INTERNET, role: "both" }] }), "a/web"), PODS);
+        assert.deepEqual(
+            sourcesOf(evaluateReachability(webIngressFrom([{ namespaceSelector: {} }]), { endpoints: [{ ...INTERNET, role: "both" }] }), "a/web"),
+            PODS,
+        );
     });
 
     test("namespaces carry kubernetes.io/metadata.name = their name, declared or not, whatever the manifest says", () => {
         const manifests = [
-            ...BASE.map((m) => (m.kind === "Namespace" && m.metadata.name === "b" ? namespace("b", { team: "x", "kubernetes.io/metadata.name": "spoofed" }) : m)),
-            policy("a", "web-in", { podSelector: { matchLabels: { app: "web" } }, ingress: [{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "b" } } }] }] }),
+            ...BASE.map((m) =>
+                m.kind === "Namespace" && m.metadata.name === "b" ? namespace("b", { team: "x", "kubernetes.io/metadata.name": "spoofed" }) : m,
+            ),
+            policy("a", "web-in", {
+                podSelector: { matchLabels: { app: "web" } },
+                ingress: [{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "b" } } }] }],
+            }),
             policy("a", "web-out", {
                 podSelector: { matchLabels: { app: "web" } },
                 policyTypes: ["Egress"],
-                egress: [{ to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }] }],
+                egress: [
+                    {
+                        to: [
+                            {
+                                namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+                                podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+                            },
+                        ],
+                    },
+                ],
             }),
         ];
         const r = evaluateReachability(manifests, { endpoints: [KUBE_DNS] });
@@ -200,7 +280,8 @@ describe("peers and selectors", () => {
             deployment("a", "p3", {}),
             deployment("a", "p4", { tier: "fe", canary: "true" }),
         ];
-        const from = (podSelector: unknown) => evaluateReachability([...pods, policy("a", "in", { podSelector: { matchLabels: { role: "target" } }, ingress: [{ from: [{ podSelector }] }] })]);
+        const from = (podSelector: unknown) =>
+            evaluateReachability([...pods, policy("a", "in", { podSelector: { matchLabels: { role: "target" } }, ingress: [{ from: [{ podSelector }] }] })]);
         const expr = (key: string, operator: string, values?: string[]) => ({ matchExpressions: [{ key, operator, ...(values ? { values } : {}) }] });
         assert.deepEqual(sourcesOf(from(expr("tier", "In", ["fe"])), "a/target"), ["a/p1", "a/p4"]);
         assert.deepEqual(sourcesOf(from(expr("tier", "In", ["fe", "be"])), "a/target"), ["a/p1", "a/p2", "a/p4"]);
@@ -218,7 +299,11 @@ describe("peers and selectors", () => {
 // ---- ipBlock --------------------------------------------------------------------------------------
 
 describe("ipBlock", () => {
-    const webEgress = (to: unknown[], extra: Manifest[] = []) => [...BASE, ...extra, policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [{ to }] })];
+    const webEgress = (to: unknown[], extra: Manifest[] = []) => [
+        ...BASE,
+        ...extra,
+        policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [{ to }] }),
+    ];
     const ENDPOINTS = [INTERNET, METADATA, APISERVER];
 
     test("0.0.0.0/0 except 169.254.0.0/16: the internet and the API server, not the metadata address; pods are matched by selectors only", () => {
@@ -245,9 +330,15 @@ describe("ipBlock", () => {
     });
 
     test("ingress from an ipBlock admits addresses in the block (as sources) and no pod", () => {
-        const r = evaluateReachability([...BASE, policy("b", "db-in", { podSelector: { matchLabels: { app: "db" } }, ingress: [{ from: [{ ipBlock: { cidr: "8.0.0.0/8" } }] }] })], {
-            endpoints: [{ ...INTERNET, role: "both" }, { ...METADATA, role: "source" }],
-        });
+        const r = evaluateReachability(
+            [...BASE, policy("b", "db-in", { podSelector: { matchLabels: { app: "db" } }, ingress: [{ from: [{ ipBlock: { cidr: "8.0.0.0/8" } }] }] })],
+            {
+                endpoints: [
+                    { ...INTERNET, role: "both" },
+                    { ...METADATA, role: "source" },
+                ],
+            },
+        );
         assert.deepEqual(sourcesOf(r, "b/db"), ["internet"]);
         // Addresses never reach addresses; a source-only endpoint is never a destination.
         assert.deepEqual(destinationsOf(r, "internet"), ["a/client", "a/web", "b/client", "b/db", "b/other"]);
@@ -263,7 +354,10 @@ describe("ipBlock", () => {
 // ---- ports ------------------------------------------------------------------------------------------
 
 describe("ports and protocols", () => {
-    const webEgressPorts = (ports: unknown[], to?: unknown[]) => [...BASE, policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [{ ...(to ? { to } : {}), ports }] })];
+    const webEgressPorts = (ports: unknown[], to?: unknown[]) => [
+        ...BASE,
+        policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [{ ...(to ? { to } : {}), ports }] }),
+    ];
     const dns = [{ namespaceSelector: {}, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }];
 
     test("UDP 53 is not TCP 53", () => {
@@ -271,7 +365,16 @@ describe("ports and protocols", () => {
         assert.equal(udp.allows("a/web", "kube-system/kube-dns", 53, "UDP"), true);
         assert.equal(udp.allows("a/web", "kube-system/kube-dns", 53, "TCP"), false);
         assert.equal(udp.portsBetween("a/web", "kube-system/kube-dns"), "UDP 53");
-        const both = evaluateReachability(webEgressPorts([{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }], dns), { endpoints: [KUBE_DNS] });
+        const both = evaluateReachability(
+            webEgressPorts(
+                [
+                    { protocol: "UDP", port: 53 },
+                    { protocol: "TCP", port: 53 },
+                ],
+                dns,
+            ),
+            { endpoints: [KUBE_DNS] },
+        );
         assert.equal(both.portsBetween("a/web", "kube-system/kube-dns"), "TCP 53, UDP 53");
     });
 
@@ -284,9 +387,15 @@ describe("ports and protocols", () => {
 
     test("endPort makes an inclusive range", () => {
         const r = evaluateReachability(webEgressPorts([{ port: 8000, endPort: 8010 }]));
-        assert.deepEqual([7999, 8000, 8005, 8010, 8011].map((p) => r.allows("a/web", "b/db", p)), [false, true, true, true, false]);
+        assert.deepEqual(
+            [7999, 8000, 8005, 8010, 8011].map((p) => r.allows("a/web", "b/db", p)),
+            [false, true, true, true, false],
+        );
         assert.equal(r.portsBetween("a/web", "b/db"), "TCP 8000-8010");
-        assert.deepEqual(r.connections.filter((c) => c.from === "a/web" && c.to === "b/db"), [{ from: "a/web", to: "b/db", protocol: "TCP", ports: [{ from: 8000, to: 8010 }] }]);
+        assert.deepEqual(
+            r.connections.filter((c) => c.from === "a/web" && c.to === "b/db"),
+            [{ from: "a/web", to: "b/db", protocol: "TCP", ports: [{ from: 8000, to: 8010 }] }],
+        );
     });
 
     test("a protocol without a port is every port of that protocol; ports: [] is every port of every protocol", () => {
@@ -317,7 +426,21 @@ describe("named ports", () => {
         assert.deepEqual(sourcesOf(evaluateReachability(dbIngressPorts([{ port: "pg", protocol: "UDP" }])), "b/db"), []);
         // Resolved by name and protocol: a UDP port named dns, a TCP one named dns-tcp.
         const r = evaluateReachability(
-            [...BASE, policy("a", "web-out", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Egress"], egress: [{ ports: [{ port: "dns", protocol: "UDP" }, { port: "dns", protocol: "TCP" }] }] })],
+            [
+                ...BASE,
+                policy("a", "web-out", {
+                    podSelector: { matchLabels: { app: "web" } },
+                    policyTypes: ["Egress"],
+                    egress: [
+                        {
+                            ports: [
+                                { port: "dns", protocol: "UDP" },
+                                { port: "dns", protocol: "TCP" },
+                            ],
+                        },
+                    ],
+                }),
+            ],
             { endpoints: [KUBE_DNS] },
         );
         assert.equal(r.portsBetween("a/web", "kube-system/kube-dns"), "UDP 53");
@@ -343,8 +466,18 @@ describe("workloads", () => {
     test("Deployment, StatefulSet, DaemonSet, Job, CronJob, Pod and SandboxTemplate pods become groups; other objects are ignored", () => {
         const tpl = (labels: Labels, ports: Port[]) => ({ metadata: { labels }, spec: podSpec(ports) });
         const manifests: Manifest[] = [
-            { apiVersion: "apps/v1", kind: "StatefulSet", metadata: { name: "replicas", namespace: "env" }, spec: { serviceName: "x", selector: {}, template: tpl({ app: "env" }, [{ containerPort: 8000, name: "http" }]) } },
-            { apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "agent", namespace: "env" }, spec: { selector: {}, template: tpl({ app: "agent" }, []) } },
+            {
+                apiVersion: "apps/v1",
+                kind: "StatefulSet",
+                metadata: { name: "replicas", namespace: "env" },
+                spec: { serviceName: "x", selector: {}, template: tpl({ app: "env" }, [{ containerPort: 8000, name: "http" }]) },
+            },
+            {
+                apiVersion: "apps/v1",
+                kind: "DaemonSet",
+                metadata: { name: "agent", namespace: "env" },
+                spec: { selector: {}, template: tpl({ app: "agent" }, []) },
+            },
             {
                 apiVersion: "batch/v1",
                 kind: "Job",
@@ -360,8 +493,18 @@ describe("workloads", () => {
                     },
                 },
             },
-            { apiVersion: "batch/v1", kind: "CronJob", metadata: { name: "cleanup", namespace: "training" }, spec: { schedule: "@daily", jobTemplate: { spec: { template: tpl({ app: "cleanup" }, []) } } } },
-            { apiVersion: "v1", kind: "Pod", metadata: { name: "debug", namespace: "training", labels: { app: "debug" } }, spec: podSpec([{ containerPort: 53, protocol: "UDP", name: "dns" }]) },
+            {
+                apiVersion: "batch/v1",
+                kind: "CronJob",
+                metadata: { name: "cleanup", namespace: "training" },
+                spec: { schedule: "@daily", jobTemplate: { spec: { template: tpl({ app: "cleanup" }, []) } } },
+            },
+            {
+                apiVersion: "v1",
+                kind: "Pod",
+                metadata: { name: "debug", namespace: "training", labels: { app: "debug" } },
+                spec: podSpec([{ containerPort: 53, protocol: "UDP", name: "dns" }]),
+            },
             {
                 apiVersion: "extensions.agents.x-k8s.io/v1beta1",
                 kind: "SandboxTemplate",
@@ -378,7 +521,12 @@ describe("workloads", () => {
         assert.deepEqual(summary, [
             ["env/replicas", "StatefulSet", { app: "env" }, ["http=TCP/8000"]],
             ["env/agent", "DaemonSet", { app: "agent" }, []],
-            ["training/train-run-1", "Job", { app: "trainer", "batch.kubernetes.io/job-name": "train-run-1", "job-name": "train-run-1" }, ["vllm=TCP/8000", "dist=TCP/29500"]],
+            [
+                "training/train-run-1",
+                "Job",
+                { app: "trainer", "batch.kubernetes.io/job-name": "train-run-1", "job-name": "train-run-1" },
+                ["vllm=TCP/8000", "dist=TCP/29500"],
+            ],
             ["training/cleanup", "CronJob", { app: "cleanup" }, []],
             ["training/debug", "Pod", { app: "debug" }, ["dns=UDP/53"]],
             ["sandboxes/pool", "SandboxTemplate", { app: "sandbox" }, ["command=TCP/8888"]],
@@ -386,7 +534,12 @@ describe("workloads", () => {
     });
 
     test("a policy may select a Job's pods by the job-name label the Job controller adds", () => {
-        const job = (name: string): Manifest => ({ apiVersion: "batch/v1", kind: "Job", metadata: { name, namespace: "training" }, spec: { template: { metadata: { labels: { app: "trainer" } }, spec: podSpec([]) } } });
+        const job = (name: string): Manifest => ({
+            apiVersion: "batch/v1",
+            kind: "Job",
+            metadata: { name, namespace: "training" },
+            spec: { template: { metadata: { labels: { app: "trainer" } }, spec: podSpec([]) } },
+        });
         const r = evaluateReachability([
             job("train-old"),
             job("train-new"),
@@ -397,8 +550,19 @@ describe("workloads", () => {
     });
 
     test("two kinds with one name in one namespace get the kind in their ids", () => {
-        const r = evaluateReachability([deployment("a", "x", { app: "x" }), { apiVersion: "apps/v1", kind: "StatefulSet", metadata: { name: "x", namespace: "a" }, spec: { template: { metadata: { labels: {} }, spec: podSpec([]) } } }]);
-        assert.deepEqual(r.parties.map((p) => p.id), ["a/x (Deployment)", "a/x (StatefulSet)"]);
+        const r = evaluateReachability([
+            deployment("a", "x", { app: "x" }),
+            {
+                apiVersion: "apps/v1",
+                kind: "StatefulSet",
+                metadata: { name: "x", namespace: "a" },
+                spec: { template: { metadata: { labels: {} }, spec: podSpec([]) } },
+            },
+        ]);
+        assert.deepEqual(
+            r.parties.map((p) => p.id),
+            ["a/x (Deployment)", "a/x (StatefulSet)"],
+        );
     });
 
     test("asking about an unknown id fails and names the known ones", () => {
@@ -422,18 +586,36 @@ describe("input problems", () => {
                         { ipBlock: { cidr: "10.0.0.0/24", except: ["192.168.0.0/24", "10.0.0.0/24"] } },
                         { ipBlock: { cidr: "10.0.0.1/8" } },
                         { ipBlock: { cidr: "300.0.0.0/8" } },
-                        { podSelector: { matchExpressions: [{ key: "a", operator: "In" }, { key: "b", operator: "Exists", values: ["x"] }] } },
+                        {
+                            podSelector: {
+                                matchExpressions: [
+                                    { key: "a", operator: "In" },
+                                    { key: "b", operator: "Exists", values: ["x"] },
+                                ],
+                            },
+                        },
                     ],
                     ports: [{ port: "http", endPort: 90 }, { port: 100, endPort: 99 }, { protocol: "ICMP" }, { port: 0 }, { port: "8080" }],
                 },
             ],
         });
-        const managedTemplate: Manifest = { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxTemplate", metadata: { name: "pool", namespace: "sb" }, spec: { podTemplate: { spec: podSpec([]) } } };
+        const managedTemplate: Manifest = {
+            apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+            kind: "SandboxTemplate",
+            metadata: { name: "pool", namespace: "sb" },
+            spec: { podTemplate: { spec: podSpec([]) } },
+        };
         const hostNet: Manifest = { ...deployment("a", "node-agent", {}), spec: { template: { spec: { hostNetwork: true, containers: [] } } } };
         const oldApi = { ...policy("a", "old", { podSelector: {} }), apiVersion: "extensions/v1beta1" };
         const err = (() => {
             try {
-                evaluateReachability([bad, managedTemplate, hostNet, oldApi], { endpoints: [{ name: "both", ip: "1.2.3.4", namespace: "x" }, { name: "bad-ip", ip: "1.2.3", ports: [{ port: 70000 }] }], podCidrs: ["10.244.0.0/33"] });
+                evaluateReachability([bad, managedTemplate, hostNet, oldApi], {
+                    endpoints: [
+                        { name: "both", ip: "1.2.3.4", namespace: "x" },
+                        { name: "bad-ip", ip: "1.2.3", ports: [{ port: 70000 }] },
+                    ],
+                    podCidrs: ["10.244.0.0/33"],
+                });
             } catch (e) {
                 return e;
             }
@@ -484,7 +666,13 @@ describe("reachabilityTable", () => {
             podSelector: { matchLabels: { app: "web" } },
             ingress: [{ from: [{ podSelector: { matchLabels: { role: "client" } } }], ports: [{ port: "http" }] }],
             egress: [
-                { to: [{ namespaceSelector: {}, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }], ports: [{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }] },
+                {
+                    to: [{ namespaceSelector: {}, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }],
+                    ports: [
+                        { protocol: "UDP", port: 53 },
+                        { protocol: "TCP", port: 53 },
+                    ],
+                },
                 { to: [{ ipBlock: { cidr: "0.0.0.0/0", except: ["169.254.0.0/16"] } }], ports: [{ port: 443 }] },
             ],
         }),
@@ -512,11 +700,24 @@ describe("reachabilityTable", () => {
             name: (p) => (p.kind === "pods" ? `${p.name} pods` : `${p.name} | addr`),
             include: (_from, to) => to.kind === "address",
         });
-        assert.equal(table, ["| source | destination | ports |", "|---|---|---|", "| web pods | apiserver \\| addr | TCP 443 |", "| web pods | internet \\| addr | TCP 443 |", ""].join("\n"));
+        assert.equal(
+            table,
+            [
+                "| source | destination | ports |",
+                "|---|---|---|",
+                "| web pods | apiserver \\| addr | TCP 443 |",
+                "| web pods | internet \\| addr | TCP 443 |",
+                "",
+            ].join("\n"),
+        );
     });
 
     test("an empty result is a header alone", () => {
-        const r = evaluateReachability([...BASE, policy("a", "deny", { podSelector: {}, policyTypes: ["Ingress", "Egress"] }), policy("b", "deny", { podSelector: {}, policyTypes: ["Ingress", "Egress"] })]);
+        const r = evaluateReachability([
+            ...BASE,
+            policy("a", "deny", { podSelector: {}, policyTypes: ["Ingress", "Egress"] }),
+            policy("b", "deny", { podSelector: {}, policyTypes: ["Ingress", "Egress"] }),
+        ]);
         assert.equal(reachabilityTable(r), "| source | destination | ports |\n|---|---|---|\n");
     });
 });
@@ -525,16 +726,38 @@ describe("reachabilityTable", () => {
 
 describe("from recorded resources", () => {
     test("manifestsOf (scripts/lib/plan.ts) turns recorded Kubernetes resources into objects the evaluator reads; components are skipped", () => {
-        const rec = (type: string, inputs: Record<string, any>, custom = true): RecordedResource => ({ type, name: inputs.metadata?.name ?? type, inputs, custom });
+        const rec = (type: string, inputs: Record<string, any>, custom = true): RecordedResource => ({
+            type,
+            name: inputs.metadata?.name ?? type,
+            inputs,
+            custom,
+        });
         const resources: RecordedResource[] = [
             rec("agentrl:index:Platform", {}, false),
             rec("kubernetes:yaml/v2:ConfigFile", { file: "x.yaml" }, false),
             rec("kubernetes:core/v1:Namespace", { metadata: { name: "training", labels: { "agentrl.dev/role": "training" } } }),
-            rec("kubernetes:batch/v1:Job", { metadata: { name: "train-1", namespace: "training" }, spec: { template: { metadata: { labels: { app: "trainer" } }, spec: podSpec([{ containerPort: 8000, name: "vllm" }]) } } }),
+            rec("kubernetes:batch/v1:Job", {
+                metadata: { name: "train-1", namespace: "training" },
+                spec: { template: { metadata: { labels: { app: "trainer" } }, spec: podSpec([{ containerPort: 8000, name: "vllm" }]) } },
+            }),
             rec("kubernetes:apps/v1:Deployment", deployment("ingress", "proxy", { app: "proxy" }, [{ containerPort: 8080 }])),
             rec("kubernetes:networking.k8s.io/v1:NetworkPolicy", {
                 metadata: { name: "vllm", namespace: "training" },
-                spec: { podSelector: { matchLabels: { app: "trainer" } }, policyTypes: ["Ingress"], ingress: [{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ingress" } }, podSelector: { matchLabels: { app: "proxy" } } }], ports: [{ port: "vllm" }] }] },
+                spec: {
+                    podSelector: { matchLabels: { app: "trainer" } },
+                    policyTypes: ["Ingress"],
+                    ingress: [
+                        {
+                            from: [
+                                {
+                                    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ingress" } },
+                                    podSelector: { matchLabels: { app: "proxy" } },
+                                },
+                            ],
+                            ports: [{ port: "vllm" }],
+                        },
+                    ],
+                },
             }),
         ];
         const r = evaluateReachability(manifestsOf(resources));

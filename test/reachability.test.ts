@@ -24,7 +24,15 @@ const ENDPOINTS = [
     { name: "metadata", ip: "169.254.169.254" },
     // The API server's endpoint address (kube-proxy DNATs the Service to it before policies apply).
     { name: "apiserver", ip: "10.0.0.10", ports: [{ port: 443 }, { port: 6443 }] },
-    { name: "kube-dns", namespace: "kube-system", labels: { "k8s-app": "kube-dns" }, ports: [{ port: 53, protocol: "UDP" as const }, { port: 53, protocol: "TCP" as const }] },
+    {
+        name: "kube-dns",
+        namespace: "kube-system",
+        labels: { "k8s-app": "kube-dns" },
+        ports: [
+            { port: 53, protocol: "UDP" as const },
+            { port: 53, protocol: "TCP" as const },
+        ],
+    },
     // A pod of someone else's, in a namespace without policies.
     { name: "other-pod", namespace: "default", labels: { app: "other" }, role: "both" as const },
 ] as const;
@@ -84,7 +92,10 @@ describe("reachability: what the issue promises", () => {
         const out = [...new Set(r.connections.filter((c) => c.from === sandbox.id).map((c) => roleName(r.parties.find((p) => p.id === c.to)!)))].sort();
         assert.deepEqual(out, ["kube-dns", "vllm-ingress"]);
         const strangerReaches = r.connections.filter((c) => c.from === "default/other-pod").map((c) => r.parties.find((p) => p.id === c.to)!);
-        assert.deepEqual(strangerReaches.filter((p) => p.kind === "pods" && p.namespace !== "kube-system" && p.namespace !== "default").map((p) => p.id), []);
+        assert.deepEqual(
+            strangerReaches.filter((p) => p.kind === "pods" && p.namespace !== "kube-system" && p.namespace !== "default").map((p) => p.id),
+            [],
+        );
     });
 
     test("an old run's trainer pod left behind is unreachable (the namespace's standing default deny)", async () => {
@@ -96,6 +107,10 @@ describe("reachability: what the issue promises", () => {
         const { r } = await reachabilityOf("opencode-blackbox", [oldJob]);
         const old = r.parties.find((p) => p.name === "train-old-run")!;
         assert.ok(old, "the old Job is a pod group");
-        assert.deepEqual(r.connections.filter((c) => c.to === old.id), [], "nothing may open a connection to it, vLLM's 8000 included");
+        assert.deepEqual(
+            r.connections.filter((c) => c.to === old.id),
+            [],
+            "nothing may open a connection to it, vLLM's 8000 included",
+        );
     });
 });

@@ -39,7 +39,15 @@ const CRD = {
             "spec.envVarsInjectionPolicy": ["Allowed", "Overrides", "Disallowed"],
             "spec.volumeClaimTemplatesPolicy": ["Disallowed", "Allowed", "Overrides"],
         } as Record<string, string[]>,
-        known: ["podTemplate", "networkPolicy", "networkPolicyManagement", "envVarsInjectionPolicy", "service", "volumeClaimTemplates", "volumeClaimTemplatesPolicy"],
+        known: [
+            "podTemplate",
+            "networkPolicy",
+            "networkPolicyManagement",
+            "envVarsInjectionPolicy",
+            "service",
+            "volumeClaimTemplates",
+            "volumeClaimTemplatesPolicy",
+        ],
     },
     SandboxWarmPool: {
         required: [["spec"], ["spec", "sandboxTemplateRef"], ["spec", "sandboxTemplateRef", "name"]],
@@ -50,7 +58,10 @@ const CRD = {
 
 function config(raw: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes"): PlatformConfig {
     // Kubernetes stacks other than dev name their cluster's context (components/config validate).
-    return parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test-cluster" } : { kind: target }, ...raw }, "test");
+    return parsePlatformConfig(
+        { recipe: "opencode-blackbox", runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test-cluster" } : { kind: target }, ...raw },
+        "test",
+    );
 }
 
 function peers(names: PlatformNames) {
@@ -96,7 +107,8 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
     assert.equal(spec.hostNetwork ?? false, false);
     assert.equal(spec.hostPID ?? false, false);
     const volumes = new Map<string, any>(spec.volumes.map((v: any) => [v.name, v]));
-    for (const v of volumes.values()) assert.deepEqual(Object.keys(v).sort(), ["emptyDir", "name"], `only emptyDir volumes (PSA restricted): ${JSON.stringify(v)}`);
+    for (const v of volumes.values())
+        assert.deepEqual(Object.keys(v).sort(), ["emptyDir", "name"], `only emptyDir volumes (PSA restricted): ${JSON.stringify(v)}`);
     for (const c of spec.containers) {
         const sc = c.securityContext;
         assert.equal(sc.allowPrivilegeEscalation, false);
@@ -214,7 +226,10 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         const env = Object.fromEntries(container.env.filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
         assert.equal(env.HOME, "/home/user", "OpenEnv's opencode harness default sandbox_home");
         assert.equal(pool.trainerEnv.SANDBOX_HOME, env.HOME, "the trainer passes the same HOME as OpenCodeConfig.sandbox_home");
-        assert.ok(container.volumeMounts.some((m: any) => m.mountPath === env.HOME), "HOME is an emptyDir the runtime seeds");
+        assert.ok(
+            container.volumeMounts.some((m: any) => m.mountPath === env.HOME),
+            "HOME is an emptyDir the runtime seeds",
+        );
         assert.equal(d.runtime.healthPath, "/healthz");
     });
 
@@ -261,7 +276,11 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         ]);
 
         const created = "2026-11-20T10:00:00Z";
-        const claim = (labels: Record<string, string> | undefined, lifecycle: Record<string, unknown> | undefined, extraMeta: Record<string, unknown> = {}) => ({
+        const claim = (
+            labels: Record<string, string> | undefined,
+            lifecycle: Record<string, unknown> | undefined,
+            extraMeta: Record<string, unknown> = {},
+        ) => ({
             object: {
                 apiVersion: "extensions.agents.x-k8s.io/v1beta1",
                 kind: "SandboxClaim",
@@ -298,7 +317,10 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         // cel-js only checks that it parses; a failing messageExpression would fall back to `message` anyway.
         const withMessageExpr = vap.spec.validations.find((v: any) => v.messageExpression !== undefined);
         assert.ok(withMessageExpr.messageExpression.includes("spec.lifecycle.shutdownTime"));
-        assert.throws(() => evaluate(withMessageExpr.messageExpression, claim(run, { shutdownTime: "2026-11-20T12:00:00Z" }) as any), /no matching overload for 'string\(google\.protobuf\.Timestamp\)'/);
+        assert.throws(
+            () => evaluate(withMessageExpr.messageExpression, claim(run, { shutdownTime: "2026-11-20T12:00:00Z" }) as any),
+            /no matching overload for 'string\(google\.protobuf\.Timestamp\)'/,
+        );
     });
 
     it("sizes the quota for warm pool + claimed in-flight + headroom", async () => {
@@ -333,7 +355,10 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         const { update, preview, description: d, pool } = await build(config());
         for (const run of [update, preview]) {
             const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
-            assert.deepEqual(holders.map((r) => r.type), [T.secret]);
+            assert.deepEqual(
+                holders.map((r) => r.type),
+                [T.secret],
+            );
             const secret = holders[0].inputs;
             assert.equal(secret.stringData["4dabf18193072939515e22adb298388d"], "1b47061264138c4ac30d75fd1eb44270", "sent to the engine as a secret");
             assert.deepEqual(unsecret(secret.stringData), { "api-key": KEY });
@@ -341,10 +366,13 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
             assert.equal(secret.metadata.namespace, d.names.namespace);
             assert.equal(secret.data, undefined);
             const env = single(run.resources, T.template).inputs.spec.podTemplate.spec.containers[0].env;
-            assert.deepEqual(env.find((e: any) => e.name === "OPENCODE_UPSTREAM_API_KEY"), {
-                name: "OPENCODE_UPSTREAM_API_KEY",
-                valueFrom: { secretKeyRef: { name: d.names.keySecret, key: "api-key" } },
-            });
+            assert.deepEqual(
+                env.find((e: any) => e.name === "OPENCODE_UPSTREAM_API_KEY"),
+                {
+                    name: "OPENCODE_UPSTREAM_API_KEY",
+                    valueFrom: { secretKeyRef: { name: d.names.keySecret, key: "api-key" } },
+                },
+            );
         }
         assert.ok(!JSON.stringify(pool.trainerEnv).includes(KEY));
     });
@@ -363,7 +391,9 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
     it("installs the pinned controller as one resource when asked", async () => {
         const { update } = await build(config({ sandboxes: { installController: true } }));
         const cf = single(update.resources, T.configFile);
-        assert.deepEqual(cf.inputs.files ?? [cf.inputs.file], ["https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml"]);
+        assert.deepEqual(cf.inputs.files ?? [cf.inputs.file], [
+            "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml",
+        ]);
     });
 
     it("names its children after the component and exposes the pool", async () => {
@@ -393,7 +423,9 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         const { update } = await build(config({ sandboxes: { runtimeClassName: "gvisor" } }));
         // Strict check (unknown fields too) from test/helpers/k8s-schema.ts when present; kubernetes-models otherwise.
         const helperPath = path.join(__dirname, "helpers", "k8s-schema.ts");
-        const helper: { loadManifestSchemas?: () => Promise<void>; validateManifestStrict?: (o: unknown) => string[] } = fs.existsSync(helperPath) ? await import(helperPath) : {};
+        const helper: { loadManifestSchemas?: () => Promise<void>; validateManifestStrict?: (o: unknown) => string[] } = fs.existsSync(helperPath)
+            ? await import(helperPath)
+            : {};
         await helper.loadManifestSchemas?.();
         const models: Record<string, () => Promise<any>> = {
             "v1/Secret": async () => (await import("kubernetes-models/v1/Secret")).Secret,
@@ -480,7 +512,10 @@ describe("SandboxPool with hosted (hf) sandboxes", () => {
             ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "tls", publiclyTrusted: true } },
         });
         const { update, pool } = await build(c);
-        assert.deepEqual(update.resources.map((r) => r.type).filter((t) => t !== "pulumi:pulumi:Stack"), [T.pool]);
+        assert.deepEqual(
+            update.resources.map((r) => r.type).filter((t) => t !== "pulumi:pulumi:Stack"),
+            [T.pool],
+        );
         assert.equal(pool.size, 0);
         assert.equal(pool.trainerEnv.SANDBOX_PROVIDER, "hf");
         assert.equal(pool.trainerEnv.SANDBOX_FLAVOR, "cpu-upgrade");
@@ -506,8 +541,18 @@ describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP
             const ns = d.names.namespace;
             const manifests = [
                 { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-                { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name: d.names.admissionPolicy }, spec: sandboxClaimPolicySpec(d) },
-                { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: d.names.admissionBinding }, spec: sandboxClaimBindingSpec(d) },
+                {
+                    apiVersion: "admissionregistration.k8s.io/v1",
+                    kind: "ValidatingAdmissionPolicy",
+                    metadata: { name: d.names.admissionPolicy },
+                    spec: sandboxClaimPolicySpec(d),
+                },
+                {
+                    apiVersion: "admissionregistration.k8s.io/v1",
+                    kind: "ValidatingAdmissionPolicyBinding",
+                    metadata: { name: d.names.admissionBinding },
+                    spec: sandboxClaimBindingSpec(d),
+                },
             ];
             await api.kubectlOk(["apply", "-f", "-"], manifests.map((m) => JSON.stringify(m)).join("\n"));
             const claim = (name: string, labels: Record<string, string> | undefined, shutdownInSeconds: number | undefined) =>
@@ -518,7 +563,12 @@ describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP
                     spec: {
                         warmPoolRef: { name: d.names.warmPool },
                         ...(shutdownInSeconds !== undefined
-                            ? { lifecycle: { shutdownTime: new Date(Date.now() + shutdownInSeconds * 1000).toISOString().replace(/\.\d+Z$/, "Z"), shutdownPolicy: "Delete" } }
+                            ? {
+                                  lifecycle: {
+                                      shutdownTime: new Date(Date.now() + shutdownInSeconds * 1000).toISOString().replace(/\.\d+Z$/, "Z"),
+                                      shutdownPolicy: "Delete",
+                                  },
+                              }
                             : {}),
                     },
                 });
@@ -534,14 +584,27 @@ describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP
             assert.match(first.stderr, /spec\.lifecycle\.shutdownTime is required/);
             const beyond = await api.kubectl(["create", "-f", "-"], claim("beyond", run, 3600));
             assert.notEqual(beyond.code, 0);
-            assert.match(beyond.stderr, /spec\.lifecycle\.shutdownTime \S+ is more than 600s after the claim was created \(\S+\): set it to at most \S+/, "messageExpression rendered");
+            assert.match(
+                beyond.stderr,
+                /spec\.lifecycle\.shutdownTime \S+ is more than 600s after the claim was created \(\S+\): set it to at most \S+/,
+                "messageExpression rendered",
+            );
             const noLabel = await api.kubectl(["create", "-f", "-"], claim("nolabel", undefined, 300));
             assert.notEqual(noLabel.code, 0);
             assert.match(noLabel.stderr, /agentrl\.dev\/run/);
             const ok = await api.kubectl(["create", "-f", "-"], claim("good", run, 300));
             assert.equal(ok.code, 0, ok.stderr);
             // UPDATE cannot extend past creation + max.
-            const extend = await api.kubectl(["-n", ns, "patch", "sandboxclaim", "good", "--type=merge", "-p", JSON.stringify({ spec: { lifecycle: { shutdownTime: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z") } } })]);
+            const extend = await api.kubectl([
+                "-n",
+                ns,
+                "patch",
+                "sandboxclaim",
+                "good",
+                "--type=merge",
+                "-p",
+                JSON.stringify({ spec: { lifecycle: { shutdownTime: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z") } } }),
+            ]);
             assert.notEqual(extend.code, 0, "extending beyond the maximum is denied");
             // The agent-sandbox objects pass the real v0.5.6 CRDs (strict field validation), and the
             // sandbox pod passes Pod Security "restricted".
@@ -550,19 +613,43 @@ describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP
             await api.kubectlOk(["label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted"]);
             await api.kubectlOk(["-n", ns, "create", "serviceaccount", "default"]); // no controller-manager here
             const objects = [
-                { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxTemplate", metadata: { name: d.names.template, namespace: ns }, spec: k.sandboxTemplateSpec(d) },
-                { apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxWarmPool", metadata: { name: d.names.warmPool, namespace: ns }, spec: k.sandboxWarmPoolSpec(d) },
-                { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: d.names.networkPolicy, namespace: ns }, spec: k.sandboxNetworkPolicySpec(d, ingress, trainer) },
+                {
+                    apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+                    kind: "SandboxTemplate",
+                    metadata: { name: d.names.template, namespace: ns },
+                    spec: k.sandboxTemplateSpec(d),
+                },
+                {
+                    apiVersion: "extensions.agents.x-k8s.io/v1beta1",
+                    kind: "SandboxWarmPool",
+                    metadata: { name: d.names.warmPool, namespace: ns },
+                    spec: k.sandboxWarmPoolSpec(d),
+                },
+                {
+                    apiVersion: "networking.k8s.io/v1",
+                    kind: "NetworkPolicy",
+                    metadata: { name: d.names.networkPolicy, namespace: ns },
+                    spec: k.sandboxNetworkPolicySpec(d, ingress, trainer),
+                },
                 { apiVersion: "v1", kind: "ResourceQuota", metadata: { name: d.names.quota, namespace: ns }, spec: k.sandboxQuotaSpec(d) },
                 { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: d.names.role, namespace: ns }, rules: k.sandboxClaimerRules() },
             ];
             for (const o of objects) await api.kubectlOk(["create", "--dry-run=server", "--validate=strict", "-f", "-"], JSON.stringify(o));
             const podTemplate = (k.sandboxTemplateSpec(d) as any).podTemplate;
-            const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "sandbox-psa", namespace: ns, labels: podTemplate.metadata.labels }, spec: podTemplate.spec };
+            const pod = {
+                apiVersion: "v1",
+                kind: "Pod",
+                metadata: { name: "sandbox-psa", namespace: ns, labels: podTemplate.metadata.labels },
+                spec: podTemplate.spec,
+            };
             const psa = await api.kubectl(["create", "--dry-run=server", "-f", "-"], JSON.stringify(pod));
             assert.equal(psa.code, 0, psa.stderr);
             assert.doesNotMatch(psa.stderr, /violate/i, "no PodSecurity warnings");
-            const rootPod = { ...pod, metadata: { ...pod.metadata, name: "root-psa" }, spec: { ...pod.spec, securityContext: { ...pod.spec.securityContext, runAsNonRoot: false, runAsUser: 0 } } };
+            const rootPod = {
+                ...pod,
+                metadata: { ...pod.metadata, name: "root-psa" },
+                spec: { ...pod.spec, securityContext: { ...pod.spec.securityContext, runAsNonRoot: false, runAsUser: 0 } },
+            };
             const denied = await api.kubectl(["create", "--dry-run=server", "-f", "-"], JSON.stringify(rootPod));
             assert.notEqual(denied.code, 0, "the fixture enforces PodSecurity (a root pod is refused)");
             assert.match(denied.stderr, /violates PodSecurity "restricted/);

@@ -21,7 +21,15 @@ type Layout = "whitebox-colocate" | "whitebox-server" | "blackbox";
 function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown> = {}): Record<string, unknown> {
     const targetRaw =
         target === "kubernetes"
-            ? { kind: "kubernetes", context: "test", gpuProduct: "NVIDIA-H200", nodeSelector: { pool: "gpu" }, tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }], priorityClassName: "training", storageClassName: "fast" }
+            ? {
+                  kind: "kubernetes",
+                  context: "test",
+                  gpuProduct: "NVIDIA-H200",
+                  nodeSelector: { pool: "gpu" },
+                  tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+                  priorityClassName: "training",
+                  storageClassName: "fast",
+              }
             : { kind: "docker", dataDir: "/srv/agent-rl" };
     const base =
         layout === "blackbox"
@@ -52,7 +60,9 @@ function setup(layout: Layout, target: Target, extra: Record<string, unknown> = 
     const names = platformNames(config);
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url]));
     const links: TrainingLinks =
-        layout === "blackbox" ? { envUrls, sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: { SANDBOX_POOL: "pool-a" } } } : { envUrls };
+        layout === "blackbox"
+            ? { envUrls, sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: { SANDBOX_POOL: "pool-a" } } }
+            : { envUrls };
     return { config, names, links };
 }
 
@@ -91,7 +101,11 @@ function manifests(resources: readonly RecordedResource[]): Array<Record<string,
         .map((r) => {
             const [, groupVersion, kind] = r.type.split(":");
             const [group, version] = groupVersion.split("/");
-            return { apiVersion: group === "core" ? version : `${group}.k8s.io/${version}`.replace("batch.k8s.io", "batch").replace("apps.k8s.io", "apps"), kind, ...plain(r.inputs) };
+            return {
+                apiVersion: group === "core" ? version : `${group}.k8s.io/${version}`.replace("batch.k8s.io", "batch").replace("apps.k8s.io", "apps"),
+                kind,
+                ...plain(r.inputs),
+            };
         });
 }
 
@@ -101,17 +115,28 @@ const envsOfDocker = (c: RecordedResource): Record<string, string> =>
 
 // ---- the literal command lines -------------------------------------------------------------
 const WHITEBOX_TRAINER_COMMON = [
-    "--model_name_or_path", "Qwen/Qwen3-1.7B",
-    "--model_revision", "abc123",
-    "--dataset-size", "170",
-    "--eval-size", "64",
-    "--output_dir", "/checkpoints/run-007",
-    "--per_device_train_batch_size", "8",
-    "--gradient_accumulation_steps", "2",
-    "--num_generations", "4",
-    "--per_device_eval_batch_size", "8",
-    "--steps_per_generation", "2",
-    "--use_vllm", "true",
+    "--model_name_or_path",
+    "Qwen/Qwen3-1.7B",
+    "--model_revision",
+    "abc123",
+    "--dataset-size",
+    "170",
+    "--eval-size",
+    "64",
+    "--output_dir",
+    "/checkpoints/run-007",
+    "--per_device_train_batch_size",
+    "8",
+    "--gradient_accumulation_steps",
+    "2",
+    "--num_generations",
+    "4",
+    "--per_device_eval_batch_size",
+    "8",
+    "--steps_per_generation",
+    "2",
+    "--use_vllm",
+    "true",
 ];
 const EXPECTED = {
     "whitebox-colocate": {
@@ -121,53 +146,94 @@ const EXPECTED = {
     },
     "whitebox-server": {
         vllm: [
-            "trl", "vllm-serve",
-            "--model", "Qwen/Qwen3-1.7B",
-            "--revision", "abc123",
-            "--tensor_parallel_size", "1",
-            "--data_parallel_size", "1",
-            "--host", "0.0.0.0",
-            "--port", "8000",
-            "--gpu_memory_utilization", "0.9",
-            "--max_model_len", "8192",
+            "trl",
+            "vllm-serve",
+            "--model",
+            "Qwen/Qwen3-1.7B",
+            "--revision",
+            "abc123",
+            "--tensor_parallel_size",
+            "1",
+            "--data_parallel_size",
+            "1",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8000",
+            "--gpu_memory_utilization",
+            "0.9",
+            "--max_model_len",
+            "8192",
         ],
         trainer: [
-            "python", "/app/train_coding_whitebox_eval.py", ...WHITEBOX_TRAINER_COMMON,
-            "--vllm_mode", "server",
-            "--vllm_server_base_url", "http://localhost:8000",
-            "--vllm_group_port", "51216",
-            "--max_steps", "42",
+            "python",
+            "/app/train_coding_whitebox_eval.py",
+            ...WHITEBOX_TRAINER_COMMON,
+            "--vllm_mode",
+            "server",
+            "--vllm_server_base_url",
+            "http://localhost:8000",
+            "--vllm_group_port",
+            "51216",
+            "--max_steps",
+            "42",
         ],
         gpus: { vllm: [0], trainer: [1] },
     },
     blackbox: {
         vllm: [
-            "vllm", "serve", "Qwen/Qwen3-8B",
-            "--revision", "main",
-            "--host", "0.0.0.0",
-            "--port", "8000",
+            "vllm",
+            "serve",
+            "Qwen/Qwen3-8B",
+            "--revision",
+            "main",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8000",
             "--enable-auto-tool-choice",
-            "--tool-call-parser", "hermes",
-            "--logprobs-mode", "processed_logprobs",
+            "--tool-call-parser",
+            "hermes",
+            "--logprobs-mode",
+            "processed_logprobs",
             "--return-tokens-as-token-ids",
-            "--max-model-len", "32768",
-            "--weight-transfer-config", '{"backend":"nccl"}',
-            "--gpu-memory-utilization", "0.9",
+            "--max-model-len",
+            "32768",
+            "--weight-transfer-config",
+            '{"backend":"nccl"}',
+            "--gpu-memory-utilization",
+            "0.9",
         ],
         trainer: [
-            "accelerate", "launch", "--num_processes", "1", "/app/opencode_async_grpo.py",
-            "--model_name_or_path", "Qwen/Qwen3-8B",
-            "--model_revision", "main",
-            "--dataset-size", "32",
-            "--output_dir", "/checkpoints/run-007",
-            "--per_device_train_batch_size", "8",
-            "--gradient_accumulation_steps", "1",
-            "--num_generations", "8",
-            "--per_device_eval_batch_size", "8",
-            "--vllm_server_base_url", "http://localhost:8000",
-            "--max_inflight_tasks", "8",
-            "--sandbox-vllm-url", "SANDBOX_URL",
-            "--max_steps", "10",
+            "accelerate",
+            "launch",
+            "--num_processes",
+            "1",
+            "/app/opencode_async_grpo.py",
+            "--model_name_or_path",
+            "Qwen/Qwen3-8B",
+            "--model_revision",
+            "main",
+            "--dataset-size",
+            "32",
+            "--output_dir",
+            "/checkpoints/run-007",
+            "--per_device_train_batch_size",
+            "8",
+            "--gradient_accumulation_steps",
+            "1",
+            "--num_generations",
+            "8",
+            "--per_device_eval_batch_size",
+            "8",
+            "--vllm_server_base_url",
+            "http://localhost:8000",
+            "--max_inflight_tasks",
+            "8",
+            "--sandbox-vllm-url",
+            "SANDBOX_URL",
+            "--max_steps",
+            "10",
         ],
         gpus: { vllm: [0], trainer: [1] },
     },
@@ -253,7 +319,9 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                         assert.ok(JSON.stringify(plain(stringData)).includes(sentinel));
                     }
                 }
-                const secrets = ofType(run.resources, "kubernetes:core/v1:Secret").map((s) => s.inputs.metadata.name).sort();
+                const secrets = ofType(run.resources, "kubernetes:core/v1:Secret")
+                    .map((s) => s.inputs.metadata.name)
+                    .sort();
                 assert.deepEqual(secrets, layout === "blackbox" ? [b.names.training.hfSecret, "trainer-sandbox-key"].sort() : [b.names.training.hfSecret]);
             }
         });
@@ -294,21 +362,44 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             assert.equal(job.metadata.annotations["pulumi.com/skipAwait"], "true");
             assert.equal(job.spec.backoffLimit, 0);
             assert.equal(job.spec.activeDeadlineSeconds, 6 * 3600);
-            assert.deepEqual(job.spec.podFailurePolicy.rules[0], { action: "FailJob", onExitCodes: { containerName: "trainer", operator: "NotIn", values: [0] } });
+            assert.deepEqual(job.spec.podFailurePolicy.rules[0], {
+                action: "FailJob",
+                onExitCodes: { containerName: "trainer", operator: "NotIn", values: [0] },
+            });
             assert.equal(job.spec.template.spec.restartPolicy, "Never");
-            assert.deepEqual(job.spec.template.metadata.labels, { "app.kubernetes.io/name": "trainer", "app.kubernetes.io/instance": "train-run-007", "app.kubernetes.io/part-of": "agent-rl-infra" });
+            assert.deepEqual(job.spec.template.metadata.labels, {
+                "app.kubernetes.io/name": "trainer",
+                "app.kubernetes.io/instance": "train-run-007",
+                "app.kubernetes.io/part-of": "agent-rl-infra",
+            });
         });
 
         test("/dev/shm is a memory-backed emptyDir with a size limit, mounted in both containers; volumes per run", () => {
             const pod = single(b.update.resources, "kubernetes:batch/v1:Job").inputs.spec.template.spec;
-            assert.deepEqual(pod.volumes.find((v: any) => v.name === "dshm"), { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } });
+            assert.deepEqual(
+                pod.volumes.find((v: any) => v.name === "dshm"),
+                { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "16Gi" } },
+            );
             for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
-                assert.ok(c.volumeMounts.some((m: any) => m.name === "dshm" && m.mountPath === "/dev/shm"), `${c.name} mounts /dev/shm`);
-                assert.ok(c.volumeMounts.some((m: any) => m.name === "model-cache" && m.mountPath === "/cache"), `${c.name} mounts the model cache`);
+                assert.ok(
+                    c.volumeMounts.some((m: any) => m.name === "dshm" && m.mountPath === "/dev/shm"),
+                    `${c.name} mounts /dev/shm`,
+                );
+                assert.ok(
+                    c.volumeMounts.some((m: any) => m.name === "model-cache" && m.mountPath === "/cache"),
+                    `${c.name} mounts the model cache`,
+                );
             }
             assert.ok(pod.containers[0].volumeMounts.some((m: any) => m.name === "checkpoints" && m.mountPath === "/checkpoints"));
-            const pvcs = ofType(b.update.resources, "kubernetes:core/v1:PersistentVolumeClaim").map((p) => [p.inputs.metadata.name, p.inputs.spec.storageClassName, p.inputs.spec.resources.requests.storage]);
-            assert.deepEqual(pvcs, [["model-cache", "fast", "200Gi"], ["checkpoints", "fast", "100Gi"]]);
+            const pvcs = ofType(b.update.resources, "kubernetes:core/v1:PersistentVolumeClaim").map((p) => [
+                p.inputs.metadata.name,
+                p.inputs.spec.storageClassName,
+                p.inputs.spec.resources.requests.storage,
+            ]);
+            assert.deepEqual(pvcs, [
+                ["model-cache", "fast", "200Gi"],
+                ["checkpoints", "fast", "100Gi"],
+            ]);
         });
 
         test("nothing public: no LoadBalancer/NodePort, no HTTPRoute; black box only a ClusterIP on 8000 admitted from the ingress", () => {
@@ -316,7 +407,9 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                 assert.equal(run.resources.filter((r) => r.type.includes("HTTPRoute") || r.type.includes("Ingress:") || r.type.includes("Gateway")).length, 0);
                 const services = ofType(run.resources, "kubernetes:core/v1:Service");
                 for (const s of services) assert.equal(s.inputs.spec.type, "ClusterIP");
-                const policy = ofType(run.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find((p) => p.inputs.metadata.name === "train-run-007")!.inputs;
+                const policy = ofType(run.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find(
+                    (p) => p.inputs.metadata.name === "train-run-007",
+                )!.inputs;
                 assert.deepEqual(policy.spec.podSelector.matchLabels, single(run.resources, "kubernetes:batch/v1:Job").inputs.spec.template.metadata.labels);
                 if (layout === "blackbox") {
                     assert.equal(services.length, 1);
@@ -329,7 +422,13 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                             from: [
                                 {
                                     namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "arl-test-ingress" } },
-                                    podSelector: { matchLabels: { "app.kubernetes.io/name": "vllm-ingress", "app.kubernetes.io/instance": "vllm-ingress", "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                                    podSelector: {
+                                        matchLabels: {
+                                            "app.kubernetes.io/name": "vllm-ingress",
+                                            "app.kubernetes.io/instance": "vllm-ingress",
+                                            "app.kubernetes.io/part-of": "agent-rl-infra",
+                                        },
+                                    },
                                 },
                             ],
                             ports: [{ protocol: "TCP", port: 8000 }],
@@ -351,11 +450,18 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             assert.equal(pod.serviceAccountName, "trainer");
             assert.equal(pod.automountServiceAccountToken, false, "never for the whole pod");
             const tokenMount = (c: any) => (c.volumeMounts ?? []).find((m: any) => m.mountPath === "/var/run/secrets/kubernetes.io/serviceaccount");
-            assert.deepEqual(tokenMount(pod.containers[0]), layout === "blackbox" ? { name: "api-token", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true } : undefined, "the trainer gets the token only when it claims sandboxes");
+            assert.deepEqual(
+                tokenMount(pod.containers[0]),
+                layout === "blackbox" ? { name: "api-token", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true } : undefined,
+                "the trainer gets the token only when it claims sandboxes",
+            );
             for (const c of pod.initContainers ?? []) assert.equal(tokenMount(c), undefined, "never the vLLM sidecar");
             if (layout === "blackbox") {
                 const vol = pod.volumes.find((v: any) => v.name === "api-token");
-                assert.deepEqual(vol.projected.sources.map((s: any) => Object.keys(s)[0]), ["serviceAccountToken", "configMap", "downwardAPI"]);
+                assert.deepEqual(
+                    vol.projected.sources.map((s: any) => Object.keys(s)[0]),
+                    ["serviceAccountToken", "configMap", "downwardAPI"],
+                );
             }
             for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
                 assert.deepEqual(c.securityContext, { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
@@ -363,10 +469,15 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
         });
 
         test("trainer egress: DNS, this stack's peers, the API server only when claiming sandboxes, public 443; never the metadata service", () => {
-            const egress = ofType(b.update.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find((p) => p.inputs.metadata.name === "train-run-007-egress")!.inputs;
+            const egress = ofType(b.update.resources, "kubernetes:networking.k8s.io/v1:NetworkPolicy").find(
+                (p) => p.inputs.metadata.name === "train-run-007-egress",
+            )!.inputs;
             assert.deepEqual(egress.spec.policyTypes, ["Egress"]);
             const rules = egress.spec.egress as any[];
-            assert.deepEqual(rules[0].ports, [{ protocol: "UDP", port: 53 }, { protocol: "TCP", port: 53 }]);
+            assert.deepEqual(rules[0].ports, [
+                { protocol: "UDP", port: 53 },
+                { protocol: "TCP", port: 53 },
+            ]);
             const internet = rules[rules.length - 1];
             assert.equal(internet.to[0].ipBlock.cidr, "0.0.0.0/0");
             assert.ok(internet.to[0].ipBlock.except.includes("169.254.0.0/16") && internet.to[0].ipBlock.except.includes("10.0.0.0/8"));
@@ -414,14 +525,17 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                     const vllm = cs.find((c) => c.inputs.name === b.names.training.vllm)!;
                     assert.deepEqual([...vllm.inputs.entrypoints, ...vllm.inputs.command], [...vllmArgs]);
                     // gpuSharing shared (the default): both get every training GPU, CUDA_VISIBLE_DEVICES splits them.
-                    for (const c of [vllm, trainer]) assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0", "1"], capabilities: ["gpu"] }]);
+                    for (const c of [vllm, trainer])
+                        assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0", "1"], capabilities: ["gpu"] }]);
                     assert.equal(envsOfDocker(vllm).CUDA_VISIBLE_DEVICES, "0");
                     assert.equal(envsOfDocker(trainer).CUDA_VISIBLE_DEVICES, "1");
                     assert.equal(vllm.inputs.gpus, undefined);
                     assert.equal(envsOfDocker(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
                     assert.ok(!JSON.stringify(vllm.inputs).includes("--api-key"));
                     // Only the private training network; no published ports anywhere.
-                    assert.deepEqual(vllm.inputs.networksAdvanced, [{ name: b.names.networks.training, aliases: layout === "blackbox" ? [b.names.training.vllmService] : [] }]);
+                    assert.deepEqual(vllm.inputs.networksAdvanced, [
+                        { name: b.names.networks.training, aliases: layout === "blackbox" ? [b.names.training.vllmService] : [] },
+                    ]);
                     assert.equal(vllm.inputs.ipcMode, "shareable");
                     assert.equal(vllm.inputs.shmSize, 16384);
                     // By vLLM's container id (what dockerd stores; test/docker-lifecycle.test.ts): unknown in a preview.
@@ -446,7 +560,13 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
 
         test("pinned images pulled once each and kept; volumes under the data dir", () => {
             const images = ofType(b.update.resources, "docker:index/remoteImage:RemoteImage").map((r) => [r.inputs.name, r.inputs.keepLocally]);
-            const expected = layout === "blackbox" ? [[b.config.images.vllm, true], [b.config.images.trainer, true]] : [[b.config.images.trainer, true]];
+            const expected =
+                layout === "blackbox"
+                    ? [
+                          [b.config.images.vllm, true],
+                          [b.config.images.trainer, true],
+                      ]
+                    : [[b.config.images.trainer, true]];
             assert.deepEqual(images, expected);
             const trainer = containers(b.update.resources).find((c) => c.inputs.name === b.names.training.job)!;
             assert.deepEqual(trainer.inputs.volumes, [
@@ -466,7 +586,11 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                     const { envs, ...rest } = r.inputs;
                     assert.ok(!JSON.stringify(rest).includes(HF_SENTINEL) && !JSON.stringify(rest).includes(SANDBOX_SENTINEL));
                     assert.ok(isSecret(envs), "the env list stays a Pulumi secret");
-                    assert.ok((plain(envs) as string[]).every((e) => !e.includes("SENTINEL") || e === `HF_TOKEN=${HF_SENTINEL}` || e === `SANDBOX_API_KEY=${SANDBOX_SENTINEL}`));
+                    assert.ok(
+                        (plain(envs) as string[]).every(
+                            (e) => !e.includes("SENTINEL") || e === `HF_TOKEN=${HF_SENTINEL}` || e === `SANDBOX_API_KEY=${SANDBOX_SENTINEL}`,
+                        ),
+                    );
                 }
             }
             const trainer = containers(b.update.resources).find((c) => c.inputs.name === b.names.training.job)!;
@@ -536,12 +660,19 @@ describe("validateManifestStrict", () => {
             apiVersion: "batch/v1",
             kind: "Job",
             metadata: { name: "t" },
-            spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "i", startupprobe: { httpGet: { path: "/health", port: 8000 } } }] } } },
+            spec: {
+                template: {
+                    spec: { restartPolicy: "Never", containers: [{ name: "c", image: "i", startupprobe: { httpGet: { path: "/health", port: 8000 } } }] },
+                },
+            },
         };
         const problems = validateManifestStrict(job);
         assert.equal(problems.length, 1);
         assert.match(problems[0], /^\/spec\/template\/spec\/containers\/0\/startupprobe: unknown field "startupprobe"/);
-        assert.deepEqual(validateManifestStrict({ ...job, spec: { ...job.spec, backoffLimit: "0" } }).filter((p) => p.includes("backoffLimit")), ['/spec/backoffLimit: must be integer {"type":"integer"}']);
+        assert.deepEqual(
+            validateManifestStrict({ ...job, spec: { ...job.spec, backoffLimit: "0" } }).filter((p) => p.includes("backoffLimit")),
+            ['/spec/backoffLimit: must be integer {"type":"integer"}'],
+        );
         const fixed = structuredClone(job) as any;
         fixed.spec.template.spec.containers[0].startupProbe = fixed.spec.template.spec.containers[0].startupprobe;
         delete fixed.spec.template.spec.containers[0].startupprobe;
@@ -562,7 +693,14 @@ describe("Docker black box with the Docker sandbox pool", () => {
         const vllm = ofType(withPool.update.resources, "docker:index/container:Container").find((r) => !r.name.endsWith("-trainer"))!;
         assert.ok(!JSON.stringify(vllm.inputs).includes("docker.sock"), "vLLM never gets the socket");
 
-        const hosted = await build("blackbox", "docker", { sandboxes: { provider: "hf" }, ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true } } });
+        const hosted = await build("blackbox", "docker", {
+            sandboxes: { provider: "hf" },
+            ingress: {
+                exposure: "loadbalancer",
+                host: "vllm.example.com",
+                tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true },
+            },
+        });
         assert.ok(!JSON.stringify(hosted.update.resources.map((r) => r.inputs)).includes("docker.sock"), "hosted sandboxes need no socket");
     });
 });
@@ -590,7 +728,10 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                 assert.equal(c.resources.requests.memory, "128Gi");
                 assert.deepEqual(c.command.slice(0, 2), ["/bin/sh", "-c"]);
                 const script: string = c.command[2];
-                assert.ok(script.includes(`CUDA_VISIBLE_DEVICES=0 ${layout === "blackbox" ? "VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/Qwen3-8B" : "trl vllm-serve"}`), script);
+                assert.ok(
+                    script.includes(`CUDA_VISIBLE_DEVICES=0 ${layout === "blackbox" ? "VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/Qwen3-8B" : "trl vllm-serve"}`),
+                    script,
+                );
                 assert.ok(script.includes("env CUDA_VISIBLE_DEVICES=1 "), "the trainer gets its own GPU set");
                 for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(arg.includes("{") ? `'${arg}'` : arg), `trainer arg ${arg}`);
                 if (layout === "blackbox") assert.ok(script.includes("env -u SANDBOX_API_KEY"), "vLLM's process never sees the sandbox key");
@@ -626,13 +767,22 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                 return { vllm: cs.find((c) => c.inputs.name === b.names.training.vllm)!, trainer: cs.find((c) => c.inputs.name === b.names.training.job)! };
             };
             const s = byName(shared);
-            for (const [c, own] of [[s.vllm, "0"], [s.trainer, "1"]] as const) {
+            for (const [c, own] of [
+                [s.vllm, "0"],
+                [s.trainer, "1"],
+            ] as const) {
                 assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0", "1"], capabilities: ["gpu"] }]);
                 const env = envsOfDocker(c);
-                assert.deepEqual([env.CUDA_VISIBLE_DEVICES, env.CUDA_DEVICE_ORDER, env.NCCL_SOCKET_IFNAME, env.NCCL_P2P_DISABLE], [own, "PCI_BUS_ID", "lo", undefined]);
+                assert.deepEqual(
+                    [env.CUDA_VISIBLE_DEVICES, env.CUDA_DEVICE_ORDER, env.NCCL_SOCKET_IFNAME, env.NCCL_P2P_DISABLE],
+                    [own, "PCI_BUS_ID", "lo", undefined],
+                );
             }
             const i = byName(isolated);
-            for (const [c, own] of [[i.vllm, "0"], [i.trainer, "1"]] as const) {
+            for (const [c, own] of [
+                [i.vllm, "0"],
+                [i.trainer, "1"],
+            ] as const) {
                 assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: [own], capabilities: ["gpu"] }]);
                 const env = envsOfDocker(c);
                 assert.deepEqual([env.CUDA_VISIBLE_DEVICES, env.NCCL_P2P_DISABLE, env.NCCL_CUMEM_ENABLE, env.NCCL_SOCKET_IFNAME], [undefined, "1", "0", "lo"]);
@@ -649,7 +799,12 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
             () => parsePlatformConfig(rawConfig("whitebox-colocate", "kubernetes", { training: { gpuSharing: "shared", ncclCheck: true } }), "test"),
             (e: unknown) => {
                 assert.ok(e instanceof ConfigError);
-                assert.ok(e.problems.includes("training.gpuSharing: the whitebox-colocate layout runs vLLM inside the trainer process, so there is no weight update between two roles to share GPUs for: remove gpuSharing, or use layout whitebox-server or blackbox"), e.problems.join("\n"));
+                assert.ok(
+                    e.problems.includes(
+                        "training.gpuSharing: the whitebox-colocate layout runs vLLM inside the trainer process, so there is no weight update between two roles to share GPUs for: remove gpuSharing, or use layout whitebox-server or blackbox",
+                    ),
+                    e.problems.join("\n"),
+                );
                 assert.ok(e.problems.includes("training.ncclCheck: the whitebox-colocate layout has no NCCL weight update to check: remove ncclCheck"));
                 return true;
             },
@@ -661,12 +816,16 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
             () => parsePlatformConfig(rawConfig("blackbox", "kubernetes", { training: { gpuSharing: "isolated", ncclCheck: true } }), "test"),
             (e: unknown) =>
                 e instanceof ConfigError &&
-                e.problems.some((p) => p.startsWith("training.ncclCheck: the check runs both ranks before vLLM loads") && p.includes("set gpuSharing to 'shared'")),
+                e.problems.some(
+                    (p) => p.startsWith("training.ncclCheck: the check runs both ranks before vLLM loads") && p.includes("set gpuSharing to 'shared'"),
+                ),
         );
     });
 
     test("a user's NCCL_* in extraEnv wins on both roles; CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER stay the platform's", () => {
-        const { config, names, links } = setup("blackbox", "docker", { training: { gpuSharing: "isolated", extraEnv: { NCCL_SOCKET_IFNAME: "eth0", NCCL_DEBUG: "INFO" } } });
+        const { config, names, links } = setup("blackbox", "docker", {
+            training: { gpuSharing: "isolated", extraEnv: { NCCL_SOCKET_IFNAME: "eth0", NCCL_DEBUG: "INFO" } },
+        });
         const d = resolveTrainingNode(config, names, links);
         for (const c of [d.vllm!, d.trainer]) {
             assert.equal(c.env.NCCL_SOCKET_IFNAME, "eth0", c.name);
@@ -694,8 +853,14 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
         assert.equal(cm.data["nccl_check.py"], ncclCheckSource());
         const pod = jobPod(b.update.resources);
         const c = pod.containers[0];
-        assert.deepEqual(c.volumeMounts.find((m: any) => m.name === "nccl-check"), { name: "nccl-check", mountPath: "/opt/agentrl", readOnly: true });
-        assert.deepEqual(pod.volumes.find((v: any) => v.name === "nccl-check"), { name: "nccl-check", configMap: { name: "train-run-007-nccl-check", defaultMode: 0o555 } });
+        assert.deepEqual(
+            c.volumeMounts.find((m: any) => m.name === "nccl-check"),
+            { name: "nccl-check", mountPath: "/opt/agentrl", readOnly: true },
+        );
+        assert.deepEqual(
+            pod.volumes.find((v: any) => v.name === "nccl-check"),
+            { name: "nccl-check", configMap: { name: "train-run-007-nccl-check", defaultMode: 0o555 } },
+        );
         const script: string = c.command[2];
         const check = script.indexOf("python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531");
         assert.ok(check > 0 && check < script.indexOf("vllm serve"), "the check runs before vLLM starts");
@@ -707,7 +872,10 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
         const vllm = dockerContainers(b.update.resources).find((c) => c.inputs.name === b.names.training.vllm)!;
         assert.deepEqual(vllm.inputs.uploads, [{ file: "/opt/agentrl/nccl_check.py", content: ncclCheckSource(), executable: true }]);
         assert.deepEqual(vllm.inputs.entrypoints.slice(0, 2), ["/bin/sh", "-c"]);
-        assert.equal(vllm.inputs.entrypoints[2], 'python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531 && exec "$@"');
+        assert.equal(
+            vllm.inputs.entrypoints[2],
+            'python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531 && exec "$@"',
+        );
         assert.deepEqual(vllm.inputs.entrypoints.slice(3), ["agentrl-nccl-check", "trl", "vllm-serve"]);
     });
 });

@@ -52,7 +52,11 @@ http.server.HTTPServer(("127.0.0.1", ${port}), H).serve_forever()
 
 /** A trainer stand-in: records its env, sleeps, writes a marker, exits `code`. */
 function fakeTrainer(dir: string, seconds: number, code: number): string[] {
-    return ["sh", "-c", `env > ${shellQuote(path.join(dir, "trainer.env"))}; echo $$ > ${shellQuote(path.join(dir, "trainer.pid"))}; sleep ${seconds}; touch ${shellQuote(path.join(dir, "trainer.done"))}; exit ${code}`];
+    return [
+        "sh",
+        "-c",
+        `env > ${shellQuote(path.join(dir, "trainer.env"))}; echo $$ > ${shellQuote(path.join(dir, "trainer.pid"))}; sleep ${seconds}; touch ${shellQuote(path.join(dir, "trainer.done"))}; exit ${code}`,
+    ];
 }
 
 interface Run {
@@ -62,7 +66,11 @@ interface Run {
     dir: string;
 }
 
-async function runSupervisor(shell: string, spec: (dir: string, port: number) => SupervisorSpec, opts: { sigtermAfterMs?: number; env?: Record<string, string> } = {}): Promise<Run> {
+async function runSupervisor(
+    shell: string,
+    spec: (dir: string, port: number) => SupervisorSpec,
+    opts: { sigtermAfterMs?: number; env?: Record<string, string> } = {},
+): Promise<Run> {
     const dir = fs.mkdtempSync(path.join(tmp, "run-"));
     const port = await freePort();
     const script = renderSupervisor(spec(dir, port));
@@ -109,7 +117,9 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
     describe(`supervisor under ${path.basename(shell)}`, () => {
         test("vLLM first, the trainer once /health answers; exits with the trainer's code and stops vLLM; env per process", async () => {
             for (const code of [0, 3]) {
-                const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), trainer: fakeTrainer(dir, 0.2, code) }), { env: { SANDBOX_API_KEY: "sbx-secret", SHARED: "yes" } });
+                const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), trainer: fakeTrainer(dir, 0.2, code) }), {
+                    env: { SANDBOX_API_KEY: "sbx-secret", SHARED: "yes" },
+                });
                 assert.equal(r.code, code, r.stderr);
                 assert.ok(fs.existsSync(path.join(r.dir, "trainer.done")));
                 assert.ok(await gone(path.join(r.dir, "vllm.pid")), "vLLM is stopped when the trainer ends");
@@ -127,14 +137,22 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
         });
 
         test("vLLM exiting before it is healthy: exit 1, the trainer never starts", async () => {
-            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), vllm: fakeVllm(dir, port, { delay: 5, exitAfter: 0.3, exitCode: 7 }), trainer: fakeTrainer(dir, 0, 0) }));
+            const r = await runSupervisor(shell, (dir, port) => ({
+                ...base(dir, port),
+                vllm: fakeVllm(dir, port, { delay: 5, exitAfter: 0.3, exitCode: 7 }),
+                trainer: fakeTrainer(dir, 0, 0),
+            }));
             assert.equal(r.code, 1);
             assert.match(r.stderr, /vLLM exited \(7\) before it was healthy/);
             assert.ok(!fs.existsSync(path.join(r.dir, "trainer.env")), "trainer never started");
         });
 
         test("vLLM dying during training: the trainer is stopped, exit 1", async () => {
-            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), vllm: fakeVllm(dir, port, { delay: 0.1, exitAfter: 2, exitCode: 9 }), trainer: fakeTrainer(dir, 20, 0) }));
+            const r = await runSupervisor(shell, (dir, port) => ({
+                ...base(dir, port),
+                vllm: fakeVllm(dir, port, { delay: 0.1, exitAfter: 2, exitCode: 9 }),
+                trainer: fakeTrainer(dir, 20, 0),
+            }));
             assert.equal(r.code, 1);
             assert.match(r.stderr, /vLLM exited during training: stopping the trainer/);
             assert.ok(!fs.existsSync(path.join(r.dir, "trainer.done")));
@@ -149,7 +167,12 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
         });
 
         test("vLLM never healthy within loadSeconds: vLLM stopped, exit 1, no trainer", async () => {
-            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), vllm: fakeVllm(dir, port, { neverHealthy: true }), loadSeconds: 2, trainer: fakeTrainer(dir, 0, 0) }));
+            const r = await runSupervisor(shell, (dir, port) => ({
+                ...base(dir, port),
+                vllm: fakeVllm(dir, port, { neverHealthy: true }),
+                loadSeconds: 2,
+                trainer: fakeTrainer(dir, 0, 0),
+            }));
             assert.equal(r.code, 1);
             assert.match(r.stderr, /vLLM not healthy after 2 s \(training.modelLoadSeconds\)/);
             assert.ok(await gone(path.join(r.dir, "vllm.pid")));
@@ -157,7 +180,11 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
         });
 
         test("a failing NCCL check stops everything before vLLM starts", async () => {
-            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), check: ["sh", "-c", "echo 'Cuda failure 101' >&2; exit 1"], trainer: fakeTrainer(dir, 0, 0) }));
+            const r = await runSupervisor(shell, (dir, port) => ({
+                ...base(dir, port),
+                check: ["sh", "-c", "echo 'Cuda failure 101' >&2; exit 1"],
+                trainer: fakeTrainer(dir, 0, 0),
+            }));
             assert.equal(r.code, 1);
             assert.match(r.stderr, /NCCL check failed \(exit 1\)/);
             assert.ok(!fs.existsSync(path.join(r.dir, "vllm.pid")), "vLLM never started");
@@ -171,10 +198,19 @@ test("the rendered one-container command parses under sh -n for every server lay
             const raw: Record<string, unknown> =
                 layout === "blackbox"
                     ? { recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, training: { ncclCheck: true, resumeFromCheckpoint: true } }
-                    : { runId: "r1", model: { name: "Qwen/Qwen3-1.7B" }, target: { kind: "kubernetes", context: "test" }, training: { layout, gpusOnNode: 4, vllmGpus: 2, datasetSize: 10, numGenerations: 8, command: ["python", "/app/it's.py"] }, envs: { coding: { catalog: "coding" } } };
+                    : {
+                          runId: "r1",
+                          model: { name: "Qwen/Qwen3-1.7B" },
+                          target: { kind: "kubernetes", context: "test" },
+                          training: { layout, gpusOnNode: 4, vllmGpus: 2, datasetSize: 10, numGenerations: 8, command: ["python", "/app/it's.py"] },
+                          envs: { coding: { catalog: "coding" } },
+                      };
             const config = parsePlatformConfig(raw, "test");
             const names = platformNames(config);
-            const links = layout === "blackbox" ? { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: "agent-sandbox", trainerEnv: {} } } : { envUrls: Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url])) };
+            const links =
+                layout === "blackbox"
+                    ? { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: "agent-sandbox", trainerEnv: {} } }
+                    : { envUrls: Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url])) };
             const c = oneContainer(resolveTrainingNode(config, names, links));
             const script = c.command![2];
             const r = spawnSync("/bin/sh", ["-n", "-c", script]);

@@ -41,7 +41,15 @@ const T = {
 };
 
 function config(ingress: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes"): PlatformConfig {
-    return parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test" } : { kind: target }, ingress: { enabled: true, ...ingress } }, "test");
+    return parsePlatformConfig(
+        {
+            recipe: "opencode-blackbox",
+            runId: "r1",
+            target: target === "kubernetes" ? { kind: target, context: "test" } : { kind: target },
+            ingress: { enabled: true, ...ingress },
+        },
+        "test",
+    );
 }
 
 /** The mock monitor records secret inputs as {<sig>: <secret sig>, value}: unwrap them. */
@@ -87,7 +95,8 @@ function manifests(resources: readonly RecordedResource[]): Array<Record<string,
         .map((r) => {
             const [, groupVersion, kind] = r.type.split(":");
             const [group, version] = groupVersion!.split("/");
-            const apiVersion = group === "core" ? version : group === "apps" ? `apps/${version}` : group === "policy" ? `policy/${version}` : `${group}/${version}`;
+            const apiVersion =
+                group === "core" ? version : group === "apps" ? `apps/${version}` : group === "policy" ? `policy/${version}` : `${group}/${version}`;
             return { apiVersion, kind, ...plain(r.inputs) };
         });
 }
@@ -167,9 +176,21 @@ describe("resolveVllmIngress", () => {
 
     test("refuses a disabled ingress and httproute with proxy TLS, naming the field and the fix", () => {
         const white = parsePlatformConfig({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } }, "test");
-        assert.throws(() => resolveVllmIngress(white, platformNames(white)), (e: unknown) => e instanceof ConfigError && /ingress\.enabled: the ingress is disabled/.test(e.message));
-        const c = config({ exposure: "httproute", host: "vllm.example.com", gateway: { name: "gw", namespace: "gateways" }, tls: { mode: "secret", secretName: "t" } });
-        assert.throws(() => resolveVllmIngress(c, platformNames(c)), (e: unknown) => e instanceof ConfigError && /ingress\.tls\.mode: with exposure httproute TLS ends at the Gateway.*set tls\.mode to none/.test(e.message));
+        assert.throws(
+            () => resolveVllmIngress(white, platformNames(white)),
+            (e: unknown) => e instanceof ConfigError && /ingress\.enabled: the ingress is disabled/.test(e.message),
+        );
+        const c = config({
+            exposure: "httproute",
+            host: "vllm.example.com",
+            gateway: { name: "gw", namespace: "gateways" },
+            tls: { mode: "secret", secretName: "t" },
+        });
+        assert.throws(
+            () => resolveVllmIngress(c, platformNames(c)),
+            (e: unknown) =>
+                e instanceof ConfigError && /ingress\.tls\.mode: with exposure httproute TLS ends at the Gateway.*set tls\.mode to none/.test(e.message),
+        );
     });
 });
 
@@ -195,7 +216,10 @@ describe("kubernetes, exposure cluster (defaults)", () => {
     test("keys not supplied are generated with random.RandomPassword (48, no special characters); supplied ones are not", () => {
         const pw = ofType(b.update.resources, T.password);
         const keyPw = pw.filter((r) => r.name.startsWith("ingress-key-"));
-        assert.deepEqual(keyPw.map((r) => r.name), ["ingress-key-operators"]);
+        assert.deepEqual(
+            keyPw.map((r) => r.name),
+            ["ingress-key-operators"],
+        );
         assert.equal(keyPw[0]!.inputs.length, GENERATED_KEY_LENGTH);
         assert.equal(keyPw[0]!.inputs.special, false);
     });
@@ -260,11 +284,22 @@ describe("kubernetes, exposure cluster (defaults)", () => {
         const sum = dep.inputs.spec.template.metadata.annotations[CHECKSUM_ANNOTATION];
         assert.equal(typeof sum, "string", "not a secret wrapper: the Deployment is not marked secret");
         assert.match(sum, /^[0-9a-f]{64}$/);
-        assert.equal(sum, configChecksum("mock-random-ingress-checksum-salt", b.d.configText, plain(single(b.update.resources, T.secret).inputs).stringData["keys.conf"]));
+        assert.equal(
+            sum,
+            configChecksum("mock-random-ingress-checksum-salt", b.d.configText, plain(single(b.update.resources, T.secret).inputs).stringData["keys.conf"]),
+        );
         const again = await build(config());
-        assert.equal(single(again.update.resources, T.deployment).inputs.spec.template.metadata.annotations[CHECKSUM_ANNOTATION], sum, "stable for the same keys");
+        assert.equal(
+            single(again.update.resources, T.deployment).inputs.spec.template.metadata.annotations[CHECKSUM_ANNOTATION],
+            sum,
+            "stable for the same keys",
+        );
         const rotated = await build(config(), { sandboxes: `${SENTINEL}rotated` });
-        assert.notEqual(single(rotated.update.resources, T.deployment).inputs.spec.template.metadata.annotations[CHECKSUM_ANNOTATION], sum, "a new key rolls the pods");
+        assert.notEqual(
+            single(rotated.update.resources, T.deployment).inputs.spec.template.metadata.annotations[CHECKSUM_ANNOTATION],
+            sum,
+            "a new key rolls the pods",
+        );
     });
 
     test("NetworkPolicy: in only from the sandboxes namespace on 8080; out only to the trainer pods on 8000 and DNS", () => {
@@ -272,10 +307,20 @@ describe("kubernetes, exposure cluster (defaults)", () => {
         assert.equal(np.metadata.namespace, b.names.namespaces.ingress);
         assert.deepEqual(np.spec.podSelector.matchLabels, podLabels("vllm-ingress", b.names.ingress.deployment));
         assert.deepEqual(np.spec.policyTypes, ["Ingress", "Egress"]);
-        assert.deepEqual(np.spec.ingress, [{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": b.names.namespaces.sandboxes } } }], ports: [{ protocol: "TCP", port: 8080 }] }]);
+        assert.deepEqual(np.spec.ingress, [
+            {
+                from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": b.names.namespaces.sandboxes } } }],
+                ports: [{ protocol: "TCP", port: 8080 }],
+            },
+        ]);
         assert.deepEqual(np.spec.egress, [
             {
-                to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }],
+                to: [
+                    {
+                        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+                        podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+                    },
+                ],
                 ports: [
                     { protocol: "UDP", port: 53 },
                     { protocol: "TCP", port: 53 },
@@ -409,14 +454,25 @@ describe("kubernetes, TLS from a cert-manager Certificate the stack requests", (
         assert.deepEqual(problems({ tls: { mode: "none", issuer: { name: "x" } } }), [
             "ingress.tls.issuer: only tls mode 'cert-manager' requests a certificate from an issuer (mode is 'none'): remove tls.issuer or set tls.mode to cert-manager",
         ]);
-        assert.ok(problems({ tls: { mode: "cert-manager", issuer: { name: "x" } } }, "docker").includes("ingress.tls.mode: 'cert-manager' issues a Kubernetes TLS Secret; on the docker target use 'files' with certFile and keyFile"));
+        assert.ok(
+            problems({ tls: { mode: "cert-manager", issuer: { name: "x" } } }, "docker").includes(
+                "ingress.tls.mode: 'cert-manager' issues a Kubernetes TLS Secret; on the docker target use 'files' with certFile and keyFile",
+            ),
+        );
     });
 });
 
 describe("kubernetes, exposure httproute", () => {
     let b: Built;
     before(async () => {
-        b = await build(config({ exposure: "httproute", host: "vllm.example.com", gateway: { name: "public", namespace: "gateways", sectionName: "https" }, tls: { publiclyTrusted: true } }));
+        b = await build(
+            config({
+                exposure: "httproute",
+                host: "vllm.example.com",
+                gateway: { name: "public", namespace: "gateways", sectionName: "https" },
+                tls: { publiclyTrusted: true },
+            }),
+        );
     });
 
     test("the HTTPRoute hangs off the configured Gateway and sends only allow-listed paths to the proxy Service (never vLLM's 8000)", () => {
@@ -426,7 +482,9 @@ describe("kubernetes, exposure httproute", () => {
             assert.equal(route.kind, "HTTPRoute");
             assert.equal(route.metadata.namespace, b.names.namespaces.ingress);
             assert.match(route.metadata.name, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
-            assert.deepEqual(route.spec.parentRefs, [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "public", namespace: "gateways", sectionName: "https" }]);
+            assert.deepEqual(route.spec.parentRefs, [
+                { group: "gateway.networking.k8s.io", kind: "Gateway", name: "public", namespace: "gateways", sectionName: "https" },
+            ]);
             assert.deepEqual(route.spec.hostnames, ["vllm.example.com"]);
             assert.equal(route.spec.rules.length, 1);
             const [rule] = route.spec.rules;
@@ -483,7 +541,10 @@ describe("docker, TLS from host files", () => {
         for (const run of [b.update, b.preview]) {
             const p = plain(proxy(run.resources).inputs);
             assert.equal(p.name, b.names.ingress.deployment);
-            assert.deepEqual(p.networksAdvanced.map((n: any) => n.name), [b.names.networks.training, b.names.networks.sandboxes]);
+            assert.deepEqual(
+                p.networksAdvanced.map((n: any) => n.name),
+                [b.names.networks.training, b.names.networks.sandboxes],
+            );
             assert.deepEqual(p.ports, [{ internal: 8443, external: 8443, ip: "127.0.0.1", protocol: "tcp" }]);
             assert.equal(p.readOnly, true);
             assert.match(p.user, /^101:/);
@@ -543,7 +604,9 @@ try {
     nginxPath = undefined;
 }
 
-describe("real nginx: the component's config is what ingress:local serves", { skip: nginxPath ? false : "needs nginx (apt-get install -y nginx-light)" }, () => {
+describe("real nginx: the component's config is what ingress:local serves", {
+    skip: nginxPath ? false : "needs nginx (apt-get install -y nginx-light)",
+}, () => {
     let stub: StubUpstream;
     let ing: LocalIngress;
     let d: IngressDescription;
@@ -574,10 +637,14 @@ describe("real nginx: the component's config is what ingress:local serves", { sk
     test("and it serves: the key reaches /v1/chat/completions, vLLM's control routes stay 404", async () => {
         const post = (path: string, key?: string) =>
             new Promise<number>((resolve, reject) => {
-                const req = http.request(`${ing.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) } }, (res) => {
-                    res.resume();
-                    res.on("end", () => resolve(res.statusCode ?? 0));
-                });
+                const req = http.request(
+                    `${ing.url}${path}`,
+                    { method: "POST", headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) } },
+                    (res) => {
+                        res.resume();
+                        res.on("end", () => resolve(res.statusCode ?? 0));
+                    },
+                );
                 req.on("error", reject);
                 req.end(JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }));
             });

@@ -23,11 +23,24 @@ for (const layout of ["whitebox-server", "blackbox"] as const) {
         for (const gpuSharing of ["shared", "isolated"] as const) {
             const raw =
                 layout === "blackbox"
-                    ? { recipe: "opencode-blackbox", runId: "r1", target: target === "kubernetes" ? { kind: target, context: "bench" } : { kind: target }, training: { gpuSharing } }
-                    : { runId: "r1", model: { name: "Qwen/Qwen3-1.7B" }, target: target === "kubernetes" ? { kind: target, context: "bench" } : { kind: target }, training: { layout, gpusOnNode: 2, datasetSize: 10, numGenerations: 8, command: ["python", "/app/t.py"], gpuSharing } };
+                    ? {
+                          recipe: "opencode-blackbox",
+                          runId: "r1",
+                          target: target === "kubernetes" ? { kind: target, context: "bench" } : { kind: target },
+                          training: { gpuSharing },
+                      }
+                    : {
+                          runId: "r1",
+                          model: { name: "Qwen/Qwen3-1.7B" },
+                          target: target === "kubernetes" ? { kind: target, context: "bench" } : { kind: target },
+                          training: { layout, gpusOnNode: 2, datasetSize: 10, numGenerations: 8, command: ["python", "/app/t.py"], gpuSharing },
+                      };
             const config = parsePlatformConfig(raw, "bench");
             const names = platformNames(config);
-            const links = layout === "blackbox" ? { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: {} } } : { envUrls: {} };
+            const links =
+                layout === "blackbox"
+                    ? { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: {} } }
+                    : { envUrls: {} };
             const d = resolveTrainingNode(config, names, links);
             const name = `${layout}-${target}-${gpuSharing}`;
             // How each role's process sees the GPUs: one-container (K8s shared: both ranks from one

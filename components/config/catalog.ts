@@ -42,9 +42,24 @@ const common = { port: OPENENV_PORT, healthPath: "/health", wsPath: "/ws", nonRo
 export const ENV_CATALOG = {
     // coding_env does not read MAX_CONCURRENT_ENVS: one session per process, scale by replicas.
     // It executes the model's Python in the server process (OpenEnv envs/coding_env PyExecutor).
-    coding: { ...common, image: "ghcr.io/meta-pytorch/openenv-coding-env:latest", concurrentSessions: false, defaultSessions: 1, settings: {}, runsModelCode: true },
+    coding: {
+        ...common,
+        image: "ghcr.io/meta-pytorch/openenv-coding-env:latest",
+        concurrentSessions: false,
+        defaultSessions: 1,
+        settings: {},
+        runsModelCode: true,
+    },
     // coding_tools reads MAX_CONCURRENT_ENVS (default 4).
-    coding_tools: { ...common, image: "ghcr.io/meta-pytorch/openenv-coding-tools-env:latest", concurrentSessions: true, sessionsEnvVar: "MAX_CONCURRENT_ENVS", defaultSessions: 4, settings: {}, runsModelCode: true },
+    coding_tools: {
+        ...common,
+        image: "ghcr.io/meta-pytorch/openenv-coding-tools-env:latest",
+        concurrentSessions: true,
+        sessionsEnvVar: "MAX_CONCURRENT_ENVS",
+        defaultSessions: 4,
+        settings: {},
+        runsModelCode: true,
+    },
     // textarena (Wordle): MAX_CONCURRENT_ENVS 8; the public Space allows 1.
     textarena: {
         ...common,
@@ -57,8 +72,23 @@ export const ENV_CATALOG = {
         egress: "internet",
     },
     // Drives hosted sandboxes (E2B / HF) over the internet.
-    opencode: { ...common, image: "ghcr.io/meta-pytorch/openenv-opencode-env:latest", concurrentSessions: true, sessionsEnvVar: "MAX_CONCURRENT_ENVS", defaultSessions: 4, settings: {}, egress: "internet" },
-    echo: { ...common, image: "ghcr.io/meta-pytorch/openenv-echo-env:latest", concurrentSessions: true, sessionsEnvVar: "MAX_CONCURRENT_ENVS", defaultSessions: 8, settings: {} },
+    opencode: {
+        ...common,
+        image: "ghcr.io/meta-pytorch/openenv-opencode-env:latest",
+        concurrentSessions: true,
+        sessionsEnvVar: "MAX_CONCURRENT_ENVS",
+        defaultSessions: 4,
+        settings: {},
+        egress: "internet",
+    },
+    echo: {
+        ...common,
+        image: "ghcr.io/meta-pytorch/openenv-echo-env:latest",
+        concurrentSessions: true,
+        sessionsEnvVar: "MAX_CONCURRENT_ENVS",
+        defaultSessions: 8,
+        settings: {},
+    },
 } as const satisfies Record<string, CatalogEntry>;
 
 export type CatalogName = keyof typeof ENV_CATALOG;

@@ -66,9 +66,13 @@ export function checkSuppliedKeys(keyNames: readonly string[], allConfig: Readon
         const name = key.slice(prefix.length);
         const field = ingressKeyConfigKey(name);
         if (!keyNames.includes(name)) {
-            problems.push(`${field}: no key '${name}' in ingress.keys (${keyNames.join(", ")}): add '${name}' to ingress.keys or remove it with pulumi config rm ${field}`);
+            problems.push(
+                `${field}: no key '${name}' in ingress.keys (${keyNames.join(", ")}): add '${name}' to ingress.keys or remove it with pulumi config rm ${field}`,
+            );
         } else if (validateKeys([{ name, key: value }]).length > 0) {
-            problems.push(`${field}: must be 16 to 512 characters of [A-Za-z0-9._~+/=-] (value not shown): set a new one, e.g. pulumi config set --secret ${field} "$(openssl rand -hex 32)"`);
+            problems.push(
+                `${field}: must be 16 to 512 characters of [A-Za-z0-9._~+/=-] (value not shown): set a new one, e.g. pulumi config set --secret ${field} "$(openssl rand -hex 32)"`,
+            );
         }
     }
     return problems;

@@ -147,7 +147,12 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             inClusterUrl,
             publicUrl,
         },
-        sandboxes: { template: local("sandbox", c.runId), warmPool: local("sandbox-pool", c.runId), runLabel: "agentrl.dev/run", keySecret: local("sandbox-key") },
+        sandboxes: {
+            template: local("sandbox", c.runId),
+            warmPool: local("sandbox-pool", c.runId),
+            runLabel: "agentrl.dev/run",
+            keySecret: local("sandbox-key"),
+        },
         envs,
     };
 }

@@ -31,7 +31,8 @@ export function deepMerge(base: unknown, override: unknown): unknown {
 
 /** Hints for fields whose absence needs more than "required". */
 const REQUIRED_HINTS: Record<string, string> = {
-    "training.datasetSize": "set it to the number of training problems/prompts; it is never defaulted (the MBPP seed script defaults to 120 unless --dataset-size 170 is passed)",
+    "training.datasetSize":
+        "set it to the number of training problems/prompts; it is never defaulted (the MBPP seed script defaults to 120 unless --dataset-size 170 is passed)",
     runId: "set a short run id such as run-001; a new run is a new id",
     target: "set target.kind to kubernetes or docker",
     "model.name": "set the Hugging Face model id, e.g. Qwen/Qwen3-1.7B",

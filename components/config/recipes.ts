@@ -48,7 +48,8 @@ export const RECIPES = {
     // Wordle: the seeds give no batch sizes. Chosen here: 8 x 4 = 32 live sessions,
     // 8 generations (4 prompts per step), eval off; the env holds 8 sessions per replica.
     "wordle-whitebox": {
-        description: "Wordle (textarena), white box, Qwen3-1.7B on 1 GPU colocated: chosen 8 x 4 = 32 live sessions, 8 generations, 2000 prompts, env at 8 sessions per replica",
+        description:
+            "Wordle (textarena), white box, Qwen3-1.7B on 1 GPU colocated: chosen 8 x 4 = 32 live sessions, 8 generations, 2000 prompts, env at 8 sessions per replica",
         model: { name: "Qwen/Qwen3-1.7B" },
         training: {
             layout: "whitebox-colocate",

@@ -197,6 +197,10 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
 
 /** `arl-<stack>`, made a DNS label (stack names allow characters namespaces do not). */
 export function defaultNamespacePrefix(stack: string): string {
-    const cleaned = stack.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 30);
+    const cleaned = stack
+        .toLowerCase()
+        .replace(/[^a-z0-9-]+/g, "-")
+        .replace(/^-+|-+$/g, "")
+        .slice(0, 30);
     return `arl-${cleaned || "stack"}`.replace(/-+$/, "");
 }

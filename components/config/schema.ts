@@ -11,9 +11,7 @@ import { z } from "zod";
 import { CATALOG_NAMES } from "./catalog";
 
 /** DNS-1123 label: what every name derived from it must stay. */
-const dnsLabel = z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be lower-case letters, digits and '-', starting and ending with a letter or digit");
+const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be lower-case letters, digits and '-', starting and ending with a letter or digit");
 const imageRef = z.string().regex(/^[a-z0-9][a-zA-Z0-9._\-/:@]*$/, "must be an image reference such as ghcr.io/org/name@sha256:<digest>");
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, "must be a Kubernetes quantity such as 500m, 4Gi or 2");
 const posInt = z.number().int().positive();
@@ -61,7 +59,10 @@ const kubernetesTarget = z.strictObject({
 const dockerTarget = z.strictObject({
     kind: z.literal("docker"),
     /** Docker daemon address of the GPU host (`unix:///var/run/docker.sock` or `ssh://user@host`). */
-    host: z.string().regex(/^(unix|ssh|tcp):\/\/.+/, "must start with unix://, ssh:// or tcp://").default("unix:///var/run/docker.sock"),
+    host: z
+        .string()
+        .regex(/^(unix|ssh|tcp):\/\/.+/, "must start with unix://, ssh:// or tcp://")
+        .default("unix:///var/run/docker.sock"),
     /** Directory on the host holding model cache, checkpoints, TLS files and secret files. */
     dataDir: z.string().regex(/^\//, "must be an absolute path").default("/srv/agent-rl"),
 });
@@ -185,7 +186,10 @@ const training = z.strictObject({
     /** Resume from the newest checkpoint in the output dir (`resume_from_checkpoint`). */
     resumeFromCheckpoint: z.boolean().default(false),
     /** Push the trained model to the Hub under this repo id (needs the hfToken secret). */
-    hubRepoId: z.string().regex(/^[\w.-]+\/[\w.-]+$/, "must be <owner>/<name>").optional(),
+    hubRepoId: z
+        .string()
+        .regex(/^[\w.-]+\/[\w.-]+$/, "must be <owner>/<name>")
+        .optional(),
     /** trackio project for metrics. */
     trackioProject: z.string().optional(),
     /** trackio Space id to sync metrics to. */
@@ -297,7 +301,10 @@ const ingress = z.strictObject({
     /** Public host name for external exposure (certificate subject). */
     host: z
         .string()
-        .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a DNS host name such as vllm.example.com (no scheme, no port)")
+        .regex(
+            /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+            "must be a DNS host name such as vllm.example.com (no scheme, no port)",
+        )
         .optional(),
     /**
      * TLS: `secret` (a Kubernetes TLS Secret you provide), `cert-manager` (the stack requests a
@@ -311,13 +318,18 @@ const ingress = z.strictObject({
             /** Kubernetes TLS Secret name in the ingress namespace (mode secret: required; cert-manager: where the Certificate writes, default `vllm-ingress-tls`). */
             secretName: z
                 .string()
-                .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes Secret name (lower-case DNS subdomain)")
+                .regex(
+                    /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+                    "must be a Kubernetes Secret name (lower-case DNS subdomain)",
+                )
                 .optional(),
             /** cert-manager (mode cert-manager): the Issuer (in the ingress namespace) or ClusterIssuer that signs the certificate. */
             issuer: z
                 .strictObject({
                     /** Issuer / ClusterIssuer name. */
-                    name: z.string().regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes object name"),
+                    name: z
+                        .string()
+                        .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes object name"),
                     /** `Issuer` (namespaced, in the ingress namespace) or `ClusterIssuer`. */
                     kind: z.enum(["Issuer", "ClusterIssuer"]).default("ClusterIssuer"),
                     /** API group of the issuer (external issuers have their own). */
@@ -337,7 +349,10 @@ const ingress = z.strictObject({
     /** Proxy replicas (Kubernetes). */
     replicas: posInt.default(2),
     /** Largest request body accepted (nginx size). */
-    maxBodySize: z.string().regex(/^[0-9]+[kKmM]?$/, "must be an nginx size such as 4m").default("4m"),
+    maxBodySize: z
+        .string()
+        .regex(/^[0-9]+[kKmM]?$/, "must be an nginx size such as 4m")
+        .default("4m"),
     /** Requests per second allowed per key, per proxy replica. */
     rateLimitPerSecond: posInt.default(50),
     /** Burst above the rate per key. */

@@ -32,7 +32,9 @@ export function validateGpus(c: PlatformConfig): string[] {
         );
     }
     if (t.layout === "whitebox-colocate" && t.gpuSharingFromConfig !== undefined) {
-        errors.push(`training.gpuSharing: the whitebox-colocate layout runs vLLM inside the trainer process, so there is no weight update between two roles to share GPUs for: remove gpuSharing, or use layout whitebox-server or blackbox`);
+        errors.push(
+            `training.gpuSharing: the whitebox-colocate layout runs vLLM inside the trainer process, so there is no weight update between two roles to share GPUs for: remove gpuSharing, or use layout whitebox-server or blackbox`,
+        );
     }
     if (t.ncclCheck && t.gpuSharing !== "shared") {
         errors.push(
@@ -58,7 +60,9 @@ export function validateGpus(c: PlatformConfig): string[] {
 
 export function validateTrainer(c: PlatformConfig): string[] {
     if (c.training.command !== undefined) return [];
-    return [`training.command: required: the command that starts the training script baked into the trainer image, e.g. [python, /app/train.py] (every recipe sets one)`];
+    return [
+        `training.command: required: the command that starts the training script baked into the trainer image, e.g. [python, /app/train.py] (every recipe sets one)`,
+    ];
 }
 
 export function validateBatches(c: PlatformConfig): string[] {
@@ -93,12 +97,12 @@ export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
     const errors: string[] = [];
     const demand = c.demand.envSessions;
     const phase =
-        c.demand.evalBatch > c.demand.generationBatch
-            ? `the eval batch (${c.demand.evalBatch})`
-            : `the generation batch (${c.demand.generationBatch})`;
+        c.demand.evalBatch > c.demand.generationBatch ? `the eval batch (${c.demand.evalBatch})` : `the generation batch (${c.demand.generationBatch})`;
     if (e.catalog === "custom" && !e.image) errors.push(`${f}.image: a custom env needs an image that follows the OpenEnv server contract`);
     if (e.catalog === "custom" && e.external === undefined && e.sessionsFromConfig === false) {
-        errors.push(`${f}.sessionsPerReplica: a custom env must say how many sessions one replica holds (MAX_CONCURRENT_ENVS, 1 when it cannot serve concurrent sessions)`);
+        errors.push(
+            `${f}.sessionsPerReplica: a custom env must say how many sessions one replica holds (MAX_CONCURRENT_ENVS, 1 when it cannot serve concurrent sessions)`,
+        );
     }
     if (e.catalog !== "custom" && e.concurrentSessionsFromConfig !== undefined) {
         errors.push(
@@ -123,9 +127,7 @@ export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
     const needed = demand + e.headroomReplicas * e.sessionsPerReplica;
     if (e.capacity < needed) {
         const replicas = replicasFor(demand, e.sessionsPerReplica, e.headroomReplicas);
-        const sessionsHint = e.concurrentSessions
-            ? ` or sessionsPerReplica to ${Math.ceil(demand / Math.max(1, e.replicas - e.headroomReplicas))}`
-            : "";
+        const sessionsHint = e.concurrentSessions ? ` or sessionsPerReplica to ${Math.ceil(demand / Math.max(1, e.replicas - e.headroomReplicas))}` : "";
         errors.push(
             `${f}.replicas: ${e.replicas} replicas x ${e.sessionsPerReplica} sessions = ${e.capacity}, but training opens ${demand} sessions at once (${phase}) plus ${e.headroomReplicas} spare replica(s) of headroom = ${needed}: raise replicas to ${replicas}${sessionsHint}`,
         );
@@ -138,7 +140,9 @@ export function validateSandboxes(c: PlatformConfig): string[] {
     const t = c.training;
     const errors: string[] = [];
     if (t.layout === "blackbox" && s.provider === "none") {
-        errors.push(`sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to ${c.target.kind === "kubernetes" ? "agent-sandbox" : "docker"} or hf`);
+        errors.push(
+            `sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to ${c.target.kind === "kubernetes" ? "agent-sandbox" : "docker"} or hf`,
+        );
     }
     if (t.layout !== "blackbox" && s.provider !== "none") {
         errors.push(`sandboxes.provider: only the black-box layout uses sandboxes (layout is ${t.layout}): remove sandboxes.provider or set it to none`);
@@ -156,10 +160,14 @@ export function validateSandboxes(c: PlatformConfig): string[] {
     }
     if (s.provider === "hf") {
         if (c.ingress.exposure === "cluster") {
-            errors.push(`ingress.exposure: hosted (hf) sandboxes call vLLM from outside the cluster: set exposure to ${c.target.kind === "kubernetes" ? "loadbalancer or httproute" : "loadbalancer (the proxy publishes its port on the host)"}`);
+            errors.push(
+                `ingress.exposure: hosted (hf) sandboxes call vLLM from outside the cluster: set exposure to ${c.target.kind === "kubernetes" ? "loadbalancer or httproute" : "loadbalancer (the proxy publishes its port on the host)"}`,
+            );
         }
         if (!c.ingress.tls.publiclyTrusted) {
-            errors.push(`ingress.tls.publiclyTrusted: hosted (hf) sandboxes need a publicly trusted certificate: use one (e.g. cert-manager with a public ACME issuer) and set publiclyTrusted: true`);
+            errors.push(
+                `ingress.tls.publiclyTrusted: hosted (hf) sandboxes need a publicly trusted certificate: use one (e.g. cert-manager with a public ACME issuer) and set publiclyTrusted: true`,
+            );
         }
         if (!c.ingress.host) errors.push(`ingress.host: hosted (hf) sandboxes need the public host name of the ingress`);
     }
@@ -182,20 +190,31 @@ export function validateIngress(c: PlatformConfig): string[] {
     if (new Set(i.keys).size !== i.keys.length) errors.push(`ingress.keys: key names must be unique (${i.keys.join(", ")})`);
     if (c.target.kind === "docker") {
         if (i.tls.mode === "secret" || i.tls.mode === "cert-manager") {
-            errors.push(`ingress.tls.mode: '${i.tls.mode}' ${i.tls.mode === "secret" ? "is a Kubernetes TLS Secret" : "issues a Kubernetes TLS Secret"}; on the docker target use 'files' with certFile and keyFile`);
+            errors.push(
+                `ingress.tls.mode: '${i.tls.mode}' ${i.tls.mode === "secret" ? "is a Kubernetes TLS Secret" : "issues a Kubernetes TLS Secret"}; on the docker target use 'files' with certFile and keyFile`,
+            );
         }
-        if (i.exposure === "httproute") errors.push(`ingress.exposure: httproute needs the kubernetes target; on docker the proxy publishes its port on the host`);
+        if (i.exposure === "httproute")
+            errors.push(`ingress.exposure: httproute needs the kubernetes target; on docker the proxy publishes its port on the host`);
     } else if (i.tls.mode === "files") {
-        errors.push(`ingress.tls.mode: 'files' reads certificate files on a Docker host; on Kubernetes use 'secret' with secretName (e.g. issued by cert-manager)`);
+        errors.push(
+            `ingress.tls.mode: 'files' reads certificate files on a Docker host; on Kubernetes use 'secret' with secretName (e.g. issued by cert-manager)`,
+        );
     }
     if (i.tls.mode === "secret" && !i.tls.secretName) {
-        errors.push(`ingress.tls.secretName: tls mode 'secret' needs the name of a kubernetes.io/tls Secret in the ingress namespace (or use tls.mode cert-manager with tls.issuer to have one issued)`);
+        errors.push(
+            `ingress.tls.secretName: tls mode 'secret' needs the name of a kubernetes.io/tls Secret in the ingress namespace (or use tls.mode cert-manager with tls.issuer to have one issued)`,
+        );
     }
     if (i.tls.mode === "cert-manager" && !i.tls.issuer) {
-        errors.push(`ingress.tls.issuer: tls mode 'cert-manager' needs the issuer that signs the certificate: set tls.issuer.name (and kind Issuer or ClusterIssuer; kubectl get clusterissuers lists them)`);
+        errors.push(
+            `ingress.tls.issuer: tls mode 'cert-manager' needs the issuer that signs the certificate: set tls.issuer.name (and kind Issuer or ClusterIssuer; kubectl get clusterissuers lists them)`,
+        );
     }
     if (i.tls.mode !== "cert-manager" && i.tls.issuer) {
-        errors.push(`ingress.tls.issuer: only tls mode 'cert-manager' requests a certificate from an issuer (mode is '${i.tls.mode}'): remove tls.issuer or set tls.mode to cert-manager`);
+        errors.push(
+            `ingress.tls.issuer: only tls mode 'cert-manager' requests a certificate from an issuer (mode is '${i.tls.mode}'): remove tls.issuer or set tls.mode to cert-manager`,
+        );
     }
     if (i.tls.mode === "files" && (!i.tls.certFile || !i.tls.keyFile)) {
         errors.push(`ingress.tls.certFile: tls mode 'files' needs certFile and keyFile (paths on the Docker host)`);
@@ -214,7 +233,6 @@ export function validateIngress(c: PlatformConfig): string[] {
     if (i.exposure !== "cluster" && !i.host) errors.push(`ingress.host: exposure ${i.exposure} needs the public host name sandboxes use`);
     return errors;
 }
-
 
 /**
  * Whether images.vllm is deployed: only black box runs it (trl vllm-serve runs in the trainer
@@ -244,7 +262,9 @@ export function validateProdPinning(c: PlatformConfig): string[] {
     for (const { field, image } of deployedImages(c)) {
         // A missing required image is reported once, by validateRequiredImages.
         if (image !== "" && !pinnedByDigest(image)) {
-            errors.push(`${field}: prod stacks pin every image by digest, got '${image}': use <image>@sha256:<64 hex digits> (docker buildx imagetools inspect <image> shows it)`);
+            errors.push(
+                `${field}: prod stacks pin every image by digest, got '${image}': use <image>@sha256:<64 hex digits> (docker buildx imagetools inspect <image> shows it)`,
+            );
         }
     }
     if (c.model.revision === "main") {
@@ -258,11 +278,17 @@ const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD)$|^HF_TOKEN$/i;
 
 /** Plain-text env maps must not carry secrets: stack files and pod specs keep them in clear. */
 export function validatePlainEnv(c: PlatformConfig): string[] {
-    const plain: Array<[string, Readonly<Record<string, string>>]> = [["training.extraEnv", c.training.extraEnv], ...c.envs.map((e): [string, Readonly<Record<string, string>>] => [`envs.${e.name}.settings`, e.settings])];
+    const plain: Array<[string, Readonly<Record<string, string>>]> = [
+        ["training.extraEnv", c.training.extraEnv],
+        ...c.envs.map((e): [string, Readonly<Record<string, string>>] => [`envs.${e.name}.settings`, e.settings]),
+    ];
     return plain.flatMap(([field, env]) =>
         Object.keys(env)
             .filter((k) => SECRET_NAME.test(k))
-            .map((k) => `${field}.${k}: looks like a secret (name ends in _KEY/_TOKEN/_SECRET/_PASSWORD), but ${field} is plain text in the stack file and the pod spec: remove it; only hfToken and the ingress keys are carried as secrets`),
+            .map(
+                (k) =>
+                    `${field}.${k}: looks like a secret (name ends in _KEY/_TOKEN/_SECRET/_PASSWORD), but ${field} is plain text in the stack file and the pod spec: remove it; only hfToken and the ingress keys are carried as secrets`,
+            ),
     );
 }
 

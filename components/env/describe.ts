@@ -272,7 +272,6 @@ export function nginxImageSupportsResolve(image: string): boolean {
     return patch === undefined || patch >= minPatch;
 }
 
-
 function capacityOf(config: PlatformConfig, env: ResolvedEnv, sessionsPerReplica: number): EnvCapacity {
     const d = config.demand;
     if (env.external) {
@@ -352,7 +351,15 @@ export function resolveEnvSpace(config: PlatformConfig, env: ResolvedEnv, names:
     const wsUrl = wsUrlOf(url, env.wsPath);
 
     if (env.external) {
-        return { kind: "external", name: env.name, target, url, wsUrl, sessions: env.external.sessions, capacity: capacityOf(config, env, env.external.sessions) };
+        return {
+            kind: "external",
+            name: env.name,
+            target,
+            url,
+            wsUrl,
+            sessions: env.external.sessions,
+            capacity: capacityOf(config, env, env.external.sessions),
+        };
     }
 
     const problems = sessionProblems(env, f);
@@ -385,8 +392,20 @@ export function resolveEnvSpace(config: PlatformConfig, env: ResolvedEnv, names:
     if (problems.length > 0) throw new ConfigError(problems);
 
     const configText = renderRouterConfig(settings);
-    const health = (periodSeconds: number, timeoutSeconds: number, failureThreshold: number): EnvProbe => ({ path: env.healthPath, port, periodSeconds, timeoutSeconds, failureThreshold });
-    const routerHealth = (periodSeconds: number, timeoutSeconds: number, failureThreshold: number): EnvProbe => ({ path: ROUTER_HEALTH_PATH, port, periodSeconds, timeoutSeconds, failureThreshold });
+    const health = (periodSeconds: number, timeoutSeconds: number, failureThreshold: number): EnvProbe => ({
+        path: env.healthPath,
+        port,
+        periodSeconds,
+        timeoutSeconds,
+        failureThreshold,
+    });
+    const routerHealth = (periodSeconds: number, timeoutSeconds: number, failureThreshold: number): EnvProbe => ({
+        path: ROUTER_HEALTH_PATH,
+        port,
+        periodSeconds,
+        timeoutSeconds,
+        failureThreshold,
+    });
 
     return {
         kind: "deployed",

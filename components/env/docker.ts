@@ -39,7 +39,12 @@ export interface DockerEnvResources {
 /** A replica's health check: python3 is in every OpenEnv image (FastAPI server); curl is not guaranteed. */
 export function replicaHealthcheck(startup: EnvProbe, liveness: EnvProbe): docker.types.input.ContainerHealthcheck {
     return {
-        tests: ["CMD", "python3", "-c", `import urllib.request; urllib.request.urlopen('http://127.0.0.1:${liveness.port}${liveness.path}', timeout=${liveness.timeoutSeconds})`],
+        tests: [
+            "CMD",
+            "python3",
+            "-c",
+            `import urllib.request; urllib.request.urlopen('http://127.0.0.1:${liveness.port}${liveness.path}', timeout=${liveness.timeoutSeconds})`,
+        ],
         interval: `${startup.periodSeconds * 2}s`,
         timeout: `${liveness.timeoutSeconds}s`,
         retries: liveness.failureThreshold,
@@ -76,7 +81,15 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
     // model-written code): an internal network, no route out; `internet`: a plain bridge.
     const network = new docker.Network(
         `${name}-network`,
-        { name: d.replicaNetwork, driver: "bridge", internal: r.security.egress === "dns", labels: [{ label: "app.kubernetes.io/component", value: "env" }, { label: "app.kubernetes.io/part-of", value: "agent-rl-infra" }] },
+        {
+            name: d.replicaNetwork,
+            driver: "bridge",
+            internal: r.security.egress === "dns",
+            labels: [
+                { label: "app.kubernetes.io/component", value: "env" },
+                { label: "app.kubernetes.io/part-of", value: "agent-rl-infra" },
+            ],
+        },
         child,
     );
 

@@ -36,11 +36,16 @@ export class EnvSpace extends pulumi.ComponentResource {
         let ready: pulumi.Output<unknown>[] = [];
         if (d.kind === "deployed") {
             if (d.target === "kubernetes") {
-                const { statefulSet, routerDeployment, routerService } = registerKubernetesEnvSpace(name, { description: d, namespace: args.namespace ?? d.namespace }, this);
+                const { statefulSet, routerDeployment, routerService } = registerKubernetesEnvSpace(
+                    name,
+                    { description: d, namespace: args.namespace ?? d.namespace },
+                    this,
+                );
                 // Pulumi awaits StatefulSet and Deployment readiness: the URL resolves once replicas and routers are ready.
                 ready = [statefulSet.metadata.name, routerDeployment.metadata.name, routerService.metadata.name];
             } else {
-                if (args.network === undefined) throw new pulumi.RunError(`EnvSpace ${name}: the docker target needs args.network (the private training network)`);
+                if (args.network === undefined)
+                    throw new pulumi.RunError(`EnvSpace ${name}: the docker target needs args.network (the private training network)`);
                 const { replicas, router } = registerDockerEnvSpace(name, { description: d, network: args.network }, this);
                 ready = [...replicas.map((c) => c.name), router.name];
             }
@@ -50,6 +55,12 @@ export class EnvSpace extends pulumi.ComponentResource {
         this.capacity = d.capacity;
         this.replicas = d.capacity.replicas;
         this.sessionsPerReplica = d.capacity.sessionsPerReplica;
-        this.registerOutputs({ url: this.url, wsUrl: this.wsUrl, capacity: this.capacity, replicas: this.replicas, sessionsPerReplica: this.sessionsPerReplica });
+        this.registerOutputs({
+            url: this.url,
+            wsUrl: this.wsUrl,
+            capacity: this.capacity,
+            replicas: this.replicas,
+            sessionsPerReplica: this.sessionsPerReplica,
+        });
     }
 }

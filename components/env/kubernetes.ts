@@ -14,7 +14,6 @@ import * as pulumi from "@pulumi/pulumi";
 import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
 import { clusterDnsEgress, NAMESPACE_NAME_LABEL, publicInternetEgress, restrictedContainerSecurity } from "../shared/kubernetes";
 
-
 /** Labels on every object of the env (the pod labels are the selectors and come from podLabels()). */
 function objectLabels(d: DeployedEnvDescription): Record<string, string> {
     return { "app.kubernetes.io/part-of": "agent-rl-infra", "app.kubernetes.io/component": "env", "agentrl.dev/env": d.name };
@@ -113,7 +112,13 @@ export function routerPodSpec(d: DeployedEnvDescription): k8s.types.input.core.v
         automountServiceAccountToken: false,
         enableServiceLinks: false,
         terminationGracePeriodSeconds: sec.terminationGraceSeconds,
-        securityContext: { runAsNonRoot: true, runAsUser: sec.runAsUser, runAsGroup: sec.runAsGroup, fsGroup: sec.runAsGroup, seccompProfile: { type: sec.seccompProfile } },
+        securityContext: {
+            runAsNonRoot: true,
+            runAsUser: sec.runAsUser,
+            runAsGroup: sec.runAsGroup,
+            fsGroup: sec.runAsGroup,
+            seccompProfile: { type: sec.seccompProfile },
+        },
         topologySpreadConstraints: [
             { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...r.podLabels } } },
         ],
@@ -208,7 +213,12 @@ export function routerNetworkPolicySpec(d: DeployedEnvDescription): k8s.types.in
         policyTypes: ["Ingress", "Egress"],
         ingress: [
             {
-                from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.trainer.namespace } }, podSelector: { matchLabels: { ...d.trainer.podLabels } } }],
+                from: [
+                    {
+                        namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.trainer.namespace } },
+                        podSelector: { matchLabels: { ...d.trainer.podLabels } },
+                    },
+                ],
                 ports: [{ protocol: "TCP", port: d.router.port }],
             },
         ],
@@ -239,8 +249,16 @@ export function registerKubernetesEnvSpace(name: string, args: KubernetesEnvArgs
     const meta = (objName: string) => ({ name: objName, namespace: args.namespace, labels });
 
     // Lock the pods down before they exist.
-    const replicaPolicy = new k8s.networking.v1.NetworkPolicy(`${name}-replica-network`, { metadata: meta(d.names.replicaNetworkPolicy), spec: replicaNetworkPolicySpec(d) }, child);
-    const routerPolicy = new k8s.networking.v1.NetworkPolicy(`${name}-router-network`, { metadata: meta(d.names.routerNetworkPolicy), spec: routerNetworkPolicySpec(d) }, child);
+    const replicaPolicy = new k8s.networking.v1.NetworkPolicy(
+        `${name}-replica-network`,
+        { metadata: meta(d.names.replicaNetworkPolicy), spec: replicaNetworkPolicySpec(d) },
+        child,
+    );
+    const routerPolicy = new k8s.networking.v1.NetworkPolicy(
+        `${name}-router-network`,
+        { metadata: meta(d.names.routerNetworkPolicy), spec: routerNetworkPolicySpec(d) },
+        child,
+    );
 
     const headless = new k8s.core.v1.Service(`${name}-headless`, { metadata: meta(d.replicas.headlessService), spec: headlessServiceSpec(d) }, child);
     const statefulSet = new k8s.apps.v1.StatefulSet(
@@ -248,16 +266,28 @@ export function registerKubernetesEnvSpace(name: string, args: KubernetesEnvArgs
         { metadata: meta(d.replicas.name), spec: replicaStatefulSetSpec(d) },
         { ...child, dependsOn: [headless, replicaPolicy], customTimeouts: replicaRolloutTimeouts(d.replicas.count) },
     );
-    new k8s.policy.v1.PodDisruptionBudget(`${name}-replica-disruption-budget`, { metadata: meta(d.names.replicaDisruptionBudget), spec: replicaDisruptionBudgetSpec(d) }, child);
+    new k8s.policy.v1.PodDisruptionBudget(
+        `${name}-replica-disruption-budget`,
+        { metadata: meta(d.names.replicaDisruptionBudget), spec: replicaDisruptionBudgetSpec(d) },
+        child,
+    );
 
-    const config = new k8s.core.v1.ConfigMap(`${name}-router-config`, { metadata: meta(d.names.routerConfig), data: { "nginx.conf": d.router.configText } }, child);
+    const config = new k8s.core.v1.ConfigMap(
+        `${name}-router-config`,
+        { metadata: meta(d.names.routerConfig), data: { "nginx.conf": d.router.configText } },
+        child,
+    );
     // The router needs neither the replicas nor their DNS names to start (`resolve` tolerates missing names).
     const routerDeployment = new k8s.apps.v1.Deployment(
         `${name}-router`,
         { metadata: meta(d.router.name), spec: routerDeploymentSpec(d) },
         { ...child, dependsOn: [config, routerPolicy] },
     );
-    new k8s.policy.v1.PodDisruptionBudget(`${name}-router-disruption-budget`, { metadata: meta(d.names.routerDisruptionBudget), spec: routerDisruptionBudgetSpec(d) }, child);
+    new k8s.policy.v1.PodDisruptionBudget(
+        `${name}-router-disruption-budget`,
+        { metadata: meta(d.names.routerDisruptionBudget), spec: routerDisruptionBudgetSpec(d) },
+        child,
+    );
     const routerService = new k8s.core.v1.Service(`${name}-router-service`, { metadata: meta(d.router.service), spec: routerServiceSpec(d) }, child);
     return { statefulSet, routerDeployment, routerService };
 }

@@ -141,7 +141,9 @@ async function checkSingleAddress(replicas: readonly string[]): Promise<void> {
         if (hp === undefined || net.isIP(hp.host.replace(/^\[|\]$/g, "")) !== 0) continue;
         const addrs = await lookup(hp.host, { all: true });
         if (addrs.length !== 1) {
-            throw new Error(`replica "${r}" resolves to ${addrs.length} addresses (${addrs.map((a) => a.address).join(", ")}); nginx would allow k sessions to each: give one address per replica`);
+            throw new Error(
+                `replica "${r}" resolves to ${addrs.length} addresses (${addrs.map((a) => a.address).join(", ")}); nginx would allow k sessions to each: give one address per replica`,
+            );
         }
     }
 }

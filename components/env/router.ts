@@ -110,11 +110,13 @@ export function splitHostPort(address: string): { host: string; port: number } |
 export function validateRouterSettings(s: RouterSettings): string[] {
     const problems: string[] = [];
     if (typeof s.envName !== "string" || !ENV_NAME.test(s.envName)) {
-        problems.push(`envName ${JSON.stringify(s.envName)} is not a usable name: use 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit (e.g. "coding_tools")`);
+        problems.push(
+            `envName ${JSON.stringify(s.envName)} is not a usable name: use 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit (e.g. "coding_tools")`,
+        );
     }
     const replicas: readonly unknown[] = Array.isArray(s.replicas) ? s.replicas : [];
     if (replicas.length === 0) {
-        problems.push("replicas is empty: list every replica as host:port (e.g. \"echo-0.echo-headless.envs.svc.cluster.local:8000\")");
+        problems.push('replicas is empty: list every replica as host:port (e.g. "echo-0.echo-headless.envs.svc.cluster.local:8000")');
     }
     const seen = new Set<string>();
     replicas.forEach((r, i) => {
@@ -139,7 +141,9 @@ export function validateRouterSettings(s: RouterSettings): string[] {
         if (!isPort(hp.port)) problems.push(`replicas[${i}] "${r}": port ${hp.port} is outside 1-65535`);
         // nginx makes one peer per resolved address, each with its own max_conns: "localhost" (127.0.0.1 and ::1) would allow 2k.
         if (hp.host.toLowerCase() === "localhost") {
-            problems.push(`replicas[${i}] "${r}": "localhost" resolves to two addresses (127.0.0.1 and ::1), each capped separately; use "127.0.0.1:${hp.port}"`);
+            problems.push(
+                `replicas[${i}] "${r}": "localhost" resolves to two addresses (127.0.0.1 and ::1), each capped separately; use "127.0.0.1:${hp.port}"`,
+            );
         }
     });
     if (!isPositiveInt(s.sessionsPerReplica)) {
@@ -162,13 +166,19 @@ export function validateRouterSettings(s: RouterSettings): string[] {
         if (value !== undefined && !isPositiveInt(value)) problems.push(`${field} ${String(value)} must be a whole number of seconds >= 1`);
     }
     if (isPositiveInt(s.readTimeoutSeconds) && (s.readTimeoutSeconds ?? 0) < 60) {
-        problems.push(`readTimeoutSeconds ${s.readTimeoutSeconds} would cut any env session idle that long (e.g. while the policy generates): use >= 60, default 3600`);
+        problems.push(
+            `readTimeoutSeconds ${s.readTimeoutSeconds} would cut any env session idle that long (e.g. while the policy generates): use >= 60, default 3600`,
+        );
     }
     if (isPositiveInt(s.connectTimeoutSeconds) && isPositiveInt(s.readTimeoutSeconds) && (s.connectTimeoutSeconds ?? 0) > (s.readTimeoutSeconds ?? 0)) {
-        problems.push(`connectTimeoutSeconds ${s.connectTimeoutSeconds} is longer than readTimeoutSeconds ${s.readTimeoutSeconds}: a connect should fail fast (default 5) so a dead replica is skipped`);
+        problems.push(
+            `connectTimeoutSeconds ${s.connectTimeoutSeconds} is longer than readTimeoutSeconds ${s.readTimeoutSeconds}: a connect should fail fast (default 5) so a dead replica is skipped`,
+        );
     }
     if (s.runDir !== undefined && (!s.runDir.startsWith("/") || NGINX_UNSAFE.test(s.runDir))) {
-        problems.push(`runDir "${s.runDir}" must be an absolute path without spaces, quotes, ';', '$' or braces (default "/tmp/env-router", mount an emptyDir there)`);
+        problems.push(
+            `runDir "${s.runDir}" must be an absolute path without spaces, quotes, ';', '$' or braces (default "/tmp/env-router", mount an emptyDir there)`,
+        );
     }
     if (s.workerProcesses !== undefined && s.workerProcesses !== "auto" && !(isPositiveInt(s.workerProcesses) && s.workerProcesses <= 64)) {
         problems.push(`workerProcesses ${String(s.workerProcesses)} must be "auto" or a whole number in 1-64 (default 2)`);
@@ -176,7 +186,9 @@ export function validateRouterSettings(s: RouterSettings): string[] {
     if (s.resolver !== undefined) {
         const parts = s.resolver.trim().split(/\s+/);
         if (s.resolver.trim() === "" || parts.some((p) => NGINX_UNSAFE.test(p))) {
-            problems.push(`resolver "${s.resolver}" must be space-separated DNS server addresses (e.g. "kube-dns.kube-system.svc.cluster.local" or "10.96.0.10"), or unset to resolve replica names once at start`);
+            problems.push(
+                `resolver "${s.resolver}" must be space-separated DNS server addresses (e.g. "kube-dns.kube-system.svc.cluster.local" or "10.96.0.10"), or unset to resolve replica names once at start`,
+            );
         }
     }
     return problems;

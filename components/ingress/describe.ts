@@ -43,7 +43,6 @@ export const INGRESS_PATHS = {
 /** Key of the checksum annotation (Kubernetes pod template) / label (Docker) that rolls the proxy when config or keys change. */
 export const CHECKSUM_ANNOTATION = "agentrl.dev/config-checksum";
 
-
 /** How the proxy process runs, on both targets. */
 export interface IngressSecurity {
     /** uid of the nginx user in the unprivileged nginx images (nginxinc/nginx-unprivileged: 101). */
@@ -222,7 +221,8 @@ export function serviceDnsNames(names: PlatformNames): string[] {
 export function resolveVllmIngress(config: PlatformConfig, names: PlatformNames): IngressDescription {
     const i = config.ingress;
     const problems: string[] = [];
-    if (!i.enabled) problems.push("ingress.enabled: the ingress is disabled, so there is nothing to deploy: do not build VllmIngress (or set ingress.enabled to true)");
+    if (!i.enabled)
+        problems.push("ingress.enabled: the ingress is disabled, so there is nothing to deploy: do not build VllmIngress (or set ingress.enabled to true)");
     if (i.exposure === "httproute" && (i.tls.mode === "secret" || i.tls.mode === "cert-manager")) {
         problems.push(
             "ingress.tls.mode: with exposure httproute TLS ends at the Gateway (its listener holds the certificate) and the Gateway talks plain HTTP to the proxy: set tls.mode to none and put the certificate on the Gateway listener",

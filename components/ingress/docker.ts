@@ -34,9 +34,6 @@ export interface DockerIngressResources {
     readonly container: docker.Container;
 }
 
-
-
-
 /** `docker run -p`: only the listen port, on loopback unless the proxy is exposed (then on the public port). */
 export function dockerIngressPorts(d: IngressDescription): docker.types.input.ContainerPort[] {
     return [{ internal: d.port, external: d.publicPort, ip: d.dockerPublishIp, protocol: "tcp" }];
@@ -54,7 +51,9 @@ export function dockerIngressHealthcheck(d: IngressDescription): docker.types.in
 /** tmpfs for the runtime dir, owned by the nginx uid. */
 function runtimeTmpfs(d: IngressDescription): Record<string, string> {
     const sec = d.security;
-    return { [d.paths.runtimeDir]: `rw,noexec,nosuid,nodev,size=${dockerMemoryMiB(sec.runtimeSizeLimit)}m,uid=${sec.runAsUser},gid=${sec.dockerGroup},mode=0700` };
+    return {
+        [d.paths.runtimeDir]: `rw,noexec,nosuid,nodev,size=${dockerMemoryMiB(sec.runtimeSizeLimit)}m,uid=${sec.runAsUser},gid=${sec.dockerGroup},mode=0700`,
+    };
 }
 
 /** Registers the pinned image, the two file volumes, the files container and the nginx container as children of `parent`. */

@@ -26,7 +26,8 @@ function objectLabels(): Record<string, string> {
 /** The Service's ports: the listen port, plus 443 on a LoadBalancer for a public https://<host> (names.ts). */
 export function ingressServicePorts(d: IngressDescription): k8s.types.input.core.v1.ServicePort[] {
     const ports: k8s.types.input.core.v1.ServicePort[] = [{ name: d.portName, port: d.port, targetPort: d.portName, protocol: "TCP" }];
-    if (d.exposure === "loadbalancer" && d.publicPort !== d.port) ports.unshift({ name: "public", port: d.publicPort, targetPort: d.portName, protocol: "TCP" });
+    if (d.exposure === "loadbalancer" && d.publicPort !== d.port)
+        ports.unshift({ name: "public", port: d.publicPort, targetPort: d.portName, protocol: "TCP" });
     return ports;
 }
 
@@ -56,7 +57,14 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
     if (d.tls.proxyTerminates && (d.tls.mode === "secret" || d.tls.mode === "cert-manager")) {
         volumes.push({
             name: "tls",
-            secret: { secretName: d.tls.secretName!, defaultMode: 0o440, items: [{ key: "tls.crt", path: "tls.crt" }, { key: "tls.key", path: "tls.key" }] },
+            secret: {
+                secretName: d.tls.secretName!,
+                defaultMode: 0o440,
+                items: [
+                    { key: "tls.crt", path: "tls.crt" },
+                    { key: "tls.key", path: "tls.key" },
+                ],
+            },
         });
         mounts.push({ name: "tls", mountPath: d.paths.tlsDir, readOnly: true });
     }
@@ -121,11 +129,19 @@ export function ingressNetworkPolicySpec(d: IngressDescription): k8s.types.input
     return {
         podSelector: { matchLabels: { ...d.podLabels } },
         policyTypes: ["Ingress", "Egress"],
-        ingress: d.exposure === "cluster" ? [{ from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.clientNamespace } } }], ports: port }] : [{ ports: port }],
+        ingress:
+            d.exposure === "cluster"
+                ? [{ from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.clientNamespace } } }], ports: port }]
+                : [{ ports: port }],
         egress: [
             clusterDnsEgress(),
             {
-                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.upstream.namespace } }, podSelector: { matchLabels: { ...d.upstream.podLabels } } }],
+                to: [
+                    {
+                        namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.upstream.namespace } },
+                        podSelector: { matchLabels: { ...d.upstream.podLabels } },
+                    },
+                ],
                 ports: [{ protocol: "TCP", port: d.upstream.port }],
             },
         ],
@@ -144,7 +160,15 @@ export function ingressDisruptionBudgetSpec(d: IngressDescription): k8s.types.in
 export function ingressHttpRouteSpec(d: IngressDescription): Record<string, unknown> {
     const g = d.gateway!;
     return {
-        parentRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: g.name, namespace: g.namespace, ...(g.sectionName !== undefined ? { sectionName: g.sectionName } : {}) }],
+        parentRefs: [
+            {
+                group: "gateway.networking.k8s.io",
+                kind: "Gateway",
+                name: g.name,
+                namespace: g.namespace,
+                ...(g.sectionName !== undefined ? { sectionName: g.sectionName } : {}),
+            },
+        ],
         hostnames: [d.host!],
         rules: [
             {
@@ -215,7 +239,11 @@ export function registerKubernetesIngress(name: string, args: KubernetesIngressA
         { ...child, dependsOn: waitFor(args.upstreamReady, [config, keys, policy, ...(certificate ? [certificate] : [])]) },
     );
     if (d.replicas > 1) {
-        new k8s.policy.v1.PodDisruptionBudget(`${name}-disruption-budget`, { metadata: meta(d.names.disruptionBudget), spec: ingressDisruptionBudgetSpec(d) }, child);
+        new k8s.policy.v1.PodDisruptionBudget(
+            `${name}-disruption-budget`,
+            { metadata: meta(d.names.disruptionBudget), spec: ingressDisruptionBudgetSpec(d) },
+            child,
+        );
     }
     const service = new k8s.core.v1.Service(`${name}-service`, { metadata: meta(d.names.service), spec: ingressServiceSpec(d) }, child);
     if (d.exposure === "httproute") {

@@ -81,7 +81,9 @@ export class VllmIngress extends pulumi.ComponentResource {
         }
         // renderKeysFile validates every key and never echoes one in its errors.
         const keysText = pulumi.secret(
-            pulumi.all(d.keyNames.map((keyName) => keys[keyName]!)).apply((values) => renderKeysFile(d.keyNames.map((keyName, idx) => ({ name: keyName, key: values[idx]! })))),
+            pulumi
+                .all(d.keyNames.map((keyName) => keys[keyName]!))
+                .apply((values) => renderKeysFile(d.keyNames.map((keyName, idx) => ({ name: keyName, key: values[idx]! })))),
         );
         const salt = new random.RandomPassword(`${name}-checksum-salt`, { length: 32, special: false }, child);
         const checksum = pulumi.unsecret(pulumi.all([salt.result, keysText]).apply(([s, k]) => configChecksum(s, d.configText, k)));
@@ -92,8 +94,15 @@ export class VllmIngress extends pulumi.ComponentResource {
             this.serviceName = service.metadata.name;
             this.namespace = service.metadata.namespace;
         } else {
-            if (args.networks === undefined) throw new pulumi.RunError(`VllmIngress ${name}: the docker target needs args.networks.training (vLLM's private network) and, with Docker sandboxes, args.networks.sandboxes`);
-            const { container } = registerDockerIngress(name, { description: d, networks: args.networks, keysText, checksum, upstreamReady: args.upstreamReady }, this);
+            if (args.networks === undefined)
+                throw new pulumi.RunError(
+                    `VllmIngress ${name}: the docker target needs args.networks.training (vLLM's private network) and, with Docker sandboxes, args.networks.sandboxes`,
+                );
+            const { container } = registerDockerIngress(
+                name,
+                { description: d, networks: args.networks, keysText, checksum, upstreamReady: args.upstreamReady },
+                this,
+            );
             this.serviceName = container.name;
             this.namespace = pulumi.output(args.networks.sandboxes ?? args.networks.training);
         }

@@ -78,7 +78,10 @@ export class Platform extends pulumi.ComponentResource {
                 // anything its own policies do not (an old run's pod included).
                 new k8s.networking.v1.NetworkPolicy(
                     `${name}-ns-${role}-default-deny`,
-                    { metadata: { name: "default-deny-ingress", namespace: ns.metadata.name, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } }, spec: defaultDenyIngressSpec() },
+                    {
+                        metadata: { name: "default-deny-ingress", namespace: ns.metadata.name, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                        spec: defaultDenyIngressSpec(),
+                    },
                     child,
                 );
             }
@@ -124,7 +127,11 @@ export class Platform extends pulumi.ComponentResource {
                     description: plan.sandboxes,
                     sandboxKey,
                     ingress: ingress!.peer,
-                    trainer: { serviceAccount: names.training.serviceAccount, namespace: names.namespaces.training, podLabels: podLabels("trainer", names.training.job) },
+                    trainer: {
+                        serviceAccount: names.training.serviceAccount,
+                        namespace: names.namespaces.training,
+                        podLabels: podLabels("trainer", names.training.job),
+                    },
                     namespace: this.namespaces.sandboxes,
                     network: this.namespaces.sandboxes,
                 },

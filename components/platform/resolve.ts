@@ -62,14 +62,34 @@ export function externalPrerequisites(config: PlatformConfig, names: PlatformPla
     const out: Prerequisite[] = [];
     const t = config.target;
     if (t.kind !== "kubernetes") {
-        out.push({ what: "the NVIDIA container runtime on the Docker host", field: "target.host", otherwise: "vLLM and the trainer fail to start (device request refused)", check: "docker info --format '{{json .Runtimes}}' (lists nvidia)" });
+        out.push({
+            what: "the NVIDIA container runtime on the Docker host",
+            field: "target.host",
+            otherwise: "vLLM and the trainer fail to start (device request refused)",
+            check: "docker info --format '{{json .Runtimes}}' (lists nvidia)",
+        });
         return out;
     }
     const gpu = t.gpuResourceName;
-    out.push({ what: `the GPU device plugin (extended resource ${gpu})`, field: "target.gpuResourceName", otherwise: "the training pod stays Pending for ever", check: `kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.allocatable.${gpu.replace(/\./g, "\\.")}` });
-    out.push({ what: "a CNI that enforces NetworkPolicy (Calico, Cilium, ...)", field: "(every component)", otherwise: "every isolation rule is silently ignored: sandboxes and env replicas reach vLLM and the internet", check: "kubectl get pods -n kube-system (look for calico / cilium)" });
+    out.push({
+        what: `the GPU device plugin (extended resource ${gpu})`,
+        field: "target.gpuResourceName",
+        otherwise: "the training pod stays Pending for ever",
+        check: `kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.allocatable.${gpu.replace(/\./g, "\\.")}`,
+    });
+    out.push({
+        what: "a CNI that enforces NetworkPolicy (Calico, Cilium, ...)",
+        field: "(every component)",
+        otherwise: "every isolation rule is silently ignored: sandboxes and env replicas reach vLLM and the internet",
+        check: "kubectl get pods -n kube-system (look for calico / cilium)",
+    });
     if (t.priorityClassName !== undefined) {
-        out.push({ what: `PriorityClass ${t.priorityClassName}`, field: "target.priorityClassName", otherwise: "the Job gets no pod (admission refuses it; kubectl describe job shows why)", check: `kubectl get priorityclass ${t.priorityClassName}` });
+        out.push({
+            what: `PriorityClass ${t.priorityClassName}`,
+            field: "target.priorityClassName",
+            otherwise: "the Job gets no pod (admission refuses it; kubectl describe job shows why)",
+            check: `kubectl get priorityclass ${t.priorityClassName}`,
+        });
     }
     out.push({
         what: t.storageClassName !== undefined ? `StorageClass ${t.storageClassName}` : "a default StorageClass",
@@ -80,22 +100,47 @@ export function externalPrerequisites(config: PlatformConfig, names: PlatformPla
     const sb = config.sandboxes;
     if (sb.provider === "agent-sandbox") {
         if (sb.runtimeClassName !== undefined) {
-            out.push({ what: `RuntimeClass ${sb.runtimeClassName} (and its handler on the nodes)`, field: "sandboxes.runtimeClassName", otherwise: "sandbox pods are refused and the warm pool never fills", check: `kubectl get runtimeclass ${sb.runtimeClassName}` });
+            out.push({
+                what: `RuntimeClass ${sb.runtimeClassName} (and its handler on the nodes)`,
+                field: "sandboxes.runtimeClassName",
+                otherwise: "sandbox pods are refused and the warm pool never fills",
+                check: `kubectl get runtimeclass ${sb.runtimeClassName}`,
+            });
         }
         if (!sb.installController) {
-            out.push({ what: "the agent-sandbox v0.5.6 CRDs and controller", field: "sandboxes.installController", otherwise: "`pulumi up` fails on the unknown SandboxTemplate kind, or, with the CRDs but no controller, the warm pool never fills", check: "kubectl get crd sandboxwarmpools.extensions.agents.x-k8s.io && kubectl get deploy -A -l app.kubernetes.io/name=agent-sandbox" });
+            out.push({
+                what: "the agent-sandbox v0.5.6 CRDs and controller",
+                field: "sandboxes.installController",
+                otherwise: "`pulumi up` fails on the unknown SandboxTemplate kind, or, with the CRDs but no controller, the warm pool never fills",
+                check: "kubectl get crd sandboxwarmpools.extensions.agents.x-k8s.io && kubectl get deploy -A -l app.kubernetes.io/name=agent-sandbox",
+            });
         }
     }
     const tls = config.ingress.enabled ? config.ingress.tls : undefined;
     if (tls?.mode === "secret" && tls.secretName !== undefined) {
-        out.push({ what: `TLS Secret ${tls.secretName} in namespace ${names.namespaces.ingress} (which this stack creates: create the Secret after the first up, or let cert-manager issue it: tls.mode cert-manager)`, field: "ingress.tls.secretName", otherwise: "the proxy pods hang in ContainerCreating and `pulumi up` times out on the Deployment", check: `kubectl -n ${names.namespaces.ingress} get secret ${tls.secretName}` });
+        out.push({
+            what: `TLS Secret ${tls.secretName} in namespace ${names.namespaces.ingress} (which this stack creates: create the Secret after the first up, or let cert-manager issue it: tls.mode cert-manager)`,
+            field: "ingress.tls.secretName",
+            otherwise: "the proxy pods hang in ContainerCreating and `pulumi up` times out on the Deployment",
+            check: `kubectl -n ${names.namespaces.ingress} get secret ${tls.secretName}`,
+        });
     }
     if (tls?.mode === "cert-manager" && tls.issuer !== undefined) {
-        out.push({ what: `cert-manager and ${tls.issuer.kind} ${tls.issuer.name}`, field: "ingress.tls.issuer", otherwise: "`pulumi up` fails on the unknown Certificate kind, or the certificate is never issued and the proxy pods hang in ContainerCreating", check: `kubectl get ${tls.issuer.kind.toLowerCase()} ${tls.issuer.name}${tls.issuer.kind === "Issuer" ? ` -n ${names.namespaces.ingress}` : ""}` });
+        out.push({
+            what: `cert-manager and ${tls.issuer.kind} ${tls.issuer.name}`,
+            field: "ingress.tls.issuer",
+            otherwise: "`pulumi up` fails on the unknown Certificate kind, or the certificate is never issued and the proxy pods hang in ContainerCreating",
+            check: `kubectl get ${tls.issuer.kind.toLowerCase()} ${tls.issuer.name}${tls.issuer.kind === "Issuer" ? ` -n ${names.namespaces.ingress}` : ""}`,
+        });
     }
     if (config.ingress.enabled && config.ingress.exposure === "httproute" && config.ingress.gateway) {
         const g = config.ingress.gateway;
-        out.push({ what: `Gateway ${g.namespace}/${g.name} admitting routes from ${names.namespaces.ingress}`, field: "ingress.gateway", otherwise: "the HTTPRoute is never accepted: sandboxes get no route", check: `kubectl -n ${g.namespace} get gateway ${g.name}` });
+        out.push({
+            what: `Gateway ${g.namespace}/${g.name} admitting routes from ${names.namespaces.ingress}`,
+            field: "ingress.gateway",
+            otherwise: "the HTTPRoute is never accepted: sandboxes get no route",
+            check: `kubectl -n ${g.namespace} get gateway ${g.name}`,
+        });
     }
     return out;
 }
@@ -107,7 +152,11 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     if (config.envs.some((e) => !e.external)) {
         warnings.push("changing an env server during a run restarts its replicas and kills their open sessions: change envs between runs");
     }
-    if (config.ingress.enabled && config.ingress.tls.mode !== "none" && (config.sandboxes.provider === "agent-sandbox" || config.sandboxes.provider === "docker")) {
+    if (
+        config.ingress.enabled &&
+        config.ingress.tls.mode !== "none" &&
+        (config.sandboxes.provider === "agent-sandbox" || config.sandboxes.provider === "docker")
+    ) {
         const host = new URL(names.ingress.sandboxUrl).hostname;
         warnings.push(
             `sandboxes call ${names.ingress.sandboxUrl}: the certificate (ingress.tls) must name ${host}, and the sandbox image must trust its issuer (a private CA goes into the image's trust store)`,
@@ -120,7 +169,8 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     // Who the trainer talks to inside the stack (its egress allow-list on Kubernetes).
     const egressPeers: EgressPeer[] = [];
     for (const e of envs) {
-        if (e?.kind === "deployed") egressPeers.push({ what: `env ${e.name} router`, namespace: e.namespace, podLabels: e.router.podLabels, port: e.router.port });
+        if (e?.kind === "deployed")
+            egressPeers.push({ what: `env ${e.name} router`, namespace: e.namespace, podLabels: e.router.podLabels, port: e.router.port });
     }
     if (ingress) egressPeers.push({ what: "vLLM ingress", ...ingress.peer });
     if (sandboxes && config.sandboxes.provider === "agent-sandbox") {
@@ -137,5 +187,14 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
         problems.push("hfToken: training.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken hf_...");
     }
     if (problems.length > 0 || training === undefined) throw new ConfigError(problems);
-    return { config, names, training, envs: envs.filter((e): e is EnvDescription => e !== undefined), ingress, sandboxes, warnings, prerequisites: externalPrerequisites(config, names) };
+    return {
+        config,
+        names,
+        training,
+        envs: envs.filter((e): e is EnvDescription => e !== undefined),
+        ingress,
+        sandboxes,
+        warnings,
+        prerequisites: externalPrerequisites(config, names),
+    };
 }

@@ -40,7 +40,6 @@ export interface TrainerPeer {
     readonly podLabels: Readonly<Record<string, string>>;
 }
 
-
 const apiVersion = `${SANDBOX_EXTENSIONS_GROUP}/${SANDBOX_API_VERSION}`;
 
 /** Labels on every object of the pool (not a selector: the run label finds a run's leftovers). */
@@ -117,14 +116,24 @@ export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: Ingress
         policyTypes: ["Ingress", "Egress"],
         ingress: [
             {
-                from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: trainer.namespace } }, podSelector: { matchLabels: { ...trainer.podLabels } } }],
+                from: [
+                    {
+                        namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: trainer.namespace } },
+                        podSelector: { matchLabels: { ...trainer.podLabels } },
+                    },
+                ],
                 ports: [{ protocol: "TCP", port: d.port }],
             },
         ],
         egress: [
             clusterDnsEgress(),
             {
-                to: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: ingress.namespace } }, podSelector: { matchLabels: { ...ingress.podLabels } } }],
+                to: [
+                    {
+                        namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: ingress.namespace } },
+                        podSelector: { matchLabels: { ...ingress.podLabels } },
+                    },
+                ],
                 ports: [{ protocol: "TCP", port: ingress.port }],
             },
         ],
@@ -227,9 +236,7 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
     const labels = objectLabels(d);
     const meta = (objName: string) => ({ name: objName, namespace: ns, labels });
 
-    const controller = d.installController
-        ? new k8s.yaml.v2.ConfigFile(`${name}-controller`, { file: d.controllerManifestUrl }, child)
-        : undefined;
+    const controller = d.installController ? new k8s.yaml.v2.ConfigFile(`${name}-controller`, { file: d.controllerManifestUrl }, child) : undefined;
     const afterController = controller ? { ...child, dependsOn: [controller] } : child;
 
     const keySecret = new k8s.core.v1.Secret(

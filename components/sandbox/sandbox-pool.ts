@@ -42,9 +42,15 @@ export class SandboxPool extends pulumi.ComponentResource {
         this.trainerEnv = { ...d.trainerEnv };
         if (d.provider === "agent-sandbox") {
             if (args.ingress === undefined || args.trainer === undefined) {
-                throw new pulumi.RunError(`SandboxPool ${name}: the agent-sandbox provider needs args.ingress (the ingress pods sandboxes may reach) and args.trainer (who may claim and call them)`);
+                throw new pulumi.RunError(
+                    `SandboxPool ${name}: the agent-sandbox provider needs args.ingress (the ingress pods sandboxes may reach) and args.trainer (who may claim and call them)`,
+                );
             }
-            const { template, warmPool } = registerKubernetesSandboxPool(name, { description: d, sandboxKey: args.sandboxKey, ingress: args.ingress, trainer: args.trainer, namespace: args.namespace }, this);
+            const { template, warmPool } = registerKubernetesSandboxPool(
+                name,
+                { description: d, sandboxKey: args.sandboxKey, ingress: args.ingress, trainer: args.trainer, namespace: args.namespace },
+                this,
+            );
             this.poolName = warmPool.metadata.name;
             this.namespace = warmPool.metadata.namespace;
             this.template = template.metadata.name;

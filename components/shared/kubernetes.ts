@@ -62,7 +62,17 @@ export const ADOPT = { "pulumi.com/patchForce": "true" } as const;
  * link-local with the cloud metadata service (169.254.169.254), loopback, this-network,
  * multicast and reserved. Pods, nodes, Services and the API server of a cluster live here.
  */
-export const NON_PUBLIC_IPV4 = ["0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4"] as const;
+export const NON_PUBLIC_IPV4 = [
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+] as const;
 
 /** Egress to public IPv4 addresses only (never the cluster, the node, or the metadata service), on `ports` (TCP). */
 export function publicInternetEgress(ports: readonly number[]): k8s.types.input.networking.v1.NetworkPolicyEgressRule {

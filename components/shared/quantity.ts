@@ -43,7 +43,12 @@ const BINARY = /(Ki|Mi|Gi|Ti)$/;
 export function addQuantities(a: string, b: string): string {
     const sum = quantityValue(a) + quantityValue(b);
     if (BINARY.test(a) || BINARY.test(b)) {
-        for (const [suffix, f] of [["Ti", 1024 ** 4], ["Gi", 1024 ** 3], ["Mi", 1024 ** 2], ["Ki", 1024]] as const) {
+        for (const [suffix, f] of [
+            ["Ti", 1024 ** 4],
+            ["Gi", 1024 ** 3],
+            ["Mi", 1024 ** 2],
+            ["Ki", 1024],
+        ] as const) {
             if (sum % f === 0) return `${sum / f}${suffix}`;
         }
         return String(Math.ceil(sum));

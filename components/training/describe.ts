@@ -258,7 +258,9 @@ function range(start: number, count: number): number[] {
 /** `python x.py` or `accelerate launch x.py`, with `--num_processes` set for accelerate. */
 function launcher(command: readonly string[] | undefined, numProcesses: number, problems: string[]): string[] | undefined {
     if (command === undefined) {
-        problems.push(`training.command: required: the command that starts the training script baked into the trainer image (e.g. [python, /app/train.py]${numProcesses > 1 ? `; ${numProcesses} processes need 'accelerate launch <script>'` : ""})`);
+        problems.push(
+            `training.command: required: the command that starts the training script baked into the trainer image (e.g. [python, /app/train.py]${numProcesses > 1 ? `; ${numProcesses} processes need 'accelerate launch <script>'` : ""})`,
+        );
         return undefined;
     }
     const [first, second, ...rest] = command;
@@ -267,7 +269,9 @@ function launcher(command: readonly string[] | undefined, numProcesses: number, 
     }
     if (numProcesses > 1) {
         if (first === "python" || first === "python3") return ["accelerate", "launch", "--num_processes", String(numProcesses), ...command.slice(1)];
-        problems.push(`training.command: ${numProcesses} trainer processes need 'accelerate launch <script>' (or 'python <script>', turned into it), got '${command.join(" ")}'`);
+        problems.push(
+            `training.command: ${numProcesses} trainer processes need 'accelerate launch <script>' (or 'python <script>', turned into it), got '${command.join(" ")}'`,
+        );
     }
     return [...command];
 }
@@ -335,13 +339,20 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
             image: config.images.trainer, // the TRL image carries vllm (colocate needs it anyway)
             command: ["trl", "vllm-serve"],
             args: [
-                "--model", config.model.name,
-                "--revision", config.model.revision,
-                "--tensor_parallel_size", String(t.vllmGpus),
-                "--data_parallel_size", "1",
-                "--host", "0.0.0.0",
-                "--port", String(VLLM_PORT),
-                "--gpu_memory_utilization", String(t.gpuMemoryUtilization),
+                "--model",
+                config.model.name,
+                "--revision",
+                config.model.revision,
+                "--tensor_parallel_size",
+                String(t.vllmGpus),
+                "--data_parallel_size",
+                "1",
+                "--host",
+                "0.0.0.0",
+                "--port",
+                String(VLLM_PORT),
+                "--gpu_memory_utilization",
+                String(t.gpuMemoryUtilization),
                 ...(t.maxModelLen !== undefined ? ["--max_model_len", String(t.maxModelLen)] : []),
             ],
             env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices) },
@@ -357,16 +368,23 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
             command: ["vllm", "serve"],
             args: [
                 config.model.name,
-                "--revision", config.model.revision,
-                "--host", "0.0.0.0",
-                "--port", String(VLLM_PORT),
+                "--revision",
+                config.model.revision,
+                "--host",
+                "0.0.0.0",
+                "--port",
+                String(VLLM_PORT),
                 "--enable-auto-tool-choice",
-                "--tool-call-parser", "hermes",
-                "--logprobs-mode", "processed_logprobs",
+                "--tool-call-parser",
+                "hermes",
+                "--logprobs-mode",
+                "processed_logprobs",
                 "--return-tokens-as-token-ids",
                 ...(t.maxModelLen !== undefined ? ["--max-model-len", String(t.maxModelLen)] : []),
-                "--weight-transfer-config", '{"backend":"nccl"}',
-                "--gpu-memory-utilization", String(t.gpuMemoryUtilization),
+                "--weight-transfer-config",
+                '{"backend":"nccl"}',
+                "--gpu-memory-utilization",
+                String(t.gpuMemoryUtilization),
                 ...(t.vllmGpus > 1 ? ["--tensor-parallel-size", String(t.vllmGpus)] : []),
             ],
             // Dev mode opens the weight-transfer routes the AsyncGRPO trainer calls; only here, and
@@ -379,15 +397,23 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
     // --- trainer ------------------------------------------------------------------------
     const outputDir = `${CHECKPOINT_ROOT}/${config.runId}`;
     const scriptArgs: string[] = [
-        "--model_name_or_path", config.model.name,
-        "--model_revision", config.model.revision,
-        "--dataset-size", String(t.datasetSize),
+        "--model_name_or_path",
+        config.model.name,
+        "--model_revision",
+        config.model.revision,
+        "--dataset-size",
+        String(t.datasetSize),
         ...(t.evalSize > 0 ? ["--eval-size", String(t.evalSize)] : []),
-        "--output_dir", outputDir,
-        "--per_device_train_batch_size", String(t.perDeviceTrainBatchSize),
-        "--gradient_accumulation_steps", String(t.gradientAccumulationSteps),
-        "--num_generations", String(t.numGenerations),
-        "--per_device_eval_batch_size", String(t.perDeviceEvalBatchSize),
+        "--output_dir",
+        outputDir,
+        "--per_device_train_batch_size",
+        String(t.perDeviceTrainBatchSize),
+        "--gradient_accumulation_steps",
+        String(t.gradientAccumulationSteps),
+        "--num_generations",
+        String(t.numGenerations),
+        "--per_device_eval_batch_size",
+        String(t.perDeviceEvalBatchSize),
     ];
     if (colocate) {
         // vllm_gpu_memory_utilization stays TRL's colocate default (0.3): training shares the GPU, so
@@ -395,11 +421,16 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         scriptArgs.push("--steps_per_generation", String(t.stepsPerGeneration), "--use_vllm", "true", "--vllm_mode", "colocate");
     } else if (layout === "whitebox-server") {
         scriptArgs.push(
-            "--steps_per_generation", String(t.stepsPerGeneration),
-            "--use_vllm", "true",
-            "--vllm_mode", "server",
-            "--vllm_server_base_url", INTERNAL_VLLM_URL,
-            "--vllm_group_port", String(TRL_GROUP_PORT),
+            "--steps_per_generation",
+            String(t.stepsPerGeneration),
+            "--use_vllm",
+            "true",
+            "--vllm_mode",
+            "server",
+            "--vllm_server_base_url",
+            INTERNAL_VLLM_URL,
+            "--vllm_group_port",
+            String(TRL_GROUP_PORT),
         );
     } else {
         // AsyncGRPOConfig has no vllm_mode / steps_per_generation; rollouts in flight = sandboxes in use.
@@ -417,7 +448,8 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
     let trainerCommand: string[] | undefined;
     let trainerArgs: string[];
     if (t.resumeFromCheckpoint) {
-        if (!t.checkpoints.enabled) problems.push(`training.resumeFromCheckpoint: resuming needs the checkpoint volume: set training.checkpoints.enabled to true`);
+        if (!t.checkpoints.enabled)
+            problems.push(`training.resumeFromCheckpoint: resuming needs the checkpoint volume: set training.checkpoints.enabled to true`);
         if (launch === undefined) problems.push(`training.command: resumeFromCheckpoint wraps the trainer's command line: set training.command`);
         trainerCommand = ["/bin/sh", "-c", RESUME_SCRIPT, "resume", ...(launch ?? []), ...scriptArgs];
         trainerArgs = [];
@@ -434,7 +466,8 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         ...visible(trainerDevices),
     };
     for (const [envName, url] of Object.entries(links.envUrls)) reservedEnv[envUrlVar(envName)] = url;
-    const dockerSocket = config.target.kind === "docker" && links.sandbox?.provider === "docker" ? { hostPath: DOCKER_SOCKET, containerPath: DOCKER_SOCKET } : undefined;
+    const dockerSocket =
+        config.target.kind === "docker" && links.sandbox?.provider === "docker" ? { hostPath: DOCKER_SOCKET, containerPath: DOCKER_SOCKET } : undefined;
     if (dockerSocket) reservedEnv.DOCKER_HOST = `unix://${dockerSocket.containerPath}`;
     if (links.sandbox) {
         reservedEnv.SANDBOX_PROVIDER = links.sandbox.provider;
@@ -444,9 +477,13 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
     if (blackbox) trainerSecretEnv[SECRET_ENV.sandboxKey] = "sandboxKey";
     for (const k of Object.keys(t.extraEnv)) {
         if (shared && k === "CUDA_DEVICE_ORDER") {
-            problems.push(`training.extraEnv.CUDA_DEVICE_ORDER: gpuSharing 'shared' splits the GPUs by host index and needs PCI_BUS_ID order: remove it from extraEnv`);
+            problems.push(
+                `training.extraEnv.CUDA_DEVICE_ORDER: gpuSharing 'shared' splits the GPUs by host index and needs PCI_BUS_ID order: remove it from extraEnv`,
+            );
         } else if (k in reservedEnv || k in trainerSecretEnv) {
-            problems.push(`training.extraEnv.${k}: ${k} is set by the platform (${k in trainerSecretEnv ? "a secret" : "from the run's config and links"}): remove it from extraEnv`);
+            problems.push(
+                `training.extraEnv.${k}: ${k} is set by the platform (${k in trainerSecretEnv ? "a secret" : "from the run's config and links"}): remove it from extraEnv`,
+            );
         }
     }
     const trainer: ContainerDescription = {

@@ -152,7 +152,12 @@ export function buildDockerTraining(
                 networksAdvanced: [{ name: network, aliases: d.ingressAccess ? [d.ingressAccess.serviceName] : [] }],
                 healthcheck: {
                     // python3 is in both the vLLM and the TRL image; curl is not guaranteed.
-                    tests: ["CMD", "python3", "-c", `import urllib.request; urllib.request.urlopen('http://localhost:${health.port}${health.path}', timeout=${health.timeoutSeconds})`],
+                    tests: [
+                        "CMD",
+                        "python3",
+                        "-c",
+                        `import urllib.request; urllib.request.urlopen('http://localhost:${health.port}${health.path}', timeout=${health.timeoutSeconds})`,
+                    ],
                     interval: `${health.periodSeconds}s`,
                     timeout: `${health.timeoutSeconds}s`,
                     retries: v.probes!.liveness.failureThreshold,

@@ -17,7 +17,6 @@ import { imagePullPolicy } from "../shared/images";
 /** Pulumi waits for a Job to finish (10 min default) unless told not to (pulumi-kubernetes await logic). */
 const SKIP_AWAIT = { "pulumi.com/skipAwait": "true" } as const;
 
-
 type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
 
 function probe(p: HttpProbe): k8s.types.input.core.v1.Probe {
@@ -47,9 +46,7 @@ function container(c: ContainerDescription, d: TrainingDescription, provided: Se
         ...(c.ports.length > 0 ? { ports: c.ports.map((p) => ({ name: "http", containerPort: p, protocol: "TCP" })) } : {}),
         resources: { requests: resources, limits: resources },
         volumeMounts: c.mounts.map((m) => ({ name: volumeName(m.volume), mountPath: m.path })),
-        ...(c.probes
-            ? { startupProbe: probe(c.probes.startup), livenessProbe: probe(c.probes.liveness), readinessProbe: probe(c.probes.readiness) }
-            : {}),
+        ...(c.probes ? { startupProbe: probe(c.probes.startup), livenessProbe: probe(c.probes.liveness), readinessProbe: probe(c.probes.readiness) } : {}),
         // vLLM/TRL images run as root (hence PSA baseline on the training namespace); still no privilege gain, no capabilities.
         securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
     };
@@ -158,8 +155,12 @@ export function buildKubernetesTraining(
     const volumes: k8s.types.input.core.v1.Volume[] = [
         // Memory-backed /dev/shm: PyTorch/NCCL need far more than the 64 MiB default (vLLM container docs).
         { name: volumeName("shm"), emptyDir: { medium: "Memory", sizeLimit: d.shmSize } },
-        modelCache ? { name: volumeName("modelCache"), persistentVolumeClaim: { claimName: d.modelCache!.name } } : { name: volumeName("modelCache"), emptyDir: {} },
-        checkpoints ? { name: volumeName("checkpoints"), persistentVolumeClaim: { claimName: d.checkpoints!.name } } : { name: volumeName("checkpoints"), emptyDir: {} },
+        modelCache
+            ? { name: volumeName("modelCache"), persistentVolumeClaim: { claimName: d.modelCache!.name } }
+            : { name: volumeName("modelCache"), emptyDir: {} },
+        checkpoints
+            ? { name: volumeName("checkpoints"), persistentVolumeClaim: { claimName: d.checkpoints!.name } }
+            : { name: volumeName("checkpoints"), emptyDir: {} },
     ];
 
     // Black box: the ClusterIP Service in front of vLLM, registered first so the ingress can wait
@@ -170,7 +171,12 @@ export function buildKubernetesTraining(
         ? new k8s.core.v1.Service(
               `${name}-vllm-service`,
               {
-                  metadata: { name: access.serviceName, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" }, annotations: { ...SKIP_AWAIT } },
+                  metadata: {
+                      name: access.serviceName,
+                      namespace: ns,
+                      labels: { "app.kubernetes.io/part-of": "agent-rl-infra" },
+                      annotations: { ...SKIP_AWAIT },
+                  },
                   // ClusterIP only, port 8000 only: the ingress is the one public face of vLLM.
                   spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: access.port, targetPort: access.port, protocol: "TCP" }] },
               },
@@ -200,9 +206,16 @@ export function buildKubernetesTraining(
     // vLLM sidecar: the pod mounts none, the trainer gets the projected token at the standard path.
     if (d.automountServiceAccountToken) {
         volumes.push(SERVICE_ACCOUNT_TOKEN_VOLUME);
-        main.volumeMounts = [...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []), { name: SERVICE_ACCOUNT_TOKEN_VOLUME.name, mountPath: SERVICE_ACCOUNT_PATH, readOnly: true }];
+        main.volumeMounts = [
+            ...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []),
+            { name: SERVICE_ACCOUNT_TOKEN_VOLUME.name, mountPath: SERVICE_ACCOUNT_PATH, readOnly: true },
+        ];
     }
-    if (check) main.volumeMounts = [...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []), { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true }];
+    if (check)
+        main.volumeMounts = [
+            ...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []),
+            { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true },
+        ];
     const sidecar = d.vllm && !merged ? { ...container(d.vllm, d, provided), restartPolicy: "Always" } : undefined;
     const podSpec: k8s.types.input.core.v1.PodSpec = {
         // podFailurePolicy requires restartPolicy Never.
@@ -239,7 +252,15 @@ export function buildKubernetesTraining(
         },
         {
             ...child,
-            dependsOn: [serviceAccount, ...secretResources, ...(modelCache ? [modelCache] : []), ...(checkpoints ? [checkpoints] : []), ...(checkScripts ? [checkScripts] : []), ...(vllmService ? [vllmService] : []), ...waitFor],
+            dependsOn: [
+                serviceAccount,
+                ...secretResources,
+                ...(modelCache ? [modelCache] : []),
+                ...(checkpoints ? [checkpoints] : []),
+                ...(checkScripts ? [checkScripts] : []),
+                ...(vllmService ? [vllmService] : []),
+                ...waitFor,
+            ],
             // A Job's pod template is immutable: any change of the run (a new run id, or a trainer
             // setting under the same one) replaces the Job, which is deleted first. skipAwait (no
             // waiting hours for the run to finish) also skips waiting for that delete, so the new Job

@@ -104,12 +104,19 @@ export function ncclCheckArgv(d: TrainingDescription): string[] | undefined {
     const c = d.gpuSharing.check;
     if (!c) return undefined;
     return [
-        "python3", c.path, "--spawn",
-        "--vllm-devices", d.gpuLayout.vllm.join(","),
-        "--trainer-devices", d.gpuLayout.trainer.join(","),
-        "--size-gib", String(c.sizeGiB),
-        "--timeout", String(c.timeoutSeconds),
-        "--port", String(c.port),
+        "python3",
+        c.path,
+        "--spawn",
+        "--vllm-devices",
+        d.gpuLayout.vllm.join(","),
+        "--trainer-devices",
+        d.gpuLayout.trainer.join(","),
+        "--size-gib",
+        String(c.sizeGiB),
+        "--timeout",
+        String(c.timeoutSeconds),
+        "--port",
+        String(c.port),
     ];
 }
 
@@ -125,7 +132,9 @@ export function oneContainer(d: TrainingDescription): ContainerDescription {
     const vllmEnv: Record<string, string> = {};
     for (const [k, value] of Object.entries(v.env)) if (containerEnv[k] !== value) vllmEnv[k] = value;
     // vLLM's process never sees the trainer's own secrets (the sandbox key).
-    const vllmUnset = Object.keys(t.secretEnv).filter((k) => !(k in v.secretEnv)).sort();
+    const vllmUnset = Object.keys(t.secretEnv)
+        .filter((k) => !(k in v.secretEnv))
+        .sort();
     const script = renderSupervisor({
         vllm: [...(v.command ?? []), ...v.args],
         vllmEnv,

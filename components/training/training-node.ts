@@ -63,7 +63,8 @@ export class TrainingNode extends pulumi.ComponentResource {
             this.trainer = job;
             this.upstream = vllmService;
         } else {
-            if (args.network === undefined) throw new pulumi.RunError(`TrainingNode ${name}: the docker target needs args.network (the private training network)`);
+            if (args.network === undefined)
+                throw new pulumi.RunError(`TrainingNode ${name}: the docker target needs args.network (the private training network)`);
             const { trainer, vllm } = buildDockerTraining(name, d, args.network, provided, this, args.waitFor ?? []);
             jobName = trainer.name;
             this.trainer = trainer;

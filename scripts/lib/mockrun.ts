@@ -70,7 +70,14 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
         {
             newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, any> } {
                 const customTimeouts = timeouts.get(`${args.type}::${args.name}`);
-                resources.push({ type: args.type, name: args.name, inputs: args.inputs, custom: args.custom ?? true, provider: args.provider, ...(customTimeouts ? { customTimeouts } : {}) });
+                resources.push({
+                    type: args.type,
+                    name: args.name,
+                    inputs: args.inputs,
+                    custom: args.custom ?? true,
+                    provider: args.provider,
+                    ...(customTimeouts ? { customTimeouts } : {}),
+                });
                 return { id: opts.preview ? undefined : `${args.name}-id`, state: mockState(args.type, args.name, args.inputs) };
             },
             call(args: pulumi.runtime.MockCallArgs): Record<string, any> {

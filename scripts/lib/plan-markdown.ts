@@ -86,7 +86,9 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     out.push(
         `Prod rules (images and model revision pinned, policy pack mandatory): **${c.prod ? "on" : "off"}** ` +
             `(${c.prodFromConfig !== undefined ? `config \`prod: ${c.prodFromConfig}\`` : `from the stack name \`${c.stack}\`: set \`prod\` to decide it explicitly`}).` +
-            (c.target.kind === "kubernetes" ? ` Cluster: ${c.target.context !== undefined ? `context \`${c.target.context}\`` : c.target.kubeconfig !== undefined ? `kubeconfig \`${c.target.kubeconfig}\`` : "kubectl's current context (dev stacks only)"}.` : ""),
+            (c.target.kind === "kubernetes"
+                ? ` Cluster: ${c.target.context !== undefined ? `context \`${c.target.context}\`` : c.target.kubeconfig !== undefined ? `kubeconfig \`${c.target.kubeconfig}\`` : "kubectl's current context (dev stacks only)"}.`
+                : ""),
     );
     out.push("");
     out.push("## What runs where");
@@ -97,21 +99,54 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         rows.push(["trainer (vLLM colocated)", where, `${t.trainerGpus}`, 1, "-", "vLLM in-process"]);
     } else {
         rows.push([t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`trl vllm-serve`)", where, `${t.vllmGpus}`, 1, "-", "8000 (private)"]);
-        rows.push([`trainer (${t.numProcesses} process${t.numProcesses === 1 ? "" : "es"})`, where, `${t.trainerGpus}`, 1, "-", t.layout === "whitebox-server" ? "51216 (NCCL group, private)" : "NCCL (private)"]);
+        rows.push([
+            `trainer (${t.numProcesses} process${t.numProcesses === 1 ? "" : "es"})`,
+            where,
+            `${t.trainerGpus}`,
+            1,
+            "-",
+            t.layout === "whitebox-server" ? "51216 (NCCL group, private)" : "NCCL (private)",
+        ]);
     }
     for (const e of c.envs) {
         if (e.external) rows.push([`env \`${e.name}\` (external)`, e.external.url, 0, "-", e.external.sessions, "-"]);
-        else rows.push([`env \`${e.name}\` (${e.catalog})`, c.target.kind === "kubernetes" ? names.namespaces.envs : dockerEnvWhere(plan, e.name), 0, `${e.replicas} + router`, `${e.sessionsPerReplica} per replica`, `${e.port}`]);
+        else
+            rows.push([
+                `env \`${e.name}\` (${e.catalog})`,
+                c.target.kind === "kubernetes" ? names.namespaces.envs : dockerEnvWhere(plan, e.name),
+                0,
+                `${e.replicas} + router`,
+                `${e.sessionsPerReplica} per replica`,
+                `${e.port}`,
+            ]);
     }
-    if (c.ingress.enabled) rows.push(["vLLM ingress", c.target.kind === "kubernetes" ? names.namespaces.ingress : `${names.networks.training} + ${names.networks.sandboxes}`, 0, c.target.kind === "kubernetes" ? c.ingress.replicas : 1, "-", c.ingress.tls.mode === "none" ? "8080 (http)" : "8443 (https)"]);
-    if (c.sandboxes.provider !== "none") rows.push([`sandboxes (${c.sandboxes.provider})`, c.target.kind === "kubernetes" ? names.namespaces.sandboxes : names.networks.sandboxes, 0, c.sandboxes.provider === "hf" ? "hosted" : c.sandboxes.poolSize, `${t.maxInflight} in flight`, "-"]);
+    if (c.ingress.enabled)
+        rows.push([
+            "vLLM ingress",
+            c.target.kind === "kubernetes" ? names.namespaces.ingress : `${names.networks.training} + ${names.networks.sandboxes}`,
+            0,
+            c.target.kind === "kubernetes" ? c.ingress.replicas : 1,
+            "-",
+            c.ingress.tls.mode === "none" ? "8080 (http)" : "8443 (https)",
+        ]);
+    if (c.sandboxes.provider !== "none")
+        rows.push([
+            `sandboxes (${c.sandboxes.provider})`,
+            c.target.kind === "kubernetes" ? names.namespaces.sandboxes : names.networks.sandboxes,
+            0,
+            c.sandboxes.provider === "hf" ? "hosted" : c.sandboxes.poolSize,
+            `${t.maxInflight} in flight`,
+            "-",
+        ]);
     out.push(table(["component", "where", "GPUs", "replicas", "sessions / sandboxes", "ports"], rows));
     out.push("");
     const sharing = plan.training.gpuSharing;
     if (sharing.mode !== "none") {
         out.push("## Weight sync (NCCL, trainer -> vLLM)");
         out.push("");
-        const ncclEnv = Object.entries(sharing.env).map(([k, v]) => `${k}=${v}`).join(" ");
+        const ncclEnv = Object.entries(sharing.env)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(" ");
         out.push(
             table(
                 ["setting", "value"],
@@ -119,23 +154,39 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
                     ["GPU sharing (training.gpuSharing)", sharing.mode],
                     ["transport", sharing.transport],
                     ["expected bandwidth", sharing.bandwidth],
-                    ["GPUs", `vLLM ${plan.training.gpuLayout.vllm.join(",")} / trainer ${plan.training.gpuLayout.trainer.join(",")}${sharing.mode === "shared" ? " (CUDA_VISIBLE_DEVICES, PCI bus order)" : ""}`],
-                    ["pod shape", c.target.kind === "kubernetes" ? (sharing.oneContainer ? "one container, every GPU; a supervisor starts vLLM, then the trainer" : "vLLM native sidecar + trainer, each its own GPUs") : "two containers, the trainer in vLLM's network and IPC namespaces"],
+                    [
+                        "GPUs",
+                        `vLLM ${plan.training.gpuLayout.vllm.join(",")} / trainer ${plan.training.gpuLayout.trainer.join(",")}${sharing.mode === "shared" ? " (CUDA_VISIBLE_DEVICES, PCI bus order)" : ""}`,
+                    ],
+                    [
+                        "pod shape",
+                        c.target.kind === "kubernetes"
+                            ? sharing.oneContainer
+                                ? "one container, every GPU; a supervisor starts vLLM, then the trainer"
+                                : "vLLM native sidecar + trainer, each its own GPUs"
+                            : "two containers, the trainer in vLLM's network and IPC namespaces",
+                    ],
                     ["NCCL settings (both roles)", ncclEnv || "-"],
-                    ["NCCL check before vLLM loads (training.ncclCheck)", sharing.check ? `on: ${sharing.check.sizeGiB} GiB broadcast, ${sharing.check.timeoutSeconds} s limit` : "off"],
+                    [
+                        "NCCL check before vLLM loads (training.ncclCheck)",
+                        sharing.check ? `on: ${sharing.check.sizeGiB} GiB broadcast, ${sharing.check.timeoutSeconds} s limit` : "off",
+                    ],
                 ],
             ),
         );
         if (sharing.mode === "shared" && c.target.kind === "docker") {
             out.push("");
-            out.push("Both containers can open every training GPU: CUDA_VISIBLE_DEVICES keeps vLLM and the trainer apart, but nothing in the kernel does. Both are this run's trusted code; model-written code runs in env servers and sandboxes, which get no GPU.");
+            out.push(
+                "Both containers can open every training GPU: CUDA_VISIBLE_DEVICES keeps vLLM and the trainer apart, but nothing in the kernel does. Both are this run's trusted code; model-written code runs in env servers and sandboxes, which get no GPU.",
+            );
         }
         out.push("");
     }
     out.push("## Endpoints");
     out.push("");
     const endpoints: Array<Array<string>> = [["trainer -> vLLM (internal)", "http://localhost:8000"]];
-    for (const e of c.envs) endpoints.push([`env \`${e.name}\``, `${names.envs[e.name].url} (websocket ${names.envs[e.name].url.replace(/^http/, "ws")}${e.wsPath})`]);
+    for (const e of c.envs)
+        endpoints.push([`env \`${e.name}\``, `${names.envs[e.name].url} (websocket ${names.envs[e.name].url.replace(/^http/, "ws")}${e.wsPath})`]);
     if (c.ingress.enabled) {
         endpoints.push(["sandboxes -> vLLM (ingress)", names.ingress.sandboxUrl]);
         endpoints.push(["ingress -> vLLM upstream", names.training.vllmUpstream]);
@@ -145,12 +196,23 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     out.push("## Capacity checks");
     out.push("");
     const checks: Array<Array<string | number>> = [
-        ["generation batch", `perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x numProcesses ${t.numProcesses} x stepsPerGeneration ${t.stepsPerGeneration}`, d.generationBatch, `divisible by numGenerations ${t.numGenerations}: ${d.promptsPerGeneration} prompts per generation`],
-        ["eval batch", d.evalBatch > 0 ? `perDeviceEvalBatchSize ${t.perDeviceEvalBatchSize} x numProcesses ${t.numProcesses}` : "eval off (evalSize 0)", d.evalBatch, d.evalBatch > 0 ? `divisible by numGenerations ${t.numGenerations}` : "-"],
+        [
+            "generation batch",
+            `perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x numProcesses ${t.numProcesses} x stepsPerGeneration ${t.stepsPerGeneration}`,
+            d.generationBatch,
+            `divisible by numGenerations ${t.numGenerations}: ${d.promptsPerGeneration} prompts per generation`,
+        ],
+        [
+            "eval batch",
+            d.evalBatch > 0 ? `perDeviceEvalBatchSize ${t.perDeviceEvalBatchSize} x numProcesses ${t.numProcesses}` : "eval off (evalSize 0)",
+            d.evalBatch,
+            d.evalBatch > 0 ? `divisible by numGenerations ${t.numGenerations}` : "-",
+        ],
         ["GPUs", `vLLM ${t.vllmGpus} + trainer ${t.trainerGpus}`, t.vllmGpus + t.trainerGpus, `<= ${t.gpusOnNode} on the node`],
     ];
     for (const e of c.envs) {
-        if (e.external) checks.push([`env \`${e.name}\` sessions`, `external, declared ${e.external.sessions}`, e.external.sessions, `>= ${d.envSessions} live sessions`]);
+        if (e.external)
+            checks.push([`env \`${e.name}\` sessions`, `external, declared ${e.external.sessions}`, e.external.sessions, `>= ${d.envSessions} live sessions`]);
         else
             checks.push([
                 `env \`${e.name}\` sessions`,
@@ -160,7 +222,12 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
             ]);
     }
     if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker") {
-        checks.push(["sandbox pool", `poolSize ${c.sandboxes.poolSize}`, c.sandboxes.poolSize, `>= ${t.maxInflight} rollouts in flight (+ ${c.sandboxes.headroom} headroom)`]);
+        checks.push([
+            "sandbox pool",
+            `poolSize ${c.sandboxes.poolSize}`,
+            c.sandboxes.poolSize,
+            `>= ${t.maxInflight} rollouts in flight (+ ${c.sandboxes.headroom} headroom)`,
+        ]);
     }
     out.push(table(["check", "how", "value", "holds because"], checks));
     out.push("");
@@ -177,7 +244,10 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
                     ["exposure", `${i.exposure}${i.host ? ` (${i.host})` : ""}`],
                     ["TLS ends at", i.tls.terminatedAt],
                     ["rate limit per key", `${c.ingress.rateLimitPerSecond}/s per replica x ${i.replicas} = ${i.effectiveRateLimitPerSecond}/s`],
-                    ["allowed routes", `POST /v1/chat/completions, GET /v1/models${c.ingress.allowCompletions ? ", POST /v1/completions" : ""}${c.ingress.healthUnauthenticated ? ", GET /health (no key)" : ""}`],
+                    [
+                        "allowed routes",
+                        `POST /v1/chat/completions, GET /v1/models${c.ingress.allowCompletions ? ", POST /v1/completions" : ""}${c.ingress.healthUnauthenticated ? ", GET /health (no key)" : ""}`,
+                    ],
                 ],
             ),
         );
@@ -213,7 +283,12 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         out.push("");
         out.push("Nothing checks these before `pulumi up`; each row says what happens without it and how to check it.");
         out.push("");
-        out.push(table(["must exist", "field", "otherwise", "check"], plan.prerequisites.map((p) => [p.what, `\`${p.field}\``, p.otherwise, `\`${p.check}\``])));
+        out.push(
+            table(
+                ["must exist", "field", "otherwise", "check"],
+                plan.prerequisites.map((p) => [p.what, `\`${p.field}\``, p.otherwise, `\`${p.check}\``]),
+            ),
+        );
         out.push("");
     }
     if (plan.warnings.length > 0) {
@@ -232,7 +307,12 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     out.push("");
     const counts = new Map<string, number>();
     for (const r of resources) counts.set(r.type, (counts.get(r.type) ?? 0) + 1);
-    out.push(table(["type", "count"], [...counts.entries()].sort().map(([k, v]) => [`\`${k}\``, v])));
+    out.push(
+        table(
+            ["type", "count"],
+            [...counts.entries()].sort().map(([k, v]) => [`\`${k}\``, v]),
+        ),
+    );
     out.push("");
     out.push(`${resources.length} resources registered${manifests.length > 0 ? `, ${manifests.length} Kubernetes objects in manifests/` : ""}.`);
     out.push("");

@@ -20,9 +20,7 @@ export const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const REDACTED = "<redacted>";
 
 /** What to plan: a stack file, or a recipe on its defaults. */
-export type PlanSource =
-    | { readonly stack: string; readonly stackFile?: string }
-    | { readonly recipe: string; readonly target: "kubernetes" | "docker" };
+export type PlanSource = { readonly stack: string; readonly stackFile?: string } | { readonly recipe: string; readonly target: "kubernetes" | "docker" };
 
 export interface PlanOptions {
     /** Output directory; created, and emptied of a previous plan. */
@@ -62,9 +60,14 @@ export function readStackFile(stack: string, file?: string): StackConfig {
     const p = file ?? path.join(REPO_ROOT, "stacks", `Pulumi.${stack}.yaml`);
     if (!fs.existsSync(p)) {
         const known = fs.existsSync(path.join(REPO_ROOT, "stacks"))
-            ? fs.readdirSync(path.join(REPO_ROOT, "stacks")).filter((f) => /^Pulumi\..+\.yaml$/.test(f)).map((f) => f.slice(7, -5))
+            ? fs
+                  .readdirSync(path.join(REPO_ROOT, "stacks"))
+                  .filter((f) => /^Pulumi\..+\.yaml$/.test(f))
+                  .map((f) => f.slice(7, -5))
             : [];
-        throw new PlanError(`no stack file ${path.relative(process.cwd(), p)}: known stacks are ${known.join(", ") || "(none)"}; or plan a recipe with --recipe <name>`);
+        throw new PlanError(
+            `no stack file ${path.relative(process.cwd(), p)}: known stacks are ${known.join(", ") || "(none)"}; or plan a recipe with --recipe <name>`,
+        );
     }
     let doc: unknown;
     try {
@@ -100,9 +103,15 @@ function configForSource(source: PlanSource): StackConfig {
         runId: "demo",
         target: k8s ? { kind: source.target, context: "recipe-plan" } : { kind: source.target },
         images: { trainer: `${RECIPE_PLAN_REGISTRY}/${source.recipe}-trainer:plan` },
-        ...(k8s && RECIPES[source.recipe as RecipeName]?.training.layout === "blackbox" ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } } : {}),
+        ...(k8s && RECIPES[source.recipe as RecipeName]?.training.layout === "blackbox"
+            ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } }
+            : {}),
     };
-    return { stack: `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`, config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(platform) }, secretKeys: [] };
+    return {
+        stack: `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`,
+        config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(platform) },
+        secretKeys: [],
+    };
 }
 
 /** apiVersion/kind of a `kubernetes:<group>/<version>:<Kind>` type token. */
@@ -203,14 +212,20 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
     if (config.target.kind === "kubernetes") {
         manifests.forEach((m, i) => {
             const ns = m.metadata?.namespace ? `${m.metadata.namespace}-` : "";
-            write(path.join("manifests", `${String(i).padStart(3, "0")}-${m.kind.toLowerCase()}-${ns}${m.metadata?.name ?? "unnamed"}.yaml`), YAML.stringify(m));
+            write(
+                path.join("manifests", `${String(i).padStart(3, "0")}-${m.kind.toLowerCase()}-${ns}${m.metadata?.name ?? "unnamed"}.yaml`),
+                YAML.stringify(m),
+            );
         });
     } else {
         let i = 0;
         for (const r of run.resources) {
             const m = /^docker:index\/(\w+):(\w+)$/.exec(r.type);
             if (!m) continue;
-            write(path.join("docker", `${String(i++).padStart(3, "0")}-${m[2].toLowerCase()}-${r.name}.json`), JSON.stringify({ type: r.type, name: r.name, inputs: clean(r.inputs) }, null, 2) + "\n");
+            write(
+                path.join("docker", `${String(i++).padStart(3, "0")}-${m[2].toLowerCase()}-${r.name}.json`),
+                JSON.stringify({ type: r.type, name: r.name, inputs: clean(r.inputs) }, null, 2) + "\n",
+            );
         }
     }
     write("plan.md", renderPlanMarkdown(plan, run.resources, manifests));

@@ -72,11 +72,30 @@ function pythonOk(): boolean {
 }
 
 const PREREQUISITES: readonly Prerequisite[] = [
-    { what: "nginx (the ingress and env-router tests serve the generated config)", present: () => which("nginx") !== undefined, apt: ["nginx-light"], manual: "apt-get install -y nginx-light" },
+    {
+        what: "nginx (the ingress and env-router tests serve the generated config)",
+        present: () => which("nginx") !== undefined,
+        apt: ["nginx-light"],
+        manual: "apt-get install -y nginx-light",
+    },
     { what: "openssl (test certificates)", present: () => has("openssl", ["version"]), apt: ["openssl"], manual: "apt-get install -y openssl" },
-    { what: "a Docker engine (the Docker lifecycle test starts its own dockerd)", present: () => which("dockerd") !== undefined && which("docker") !== undefined, apt: ["docker.io"], manual: "apt-get install -y docker.io" },
-    { what: "Python >= 3.11 with venv (the sandbox backend's tests)", present: pythonOk, apt: ["python3", "python3-venv"], manual: "apt-get install -y python3 python3-venv (Python >= 3.11)" },
-    { what: "Go >= 1.26 with the Go module proxy (the API server, engine and controller fixtures)", present: goVersionOk, manual: "install Go 1.26 or newer from https://go.dev/dl/ (Debian's golang package is older)" },
+    {
+        what: "a Docker engine (the Docker lifecycle test starts its own dockerd)",
+        present: () => which("dockerd") !== undefined && which("docker") !== undefined,
+        apt: ["docker.io"],
+        manual: "apt-get install -y docker.io",
+    },
+    {
+        what: "Python >= 3.11 with venv (the sandbox backend's tests)",
+        present: pythonOk,
+        apt: ["python3", "python3-venv"],
+        manual: "apt-get install -y python3 python3-venv (Python >= 3.11)",
+    },
+    {
+        what: "Go >= 1.26 with the Go module proxy (the API server, engine and controller fixtures)",
+        present: goVersionOk,
+        manual: "install Go 1.26 or newer from https://go.dev/dl/ (Debian's golang package is older)",
+    },
 ];
 
 function isDebianRoot(): boolean {
@@ -149,7 +168,8 @@ interface Skip {
 }
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
-const SERVICE = /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller)(\s|$)|agent_rl_sandbox\.runtime/;
+const SERVICE =
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller)(\s|$)|agent_rl_sandbox\.runtime/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
     const r = spawnSync("ps", ["-eo", "pid=,etimes=,args="], { encoding: "utf8" });
@@ -184,7 +204,14 @@ async function main(): Promise<void> {
     }
 
     const skipsFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-test-")), "skips.jsonl");
-    const testFiles = files.length > 0 ? files : fs.readdirSync(path.join(ROOT, "test")).filter((f) => f.endsWith(".test.ts")).sort().map((f) => path.join("test", f));
+    const testFiles =
+        files.length > 0
+            ? files
+            : fs
+                  .readdirSync(path.join(ROOT, "test"))
+                  .filter((f) => f.endsWith(".test.ts"))
+                  .sort()
+                  .map((f) => path.join("test", f));
     const node = await run(process.execPath, [
         "--import",
         "tsx",
@@ -213,7 +240,12 @@ async function main(): Promise<void> {
         if (noOpenenv !== undefined) pyArgs.push("-m", "not openenv_source");
         const py = await run("bash", pyArgs, { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") });
         if (py.code !== 0) failed = true;
-        const summary = py.output.trim().split("\n").reverse().find((l) => /\b(passed|failed|error|skipped)\b/.test(l)) ?? "";
+        const summary =
+            py.output
+                .trim()
+                .split("\n")
+                .reverse()
+                .find((l) => /\b(passed|failed|error|skipped)\b/.test(l)) ?? "";
         pythonSummary = summary.replace(/=/g, "").trim() || `exit ${py.code}`;
         for (const m of py.output.matchAll(/^SKIPPED \[\d+\] ([^:]+:\d+): (.*)$/gm)) skips.push({ name: m[1]!, file: "python", reason: m[2]! });
         if (noOpenenv !== undefined) {

@@ -5,7 +5,8 @@ export default async function* skipsReporter(source) {
         if (event.type === "test:pass" || event.type === "test:fail") {
             const skip = event.data.skip;
             if (skip !== undefined && skip !== false) {
-                yield JSON.stringify({ name: event.data.name, file: event.data.file ?? "", reason: typeof skip === "string" ? skip : "(no reason given)" }) + "\n";
+                yield JSON.stringify({ name: event.data.name, file: event.data.file ?? "", reason: typeof skip === "string" ? skip : "(no reason given)" }) +
+                    "\n";
             }
         }
     }

@@ -366,7 +366,9 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
     const storageClass = "standard";
 
     const fail = async (msg: string): Promise<never> => {
-        const logs = ["kube-controller-manager", "kube-scheduler", "kwok", "kube-apiserver"].map((n) => `--- ${n}.log (tail) ---\n${api.logTail(n, 25)}`).join("\n");
+        const logs = ["kube-controller-manager", "kube-scheduler", "kwok", "kube-apiserver"]
+            .map((n) => `--- ${n}.log (tail) ---\n${api.logTail(n, 25)}`)
+            .join("\n");
         await api.stop().catch(() => undefined);
         throw new Error(`${msg}\n${logs}`);
     };
@@ -375,7 +377,14 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
         const kc = api.kubeconfig;
         const d = (f: string) => path.join(api.dir, f);
         const [kcmPort, schedPort, kwokPort] = [await freePort(), await freePort(), await freePort()];
-        const auth = [`--kubeconfig=${kc}`, `--authentication-kubeconfig=${kc}`, `--authorization-kubeconfig=${kc}`, "--bind-address=127.0.0.1", "--leader-elect=false", "--v=1"];
+        const auth = [
+            `--kubeconfig=${kc}`,
+            `--authentication-kubeconfig=${kc}`,
+            `--authorization-kubeconfig=${kc}`,
+            "--bind-address=127.0.0.1",
+            "--leader-elect=false",
+            "--v=1",
+        ];
 
         const kcm = api.startProcess(
             "kube-controller-manager",
@@ -451,7 +460,8 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
             ["kube-scheduler", schedPort, scheduler],
         ] as const) {
             for (;;) {
-                if (proc.exitCode !== null || proc.signalCode !== null) return await fail(`${name} exited early (code ${proc.exitCode}, signal ${proc.signalCode})`);
+                if (proc.exitCode !== null || proc.signalCode !== null)
+                    return await fail(`${name} exited early (code ${proc.exitCode}, signal ${proc.signalCode})`);
                 if (Date.now() > deadline) return await fail(`timed out waiting for ${name} /healthz`);
                 if ((await healthz(port)) === 200) break;
                 await sleep(300);
@@ -478,7 +488,11 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
             "kwok to report every node Ready",
             async () => {
                 const list = await getJson<{ items: any[] }>(["nodes"]);
-                return list && list.items.length === nodes.length && list.items.every((n) => (n.status?.conditions ?? []).some((c: any) => c.type === "Ready" && c.status === "True"));
+                return (
+                    list &&
+                    list.items.length === nodes.length &&
+                    list.items.every((n) => (n.status?.conditions ?? []).some((c: any) => c.type === "Ready" && c.status === "True"))
+                );
             },
             Math.max(10_000, deadline - Date.now()),
         );
@@ -521,13 +535,23 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
         await addVolumes(options.volumes ?? 24);
 
         const prereqs = [
-            ...(options.priorityClasses ?? []).map((name) => ({ apiVersion: "scheduling.k8s.io/v1", kind: "PriorityClass", metadata: { name }, value: 1000000, globalDefault: false })),
+            ...(options.priorityClasses ?? []).map((name) => ({
+                apiVersion: "scheduling.k8s.io/v1",
+                kind: "PriorityClass",
+                metadata: { name },
+                value: 1000000,
+                globalDefault: false,
+            })),
             ...(options.runtimeClasses ?? []).map((name) => ({ apiVersion: "node.k8s.io/v1", kind: "RuntimeClass", metadata: { name }, handler: name })),
         ];
         if (prereqs.length) await kubectlOk(["create", "-f", "-"], prereqs.map((p) => JSON.stringify(p)).join("\n"));
 
         // The controller-manager works: it gave the default namespace its ServiceAccount.
-        await waitFor("the serviceaccount controller to create default/default", async () => (await getJson(["serviceaccount", "default", "-n", "default"])) !== undefined, Math.max(10_000, deadline - Date.now()));
+        await waitFor(
+            "the serviceaccount controller to create default/default",
+            async () => (await getJson(["serviceaccount", "default", "-n", "default"])) !== undefined,
+            Math.max(10_000, deadline - Date.now()),
+        );
 
         const pods = async (namespace: string, selector?: string): Promise<any[]> =>
             (await getJson<{ items: any[] }>(["pods", "-n", namespace, ...(selector ? ["-l", selector] : [])]))?.items ?? [];

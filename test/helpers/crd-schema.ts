@@ -16,7 +16,14 @@ import { validateManifestStrict } from "./k8s-schema";
 
 /** A small structural schema: enough of OpenAPI v3 for what the CRDs above declare. */
 export type Schema =
-    | { readonly type: "string"; readonly enum?: readonly string[]; readonly pattern?: RegExp; readonly format?: "date-time"; readonly minLength?: number; readonly maxLength?: number }
+    | {
+          readonly type: "string";
+          readonly enum?: readonly string[];
+          readonly pattern?: RegExp;
+          readonly format?: "date-time";
+          readonly minLength?: number;
+          readonly maxLength?: number;
+      }
     | { readonly type: "integer"; readonly minimum?: number; readonly maximum?: number }
     | { readonly type: "boolean" }
     | { readonly type: "array"; readonly items: Schema; readonly maxItems?: number; readonly minItems?: number }
@@ -62,11 +69,17 @@ function embedded(wrap: (v: unknown) => Record<string, unknown>, prefix: string)
 const podSpec = embedded((spec) => ({ apiVersion: "v1", kind: "Pod", metadata: { name: "embedded" }, spec }), "/spec");
 const podTemplate = obj({ metadata: obj({ labels: map, annotations: map }), spec: podSpec }, ["spec"]);
 const pvcTemplate = obj(
-    { metadata: obj({ name: str(), labels: map, annotations: map }), spec: embedded((spec) => ({ apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: { name: "embedded" }, spec }), "/spec") },
+    {
+        metadata: obj({ name: str(), labels: map, annotations: map }),
+        spec: embedded((spec) => ({ apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: { name: "embedded" }, spec }), "/spec"),
+    },
     ["spec"],
 );
 const npRule = (dir: "ingress" | "egress"): Schema =>
-    embedded((rule) => ({ apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: "embedded" }, spec: { podSelector: {}, [dir]: [rule] } }), `/spec/${dir}/0`);
+    embedded(
+        (rule) => ({ apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: "embedded" }, spec: { podSelector: {}, [dir]: [rule] } }),
+        `/spec/${dir}/0`,
+    );
 
 /** agent-sandbox v0.5.6, extensions.agents.x-k8s.io/v1beta1 SandboxTemplate. */
 const sandboxTemplateSpec = obj(
@@ -134,7 +147,10 @@ const parentRef = obj(
     },
     ["name"],
 );
-const headerMatch = obj({ type: str({ enum: ["Exact", "RegularExpression"] }), name: str({ minLength: 1, maxLength: 256 }), value: str({ maxLength: 4096 }) }, ["name", "value"]);
+const headerMatch = obj({ type: str({ enum: ["Exact", "RegularExpression"] }), name: str({ minLength: 1, maxLength: 256 }), value: str({ maxLength: 4096 }) }, [
+    "name",
+    "value",
+]);
 const routeMatch = obj({
     path: obj({ type: str({ enum: ["Exact", "PathPrefix", "RegularExpression"] }), value: str({ maxLength: 1024 }) }),
     headers: arr(headerMatch, { maxItems: 16 }),
@@ -168,7 +184,9 @@ const backendRef = obj(
 );
 const httpRouteSpec = obj({
     parentRefs: arr(parentRef, { maxItems: 32 }),
-    hostnames: arr(str({ minLength: 1, maxLength: 253, pattern: /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/ }), { maxItems: 16 }),
+    hostnames: arr(str({ minLength: 1, maxLength: 253, pattern: /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/ }), {
+        maxItems: 16,
+    }),
     rules: arr(
         obj({
             name: str({ pattern: DNS_LABEL, maxLength: 253 }),
@@ -182,7 +200,31 @@ const httpRouteSpec = obj({
 });
 
 /** cert-manager v1.21.2 `cert-manager.io/v1` Certificate: the fields the ingress sets (deploy/crds/cert-manager.io_certificates.yaml). */
-const KEY_USAGES = ["signing", "digital signature", "content commitment", "key encipherment", "key agreement", "data encipherment", "cert sign", "crl sign", "encipher only", "decipher only", "any", "server auth", "client auth", "code signing", "email protection", "s/mime", "ipsec end system", "ipsec tunnel", "ipsec user", "timestamping", "ocsp signing", "microsoft sgc", "netscape sgc"];
+const KEY_USAGES = [
+    "signing",
+    "digital signature",
+    "content commitment",
+    "key encipherment",
+    "key agreement",
+    "data encipherment",
+    "cert sign",
+    "crl sign",
+    "encipher only",
+    "decipher only",
+    "any",
+    "server auth",
+    "client auth",
+    "code signing",
+    "email protection",
+    "s/mime",
+    "ipsec end system",
+    "ipsec tunnel",
+    "ipsec user",
+    "timestamping",
+    "ocsp signing",
+    "microsoft sgc",
+    "netscape sgc",
+];
 const certificateSpec = obj(
     {
         secretName: str({ minLength: 1 }),
@@ -252,7 +294,8 @@ export function validateAgainst(schema: Schema, value: unknown, at = ""): string
             if (schema.pattern && !schema.pattern.test(value)) out.push(`${here}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
             if (schema.minLength !== undefined && value.length < schema.minLength) out.push(`${here}: shorter than ${schema.minLength}`);
             if (schema.maxLength !== undefined && value.length > schema.maxLength) out.push(`${here}: longer than ${schema.maxLength}`);
-            if (schema.format === "date-time" && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value)) out.push(`${here}: must be an RFC 3339 date-time`);
+            if (schema.format === "date-time" && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value))
+                out.push(`${here}: must be an RFC 3339 date-time`);
             return out;
         }
         case "integer":
@@ -264,7 +307,9 @@ export function validateAgainst(schema: Schema, value: unknown, at = ""): string
             return typeof value === "boolean" ? [] : [`${here}: must be boolean, got ${typeName(value)}`];
         case "map":
             if (typeName(value) !== "object") return [`${here}: must be a map of strings, got ${typeName(value)}`];
-            return Object.entries(value as Record<string, unknown>).filter(([, v]) => typeof v !== "string").map(([k]) => `${at}/${k}: must be string`);
+            return Object.entries(value as Record<string, unknown>)
+                .filter(([, v]) => typeof v !== "string")
+                .map(([k]) => `${at}/${k}: must be string`);
         case "array": {
             if (!Array.isArray(value)) return [`${here}: must be array, got ${typeName(value)}`];
             const out: string[] = [];

@@ -76,12 +76,20 @@ function which(bin: string): string | undefined {
 export function dockerdMissing(): string | undefined {
     if (process.getuid?.() !== 0) return "dockerd needs root";
     const missing = PREREQUISITES.filter((b) => which(b) === undefined);
-    if (missing.length > 0) return `missing ${missing.join(", ")}: apt-get install -y docker.io (dockerd, containerd, runc, iptables) and Go for the stand-in image`;
+    if (missing.length > 0)
+        return `missing ${missing.join(", ")}: apt-get install -y docker.io (dockerd, containerd, runc, iptables) and Go for the stand-in image`;
     return undefined;
 }
 
 function run(cmd: string, args: readonly string[], opts: { input?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv; cwd?: string } = {}): CommandResult {
-    const r = spawnSync(cmd, [...args], { encoding: "utf8", input: opts.input, timeout: opts.timeoutMs ?? 60_000, env: opts.env, cwd: opts.cwd, maxBuffer: 64 * 1024 * 1024 });
+    const r = spawnSync(cmd, [...args], {
+        encoding: "utf8",
+        input: opts.input,
+        timeout: opts.timeoutMs ?? 60_000,
+        env: opts.env,
+        cwd: opts.cwd,
+        maxBuffer: 64 * 1024 * 1024,
+    });
     return { status: r.status ?? (r.error ? 127 : 128), stdout: r.stdout ?? "", stderr: `${r.stderr ?? ""}${r.error ? String(r.error) : ""}` };
 }
 
@@ -91,7 +99,13 @@ function apiCall(socket: string, method: string, apiPath: string, body?: unknown
     return new Promise((resolve, reject) => {
         const payload = body === undefined ? undefined : JSON.stringify(body);
         const req = http.request(
-            { socketPath: socket, method, path: apiPath, timeout: timeoutMs, headers: payload ? { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } : {} },
+            {
+                socketPath: socket,
+                method,
+                path: apiPath,
+                timeout: timeoutMs,
+                headers: payload ? { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } : {},
+            },
             (res) => {
                 const parts: Buffer[] = [];
                 res.on("data", (c: Buffer) => parts.push(c));
@@ -166,7 +180,10 @@ export async function startDockerd(opts: DockerdOptions = {}): Promise<Dockerd> 
     const log = path.join(dir, "dockerd.log");
     const binDir = path.join(dir, "bin");
     fs.mkdirSync(binDir);
-    if (opts.fakeNvidiaHook) fs.writeFileSync(path.join(binDir, NVIDIA_HOOK), "#!/bin/sh\n# no GPU here: accept the OCI state on stdin and do nothing\ncat >/dev/null\nexit 0\n", { mode: 0o755 });
+    if (opts.fakeNvidiaHook)
+        fs.writeFileSync(path.join(binDir, NVIDIA_HOOK), "#!/bin/sh\n# no GPU here: accept the OCI state on stdin and do nothing\ncat >/dev/null\nexit 0\n", {
+            mode: 0o755,
+        });
     // The daemon's own network namespace: `lo` up, then exec dockerd (same pid as the spawned child).
     const daemon = [
         "dockerd",
@@ -208,7 +225,8 @@ export async function startDockerd(opts: DockerdOptions = {}): Promise<Dockerd> 
         try {
             if (exited === undefined) {
                 const list = await apiCall(socket, "GET", "/containers/json?all=1", undefined, 10_000).catch(() => ({ status: 0, body: [] }));
-                for (const c of Array.isArray(list.body) ? list.body : []) await apiCall(socket, "DELETE", `/containers/${c.Id}?force=1&v=1`, undefined, 30_000).catch(() => undefined);
+                for (const c of Array.isArray(list.body) ? list.body : [])
+                    await apiCall(socket, "DELETE", `/containers/${c.Id}?force=1&v=1`, undefined, 30_000).catch(() => undefined);
                 killGroup("SIGTERM");
                 for (let i = 0; i < 100 && exited === undefined; i++) await sleep(200);
                 if (exited === undefined) killGroup("SIGKILL");
@@ -256,7 +274,10 @@ export async function startDockerd(opts: DockerdOptions = {}): Promise<Dockerd> 
             if (imported) return imported;
             const bin = standinBinary();
             // One file, the binary, as the image's root filesystem.
-            const r = run("sh", ["-c", `tar -C "${path.dirname(bin)}" -cf - standin | docker import -c 'ENTRYPOINT ["/standin"]' - ${STANDIN_IMAGE}`], { env, timeoutMs: 120_000 });
+            const r = run("sh", ["-c", `tar -C "${path.dirname(bin)}" -cf - standin | docker import -c 'ENTRYPOINT ["/standin"]' - ${STANDIN_IMAGE}`], {
+                env,
+                timeoutMs: 120_000,
+            });
             if (r.status !== 0) throw new Error(`docker import of the stand-in failed:\n${r.stderr}${r.stdout}`);
             imported = r.stdout.trim();
             return imported;
@@ -289,7 +310,12 @@ export function containerCreateBody(inputs: Record<string, any>, standinArgs: re
     if (i.ipcMode !== undefined) hostConfig.IpcMode = i.ipcMode;
     if (i.shmSize !== undefined) hostConfig.ShmSize = i.shmSize * 1024 * 1024;
     if (i.deviceRequests !== undefined) {
-        hostConfig.DeviceRequests = i.deviceRequests.map((r: any) => ({ Driver: r.driver ?? "", Count: r.count ?? 0, DeviceIDs: r.deviceIds ?? [], Capabilities: [r.capabilities ?? []] }));
+        hostConfig.DeviceRequests = i.deviceRequests.map((r: any) => ({
+            Driver: r.driver ?? "",
+            Count: r.count ?? 0,
+            DeviceIDs: r.deviceIds ?? [],
+            Capabilities: [r.capabilities ?? []],
+        }));
     }
     if (i.capabilities?.drops) hostConfig.CapDrop = i.capabilities.drops;
     if (i.securityOpts) hostConfig.SecurityOpt = i.securityOpts;
@@ -303,15 +329,27 @@ export function containerCreateBody(inputs: Record<string, any>, standinArgs: re
 }
 
 /** Joins the container to each of `networksAdvanced` with its aliases (the provider: NetworkConnect after create). */
-export async function connectNetworks(d: Dockerd, containerId: string, networksAdvanced: ReadonlyArray<{ name: string; aliases?: string[] }> | undefined): Promise<void> {
+export async function connectNetworks(
+    d: Dockerd,
+    containerId: string,
+    networksAdvanced: ReadonlyArray<{ name: string; aliases?: string[] }> | undefined,
+): Promise<void> {
     for (const n of networksAdvanced ?? []) {
-        const r = await d.api("POST", `/networks/${encodeURIComponent(n.name)}/connect`, { Container: containerId, EndpointConfig: { Aliases: n.aliases ?? [] } });
+        const r = await d.api("POST", `/networks/${encodeURIComponent(n.name)}/connect`, {
+            Container: containerId,
+            EndpointConfig: { Aliases: n.aliases ?? [] },
+        });
         if (r.status !== 200) throw new Error(`connect ${containerId} to ${n.name}: ${r.status} ${JSON.stringify(r.body)}`);
     }
 }
 
 /** Creates a container (networking as the provider does); returns its id. Throws with dockerd's message on refusal. */
-export async function createContainer(d: Dockerd, name: string, body: Record<string, unknown>, networksAdvanced?: ReadonlyArray<{ name: string; aliases?: string[] }>): Promise<string> {
+export async function createContainer(
+    d: Dockerd,
+    name: string,
+    body: Record<string, unknown>,
+    networksAdvanced?: ReadonlyArray<{ name: string; aliases?: string[] }>,
+): Promise<string> {
     // The provider creates on the default bridge, leaves it and joins each of networks_advanced; creating on the
     // first one and joining the rest is the same end state.
     const hostConfig = body.HostConfig as Record<string, unknown>;

@@ -120,7 +120,8 @@ export function engineFixtures(opts: { build?: boolean } = {}): Promise<EngineFi
         const res = await runBuild();
         const lines = res.stdout.trim().split("\n");
         const dir = lines[lines.length - 1]?.trim();
-        if (res.code !== 0 || !dir) return { ok: false, reason: `bash test/engine/build.sh failed (exit ${res.code}):\n${res.stderr.split("\n").slice(-40).join("\n")}` };
+        if (res.code !== 0 || !dir)
+            return { ok: false, reason: `bash test/engine/build.sh failed (exit ${res.code}):\n${res.stderr.split("\n").slice(-40).join("\n")}` };
         const { bin, missing } = locate(dir);
         return bin ? { ok: true, dir, bin } : { ok: false, reason: `test/engine/build.sh printed ${dir}, which lacks ${missing.join(", ")}` };
     })();
@@ -139,7 +140,11 @@ export function engineSkipReason(): string | false {
 
 function existingFixtures(): EngineFixtures {
     const dir = existingBuild();
-    if (!dir) return { ok: false, reason: "engine fixtures are not built: run `bash test/engine/build.sh` (Pulumi CLI, kubernetes/random plugins, kwok, kube-controller-manager, kube-scheduler; see test/engine/)" };
+    if (!dir)
+        return {
+            ok: false,
+            reason: "engine fixtures are not built: run `bash test/engine/build.sh` (Pulumi CLI, kubernetes/random plugins, kwok, kube-controller-manager, kube-scheduler; see test/engine/)",
+        };
     const { bin, missing } = locate(dir);
     return bin ? { ok: true, dir, bin } : { ok: false, reason: `${dir} lacks ${missing.join(", ")}` };
 }

@@ -34,8 +34,16 @@ export function allSources(targets: ReadonlyArray<"kubernetes" | "docker"> = ["k
     const out: GuardedSource[] = STACKS.map((stack) => ({ label: `stack ${stack}`, source: { stack } }));
     for (const recipe of RECIPE_NAMES) for (const target of targets) out.push({ label: `recipe ${recipe} on ${target}`, source: { recipe, target } });
     if (targets.includes("kubernetes")) {
-        out.push({ label: "recipe opencode-blackbox on kubernetes, ingress exposure httproute", source: { recipe: "opencode-blackbox", target: "kubernetes" }, override: HTTPROUTE_OVERRIDE });
-        out.push({ label: "recipe opencode-blackbox on kubernetes, ingress exposure loadbalancer", source: { recipe: "opencode-blackbox", target: "kubernetes" }, override: LOADBALANCER_OVERRIDE });
+        out.push({
+            label: "recipe opencode-blackbox on kubernetes, ingress exposure httproute",
+            source: { recipe: "opencode-blackbox", target: "kubernetes" },
+            override: HTTPROUTE_OVERRIDE,
+        });
+        out.push({
+            label: "recipe opencode-blackbox on kubernetes, ingress exposure loadbalancer",
+            source: { recipe: "opencode-blackbox", target: "kubernetes" },
+            override: LOADBALANCER_OVERRIDE,
+        });
     }
     return out;
 }

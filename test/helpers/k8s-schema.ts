@@ -53,7 +53,15 @@ function typeTable(): { checker: ts.TypeChecker; types: Map<string, ts.Type> } {
     const virtual = path.join(root, "test/helpers/__k8s_kinds__.ts");
     const entries = Object.entries(KINDS);
     const text = entries.map(([, v], i) => `import type { ${v.iface} as K${i} } from "${v.module}";\nexport type T${i} = K${i};`).join("\n");
-    const options: ts.CompilerOptions = { strict: true, noEmit: true, module: ts.ModuleKind.CommonJS, moduleResolution: ts.ModuleResolutionKind.Node10, skipLibCheck: true, types: [], baseUrl: root };
+    const options: ts.CompilerOptions = {
+        strict: true,
+        noEmit: true,
+        module: ts.ModuleKind.CommonJS,
+        moduleResolution: ts.ModuleResolutionKind.Node10,
+        skipLibCheck: true,
+        types: [],
+        baseUrl: root,
+    };
     const host = ts.createCompilerHost(options);
     const readFile = host.readFile.bind(host);
     const fileExists = host.fileExists.bind(host);
@@ -131,7 +139,8 @@ export function validateManifestStrict(obj: unknown): string[] {
         new Model(obj).validate();
     } catch (e) {
         const errors = (e as { errors?: Array<{ instancePath?: string; message?: string; params?: unknown }> }).errors;
-        if (errors && errors.length > 0) for (const er of errors) problems.push(`${er.instancePath || "/"}: ${er.message ?? "invalid"} ${JSON.stringify(er.params ?? {})}`);
+        if (errors && errors.length > 0)
+            for (const er of errors) problems.push(`${er.instancePath || "/"}: ${er.message ?? "invalid"} ${JSON.stringify(er.params ?? {})}`);
         else problems.push(String((e as Error).message ?? e));
     }
     const { checker, types } = typeTable();

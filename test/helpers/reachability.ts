@@ -296,12 +296,16 @@ function parsePorts(ports: unknown, where: string, problems: string[]): RulePort
         if (!PROTOCOLS.includes(protocol)) problems.push(`${at}.protocol: ${JSON.stringify(protocol)} is not TCP, UDP or SCTP`);
         const port = p?.port;
         const endPort = p?.endPort;
-        if (typeof port === "number" && !(Number.isInteger(port) && port >= 1 && port <= MAX_PORT)) problems.push(`${at}.port: ${port} is not a port number (1-65535)`);
-        if (typeof port === "string" && !PORT_NAME.test(port)) problems.push(`${at}.port: ${JSON.stringify(port)} is not a valid port name (IANA_SVC_NAME; a number must be written as a number)`);
-        if (port !== undefined && port !== null && typeof port !== "number" && typeof port !== "string") problems.push(`${at}.port: must be a number or a name`);
+        if (typeof port === "number" && !(Number.isInteger(port) && port >= 1 && port <= MAX_PORT))
+            problems.push(`${at}.port: ${port} is not a port number (1-65535)`);
+        if (typeof port === "string" && !PORT_NAME.test(port))
+            problems.push(`${at}.port: ${JSON.stringify(port)} is not a valid port name (IANA_SVC_NAME; a number must be written as a number)`);
+        if (port !== undefined && port !== null && typeof port !== "number" && typeof port !== "string")
+            problems.push(`${at}.port: must be a number or a name`);
         if (endPort !== undefined && endPort !== null) {
             if (typeof port !== "number") problems.push(`${at}.endPort: may only be set with a numeric port`);
-            else if (!(Number.isInteger(endPort) && endPort >= port && endPort <= MAX_PORT)) problems.push(`${at}.endPort: ${endPort} must be a port number >= port ${port}`);
+            else if (!(Number.isInteger(endPort) && endPort >= port && endPort <= MAX_PORT))
+                problems.push(`${at}.endPort: ${endPort} must be a port number >= port ${port}`);
         }
         return { protocol, ...(port !== undefined && port !== null ? { port } : {}), ...(typeof endPort === "number" ? { endPort } : {}) };
     });
@@ -332,7 +336,10 @@ function parsePeers(peers: unknown, where: string, problems: string[]): Peer[] |
             ((block.except ?? []) as unknown[]).forEach((e, j) => {
                 const ex = parseCidr(e);
                 if (!ex) problems.push(`${at}.ipBlock.except[${j}]: ${JSON.stringify(e)} is not a CIDR`);
-                else if (ex.family !== cidr.family || (ex.family === 4 && cidr.family === 4 && (ex.prefix <= cidr.prefix || intersect([ex.range], [cidr.range]).length === 0)))
+                else if (
+                    ex.family !== cidr.family ||
+                    (ex.family === 4 && cidr.family === 4 && (ex.prefix <= cidr.prefix || intersect([ex.range], [cidr.range]).length === 0))
+                )
                     problems.push(`${at}.ipBlock.except[${j}]: ${e} must be a strict subset of cidr ${block.cidr}`);
                 else if (ex.family === 4) excepts.push(ex.range);
             });
@@ -400,7 +407,8 @@ const POD_TEMPLATES: Readonly<Record<string, { readonly group: string; readonly 
     SandboxTemplate: { group: "extensions.agents.x-k8s.io", template: (m) => m.spec?.podTemplate },
 };
 
-const groupOf = (apiVersion: unknown): string => (typeof apiVersion === "string" && apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : "");
+const groupOf = (apiVersion: unknown): string =>
+    typeof apiVersion === "string" && apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : "";
 
 type Draft = Omit<Party, "id"> & { readonly id?: string };
 
@@ -409,8 +417,10 @@ function containerPorts(spec: any, where: string, problems: string[]): Party["po
     return containers.flatMap((c) =>
         ((c?.ports ?? []) as any[]).map((p) => {
             const protocol: Protocol = p?.protocol ?? "TCP";
-            if (!(Number.isInteger(p?.containerPort) && p.containerPort >= 1 && p.containerPort <= MAX_PORT)) problems.push(`${where}: container ${c?.name}: containerPort ${JSON.stringify(p?.containerPort)} is not a port number`);
-            if (!PROTOCOLS.includes(protocol)) problems.push(`${where}: container ${c?.name} port ${p?.containerPort}: protocol ${JSON.stringify(protocol)} is not TCP, UDP or SCTP`);
+            if (!(Number.isInteger(p?.containerPort) && p.containerPort >= 1 && p.containerPort <= MAX_PORT))
+                problems.push(`${where}: container ${c?.name}: containerPort ${JSON.stringify(p?.containerPort)} is not a port number`);
+            if (!PROTOCOLS.includes(protocol))
+                problems.push(`${where}: container ${c?.name} port ${p?.containerPort}: protocol ${JSON.stringify(protocol)} is not TCP, UDP or SCTP`);
             return { port: p?.containerPort, protocol, ...(typeof p?.name === "string" ? { name: p.name } : {}) };
         }),
     );
@@ -428,13 +438,25 @@ function podGroup(m: Manifest, problems: string[]): Draft | undefined {
         return undefined;
     }
     if (m.kind === "SandboxTemplate" && m.spec?.networkPolicyManagement !== "Unmanaged")
-        problems.push(`${where}: agent-sandbox creates its own NetworkPolicy for this template (networkPolicyManagement ${m.spec?.networkPolicyManagement ?? "Managed, the default"}), which is not among the manifests: set networkPolicyManagement: Unmanaged or add that policy`);
+        problems.push(
+            `${where}: agent-sandbox creates its own NetworkPolicy for this template (networkPolicyManagement ${m.spec?.networkPolicyManagement ?? "Managed, the default"}), which is not among the manifests: set networkPolicyManagement: Unmanaged or add that policy`,
+        );
     // NetworkPolicy behaviour for host-network pods is undefined (network-policies docs); refuse to guess.
     if (template.spec.hostNetwork === true) problems.push(`${where}: hostNetwork pods are outside what NetworkPolicy defines`);
     const labels: Record<string, string> = { ...(template.metadata?.labels ?? {}) };
     // The Job controller labels its pods with the Job's name (batch/v1 Job, unless manualSelector).
     if (m.kind === "Job" && m.spec?.manualSelector !== true) Object.assign(labels, { "batch.kubernetes.io/job-name": name, "job-name": name });
-    return { kind: "pods", origin: m.kind, name, namespace, labels, ports: containerPorts(template.spec, where, problems), servesOnlyPorts: false, asSource: true, asDestination: true };
+    return {
+        kind: "pods",
+        origin: m.kind,
+        name,
+        namespace,
+        labels,
+        ports: containerPorts(template.spec, where, problems),
+        servesOnlyPorts: false,
+        asSource: true,
+        asDestination: true,
+    };
 }
 
 function endpointParty(e: ExtraEndpoint, problems: string[]): Draft {
@@ -447,7 +469,14 @@ function endpointParty(e: ExtraEndpoint, problems: string[]): Draft {
         if (!(Number.isInteger(p.port) && p.port >= 1 && p.port <= MAX_PORT)) problems.push(`${where}: port ${JSON.stringify(p.port)} is not a port number`);
         if (!PROTOCOLS.includes(p.protocol)) problems.push(`${where}: protocol ${JSON.stringify(p.protocol)} is not TCP, UDP or SCTP`);
     }
-    const base = { origin: "endpoint", name: e.name, ports, servesOnlyPorts: ports.length > 0, asSource: role !== "destination", asDestination: role !== "source" };
+    const base = {
+        origin: "endpoint",
+        name: e.name,
+        ports,
+        servesOnlyPorts: ports.length > 0,
+        asSource: role !== "destination",
+        asDestination: role !== "source",
+    };
     if (e.namespace !== undefined) return { ...base, id: `${e.namespace}/${e.name}`, kind: "pods", namespace: e.namespace, labels: { ...(e.labels ?? {}) } };
     return { ...base, id: e.name, kind: "address", labels: {}, ...(e.ip !== undefined ? { ip: e.ip } : {}) };
 }
@@ -484,7 +513,10 @@ export function evaluateReachability(manifests: readonly Manifest[], options: Re
     for (const m of manifests) {
         if (m.kind === "Namespace" && m.apiVersion === "v1") namespaceLabels.set(m.metadata?.name, { ...(m.metadata?.labels ?? {}) });
         else if (m.kind === "NetworkPolicy") {
-            if (m.apiVersion !== "networking.k8s.io/v1") problems.push(`NetworkPolicy ${m.metadata?.namespace}/${m.metadata?.name}: apiVersion ${JSON.stringify(m.apiVersion)} is not networking.k8s.io/v1`);
+            if (m.apiVersion !== "networking.k8s.io/v1")
+                problems.push(
+                    `NetworkPolicy ${m.metadata?.namespace}/${m.metadata?.name}: apiVersion ${JSON.stringify(m.apiVersion)} is not networking.k8s.io/v1`,
+                );
             else policies.push(parsePolicy(m, problems));
         } else {
             const g = podGroup(m, problems);
@@ -538,7 +570,9 @@ export function evaluateReachability(manifests: readonly Manifest[], options: Re
         // Not isolated in this direction: everything (only a selecting policy of that type isolates).
         if (pols.length === 0) return EVERYTHING;
         let out = EMPTY;
-        for (const pol of pols) for (const rule of pol[dir]!) if (!rule.peers || rule.peers.some((peer) => peerMatches(peer, pol.namespace, other))) out = unionPorts(out, rulePorts(rule.ports, dest));
+        for (const pol of pols)
+            for (const rule of pol[dir]!)
+                if (!rule.peers || rule.peers.some((peer) => peerMatches(peer, pol.namespace, other))) out = unionPorts(out, rulePorts(rule.ports, dest));
         return out;
     }
 
@@ -561,7 +595,9 @@ export function evaluateReachability(manifests: readonly Manifest[], options: Re
             const set = intersectPorts(intersectPorts(allowed(src, "egress", dst, dst), allowed(dst, "ingress", src, dst)), served(dst));
             if (isEmpty(set)) continue;
             byPair.set(key(src.id, dst.id), set);
-            for (const protocol of PROTOCOLS) if (set[protocol].length > 0) connections.push({ from: src.id, to: dst.id, protocol, ports: set[protocol].map(([from, to]) => ({ from, to })) });
+            for (const protocol of PROTOCOLS)
+                if (set[protocol].length > 0)
+                    connections.push({ from: src.id, to: dst.id, protocol, ports: set[protocol].map(([from, to]) => ({ from, to })) });
         }
     }
 

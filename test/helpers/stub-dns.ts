@@ -43,7 +43,7 @@ export async function startStubDns(): Promise<StubDns> {
             const header = Buffer.alloc(12);
             header.writeUInt16BE(msg.readUInt16BE(0), 0); // id
             // QR, opcode 0, AA, RD copied, RA; rcode 3 (NXDOMAIN) when the name is unknown.
-            header.writeUInt16BE(0x8400 | (msg[2]! & 0x01) << 8 | 0x0080 | (ip === undefined ? 3 : 0), 2);
+            header.writeUInt16BE(0x8400 | ((msg[2]! & 0x01) << 8) | 0x0080 | (ip === undefined ? 3 : 0), 2);
             header.writeUInt16BE(1, 4);
             header.writeUInt16BE(answer ? 1 : 0, 6);
             const parts = [header, question];

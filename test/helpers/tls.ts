@@ -9,8 +9,25 @@ export function selfSignedCert(dir: string): { certFile: string; keyFile: string
     const keyFile = path.join(dir, "key.pem");
     const r = spawnSync(
         "openssl",
-        ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", keyFile, "-out", certFile],
+        [
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+            keyFile,
+            "-out",
+            certFile,
+        ],
         { encoding: "utf8", timeout: 20000 },
     );
     if (r.status !== 0) throw new Error(`openssl failed (apt-get install -y openssl): ${r.stderr ?? r.error?.message}`);
