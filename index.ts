@@ -4,7 +4,7 @@ import { Platform, resolvePlatform, targetProvider } from "./components/platform
 
 export = async () => {
     const { config, secrets } = loadPlatformConfig();
-    let plan;
+    let plan: ReturnType<typeof resolvePlatform> | undefined;
     try {
         plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined });
     } catch (e) {

@@ -27,7 +27,7 @@ export function isShuttingDown(): boolean {
 
 /** Spawn a child that cleanupAll() kills (by its pid) if it is still running. */
 export function spawnTracked(cmd: string, args: readonly string[], opts: SpawnOptions = {}): ChildProcess {
-    if (shuttingDown) throw new Error("bench is shutting down: not starting " + cmd);
+    if (shuttingDown) throw new Error(`bench is shutting down: not starting ${cmd}`);
     const child = spawn(cmd, [...args], opts);
     children.add(child);
     child.once("exit", () => children.delete(child));

@@ -160,7 +160,7 @@ export function selectorMatches(selector: unknown, labels: Readonly<Record<strin
     for (const [k, v] of Object.entries(ml)) if (labels[k] !== v) return false;
     for (const e of list(selector.matchExpressions)) {
         if (!isObj(e)) continue;
-        const has = Object.prototype.hasOwnProperty.call(labels, e.key);
+        const has = Object.hasOwn(labels, e.key);
         const values = list(e.values);
         if (e.operator === "In" && !(has && values.includes(labels[e.key]))) return false;
         if (e.operator === "NotIn" && has && values.includes(labels[e.key])) return false;
@@ -268,21 +268,23 @@ function ingressBackends(props: Obj): Backend[] {
         else if (isObj(b.resource)) out.push({ path, service: String(b.resource.name), kind: String(b.resource.kind) });
     };
     add("spec.defaultBackend", spec.defaultBackend);
-    list(spec.rules).forEach((r, i) => list(r?.http?.paths).forEach((p, j) => add(`spec.rules[${i}].http.paths[${j}].backend`, p?.backend)));
+    list(spec.rules).forEach((r, i) => {
+        for (const [j, p] of list(r?.http?.paths).entries()) add(`spec.rules[${i}].http.paths[${j}].backend`, p?.backend);
+    });
     return out;
 }
 
 function httpRouteBackends(props: Obj): Backend[] {
     const spec = isObj(props.spec) ? props.spec : {};
     const out: Backend[] = [];
-    list(spec.rules).forEach((r, i) =>
+    list(spec.rules).forEach((r, i) => {
         list(r?.backendRefs).forEach((b, j) => {
             if (!isObj(b)) return;
             // Gateway API defaults: group "" and kind Service.
             const kind = (b.group ?? "") === "" ? (b.kind ?? "Service") : `${b.group}/${b.kind}`;
             out.push({ path: `spec.rules[${i}].backendRefs[${j}]`, service: String(b.name), namespace: b.namespace, kind, port: b.port });
-        }),
-    );
+        });
+    });
     return out;
 }
 

@@ -42,7 +42,7 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
         throw new UsageError(`unknown recipe ${recipe}: use one of ${RECIPE_NAMES.join(", ")}`);
     if (recipe === undefined && stack === undefined) throw new UsageError("name a stack (dev, staging, prod) or --recipe <name>");
     let stackFile: string | undefined;
-    if (stack !== undefined && stack.endsWith(".yaml")) {
+    if (stack?.endsWith(".yaml")) {
         const m = /^Pulumi\.([A-Za-z0-9._-]+)\.yaml$/.exec(path.basename(stack));
         if (!m) throw new UsageError(`a stack file must be named Pulumi.<stack>.yaml, got ${stack}`);
         stackFile = path.resolve(stack);
@@ -57,7 +57,7 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
 }
 
 async function main(): Promise<number> {
-    let args;
+    let args: ReturnType<typeof parsePlanArgs>;
     try {
         args = parsePlanArgs(process.argv.slice(2));
     } catch (e) {

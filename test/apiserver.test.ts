@@ -241,7 +241,9 @@ describe("kube-apiserver fixture", { skip, timeout: 60 * 60_000 }, () => {
         validObjects
             .split(/^---$/m)
             .map((d) => d.replaceAll(`namespace: ${NS}`, "namespace: planned"))
-            .forEach((d, i) => fs.writeFileSync(path.join(dir, `object-${i}.yaml`), d));
+            .forEach((d, i) => {
+                fs.writeFileSync(path.join(dir, `object-${i}.yaml`), d);
+            });
         const res = await serverDryRun(api, dir);
         assert.equal(res.objects, 9);
         await api.kubectlOk(["get", "namespace", "planned"]);

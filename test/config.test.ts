@@ -344,7 +344,7 @@ describe("config: every validation message names the field and the fix", () => {
             assert.fail("expected a ConfigError");
         } catch (e) {
             assert.ok(e instanceof ConfigError);
-            assert.match(e.message, /^invalid configuration \(2 problems\):\n  - training\.numProcesses: .*\n  - training\.perDeviceEvalBatchSize: /);
+            assert.match(e.message, /^invalid configuration \(2 problems\):\n {2}- training\.numProcesses: .*\n {2}- training\.perDeviceEvalBatchSize: /);
         }
     });
 });

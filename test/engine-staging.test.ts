@@ -188,7 +188,7 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
             return pods.length > 0 && pods.every((p) => !before.includes(p)) ? pods : undefined;
         });
         assert.equal(after.length, before.length, "as many proxy pods after the roll");
-        assert.equal((up.outputs?.ingressKeys.value as Record<string, string>).operators, OPERATORS_KEY_2);
+        assert.equal((up.outputs?.ingressKeys?.value as Record<string, string> | undefined)?.operators, OPERATORS_KEY_2);
         await assertWorkloadsReady(cluster, [ns]);
     });
 

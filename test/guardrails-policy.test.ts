@@ -356,7 +356,7 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
             for (const r of rs)
                 for (const p of pack.podSpecsOf(r.type, r.props))
                     for (const c of [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])])
-                        c.image = c.image.replace(/:[^/]*$/, "@sha256:" + "b".repeat(64));
+                        c.image = c.image.replace(/:[^/]*$/, `@sha256:${"b".repeat(64)}`);
             assert.deepEqual(show(await violations(rs, PROD_CONFIG)), [], "pinned everywhere: clean");
             podOf(one(rs, type)).containers[0].image = "ghcr.io/example/unpinned:latest";
             assert.deepEqual(show(await violations(rs)), [], "not enforced outside prod");

@@ -51,7 +51,7 @@ const deployment = {
         selector: { matchLabels: { app: "web" } },
         template: {
             metadata: { labels: { app: "web" } },
-            spec: { containers: [{ name: "web", image: "nginx@sha256:" + "a".repeat(64), startupProbe: { httpGet: { path: "/", port: 8080 } } }] },
+            spec: { containers: [{ name: "web", image: `nginx@sha256:${"a".repeat(64)}`, startupProbe: { httpGet: { path: "/", port: 8080 } } }] },
         },
     },
 };

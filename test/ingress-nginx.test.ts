@@ -871,7 +871,10 @@ describe("non-root: nginx writes only under runtimeDir", () => {
             let up = false;
             for (let i = 0; i < 100 && !up && child.exitCode === null; i++) {
                 up = await new Promise<boolean>((resolve) => {
-                    const s = net.connect({ host: "127.0.0.1", port }, () => (s.destroy(), resolve(true)));
+                    const s = net.connect({ host: "127.0.0.1", port }, () => {
+                        s.destroy();
+                        resolve(true);
+                    });
                     s.on("error", () => resolve(false));
                 });
                 if (!up) await sleep(50);

@@ -82,8 +82,11 @@ function occurrences(resources: readonly RecordedResource[], needle: string): st
     const walk = (where: string, v: any) => {
         if (typeof v === "string") {
             if (v.includes(needle)) out.push(where);
-        } else if (Array.isArray(v)) v.forEach((x, i) => walk(`${where}/${i}`, x));
-        else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) walk(`${where}/${k}`, x);
+        } else if (Array.isArray(v)) {
+            v.forEach((x, i) => {
+                walk(`${where}/${i}`, x);
+            });
+        } else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) walk(`${where}/${k}`, x);
     };
     for (const r of resources) walk(`${r.type}:${r.name}`, plain(r.inputs));
     return out;

@@ -52,5 +52,5 @@ for (const layout of ["whitebox-server", "blackbox"] as const) {
         }
     }
 }
-fs.writeFileSync(path.join(out, "cases.txt"), cases.join("\n") + "\n");
+fs.writeFileSync(path.join(out, "cases.txt"), `${cases.join("\n")}\n`);
 console.log(cases.join("\n"));

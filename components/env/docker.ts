@@ -19,7 +19,7 @@
  * so a recreated replica is found again.
  */
 import * as docker from "@pulumi/docker";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 

@@ -10,7 +10,7 @@
  * are registered by `registerKubernetesEnvSpace`.
  */
 import * as k8s from "@pulumi/kubernetes";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
 import { clusterDnsEgress, NAMESPACE_NAME_LABEL, publicInternetEgress, restrictedContainerSecurity } from "../shared/kubernetes";
 

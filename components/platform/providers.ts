@@ -1,6 +1,6 @@
 import * as docker from "@pulumi/docker";
 import * as k8s from "@pulumi/kubernetes";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import type { PlatformConfig } from "../config/resolve";
 
 /** The target's provider, handed to the Platform through `opts.providers`. */

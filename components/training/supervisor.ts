@@ -96,7 +96,7 @@ export function renderSupervisor(s: SupervisorSpec): string {
         `kill -TERM "$vllm_pid" 2>/dev/null; wait "$vllm_pid" 2>/dev/null`,
         `exit "$code"`,
     );
-    return lines.join("\n") + "\n";
+    return `${lines.join("\n")}\n`;
 }
 
 /** NCCL check argv for a description (spawn mode: both ranks from one process tree). */

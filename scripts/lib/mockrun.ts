@@ -60,6 +60,7 @@ function mockState(type: string, name: string, inputs: Record<string, any>): Rec
  * Runs `program` (the same function `pulumi up` runs) under mocks and returns what it
  * registered. The runs are sequential: Pulumi's runtime state is process-global.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: a Pulumi program may return nothing (a callback that returns void)
 export async function runUnderMocks(program: () => Promise<Record<string, unknown> | void>, opts: MockRunOptions): Promise<MockRunResult> {
     const resources: RecordedResource[] = [];
     // Resource options the mock's newResource does not see, taken from the registration request.

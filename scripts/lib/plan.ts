@@ -224,7 +224,7 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
             if (!m) continue;
             write(
                 path.join("docker", `${String(i++).padStart(3, "0")}-${m[2].toLowerCase()}-${r.name}.json`),
-                JSON.stringify({ type: r.type, name: r.name, inputs: clean(r.inputs) }, null, 2) + "\n",
+                `${JSON.stringify({ type: r.type, name: r.name, inputs: clean(r.inputs) }, null, 2)}\n`,
             );
         }
     }

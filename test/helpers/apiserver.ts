@@ -380,7 +380,7 @@ export async function startApiServer(options: StartOptions = {}): Promise<ApiSer
         if (!child.pid) throw new Error(`failed to start ${name}`);
         children.push(child);
         entry.pgids.push(child.pid);
-        fs.writeFileSync(path.join(dir, "pgids"), entry.pgids.filter((p) => p !== watchdog.pid).join(" ") + "\n");
+        fs.writeFileSync(path.join(dir, "pgids"), `${entry.pgids.filter((p) => p !== watchdog.pid).join(" ")}\n`);
         exited.set(child.pid, new Promise<void>((r) => child.once("exit", () => r())));
         return child;
     };
@@ -697,26 +697,16 @@ export async function serverDryRun(api: ApiServer, manifestsDir: string): Promis
             const perFile: string[] = [];
             for (let i = 0; i < files.length; i += 4) {
                 const results = await Promise.all(
-                    files
-                        .slice(i, i + 4)
-                        .map(async (f) => ({
-                            f,
-                            res: await api.kubectl([
-                                "apply",
-                                "--server-side",
-                                "--dry-run=server",
-                                "--force-conflicts",
-                                "--field-manager=agent-rl-plan",
-                                "-f",
-                                f,
-                            ]),
-                        })),
+                    files.slice(i, i + 4).map(async (f) => ({
+                        f,
+                        res: await api.kubectl(["apply", "--server-side", "--dry-run=server", "--force-conflicts", "--field-manager=agent-rl-plan", "-f", f]),
+                    })),
                 );
                 for (const { f, res } of results) if (res.code !== 0) perFile.push(`${path.relative(manifestsDir, f)}: ${res.stderr.trim()}`);
             }
             if (perFile.length) details = perFile.join("\n");
         }
-        throw new Error(`API server rejected manifests in ${manifestsDir}:\n` + [...realErrors, details].filter(Boolean).join("\n"));
+        throw new Error(`API server rejected manifests in ${manifestsDir}:\n${[...realErrors, details].filter(Boolean).join("\n")}`);
     }
     return { objects: objects.length, output: r.stdout };
 }

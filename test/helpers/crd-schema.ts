@@ -315,7 +315,9 @@ export function validateAgainst(schema: Schema, value: unknown, at = ""): string
             const out: string[] = [];
             if (schema.maxItems !== undefined && value.length > schema.maxItems) out.push(`${here}: more than ${schema.maxItems} items`);
             if (schema.minItems !== undefined && value.length < schema.minItems) out.push(`${here}: fewer than ${schema.minItems} items`);
-            value.forEach((v, i) => out.push(...validateAgainst(schema.items, v, `${at}/${i}`)));
+            value.forEach((v, i) => {
+                out.push(...validateAgainst(schema.items, v, `${at}/${i}`));
+            });
             return out;
         }
         case "object": {

@@ -105,7 +105,9 @@ function unknownFields(checker: ts.TypeChecker, value: unknown, type: ts.Type, a
             return;
         }
         const el = checker.getTypeArguments(type as ts.TypeReference)[0];
-        value.forEach((v, i) => unknownFields(checker, v, el, `${at}/${i}`, out));
+        value.forEach((v, i) => {
+            unknownFields(checker, v, el, `${at}/${i}`, out);
+        });
         return;
     }
     const props = checker.getPropertiesOfType(type);

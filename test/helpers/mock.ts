@@ -8,6 +8,7 @@ export type { RecordedResource, MockRunResult };
 
 /** Runs `build` twice (update, then preview) and returns both runs; throws if either errored. */
 export async function runBoth(
+    // biome-ignore lint/suspicious/noConfusingVoidType: a Pulumi program may return nothing (a callback that returns void)
     build: () => Promise<Record<string, unknown> | void> | Record<string, unknown> | void,
     opts: Partial<MockRunOptions> = {},
 ): Promise<{ update: MockRunResult; preview: MockRunResult }> {

@@ -649,5 +649,5 @@ export function reachabilityTable(r: Reachability, opts: TableOptions = {}): str
         .filter(({ from, to }) => (opts.include ? opts.include(from, to) : true))
         .map(({ from, to }) => [name(from), name(to), r.portsBetween(from.id, to.id)])
         .sort((a, b) => cmp(a[0], b[0]) || cmp(a[1], b[1]) || cmp(a[2], b[2]));
-    return ["| source | destination | ports |", "|---|---|---|", ...rows.map((row) => `| ${row.map(cell).join(" | ")} |`)].join("\n") + "\n";
+    return `${["| source | destination | ports |", "|---|---|---|", ...rows.map((row) => `| ${row.map(cell).join(" | ")} |`)].join("\n")}\n`;
 }

@@ -54,7 +54,9 @@ export async function startStubDns(): Promise<StubDns> {
                 rr.writeUInt16BE(1, 4); // IN
                 rr.writeUInt32BE(1, 6); // TTL 1 s
                 rr.writeUInt16BE(4, 10);
-                ip!.split(".").forEach((o, k) => rr.writeUInt8(Number(o), 12 + k));
+                ip!.split(".").forEach((o, k) => {
+                    rr.writeUInt8(Number(o), 12 + k);
+                });
                 parts.push(rr);
             }
             socket.send(Buffer.concat(parts), rinfo.port, rinfo.address);
