@@ -8,7 +8,8 @@
  *    that gets it.
  * 2. The Go-built fixtures, each cached outside the repo by its own build script (API server,
  *    real engine, agent-sandbox controller); the Python venv comes with python/run-tests.sh.
- * 3. `tsc --noEmit`, the TypeScript tests (node:test), the Python tests (pytest).
+ * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
+ *    (scripts/lint/layers.ts), the TypeScript tests (node:test), the Python tests (pytest).
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
  *    the run. Tests deselected on purpose are named apart, with the reason, and are not skips:
  *    the Python tests marked openenv_source need OpenEnv's source tree (OPENENV_SRC, not on
@@ -200,6 +201,14 @@ async function main(): Promise<void> {
     const tsc = await run(process.execPath, [path.join(ROOT, "node_modules", "typescript", "bin", "tsc"), "--noEmit", "-p", "."]);
     if (tsc.code !== 0) {
         log("tsc --noEmit failed");
+        process.exit(1);
+    }
+
+    // The formatter and linter (Biome), and the folder-direction rule.
+    const lint = await run(process.execPath, [path.join(ROOT, "node_modules", "@biomejs", "biome", "bin", "biome"), "check", "--max-diagnostics=50", "."]);
+    const layers = await run(process.execPath, ["--import", "tsx", path.join(ROOT, "scripts", "lint", "layers.ts")]);
+    if (lint.code !== 0 || layers.code !== 0) {
+        log("lint failed: `npm run format` fixes formatting; the messages above say the rest");
         process.exit(1);
     }
 
