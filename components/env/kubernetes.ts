@@ -12,7 +12,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
-import { clusterDnsEgress, NAMESPACE_NAME_LABEL, publicInternetEgress, restrictedContainerSecurity } from "../shared/kubernetes";
+import { clusterDnsEgress, hardenedServicePod, NAMESPACE_NAME_LABEL, publicInternetEgress, restrictedContainerSecurity } from "../shared/kubernetes";
 
 /** Labels on every object of the env (the pod labels are the selectors and come from podLabels()). */
 function objectLabels(d: DeployedEnvDescription): Record<string, string> {
@@ -109,19 +109,7 @@ export function routerPodSpec(d: DeployedEnvDescription): k8s.types.input.core.v
     const sec = r.security;
     const resources = { cpu: r.cpu, memory: r.memory };
     return {
-        automountServiceAccountToken: false,
-        enableServiceLinks: false,
-        terminationGracePeriodSeconds: sec.terminationGraceSeconds,
-        securityContext: {
-            runAsNonRoot: true,
-            runAsUser: sec.runAsUser,
-            runAsGroup: sec.runAsGroup,
-            fsGroup: sec.runAsGroup,
-            seccompProfile: { type: sec.seccompProfile },
-        },
-        topologySpreadConstraints: [
-            { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...r.podLabels } } },
-        ],
+        ...hardenedServicePod(sec, r.podLabels),
         containers: [
             {
                 name: "router",

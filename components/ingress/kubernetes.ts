@@ -13,7 +13,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
 import { imagePullPolicy } from "../shared/images";
 import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
-import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
+import { clusterDnsEgress, hardenedServicePod, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
 
 /** Gateway API group/version of HTTPRoute (v1 since Gateway API v1.0). */
 export const HTTPROUTE_API_VERSION = "gateway.networking.k8s.io/v1";
@@ -71,21 +71,8 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
     // No HTTP probe: every allow-listed path needs a key or reaches vLLM; a TCP check proves nginx accepts connections.
     const tcp = { tcpSocket: { port: d.portName } };
     return {
-        // The proxy never talks to the API server.
-        automountServiceAccountToken: false,
-        enableServiceLinks: false,
-        terminationGracePeriodSeconds: sec.terminationGraceSeconds,
-        securityContext: {
-            runAsNonRoot: true,
-            runAsUser: sec.runAsUser,
-            runAsGroup: sec.runAsGroup,
-            fsGroup: sec.runAsGroup,
-            seccompProfile: { type: sec.seccompProfile },
-        },
-        // Replicas on different nodes when possible, so a node drain keeps the proxy up.
-        topologySpreadConstraints: [
-            { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...d.podLabels } } },
-        ],
+        // The proxy never talks to the API server; replicas spread over nodes.
+        ...hardenedServicePod(sec, d.podLabels),
         containers: [
             {
                 name: "nginx",

@@ -86,3 +86,21 @@ export function publicInternetEgress(ports: readonly number[]): k8s.types.input.
 export function defaultDenyIngressSpec(): k8s.types.input.networking.v1.NetworkPolicySpec {
     return { podSelector: {}, policyTypes: ["Ingress"] };
 }
+
+/**
+ * The pod-level settings of a hardened, API-less service pod (the nginx proxies and routers):
+ * no API token, no service links, non-root with a RuntimeDefault seccomp profile, and replicas
+ * spread over nodes when possible so a node drain keeps the service up.
+ */
+export function hardenedServicePod(
+    sec: { readonly runAsUser: number; readonly runAsGroup: number; readonly seccompProfile: "RuntimeDefault"; readonly terminationGraceSeconds: number },
+    podLabels: Readonly<Record<string, string>>,
+): Pick<k8s.types.input.core.v1.PodSpec, "automountServiceAccountToken" | "enableServiceLinks" | "terminationGracePeriodSeconds" | "securityContext" | "topologySpreadConstraints"> {
+    return {
+        automountServiceAccountToken: false,
+        enableServiceLinks: false,
+        terminationGracePeriodSeconds: sec.terminationGraceSeconds,
+        securityContext: { runAsNonRoot: true, runAsUser: sec.runAsUser, runAsGroup: sec.runAsGroup, fsGroup: sec.runAsGroup, seccompProfile: { type: sec.seccompProfile } },
+        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...podLabels } } }],
+    };
+}
