@@ -95,12 +95,23 @@ export function defaultDenyIngressSpec(): k8s.types.input.networking.v1.NetworkP
 export function hardenedServicePod(
     sec: { readonly runAsUser: number; readonly runAsGroup: number; readonly seccompProfile: "RuntimeDefault"; readonly terminationGraceSeconds: number },
     podLabels: Readonly<Record<string, string>>,
-): Pick<k8s.types.input.core.v1.PodSpec, "automountServiceAccountToken" | "enableServiceLinks" | "terminationGracePeriodSeconds" | "securityContext" | "topologySpreadConstraints"> {
+): Pick<
+    k8s.types.input.core.v1.PodSpec,
+    "automountServiceAccountToken" | "enableServiceLinks" | "terminationGracePeriodSeconds" | "securityContext" | "topologySpreadConstraints"
+> {
     return {
         automountServiceAccountToken: false,
         enableServiceLinks: false,
         terminationGracePeriodSeconds: sec.terminationGraceSeconds,
-        securityContext: { runAsNonRoot: true, runAsUser: sec.runAsUser, runAsGroup: sec.runAsGroup, fsGroup: sec.runAsGroup, seccompProfile: { type: sec.seccompProfile } },
-        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...podLabels } } }],
+        securityContext: {
+            runAsNonRoot: true,
+            runAsUser: sec.runAsUser,
+            runAsGroup: sec.runAsGroup,
+            fsGroup: sec.runAsGroup,
+            seccompProfile: { type: sec.seccompProfile },
+        },
+        topologySpreadConstraints: [
+            { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...podLabels } } },
+        ],
     };
 }
