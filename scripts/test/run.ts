@@ -173,18 +173,27 @@ const SERVICE =
     /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller)(\s|$)|agent_rl_sandbox\.runtime/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
-    const r = spawnSync("ps", ["-eo", "pid=,etimes=,args="], { encoding: "utf8" });
+    const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });
     const runSeconds = (Date.now() - started) / 1000;
-    const out: Array<{ pid: number; args: string }> = [];
-    for (const line of (r.stdout ?? "").split("\n")) {
-        const m = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
-        if (!m) continue;
-        const [pid, etimes, args] = [Number(m[1]), Number(m[2]), m[3]!];
-        if (pid === process.pid || etimes > runSeconds) continue;
-        const exe = args.split(/\s+/)[0] ?? "";
-        if (SERVICE.test(exe) || /agent_rl_sandbox\.runtime/.test(args)) out.push({ pid, args: args.slice(0, 160) });
-    }
-    return out;
+    const rows = (r.stdout ?? "")
+        .split("\n")
+        .map((line) => /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(.*)$/.exec(line))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), etimes: Number(m[3]), args: m[4]! }));
+    const parent = new Map(rows.map((p) => [p.pid, p.ppid]));
+    // Ours: below this runner, or orphaned (re-parented to init) after this run began. Another
+    // session's services on the same machine are neither, and are left alone.
+    const ours = (pid: number): boolean => {
+        if (parent.get(pid) === 1) return true;
+        for (let p = parent.get(pid), hops = 0; p !== undefined && p > 1 && hops < 64; p = parent.get(p), hops++) {
+            if (p === process.pid) return true;
+        }
+        return false;
+    };
+    return rows
+        .filter((p) => p.pid !== process.pid && p.etimes <= runSeconds && ours(p.pid))
+        .filter((p) => SERVICE.test(p.args.split(/\s+/)[0] ?? "") || /agent_rl_sandbox\.runtime/.test(p.args))
+        .map((p) => ({ pid: p.pid, args: p.args.slice(0, 160) }));
 }
 
 async function main(): Promise<void> {
