@@ -20,7 +20,9 @@ export function namesFor(stack: string, platform: Record<string, unknown>): Plat
 /** The operation succeeded, or fails the test with the CLI's error and the tail of its output. */
 export function assertOk(r: OpResult, what: string): void {
     if (r.ok) return;
-    assert.fail(`${what} failed after ${(r.ms / 1000).toFixed(1)} s: ${errorLines(r).join("\n") || "(no error line)"}\n--- output (tail) ---\n${r.output.split("\n").slice(-25).join("\n")}`);
+    assert.fail(
+        `${what} failed after ${(r.ms / 1000).toFixed(1)} s: ${errorLines(r).join("\n") || "(no error line)"}\n--- output (tail) ---\n${r.output.split("\n").slice(-25).join("\n")}`,
+    );
 }
 
 /** The distinct "error: ..." lines of a failed operation (what the engine and the providers said). */
@@ -29,11 +31,7 @@ export function errorLines(r: OpResult): string[] {
         .split("\n")
         .map((l) => l.trim())
         .filter((l) => /error:|failed:|\*\*failed\*\*/.test(l) && !/^Command failed with exit code/.test(l));
-    const seen = new Set<string>();
-    return lines
-        .map((l) => l.replace(/^.*?(error: )/, "$1"))
-        .filter((l) => (seen.has(l) ? false : (seen.add(l), true)))
-        .slice(0, 8);
+    return [...new Set(lines.map((l) => l.replace(/^.*?(error: )/, "$1")))].slice(0, 8);
 }
 
 /** GPUs a pod asks for (containers and native sidecars). */
@@ -42,7 +40,6 @@ export function podGpus(pod: any): number {
     return all.reduce((n: number, c: any) => n + Number(c.resources?.limits?.[GPU_RESOURCE] ?? 0), 0);
 }
 
-/** The run's Job pods (label batch.kubernetes.io/job-name). */
 /** The pods of a run (`train-<runId>`): its Jobs carry a hash of their pod template in their names, the pods the run's instance label. */
 export async function jobPods(cluster: Cluster, namespace: string, job: string): Promise<any[]> {
     return cluster.pods(namespace, `app.kubernetes.io/instance=${job}`);
@@ -65,7 +62,15 @@ export async function assertTrainingPlaced(cluster: Cluster, namespace: string, 
             timeoutMs,
         );
     } catch (e) {
-        const events = await cluster.kubectl(["get", "events", "-n", namespace, "--sort-by=.lastTimestamp", "-o", "custom-columns=OBJ:.involvedObject.name,REASON:.reason,MSG:.message"]);
+        const events = await cluster.kubectl([
+            "get",
+            "events",
+            "-n",
+            namespace,
+            "--sort-by=.lastTimestamp",
+            "-o",
+            "custom-columns=OBJ:.involvedObject.name,REASON:.reason,MSG:.message",
+        ]);
         const pods = (last ?? []).map((p: any) => `${p.metadata.name}: node=${p.spec?.nodeName ?? "-"} phase=${p.status?.phase} gpus=${podGpus(p)}`);
         assert.fail(`${(e as Error).message}\npods: ${pods.join("; ") || "(none)"}\nevents:\n${events.stdout.split("\n").slice(-15).join("\n")}`);
     }
@@ -91,13 +96,20 @@ export async function assertWorkloadsReady(cluster: Cluster, namespaces: readonl
 /** No file the backend or the workspace holds for the stack contains a secret value in plain text (or base64). */
 export function assertNoPlainSecrets(stack: EngineStack, secrets: Readonly<Record<string, string>>): void {
     const files = stack.persistedFiles();
-    assert.ok(files.some((f) => f.endsWith(`${stack.name}.json`)), "the backend holds the stack's checkpoint");
+    assert.ok(
+        files.some((f) => f.endsWith(`${stack.name}.json`)),
+        "the backend holds the stack's checkpoint",
+    );
     const found = plainSecretsIn(files, secrets);
     assert.deepEqual(found, [], `secret values in plain text in the state: ${found.join("; ")}`);
 }
 
 /** Names of objects of `kinds` in a namespace ("kind/name"), for before/after comparisons. */
-export async function objectsIn(cluster: Cluster, namespace: string, kinds = "all,configmaps,secrets,pvc,networkpolicies,roles,rolebindings,serviceaccounts,resourcequotas,poddisruptionbudgets"): Promise<string[]> {
+export async function objectsIn(
+    cluster: Cluster,
+    namespace: string,
+    kinds = "all,configmaps,secrets,pvc,networkpolicies,roles,rolebindings,serviceaccounts,resourcequotas,poddisruptionbudgets",
+): Promise<string[]> {
     const r = await cluster.kubectl(["get", kinds, "-n", namespace, "-o", "name"]);
     if (r.code !== 0) return [];
     return r.stdout.split("\n").filter(Boolean).sort();

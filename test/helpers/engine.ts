@@ -11,6 +11,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import type { EngineEvent, OpMap, OutputMap, Stack } from "@pulumi/pulumi/automation";
 import YAML from "yaml";
+import { RECIPES } from "../../components/config";
 import { runCommand } from "./cluster";
 import type { EngineFixtures } from "./engine-fixtures";
 
@@ -55,16 +56,24 @@ export function stackPlatform(stack: string, cluster: ClusterTarget, override: R
     return merge(merge(stackFilePlatform(stack), { target: { kubeconfig: cluster.kubeconfig, context: cluster.context } }), override);
 }
 
+/** Placeholder images of a recipe run (never pulled: kwok runs no container), as the recipe plan has them. */
+export const RECIPE_TEST_REGISTRY = "registry.test/agent-rl";
+
 /**
  * A recipe on Kubernetes, as `npm run plan -- --recipe <name> --target kubernetes` builds it
  * (scripts/lib/plan.ts), plus what a recipe leaves to the stack: where it runs (the test
- * cluster; GPU node placement as the staging stack does it) and the run id.
+ * cluster; GPU node placement as the staging stack does it), the run id and the images no
+ * recipe can name (the trainer's holds the user's script; the agent-sandbox pool's is built
+ * from python/Dockerfile).
  */
 export function recipePlatform(recipe: string, cluster: ClusterTarget, override: Record<string, unknown> = {}): Record<string, any> {
+    const blackbox = (RECIPES as Record<string, { training: { layout: string } }>)[recipe]?.training.layout === "blackbox";
     return merge(
         {
             recipe,
             runId: "run-001",
+            images: { trainer: `${RECIPE_TEST_REGISTRY}/${recipe}-trainer:test` },
+            ...(blackbox ? { sandboxes: { image: `${RECIPE_TEST_REGISTRY}/opencode-sandbox:test` } } : {}),
             target: {
                 kind: "kubernetes",
                 kubeconfig: cluster.kubeconfig,
@@ -172,7 +181,11 @@ export interface Engine {
     readonly home: string;
     readonly backendDir: string;
     readonly timings: Timing[];
-    stack(name: string, platform: Record<string, unknown>, opts?: { secrets?: Record<string, string>; program?: () => Promise<Record<string, unknown> | void> }): Promise<EngineStack>;
+    stack(
+        name: string,
+        platform: Record<string, unknown>,
+        opts?: { secrets?: Record<string, string>; program?: () => Promise<Record<string, unknown> | undefined> },
+    ): Promise<EngineStack>;
     /** Processes still running with this engine's PULUMI_HOME (the CLI, plugins, analyzers). */
     leftovers(): number[];
     /** Removes the temp dirs and verifies no process of the engine is left (throws otherwise). */
@@ -323,7 +336,11 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
 
     const leftovers = () => processesWithHome(home);
 
-    const stack = async (name: string, initialPlatform: Record<string, unknown>, opts: { secrets?: Record<string, string>; program?: () => Promise<Record<string, unknown> | void> } = {}): Promise<EngineStack> => {
+    const stack = async (
+        name: string,
+        initialPlatform: Record<string, unknown>,
+        opts: { secrets?: Record<string, string>; program?: () => Promise<Record<string, unknown> | undefined> } = {},
+    ): Promise<EngineStack> => {
         const workDir = path.join(root, "work", name);
         await fsp.mkdir(workDir, { recursive: true });
         const program = async () => (await (opts.program ?? stackProgram)()) ?? {};
@@ -416,7 +433,10 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
                         /* gone */
                     }
                 }
-                res = (await Promise.race([settled, unrefSleep(10_000).then(() => undefined)])) ?? { ok: false as const, e: new Error("the CLI did not stop after SIGKILL") };
+                res = (await Promise.race([settled, unrefSleep(10_000).then(() => undefined)])) ?? {
+                    ok: false as const,
+                    e: new Error("the CLI did not stop after SIGKILL"),
+                };
             }
             const ms = Date.now() - t0;
             const result: OpResult = res.ok
