@@ -18,145 +18,145 @@ const ENGINE_SECTION = "## 4. Engine timings";
 
 /** The engine section of a results file (from its heading to the next "## " heading or the end), or undefined. */
 function engineSection(text: string): string | undefined {
-  const start = text.indexOf(`\n${ENGINE_SECTION}`);
-  if (start < 0) return undefined;
-  const next = text.indexOf("\n## ", start + 1);
-  return text.slice(start + 1, next < 0 ? undefined : next + 1).trimEnd();
+    const start = text.indexOf(`\n${ENGINE_SECTION}`);
+    if (start < 0) return undefined;
+    const next = text.indexOf("\n## ", start + 1);
+    return text.slice(start + 1, next < 0 ? undefined : next + 1).trimEnd();
 }
 
 interface Args {
-  only: "ingress" | "scaling" | "engine" | undefined;
-  quick: boolean;
-  diagnose: boolean;
-  out: string | undefined;
+    only: "ingress" | "scaling" | "engine" | undefined;
+    quick: boolean;
+    diagnose: boolean;
+    out: string | undefined;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const a: Args = { only: undefined, quick: false, diagnose: true, out: undefined };
-  for (let i = 0; i < argv.length; i++) {
-    const x = argv[i];
-    if (x === "--only") {
-      const v = argv[++i];
-      if (v !== "ingress" && v !== "scaling" && v !== "engine") throw new Error("--only takes ingress, scaling or engine");
-      a.only = v;
-    } else if (x === "--quick") a.quick = true;
-    else if (x === "--no-diagnose") a.diagnose = false;
-    else if (x === "--out") {
-      const v = argv[++i];
-      if (v === undefined) throw new Error("--out needs a file");
-      a.out = v;
-    } else throw new Error(`unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine] [--quick] [--no-diagnose] [--out FILE]`);
-  }
-  return a;
+    const a: Args = { only: undefined, quick: false, diagnose: true, out: undefined };
+    for (let i = 0; i < argv.length; i++) {
+        const x = argv[i];
+        if (x === "--only") {
+            const v = argv[++i];
+            if (v !== "ingress" && v !== "scaling" && v !== "engine") throw new Error("--only takes ingress, scaling or engine");
+            a.only = v;
+        } else if (x === "--quick") a.quick = true;
+        else if (x === "--no-diagnose") a.diagnose = false;
+        else if (x === "--out") {
+            const v = argv[++i];
+            if (v === undefined) throw new Error("--out needs a file");
+            a.out = v;
+        } else throw new Error(`unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine] [--quick] [--no-diagnose] [--out FILE]`);
+    }
+    return a;
 }
 
 let exiting = false;
 async function shutdown(code: number, why: string): Promise<never> {
-  if (!exiting) {
-    exiting = true;
-    beginShutdown();
-    if (why !== "") process.stderr.write(`bench: ${why}; stopping every process it started\n`);
-    await cleanupAll();
-  }
-  process.exit(code);
+    if (!exiting) {
+        exiting = true;
+        beginShutdown();
+        if (why !== "") process.stderr.write(`bench: ${why}; stopping every process it started\n`);
+        await cleanupAll();
+    }
+    process.exit(code);
 }
 
 async function main(): Promise<number> {
-  const args = parseArgs(process.argv.slice(2));
-  const started = Date.now();
-  const limit = args.only === "engine" ? ENGINE_HARD_LIMIT_MS : HARD_LIMIT_MS;
-  const deadline = started + limit - 10_000;
-  const watchdog = setTimeout(() => void shutdown(1, `hard limit of ${limit / 1000} s reached`), limit);
-  const log = (line: string) => process.stderr.write(`[${fmt((Date.now() - started) / 1000, 1)} s] ${line}\n`);
-  const machine = machineInfo();
-  const busy0 = machineBusySeconds();
-  const own0 = selfAndReapedSeconds();
-  const load0 = os.loadavg()[0]!;
-  const date = new Date();
-  log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${fmt(machine.memoryGiB, 1)} GiB, nginx ${machine.nginx}, ${machine.wrk}, node ${machine.node}`);
+    const args = parseArgs(process.argv.slice(2));
+    const started = Date.now();
+    const limit = args.only === "engine" ? ENGINE_HARD_LIMIT_MS : HARD_LIMIT_MS;
+    const deadline = started + limit - 10_000;
+    const watchdog = setTimeout(() => void shutdown(1, `hard limit of ${limit / 1000} s reached`), limit);
+    const log = (line: string) => process.stderr.write(`[${fmt((Date.now() - started) / 1000, 1)} s] ${line}\n`);
+    const machine = machineInfo();
+    const busy0 = machineBusySeconds();
+    const own0 = selfAndReapedSeconds();
+    const load0 = os.loadavg()[0]!;
+    const date = new Date();
+    log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${fmt(machine.memoryGiB, 1)} GiB, nginx ${machine.nginx}, ${machine.wrk}, node ${machine.node}`);
 
-  if (args.only === "engine") {
-    const r = await runEngineBench({ deadline, log, quick: args.quick });
+    if (args.only === "engine") {
+        const r = await runEngineBench({ deadline, log, quick: args.quick });
+        clearTimeout(watchdog);
+        const section = [r.markdown.trimEnd(), "", "Targets:", "", ...r.checks.map(checkLine)].join("\n");
+        const out = args.out ?? (args.quick ? path.join(os.tmpdir(), "bench-results.md") : path.join(BENCH_DIR, "results.md"));
+        const old = fs.existsSync(out) ? fs.readFileSync(out, "utf8") : "# Benchmarks\n";
+        const prev = engineSection(old);
+        const text = prev !== undefined ? old.replace(prev, () => section) : `${old.trimEnd()}\n\n${section}\n`;
+        fs.writeFileSync(out, text.endsWith("\n") ? text : `${text}\n`);
+        log(`wrote the engine section of ${out}`);
+        for (const c of r.checks) process.stdout.write(`${checkLine(c)}\n`);
+        return r.checks.every((c) => c.met) ? 0 : 1;
+    }
+
+    const sections: string[] = [];
+    const checks: TargetCheck[] = [];
+    let failed = false;
+    if (args.only !== "scaling") {
+        try {
+            const r = await runIngressBench({
+                // The scaling figure needs ~80 s (36 plan children of ~2 s each).
+                deadline: args.only === "ingress" ? deadline : deadline - 85_000,
+                log,
+                diagnose: args.diagnose,
+                ...(args.quick ? { roundSeconds: 2, rounds: 1, streams: 40 } : {}),
+            });
+            sections.push(r.markdown);
+            checks.push(...r.checks);
+        } catch (e) {
+            failed = true;
+            log(`ingress benchmark failed: ${(e as Error).stack ?? String(e)}`);
+            sections.push(`## 1-2. Ingress\n\nFAILED: ${(e as Error).message}\n`);
+            await cleanupAll();
+        }
+    }
+    if (args.only !== "ingress" && !exiting) {
+        try {
+            const r = await runScalingBench({ deadline, log, ...(args.quick ? { repeats: 1 } : {}) });
+            sections.push(r.markdown);
+            checks.push(...r.checks);
+        } catch (e) {
+            failed = true;
+            log(`scaling benchmark failed: ${(e as Error).stack ?? String(e)}`);
+            sections.push(`## 3. Program scaling\n\nFAILED: ${(e as Error).message}\n`);
+            await cleanupAll();
+        }
+    }
+    if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file
+    await cleanupAll();
     clearTimeout(watchdog);
-    const section = [r.markdown.trimEnd(), "", "Targets:", "", ...r.checks.map(checkLine)].join("\n");
-    const out = args.out ?? (args.quick ? path.join(os.tmpdir(), "bench-results.md") : path.join(BENCH_DIR, "results.md"));
-    const old = fs.existsSync(out) ? fs.readFileSync(out, "utf8") : "# Benchmarks\n";
-    const prev = engineSection(old);
-    const text = prev !== undefined ? old.replace(prev, () => section) : `${old.trimEnd()}\n\n${section}\n`;
-    fs.writeFileSync(out, text.endsWith("\n") ? text : `${text}\n`);
-    log(`wrote the engine section of ${out}`);
-    for (const c of r.checks) process.stdout.write(`${checkLine(c)}\n`);
-    return r.checks.every((c) => c.met) ? 0 : 1;
-  }
 
-  const sections: string[] = [];
-  const checks: TargetCheck[] = [];
-  let failed = false;
-  if (args.only !== "scaling") {
-    try {
-      const r = await runIngressBench({
-        // The scaling figure needs ~80 s (36 plan children of ~2 s each).
-        deadline: args.only === "ingress" ? deadline : deadline - 85_000,
-        log,
-        diagnose: args.diagnose,
-        ...(args.quick ? { roundSeconds: 2, rounds: 1, streams: 40 } : {}),
-      });
-      sections.push(r.markdown);
-      checks.push(...r.checks);
-    } catch (e) {
-      failed = true;
-      log(`ingress benchmark failed: ${(e as Error).stack ?? String(e)}`);
-      sections.push(`## 1-2. Ingress\n\nFAILED: ${(e as Error).message}\n`);
-      await cleanupAll();
-    }
-  }
-  if (args.only !== "ingress" && !exiting) {
-    try {
-      const r = await runScalingBench({ deadline, log, ...(args.quick ? { repeats: 1 } : {}) });
-      sections.push(r.markdown);
-      checks.push(...r.checks);
-    } catch (e) {
-      failed = true;
-      log(`scaling benchmark failed: ${(e as Error).stack ?? String(e)}`);
-      sections.push(`## 3. Program scaling\n\nFAILED: ${(e as Error).message}\n`);
-      await cleanupAll();
-    }
-  }
-  if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file
-  await cleanupAll();
-  clearTimeout(watchdog);
-
-  const elapsed = (Date.now() - started) / 1000;
-  // Everything this run started has exited and been reaped: its CPU is in this process's cutime/cstime.
-  const foreignCores = Math.max(0, (machineBusySeconds() - busy0 - (selfAndReapedSeconds() - own0)) / elapsed);
-  const load1 = os.loadavg()[0]!;
-  const head = [
-    "# Benchmarks",
-    "",
-    `Generated by \`npm run bench\`${process.argv.length > 2 ? ` (\`${process.argv.slice(2).join(" ")}\`)` : ""} on ${date.toISOString()} in ${fmt(elapsed, 0)} s. ` +
-      "Every figure is a ratio or difference measured side by side in this one run (direct and proxied rounds alternate); absolute numbers move with the machine, the ratios are the result.",
-    "",
-    "Machine:",
-    "",
-    `- CPU: ${machine.cpuModel}, ${machine.cores} cores (${os.arch()}); memory ${fmt(machine.memoryGiB, 1)} GiB; ${machine.kernel}`,
-    `- nginx ${machine.nginx}; ${machine.wrk}; node ${machine.node}; ${machine.openssl}`,
-    "- All traffic on 127.0.0.1; load generator, proxy and stub upstream share the cores.",
-    `- Other load during the run: processes this run did not start kept ${fmt(foreignCores)} of ${machine.cores} cores busy on average ` +
-      `(1-min load average ${fmt(load0)} at the start, ${fmt(load1)} at the end)${foreignCores > 0.2 ? ": **the machine was shared; figures are disturbed, rerun on a quiet machine for final numbers**" : ""}.`,
-    "",
-    "## Summary of targets",
-    "",
-    ...(checks.length > 0 ? checks.map(checkLine) : ["- (no target evaluated)"]),
-    "",
-  ];
-  const out = args.out ?? (args.quick || args.only !== undefined ? path.join(os.tmpdir(), "bench-results.md") : path.join(BENCH_DIR, "results.md"));
-  // The engine section comes from `--only engine` runs: carried over, not rerun.
-  const keptEngine = fs.existsSync(out) ? engineSection(fs.readFileSync(out, "utf8")) : undefined;
-  const text = `${[...head, ...sections, ...(keptEngine ? [keptEngine] : [])].join("\n").trimEnd()}\n`;
-  fs.writeFileSync(out, text);
-  log(`wrote ${out} (${fmt(elapsed, 0)} s; other load ${fmt(foreignCores)} cores on average)`);
-  for (const c of checks) process.stdout.write(`${checkLine(c)}\n`);
-  return failed ? 1 : 0;
+    const elapsed = (Date.now() - started) / 1000;
+    // Everything this run started has exited and been reaped: its CPU is in this process's cutime/cstime.
+    const foreignCores = Math.max(0, (machineBusySeconds() - busy0 - (selfAndReapedSeconds() - own0)) / elapsed);
+    const load1 = os.loadavg()[0]!;
+    const head = [
+        "# Benchmarks",
+        "",
+        `Generated by \`npm run bench\`${process.argv.length > 2 ? ` (\`${process.argv.slice(2).join(" ")}\`)` : ""} on ${date.toISOString()} in ${fmt(elapsed, 0)} s. ` +
+            "Every figure is a ratio or difference measured side by side in this one run (direct and proxied rounds alternate); absolute numbers move with the machine, the ratios are the result.",
+        "",
+        "Machine:",
+        "",
+        `- CPU: ${machine.cpuModel}, ${machine.cores} cores (${os.arch()}); memory ${fmt(machine.memoryGiB, 1)} GiB; ${machine.kernel}`,
+        `- nginx ${machine.nginx}; ${machine.wrk}; node ${machine.node}; ${machine.openssl}`,
+        "- All traffic on 127.0.0.1; load generator, proxy and stub upstream share the cores.",
+        `- Other load during the run: processes this run did not start kept ${fmt(foreignCores)} of ${machine.cores} cores busy on average ` +
+            `(1-min load average ${fmt(load0)} at the start, ${fmt(load1)} at the end)${foreignCores > 0.2 ? ": **the machine was shared; figures are disturbed, rerun on a quiet machine for final numbers**" : ""}.`,
+        "",
+        "## Summary of targets",
+        "",
+        ...(checks.length > 0 ? checks.map(checkLine) : ["- (no target evaluated)"]),
+        "",
+    ];
+    const out = args.out ?? (args.quick || args.only !== undefined ? path.join(os.tmpdir(), "bench-results.md") : path.join(BENCH_DIR, "results.md"));
+    // The engine section comes from `--only engine` runs: carried over, not rerun.
+    const keptEngine = fs.existsSync(out) ? engineSection(fs.readFileSync(out, "utf8")) : undefined;
+    const text = `${[...head, ...sections, ...(keptEngine ? [keptEngine] : [])].join("\n").trimEnd()}\n`;
+    fs.writeFileSync(out, text);
+    log(`wrote ${out} (${fmt(elapsed, 0)} s; other load ${fmt(foreignCores)} cores on average)`);
+    for (const c of checks) process.stdout.write(`${checkLine(c)}\n`);
+    return failed ? 1 : 0;
 }
 
 process.on("SIGINT", () => void shutdown(130, "SIGINT"));
@@ -166,6 +166,6 @@ process.on("uncaughtException", (e) => void shutdown(1, `uncaught: ${e.stack ?? 
 process.on("unhandledRejection", (e) => void shutdown(1, `unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
 
 main().then(
-  (code) => shutdown(code, ""),
-  (e: unknown) => shutdown(1, (e as Error).message ?? String(e)),
+    (code) => shutdown(code, ""),
+    (e: unknown) => shutdown(1, (e as Error).message ?? String(e)),
 );
