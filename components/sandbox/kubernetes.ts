@@ -10,6 +10,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { imagePullPolicy } from "../shared/images";
 import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
 import {
     SANDBOX_API_VERSION,
@@ -74,7 +75,7 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
                     {
                         name: "sandbox",
                         image: d.image,
-                        imagePullPolicy: "IfNotPresent",
+                        imagePullPolicy: imagePullPolicy(d.image),
                         // The runtime (python/agent_rl_sandbox/runtime.py): the stock image has no CMD and nothing on 8888.
                         command: [...d.runtime.command],
                         workingDir: sec.workingDir,
