@@ -2,12 +2,12 @@
 // the trainer container's env (plain and secret names) and the sandbox pod template, from the real
 // resolve step (components/platform/resolve.ts) of the opencode black-box recipe on Kubernetes.
 // usage (repo root): node --import tsx python/tests/plan_facts.ts [maxLifetimeSeconds]
-import { parsePlatformConfig } from "../../components/config/parse";
+import { parseWithTestImages } from "../../test/helpers/config";
 import { resolvePlatform } from "../../components/platform/resolve";
 import { sandboxClaimPolicySpec, sandboxTemplateSpec } from "../../components/sandbox";
 
 const maxLifetimeSeconds = Number(process.argv[2] ?? 3600);
-const config = parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" }, sandboxes: { maxLifetimeSeconds } }, "dev");
+const config = parseWithTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes" }, sandboxes: { maxLifetimeSeconds } }, "dev");
 const plan = resolvePlatform(config);
 const sandboxes = plan.sandboxes!;
 process.stdout.write(
