@@ -152,7 +152,9 @@ async function main(): Promise<number> {
     const out = args.out ?? (args.quick || args.only !== undefined ? path.join(os.tmpdir(), "bench-results.md") : path.join(BENCH_DIR, "results.md"));
     // The engine section comes from `--only engine` runs: carried over, not rerun.
     const keptEngine = fs.existsSync(out) ? engineSection(fs.readFileSync(out, "utf8")) : undefined;
-    const text = `${[...head, ...sections, ...(keptEngine ? [keptEngine] : [])].join("\n").trimEnd()}\n`;
+    // The GPU figures come from the lent GPU machine (bench/gpu/*.sh), never from this run: carried over.
+    const gpu = fs.readFileSync(path.join(BENCH_DIR, "gpu", "results.md"), "utf8").trimEnd();
+    const text = `${[...head, ...sections, gpu, "", ...(keptEngine ? [keptEngine] : [])].join("\n").trimEnd()}\n`;
     fs.writeFileSync(out, text);
     log(`wrote ${out} (${fmt(elapsed, 0)} s; other load ${fmt(foreignCores)} cores on average)`);
     for (const c of checks) process.stdout.write(`${checkLine(c)}\n`);
