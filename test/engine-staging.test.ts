@@ -268,12 +268,16 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
         const n = names();
         await stack.setPlatform(merge(platform(), { training: { extraArgs: ["--logging_steps", "5"] } }));
         const up = await stack.up("trainer setting", { timeoutMs: UP_MS });
-        const pods = await jobPods(cluster, n.namespaces.training, n.training.job);
         if (!up.ok) await repairWedgedJob("trainer setting");
         assertOk(up, "up after changing training.extraArgs under the same runId");
-        // The old Job's pod may still be terminating (its grace period): it is on its way out.
-        const live = pods.filter((p) => p.status?.phase === "Running" && !p.metadata?.deletionTimestamp);
-        assert.ok(live.length <= 1, `one live trainer pod of run ${n.training.job}, found ${live.length} of ${pods.length}`);
+        // One live Job of the run, whose pod runs the new args; the old Job's pod stops (its grace period) and is not replaced.
+        const pod = await assertTrainingPlaced(cluster, n.namespaces.training, n.training.job, 2);
+        assert.ok(JSON.stringify(pod.spec.containers).includes("--logging_steps"), "the live pod runs the changed trainer args");
+        await cluster.waitFor(
+            `one trainer pod of run ${n.training.job} once the old one stopped`,
+            async () => (await jobPods(cluster, n.namespaces.training, n.training.job)).length === 1,
+            30_000,
+        );
         const second = await stack.up("after trainer setting", { timeoutMs: UP_MS });
         assertOk(second, "the up after that");
         assert.equal(changeCount(second.changes), 0, `and it changes nothing: ${JSON.stringify(second.changes)}`);

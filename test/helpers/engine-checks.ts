@@ -46,18 +46,27 @@ export async function jobPods(cluster: Cluster, namespace: string, job: string):
 }
 
 /**
- * The Job's pod exists, is bound to the GPU node, Running, and asks for `gpus` GPUs. Waits
- * for the Job controller and the scheduler (the provider does not wait for the Job).
+ * The run's live Job (not being deleted: a replaced Job of the same run may still be stopping)
+ * has a pod bound to the GPU node, Running, asking for `gpus` GPUs. Waits for the Job
+ * controller and the scheduler (the provider does not wait for the Job). Fails if the run has
+ * more than one live Job.
  */
 export async function assertTrainingPlaced(cluster: Cluster, namespace: string, job: string, gpus: number, timeoutMs = 90_000): Promise<any> {
     let last: any;
     try {
         return await cluster.waitFor(
-            `Job ${namespace}/${job} to have a Running pod on ${cluster.gpuNode}`,
+            `the live Job of run ${namespace}/${job} to have a Running pod on ${cluster.gpuNode}`,
             async () => {
-                const pods = await jobPods(cluster, namespace, job);
+                const jobs = (
+                    (await cluster.getJson<{ items: any[] }>(["jobs", "-n", namespace, "-l", `app.kubernetes.io/instance=${job}`]))?.items ?? []
+                ).filter((j) => !j.metadata?.deletionTimestamp);
+                assert.ok(jobs.length <= 1, `one live Job of run ${job}, found ${jobs.map((j) => j.metadata.name).join(", ")}`);
+                if (jobs.length === 0) return undefined;
+                const pods = await cluster.pods(namespace, `batch.kubernetes.io/job-name=${jobs[0].metadata.name}`);
                 last = pods;
-                return pods.find((p) => p.spec?.nodeName === cluster.gpuNode && p.status?.phase === "Running" && podGpus(p) === gpus);
+                return pods.find(
+                    (p) => !p.metadata?.deletionTimestamp && p.spec?.nodeName === cluster.gpuNode && p.status?.phase === "Running" && podGpus(p) === gpus,
+                );
             },
             timeoutMs,
         );
