@@ -6,7 +6,7 @@
 import { RECIPE_NAMES } from "../components/config";
 import { startCluster, type Cluster } from "../test/helpers/cluster";
 import { changeCount, createEngine, merge, recipePlatform, type Engine, type OpResult } from "../test/helpers/engine";
-import { acquireEngineLock, namesFor } from "../test/helpers/engine-checks";
+import { acquireEngineLock, namesFor, teardown } from "../test/helpers/engine-checks";
 import { engineFixtures } from "../test/helpers/engine-fixtures";
 import { atMost, fmt, table, type TargetCheck } from "./lib";
 
@@ -175,14 +175,6 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
         ].join("\n");
         return { markdown, checks };
     } finally {
-        try {
-            await engine?.dispose();
-        } finally {
-            try {
-                await cluster?.stop();
-            } finally {
-                release();
-            }
-        }
+        await teardown(engine, cluster, release);
     }
 }

@@ -11,7 +11,7 @@ import * as random from "@pulumi/random";
 import { GPU_RESOURCE, startCluster, type Cluster } from "./helpers/cluster";
 import { changeCount, createEngine, secretOutputValues, type Engine } from "./helpers/engine";
 import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
-import { acquireEngineLock, assertNoPlainSecrets, assertOk, podGpus, secs } from "./helpers/engine-checks";
+import { acquireEngineLock, assertNoPlainSecrets, assertOk, podGpus, secs, teardown } from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
 
@@ -32,15 +32,7 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
     });
 
     after(async () => {
-        try {
-            await engine?.dispose();
-        } finally {
-            try {
-                await cluster?.stop();
-            } finally {
-                release?.();
-            }
-        }
+        await teardown(engine, cluster, release);
     });
 
     it("schedules a GPU Job pod on the GPU node with its claim bound, and makes a Deployment and a StatefulSet Ready", async () => {

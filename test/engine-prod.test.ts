@@ -24,7 +24,16 @@ import {
     type OpResult,
 } from "./helpers/engine";
 import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
-import { acquireEngineLock, assertNoPlainSecrets, assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs } from "./helpers/engine-checks";
+import {
+    acquireEngineLock,
+    assertNoPlainSecrets,
+    assertOk,
+    assertTrainingPlaced,
+    assertWorkloadsReady,
+    namesFor,
+    secs,
+    teardown,
+} from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
 const STACK = "prod";
@@ -64,15 +73,7 @@ describe("engine: the prod stack, its policy pack and its cluster prerequisites"
     after(async () => {
         const t = engine?.timings.map((x) => `${x.label} ${secs(x.ms)}${x.ok ? "" : " (failed)"}`).join(", ");
         if (t) log(`prod timings: ${t}`);
-        try {
-            await engine?.dispose();
-        } finally {
-            try {
-                await cluster?.stop();
-            } finally {
-                release?.();
-            }
-        }
+        await teardown(engine, cluster, release);
     });
 
     /** The prod program plus one resource a user might add by hand: a LoadBalancer in front of the trainer's vLLM port. */

@@ -10,7 +10,7 @@ import { parsePlatformConfig, RECIPE_NAMES } from "../components/config";
 import { startCluster, type Cluster } from "./helpers/cluster";
 import { changeCount, createEngine, merge, recipePlatform, steps, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
 import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
-import { acquireEngineLock, assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs } from "./helpers/engine-checks";
+import { acquireEngineLock, assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs, teardown } from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
 const FIRST_UP_MS = 300_000;
@@ -44,15 +44,7 @@ describe("engine: every recipe on Kubernetes", { skip, timeout: 120 * 60_000 }, 
     after(async () => {
         const t = engine?.timings.map((x) => `${x.stack} ${x.label} ${secs(x.ms)}${x.ok ? "" : " (failed)"}`).join(", ");
         if (t) log(`recipe timings: ${t}`);
-        try {
-            await engine?.dispose();
-        } finally {
-            try {
-                await cluster?.stop();
-            } finally {
-                release?.();
-            }
-        }
+        await teardown(engine, cluster, release);
     });
 
     for (const recipe of RECIPE_NAMES) {

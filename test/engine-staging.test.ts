@@ -24,6 +24,7 @@ import {
     objectsIn,
     secretData,
     secs,
+    teardown,
 } from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
@@ -95,15 +96,7 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
     after(async () => {
         const t = engine?.timings.map((x) => `${x.label} ${secs(x.ms)}${x.ok ? "" : " (failed)"}`).join(", ");
         if (t) log(`staging timings: ${t}`);
-        try {
-            await engine?.dispose();
-        } finally {
-            try {
-                await cluster?.stop();
-            } finally {
-                release?.();
-            }
-        }
+        await teardown(engine, cluster, release);
     });
 
     it("up from empty succeeds with the provider's awaits on, within the bound", async () => {

@@ -181,3 +181,20 @@ export async function acquireEngineLock(timeoutMs = 3 * 3600_000): Promise<() =>
 export function secs(ms: number): string {
     return `${(ms / 1000).toFixed(1)} s`;
 }
+
+/** Tears an engine test down in order, each step even if the one before failed: the engine's home, then the cluster, then the cross-file lock. */
+export async function teardown(
+    engine: { dispose(): Promise<void> } | undefined,
+    cluster: { stop(): Promise<void> } | undefined,
+    release: (() => void) | undefined,
+): Promise<void> {
+    try {
+        await engine?.dispose();
+    } finally {
+        try {
+            await cluster?.stop();
+        } finally {
+            release?.();
+        }
+    }
+}
