@@ -9,27 +9,16 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { platformNames } from "../components/config";
+import { freePort } from "./helpers/apiserver";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { NCCL_CHECK_SCRIPT, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-async function freePort(): Promise<number> {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.listen(0, "127.0.0.1", () => {
-            const port = (s.address() as net.AddressInfo).port;
-            s.close(() => resolve(port));
-        });
-        s.on("error", reject);
-    });
-}
 
 /** A vLLM stand-in: records its env and pid, answers /health after `delay` s, exits `exitAfter` s in (if given). */
 function fakeVllm(dir: string, port: number, opts: { delay?: number; exitAfter?: number; exitCode?: number; neverHealthy?: boolean } = {}): string[] {

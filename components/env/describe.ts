@@ -4,8 +4,7 @@
  * OpenEnv environment are decided here, once, for both targets; `kubernetes.ts` and
  * `docker.ts` only translate this description.
  *
- * Upstream facts this depends on (see /work/shared/reference/upstream-facts.md, "OpenEnv
- * environment servers"):
+ * Upstream facts this depends on (OpenEnv environment servers):
  * - every server is a FastAPI app on 8000 with `WS /ws` and `GET /health`; `ENABLE_WEB_INTERFACE=true`
  *   adds a UI at `/web` (OpenEnv src/openenv/core/env_server/http_server.py): kept off here.
  * - `MAX_CONCURRENT_ENVS` > 1 only for envs declaring SUPPORTS_CONCURRENT_SESSIONS; coding_env

@@ -173,7 +173,8 @@ function run(
     });
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on 127.0.0.1 right now (the OS picks it). */
+export function freePort(): Promise<number> {
     return new Promise((resolve, reject) => {
         const srv = net.createServer();
         srv.unref();

@@ -8,9 +8,8 @@
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as https from "node:https";
-import * as net from "node:net";
 import * as path from "node:path";
-import { startApiServer, type ApiServer, type CommandResult } from "./apiserver";
+import { freePort, startApiServer, type ApiServer, type CommandResult } from "./apiserver";
 import { engineFixtures, type EngineFixtures } from "./engine-fixtures";
 
 /** The GPU node's extended resource and labels (as the NVIDIA device plugin / GPU feature discovery set them). */
@@ -69,19 +68,6 @@ export interface Cluster {
 
 function sleep(ms: number): Promise<void> {
     return new Promise((r) => setTimeout(r, ms));
-}
-
-function freePort(): Promise<number> {
-    return new Promise((resolve, reject) => {
-        const srv = net.createServer();
-        srv.unref();
-        srv.on("error", reject);
-        srv.listen(0, "127.0.0.1", () => {
-            const addr = srv.address();
-            const port = typeof addr === "object" && addr ? addr.port : 0;
-            srv.close(() => resolve(port));
-        });
-    });
 }
 
 /** GET https://127.0.0.1:<port><path> (self-signed serving certificate), status code or 0. */
