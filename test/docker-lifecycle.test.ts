@@ -29,7 +29,8 @@ import { renderNginxConfig, UPSTREAM_RESOLVER_VALID_SECONDS } from "../component
 import { DOCKER_EMBEDDED_DNS } from "../components/shared/docker";
 import { VLLM_CREATE_MARGIN_SECONDS, vllmWaitSeconds } from "../components/training/docker";
 import { planToDir, type PlanResult } from "../scripts/lib/plan";
-import { containerCreateBody, createContainer, dockerdMissing, startContainer, startDockerd, unwrapSecrets, type Dockerd } from "./helpers/dockerd";
+import { containerCreateBody, createContainer, dockerdMissing, startContainer, startDockerd, type Dockerd } from "./helpers/dockerd";
+import { unwrapSecrets } from "./helpers/secrets";
 import { ofType, type RecordedResource } from "./helpers/mock";
 import { startStubDns, type StubDns } from "./helpers/stub-dns";
 

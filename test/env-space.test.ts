@@ -13,6 +13,7 @@ import type { PlatformConfig, ResolvedEnv } from "../components/config/resolve";
 import { EnvSpace, nginxImageSupportsResolve, resolveEnvSpace, type DeployedEnvDescription, type EnvDescription } from "../components/env";
 import { ROUTER_HEALTH_PATH, renderRouterConfig, routerCommand, statefulSetReplicaAddresses } from "../components/env/router";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
+import { manifests } from "./helpers/manifests";
 import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
 
 type Target = "kubernetes" | "docker";
@@ -68,18 +69,6 @@ async function build(c: PlatformConfig, envName: string) {
         return { url: space.url, wsUrl: space.wsUrl };
     });
     return { ...runs, names, description, space: space! };
-}
-
-/** Kubernetes objects as the API server would get them (Pulumi inputs + apiVersion/kind). */
-function manifests(resources: readonly RecordedResource[]): Array<Record<string, any>> {
-    return resources
-        .filter((r) => r.type.startsWith("kubernetes:"))
-        .map((r) => {
-            const [, groupVersion, kind] = r.type.split(":");
-            const [group, version] = groupVersion!.split("/");
-            const apiVersion = group === "core" ? version : group === "apps" ? `apps/${version}` : `${group}/${version}`;
-            return { apiVersion, kind, ...r.inputs };
-        });
 }
 
 const custom = (run: MockRunResult) => run.resources.filter((r) => r.custom);

@@ -11,6 +11,7 @@ import { platformNames, podLabels, type PlatformNames } from "../components/conf
 import type { PlatformConfig } from "../components/config/resolve";
 import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
 import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
+import { isSecret, unwrapSecrets } from "./helpers/secrets";
 
 const KEY = "sentinel-sandbox-key-7f3a9c";
 const T = {
@@ -80,16 +81,6 @@ async function build(c: PlatformConfig) {
         return { poolName: pool.poolName, namespace: pool.namespace, template: pool.template };
     });
     return { ...runs, names, description, pool: pool! };
-}
-
-/** The mock monitor records secret inputs as {<sig>: <secret sig>, value}: unwrap them. */
-function unsecret(v: any): any {
-    if (Array.isArray(v)) return v.map(unsecret);
-    if (v && typeof v === "object") {
-        if (v["4dabf18193072939515e22adb298388d"] === "1b47061264138c4ac30d75fd1eb44270") return unsecret(v.value);
-        return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unsecret(x)]));
-    }
-    return v;
 }
 
 function get(obj: any, p: string[]): unknown {
@@ -360,8 +351,8 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
                 [T.secret],
             );
             const secret = holders[0].inputs;
-            assert.equal(secret.stringData["4dabf18193072939515e22adb298388d"], "1b47061264138c4ac30d75fd1eb44270", "sent to the engine as a secret");
-            assert.deepEqual(unsecret(secret.stringData), { "api-key": KEY });
+            assert.ok(isSecret(secret.stringData), "sent to the engine as a secret");
+            assert.deepEqual(unwrapSecrets(secret.stringData), { "api-key": KEY });
             assert.equal(secret.metadata.name, d.names.keySecret);
             assert.equal(secret.metadata.namespace, d.names.namespace);
             assert.equal(secret.data, undefined);
@@ -452,7 +443,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         };
         const core = update.resources.filter((r) => r.custom && !r.type.includes("agents.x-k8s.io") && r.type !== "pulumi:pulumi:Stack");
         assert.equal(core.length, 7);
-        for (const r of core) assert.deepEqual(await problems(unsecret(r.inputs)), [], r.type);
+        for (const r of core) assert.deepEqual(await problems(unwrapSecrets(r.inputs)), [], r.type);
         // The template's pod is a core pod: validate it as one (strictly, unknown fields included).
         const pod = single(update.resources, T.template).inputs.spec.podTemplate;
         assert.deepEqual(await problems({ apiVersion: "v1", kind: "Pod", metadata: { name: "sandbox", ...pod.metadata }, spec: pod.spec }), []);
@@ -490,9 +481,9 @@ describe("SandboxPool on Docker", () => {
                 assert.ok(x.labels.some((l: any) => l.label === "agentrl.dev/run" && l.value === "r1"));
                 assert.equal((x.ports ?? []).length, 0, "no published ports");
                 if (run === update) {
-                    assert.equal(x.envs["4dabf18193072939515e22adb298388d"], "1b47061264138c4ac30d75fd1eb44270", "env sent as a secret");
-                    assert.ok(unsecret(x.envs).includes(`OPENCODE_UPSTREAM_API_KEY=${KEY}`));
-                    assert.ok(unsecret(x.envs).includes(`OPENCODE_UPSTREAM_URL=${d.upstreamUrl}`));
+                    assert.ok(isSecret(x.envs), "env sent as a secret");
+                    assert.ok(unwrapSecrets(x.envs).includes(`OPENCODE_UPSTREAM_API_KEY=${KEY}`));
+                    assert.ok(unwrapSecrets(x.envs).includes(`OPENCODE_UPSTREAM_URL=${d.upstreamUrl}`));
                 }
             }
             // The key appears only in the containers' (secret) env.

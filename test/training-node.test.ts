@@ -12,6 +12,8 @@ import { RESUME_SCRIPT } from "../components/training/describe";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
 import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
+import { manifests } from "./helpers/manifests";
+import { isSecret, unwrapSecrets } from "./helpers/secrets";
 
 const HF_SENTINEL = "hf_SENTINEL_TOKEN_do_not_leak_0123456789";
 const SANDBOX_SENTINEL = "sbx_SENTINEL_KEY_do_not_leak_9876543210";
@@ -82,36 +84,9 @@ async function build(layout: Layout, target: Target, extra: Record<string, unkno
     return { config, names, description, node: node!, ...runs };
 }
 
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
-const SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270";
-/** Whether a recorded input value is a Pulumi secret (as the mock monitor serialises it). */
-const isSecret = (v: any): boolean => !!v && typeof v === "object" && v[SECRET_SIG] === SECRET_VALUE;
-/** Inputs with secret wrappers replaced by their values (only for assertions). */
-function plain(v: any): any {
-    if (isSecret(v)) return plain(v.value);
-    if (Array.isArray(v)) return v.map(plain);
-    if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
-    return v;
-}
-
-/** Kubernetes objects as the API server would get them (Pulumi inputs + apiVersion/kind). */
-function manifests(resources: readonly RecordedResource[]): Array<Record<string, any>> {
-    return resources
-        .filter((r) => r.type.startsWith("kubernetes:"))
-        .map((r) => {
-            const [, groupVersion, kind] = r.type.split(":");
-            const [group, version] = groupVersion.split("/");
-            return {
-                apiVersion: group === "core" ? version : `${group}.k8s.io/${version}`.replace("batch.k8s.io", "batch").replace("apps.k8s.io", "apps"),
-                kind,
-                ...plain(r.inputs),
-            };
-        });
-}
-
 const envOf = (c: any): Record<string, string> => Object.fromEntries((c.env ?? []).filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
 const envsOfDocker = (c: RecordedResource): Record<string, string> =>
-    Object.fromEntries((plain(c.inputs.envs) as string[]).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+    Object.fromEntries((unwrapSecrets(c.inputs.envs) as string[]).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
 
 // ---- the literal command lines -------------------------------------------------------------
 const WHITEBOX_TRAINER_COMMON = [
@@ -316,7 +291,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                         const { stringData, ...rest } = r.inputs;
                         assert.ok(!JSON.stringify(rest).includes(sentinel), "only inside stringData");
                         assert.ok(isSecret(stringData), "stringData stays a Pulumi secret");
-                        assert.ok(JSON.stringify(plain(stringData)).includes(sentinel));
+                        assert.ok(JSON.stringify(unwrapSecrets(stringData)).includes(sentinel));
                     }
                 }
                 const secrets = ofType(run.resources, "kubernetes:core/v1:Secret")
@@ -587,7 +562,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                     assert.ok(!JSON.stringify(rest).includes(HF_SENTINEL) && !JSON.stringify(rest).includes(SANDBOX_SENTINEL));
                     assert.ok(isSecret(envs), "the env list stays a Pulumi secret");
                     assert.ok(
-                        (plain(envs) as string[]).every(
+                        (unwrapSecrets(envs) as string[]).every(
                             (e) => !e.includes("SENTINEL") || e === `HF_TOKEN=${HF_SENTINEL}` || e === `SANDBOX_API_KEY=${SANDBOX_SENTINEL}`,
                         ),
                     );
@@ -689,7 +664,7 @@ describe("Docker black box with the Docker sandbox pool", () => {
             trainer.inputs.volumes.filter((v: any) => v.containerPath === "/var/run/docker.sock"),
             [{ hostPath: "/var/run/docker.sock", containerPath: "/var/run/docker.sock" }],
         );
-        assert.ok(plain(trainer.inputs.envs).includes("DOCKER_HOST=unix:///var/run/docker.sock"));
+        assert.ok(unwrapSecrets(trainer.inputs.envs).includes("DOCKER_HOST=unix:///var/run/docker.sock"));
         const vllm = ofType(withPool.update.resources, "docker:index/container:Container").find((r) => !r.name.endsWith("-trainer"))!;
         assert.ok(!JSON.stringify(vllm.inputs).includes("docker.sock"), "vLLM never gets the socket");
 

@@ -18,6 +18,7 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
+import { unwrapSecrets } from "./secrets";
 
 /** The stand-in image every test container runs (entrypoint: the stand-in binary). */
 export const STANDIN_IMAGE = "agentrl-standin:test";
@@ -284,15 +285,6 @@ export async function startDockerd(opts: DockerdOptions = {}): Promise<Dockerd> 
         },
         stop,
     };
-}
-
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
-/** A recorded input with Pulumi's secret wrappers replaced by their values (what the provider receives). */
-export function unwrapSecrets(v: any): any {
-    if (v && typeof v === "object" && v[SECRET_SIG] !== undefined) return unwrapSecrets(v.value);
-    if (Array.isArray(v)) return v.map(unwrapSecrets);
-    if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unwrapSecrets(x)]));
-    return v;
 }
 
 /**

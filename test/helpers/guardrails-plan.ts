@@ -11,6 +11,7 @@ import { RECIPE_NAMES } from "../../components/config";
 import type { RecordedResource } from "../../scripts/lib/mockrun";
 import { planToDir, REPO_ROOT, type PlanOptions, type PlanResult, type PlanSource } from "../../scripts/lib/plan";
 import type { LocalResource } from "../../policy/run-local";
+import { isSecret } from "./secrets";
 
 export const STACKS = fs
     .readdirSync(path.join(REPO_ROOT, "stacks"))
@@ -57,11 +58,9 @@ export async function planGuarded(source: PlanSource, opts: PlanOptions): Promis
     return { result: await planToDir(source, opts) };
 }
 
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
-
 /** Inputs as @pulumi/policy hands them to a policy: plain JSON, secrets unwrapped, undefined dropped. */
 export function sdkProps(v: any): any {
-    if (v && typeof v === "object" && !Array.isArray(v) && v[SECRET_SIG] === "1b47061264138c4ac30d75fd1eb44270") return sdkProps(v.value);
+    if (isSecret(v)) return sdkProps(v.value);
     if (Array.isArray(v)) return v.map(sdkProps);
     if (v && typeof v === "object") {
         const out: Record<string, unknown> = {};

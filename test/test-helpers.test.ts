@@ -1,0 +1,80 @@
+// The shared test helpers themselves: manifests() takes apiVersion/kind from the type token and
+// refuses a resource whose own inputs disagree, and the secret helpers read the mock monitor's
+// wrapper. Run: node --import tsx --test test/test-helpers.test.ts
+import assert from "node:assert/strict";
+import { before, describe, test } from "node:test";
+import * as pulumi from "@pulumi/pulumi";
+import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
+import { manifests } from "./helpers/manifests";
+import type { RecordedResource } from "./helpers/mock";
+import { isSecret, sentAsSecret, unwrapSecrets } from "./helpers/secrets";
+
+const secret = (value: unknown) => ({ [pulumi.runtime.specialSigKey]: pulumi.runtime.specialSecretSig, value });
+const netpol = (inputs: Record<string, any>): RecordedResource => ({
+    type: "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+    name: "np",
+    custom: true,
+    inputs: { metadata: { name: "np" }, spec: { podSelector: {} }, ...inputs },
+});
+
+before(loadManifestSchemas);
+
+describe("manifests()", () => {
+    test("a grouped kind gets its group once (networking.k8s.io/v1, not networking.k8s.io.k8s.io/v1)", () => {
+        const [o] = manifests([netpol({})]);
+        assert.equal(o.apiVersion, "networking.k8s.io/v1");
+        assert.equal(o.kind, "NetworkPolicy");
+        assert.deepEqual(validateManifestStrict(o), []);
+    });
+
+    test("core and named groups: v1, apps/v1, batch/v1, policy/v1, rbac.authorization.k8s.io/v1", () => {
+        const rs = ["core/v1:Service", "apps/v1:Deployment", "batch/v1:Job", "policy/v1:PodDisruptionBudget", "rbac.authorization.k8s.io/v1:Role"].map(
+            (t): RecordedResource => ({ type: `kubernetes:${t}`, name: t, custom: true, inputs: {} }),
+        );
+        assert.deepEqual(
+            manifests(rs).map((o) => o.apiVersion),
+            ["v1", "apps/v1", "batch/v1", "policy/v1", "rbac.authorization.k8s.io/v1"],
+        );
+    });
+
+    test("an apiVersion input that disagrees with the type token fails, naming both", () => {
+        assert.throws(
+            () => manifests([netpol({ apiVersion: "networking.k8s.io.k8s.io/v1" })]),
+            /input apiVersion "networking\.k8s\.io\.k8s\.io\/v1" disagrees with the type token's "networking\.k8s\.io\/v1"/,
+        );
+        assert.throws(() => manifests([netpol({ kind: "Ingress" })]), /input kind "Ingress" disagrees/);
+    });
+
+    test("a wrong apiVersion has no schema: validateManifestStrict reports it", () => {
+        const [problem] = validateManifestStrict({ ...manifests([netpol({})])[0], apiVersion: "networking.k8s.io.k8s.io/v1" });
+        assert.match(problem, /no schema known/);
+    });
+
+    test("skips components and other providers; unwraps secrets", () => {
+        const rs: RecordedResource[] = [
+            { type: "agentrl:training:TrainingNode", name: "t", custom: false, inputs: {} },
+            { type: "docker:index/container:Container", name: "c", custom: true, inputs: {} },
+            { type: "kubernetes:core/v1:Secret", name: "s", custom: true, inputs: { stringData: secret({ k: "v" }) } },
+        ];
+        assert.deepEqual(manifests(rs), [{ apiVersion: "v1", kind: "Secret", stringData: { k: "v" } }]);
+    });
+});
+
+describe("secrets", () => {
+    test("isSecret knows the mock monitor's wrapper and nothing else", () => {
+        assert.equal(isSecret(secret("x")), true);
+        assert.equal(isSecret({ value: "x" }), false);
+        assert.equal(isSecret(null), false);
+        assert.equal(isSecret("x"), false);
+    });
+
+    test("unwrapSecrets replaces every wrapper, nested or in a list", () => {
+        assert.deepEqual(unwrapSecrets({ a: secret([secret("x"), "y"]), b: 1 }), { a: ["x", "y"], b: 1 });
+    });
+
+    test("sentAsSecret: the value or an object on the way to it is a secret", () => {
+        const inputs = { stringData: secret({ "keys.conf": "k" }), data: { plain: "p" } };
+        assert.equal(sentAsSecret(inputs, ["stringData", "keys.conf"]), true);
+        assert.equal(sentAsSecret(inputs, ["data", "plain"]), false);
+    });
+});
