@@ -1,0 +1,77 @@
+/**
+ * The preflight: every prerequisite a stack's live target must have, each with what was found
+ * and the fix. `runPreflight(config)` is the one entry (the CLI's and, later, an opt-in step of
+ * the program before any resource registers): it resolves the plan (the same pure phase the
+ * program runs), reads the target, and returns the findings.
+ */
+import { CONFIG_NAMESPACE, ConfigError, parsePlatformConfig, type PlatformConfig } from "../../../components/config";
+import { resolvePlatform, type PlatformPlan } from "../../../components/platform";
+import { PlanError, readStackFile } from "../plan";
+import { checkDocker, type DockerReadOptions, readDocker } from "./docker";
+import { checkKubernetes, type KubernetesReadOptions, readKubernetes } from "./kubernetes";
+import type { Finding, ReportHeader } from "./report";
+
+export { checkDocker, readDocker, type DockerFacts } from "./docker";
+export { checkKubernetes, readKubernetes, kubernetesNeeds, stackRequests, type KubernetesFacts } from "./kubernetes";
+export { exitCodeOf, renderJson, renderTable, summarize, type Finding, type ReportHeader, type Status } from "./report";
+
+export interface PreflightOptions extends KubernetesReadOptions, DockerReadOptions {
+    /** The resolved plan, when the caller has it already (the program does). */
+    readonly plan?: PlatformPlan;
+}
+
+export interface PreflightResult {
+    readonly header: ReportHeader;
+    readonly findings: readonly Finding[];
+}
+
+/** What the report names as the target. */
+export function targetLabel(config: PlatformConfig): string {
+    const t = config.target;
+    if (t.kind === "docker") return `docker ${t.host}`;
+    return `kubernetes context ${t.context ?? "(the kubeconfig's current context)"}${t.kubeconfig !== undefined ? `, kubeconfig ${t.kubeconfig}` : ""}`;
+}
+
+/** Checks the live target of `config`; never throws for what the target lacks (that is a finding). */
+export async function runPreflight(config: PlatformConfig, opts: PreflightOptions = {}): Promise<PreflightResult> {
+    // Secrets' presence only decides a config problem (hubRepoId without hfToken), not a target prerequisite.
+    const plan = opts.plan ?? resolvePlatform(config, { hfToken: true });
+    const timeoutMs = opts.timeoutMs ?? 10_000;
+    const findings =
+        config.target.kind === "kubernetes"
+            ? checkKubernetes(plan, await readKubernetes(plan, opts), Math.ceil(timeoutMs / 1000))
+            : checkDocker(plan, await readDocker(plan, opts));
+    return { header: { stack: config.stack, target: targetLabel(config) }, findings };
+}
+
+/** A stack that cannot be checked: its file is missing or unreadable, or its config is invalid. */
+export class StackError extends Error {
+    constructor(
+        message: string,
+        /** The stack does not exist (a bad argument) rather than a bad config. */
+        readonly unknownStack: boolean,
+    ) {
+        super(message);
+    }
+}
+
+/** Loads and resolves stacks/Pulumi.<stack>.yaml (or `file`) the way `npm run plan` does. */
+export function loadStack(stack: string, file?: string): { config: PlatformConfig; plan: PlatformPlan } {
+    let cfg: ReturnType<typeof readStackFile>;
+    try {
+        cfg = readStackFile(stack, file);
+    } catch (e) {
+        if (e instanceof PlanError)
+            throw new StackError(e.message.replace(/; or plan a recipe with --recipe <name>$/, ""), e.message.startsWith("no stack file"));
+        throw e;
+    }
+    const raw = cfg.config[`${CONFIG_NAMESPACE}:platform`];
+    if (raw === undefined) throw new StackError(`stack ${stack} has no ${CONFIG_NAMESPACE}:platform config`, false);
+    try {
+        const config = parsePlatformConfig(JSON.parse(raw), stack);
+        return { config, plan: resolvePlatform(config, { hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined }) };
+    } catch (e) {
+        if (e instanceof ConfigError) throw new StackError(`stack ${stack}'s config is invalid (npm run plan -- ${stack} says the same):\n${e.message}`, false);
+        throw e;
+    }
+}

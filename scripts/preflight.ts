@@ -1,0 +1,99 @@
+/**
+ * npm run preflight -- <stack | path/to/Pulumi.<stack>.yaml> [--json] [--timeout SECONDS]
+ *
+ * Checks every prerequisite of the live target the stack points at (a Kubernetes context or
+ * a Docker host) and prints each with what was found and the fix: a table on a terminal
+ * (colour only on a TTY), JSON with --json. Exit 0 when no check fails, 1 when one does (or
+ * the stack's config is invalid), 2 for bad arguments (an unknown stack lists the stacks).
+ */
+import * as path from "node:path";
+import { exitCodeOf, loadStack, renderJson, renderTable, runPreflight, StackError } from "./lib/preflight";
+
+const USAGE = "usage: npm run preflight -- <stack | path/to/Pulumi.<stack>.yaml> [--json] [--timeout SECONDS]";
+
+export class UsageError extends Error {}
+
+export interface PreflightArgs {
+    readonly stack: string;
+    readonly stackFile?: string;
+    readonly json: boolean;
+    /** Per request to the target. */
+    readonly timeoutMs: number;
+}
+
+export function parsePreflightArgs(argv: readonly string[]): PreflightArgs {
+    let stack: string | undefined;
+    let json = false;
+    let timeout: string | undefined;
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i]!;
+        if (a === "--json") json = true;
+        else if (a === "--timeout") {
+            const v = argv[++i];
+            if (v === undefined || v.startsWith("--")) throw new UsageError("--timeout needs a value in seconds");
+            timeout = v;
+        } else if (a.startsWith("--timeout=")) timeout = a.slice("--timeout=".length);
+        else if (a === "--help" || a === "-h") throw new UsageError("");
+        else if (a.startsWith("-")) throw new UsageError(`unknown option ${a}`);
+        else if (stack === undefined) stack = a;
+        else throw new UsageError(`unexpected argument ${a}: give one stack`);
+    }
+    if (stack === undefined) throw new UsageError("name a stack (dev, staging, prod) or a stack file");
+    const seconds = timeout === undefined ? 10 : Number(timeout);
+    if (!/^\d+(\.\d+)?$/.test(timeout ?? "10") || seconds < 1 || seconds > 600)
+        throw new UsageError(`--timeout must be a number of seconds between 1 and 600, got ${JSON.stringify(timeout)}`);
+    let stackFile: string | undefined;
+    if (stack.endsWith(".yaml")) {
+        const m = /^Pulumi\.([A-Za-z0-9._-]+)\.yaml$/.exec(path.basename(stack));
+        if (!m) throw new UsageError(`a stack file must be named Pulumi.<stack>.yaml, got ${stack}`);
+        stackFile = path.resolve(stack);
+        stack = m[1]!;
+    }
+    if (!/^[A-Za-z0-9._-]+$/.test(stack)) throw new UsageError(`stack name ${JSON.stringify(stack)} has characters a stack name cannot have`);
+    return { stack, stackFile, json, timeoutMs: Math.round(seconds * 1000) };
+}
+
+async function main(): Promise<number> {
+    let args: PreflightArgs;
+    try {
+        args = parsePreflightArgs(process.argv.slice(2));
+    } catch (e) {
+        if (e instanceof UsageError) {
+            if (e.message) process.stderr.write(`preflight: ${e.message}\n`);
+            process.stderr.write(`${USAGE}\n`);
+            return e.message ? 2 : 0;
+        }
+        throw e;
+    }
+    let loaded: ReturnType<typeof loadStack>;
+    try {
+        loaded = loadStack(args.stack, args.stackFile);
+    } catch (e) {
+        if (e instanceof StackError) {
+            process.stderr.write(`preflight: ${e.message}\n`);
+            if (e.unknownStack) process.stderr.write(`${USAGE}\n`);
+            return e.unknownStack ? 2 : 1;
+        }
+        throw e;
+    }
+    const result = await runPreflight(loaded.config, { plan: loaded.plan, timeoutMs: args.timeoutMs });
+    process.stdout.write(
+        args.json
+            ? renderJson(result.header, result.findings)
+            : renderTable(result.header, result.findings, {
+                  colour: process.stdout.isTTY === true && process.env.NO_COLOR === undefined,
+                  width: process.stdout.columns,
+              }),
+    );
+    return exitCodeOf(result.findings);
+}
+
+if (require.main === module) {
+    main().then(
+        (code) => process.exit(code),
+        (e) => {
+            process.stderr.write(`preflight: internal error: ${(e as Error).stack ?? e}\n`);
+            process.exit(70);
+        },
+    );
+}
