@@ -7,7 +7,7 @@
  * plan.md. Bad arguments or config: a message naming the field and the fix, exit 1, no trace.
  */
 import * as path from "node:path";
-import { RECIPE_NAMES } from "../components/config";
+import { ALL_RECIPE_NAMES } from "../components/config";
 import { PlanError, planToDir, type PlanSource } from "./lib/plan";
 
 const USAGE =
@@ -38,8 +38,8 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
     if (recipe !== undefined && stack !== undefined) throw new UsageError("give a stack or --recipe, not both");
     if (target !== undefined && recipe === undefined) throw new UsageError("--target applies to --recipe; a stack's target is in its stack file");
     if (target !== undefined && target !== "kubernetes" && target !== "docker") throw new UsageError(`--target must be kubernetes or docker, got ${target}`);
-    if (recipe !== undefined && !(RECIPE_NAMES as string[]).includes(recipe))
-        throw new UsageError(`unknown recipe ${recipe}: use one of ${RECIPE_NAMES.join(", ")}`);
+    if (recipe !== undefined && !(ALL_RECIPE_NAMES as string[]).includes(recipe))
+        throw new UsageError(`unknown recipe ${recipe}: use one of ${ALL_RECIPE_NAMES.join(", ")}`);
     if (recipe === undefined && stack === undefined) throw new UsageError("name a stack (dev, staging, prod) or --recipe <name>");
     let stackFile: string | undefined;
     if (stack?.endsWith(".yaml")) {

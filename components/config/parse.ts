@@ -4,7 +4,7 @@
  * ConfigError whose lines each name the field and the fix.
  */
 import type { z } from "zod";
-import { RECIPES, RECIPE_NAMES, type RecipeName } from "./recipes";
+import { ALL_RECIPE_NAMES, RECIPES, type RecipeName } from "./recipes";
 import { resolveDefaults, type PlatformConfig } from "./resolve";
 import { platformSchema } from "./schema";
 import { validatePlatform } from "./validate";
@@ -81,8 +81,8 @@ export function applyRecipe(raw: unknown): { merged: unknown; problems: string[]
     if (!isPlainObject(raw)) return { merged: raw, problems: [] };
     const name = raw.recipe;
     if (name === undefined) return { merged: raw, problems: [] };
-    if (typeof name !== "string" || !(RECIPE_NAMES as string[]).includes(name)) {
-        return { merged: raw, problems: [`recipe: unknown recipe ${JSON.stringify(name)}: use one of ${RECIPE_NAMES.join(", ")}`] };
+    if (typeof name !== "string" || !(ALL_RECIPE_NAMES as string[]).includes(name)) {
+        return { merged: raw, problems: [`recipe: unknown recipe ${JSON.stringify(name)}: use one of ${ALL_RECIPE_NAMES.join(", ")}`] };
     }
     const { description: _description, ...preset } = RECIPES[name as RecipeName];
     return { merged: deepMerge(preset, raw), problems: [] };

@@ -86,7 +86,47 @@ export const RECIPES = {
         sandboxes: { headroom: 2, cpu: "2", memory: "4Gi" },
         ingress: { enabled: true },
     },
+    // A policy one node cannot train: Qwen3-32B full fine-tune, the trainer sharded (FSDP through the
+    // accelerate config baked into the trainer image) over 2 nodes x 8 GPUs = 16 processes, vLLM with
+    // tensor parallelism 8 on a third node. Chosen batch: 1 x 16 x 4 = 64 rollouts per generation,
+    // 8 generations (8 prompts per step), 16 rollouts in flight. Memory: ~16 bytes per parameter for
+    // bf16 weights + fp32 master + Adam = ~512 GB over 16 GPUs; a checkpoint with optimizer state is
+    // about as large, hence 2Ti of checkpoints.
+    "opencode-blackbox-32b": {
+        description:
+            "opencode agent, black box, Qwen3-32B on 3 GPU nodes of 8: trainer 2 x 8 GPUs (JobSet, 16 processes), vLLM 1 x 8 (TP 8): 8 generations, 16 rollouts in flight, 64 prompts, 10 steps",
+        model: { name: "Qwen/Qwen3-32B" },
+        training: {
+            layout: "blackbox",
+            nodes: 2,
+            gpusOnNode: 8,
+            vllmGpus: 8,
+            trainerGpus: 8,
+            perDeviceTrainBatchSize: 1,
+            gradientAccumulationSteps: 4,
+            numGenerations: 8,
+            perDeviceEvalBatchSize: 1,
+            datasetSize: 64,
+            maxSteps: 10,
+            maxInflight: 16,
+            maxModelLen: 32768,
+            command: ["accelerate", "launch", "--config_file", "/app/fsdp2.yaml", "/app/opencode_async_grpo.py"],
+            shmSize: "64Gi",
+            trainerCpu: "96",
+            trainerMemory: "1536Gi",
+            vllmCpu: "32",
+            vllmMemory: "512Gi",
+            checkpoints: { size: "2Ti" },
+        },
+        sandboxes: { headroom: 4, cpu: "2", memory: "4Gi" },
+        ingress: { enabled: true },
+    },
 } as const satisfies Record<string, Recipe>;
 
 export type RecipeName = keyof typeof RECIPES;
-export const RECIPE_NAMES = Object.keys(RECIPES) as RecipeName[];
+/** Recipes that need several GPU nodes (training.nodes > 1): Kubernetes with JobSet only, refused on Docker. */
+export const MULTI_NODE_RECIPE_NAMES = (Object.keys(RECIPES) as RecipeName[]).filter((r) => (RECIPES[r].training as { nodes?: number }).nodes !== undefined);
+/** Recipes that fit one node and run on either target. */
+export const RECIPE_NAMES = (Object.keys(RECIPES) as RecipeName[]).filter((r) => !MULTI_NODE_RECIPE_NAMES.includes(r));
+/** Every recipe a stack may name. */
+export const ALL_RECIPE_NAMES = Object.keys(RECIPES) as RecipeName[];

@@ -9,9 +9,9 @@ export type TargetKind = "kubernetes" | "docker";
 
 /** Live sessions/sandboxes the training run holds at once (TRL GRPOConfig arithmetic). */
 export interface Demand {
-    /** per_device_train_batch_size x num_processes x steps_per_generation. */
+    /** per_device_train_batch_size x num_processes (all nodes) x steps_per_generation. */
     readonly generationBatch: number;
-    /** per_device_eval_batch_size x num_processes (0 when eval is off). */
+    /** per_device_eval_batch_size x num_processes (all nodes; 0 when eval is off). */
     readonly evalBatch: number;
     /** Prompts per generation batch (generationBatch / numGenerations). */
     readonly promptsPerGeneration: number;
@@ -82,8 +82,11 @@ export interface PlatformConfig {
         readonly trainerGpus: number;
         readonly numProcesses: number;
         readonly stepsPerGeneration: number;
-        /** `none` in colocate (vLLM runs inside the trainer process). */
-        readonly gpuSharing: GpuSharing | "none";
+        /**
+         * `none` in colocate (vLLM runs inside the trainer process); `network` with nodes > 1 (vLLM on
+         * a node of its own: the weight update crosses the network).
+         */
+        readonly gpuSharing: GpuSharing | "none" | "network";
         /** gpuSharing as written in config (undefined: defaulted). */
         readonly gpuSharingFromConfig?: GpuSharing;
     };
@@ -107,9 +110,14 @@ export function isProdStack(stack: string): boolean {
     return stack === "prod" || stack.startsWith("prod-");
 }
 
+/** Trainer processes of the whole run: processes per node x trainer nodes (accelerate's num_processes). */
+export function totalProcesses(t: Pick<PlatformConfig["training"], "numProcesses" | "nodes">): number {
+    return t.numProcesses * t.nodes;
+}
+
 export function computeDemand(t: PlatformConfig["training"]): Demand {
-    const generationBatch = t.perDeviceTrainBatchSize * t.numProcesses * t.stepsPerGeneration;
-    const evalBatch = t.evalSize > 0 ? t.perDeviceEvalBatchSize * t.numProcesses : 0;
+    const generationBatch = t.perDeviceTrainBatchSize * totalProcesses(t) * t.stepsPerGeneration;
+    const evalBatch = t.evalSize > 0 ? t.perDeviceEvalBatchSize * totalProcesses(t) : 0;
     return {
         generationBatch,
         evalBatch,
@@ -157,10 +165,12 @@ function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand): Re
 /** Fills every default that depends on other fields. */
 export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
     const t = p.training;
-    const vllmGpus = t.vllmGpus ?? (t.layout === "whitebox-colocate" ? 0 : 1);
-    const trainerGpus = t.trainerGpus ?? Math.max(1, t.gpusOnNode - vllmGpus);
+    // nodes > 1: every trainer node and the vLLM node are whole GPU nodes of their own.
+    const multiNode = t.nodes > 1;
+    const vllmGpus = t.vllmGpus ?? (t.layout === "whitebox-colocate" ? 0 : multiNode ? t.gpusOnNode : 1);
+    const trainerGpus = t.trainerGpus ?? (multiNode ? t.gpusOnNode : Math.max(1, t.gpusOnNode - vllmGpus));
     const numProcesses = t.numProcesses ?? trainerGpus;
-    const gpuSharing = t.layout === "whitebox-colocate" ? "none" : (t.gpuSharing ?? "shared");
+    const gpuSharing = t.layout === "whitebox-colocate" ? "none" : multiNode ? "network" : (t.gpuSharing ?? "shared");
     const training = {
         ...t,
         vllmGpus,

@@ -54,6 +54,12 @@ const kubernetesTarget = z.strictObject({
     priorityClassName: z.string().optional(),
     /** StorageClass of the model-cache and checkpoint volumes; default: the cluster default. */
     storageClassName: z.string().optional(),
+    /**
+     * Kueue LocalQueue (in the training namespace) the trainer is submitted to: the Job / JobSet
+     * carries `kueue.x-k8s.io/queue-name` and is created suspended; Kueue admits it against the
+     * queue's quota. Default: no queue (the trainer starts at once).
+     */
+    kueueQueue: dnsLabel.optional(),
 });
 
 const dockerTarget = z.strictObject({
@@ -121,13 +127,19 @@ const trainerEgress = z.strictObject({
 const training = z.strictObject({
     /** Which of the three layouts runs on the node. */
     layout: z.enum(LAYOUTS),
-    /** GPUs on the training node. */
+    /** GPUs on the training node (with nodes > 1: on each GPU node, trainer and vLLM nodes alike). */
     gpusOnNode: posInt,
-    /** GPUs for vLLM (0 in colocate: vLLM runs inside the trainer). Default: 0 colocate, else 1. */
+    /**
+     * Trainer nodes. 1: vLLM and the trainer share one node (every layout). More than 1 (layouts
+     * whitebox-server and blackbox, Kubernetes only): the trainer runs as a JobSet, one pod per node,
+     * and vLLM runs on a node of its own.
+     */
+    nodes: posInt.default(1),
+    /** GPUs for vLLM (0 in colocate: vLLM runs inside the trainer). Default: 0 colocate, 1 on one node, gpusOnNode with nodes > 1. */
     vllmGpus: nonNegInt.optional(),
-    /** GPUs for the trainer. Default: the rest of the node. */
+    /** GPUs for the trainer (with nodes > 1: on each trainer node). Default: the rest of the node (nodes > 1: gpusOnNode). */
     trainerGpus: posInt.optional(),
-    /** Trainer processes (accelerate num_processes). Default: trainerGpus. */
+    /** Trainer processes (with nodes > 1: on each trainer node). Default: trainerGpus. */
     numProcesses: posInt.optional(),
     /** TRL per_device_train_batch_size. */
     perDeviceTrainBatchSize: posInt.default(8),

@@ -6,7 +6,7 @@
  */
 import { ENV_CATALOG } from "./catalog";
 import { pinnedByDigest } from "../shared/images";
-import { isDevStack, type PlatformConfig, type ResolvedEnv } from "./resolve";
+import { isDevStack, totalProcesses, type PlatformConfig, type ResolvedEnv } from "./resolve";
 
 /** Divisors of n, for a helpful "try one of" hint. */
 function divisors(n: number): number[] {
@@ -26,7 +26,8 @@ export function validateGpus(c: PlatformConfig): string[] {
     if (t.layout !== "whitebox-colocate" && t.vllmGpus === 0) {
         errors.push(`training.vllmGpus: the ${t.layout} layout runs vLLM on its own GPUs: set vllmGpus to at least 1`);
     }
-    if (t.vllmGpus + t.trainerGpus > t.gpusOnNode) {
+    errors.push(...validateNodes(c));
+    if (t.nodes === 1 && t.vllmGpus + t.trainerGpus > t.gpusOnNode) {
         errors.push(
             `training.trainerGpus: vLLM ${t.vllmGpus} + trainer ${t.trainerGpus} = ${t.vllmGpus + t.trainerGpus} GPUs, but the node has ${t.gpusOnNode} (training.gpusOnNode): lower vllmGpus or trainerGpus, or raise gpusOnNode`,
         );
@@ -40,7 +41,9 @@ export function validateGpus(c: PlatformConfig): string[] {
         errors.push(
             t.gpuSharing === "none"
                 ? `training.ncclCheck: the whitebox-colocate layout has no NCCL weight update to check: remove ncclCheck`
-                : `training.ncclCheck: the check runs both ranks before vLLM loads, which needs one process tree that sees both roles' GPUs; with gpuSharing 'isolated' each container sees only its own (and the trainer starts only once vLLM is up): set gpuSharing to 'shared', or run nccl_check.py --rank 0 / --rank 1 in the two containers by hand`,
+                : t.gpuSharing === "network"
+                  ? `training.ncclCheck: the check runs both roles on one node; with nodes ${t.nodes} vLLM and the trainer are on different nodes: remove ncclCheck (run nccl-tests between two GPU nodes to check the network instead)`
+                  : `training.ncclCheck: the check runs both ranks before vLLM loads, which needs one process tree that sees both roles' GPUs; with gpuSharing 'isolated' each container sees only its own (and the trainer starts only once vLLM is up): set gpuSharing to 'shared', or run nccl_check.py --rank 0 / --rank 1 in the two containers by hand`,
         );
     }
     if (c.images.vllmFromConfig !== undefined && !usesVllmImage(c)) {
@@ -52,7 +55,44 @@ export function validateGpus(c: PlatformConfig): string[] {
     }
     if (t.numProcesses > t.trainerGpus) {
         errors.push(
-            `training.numProcesses: ${t.numProcesses} trainer processes need one GPU each, but trainerGpus is ${t.trainerGpus}: lower numProcesses to ${t.trainerGpus} or raise trainerGpus`,
+            `training.numProcesses: ${t.numProcesses} trainer processes${t.nodes > 1 ? " per node" : ""} need one GPU each, but trainerGpus is ${t.trainerGpus}: lower numProcesses to ${t.trainerGpus} or raise trainerGpus`,
+        );
+    }
+    return errors;
+}
+
+/**
+ * Multi-node training (training.nodes > 1): the trainer as a JobSet, one pod per node, vLLM on a node
+ * of its own. Only on Kubernetes, only for layouts with a separate vLLM, and each role must fit a node.
+ */
+export function validateNodes(c: PlatformConfig): string[] {
+    const t = c.training;
+    if (t.nodes === 1) return [];
+    const errors: string[] = [];
+    if (c.target.kind === "docker") {
+        errors.push(
+            `training.nodes: the docker target is one GPU host, so the trainer cannot span ${t.nodes} nodes: set nodes to 1 and fit the run on the host's ${t.gpusOnNode} GPUs (training.gpusOnNode), or use target.kind kubernetes, where nodes > 1 runs the trainer as a JobSet (one pod per node) and vLLM on a node of its own`,
+        );
+    }
+    if (t.layout === "whitebox-colocate") {
+        errors.push(
+            `training.nodes: the whitebox-colocate layout runs vLLM inside the trainer on one node (got nodes ${t.nodes}): set nodes to 1, or use layout whitebox-server or blackbox, where vLLM runs on a node of its own and the trainer spans the nodes`,
+        );
+        return errors;
+    }
+    if (t.trainerGpus > t.gpusOnNode) {
+        errors.push(
+            `training.trainerGpus: each of the ${t.nodes} trainer nodes runs ${t.trainerGpus} trainer GPUs, but a node has ${t.gpusOnNode} (training.gpusOnNode): lower trainerGpus to ${t.gpusOnNode}, or raise gpusOnNode`,
+        );
+    }
+    if (t.vllmGpus > t.gpusOnNode) {
+        errors.push(
+            `training.vllmGpus: vLLM runs on one node of its own (tensor parallel over its GPUs), but ${t.vllmGpus} GPUs do not fit a node of ${t.gpusOnNode} (training.gpusOnNode): lower vllmGpus to at most ${t.gpusOnNode}`,
+        );
+    }
+    if (t.gpuSharingFromConfig !== undefined) {
+        errors.push(
+            `training.gpuSharing: with nodes ${t.nodes} vLLM runs on a node of its own, so the roles share no GPUs and the weight update crosses the network: remove gpuSharing`,
         );
     }
     return errors;
@@ -69,15 +109,17 @@ export function validateBatches(c: PlatformConfig): string[] {
     const t = c.training;
     const { generationBatch, evalBatch } = c.demand;
     const errors: string[] = [];
+    // TRL's num_processes is the whole run's: processes per node x nodes (shown only when nodes > 1).
+    const processes = `numProcesses ${t.numProcesses}${t.nodes > 1 ? ` x nodes ${t.nodes}` : ""}`;
     if (generationBatch % t.numGenerations !== 0) {
         const fits = divisors(generationBatch).filter((d) => d > 1);
         errors.push(
-            `training.numGenerations: the generation batch perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x numProcesses ${t.numProcesses} x stepsPerGeneration ${t.stepsPerGeneration} = ${generationBatch} is not divisible by numGenerations ${t.numGenerations}: set numGenerations to one of ${fits.join(", ")}, or make the generation batch a multiple of ${t.numGenerations}`,
+            `training.numGenerations: the generation batch perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x ${processes} x stepsPerGeneration ${t.stepsPerGeneration} = ${generationBatch} is not divisible by numGenerations ${t.numGenerations}: set numGenerations to one of ${fits.join(", ")}, or make the generation batch a multiple of ${t.numGenerations}`,
         );
     }
     if (evalBatch > 0 && evalBatch % t.numGenerations !== 0) {
         errors.push(
-            `training.perDeviceEvalBatchSize: the eval batch perDeviceEvalBatchSize ${t.perDeviceEvalBatchSize} x numProcesses ${t.numProcesses} = ${evalBatch} is not divisible by numGenerations ${t.numGenerations}: set perDeviceEvalBatchSize to a multiple of ${t.numGenerations / gcd(t.numGenerations, t.numProcesses)}`,
+            `training.perDeviceEvalBatchSize: the eval batch perDeviceEvalBatchSize ${t.perDeviceEvalBatchSize} x ${processes} = ${evalBatch} is not divisible by numGenerations ${t.numGenerations}: set perDeviceEvalBatchSize to a multiple of ${t.numGenerations / gcd(t.numGenerations, totalProcesses(t))}`,
         );
     }
     return errors;

@@ -49,8 +49,22 @@ export const TRL_GROUP_PORT = 51216;
 export const NCCL_CHECK_PATH = "/opt/agentrl/nccl_check.py";
 /** Rendezvous port of the NCCL check (loopback inside the pod / shared network namespace). */
 export const NCCL_CHECK_PORT = 29531;
-/** What the trainer calls vLLM at: the same pod / network namespace, never a Service. */
+/** What the trainer calls vLLM at on one node: the same pod / network namespace, never a Service. */
 export const INTERNAL_VLLM_URL = `http://localhost:${VLLM_PORT}`;
+/** accelerate's rendezvous port on the rank-0 trainer pod (accelerate launch --main_process_port; its default). */
+export const MAIN_PROCESS_PORT = 29500;
+/**
+ * JobSet v0.10.1 labels on every pod it creates (jobset api/jobset/v1alpha2/jobset_types.go):
+ * the JobSet's name and the index of the pod's Job within its replicated job (= the machine rank,
+ * one pod per Job).
+ */
+export const JOBSET_LABELS = { jobSetName: "jobset.sigs.k8s.io/jobset-name", jobIndex: "jobset.sigs.k8s.io/job-index" } as const;
+/** JobSet's exclusive placement annotation: one child Job per value of the topology label (jobset_types.go ExclusiveKey). */
+export const EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+/** Kueue's queue label on a Job / JobSet (kueue's `constants.QueueLabel`); Kueue admits suspended workloads carrying it. */
+export const KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name";
+/** The trainer's replicated job in the JobSet: pods are `<jobset>-<this>-<rank>-0.<jobset>`. */
+export const TRAINER_REPLICATED_JOB = "node";
 /** Where the model-cache volume is mounted; HF_HOME lives under it. */
 export const MODEL_CACHE_PATH = "/cache";
 /** Where the checkpoint volume is mounted; each run writes to `<root>/<runId>`. */
@@ -163,7 +177,7 @@ export interface ContainerDescription {
  * sockets: 5 GiB/s; every GPU visible, split by CUDA_VISIBLE_DEVICES: P2P, 346 GiB/s.
  */
 export interface GpuSharingDescription {
-    readonly mode: "shared" | "isolated" | "none";
+    readonly mode: "shared" | "isolated" | "none" | "network";
     /** What NCCL uses for the weight update (plan.md). */
     readonly transport: string;
     /** Expected bandwidth class, from the measurement above (plan.md). */
@@ -180,8 +194,36 @@ export interface VolumeDescription {
     /** Kubernetes PVC name / Docker host directory name. */
     readonly name: string;
     readonly size: string;
+    /**
+     * Kubernetes access mode: ReadWriteOnce on one node; ReadWriteMany with nodes > 1, where every
+     * trainer pod (sharded checkpoints) and the vLLM pod mount the claims from different nodes.
+     */
+    readonly accessMode: "ReadWriteOnce" | "ReadWriteMany";
     /** Host directory on the Docker GPU host (docker target only). */
     readonly hostPath?: string;
+}
+
+/**
+ * Multi-node training (training.nodes > 1, Kubernetes): the trainer as a JobSet of `nodes` one-pod
+ * Jobs, one per node, ranks wired by accelerate from JobSet's labels; vLLM in a Deployment of its own.
+ */
+export interface MultiNodeDescription {
+    readonly nodes: number;
+    readonly processesPerNode: number;
+    /** The replicated job's name (pods `<jobset>-<name>-<rank>-0`). */
+    readonly replicatedJob: string;
+    /** accelerate's rendezvous port on rank 0. */
+    readonly mainProcessPort: number;
+    /** Env vars the trainer gets from the downward API: var -> pod label (JobSet sets them). */
+    readonly labelEnv: Readonly<Record<string, string>>;
+    /** Env vars built from those (Kubernetes `$(VAR)` expansion), e.g. the rank-0 address. */
+    readonly derivedEnv: Readonly<Record<string, string>>;
+    /** Node label whose every value holds at most one trainer pod (JobSet exclusive placement). */
+    readonly exclusiveTopology: string;
+    /** vLLM's own workload: Deployment name and pod labels (= its Service's selector). */
+    readonly vllm: { readonly deployment: string; readonly podLabels: Readonly<Record<string, string>> };
+    /** vLLM's ClusterIP Service, which the trainer reaches for HTTP and the NCCL weight update. */
+    readonly vllmService: string;
 }
 
 export interface TrainingDescription {
@@ -226,6 +268,10 @@ export interface TrainingDescription {
     /** Secrets the run cannot start without. */
     readonly requiredSecrets: readonly SecretName[];
     readonly job: { readonly backoffLimit: number; readonly activeDeadlineSeconds: number };
+    /** training.nodes > 1: the JobSet and vLLM's own Deployment; absent on one node. */
+    readonly multiNode?: MultiNodeDescription;
+    /** Kubernetes with target.kueueQueue: the Kueue LocalQueue the trainer is submitted to (created suspended). */
+    readonly kueueQueue?: string;
     readonly scheduling: {
         readonly gpuResourceName: string;
         readonly nodeSelector: Readonly<Record<string, string>>;
@@ -253,6 +299,40 @@ export function envUrlVar(envName: string): string {
 
 function range(start: number, count: number): number[] {
     return Array.from({ length: count }, (_, i) => start + i);
+}
+
+/** accelerate flags the platform sets for a multi-node run (from JobSet's labels); the command may not set them. */
+const MULTI_NODE_FLAGS = ["--num_machines", "--machine_rank", "--main_process_ip", "--main_process_port"] as const;
+
+/**
+ * Multi-node: `accelerate launch` with every process of the run (`--num_processes` is the total over
+ * all machines), this pod's rank and the rank-0 address, both expanded by Kubernetes from env vars
+ * the downward API fills from JobSet's labels.
+ */
+function multiNodeLauncher(command: readonly string[] | undefined, m: MultiNodeDescription, problems: string[]): string[] | undefined {
+    const before = problems.length;
+    const single = launcher(command, m.processesPerNode * m.nodes, problems);
+    // launcher already said why a command that is not accelerate (nor python) cannot start the processes.
+    if (single === undefined || problems.length > before) return undefined;
+    const taken = MULTI_NODE_FLAGS.filter((f) => single.includes(f));
+    if (taken.length > 0) {
+        problems.push(
+            `training.command: ${taken.join(", ")} ${taken.length === 1 ? "is" : "are"} set by the platform from JobSet's labels when training.nodes > 1: remove ${taken.length === 1 ? "it" : "them"} from the command`,
+        );
+        return undefined;
+    }
+    return [
+        ...single.slice(0, 2),
+        "--num_machines",
+        String(m.nodes),
+        "--machine_rank",
+        "$(MACHINE_RANK)",
+        "--main_process_ip",
+        "$(MAIN_PROCESS_IP)",
+        "--main_process_port",
+        String(m.mainProcessPort),
+        ...single.slice(2),
+    ];
 }
 
 /** `python x.py` or `accelerate launch x.py`, with `--num_processes` set for accelerate. */
@@ -294,10 +374,31 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
     const blackbox = layout === "blackbox";
     const colocate = layout === "whitebox-colocate";
 
+    // nodes > 1 (Kubernetes; validation refuses it elsewhere): the trainer as a JobSet, vLLM on a node of its own.
+    const multiNode: MultiNodeDescription | undefined =
+        t.nodes > 1
+            ? {
+                  nodes: t.nodes,
+                  processesPerNode: t.numProcesses,
+                  replicatedJob: TRAINER_REPLICATED_JOB,
+                  mainProcessPort: MAIN_PROCESS_PORT,
+                  labelEnv: { JOBSET_NAME: JOBSET_LABELS.jobSetName, MACHINE_RANK: JOBSET_LABELS.jobIndex },
+                  // JobSet's headless Service is named after the JobSet and each pod's hostname is
+                  // <jobset>-<replicatedJob>-<jobIndex>-<podIndex> (jobset pkg/controllers/jobset_controller.go).
+                  derivedEnv: { MAIN_PROCESS_IP: `$(JOBSET_NAME)-${TRAINER_REPLICATED_JOB}-0-0.$(JOBSET_NAME)` },
+                  exclusiveTopology: "kubernetes.io/hostname",
+                  vllm: { deployment: names.training.vllm, podLabels: podLabels("vllm", names.training.vllm) },
+                  vllmService: names.training.vllmService,
+              }
+            : undefined;
+    // Where the trainer reaches vLLM: the same pod on one node, vLLM's Service across nodes.
+    const vllmUrl = multiNode ? `http://${names.training.vllmUpstream}` : INTERNAL_VLLM_URL;
+    const accessMode = multiNode ? "ReadWriteMany" : "ReadWriteOnce";
+
     // GPUs: vLLM gets the first indices, the trainer the next ones (disjoint: TRL refuses
-    // one CUDA device for two roles, trl/scripts/vllm_serve.py).
+    // one CUDA device for two roles, trl/scripts/vllm_serve.py). Across nodes each role starts at 0.
     const vllmDevices = colocate ? [] : range(0, t.vllmGpus);
-    const trainerDevices = range(vllmDevices.length, t.trainerGpus);
+    const trainerDevices = range(multiNode ? 0 : vllmDevices.length, t.trainerGpus);
     const gpuSharing = describeGpuSharing(t.gpuSharing, config.target.kind, t.ncclCheck, t.extraEnv);
     const shared = gpuSharing.mode === "shared";
     // Shared: both containers get every training GPU and CUDA_VISIBLE_DEVICES splits them
@@ -306,10 +407,15 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
     const visible = (own: readonly number[]): Record<string, string> => (shared ? { CUDA_VISIBLE_DEVICES: own.join(",") } : {});
 
     const modelCache: VolumeDescription | undefined = t.modelCache.enabled
-        ? { name: names.training.modelCache, size: t.modelCache.size, hostPath: hostDir(config, names.training.modelCache) }
+        ? { name: volumeName(names.training.modelCache, multiNode), size: t.modelCache.size, accessMode, hostPath: hostDir(config, names.training.modelCache) }
         : undefined;
     const checkpoints: VolumeDescription | undefined = t.checkpoints.enabled
-        ? { name: names.training.checkpoints, size: t.checkpoints.size, hostPath: hostDir(config, names.training.checkpoints) }
+        ? {
+              name: volumeName(names.training.checkpoints, multiNode),
+              size: t.checkpoints.size,
+              accessMode,
+              hostPath: hostDir(config, names.training.checkpoints),
+          }
         : undefined;
     const mounts: VolumeMount[] = [
         { volume: "shm", path: "/dev/shm" },
@@ -428,13 +534,13 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
             "--vllm_mode",
             "server",
             "--vllm_server_base_url",
-            INTERNAL_VLLM_URL,
+            vllmUrl,
             "--vllm_group_port",
             String(TRL_GROUP_PORT),
         );
     } else {
         // AsyncGRPOConfig has no vllm_mode / steps_per_generation; rollouts in flight = sandboxes in use.
-        scriptArgs.push("--vllm_server_base_url", INTERNAL_VLLM_URL, "--max_inflight_tasks", String(t.maxInflight));
+        scriptArgs.push("--vllm_server_base_url", vllmUrl, "--max_inflight_tasks", String(t.maxInflight));
         if (links.sandbox) scriptArgs.push("--sandbox-vllm-url", links.sandbox.url);
         else problems.push(`training.layout: the black-box trainer needs the ingress URL sandboxes reach vLLM through: the Platform must pass links.sandbox`);
     }
@@ -444,7 +550,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
     if (t.trackioSpaceId !== undefined) scriptArgs.push("--trackio_space_id", t.trackioSpaceId);
     scriptArgs.push(...t.extraArgs);
 
-    const launch = launcher(t.command, t.numProcesses, problems);
+    const launch = multiNode ? multiNodeLauncher(t.command, multiNode, problems) : launcher(t.command, t.numProcesses, problems);
     let trainerCommand: string[] | undefined;
     let trainerArgs: string[];
     if (t.resumeFromCheckpoint) {
@@ -462,8 +568,9 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         ...cacheEnv,
         RUN_ID: config.runId,
         OUTPUT_DIR: outputDir,
-        VLLM_URL: INTERNAL_VLLM_URL,
+        VLLM_URL: vllmUrl,
         ...visible(trainerDevices),
+        ...(multiNode ? { ...multiNode.derivedEnv, ...Object.fromEntries(Object.keys(multiNode.labelEnv).map((k) => [k, "(downward API)"])) } : {}),
     };
     for (const [envName, url] of Object.entries(links.envUrls)) reservedEnv[envUrlVar(envName)] = url;
     const dockerSocket =
@@ -492,7 +599,8 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         image: config.images.trainer,
         command: trainerCommand,
         args: trainerArgs,
-        env: { ...gpuSharing.env, ...t.extraEnv, ...reservedEnv },
+        // The label-fed vars come from the downward API (kubernetes.ts), not as literals.
+        env: omit({ ...gpuSharing.env, ...t.extraEnv, ...reservedEnv }, Object.keys(multiNode?.labelEnv ?? {})),
         secretEnv: trainerSecretEnv,
         gpus: trainerDevices.length,
         gpuDevices: shared ? allDevices : trainerDevices,
@@ -531,7 +639,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         trainer,
         gpuSharing,
         gpuLayout: { vllm: vllmDevices, trainer: trainerDevices },
-        internalUrl: INTERNAL_VLLM_URL,
+        internalUrl: vllmUrl,
         upstreamAddress: blackbox ? names.training.vllmUpstream : undefined,
         ingressAccess: blackbox
             ? {
@@ -550,6 +658,8 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
         },
         requiredSecrets,
         job: { backoffLimit: t.backoffLimit, activeDeadlineSeconds: t.activeDeadlineSeconds },
+        multiNode,
+        kueueQueue: k8s?.kueueQueue,
         scheduling: {
             gpuResourceName: k8s?.gpuResourceName ?? "nvidia.com/gpu",
             nodeSelector,
@@ -569,7 +679,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
  * training.extraEnv win, on both roles (the two ends of the group must agree).
  */
 export function describeGpuSharing(
-    mode: "shared" | "isolated" | "none",
+    mode: "shared" | "isolated" | "none" | "network",
     target: "kubernetes" | "docker",
     check: boolean,
     extraEnv: Readonly<Record<string, string>>,
@@ -578,6 +688,17 @@ export function describeGpuSharing(
         return { mode, transport: "none (vLLM runs inside the trainer process)", bandwidth: "-", oneContainer: false, env: {} };
     }
     const userNccl = Object.fromEntries(Object.entries(extraEnv).filter(([k]) => k.startsWith("NCCL_")));
+    if (mode === "network") {
+        // Across nodes NCCL picks the pod's interface itself (never lo); NCCL_SOCKET_IFNAME / NCCL_IB_HCA
+        // from training.extraEnv pin it where a node has several.
+        return {
+            mode,
+            transport: "NCCL over the pod network between nodes (TCP sockets; InfiniBand/RoCE where the pods get RDMA devices)",
+            bandwidth: "the nodes' network: ~1-3 GiB/s on 10-25 GbE sockets, tens of GiB/s with RDMA",
+            oneContainer: false,
+            env: { ...userNccl },
+        };
+    }
     const base: Record<string, string> = { NCCL_SOCKET_IFNAME: "lo" };
     if (mode === "isolated") {
         return {
@@ -616,6 +737,18 @@ function trainerEgress(links: TrainingLinks, claimsSandboxes: boolean, apiServer
         internetPorts: [...new Set([HTTPS_PORT, ...externalPorts])].sort((a, b) => a - b),
         apiServer: claimsSandboxes ? { ...(apiServerCidrs ? { cidrs: [...apiServerCidrs] } : {}), ports: [...API_SERVER_PORTS] } : undefined,
     };
+}
+
+/**
+ * A stack-wide claim's name: ReadWriteMany claims (nodes > 1) get their own name, since a claim's
+ * access mode is immutable and a retained claim replaced under its own name would collide with itself.
+ */
+function volumeName(name: string, multiNode: MultiNodeDescription | undefined): string {
+    return multiNode ? `${name}-rwx` : name;
+}
+
+function omit(env: Readonly<Record<string, string>>, keys: readonly string[]): Record<string, string> {
+    return Object.fromEntries(Object.entries(env).filter(([k]) => !keys.includes(k)));
 }
 
 /** A directory under the Docker host's data dir; undefined on Kubernetes (PVCs there). */
