@@ -207,6 +207,47 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
         assert.equal(changeCount(back.changes), 0, `restored config previews clean: ${JSON.stringify(back.changes)}`);
     });
 
+    it("a changed class or a smaller size of the claims is refused before anything changes (issue 13 point 2)", async () => {
+        needFirstUp();
+        const good = platform();
+        const n = names();
+        const claimBefore = await cluster.getJson(["get", "pvc", "-n", n.namespaces.training, n.training.checkpoints, "-o", "json"]);
+        assert.equal(claimBefore?.spec.storageClassName, cluster.storageClass, "the claim got the cluster's default class");
+        const before = stateSummary(stack);
+        const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+            [
+                "another StorageClass",
+                { target: { storageClassName: "other-class" } },
+                new RegExp(`target\\.storageClassName: 'other-class' differs from '${cluster.storageClass}', the class of the checkpoints claim`),
+            ],
+            [
+                "a smaller checkpoints volume",
+                { training: { checkpoints: { size: "1Gi" } } },
+                /training\.checkpoints\.size: 1Gi is smaller than the \d+\w+ of the claim/,
+            ],
+        ];
+        try {
+            for (const [what, change, message] of cases) {
+                await stack.setPlatform(merge(good, change));
+                for (const op of ["preview", "up"] as const) {
+                    const r = await stack[op](`${what}: ${op}`, { timeoutMs: UP_MS });
+                    assert.equal(r.ok, false, `${op} with ${what} must fail`);
+                    assert.match(r.error!, message);
+                    assert.equal(changeCount(r.changes), 0, `${op} with ${what}: nothing changed`);
+                }
+            }
+            assert.deepEqual(stateSummary(stack), before, "the state's resources are unchanged");
+            const claimAfter = await cluster.getJson(["get", "pvc", "-n", n.namespaces.training, n.training.checkpoints, "-o", "json"]);
+            assert.equal(claimAfter?.metadata.uid, claimBefore?.metadata.uid, "the same claim");
+            assert.deepEqual(claimAfter?.spec.resources, claimBefore?.spec.resources, "with its size");
+        } finally {
+            await stack.setPlatform(good);
+        }
+        const back = await stack.preview("preview after restoring the claims");
+        assertOk(back, "preview after restoring the claims");
+        assert.equal(changeCount(back.changes), 0, `restored config previews clean: ${JSON.stringify(back.changes)}`);
+    });
+
     it("a new runId starts a new run: up succeeds and the new Job's pod is placed", async () => {
         needFirstUp();
         const old = names();
@@ -333,7 +374,7 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
         assert.equal(changeCount(again.changes), 0, `and it changes nothing: ${JSON.stringify(again.changes)}`);
     });
 
-    it("the first black-box up does not wait for vLLM to load the model (issue 13 point 3)", async () => {
+    it("the first black-box up, a refresh and the next up do not wait for vLLM to load the model (issue 13 point 3)", async () => {
         // Pods in arl-slowload-training stay Running but not Ready, as while vLLM loads a model.
         const slow = await engine.stack("staging-slowload", stackPlatform(STACK, cluster, { target: { namespacePrefix: SLOW_PREFIX }, runId: "slow-001" }));
         const up = await slow.up("first up, model still loading", { timeoutMs: SLOW_MODEL_UP_MS });
@@ -343,6 +384,15 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
             await assertWorkloadsReady(cluster, [n.namespaces.ingress]);
             const pods = await jobPods(cluster, n.namespaces.training, n.training.job);
             assert.equal(pods.length, 1, "the run's pod exists (still loading)");
+            // A refresh while the model loads finds nothing unhealthy (an awaited vLLM Service would be,
+            // and the engine then updates it on the next up, which waits for the model).
+            const refresh = await slow.refresh("refresh, model still loading", { timeoutMs: SLOW_MODEL_UP_MS });
+            assertOk(refresh, "refresh while the model loads");
+            assert.doesNotMatch(refresh.output, /unhealthy state/, "refresh while the model loads: no resource reported unhealthy");
+            assert.equal(changeCount(refresh.changes), 0, `refresh found drift while loading: ${JSON.stringify(refresh.changes)}`);
+            const again = await slow.up("second up, model still loading", { timeoutMs: SLOW_MODEL_UP_MS });
+            assertOk(again, `second up after that refresh, model still loading (bound ${secs(SLOW_MODEL_UP_MS)})`);
+            assert.equal(changeCount(again.changes), 0, `second up while loading: ${JSON.stringify(again.changes)}`);
         } finally {
             const down = await slow.destroy("destroy slowload", { timeoutMs: UP_MS });
             log(`slowload: up ${up.ok ? "ok" : "failed"} after ${secs(up.ms)}; destroy ${down.ok ? "ok" : `failed: ${down.error?.slice(0, 300)}`}`);

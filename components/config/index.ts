@@ -1,6 +1,7 @@
 export { platformSchema, LAYOUTS, type Layout, type PlatformConfigInput, type ParsedConfig } from "./schema";
 export { resolveDefaults, computeDemand, isProdStack, type PlatformConfig, type ResolvedEnv, type Demand } from "./resolve";
 export { validatePlatform, deployedImages, replicasFor } from "./validate";
+export { claimChangeProblems, type ClaimRecord, type ClaimRecords } from "./claims";
 export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";
 export { RECIPES, RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, ALL_RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";

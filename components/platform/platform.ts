@@ -173,6 +173,8 @@ export class Platform extends pulumi.ComponentResource {
             namespaces: this.namespaces,
             demand: config.demand,
             trainingJob: training.jobName,
+            // Read back by the next up (previous.ts) to refuse a claim change Kubernetes cannot apply.
+            ...(config.target.kind === "kubernetes" ? { claims: training.claims } : {}),
             vllmInternalUrl: training.internalUrl,
             gpuLayout: training.gpuLayout,
             envs: Object.fromEntries(envSpaces.map((e, i) => [plan.envs[i].name, { url: e.url, wsUrl: e.wsUrl, capacity: e.capacity }])),

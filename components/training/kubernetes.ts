@@ -13,6 +13,7 @@ import { ncclCheckSource } from "./nccl-check";
 import { oneContainer } from "./supervisor";
 import { ADOPT, clusterDnsEgress, NAMESPACE_NAME_LABEL, podsInNamespace, publicInternetEgress } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
+import type { ClaimRecords } from "../config/claims";
 
 /** Pulumi waits for a Job to finish (10 min default) unless told not to (pulumi-kubernetes await logic). */
 const SKIP_AWAIT = { "pulumi.com/skipAwait": "true" } as const;
@@ -86,6 +87,8 @@ export interface KubernetesTrainingResources {
     readonly job: k8s.batch.v1.Job;
     /** Black box: the ClusterIP Service in front of vLLM (the ingress's upstream). */
     readonly vllmService?: k8s.core.v1.Service;
+    /** The stack-wide claims as made: size asked for and the class the cluster gave (the next up's checks read them back). */
+    readonly claims: pulumi.Output<ClaimRecords>;
 }
 
 /** Registers the run's Kubernetes objects as children of `parent`. */
@@ -328,5 +331,15 @@ export function buildKubernetesTraining(
             child,
         );
     }
-    return { job, vllmService };
+    const record = (pvc: k8s.core.v1.PersistentVolumeClaim | undefined, v: TrainingDescription["modelCache"]) =>
+        pvc && v
+            ? pulumi
+                  .all([pvc.metadata.namespace, pvc.spec.storageClassName])
+                  .apply(([namespace, storageClassName]) => ({ namespace, name: v.name, size: v.size, storageClassName }))
+            : undefined;
+    const claims = pulumi.all([record(modelCache, d.modelCache), record(checkpoints, d.checkpoints)]).apply(([m, c]) => ({
+        ...(m ? { modelCache: m } : {}),
+        ...(c ? { checkpoints: c } : {}),
+    }));
+    return { job, vllmService, claims };
 }

@@ -4,6 +4,7 @@
  * the target's resources; the provider (Kubernetes or Docker) arrives through `opts`.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { ClaimRecords } from "../config/claims";
 import type { SecretName, TrainingDescription } from "./describe";
 import { buildDockerTraining } from "./docker";
 import { buildKubernetesTraining } from "./kubernetes";
@@ -38,6 +39,12 @@ export class TrainingNode extends pulumi.ComponentResource {
     public readonly upstream: pulumi.Resource | undefined;
     /** The run's trainer: the Kubernetes Job or the Docker trainer container. */
     public readonly trainer: pulumi.CustomResource;
+    /**
+     * Kubernetes: the stack-wide claims (model cache, checkpoints) as made, with the class the
+     * cluster gave them; the Platform exports them so the next up can refuse what Kubernetes
+     * cannot apply (a class change, a shrink). Docker: none (host directories).
+     */
+    public readonly claims: pulumi.Output<ClaimRecords>;
     /** Host GPU indices per role, e.g. { vllm: [0], trainer: [1] }. */
     public readonly gpuLayout: { readonly vllm: readonly number[]; readonly trainer: readonly number[] };
 
@@ -58,10 +65,11 @@ export class TrainingNode extends pulumi.ComponentResource {
 
         let jobName: pulumi.Output<string>;
         if (d.target === "kubernetes") {
-            const { job, vllmService } = buildKubernetesTraining(name, d, provided, this, args.waitFor ?? [], args.namespace);
+            const { job, vllmService, claims } = buildKubernetesTraining(name, d, provided, this, args.waitFor ?? [], args.namespace);
             jobName = job.metadata.name;
             this.trainer = job;
             this.upstream = vllmService;
+            this.claims = claims;
         } else {
             if (args.network === undefined)
                 throw new pulumi.RunError(`TrainingNode ${name}: the docker target needs args.network (the private training network)`);
@@ -69,6 +77,7 @@ export class TrainingNode extends pulumi.ComponentResource {
             jobName = trainer.name;
             this.trainer = trainer;
             this.upstream = vllm;
+            this.claims = pulumi.output({});
         }
 
         this.jobName = jobName;
@@ -80,6 +89,7 @@ export class TrainingNode extends pulumi.ComponentResource {
             internalUrl: this.internalUrl,
             upstreamAddress: this.upstreamAddress,
             gpuLayout: this.gpuLayout,
+            claims: this.claims,
         });
     }
 }

@@ -33,6 +33,12 @@ export interface MockRunOptions {
     readonly config?: Record<string, string>;
     /** Keys of `config` that are secrets. */
     readonly secretKeys?: readonly string[];
+    /**
+     * Outputs of the stack's last update, as a StackReference to the stack itself reads them
+     * (the program reads its own previous outputs). Such reads are not recorded as resources.
+     * @default {} (a stack never updated)
+     */
+    readonly previousOutputs?: Record<string, unknown>;
     /** Function tokens the program may call; any other call fails the run. @default [] */
     readonly allowedCalls?: Readonly<Record<string, (inputs: any) => Record<string, any>>>;
 }
@@ -46,6 +52,8 @@ export interface MockRunResult {
     /** The error the program ended with, if any. */
     readonly error?: unknown;
 }
+
+const STACK_REFERENCE = "pulumi:pulumi:StackReference";
 
 /** State a mocked provider would return: the inputs, plus what real providers compute. */
 function mockState(type: string, name: string, inputs: Record<string, any>): Record<string, any> {
@@ -70,6 +78,12 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
     await pulumi.runtime.setMocks(
         {
             newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, any> } {
+                if (args.type === STACK_REFERENCE) {
+                    const self = `${pulumi.getOrganization()}/${project}/${opts.stack}`;
+                    if (args.inputs.name !== self)
+                        throw new Error(`unexpected StackReference to ${args.inputs.name}: only the stack itself (${self}) is served`);
+                    return { id: args.inputs.name, state: { name: args.inputs.name, outputs: opts.previousOutputs ?? {}, secretOutputNames: [] } };
+                }
                 const customTimeouts = timeouts.get(`${args.type}::${args.name}`);
                 resources.push({
                     type: args.type,
@@ -90,6 +104,8 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
         project,
         opts.stack,
         opts.preview ?? false,
+        // The organization the self-managed backend reports (a StackReference's name starts with it).
+        "organization",
     );
     const monitor = (pulumi.runtime as any).getMonitor();
     const register = monitor.registerResource.bind(monitor);
