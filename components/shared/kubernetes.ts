@@ -28,6 +28,9 @@ export function restrictedContainerSecurity(sec: RestrictedSecurity): k8s.types.
     };
 }
 
+/** Private IPv4 ranges (RFC 1918 and carrier-grade NAT), where a cluster's API server may sit when its address is not configured. */
+export const PRIVATE_IPV4_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"] as const;
+
 /** Label every namespace carries with its own name (set by the API server since 1.22). */
 export const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
 

@@ -8,10 +8,11 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
 import * as path from "node:path";
-import { CONTAINER, type ContainerDescription, type HttpProbe, type SecretName, type TrainingDescription } from "./describe";
+import { CONTAINER, type ContainerDescription, type HttpProbe, KUEUE_QUEUE_LABEL, type SecretName, type TrainingDescription, VLLM_PORT } from "./describe";
+import { buildMultiNodeTraining } from "./kubernetes-multinode";
 import { ncclCheckSource } from "./nccl-check";
 import { oneContainer } from "./supervisor";
-import { ADOPT, clusterDnsEgress, NAMESPACE_NAME_LABEL, podsInNamespace, publicInternetEgress } from "../shared/kubernetes";
+import { ADOPT, clusterDnsEgress, NAMESPACE_NAME_LABEL, podsInNamespace, PRIVATE_IPV4_RANGES, publicInternetEgress } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
 import type { ClaimRecords } from "../config/claims";
 
@@ -72,7 +73,7 @@ const SERVICE_ACCOUNT_TOKEN_VOLUME: k8s.types.input.core.v1.Volume & { name: str
     },
 };
 /** Private ranges the API server may sit in when its address is not configured (training.egress.apiServerCidrs). */
-const PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"] as const;
+const PRIVATE_RANGES = PRIVATE_IPV4_RANGES;
 
 /**
  * The Job's object name: the run's name plus a hash of its pod template, so a changed template
@@ -84,8 +85,9 @@ export function jobObjectName(d: TrainingDescription, podSpec: k8s.types.input.c
 }
 
 export interface KubernetesTrainingResources {
-    readonly job: k8s.batch.v1.Job;
-    /** Black box: the ClusterIP Service in front of vLLM (the ingress's upstream). */
+    /** The run's trainer: a Job on one node, a JobSet (jobset.x-k8s.io/v1alpha2) with training.nodes > 1. */
+    readonly job: k8s.batch.v1.Job | k8s.apiextensions.CustomResource;
+    /** Black box: the ClusterIP Service in front of vLLM (the ingress's upstream); with nodes > 1 also the trainer's way to vLLM. */
     readonly vllmService?: k8s.core.v1.Service;
     /** The stack-wide claims as made: size asked for and the class the cluster gave (the next up's checks read them back). */
     readonly claims: pulumi.Output<ClaimRecords>;
@@ -145,7 +147,7 @@ export function buildKubernetesTraining(
                     annotations: { ...SKIP_AWAIT, ...(role === "checkpoints" ? ADOPT : {}) },
                 },
                 spec: {
-                    accessModes: ["ReadWriteOnce"],
+                    accessModes: [v.accessMode],
                     ...(d.scheduling.storageClassName !== undefined ? { storageClassName: d.scheduling.storageClassName } : {}),
                     resources: { requests: { storage: v.size } },
                 },
@@ -169,19 +171,25 @@ export function buildKubernetesTraining(
     // Black box: the ClusterIP Service in front of vLLM, registered first so the ingress can wait
     // for it. Not awaited: its endpoints become ready only once the model has loaded (minutes to
     // tens of minutes), which no `pulumi up` should wait for; the ingress needs only its name.
+    // With nodes > 1 it selects vLLM's own pods, and the trainer reaches vLLM through it too.
     const access = d.ingressAccess;
-    const vllmService = access
+    const vllmServiceName = access?.serviceName ?? d.multiNode?.vllmService;
+    const vllmService = vllmServiceName
         ? new k8s.core.v1.Service(
               `${name}-vllm-service`,
               {
                   metadata: {
-                      name: access.serviceName,
+                      name: vllmServiceName,
                       namespace: ns,
                       labels: { "app.kubernetes.io/part-of": "agent-rl-infra" },
                       annotations: { ...SKIP_AWAIT },
                   },
                   // ClusterIP only, port 8000 only: the ingress is the one public face of vLLM.
-                  spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: access.port, targetPort: access.port, protocol: "TCP" }] },
+                  spec: {
+                      type: "ClusterIP",
+                      selector: d.multiNode ? { ...d.multiNode.vllm.podLabels } : labels,
+                      ports: [{ name: "http", port: VLLM_PORT, targetPort: VLLM_PORT, protocol: "TCP" }],
+                  },
               },
               child,
           )
@@ -219,6 +227,20 @@ export function buildKubernetesTraining(
             ...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []),
             { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true },
         ];
+    const dependsOn = [
+        serviceAccount,
+        ...secretResources,
+        ...(modelCache ? [modelCache] : []),
+        ...(checkpoints ? [checkpoints] : []),
+        ...(checkScripts ? [checkScripts] : []),
+        ...(vllmService ? [vllmService] : []),
+        ...waitFor,
+    ];
+    // training.nodes > 1: the trainer as a JobSet over the nodes, vLLM in a Deployment of its own.
+    const multi =
+        d.multiNode && d.vllm
+            ? buildMultiNodeTraining(name, d, d.multiNode, { trainer: main, vllm: container(d.vllm, d, provided), volumes, namespace: ns, dependsOn }, parent)
+            : undefined;
     const sidecar = d.vllm && !merged ? { ...container(d.vllm, d, provided), restartPolicy: "Always" } : undefined;
     const podSpec: k8s.types.input.core.v1.PodSpec = {
         // podFailurePolicy requires restartPolicy Never.
@@ -235,75 +257,81 @@ export function buildKubernetesTraining(
         containers: [main],
         volumes,
     };
-    const job = new k8s.batch.v1.Job(
-        `${name}-job`,
-        {
-            metadata: { name: jobObjectName(d, podSpec), namespace: ns, labels, annotations: { ...SKIP_AWAIT } },
-            spec: {
-                backoffLimit: d.job.backoffLimit,
-                activeDeadlineSeconds: d.job.activeDeadlineSeconds,
-                podFailurePolicy: {
-                    rules: [
-                        // A trainer that exits non-zero failed for a reason a retry will not fix.
-                        { action: "FailJob", onExitCodes: { containerName: CONTAINER.trainer, operator: "NotIn", values: [0] } },
-                        // A drained or preempted node is not the run's fault: retry without using up backoffLimit.
-                        { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
-                    ],
+    const queue = d.kueueQueue;
+    const job =
+        multi ??
+        new k8s.batch.v1.Job(
+            `${name}-job`,
+            {
+                metadata: {
+                    name: jobObjectName(d, podSpec),
+                    namespace: ns,
+                    labels: queue !== undefined ? { ...labels, [KUEUE_QUEUE_LABEL]: queue } : labels,
+                    annotations: { ...SKIP_AWAIT },
                 },
-                template: { metadata: { labels }, spec: podSpec },
+                spec: {
+                    // Kueue's contract: a suspended Job with the queue label, which Kueue unsuspends on admission.
+                    ...(queue !== undefined ? { suspend: true } : {}),
+                    backoffLimit: d.job.backoffLimit,
+                    activeDeadlineSeconds: d.job.activeDeadlineSeconds,
+                    podFailurePolicy: {
+                        rules: [
+                            // A trainer that exits non-zero failed for a reason a retry will not fix.
+                            { action: "FailJob", onExitCodes: { containerName: CONTAINER.trainer, operator: "NotIn", values: [0] } },
+                            // A drained or preempted node is not the run's fault: retry without using up backoffLimit.
+                            { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
+                        ],
+                    },
+                    template: { metadata: { labels }, spec: podSpec },
+                },
             },
-        },
-        {
-            ...child,
-            dependsOn: [
-                serviceAccount,
-                ...secretResources,
-                ...(modelCache ? [modelCache] : []),
-                ...(checkpoints ? [checkpoints] : []),
-                ...(checkScripts ? [checkScripts] : []),
-                ...(vllmService ? [vllmService] : []),
-                ...waitFor,
-            ],
-            // A Job's pod template is immutable: any change of the run (a new run id, or a trainer
-            // setting under the same one) replaces the Job, which is deleted first. skipAwait (no
-            // waiting hours for the run to finish) also skips waiting for that delete, so the new Job
-            // carries a hash of its pod template in its name and never meets the terminating one.
-            // The scheduler keeps the new pod Pending until the old one frees the GPUs: never two
-            // trainers on them. The checkpoints stay on their volume.
-            deleteBeforeReplace: true,
-        },
-    );
+            {
+                ...child,
+                dependsOn,
+                // A Job's pod template is immutable: any change of the run (a new run id, or a trainer
+                // setting under the same one) replaces the Job, which is deleted first. skipAwait (no
+                // waiting hours for the run to finish) also skips waiting for that delete, so the new Job
+                // carries a hash of its pod template in its name and never meets the terminating one.
+                // The scheduler keeps the new pod Pending until the old one frees the GPUs: never two
+                // trainers on them. The checkpoints stay on their volume.
+                deleteBeforeReplace: true,
+                // Kueue unsuspends an admitted Job; a later `up` must not suspend it again.
+                ...(queue !== undefined ? { ignoreChanges: ["spec.suspend"] } : {}),
+            },
+        );
 
     // Who may reach the pod: in black box only the ingress proxy, on vLLM's port; in white box nobody
-    // (NCCL and localhost:8000 stay inside the pod, which NetworkPolicy never filters).
-    new k8s.networking.v1.NetworkPolicy(
-        `${name}-policy`,
-        {
-            metadata: { name: d.jobName, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
-            spec: {
-                podSelector: { matchLabels: labels },
-                policyTypes: ["Ingress"],
-                ingress: access
-                    ? [
-                          {
-                              from: [
-                                  {
-                                      namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: access.fromNamespace } },
-                                      podSelector: { matchLabels: { ...access.fromPodLabels } },
-                                  },
-                              ],
-                              ports: [{ protocol: "TCP", port: access.port }],
-                          },
-                      ]
-                    : [],
+    // (NCCL and localhost:8000 stay inside the pod, which NetworkPolicy never filters). With nodes > 1
+    // the multi-node module writes the policies.
+    if (!multi)
+        new k8s.networking.v1.NetworkPolicy(
+            `${name}-policy`,
+            {
+                metadata: { name: d.jobName, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                spec: {
+                    podSelector: { matchLabels: labels },
+                    policyTypes: ["Ingress"],
+                    ingress: access
+                        ? [
+                              {
+                                  from: [
+                                      {
+                                          namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: access.fromNamespace } },
+                                          podSelector: { matchLabels: { ...access.fromPodLabels } },
+                                      },
+                                  ],
+                                  ports: [{ protocol: "TCP", port: access.port }],
+                              },
+                          ]
+                        : [],
+                },
             },
-        },
-        child,
-    );
+            child,
+        );
     // What the trainer may reach: DNS, this stack's env routers, ingress and sandboxes, the API server
     // when it claims sandboxes, and public addresses on 443 (the Hub). Never the metadata service,
     // other pods, or the node. Loopback (vLLM, NCCL) is not filtered by NetworkPolicy.
-    const egress = d.egress;
+    const egress = multi ? undefined : d.egress;
     if (egress) {
         const apiServer = egress.apiServer;
         new k8s.networking.v1.NetworkPolicy(

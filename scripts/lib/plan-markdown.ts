@@ -21,8 +21,13 @@ export function renderMermaid(plan: PlatformPlan): string {
     const lines = ["flowchart LR"];
     const t = c.training;
     const node = c.target.kind === "kubernetes" ? `namespace ${names.namespaces.training}` : `network ${names.networks.training}`;
-    lines.push(`  subgraph training["training node: ${node}"]`);
-    if (t.layout === "whitebox-colocate") {
+    const multi = plan.training.multiNode;
+    lines.push(`  subgraph training["${multi ? `training, ${multi.nodes + 1} GPU nodes` : "training node"}: ${node}"]`);
+    if (multi) {
+        lines.push(`    vllm["${t.layout === "blackbox" ? "vllm serve" : "trl vllm-serve"} :8000<br/>own node, ${t.vllmGpus} GPU (TP ${t.vllmGpus})"]`);
+        lines.push(`    trainer["trainer JobSet<br/>${multi.nodes} nodes x ${t.trainerGpus} GPU, ${multi.nodes * t.numProcesses} proc"]`);
+        lines.push(`    trainer -->|"Service :8000, NCCL weight sync"| vllm`);
+    } else if (t.layout === "whitebox-colocate") {
         lines.push(`    trainer["trainer + vLLM colocated<br/>${t.trainerGpus} GPU"]`);
     } else {
         lines.push(`    vllm["${t.layout === "blackbox" ? "vllm serve" : "trl vllm-serve"} :8000<br/>${t.vllmGpus} GPU"]`);
@@ -95,8 +100,26 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     out.push("");
     const rows: Array<Array<string | number>> = [];
     const where = c.target.kind === "kubernetes" ? names.namespaces.training : names.networks.training;
+    const multi = plan.training.multiNode;
     if (t.layout === "whitebox-colocate") {
         rows.push(["trainer (vLLM colocated)", where, `${t.trainerGpus}`, 1, "-", "vLLM in-process"]);
+    } else if (multi) {
+        rows.push([
+            `${t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`trl vllm-serve`)"}, Deployment on its own node`,
+            where,
+            `${t.vllmGpus} (TP ${t.vllmGpus})`,
+            1,
+            "-",
+            "8000 + NCCL (trainer pods only)",
+        ]);
+        rows.push([
+            `trainer JobSet (${multi.nodes} nodes x ${t.numProcesses} processes = ${multi.nodes * t.numProcesses})`,
+            where,
+            `${t.trainerGpus} per node, ${multi.nodes * t.trainerGpus} in all`,
+            `${multi.nodes} (one pod per node)`,
+            "-",
+            `${multi.mainProcessPort} rendezvous on rank 0 + NCCL (trainer and vLLM pods only)`,
+        ]);
     } else {
         rows.push([t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`trl vllm-serve`)", where, `${t.vllmGpus}`, 1, "-", "8000 (private)"]);
         rows.push([
@@ -140,6 +163,14 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         ]);
     out.push(table(["component", "where", "GPUs", "replicas", "sessions / sandboxes", "ports"], rows));
     out.push("");
+    if (plan.training.kueueQueue !== undefined) {
+        out.push(
+            `Kueue queue: **${plan.training.kueueQueue}** (target.kueueQueue). The trainer's ${multi ? "JobSet" : "Job"} carries \`kueue.x-k8s.io/queue-name: ${plan.training.kueueQueue}\` and is created suspended: ` +
+                `it starts only when Kueue admits it against LocalQueue \`${plan.training.kueueQueue}\` in ${names.namespaces.training} (which the cluster must have; this stack creates no Kueue objects).` +
+                (multi ? " vLLM's Deployment is not queued: it takes its node at once." : ""),
+        );
+        out.push("");
+    }
     const sharing = plan.training.gpuSharing;
     if (sharing.mode !== "none") {
         out.push("## Weight sync (NCCL, trainer -> vLLM)");
@@ -160,11 +191,13 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
                     ],
                     [
                         "pod shape",
-                        c.target.kind === "kubernetes"
-                            ? sharing.oneContainer
-                                ? "one container, every GPU; a supervisor starts vLLM, then the trainer"
-                                : "vLLM native sidecar + trainer, each its own GPUs"
-                            : "two containers, the trainer in vLLM's network and IPC namespaces",
+                        multi
+                            ? "vLLM pod on its own node; one trainer pod per node (JobSet)"
+                            : c.target.kind === "kubernetes"
+                              ? sharing.oneContainer
+                                  ? "one container, every GPU; a supervisor starts vLLM, then the trainer"
+                                  : "vLLM native sidecar + trainer, each its own GPUs"
+                              : "two containers, the trainer in vLLM's network and IPC namespaces",
                     ],
                     ["NCCL settings (both roles)", ncclEnv || "-"],
                     [
@@ -184,7 +217,13 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     }
     out.push("## Endpoints");
     out.push("");
-    const endpoints: Array<Array<string>> = [["trainer -> vLLM (internal)", "http://localhost:8000"]];
+    const endpoints: Array<Array<string>> = [["trainer -> vLLM (internal)", plan.training.internalUrl]];
+    if (multi) {
+        endpoints.push([
+            "trainer ranks -> rank 0 (accelerate --main_process_ip)",
+            `${plan.training.multiNode?.derivedEnv.MAIN_PROCESS_IP.replace(/\$\(JOBSET_NAME\)/g, "<jobset>")}:${multi.mainProcessPort} (JobSet's headless Service)`,
+        ]);
+    }
     for (const e of c.envs)
         endpoints.push([`env \`${e.name}\``, `${names.envs[e.name].url} (websocket ${names.envs[e.name].url.replace(/^http/, "ws")}${e.wsPath})`]);
     if (c.ingress.enabled) {
@@ -198,17 +237,30 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     const checks: Array<Array<string | number>> = [
         [
             "generation batch",
-            `perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x numProcesses ${t.numProcesses} x stepsPerGeneration ${t.stepsPerGeneration}`,
+            `perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x numProcesses ${t.numProcesses}${multi ? ` x nodes ${multi.nodes}` : ""} x stepsPerGeneration ${t.stepsPerGeneration}`,
             d.generationBatch,
             `divisible by numGenerations ${t.numGenerations}: ${d.promptsPerGeneration} prompts per generation`,
         ],
         [
             "eval batch",
-            d.evalBatch > 0 ? `perDeviceEvalBatchSize ${t.perDeviceEvalBatchSize} x numProcesses ${t.numProcesses}` : "eval off (evalSize 0)",
+            d.evalBatch > 0
+                ? `perDeviceEvalBatchSize ${t.perDeviceEvalBatchSize} x numProcesses ${t.numProcesses}${multi ? ` x nodes ${multi.nodes}` : ""}`
+                : "eval off (evalSize 0)",
             d.evalBatch,
             d.evalBatch > 0 ? `divisible by numGenerations ${t.numGenerations}` : "-",
         ],
-        ["GPUs", `vLLM ${t.vllmGpus} + trainer ${t.trainerGpus}`, t.vllmGpus + t.trainerGpus, `<= ${t.gpusOnNode} on the node`],
+        ...(multi
+            ? [
+                  ["trainer GPUs per node", `trainerGpus ${t.trainerGpus} (numProcesses ${t.numProcesses})`, t.trainerGpus, `<= ${t.gpusOnNode} on a node`],
+                  ["vLLM GPUs", `vllmGpus ${t.vllmGpus} (tensor parallel)`, t.vllmGpus, `<= ${t.gpusOnNode} on its own node`],
+                  [
+                      "GPU nodes",
+                      `${multi.nodes} trainer nodes + 1 vLLM node`,
+                      multi.nodes + 1,
+                      `${multi.nodes * t.trainerGpus + t.vllmGpus} GPUs in all, one trainer pod per node (JobSet exclusive placement on ${multi.exclusiveTopology})`,
+                  ],
+              ]
+            : [["GPUs", `vLLM ${t.vllmGpus} + trainer ${t.trainerGpus}`, t.vllmGpus + t.trainerGpus, `<= ${t.gpusOnNode} on the node`]]),
     ];
     for (const e of c.envs) {
         if (e.external)

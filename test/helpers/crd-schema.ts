@@ -7,6 +7,7 @@
  *   `agents.x-k8s.io` Sandbox;
  * - Gateway API v1 `gateway.networking.k8s.io/v1` HTTPRoute (standard channel).
  * - cert-manager v1.21.2 `cert-manager.io/v1` Certificate.
+ * - JobSet v0.10.1 `jobset.x-k8s.io/v1alpha2` JobSet.
  * Structural CRD schemas prune unknown fields (and server-side apply with strict field
  * validation rejects them), so unknown fields are errors here too. Embedded core types
  * (a pod template's spec, NetworkPolicy rules, PVC templates) are checked strictly against
@@ -264,6 +265,57 @@ function httpRouteRules(spec: any): string[] {
     return out;
 }
 
+/**
+ * JobSet v0.10.1, jobset.x-k8s.io/v1alpha2 JobSet (served and stored; config/components/crd/bases/
+ * jobset.x-k8s.io_jobsets.yaml in the sigs.k8s.io/jobset module). Each replicated job embeds a batch/v1
+ * JobTemplateSpec, checked strictly as a Job.
+ */
+const RULE_NAME = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
+const jobTemplate = obj(
+    {
+        metadata: obj({ labels: map, annotations: map }),
+        spec: embedded((spec) => ({ apiVersion: "batch/v1", kind: "Job", metadata: { name: "embedded" }, spec }), "/spec"),
+    },
+    ["spec"],
+);
+const jobSetSpec = obj({
+    coordinator: obj({ replicatedJob: str(), jobIndex: int(), podIndex: int() }, ["replicatedJob"]),
+    failurePolicy: obj({
+        maxRestarts: int({ minimum: 0 }),
+        restartStrategy: str({ enum: ["Recreate", "BlockingRecreate"] }),
+        rules: arr(
+            obj(
+                {
+                    name: str({ pattern: RULE_NAME }),
+                    action: str({ enum: ["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"] }),
+                    onJobFailureReasons: arr(str()),
+                    onJobFailureMessagePatterns: arr(str()),
+                    targetReplicatedJobs: arr(str()),
+                },
+                ["name", "action"],
+            ),
+        ),
+    }),
+    managedBy: str({ maxLength: 63 }),
+    network: obj({ enableDNSHostnames: bool, publishNotReadyAddresses: bool, subdomain: str({ pattern: DNS_LABEL, maxLength: 63 }) }),
+    replicatedJobs: arr(
+        obj(
+            {
+                name: str({ pattern: DNS_LABEL, maxLength: 63 }),
+                groupName: str(),
+                replicas: int({ minimum: 0 }),
+                dependsOn: arr(obj({ name: str(), status: str({ enum: ["Ready", "Complete"] }) }, ["name", "status"])),
+                template: jobTemplate,
+            },
+            ["name", "template"],
+        ),
+    ),
+    startupPolicy: obj({ startupPolicyOrder: str({ enum: ["AnyOrder", "InOrder"] }) }, ["startupPolicyOrder"]),
+    successPolicy: obj({ operator: str({ enum: ["All", "Any"] }), targetReplicatedJobs: arr(str()) }, ["operator"]),
+    suspend: bool,
+    ttlSecondsAfterFinished: int({ minimum: 0 }),
+});
+
 interface CrdKind {
     readonly spec: Schema;
     readonly extra?: (spec: any) => string[];
@@ -277,6 +329,7 @@ export const CRD_KINDS: Readonly<Record<string, CrdKind>> = {
     "agents.x-k8s.io/v1beta1/Sandbox": { spec: sandboxSpec },
     "gateway.networking.k8s.io/v1/HTTPRoute": { spec: httpRouteSpec, extra: httpRouteRules },
     "cert-manager.io/v1/Certificate": { spec: certificateSpec },
+    "jobset.x-k8s.io/v1alpha2/JobSet": { spec: jobSetSpec },
 };
 
 function typeName(v: unknown): string {

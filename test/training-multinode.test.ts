@@ -1,0 +1,284 @@
+/**
+ * Multi-node training on Kubernetes under Pulumi mocks (issue 18): the trainer as a JobSet, one pod
+ * per node with its rank and the rank-0 address from JobSet's labels, vLLM in a Deployment of its own
+ * behind its Service, the all-or-nothing failure policy, exclusive placement, the Kueue option on the
+ * JobSet and on the one-node Job, and every object against its schema (JobSet v0.10.1, Kubernetes 1.36).
+ * Run: node --import tsx --test test/training-multinode.test.ts
+ */
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { MULTI_NODE_RECIPE_NAMES } from "../components/config";
+import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT } from "../components/training/describe";
+import { planToDir, type PlanResult } from "../scripts/lib/plan";
+import { validateAnyManifest } from "./helpers/crd-schema";
+import { loadManifestSchemas } from "./helpers/k8s-schema";
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-multinode-"));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+before(async () => {
+    await loadManifestSchemas();
+});
+
+let n = 0;
+async function plan(source: Parameters<typeof planToDir>[0], override?: Record<string, unknown>): Promise<PlanResult> {
+    return planToDir(source, { outDir: path.join(tmp, String(n++)), platformOverride: override });
+}
+const RECIPE = { recipe: "opencode-blackbox-32b", target: "kubernetes" } as const;
+/** A white-box run on two trainer nodes (trl vllm-serve on a third). */
+const SERVER_OVERRIDE = {
+    model: { name: "Qwen/Qwen3-32B" },
+    training: {
+        layout: "whitebox-server",
+        nodes: 2,
+        gpusOnNode: 8,
+        perDeviceTrainBatchSize: 2,
+        gradientAccumulationSteps: 2,
+        numGenerations: 8,
+        evalSize: 64,
+        perDeviceEvalBatchSize: 4,
+        command: ["python", "/app/train_coding_whitebox.py"],
+    },
+};
+
+const one = (p: PlanResult, kind: string) => {
+    const found = p.manifests.filter((m) => m.kind === kind);
+    assert.equal(found.length, 1, `exactly one ${kind}: ${found.map((m) => m.metadata.name).join(", ")}`);
+    return found[0];
+};
+const trainerPod = (jobSet: Record<string, any>) => jobSet.spec.replicatedJobs[0].template.spec.template.spec;
+const envByName = (c: any) => Object.fromEntries((c.env ?? []).map((e: any) => [e.name, e]));
+
+describe("multi-node: the trainer JobSet", () => {
+    let p: PlanResult;
+    before(async () => {
+        p = await plan(RECIPE);
+    });
+
+    test("a JobSet and no Job: one replicated job of 2 one-pod Jobs, Indexed, no pod retries inside a node", () => {
+        assert.equal(p.manifests.filter((m) => m.kind === "Job").length, 0);
+        const js = one(p, "JobSet");
+        assert.equal(js.apiVersion, "jobset.x-k8s.io/v1alpha2");
+        assert.equal(js.spec.replicatedJobs.length, 1);
+        const rj = js.spec.replicatedJobs[0];
+        assert.equal(rj.name, "node");
+        assert.equal(rj.replicas, 2);
+        assert.deepEqual(
+            { parallelism: rj.template.spec.parallelism, completions: rj.template.spec.completions, backoffLimit: rj.template.spec.backoffLimit },
+            { parallelism: 1, completions: 1, backoffLimit: 0 },
+        );
+        assert.equal(rj.template.spec.completionMode, "Indexed");
+        assert.equal(rj.template.spec.activeDeadlineSeconds, 21600);
+        assert.equal(trainerPod(js).restartPolicy, "Never");
+    });
+
+    test("the run-id name with a hash of its spec, skipAwait, and exclusive placement per node", () => {
+        const js = one(p, "JobSet");
+        assert.match(js.metadata.name, /^train-demo-[0-9a-f]{8}$/);
+        assert.equal(js.metadata.annotations["pulumi.com/skipAwait"], "true");
+        assert.equal(js.metadata.annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"], "kubernetes.io/hostname");
+        assert.deepEqual(js.spec.network, { enableDNSHostnames: true, publishNotReadyAddresses: true });
+        assert.equal(js.spec.suspend, undefined, "no queue: starts at once");
+    });
+
+    test("all or nothing: a node's failure restarts every node; the trainer's own exit and the deadline end it; a drain restarts it free", () => {
+        const js = one(p, "JobSet");
+        assert.deepEqual(js.spec.failurePolicy, {
+            maxRestarts: 0,
+            rules: [
+                {
+                    name: "nodeDisrupted",
+                    action: "RestartJobSetAndIgnoreMaxRestarts",
+                    onJobFailureReasons: ["PodFailurePolicy"],
+                    onJobFailureMessagePatterns: ["DisruptionTarget"],
+                },
+                { name: "trainerFailed", action: "FailJobSet", onJobFailureReasons: ["PodFailurePolicy"] },
+                { name: "deadlineExceeded", action: "FailJobSet", onJobFailureReasons: ["DeadlineExceeded"] },
+            ],
+        });
+        const pfp = js.spec.replicatedJobs[0].template.spec.podFailurePolicy.rules;
+        assert.deepEqual(pfp[0], { action: "FailJob", onExitCodes: { containerName: "trainer", operator: "NotIn", values: [0] } });
+        assert.deepEqual(pfp[1], { action: "FailJob", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] });
+    });
+
+    test("accelerate launch over every node: total processes, this pod's rank and rank 0's DNS name from JobSet's labels", () => {
+        const c = trainerPod(one(p, "JobSet")).containers[0];
+        assert.deepEqual(c.command, [
+            "accelerate",
+            "launch",
+            "--num_machines",
+            "2",
+            "--machine_rank",
+            "$(MACHINE_RANK)",
+            "--main_process_ip",
+            "$(MAIN_PROCESS_IP)",
+            "--main_process_port",
+            String(MAIN_PROCESS_PORT),
+            "--num_processes",
+            "16",
+            "--config_file",
+            "/app/fsdp2.yaml",
+            "/app/opencode_async_grpo.py",
+        ]);
+        const env = envByName(c);
+        assert.equal(env.JOBSET_NAME.valueFrom.fieldRef.fieldPath, `metadata.labels['${JOBSET_LABELS.jobSetName}']`);
+        assert.equal(env.MACHINE_RANK.valueFrom.fieldRef.fieldPath, `metadata.labels['${JOBSET_LABELS.jobIndex}']`);
+        assert.equal(env.MAIN_PROCESS_IP.value, "$(JOBSET_NAME)-node-0-0.$(JOBSET_NAME)");
+        const order = c.env.map((e: any) => e.name);
+        assert.ok(order.indexOf("JOBSET_NAME") < order.indexOf("MAIN_PROCESS_IP"), "a $(VAR) expands only from a var listed before it");
+        assert.equal(c.resources.limits["nvidia.com/gpu"], "8");
+        assert.equal(
+            c.env.some((e: any) => e.name === "NCCL_SOCKET_IFNAME"),
+            false,
+            "across nodes NCCL must not be pinned to loopback",
+        );
+    });
+
+    test("the trainer reaches vLLM at its Service; no vLLM in the trainer pod", () => {
+        const js = one(p, "JobSet");
+        const pod = trainerPod(js);
+        assert.equal(pod.initContainers, undefined);
+        assert.equal(pod.containers.length, 1);
+        const args: string[] = pod.containers[0].args;
+        const url = args[args.indexOf("--vllm_server_base_url") + 1];
+        assert.equal(url, "http://vllm-demo.arl-opencode-blackbox-32b-k8s-training.svc.cluster.local:8000");
+        assert.equal(envByName(pod.containers[0]).VLLM_URL.value, url);
+    });
+
+    test("vLLM: a one-replica Deployment (Recreate) with 8 GPUs and TP 8, selected by its Service, which the ingress proxies to", () => {
+        const vllm = p.manifests.find((m) => m.kind === "Deployment" && m.metadata.name === "vllm-demo-server")!;
+        assert.ok(vllm, "vLLM's Deployment");
+        assert.equal(vllm.spec.replicas, 1);
+        assert.deepEqual(vllm.spec.strategy, { type: "Recreate" });
+        assert.equal(vllm.metadata.annotations["pulumi.com/skipAwait"], "true");
+        const c = vllm.spec.template.spec.containers[0];
+        assert.equal(c.resources.limits["nvidia.com/gpu"], "8");
+        assert.deepEqual(c.args.slice(c.args.indexOf("--tensor-parallel-size"), c.args.indexOf("--tensor-parallel-size") + 2), ["--tensor-parallel-size", "8"]);
+        assert.equal(c.image, "vllm/vllm-openai:v0.31.0");
+        const svc = p.manifests.find((m) => m.kind === "Service" && m.metadata.name === "vllm-demo")!;
+        assert.deepEqual(svc.spec.selector, vllm.spec.selector.matchLabels);
+        assert.deepEqual(vllm.spec.template.metadata.labels, vllm.spec.selector.matchLabels);
+        assert.equal(vllm.spec.template.metadata.labels["app.kubernetes.io/name"], "vllm");
+        assert.deepEqual(
+            vllm.spec.template.spec.volumes.map((v: any) => v.name),
+            ["dshm", "model-cache"],
+        );
+    });
+
+    test("claims are ReadWriteMany, under their own names (an access mode is immutable)", () => {
+        const claims = p.manifests.filter((m) => m.kind === "PersistentVolumeClaim");
+        assert.deepEqual(claims.map((c) => [c.metadata.name, c.spec.accessModes]).sort(), [
+            ["checkpoints-rwx", ["ReadWriteMany"]],
+            ["model-cache-rwx", ["ReadWriteMany"]],
+        ]);
+    });
+
+    test("NetworkPolicies: trainer pods from each other and from vLLM (every port); vLLM from the trainer pods and the ingress on 8000", () => {
+        const pols = Object.fromEntries(p.manifests.filter((m) => m.kind === "NetworkPolicy").map((m) => [m.metadata.name, m.spec]));
+        const trainerSel = { "app.kubernetes.io/instance": "train-demo", "app.kubernetes.io/name": "trainer", "app.kubernetes.io/part-of": "agent-rl-infra" };
+        const vllmSel = { "app.kubernetes.io/instance": "vllm-demo-server", "app.kubernetes.io/name": "vllm", "app.kubernetes.io/part-of": "agent-rl-infra" };
+        const ns = { "kubernetes.io/metadata.name": "arl-opencode-blackbox-32b-k8s-training" };
+        assert.deepEqual(pols["train-demo"].ingress, [
+            {
+                from: [
+                    { namespaceSelector: { matchLabels: ns }, podSelector: { matchLabels: trainerSel } },
+                    { namespaceSelector: { matchLabels: ns }, podSelector: { matchLabels: vllmSel } },
+                ],
+            },
+        ]);
+        assert.equal(pols["train-demo-vllm"].ingress.length, 2);
+        assert.deepEqual(pols["train-demo-vllm"].ingress[0], { from: [{ namespaceSelector: { matchLabels: ns }, podSelector: { matchLabels: trainerSel } }] });
+        assert.deepEqual(pols["train-demo-vllm"].ingress[1].ports, [{ protocol: "TCP", port: 8000 }]);
+        assert.equal(pols["train-demo-vllm"].ingress[1].from[0].podSelector.matchLabels["app.kubernetes.io/name"], "vllm-ingress");
+        assert.deepEqual(pols["train-demo-egress"].egress[1], {
+            to: [
+                { namespaceSelector: { matchLabels: ns }, podSelector: { matchLabels: trainerSel } },
+                { namespaceSelector: { matchLabels: ns }, podSelector: { matchLabels: vllmSel } },
+            ],
+        });
+        assert.deepEqual(pols["train-demo-vllm-egress"].egress[1], {
+            to: [{ namespaceSelector: { matchLabels: ns }, podSelector: { matchLabels: trainerSel } }],
+        });
+    });
+
+    test("every object holds to its schema (JobSet v0.10.1 CRD, Kubernetes 1.36 strictly)", () => {
+        const problems = p.manifests.flatMap((m) => validateAnyManifest(m).map((x) => `${m.kind} ${m.metadata?.name}: ${x}`));
+        assert.deepEqual(problems, []);
+    });
+
+    test("a changed trainer setting is a new JobSet name (replicated jobs are immutable); the same config keeps its name", async () => {
+        const again = await plan(RECIPE);
+        assert.equal(one(again, "JobSet").metadata.name, one(p, "JobSet").metadata.name);
+        const changed = await plan(RECIPE, { training: { maxSteps: 11 } });
+        assert.notEqual(one(changed, "JobSet").metadata.name, one(p, "JobSet").metadata.name);
+    });
+
+    test("plan.md shows the nodes, the rank-0 address and the GPU-node count", () => {
+        const md = fs.readFileSync(path.join(tmp, "0", "plan.md"), "utf8");
+        assert.match(md, /\| trainer JobSet \(2 nodes x 8 processes = 16\) \|/);
+        assert.match(md, /\| trainer ranks -> rank 0 \(accelerate --main_process_ip\) \| <jobset>-node-0-0\.<jobset>:29500 /);
+        assert.match(md, /\| GPU nodes \| 2 trainer nodes \+ 1 vLLM node \| 3 \| 24 GPUs in all/);
+        assert.match(md, /\| generation batch \| perDeviceTrainBatchSize 1 x numProcesses 8 x nodes 2 x stepsPerGeneration 4 \| 64 \|/);
+    });
+});
+
+describe("multi-node: white box (trl vllm-serve on its own node)", () => {
+    test("the trainer joins the NCCL group at vLLM's Service; vLLM runs TP over its node", async () => {
+        const p = await plan({ recipe: "mbpp-whitebox", target: "kubernetes" }, SERVER_OVERRIDE);
+        const js = one(p, "JobSet");
+        const c = trainerPod(js).containers[0];
+        const args: string[] = c.args;
+        assert.equal(args[args.indexOf("--vllm_server_base_url") + 1], "http://vllm-demo.arl-mbpp-whitebox-k8s-training.svc.cluster.local:8000");
+        assert.equal(args[args.indexOf("--vllm_group_port") + 1], String(TRL_GROUP_PORT));
+        assert.deepEqual(c.command.slice(0, 4), ["accelerate", "launch", "--num_machines", "2"]);
+        assert.equal(c.command[c.command.indexOf("--num_processes") + 1], "16");
+        const vllm = p.manifests.find((m) => m.kind === "Deployment" && m.metadata.name === "vllm-demo-server")!;
+        const v = vllm.spec.template.spec.containers[0];
+        assert.deepEqual(v.command, ["trl", "vllm-serve"]);
+        assert.equal(v.args[v.args.indexOf("--tensor_parallel_size") + 1], "8");
+        // White box has no ingress: vLLM admits the trainer pods alone.
+        const pol = p.manifests.find((m) => m.kind === "NetworkPolicy" && m.metadata.name === "train-demo-vllm")!;
+        assert.equal(pol.spec.ingress.length, 1);
+        const problems = p.manifests.flatMap((m) => validateAnyManifest(m).map((x) => `${m.kind} ${m.metadata?.name}: ${x}`));
+        assert.deepEqual(problems, []);
+    });
+});
+
+describe("Kueue option (target.kueueQueue)", () => {
+    test("the JobSet carries the queue label and is created suspended; plan.md names the queue", async () => {
+        const p = await plan(RECIPE, { target: { kueueQueue: "team-a" } });
+        const js = one(p, "JobSet");
+        assert.equal(js.metadata.labels[KUEUE_QUEUE_LABEL], "team-a");
+        assert.equal(js.spec.suspend, true);
+        assert.equal(js.spec.replicatedJobs[0].template.metadata.labels[KUEUE_QUEUE_LABEL], undefined, "the label is Kueue's on the JobSet itself");
+        const md = fs.readFileSync(path.join(tmp, String(n - 1), "plan.md"), "utf8");
+        assert.match(
+            md,
+            /Kueue queue: \*\*team-a\*\* \(target\.kueueQueue\)\. The trainer's JobSet carries `kueue\.x-k8s\.io\/queue-name: team-a` and is created suspended/,
+        );
+    });
+
+    test("the one-node Job carries it too, suspended; without a queue the Job is as before", async () => {
+        const queued = await plan({ recipe: "opencode-blackbox", target: "kubernetes" }, { target: { kueueQueue: "team-a" } });
+        const job = one(queued, "Job");
+        assert.equal(job.metadata.labels[KUEUE_QUEUE_LABEL], "team-a");
+        assert.equal(job.spec.suspend, true);
+        assert.deepEqual(validateAnyManifest(job), []);
+        const plain = one(await plan({ recipe: "opencode-blackbox", target: "kubernetes" }), "Job");
+        assert.equal(plain.spec.suspend, undefined);
+        assert.equal(plain.metadata.labels[KUEUE_QUEUE_LABEL], undefined);
+        assert.equal(plain.metadata.name, job.metadata.name, "the queue changes no pod template: same Job name");
+    });
+});
+
+describe("multi-node recipes", () => {
+    for (const recipe of MULTI_NODE_RECIPE_NAMES) {
+        test(`${recipe} plans on kubernetes and is refused on docker`, async () => {
+            const p = await plan({ recipe, target: "kubernetes" });
+            assert.ok(p.manifests.some((m) => m.kind === "JobSet"));
+            await assert.rejects(plan({ recipe, target: "docker" }), /training\.nodes: the docker target is one GPU host/);
+        });
+    }
+});
