@@ -2,7 +2,7 @@
 # Builds the Kubernetes API server test fixture (see README.md next to this file):
 #   bin/kube-apiserver, bin/kubectl  (k8s.io/kubernetes v1.36.3)
 #   bin/etcd                         (go.etcd.io/etcd/server/v3 v3.6.8)
-#   crds/*.yaml                      (agent-sandbox, Gateway API and cert-manager CRDs, from the Go module cache)
+#   crds/*.yaml                      (agent-sandbox, Gateway API, cert-manager and JobSet CRDs, from the Go module cache)
 # into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/k8s-v1.36.3/.
 #
 # Idempotent: exits at once when the cache directory is complete. Only needs
@@ -15,6 +15,7 @@ ETCD_VERSION=v3.6.8
 AGENT_SANDBOX_VERSION=v0.5.6
 GATEWAY_API_VERSION=v1.6.3
 CERT_MANAGER_VERSION=v1.21.2
+JOBSET_VERSION=v0.10.1
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
@@ -23,7 +24,7 @@ out="${AGENT_RL_K8S_CACHE_DIR:-$cache_root/k8s-$K8S_VERSION}"
 # crds/.complete for the CRDs (a change of a CRD version only refreshes crds/, in seconds).
 go_sum="go.sum=$(sha256sum "$here/go.sum" | cut -c1-16)"
 stamp_content="k8s=$K8S_VERSION etcd=$ETCD_VERSION agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION $go_sum"
-crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION"
+crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION jobset=$JOBSET_VERSION"
 
 log() { printf '[apiserver/build] %s\n' "$*" >&2; }
 
@@ -57,21 +58,25 @@ module_dir() { # <module@version>
   printf '%s' "$dir"
 }
 install_crds() { # <dir to fill>
-  local into="$1" sandbox_dir gateway_dir cert_manager_dir f
+  local into="$1" sandbox_dir gateway_dir cert_manager_dir jobset_dir f
   sandbox_dir="$(module_dir "sigs.k8s.io/agent-sandbox@$AGENT_SANDBOX_VERSION")"
   gateway_dir="$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
   cert_manager_dir="$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")"
+  jobset_dir="$(module_dir "sigs.k8s.io/jobset@$JOBSET_VERSION")"
   shopt -s nullglob
   local sandbox_crds=("$sandbox_dir"/k8s/crds/*.yaml)
   local gateway_crds=("$gateway_dir"/config/crd/standard/*.yaml)
   local cert_manager_crds=("$cert_manager_dir"/deploy/crds/*.yaml)
+  local jobset_crds=("$jobset_dir"/config/components/crd/bases/*.yaml)
   (( ${#sandbox_crds[@]} > 0 )) || { log "ERROR: no CRDs in $sandbox_dir/k8s/crds"; return 1; }
   (( ${#gateway_crds[@]} > 0 )) || { log "ERROR: no CRDs in $gateway_dir/config/crd/standard"; return 1; }
   (( ${#cert_manager_crds[@]} > 0 )) || { log "ERROR: no CRDs in $cert_manager_dir/deploy/crds"; return 1; }
+  (( ${#jobset_crds[@]} > 0 )) || { log "ERROR: no CRDs in $jobset_dir/config/components/crd/bases"; return 1; }
   mkdir -p "$into"
   for f in "${sandbox_crds[@]}"; do install -m 0644 "$f" "$into/agent-sandbox-$AGENT_SANDBOX_VERSION.$(basename "$f")"; done
   for f in "${gateway_crds[@]}"; do install -m 0644 "$f" "$into/gateway-api-$GATEWAY_API_VERSION.$(basename "$f")"; done
   for f in "${cert_manager_crds[@]}"; do install -m 0644 "$f" "$into/cert-manager-$CERT_MANAGER_VERSION.$(basename "$f")"; done
+  for f in "${jobset_crds[@]}"; do install -m 0644 "$f" "$into/jobset-$JOBSET_VERSION.$(basename "$f")"; done
   printf '%s' "$crd_stamp" > "$into/.complete"
 }
 
