@@ -1,7 +1,7 @@
 // SandboxPool under Pulumi mocks, per target: hardening of every sandbox, the NetworkPolicy,
 // the claim admission policy (its exact CEL run with @marcbachmann/cel-js), quota, RBAC, the
 // key's path, resource count vs pool size, and agent-sandbox v0.5.6 CRD requirements.
-import { describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -451,48 +451,81 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
 });
 
 describe("SandboxPool on Docker", () => {
-    it("runs a fixed, hardened pool on the internal sandbox network only", async () => {
-        const c = config({}, "docker");
-        const { update, preview, names, description: d, pool } = await build(c);
-        for (const run of [update, preview]) {
-            const containers = ofType(run.resources, T.container);
+    const c = config({}, "docker");
+    let built: Awaited<ReturnType<typeof build>>;
+    before(async () => {
+        built = await build(c);
+    });
+    /** Both runs (update, preview), each with its sandbox containers. */
+    const runs = () => [built.update, built.preview].map((run) => ({ run, containers: ofType(run.resources, T.container) }));
+
+    it("runs a fixed pool from the pinned image, each container named uniquely under the stack prefix", () => {
+        for (const { run, containers } of runs()) {
             assert.equal(containers.length, c.sandboxes.poolSize);
             const image = single(run.resources, T.image);
             assert.equal(image.inputs.name, c.sandboxes.image);
             const containerNames = containers.map((r) => r.inputs.name);
             assert.equal(new Set(containerNames).size, containers.length);
-            for (const r of containers) {
-                const x = r.inputs;
-                assert.ok(x.name.startsWith(names.prefix), `${x.name} carries the stack prefix`);
-                assert.equal(x.networkMode, names.networks.sandboxes);
+            for (const { inputs: x } of containers) assert.ok(x.name.startsWith(built.names.prefix), `${x.name} carries the stack prefix`);
+        }
+    });
+
+    it("on the internal sandbox network only, with no published ports", () => {
+        for (const { containers } of runs()) {
+            for (const { inputs: x } of containers) {
+                assert.equal(x.networkMode, built.names.networks.sandboxes);
                 assert.equal(x.networksAdvanced, undefined, "no second network");
+                assert.equal((x.ports ?? []).length, 0, "no published ports");
+            }
+        }
+    });
+
+    it("hardened: read-only root, no capabilities, no new privileges, a high uid that owns the tmpfs mounts", () => {
+        for (const { containers } of runs()) {
+            for (const { inputs: x } of containers) {
                 assert.equal(x.readOnly, true);
                 assert.deepEqual(x.capabilities, { drops: ["ALL"] });
                 assert.deepEqual(x.securityOpts, ["no-new-privileges:true"]);
                 assert.equal(x.privileged, false);
                 assert.equal(x.user, "65532:65532", "a high uid, not the well-known 1000");
+                assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/home/user", "/tmp", "/workspace"]);
+                assert.ok(Object.values(x.tmpfs).every((o) => /uid=65532/.test(o as string)));
+            }
+        }
+    });
+
+    it("bounded: 2 CPUs, 4 GiB and no swap, never restarted, PID 1 ends at the deadline; labelled with the run", () => {
+        for (const { containers } of runs()) {
+            for (const { inputs: x } of containers) {
                 assert.equal(x.cpus, "2");
                 assert.equal(x.memory, 4096);
                 assert.equal(x.memorySwap, 4096);
                 assert.equal(x.restart, "no");
-                assert.deepEqual(x.command, ["sleep", String(d.deadlineSeconds)], "hard lifetime: PID 1 ends at the deadline");
-                assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/home/user", "/tmp", "/workspace"]);
-                assert.ok(Object.values(x.tmpfs).every((o) => /uid=65532/.test(o as string)));
+                assert.deepEqual(x.command, ["sleep", String(built.description.deadlineSeconds)], "hard lifetime: PID 1 ends at the deadline");
                 assert.ok(x.labels.some((l: any) => l.label === "agentrl.dev/run" && l.value === "r1"));
-                assert.equal((x.ports ?? []).length, 0, "no published ports");
-                if (run === update) {
+            }
+        }
+    });
+
+    it("the key travels only in the containers' env, sent as a secret, beside the upstream URL", () => {
+        for (const { run, containers } of runs()) {
+            if (run === built.update) {
+                for (const { inputs: x } of containers) {
                     assert.ok(isSecret(x.envs), "env sent as a secret");
                     assert.ok(unwrapSecrets(x.envs).includes(`OPENCODE_UPSTREAM_API_KEY=${KEY}`));
-                    assert.ok(unwrapSecrets(x.envs).includes(`OPENCODE_UPSTREAM_URL=${d.upstreamUrl}`));
+                    assert.ok(unwrapSecrets(x.envs).includes(`OPENCODE_UPSTREAM_URL=${built.description.upstreamUrl}`));
                 }
             }
             // The key appears only in the containers' (secret) env.
             const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
             assert.ok(holders.every((r) => r.type === T.container));
         }
-        assert.equal(pool.trainerEnv.SANDBOX_PROVIDER, "docker");
-        assert.equal(pool.trainerEnv.SANDBOX_CONTAINERS.split(",").length, d.poolSize);
-        assert.equal(ofType(update.resources, T.template).length, 0);
+    });
+
+    it("hands the trainer the Docker provider and every container; no agent-sandbox template", () => {
+        assert.equal(built.pool.trainerEnv.SANDBOX_PROVIDER, "docker");
+        assert.equal(built.pool.trainerEnv.SANDBOX_CONTAINERS.split(",").length, built.description.poolSize);
+        assert.equal(ofType(built.update.resources, T.template).length, 0);
     });
 });
 

@@ -10,7 +10,7 @@ import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } f
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { RESUME_SCRIPT } from "../components/training/describe";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
-import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
+import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { manifests } from "./helpers/manifests";
 import { isSecret, unwrapSecrets } from "./helpers/secrets";
@@ -483,53 +483,107 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
         });
         const containers = (rs: readonly RecordedResource[]) => ofType(rs, "docker:index/container:Container");
 
-        test("containers hold the literal command lines, GPUs split by CUDA_VISIBLE_DEVICES, vLLM first", () => {
+        /** The run's containers: the trainer (named after the run's job) and, unless colocated, vLLM. */
+        const roles = (run: MockRunResult) => {
+            const cs = containers(run.resources);
+            const trainer = cs.find((c) => c.inputs.name === b.names.training.job)!;
+            assert.ok(trainer, "trainer container named after the run's job");
+            return { cs, trainer, vllm: cs.find((c) => c.inputs.name === b.names.training.vllm)! };
+        };
+        const colocated = EXPECTED[layout].vllm === undefined;
+
+        test("containers hold the literal command lines (colocate: only the trainer)", () => {
             for (const run of [b.update, b.preview]) {
-                const cs = containers(run.resources);
-                const trainer = cs.find((c) => c.inputs.name === b.names.training.job)!;
-                assert.ok(trainer, "trainer container named after the run's job");
+                const { cs, trainer, vllm } = roles(run);
                 assert.deepEqual([...(trainer.inputs.entrypoints ?? []), ...trainer.inputs.command], expectedTrainer(layout, b.names));
                 const vllmArgs = EXPECTED[layout].vllm;
                 if (vllmArgs === undefined) {
                     assert.equal(cs.length, 1, "colocate: only the trainer");
-                    assert.deepEqual(trainer.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0"], capabilities: ["gpu"] }]);
-                    assert.deepEqual(trainer.inputs.networksAdvanced, [{ name: b.names.networks.training }]);
-                    assert.equal(trainer.inputs.shmSize, 16384);
                 } else {
                     assert.equal(cs.length, 2);
-                    const vllm = cs.find((c) => c.inputs.name === b.names.training.vllm)!;
                     assert.deepEqual([...vllm.inputs.entrypoints, ...vllm.inputs.command], [...vllmArgs]);
+                }
+            }
+        });
+
+        test("GPUs: colocate takes GPU 0; shared, both get every training GPU and CUDA_VISIBLE_DEVICES splits them", () => {
+            for (const run of [b.update, b.preview]) {
+                const { trainer, vllm } = roles(run);
+                if (colocated) {
+                    assert.deepEqual(trainer.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0"], capabilities: ["gpu"] }]);
+                } else {
                     // gpuSharing shared (the default): both get every training GPU, CUDA_VISIBLE_DEVICES splits them.
                     for (const c of [vllm, trainer])
                         assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0", "1"], capabilities: ["gpu"] }]);
                     assert.equal(envsOfDocker(vllm).CUDA_VISIBLE_DEVICES, "0");
                     assert.equal(envsOfDocker(trainer).CUDA_VISIBLE_DEVICES, "1");
                     assert.equal(vllm.inputs.gpus, undefined);
-                    assert.equal(envsOfDocker(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
-                    assert.ok(!JSON.stringify(vllm.inputs).includes("--api-key"));
-                    // Only the private training network; no published ports anywhere.
+                }
+            }
+        });
+
+        test("only the private training network (the trainer joins vLLM's); no port published on the host", () => {
+            for (const run of [b.update, b.preview]) {
+                const { cs, trainer, vllm } = roles(run);
+                if (colocated) {
+                    assert.deepEqual(trainer.inputs.networksAdvanced, [{ name: b.names.networks.training }]);
+                } else {
                     assert.deepEqual(vllm.inputs.networksAdvanced, [
                         { name: b.names.networks.training, aliases: layout === "blackbox" ? [b.names.training.vllmService] : [] },
                     ]);
+                    // By vLLM's container id (what dockerd stores; test/docker-lifecycle.test.ts): unknown in a preview.
+                    if (run === b.preview) assert.equal(trainer.inputs.networkMode?.__pulumiUnknown, true);
+                    else assert.equal(trainer.inputs.networkMode, `container:${vllm.name}-id`);
+                    assert.equal(trainer.inputs.networksAdvanced, undefined);
+                }
+                for (const c of cs) assert.equal(c.inputs.ports, undefined, "no port published on the host");
+            }
+        });
+
+        test("16 GiB of shared memory; the trainer shares vLLM's IPC namespace", () => {
+            for (const run of [b.update, b.preview]) {
+                const { trainer, vllm } = roles(run);
+                if (colocated) {
+                    assert.equal(trainer.inputs.shmSize, 16384);
+                } else {
                     assert.equal(vllm.inputs.ipcMode, "shareable");
                     assert.equal(vllm.inputs.shmSize, 16384);
-                    // By vLLM's container id (what dockerd stores; test/docker-lifecycle.test.ts): unknown in a preview.
-                    const vllmRecord = cs.find((c) => c.inputs.name === b.names.training.vllm)!;
-                    for (const mode of [trainer.inputs.networkMode, trainer.inputs.ipcMode]) {
-                        if (run === b.preview) assert.equal(mode?.__pulumiUnknown, true);
-                        else assert.equal(mode, `container:${vllmRecord.name}-id`);
-                    }
-                    assert.equal(trainer.inputs.networksAdvanced, undefined);
+                    // By vLLM's container id, as the network: unknown in a preview.
+                    if (run === b.preview) assert.equal(trainer.inputs.ipcMode?.__pulumiUnknown, true);
+                    else assert.equal(trainer.inputs.ipcMode, `container:${vllm.name}-id`);
+                }
+            }
+        });
+
+        if (!colocated) {
+            test("vLLM first: created only once /health answers, with time to load the model", () => {
+                for (const run of [b.update, b.preview]) {
+                    const { vllm } = roles(run);
                     assert.equal(vllm.inputs.wait, true);
                     assert.ok(vllm.inputs.waitTimeout >= b.config.training.modelLoadSeconds);
                     const hc = vllm.inputs.healthcheck;
                     assert.ok(hc.tests.join(" ").includes("http://localhost:8000/health'"));
                     assert.equal(hc.startPeriod, "1200s");
                 }
-                for (const c of cs) assert.equal(c.inputs.ports, undefined, "no port published on the host");
+            });
+        }
+
+        test("vLLM's dev mode (weight updates) only for the black box, never an --api-key; the trainer has no dev mode", () => {
+            for (const run of [b.update, b.preview]) {
+                const { trainer, vllm } = roles(run);
+                if (!colocated) {
+                    assert.equal(envsOfDocker(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
+                    assert.ok(!JSON.stringify(vllm.inputs).includes("--api-key"));
+                }
+                assert.equal(envsOfDocker(trainer).VLLM_SERVER_DEV_MODE, undefined);
+            }
+        });
+
+        test("the trainer runs once: never restarted, not required to keep running", () => {
+            for (const run of [b.update, b.preview]) {
+                const { trainer } = roles(run);
                 assert.equal(trainer.inputs.mustRun, false);
                 assert.equal(trainer.inputs.restart, "no");
-                assert.equal(envsOfDocker(trainer).VLLM_SERVER_DEV_MODE, undefined);
             }
         });
 
