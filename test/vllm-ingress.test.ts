@@ -108,29 +108,46 @@ before(async () => {
 });
 
 describe("resolveVllmIngress", () => {
-    test("maps config to proxy settings: 8080 without TLS, vLLM's in-cluster Service as upstream, deploy paths", () => {
+    /** The default Kubernetes config, its names and its resolved ingress. */
+    const resolved = () => {
         const c = config();
         const names = platformNames(c);
-        const d = resolveVllmIngress(c, names);
+        return { c, names, d: resolveVllmIngress(c, names) };
+    };
+
+    test("8080 (named http) without TLS, in front of vLLM's in-cluster Service on 8000 and its trainer pods", () => {
+        const { names, d } = resolved();
         assert.equal(d.port, 8080);
         assert.equal(d.portName, "http");
         assert.equal(d.settings.tlsEnabled, false);
         assert.equal(d.settings.upstream, names.training.vllmUpstream);
-        assert.equal(d.settings.keysFile, "/etc/nginx/keys/keys.conf");
-        assert.equal(d.settings.runtimeDir, INGRESS_PATHS.runtimeDir);
+        assert.equal(d.upstream.port, 8000);
+        assert.deepEqual(d.upstream.podLabels, podLabels("trainer", names.training.job));
+    });
+
+    test("rate limit, burst and body size come from the config; limit_req counts per replica", () => {
+        const { c, d } = resolved();
         assert.equal(d.settings.rateLimitPerSecond, c.ingress.rateLimitPerSecond);
         assert.equal(d.settings.rateLimitBurst, c.ingress.rateLimitBurst);
         assert.equal(d.settings.maxBodySize, c.ingress.maxBodySize);
         assert.equal(d.effectiveRateLimitPerSecond, c.ingress.rateLimitPerSecond * 2, "limit_req counts per replica");
+    });
+
+    test("the config text is renderNginxConfig of the deployed settings, at the deploy paths, keys only from the included file", () => {
+        const { c, names, d } = resolved();
+        assert.equal(d.settings.keysFile, "/etc/nginx/keys/keys.conf");
+        assert.equal(d.settings.runtimeDir, INGRESS_PATHS.runtimeDir);
         assert.equal(d.configText, renderNginxConfig(ingressProxySettings(c, names)));
-        assert.deepEqual(d.keyNames, ["sandboxes", "operators"]);
-        assert.equal(d.urls.sandbox, names.ingress.sandboxUrl);
-        assert.equal(d.upstream.port, 8000);
-        assert.deepEqual(d.upstream.podLabels, podLabels("trainer", names.training.job));
-        assert.deepEqual(d.podLabels, podLabels("vllm-ingress", names.ingress.deployment));
         assert.deepEqual(d.command, ["nginx", "-e", "stderr", "-c", "/etc/nginx/ingress/nginx.conf", "-g", "daemon off;"]);
         assert.ok(d.configText.includes("include /etc/nginx/keys/keys.conf;"), "keys come from the included file");
         assert.ok(!d.configText.includes("~^Bearer"), "no key map entry in the config text");
+    });
+
+    test("two keys (sandboxes, operators), the sandbox URL and the proxy's pod labels", () => {
+        const { names, d } = resolved();
+        assert.deepEqual(d.keyNames, ["sandboxes", "operators"]);
+        assert.equal(d.urls.sandbox, names.ingress.sandboxUrl);
+        assert.deepEqual(d.podLabels, podLabels("vllm-ingress", names.ingress.deployment));
     });
 
     test("8443 with TLS; the URL in names.ts uses the same port", () => {
@@ -211,33 +228,56 @@ describe("kubernetes, exposure cluster (defaults)", () => {
         assert.equal(cm.inputs.data["nginx.conf"], b.d.configText);
     });
 
-    test("Deployment: podLabels selector, hardened pod, keys mounted as a directory, nothing secret in env", () => {
+    /** The proxy Deployment of a run, its spec (secrets unwrapped), pod spec and one container. */
+    const deploymentOf = (run: MockRunResult) => {
+        const dep = single(run.resources, T.deployment);
+        const spec = unwrapSecrets(dep.inputs).spec;
+        const pod = spec.template.spec;
+        return { dep, spec, pod, container: pod.containers[0] };
+    };
+
+    test("Deployment: 2 replicas in the ingress namespace, selected by the labels its pods carry (podLabels)", () => {
         for (const run of [b.update, b.preview]) {
-            const dep = single(run.resources, T.deployment);
+            const { dep, spec } = deploymentOf(run);
             const labels = podLabels("vllm-ingress", b.names.ingress.deployment);
-            const spec = unwrapSecrets(dep.inputs).spec;
             assert.equal(dep.inputs.metadata.name, b.names.ingress.deployment);
             assert.equal(dep.inputs.metadata.namespace, b.names.namespaces.ingress);
             assert.equal(spec.replicas, 2);
             assert.deepEqual(spec.selector.matchLabels, labels);
             assert.deepEqual(spec.template.metadata.labels, labels);
-            const pod = spec.template.spec;
+        }
+    });
+
+    test("Deployment: a hardened pod (no token, non-root 101, RuntimeDefault seccomp, read-only root, no capabilities)", () => {
+        for (const run of [b.update, b.preview]) {
+            const { pod, container: c } = deploymentOf(run);
             assert.equal(pod.automountServiceAccountToken, false);
             assert.equal(pod.securityContext.runAsNonRoot, true);
             assert.equal(pod.securityContext.runAsUser, 101);
             assert.deepEqual(pod.securityContext.seccompProfile, { type: "RuntimeDefault" });
-            const [c] = pod.containers;
+            assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+            assert.equal(c.securityContext.allowPrivilegeEscalation, false);
+            assert.deepEqual(c.securityContext.capabilities, { drop: ["ALL"] });
+        }
+    });
+
+    test("Deployment: one nginx container, nothing secret in env (no env at all), port http with TCP probes, sized", () => {
+        for (const run of [b.update, b.preview]) {
+            const { pod, container: c } = deploymentOf(run);
             assert.equal(pod.containers.length, 1);
             assert.equal(c.image, b.c.images.nginx);
             assert.deepEqual(c.command, ["nginx", "-e", "stderr", "-c", "/etc/nginx/ingress/nginx.conf", "-g", "daemon off;"]);
             assert.equal(c.env, undefined, "no env at all");
-            assert.equal(c.securityContext.readOnlyRootFilesystem, true);
-            assert.equal(c.securityContext.allowPrivilegeEscalation, false);
-            assert.deepEqual(c.securityContext.capabilities, { drop: ["ALL"] });
             assert.deepEqual(c.ports, [{ name: "http", containerPort: 8080, protocol: "TCP" }]);
             assert.deepEqual(c.readinessProbe.tcpSocket, { port: "http" });
             assert.deepEqual(c.livenessProbe.tcpSocket, { port: "http" });
             assert.ok(c.resources.requests.cpu && c.resources.limits.memory);
+        }
+    });
+
+    test("Deployment: keys Secret mounted as a directory, config from the ConfigMap, runtime dir an emptyDir, no TLS volume", () => {
+        for (const run of [b.update, b.preview]) {
+            const { pod, container: c } = deploymentOf(run);
             const volumes = new Map<string, any>(pod.volumes.map((v: any) => [v.name, v]));
             const mounts = new Map<string, any>(c.volumeMounts.map((m: any) => [m.mountPath, m]));
             assert.equal(volumes.get(mounts.get("/etc/nginx/keys").name).secret.secretName, b.names.ingress.keysSecret);
@@ -512,7 +552,7 @@ describe("docker, TLS from host files", () => {
         assert.ok(b.update.secretOutputs.includes("sandboxKey") && b.update.secretOutputs.includes("keyOperators"));
     });
 
-    test("the proxy is on both networks, publishes only its TLS port, runs non-root on a read-only root", () => {
+    test("the proxy is on both networks and publishes only its TLS port, on 127.0.0.1; no other ingress container joins a network", () => {
         for (const run of [b.update, b.preview]) {
             const p = unwrapSecrets(proxy(run.resources).inputs);
             assert.equal(p.name, b.names.ingress.deployment);
@@ -521,23 +561,44 @@ describe("docker, TLS from host files", () => {
                 [b.names.networks.training, b.names.networks.sandboxes],
             );
             assert.deepEqual(p.ports, [{ internal: 8443, external: 8443, ip: "127.0.0.1", protocol: "tcp" }]);
+        }
+        const others = ofType(b.update.resources, T.container).filter((r) => r.name !== "ingress-proxy");
+        for (const o of others) assert.equal(o.inputs.networksAdvanced, undefined, "no other container of the ingress joins a network");
+    });
+
+    test("the proxy runs non-root on a read-only root: no capabilities, no new privileges, no env, no uploads", () => {
+        for (const run of [b.update, b.preview]) {
+            const p = unwrapSecrets(proxy(run.resources).inputs);
             assert.equal(p.readOnly, true);
             assert.match(p.user, /^101:/);
             assert.deepEqual(Object.keys(p.tmpfs), ["/tmp/nginx"]);
             assert.deepEqual(p.capabilities, { drops: ["ALL"] });
             assert.deepEqual(p.securityOpts, ["no-new-privileges:true"]);
-            assert.equal(p.restart, "unless-stopped");
-            assert.ok(p.healthcheck.tests.includes(":20FB 00000000:0000 0A"), "health: LISTEN on 8443");
             assert.equal(p.envs, undefined, "no env");
             assert.equal(p.uploads, undefined, "no uploads on a read-only root (the daemon refuses them)");
+        }
+    });
+
+    test("the proxy runs nginx in the foreground, restarted unless stopped, healthy once 8443 listens", () => {
+        for (const run of [b.update, b.preview]) {
+            const p = unwrapSecrets(proxy(run.resources).inputs);
             assert.deepEqual(p.entrypoints, ["nginx", "-e", "stderr", "-c", "/etc/nginx/ingress/nginx.conf", "-g", "daemon off;"]);
+            assert.equal(p.restart, "unless-stopped");
+            assert.ok(p.healthcheck.tests.includes(":20FB 00000000:0000 0A"), "health: LISTEN on 8443");
+        }
+    });
+
+    test("the TLS certificate and key are the host files, mounted read-only like every volume", () => {
+        for (const run of [b.update, b.preview]) {
+            const p = unwrapSecrets(proxy(run.resources).inputs);
             const vols = new Map<string, any>(p.volumes.map((v: any) => [v.containerPath, v]));
             assert.equal(vols.get("/etc/nginx/tls/tls.crt").hostPath, "/srv/agent-rl/tls/cert.pem");
             assert.equal(vols.get("/etc/nginx/tls/tls.key").hostPath, "/srv/agent-rl/tls/key.pem");
             for (const v of vols.values()) assert.equal(v.readOnly, true, `${v.containerPath} read-only`);
         }
-        const others = ofType(b.update.resources, T.container).filter((r) => r.name !== "ingress-proxy");
-        for (const o of others) assert.equal(o.inputs.networksAdvanced, undefined, "no other container of the ingress joins a network");
+    });
+
+    test("the pinned nginx image, two volumes, outputs naming the container and the sandboxes network; no Kubernetes objects", () => {
         assert.equal(single(b.update.resources, T.image).inputs.name, b.c.images.nginx);
         assert.equal(ofType(b.update.resources, T.volume).length, 2);
         assert.equal(b.update.outputs!.serviceName, b.names.ingress.deployment);

@@ -141,6 +141,7 @@ function buildFixtures(): void {
     runScript("API server fixture", "bash", ["test/apiserver/build.sh"]);
     runScript("engine fixture", "bash", ["test/engine/build.sh"]);
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
+    runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
 }
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; output: string }> {
@@ -170,7 +171,7 @@ interface Skip {
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
 const SERVICE =
-    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller)(\s|$)|agent_rl_sandbox\.runtime/;
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
     const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });

@@ -17,8 +17,10 @@ export const GPU_RESOURCE = "nvidia.com/gpu";
 export const GPU_PRODUCT = "NVIDIA-H200";
 
 export interface ClusterOptions {
-    /** GPUs on the GPU node. @default 8 */
+    /** GPUs on each GPU node. @default 8 */
     readonly gpus?: number;
+    /** GPU nodes (`kwok-gpu-0`, `kwok-gpu-1`, ...): a multi-node run needs one per trainer pod plus vLLM's. @default 1 */
+    readonly gpuNodes?: number;
     /** CPU nodes. @default 3 */
     readonly cpuNodes?: number;
     /** Pre-created PersistentVolumes of the default StorageClass (1Ti each, Retain). @default 24 */
@@ -48,7 +50,10 @@ export interface Cluster {
     /** kubeconfig path and its one context (cluster-admin). */
     readonly kubeconfig: string;
     readonly context: string;
+    /** The first GPU node. */
     readonly gpuNode: string;
+    /** Every GPU node (options.gpuNodes), the first one being `gpuNode`. */
+    readonly gpuNodes: readonly string[];
     readonly cpuNodes: readonly string[];
     /** Name of the default StorageClass. */
     readonly storageClass: string;
@@ -346,7 +351,8 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
     if (!fx.ok) throw new Error(`engine fixtures are not available: ${fx.reason}`);
     const api = await startApiServer({ timeoutMs });
     const context = "test";
-    const gpuNode = "kwok-gpu-0";
+    const gpuNodes = Array.from({ length: options.gpuNodes ?? 1 }, (_, i) => `kwok-gpu-${i}`);
+    const gpuNode = gpuNodes[0];
     const cpuNodes = Array.from({ length: options.cpuNodes ?? 3 }, (_, i) => `kwok-cpu-${i}`);
     let pvCount = 0;
     const storageClass = "standard";
@@ -455,14 +461,16 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
         }
         if (kwok.exitCode !== null || kwok.signalCode !== null) return await fail(`kwok exited early (code ${kwok.exitCode})`);
 
-        // Nodes: one GPU node (tainted, as GPU pools are), CPU nodes for everything else.
+        // Nodes: GPU nodes (tainted, as GPU pools are), CPU nodes for everything else.
         const gpus = options.gpus ?? 8;
         const nodes = [
-            nodeObject(
-                gpuNode,
-                { "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": GPU_PRODUCT, "nvidia.com/gpu.count": String(gpus) },
-                { cpu: "192", memory: "2Ti", pods: "110", "ephemeral-storage": "10Ti", [GPU_RESOURCE]: String(gpus) },
-                [{ key: GPU_RESOURCE, effect: "NoSchedule" }],
+            ...gpuNodes.map((n) =>
+                nodeObject(
+                    n,
+                    { "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": GPU_PRODUCT, "nvidia.com/gpu.count": String(gpus) },
+                    { cpu: "192", memory: "2Ti", pods: "110", "ephemeral-storage": "10Ti", [GPU_RESOURCE]: String(gpus) },
+                    [{ key: GPU_RESOURCE, effect: "NoSchedule" }],
+                ),
             ),
             ...cpuNodes.map((n) => nodeObject(n, {}, { cpu: "96", memory: "768Gi", pods: "250", "ephemeral-storage": "10Ti" }, [])),
         ];
@@ -548,7 +556,7 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
             stopped = true;
             await api.stop();
         };
-        return { api, kubeconfig: kc, context, gpuNode, cpuNodes, storageClass, kubectl, kubectlOk, getJson, pods, addVolumes, waitFor, stop };
+        return { api, kubeconfig: kc, context, gpuNode, gpuNodes, cpuNodes, storageClass, kubectl, kubectlOk, getJson, pods, addVolumes, waitFor, stop };
     } catch (e) {
         await api.stop().catch(() => undefined);
         throw e;
