@@ -298,26 +298,47 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(sts.spec.template.metadata.labels, labels);
         });
 
-        test("replica pod: env vars, probes on /health, grace, requests = limits, hardening (root image: no runAsNonRoot)", () => {
+        /** The replica pod template and its one container. */
+        const replicaPod = () => {
             const pod = single(b.update.resources, T.sts).inputs.spec.template.spec;
-            const [container] = pod.containers;
+            return { pod, container: pod.containers[0] };
+        };
+
+        test("replica pod: one container with the env's settings, web UI off, k concurrent sessions, on port 8000", () => {
+            const { pod, container } = replicaPod();
             assert.equal(pod.containers.length, 1);
             assert.deepEqual(envList(container), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
             assert.ok(Number(envList(container).MAX_CONCURRENT_ENVS) <= (recipe === "mbpp-whitebox" ? 1 : 8));
             assert.deepEqual(container.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
+        });
+
+        test("replica pod: probes on /health that allow a 10-minute first start and minutes of slowness; 300 s grace", () => {
+            const { pod, container } = replicaPod();
             for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"])
                 assert.deepEqual(container[probe].httpGet, { path: "/health", port: 8000 }, probe);
             assert.ok(container.livenessProbe.failureThreshold * container.livenessProbe.periodSeconds >= 300, "liveness tolerates minutes of slowness");
             assert.ok(container.startupProbe.failureThreshold * container.startupProbe.periodSeconds >= 600, "first start may take 10 minutes");
             assert.equal(pod.terminationGracePeriodSeconds, 300);
+        });
+
+        test("replica pod: requests = limits", () => {
+            const { container } = replicaPod();
             assert.deepEqual(container.resources.requests, { cpu: "2", memory: "4Gi", "ephemeral-storage": "8Gi" });
             assert.deepEqual(container.resources.limits, container.resources.requests);
+        });
+
+        test("replica pod: hardened, but no runAsNonRoot (OpenEnv images run as root)", () => {
+            const { pod, container } = replicaPod();
             assert.equal(pod.automountServiceAccountToken, false);
             assert.equal(pod.securityContext.runAsNonRoot, undefined, "OpenEnv images run as root");
             assert.equal(container.securityContext.runAsNonRoot, undefined);
             assert.deepEqual(container.securityContext.capabilities, { drop: ["ALL"] });
             assert.equal(container.securityContext.allowPrivilegeEscalation, false);
             assert.deepEqual(container.securityContext.seccompProfile, { type: "RuntimeDefault" });
+        });
+
+        test("replica pod: the coding env gets a read-only root and a sized scratch dir; Wordle keeps a writable root", () => {
+            const { pod, container } = replicaPod();
             // The coding env runs the model's code: read-only root, a sized scratch dir; Wordle keeps a writable root (NLTK data).
             const runsCode = recipe === "mbpp-whitebox";
             assert.equal(container.securityContext.readOnlyRootFilesystem, runsCode);
@@ -370,9 +391,16 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             );
         });
 
-        test("router Deployment: 2 pods, Recreate, non-root, read-only root FS, routerCommand, probes on the router's own route, config checksum", () => {
-            const n = b.names.envs[expected.env]!;
+        /** The router Deployment, its pod template and its one container. */
+        const routerDeployment = () => {
             const dep = single(b.update.resources, T.deployment).inputs;
+            const pod = dep.spec.template.spec;
+            return { dep, pod, router: pod.containers[0] };
+        };
+
+        test("router Deployment: 2 pods, Recreate, one label object for selector and pods, a config checksum that rolls them", () => {
+            const n = b.names.envs[expected.env]!;
+            const { dep } = routerDeployment();
             const labels = podLabels("env-router", n.router);
             const configText = single(b.update.resources, T.configMap).inputs.data["nginx.conf"];
             assert.equal(dep.metadata.name, n.router);
@@ -381,19 +409,29 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(dep.spec.selector.matchLabels, labels);
             assert.deepEqual(dep.spec.template.metadata.labels, labels);
             assert.equal(dep.spec.template.metadata.annotations["agentrl.dev/config-checksum"], sha256(configText));
-            const pod = dep.spec.template.spec;
-            const [router] = pod.containers;
+        });
+
+        test("router container: unprivileged nginx running routerCommand, probes on the router's own route", () => {
+            const { router } = routerDeployment();
             assert.equal(router.image, "nginxinc/nginx-unprivileged:1.27-alpine");
             assert.deepEqual(router.command, routerCommand(d.router.settings, "/etc/env-router/nginx.conf"));
             assert.deepEqual(router.command, ["nginx", "-p", "/tmp/env-router", "-c", "/etc/env-router/nginx.conf", "-e", "stderr"]);
             assert.deepEqual(router.readinessProbe.httpGet, { path: ROUTER_HEALTH_PATH, port: 8000 });
             assert.deepEqual(router.livenessProbe.httpGet, { path: ROUTER_HEALTH_PATH, port: 8000 });
+        });
+
+        test("router pod: non-root, read-only root FS, no privilege escalation, no capabilities, no token", () => {
+            const { pod, router } = routerDeployment();
             assert.equal(pod.securityContext.runAsNonRoot, true);
             assert.equal(router.securityContext.runAsNonRoot, true);
             assert.equal(router.securityContext.readOnlyRootFilesystem, true);
             assert.equal(router.securityContext.allowPrivilegeEscalation, false);
             assert.deepEqual(router.securityContext.capabilities, { drop: ["ALL"] });
             assert.equal(pod.automountServiceAccountToken, false);
+        });
+
+        test("router volumes: the run dir an emptyDir, the config from the ConfigMap", () => {
+            const { pod, router } = routerDeployment();
             const volumes = Object.fromEntries(pod.volumes.map((v: any) => [v.name, v]));
             const mounts = Object.fromEntries(router.volumeMounts.map((m: any) => [m.mountPath, m.name]));
             assert.equal(mounts["/tmp/env-router"], "run");
