@@ -740,40 +740,76 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
     const dockerContainers = (rs: readonly RecordedResource[]) => ofType(rs, "docker:index/container:Container");
 
     for (const layout of ["whitebox-server", "blackbox"] as const) {
-        test(`${layout} on kubernetes, default shared: one container with every GPU, supervisor, NCCL on loopback, P2P`, async () => {
-            const b = await build(layout, "kubernetes");
-            assert.equal(b.description.gpuSharing.mode, "shared");
-            assert.match(b.description.gpuSharing.transport, /^P2P/);
-            for (const run of [b.update, b.preview]) {
-                const pod = jobPod(run.resources);
-                assert.equal(pod.initContainers, undefined, "no sidecar: vLLM runs under the supervisor");
-                assert.equal(pod.containers.length, 1);
-                const c = pod.containers[0];
-                assert.equal(c.name, "trainer", "podFailurePolicy and kubectl logs -c trainer still name it");
-                assert.equal(c.image, b.config.images.trainer, "one image runs both roles");
-                assert.deepEqual(c.resources.requests["nvidia.com/gpu"], "2");
-                assert.deepEqual(c.resources.requests, c.resources.limits);
-                assert.equal(c.resources.requests.cpu, "16");
-                assert.equal(c.resources.requests.memory, "128Gi");
-                assert.deepEqual(c.command.slice(0, 2), ["/bin/sh", "-c"]);
-                const script: string = c.command[2];
-                assert.ok(
-                    script.includes(`CUDA_VISIBLE_DEVICES=0 ${layout === "blackbox" ? "VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/Qwen3-8B" : "trl vllm-serve"}`),
-                    script,
-                );
-                assert.ok(script.includes("env CUDA_VISIBLE_DEVICES=1 "), "the trainer gets its own GPU set");
-                for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(arg.includes("{") ? `'${arg}'` : arg), `trainer arg ${arg}`);
-                if (layout === "blackbox") assert.ok(script.includes("env -u SANDBOX_API_KEY"), "vLLM's process never sees the sandbox key");
-                const env = envOf(c);
-                assert.equal(env.NCCL_SOCKET_IFNAME, "lo");
-                assert.equal(env.CUDA_DEVICE_ORDER, "PCI_BUS_ID");
-                assert.equal(env.CUDA_VISIBLE_DEVICES, undefined, "set per process by the supervisor, not for the container");
-                assert.equal(env.NCCL_P2P_DISABLE, undefined, "P2P stays on");
-                assert.equal(env.VLLM_SERVER_DEV_MODE, undefined, "dev mode only on vLLM's command line");
-                assert.deepEqual(c.startupProbe.httpGet, { path: "/health", port: 8000 });
-                assert.deepEqual(c.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
-            }
-            for (const o of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
+        describe(`${layout} on kubernetes, default shared`, () => {
+            let b: Awaited<ReturnType<typeof build>>;
+            before(async () => {
+                b = await build(layout, "kubernetes");
+            });
+            /** The Job's one container in each run (update, preview). */
+            const jobContainers = () => [b.update, b.preview].map((run) => jobPod(run.resources).containers[0]);
+
+            test("the description says shared, over P2P", () => {
+                assert.equal(b.description.gpuSharing.mode, "shared");
+                assert.match(b.description.gpuSharing.transport, /^P2P/);
+            });
+
+            test("one container named trainer, no sidecar: the trainer image runs both roles", () => {
+                for (const run of [b.update, b.preview]) {
+                    const pod = jobPod(run.resources);
+                    assert.equal(pod.initContainers, undefined, "no sidecar: vLLM runs under the supervisor");
+                    assert.equal(pod.containers.length, 1);
+                    const c = pod.containers[0];
+                    assert.equal(c.name, "trainer", "podFailurePolicy and kubectl logs -c trainer still name it");
+                    assert.equal(c.image, b.config.images.trainer, "one image runs both roles");
+                }
+            });
+
+            test("the container takes every GPU, requests = limits", () => {
+                for (const c of jobContainers()) {
+                    assert.deepEqual(c.resources.requests["nvidia.com/gpu"], "2");
+                    assert.deepEqual(c.resources.requests, c.resources.limits);
+                    assert.equal(c.resources.requests.cpu, "16");
+                    assert.equal(c.resources.requests.memory, "128Gi");
+                }
+            });
+
+            test("the supervisor starts vLLM and the trainer (its literal args) each on its own GPU; vLLM never sees the sandbox key", () => {
+                for (const c of jobContainers()) {
+                    assert.deepEqual(c.command.slice(0, 2), ["/bin/sh", "-c"]);
+                    const script: string = c.command[2];
+                    assert.ok(
+                        script.includes(
+                            `CUDA_VISIBLE_DEVICES=0 ${layout === "blackbox" ? "VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/Qwen3-8B" : "trl vllm-serve"}`,
+                        ),
+                        script,
+                    );
+                    assert.ok(script.includes("env CUDA_VISIBLE_DEVICES=1 "), "the trainer gets its own GPU set");
+                    for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(arg.includes("{") ? `'${arg}'` : arg), `trainer arg ${arg}`);
+                    if (layout === "blackbox") assert.ok(script.includes("env -u SANDBOX_API_KEY"), "vLLM's process never sees the sandbox key");
+                }
+            });
+
+            test("NCCL on loopback with P2P on; GPU sets and dev mode per process, not for the container", () => {
+                for (const c of jobContainers()) {
+                    const env = envOf(c);
+                    assert.equal(env.NCCL_SOCKET_IFNAME, "lo");
+                    assert.equal(env.CUDA_DEVICE_ORDER, "PCI_BUS_ID");
+                    assert.equal(env.CUDA_VISIBLE_DEVICES, undefined, "set per process by the supervisor, not for the container");
+                    assert.equal(env.NCCL_P2P_DISABLE, undefined, "P2P stays on");
+                    assert.equal(env.VLLM_SERVER_DEV_MODE, undefined, "dev mode only on vLLM's command line");
+                }
+            });
+
+            test("the container starts up on vLLM's /health and exposes its port 8000", () => {
+                for (const c of jobContainers()) {
+                    assert.deepEqual(c.startupProbe.httpGet, { path: "/health", port: 8000 });
+                    assert.deepEqual(c.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
+                }
+            });
+
+            test("every Kubernetes object passes the 1.36 schema strictly", () => {
+                for (const o of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
+            });
         });
 
         test(`${layout} on kubernetes, isolated: vLLM sidecar + trainer, both with NCCL over shared memory`, async () => {
