@@ -38,6 +38,7 @@ import {
     checkConnection,
     checkGateway,
     checkGpuNodes,
+    checkJobSet,
     checkKubernetes,
     checkPriorityClass,
     checkQuotas,
@@ -62,6 +63,11 @@ import { acquireEngineLock, teardown } from "./helpers/engine-checks";
 import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
 
 const REPO = path.resolve(__dirname, "..");
+/** The stacks an unknown stack's message lists (every stacks/Pulumi.<stack>.yaml). */
+const KNOWN_STACKS = fs
+    .readdirSync(path.join(REPO, "stacks"))
+    .flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? [])
+    .join(", ");
 const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const GPU_SCHEDULING = {
     nodeSelector: { "nvidia.com/gpu.present": "true" },
@@ -221,7 +227,7 @@ describe("CLI arguments", () => {
             spawnSync(process.execPath, ["--import", "tsx", "scripts/preflight.ts", ...args], { cwd: REPO, encoding: "utf8", timeout: 60_000 });
         const unknown = run("nope");
         assert.equal(unknown.status, 2, unknown.stderr);
-        assert.match(unknown.stderr, /no stack file stacks\/Pulumi\.nope\.yaml: known stacks are dev, prod, staging/);
+        assert.ok(unknown.stderr.includes(`no stack file stacks/Pulumi.nope.yaml: known stacks are ${KNOWN_STACKS}\n`), unknown.stderr);
         assert.match(unknown.stderr, /usage: npm run preflight/);
         const bad = run("dev", "--bogus");
         assert.equal(bad.status, 2);
@@ -236,7 +242,7 @@ describe("CLI arguments", () => {
         assert.equal(plan.training.scheduling.priorityClassName, "training-high");
         assert.throws(
             () => loadStack("nope"),
-            (e: Error) => e instanceof StackError && e.unknownStack && /known stacks are dev, prod, staging$/.test(e.message),
+            (e: Error) => e instanceof StackError && e.unknownStack && e.message.endsWith(`known stacks are ${KNOWN_STACKS}`),
         );
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "arl-preflight-"));
         try {
@@ -246,6 +252,13 @@ describe("CLI arguments", () => {
                 () => loadStack("broken", file),
                 (e: Error) =>
                     e instanceof StackError && !e.unknownStack && /stack broken's config is invalid \(npm run plan -- broken says the same\)/.test(e.message),
+            );
+            const clusterFile = path.join(dir, "Pulumi.shared.yaml");
+            fs.writeFileSync(clusterFile, "config:\n  agent-rl-infra:cluster:\n    target: { kind: kubernetes, context: c }\n");
+            assert.throws(
+                () => loadStack("shared", clusterFile),
+                (e: Error) =>
+                    e instanceof StackError && !e.unknownStack && /stack shared has no agent-rl-infra:platform config: it is a cluster stack/.test(e.message),
             );
         } finally {
             fs.rmSync(dir, { recursive: true, force: true });
@@ -334,23 +347,23 @@ describe("Kubernetes checks (pure)", () => {
     });
     test("GPU node: fits; the training pod's size is both roles' GPUs, CPU and memory", () => {
         assertFinding(
-            checkGpuNodes(plan, [h200(), node("cpu-0")]),
+            only(checkGpuNodes(plan, [h200(), node("cpu-0")]), "GPU node"),
             "ok",
             /^gpu-0 fits the training pod \(2 nvidia\.com\/gpu \(NVIDIA-H200\), 16 CPU, 128 GiB\)/,
         );
     });
     test("GPU node: none advertises the GPU resource (no device plugin)", () => {
         assertFinding(
-            checkGpuNodes(plan, [node("cpu-0"), node("cpu-1")]),
+            only(checkGpuNodes(plan, [node("cpu-0"), node("cpu-1")]), "GPU node"),
             "fail",
             /no node has allocatable nvidia\.com\/gpu \(2 nodes\); the training pod needs 2 nvidia\.com\/gpu/,
             /install the GPU device plugin .* or set target\.gpuResourceName/,
         );
-        assertFinding(checkGpuNodes(plan, []), "fail", /the cluster has no nodes/);
+        assertFinding(only(checkGpuNodes(plan, []), "GPU node"), "fail", /the cluster has no nodes/);
     });
     test("GPU node: too small", () => {
         assertFinding(
-            checkGpuNodes(plan, [h200(1)]),
+            only(checkGpuNodes(plan, [h200(1)]), "GPU node"),
             "fail",
             /no node fits the training pod .*: gpu-0: 1 nvidia\.com\/gpu allocatable, the pod needs 2/,
             /lower training\.gpusOnNode \(with vllmGpus\/trainerGpus\) to at most 1, or add a node with 2 nvidia\.com\/gpu/,
@@ -358,7 +371,7 @@ describe("Kubernetes checks (pure)", () => {
     });
     test("GPU node: the wrong product for a pinned gpuProduct", () => {
         assertFinding(
-            checkGpuNodes(plan, [h200(8, "NVIDIA-A100-SXM4-80GB")]),
+            only(checkGpuNodes(plan, [h200(8, "NVIDIA-A100-SXM4-80GB")]), "GPU node"),
             "fail",
             /gpu-0: label nvidia\.com\/gpu\.product=NVIDIA-H200 wanted, node has nvidia\.com\/gpu\.product=NVIDIA-A100-SXM4-80GB/,
             /pin target\.gpuProduct to a product the nodes have \(NVIDIA-A100-SXM4-80GB\) or add NVIDIA-H200 nodes/,
@@ -367,17 +380,46 @@ describe("Kubernetes checks (pure)", () => {
     test("GPU node: a taint the tolerations do not tolerate, a nodeSelector no node matches, a cordoned node, too little memory", () => {
         const untolerated = planOf(k8sConfig({ target: { tolerations: [] } }));
         assertFinding(
-            checkGpuNodes(untolerated, [h200()]),
+            only(checkGpuNodes(untolerated, [h200()]), "GPU node"),
             "fail",
             /taint nvidia\.com\/gpu:NoSchedule not tolerated/,
             /add a toleration for each taint to target\.tolerations/,
         );
         const selector = planOf(k8sConfig({ target: { nodeSelector: { pool: "a100" } } }));
-        assertFinding(checkGpuNodes(selector, [h200()]), "fail", /label pool=a100 wanted, node has none/, /change target\.nodeSelector/);
-        assertFinding(checkGpuNodes(plan, [{ ...h200(), spec: { ...h200().spec, unschedulable: true } }]), "fail", /cordoned/, /uncordon the node/);
+        assertFinding(only(checkGpuNodes(selector, [h200()]), "GPU node"), "fail", /label pool=a100 wanted, node has none/, /change target\.nodeSelector/);
+        assertFinding(
+            only(checkGpuNodes(plan, [{ ...h200(), spec: { ...h200().spec, unschedulable: true } }]), "GPU node"),
+            "fail",
+            /cordoned/,
+            /uncordon the node/,
+        );
         const small = h200();
         small.status.allocatable.memory = "64Gi";
-        assertFinding(checkGpuNodes(plan, [small]), "fail", /64 GiB memory allocatable, the pod needs 128 GiB/, /trainerMemory/);
+        assertFinding(only(checkGpuNodes(plan, [small]), "GPU node"), "fail", /64 GiB memory allocatable, the pod needs 128 GiB/, /trainerMemory/);
+    });
+    test("multi-node (training.nodes > 1): a trainer pod per node on distinct nodes, vLLM's pod, the JobSet CRD", () => {
+        const multi = k8sPlan({ recipe: "opencode-blackbox-32b", target: { gpuProduct: undefined } });
+        const m = multi.training.multiNode!;
+        const gpus = multi.training.trainer.gpus;
+        const nodes = Array.from({ length: m.nodes + 1 }, (_, i) => ({ ...h200(8), metadata: { ...h200(8).metadata, name: `gpu-${i}` } }));
+        const f = checkGpuNodes(multi, nodes);
+        assertFinding(
+            only(f, "GPU nodes: trainers"),
+            "ok",
+            new RegExp(`fit ${m.nodes} trainer pods \\(one per node\\) \\(${gpus} nvidia\\.com/gpu.*\\(${m.nodes} needed, one each\\)`),
+        );
+        assertFinding(only(f, "GPU node: vLLM"), "ok", /fit the vLLM pod/);
+        const one = checkGpuNodes(multi, nodes.slice(0, 1));
+        assertFinding(only(one, "GPU nodes: trainers"), "fail", /only gpu-0 fits .*\(2 needed, one each\)/, /add GPU nodes, or lower training\.nodes to 1/);
+        assert.equal(stackRequests(multi)[multi.training.namespace]!.pods, String(m.nodes + 1), "a pod per node and vLLM's");
+        assert.ok(kubernetesNeeds(multi).crds.includes("jobsets.jobset.x-k8s.io"));
+        assertFinding(
+            checkJobSet([]),
+            "fail",
+            /jobsets\.jobset\.x-k8s\.io missing: training\.nodes > 1 runs the trainer as a JobSet/,
+            /install JobSet .*or train on one node/,
+        );
+        assertFinding(checkJobSet([crd("jobsets.jobset.x-k8s.io", [], [], { version: "v1alpha2" })]), "ok", /serves v1alpha2/);
     });
     test("StorageClass: the default one; none default; a named one missing; several defaults", () => {
         const sc = (name: string, def: boolean, reclaimPolicy = "Retain") => ({

@@ -66,7 +66,13 @@ export function loadStack(stack: string, file?: string): { config: PlatformConfi
         throw e;
     }
     const raw = cfg.config[`${CONFIG_NAMESPACE}:platform`];
-    if (raw === undefined) throw new StackError(`stack ${stack} has no ${CONFIG_NAMESPACE}:platform config`, false);
+    if (raw === undefined) {
+        const cluster = cfg.config[`${CONFIG_NAMESPACE}:cluster`] !== undefined;
+        throw new StackError(
+            `stack ${stack} has no ${CONFIG_NAMESPACE}:platform config${cluster ? ": it is a cluster stack; the preflight checks a run stack's target (run it for a run stack once the cluster stack is up)" : ""}`,
+            false,
+        );
+    }
     try {
         const config = parsePlatformConfig(JSON.parse(raw), stack);
         return { config, plan: resolvePlatform(config, { hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined }) };

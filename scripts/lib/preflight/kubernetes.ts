@@ -85,6 +85,10 @@ export function sandboxCrdExpectations(
     ];
 }
 
+/** JobSet's CRD and the version the multi-node trainer is written in (training/kubernetes-multinode.ts). */
+export const JOBSET_CRD = "jobsets.jobset.x-k8s.io";
+export const JOBSET_VERSION = "v1alpha2";
+export const JOBSET_MANIFEST_URL = "https://github.com/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml";
 export const GATEWAY_CRDS = ["gateways.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io"] as const;
 export const CERT_MANAGER_CERTIFICATES_CRD = "certificates.cert-manager.io";
 /** The cert-manager release the tests install the CRDs of; any v1 release serves the same kinds. */
@@ -140,6 +144,7 @@ export function kubernetesNeeds(plan: PlatformPlan): KubernetesNeeds {
     const crds = [
         ...(agentSandbox ? sandboxCrdExpectations(plan).map((x) => x.name) : []),
         ...(gateway ? GATEWAY_CRDS : []),
+        ...(plan.training.multiNode ? [JOBSET_CRD] : []),
         ...(tls?.mode === "cert-manager" ? [CERT_MANAGER_CERTIFICATES_CRD, `${issuer?.kind === "Issuer" ? "issuers" : "clusterissuers"}.cert-manager.io`] : []),
     ];
     const tr = plan.training;
@@ -147,7 +152,7 @@ export function kubernetesNeeds(plan: PlatformPlan): KubernetesNeeds {
         priorityClasses: t?.priorityClassName !== undefined ? [t.priorityClassName] : [],
         runtimeClasses,
         crds,
-        sandboxController: agentSandbox && !c.sandboxes.installController,
+        sandboxController: agentSandbox,
         gateway,
         issuer,
         tlsSecret: tls?.mode === "secret" && tls.secretName !== undefined ? { name: tls.secretName, namespace: plan.names.namespaces.ingress } : undefined,
@@ -208,15 +213,10 @@ export function stackRequests(plan: PlatformPlan): Record<string, ResourceTotals
     const t = plan.training;
     const gpu = t.scheduling.gpuResourceName;
     const training = at(t.namespace);
-    const podSpec = {
-        containers: [t.trainer, ...(t.vllm ? [t.vllm] : [])].map((c) => ({
-            resources: {
-                requests: { cpu: c.cpu, memory: c.memory, ...(c.gpus > 0 ? { [gpu]: String(c.gpus) } : {}) },
-                limits: { cpu: c.cpu, memory: c.memory, ...(c.gpus > 0 ? { [gpu]: String(c.gpus) } : {}) },
-            },
-        })),
-    };
-    merge(training, podTotals(podSpec, gpu));
+    for (const pod of trainingPods(plan)) {
+        const r = { cpu: pod.cpu, memory: pod.memory, ...(pod.gpus > 0 ? { [gpu]: String(pod.gpus) } : {}) };
+        merge(training, times(podTotals({ containers: [{ resources: { requests: r, limits: r } }] }, gpu), pod.count));
+    }
     for (const v of [t.modelCache, t.checkpoints]) {
         if (!v) continue;
         addTo(training, "persistentvolumeclaims", 1);
@@ -360,7 +360,7 @@ export function tolerates(tolerations: readonly Toleration[], taint: { key: stri
 }
 
 /** Why `node` cannot take the training pod (empty: it fits). */
-export function nodeMisfits(node: any, pod: { gpus: number; cpu: string; memory: string }, plan: PlatformPlan): string[] {
+export function nodeMisfits(node: any, pod: Pick<PodNeeds, "gpus" | "cpu" | "memory">, plan: PlatformPlan): string[] {
     const s = plan.training.scheduling;
     const why: string[] = [];
     const labels: Record<string, string> = node.metadata?.labels ?? {};
@@ -388,36 +388,70 @@ export function nodeMisfits(node: any, pod: { gpus: number; cpu: string; memory:
     return why;
 }
 
-export function trainingPodNeeds(plan: PlatformPlan): { gpus: number; cpu: string; memory: string } {
-    const t = plan.training;
-    const cs = [t.trainer, ...(t.vllm ? [t.vllm] : [])];
-    return {
-        gpus: cs.reduce((n, c) => n + c.gpus, 0),
-        cpu: cs.map((c) => c.cpu).reduce((a, b) => addQuantities(a, b)),
-        memory: cs.map((c) => c.memory).reduce((a, b) => addQuantities(a, b)),
-    };
+export interface PodNeeds {
+    /** The check's name ("GPU node"; multi-node: "GPU nodes: trainers", "GPU node: vLLM"). */
+    readonly check: string;
+    /** What the pod is, for the message ("the training pod", "2 trainer pods (one per node)", "the vLLM pod"). */
+    readonly what: string;
+    readonly gpus: number;
+    readonly cpu: string;
+    readonly memory: string;
+    /** Pods of this shape, each on a node of its own (multi-node: one trainer pod per node). */
+    readonly count: number;
 }
 
-export function checkGpuNodes(plan: PlatformPlan, nodes: readonly any[]): Finding {
-    const check = "GPU node";
+const podOf = (check: string, what: string, cs: ReadonlyArray<{ gpus: number; cpu: string; memory: string }>, count = 1): PodNeeds => ({
+    check,
+    what,
+    gpus: cs.reduce((n, c) => n + c.gpus, 0),
+    cpu: cs.map((c) => c.cpu).reduce((a, b) => addQuantities(a, b)),
+    memory: cs.map((c) => c.memory).reduce((a, b) => addQuantities(a, b)),
+    count,
+});
+
+/** The GPU pods of the run: one training pod (trainer + vLLM), or with training.nodes > 1 a trainer pod per node and vLLM's own. */
+export function trainingPods(plan: PlatformPlan): PodNeeds[] {
+    const t = plan.training;
+    const m = t.multiNode;
+    if (!m) return [podOf("GPU node", "the training pod", [t.trainer, ...(t.vllm ? [t.vllm] : [])])];
+    return [
+        podOf("GPU nodes: trainers", `${m.nodes} trainer pods (one per node)`, [t.trainer], m.nodes),
+        ...(t.vllm ? [podOf("GPU node: vLLM", "the vLLM pod", [t.vllm])] : []),
+    ];
+}
+
+export function checkGpuNodes(plan: PlatformPlan, nodes: readonly any[]): Finding[] {
+    return trainingPods(plan).map((pod) => checkPodFits(plan, pod, nodes));
+}
+
+function checkPodFits(plan: PlatformPlan, pod: PodNeeds, nodes: readonly any[]): Finding {
+    const check = pod.check;
     const s = plan.training.scheduling;
-    const pod = trainingPodNeeds(plan);
     const product = s.nodeSelector["nvidia.com/gpu.product"];
     const wants = `${pod.gpus} ${s.gpuResourceName}${product ? ` (${product})` : ""}, ${human("cpu", value(pod.cpu))} CPU, ${human("memory", value(pod.memory))}`;
     const fits = nodes.filter((n) => nodeMisfits(n, pod, plan).length === 0).map((n) => n.metadata.name);
-    if (fits.length > 0)
-        return ok(check, `${fits.join(", ")} fit${fits.length === 1 ? "s" : ""} the training pod (${wants}) with its nodeSelector and tolerations`);
+    const many = pod.count > 1 ? ` (${pod.count} needed, one each)` : "";
+    if (fits.length >= pod.count)
+        return ok(check, `${fits.join(", ")} fit${fits.length === 1 ? "s" : ""} ${pod.what} (${wants}) with its nodeSelector and tolerations${many}`);
     const gpuNodes = nodes.filter((n) => value(n.status?.allocatable?.[s.gpuResourceName] ?? "0") > 0);
     if (nodes.length === 0) return fail(check, "the cluster has no nodes", "add a GPU node pool");
     if (gpuNodes.length === 0) {
         return fail(
             check,
-            `no node has allocatable ${s.gpuResourceName} (${nodes.length} node${nodes.length === 1 ? "" : "s"}); the training pod needs ${wants}`,
+            `no node has allocatable ${s.gpuResourceName} (${nodes.length} node${nodes.length === 1 ? "" : "s"}); ${pod.what} needs ${wants}`,
             `install the GPU device plugin (NVIDIA GPU Operator or k8s-device-plugin) on the GPU nodes, or set target.gpuResourceName to the resource they advertise`,
         );
     }
-    const reasons = gpuNodes.slice(0, 5).map((n) => `${n.metadata.name}: ${nodeMisfits(n, pod, plan).join("; ")}`);
-    const all = gpuNodes.flatMap((n) => nodeMisfits(n, pod, plan));
+    const misfits = gpuNodes.filter((n) => !fits.includes(n.metadata.name));
+    if (fits.length > 0 && misfits.length === 0) {
+        return fail(
+            check,
+            `only ${fits.join(", ")} fit${fits.length === 1 ? "s" : ""} ${pod.what} (${wants})${many}`,
+            `add GPU nodes, or lower training.nodes to ${fits.length}`,
+        );
+    }
+    const reasons = misfits.slice(0, 5).map((n) => `${n.metadata.name}: ${nodeMisfits(n, pod, plan).join("; ")}`);
+    const all = misfits.flatMap((n) => nodeMisfits(n, pod, plan));
     const fixes: string[] = [];
     if (product && all.some((r) => r.startsWith("label nvidia.com/gpu.product="))) {
         const seen = [...new Set(gpuNodes.map((n) => n.metadata?.labels?.["nvidia.com/gpu.product"]).filter(Boolean))];
@@ -433,7 +467,12 @@ export function checkGpuNodes(plan: PlatformPlan, nodes: readonly any[]): Findin
     }
     if (all.some((r) => / (CPU|memory) allocatable/.test(r))) fixes.push("lower training.trainerCpu/trainerMemory/vllmCpu/vllmMemory, or use a larger node");
     if (all.some((r) => r.startsWith("cordoned") || r === "not Ready")) fixes.push("uncordon the node or bring it back Ready (kubectl describe node)");
-    return fail(check, `no node fits the training pod (${wants}): ${reasons.join(" | ")}`, fixes.join("; or ") || "add a GPU node that fits");
+    const fitting = fits.length > 0 ? `only ${fits.join(", ")} fit${fits.length === 1 ? "s" : ""}${many}; ` : "";
+    return fail(
+        check,
+        `${fitting}no ${fits.length > 0 ? "other " : ""}node fits ${pod.what} (${wants}): ${reasons.join(" | ")}`,
+        fixes.join("; or ") || "add a GPU node that fits",
+    );
 }
 
 const DEFAULT_CLASS_ANNOTATIONS = ["storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class"];
@@ -529,17 +568,7 @@ function servedSchema(crd: any, version: string): any {
 export function checkSandboxCrds(plan: PlatformPlan, crds: readonly any[]): Finding {
     const check = "agent-sandbox CRDs";
     const expect = sandboxCrdExpectations(plan);
-    const present = expect.filter((e) => crds.some((c) => c.metadata?.name === e.name));
     const install = `kubectl apply --server-side -f ${CONTROLLER_MANIFEST_URL}`;
-    if (plan.config.sandboxes.installController) {
-        return present.length > 0
-            ? warn(
-                  check,
-                  `the cluster has ${present.map((e) => e.name).join(", ")} already, and sandboxes.installController installs them again: AlreadyExists, and destroying this stack would delete every other run's sandboxes`,
-                  "set sandboxes.installController false (the cluster's install serves every stack)",
-              )
-            : ok(check, `none on the cluster; this stack installs agent-sandbox ${AGENT_SANDBOX_VERSION} (sandboxes.installController)`);
-    }
     const problems: string[] = [];
     for (const e of expect) {
         const crd = crds.find((c) => c.metadata?.name === e.name);
@@ -570,7 +599,7 @@ export function checkSandboxCrds(plan: PlatformPlan, crds: readonly any[]): Find
         missingAll
             ? `agent-sandbox is not installed (${expect.map((e) => e.name).join(", ")} missing)`
             : `the schema does not match ${AGENT_SANDBOX_VERSION}: ${problems.join("; ")}`,
-        `install agent-sandbox ${AGENT_SANDBOX_VERSION} (${install}), or set sandboxes.installController true if no other stack uses the cluster`,
+        `install agent-sandbox ${AGENT_SANDBOX_VERSION} with the cluster stack (agentSandbox.install) or by hand (${install})`,
     );
 }
 
@@ -612,6 +641,18 @@ function crdProblems(crds: readonly any[], names: readonly string[], version: st
         if (!crd) return [`${n} missing`];
         return servedSchema(crd, version) ? [] : [`${n} does not serve ${version}`];
     });
+}
+
+/** training.nodes > 1: the trainer is a JobSet, whose CRD (and controller) the cluster must have. */
+export function checkJobSet(crds: readonly any[]): Finding {
+    const issues = crdProblems(crds, [JOBSET_CRD], JOBSET_VERSION);
+    return issues.length > 0
+        ? fail(
+              "JobSet",
+              `${issues.join("; ")}: training.nodes > 1 runs the trainer as a JobSet`,
+              `install JobSet (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL}), or train on one node (training.nodes 1)`,
+          )
+        : ok("JobSet", `${JOBSET_CRD} serves ${JOBSET_VERSION} (that its controller runs is not checked)`);
 }
 
 export function checkGateway(plan: PlatformPlan, crds: readonly any[], gateway: any | undefined): Finding[] {
@@ -859,7 +900,7 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
     if (!f.version.ok) return [conn];
     const needs = kubernetesNeeds(plan);
     const out: Finding[] = [conn, checkVersion(f.version.value)];
-    out.push(f.nodes.ok ? checkGpuNodes(plan, f.nodes.value) : unreadable("GPU node", "nodes", f.nodes));
+    out.push(...(f.nodes.ok ? checkGpuNodes(plan, f.nodes.value) : [unreadable("GPU node", "nodes", f.nodes)]));
     if (needs.storage)
         out.push(...(f.storageClasses.ok ? checkStorage(plan, f.storageClasses.value) : [unreadable("StorageClass", "storageclasses", f.storageClasses)]));
     for (const name of needs.priorityClasses)
@@ -878,6 +919,7 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
                     : unreadable("agent-sandbox controller", "deployments", f.sandboxControllers),
             );
     }
+    if (plan.training.multiNode) out.push(crds ? checkJobSet(crds) : unreadable("JobSet", "customresourcedefinitions", f.crds as { error: string }));
     const nsExists = (ns: string) => f.namespaces.ok && f.namespaces.value[ns] !== undefined;
     if (needs.gateway) {
         if (!crds) out.push(unreadable("Gateway API", "customresourcedefinitions", f.crds as { error: string }));
