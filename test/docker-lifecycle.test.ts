@@ -24,7 +24,7 @@ import { after, before, describe, test, type TestContext } from "node:test";
 import { platformNames } from "../components/config";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { localOverrides, resolveVllmIngress } from "../components/ingress";
-import { findNginx, startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
 import { renderNginxConfig, UPSTREAM_RESOLVER_VALID_SECONDS } from "../components/ingress/nginx";
 import { DOCKER_EMBEDDED_DNS } from "../components/shared/docker";
 import { VLLM_CREATE_MARGIN_SECONDS, vllmWaitSeconds } from "../components/training/docker";
@@ -32,6 +32,7 @@ import { planToDir, type PlanResult } from "../scripts/lib/plan";
 import { containerCreateBody, createContainer, dockerdMissing, startContainer, startDockerd, type Dockerd } from "./helpers/dockerd";
 import { unwrapSecrets } from "./helpers/secrets";
 import { ofType, type RecordedResource } from "./helpers/mock";
+import { skipWithoutNginx } from "./helpers/nginx";
 import { startStubDns, type StubDns } from "./helpers/stub-dns";
 
 const T = { container: "docker:index/container:Container", network: "docker:index/network:Network" } as const;
@@ -157,13 +158,6 @@ describe("what the program sends (mocks)", () => {
     });
 });
 
-let nginxPath: string | undefined;
-try {
-    nginxPath = findNginx();
-} catch {
-    nginxPath = undefined;
-}
-
 /** An HTTP server on one loopback address answering every request with its own label. */
 function labelled(host: string, port: number, label: string): Promise<http.Server> {
     const server = http.createServer((req, res) => {
@@ -180,7 +174,7 @@ function labelled(host: string, port: number, label: string): Promise<http.Serve
 }
 
 describe("12: real nginx with the Docker ingress config follows vLLM to a new address", {
-    skip: nginxPath ? false : "needs nginx (apt-get install -y nginx-light)",
+    skip: skipWithoutNginx,
 }, () => {
     const KEY = "docker-lifecycle-test-key-0123456789";
     const HOST = "vllm.agentrl.test";

@@ -19,12 +19,13 @@ import {
     resolveVllmIngress,
     type IngressDescription,
 } from "../components/ingress";
-import { findNginx, startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
 import { PROXY_PATH_FIELDS, renderNginxConfig } from "../components/ingress/nginx";
 import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { manifests } from "./helpers/manifests";
 import { sentAsSecret, unwrapSecrets } from "./helpers/secrets";
+import { skipWithoutNginx } from "./helpers/nginx";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 
 const SENTINEL = "sbxSENTINELkey0do0not0leak0123456789";
@@ -633,15 +634,9 @@ describe("docker, TLS from host files", () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------------
-let nginxPath: string | undefined;
-try {
-    nginxPath = findNginx();
-} catch {
-    nginxPath = undefined;
-}
 
 describe("real nginx: the component's config is what ingress:local serves", {
-    skip: nginxPath ? false : "needs nginx (apt-get install -y nginx-light)",
+    skip: skipWithoutNginx,
 }, () => {
     let stub: StubUpstream;
     let ing: LocalIngress;
