@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { RECIPE_NAMES } from "../components/config";
+import { MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
 import { planToDir } from "../scripts/lib/plan";
 import { evaluateReachability, reachabilityTable, type Manifest, type Party, type Reachability } from "./helpers/reachability";
 
@@ -65,7 +65,7 @@ function readmeTable(recipe: string): string {
 const concernsStack = (from: Party, to: Party) => [from, to].some((p) => p.kind === "pods" && p.namespace !== "kube-system" && p.namespace !== "default");
 
 describe("reachability: the rendered policies allow exactly the paths the README lists", () => {
-    for (const recipe of RECIPE_NAMES) {
+    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
         test(`${recipe} on kubernetes`, async () => {
             const { r } = await reachabilityOf(recipe);
             const computed = reachabilityTable(r, { name: roleName, include: concernsStack }).trim();

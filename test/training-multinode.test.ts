@@ -203,6 +203,19 @@ describe("multi-node: the trainer JobSet", () => {
         });
     });
 
+    test("the ingress proxy's egress goes to vLLM's own pods on 8000 (not to the trainer's)", () => {
+        const pol = p.manifests.find((m) => m.kind === "NetworkPolicy" && m.metadata.name === "vllm-ingress")!;
+        const toVllm = pol.spec.egress.filter((r: any) =>
+            (r.to ?? []).some((peer: any) => peer.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "vllm"),
+        );
+        assert.equal(toVllm.length, 1, JSON.stringify(pol.spec.egress));
+        assert.deepEqual(toVllm[0].ports, [{ protocol: "TCP", port: 8000 }]);
+        assert.equal(
+            pol.spec.egress.some((r: any) => (r.to ?? []).some((peer: any) => peer.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "trainer")),
+            false,
+        );
+    });
+
     test("every object holds to its schema (JobSet v0.10.1 CRD, Kubernetes 1.36 strictly)", () => {
         const problems = p.manifests.flatMap((m) => validateAnyManifest(m).map((x) => `${m.kind} ${m.metadata?.name}: ${x}`));
         assert.deepEqual(problems, []);

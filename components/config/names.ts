@@ -180,3 +180,11 @@ export type PodRole = "trainer" | "vllm" | "vllm-ingress" | "env-replica" | "env
 export function podLabels(role: PodRole, instance: string): Record<string, string> {
     return { "app.kubernetes.io/name": role, "app.kubernetes.io/instance": instance, "app.kubernetes.io/part-of": "agent-rl-infra" };
 }
+
+/**
+ * The pods that serve vLLM on port 8000: the trainer's pod on one node (vLLM runs in it), vLLM's own
+ * Deployment with training.nodes > 1. The ingress proxies to them and the training node selects them.
+ */
+export function vllmPodLabels(c: PlatformConfig, n: PlatformNames): Record<string, string> {
+    return c.training.nodes > 1 ? podLabels("vllm", n.training.vllm) : podLabels("trainer", n.training.job);
+}

@@ -4,7 +4,7 @@
  * here, once, from the resolved config and the names. `kubernetes.ts` and `docker.ts` only
  * translate it. Pure: no Pulumi imports, no keys (those are secrets and arrive as Outputs).
  */
-import { dnsName, podLabels, type PlatformNames } from "../config/names";
+import { dnsName, podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
 import { ConfigError } from "../config/parse";
 import type { PlatformConfig } from "../config/resolve";
 import {
@@ -293,7 +293,7 @@ export function resolveVllmIngress(config: PlatformConfig, names: PlatformNames)
         upstream: {
             address: settings.upstream,
             namespace: names.namespaces.training,
-            podLabels: podLabels("trainer", names.training.job),
+            podLabels: vllmPodLabels(config, names),
             port: upstreamPort,
         },
         clientNamespace: names.namespaces.sandboxes,

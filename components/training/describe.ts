@@ -36,7 +36,7 @@
  *   OpenEnv's `OpenCodeConfig(api_key=...)`, whose in-sandbox proxy sends it upstream).
  */
 import { ConfigError } from "../config/parse";
-import { podLabels, type PlatformNames } from "../config/names";
+import { podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import type { Layout } from "../config/schema";
 
@@ -387,7 +387,7 @@ export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames
                   // <jobset>-<replicatedJob>-<jobIndex>-<podIndex> (jobset pkg/controllers/jobset_controller.go).
                   derivedEnv: { MAIN_PROCESS_IP: `$(JOBSET_NAME)-${TRAINER_REPLICATED_JOB}-0-0.$(JOBSET_NAME)` },
                   exclusiveTopology: "kubernetes.io/hostname",
-                  vllm: { deployment: names.training.vllm, podLabels: podLabels("vllm", names.training.vllm) },
+                  vllm: { deployment: names.training.vllm, podLabels: vllmPodLabels(config, names) },
                   vllmService: names.training.vllmService,
               }
             : undefined;

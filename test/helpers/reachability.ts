@@ -405,6 +405,8 @@ const POD_TEMPLATES: Readonly<Record<string, { readonly group: string; readonly 
     Job: { group: "batch", template: (m) => m.spec?.template },
     CronJob: { group: "batch", template: (m) => m.spec?.jobTemplate?.spec?.template },
     SandboxTemplate: { group: "extensions.agents.x-k8s.io", template: (m) => m.spec?.podTemplate },
+    // One pod group per JobSet: its first replicated job's pod template (the project's JobSets have one).
+    JobSet: { group: "jobset.x-k8s.io", template: (m) => m.spec?.replicatedJobs?.[0]?.template?.spec?.template },
 };
 
 const groupOf = (apiVersion: unknown): string =>
@@ -446,6 +448,8 @@ function podGroup(m: Manifest, problems: string[]): Draft | undefined {
     const labels: Record<string, string> = { ...(template.metadata?.labels ?? {}) };
     // The Job controller labels its pods with the Job's name (batch/v1 Job, unless manualSelector).
     if (m.kind === "Job" && m.spec?.manualSelector !== true) Object.assign(labels, { "batch.kubernetes.io/job-name": name, "job-name": name });
+    // The JobSet controller labels every pod with its JobSet's name (jobset api/jobset/v1alpha2/jobset_types.go JobSetNameKey).
+    if (m.kind === "JobSet") Object.assign(labels, { "jobset.sigs.k8s.io/jobset-name": name });
     return {
         kind: "pods",
         origin: m.kind,
