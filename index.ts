@@ -1,17 +1,26 @@
-// The stack program `pulumi up` runs: parse config, check it against what the stack's last up
-// made, build the Platform, export outputs.
-import { loadPlatformConfig, toRunError } from "./components/config";
-import { checkAgainstPrevious, Platform, resolvePlatform, targetProvider } from "./components/platform";
+// The stack program `pulumi up` runs. A cluster stack (config agent-rl-infra:cluster) builds
+// what every run on the cluster shares; a run stack (agent-rl-infra:platform) parses its config,
+// applies its cluster stack's outputs, checks it against what its last up made, builds the
+// Platform and exports its outputs.
+import { ClusterBase } from "./components/cluster";
+import { loadClusterConfig, loadPlatformConfig, toRunError } from "./components/config";
+import { checkAgainstPrevious, clusterProvider, Platform, resolvePlatform, targetProvider, withClusterStack } from "./components/platform";
 
 export = async () => {
-    const { config, secrets } = loadPlatformConfig();
+    const cluster = loadClusterConfig();
+    if (cluster !== undefined) {
+        const base = new ClusterBase("agentrl", { config: cluster }, { providers: [clusterProvider("agentrl", cluster)] });
+        return { ...base.outputs };
+    }
+    const { config: written, secrets } = loadPlatformConfig();
     let plan: ReturnType<typeof resolvePlatform> | undefined;
     try {
+        const config = await withClusterStack("agentrl", written);
         plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined });
         await checkAgainstPrevious("agentrl", config, plan.names);
     } catch (e) {
         toRunError(e);
     }
-    const platform = new Platform("agentrl", { plan, secrets }, { providers: [targetProvider("agentrl", config)] });
+    const platform = new Platform("agentrl", { plan, secrets }, { providers: [targetProvider("agentrl", plan.config)] });
     return platform.outputs;
 };

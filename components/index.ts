@@ -6,3 +6,4 @@ export { EnvSpace, resolveEnvSpace, type EnvSpaceArgs, type EnvDescription } fro
 export { TrainingNode, resolveTrainingNode, type TrainingNodeArgs, type TrainingDescription, type TrainingLinks } from "./training";
 export { VllmIngress, resolveVllmIngress, type VllmIngressArgs, type IngressDescription } from "./ingress";
 export { SandboxPool, resolveSandboxPool, type SandboxPoolArgs, type SandboxDescription } from "./sandbox";
+export { ClusterBase, teamQuota, type ClusterBaseArgs } from "./cluster";

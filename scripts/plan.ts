@@ -8,7 +8,7 @@
  */
 import * as path from "node:path";
 import { ALL_RECIPE_NAMES } from "../components/config";
-import { PlanError, planToDir, type PlanSource } from "./lib/plan";
+import { isClusterStack, PlanError, planClusterToDir, planToDir, type PlanSource } from "./lib/plan";
 
 const USAGE =
     "usage: npm run plan -- <stack | path/to/Pulumi.<stack>.yaml> [--out DIR]\n       npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]";
@@ -69,6 +69,14 @@ async function main(): Promise<number> {
         throw e;
     }
     try {
+        if ("stack" in args.source && isClusterStack(args.source)) {
+            const cluster = await planClusterToDir(args.source, { outDir: args.outDir });
+            const rel = path.relative(process.cwd(), args.outDir) || ".";
+            process.stdout.write(
+                `planned cluster stack ${cluster.stack}: ${cluster.resources.length} resources, ${cluster.manifests.length} Kubernetes objects -> ${rel}/ (plan.md)\n`,
+            );
+            return 0;
+        }
         const result = await planToDir(args.source, { outDir: args.outDir });
         const rel = path.relative(process.cwd(), args.outDir) || ".";
         process.stdout.write(

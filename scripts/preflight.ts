@@ -6,12 +6,20 @@
  * (colour only on a TTY), JSON with --json. Exit 0 when no check fails, 1 when one does (or
  * the stack's config is invalid), 2 for bad arguments (an unknown stack lists the stacks).
  */
+import * as fs from "node:fs";
 import * as path from "node:path";
+import { REPO_ROOT } from "./lib/plan";
 import { exitCodeOf, loadStack, renderJson, renderTable, runPreflight, StackError } from "./lib/preflight";
 
 const USAGE = "usage: npm run preflight -- <stack | path/to/Pulumi.<stack>.yaml> [--json] [--timeout SECONDS]";
 
 export class UsageError extends Error {}
+
+/** The stacks with a file in stacks/. */
+function knownStacks(): string[] {
+    const dir = path.join(REPO_ROOT, "stacks");
+    return fs.existsSync(dir) ? fs.readdirSync(dir).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? []) : [];
+}
 
 export interface PreflightArgs {
     readonly stack: string;
@@ -38,7 +46,7 @@ export function parsePreflightArgs(argv: readonly string[]): PreflightArgs {
         else if (stack === undefined) stack = a;
         else throw new UsageError(`unexpected argument ${a}: give one stack`);
     }
-    if (stack === undefined) throw new UsageError("name a stack (dev, staging, prod) or a stack file");
+    if (stack === undefined) throw new UsageError(`name a stack (${knownStacks().join(", ") || "none in stacks/"}) or a stack file`);
     const seconds = timeout === undefined ? 10 : Number(timeout);
     if (!/^\d+(\.\d+)?$/.test(timeout ?? "10") || seconds < 1 || seconds > 600)
         throw new UsageError(`--timeout must be a number of seconds between 1 and 600, got ${JSON.stringify(timeout)}`);

@@ -125,7 +125,10 @@ describe("engine: the prod stack, its policy pack and its cluster prerequisites"
         const up = await stack.up("prod up, bare cluster", { ...prodPolicy, timeoutMs: FIRST_UP_MS });
         try {
             // Told: in the error of a failed up, or in the engine's diagnostics of a successful one.
-            const said = [up.error ?? "", ...diagnostics(up)].join("\n");
+            // What a user sees: the engine's info/warning/error diagnostics (not the debug log, which
+            // echoes every resource's inputs and so names everything).
+            const shown = ["info", "info#err", "warning", "error"].flatMap((severity) => diagnostics(up, severity));
+            const said = [up.error ?? "", ...shown].join("\n");
             const missing: Array<[string, RegExp]> = [
                 [`PriorityClass ${PRIORITY_CLASS}`, new RegExp(PRIORITY_CLASS)],
                 [`RuntimeClass ${RUNTIME_CLASS}`, new RegExp(RUNTIME_CLASS)],

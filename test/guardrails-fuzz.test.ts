@@ -44,7 +44,7 @@ before(async () => {
 
 /** Field names of the schema (components/config/schema.ts), by section. */
 const FIELDS = {
-    root: ["recipe", "runId", "target", "model", "images", "training", "envs", "sandboxes", "ingress"],
+    root: ["recipe", "runId", "clusterStack", "target", "model", "images", "training", "envs", "sandboxes", "ingress"],
     target: [
         "kind",
         "namespacePrefix",
@@ -118,7 +118,7 @@ const FIELDS = {
         "poolSize",
         "maxLifetimeSeconds",
         "maxWarmWaitSeconds",
-        "installController",
+        "priorityClassName",
         "hfFlavor",
     ],
     ingress: [

@@ -17,7 +17,9 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const STACKS = fs
     .readdirSync(path.join(REPO_ROOT, "stacks"))
     .filter((f) => /^Pulumi\..+\.yaml$/.test(f))
-    .map((f) => f.slice("Pulumi.".length, -".yaml".length));
+    .map((f) => f.slice("Pulumi.".length, -".yaml".length))
+    // Run stacks: the cluster stack (agent-rl-infra:cluster) is planned in cluster-stack.test.ts.
+    .filter((stack) => readStackFile(stack).config["agent-rl-infra:platform"] !== undefined);
 
 let parseMermaid: (text: string) => Promise<unknown>;
 before(async () => {
@@ -321,7 +323,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             cwd: REPO_ROOT,
         });
         assert.equal(missing.status, 1);
-        assert.match(missing.stderr, /no stack file .*known stacks are dev, prod, staging/);
+        assert.match(missing.stderr, /no stack file .*known stacks are cluster, dev, prod, staging/);
     });
 
     test("writeStack helper files are read like the CLI reads them", () => {
@@ -350,17 +352,16 @@ describe("plan: prerequisites the stack refers to but does not create", () => {
         assert.equal(by("target.priorityClassName")?.check, "kubectl get priorityclass training-high");
         assert.equal(by("target.storageClassName")?.check, "kubectl get storageclass fast");
         assert.equal(by("sandboxes.runtimeClassName")?.check, "kubectl get runtimeclass gvisor");
-        assert.match(by("sandboxes.installController")!.what, /agent-sandbox v0\.5\.6 CRDs and controller/);
+        assert.match(by("sandboxes.provider")!.what, /agent-sandbox v0\.5\.6 CRDs and controller/);
         assert.equal(by("ingress.tls.issuer")?.check, "kubectl get issuer internal-ca -n arl-test-ingress");
         assert.match(by("target.gpuResourceName")!.otherwise, /Pending/);
-        const installed = parse(
-            { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { installController: true } },
+        const shared = parse(
+            { recipe: "opencode-blackbox", runId: "r1", clusterStack: "organization/agent-rl-infra/cluster", target: { kind: "kubernetes", context: "test" } },
             "test",
         );
-        assert.equal(
-            externalPrerequisites(installed, namesOf(installed)).find((r) => r.field === "sandboxes.installController"),
-            undefined,
-            "installed by the stack: not a prerequisite",
+        assert.ok(
+            externalPrerequisites(shared, namesOf(shared)).some((r) => r.field === "clusterStack (organization/agent-rl-infra/cluster)"),
+            "with a cluster stack, agent-sandbox is the cluster stack's",
         );
         const dockerCfg = parse({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, "test");
         assert.deepEqual(

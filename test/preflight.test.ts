@@ -198,7 +198,7 @@ describe("CLI arguments", () => {
         assert.equal(parsePreflightArgs(["dev", "--timeout=20"]).timeoutMs, 20_000);
     });
     for (const [argv, message] of [
-        [[], /name a stack/],
+        [[], /name a stack \(.*dev.*\) or a stack file/],
         [["dev", "prod"], /unexpected argument prod: give one stack/],
         [["dev", "--colour"], /unknown option --colour/],
         [["dev", "--timeout"], /--timeout needs a value/],
@@ -326,6 +326,34 @@ describe("Kubernetes checks (pure)", () => {
             f.map((x) => [x.check, x.status]),
             [["API server", "fail"]],
         );
+    });
+    test("what could not be read (RBAC) is a warning naming it, not a pass or a failure", () => {
+        const forbidden = {
+            ok: false as const,
+            error: 'Error from server (Forbidden): nodes is forbidden: User "dev" cannot list resource "nodes"',
+            forbidden: true,
+        };
+        const fine = { ok: true as const, value: [] as any[] };
+        const f = checkKubernetes(plan, {
+            ...base,
+            version: { ok: true, value: version },
+            nodes: forbidden,
+            storageClasses: fine,
+            priorityClasses: fine,
+            runtimeClasses: fine,
+            crds: forbidden,
+            sandboxControllers: fine,
+            daemonSets: fine,
+            namespaces: { ok: true, value: {} },
+        });
+        assertFinding(
+            only(f, "GPU node"),
+            "warn",
+            /could not read nodes: Error from server \(Forbidden\).*\(unchecked\)/,
+            /credentials that may list nodes \(read-only is enough\)/,
+        );
+        assertFinding(only(f, "agent-sandbox CRDs"), "warn", /could not read customresourcedefinitions/);
+        assertFinding(only(f, "cert-manager"), "warn", /could not read customresourcedefinitions/);
     });
     test("version: >= 1.30 passes (a '+' minor too), older fails naming why", () => {
         assertFinding(checkVersion(version), "ok", /v1\.36\.3 \(>= 1\.30\)/);
@@ -871,6 +899,16 @@ describe("Docker checks (pure)", () => {
             { ip: "127.0.0.1", port: 9000, protocol: "tcp" },
             { ip: "127.0.0.1", port: 9001, protocol: "tcp" },
         ]);
+    });
+    test("docker info failing is a warning (unchecked), not a pass", () => {
+        const f = checkDocker(plan, {
+            host: "unix:///x.sock",
+            version: { ok: true, value: { version: "28.2.2", apiVersion: "1.50" } },
+            info: { ok: false, error: "error during connect: EOF" },
+            containers: { ok: true, value: [] },
+            disk: { checkedPath: "/srv/agent-rl", freeBytes: 1024 ** 4 },
+        });
+        assertFinding(only(f, "NVIDIA runtime"), "warn", /docker info failed: error during connect: EOF \(unchecked\)/);
     });
     test("when the daemon does not answer, that is the only finding", () => {
         const f = checkDocker(plan, {

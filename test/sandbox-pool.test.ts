@@ -190,7 +190,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
             assert.equal(pool.inputs.spec.replicas, 10);
             assert.equal(template.inputs.spec.networkPolicyManagement, "Unmanaged");
             assert.equal(template.inputs.spec.service, true);
-            assert.equal(ofType(run.resources, T.configFile).length, 0, "no controller install unless asked");
+            assert.equal(ofType(run.resources, T.configFile).length, 0, "no controller install: the cluster stack owns it");
         }
     });
 
@@ -379,12 +379,13 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         assert.equal(large.pool.size, 1000);
     });
 
-    it("installs the pinned controller as one resource when asked", async () => {
-        const { update } = await build(config({ sandboxes: { installController: true } }));
-        const cf = single(update.resources, T.configFile);
-        assert.deepEqual(cf.inputs.files ?? [cf.inputs.file], [
-            "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml",
-        ]);
+    it("installs nothing cluster-wide (the cluster stack owns agent-sandbox); the sandboxes take their PriorityClass", async () => {
+        const { update } = await build(config({ sandboxes: { priorityClassName: "agent-rl-sandboxes" } }));
+        assert.deepEqual(ofType(update.resources, T.configFile), [], "no agent-sandbox release in a run stack");
+        const template = single(update.resources, T.template);
+        assert.equal(template.inputs.spec.podTemplate.spec.priorityClassName, "agent-rl-sandboxes");
+        const plain = await build(config());
+        assert.equal(single(plain.update.resources, T.template).inputs.spec.podTemplate.spec.priorityClassName, undefined);
     });
 
     it("names its children after the component and exposes the pool", async () => {

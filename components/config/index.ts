@@ -5,4 +5,15 @@ export { claimChangeProblems, type ClaimRecord, type ClaimRecords } from "./clai
 export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";
 export { RECIPES, RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, ALL_RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";
-export { loadPlatformConfig, checkSuppliedKeys, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";
+export { loadClusterConfig, loadPlatformConfig, checkSuppliedKeys, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";
+export {
+    clusterSchema,
+    parseClusterConfig,
+    clusterOutputs,
+    applyClusterStack,
+    AGENT_SANDBOX_VERSION,
+    AGENT_SANDBOX_MANIFEST_URL,
+    CLUSTER_OUTPUTS_KIND,
+    type ClusterConfig,
+    type ClusterOutputs,
+} from "./cluster";

@@ -5,6 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { validateKeys } from "./keys";
+import { parseClusterConfig, type ClusterConfig } from "./cluster";
 import { ConfigError, parsePlatformConfig } from "./parse";
 import type { PlatformConfig } from "./resolve";
 
@@ -27,6 +28,25 @@ export function ingressKeyConfigKey(name: string): string {
 export function toRunError(e: unknown): never {
     if (e instanceof ConfigError) throw new pulumi.RunError(e.message);
     throw e;
+}
+
+/**
+ * The cluster stack's config (`agent-rl-infra:cluster`), parsed; undefined for a run stack.
+ * A stack is one or the other: both keys is an error.
+ */
+export function loadClusterConfig(): ClusterConfig | undefined {
+    const cfg = new pulumi.Config(CONFIG_NAMESPACE);
+    const raw = cfg.getObject<unknown>("cluster");
+    if (raw === undefined) return undefined;
+    if (cfg.getObject<unknown>("platform") !== undefined)
+        throw new pulumi.RunError(
+            `stacks/Pulumi.${pulumi.getStack()}.yaml sets both ${CONFIG_NAMESPACE}:cluster and ${CONFIG_NAMESPACE}:platform: a stack is a cluster stack or a run stack; move one into a stack of its own (run stacks point at the cluster stack with clusterStack)`,
+        );
+    try {
+        return parseClusterConfig(raw);
+    } catch (e) {
+        toRunError(e);
+    }
 }
 
 export function loadPlatformConfig(): { config: PlatformConfig; secrets: PlatformSecrets } {

@@ -88,9 +88,20 @@ export function applyRecipe(raw: unknown): { merged: unknown; problems: string[]
     return { merged: deepMerge(preset, raw), problems: [] };
 }
 
+/** Fields a run stack had and no longer has, each with where it went. */
+function movedFields(raw: unknown): string[] {
+    const sandboxes = isPlainObject(raw) && isPlainObject(raw.sandboxes) ? raw.sandboxes : {};
+    if (!("installController" in sandboxes)) return [];
+    return [
+        "sandboxes.installController: a run stack no longer installs cluster-wide objects (a second stack met AlreadyExists, and destroying the first took every run's sandboxes): " +
+            "remove it, and install agent-sandbox once with a cluster stack (agent-rl-infra:cluster, agentSandbox.install; point clusterStack at it) or by hand",
+    ];
+}
+
 /** Parses, defaults and cross-checks a stack's raw config; throws ConfigError with every problem. */
 export function parsePlatformConfig(raw: unknown, stack: string): PlatformConfig {
     const { merged, problems } = applyRecipe(raw);
+    problems.push(...movedFields(merged));
     if (problems.length > 0) throw new ConfigError(problems);
     const parsed = platformSchema.safeParse(merged, { reportInput: true });
     if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues));

@@ -67,6 +67,8 @@ export interface PlatformConfig {
     readonly prodFromConfig?: boolean;
     readonly recipe?: string;
     readonly runId: string;
+    /** The cluster stack this run stack takes its shared objects from (`<org>/<project>/<stack>`). */
+    readonly clusterStack?: string;
     readonly target: Parsed["target"] & { readonly namespacePrefix?: string };
     readonly model: Parsed["model"];
     readonly images: Parsed["images"] & {
@@ -189,6 +191,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
         prodFromConfig: p.prod,
         recipe: p.recipe,
         runId: p.runId,
+        clusterStack: p.clusterStack,
         target: p.target.kind === "kubernetes" ? { ...p.target, namespacePrefix: p.target.namespacePrefix ?? defaultNamespacePrefix(stack) } : p.target,
         model: p.model,
         images: { ...p.images, vllm: p.images.vllm ?? DEFAULT_VLLM_IMAGE, vllmFromConfig: p.images.vllm, trainer: p.images.trainer ?? "" },

@@ -291,8 +291,8 @@ const sandboxes = z.strictObject({
     maxLifetimeSeconds: posInt.default(3600),
     /** Longest a warm sandbox may wait unclaimed, in seconds (adds to its pod deadline). */
     maxWarmWaitSeconds: posInt.default(6 * 3600),
-    /** Install the agent-sandbox v0.5.6 controller and CRDs (off when the cluster has them). */
-    installController: z.boolean().default(false),
+    /** PriorityClass of the sandbox pods (below the training pod's). Default: the cluster stack's, else none. */
+    priorityClassName: z.string().optional(),
     /** Hosted sandboxes only: the hardware flavor. */
     hfFlavor: z.string().default("cpu-basic"),
 });
@@ -378,6 +378,15 @@ export const platformSchema = z.strictObject({
     recipe: z.string().optional(),
     /** Run id: names the Job, labels sandboxes; a new run is a new id. */
     runId: dnsLabel.max(24),
+    /**
+     * The cluster stack (`<org>/<project>/<stack>`, e.g. `organization/agent-rl-infra/cluster` on a
+     * self-managed backend) whose PriorityClasses, RuntimeClasses, agent-sandbox install and
+     * cert-manager issuer this run stack uses. Default: none (the cluster has them already).
+     */
+    clusterStack: z
+        .string()
+        .regex(/^[\w.-]+\/[\w.-]+\/[\w.-]+$/, "must be <org>/<project>/<stack>, e.g. organization/agent-rl-infra/cluster")
+        .optional(),
     /**
      * Whether prod rules apply (images pinned by digest, model revision pinned; the policy pack's
      * mandatory prod policies). Default: true for a stack named `prod` or `prod-*`.

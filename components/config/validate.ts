@@ -248,9 +248,10 @@ export function validateIngress(c: PlatformConfig): string[] {
             `ingress.tls.secretName: tls mode 'secret' needs the name of a kubernetes.io/tls Secret in the ingress namespace (or use tls.mode cert-manager with tls.issuer to have one issued)`,
         );
     }
-    if (i.tls.mode === "cert-manager" && !i.tls.issuer) {
+    // With a cluster stack the issuer may come from it (applyClusterStack checks that it does).
+    if (i.tls.mode === "cert-manager" && !i.tls.issuer && c.clusterStack === undefined) {
         errors.push(
-            `ingress.tls.issuer: tls mode 'cert-manager' needs the issuer that signs the certificate: set tls.issuer.name (and kind Issuer or ClusterIssuer; kubectl get clusterissuers lists them)`,
+            `ingress.tls.issuer: tls mode 'cert-manager' needs the issuer that signs the certificate: set tls.issuer.name (and kind Issuer or ClusterIssuer; kubectl get clusterissuers lists them), or take the cluster stack's (clusterStack)`,
         );
     }
     if (i.tls.mode !== "cert-manager" && i.tls.issuer) {

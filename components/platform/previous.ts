@@ -1,11 +1,32 @@
 /**
- * What this stack's last successful `up` exported, read back before anything registers, for
- * the checks that compare a config with what already exists (claimChangeProblems). Read through
- * a StackReference to the stack itself: the engine hands back the outputs of the last
- * completed update (empty on the first up; `destroy` clears them).
+ * What other stacks (and this stack's last `up`) exported, read before anything registers:
+ * - this stack's own last outputs, for the checks that compare a config with what already
+ *   exists (claimChangeProblems), through a StackReference to the stack itself (the engine hands
+ *   back the outputs of the last completed update; empty on the first up; `destroy` clears them);
+ * - the cluster stack's outputs (clusterStack), which fill in and check the run's references.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { claimChangeProblems, ConfigError, type ClaimRecords, type PlatformConfig, type PlatformNames } from "../config";
+import {
+    applyClusterStack,
+    claimChangeProblems,
+    ConfigError,
+    type ClaimRecords,
+    type ClusterOutputs,
+    type PlatformConfig,
+    type PlatformNames,
+} from "../config";
+
+/** The outputs a cluster stack exports (ClusterOutputs' keys). */
+const CLUSTER_OUTPUT_NAMES = ["kind", "agentSandbox", "priorityClasses", "runtimeClasses", "certIssuer", "teams"] as const;
+
+/** `config` with its cluster stack's outputs applied (applyClusterStack); unchanged without clusterStack. */
+export async function withClusterStack(name: string, config: PlatformConfig): Promise<PlatformConfig> {
+    if (config.clusterStack === undefined) return config;
+    const ref = new pulumi.StackReference(`${name}-cluster`, { name: config.clusterStack });
+    const values = await Promise.all(CLUSTER_OUTPUT_NAMES.map((k) => ref.getOutputDetails(k).then((d) => d.value ?? d.secretValue)));
+    const outputs = Object.fromEntries(CLUSTER_OUTPUT_NAMES.map((k, i) => [k, values[i]]).filter(([, v]) => v !== undefined)) as Partial<ClusterOutputs>;
+    return applyClusterStack(config, outputs);
+}
 
 /** The stack output that records the claims (Platform.outputs.claims). */
 export const CLAIMS_OUTPUT = "claims";

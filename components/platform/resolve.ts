@@ -8,7 +8,7 @@ import { platformNames, validateNames, type PlatformNames } from "../config/name
 import type { PlatformConfig } from "../config/resolve";
 import { resolveEnvSpace, type EnvDescription } from "../env";
 import { resolveVllmIngress, type IngressDescription } from "../ingress";
-import { resolveSandboxPool, type SandboxDescription } from "../sandbox";
+import { AGENT_SANDBOX_VERSION, resolveSandboxPool, type SandboxDescription } from "../sandbox";
 import { resolveTrainingNode, type EgressPeer, type TrainingDescription } from "../training";
 
 /** Which secrets the stack has (their values stay secret outputs; only presence matters here). */
@@ -107,14 +107,12 @@ export function externalPrerequisites(config: PlatformConfig, names: PlatformPla
                 check: `kubectl get runtimeclass ${sb.runtimeClassName}`,
             });
         }
-        if (!sb.installController) {
-            out.push({
-                what: "the agent-sandbox v0.5.6 CRDs and controller",
-                field: "sandboxes.installController",
-                otherwise: "`pulumi up` fails on the unknown SandboxTemplate kind, or, with the CRDs but no controller, the warm pool never fills",
-                check: "kubectl get crd sandboxwarmpools.extensions.agents.x-k8s.io && kubectl get deploy -A -l app.kubernetes.io/name=agent-sandbox",
-            });
-        }
+        out.push({
+            what: `the agent-sandbox ${AGENT_SANDBOX_VERSION} CRDs and controller`,
+            field: config.clusterStack !== undefined ? `clusterStack (${config.clusterStack})` : "sandboxes.provider",
+            otherwise: "`pulumi up` fails on the unknown SandboxTemplate kind, or, with the CRDs but no controller, the warm pool never fills",
+            check: "kubectl get crd sandboxwarmpools.extensions.agents.x-k8s.io && kubectl get deploy -A -l app.kubernetes.io/name=agent-sandbox (or npm run preflight)",
+        });
     }
     const tls = config.ingress.enabled ? config.ingress.tls : undefined;
     if (tls?.mode === "secret" && tls.secretName !== undefined) {

@@ -8,16 +8,17 @@ import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import { multiplyQuantity, quantityValue } from "../shared/quantity";
 
-/** agent-sandbox release the platform is written against (CRDs and controller). */
-export const AGENT_SANDBOX_VERSION = "v0.5.6";
+import { AGENT_SANDBOX_MANIFEST_URL, AGENT_SANDBOX_VERSION } from "../config/cluster";
+
+export { AGENT_SANDBOX_VERSION };
 /** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (extensions.agents.x-k8s.io, served and stored v1beta1 in v0.5.6). */
 export const SANDBOX_EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
 /** API group of Sandbox (agents.x-k8s.io). */
 export const SANDBOX_CORE_GROUP = "agents.x-k8s.io";
 /** Served and stored version of every agent-sandbox CRD at v0.5.6. */
 export const SANDBOX_API_VERSION = "v1beta1";
-/** The pinned release manifest: CRDs + controller + extensions controller in one file. */
-export const CONTROLLER_MANIFEST_URL = `https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml`;
+/** The pinned release manifest: CRDs + controller + extensions controller in one file (the cluster stack installs it). */
+export const CONTROLLER_MANIFEST_URL = AGENT_SANDBOX_MANIFEST_URL;
 
 /**
  * Port of the command API inside a sandbox pod, the only port the trainer may reach.
@@ -96,6 +97,8 @@ export interface SandboxDescription {
     /** Memory request = limit per sandbox. */
     readonly memory: string;
     readonly runtimeClassName?: string;
+    /** PriorityClass of the sandbox pods (sandboxes.priorityClassName, or the cluster stack's). */
+    readonly priorityClassName?: string;
     /** Warm pool size (Kubernetes) / fixed pool size (Docker). */
     readonly poolSize: number;
     /** Rollouts in flight = sandboxes claimed at once. */
@@ -118,8 +121,6 @@ export interface SandboxDescription {
     readonly labels: Readonly<Record<string, string>>;
     readonly quota: SandboxQuota;
     readonly hfFlavor: string;
-    readonly installController: boolean;
-    readonly controllerManifestUrl: string;
     readonly names: {
         readonly namespace: string;
         readonly template: string;
@@ -217,6 +218,7 @@ export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames)
         cpu: s.cpu,
         memory: s.memory,
         runtimeClassName: s.runtimeClassName,
+        priorityClassName: s.priorityClassName,
         poolSize: s.poolSize,
         maxInflight,
         headroom: s.headroom,
@@ -231,8 +233,6 @@ export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames)
         labels: { ...podLabels("sandbox", pool), [names.sandboxes.runLabel]: config.runId },
         quota: { pods: quotaPods, cpu: multiplyQuantity(s.cpu, quotaPods), memory: multiplyQuantity(s.memory, quotaPods) },
         hfFlavor: s.hfFlavor,
-        installController: s.installController,
-        controllerManifestUrl: CONTROLLER_MANIFEST_URL,
         names: {
             namespace: names.namespaces.sandboxes,
             template: names.sandboxes.template,

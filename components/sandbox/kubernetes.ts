@@ -61,6 +61,7 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
                 // No env vars describing the cluster's Services.
                 enableServiceLinks: false,
                 ...(d.runtimeClassName !== undefined ? { runtimeClassName: d.runtimeClassName } : {}),
+                ...(d.priorityClassName !== undefined ? { priorityClassName: d.priorityClassName } : {}),
                 // A warm pod's clock starts before it is claimed: wait + lifetime.
                 activeDeadlineSeconds: d.deadlineSeconds,
                 terminationGracePeriodSeconds: sec.terminationGraceSeconds,
@@ -237,9 +238,6 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
     const labels = objectLabels(d);
     const meta = (objName: string) => ({ name: objName, namespace: ns, labels });
 
-    const controller = d.installController ? new k8s.yaml.v2.ConfigFile(`${name}-controller`, { file: d.controllerManifestUrl }, child) : undefined;
-    const afterController = controller ? { ...child, dependsOn: [controller] } : child;
-
     const keySecret = new k8s.core.v1.Secret(
         `${name}-key`,
         { metadata: meta(d.names.keySecret), type: "Opaque", stringData: { [SANDBOX_KEY_SECRET_KEY]: pulumi.secret(args.sandboxKey) } },
@@ -275,7 +273,7 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
     const template = new k8s.apiextensions.CustomResource(
         `${name}-template`,
         { apiVersion, kind: "SandboxTemplate", metadata: meta(d.names.template), spec: sandboxTemplateSpec(d) },
-        { ...afterController, dependsOn: [...(controller ? [controller] : []), keySecret, networkPolicy, quota, binding] },
+        { ...child, dependsOn: [keySecret, networkPolicy, quota, binding] },
     );
     const warmPool = new k8s.apiextensions.CustomResource(
         `${name}-warm-pool`,

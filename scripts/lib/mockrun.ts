@@ -39,6 +39,8 @@ export interface MockRunOptions {
      * @default {} (a stack never updated)
      */
     readonly previousOutputs?: Record<string, unknown>;
+    /** Outputs of other stacks a StackReference may read, by full name (`<org>/<project>/<stack>`); any other reference fails the run. @default {} */
+    readonly stackOutputs?: Readonly<Record<string, Record<string, unknown>>>;
     /** Function tokens the program may call; any other call fails the run. @default [] */
     readonly allowedCalls?: Readonly<Record<string, (inputs: any) => Record<string, any>>>;
 }
@@ -80,9 +82,12 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
             newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, any> } {
                 if (args.type === STACK_REFERENCE) {
                     const self = `${pulumi.getOrganization()}/${project}/${opts.stack}`;
-                    if (args.inputs.name !== self)
-                        throw new Error(`unexpected StackReference to ${args.inputs.name}: only the stack itself (${self}) is served`);
-                    return { id: args.inputs.name, state: { name: args.inputs.name, outputs: opts.previousOutputs ?? {}, secretOutputNames: [] } };
+                    const served = args.inputs.name === self ? (opts.previousOutputs ?? {}) : opts.stackOutputs?.[args.inputs.name];
+                    if (served === undefined)
+                        throw new Error(
+                            `unexpected StackReference to ${args.inputs.name}: served are the stack itself (${self}) and ${Object.keys(opts.stackOutputs ?? {}).join(", ") || "no other"}`,
+                        );
+                    return { id: args.inputs.name, state: { name: args.inputs.name, outputs: served, secretOutputNames: [] } };
                 }
                 const customTimeouts = timeouts.get(`${args.type}::${args.name}`);
                 resources.push({

@@ -8,7 +8,18 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
-import { CONFIG_NAMESPACE, ingressKeyConfigKey, parsePlatformConfig, RECIPES, type PlatformConfig, type RecipeName } from "../../components/config";
+import {
+    clusterOutputs,
+    CONFIG_NAMESPACE,
+    ingressKeyConfigKey,
+    parseClusterConfig,
+    parsePlatformConfig,
+    RECIPES,
+    type ClusterConfig,
+    type ClusterOutputs,
+    type PlatformConfig,
+    type RecipeName,
+} from "../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../components/platform";
 import { renderPlanMarkdown } from "./plan-markdown";
 import { runUnderMocks, type RecordedResource } from "./mockrun";
@@ -187,7 +198,15 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
         const { deepMerge } = await import("../../components/config");
         cfg.config[key] = JSON.stringify(deepMerge(base, opts.platformOverride));
     }
-    const run = await runUnderMocks(runProgram(), { stack: cfg.stack, config: cfg.config, secretKeys: cfg.secretKeys, preview: opts.preview });
+    if (cfg.config[`${CONFIG_NAMESPACE}:cluster`] !== undefined)
+        throw new PlanError(`stack ${cfg.stack} is a cluster stack (${CONFIG_NAMESPACE}:cluster): plan it with planClusterToDir (npm run plan does)`);
+    const run = await runUnderMocks(runProgram(), {
+        stack: cfg.stack,
+        config: cfg.config,
+        secretKeys: cfg.secretKeys,
+        preview: opts.preview,
+        stackOutputs: clusterStackOutputs(cfg),
+    });
     if (run.error) {
         if (pulumi.RunError.isInstance(run.error)) throw new PlanError((run.error as Error).message);
         throw run.error;
@@ -231,6 +250,105 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
     write("plan.md", renderPlanMarkdown(plan, run.resources, manifests));
     const scrubbedManifests = manifests.map((m) => JSON.parse(scrub(JSON.stringify(m), secrets)));
     return { stack: cfg.stack, plan, resources: run.resources, manifests: scrubbedManifests, files };
+}
+
+/** Whether a stack file is a cluster stack (config agent-rl-infra:cluster). */
+export function isClusterStack(source: { readonly stack: string; readonly stackFile?: string }): boolean {
+    return readStackFile(source.stack, source.stackFile).config[`${CONFIG_NAMESPACE}:cluster`] !== undefined;
+}
+
+/**
+ * The outputs of the cluster stack a run stack names (clusterStack), computed offline from the
+ * local stack file of that name (stacks/Pulumi.<last segment>.yaml), as the cluster program
+ * would export them. A plan cannot read a deployed stack.
+ */
+function clusterStackOutputs(cfg: StackConfig): Record<string, Record<string, unknown>> {
+    const raw = cfg.config[`${CONFIG_NAMESPACE}:platform`];
+    const ref = raw ? (JSON.parse(raw) as { clusterStack?: unknown }).clusterStack : undefined;
+    if (typeof ref !== "string") return {};
+    const name = ref.split("/").pop() ?? ref;
+    let cluster: StackConfig;
+    try {
+        cluster = readStackFile(name);
+    } catch {
+        throw new PlanError(`clusterStack ${ref}: no stacks/Pulumi.${name}.yaml to plan against (a plan reads the cluster stack's file, not a deployed stack)`);
+    }
+    const clusterRaw = cluster.config[`${CONFIG_NAMESPACE}:cluster`];
+    if (clusterRaw === undefined)
+        throw new PlanError(`clusterStack ${ref}: stacks/Pulumi.${name}.yaml is not a cluster stack (no ${CONFIG_NAMESPACE}:cluster)`);
+    try {
+        return { [ref]: { ...clusterOutputs(parseClusterConfig(JSON.parse(clusterRaw))) } };
+    } catch (e) {
+        throw new PlanError(`clusterStack ${ref}: ${(e as Error).message}`);
+    }
+}
+
+export interface ClusterPlanResult {
+    readonly stack: string;
+    readonly config: ClusterConfig;
+    readonly outputs: ClusterOutputs;
+    readonly resources: RecordedResource[];
+    readonly manifests: Array<Record<string, any>>;
+    readonly files: string[];
+}
+
+/** Plans a cluster stack into `outDir`: its manifests (the agent-sandbox release stays a file reference) and plan.md. */
+export async function planClusterToDir(
+    source: { readonly stack: string; readonly stackFile?: string },
+    opts: { readonly outDir: string },
+): Promise<ClusterPlanResult> {
+    const cfg = readStackFile(source.stack, source.stackFile);
+    const raw = cfg.config[`${CONFIG_NAMESPACE}:cluster`];
+    if (raw === undefined) throw new PlanError(`stack ${cfg.stack} is not a cluster stack (no ${CONFIG_NAMESPACE}:cluster)`);
+    const run = await runUnderMocks(runProgram(), { stack: cfg.stack, config: cfg.config, secretKeys: cfg.secretKeys });
+    if (run.error) {
+        if (pulumi.RunError.isInstance(run.error)) throw new PlanError((run.error as Error).message);
+        throw run.error;
+    }
+    const config = parseClusterConfig(JSON.parse(raw));
+    const outputs = clusterOutputs(config);
+    fs.rmSync(opts.outDir, { recursive: true, force: true });
+    fs.mkdirSync(opts.outDir, { recursive: true });
+    const files: string[] = [];
+    const write = (rel: string, text: string) => {
+        const p = path.join(opts.outDir, rel);
+        fs.mkdirSync(path.dirname(p), { recursive: true });
+        fs.writeFileSync(p, text);
+        files.push(p);
+    };
+    const manifests = manifestsOf(run.resources);
+    manifests.forEach((m, i) => {
+        const ns = m.metadata?.namespace ? `${m.metadata.namespace}-` : "";
+        write(path.join("manifests", `${String(i).padStart(3, "0")}-${m.kind.toLowerCase()}-${ns}${m.metadata?.name ?? "unnamed"}.yaml`), YAML.stringify(m));
+    });
+    const lines = [
+        `# Cluster stack ${cfg.stack}`,
+        "",
+        `Context: \`${config.target.context}\`. What every run stack on this cluster shares; run stacks read it with`,
+        `\`clusterStack: <org>/<project>/${cfg.stack}\` and create none of it.`,
+        "",
+        "| Object | Name | Detail |",
+        "|---|---|---|",
+        ...(config.agentSandbox.install
+            ? [`| agent-sandbox ${outputs.agentSandbox.version} (CRDs, controller, RBAC) | release manifest | \`${config.agentSandbox.manifest}\` |`]
+            : []),
+        ...(["training", "sandboxes"] as const).flatMap((role) => {
+            const pc = config.priorityClasses[role];
+            return pc ? [`| PriorityClass (${role}) | ${pc.name} | value ${pc.value}, ${pc.preemptionPolicy} |`] : [];
+        }),
+        ...config.runtimeClasses.map((r) => `| RuntimeClass | ${r.name} | handler \`${r.handler}\` (the nodes' runtime must have it) |`),
+        ...config.teams.map((t) => `| Namespace + ResourceQuota | ${t.name} | ${t.quota ? JSON.stringify(t.quota) : "no quota"} |`),
+        ...(config.certIssuer ? [`| cert-manager issuer (reference, not created) | ${config.certIssuer.name} | ${config.certIssuer.kind} |`] : []),
+        "",
+        "## Outputs (what run stacks read)",
+        "",
+        "```json",
+        JSON.stringify(outputs, null, 2),
+        "```",
+        "",
+    ];
+    write("plan.md", lines.join("\n"));
+    return { stack: cfg.stack, config, outputs, resources: run.resources, manifests, files };
 }
 
 /** Config keys of every secret a stack can have (for tests and docs). */

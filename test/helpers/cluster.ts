@@ -41,6 +41,8 @@ export interface ClusterOptions {
      * on a cluster, and StatefulSet rollouts one pod-stop per replica. @default 3000
      */
     readonly podStopMs?: number;
+    /** Install the fixture's CRDs (agent-sandbox, Gateway API, cert-manager) at start; off when a stack under test installs them. @default true */
+    readonly crds?: boolean;
     /** Overall startup timeout in ms. @default 240 s */
     readonly timeoutMs?: number;
 }
@@ -349,7 +351,7 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
     const deadline = Date.now() + timeoutMs;
     const fx = fixtures ?? (await engineFixtures({ build: true }));
     if (!fx.ok) throw new Error(`engine fixtures are not available: ${fx.reason}`);
-    const api = await startApiServer({ timeoutMs });
+    const api = await startApiServer({ timeoutMs, installCrds: options.crds ?? true });
     const context = "test";
     const gpuNodes = Array.from({ length: options.gpuNodes ?? 1 }, (_, i) => `kwok-gpu-${i}`);
     const gpuNode = gpuNodes[0];

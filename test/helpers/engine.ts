@@ -184,7 +184,8 @@ export interface Engine {
     stack(
         name: string,
         platform: Record<string, unknown>,
-        opts?: { secrets?: Record<string, string>; program?: () => Promise<Record<string, unknown> | undefined> },
+        /** configKey: the config object's key (agent-rl-infra:cluster for a cluster stack). @default agent-rl-infra:platform */
+        opts?: { secrets?: Record<string, string>; program?: () => Promise<Record<string, unknown> | undefined>; configKey?: string },
     ): Promise<EngineStack>;
     /** Processes still running with this engine's PULUMI_HOME (the CLI, plugins, analyzers). */
     leftovers(): number[];
@@ -339,8 +340,9 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
     const stack = async (
         name: string,
         initialPlatform: Record<string, unknown>,
-        opts: { secrets?: Record<string, string>; program?: () => Promise<Record<string, unknown> | undefined> } = {},
+        opts: { secrets?: Record<string, string>; program?: () => Promise<Record<string, unknown> | undefined>; configKey?: string } = {},
     ): Promise<EngineStack> => {
+        const configKey = opts.configKey ?? PLATFORM_KEY;
         const workDir = path.join(root, "work", name);
         await fsp.mkdir(workDir, { recursive: true });
         const program = async () => (await (opts.program ?? stackProgram)()) ?? {};
@@ -354,7 +356,7 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
             platform = p as Record<string, any>;
             // Written as the object a stack file holds (not a JSON string), beside the secure values.
             const settings = await ws.stackSettings(name);
-            settings.config = { ...(settings.config ?? {}), [PLATFORM_KEY]: platform };
+            settings.config = { ...(settings.config ?? {}), [configKey]: platform };
             await ws.saveStackSettings(name, settings);
         };
         await setPlatform(platform);

@@ -1,0 +1,1 @@
+export { ClusterBase, teamQuota, type ClusterBaseArgs } from "./cluster-base";

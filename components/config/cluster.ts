@@ -1,0 +1,197 @@
+/**
+ * The cluster stack: what every run on a cluster shares, provisioned once by the platform team
+ * (`agent-rl-infra:cluster` instead of `agent-rl-infra:platform` in the stack's config), and
+ * read by run stacks through `clusterStack` (a StackReference to its outputs). Its schema, its
+ * outputs' shape, and the one rule that turns those outputs into a run stack's settings.
+ */
+import { z } from "zod";
+import { ConfigError, formatZodIssues } from "./parse";
+import type { PlatformConfig } from "./resolve";
+
+/** The agent-sandbox release the run stacks' objects are written for (sandbox CRD fields). */
+export const AGENT_SANDBOX_VERSION = "v0.5.6";
+/** The release manifest: CRDs, controller Deployment and RBAC (agent-sandbox's GitHub release assets). */
+export const AGENT_SANDBOX_MANIFEST_URL = `https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml`;
+/** Tells a cluster stack's outputs from any other stack's (a run stack pointed at the wrong stack). */
+export const CLUSTER_OUTPUTS_KIND = "agent-rl-infra/cluster";
+
+const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be lower-case letters, digits and '-', starting and ending with a letter or digit");
+const objectName = z
+    .string()
+    .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes object name (lower-case DNS subdomain)");
+const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, "must be a Kubernetes quantity such as 500m, 4Gi or 2");
+
+const priorityClass = z.strictObject({
+    /** PriorityClass name. */
+    name: objectName,
+    /** Priority value (higher preempts lower; user classes stay below 1e9). */
+    value: z.number().int().min(-2147483648).max(1000000000),
+    /** `PreemptLowerPriority` (default) or `Never`. */
+    preemptionPolicy: z.enum(["PreemptLowerPriority", "Never"]).default("PreemptLowerPriority"),
+});
+
+export const clusterSchema = z.strictObject({
+    /** The cluster. Kubernetes only: a Docker host has nothing shared between runs to provision. */
+    target: z.strictObject({
+        kind: z.literal("kubernetes"),
+        /** kubeconfig context of the cluster (required: never kubectl's current context). */
+        context: z.string().min(1),
+        /** kubeconfig file; default: the ambient one. */
+        kubeconfig: z.string().min(1).optional(),
+    }),
+    /** agent-sandbox (CRDs, controller, RBAC) for every run stack's warm pools. */
+    agentSandbox: z
+        .strictObject({
+            /** Install it. Off when the cluster already has agent-sandbox from elsewhere. */
+            install: z.boolean().default(true),
+            /** Release manifest (URL or local file) of agent-sandbox v0.5.6. Default: the GitHub release asset. */
+            manifest: z.string().min(1).default(AGENT_SANDBOX_MANIFEST_URL),
+        })
+        .prefault({}),
+    /** PriorityClasses run stacks use when they name none: the training pod, and the sandboxes (below training). */
+    priorityClasses: z
+        .strictObject({
+            training: priorityClass.optional(),
+            sandboxes: priorityClass.optional(),
+        })
+        .default({
+            training: { name: "agent-rl-training", value: 100000, preemptionPolicy: "PreemptLowerPriority" },
+            sandboxes: { name: "agent-rl-sandboxes", value: 1000, preemptionPolicy: "Never" },
+        }),
+    /** RuntimeClasses to create, one per handler the nodes' container runtime has (gVisor `runsc`, Kata `kata`). */
+    runtimeClasses: z.array(z.strictObject({ name: dnsLabel, handler: dnsLabel })).default([]),
+    /** The cert-manager issuer run stacks' ingress certificates use (a reference: the issuer itself is cert-manager config). */
+    certIssuer: z
+        .strictObject({
+            name: objectName,
+            kind: z.enum(["Issuer", "ClusterIssuer"]).default("ClusterIssuer"),
+            group: z.string().default("cert-manager.io"),
+        })
+        .optional(),
+    /** Teams: a namespace each, with a ResourceQuota when limits are given. */
+    teams: z
+        .array(
+            z.strictObject({
+                /** Namespace name of the team. */
+                name: dnsLabel.max(63),
+                /** Quota of the namespace (omitted: none). */
+                quota: z
+                    .strictObject({
+                        /** GPUs requested at once (the device plugin's resource, `gpuResourceName`). */
+                        gpus: z.number().int().nonnegative().optional(),
+                        /** CPU requested at once. */
+                        cpu: quantity.optional(),
+                        /** Memory requested at once. */
+                        memory: quantity.optional(),
+                        /** Pods at once. */
+                        pods: z.number().int().nonnegative().optional(),
+                    })
+                    .optional(),
+            }),
+        )
+        .default([]),
+    /** Extended resource name of the GPU device plugin (for team GPU quotas). */
+    gpuResourceName: z.string().default("nvidia.com/gpu"),
+});
+
+export type ClusterConfig = z.output<typeof clusterSchema>;
+
+/** Parses and cross-checks a cluster stack's config; throws ConfigError with every problem. */
+export function parseClusterConfig(raw: unknown): ClusterConfig {
+    const parsed = clusterSchema.safeParse(raw, { reportInput: true });
+    if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues).map((p) => `cluster ${p}`));
+    const c = parsed.data;
+    const problems: string[] = [];
+    const dup = <T>(xs: readonly T[], key: (x: T) => string) => xs.map(key).filter((k, i, all) => all.indexOf(k) !== i);
+    for (const n of dup(c.runtimeClasses, (r) => r.name)) problems.push(`cluster runtimeClasses: '${n}' is listed twice: keep one`);
+    for (const n of dup(c.teams, (t) => t.name)) problems.push(`cluster teams: '${n}' is listed twice: keep one`);
+    const pcs = [c.priorityClasses.training, c.priorityClasses.sandboxes].filter((p) => p !== undefined);
+    if (pcs.length === 2 && pcs[0].name === pcs[1].name)
+        problems.push(`cluster priorityClasses: training and sandboxes are both '${pcs[0].name}': give them two names (sandboxes rank below training)`);
+    if (problems.length > 0) throw new ConfigError(problems);
+    return c;
+}
+
+/** What a cluster stack exports (its stack outputs), and what run stacks read. */
+export interface ClusterOutputs {
+    readonly kind: typeof CLUSTER_OUTPUTS_KIND;
+    readonly agentSandbox: { readonly version: string; readonly installed: boolean };
+    readonly priorityClasses: { readonly training?: string; readonly sandboxes?: string };
+    readonly runtimeClasses: readonly string[];
+    readonly certIssuer?: { readonly name: string; readonly kind: "Issuer" | "ClusterIssuer"; readonly group: string };
+    readonly teams: readonly string[];
+}
+
+/** The outputs a cluster config produces: one rule, used by the cluster program and by the offline plan. */
+export function clusterOutputs(c: ClusterConfig): ClusterOutputs {
+    return {
+        kind: CLUSTER_OUTPUTS_KIND,
+        agentSandbox: { version: AGENT_SANDBOX_VERSION, installed: c.agentSandbox.install },
+        priorityClasses: {
+            ...(c.priorityClasses.training ? { training: c.priorityClasses.training.name } : {}),
+            ...(c.priorityClasses.sandboxes ? { sandboxes: c.priorityClasses.sandboxes.name } : {}),
+        },
+        runtimeClasses: c.runtimeClasses.map((r) => r.name),
+        ...(c.certIssuer ? { certIssuer: c.certIssuer } : {}),
+        teams: c.teams.map((t) => t.name),
+    };
+}
+
+/**
+ * A run stack's config with what its cluster stack provides: the PriorityClasses where the run
+ * names none, the ingress issuer where cert-manager mode names none; and every reference the
+ * cluster stack does not provide, refused. Throws ConfigError naming each problem and its fix.
+ */
+export function applyClusterStack(config: PlatformConfig, outputs: Partial<ClusterOutputs> | undefined): PlatformConfig {
+    const ref = config.clusterStack;
+    if (ref === undefined) return config;
+    if (outputs?.kind !== CLUSTER_OUTPUTS_KIND) {
+        throw new ConfigError([
+            `clusterStack: '${ref}' exports no cluster outputs: point it at a stack whose config is agent-rl-infra:cluster and that has been up'd (pulumi stack ls; pulumi stack output -s ${ref})`,
+        ]);
+    }
+    if (config.target.kind !== "kubernetes")
+        throw new ConfigError([
+            `clusterStack: a cluster stack serves Kubernetes run stacks; this stack's target is ${config.target.kind}: remove clusterStack`,
+        ]);
+    const problems: string[] = [];
+    const pcs = outputs.priorityClasses ?? {};
+    const runtimeClasses = outputs.runtimeClasses ?? [];
+    if (config.sandboxes.provider === "agent-sandbox" && !outputs.agentSandbox?.installed)
+        problems.push(
+            `sandboxes.provider: agent-sandbox, but the cluster stack '${ref}' does not install it: set agentSandbox.install true there (or install agent-sandbox ${AGENT_SANDBOX_VERSION} by hand and say so with the preflight)`,
+        );
+    const rc = config.sandboxes.runtimeClassName;
+    if (rc !== undefined && !runtimeClasses.includes(rc))
+        problems.push(
+            `sandboxes.runtimeClassName: '${rc}' is not a RuntimeClass of the cluster stack '${ref}' (it has: ${runtimeClasses.join(", ") || "none"}): add { name: ${rc}, handler: <the nodes' handler> } to its runtimeClasses, or use one it has`,
+        );
+    for (const [field, name] of Object.entries(envRuntimeClasses(config))) {
+        if (!runtimeClasses.includes(name))
+            problems.push(
+                `${field}: '${name}' is not a RuntimeClass of the cluster stack '${ref}' (it has: ${runtimeClasses.join(", ") || "none"}): add it there, or use one it has`,
+            );
+    }
+    const tls = config.ingress.tls;
+    if (tls.mode === "cert-manager" && tls.issuer === undefined && outputs.certIssuer === undefined)
+        problems.push(
+            `ingress.tls.issuer: tls mode 'cert-manager' needs an issuer, and the cluster stack '${ref}' names none: set tls.issuer here, or certIssuer in the cluster stack`,
+        );
+    if (problems.length > 0) throw new ConfigError(problems);
+    return {
+        ...config,
+        target: { ...config.target, priorityClassName: config.target.priorityClassName ?? pcs.training },
+        sandboxes: { ...config.sandboxes, priorityClassName: config.sandboxes.priorityClassName ?? pcs.sandboxes },
+        ingress:
+            tls.mode === "cert-manager" && tls.issuer === undefined && outputs.certIssuer !== undefined
+                ? { ...config.ingress, tls: { ...tls, issuer: { ...outputs.certIssuer } } }
+                : config.ingress,
+    };
+}
+
+/** The RuntimeClass each env server names, by config field. */
+function envRuntimeClasses(config: PlatformConfig): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const env of config.envs) if (env.runtimeClassName !== undefined) out[`envs.${env.name}.runtimeClassName`] = env.runtimeClassName;
+    return out;
+}
