@@ -1,21 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ConfigError, deepMerge, platformNames, validateNames, RECIPE_NAMES, dnsName } from "../components/config";
-import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { configProblems, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { parsePlatformConfig as parseExactly } from "../components/config";
 
 const base = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } };
 
-/** Parses and returns the problems (empty when the config is valid). */
-function problems(raw: unknown, stack = "test"): string[] {
-    try {
-        parsePlatformConfig(raw, stack);
-        return [];
-    } catch (e) {
-        if (e instanceof ConfigError) return [...e.problems];
-        throw e;
-    }
-}
+/** Parses (test images filled in) and returns the problems (empty when the config is valid). */
+const problems = (raw: unknown, stack = "test"): string[] => configProblems(() => parsePlatformConfig(raw, stack));
 
 function withOverride(override: Record<string, unknown>, from: Record<string, unknown> = base): unknown {
     return deepMerge(from, override);
@@ -412,15 +404,7 @@ describe("config: which cluster, and whether prod rules apply", () => {
 });
 
 describe("config: the images no default can stand for", () => {
-    const exactProblems = (raw: unknown, stack = "test") => {
-        try {
-            parseExactly(raw, stack);
-            return [];
-        } catch (e) {
-            if (e instanceof ConfigError) return [...e.problems];
-            throw e;
-        }
-    };
+    const exactProblems = (raw: unknown, stack = "test") => configProblems(() => parseExactly(raw, stack));
 
     test("images.trainer is required, and the message says what it must hold for the layout", () => {
         assert.deepEqual(exactProblems({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } }), [

@@ -3,7 +3,7 @@
  * holds the user's script, and the agent-sandbox pool's) are required by the config; tests that
  * are not about them parse through `parseWithTestImages`, which fills them in where absent.
  */
-import { deepMerge, parsePlatformConfig, type PlatformConfig } from "../../components/config";
+import { ConfigError, deepMerge, parsePlatformConfig, type PlatformConfig } from "../../components/config";
 
 /** Placeholder images the tests use (never pulled). */
 export const TEST_IMAGES = {
@@ -19,4 +19,15 @@ export function withTestImages(raw: unknown): unknown {
 /** parsePlatformConfig of `raw` with the test images filled in. */
 export function parseWithTestImages(raw: unknown, stack: string): PlatformConfig {
     return parsePlatformConfig(withTestImages(raw), stack);
+}
+
+/** The problems of the ConfigError `f` throws, or [] when it returns; any other error is rethrown. */
+export function configProblems(f: () => unknown): string[] {
+    try {
+        f();
+        return [];
+    } catch (e) {
+        if (e instanceof ConfigError) return [...e.problems];
+        throw e;
+    }
 }
