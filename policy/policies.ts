@@ -106,7 +106,7 @@ export interface PodSpecAt {
     readonly labels: Readonly<Record<string, string>>;
 }
 
-/** The pod spec(s) a Kubernetes object carries: Pod, workloads, CronJob, agent-sandbox templates. */
+/** The pod spec(s) a Kubernetes object carries: Pod, workloads, CronJob, JobSet, agent-sandbox templates. */
 export function podSpecsOf(type: string, props: Obj): PodSpecAt[] {
     const kind = kubernetesKind(type);
     const spec = isObj(props.spec) ? props.spec : undefined;
@@ -130,6 +130,12 @@ export function podSpecsOf(type: string, props: Obj): PodSpecAt[] {
         case "SandboxTemplate":
         case "Sandbox":
             return isObj(spec.podTemplate) ? at("spec.podTemplate.spec", spec.podTemplate.spec, spec.podTemplate.metadata) : [];
+        case "JobSet":
+            // jobset.x-k8s.io: each replicated job embeds a Job template (the multi-node trainer).
+            return list(spec.replicatedJobs).flatMap((rj, i) => {
+                const tpl = isObj(rj) ? rj.template?.spec?.template : undefined;
+                return isObj(tpl) ? at(`spec.replicatedJobs[${i}].template.spec.template.spec`, tpl.spec, tpl.metadata) : [];
+            });
         default:
             return [];
     }
