@@ -4,10 +4,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
+import { pidAlive, portOpen, serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
 
 const skip = process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false;
 
@@ -143,26 +142,6 @@ spec:
   sandboxTemplateRefs: { name: python-env }
 `;
 
-function portOpen(port: number): Promise<boolean> {
-    return new Promise((resolve) => {
-        const s = net.connect({ host: "127.0.0.1", port });
-        s.once("connect", () => {
-            s.destroy();
-            resolve(true);
-        });
-        s.once("error", () => resolve(false));
-    });
-}
-
-function alive(pid: number): boolean {
-    try {
-        process.kill(pid, 0);
-        return true;
-    } catch {
-        return false;
-    }
-}
-
 describe("kube-apiserver fixture", { skip, timeout: 60 * 60_000 }, () => {
     let api: ApiServer;
     let tmp: string;
@@ -177,7 +156,7 @@ describe("kube-apiserver fixture", { skip, timeout: 60 * 60_000 }, () => {
         if (!api) return;
         const { pids, ports } = api;
         await api.stop(); // throws if anything is left
-        for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} still alive`);
+        for (const pid of pids) assert.equal(pidAlive(pid), false, `pid ${pid} still alive`);
         for (const port of ports) assert.equal(await portOpen(port), false, `port ${port} still open`);
     });
 

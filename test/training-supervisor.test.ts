@@ -13,7 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { platformNames } from "../components/config";
-import { freePort } from "./helpers/apiserver";
+import { freePort, pidAlive } from "./helpers/apiserver";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { NCCL_CHECK_SCRIPT, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
 
@@ -77,14 +77,7 @@ async function runSupervisor(
 }
 
 function alive(pidFile: string): boolean {
-    if (!fs.existsSync(pidFile)) return false;
-    const pid = Number(fs.readFileSync(pidFile, "utf8").trim());
-    try {
-        process.kill(pid, 0);
-        return true;
-    } catch {
-        return false;
-    }
+    return fs.existsSync(pidFile) && pidAlive(Number(fs.readFileSync(pidFile, "utf8").trim()));
 }
 
 async function gone(pidFile: string): Promise<boolean> {

@@ -194,7 +194,7 @@ async function distinctFreePorts(n: number): Promise<number[]> {
 }
 
 /** true if something accepts TCP connections on 127.0.0.1:port */
-function portOpen(port: number): Promise<boolean> {
+export function portOpen(port: number): Promise<boolean> {
     return new Promise((resolve) => {
         const sock = net.connect({ host: "127.0.0.1", port });
         sock.setTimeout(2000);
@@ -210,7 +210,8 @@ function portOpen(port: number): Promise<boolean> {
     });
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it does, owned by another user). */
+export function pidAlive(pid: number): boolean {
     try {
         process.kill(pid, 0);
         return true;
