@@ -253,6 +253,31 @@ describe("CLI arguments", () => {
                 (e: Error) =>
                     e instanceof StackError && !e.unknownStack && /stack broken's config is invalid \(npm run plan -- broken says the same\)/.test(e.message),
             );
+            // A run stack on the cluster stack (stacks/Pulumi.cluster.yaml): the names it leaves out are the cluster stack's, as in the plan.
+            const runFile = path.join(dir, "Pulumi.run-a.yaml");
+            fs.writeFileSync(
+                runFile,
+                YAML.stringify({
+                    config: {
+                        "agent-rl-infra:platform": {
+                            recipe: "opencode-blackbox",
+                            runId: "a-001",
+                            clusterStack: "org/agent-rl-infra/cluster",
+                            images: { trainer: "registry.test/t:1" },
+                            target: { kind: "kubernetes", context: "c" },
+                            sandboxes: { image: "registry.test/s:1" },
+                            ingress: { tls: { mode: "cert-manager" } },
+                        },
+                    },
+                }),
+            );
+            const run = loadStack("run-a", runFile).plan;
+            const cluster = "the cluster stack org/agent-rl-infra/cluster's";
+            assert.deepEqual(kubernetesNeeds(run).priorityClasses, {
+                "agent-rl-training": [`target.priorityClassName or ${cluster}`],
+                "agent-rl-sandboxes": [`sandboxes.priorityClassName or ${cluster}`],
+            });
+            assert.equal(kubernetesNeeds(run).issuer?.name, "internal-ca");
             const clusterFile = path.join(dir, "Pulumi.shared.yaml");
             fs.writeFileSync(clusterFile, "config:\n  agent-rl-infra:cluster:\n    target: { kind: kubernetes, context: c }\n");
             assert.throws(
@@ -502,13 +527,19 @@ describe("Kubernetes checks (pure)", () => {
         );
     });
     test("PriorityClass and RuntimeClass: found or missing, naming the config field", () => {
-        assertFinding(checkPriorityClass("training-high", [{ metadata: { name: "training-high" }, value: 1000000 }]), "ok", /training-high \(value 1000000\)/);
         assertFinding(
-            checkPriorityClass("training-high", []),
-            "fail",
-            /no PriorityClass training-high \(target\.priorityClassName\)/,
-            /kubectl create priorityclass training-high --value=1000000.*or unset target\.priorityClassName/,
+            checkPriorityClass("training-high", ["target.priorityClassName"], [{ metadata: { name: "training-high" }, value: 1000000 }]),
+            "ok",
+            /training-high \(value 1000000\)/,
         );
+        assertFinding(
+            checkPriorityClass("training-high", ["target.priorityClassName"], []),
+            "fail",
+            /no PriorityClass training-high \(target\.priorityClassName\): those pods are refused/,
+            /kubectl create priorityclass training-high --value=1000000.*or name an existing one/,
+        );
+        const both = kubernetesNeeds(k8sPlan({ sandboxes: { priorityClassName: "sandbox-low" } }));
+        assert.deepEqual(both.priorityClasses, { "training-high": ["target.priorityClassName"], "sandbox-low": ["sandboxes.priorityClassName"] });
         assertFinding(
             checkRuntimeClass("gvisor", ["sandboxes.runtimeClassName"], [{ metadata: { name: "gvisor" }, handler: "runsc" }]),
             "ok",
@@ -755,9 +786,9 @@ describe("Kubernetes checks (pure)", () => {
         assert.equal(whiteBox.sandboxController, false);
         assert.equal(whiteBox.gateway, undefined);
         assert.equal(whiteBox.issuer, undefined);
-        assert.deepEqual(whiteBox.priorityClasses, []);
+        assert.deepEqual(whiteBox.priorityClasses, {});
         const needs = kubernetesNeeds(plan);
-        assert.deepEqual(needs.priorityClasses, ["training-high"]);
+        assert.deepEqual(needs.priorityClasses, { "training-high": ["target.priorityClassName"] });
         assert.ok(needs.crds.includes("clusterissuers.cert-manager.io"));
         assert.ok(needs.crds.includes("sandboxwarmpools.extensions.agents.x-k8s.io"));
     });

@@ -56,7 +56,7 @@ export interface PlanResult {
 /** Raised for a plan that cannot be made (bad stack file, bad config). Printed without a trace. */
 export class PlanError extends Error {}
 
-interface StackConfig {
+export interface StackConfig {
     stack: string;
     config: Record<string, string>;
     secretKeys: string[];
@@ -262,7 +262,7 @@ export function isClusterStack(source: { readonly stack: string; readonly stackF
  * local stack file of that name (stacks/Pulumi.<last segment>.yaml), as the cluster program
  * would export them. A plan cannot read a deployed stack.
  */
-function clusterStackOutputs(cfg: StackConfig): Record<string, Record<string, unknown>> {
+export function clusterStackOutputs(cfg: StackConfig): Record<string, Record<string, unknown>> {
     const raw = cfg.config[`${CONFIG_NAMESPACE}:platform`];
     const ref = raw ? (JSON.parse(raw) as { clusterStack?: unknown }).clusterStack : undefined;
     if (typeof ref !== "string") return {};

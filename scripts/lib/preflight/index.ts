@@ -4,9 +4,9 @@
  * the program before any resource registers): it resolves the plan (the same pure phase the
  * program runs), reads the target, and returns the findings.
  */
-import { CONFIG_NAMESPACE, ConfigError, parsePlatformConfig, type PlatformConfig } from "../../../components/config";
+import { applyClusterStack, CONFIG_NAMESPACE, ConfigError, type ClusterOutputs, parsePlatformConfig, type PlatformConfig } from "../../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../../components/platform";
-import { PlanError, readStackFile } from "../plan";
+import { clusterStackOutputs, PlanError, readStackFile } from "../plan";
 import { checkDocker, type DockerReadOptions, readDocker } from "./docker";
 import { checkKubernetes, type KubernetesReadOptions, readKubernetes } from "./kubernetes";
 import type { Finding, ReportHeader } from "./report";
@@ -74,10 +74,14 @@ export function loadStack(stack: string, file?: string): { config: PlatformConfi
         );
     }
     try {
-        const config = parsePlatformConfig(JSON.parse(raw), stack);
+        const parsed = parsePlatformConfig(JSON.parse(raw), stack);
+        // A run stack on a cluster stack: its names filled in from the cluster stack's file, as the plan does.
+        const clusterOutputs = parsed.clusterStack !== undefined ? clusterStackOutputs(cfg)[parsed.clusterStack] : undefined;
+        const config = applyClusterStack(parsed, clusterOutputs as Partial<ClusterOutputs> | undefined);
         return { config, plan: resolvePlatform(config, { hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined }) };
     } catch (e) {
         if (e instanceof ConfigError) throw new StackError(`stack ${stack}'s config is invalid (npm run plan -- ${stack} says the same):\n${e.message}`, false);
+        if (e instanceof PlanError) throw new StackError(`stack ${stack}: ${e.message}`, false);
         throw e;
     }
 }

@@ -115,7 +115,8 @@ export const NON_POLICY_CNI_DAEMONSETS: Readonly<Record<string, string>> = { "ku
 
 /** What the config makes the cluster need; the reader reads exactly this. */
 export interface KubernetesNeeds {
-    readonly priorityClasses: readonly string[];
+    /** PriorityClass name -> the config fields that name it. */
+    readonly priorityClasses: Readonly<Record<string, readonly string[]>>;
     /** RuntimeClass name -> the config fields that name it. */
     readonly runtimeClasses: Readonly<Record<string, readonly string[]>>;
     readonly crds: readonly string[];
@@ -136,6 +137,14 @@ export function kubernetesNeeds(plan: PlatformPlan): KubernetesNeeds {
     };
     if (c.sandboxes.provider === "agent-sandbox") useRuntime(c.sandboxes.runtimeClassName, "sandboxes.runtimeClassName");
     for (const e of c.envs) if (!e.external) useRuntime(e.runtimeClassName, `envs.${e.name}.runtimeClassName`);
+    // With a cluster stack, a name the run's config leaves out is the cluster stack's (applyClusterStack).
+    const fromCluster = c.clusterStack !== undefined ? ` or the cluster stack ${c.clusterStack}'s` : "";
+    const priorityClasses: Record<string, string[]> = {};
+    const usePriority = (name: string | undefined, field: string) => {
+        if (name !== undefined) priorityClasses[name] = [...(priorityClasses[name] ?? []), field];
+    };
+    usePriority(t?.priorityClassName, `target.priorityClassName${fromCluster}`);
+    if (c.sandboxes.provider === "agent-sandbox") usePriority(plan.sandboxes?.priorityClassName, `sandboxes.priorityClassName${fromCluster}`);
     const agentSandbox = c.sandboxes.provider === "agent-sandbox";
     const ingress = c.ingress.enabled ? c.ingress : undefined;
     const gateway = ingress?.exposure === "httproute" ? ingress.gateway : undefined;
@@ -149,7 +158,7 @@ export function kubernetesNeeds(plan: PlatformPlan): KubernetesNeeds {
     ];
     const tr = plan.training;
     return {
-        priorityClasses: t?.priorityClassName !== undefined ? [t.priorityClassName] : [],
+        priorityClasses,
         runtimeClasses,
         crds,
         sandboxController: agentSandbox,
@@ -537,14 +546,14 @@ export function checkStorage(plan: PlatformPlan, classes: readonly any[]): Findi
     return out;
 }
 
-export function checkPriorityClass(name: string, found: readonly any[]): Finding {
+export function checkPriorityClass(name: string, fields: readonly string[], found: readonly any[]): Finding {
     const pc = found.find((p) => p.metadata?.name === name);
     return pc
         ? ok("PriorityClass", `${name} (value ${pc.value})`)
         : fail(
               "PriorityClass",
-              `no PriorityClass ${name} (target.priorityClassName): the Job would get no pod`,
-              `create it (kubectl create priorityclass ${name} --value=1000000 --description="RL training runs"), or unset target.priorityClassName`,
+              `no PriorityClass ${name} (${fields.join(", ")}): those pods are refused (the Job gets no pod, the warm pool never fills)`,
+              `create it (kubectl create priorityclass ${name} --value=1000000 --description="RL training runs"; a cluster stack creates its own on up), or name an existing one (kubectl get priorityclasses)`,
           );
 }
 
@@ -903,8 +912,12 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
     out.push(...(f.nodes.ok ? checkGpuNodes(plan, f.nodes.value) : [unreadable("GPU node", "nodes", f.nodes)]));
     if (needs.storage)
         out.push(...(f.storageClasses.ok ? checkStorage(plan, f.storageClasses.value) : [unreadable("StorageClass", "storageclasses", f.storageClasses)]));
-    for (const name of needs.priorityClasses)
-        out.push(f.priorityClasses.ok ? checkPriorityClass(name, f.priorityClasses.value) : unreadable("PriorityClass", "priorityclasses", f.priorityClasses));
+    for (const [name, fields] of Object.entries(needs.priorityClasses))
+        out.push(
+            f.priorityClasses.ok
+                ? checkPriorityClass(name, fields, f.priorityClasses.value)
+                : unreadable("PriorityClass", "priorityclasses", f.priorityClasses),
+        );
     for (const [name, fields] of Object.entries(needs.runtimeClasses))
         out.push(
             f.runtimeClasses.ok ? checkRuntimeClass(name, fields, f.runtimeClasses.value) : unreadable("RuntimeClass", "runtimeclasses", f.runtimeClasses),
@@ -1056,7 +1069,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
     const [nodes, storageClasses, priorityClasses, runtimeClasses, crds, sandboxControllers, daemonSets, gateway, issuer, secret, nsFacts] = await Promise.all([
         json(["get", "nodes"], items),
         needs.storage ? json(["get", "storageclasses.storage.k8s.io"], items) : Promise.resolve({ ok: true as const, value: [] as any[] }),
-        named("priorityclasses.scheduling.k8s.io", needs.priorityClasses),
+        named("priorityclasses.scheduling.k8s.io", Object.keys(needs.priorityClasses)),
         named("runtimeclasses.node.k8s.io", Object.keys(needs.runtimeClasses)),
         named("customresourcedefinitions.apiextensions.k8s.io", needs.crds),
         needs.sandboxController
