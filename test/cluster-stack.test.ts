@@ -23,6 +23,10 @@ import { runUnderMocks } from "../scripts/lib/mockrun";
 import { planClusterToDir, planToDir, readStackFile, REPO_ROOT } from "../scripts/lib/plan";
 import { parseWithTestImages } from "./helpers/config";
 import { serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
+import { validateAnyManifest } from "./helpers/crd-schema";
+import { policyResources } from "./helpers/guardrails-plan";
+import { loadManifestSchemas } from "./helpers/k8s-schema";
+import { runPolicies } from "../policy/run-local";
 
 const CLUSTER = { target: { kind: "kubernetes", context: "gpu" } };
 const REF = "organization/agent-rl-infra/cluster";
@@ -235,6 +239,19 @@ describe("the cluster stack through the API server's dry run", () => {
     after(async () => {
         await api?.stop();
         fs.rmSync(tmp, { recursive: true, force: true });
+    });
+
+    it("every planned object passes the strict schema, and the policy pack (prod config, every policy mandatory) finds nothing", async () => {
+        await loadManifestSchemas();
+        const plan = await planClusterToDir({ stack: "cluster" }, { outDir: path.join(tmp, "strict") });
+        const problems = plan.manifests.flatMap((m) => validateAnyManifest(m).map((p) => `${m.kind} ${m.metadata?.name}: ${p}`));
+        assert.deepEqual(problems, []);
+        const prodConfig = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "policy", "config.prod.json"), "utf8"));
+        const violations = await runPolicies(policyResources(plan.resources), { config: prodConfig, stack: "cluster" });
+        assert.deepEqual(
+            violations.map((v) => `[${v.policy}] ${v.message}`),
+            [],
+        );
     });
 
     it("every planned object of stacks/Pulumi.cluster.yaml is accepted", async () => {

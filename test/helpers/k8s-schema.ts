@@ -25,6 +25,7 @@ kind("policy/v1", "PodDisruptionBudget");
 for (const k of ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]) kind("admissionregistration.k8s.io/v1", k);
 kind("autoscaling/v2", "HorizontalPodAutoscaler");
 kind("scheduling.k8s.io/v1", "PriorityClass");
+kind("node.k8s.io/v1", "RuntimeClass");
 
 type ModelClass = new (data: unknown) => { validate(): void };
 const models = new Map<string, ModelClass>();
