@@ -511,54 +511,83 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             d = deployed(b.description);
         });
 
-        test("one container per replica on the env's own network (never the training network), with env, health check, limits, restart policy", () => {
+        /** The replica containers (every container but the router). */
+        const replicaContainers = () => {
+            const n = b.names.envs[expected.env]!;
+            return ofType(b.update.resources, T.container).filter((c) => c.inputs.name !== n.routerService);
+        };
+        const routerContainer = () => {
+            const n = b.names.envs[expected.env]!;
+            return ofType(b.update.resources, T.container).find((c) => c.inputs.name === n.routerService)!.inputs;
+        };
+
+        test("one container per replica, named <replicas>-<i>, beside the router", () => {
             const n = b.names.envs[expected.env]!;
             const containers = ofType(b.update.resources, T.container);
             assert.equal(containers.length, expected.replicas + 1);
-            const replicas = containers.filter((c) => c.inputs.name !== n.routerService);
             assert.deepEqual(
-                replicas.map((c) => c.inputs.name),
+                replicaContainers().map((c) => c.inputs.name),
                 Array.from({ length: expected.replicas }, (_, i) => `${n.replicas}-${i}`),
             );
-            for (const c of replicas) {
+        });
+
+        test("each replica: the env's settings, 2 CPUs and 4 GiB, a health check, no capabilities, restarted unless stopped, 300 s grace", () => {
+            for (const c of replicaContainers()) {
                 assert.deepEqual(dockerEnv(c), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
-                assert.deepEqual(c.inputs.networksAdvanced, [{ name: d.replicaNetwork }]);
                 assert.equal(c.inputs.restart, "unless-stopped");
                 assert.equal(c.inputs.memory, 4096);
                 assert.equal(c.inputs.cpus, "2");
                 assert.ok(c.inputs.healthcheck.tests.join(" ").includes("http://127.0.0.1:8000/health"));
                 assert.deepEqual(c.inputs.capabilities, { drops: ["ALL"] });
-                assert.equal(c.inputs.ports, undefined, "nothing published on the host");
                 assert.equal(c.inputs.destroyGraceSeconds, 300);
+            }
+        });
+
+        test("replicas only on the env's own network (never the training network), nothing published; internal for the coding env", () => {
+            for (const c of replicaContainers()) {
+                assert.deepEqual(c.inputs.networksAdvanced, [{ name: d.replicaNetwork }]);
+                assert.equal(c.inputs.ports, undefined, "nothing published on the host");
             }
             // The env's network, created by the EnvSpace: internal (no route out) for the coding env, which
             // runs the model's code; a plain bridge where the env needs data (as on Kubernetes).
             const nets = ofType(b.update.resources, "docker:index/network:Network").map((r) => [r.inputs.name, r.inputs.driver, r.inputs.internal]);
             assert.deepEqual(nets, [[d.replicaNetwork, "bridge", recipe === "mbpp-whitebox"]]);
+        });
+
+        test("images: the env's and the router's", () => {
             const images = ofType(b.update.resources, T.image)
                 .map((i) => i.inputs.name)
                 .sort();
             assert.deepEqual(images, [d.replicas.image, "nginxinc/nginx-unprivileged:1.27-alpine"].sort());
         });
 
-        test("router container: named like the URL's host, uploaded config = renderRouterConfig, resolver 127.0.0.11, health check", () => {
+        test("router container: named like the URL's host; the only container on both networks", () => {
             const n = b.names.envs[expected.env]!;
-            const router = ofType(b.update.resources, T.container).find((c) => c.inputs.name === n.routerService)!.inputs;
+            const router = routerContainer();
             assert.equal(new URL(n.url).hostname, router.name);
+            // The only container on both: the trainer reaches it on the training network.
+            assert.deepEqual(router.networksAdvanced, [{ name: b.names.networks.training }, { name: d.replicaNetwork }]);
+        });
+
+        test("router config: one upload = renderRouterConfig with Docker's resolver 127.0.0.11 and the replicas by name; a checksum label", () => {
+            const n = b.names.envs[expected.env]!;
+            const router = routerContainer();
             assert.equal(router.uploads.length, 1);
             assert.equal(router.uploads[0].file, "/etc/env-router/nginx.conf");
             assertRouterConfig(router.uploads[0].content, d, "127.0.0.11");
             assert.ok(d.router.settings.replicas.every((a, i) => a === `${n.replicas}-${i}:8000`));
+            const checksum = router.labels.find((l: any) => l.label === "agentrl.dev/config-checksum").value;
+            assert.equal(checksum, sha256(router.uploads[0].content));
+        });
+
+        test("router process: routerCommand as uid 101 with a tmpfs run dir, restarted unless stopped, a health check, nothing published", () => {
+            const router = routerContainer();
             assert.deepEqual(router.entrypoints, routerCommand(d.router.settings, "/etc/env-router/nginx.conf"));
             assert.equal(router.user, "101:101");
             assert.ok(router.tmpfs["/tmp/env-router"], "runDir on a tmpfs");
-            // The only container on both: the trainer reaches it on the training network.
-            assert.deepEqual(router.networksAdvanced, [{ name: b.names.networks.training }, { name: d.replicaNetwork }]);
             assert.equal(router.restart, "unless-stopped");
             assert.ok(router.healthcheck.tests.join(" ").includes(`http://127.0.0.1:8000${ROUTER_HEALTH_PATH}`));
             assert.equal(router.ports, undefined, "nothing published on the host");
-            const checksum = router.labels.find((l: any) => l.label === "agentrl.dev/config-checksum").value;
-            assert.equal(checksum, sha256(router.uploads[0].content));
         });
 
         test("outputs: url and wsUrl of the router container", () => {
