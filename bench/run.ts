@@ -92,35 +92,32 @@ async function main(): Promise<number> {
     const sections: string[] = [];
     const checks: TargetCheck[] = [];
     let failed = false;
-    if (args.only !== "scaling") {
+    /** Runs one benchmark; a failure is reported under its heading, and every process it started is stopped. */
+    const section = async (name: string, heading: string, bench: () => Promise<{ markdown: string; checks: TargetCheck[] }>) => {
         try {
-            const r = await runIngressBench({
+            const r = await bench();
+            sections.push(r.markdown);
+            checks.push(...r.checks);
+        } catch (e) {
+            failed = true;
+            log(`${name} benchmark failed: ${(e as Error).stack ?? String(e)}`);
+            sections.push(`${heading}\n\nFAILED: ${(e as Error).message}\n`);
+            await cleanupAll();
+        }
+    };
+    if (args.only !== "scaling") {
+        await section("ingress", "## 1-2. Ingress", () =>
+            runIngressBench({
                 // The scaling figure needs ~80 s (36 plan children of ~2 s each).
                 deadline: args.only === "ingress" ? deadline : deadline - 85_000,
                 log,
                 diagnose: args.diagnose,
                 ...(args.quick ? { roundSeconds: 2, rounds: 1, streams: 40 } : {}),
-            });
-            sections.push(r.markdown);
-            checks.push(...r.checks);
-        } catch (e) {
-            failed = true;
-            log(`ingress benchmark failed: ${(e as Error).stack ?? String(e)}`);
-            sections.push(`## 1-2. Ingress\n\nFAILED: ${(e as Error).message}\n`);
-            await cleanupAll();
-        }
+            }),
+        );
     }
     if (args.only !== "ingress" && !exiting) {
-        try {
-            const r = await runScalingBench({ deadline, log, ...(args.quick ? { repeats: 1 } : {}) });
-            sections.push(r.markdown);
-            checks.push(...r.checks);
-        } catch (e) {
-            failed = true;
-            log(`scaling benchmark failed: ${(e as Error).stack ?? String(e)}`);
-            sections.push(`## 3. Program scaling\n\nFAILED: ${(e as Error).message}\n`);
-            await cleanupAll();
-        }
+        await section("scaling", "## 3. Program scaling", () => runScalingBench({ deadline, log, ...(args.quick ? { repeats: 1 } : {}) }));
     }
     if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file
     await cleanupAll();
