@@ -333,6 +333,14 @@ describe("Kubernetes checks (pure)", () => {
             /set target\.kubeconfig to an existing kubeconfig file/,
         );
     });
+    test("API server: no kubectl here", () => {
+        assertFinding(
+            checkConnection({ ...base, version: { ok: false, error: "cannot run kubectl: not installed (install kubectl, or set KUBECTL to its path)" } }, 10),
+            "fail",
+            /cannot run kubectl: not installed/,
+            /install kubectl .*or set KUBECTL to its path/,
+        );
+    });
     test("when the API server does not answer, that is the only finding", () => {
         const nothing = { ok: false as const, error: "not read" };
         const f = checkKubernetes(plan, {

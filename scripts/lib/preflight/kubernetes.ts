@@ -295,6 +295,8 @@ export function checkConnection(f: Pick<KubernetesFacts, "context" | "kubeconfig
     const at = `${f.server ?? "the API server"} (context ${f.context || "(none)"}, kubeconfig ${f.kubeconfig})`;
     if (f.version.ok) return ok(check, `${at} answers: ${f.version.value.gitVersion}`);
     const e = f.version.error;
+    if (/^cannot run .*not installed/.test(e))
+        return fail(check, e, "install kubectl (any release within one minor version of the cluster), or set KUBECTL to its path");
     if (f.context === "") {
         return fail(
             check,
