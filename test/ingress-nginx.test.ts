@@ -215,19 +215,17 @@ describe("pure rendering and validation", () => {
         assert.equal(r.readTimeoutSeconds, 600);
     });
 
-    test("rendered config allow-lists routes per settings and never contains a key", () => {
+    /** Three settings variants and the config each renders. */
+    const rendered = (): Array<[ProxySettings, string]> => {
         const base: ProxySettings = { upstream: "vllm.rl.svc:8000" };
         const variants: ProxySettings[] = [base, { ...base, allowCompletions: true }, { ...base, healthUnauthenticated: true, tlsEnabled: true }];
-        for (const v of variants) {
-            const text = renderNginxConfig(v);
+        return variants.map((v) => [v, renderNginxConfig(v)]);
+    };
+
+    test("rendered config never contains a key, and its access log never the request line, args or headers", () => {
+        for (const [, text] of rendered()) {
             for (const k of ALL_KEYS) assert.ok(!text.includes(k));
             assert.doesNotMatch(text, /Bearer (?!realm=)[A-Za-z0-9]/, "no Bearer value in the config");
-            assert.ok(text.includes("include /etc/nginx/keys/keys.conf;"));
-            assert.ok(text.includes('proxy_set_header Authorization "";'));
-            assert.ok(text.includes("keepalive 256;"));
-            assert.ok(text.includes("proxy_buffering off;"));
-            assert.ok(text.includes("limit_req_status 429;"));
-            assert.ok(text.includes("proxy_read_timeout 600s;"));
             const logFormat = text.slice(text.indexOf("log_format"), text.indexOf("access_log"));
             assert.doesNotMatch(
                 logFormat,
@@ -235,6 +233,22 @@ describe("pure rendering and validation", () => {
                 "log format must not use request line, args or headers",
             );
             assert.match(logFormat, /\$ingress_key_name/);
+        }
+    });
+
+    test("rendered config: keys from the included file, Authorization stripped upstream, keep-alive, unbuffered streams, 429, long reads", () => {
+        for (const [, text] of rendered()) {
+            assert.ok(text.includes("include /etc/nginx/keys/keys.conf;"));
+            assert.ok(text.includes('proxy_set_header Authorization "";'));
+            assert.ok(text.includes("keepalive 256;"));
+            assert.ok(text.includes("proxy_buffering off;"));
+            assert.ok(text.includes("limit_req_status 429;"));
+            assert.ok(text.includes("proxy_read_timeout 600s;"));
+        }
+    });
+
+    test("rendered config allow-lists routes per settings (completions, unauthenticated health) and listens with TLS when asked", () => {
+        for (const [v, text] of rendered()) {
             assert.equal(text.includes("location = /v1/completions"), v.allowCompletions === true);
             assert.equal(text.includes("location = /health"), v.healthUnauthenticated === true);
             assert.equal(text.includes("listen 0.0.0.0:8080 ssl;"), v.tlsEnabled === true);

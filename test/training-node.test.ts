@@ -231,14 +231,20 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             b = await build(layout, "kubernetes", layout === "whitebox-colocate" ? {} : { training: { gpuSharing: "isolated" } });
         });
 
-        test("the Job holds the literal vLLM and trainer command lines, vLLM as a native sidecar", () => {
-            for (const run of [b.update, b.preview]) {
-                const job = single(run.resources, "kubernetes:batch/v1:Job").inputs;
-                const pod = job.spec.template.spec;
+        /** The Job's pod spec in each run (update, preview). */
+        const jobPods = () => [b.update, b.preview].map((run) => single(run.resources, "kubernetes:batch/v1:Job").inputs.spec.template.spec);
+
+        test("the Job's one container is the trainer, with its literal command line", () => {
+            for (const pod of jobPods()) {
                 const trainer = pod.containers[0];
                 assert.equal(pod.containers.length, 1);
                 assert.equal(trainer.name, "trainer");
                 assert.deepEqual([...(trainer.command ?? []), ...trainer.args], expectedTrainer(layout, b.names));
+            }
+        });
+
+        test("vLLM is a native sidecar (restartPolicy Always) with its literal command line on 8000; colocate has none", () => {
+            for (const pod of jobPods()) {
                 const expectedVllm = EXPECTED[layout].vllm;
                 if (expectedVllm === undefined) {
                     assert.equal(pod.initContainers, undefined, "colocate: vLLM runs inside the trainer, no sidecar");
@@ -249,11 +255,19 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                     assert.equal(vllm.restartPolicy, "Always");
                     assert.deepEqual([...vllm.command, ...vllm.args], [...expectedVllm]);
                     assert.deepEqual(vllm.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
-                    assert.ok(!JSON.stringify(vllm).includes("--api-key"), "vLLM never gets --api-key");
-                    assert.equal(envOf(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
                     assert.equal(vllm.image, layout === "blackbox" ? b.config.images.vllm : b.config.images.trainer);
                 }
-                assert.equal(envOf(trainer).VLLM_SERVER_DEV_MODE, undefined, "dev mode is vLLM's, never the trainer's");
+            }
+        });
+
+        test("vLLM never gets --api-key; its dev mode (weight updates) only in the black box, never the trainer's", () => {
+            for (const pod of jobPods()) {
+                if (EXPECTED[layout].vllm !== undefined) {
+                    const vllm = pod.initContainers[0];
+                    assert.ok(!JSON.stringify(vllm).includes("--api-key"), "vLLM never gets --api-key");
+                    assert.equal(envOf(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
+                }
+                assert.equal(envOf(pod.containers[0]).VLLM_SERVER_DEV_MODE, undefined, "dev mode is vLLM's, never the trainer's");
             }
         });
 
