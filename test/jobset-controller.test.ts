@@ -14,7 +14,8 @@ import { after, before, describe, it } from "node:test";
 import { JOBSET_LABELS } from "../components/training/describe";
 import { planToDir } from "../scripts/lib/plan";
 import { GPU_RESOURCE, startCluster, type Cluster } from "./helpers/cluster";
-import { acquireEngineLock, secs, teardown } from "./helpers/engine-checks";
+import { createEngine, recipePlatform, type Engine } from "./helpers/engine";
+import { acquireEngineLock, assertOk, namesFor, secs, teardown } from "./helpers/engine-checks";
 import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
 import { jobSetControllerBuild, startJobSetController } from "./helpers/jobset-controller";
 
@@ -39,6 +40,7 @@ const flag = (argv: string[], f: string) => argv[argv.indexOf(f) + 1];
 
 describe("multi-node recipe on the simulated cluster with the JobSet controller", { skip, timeout: 20 * 60_000 }, () => {
     let cluster: Cluster | undefined;
+    let engine: Engine | undefined;
     let release: (() => void) | undefined;
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-jobset-"));
     let ns = "";
@@ -50,10 +52,11 @@ describe("multi-node recipe on the simulated cluster with the JobSet controller"
         const build = jobSetControllerBuild();
         if (!build.ok) throw new Error(build.reason);
         const t0 = Date.now();
-        cluster = await startCluster({ gpuNodes: 3, cpuNodes: 1, volumes: 0 }, fx);
+        cluster = await startCluster({ gpuNodes: 3, cpuNodes: 2, volumes: 0 }, fx);
         await startJobSetController(cluster, build.dir);
+        engine = await createEngine(fx, cluster);
         // The recipe's claims are ReadWriteMany (every node mounts them): volumes of that mode.
-        const pvs = ["rwx-0", "rwx-1"].map((name) => ({
+        const pvs = ["rwx-0", "rwx-1", "rwx-2", "rwx-3"].map((name) => ({
             apiVersion: "v1",
             kind: "PersistentVolume",
             metadata: { name },
@@ -70,7 +73,7 @@ describe("multi-node recipe on the simulated cluster with the JobSet controller"
     });
 
     after(async () => {
-        await teardown(undefined, cluster, release);
+        await teardown(engine, cluster, release);
         fs.rmSync(tmp, { recursive: true, force: true });
     });
 
@@ -169,5 +172,43 @@ describe("multi-node recipe on the simulated cluster with the JobSet controller"
             120_000,
         );
         assert.equal(new Set(pods.map((p) => p.spec.nodeName)).size, 2);
+        await c.kubectlOk(["delete", "jobset", name, "-n", ns, "--wait=true"]);
+        await c.kubectlOk(["delete", "deployment", "--all", "-n", ns, "--wait=true"]);
+        await c.waitFor("the pods to go", async () => (await c.pods(ns)).length === 0, 60_000);
+    });
+
+    it("through the real engine: up queued, admitted by Kueue, refresh + up never re-suspend it, a changed setting replaces the JobSet, destroy", async () => {
+        const c = cluster!;
+        const stackName = "multinode";
+        const platform = recipePlatform("opencode-blackbox-32b", c, { target: { kueueQueue: "team-a" } });
+        const stack = await engine!.stack(stackName, platform);
+        const training = namesFor(stackName, platform).namespaces.training;
+        const jobSets = async () => (await c.getJson<{ items: any[] }>(["jobsets", "-n", training]))?.items ?? [];
+        assertOk(await stack.up("first up", { timeoutMs: 300_000 }), "first up");
+        const [first] = await jobSets();
+        assert.equal(first.spec.suspend, true, "created suspended, for Kueue");
+        assert.deepEqual(await c.pods(training, `${JOBSET_LABELS.jobSetName}=${first.metadata.name}`), []);
+        // Kueue admits it.
+        await c.kubectlOk(["patch", "jobset", first.metadata.name, "-n", training, "--type=merge", "-p", JSON.stringify({ spec: { suspend: false } })]);
+        await c.waitFor("two trainer pods", async () => (await c.pods(training, `${JOBSET_LABELS.jobSetName}=${first.metadata.name}`)).length === 2, 120_000);
+        // refresh reads suspend: false into the state; the next up must leave it (ignoreChanges), not suspend the running run.
+        assertOk(await stack.refresh("refresh"), "refresh");
+        const again = await stack.up("up after refresh", { timeoutMs: 240_000 });
+        assertOk(again, "up after refresh");
+        const [still] = await jobSets();
+        assert.equal(still.metadata.name, first.metadata.name);
+        assert.equal(still.spec.suspend, false, "an admitted JobSet stays unsuspended");
+        // A trainer setting under the same run id: a new JobSet (another hash), the old one deleted first.
+        await stack.setPlatform({ ...platform, training: { ...(platform.training ?? {}), maxSteps: 11 } });
+        const changed = await stack.up("changed maxSteps", { timeoutMs: 240_000 });
+        assertOk(changed, "changed maxSteps");
+        assert.equal(changed.changes.replace, 1, `one replacement (the JobSet): ${JSON.stringify(changed.changes)}`);
+        const after = await c.waitFor("only the new JobSet", async () => {
+            const js = await jobSets();
+            return js.length === 1 && js[0].metadata.name !== first.metadata.name && js;
+        });
+        assert.equal(after[0].spec.suspend, true, "the new JobSet waits for Kueue again");
+        assertOk(await stack.destroy("destroy", { timeoutMs: 240_000 }), "destroy");
+        assert.deepEqual(await jobSets(), []);
     });
 });
