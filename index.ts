@@ -4,6 +4,7 @@
 // Platform and exports its outputs.
 import { ClusterBase } from "./components/cluster";
 import { loadClusterConfig, loadPlatformConfig, toRunError } from "./components/config";
+import { preflightStep } from "./scripts/lib/preflight/run";
 import { checkAgainstPrevious, clusterProvider, Platform, resolvePlatform, targetProvider, withClusterStack } from "./components/platform";
 
 export = async () => {
@@ -17,6 +18,7 @@ export = async () => {
     try {
         const config = await withClusterStack("agentrl", written);
         plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined });
+        await preflightStep(config, plan);
         await checkAgainstPrevious("agentrl", config, plan.names);
     } catch (e) {
         toRunError(e);

@@ -44,7 +44,7 @@ before(async () => {
 
 /** Field names of the schema (components/config/schema.ts), by section. */
 const FIELDS = {
-    root: ["recipe", "runId", "clusterStack", "target", "model", "images", "training", "envs", "sandboxes", "ingress"],
+    root: ["recipe", "runId", "clusterStack", "preflight", "target", "model", "images", "training", "envs", "sandboxes", "ingress"],
     target: [
         "kind",
         "namespacePrefix",

@@ -69,6 +69,8 @@ export interface PlatformConfig {
     readonly runId: string;
     /** The cluster stack this run stack takes its shared objects from (`<org>/<project>/<stack>`). */
     readonly clusterStack?: string;
+    /** The program's preflight step: off, warn or enforce. */
+    readonly preflight: "off" | "warn" | "enforce";
     readonly target: Parsed["target"] & { readonly namespacePrefix?: string };
     readonly model: Parsed["model"];
     readonly images: Parsed["images"] & {
@@ -192,6 +194,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
         recipe: p.recipe,
         runId: p.runId,
         clusterStack: p.clusterStack,
+        preflight: p.preflight,
         target: p.target.kind === "kubernetes" ? { ...p.target, namespacePrefix: p.target.namespacePrefix ?? defaultNamespacePrefix(stack) } : p.target,
         model: p.model,
         images: { ...p.images, vllm: p.images.vllm ?? DEFAULT_VLLM_IMAGE, vllmFromConfig: p.images.vllm, trainer: p.images.trainer ?? "" },

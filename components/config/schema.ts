@@ -392,6 +392,11 @@ export const platformSchema = z.strictObject({
      * mandatory prod policies). Default: true for a stack named `prod` or `prod-*`.
      */
     prod: z.boolean().optional(),
+    /**
+     * Check the live target before anything registers (the checks of `npm run preflight`):
+     * `off`, `warn` (log what is missing and go on) or `enforce` (stop the up when a check fails).
+     */
+    preflight: z.enum(["off", "warn", "enforce"]).default("off"),
     /** Where it runs. */
     target: z.discriminatedUnion("kind", [kubernetesTarget, dockerTarget]),
     /** The model trained and served. */

@@ -7,42 +7,12 @@
 import { applyClusterStack, CONFIG_NAMESPACE, ConfigError, type ClusterOutputs, parsePlatformConfig, type PlatformConfig } from "../../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../../components/platform";
 import { clusterStackOutputs, PlanError, readStackFile } from "../plan";
-import { checkDocker, type DockerReadOptions, readDocker } from "./docker";
-import { checkKubernetes, type KubernetesReadOptions, readKubernetes } from "./kubernetes";
-import type { Finding, ReportHeader } from "./report";
 
 export { checkDocker, readDocker, type DockerFacts } from "./docker";
 export { checkKubernetes, readKubernetes, kubernetesNeeds, stackRequests, type KubernetesFacts } from "./kubernetes";
 export { exitCodeOf, renderJson, renderTable, summarize, type Finding, type ReportHeader, type Status } from "./report";
 
-export interface PreflightOptions extends KubernetesReadOptions, DockerReadOptions {
-    /** The resolved plan, when the caller has it already (the program does). */
-    readonly plan?: PlatformPlan;
-}
-
-export interface PreflightResult {
-    readonly header: ReportHeader;
-    readonly findings: readonly Finding[];
-}
-
-/** What the report names as the target. */
-export function targetLabel(config: PlatformConfig): string {
-    const t = config.target;
-    if (t.kind === "docker") return `docker ${t.host}`;
-    return `kubernetes context ${t.context ?? "(the kubeconfig's current context)"}${t.kubeconfig !== undefined ? `, kubeconfig ${t.kubeconfig}` : ""}`;
-}
-
-/** Checks the live target of `config`; never throws for what the target lacks (that is a finding). */
-export async function runPreflight(config: PlatformConfig, opts: PreflightOptions = {}): Promise<PreflightResult> {
-    // Secrets' presence only decides a config problem (hubRepoId without hfToken), not a target prerequisite.
-    const plan = opts.plan ?? resolvePlatform(config, { hfToken: true });
-    const timeoutMs = opts.timeoutMs ?? 10_000;
-    const findings =
-        config.target.kind === "kubernetes"
-            ? checkKubernetes(plan, await readKubernetes(plan, opts), Math.ceil(timeoutMs / 1000))
-            : checkDocker(plan, await readDocker(plan, opts));
-    return { header: { stack: config.stack, target: targetLabel(config) }, findings };
-}
+export { runPreflight, targetLabel, preflightStep, type PreflightOptions, type PreflightResult } from "./run";
 
 /** A stack that cannot be checked: its file is missing or unreadable, or its config is invalid. */
 export class StackError extends Error {
