@@ -6,13 +6,14 @@
  * Run: node --import tsx --test test/training-multinode.test.ts
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { MULTI_NODE_RECIPE_NAMES } from "../components/config";
 import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT } from "../components/training/describe";
-import { planToDir, type PlanResult } from "../scripts/lib/plan";
+import { planToDir, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
 import { validateAnyManifest } from "./helpers/crd-schema";
 import { loadManifestSchemas } from "./helpers/k8s-schema";
 
@@ -287,6 +288,43 @@ describe("Kueue option (target.kueueQueue)", () => {
 });
 
 describe("multi-node recipes", () => {
+    test("a stack file naming the recipe plans with `npm run plan -- <stack file>`", () => {
+        const dir = fs.mkdtempSync(path.join(tmp, "stack-"));
+        const file = path.join(dir, "Pulumi.gpu-team.yaml");
+        fs.writeFileSync(
+            file,
+            [
+                "config:",
+                "  agent-rl-infra:platform:",
+                "    recipe: opencode-blackbox-32b",
+                "    runId: big-001",
+                "    images:",
+                "      trainer: registry.example.com/agent-rl/trl-opencode-trainer:0.1.0",
+                "    target:",
+                "      kind: kubernetes",
+                "      context: gpu-cluster",
+                "      kueueQueue: team-a",
+                "      tolerations:",
+                "        - { key: nvidia.com/gpu, operator: Exists, effect: NoSchedule }",
+                "    sandboxes:",
+                "      image: registry.example.com/agent-rl/opencode-sandbox:0.1.0",
+                "",
+            ].join("\n"),
+        );
+        const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), file, "--out", path.join(dir, "out")], {
+            cwd: REPO_ROOT,
+            encoding: "utf8",
+            timeout: 120_000,
+        });
+        assert.equal(r.status, 0, r.stderr);
+        const manifests = fs.readdirSync(path.join(dir, "out", "manifests"));
+        assert.ok(
+            manifests.some((f) => /-jobset-.*train-big-001-[0-9a-f]{8}\.yaml$/.test(f)),
+            manifests.join("\n"),
+        );
+        assert.match(fs.readFileSync(path.join(dir, "out", "plan.md"), "utf8"), /Kueue queue: \*\*team-a\*\*/);
+    });
+
     for (const recipe of MULTI_NODE_RECIPE_NAMES) {
         test(`${recipe} plans on kubernetes and is refused on docker`, async () => {
             const p = await plan({ recipe, target: "kubernetes" });
