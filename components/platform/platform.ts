@@ -7,7 +7,10 @@
 import * as docker from "@pulumi/docker";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import type { ClaimRecords } from "../config/claims";
 import type { PlatformSecrets } from "../config/load";
+import type { Demand } from "../config/resolve";
+import type { EnvCapacity } from "../env/describe";
 import { podLabels } from "../config/names";
 import { EnvSpace } from "../env";
 import { VllmIngress } from "../ingress";
@@ -33,11 +36,42 @@ export const POD_SECURITY: Record<keyof PlatformPlan["names"]["namespaces"], "re
     sandboxes: "restricted",
 };
 
+/** What the Platform exports (index.ts returns it as the stack's outputs). */
+export interface PlatformOutputs {
+    readonly target: "kubernetes" | "docker";
+    readonly layout: string;
+    readonly runId: string;
+    /** Namespaces by role (Kubernetes) or network names (Docker). */
+    readonly namespaces: Record<string, pulumi.Output<string>>;
+    readonly demand: Demand;
+    /** The run's Job name (Kubernetes) / trainer container name (Docker). */
+    readonly trainingJob: pulumi.Output<string>;
+    /** Kubernetes: the stack-wide claims as made (read back by the next up: previous.ts). */
+    readonly claims?: pulumi.Output<ClaimRecords>;
+    readonly vllmInternalUrl: pulumi.Output<string>;
+    readonly gpuLayout: { readonly vllm: readonly number[]; readonly trainer: readonly number[] };
+    /** Per env server: its URLs and capacity. */
+    readonly envs: Record<string, { url: pulumi.Output<string>; wsUrl: pulumi.Output<string>; capacity: EnvCapacity }>;
+    /** With the ingress: the sandboxes' URL of vLLM, and every ingress key (secret). */
+    readonly sandboxUrl?: pulumi.Output<string>;
+    readonly ingressKeys?: pulumi.Output<Record<string, string>>;
+    /** With sandboxes: the pool and the env the trainer gets. */
+    readonly sandboxPool?: { provider: string; size: number; trainerEnv: Record<string, string> };
+}
+
 export class Platform extends pulumi.ComponentResource {
     /** Namespaces by role (Kubernetes) or network names (Docker). */
     public readonly namespaces: Record<string, pulumi.Output<string>>;
+    /** The training node (vLLM and the trainer). */
+    public readonly training: TrainingNode;
+    /** The authenticated vLLM ingress (black box, or when enabled). */
+    public readonly ingress: VllmIngress | undefined;
+    /** The sandbox pool (black box). */
+    public readonly sandboxes: SandboxPool | undefined;
+    /** The env servers by name. */
+    public readonly envs: Readonly<Record<string, EnvSpace>>;
     /** Stack outputs (URLs, secret keys, plan facts). */
-    public readonly outputs: Record<string, pulumi.Input<unknown>>;
+    public readonly outputs: PlatformOutputs;
 
     constructor(name: string, args: PlatformArgs, opts?: pulumi.ComponentResourceOptions) {
         super("agentrl:index:Platform", name, {}, opts);
@@ -165,6 +199,10 @@ export class Platform extends pulumi.ComponentResource {
             child,
         );
         upstreamRegistered(training.upstream);
+        this.training = training;
+        this.ingress = ingress;
+        this.sandboxes = pool;
+        this.envs = Object.fromEntries(envSpaces.map((e, i) => [plan.envs[i].name, e]));
 
         this.outputs = {
             target: config.target.kind,
@@ -181,6 +219,6 @@ export class Platform extends pulumi.ComponentResource {
             ...(ingress ? { sandboxUrl: ingress.sandboxUrl, ingressKeys: pulumi.secret(pulumi.output(ingress.keys)) } : {}),
             ...(plan.sandboxes ? { sandboxPool: { provider: plan.sandboxes.provider, size: plan.sandboxes.poolSize, trainerEnv: sandboxEnv } } : {}),
         };
-        this.registerOutputs(this.outputs);
+        this.registerOutputs({ ...this.outputs });
     }
 }
