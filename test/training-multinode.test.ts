@@ -260,6 +260,31 @@ describe("multi-node: white box (trl vllm-serve on its own node)", () => {
     });
 });
 
+describe("multi-node: prerequisites the stack names but does not create", () => {
+    test("JobSet, the GPU nodes with pod-to-pod TCP, ReadWriteMany storage, and Kueue's LocalQueue when queued", async () => {
+        const { externalPrerequisites } = await import("../components/platform/resolve");
+        const p = await plan(RECIPE, { target: { kueueQueue: "team-a" } });
+        const rows = externalPrerequisites(p.plan.config, p.plan.names);
+        const whats = rows.map((r) => r.what);
+        assert.ok(whats.includes("the JobSet v0.10.x controller and CRD (jobset.x-k8s.io/v1alpha2), with its webhooks"), whats.join("\n"));
+        assert.ok(
+            whats.some((w) =>
+                /^3 GPU nodes with 8 nvidia\.com\/gpu each \(2 for the trainer, one for vLLM\), with TCP open between pods on every port/.test(w),
+            ),
+        );
+        assert.ok(whats.some((w) => /^ReadWriteMany volumes from the default StorageClass/.test(w)));
+        const kueue = rows.find((r) => r.field === "target.kueueQueue")!;
+        assert.match(kueue.what, /Kueue \(with its jobset\.x-k8s\.io\/jobset integration\) and LocalQueue team-a in arl-opencode-blackbox-32b-k8s-training/);
+        assert.equal(kueue.check, "kubectl -n arl-opencode-blackbox-32b-k8s-training get localqueue team-a");
+        assert.match(kueue.otherwise, /JobSet stays suspended for ever/);
+        const one = await plan({ recipe: "opencode-blackbox", target: "kubernetes" });
+        assert.equal(
+            externalPrerequisites(one.plan.config, one.plan.names).some((r) => r.field === "training.nodes" || r.field === "target.kueueQueue"),
+            false,
+        );
+    });
+});
+
 describe("Kueue option (target.kueueQueue)", () => {
     test("the JobSet carries the queue label and is created suspended; plan.md names the queue", async () => {
         const p = await plan(RECIPE, { target: { kueueQueue: "team-a" } });

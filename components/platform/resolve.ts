@@ -97,6 +97,39 @@ export function externalPrerequisites(config: PlatformConfig, names: PlatformPla
         otherwise: "the model-cache and checkpoint claims stay Pending, and the training pod with them",
         check: t.storageClassName !== undefined ? `kubectl get storageclass ${t.storageClassName}` : "kubectl get storageclass (one marked (default))",
     });
+    const training = config.training;
+    if (training.nodes > 1) {
+        out.push({
+            what: "the JobSet v0.10.x controller and CRD (jobset.x-k8s.io/v1alpha2), with its webhooks",
+            field: "training.nodes",
+            otherwise:
+                "`pulumi up` fails on the unknown JobSet kind, or, with the CRD but no controller, the trainer never gets a pod (and without its pod webhook two trainer pods may share a node)",
+            check: "kubectl get crd jobsets.jobset.x-k8s.io && kubectl get deploy -A | grep jobset-controller (or npm run preflight)",
+        });
+        out.push({
+            what: `${training.nodes + 1} GPU nodes with ${training.gpusOnNode} ${gpu} each (${training.nodes} for the trainer, one for vLLM), with TCP open between pods on every port (NCCL)`,
+            field: "training.nodes",
+            otherwise: "trainer pods stay Pending (one per node, all or none start), or NCCL hangs at the first collective when pods cannot reach each other",
+            check: `kubectl get nodes -l nvidia.com/gpu.present=true -o custom-columns=NAME:.metadata.name,GPU:.status.allocatable.${gpu.replace(/\./g, "\\.")}`,
+        });
+        out.push({
+            what: `ReadWriteMany volumes from ${t.storageClassName !== undefined ? `StorageClass ${t.storageClassName}` : "the default StorageClass"} (NFS, CephFS, Filestore, EFS, ...)`,
+            field: "target.storageClassName",
+            otherwise: "the model-cache and checkpoint claims stay Pending, and every trainer pod and vLLM with them",
+            check:
+                t.storageClassName !== undefined
+                    ? `kubectl get storageclass ${t.storageClassName} -o jsonpath='{.provisioner}'`
+                    : "kubectl get storageclass (the default's provisioner must support ReadWriteMany)",
+        });
+    }
+    if (t.kueueQueue !== undefined) {
+        out.push({
+            what: `Kueue (with its ${training.nodes > 1 ? "jobset.x-k8s.io/jobset" : "batch/job"} integration) and LocalQueue ${t.kueueQueue} in ${names.namespaces.training}, pointing at a ClusterQueue with GPU quota`,
+            field: "target.kueueQueue",
+            otherwise: `the trainer's ${training.nodes > 1 ? "JobSet" : "Job"} stays suspended for ever (no pods)`,
+            check: `kubectl -n ${names.namespaces.training} get localqueue ${t.kueueQueue}`,
+        });
+    }
     const sb = config.sandboxes;
     if (sb.provider === "agent-sandbox") {
         if (sb.runtimeClassName !== undefined) {
