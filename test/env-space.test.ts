@@ -14,7 +14,7 @@ import { EnvSpace, nginxImageSupportsResolve, resolveEnvSpace, type DeployedEnvD
 import { ROUTER_HEALTH_PATH, renderRouterConfig, routerCommand, statefulSetReplicaAddresses } from "../components/env/router";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { manifests } from "./helpers/manifests";
-import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
+import { dockerEnv, ofType, runBoth, single, type MockRunResult } from "./helpers/mock";
 
 type Target = "kubernetes" | "docker";
 type Recipe = "wordle-whitebox" | "mbpp-whitebox";
@@ -73,8 +73,6 @@ async function build(c: PlatformConfig, envName: string) {
 
 const custom = (run: MockRunResult) => run.resources.filter((r) => r.custom);
 const envList = (c: any): Record<string, string> => Object.fromEntries((c.env ?? []).map((e: any) => [e.name, e.value]));
-const dockerEnv = (c: RecordedResource): Record<string, string> =>
-    Object.fromEntries((c.inputs.envs as string[]).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
 /** Shared checks of a rendered router config: least_conn, a cap of k on every replica in a shared zone, websockets, long reads. */

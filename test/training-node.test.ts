@@ -10,7 +10,7 @@ import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } f
 import { configProblems, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { RESUME_SCRIPT } from "../components/training/describe";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
-import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
+import { dockerEnv, ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { manifests } from "./helpers/manifests";
 import { isSecret, unwrapSecrets } from "./helpers/secrets";
@@ -85,8 +85,6 @@ async function build(layout: Layout, target: Target, extra: Record<string, unkno
 }
 
 const envOf = (c: any): Record<string, string> => Object.fromEntries((c.env ?? []).filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
-const envsOfDocker = (c: RecordedResource): Record<string, string> =>
-    Object.fromEntries((unwrapSecrets(c.inputs.envs) as string[]).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
 
 // ---- the literal command lines -------------------------------------------------------------
 const WHITEBOX_TRAINER_COMMON = [
@@ -529,8 +527,8 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                     // gpuSharing shared (the default): both get every training GPU, CUDA_VISIBLE_DEVICES splits them.
                     for (const c of [vllm, trainer])
                         assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0", "1"], capabilities: ["gpu"] }]);
-                    assert.equal(envsOfDocker(vllm).CUDA_VISIBLE_DEVICES, "0");
-                    assert.equal(envsOfDocker(trainer).CUDA_VISIBLE_DEVICES, "1");
+                    assert.equal(dockerEnv(vllm).CUDA_VISIBLE_DEVICES, "0");
+                    assert.equal(dockerEnv(trainer).CUDA_VISIBLE_DEVICES, "1");
                     assert.equal(vllm.inputs.gpus, undefined);
                 }
             }
@@ -586,10 +584,10 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             for (const run of [b.update, b.preview]) {
                 const { trainer, vllm } = roles(run);
                 if (!colocated) {
-                    assert.equal(envsOfDocker(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
+                    assert.equal(dockerEnv(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
                     assert.ok(!JSON.stringify(vllm.inputs).includes("--api-key"));
                 }
-                assert.equal(envsOfDocker(trainer).VLLM_SERVER_DEV_MODE, undefined);
+                assert.equal(dockerEnv(trainer).VLLM_SERVER_DEV_MODE, undefined);
             }
         });
 
@@ -637,8 +635,8 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                 }
             }
             const trainer = containers(b.update.resources).find((c) => c.inputs.name === b.names.training.job)!;
-            assert.equal(envsOfDocker(trainer).HF_TOKEN, HF_SENTINEL);
-            assert.equal(envsOfDocker(trainer).SANDBOX_API_KEY, layout === "blackbox" ? SANDBOX_SENTINEL : undefined);
+            assert.equal(dockerEnv(trainer).HF_TOKEN, HF_SENTINEL);
+            assert.equal(dockerEnv(trainer).SANDBOX_API_KEY, layout === "blackbox" ? SANDBOX_SENTINEL : undefined);
         });
     });
 }
@@ -847,7 +845,7 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                 [s.trainer, "1"],
             ] as const) {
                 assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: ["0", "1"], capabilities: ["gpu"] }]);
-                const env = envsOfDocker(c);
+                const env = dockerEnv(c);
                 assert.deepEqual(
                     [env.CUDA_VISIBLE_DEVICES, env.CUDA_DEVICE_ORDER, env.NCCL_SOCKET_IFNAME, env.NCCL_P2P_DISABLE],
                     [own, "PCI_BUS_ID", "lo", undefined],
@@ -859,7 +857,7 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                 [i.trainer, "1"],
             ] as const) {
                 assert.deepEqual(c.inputs.deviceRequests, [{ driver: "nvidia", deviceIds: [own], capabilities: ["gpu"] }]);
-                const env = envsOfDocker(c);
+                const env = dockerEnv(c);
                 assert.deepEqual([env.CUDA_VISIBLE_DEVICES, env.NCCL_P2P_DISABLE, env.NCCL_CUMEM_ENABLE, env.NCCL_SOCKET_IFNAME], [undefined, "1", "0", "lo"]);
             }
         });

@@ -3,6 +3,7 @@
  * preview, records every registered resource, and fails on any unexpected provider call.
  */
 import { runUnderMocks, type MockRunOptions, type MockRunResult, type RecordedResource } from "../../scripts/lib/mockrun";
+import { unwrapSecrets } from "./secrets";
 
 export type { RecordedResource, MockRunResult };
 
@@ -30,4 +31,10 @@ export function single(resources: readonly RecordedResource[], type: string): Re
     const found = ofType(resources, type);
     if (found.length !== 1) throw new Error(`expected exactly one ${type}, found ${found.length}: ${found.map((r) => r.name).join(", ")}`);
     return found[0];
+}
+
+/** A docker.Container's env ("NAME=value" list, secrets unwrapped) as a map. */
+export function dockerEnv(container: RecordedResource): Record<string, string> {
+    const envs = unwrapSecrets(container.inputs.envs) as string[];
+    return Object.fromEntries(envs.map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
 }
