@@ -5,6 +5,10 @@ import assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import { platformNames } from "../components/config";
 import { Platform, resolvePlatform } from "../components/platform";
+import { resolveEnvSpace } from "../components/env";
+import { resolveVllmIngress } from "../components/ingress";
+import { resolveSandboxPool } from "../components/sandbox";
+import { resolveTrainingNode } from "../components/training";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { parseWithTestImages } from "./helpers/config";
 
@@ -32,5 +36,41 @@ describe("Platform", () => {
         assert.equal(p.outputs.runId, "r1");
         assert.equal(p.outputs.target, "kubernetes");
         assert.equal((run.outputs as any).claims.checkpoints.name, platformNames(config).training.checkpoints);
+    });
+
+    it("each component resolves from its narrow slice of the config alone (the keys its Config/Names types name), as from the whole", () => {
+        const config = parseWithTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }, "staging");
+        const names = platformNames(config);
+        const plan = resolvePlatform(config);
+        const pick = <T extends object, K extends keyof T>(o: T, keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, o[k]])) as Pick<T, K>;
+        // What a program that uses one component alone builds: exactly the fields the types name, nothing else.
+        // (The black-box recipe has no env server: a recipe with one.)
+        const withEnv = parseWithTestImages({ recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } }, "staging");
+        assert.ok(withEnv.envs.length > 0);
+        assert.deepEqual(
+            resolveEnvSpace(pick(withEnv, ["target", "images", "demand"]), withEnv.envs[0], pick(platformNames(withEnv), ["envs", "namespaces", "networks"])),
+            resolvePlatform(withEnv).envs[0],
+        );
+        assert.deepEqual(
+            resolveVllmIngress(pick(config, ["target", "ingress", "images", "training"]), pick(names, ["ingress", "namespaces", "networks", "training"])),
+            plan.ingress,
+        );
+        assert.deepEqual(
+            resolveSandboxPool(
+                pick(config, ["runId", "sandboxes", "training", "target"]),
+                pick(names, ["ingress", "namespaces", "networks", "prefix", "sandboxes"]),
+            ),
+            plan.sandboxes,
+        );
+        const links = {
+            envUrls: Object.fromEntries(plan.envs.map((e) => [e.name, e.url])),
+            sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: plan.sandboxes!.trainerEnv },
+        };
+        const narrow = resolveTrainingNode(
+            pick(config, ["training", "images", "model", "runId", "sandboxes", "target", "envs"]),
+            pick(names, ["training", "namespaces", "networks", "ingress"]),
+            links as any,
+        );
+        assert.deepEqual(narrow, resolveTrainingNode(config, names, links as any));
     });
 });

@@ -463,7 +463,7 @@ describe("kubernetes, TLS from a cert-manager Certificate the stack requests", (
             }
         };
         assert.deepEqual(problems({ tls: { mode: "cert-manager" } }), [
-            "ingress.tls.issuer: tls mode 'cert-manager' needs the issuer that signs the certificate: set tls.issuer.name (and kind Issuer or ClusterIssuer; kubectl get clusterissuers lists them)",
+            "ingress.tls.issuer: tls mode 'cert-manager' needs the issuer that signs the certificate: set tls.issuer.name (and kind Issuer or ClusterIssuer; kubectl get clusterissuers lists them), or take the cluster stack's (clusterStack)",
         ]);
         assert.deepEqual(problems({ tls: { mode: "none", issuer: { name: "x" } } }), [
             "ingress.tls.issuer: only tls mode 'cert-manager' requests a certificate from an issuer (mode is 'none'): remove tls.issuer or set tls.mode to cert-manager",

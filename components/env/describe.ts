@@ -30,6 +30,15 @@ import {
     type RouterSettings,
 } from "./router";
 
+/**
+ * What the env server (its `ResolvedEnv` comes from the config's `envs`) reads of a stack's config: a narrow slice of PlatformConfig, fully defaulted
+ * (`resolveDefaults` applies every default once), so the component can be used without the
+ * Platform by building just these fields.
+ */
+export type EnvConfig = Pick<PlatformConfig, "target" | "images" | "demand">;
+/** The object names the env server (its `ResolvedEnv` comes from the config's `envs`) uses (from `platformNames`). */
+export type EnvNames = Pick<PlatformNames, "envs" | "namespaces" | "networks">;
+
 /** Env var OpenEnv servers read their per-process session cap from (each env's server/app.py). */
 export const SESSIONS_ENV_VAR = "MAX_CONCURRENT_ENVS";
 /** Env var that adds OpenEnv's web UI at /web (http_server.py); always "false" in training deployments. */
@@ -271,7 +280,7 @@ export function nginxImageSupportsResolve(image: string): boolean {
     return patch === undefined || patch >= minPatch;
 }
 
-function capacityOf(config: PlatformConfig, env: ResolvedEnv, sessionsPerReplica: number): EnvCapacity {
+function capacityOf(config: EnvConfig, env: ResolvedEnv, sessionsPerReplica: number): EnvCapacity {
     const d = config.demand;
     if (env.external) {
         return {
@@ -341,7 +350,7 @@ function replicaEnv(env: ResolvedEnv, k: number): Record<string, string> {
 }
 
 /** Resolves one env server of the config into its target-neutral description; throws ConfigError naming each field. */
-export function resolveEnvSpace(config: PlatformConfig, env: ResolvedEnv, names: PlatformNames): EnvDescription {
+export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvNames): EnvDescription {
     const f = `envs.${env.name}`;
     const n = names.envs[env.name];
     if (n === undefined) throw new ConfigError([`${f}: no names were computed for this env (platformNames must run over the same config)`]);

@@ -13,6 +13,8 @@ export {
     ROUTER_CONFIG_FILE,
     ROUTER_REPLICAS,
     type EnvDescription,
+    type EnvConfig,
+    type EnvNames,
     type DeployedEnvDescription,
     type ExternalEnvDescription,
     type EnvCapacity,

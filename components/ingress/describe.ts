@@ -22,6 +22,15 @@ import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 // The listen ports are decided once, in names.ts, which also builds the sandbox URLs with them.
 export { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
 import { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
+
+/**
+ * What the ingress reads of a stack's config: a narrow slice of PlatformConfig, fully defaulted
+ * (`resolveDefaults` applies every default once), so the component can be used without the
+ * Platform by building just these fields.
+ */
+export type IngressConfig = Pick<PlatformConfig, "target" | "ingress" | "images" | "training">;
+/** The object names the ingress uses (from `platformNames`). */
+export type IngressNames = Pick<PlatformNames, "ingress" | "namespaces" | "networks" | "training">;
 /** Port a public host name is reached on (`https://<host>` in names.ts): the LoadBalancer / published Docker port. */
 export const PUBLIC_HTTPS_PORT = 443;
 
@@ -171,7 +180,7 @@ export interface IngressDescription {
 }
 
 /** The ProxySettings the component deploys, from config and names (exported so tests and `ingress:local` prove the same mapping). */
-export function ingressProxySettings(config: PlatformConfig, names: PlatformNames): ResolvedProxySettings {
+export function ingressProxySettings(config: IngressConfig, names: IngressNames): ResolvedProxySettings {
     const i = config.ingress;
     // exposure httproute: TLS ends at the Gateway and tls.mode must be none (checked in resolveVllmIngress).
     const tlsEnabled = i.tls.mode !== "none";
@@ -211,14 +220,14 @@ export function localOverrides(settings: ResolvedProxySettings): LocalProxyOverr
 }
 
 /** The proxy Service's in-cluster DNS names: what sandboxes dial, so what its certificate must name. */
-export function serviceDnsNames(names: PlatformNames): string[] {
+export function serviceDnsNames(names: Pick<PlatformNames, "ingress" | "namespaces">): string[] {
     const svc = names.ingress.service;
     const ns = names.namespaces.ingress;
     return [svc, `${svc}.${ns}`, `${svc}.${ns}.svc`, `${svc}.${ns}.svc.cluster.local`];
 }
 
 /** Resolves the ingress from the platform config and names; throws ConfigError with every problem. */
-export function resolveVllmIngress(config: PlatformConfig, names: PlatformNames): IngressDescription {
+export function resolveVllmIngress(config: IngressConfig, names: IngressNames): IngressDescription {
     const i = config.ingress;
     const problems: string[] = [];
     if (!i.enabled)

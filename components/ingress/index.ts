@@ -9,6 +9,8 @@ export {
     INGRESS_PATHS,
     PUBLIC_HTTPS_PORT,
     type IngressDescription,
+    type IngressConfig,
+    type IngressNames,
     type IngressPeerPods,
     type IngressResources,
     type IngressSecurity,

@@ -10,6 +10,15 @@ import { multiplyQuantity, quantityValue } from "../shared/quantity";
 
 import { AGENT_SANDBOX_MANIFEST_URL, AGENT_SANDBOX_VERSION } from "../config/cluster";
 
+/**
+ * What the sandbox pool reads of a stack's config: a narrow slice of PlatformConfig, fully defaulted
+ * (`resolveDefaults` applies every default once), so the component can be used without the
+ * Platform by building just these fields.
+ */
+export type SandboxConfig = Pick<PlatformConfig, "runId" | "sandboxes" | "training" | "target">;
+/** The object names the sandbox pool uses (from `platformNames`). */
+export type SandboxNames = Pick<PlatformNames, "ingress" | "namespaces" | "networks" | "prefix" | "sandboxes">;
+
 export { AGENT_SANDBOX_VERSION };
 /** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (extensions.agents.x-k8s.io, served and stored v1beta1 in v0.5.6). */
 export const SANDBOX_EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
@@ -143,7 +152,7 @@ export interface SandboxDescription {
 }
 
 /** Resolves a run's sandbox pool from the platform config and names. */
-export function resolveSandboxPool(config: PlatformConfig, names: PlatformNames): SandboxDescription {
+export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): SandboxDescription {
     const s = config.sandboxes;
     const provider = s.provider;
     const maxInflight = config.training.maxInflight;

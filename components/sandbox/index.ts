@@ -17,6 +17,8 @@ export {
     SANDBOX_RUNTIME_PATH,
     SANDBOX_URL_ENV,
     type SandboxDescription,
+    type SandboxConfig,
+    type SandboxNames,
     type SandboxQuota,
     type SandboxSecurity,
     type WritablePath,

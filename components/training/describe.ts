@@ -43,6 +43,15 @@ import type { Layout } from "../config/schema";
 // vLLM's port is decided once, in names.ts (the ingress's upstream address uses it too).
 export { VLLM_PORT } from "../config/names";
 import { VLLM_PORT } from "../config/names";
+
+/**
+ * What the training node reads of a stack's config: a narrow slice of PlatformConfig, fully defaulted
+ * (`resolveDefaults` applies every default once), so the component can be used without the
+ * Platform by building just these fields.
+ */
+export type TrainingConfig = Pick<PlatformConfig, "training" | "images" | "model" | "runId" | "sandboxes" | "target" | "envs">;
+/** The object names the training node uses (from `platformNames`). */
+export type TrainingNames = Pick<PlatformNames, "training" | "namespaces" | "networks" | "ingress">;
 /** NCCL weight-update group hosted by `trl vllm-serve` rank 0 (GRPOConfig.vllm_group_port default). */
 export const TRL_GROUP_PORT = 51216;
 /** Where the NCCL check script is mounted (Kubernetes ConfigMap / Docker upload). */
@@ -367,7 +376,7 @@ function healthProbes(path: string, modelLoadSeconds: number): ContainerDescript
 }
 
 /** Resolves the training node of a run; throws ConfigError with every problem at once. */
-export function resolveTrainingNode(config: PlatformConfig, names: PlatformNames, links: TrainingLinks): TrainingDescription {
+export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames, links: TrainingLinks): TrainingDescription {
     const t = config.training;
     const layout = t.layout;
     const problems: string[] = [];
@@ -724,7 +733,7 @@ const HTTPS_PORT = 443;
 /** The API server's Service port and its usual endpoint ports (kubeadm 6443). */
 const API_SERVER_PORTS = [443, 6443] as const;
 
-function trainerEgress(links: TrainingLinks, claimsSandboxes: boolean, apiServerCidrs: readonly string[] | undefined, config: PlatformConfig): TrainerEgress {
+function trainerEgress(links: TrainingLinks, claimsSandboxes: boolean, apiServerCidrs: readonly string[] | undefined, config: TrainingConfig): TrainerEgress {
     // External env servers are reached on their URL's port over the internet.
     const externalPorts = config.envs
         .filter((e) => e.external)
@@ -752,6 +761,6 @@ function omit(env: Readonly<Record<string, string>>, keys: readonly string[]): R
 }
 
 /** A directory under the Docker host's data dir; undefined on Kubernetes (PVCs there). */
-function hostDir(config: PlatformConfig, name: string): string | undefined {
+function hostDir(config: TrainingConfig, name: string): string | undefined {
     return config.target.kind === "docker" ? `${config.target.dataDir.replace(/\/+$/, "")}/${name}` : undefined;
 }

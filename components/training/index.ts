@@ -16,6 +16,8 @@ export {
     type EgressPeer,
     type TrainerEgress,
     type TrainingDescription,
+    type TrainingConfig,
+    type TrainingNames,
     type GpuSharingDescription,
     type ContainerDescription,
     type HttpProbe,
