@@ -12,7 +12,6 @@ import * as pulumi from "@pulumi/pulumi";
 import {
     applyClusterStack,
     clusterOutputs,
-    ConfigError,
     deepMerge,
     parseClusterConfig,
     parsePlatformConfig,
@@ -21,7 +20,7 @@ import {
 } from "../components/config";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { planClusterToDir, planToDir, readStackFile, REPO_ROOT } from "../scripts/lib/plan";
-import { parseWithTestImages } from "./helpers/config";
+import { configProblems, parseWithTestImages } from "./helpers/config";
 import { serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
 import { validateAnyManifest } from "./helpers/crd-schema";
 import { policyResources } from "./helpers/guardrails-plan";
@@ -30,17 +29,6 @@ import { runPolicies } from "../policy/run-local";
 
 const CLUSTER = { target: { kind: "kubernetes", context: "gpu" } };
 const REF = "organization/agent-rl-infra/cluster";
-
-/** The ConfigError's problems of `f`, or fails. */
-function problemsOf(f: () => unknown): readonly string[] {
-    try {
-        f();
-    } catch (e) {
-        if (e instanceof ConfigError) return e.problems;
-        throw e;
-    }
-    assert.fail("expected a ConfigError");
-}
 
 const run = (over: Record<string, unknown> = {}): PlatformConfig =>
     parseWithTestImages(
@@ -60,14 +48,14 @@ describe("cluster stack config", () => {
 
     it("a context is required, and the target is Kubernetes only", () => {
         assert.deepEqual(
-            problemsOf(() => parseClusterConfig({ target: { kind: "kubernetes" } })),
+            configProblems(() => parseClusterConfig({ target: { kind: "kubernetes" } })),
             ["cluster target.context: required: set target.context (expected string)"],
         );
-        assert.match(problemsOf(() => parseClusterConfig({ target: { kind: "docker", context: "x" } }))[0], /^cluster target\.kind: /);
+        assert.match(configProblems(() => parseClusterConfig({ target: { kind: "docker", context: "x" } }))[0], /^cluster target\.kind: /);
     });
 
     it("names listed twice and one name for both PriorityClasses are refused, all at once", () => {
-        const problems = problemsOf(() =>
+        const problems = configProblems(() =>
             parseClusterConfig({
                 ...CLUSTER,
                 runtimeClasses: [
@@ -118,13 +106,13 @@ describe("a run stack on a cluster stack", () => {
         const tls = { ingress: { exposure: "cluster", tls: { mode: "cert-manager" } } };
         assert.deepEqual(applyClusterStack(run(tls), outputs).ingress.tls.issuer, { name: "ca", kind: "ClusterIssuer", group: "cert-manager.io" });
         assert.deepEqual(
-            problemsOf(() => applyClusterStack(run(tls), { ...outputs, certIssuer: undefined })),
+            configProblems(() => applyClusterStack(run(tls), { ...outputs, certIssuer: undefined })),
             [
                 `ingress.tls.issuer: tls mode 'cert-manager' needs an issuer, and the cluster stack '${REF}' names none: set tls.issuer here, or certIssuer in the cluster stack`,
             ],
         );
         assert.match(
-            problemsOf(() =>
+            configProblems(() =>
                 parseWithTestImages(deepMerge(tls, { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "x" } }), "staging"),
             ).join(),
             /ingress\.tls\.issuer: tls mode 'cert-manager' needs the issuer .* or take the cluster stack's \(clusterStack\)/,
@@ -132,7 +120,7 @@ describe("a run stack on a cluster stack", () => {
     });
 
     it("refuses a RuntimeClass the cluster stack does not make, and agent-sandbox it does not install", () => {
-        const problems = problemsOf(() =>
+        const problems = configProblems(() =>
             applyClusterStack(run({ sandboxes: { runtimeClassName: "kata" } }), { ...outputs, agentSandbox: { version: "v0.5.6", installed: false } }),
         );
         assert.deepEqual(problems, [
@@ -143,7 +131,7 @@ describe("a run stack on a cluster stack", () => {
 
     it("a stack that is not a cluster stack (or not up yet) is named with the fix", () => {
         assert.deepEqual(
-            problemsOf(() => applyClusterStack(run(), {})),
+            configProblems(() => applyClusterStack(run(), {})),
             [
                 `clusterStack: '${REF}' exports no cluster outputs: point it at a stack whose config is agent-rl-infra:cluster and that has been up'd (pulumi stack ls; pulumi stack output -s ${REF})`,
             ],
@@ -152,14 +140,14 @@ describe("a run stack on a cluster stack", () => {
 
     it("clusterStack must be a full stack name", () => {
         assert.match(
-            problemsOf(() => run({ clusterStack: "cluster" })).join(),
+            configProblems(() => run({ clusterStack: "cluster" })).join(),
             /clusterStack: must be <org>\/<project>\/<stack>, e\.g\. organization\/agent-rl-infra\/cluster/,
         );
     });
 
     it("sandboxes.installController is gone from run stacks, with where it went", () => {
         assert.deepEqual(
-            problemsOf(() =>
+            configProblems(() =>
                 parsePlatformConfig(
                     { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "x" }, sandboxes: { installController: true } },
                     "s",

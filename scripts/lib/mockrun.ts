@@ -12,7 +12,7 @@ export interface RecordedResource {
     readonly type: string;
     /** Pulumi logical name. */
     readonly name: string;
-    /** Inputs as the engine would receive them (secrets unwrapped by the mock monitor). */
+    /** Inputs as the engine would receive them (a secret value arrives wrapped in Pulumi's secret signature object). */
     readonly inputs: Record<string, any>;
     /** Whether it is a custom (provider-managed) resource rather than a component. */
     readonly custom: boolean;

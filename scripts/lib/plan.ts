@@ -184,6 +184,28 @@ function runProgram(): () => Promise<Record<string, unknown>> {
     return require(path.join(REPO_ROOT, "index.ts"));
 }
 
+/** Empties (creates) `outDir`; `write` puts a file under it (through `filter`) and records its path. */
+function outputDir(outDir: string, filter: (text: string) => string): { files: string[]; write: (rel: string, text: string) => void } {
+    fs.rmSync(outDir, { recursive: true, force: true });
+    fs.mkdirSync(outDir, { recursive: true });
+    const files: string[] = [];
+    const write = (rel: string, text: string) => {
+        const p = path.join(outDir, rel);
+        fs.mkdirSync(path.dirname(p), { recursive: true });
+        fs.writeFileSync(p, filter(text));
+        files.push(p);
+    };
+    return { files, write };
+}
+
+/** manifests/<nnn>-<kind>-<namespace>-<name>.yaml, in apply order. */
+function writeManifests(write: (rel: string, text: string) => void, manifests: ReadonlyArray<Record<string, any>>): void {
+    manifests.forEach((m, i) => {
+        const ns = m.metadata?.namespace ? `${m.metadata.namespace}-` : "";
+        write(path.join("manifests", `${String(i).padStart(3, "0")}-${m.kind.toLowerCase()}-${ns}${m.metadata?.name ?? "unnamed"}.yaml`), YAML.stringify(m));
+    });
+}
+
 /** Plans one stack or recipe into `outDir`. Throws PlanError for a bad stack or config. */
 export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<PlanResult> {
     const cfg = configForSource(source);
@@ -217,25 +239,11 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
     const plan = resolvePlatform(config, { hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined });
     const secrets = secretValues(cfg, run.resources);
 
-    fs.rmSync(opts.outDir, { recursive: true, force: true });
-    fs.mkdirSync(opts.outDir, { recursive: true });
-    const files: string[] = [];
-    const write = (rel: string, text: string) => {
-        const p = path.join(opts.outDir, rel);
-        fs.mkdirSync(path.dirname(p), { recursive: true });
-        fs.writeFileSync(p, scrub(text, secrets));
-        files.push(p);
-    };
+    const { files, write } = outputDir(opts.outDir, (text) => scrub(text, secrets));
 
     const manifests = manifestsOf(run.resources).map(redactSecretObject);
     if (config.target.kind === "kubernetes") {
-        manifests.forEach((m, i) => {
-            const ns = m.metadata?.namespace ? `${m.metadata.namespace}-` : "";
-            write(
-                path.join("manifests", `${String(i).padStart(3, "0")}-${m.kind.toLowerCase()}-${ns}${m.metadata?.name ?? "unnamed"}.yaml`),
-                YAML.stringify(m),
-            );
-        });
+        writeManifests(write, manifests);
     } else {
         let i = 0;
         for (const r of run.resources) {
@@ -307,20 +315,9 @@ export async function planClusterToDir(
     }
     const config = parseClusterConfig(JSON.parse(raw));
     const outputs = clusterOutputs(config);
-    fs.rmSync(opts.outDir, { recursive: true, force: true });
-    fs.mkdirSync(opts.outDir, { recursive: true });
-    const files: string[] = [];
-    const write = (rel: string, text: string) => {
-        const p = path.join(opts.outDir, rel);
-        fs.mkdirSync(path.dirname(p), { recursive: true });
-        fs.writeFileSync(p, text);
-        files.push(p);
-    };
+    const { files, write } = outputDir(opts.outDir, (text) => text);
     const manifests = manifestsOf(run.resources);
-    manifests.forEach((m, i) => {
-        const ns = m.metadata?.namespace ? `${m.metadata.namespace}-` : "";
-        write(path.join("manifests", `${String(i).padStart(3, "0")}-${m.kind.toLowerCase()}-${ns}${m.metadata?.name ?? "unnamed"}.yaml`), YAML.stringify(m));
-    });
+    writeManifests(write, manifests);
     const lines = [
         `# Cluster stack ${cfg.stack}`,
         "",
