@@ -19,15 +19,10 @@ export interface Demand {
     readonly envSessions: number;
 }
 
-export interface ResolvedEnv {
+/** An env server with its catalog entry (or custom fields) and config applied. */
+export interface ResolvedEnv extends Pick<CatalogEntry, "image" | "port" | "healthPath" | "wsPath" | "concurrentSessions" | "sessionsEnvVar"> {
     readonly name: string;
     readonly catalog: CatalogName | "custom";
-    readonly image: string;
-    readonly port: number;
-    readonly healthPath: string;
-    readonly wsPath: string;
-    readonly concurrentSessions: boolean;
-    readonly sessionsEnvVar?: string;
     readonly sessionsPerReplica: number;
     /** Replicas deployed (0 for an external env). */
     readonly replicas: number;

@@ -17,7 +17,8 @@ import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
 import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./describe";
-import { clusterDnsEgress, podsInNamespace, PRIVATE_IPV4_RANGES, publicInternetEgress } from "../shared/kubernetes";
+import { trainerEgressRules } from "./egress";
+import { clusterDnsEgress, podsInNamespace, publicInternetEgress } from "../shared/kubernetes";
 
 /** Pulumi waits for a Job to finish (10 min default) unless told not to (pulumi-kubernetes await logic). */
 const SKIP_AWAIT = { "pulumi.com/skipAwait": "true" } as const;
@@ -217,7 +218,6 @@ export function buildMultiNodeTraining(
     );
     const egress = d.egress;
     if (egress) {
-        const apiServer = egress.apiServer;
         new k8s.networking.v1.NetworkPolicy(
             `${name}-egress`,
             {
@@ -225,20 +225,7 @@ export function buildMultiNodeTraining(
                 spec: {
                     podSelector: { matchLabels: trainerLabels },
                     policyTypes: ["Egress"],
-                    egress: [
-                        clusterDnsEgress(),
-                        { to: [trainers, vllmPods] },
-                        ...egress.peers.map((p) => ({ to: [podsInNamespace(p.namespace, p.podLabels)], ports: [{ protocol: "TCP", port: p.port }] })),
-                        ...(apiServer
-                            ? [
-                                  {
-                                      to: (apiServer.cidrs ?? PRIVATE_IPV4_RANGES).map((cidr) => ({ ipBlock: { cidr } })),
-                                      ports: apiServer.ports.map((port) => ({ protocol: "TCP", port })),
-                                  },
-                              ]
-                            : []),
-                        publicInternetEgress(egress.internetPorts),
-                    ],
+                    egress: trainerEgressRules(egress, [trainers, vllmPods]),
                 },
             },
             child,

@@ -10,9 +10,10 @@ import { createHash } from "node:crypto";
 import * as path from "node:path";
 import { CONTAINER, type ContainerDescription, type HttpProbe, KUEUE_QUEUE_LABEL, type SecretName, type TrainingDescription, VLLM_PORT } from "./describe";
 import { buildMultiNodeTraining } from "./kubernetes-multinode";
+import { trainerEgressRules } from "./egress";
 import { ncclCheckSource } from "./nccl-check";
 import { oneContainer } from "./supervisor";
-import { ADOPT, clusterDnsEgress, NAMESPACE_NAME_LABEL, podsInNamespace, PRIVATE_IPV4_RANGES, publicInternetEgress } from "../shared/kubernetes";
+import { ADOPT, NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
 import type { ClaimRecords } from "../config/claims";
 
@@ -72,8 +73,6 @@ const SERVICE_ACCOUNT_TOKEN_VOLUME: k8s.types.input.core.v1.Volume & { name: str
         ],
     },
 };
-/** Private ranges the API server may sit in when its address is not configured (training.egress.apiServerCidrs). */
-const PRIVATE_RANGES = PRIVATE_IPV4_RANGES;
 
 /**
  * The Job's object name: the run's name plus a hash of its pod template, so a changed template
@@ -333,7 +332,6 @@ export function buildKubernetesTraining(
     // other pods, or the node. Loopback (vLLM, NCCL) is not filtered by NetworkPolicy.
     const egress = multi ? undefined : d.egress;
     if (egress) {
-        const apiServer = egress.apiServer;
         new k8s.networking.v1.NetworkPolicy(
             `${name}-egress`,
             {
@@ -341,19 +339,7 @@ export function buildKubernetesTraining(
                 spec: {
                     podSelector: { matchLabels: labels },
                     policyTypes: ["Egress"],
-                    egress: [
-                        clusterDnsEgress(),
-                        ...egress.peers.map((p) => ({ to: [podsInNamespace(p.namespace, p.podLabels)], ports: [{ protocol: "TCP", port: p.port }] })),
-                        ...(apiServer
-                            ? [
-                                  {
-                                      to: (apiServer.cidrs ?? PRIVATE_RANGES).map((cidr) => ({ ipBlock: { cidr } })),
-                                      ports: apiServer.ports.map((port) => ({ protocol: "TCP", port })),
-                                  },
-                              ]
-                            : []),
-                        publicInternetEgress(egress.internetPorts),
-                    ],
+                    egress: trainerEgressRules(egress),
                 },
             },
             child,
