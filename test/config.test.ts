@@ -431,3 +431,16 @@ describe("config: the images no default can stand for", () => {
         assert.equal(parseExactly({ ...raw, target: { kind: "docker" } }, "test").sandboxes.image, "ghcr.io/huggingface/openenv-opencode-sandbox:latest");
     });
 });
+
+describe("one set of proxy limits (config/ingress-defaults.ts)", () => {
+    test("a stack's ingress defaults and the proxy library's (npm run ingress:local, the bench) are the same limits", async () => {
+        const { INGRESS_LIMIT_DEFAULTS } = await import("../components/config");
+        const { PROXY_DEFAULTS } = await import("../components/ingress/nginx");
+        const stack = parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "x" } }, "test").ingress;
+        for (const [k, v] of Object.entries(INGRESS_LIMIT_DEFAULTS)) {
+            assert.equal((stack as Record<string, unknown>)[k], v, `stack default ${k}`);
+            assert.equal((PROXY_DEFAULTS as Record<string, unknown>)[k], v, `proxy library default ${k}`);
+        }
+        assert.deepEqual([INGRESS_LIMIT_DEFAULTS.rateLimitPerSecond, INGRESS_LIMIT_DEFAULTS.rateLimitBurst], [50, 100]);
+    });
+});

@@ -775,7 +775,13 @@ describe("real nginx: streaming, keep-alive, TLS", () => {
     });
 
     test("keep-alive: 200 sequential + parallel requests use far fewer upstream TCP connections", async () => {
-        const ing = await startLocalIngress({ upstream: kaStub.url, keys: [{ name: "a", key: KEY_A }] });
+        // 200 requests from one key as fast as they go: above a stack's default limit (50/s, burst 100),
+        // which is not what this test is about.
+        const ing = await startLocalIngress({
+            upstream: kaStub.url,
+            keys: [{ name: "a", key: KEY_A }],
+            settings: { rateLimitPerSecond: 10_000, rateLimitBurst: 10_000 },
+        });
         ingresses.push(ing);
         const c0 = kaStub.connections();
         const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });

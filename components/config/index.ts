@@ -2,6 +2,7 @@ export { platformSchema, LAYOUTS, type Layout, type PlatformConfigInput, type Pa
 export { resolveDefaults, computeDemand, isProdStack, type PlatformConfig, type ResolvedEnv, type Demand } from "./resolve";
 export { validatePlatform, deployedImages, replicasFor } from "./validate";
 export { claimChangeProblems, type ClaimRecord, type ClaimRecords } from "./claims";
+export { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
 export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";
 export { RECIPES, RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, ALL_RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";

@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import { CATALOG_NAMES } from "./catalog";
+import { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
 
 /** DNS-1123 label: what every name derived from it must stay. */
 const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be lower-case letters, digits and '-', starting and ending with a letter or digit");
@@ -364,13 +365,13 @@ const ingress = z.strictObject({
     maxBodySize: z
         .string()
         .regex(/^[0-9]+[kKmM]?$/, "must be an nginx size such as 4m")
-        .default("4m"),
+        .default(INGRESS_LIMIT_DEFAULTS.maxBodySize),
     /** Requests per second allowed per key, per proxy replica. */
-    rateLimitPerSecond: posInt.default(50),
+    rateLimitPerSecond: posInt.default(INGRESS_LIMIT_DEFAULTS.rateLimitPerSecond),
     /** Burst above the rate per key. */
-    rateLimitBurst: nonNegInt.default(100),
+    rateLimitBurst: nonNegInt.default(INGRESS_LIMIT_DEFAULTS.rateLimitBurst),
     /** Seconds nginx waits for vLLM's response (long generations). */
-    readTimeoutSeconds: posInt.default(600),
+    readTimeoutSeconds: posInt.default(INGRESS_LIMIT_DEFAULTS.readTimeoutSeconds),
 });
 
 export const platformSchema = z.strictObject({

@@ -6,6 +6,7 @@
 // vLLM directly. The proxy allow-lists a few canonical routes and authenticates them with per-sandbox Bearer keys.
 
 import { validateKeys, type IngressKey } from "../config/keys";
+import { INGRESS_LIMIT_DEFAULTS } from "../config/ingress-defaults";
 
 export { validateKeys, type IngressKey };
 
@@ -82,15 +83,13 @@ export const PROXY_DEFAULTS: Omit<ResolvedProxySettings, "upstream"> = {
     keysFile: "/etc/nginx/keys/keys.conf",
     allowCompletions: false,
     healthUnauthenticated: false,
-    maxBodySize: "4m",
-    rateLimitPerSecond: 200,
-    rateLimitBurst: 1000,
+    // The same limits as a deployed stack's defaults (one home: config/ingress-defaults.ts).
+    ...INGRESS_LIMIT_DEFAULTS,
     // Idle upstream connections kept per worker: at or above the requests one worker has in
     // flight, else each burst opens new connections to vLLM (bench/results.md, 256 connections).
     upstreamKeepalive: 256,
     upstreamKeepaliveTimeoutSeconds: 4,
     connectTimeoutSeconds: 5,
-    readTimeoutSeconds: 600,
     sendTimeoutSeconds: 600,
     runtimeDir: "/tmp/nginx",
     errorLog: "stderr",
