@@ -39,6 +39,8 @@ import {
     checkGateway,
     checkGpuNodes,
     checkJobSet,
+    checkJobSetController,
+    checkKueue,
     checkKubernetes,
     checkPriorityClass,
     checkQuotas,
@@ -352,6 +354,7 @@ describe("Kubernetes checks (pure)", () => {
             runtimeClasses: nothing,
             crds: nothing,
             sandboxControllers: nothing,
+            jobSetControllers: nothing,
             daemonSets: nothing,
             namespaces: nothing,
         });
@@ -376,6 +379,7 @@ describe("Kubernetes checks (pure)", () => {
             runtimeClasses: fine,
             crds: forbidden,
             sandboxControllers: fine,
+            jobSetControllers: fine,
             daemonSets: fine,
             namespaces: { ok: true, value: {} },
         });
@@ -481,6 +485,38 @@ describe("Kubernetes checks (pure)", () => {
             /install JobSet .*or train on one node/,
         );
         assertFinding(checkJobSet([crd("jobsets.jobset.x-k8s.io", [], [], { version: "v1alpha2" })]), "ok", /serves v1alpha2/);
+    });
+    test("JobSet controller (training.nodes > 1): none, none available, available", () => {
+        assertFinding(
+            checkJobSetController([]),
+            "fail",
+            /no Deployment labelled app\.kubernetes\.io\/part-of=jobset,app\.kubernetes\.io\/component=manager .*never get pods/,
+            /install JobSet v0\.10\.1/,
+        );
+        const dep = (available: number) => ({
+            metadata: { name: "jobset-controller-manager", namespace: "jobset-system" },
+            spec: { replicas: 1 },
+            status: { availableReplicas: available },
+        });
+        assertFinding(checkJobSetController([dep(0)]), "fail", /jobset-system\/jobset-controller-manager: 0 of 1 replicas available/, /describe deployment/);
+        assertFinding(checkJobSetController([dep(1)]), "ok", /jobset-system\/jobset-controller-manager available \(1\/1\)/);
+        const queued = planOf(k8sConfig({ target: { kueueQueue: "team-a" } }));
+        assert.deepEqual(kubernetesNeeds(queued).kueue, { queue: "team-a", namespace: queued.names.namespaces.training });
+        assert.ok(kubernetesNeeds(queued).crds.includes("localqueues.kueue.x-k8s.io"));
+        assert.equal(kubernetesNeeds(planOf(k8sConfig())).kueue, undefined, "no queue: Kueue is not looked for");
+    });
+    test("Kueue (target.kueueQueue): not installed; no LocalQueue; the namespace not made yet; present", () => {
+        const kueue = { queue: "team-a", namespace: "arl-pf-training" };
+        const crds = [crd("localqueues.kueue.x-k8s.io", [], [], { version: "v1beta1" })];
+        assertFinding(
+            checkKueue(kueue, [], undefined, true),
+            "fail",
+            /Kueue is not installed .*nothing would ever admit it/,
+            /install Kueue .*or remove target\.kueueQueue/,
+        );
+        assertFinding(checkKueue(kueue, crds, undefined, true), "fail", /no LocalQueue arl-pf-training\/team-a/, /create LocalQueue team-a in arl-pf-training/);
+        assertFinding(checkKueue(kueue, crds, undefined, false), "warn", /namespace arl-pf-training does not exist yet/, /right after the first up/);
+        assertFinding(checkKueue(kueue, crds, { metadata: { name: "team-a" } }, true), "ok", /LocalQueue arl-pf-training\/team-a exists/);
     });
     test("StorageClass: the default one; none default; a named one missing; several defaults", () => {
         const sc = (name: string, def: boolean, reclaimPolicy = "Retain") => ({

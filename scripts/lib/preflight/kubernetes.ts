@@ -44,6 +44,10 @@ export interface KubernetesFacts {
     readonly crds: Read<readonly any[]>;
     /** Deployments labelled as the agent-sandbox controller, in any namespace. */
     readonly sandboxControllers: Read<readonly any[]>;
+    /** Deployments labelled as JobSet's controller, in any namespace (read with training.nodes > 1). */
+    readonly jobSetControllers: Read<readonly any[]>;
+    /** The LocalQueue of target.kueueQueue (undefined: not found, or Kueue not installed). */
+    readonly localQueue?: Read<any | undefined>;
     /** Every DaemonSet (the CNI heuristic). */
     readonly daemonSets: Read<readonly any[]>;
     /** The Gateway of exposure `httproute` (undefined: not found). */
@@ -96,6 +100,10 @@ export const CERT_MANAGER_MANIFEST_URL = "https://github.com/cert-manager/cert-m
 
 /** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v0.5.6). */
 export const SANDBOX_CONTROLLER_LABEL = "app=agent-sandbox-controller";
+/** JobSet's controller Deployment (jobset's config/components/manager/manager.yaml: jobset-controller-manager in jobset-system). */
+export const JOBSET_CONTROLLER_LABEL = "app.kubernetes.io/part-of=jobset,app.kubernetes.io/component=manager";
+/** Kueue's LocalQueue CRD (the queue a Job or JobSet names with kueue.x-k8s.io/queue-name). */
+export const KUEUE_LOCALQUEUE_CRD = "localqueues.kueue.x-k8s.io";
 
 /**
  * DaemonSets of CNIs that enforce NetworkPolicy, by name (a heuristic: a name says which CNI runs,
@@ -121,6 +129,10 @@ export interface KubernetesNeeds {
     readonly runtimeClasses: Readonly<Record<string, readonly string[]>>;
     readonly crds: readonly string[];
     readonly sandboxController: boolean;
+    /** training.nodes > 1: the JobSet controller must run. */
+    readonly jobSetController: boolean;
+    /** target.kueueQueue: the LocalQueue (in the training namespace) the trainer is submitted to. */
+    readonly kueue?: { readonly queue: string; readonly namespace: string };
     readonly gateway?: { readonly name: string; readonly namespace: string; readonly sectionName?: string };
     readonly issuer?: { readonly name: string; readonly kind: "Issuer" | "ClusterIssuer"; readonly group: string; readonly namespace: string };
     readonly tlsSecret?: { readonly name: string; readonly namespace: string };
@@ -154,6 +166,7 @@ export function kubernetesNeeds(plan: PlatformPlan): KubernetesNeeds {
         ...(agentSandbox ? sandboxCrdExpectations(plan).map((x) => x.name) : []),
         ...(gateway ? GATEWAY_CRDS : []),
         ...(plan.training.multiNode ? [JOBSET_CRD] : []),
+        ...(t?.kueueQueue !== undefined ? [KUEUE_LOCALQUEUE_CRD] : []),
         ...(tls?.mode === "cert-manager" ? [CERT_MANAGER_CERTIFICATES_CRD, `${issuer?.kind === "Issuer" ? "issuers" : "clusterissuers"}.cert-manager.io`] : []),
     ];
     const tr = plan.training;
@@ -162,6 +175,8 @@ export function kubernetesNeeds(plan: PlatformPlan): KubernetesNeeds {
         runtimeClasses,
         crds,
         sandboxController: agentSandbox,
+        jobSetController: plan.training.multiNode !== undefined,
+        ...(t?.kueueQueue !== undefined ? { kueue: { queue: t.kueueQueue, namespace: plan.names.namespaces.training } } : {}),
         gateway,
         issuer,
         tlsSecret: tls?.mode === "secret" && tls.secretName !== undefined ? { name: tls.secretName, namespace: plan.names.namespaces.ingress } : undefined,
@@ -663,7 +678,53 @@ export function checkJobSet(crds: readonly any[]): Finding {
               `${issues.join("; ")}: training.nodes > 1 runs the trainer as a JobSet`,
               `install JobSet (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL}), or train on one node (training.nodes 1)`,
           )
-        : ok("JobSet", `${JOBSET_CRD} serves ${JOBSET_VERSION} (that its controller runs is not checked)`);
+        : ok("JobSet", `${JOBSET_CRD} serves ${JOBSET_VERSION}`);
+}
+
+/** training.nodes > 1: JobSet's controller (and its webhooks, which do the exclusive placement) must run. */
+export function checkJobSetController(deployments: readonly any[]): Finding {
+    const check = "JobSet controller";
+    const install = `install JobSet v0.10.1 (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL})`;
+    if (deployments.length === 0)
+        return fail(check, `no Deployment labelled ${JOBSET_CONTROLLER_LABEL} in any namespace: the trainer's JobSet would never get pods`, install);
+    const available = deployments.find((d) => (d.status?.availableReplicas ?? 0) >= 1);
+    if (!available) {
+        const d = deployments[0];
+        return fail(
+            check,
+            `${d.metadata.namespace}/${d.metadata.name}: ${d.status?.availableReplicas ?? 0} of ${d.spec?.replicas ?? 1} replicas available`,
+            `see why: kubectl -n ${d.metadata.namespace} describe deployment ${d.metadata.name}`,
+        );
+    }
+    return ok(
+        check,
+        `${available.metadata.namespace}/${available.metadata.name} available (${available.status.availableReplicas}/${available.spec?.replicas ?? 1})`,
+    );
+}
+
+/**
+ * target.kueueQueue: the trainer is created suspended until Kueue admits it, so without Kueue or
+ * without the LocalQueue it waits for ever. The LocalQueue lives in the training namespace, which the
+ * stack creates: before the first up it cannot exist yet (a warning).
+ */
+export function checkKueue(kueue: NonNullable<KubernetesNeeds["kueue"]>, crds: readonly any[], localQueue: any | undefined, namespaceExists: boolean): Finding {
+    const check = "Kueue LocalQueue";
+    const where = `${kueue.namespace}/${kueue.queue}`;
+    if (!crds.some((c) => c.metadata?.name === KUEUE_LOCALQUEUE_CRD))
+        return fail(
+            check,
+            `Kueue is not installed (${KUEUE_LOCALQUEUE_CRD} missing): the trainer is created suspended (target.kueueQueue) and nothing would ever admit it`,
+            "install Kueue with its batch/job and jobset.x-k8s.io/jobset integrations, or remove target.kueueQueue",
+        );
+    if (localQueue !== undefined) return ok(check, `LocalQueue ${where} exists`);
+    const create = `create LocalQueue ${kueue.queue} in ${kueue.namespace} pointing at a ClusterQueue with GPU quota`;
+    return namespaceExists
+        ? fail(check, `no LocalQueue ${where} (target.kueueQueue): the suspended trainer would never be admitted`, create)
+        : warn(
+              check,
+              `namespace ${kueue.namespace} does not exist yet (the stack creates it), so LocalQueue ${where} cannot either`,
+              `${create} right after the first up (the trainer waits, suspended, until then)`,
+          );
 }
 
 export function checkGateway(plan: PlatformPlan, crds: readonly any[], gateway: any | undefined): Finding[] {
@@ -934,7 +995,12 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
                     : unreadable("agent-sandbox controller", "deployments", f.sandboxControllers),
             );
     }
-    if (plan.training.multiNode) out.push(crds ? checkJobSet(crds) : unreadable("JobSet", "customresourcedefinitions", f.crds as { error: string }));
+    if (plan.training.multiNode) {
+        out.push(crds ? checkJobSet(crds) : unreadable("JobSet", "customresourcedefinitions", f.crds as { error: string }));
+        out.push(
+            f.jobSetControllers.ok ? checkJobSetController(f.jobSetControllers.value) : unreadable("JobSet controller", "deployments", f.jobSetControllers),
+        );
+    }
     const nsExists = (ns: string) => f.namespaces.ok && f.namespaces.value[ns] !== undefined;
     if (needs.gateway) {
         if (!crds) out.push(unreadable("Gateway API", "customresourcedefinitions", f.crds as { error: string }));
@@ -949,6 +1015,11 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
     if (needs.tlsSecret) {
         if (f.tlsSecret && !f.tlsSecret.ok) out.push(unreadable("TLS Secret", "secrets", f.tlsSecret));
         else out.push(checkTlsSecret(plan, f.tlsSecret?.ok ? f.tlsSecret.value : undefined, nsExists(needs.tlsSecret.namespace)));
+    }
+    if (needs.kueue) {
+        if (!crds) out.push(unreadable("Kueue LocalQueue", "customresourcedefinitions", f.crds as { error: string }));
+        else if (f.localQueue && !f.localQueue.ok) out.push(unreadable("Kueue LocalQueue", "localqueues", f.localQueue));
+        else out.push(checkKueue(needs.kueue, crds, f.localQueue?.ok ? f.localQueue.value : undefined, nsExists(needs.kueue.namespace)));
     }
     out.push(f.daemonSets.ok ? checkCni(f.daemonSets.value) : unreadable("NetworkPolicy CNI", "daemonsets", f.daemonSets));
     out.push(f.namespaces.ok ? checkQuotas(plan, f.namespaces.value) : unreadable("Quota headroom", "namespaces and resourcequotas", f.namespaces));
@@ -1030,6 +1101,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
             runtimeClasses: nothing,
             crds: nothing,
             sandboxControllers: nothing,
+            jobSetControllers: nothing,
             daemonSets: nothing,
             namespaces: nothing,
         };
@@ -1068,7 +1140,21 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         }
         return { ok: true, value: out };
     };
-    const [nodes, storageClasses, priorityClasses, runtimeClasses, crds, sandboxControllers, daemonSets, gateway, issuer, secret, nsFacts] = await Promise.all([
+    const [
+        nodes,
+        storageClasses,
+        priorityClasses,
+        runtimeClasses,
+        crds,
+        sandboxControllers,
+        jobSetControllers,
+        localQueue,
+        daemonSets,
+        gateway,
+        issuer,
+        secret,
+        nsFacts,
+    ] = await Promise.all([
         json(["get", "nodes"], items),
         needs.storage ? json(["get", "storageclasses.storage.k8s.io"], items) : Promise.resolve({ ok: true as const, value: [] as any[] }),
         named("priorityclasses.scheduling.k8s.io", Object.keys(needs.priorityClasses)),
@@ -1077,6 +1163,10 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         needs.sandboxController
             ? json(["get", "deployments.apps", "-A", "-l", SANDBOX_CONTROLLER_LABEL], items)
             : Promise.resolve({ ok: true as const, value: [] as any[] }),
+        needs.jobSetController
+            ? json(["get", "deployments.apps", "-A", "-l", JOBSET_CONTROLLER_LABEL], items)
+            : Promise.resolve({ ok: true as const, value: [] as any[] }),
+        needs.kueue ? one(["localqueues.kueue.x-k8s.io", needs.kueue.queue, "-n", needs.kueue.namespace]) : Promise.resolve(undefined),
         json(["get", "daemonsets.apps", "-A"], items),
         needs.gateway ? one(["gateways.gateway.networking.k8s.io", needs.gateway.name, "-n", needs.gateway.namespace]) : Promise.resolve(undefined),
         needs.issuer && needs.issuer.group === "cert-manager.io"
@@ -1109,6 +1199,8 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         runtimeClasses,
         crds,
         sandboxControllers,
+        jobSetControllers,
+        localQueue: noKind(localQueue),
         daemonSets,
         gateway: noKind(gateway),
         issuer: noKind(issuer),
