@@ -22,6 +22,7 @@ import type {
     StackValidationArgs,
     StackValidationPolicy,
 } from "@pulumi/policy";
+import * as pulumi from "@pulumi/pulumi";
 
 // ---------------------------------------------------------------------------------------
 // Shared facts (the platform's own conventions; components/config/names.ts podLabels)
@@ -584,10 +585,9 @@ export function checkNoPlainSecrets(type: string, props: Obj): string[] {
 /** Env var names the platform fills only from secret config keys (config rejects them in extraEnv). */
 export const PLATFORM_SECRET_ENV: readonly string[] = ["HF_TOKEN", "SANDBOX_API_KEY", "OPENCODE_UPSTREAM_API_KEY"];
 
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
-/** A Pulumi secret as the engine serialises it (visible to checks given raw inputs, e.g. the tests' mocks). */
+/** A Pulumi secret as the engine serialises it, `{ [specialSigKey]: specialSecretSig, value }` (@pulumi/pulumi runtime/rpc.ts); visible to checks given raw inputs, e.g. the tests' mocks. */
 function isSecretValue(v: unknown): boolean {
-    return isObj(v) && v[SECRET_SIG] === "1b47061264138c4ac30d75fd1eb44270";
+    return isObj(v) && v[pulumi.runtime.specialSigKey] === pulumi.runtime.specialSecretSig;
 }
 
 /**
