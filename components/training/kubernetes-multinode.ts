@@ -18,6 +18,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
 import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./describe";
 import { trainerEgressRules } from "./egress";
+import { trainingPodBase } from "./pod";
 import { clusterDnsEgress, podsInNamespace, publicInternetEgress } from "../shared/kubernetes";
 
 /** Pulumi waits for a Job to finish (10 min default) unless told not to (pulumi-kubernetes await logic). */
@@ -51,18 +52,6 @@ function withLabelEnv(c: k8s.types.input.core.v1.Container, m: MultiNodeDescript
     return { ...c, env: [...fromLabels, ...((c.env as k8s.types.input.core.v1.EnvVar[]) ?? [])] };
 }
 
-/** The pod settings both roles share (the one-node Job's, without its sidecar). */
-function podBase(d: TrainingDescription): Omit<k8s.types.input.core.v1.PodSpec, "containers"> {
-    return {
-        serviceAccountName: d.serviceAccount,
-        automountServiceAccountToken: false,
-        securityContext: { seccompProfile: { type: "RuntimeDefault" } },
-        ...(Object.keys(d.scheduling.nodeSelector).length > 0 ? { nodeSelector: { ...d.scheduling.nodeSelector } } : {}),
-        ...(d.scheduling.tolerations.length > 0 ? { tolerations: d.scheduling.tolerations.map((x) => ({ ...x })) } : {}),
-        ...(d.scheduling.priorityClassName !== undefined ? { priorityClassName: d.scheduling.priorityClassName } : {}),
-    };
-}
-
 /** Registers vLLM's Deployment, the trainer's JobSet and the policies between them; returns the JobSet. */
 export function buildMultiNodeTraining(
     name: string,
@@ -93,7 +82,7 @@ export function buildMultiNodeTraining(
                 template: {
                     metadata: { labels: vllmLabels },
                     spec: {
-                        ...podBase(d),
+                        ...trainingPodBase(d),
                         containers: [parts.vllm],
                         // vLLM mounts no checkpoints and no API token.
                         volumes: volumes.filter((v) => v.name === "dshm" || v.name === "model-cache"),
@@ -107,7 +96,7 @@ export function buildMultiNodeTraining(
     const podSpec: k8s.types.input.core.v1.PodSpec = {
         // podFailurePolicy requires restartPolicy Never.
         restartPolicy: "Never",
-        ...podBase(d),
+        ...trainingPodBase(d),
         containers: [withLabelEnv(parts.trainer, m)],
         volumes,
     };

@@ -12,6 +12,7 @@ import { CONTAINER, type ContainerDescription, type HttpProbe, KUEUE_QUEUE_LABEL
 import { buildMultiNodeTraining } from "./kubernetes-multinode";
 import { trainerEgressRules } from "./egress";
 import { ncclCheckSource } from "./nccl-check";
+import { trainingPodBase } from "./pod";
 import { oneContainer } from "./supervisor";
 import { ADOPT, NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
@@ -244,12 +245,7 @@ export function buildKubernetesTraining(
     const podSpec: k8s.types.input.core.v1.PodSpec = {
         // podFailurePolicy requires restartPolicy Never.
         restartPolicy: "Never",
-        serviceAccountName: d.serviceAccount,
-        automountServiceAccountToken: false,
-        securityContext: { seccompProfile: { type: "RuntimeDefault" } },
-        ...(Object.keys(d.scheduling.nodeSelector).length > 0 ? { nodeSelector: { ...d.scheduling.nodeSelector } } : {}),
-        ...(d.scheduling.tolerations.length > 0 ? { tolerations: d.scheduling.tolerations.map((x) => ({ ...x })) } : {}),
-        ...(d.scheduling.priorityClassName !== undefined ? { priorityClassName: d.scheduling.priorityClassName } : {}),
+        ...trainingPodBase(d),
         // Native sidecar: starts first, the trainer starts only once its startup probe passed,
         // and it is stopped when the trainer exits (Kubernetes >= 1.29).
         ...(sidecar ? { initContainers: [sidecar] } : {}),
