@@ -4,10 +4,8 @@
 // Kubernetes recipe: first up, no-change up, destroy; then how the first up grows with the sandbox pool size and the
 // env replicas. Too long for the default run's 4 min 45 s: `npm run bench -- --only engine`.
 import { RECIPE_NAMES } from "../components/config";
-import { startCluster, type Cluster } from "../test/helpers/cluster";
-import { changeCount, createEngine, merge, recipePlatform, type Engine, type OpResult } from "../test/helpers/engine";
-import { acquireEngineLock, namesFor, teardown } from "../test/helpers/engine-checks";
-import { engineFixtures } from "../test/helpers/engine-fixtures";
+import { changeCount, merge, recipePlatform, type OpResult } from "../test/helpers/engine";
+import { namesFor, startEngineHarness, teardown } from "../test/helpers/engine-checks";
 import { atMost, fmt, table, type TargetCheck } from "./lib";
 
 export interface EngineBenchOptions {
@@ -28,22 +26,10 @@ const REPLICAS = [5, 16, 64];
 const s = (ms: number) => fmt(ms / 1000, 1);
 
 export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBenchResult> {
-    const fx = await engineFixtures({ build: true });
-    if (!fx.ok) throw new Error(fx.reason);
-    let cluster: Cluster | undefined;
-    let engine: Engine | undefined;
     // One engine run at a time (the engine test files take the same lock).
-    const release = await acquireEngineLock();
-    const t0 = Date.now();
+    const { cluster, engine, release, clusterMs, engineMs } = await startEngineHarness({ volumes: 48 });
     try {
-        cluster = await startCluster({ volumes: 48 }, fx);
-        const clusterMs = Date.now() - t0;
-        const t1 = Date.now();
-        engine = await createEngine(fx, cluster);
-        const engineMs = Date.now() - t1;
         o.log(`engine: cluster up in ${s(clusterMs)} s, engine home in ${s(engineMs)} s`);
-        const e = engine;
-        const c = cluster;
         const must = (r: OpResult, what: string): OpResult => {
             if (!r.ok) throw new Error(`${what} failed: ${r.error?.split("\n").slice(0, 6).join(" | ")}`);
             return r;
@@ -55,7 +41,7 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
         const recipeRows: string[][] = [];
         for (const recipe of RECIPE_NAMES) {
             left();
-            const st = await e.stack(`${recipe}-k8s`, recipePlatform(recipe, c));
+            const st = await engine.stack(`${recipe}-k8s`, recipePlatform(recipe, cluster));
             const up = must(await st.up("first up", { timeoutMs: 600_000 }), `${recipe} first up`);
             const again = must(await st.up("no-change up", { timeoutMs: 600_000 }), `${recipe} no-change up`);
             const down = must(await st.destroy("destroy", { timeoutMs: 600_000 }), `${recipe} destroy`);
@@ -74,23 +60,23 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
             const rows: Array<{ n: number; up: number; resources: number; change?: number; rolled?: number; down: number }> = [];
             for (const n of sizes) {
                 left();
-                const platform = recipePlatform(recipe, c, override(n));
-                const st = await e.stack(`${label}-${n}`, platform);
+                const platform = recipePlatform(recipe, cluster, override(n));
+                const st = await engine.stack(`${label}-${n}`, platform);
                 const up = must(await st.up("first up", { timeoutMs: 900_000 }), `${label} ${n} first up`);
                 let changed: OpResult | undefined;
                 let rolled: number | undefined;
                 if (change) {
-                    const next = recipePlatform(recipe, c, merge(override(n), change));
+                    const next = recipePlatform(recipe, cluster, merge(override(n), change));
                     await st.setPlatform(next);
                     const t = Date.now();
                     changed = must(await st.up("rollout", { timeoutMs: 900_000 }), `${label} ${n} rollout`);
                     // The provider's StatefulSet await returned before the rolling update was done (seen here:
                     // "initialization complete" after 0.25 s with 0 of 8 replicas updated): wait for it ourselves.
                     const ns = namesFor(`${label}-${n}`, next).namespaces.envs;
-                    await c.waitFor(
+                    await cluster.waitFor(
                         `the StatefulSets in ${ns} rolled`,
                         async () => {
-                            const list = await c.getJson<{ items: any[] }>(["statefulsets", "-n", ns]);
+                            const list = await cluster.getJson<{ items: any[] }>(["statefulsets", "-n", ns]);
                             return list?.items.every(
                                 (x) =>
                                     x.status?.currentRevision === x.status?.updateRevision &&

@@ -11,10 +11,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fixtureCacheDir } from "./helpers/apiserver";
-import { startCluster, type Cluster } from "./helpers/cluster";
-import { changeCount, createEngine, stackPlatform, type Engine, type EngineStack } from "./helpers/engine";
-import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
-import { acquireEngineLock, assertOk, namesFor, secs, teardown } from "./helpers/engine-checks";
+import type { Cluster } from "./helpers/cluster";
+import { changeCount, stackPlatform, type Engine, type EngineStack } from "./helpers/engine";
+import { engineSkipReason } from "./helpers/engine-fixtures";
+import { assertOk, namesFor, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
 const UP_MS = 180_000;
@@ -74,11 +74,7 @@ describe("engine: two run stacks on one cluster stack", { skip, timeout: 60 * 60
         stackPlatform("staging", cluster, { clusterStack: CLUSTER_REF, runId, target: { namespacePrefix: prefix } });
 
     before(async () => {
-        release = await acquireEngineLock();
-        const fx = await engineFixtures({ build: true });
-        if (!fx.ok) throw new Error(fx.reason);
-        cluster = await startCluster({ volumes: 12, crds: false }, fx);
-        engine = await createEngine(fx, cluster);
+        ({ cluster, engine, release } = await startEngineHarness({ volumes: 12, crds: false }));
     });
 
     after(async () => {

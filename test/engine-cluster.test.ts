@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as k8s from "@pulumi/kubernetes";
 import * as random from "@pulumi/random";
-import { GPU_RESOURCE, startCluster, type Cluster } from "./helpers/cluster";
-import { changeCount, createEngine, secretOutputValues, type Engine } from "./helpers/engine";
-import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
-import { acquireEngineLock, assertNoPlainSecrets, assertOk, podGpus, secs, teardown } from "./helpers/engine-checks";
+import { GPU_RESOURCE, type Cluster } from "./helpers/cluster";
+import { changeCount, secretOutputValues, type Engine } from "./helpers/engine";
+import { engineSkipReason } from "./helpers/engine-fixtures";
+import { assertNoPlainSecrets, assertOk, podGpus, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
 
@@ -21,14 +21,9 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
     let release: (() => void) | undefined;
 
     before(async () => {
-        release = await acquireEngineLock();
-        const fx = await engineFixtures({ build: true });
-        if (!fx.ok) throw new Error(fx.reason);
-        const t0 = Date.now();
-        cluster = await startCluster({ volumes: 4 }, fx);
-        const t1 = Date.now();
-        engine = await createEngine(fx, cluster);
-        process.stderr.write(`# cluster up in ${secs(t1 - t0)}, engine home ready in ${secs(Date.now() - t1)}\n`);
+        const h = await startEngineHarness({ volumes: 4 });
+        ({ cluster, engine, release } = h);
+        process.stderr.write(`# cluster up in ${secs(h.clusterMs)}, engine home ready in ${secs(h.engineMs)}\n`);
     });
 
     after(async () => {

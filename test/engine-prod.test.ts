@@ -9,10 +9,9 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
-import { startCluster, type Cluster } from "./helpers/cluster";
+import type { Cluster } from "./helpers/cluster";
 import {
     changeCount,
-    createEngine,
     diagnostics,
     policyViolations,
     REPO_ROOT,
@@ -23,9 +22,8 @@ import {
     type EngineStack,
     type OpResult,
 } from "./helpers/engine";
-import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
+import { engineSkipReason } from "./helpers/engine-fixtures";
 import {
-    acquireEngineLock,
     assertNoPlainSecrets,
     assertOk,
     assertTrainingPlaced,
@@ -33,6 +31,7 @@ import {
     namesFor,
     secs,
     teardown,
+    startEngineHarness,
 } from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
@@ -61,12 +60,8 @@ describe("engine: the prod stack, its policy pack and its cluster prerequisites"
     const prodPolicy = { policyPacks: [POLICY_PACK], policyPackConfigs: [PROD_POLICY_CONFIG] };
 
     before(async () => {
-        release = await acquireEngineLock();
-        const fx = await engineFixtures({ build: true });
-        if (!fx.ok) throw new Error(fx.reason);
         // A bare cluster first: the PriorityClass and RuntimeClass come later (point 4 test).
-        cluster = await startCluster({ volumes: 12 }, fx);
-        engine = await createEngine(fx, cluster);
+        ({ cluster, engine, release } = await startEngineHarness({ volumes: 12 }));
         stack = await engine.stack(STACK, stackPlatform(STACK, cluster), { secrets: { hfToken: HF_TOKEN, "ingressKey-operators": OPERATORS_KEY } });
     });
 

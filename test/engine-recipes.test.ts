@@ -7,10 +7,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { parsePlatformConfig, RECIPE_NAMES } from "../components/config";
-import { startCluster, type Cluster } from "./helpers/cluster";
-import { changeCount, createEngine, merge, recipePlatform, steps, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
-import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
-import { acquireEngineLock, assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs, teardown } from "./helpers/engine-checks";
+import type { Cluster } from "./helpers/cluster";
+import { changeCount, merge, recipePlatform, steps, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
+import { engineSkipReason } from "./helpers/engine-fixtures";
+import { assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
 const FIRST_UP_MS = 300_000;
@@ -34,11 +34,7 @@ describe("engine: every recipe on Kubernetes", { skip, timeout: 120 * 60_000 }, 
     const log = (line: string) => process.stderr.write(`# ${line}\n`);
 
     before(async () => {
-        release = await acquireEngineLock();
-        const fx = await engineFixtures({ build: true });
-        if (!fx.ok) throw new Error(fx.reason);
-        cluster = await startCluster({ volumes: 12 }, fx);
-        engine = await createEngine(fx, cluster);
+        ({ cluster, engine, release } = await startEngineHarness({ volumes: 12 }));
     });
 
     after(async () => {

@@ -10,11 +10,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { startCluster, type Cluster } from "./helpers/cluster";
-import { changeCount, createEngine, secretOutputValues, stackPlatform, steps, merge, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
-import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
+import type { Cluster } from "./helpers/cluster";
+import { changeCount, secretOutputValues, stackPlatform, steps, merge, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
+import { engineSkipReason } from "./helpers/engine-fixtures";
 import {
-    acquireEngineLock,
     assertNoPlainSecrets,
     assertOk,
     assertTrainingPlaced,
@@ -25,6 +24,7 @@ import {
     secretData,
     secs,
     teardown,
+    startEngineHarness,
 } from "./helpers/engine-checks";
 
 const skip = engineSkipReason();
@@ -85,11 +85,7 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
     };
 
     before(async () => {
-        release = await acquireEngineLock();
-        const fx = await engineFixtures({ build: true });
-        if (!fx.ok) throw new Error(fx.reason);
-        cluster = await startCluster({ volumes: 16, slowNamespaces: [`${SLOW_PREFIX}-training`] }, fx);
-        engine = await createEngine(fx, cluster);
+        ({ cluster, engine, release } = await startEngineHarness({ volumes: 16, slowNamespaces: [`${SLOW_PREFIX}-training`] }));
         stack = await engine.stack(STACK, stackPlatform(STACK, cluster), { secrets: { "ingressKey-operators": OPERATORS_KEY_1 } });
     });
 

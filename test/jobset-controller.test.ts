@@ -13,10 +13,10 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { JOBSET_LABELS } from "../components/training/describe";
 import { planToDir } from "../scripts/lib/plan";
-import { GPU_RESOURCE, startCluster, type Cluster } from "./helpers/cluster";
-import { createEngine, recipePlatform, type Engine } from "./helpers/engine";
-import { acquireEngineLock, assertOk, namesFor, secs, teardown } from "./helpers/engine-checks";
-import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
+import { GPU_RESOURCE, type Cluster } from "./helpers/cluster";
+import { recipePlatform, type Engine } from "./helpers/engine";
+import { assertOk, namesFor, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
+import { engineSkipReason } from "./helpers/engine-fixtures";
 import { jobSetControllerBuild, startJobSetController } from "./helpers/jobset-controller";
 
 const skip = engineSkipReason();
@@ -46,15 +46,11 @@ describe("multi-node recipe on the simulated cluster with the JobSet controller"
     let ns = "";
 
     before(async () => {
-        release = await acquireEngineLock();
-        const fx = await engineFixtures({ build: true });
-        if (!fx.ok) throw new Error(fx.reason);
         const build = jobSetControllerBuild();
         if (!build.ok) throw new Error(build.reason);
         const t0 = Date.now();
-        cluster = await startCluster({ gpuNodes: 3, cpuNodes: 2, volumes: 0 }, fx);
+        ({ cluster, engine, release } = await startEngineHarness({ gpuNodes: 3, cpuNodes: 2, volumes: 0 }));
         await startJobSetController(cluster, build.dir);
-        engine = await createEngine(fx, cluster);
         // The recipe's claims are ReadWriteMany (every node mounts them): volumes of that mode.
         const pvs = ["rwx-0", "rwx-1", "rwx-2", "rwx-3"].map((name) => ({
             apiVersion: "v1",

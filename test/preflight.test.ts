@@ -58,11 +58,11 @@ import {
 } from "../scripts/lib/preflight/kubernetes";
 import { exitCodeOf, type Finding, renderJson, renderTable, wrap } from "../scripts/lib/preflight/report";
 import { fixtureCacheDir } from "./helpers/apiserver";
-import { type Cluster, GPU_PRODUCT, startCluster } from "./helpers/cluster";
+import { type Cluster, GPU_PRODUCT } from "./helpers/cluster";
 import { parseWithTestImages } from "./helpers/config";
 import { type Dockerd, startDockerd } from "./helpers/dockerd";
-import { acquireEngineLock, teardown } from "./helpers/engine-checks";
-import { engineFixtures, engineSkipReason } from "./helpers/engine-fixtures";
+import { teardown, startHarnessCluster } from "./helpers/engine-checks";
+import { engineSkipReason } from "./helpers/engine-fixtures";
 
 const REPO = path.resolve(__dirname, "..");
 /** The stacks an unknown stack's message lists (every stacks/Pulumi.<stack>.yaml). */
@@ -1064,10 +1064,7 @@ describe("against the simulated cluster, each prerequisite removed in turn", { s
         });
 
     before(async () => {
-        release = await acquireEngineLock();
-        const fx = await engineFixtures({ build: true });
-        if (!fx.ok) throw new Error(fx.reason);
-        cluster = await startCluster({ priorityClasses: ["training-high"], runtimeClasses: ["gvisor"], volumes: 2, cpuNodes: 1 }, fx);
+        ({ cluster, release } = await startHarnessCluster({ priorityClasses: ["training-high"], runtimeClasses: ["gvisor"], volumes: 2, cpuNodes: 1 }));
         kubectlPath = cluster.api.kubectlPath;
         // What a prepared cluster has besides what the fixture gives: the agent-sandbox controller
         // (a stand-in Deployment kwok runs), a Ready ClusterIssuer, a Calico DaemonSet.

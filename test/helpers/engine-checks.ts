@@ -7,10 +7,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parsePlatformConfig, platformNames, type PlatformNames } from "../../components/config";
-import type { Cluster } from "./cluster";
-import { GPU_RESOURCE } from "./cluster";
-import type { EngineStack, OpResult } from "./engine";
-import { plainSecretsIn } from "./engine";
+import type { Cluster, ClusterOptions } from "./cluster";
+import { GPU_RESOURCE, startCluster } from "./cluster";
+import type { Engine, EngineStack, OpResult } from "./engine";
+import { createEngine, plainSecretsIn } from "./engine";
+import { engineFixtures, type EngineFixtures } from "./engine-fixtures";
 
 /** The object names the program computes for a stack's platform config. */
 export function namesFor(stack: string, platform: Record<string, unknown>): PlatformNames {
@@ -196,5 +197,41 @@ export async function teardown(
         } finally {
             release?.();
         }
+    }
+}
+
+/**
+ * What an engine test file (or the engine bench) starts first: the cross-file lock, the fixtures
+ * (built when missing) and a simulated cluster. A step that fails releases what the ones before it
+ * took, so the caller's teardown only ever sees a whole harness or nothing.
+ */
+export async function startHarnessCluster(
+    options: ClusterOptions,
+): Promise<{ cluster: Cluster; fixtures: Extract<EngineFixtures, { ok: true }>; release: () => void; clusterMs: number }> {
+    const release = await acquireEngineLock();
+    try {
+        const fixtures = await engineFixtures({ build: true });
+        if (!fixtures.ok) throw new Error(fixtures.reason);
+        const t0 = Date.now();
+        const cluster = await startCluster(options, fixtures);
+        return { cluster, fixtures, release, clusterMs: Date.now() - t0 };
+    } catch (e) {
+        release();
+        throw e;
+    }
+}
+
+/** startHarnessCluster plus an engine home (CLI, plugins, backend) on that cluster. */
+export async function startEngineHarness(
+    options: ClusterOptions,
+): Promise<{ cluster: Cluster; engine: Engine; release: () => void; clusterMs: number; engineMs: number }> {
+    const { cluster, fixtures, release, clusterMs } = await startHarnessCluster(options);
+    const t1 = Date.now();
+    try {
+        const engine = await createEngine(fixtures, cluster);
+        return { cluster, engine, release, clusterMs, engineMs: Date.now() - t1 };
+    } catch (e) {
+        await teardown(undefined, cluster, release);
+        throw e;
     }
 }
