@@ -177,17 +177,18 @@ spec:
         systemUUID: ""
       phase: Running
 `;
-    const ready = `apiVersion: kwok.x-k8s.io/v1alpha1
+    // A Pending pod selected by `selector` becomes Running with `status` (conditions, container statuses).
+    const runningPodStage = (name: string, selector: string, status: string) => `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: pod-ready
+  name: ${name}
 spec:
   resourceRef:
     apiGroup: v1
     kind: Pod
   selector:
     matchExpressions:
-${common}${notSlow}
+${common}${selector}
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -195,16 +196,27 @@ ${common}${notSlow}
       - lastTransitionTime: {{ $now | Quote }}
         status: "True"
         type: Initialized
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: Ready
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: ContainersReady
-      - lastTransitionTime: {{ $now | Quote }}
+${status}      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+`;
+    // Ready and ContainersReady: true, or false while the containers start (a model loading).
+    const readiness = (ready: boolean) =>
+        ["Ready", "ContainersReady"]
+            .map(
+                (type) =>
+                    `      - lastTransitionTime: {{ $now | Quote }}\n        status: "${ready ? "True" : "False"}"\n${ready ? "" : "        reason: ContainersNotReady\n"}        type: ${type}\n`,
+            )
+            .join("") +
+        `      - lastTransitionTime: {{ $now | Quote }}
         status: "True"
         type: PodScheduled
-      containerStatuses:
+`;
+    const ready = runningPodStage(
+        "pod-ready",
+        notSlow,
+        `${readiness(true)}      containerStatuses:
       {{ range .spec.containers }}
       - image: {{ .image | Quote }}
         name: {{ .name | Quote }}
@@ -235,44 +247,15 @@ ${common}${notSlow}
             startedAt: {{ $now | Quote }}
         {{ end }}
       {{ end }}
-      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
-      phase: Running
-      startTime: {{ $now | Quote }}
-`;
-    const loading = `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-loading-model
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-${common}
+`,
+    );
+    const loading = runningPodStage(
+        "pod-loading-model",
+        `
       - key: '.metadata.namespace'
         operator: 'In'
-        values: [${slowNamespaces.map((n) => `'${n}'`).join(", ")}]
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      conditions:
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: Initialized
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "False"
-        reason: ContainersNotReady
-        type: Ready
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "False"
-        reason: ContainersNotReady
-        type: ContainersReady
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: PodScheduled
-      containerStatuses:
+        values: [${slowNamespaces.map((n) => `'${n}'`).join(", ")}]`,
+        `${readiness(false)}      containerStatuses:
       {{ range .spec.containers }}
       - image: {{ .image | Quote }}
         name: {{ .name | Quote }}
@@ -294,11 +277,8 @@ ${common}
           running:
             startedAt: {{ $now | Quote }}
       {{ end }}
-      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
-      phase: Running
-      startTime: {{ $now | Quote }}
-`;
+`,
+    );
     const del = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
