@@ -41,6 +41,7 @@ import {
     checkJobSet,
     checkJobSetController,
     checkKueue,
+    unansweredFacts,
     checkKubernetes,
     checkPriorityClass,
     checkQuotas,
@@ -344,20 +345,7 @@ describe("Kubernetes checks (pure)", () => {
         );
     });
     test("when the API server does not answer, that is the only finding", () => {
-        const nothing = { ok: false as const, error: "not read" };
-        const f = checkKubernetes(plan, {
-            ...base,
-            version: { ok: false, error: "Unable to connect" },
-            nodes: nothing,
-            storageClasses: nothing,
-            priorityClasses: nothing,
-            runtimeClasses: nothing,
-            crds: nothing,
-            sandboxControllers: nothing,
-            jobSetControllers: nothing,
-            daemonSets: nothing,
-            namespaces: nothing,
-        });
+        const f = checkKubernetes(plan, unansweredFacts({ ...base, version: { ok: false, error: "Unable to connect" } }));
         assert.deepEqual(
             f.map((x) => [x.check, x.status]),
             [["API server", "fail"]],

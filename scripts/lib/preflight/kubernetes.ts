@@ -966,6 +966,23 @@ export function checkQuotas(plan: PlatformPlan, namespaces: Readonly<Record<stri
     return ok(check, `the stack fits ${checked.join(", ")}${notYet}`);
 }
 
+/** The facts when the API server did not answer: the connection as found, nothing else read. */
+export function unansweredFacts(conn: Pick<KubernetesFacts, "context" | "kubeconfig" | "server" | "contexts" | "version">): KubernetesFacts {
+    const nothing = { ok: false as const, error: "not read: the API server did not answer" };
+    return {
+        ...conn,
+        nodes: nothing,
+        storageClasses: nothing,
+        priorityClasses: nothing,
+        runtimeClasses: nothing,
+        crds: nothing,
+        sandboxControllers: nothing,
+        jobSetControllers: nothing,
+        daemonSets: nothing,
+        namespaces: nothing,
+    };
+}
+
 /** Every Kubernetes finding from the plan and what was read. Only the connection finding when the API server did not answer. */
 export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutSeconds = 10): Finding[] {
     const conn = checkConnection(f, timeoutSeconds);
@@ -1087,25 +1104,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         if (!d.serverVersion) throw new Error("no serverVersion");
         return d.serverVersion;
     });
-    const nothing = { ok: false as const, error: "not read: the API server did not answer" };
-    if (!version.ok) {
-        return {
-            context,
-            kubeconfig,
-            server,
-            contexts,
-            version,
-            nodes: nothing,
-            storageClasses: nothing,
-            priorityClasses: nothing,
-            runtimeClasses: nothing,
-            crds: nothing,
-            sandboxControllers: nothing,
-            jobSetControllers: nothing,
-            daemonSets: nothing,
-            namespaces: nothing,
-        };
-    }
+    if (!version.ok) return unansweredFacts({ context, kubeconfig, server, contexts, version });
     const needs = kubernetesNeeds(plan);
     const items = (d: any): any[] => (Array.isArray(d.items) ? d.items : d.kind && d.kind !== "List" ? [d] : []);
     /** Named objects, missing ones left out. */
