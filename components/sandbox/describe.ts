@@ -8,7 +8,7 @@ import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import { multiplyQuantity, quantityValue } from "../shared/quantity";
 
-import { AGENT_SANDBOX_MANIFEST_URL, AGENT_SANDBOX_VERSION } from "../config/cluster";
+import { AGENT_SANDBOX_VERSION } from "../config/cluster";
 
 /**
  * What the sandbox pool reads of a stack's config: a narrow slice of PlatformConfig, fully defaulted
@@ -26,8 +26,6 @@ export const SANDBOX_EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
 export const SANDBOX_CORE_GROUP = "agents.x-k8s.io";
 /** Served and stored version of every agent-sandbox CRD at v0.5.6. */
 export const SANDBOX_API_VERSION = "v1beta1";
-/** The pinned release manifest: CRDs + controller + extensions controller in one file (the cluster stack installs it). */
-export const CONTROLLER_MANIFEST_URL = AGENT_SANDBOX_MANIFEST_URL;
 
 /**
  * Port of the command API inside a sandbox pod, the only port the trainer may reach.

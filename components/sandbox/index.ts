@@ -5,7 +5,6 @@ export {
     multiplyQuantity,
     quantityValue,
     AGENT_SANDBOX_VERSION,
-    CONTROLLER_MANIFEST_URL,
     SANDBOX_API_VERSION,
     SANDBOX_CORE_GROUP,
     SANDBOX_EXTENSIONS_GROUP,

@@ -7,9 +7,9 @@ import { execFile } from "node:child_process";
 import type { PlatformPlan } from "../../../components/platform";
 import { replicaStatefulSetSpec, routerDeploymentSpec } from "../../../components/env";
 import { ingressDeploymentSpec } from "../../../components/ingress";
+import { AGENT_SANDBOX_MANIFEST_URL } from "../../../components/config";
 import {
     AGENT_SANDBOX_VERSION,
-    CONTROLLER_MANIFEST_URL,
     SANDBOX_API_VERSION,
     SANDBOX_CORE_GROUP,
     SANDBOX_EXTENSIONS_GROUP,
@@ -594,7 +594,7 @@ function servedSchema(crd: any, version: string): any {
 export function checkSandboxCrds(plan: PlatformPlan, crds: readonly any[]): Finding {
     const check = "agent-sandbox CRDs";
     const expect = sandboxCrdExpectations(plan);
-    const install = `kubectl apply --server-side -f ${CONTROLLER_MANIFEST_URL}`;
+    const install = `kubectl apply --server-side -f ${AGENT_SANDBOX_MANIFEST_URL}`;
     const problems: string[] = [];
     for (const e of expect) {
         const crd = crds.find((c) => c.metadata?.name === e.name);
@@ -631,7 +631,7 @@ export function checkSandboxCrds(plan: PlatformPlan, crds: readonly any[]): Find
 
 export function checkSandboxController(deployments: readonly any[]): Finding {
     const check = "agent-sandbox controller";
-    const install = `kubectl apply --server-side -f ${CONTROLLER_MANIFEST_URL}`;
+    const install = `kubectl apply --server-side -f ${AGENT_SANDBOX_MANIFEST_URL}`;
     if (deployments.length === 0) {
         return fail(
             check,
