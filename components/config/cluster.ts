@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { ConfigError, formatZodIssues } from "./parse";
+import { DNS_SUBDOMAIN, dnsLabel, quantity } from "./schema";
 import type { PlatformConfig } from "./resolve";
 
 /** The agent-sandbox release the run stacks' objects are written for (sandbox CRD fields). */
@@ -15,11 +16,7 @@ export const AGENT_SANDBOX_MANIFEST_URL = `https://github.com/kubernetes-sigs/ag
 /** Tells a cluster stack's outputs from any other stack's (a run stack pointed at the wrong stack). */
 export const CLUSTER_OUTPUTS_KIND = "agent-rl-infra/cluster";
 
-const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be lower-case letters, digits and '-', starting and ending with a letter or digit");
-const objectName = z
-    .string()
-    .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes object name (lower-case DNS subdomain)");
-const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, "must be a Kubernetes quantity such as 500m, 4Gi or 2");
+const objectName = z.string().regex(DNS_SUBDOMAIN, "must be a Kubernetes object name (lower-case DNS subdomain)");
 
 const priorityClass = z.strictObject({
     /** PriorityClass name. */

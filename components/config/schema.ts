@@ -11,10 +11,14 @@ import { z } from "zod";
 import { CATALOG_NAMES } from "./catalog";
 import { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
 
+/** DNS-1123 subdomain: Kubernetes object names, host names. */
+export const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** DNS-1123 label: what every name derived from it must stay. */
-const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be lower-case letters, digits and '-', starting and ending with a letter or digit");
+export const dnsLabel = z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be lower-case letters, digits and '-', starting and ending with a letter or digit");
 const imageRef = z.string().regex(/^[a-z0-9][a-zA-Z0-9._\-/:@]*$/, "must be an image reference such as ghcr.io/org/name@sha256:<digest>");
-const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, "must be a Kubernetes quantity such as 500m, 4Gi or 2");
+export const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, "must be a Kubernetes quantity such as 500m, 4Gi or 2");
 const posInt = z.number().int().positive();
 const nonNegInt = z.number().int().nonnegative();
 
@@ -312,13 +316,7 @@ const ingress = z.strictObject({
     /** How the proxy is reached: in-cluster ClusterIP only, a LoadBalancer Service, or a Gateway API HTTPRoute. */
     exposure: z.enum(["cluster", "loadbalancer", "httproute"]).default("cluster"),
     /** Public host name for external exposure (certificate subject). */
-    host: z
-        .string()
-        .regex(
-            /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
-            "must be a DNS host name such as vllm.example.com (no scheme, no port)",
-        )
-        .optional(),
+    host: z.string().regex(DNS_SUBDOMAIN, "must be a DNS host name such as vllm.example.com (no scheme, no port)").optional(),
     /**
      * TLS: `secret` (a Kubernetes TLS Secret you provide), `cert-manager` (the stack requests a
      * cert-manager Certificate from `issuer` for the proxy's names), `files` (Docker host files),
@@ -329,20 +327,12 @@ const ingress = z.strictObject({
             /** Where the certificate comes from. */
             mode: z.enum(["secret", "cert-manager", "files", "none"]).default("none"),
             /** Kubernetes TLS Secret name in the ingress namespace (mode secret: required; cert-manager: where the Certificate writes, default `vllm-ingress-tls`). */
-            secretName: z
-                .string()
-                .regex(
-                    /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
-                    "must be a Kubernetes Secret name (lower-case DNS subdomain)",
-                )
-                .optional(),
+            secretName: z.string().regex(DNS_SUBDOMAIN, "must be a Kubernetes Secret name (lower-case DNS subdomain)").optional(),
             /** cert-manager (mode cert-manager): the Issuer (in the ingress namespace) or ClusterIssuer that signs the certificate. */
             issuer: z
                 .strictObject({
                     /** Issuer / ClusterIssuer name. */
-                    name: z
-                        .string()
-                        .regex(/^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a Kubernetes object name"),
+                    name: z.string().regex(DNS_SUBDOMAIN, "must be a Kubernetes object name"),
                     /** `Issuer` (namespaced, in the ingress namespace) or `ClusterIssuer`. */
                     kind: z.enum(["Issuer", "ClusterIssuer"]).default("ClusterIssuer"),
                     /** API group of the issuer (external issuers have their own). */
