@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python tests (python/tests), in a venv made once per requirements-test.txt under
-# ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/python-venv-<hash> (PyPI only; about a minute
-# and 640 MB the first time). Extra arguments go to pytest. See python/README.md for what
+# ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/python-venv-<hash> (PyPI only; about 5.5 minutes
+# and 8 GB the first time: the shared trainer-side lock, torch included). Extra arguments go to pytest. See python/README.md for what
 # each test needs (node + npm ci, nginx-light, root, OPENENV_SRC) and what it skips without.
 # Without OpenEnv's source tree (OPENENV_SRC, default ~/.cache/agent-rl-infra/openenv-src/envs,
 # holding opencode_env/harness.py) the tests marked openenv_source are deselected with
@@ -25,6 +25,8 @@ if [[ ! -f "$venv/.complete" ]]; then
   touch "$venv/.complete"
 fi
 flock -u 9
+# --venv-only: make (or check) the venv and stop (npm test builds it with the other fixtures).
+if [[ "${1:-}" == --venv-only ]]; then echo "$venv"; exit 0; fi
 openenv_src="${OPENENV_SRC:-$HOME/.cache/agent-rl-infra/openenv-src/envs}"
 if [[ ! -f "$openenv_src/opencode_env/harness.py" && "${AGENT_RL_REQUIRE_E2E:-}" != 1 ]]; then
   own_m=0

@@ -7,7 +7,8 @@
  *    otherwise the run stops at once with one message listing what is missing and the command
  *    that gets it.
  * 2. The Go-built fixtures, each cached outside the repo by its own build script (API server,
- *    real engine, agent-sandbox controller); the Python venv comes with python/run-tests.sh.
+ *    real engine, agent-sandbox and JobSet controllers), and the Python venv of the trainer-side
+ *    lock (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB).
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), the TypeScript tests (node:test), the Python tests (pytest).
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
@@ -142,6 +143,7 @@ function buildFixtures(): void {
     runScript("engine fixture", "bash", ["test/engine/build.sh"]);
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
     runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
+    runScript("Python venv (the trainer-side lock)", "bash", ["python/run-tests.sh", "--venv-only"]);
 }
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; output: string }> {
