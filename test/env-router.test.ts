@@ -117,7 +117,7 @@ async function startStubs(n: number): Promise<StubEnv[]> {
 }
 
 const valid: RouterSettings = {
-    envName: "coding_tools",
+    envName: "my_env",
     replicas: ["10.0.0.1:8000", "echo-1.echo-headless.envs.svc.cluster.local:8000"],
     sessionsPerReplica: 4,
 };

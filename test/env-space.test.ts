@@ -6,6 +6,7 @@
 import { describe, test, before } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { CATALOG_NAMES, ENV_CATALOG, OPENENV_UPSTREAM, tagCheckCommand } from "../components/config/catalog";
 import { ConfigError } from "../components/config/parse";
 import { configProblems, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
@@ -654,6 +655,37 @@ describe("EnvSpace args", () => {
                 new EnvSpace("env-wordle", { description });
             }),
             /EnvSpace env-wordle: the docker target needs args.network \(the private training network\)/,
+        );
+    });
+});
+
+describe("catalog", () => {
+    test("images under huggingface/OpenEnv with the immutable sha- tag of the pinned revision; no coding_tools", () => {
+        assert.equal(OPENENV_UPSTREAM.imageTag, `sha-${OPENENV_UPSTREAM.commit.slice(0, 7)}`);
+        assert.deepEqual([...CATALOG_NAMES].sort(), ["coding", "echo", "opencode", "textarena"]);
+        for (const [name, e] of Object.entries(ENV_CATALOG)) {
+            assert.match(e.image, /^ghcr\.io\/huggingface\/openenv-[a-z0-9-]+-env:sha-[0-9a-f]{7}$/, name);
+            assert.ok(e.image.endsWith(`:${OPENENV_UPSTREAM.imageTag}`), name);
+            assert.match(e.upstream.dockerfile, /^envs\/[a-z_]+\/server\/Dockerfile$/);
+            // What every entry records from its Dockerfile and app.py at that revision.
+            assert.equal(e.command.form, "uvicorn-cli", `${name}: CMD runs the uvicorn CLI`);
+            assert.ok(e.command.cmd.join(" ").includes("uvicorn "), name);
+            assert.deepEqual(e.idleReaper, { kind: "none" }, `${name}: no session_timeout in server/app.py`);
+            assert.equal(e.user, "root", `${name}: no USER in the Dockerfile`);
+        }
+        assert.equal(tagCheckCommand(ENV_CATALOG.coding.image), "crane ls ghcr.io/huggingface/openenv-coding-env | grep sha-4026f15");
+        const problems = configProblems(() => config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "coding_tools" } } }));
+        assert.ok(
+            problems.some((p) => p.includes("envs.coding.catalog")),
+            problems.join("\n"),
+        );
+    });
+
+    test("prod still refuses the catalog's tag: it wants a digest", () => {
+        const problems = configProblems(() => config("mbpp-whitebox", "kubernetes", { prod: true }));
+        assert.ok(
+            problems.some((p) => p.includes(ENV_CATALOG.coding.image) && p.includes("pin every image by digest")),
+            problems.join("\n"),
         );
     });
 });

@@ -111,7 +111,7 @@ export function validateRouterSettings(s: RouterSettings): string[] {
     const problems: string[] = [];
     if (typeof s.envName !== "string" || !ENV_NAME.test(s.envName)) {
         problems.push(
-            `envName ${JSON.stringify(s.envName)} is not a usable name: use 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit (e.g. "coding_tools")`,
+            `envName ${JSON.stringify(s.envName)} is not a usable name: use 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit (e.g. "my_env")`,
         );
     }
     const replicas: readonly unknown[] = Array.isArray(s.replicas) ? s.replicas : [];
