@@ -6,7 +6,8 @@
 import { describe, test, before } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { CATALOG_NAMES, ENV_CATALOG, OPENENV_UPSTREAM, tagCheckCommand } from "../components/config/catalog";
+import { spawnSync } from "node:child_process";
+import { CATALOG_NAMES, COLOCATE_WS_PING, ENV_CATALOG, OPENENV_UPSTREAM, tagCheckCommand, UVICORN_WS_PING } from "../components/config/catalog";
 import { ConfigError } from "../components/config/parse";
 import { configProblems, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
@@ -16,6 +17,7 @@ import { ROUTER_HEALTH_PATH, renderRouterConfig, routerCommand, statefulSetRepli
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { manifests } from "./helpers/manifests";
 import { dockerEnv, ofType, runBoth, single, type MockRunResult } from "./helpers/mock";
+import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
 
 type Target = "kubernetes" | "docker";
 type Recipe = "wordle-whitebox" | "mbpp-whitebox";
@@ -72,6 +74,8 @@ async function build(c: PlatformConfig, envName: string) {
     return { ...runs, names, description, space: space! };
 }
 
+/** What both recipes (layout whitebox-colocate) render for the server keepalive. */
+const COLOCATE_PING_ENV = { UVICORN_WS_PING_INTERVAL: "60", UVICORN_WS_PING_TIMEOUT: "300" };
 const custom = (run: MockRunResult) => run.resources.filter((r) => r.custom);
 const envList = (c: any): Record<string, string> => Object.fromEntries((c.env ?? []).map((e: any) => [e.name, e.value]));
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
@@ -109,6 +113,9 @@ describe("resolveEnvSpace", () => {
             TEXTARENA_NUM_PLAYERS: "1",
             ENABLE_WEB_INTERFACE: "false",
             MAX_CONCURRENT_ENVS: "8",
+            // Colocated recipe: the relaxed server keepalive (COLOCATE_WS_PING).
+            UVICORN_WS_PING_INTERVAL: "60",
+            UVICORN_WS_PING_TIMEOUT: "300",
         });
         assert.equal(d.replicas.count, 5);
         assert.equal(d.replicas.port, 8000);
@@ -302,7 +309,12 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
         test("replica pod: one container with the env's settings, web UI off, k concurrent sessions, on port 8000", () => {
             const { pod, container } = replicaPod();
             assert.equal(pod.containers.length, 1);
-            assert.deepEqual(envList(container), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
+            assert.deepEqual(envList(container), {
+                ...expected.settings,
+                ...COLOCATE_PING_ENV,
+                ENABLE_WEB_INTERFACE: "false",
+                MAX_CONCURRENT_ENVS: String(expected.k),
+            });
             assert.ok(Number(envList(container).MAX_CONCURRENT_ENVS) <= (recipe === "mbpp-whitebox" ? 1 : 8));
             assert.deepEqual(container.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
         });
@@ -532,7 +544,12 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
 
         test("each replica: the env's settings, 2 CPUs and 4 GiB, a health check, no capabilities, restarted unless stopped, 300 s grace", () => {
             for (const c of replicaContainers()) {
-                assert.deepEqual(dockerEnv(c), { ...expected.settings, ENABLE_WEB_INTERFACE: "false", MAX_CONCURRENT_ENVS: String(expected.k) });
+                assert.deepEqual(dockerEnv(c), {
+                    ...expected.settings,
+                    ...COLOCATE_PING_ENV,
+                    ENABLE_WEB_INTERFACE: "false",
+                    MAX_CONCURRENT_ENVS: String(expected.k),
+                });
                 assert.equal(c.inputs.restart, "unless-stopped");
                 assert.equal(c.inputs.memory, 4096);
                 assert.equal(c.inputs.cpus, "2");
@@ -687,5 +704,64 @@ describe("catalog", () => {
             problems.some((p) => p.includes(ENV_CATALOG.coding.image) && p.includes("pin every image by digest")),
             problems.join("\n"),
         );
+    });
+});
+
+describe("server websocket keepalive (envs.<name>.wsPing)", () => {
+    const env = (c: PlatformConfig, name: string) => deployed(describeEnv(c, name)).replicas;
+
+    test("whitebox-colocate relaxes it to 60 / 300 s; a half-open client's slot is freed within 360 s", () => {
+        const r = env(config("mbpp-whitebox", "kubernetes"), "coding");
+        assert.deepEqual(r.wsPing, COLOCATE_WS_PING);
+        assert.equal(r.env.UVICORN_WS_PING_INTERVAL, "60");
+        assert.equal(r.env.UVICORN_WS_PING_TIMEOUT, "300");
+        assert.equal(r.serverCommand, "uvicorn-cli");
+        assert.deepEqual(r.idleReaper, { kind: "none" });
+        assert.equal(r.halfOpenSlotSeconds, 360);
+    });
+
+    test("other layouts keep uvicorn's 20 / 20 s; config overrides either", () => {
+        const server = config("mbpp-whitebox", "kubernetes", { training: { layout: "whitebox-server", gpusOnNode: 2 } });
+        assert.deepEqual(env(server, "coding").wsPing, UVICORN_WS_PING);
+        assert.equal(env(server, "coding").env.UVICORN_WS_PING_TIMEOUT, "20");
+        assert.equal(env(server, "coding").halfOpenSlotSeconds, 40);
+        const own = config("mbpp-whitebox", "docker", { envs: { coding: { catalog: "coding", wsPing: { intervalSeconds: 30, timeoutSeconds: 90 } } } });
+        assert.deepEqual(
+            [env(own, "coding").env.UVICORN_WS_PING_INTERVAL, env(own, "coding").env.UVICORN_WS_PING_TIMEOUT, env(own, "coding").halfOpenSlotSeconds],
+            ["30", "90", 120],
+        );
+    });
+
+    test("a custom image gets the same variables and is marked as one that must honour them", () => {
+        const c = config("mbpp-whitebox", "kubernetes", {
+            envs: { coding: { catalog: "custom", image: `registry.test/my-env@sha256:${"a".repeat(64)}`, sessionsPerReplica: 1 } },
+        });
+        const r = env(c, "coding");
+        assert.equal(r.env.UVICORN_WS_PING_TIMEOUT, "300");
+        assert.equal(r.serverCommand, "unknown");
+        assert.deepEqual(r.idleReaper, { kind: "unknown" });
+    });
+
+    test("settings may not set the keepalive variables: the message names wsPing", () => {
+        const c = config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "coding", settings: { UVICORN_WS_PING_TIMEOUT: "5" } } } });
+        assert.deepEqual(
+            configProblems(() => describeEnv(c, "coding")),
+            [
+                "envs.coding.settings.UVICORN_WS_PING_TIMEOUT: the websocket keepalive is set from envs.coding.wsPing: remove it and set envs.coding.wsPing.timeoutSeconds",
+            ],
+        );
+    });
+
+    test("the uvicorn CLI reads them (click auto_envvar_prefix UVICORN), when the lock's Python is there", (t) => {
+        const python = lockVenvPython();
+        if (python === undefined) return t.skip(`no trainer-side venv (${LOCK_VENV_HINT})`);
+        const probe = [
+            "from uvicorn.main import main",
+            "ctx = main.make_context('uvicorn', ['server.app:app', '--host', '0.0.0.0', '--port', '8000'])",
+            "print(ctx.params['ws_ping_interval'], ctx.params['ws_ping_timeout'])",
+        ].join("\n");
+        const r = spawnSync(python, ["-c", probe], { encoding: "utf8", env: { ...process.env, ...env(config("mbpp-whitebox", "kubernetes"), "coding").env } });
+        assert.equal(r.status, 0, r.stderr);
+        assert.equal(r.stdout.trim(), "60.0 300.0");
     });
 });

@@ -57,6 +57,33 @@ export type IdleReaper =
     /** The app reads its timeout from this env var (e.g. tbench2's SESSION_IDLE_TIMEOUT_S, OpenEnv PR 1000). */
     | { readonly kind: "env"; readonly envVar: string; readonly defaultSeconds: number };
 
+/** An env server's websocket keepalive: a ping every intervalSeconds, the peer dropped after timeoutSeconds without a pong. */
+export interface WsPing {
+    readonly intervalSeconds: number;
+    readonly timeoutSeconds: number;
+}
+
+/** Env vars the uvicorn CLI reads for --ws-ping-interval / --ws-ping-timeout (uvicorn main.py, click auto_envvar_prefix "UVICORN"). */
+export const WS_PING_ENV_VARS = { interval: "UVICORN_WS_PING_INTERVAL", timeout: "UVICORN_WS_PING_TIMEOUT" } as const;
+
+/** uvicorn's own defaults (main.py: --ws-ping-interval 20.0, --ws-ping-timeout 20.0). */
+export const UVICORN_WS_PING: WsPing = { intervalSeconds: 20, timeoutSeconds: 20 };
+
+/**
+ * With vLLM colocated in the trainer process, generation holds the GIL and the client's event loop
+ * for long stretches, so its pongs come late and uvicorn's 20 s timeout drops live sessions
+ * mid-episode (the seed's Space relaxes the server's ping timeout; its script turns client pings
+ * off). 300 s outlasts a generation step of the published runs; 60 s between pings keeps the
+ * keepalive traffic negligible. The cost: a vanished client holds its slot up to 360 s.
+ * The numbers are this project's choice, not copied from the Space (whose values are not published).
+ */
+export const COLOCATE_WS_PING: WsPing = { intervalSeconds: 60, timeoutSeconds: 300 };
+
+/** The keepalive an env gets when config sets none: relaxed for whitebox-colocate, uvicorn's otherwise. */
+export function defaultWsPing(layout: string): WsPing {
+    return layout === "whitebox-colocate" ? COLOCATE_WS_PING : UVICORN_WS_PING;
+}
+
 /** What the platform must know about one environment server image. */
 export interface CatalogEntry {
     /** Default image reference (an immutable `sha-` tag); pin it by digest in config for prod. */

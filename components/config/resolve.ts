@@ -2,7 +2,7 @@
  * Applies the defaults that depend on other fields, once, with `??` (0 is a value), and
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
-import { ENV_CATALOG, type CatalogEntry, type CatalogName } from "./catalog";
+import { defaultWsPing, ENV_CATALOG, type CatalogEntry, type CatalogName, type WsPing } from "./catalog";
 import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
 
 export type TargetKind = "kubernetes" | "docker";
@@ -39,6 +39,8 @@ export interface ResolvedEnv extends Pick<CatalogEntry, "image" | "port" | "heal
     readonly ephemeralStorage: string;
     readonly runtimeClassName?: string;
     readonly terminationGraceSeconds: number;
+    /** Server-side websocket keepalive of the replicas (config, else by layout: defaultWsPing). */
+    readonly wsPing: WsPing;
     /** Set when nothing is deployed and the env lives elsewhere. */
     readonly external?: { readonly url: string; readonly sessions: number };
     /** Sessions the env holds at once (replicas x sessions, or the external cap). */
@@ -125,7 +127,7 @@ export function computeDemand(t: PlatformConfig["training"]): Demand {
     };
 }
 
-function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand): ResolvedEnv {
+function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand, layout: Layout): ResolvedEnv {
     const entry: CatalogEntry | undefined = e.catalog === "custom" ? undefined : ENV_CATALOG[e.catalog];
     const concurrentSessions = e.concurrentSessions ?? entry?.concurrentSessions ?? false;
     const sessionsPerReplica = e.sessionsPerReplica ?? entry?.defaultSessions ?? 1;
@@ -150,6 +152,7 @@ function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand): Re
         ephemeralStorage: e.ephemeralStorage,
         runtimeClassName: e.runtimeClassName,
         terminationGraceSeconds: e.terminationGraceSeconds,
+        wsPing: e.wsPing ?? defaultWsPing(layout),
         replicasFromConfig: e.replicas !== undefined,
         sessionsFromConfig: e.sessionsPerReplica !== undefined,
         concurrentSessionsFromConfig: e.concurrentSessions,
@@ -195,7 +198,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
         images: { ...p.images, vllm: p.images.vllm ?? DEFAULT_VLLM_IMAGE, vllmFromConfig: p.images.vllm, trainer: p.images.trainer ?? "" },
         training,
         demand,
-        envs: Object.entries(p.envs).map(([name, e]) => resolveEnv(name, e, demand)),
+        envs: Object.entries(p.envs).map(([name, e]) => resolveEnv(name, e, demand, t.layout)),
         sandboxes: {
             ...p.sandboxes,
             provider,

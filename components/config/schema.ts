@@ -253,10 +253,19 @@ const envServer = z.strictObject({
     terminationGraceSeconds: posInt.default(300),
     /** What replicas may reach: `dns` only, or DNS + public `internet` addresses (never private ranges or the metadata service). Default: the catalog's (custom: dns). */
     egress: z.enum(["dns", "internet"]).optional(),
-    /** Read-only root filesystem (scratch on a sized emptyDir at /tmp). Default: true for envs that run model-written code (coding, coding_tools), else false. */
+    /** Read-only root filesystem (scratch on a sized emptyDir at /tmp). Default: true for envs that run model-written code (coding), else false. */
     readOnlyRootFilesystem: z.boolean().optional(),
     /** Size of the /tmp scratch dir of a read-only replica. */
     scratchSize: quantity.default("1Gi"),
+    /**
+     * The replicas' server-side websocket keepalive, rendered as UVICORN_WS_PING_INTERVAL /
+     * UVICORN_WS_PING_TIMEOUT (the uvicorn CLI reads them; a custom image must run the uvicorn CLI
+     * or honour them itself). A client that stops answering pings for intervalSeconds +
+     * timeoutSeconds loses its session, which frees a half-open client's slot (the catalog's
+     * images have no idle reaper). Default: 60 / 300 with layout whitebox-colocate (vLLM in the
+     * trainer process starves the client's event loop, so pongs come late), else uvicorn's 20 / 20.
+     */
+    wsPing: z.strictObject({ intervalSeconds: posInt, timeoutSeconds: posInt }).optional(),
     /** Ephemeral storage (writable layer, logs, scratch) request = limit per replica. */
     ephemeralStorage: quantity.default("8Gi"),
     /** RuntimeClass of the replicas (e.g. gvisor) on Kubernetes; it must exist on the cluster. */

@@ -9,6 +9,9 @@
  *   adds a UI at `/web` (OpenEnv src/openenv/core/env_server/http_server.py): kept off here.
  * - `MAX_CONCURRENT_ENVS` > 1 only for envs declaring SUPPORTS_CONCURRENT_SESSIONS; coding_env
  *   serves one session per process (each env's server/app.py).
+ * - the uvicorn CLI (every catalog image's CMD) reads UVICORN_WS_PING_INTERVAL / _TIMEOUT (uvicorn
+ *   main.py, click auto_envvar_prefix); no catalog app sets ConcurrencyConfig(session_timeout=...),
+ *   so the server's ping is what frees a half-open client's slot.
  * - a Service spreads connections blindly, so the trainer talks to a session-aware router
  *   (router.ts, ROUTER.md) that caps every replica at k sessions.
  */
@@ -18,7 +21,7 @@ import { ConfigError } from "../config/parse";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
-import { ENV_CATALOG } from "../config/catalog";
+import { ENV_CATALOG, WS_PING_ENV_VARS, type CatalogEntry, type IdleReaper, type WsPing } from "../config/catalog";
 import {
     NGINX_MIN_VERSION_FOR_RESOLVE,
     ROUTER_HEALTH_PATH,
@@ -158,6 +161,17 @@ export interface EnvReplicasDescription {
     readonly security: ReplicaSecurity;
     /** Seconds open websocket sessions get when a replica stops. */
     readonly terminationGraceSeconds: number;
+    /** The server's websocket keepalive, rendered as UVICORN_WS_PING_* in `env`. */
+    readonly wsPing: WsPing;
+    /** How the image starts its server: the catalog's CMD form; `unknown` for a custom image (it must honour UVICORN_WS_PING_*). */
+    readonly serverCommand: "uvicorn-cli" | "other" | "unknown";
+    /** The app's idle reaper (catalog); `unknown` for a custom image. */
+    readonly idleReaper: IdleReaper | { readonly kind: "unknown" };
+    /**
+     * Longest a half-open client (gone without a close) holds its slot: the ping's interval +
+     * timeout, or the idle reaper's timeout when that is shorter.
+     */
+    readonly halfOpenSlotSeconds: number;
     /** THE pod labels and selector of the replicas: podLabels("env-replica", <StatefulSet>). */
     readonly podLabels: Readonly<Record<string, string>>;
 }
@@ -338,15 +352,46 @@ function sessionProblems(env: ResolvedEnv, f: string): string[] {
             );
         }
     }
+    for (const [field, name] of Object.entries(WS_PING_ENV_VARS)) {
+        if (name in env.settings) {
+            problems.push(`${f}.settings.${name}: the websocket keepalive is set from ${f}.wsPing: remove it and set ${f}.wsPing.${field}Seconds`);
+        }
+    }
     return problems;
 }
 
-/** Replica env vars: the env's settings, the web UI off, the session cap only for envs that hold several sessions. */
+/** The catalog entry of a catalogued env, undefined for custom. */
+function catalogEntry(env: ResolvedEnv): CatalogEntry | undefined {
+    return env.catalog === "custom" ? undefined : ENV_CATALOG[env.catalog];
+}
+
+/**
+ * Replica env vars: the env's settings, the web UI off, the session cap, the websocket keepalive
+ * (read by the uvicorn CLI every catalog image runs), and the idle reaper's timeout where the app
+ * reads one (the settings may override its default).
+ */
 function replicaEnv(env: ResolvedEnv, k: number): Record<string, string> {
-    const out: Record<string, string> = { ...env.settings, [WEB_INTERFACE_ENV_VAR]: "false" };
+    const reaper = catalogEntry(env)?.idleReaper;
+    const out: Record<string, string> = {
+        ...(reaper?.kind === "env" ? { [reaper.envVar]: String(reaper.defaultSeconds) } : {}),
+        ...env.settings,
+        [WEB_INTERFACE_ENV_VAR]: "false",
+        [WS_PING_ENV_VARS.interval]: String(env.wsPing.intervalSeconds),
+        [WS_PING_ENV_VARS.timeout]: String(env.wsPing.timeoutSeconds),
+    };
     // An env without concurrent sessions gets an explicit 1, so an image whose own default is higher still holds one.
     out[env.concurrentSessions ? (env.sessionsEnvVar ?? SESSIONS_ENV_VAR) : SESSIONS_ENV_VAR] = String(k);
     return out;
+}
+
+/** How long a half-open client holds a slot: the keepalive's interval + timeout, or a shorter idle reaper. */
+function halfOpenSlotSeconds(env: ResolvedEnv, replicaEnvVars: Readonly<Record<string, string>>): number {
+    const ping = env.wsPing.intervalSeconds + env.wsPing.timeoutSeconds;
+    const reaper = catalogEntry(env)?.idleReaper;
+    if (reaper?.kind !== "env") return ping;
+    // The reaper checks every max(timeout / 4, 5) s (http_server.py _reap_idle_sessions).
+    const timeout = Number(replicaEnvVars[reaper.envVar] ?? reaper.defaultSeconds);
+    return Number.isFinite(timeout) && timeout > 0 ? Math.min(ping, Math.ceil(timeout + Math.max(timeout / 4, 5))) : ping;
 }
 
 /** Resolves one env server of the config into its target-neutral description; throws ConfigError naming each field. */
@@ -381,6 +426,8 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
         problems.push(`${f}: StatefulSet name '${n.replicas}' is ${n.replicas.length} characters; Kubernetes allows 52: shorten the env name`);
     }
     const k = env.concurrentSessions ? env.sessionsPerReplica : 1;
+    const entry = catalogEntry(env);
+    const envVars = replicaEnv(env, k);
     const port = env.port;
     const namespace = names.namespaces.envs;
     const containerNames = target === "docker" ? Array.from({ length: env.replicas }, (_, i) => dnsName([n.replicas, String(i)])) : [];
@@ -436,7 +483,7 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
             port,
             healthPath: env.healthPath,
             wsPath: env.wsPath,
-            env: replicaEnv(env, k),
+            env: envVars,
             cpu: env.cpu,
             memory: env.memory,
             probes: {
@@ -459,6 +506,10 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
                 egress: env.egress,
             },
             terminationGraceSeconds: env.terminationGraceSeconds,
+            wsPing: env.wsPing,
+            serverCommand: entry?.command.form ?? "unknown",
+            idleReaper: entry?.idleReaper ?? { kind: "unknown" },
+            halfOpenSlotSeconds: halfOpenSlotSeconds(env, envVars),
             podLabels: podLabels("env-replica", n.replicas),
         },
         router: {

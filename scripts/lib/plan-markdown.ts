@@ -3,6 +3,7 @@
  * diagram of the topology. Built from the resolved plan (the same data the program used)
  * and the resources the program registered.
  */
+import type { DeployedEnvDescription } from "../../components/env";
 import type { PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
 
@@ -74,6 +75,23 @@ export function dockerSocketNote(socket: string): string {
         `Sandboxes, env servers, vLLM and the ingress never get the socket. No narrower path is deployed ` +
         `(a socket proxy allowing only exec into the pool's labelled containers would be one; see the README).`
     );
+}
+
+/** The plan row saying how long a client gone without closing (half-open) holds an env slot. */
+function envKeepaliveRow(env: DeployedEnvDescription): Array<string | number> {
+    const r = env.replicas;
+    const reaper =
+        r.idleReaper.kind === "none"
+            ? "the image has no idle reaper (its server/app.py sets no session_timeout)"
+            : r.idleReaper.kind === "env"
+              ? `or its idle reaper (${r.idleReaper.envVar}) when shorter`
+              : "custom image: only if it runs the uvicorn CLI or reads UVICORN_WS_PING_*";
+    return [
+        `env \`${env.name}\` half-open sessions`,
+        `server ping every ${r.wsPing.intervalSeconds} s, peer dropped ${r.wsPing.timeoutSeconds} s after an unanswered ping (envs.${env.name}.wsPing)`,
+        r.halfOpenSlotSeconds,
+        `a client gone without closing frees its slot within this many seconds: ${reaper}`,
+    ];
 }
 
 export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
@@ -272,6 +290,8 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
                 e.capacity,
                 `>= ${d.envSessions} live sessions (max of generation ${d.generationBatch} and eval ${d.evalBatch}) + ${e.headroomReplicas} spare replica (${e.headroomReplicas * e.sessionsPerReplica}) = ${d.envSessions + e.headroomReplicas * e.sessionsPerReplica}`,
             ]);
+        const env = plan.envs.find((x) => x.name === e.name);
+        if (env?.kind === "deployed") checks.push(envKeepaliveRow(env));
     }
     if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker") {
         checks.push([

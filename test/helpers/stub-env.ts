@@ -6,7 +6,11 @@
  * and closes (it does not refuse the upgrade). `GET /health` answers `{"status":"healthy"}`.
  * Every session and rejection is counted so a test can prove where sessions landed.
  */
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
 import * as http from "node:http";
+import * as os from "node:os";
+import * as path from "node:path";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer, type WebSocket } from "ws";
 
@@ -118,4 +122,23 @@ export async function startStubEnv(opts: StubEnvOptions): Promise<StubEnv> {
         accepted: () => accepted,
         stop,
     };
+}
+
+/** How to get the trainer-side venv the lock-based tests use. */
+export const LOCK_VENV_HINT = "bash python/run-tests.sh --venv-only, or AGENT_RL_PYTHON_VENV=<venv with python/requirements-test.txt>";
+
+/**
+ * The python of the trainer-side lock's venv (openenv, uvicorn, websockets): AGENT_RL_PYTHON_VENV,
+ * else where python/run-tests.sh makes it; undefined when it is not there.
+ */
+export function lockVenvPython(): string | undefined {
+    const requirements = path.join(__dirname, "..", "..", "python", "requirements-test.txt");
+    const cache = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), ".cache"), "agent-rl-infra");
+    let venv = process.env.AGENT_RL_PYTHON_VENV;
+    if (venv === undefined || venv === "") {
+        if (!fs.existsSync(requirements)) return undefined;
+        venv = path.join(cache, `python-venv-${createHash("sha256").update(fs.readFileSync(requirements)).digest("hex").slice(0, 12)}`);
+    }
+    const python = path.join(venv, "bin", "python");
+    return fs.existsSync(python) ? python : undefined;
 }
