@@ -765,3 +765,52 @@ describe("server websocket keepalive (envs.<name>.wsPing)", () => {
         assert.equal(r.stdout.trim(), "60.0 300.0");
     });
 });
+
+describe("non-root replicas (envs.<name>.runAsNonRoot)", () => {
+    test("default: the coding env runs as root, and the plan warning says what contains it", () => {
+        const k = deployed(describeEnv(config("mbpp-whitebox", "kubernetes"), "coding"));
+        assert.equal(k.replicas.security.user, "root");
+        assert.equal(k.replicas.security.runAsUser, undefined);
+        assert.deepEqual(k.warnings, [
+            "env coding runs the model's code as root (the OpenEnv image has no USER); it is contained by a read-only root filesystem (writable: /tmp, 1Gi), every capability dropped, no privilege escalation, seccomp RuntimeDefault, egress to cluster DNS only (NetworkPolicy). Set envs.coding.runAsNonRoot: true to run it as uid 65532 (not yet tried against the real image)",
+        ]);
+        const d = deployed(describeEnv(config("mbpp-whitebox", "docker"), "coding"));
+        assert.match(d.warnings[0] ?? "", /no-new-privileges, Docker's default seccomp profile, no route out \(an internal Docker network with its router\)/);
+        // Wordle runs no model code: no warning.
+        assert.deepEqual(deployed(describeEnv(config("wordle-whitebox", "kubernetes"), "wordle")).warnings, []);
+    });
+
+    test("opt-in: uid/gid 65532 with fsGroup, runAsNonRoot, HOME on the scratch dir, read-only root; no warning", async () => {
+        const c = config("wordle-whitebox", "kubernetes", { envs: { wordle: { catalog: "textarena", runAsNonRoot: true } } });
+        const b = await build(c, "wordle");
+        const d = deployed(b.description);
+        assert.deepEqual(d.warnings, []);
+        assert.equal(d.replicas.security.user, "uid 65532");
+        assert.equal(d.replicas.env.HOME, "/tmp");
+        const pod = single(b.update.resources, T.sts).inputs.spec.template.spec;
+        assert.deepEqual(pod.securityContext, {
+            runAsNonRoot: true,
+            runAsUser: 65532,
+            runAsGroup: 65532,
+            fsGroup: 65532,
+            seccompProfile: { type: "RuntimeDefault" },
+        });
+        assert.equal(pod.containers[0].securityContext.runAsNonRoot, true);
+        assert.equal(pod.containers[0].securityContext.readOnlyRootFilesystem, true, "non-root implies a read-only root");
+        assert.deepEqual(pod.containers[0].volumeMounts, [{ name: "scratch", mountPath: "/tmp" }]);
+        for (const m of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(m), [], m.kind);
+    });
+
+    test("opt-in on Docker: the container runs as 65532:65532", async () => {
+        const c = config("mbpp-whitebox", "docker", { envs: { coding: { catalog: "coding", runAsNonRoot: true } } });
+        const b = await build(c, "coding");
+        const names = new Set(deployed(b.description).replicas.containerNames);
+        const replicas = ofType(b.update.resources, T.container).filter((r) => names.has(String(r.inputs.name)));
+        assert.equal(replicas.length, 17);
+        for (const r of replicas) {
+            assert.equal(r.inputs.user, "65532:65532");
+            assert.equal(r.inputs.readOnly, true);
+        }
+        assert.deepEqual(deployed(b.description).warnings, []);
+    });
+});

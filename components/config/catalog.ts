@@ -84,6 +84,9 @@ export function defaultWsPing(layout: string): WsPing {
     return layout === "whitebox-colocate" ? COLOCATE_WS_PING : UVICORN_WS_PING;
 }
 
+/** uid/gid of opted-in non-root replicas: high and unused (distroless's `nonroot`), as the sandboxes use. */
+export const NON_ROOT_UID = 65532;
+
 /** What the platform must know about one environment server image. */
 export interface CatalogEntry {
     /** Default image reference (an immutable `sha-` tag); pin it by digest in config for prod. */

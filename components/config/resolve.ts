@@ -2,7 +2,7 @@
  * Applies the defaults that depend on other fields, once, with `??` (0 is a value), and
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
-import { defaultWsPing, ENV_CATALOG, type CatalogEntry, type CatalogName, type WsPing } from "./catalog";
+import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry, type CatalogName, type WsPing } from "./catalog";
 import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
 
 export type TargetKind = "kubernetes" | "docker";
@@ -41,6 +41,8 @@ export interface ResolvedEnv extends Pick<CatalogEntry, "image" | "port" | "heal
     readonly terminationGraceSeconds: number;
     /** Server-side websocket keepalive of the replicas (config, else by layout: defaultWsPing). */
     readonly wsPing: WsPing;
+    /** The uid/gid the replicas run as when config opts in to non-root (envs.<name>.runAsNonRoot); unset: the image's user. */
+    readonly runAsUser?: number;
     /** Set when nothing is deployed and the env lives elsewhere. */
     readonly external?: { readonly url: string; readonly sessions: number };
     /** Sessions the env holds at once (replicas x sessions, or the external cap). */
@@ -147,12 +149,13 @@ function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand, lay
         memory: e.resources.memory,
         nonRoot: entry?.nonRoot ?? false,
         egress: e.egress ?? entry?.egress ?? "dns",
-        readOnlyRootFilesystem: e.readOnlyRootFilesystem ?? entry?.runsModelCode ?? false,
+        readOnlyRootFilesystem: e.readOnlyRootFilesystem ?? ((entry?.runsModelCode ?? false) || e.runAsNonRoot),
         scratchSize: e.scratchSize,
         ephemeralStorage: e.ephemeralStorage,
         runtimeClassName: e.runtimeClassName,
         terminationGraceSeconds: e.terminationGraceSeconds,
         wsPing: e.wsPing ?? defaultWsPing(layout),
+        runAsUser: e.runAsNonRoot ? NON_ROOT_UID : undefined,
         replicasFromConfig: e.replicas !== undefined,
         sessionsFromConfig: e.sessionsPerReplica !== undefined,
         concurrentSessionsFromConfig: e.concurrentSessions,

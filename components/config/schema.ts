@@ -266,6 +266,12 @@ const envServer = z.strictObject({
      * trainer process starves the client's event loop, so pongs come late), else uvicorn's 20 / 20.
      */
     wsPing: z.strictObject({ intervalSeconds: posInt, timeoutSeconds: posInt }).optional(),
+    /**
+     * Run the replicas as uid/gid 65532 instead of the image's user (the OpenEnv images have no USER:
+     * root). Opt-in until the image is tried that way: implies a read-only root filesystem unless
+     * set otherwise, and HOME at the /tmp scratch dir (caches, NLTK data).
+     */
+    runAsNonRoot: z.boolean().default(false),
     /** Ephemeral storage (writable layer, logs, scratch) request = limit per replica. */
     ephemeralStorage: quantity.default("8Gi"),
     /** RuntimeClass of the replicas (e.g. gvisor) on Kubernetes; it must exist on the cluster. */

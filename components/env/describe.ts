@@ -21,7 +21,7 @@ import { ConfigError } from "../config/parse";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
-import { ENV_CATALOG, WS_PING_ENV_VARS, type CatalogEntry, type IdleReaper, type WsPing } from "../config/catalog";
+import { ENV_CATALOG, NON_ROOT_UID, WS_PING_ENV_VARS, type CatalogEntry, type IdleReaper, type WsPing } from "../config/catalog";
 import {
     NGINX_MIN_VERSION_FOR_RESOLVE,
     ROUTER_HEALTH_PATH,
@@ -103,8 +103,12 @@ export interface EnvCapacity {
 
 /** How an env replica's process runs. */
 export interface ReplicaSecurity {
-    /** Only when the catalog says the image runs as a non-root user (OpenEnv images run as root). */
+    /** When the image runs as a non-root user (catalog) or config opts in (runAsUser set); OpenEnv images run as root. */
     readonly runAsNonRoot: boolean;
+    /** uid and gid (also fsGroup) the replicas run as when config opts in (envs.<name>.runAsNonRoot); unset: the image's user. */
+    readonly runAsUser?: number;
+    /** The user the process runs as, for the plan: `uid <n>`, or the image's (`root` for every catalog image). */
+    readonly user: string;
     readonly allowPrivilegeEscalation: false;
     readonly dropCapabilities: readonly ["ALL"];
     readonly seccompProfile: "RuntimeDefault";
@@ -176,6 +180,30 @@ export interface EnvReplicasDescription {
     readonly podLabels: Readonly<Record<string, string>>;
 }
 
+/**
+ * The plan warning for an env that runs the model's code as root: what contains it instead, read
+ * from what the targets render (kubernetes.ts / docker.ts), and the opt-in that would change it.
+ */
+export function rootCodeWarning(name: string, target: "kubernetes" | "docker", sec: ReplicaSecurity): string | undefined {
+    if (sec.runAsNonRoot) return undefined;
+    const contained = [
+        sec.readOnlyRootFilesystem
+            ? `a read-only root filesystem (writable: ${REPLICA_SCRATCH_PATH}, ${sec.scratchSize})`
+            : "a WRITABLE root filesystem (envs.<name>.readOnlyRootFilesystem is false)",
+        target === "kubernetes" ? "every capability dropped, no privilege escalation" : "every capability dropped, no-new-privileges",
+        target === "kubernetes" ? "seccomp RuntimeDefault" : "Docker's default seccomp profile",
+        sec.egress === "dns"
+            ? target === "kubernetes"
+                ? "egress to cluster DNS only (NetworkPolicy)"
+                : "no route out (an internal Docker network with its router)"
+            : target === "kubernetes"
+              ? "egress to cluster DNS and public addresses (NetworkPolicy; no private ranges)"
+              : "egress to the internet (a plain bridge)",
+        ...(sec.runtimeClassName !== undefined && target === "kubernetes" ? [`runtimeClass ${sec.runtimeClassName}`] : []),
+    ];
+    return `env ${name} runs the model's code as root (the OpenEnv image has no USER); it is contained by ${contained.join(", ")}. Set envs.${name}.runAsNonRoot: true to run it as uid ${NON_ROOT_UID} (not yet tried against the real image)`;
+}
+
 export interface EnvRouterDescription {
     /** Deployment (Kubernetes). */
     readonly name: string;
@@ -245,6 +273,8 @@ export interface DeployedEnvDescription extends EnvDescriptionBase {
     readonly replicas: EnvReplicasDescription;
     readonly router: EnvRouterDescription;
     readonly trainer: TrainerPods;
+    /** Lines for plan.md's warnings (e.g. model code running as root, and what contains it). */
+    readonly warnings: readonly string[];
     /** Names of the supporting Kubernetes objects. */
     readonly names: {
         readonly routerConfig: string;
@@ -378,6 +408,8 @@ function replicaEnv(env: ResolvedEnv, k: number): Record<string, string> {
         [WEB_INTERFACE_ENV_VAR]: "false",
         [WS_PING_ENV_VARS.interval]: String(env.wsPing.intervalSeconds),
         [WS_PING_ENV_VARS.timeout]: String(env.wsPing.timeoutSeconds),
+        // uid 65532 has no home in the image: caches (NLTK data, Gradio) go to the scratch dir.
+        ...(env.runAsUser !== undefined ? { HOME: REPLICA_SCRATCH_PATH } : {}),
     };
     // An env without concurrent sessions gets an explicit 1, so an image whose own default is higher still holds one.
     out[env.concurrentSessions ? (env.sessionsEnvVar ?? SESSIONS_ENV_VAR) : SESSIONS_ENV_VAR] = String(k);
@@ -427,6 +459,20 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
     }
     const k = env.concurrentSessions ? env.sessionsPerReplica : 1;
     const entry = catalogEntry(env);
+    const security: ReplicaSecurity = {
+        runAsNonRoot: env.nonRoot || env.runAsUser !== undefined,
+        runAsUser: env.runAsUser,
+        user: env.runAsUser !== undefined ? `uid ${env.runAsUser}` : (entry?.user ?? "the image's"),
+        allowPrivilegeEscalation: false,
+        dropCapabilities: ["ALL"],
+        seccompProfile: "RuntimeDefault",
+        readOnlyRootFilesystem: env.readOnlyRootFilesystem,
+        scratchSize: env.scratchSize,
+        ephemeralStorage: env.ephemeralStorage,
+        runtimeClassName: env.runtimeClassName,
+        egress: env.egress,
+    };
+    const rootWarning = entry?.runsModelCode === true ? rootCodeWarning(env.name, target, security) : undefined;
     const envVars = replicaEnv(env, k);
     const port = env.port;
     const namespace = names.namespaces.envs;
@@ -494,17 +540,7 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
                 // Generous: a busy env (e.g. running tests) may answer slowly, and a restart kills every session on it.
                 liveness: health(30, 10, 10),
             },
-            security: {
-                runAsNonRoot: env.nonRoot,
-                allowPrivilegeEscalation: false,
-                dropCapabilities: ["ALL"],
-                seccompProfile: "RuntimeDefault",
-                readOnlyRootFilesystem: env.readOnlyRootFilesystem,
-                scratchSize: env.scratchSize,
-                ephemeralStorage: env.ephemeralStorage,
-                runtimeClassName: env.runtimeClassName,
-                egress: env.egress,
-            },
+            security,
             terminationGraceSeconds: env.terminationGraceSeconds,
             wsPing: env.wsPing,
             serverCommand: entry?.command.form ?? "unknown",
@@ -547,6 +583,7 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
             namespace: names.namespaces.training,
             podLabels: trainerSelector(),
         },
+        warnings: rootWarning !== undefined ? [rootWarning] : [],
         names: {
             routerConfig: dnsName([n.router, "config"]),
             replicaDisruptionBudget: n.replicas,

@@ -113,6 +113,8 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
                     waitTimeout: r.probes.startup.periodSeconds * r.probes.startup.failureThreshold + 60,
                     restart: "unless-stopped",
                     destroyGraceSeconds: r.terminationGraceSeconds,
+                    // Opt-in non-root (envs.<name>.runAsNonRoot); otherwise the image's user (root for OpenEnv images).
+                    ...(r.security.runAsUser !== undefined ? { user: `${r.security.runAsUser}:${r.security.runAsUser}` } : {}),
                     // Read-only root with a sized /tmp (envs that run model-written code), as on Kubernetes.
                     ...(r.security.readOnlyRootFilesystem
                         ? { readOnly: true, tmpfs: { [REPLICA_SCRATCH_PATH]: `rw,nosuid,nodev,size=${dockerMemoryMiB(r.security.scratchSize)}m` } }

@@ -35,7 +35,12 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
         automountServiceAccountToken: false,
         enableServiceLinks: false,
         terminationGracePeriodSeconds: r.terminationGraceSeconds,
-        securityContext: { ...(sec.runAsNonRoot ? { runAsNonRoot: true } : {}), seccompProfile: { type: sec.seccompProfile } },
+        securityContext: {
+            ...(sec.runAsNonRoot ? { runAsNonRoot: true } : {}),
+            // Opt-in non-root: fsGroup makes the scratch emptyDir writable for that uid.
+            ...(sec.runAsUser !== undefined ? { runAsUser: sec.runAsUser, runAsGroup: sec.runAsUser, fsGroup: sec.runAsUser } : {}),
+            seccompProfile: { type: sec.seccompProfile },
+        },
         // Replicas on different nodes when possible, so one node drain costs at most the headroom.
         topologySpreadConstraints: [
             { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...r.podLabels } } },
@@ -53,7 +58,7 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
                 startupProbe: httpProbe(r.probes.startup),
                 readinessProbe: httpProbe(r.probes.readiness),
                 livenessProbe: httpProbe(r.probes.liveness),
-                // OpenEnv images run as root (baseline namespace); still no privilege gain and no capabilities.
+                // OpenEnv images run as root unless config opts in (runAsNonRoot); either way no privilege gain and no capabilities.
                 ...(sec.readOnlyRootFilesystem ? { volumeMounts: [{ name: "scratch", mountPath: REPLICA_SCRATCH_PATH }] } : {}),
                 securityContext: {
                     ...(sec.runAsNonRoot ? { runAsNonRoot: true } : {}),

@@ -363,10 +363,11 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         );
         out.push("");
     }
-    if (plan.warnings.length > 0) {
+    const warnings = [...plan.warnings, ...plan.envs.flatMap((e) => (e.kind === "deployed" ? e.warnings : []))];
+    if (warnings.length > 0) {
         out.push("## Warnings");
         out.push("");
-        for (const w of plan.warnings) out.push(`- ${w}`);
+        for (const w of warnings) out.push(`- ${w}`);
         out.push("");
     }
     out.push("## Topology");
