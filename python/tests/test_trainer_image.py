@@ -177,6 +177,22 @@ def test_requirements_pin_the_lock_exactly_and_leave_vllm_and_torch_to_the_base(
     assert held == [], f"packages the vLLM base image owns are pinned in requirements.txt: {held}"
 
 
+def test_requirements_agree_with_the_test_lock() -> None:
+    # One lock trainer-side: python/requirements-test.txt is the same resolution, frozen. Not in it:
+    # bitsandbytes (images only) and setuptools (pip freeze leaves it out).
+    def pins(path: Path) -> dict[str, str]:
+        found = {}
+        for line in path.read_text().splitlines():
+            if line.strip() and not line.startswith("#") and "==" in line:
+                name, version = line.split("==", 1)
+                found[re.sub(r"[-_.]+", "-", name).lower()] = version.split(";")[0].strip()
+        return found
+
+    image, test = pins(TRAINER / "requirements.txt"), pins(REPO / "python/requirements-test.txt")
+    differ = {n: (v, test.get(n)) for n, v in image.items() if n not in ("bitsandbytes", "setuptools") and test.get(n) != v}
+    assert differ == {}, f"trainer/requirements.txt vs python/requirements-test.txt: {differ}"
+
+
 def test_requirements_resolve_with_vllm_0_29(tmp_path: Path) -> None:
     # As the image build resolves them (trainer/install-lock.sh adds the base's vllm pin).
     report = tmp_path / "report.json"
