@@ -1,4 +1,4 @@
-// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine] [--quick] [--no-diagnose] [--out FILE]
+// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session] [--quick] [--no-diagnose] [--out FILE]
 // Runs the benchmarks of issue "Benchmarks" and writes bench/results.md: the machine, the date, and every figure as a
 // ratio measured side by side in this one run. Not part of `npm test`. Bounded: a hard deadline (4 min 45 s) stops
 // everything; every child (wrk, nginx, stub, plan children) is stopped on success, failure, SIGINT and SIGTERM.
@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { runEngineBench } from "./engine";
+import { runEnvSessionBench } from "./env-session";
 import { runIngressBench } from "./ingress";
 import { BENCH_DIR, beginShutdown, checkLine, cleanupAll, fmt, machineBusySeconds, machineInfo, selfAndReapedSeconds, type TargetCheck } from "./lib";
 import { runScalingBench } from "./scaling";
@@ -25,7 +26,7 @@ function engineSection(text: string): string | undefined {
 }
 
 interface Args {
-    only: "ingress" | "scaling" | "engine" | undefined;
+    only: "ingress" | "scaling" | "engine" | "env-session" | undefined;
     quick: boolean;
     diagnose: boolean;
     out: string | undefined;
@@ -37,7 +38,8 @@ function parseArgs(argv: readonly string[]): Args {
         const x = argv[i];
         if (x === "--only") {
             const v = argv[++i];
-            if (v !== "ingress" && v !== "scaling" && v !== "engine") throw new Error("--only takes ingress, scaling or engine");
+            if (v !== "ingress" && v !== "scaling" && v !== "engine" && v !== "env-session")
+                throw new Error("--only takes ingress, scaling, engine or env-session");
             a.only = v;
         } else if (x === "--quick") a.quick = true;
         else if (x === "--no-diagnose") a.diagnose = false;
@@ -45,7 +47,10 @@ function parseArgs(argv: readonly string[]): Args {
             const v = argv[++i];
             if (v === undefined) throw new Error("--out needs a file");
             a.out = v;
-        } else throw new Error(`unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine] [--quick] [--no-diagnose] [--out FILE]`);
+        } else
+            throw new Error(
+                `unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine|env-session] [--quick] [--no-diagnose] [--out FILE]`,
+            );
     }
     return a;
 }
@@ -105,7 +110,7 @@ async function main(): Promise<number> {
             await cleanupAll();
         }
     };
-    if (args.only !== "scaling") {
+    if (args.only === undefined || args.only === "ingress") {
         await section("ingress", "## 1-2. Ingress", () =>
             runIngressBench({
                 // The scaling figure needs ~80 s (36 plan children of ~2 s each).
@@ -116,8 +121,13 @@ async function main(): Promise<number> {
             }),
         );
     }
-    if (args.only !== "ingress" && !exiting) {
+    if ((args.only === undefined || args.only === "scaling") && !exiting) {
         await section("scaling", "## 3. Program scaling", () => runScalingBench({ deadline, log, ...(args.quick ? { repeats: 1 } : {}) }));
+    }
+    if (args.only === "env-session") {
+        await section("env-session", "## 5. Env sessions", () =>
+            runEnvSessionBench({ deadline, log, ...(args.quick ? { rounds: 2, steps: 50, sessions: 20 } : {}) }),
+        );
     }
     if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file
     await cleanupAll();
