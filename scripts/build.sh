@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 out="${1:-dist}"
 rm -rf "$out"
 npx tsc -p tsconfig.build.json --outDir "$out"
-# Files the components read from beside their modules (components/training/nccl-check.ts).
+# Files the components read from beside their modules (components/training/nccl-check.ts,
+# components/env/responder.ts).
 mkdir -p "$out/components/training/gpu"
 cp components/training/gpu/nccl_check.py "$out/components/training/gpu/"
+cp components/env/capacity_responder.py "$out/components/env/"
 echo "built $out/components (CommonJS + declarations)" >&2

@@ -4,6 +4,7 @@
  * Run: node --import tsx --test test/env-router.test.ts
  */
 import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
 import { startLocalRouter, type LocalRouter } from "../components/env/local";
@@ -11,6 +12,7 @@ import {
     ROUTER_CAPACITY_CODE,
     ROUTER_NO_REPLICA_CODE,
     ROUTER_REPLICA_HEADER,
+    capacityMessage,
     renderRouterConfig,
     routerErrorBodies,
     statefulSetReplicaAddresses,
@@ -18,7 +20,7 @@ import {
     versionAtLeast,
     type RouterSettings,
 } from "../components/env/router";
-import { CAPACITY_REACHED, startStubEnv, type StubEnv } from "./helpers/stub-env";
+import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "./helpers/stub-env";
 
 const K = 4;
 const N = 3;
@@ -28,6 +30,8 @@ const OPEN_TIMEOUT_MS = 5000;
 type SessionResult =
     | { readonly kind: "open"; readonly ws: WebSocket; readonly replica: string; readonly worker: string }
     | { readonly kind: "stub-rejected"; readonly replica: string; readonly worker: string; readonly message: string }
+    /** The router's capacity responder: OpenEnv's CAPACITY_REACHED frame, with the router's code beside it. */
+    | { readonly kind: "router-capacity"; readonly worker: string; readonly message: string; readonly data: Record<string, unknown> }
     | { readonly kind: "router-refused"; readonly status: number; readonly body: string; readonly replicaHeader: string };
 
 /** Every client socket a test opened, so after() can close them even when a test fails. */
@@ -68,11 +72,12 @@ function openSession(url: string): Promise<SessionResult> {
         });
         ws.on("open", () => ws.send(JSON.stringify({ type: "reset", data: {} })));
         ws.once("message", (raw) => {
-            const msg = JSON.parse(String(raw)) as { type: string; data: { code?: string; message?: string } };
+            const msg = JSON.parse(String(raw)) as { type: string; data: { code?: string; message?: string; router_code?: string } };
             if (msg.type === "error" && msg.data.code === CAPACITY_REACHED) {
                 ws.close();
                 clients.delete(ws);
-                done({ kind: "stub-rejected", replica, worker, message: msg.data.message ?? "" });
+                if (msg.data.router_code === ROUTER_CAPACITY_CODE) done({ kind: "router-capacity", worker, message: msg.data.message ?? "", data: msg.data });
+                else done({ kind: "stub-rejected", replica, worker, message: msg.data.message ?? "" });
             } else {
                 done({ kind: "open", ws, replica, worker });
             }
@@ -259,23 +264,51 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
         assert.equal(workers.size, 2, `sessions came through workers ${[...workers].join(", ")}`);
     });
 
-    test("session N x k + 1 (and more) gets the router's 503 ROUTER_CAPACITY_REACHED; no replica sees it", { timeout: 30_000 }, async () => {
+    test("session N x k + 1 (and more) gets OpenEnv's CAPACITY_REACHED frame naming env, capacity and fix; no replica sees it", {
+        timeout: 30_000,
+    }, async () => {
         const r = router as LocalRouter;
         const extra = await Promise.all(Array.from({ length: 4 }, () => openSession(r.wsUrl)));
         for (const x of extra) {
-            assert.equal(x.kind, "router-refused", JSON.stringify(x));
-            if (x.kind !== "router-refused") continue;
-            assert.equal(x.status, 503);
-            assert.equal(x.body, routerErrorBodies(settings).capacity);
-            const body = JSON.parse(x.body) as { error: string; code: string };
-            assert.equal(body.code, ROUTER_CAPACITY_CODE);
-            assert.equal(body.error, `env 'echo' is at capacity: ${N * K} sessions across ${N} replicas`);
+            assert.equal(x.kind, "router-capacity", JSON.stringify(x));
+            if (x.kind !== "router-capacity") continue;
+            assert.equal(x.message, capacityMessage(settings));
+            assert.match(x.message, /^env 'echo' is at capacity: all 12 sessions are in use \(3 replicas x 4 sessions per replica\)/);
+            assert.match(x.message, /Fix: raise envs\.echo\.replicas or envs\.echo\.sessionsPerReplica/);
+            assert.equal(x.data.code, CAPACITY_REACHED, "clients matching on OpenEnv's code still match");
+            assert.equal(x.data.max_sessions, N * K);
         }
         for (const s of stubs) {
             assert.equal(s.rejected(), 0, summary(stubs));
             assert.equal(s.active(), K, summary(stubs));
             assert.equal(s.peak(), K, summary(stubs));
         }
+    });
+
+    test("a plain HTTP GET /ws at capacity gets the 503 JSON body", async () => {
+        const res = await fetch((router as LocalRouter).wsUrl.replace(/^ws/, "http"));
+        assert.equal(res.status, 503);
+        assert.equal(res.headers.get("retry-after"), "5");
+        assert.equal(await res.text(), routerErrorBodies(settings).capacity);
+    });
+
+    test("OpenEnv's own client (openenv 0.10.0) raises the message, not a bare HTTP 503", { timeout: 60_000 }, (t) => {
+        const python = lockVenvPython();
+        if (python === undefined) return t.skip(`no trainer-side venv (${LOCK_VENV_HINT})`);
+        const script = [
+            "import sys",
+            "from openenv.core.generic_client import GenericEnvClient",
+            "client = GenericEnvClient(base_url=sys.argv[1]).sync()",
+            "try:",
+            "    client.reset()",
+            "    print('OPENED')",
+            "except Exception as e:",
+            "    print(type(e).__name__ + ': ' + str(e))",
+        ].join("\n");
+        const out = spawnSync(python, ["-c", script, (router as LocalRouter).url], { encoding: "utf8", timeout: 50_000 });
+        assert.equal(out.status, 0, out.stderr);
+        assert.equal(out.stdout.trim(), `RuntimeError: Server error: ${capacityMessage(settings)} (code: CAPACITY_REACHED)`);
+        for (const s of stubs) assert.equal(s.rejected(), 0, summary(stubs));
     });
 
     test("HTTP routes pass through while every session slot is taken", async () => {
@@ -331,15 +364,14 @@ describe("router skips a replica that is down", () => {
         await Promise.all(stubs.map((s) => s.stop()));
     });
 
-    test("sessions go to the live replicas; then the router answers 503 itself", { timeout: 30_000 }, async () => {
+    test("sessions go to the live replicas; then the router's capacity frame", { timeout: 30_000 }, async () => {
         const r = router as LocalRouter;
         const live = stubs.slice(0, 2);
         const results = await Promise.all(Array.from({ length: 2 * K }, () => openSession(r.wsUrl)));
         assert.equal(openOnes(results).length, 2 * K, `${JSON.stringify(results.map((x) => x.kind))}; ${summary(stubs)}`);
         for (const s of live) assert.equal(s.active(), K, summary(stubs));
         const extra = await openSession(r.wsUrl);
-        assert.equal(extra.kind, "router-refused", JSON.stringify(extra));
-        assert.ok(extra.kind === "router-refused" && extra.status === 503);
+        assert.equal(extra.kind, "router-capacity", JSON.stringify(extra));
         assert.ok(
             live.every((s) => s.rejected() === 0),
             summary(stubs),
@@ -350,6 +382,44 @@ describe("router skips a replica that is down", () => {
         await closeAllClients();
         for (const s of stubs) await s.stop();
         const res = await fetch(`${(router as LocalRouter).url}/health`);
+        assert.equal(res.status, 503);
+        assert.equal(((await res.json()) as { code: string }).code, ROUTER_NO_REPLICA_CODE);
+    });
+});
+
+describe("capacity responder down: nginx's own 503 with the capacity body", () => {
+    let stubs: StubEnv[] = [];
+    let router: LocalRouter | undefined;
+    let settings: RouterSettings;
+
+    before(async () => {
+        stubs = await startStubs(1);
+        settings = { envName: "echo", replicas: stubs.map((s) => s.address), sessionsPerReplica: 1, workerProcesses: 1 };
+        router = await startLocalRouter(settings);
+    });
+
+    after(async () => {
+        await closeAllClients();
+        await router?.stop();
+        await Promise.all(stubs.map((s) => s.stop()));
+    });
+
+    test("the full router still refuses, with ROUTER_CAPACITY_REACHED, and ROUTER_NO_REPLICA_AVAILABLE stays distinct", { timeout: 30_000 }, async () => {
+        const r = router as LocalRouter;
+        const first = await openSession(r.wsUrl);
+        assert.equal(first.kind, "open");
+        r.responder?.kill();
+        await new Promise((done) => setTimeout(done, 200));
+        const extra = await openSession(r.wsUrl);
+        assert.equal(extra.kind, "router-refused", JSON.stringify(extra));
+        if (extra.kind === "router-refused") {
+            assert.equal(extra.status, 503);
+            assert.equal(extra.body, routerErrorBodies(settings).capacity);
+        }
+        assert.match(r.errorLog(), /connect\(\) failed/);
+        await closeAllClients();
+        for (const s of stubs) await s.stop();
+        const res = await fetch(`${r.url}/ws`);
         assert.equal(res.status, 503);
         assert.equal(((await res.json()) as { code: string }).code, ROUTER_NO_REPLICA_CODE);
     });

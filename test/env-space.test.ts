@@ -7,6 +7,8 @@ import { describe, test, before } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { CATALOG_NAMES, COLOCATE_WS_PING, ENV_CATALOG, OPENENV_UPSTREAM, tagCheckCommand, UVICORN_WS_PING } from "../components/config/catalog";
 import { ConfigError } from "../components/config/parse";
 import { configProblems, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
@@ -415,7 +417,46 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(dep.spec.strategy, { type: "Recreate" });
             assert.deepEqual(dep.spec.selector.matchLabels, labels);
             assert.deepEqual(dep.spec.template.metadata.labels, labels);
-            assert.equal(dep.spec.template.metadata.annotations["agentrl.dev/config-checksum"], sha256(configText));
+            const data = single(b.update.resources, T.configMap).inputs.data;
+            assert.equal(
+                dep.spec.template.metadata.annotations["agentrl.dev/config-checksum"],
+                sha256(configText + data["responder.json"] + data["capacity_responder.py"]),
+                "nginx.conf, the responder's config and its script all roll the router",
+            );
+        });
+
+        test("capacity responder: a second router container in the env's image on loopback, hardened like nginx, files from the ConfigMap", () => {
+            const { pod } = routerDeployment();
+            const data = single(b.update.resources, T.configMap).inputs.data;
+            assert.deepEqual(
+                pod.containers.map((c: any) => c.name),
+                ["router", "capacity-responder"],
+            );
+            const rc = pod.containers[1];
+            assert.equal(rc.image, d.replicas.image);
+            assert.deepEqual(rc.command, [
+                "python3",
+                "-I",
+                "-B",
+                "/etc/env-router/capacity_responder.py",
+                "--listen",
+                "127.0.0.1:8081",
+                "--config",
+                "/etc/env-router/responder.json",
+            ]);
+            assert.deepEqual(rc.securityContext, pod.containers[0].securityContext, "non-root uid 101, read-only root, no capabilities");
+            assert.equal(rc.securityContext.readOnlyRootFilesystem, true);
+            assert.equal(rc.ports, undefined, "nothing exposed: nginx reaches it on the pod's loopback");
+            assert.equal(data["capacity_responder.py"], fs.readFileSync(path.join(__dirname, "..", "components", "env", "capacity_responder.py"), "utf8"));
+            const frame = JSON.parse(data["responder.json"]).ws_frame;
+            assert.equal(frame.data.code, "CAPACITY_REACHED");
+            assert.match(
+                frame.data.message,
+                new RegExp(
+                    `env '${expected.env}' is at capacity: all ${d.capacity.sessions} sessions are in use .*the plan expects at most ${expected.demand} at once`,
+                ),
+            );
+            assert.match(d.router.configText, /proxy_pass http:\/\/127\.0\.0\.1:8081;/);
         });
 
         test("router container: unprivileged nginx running routerCommand, probes on the router's own route", () => {
@@ -525,7 +566,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
         /** The replica containers (every container but the router). */
         const replicaContainers = () => {
             const n = b.names.envs[expected.env]!;
-            return ofType(b.update.resources, T.container).filter((c) => c.inputs.name !== n.routerService);
+            return ofType(b.update.resources, T.container).filter((c) => c.inputs.name !== n.routerService && c.inputs.name !== `${n.routerService}-responder`);
         };
         const routerContainer = () => {
             const n = b.names.envs[expected.env]!;
@@ -535,7 +576,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
         test("one container per replica, named <replicas>-<i>, beside the router", () => {
             const n = b.names.envs[expected.env]!;
             const containers = ofType(b.update.resources, T.container);
-            assert.equal(containers.length, expected.replicas + 1);
+            assert.equal(containers.length, expected.replicas + 2, "the replicas, the router and its capacity responder");
             assert.deepEqual(
                 replicaContainers().map((c) => c.inputs.name),
                 Array.from({ length: expected.replicas }, (_, i) => `${n.replicas}-${i}`),
@@ -593,7 +634,21 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assertRouterConfig(router.uploads[0].content, d, "127.0.0.11");
             assert.ok(d.router.settings.replicas.every((a, i) => a === `${n.replicas}-${i}:8000`));
             const checksum = router.labels.find((l: any) => l.label === "agentrl.dev/config-checksum").value;
-            assert.equal(checksum, sha256(router.uploads[0].content));
+            assert.equal(checksum, sha256(router.uploads[0].content + d.router.responder.configText + d.router.responder.scriptText));
+        });
+
+        test("capacity responder: in the router's network namespace, the env's image, uid 101, its script and config uploaded", () => {
+            const n = b.names.envs[expected.env]!;
+            const rc = ofType(b.update.resources, T.container).find((c) => c.inputs.name === `${n.routerService}-responder`)!.inputs;
+            assert.match(String(rc.networkMode), /^container:/);
+            assert.equal(rc.networksAdvanced, undefined);
+            assert.equal(rc.user, "101:101");
+            assert.deepEqual(rc.capabilities, { drops: ["ALL"] });
+            assert.deepEqual(
+                rc.uploads.map((u: any) => u.file),
+                ["/etc/env-router/capacity_responder.py", "/etc/env-router/responder.json"],
+            );
+            assert.deepEqual(rc.entrypoints, [...d.router.responder.command]);
         });
 
         test("router process: routerCommand as uid 101 with a tmpfs run dir, restarted unless stopped, a health check, nothing published", () => {
@@ -639,7 +694,7 @@ describe("resource count", () => {
     test("Docker: one container per replica plus the router (inherent: Docker has no Service)", async () => {
         const c = config("wordle-whitebox", "docker", { envs: { wordle: { catalog: "textarena", replicas: 3, sessionsPerReplica: 16 } } });
         const b = await build(c, "wordle");
-        assert.equal(ofType(b.update.resources, T.container).length, 4);
+        assert.equal(ofType(b.update.resources, T.container).length, 5);
     });
 });
 

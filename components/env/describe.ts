@@ -22,9 +22,12 @@ import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 import { ENV_CATALOG, NON_ROOT_UID, WS_PING_ENV_VARS, type CatalogEntry, type IdleReaper, type WsPing } from "../config/catalog";
+import { capacityResponderScript, RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE, responderCommand } from "./responder";
 import {
+    CAPACITY_RESPONDER_ADDRESS,
     NGINX_MIN_VERSION_FOR_RESOLVE,
     ROUTER_HEALTH_PATH,
+    renderResponderConfig,
     renderRouterConfig,
     resolveRouterSettings,
     routerCommand,
@@ -237,6 +240,30 @@ export interface EnvRouterDescription {
     readonly affinityTimeoutSeconds: number;
     /** THE pod labels and selector of the routers: podLabels("env-router", <Deployment>). */
     readonly podLabels: Readonly<Record<string, string>>;
+    /** The capacity responder beside nginx (capacity_responder.py; ROUTER.md). */
+    readonly responder: CapacityResponderDescription;
+}
+
+/**
+ * The capacity responder: a second container in the router pod (Kubernetes) / a container in the
+ * router container's network namespace (Docker), listening on loopback only. It runs in the env's
+ * own image (every OpenEnv server image has python3; the script is stdlib-only), non-root, as the
+ * router's uid, with the script and its config from the router's ConfigMap / uploads.
+ */
+export interface CapacityResponderDescription {
+    readonly image: string;
+    readonly imagePullPolicy: "IfNotPresent" | "Always";
+    /** `127.0.0.1:<port>` (CAPACITY_RESPONDER_ADDRESS), what nginx proxies to. */
+    readonly listen: string;
+    readonly command: readonly string[];
+    /** The script (capacity_responder.py) and its config (renderResponderConfig), beside nginx.conf in configDir. */
+    readonly scriptFile: string;
+    readonly scriptText: string;
+    readonly configFile: string;
+    readonly configText: string;
+    /** Requests = limits. */
+    readonly cpu: string;
+    readonly memory: string;
 }
 
 /** The trainer pods a router admits (Kubernetes NetworkPolicy). */
@@ -488,11 +515,17 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
         listenPort: port,
         runDir: ROUTER_RUN_DIR,
         resolver: target === "kubernetes" ? KUBERNETES_RESOLVER : DOCKER_RESOLVER,
+        capacityResponder: CAPACITY_RESPONDER_ADDRESS,
+        demand: config.demand.envSessions,
     };
     problems.push(...validateRouterSettings(settings).map((p) => `${f} router: ${p}`));
     if (problems.length > 0) throw new ConfigError(problems);
 
     const configText = renderRouterConfig(settings);
+    const responderConfigText = renderResponderConfig(settings);
+    const responderScript = capacityResponderScript();
+    const responderScriptFile = `${ROUTER_CONFIG_DIR}/${RESPONDER_SCRIPT_FILE}`;
+    const responderConfigFile = `${ROUTER_CONFIG_DIR}/${RESPONDER_CONFIG_FILE}`;
     const health = (periodSeconds: number, timeoutSeconds: number, failureThreshold: number): EnvProbe => ({
         path: env.healthPath,
         port,
@@ -557,7 +590,8 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
             replicas: ROUTER_REPLICAS,
             settings,
             configText,
-            configChecksum: createHash("sha256").update(configText).digest("hex"),
+            // Any of the three files changed replaces the router (never reloaded in place).
+            configChecksum: createHash("sha256").update(configText).update(responderConfigText).update(responderScript).digest("hex"),
             configDir: ROUTER_CONFIG_DIR,
             configFile: ROUTER_CONFIG_FILE,
             runDir: resolveRouterSettings(settings).runDir,
@@ -578,6 +612,18 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
             },
             affinityTimeoutSeconds: ROUTER_AFFINITY_SECONDS,
             podLabels: podLabels("env-router", n.router),
+            responder: {
+                image: env.image,
+                imagePullPolicy: imagePullPolicy(env.image),
+                listen: CAPACITY_RESPONDER_ADDRESS,
+                command: responderCommand({ scriptPath: responderScriptFile, configPath: responderConfigFile, listen: CAPACITY_RESPONDER_ADDRESS }),
+                scriptFile: responderScriptFile,
+                scriptText: responderScript,
+                configFile: responderConfigFile,
+                configText: responderConfigText,
+                cpu: "100m",
+                memory: "64Mi",
+            },
         },
         trainer: {
             namespace: names.namespaces.training,

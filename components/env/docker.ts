@@ -34,6 +34,8 @@ export interface DockerEnvResources {
     readonly network: docker.Network;
     readonly replicas: docker.Container[];
     readonly router: docker.Container;
+    /** The capacity responder, in the router container's network namespace. */
+    readonly responder: docker.Container;
 }
 
 /** A replica's health check: python3 is in every OpenEnv image (FastAPI server); curl is not guaranteed. */
@@ -161,7 +163,38 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
         },
         { ...child, deleteBeforeReplace: true },
     );
-    return { network, replicas, router };
+    // nginx reaches it on the router's loopback (127.0.0.1:8081), so it shares the router's network
+    // namespace: a recreated router replaces it too (networkMode changes with the router's id).
+    // A router that merely restarts keeps its namespace. The env's image for python3.
+    const rs = rt.responder;
+    const responder = new docker.Container(
+        `${name}-capacity-responder`,
+        {
+            name: `${rt.service}-responder`,
+            image: replicaImage.imageId,
+            entrypoints: [...rs.command],
+            user: `${sec.runAsUser}:${sec.runAsGroup}`,
+            networkMode: router.id.apply((id) => `container:${id}`),
+            // Not read-only for the same reason as the router: uploads need a writable root (the script writes nothing).
+            readOnly: false,
+            uploads: [
+                { file: rs.scriptFile, content: rs.scriptText, permissions: "0444" },
+                { file: rs.configFile, content: rs.configText, permissions: "0444" },
+            ],
+            labels: [
+                { label: "app.kubernetes.io/component", value: "env" },
+                { label: ROUTER_CHECKSUM_ANNOTATION, value: rt.configChecksum },
+            ],
+            cpus: dockerCpus(rs.cpu),
+            memory: dockerMemoryMiB(rs.memory),
+            memorySwap: dockerMemoryMiB(rs.memory),
+            restart: "unless-stopped",
+            destroyGraceSeconds: 5,
+            ...HARDENING,
+        },
+        { ...child, deleteBeforeReplace: true },
+    );
+    return { network, replicas, router, responder };
 }
 
 export { dockerCpus, dockerMemoryMiB };

@@ -11,6 +11,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
+import { RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE } from "./responder";
 import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
 import { clusterDnsEgress, hardenedServicePod, NAMESPACE_NAME_LABEL, publicInternetEgress, restrictedContainerSecurity } from "../shared/kubernetes";
 
@@ -131,6 +132,17 @@ export function routerPodSpec(d: DeployedEnvDescription): k8s.types.input.core.v
                     { name: "config", mountPath: r.configDir, readOnly: true },
                     { name: "run", mountPath: r.runDir },
                 ],
+            },
+            {
+                // At capacity nginx proxies WS /ws here (loopback): OpenEnv's CAPACITY_REACHED frame with the fix (ROUTER.md).
+                // The env's own image for python3; same uid and hardening as nginx, nothing writable.
+                name: "capacity-responder",
+                image: r.responder.image,
+                imagePullPolicy: r.responder.imagePullPolicy,
+                command: [...r.responder.command],
+                resources: { requests: { cpu: r.responder.cpu, memory: r.responder.memory }, limits: { cpu: r.responder.cpu, memory: r.responder.memory } },
+                securityContext: restrictedContainerSecurity(sec),
+                volumeMounts: [{ name: "config", mountPath: r.configDir, readOnly: true }],
             },
         ],
         volumes: [
@@ -267,7 +279,14 @@ export function registerKubernetesEnvSpace(name: string, args: KubernetesEnvArgs
 
     const config = new k8s.core.v1.ConfigMap(
         `${name}-router-config`,
-        { metadata: meta(d.names.routerConfig), data: { "nginx.conf": d.router.configText } },
+        {
+            metadata: meta(d.names.routerConfig),
+            data: {
+                "nginx.conf": d.router.configText,
+                [RESPONDER_SCRIPT_FILE]: d.router.responder.scriptText,
+                [RESPONDER_CONFIG_FILE]: d.router.responder.configText,
+            },
+        },
         child,
     );
     // The router needs neither the replicas nor their DNS names to start (`resolve` tolerates missing names).

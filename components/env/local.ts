@@ -11,15 +11,17 @@ import * as path from "node:path";
 import {
     NGINX_MIN_VERSION_FOR_RESOLVE,
     ROUTER_HEALTH_PATH,
+    renderResponderConfig,
     renderRouterConfig,
     splitHostPort,
     validateRouterSettings,
     versionAtLeast,
     type RouterSettings,
 } from "./router";
+import { CAPACITY_RESPONDER_SCRIPT_PATH, responderCommand } from "./responder";
 
 /** Router settings for a local run; address, run dir and log files are chosen here. */
-export type LocalRouterSettings = Omit<RouterSettings, "listenAddress" | "listenPort" | "runDir" | "logToFiles"> & {
+export type LocalRouterSettings = Omit<RouterSettings, "listenAddress" | "listenPort" | "runDir" | "logToFiles" | "capacityResponder"> & {
     /** Port on 127.0.0.1; a free one is picked when unset. @default undefined */
     readonly listenPort?: number;
     /** nginx binary. @default process.env.NGINX_BIN ?? "/usr/sbin/nginx", then PATH */
@@ -28,6 +30,10 @@ export type LocalRouterSettings = Omit<RouterSettings, "listenAddress" | "listen
     readonly transformConfig?: (configText: string) => string;
     /** How long to wait for the router to answer, milliseconds. @default 10000 */
     readonly startTimeoutMs?: number;
+    /** Run the capacity responder (capacity_responder.py) beside nginx, as deployed. @default true */
+    readonly withCapacityResponder?: boolean;
+    /** Python for the responder. @default "python3" */
+    readonly pythonBinary?: string;
 };
 
 /** A running local router. */
@@ -46,6 +52,8 @@ export interface LocalRouter {
     readonly nginxVersion: string;
     /** Master pid. */
     readonly pid: number;
+    /** The capacity responder's process (undefined when capacityResponder is false). */
+    readonly responder?: { readonly pid: number; readonly address: string; output(): string; kill(): void };
     /** Current worker pids (children of the master). */
     workerPids(): number[];
     /** Contents of error.log so far. */
@@ -195,6 +203,65 @@ async function stopProcess(child: ChildProcess, workers: readonly number[]): Pro
     if (alive.length > 0) throw new Error(`nginx processes still running after stop: ${alive.join(", ")}`);
 }
 
+interface LocalResponder {
+    readonly pid: number;
+    readonly address: string;
+    output(): string;
+    kill(): void;
+    stop(): Promise<void>;
+}
+
+/** Starts capacity_responder.py on a free 127.0.0.1 port with its rendered config and waits for its health route. */
+async function startResponder(
+    s: Omit<RouterSettings, "listenAddress">,
+    runDir: string,
+    python: string | undefined,
+    timeoutMs: number,
+): Promise<LocalResponder> {
+    const port = await freePort();
+    const address = `127.0.0.1:${port}`;
+    const configPath = path.join(runDir, "responder.json");
+    fs.writeFileSync(configPath, renderResponderConfig(s));
+    const [bin = "python3", ...argv] = responderCommand({ python, scriptPath: CAPACITY_RESPONDER_SCRIPT_PATH, configPath, listen: address });
+    const child = spawn(bin, argv, { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+        if (child.exitCode !== null) throw new Error(`capacity responder exited (${child.exitCode}) before answering:\n${output}`);
+        const failed = await Promise.race([spawnError, sleep(0).then(() => undefined)]);
+        if (failed !== undefined) throw new Error(`capacity responder could not start (${bin}): ${failed.message}; install python3 or set pythonBinary`);
+        try {
+            const res = await fetch(`http://${address}/responder/health`, { signal: AbortSignal.timeout(1000) });
+            await res.text();
+            if (res.status === 200) break;
+        } catch {
+            // Not listening yet.
+        }
+        if (Date.now() > deadline) {
+            child.kill("SIGKILL");
+            throw new Error(`capacity responder did not answer on ${address} within ${timeoutMs} ms:\n${output}`);
+        }
+        await sleep(50);
+    }
+    const exited = new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
+    return {
+        pid: child.pid ?? 0,
+        address,
+        output: () => output,
+        kill: () => child.kill("SIGKILL"),
+        stop: async () => {
+            child.kill("SIGTERM");
+            if (!(await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]))) {
+                child.kill("SIGKILL");
+                await exited;
+            }
+        },
+    };
+}
+
 /** Renders the router config, checks it with `nginx -t`, runs nginx on 127.0.0.1 and waits until it answers. */
 export async function startLocalRouter(settings: LocalRouterSettings): Promise<LocalRouter> {
     const binary = findNginx(settings.nginxBinary);
@@ -224,8 +291,16 @@ export async function startLocalRouter(settings: LocalRouterSettings): Promise<L
 }
 
 async function startIn(settings: LocalRouterSettings, binary: string, version: string, port: number, runDir: string): Promise<LocalRouter> {
-    const { nginxBinary: _b, transformConfig, startTimeoutMs, listenPort: _p, ...routerFields } = settings;
-    const routerSettings: RouterSettings = { ...routerFields, listenAddress: "127.0.0.1", listenPort: port, runDir, logToFiles: true };
+    const { nginxBinary: _b, transformConfig, startTimeoutMs, listenPort: _p, withCapacityResponder, pythonBinary, ...routerFields } = settings;
+    const responder = withCapacityResponder === false ? undefined : await startResponder(routerFields, runDir, pythonBinary, startTimeoutMs ?? 10_000);
+    const routerSettings: RouterSettings = {
+        ...routerFields,
+        listenAddress: "127.0.0.1",
+        listenPort: port,
+        runDir,
+        logToFiles: true,
+        capacityResponder: responder?.address,
+    };
     const problems = validateRouterSettings(routerSettings);
     if (problems.length > 0) throw new Error(`invalid router settings:\n- ${problems.join("\n- ")}`);
     const rendered = renderRouterConfig(routerSettings);
@@ -237,6 +312,7 @@ async function startIn(settings: LocalRouterSettings, binary: string, version: s
 
     const check = spawnSync(binary, ["-t", ...args], { encoding: "utf8", timeout: 15_000 });
     if (check.status !== 0) {
+        responder?.kill();
         throw new Error(`nginx -t rejected the router config (${check.status ?? check.error?.message}):\n${check.stderr}${check.stdout}`);
     }
 
@@ -251,6 +327,7 @@ async function startIn(settings: LocalRouterSettings, binary: string, version: s
         await waitForRouter(url, child, startTimeoutMs ?? 10_000, logs);
     } catch (e) {
         await stopProcess(child, child.pid !== undefined ? childrenOf(child.pid) : []).catch(() => undefined);
+        responder?.kill();
         throw e;
     }
     const pid = child.pid ?? 0;
@@ -265,6 +342,7 @@ async function startIn(settings: LocalRouterSettings, binary: string, version: s
         runDir,
         nginxVersion: version,
         pid,
+        responder: responder && { pid: responder.pid, address: responder.address, output: responder.output, kill: responder.kill },
         workerPids: () => {
             const now = childrenOf(pid);
             workersSeen = [...new Set([...workersSeen, ...now])];
@@ -277,6 +355,7 @@ async function startIn(settings: LocalRouterSettings, binary: string, version: s
                 const workers = [...new Set([...workersSeen, ...childrenOf(pid)])];
                 try {
                     await stopProcess(child, workers);
+                    await responder?.stop();
                 } finally {
                     fs.rmSync(runDir, { recursive: true, force: true });
                 }

@@ -6,7 +6,9 @@
  * so replicas×k == demand still overfills some replicas. This router sends each `WS /ws` to the
  * replica with the fewest open sessions (`least_conn`), never more than k per replica
  * (`max_conns=k`, counted in a shared-memory `zone` so the cap holds across nginx workers),
- * and when every replica is full answers HTTP 503 itself with ROUTER_CAPACITY_REACHED.
+ * and when every replica is full hands the session to the capacity responder
+ * (capacity_responder.py: OpenEnv's CAPACITY_REACHED frame naming env, capacity and fix), or
+ * without one answers HTTP 503 itself with ROUTER_CAPACITY_REACHED.
  * See ROUTER.md for the capacity math, the multi-router analysis and the DNS decision.
  *
  * Pure functions only: no Pulumi, no I/O.
@@ -42,10 +44,22 @@ export interface RouterSettings {
     readonly resolver?: string;
     /** How long a resolved replica address is trusted when `resolver` is set, seconds. @default 10 */
     readonly resolverValidSeconds?: number;
+    /**
+     * `host:port` of the capacity responder (capacity_responder.py) beside nginx: at capacity `WS /ws`
+     * is proxied there, which completes the upgrade and sends OpenEnv's CAPACITY_REACHED error frame
+     * with the message below; unset: nginx answers the upgrade with its own 503. @default undefined
+     */
+    readonly capacityResponder?: string;
+    /** Sessions training is planned to hold at once, named in the capacity message. @default undefined */
+    readonly demand?: number;
 }
 
 /** RouterSettings with every default filled in. */
-export type ResolvedRouterSettings = Required<Omit<RouterSettings, "resolver">> & { readonly resolver: string | undefined };
+export type ResolvedRouterSettings = Required<Omit<RouterSettings, "resolver" | "capacityResponder" | "demand">> & {
+    readonly resolver: string | undefined;
+    readonly capacityResponder: string | undefined;
+    readonly demand: number | undefined;
+};
 
 /** Port OpenEnv servers listen on; the router takes the same one. */
 export const ROUTER_DEFAULT_PORT = 8000;
@@ -59,6 +73,11 @@ export const ROUTER_CAPACITY_CODE = "ROUTER_CAPACITY_REACHED";
 export const ROUTER_NO_REPLICA_CODE = "ROUTER_NO_REPLICA_AVAILABLE";
 /** Response header naming the replica (`host:port`) a request or session was sent to. */
 export const ROUTER_REPLICA_HEADER = "X-Env-Replica";
+
+/** The code OpenEnv's own servers send at capacity; the responder's frame carries it so clients matching on it still do. */
+export const OPENENV_CAPACITY_CODE = "CAPACITY_REACHED";
+/** Where the capacity responder listens beside nginx (loopback of the router pod / container). */
+export const CAPACITY_RESPONDER_ADDRESS = "127.0.0.1:8081";
 
 /** Upstream names; one env per nginx.conf, so fixed names are unique. */
 const SESSIONS_UPSTREAM = "env_sessions";
@@ -81,6 +100,8 @@ export function resolveRouterSettings(s: RouterSettings): ResolvedRouterSettings
         workerProcesses: s.workerProcesses ?? 2,
         resolver: s.resolver,
         resolverValidSeconds: s.resolverValidSeconds ?? 10,
+        capacityResponder: s.capacityResponder,
+        demand: s.demand,
     };
 }
 
@@ -183,6 +204,17 @@ export function validateRouterSettings(s: RouterSettings): string[] {
     if (s.workerProcesses !== undefined && s.workerProcesses !== "auto" && !(isPositiveInt(s.workerProcesses) && s.workerProcesses <= 64)) {
         problems.push(`workerProcesses ${String(s.workerProcesses)} must be "auto" or a whole number in 1-64 (default 2)`);
     }
+    if (s.capacityResponder !== undefined) {
+        const hp = splitHostPort(s.capacityResponder);
+        if (hp === undefined || !IPV4.test(hp.host) || !isPort(hp.port) || hp.port === (s.listenPort ?? ROUTER_DEFAULT_PORT)) {
+            problems.push(
+                `capacityResponder "${s.capacityResponder}" must be an IPv4 host:port other than the router's own port (default ${CAPACITY_RESPONDER_ADDRESS}, loopback beside nginx)`,
+            );
+        }
+    }
+    if (s.demand !== undefined && !(Number.isInteger(s.demand) && s.demand >= 0)) {
+        problems.push(`demand ${String(s.demand)} must be a whole number of sessions >= 0 (the sessions training holds at once)`);
+    }
     if (s.resolver !== undefined) {
         const parts = s.resolver.trim().split(/\s+/);
         if (s.resolver.trim() === "" || parts.some((p) => NGINX_UNSAFE.test(p))) {
@@ -219,6 +251,83 @@ export function routerErrorBodies(s: Pick<RouterSettings, "envName" | "replicas"
             replicas,
         }),
     };
+}
+
+/**
+ * The message a trainer reads when every replica is full: the env, its capacity (replicas x
+ * sessions per replica), the planned demand when known, and the fix (config field names).
+ */
+export function capacityMessage(s: Pick<RouterSettings, "envName" | "replicas" | "sessionsPerReplica" | "demand">): string {
+    const replicas = s.replicas.length;
+    const sessions = replicas * s.sessionsPerReplica;
+    const planned = s.demand !== undefined ? `; the plan expects at most ${s.demand} at once` : "";
+    return (
+        `env '${s.envName}' is at capacity: all ${sessions} sessions are in use (${replicas} replicas x ${s.sessionsPerReplica} sessions per replica)${planned}, so this session was refused by the env router. ` +
+        `Training holds more sessions at once than the env serves (a larger batch or eval batch, a second trainer, or sessions of a crashed client not yet freed by the server's ping). ` +
+        `Fix: raise envs.${s.envName}.replicas or envs.${s.envName}.sessionsPerReplica so that replicas x sessionsPerReplica covers the demand plus headroom, or lower the batch.`
+    );
+}
+
+/** The capacity responder's config (capacity_responder.py --config): OpenEnv's error frame and the HTTP 503 body. */
+export function renderResponderConfig(s: Pick<RouterSettings, "envName" | "replicas" | "sessionsPerReplica" | "demand">): string {
+    const replicas = s.replicas.length;
+    const sessions = replicas * s.sessionsPerReplica;
+    const data = {
+        message: capacityMessage(s),
+        code: OPENENV_CAPACITY_CODE,
+        router_code: ROUTER_CAPACITY_CODE,
+        env: s.envName,
+        replicas,
+        sessions_per_replica: s.sessionsPerReplica,
+        // OpenEnv's own fields (SessionCapacityError), so clients reading them see the env-wide numbers.
+        active_sessions: sessions,
+        max_sessions: sessions,
+        ...(s.demand !== undefined ? { demand: s.demand } : {}),
+    };
+    return `${JSON.stringify({ env: s.envName, ws_frame: { type: "error", data }, http_body: routerErrorBodies(s).capacity }, null, 2)}\n`;
+}
+
+/** The nginx lines of `@sessions_unavailable`: nginx's own 503s, or the responder at capacity. */
+function sessionsUnavailable(s: ResolvedRouterSettings, bodies: { capacity: string; noReplica: string }): string {
+    const headers = [
+        "            add_header Retry-After 5 always;",
+        `            add_header ${ROUTER_REPLICA_HEADER} $upstream_addr always;`,
+        "            add_header X-Env-Router-Worker $pid always;",
+    ].join("\n");
+    if (s.capacityResponder === undefined) {
+        return `        location @sessions_unavailable {
+${headers}
+            if ($env_router_at_capacity) {
+                return 503 ${q(bodies.capacity)};
+            }
+            return 503 ${q(bodies.noReplica)};
+        }`;
+    }
+    return `        location @sessions_unavailable {
+${headers}
+            if ($env_router_at_capacity = 0) {
+                return 503 ${q(bodies.noReplica)};
+            }
+            # Every replica is full: the responder completes the upgrade and sends OpenEnv's
+            # CAPACITY_REACHED frame with the env, its capacity and the fix (a refused upgrade
+            # reaches OpenEnv's client as a bare "HTTP 503"). Plain HTTP gets the 503 body there.
+            proxy_pass http://${s.capacityResponder};
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_set_header Host $host;
+            proxy_buffering off;
+            proxy_connect_timeout 2s;
+            proxy_read_timeout 15s;
+            proxy_send_timeout 15s;
+            # The responder down or over its bound: nginx's own 503 with the same body.
+            error_page 502 504 = @sessions_full;
+        }
+
+        location @sessions_full {
+${headers}
+            return 503 ${q(bodies.capacity)};
+        }`;
 }
 
 /** Full nginx.conf for one env's router; throws if the settings do not validate. */
@@ -339,18 +448,10 @@ ${proxyCommon.replace(/^ {8}/gm, "            ")}
             proxy_next_upstream error timeout;
             proxy_next_upstream_tries ${replicaCount};
             # Only nginx's own 502/504 land here (proxy_intercept_errors is off).
-            error_page 502 504 = @sessions_unavailable;
+            error_page 502 504 = @sessions_unavailable;${s.capacityResponder !== undefined ? "\n            # Lets @sessions_unavailable fall back to @sessions_full when the responder is down (nginx decides this here, at the first redirect).\n            recursive_error_pages on;" : ""}
         }
 
-        location @sessions_unavailable {
-            add_header Retry-After 5 always;
-            add_header ${ROUTER_REPLICA_HEADER} $upstream_addr always;
-            add_header X-Env-Router-Worker $pid always;
-            if ($env_router_at_capacity) {
-                return 503 ${q(bodies.capacity)};
-            }
-            return 503 ${q(bodies.noReplica)};
-        }
+${sessionsUnavailable(s, bodies)}
 
         location / {
             proxy_pass http://${HTTP_UPSTREAM};
