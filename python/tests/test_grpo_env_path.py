@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, free_port, stop_process, wait_http
+from conftest import REPO, alive, free_port, stop_process, wait_http
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
@@ -102,6 +102,7 @@ def stack_env(**args):
         stderr=subprocess.PIPE,
         text=True,
     )
+    facts: dict = {}
     try:
         facts = _read_ready(proc, "router_up.ts")
         yield facts
@@ -112,8 +113,8 @@ def stack_env(**args):
             proc.wait(30)
         except subprocess.TimeoutExpired:
             stop_process(proc)
-        if "pid" in locals().get("facts", {}):
-            assert not Path(f"/proc/{facts['pid']}").exists() or "Z" in Path(f"/proc/{facts['pid']}/stat").read_text(), "nginx outlived router_up"
+    if "pid" in facts:
+        assert not alive(facts["pid"]), f"nginx {facts['pid']} outlived router_up.ts"
 
 
 class Replica:
