@@ -3,7 +3,8 @@
 // applies its cluster stack's outputs, checks it against what its last up made, builds the
 // Platform and exports its outputs.
 import { ClusterBase } from "./components/cluster";
-import { loadClusterConfig, loadPlatformConfig, toRunError } from "./components/config";
+import * as pulumi from "@pulumi/pulumi";
+import { ALLOW_EXAMPLE_IMAGES_ENV, ConfigError, exampleImageProblems, loadClusterConfig, loadPlatformConfig, toRunError } from "./components/config";
 import { preflightStep } from "./scripts/lib/preflight/run";
 import { checkAgainstPrevious, clusterProvider, Platform, resolvePlatform, targetProvider, withClusterStack } from "./components/platform";
 
@@ -18,6 +19,12 @@ export = async () => {
     try {
         const config = await withClusterStack("agentrl", written);
         plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined });
+        // A real up never deploys the README's example registry (plan.md and previews only warn);
+        // the engine tests' harness, whose simulated pods pull nothing, sets the variable.
+        if (!pulumi.runtime.isDryRun() && process.env[ALLOW_EXAMPLE_IMAGES_ENV] !== "1") {
+            const refused = exampleImageProblems(config);
+            if (refused.length > 0) throw new ConfigError(refused);
+        }
         await preflightStep(config, plan);
         await checkAgainstPrevious("agentrl", config, plan.names);
     } catch (e) {

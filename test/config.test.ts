@@ -31,7 +31,10 @@ describe("config: recipes", () => {
         assert.equal(c.demand.generationBatch, 16);
         assert.equal(c.demand.promptsPerGeneration, 4);
         assert.equal(c.training.datasetSize, 170);
-        assert.equal(c.training.maxSteps, 42);
+        // The script has no step flag: one epoch over 170 problems at 4 prompts per step is its 42 steps.
+        assert.equal(c.training.program, "train_coding_whitebox_eval");
+        assert.equal(c.training.maxSteps, undefined);
+        assert.equal(Math.floor(c.training.datasetSize / c.demand.promptsPerGeneration), 42);
         assert.equal(c.training.evalSize, 64);
         const coding = c.envs.find((e) => e.name === "coding")!;
         assert.equal(coding.sessionsPerReplica, 1, "coding_env serves one session per process");
@@ -122,7 +125,12 @@ describe("config: every validation message names the field and the fix", () => {
         },
         {
             what: "env capacity below the eval batch",
-            raw: withOverride({ recipe: "wordle-whitebox", training: { evalSize: 50, perDeviceEvalBatchSize: 64 }, envs: { wordle: { replicas: 5 } } }),
+            raw: withOverride({
+                recipe: "wordle-whitebox",
+                // The seeds' Wordle script takes no eval flags: a custom script that evaluates.
+                training: { program: "custom", command: ["python", "/app/train.py"], evalSize: 50, perDeviceEvalBatchSize: 64 },
+                envs: { wordle: { replicas: 5 } },
+            }),
             expect: [
                 /^envs\.wordle\.replicas: 5 replicas x 8 sessions = 40, but training opens 64 sessions at once \(the eval batch \(64\)\) plus 1 spare replica\(s\) of headroom = 72: raise replicas to 9/,
             ],
@@ -224,7 +232,7 @@ describe("config: every validation message names the field and the fix", () => {
             stack: "prod",
             expect: [
                 /^images\.trainer: prod stacks pin every image by digest/,
-                /^images\.vllm: prod stacks pin every image by digest, got 'vllm\/vllm-openai:v0\.31\.0'/,
+                /^images\.vllm: prod stacks pin every image by digest, got 'vllm\/vllm-openai:v0\.29\.0'/,
                 /^images\.nginx: prod stacks pin every image by digest/,
                 /^sandboxes\.image: prod stacks pin every image by digest/,
                 /^model\.revision: prod stacks pin the model revision, got 'main'/,
@@ -287,7 +295,9 @@ describe("config: every validation message names the field and the fix", () => {
                 model: { name: "Qwen/Qwen3-1.7B" },
                 training: { layout: "whitebox-colocate", gpusOnNode: 1, datasetSize: 10, numGenerations: 4 },
             },
-            expect: [/^training\.command: required: the command that starts the training script baked into the trainer image/],
+            expect: [
+                /^training\.command: required with program 'custom': the command that starts your training script baked into the trainer image, e\.g\. \[python, \/app\/train\.py\]; or set training\.program to one of train_coding_whitebox_eval, /,
+            ],
         },
         {
             what: "a misspelt field",
@@ -408,7 +418,7 @@ describe("config: the images no default can stand for", () => {
 
     test("images.trainer is required, and the message says what it must hold for the layout", () => {
         assert.deepEqual(exactProblems({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } }), [
-            "images.trainer: required: the image with TRL 1.16 and your training script (training.command: python /app/train_coding_whitebox_eval.py), with vLLM (TRL's [vllm] extra: vllm 0.22 to 0.31); no public image holds your script: build one FROM ghcr.io/huggingface/trl, push it and set images.trainer (pinned by digest in prod)",
+            "images.trainer: required: the image holding /app/train_coding_whitebox_eval.py (train_coding_whitebox_eval.py (huggingface:sergiopaniego/rl-envs-youtube-livestream-4-scripts @ main (read 2026-12-01; the index gave no commit))) with TRL 1.16, with vLLM (TRL 1.16 takes 0.22 to 0.31; 0.29 at most beside openenv 0.10): build trainer/whitebox/Dockerfile (trainer/README.md), push it and set images.trainer (pinned by digest in prod)",
         ]);
         const k8s = exactProblems({
             recipe: "opencode-blackbox",
@@ -417,7 +427,7 @@ describe("config: the images no default can stand for", () => {
             sandboxes: { image: "x/sandbox:1" },
         });
         assert.equal(k8s.length, 1);
-        assert.match(k8s[0]!, /and vllm 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\)/);
+        assert.match(k8s[0]!, /and vLLM 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\): build trainer\/blackbox\/Dockerfile/);
         const docker = exactProblems({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } });
         assert.doesNotMatch(docker[0]!, /vllm/, "on Docker vLLM runs from images.vllm");
     });

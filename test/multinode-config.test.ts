@@ -24,7 +24,9 @@ const serverBase = {
         gradientAccumulationSteps: 2,
         numGenerations: 8,
         datasetSize: 170,
-        command: ["python", "/app/train_coding_whitebox.py"],
+        // Your own script (TrlParser flags): the seeds' scripts are one-GPU programs.
+        program: "custom",
+        command: ["python", "/app/train_grpo.py"],
     },
     envs: { coding: { catalog: "coding" } },
 };
@@ -62,15 +64,15 @@ describe("multi-node config: the recipe and its defaults", () => {
         for (const r of MULTI_NODE_RECIPE_NAMES) assert.equal(RECIPE_NAMES.includes(r), false);
     });
 
-    test("opencode-blackbox-32b: 2 trainer nodes x 8 GPUs, vLLM on a node of 8, 16 processes, 64 rollouts per generation", () => {
+    test("opencode-blackbox-32b: 2 trainer nodes x 8 GPUs, vLLM on a node of 8, 16 processes, 256 rows per step (TRL's script fixes 4 per device)", () => {
         const c = parsePlatformConfig(base, "test");
         assert.equal(c.training.nodes, 2);
         assert.equal(c.training.trainerGpus, 8);
         assert.equal(c.training.vllmGpus, 8);
         assert.equal(c.training.numProcesses, 8, "processes per node");
         assert.equal(c.training.gpuSharing, "network");
-        assert.equal(c.demand.generationBatch, 1 * 8 * 2 * 4);
-        assert.equal(c.demand.promptsPerGeneration, 8);
+        assert.equal(c.demand.generationBatch, 4 * 8 * 2 * 4);
+        assert.equal(c.demand.promptsPerGeneration, 32);
     });
 
     test("nodes > 1 defaults every role to a whole node: trainerGpus = vllmGpus = gpusOnNode", () => {
@@ -84,7 +86,7 @@ describe("multi-node config: the recipe and its defaults", () => {
         const c = parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: K8S }, "test");
         assert.equal(c.training.nodes, 1);
         assert.equal(c.training.gpuSharing, "shared");
-        assert.equal(c.demand.generationBatch, 8);
+        assert.equal(c.demand.generationBatch, 4);
     });
 
     test("target.kueueQueue is a Kubernetes field", () => {
@@ -151,27 +153,28 @@ describe("multi-node config: every message", () => {
         },
         {
             what: "generation batch over every node's processes",
-            raw: over({ training: { numGenerations: 5 } }),
+            // GRPOConfig's rule (white box); AsyncGRPO has none.
+            raw: over({ training: { numGenerations: 5 } }, serverBase),
             expect: [
-                "training.numGenerations: the generation batch perDeviceTrainBatchSize 1 x numProcesses 8 x nodes 2 x stepsPerGeneration 4 = 64 is not divisible by numGenerations 5: set numGenerations to one of 2, 4, 8, 16, 32, 64, or make the generation batch a multiple of 5",
+                "training.numGenerations: the generation batch perDeviceTrainBatchSize 2 x numProcesses 8 x nodes 2 x stepsPerGeneration 2 = 64 is not divisible by numGenerations 5: set numGenerations to one of 2, 4, 8, 16, 32, 64, or make the generation batch a multiple of 5",
             ],
         },
         {
             what: "eval batch over every node's processes",
-            raw: over({ training: { numGenerations: 32, evalSize: 16, perDeviceEvalBatchSize: 1 } }),
+            raw: over({ training: { numGenerations: 32, evalSize: 16, perDeviceEvalBatchSize: 1 } }, serverBase),
             expect: [
                 "training.perDeviceEvalBatchSize: the eval batch perDeviceEvalBatchSize 1 x numProcesses 8 x nodes 2 = 16 is not divisible by numGenerations 32: set perDeviceEvalBatchSize to a multiple of 2",
             ],
         },
         {
             what: "a command accelerate cannot launch across nodes",
-            raw: over({ training: { command: ["/app/train.sh"] } }),
+            raw: over({ training: { command: ["/app/train.sh"] } }, serverBase),
             resolve: true,
             expect: ["training.command: 16 trainer processes need 'accelerate launch <script>' (or 'python <script>', turned into it), got '/app/train.sh'"],
         },
         {
             what: "rank flags the platform sets",
-            raw: over({ training: { command: ["accelerate", "launch", "--machine_rank", "0", "--main_process_port", "1234", "/app/x.py"] } }),
+            raw: over({ training: { command: ["accelerate", "launch", "--machine_rank", "0", "--main_process_port", "1234", "/app/x.py"] } }, serverBase),
             resolve: true,
             expect: [
                 "training.command: --machine_rank, --main_process_port are set by the platform from JobSet's labels when training.nodes > 1: remove them from the command",

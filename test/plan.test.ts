@@ -297,6 +297,29 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
         );
     });
 
+    test("a real up refuses the example registry before anything registers; a preview and the offline plan only warn", async () => {
+        const platform = JSON.stringify({
+            recipe: "mbpp-whitebox",
+            runId: "r1",
+            target: { kind: "docker" },
+            images: { trainer: "registry.example.com/agent-rl/trainer:0.1.0" },
+        });
+        const up = await runUnderMocks(program(), { stack: "ex", config: { "agent-rl-infra:platform": platform }, refuseExampleImages: true });
+        assert.ok(pulumi.RunError.isInstance(up.error), String(up.error));
+        assert.match(
+            (up.error as Error).message,
+            /images\.trainer: registry\.example\.com\/agent-rl\/trainer:0\.1\.0 is in the example registry registry\.example\.com, which holds no image: push your image \(trainer\/README\.md\) and set images\.trainer to it/,
+        );
+        assert.deepEqual(
+            up.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),
+            [],
+        );
+        const preview = await runUnderMocks(program(), { stack: "ex", config: { "agent-rl-infra:platform": platform }, preview: true, refuseExampleImages: true });
+        assert.equal(preview.error, undefined, "a preview goes ahead (plan.md and the preview warn)");
+        const plain = await runUnderMocks(program(), { stack: "ex", config: { "agent-rl-infra:platform": platform } });
+        assert.equal(plain.error, undefined, "the offline plan goes ahead");
+    });
+
     test("a missing platform config says how to start", async () => {
         const run = await runUnderMocks(program(), { stack: "empty", config: {} });
         assert.match((run.error as Error).message, /config agent-rl-infra:platform is missing: add a 'platform' object to stacks\/Pulumi\.empty\.yaml/);

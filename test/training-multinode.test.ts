@@ -157,7 +157,7 @@ describe("multi-node: the trainer JobSet", () => {
         const c = vllm.spec.template.spec.containers[0];
         assert.equal(c.resources.limits["nvidia.com/gpu"], "8");
         assert.deepEqual(c.args.slice(c.args.indexOf("--tensor-parallel-size"), c.args.indexOf("--tensor-parallel-size") + 2), ["--tensor-parallel-size", "8"]);
-        assert.equal(c.image, "vllm/vllm-openai:v0.31.0");
+        assert.equal(c.image, "vllm/vllm-openai:v0.29.0");
         const svc = p.manifests.find((m) => m.kind === "Service" && m.metadata.name === "vllm-demo")!;
         assert.deepEqual(svc.spec.selector, vllm.spec.selector.matchLabels);
         assert.deepEqual(vllm.spec.template.metadata.labels, vllm.spec.selector.matchLabels);

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
-import { configProblems, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { configProblems, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
 import { RESUME_SCRIPT } from "../components/training/describe";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
 import { dockerEnv, ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
@@ -47,9 +47,8 @@ function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown
                       perDeviceEvalBatchSize: 8,
                       datasetSize: 170,
                       evalSize: 64,
-                      maxSteps: 42,
                       maxModelLen: 8192,
-                      command: ["python", "/app/train_coding_whitebox_eval.py"],
+                      program: "train_coding_whitebox_eval",
                   },
                   envs: { coding: { catalog: "coding" } },
               };
@@ -87,70 +86,71 @@ async function build(layout: Layout, target: Target, extra: Record<string, unkno
 const envOf = (c: any): Record<string, string> => Object.fromEntries((c.env ?? []).filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
 
 // ---- the literal command lines -------------------------------------------------------------
+/** The pinned revision abc123 reaches the seed script (no revision flag) as a downloaded directory. */
+const PINNED_DIR = "/cache/models/Qwen--Qwen3-1.7B@abc123";
+const DOWNLOAD = ["/bin/sh", "-c", `hf download Qwen/Qwen3-1.7B --revision abc123 --local-dir ${PINNED_DIR} --quiet && exec "$@"`, "agentrl-model-download"];
+/** The args check (training.argsCheck, on for a named program) runs the script's own parser first. */
+const ARGS_CHECK = ["python", "/usr/local/lib/agentrl/args_check.py", "--then-exec"];
+/** train_coding_whitebox_eval.py's own dashed flags (components/config/programs.ts). */
 const WHITEBOX_TRAINER_COMMON = [
-    "--model_name_or_path",
-    "Qwen/Qwen3-1.7B",
-    "--model_revision",
-    "abc123",
+    "python",
+    "/app/train_coding_whitebox_eval.py",
+    "--model",
+    PINNED_DIR,
+    "--env-url",
+    "ENV_URL",
     "--dataset-size",
     "170",
     "--eval-size",
     "64",
-    "--output_dir",
-    "/checkpoints/run-007",
-    "--per_device_train_batch_size",
+    "--per-device-train-batch-size",
     "8",
-    "--gradient_accumulation_steps",
+    "--gradient-accumulation-steps",
     "2",
-    "--num_generations",
+    "--num-generations",
     "4",
-    "--per_device_eval_batch_size",
+    "--per-device-eval-batch-size",
     "8",
-    "--steps_per_generation",
-    "2",
-    "--use_vllm",
-    "true",
+    "--output-dir",
+    "/checkpoints/run-007",
 ];
 const EXPECTED = {
     "whitebox-colocate": {
         vllm: undefined,
-        trainer: ["python", "/app/train_coding_whitebox_eval.py", ...WHITEBOX_TRAINER_COMMON, "--vllm_mode", "colocate", "--max_steps", "42"],
+        trainer: [...DOWNLOAD, ...ARGS_CHECK, ...WHITEBOX_TRAINER_COMMON, "--vllm-mode", "colocate"],
         gpus: { vllm: [] as number[], trainer: [0] },
     },
     "whitebox-server": {
+        // What trl 1.16's deprecated `trl vllm-serve` execs (trl/scripts/vllm_serve.py build_command).
         vllm: [
-            "trl",
-            "vllm-serve",
-            "--model",
+            "vllm",
+            "serve",
             "Qwen/Qwen3-1.7B",
             "--revision",
             "abc123",
-            "--tensor_parallel_size",
-            "1",
-            "--data_parallel_size",
-            "1",
             "--host",
             "0.0.0.0",
             "--port",
             "8000",
-            "--gpu_memory_utilization",
+            "--tensor-parallel-size",
+            "1",
+            "--data-parallel-size",
+            "1",
+            "--gpu-memory-utilization",
             "0.9",
-            "--max_model_len",
+            "--max-model-len",
             "8192",
+            "--served-model-name",
+            "Qwen/Qwen3-1.7B",
+            PINNED_DIR,
+            "--weight-transfer-config",
+            '{"backend": "nccl"}',
+            "--logprobs-mode",
+            "processed_logprobs",
+            "--max-logprobs",
+            "-1",
         ],
-        trainer: [
-            "python",
-            "/app/train_coding_whitebox_eval.py",
-            ...WHITEBOX_TRAINER_COMMON,
-            "--vllm_mode",
-            "server",
-            "--vllm_server_base_url",
-            "http://localhost:8000",
-            "--vllm_group_port",
-            "51216",
-            "--max_steps",
-            "42",
-        ],
+        trainer: [...DOWNLOAD, ...ARGS_CHECK, ...WHITEBOX_TRAINER_COMMON, "--vllm-mode", "server", "--vllm-server-url", "http://localhost:8000"],
         gpus: { vllm: [0], trainer: [1] },
     },
     blackbox: {
@@ -176,44 +176,51 @@ const EXPECTED = {
             '{"backend":"nccl"}',
             "--gpu-memory-utilization",
             "0.9",
+            "--dtype",
+            "float32",
         ],
+        // TRL's opencode_hf_sandbox.py flags (components/config/programs.ts).
         trainer: [
-            "accelerate",
-            "launch",
-            "--num_processes",
-            "1",
-            "/app/opencode_async_grpo.py",
-            "--model_name_or_path",
+            ...ARGS_CHECK,
+            "python",
+            "/app/opencode_hf_sandbox.py",
+            "--model",
             "Qwen/Qwen3-8B",
-            "--model_revision",
-            "main",
-            "--dataset-size",
+            "--n-prompts",
             "32",
-            "--output_dir",
-            "/checkpoints/run-007",
-            "--per_device_train_batch_size",
-            "8",
-            "--gradient_accumulation_steps",
+            "--gradient-accumulation-steps",
             "1",
-            "--num_generations",
+            "--num-generations",
             "8",
-            "--per_device_eval_batch_size",
-            "8",
-            "--vllm_server_base_url",
+            "--output-dir",
+            "/checkpoints/run-007",
+            "--vllm-url",
             "http://localhost:8000",
-            "--max_inflight_tasks",
-            "8",
             "--sandbox-vllm-url",
             "SANDBOX_URL",
-            "--max_steps",
+            "--sandbox-image",
+            "SANDBOX_IMAGE",
+            "--max-inflight",
+            "8",
+            "--max-steps",
             "10",
+            "--max-completion-length",
+            "4096",
+            "--optim",
+            "paged_adamw_8bit",
+            "--gradient-checkpointing",
         ],
         gpus: { vllm: [0], trainer: [1] },
     },
 } as const;
 
-function expectedTrainer(layout: Layout, names: PlatformNames): string[] {
-    return EXPECTED[layout].trainer.map((a) => (a === "SANDBOX_URL" ? names.ingress.sandboxUrl : a));
+function expectedTrainer(layout: Layout, names: PlatformNames, config?: PlatformConfig): string[] {
+    const swap: Record<string, string> = {
+        SANDBOX_URL: names.ingress.sandboxUrl,
+        ENV_URL: names.envs.coding?.url ?? "",
+        SANDBOX_IMAGE: config?.sandboxes.image ?? TEST_IMAGES.sandbox,
+    };
+    return EXPECTED[layout].trainer.map((a) => swap[a] ?? a);
 }
 
 before(async () => {
@@ -258,12 +265,13 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             }
         });
 
-        test("vLLM never gets --api-key; its dev mode (weight updates) only in the black box, never the trainer's", () => {
+        test("vLLM never gets --api-key; its dev mode (weight updates) for every vLLM server, never the trainer's", () => {
             for (const pod of jobPods()) {
                 if (EXPECTED[layout].vllm !== undefined) {
                     const vllm = pod.initContainers[0];
                     assert.ok(!JSON.stringify(vllm).includes("--api-key"), "vLLM never gets --api-key");
-                    assert.equal(envOf(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
+                    // trl 1.16's vllm-serve sets it too (trl/scripts/vllm_serve.py main): the trainer's weight updates need it.
+                    assert.equal(envOf(vllm).VLLM_SERVER_DEV_MODE, "1");
                 }
                 assert.equal(envOf(pod.containers[0]).VLLM_SERVER_DEV_MODE, undefined, "dev mode is vLLM's, never the trainer's");
             }
@@ -580,11 +588,11 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             });
         }
 
-        test("vLLM's dev mode (weight updates) only for the black box, never an --api-key; the trainer has no dev mode", () => {
+        test("vLLM's dev mode (weight updates) for every vLLM server, never an --api-key; the trainer has no dev mode", () => {
             for (const run of [b.update, b.preview]) {
                 const { trainer, vllm } = roles(run);
                 if (!colocated) {
-                    assert.equal(dockerEnv(vllm).VLLM_SERVER_DEV_MODE, layout === "blackbox" ? "1" : undefined);
+                    assert.equal(dockerEnv(vllm).VLLM_SERVER_DEV_MODE, "1");
                     assert.ok(!JSON.stringify(vllm.inputs).includes("--api-key"));
                 }
                 assert.equal(dockerEnv(trainer).VLLM_SERVER_DEV_MODE, undefined);
@@ -642,11 +650,12 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
 }
 
 describe("resolveTrainingNode", () => {
-    test("resume: wraps the trainer so it starts from the newest checkpoint on the shared volume", () => {
+    test("resume (a custom script): wraps the trainer so it starts from the newest checkpoint on the shared volume", () => {
         const { config, names, links } = setup("whitebox-colocate", "kubernetes", {});
-        const resumed = resolveTrainingNode({ ...config, training: { ...config.training, resumeFromCheckpoint: true } }, names, links);
+        const custom = { ...config.training, program: "custom" as const, command: ["python", "/app/train.py"], argsCheck: false, resumeFromCheckpoint: true };
+        const resumed = resolveTrainingNode({ ...config, training: custom }, names, links);
         assert.deepEqual(resumed.trainer.command?.slice(0, 4), ["/bin/sh", "-c", RESUME_SCRIPT, "resume"]);
-        assert.deepEqual(resumed.trainer.command?.slice(4), [...EXPECTED["whitebox-colocate"].trainer]);
+        assert.deepEqual(resumed.trainer.command?.slice(4, 8), ["python", "/app/train.py", "--model_name_or_path", "Qwen/Qwen3-1.7B"]);
         assert.ok(RESUME_SCRIPT.includes('exec "$@" --resume_from_checkpoint "$ckpt"'));
     });
 
@@ -654,14 +663,18 @@ describe("resolveTrainingNode", () => {
         const { config, names, links } = setup("whitebox-server", "kubernetes", {});
         const c = { ...config, training: { ...config.training, gpusOnNode: 3, trainerGpus: 2, numProcesses: 2 } };
         const d = resolveTrainingNode(c, names, links);
-        assert.deepEqual(d.trainer.command, ["accelerate", "launch", "--num_processes", "2", "/app/train_coding_whitebox_eval.py"]);
+        const launch = d.trainer.command!.slice(DOWNLOAD.length + ARGS_CHECK.length, DOWNLOAD.length + ARGS_CHECK.length + 5);
+        assert.deepEqual(launch, ["accelerate", "launch", "--num_processes", "2", "/app/train_coding_whitebox_eval.py"]);
         assert.deepEqual(d.gpuLayout, { vllm: [0], trainer: [1, 2] });
         assert.deepEqual(gpuDeviceRequests(d.gpuLayout.trainer), [{ driver: "nvidia", deviceIds: ["1", "2"], capabilities: ["gpu"] }]);
     });
 
     test("every problem at once, each naming the field and the fix", () => {
         const { config, names } = setup("blackbox", "kubernetes", {});
-        const c = { ...config, training: { ...config.training, command: undefined, numProcesses: 2, extraEnv: { HF_TOKEN: "x", RUN_ID: "y" } } };
+        const c = {
+            ...config,
+            training: { ...config.training, program: "custom", command: undefined, numProcesses: 2, extraEnv: { HF_TOKEN: "x", RUN_ID: "y" } },
+        } as const;
         assert.deepEqual(
             configProblems(() => resolveTrainingNode(c, names, { envUrls: {} })),
             [
@@ -787,12 +800,12 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                     const script: string = c.command[2];
                     assert.ok(
                         script.includes(
-                            `CUDA_VISIBLE_DEVICES=0 ${layout === "blackbox" ? "VLLM_SERVER_DEV_MODE=1 vllm serve Qwen/Qwen3-8B" : "trl vllm-serve"}`,
+                            `CUDA_VISIBLE_DEVICES=0 VLLM_SERVER_DEV_MODE=1 vllm serve ${layout === "blackbox" ? "Qwen/Qwen3-8B" : "Qwen/Qwen3-1.7B"}`,
                         ),
                         script,
                     );
                     assert.ok(script.includes("env CUDA_VISIBLE_DEVICES=1 "), "the trainer gets its own GPU set");
-                    for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(arg.includes("{") ? `'${arg}'` : arg), `trainer arg ${arg}`);
+                    for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(/[{"$ ]/.test(arg) ? `'${arg}'` : arg), `trainer arg ${arg}`);
                     if (layout === "blackbox") assert.ok(script.includes("env -u SANDBOX_API_KEY"), "vLLM's process never sees the sandbox key");
                 }
             });
@@ -945,7 +958,7 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
             vllm.inputs.entrypoints[2],
             'python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531 && exec "$@"',
         );
-        assert.deepEqual(vllm.inputs.entrypoints.slice(3), ["agentrl-nccl-check", "trl", "vllm-serve"]);
+        assert.deepEqual(vllm.inputs.entrypoints.slice(3), ["agentrl-nccl-check", "vllm", "serve"]);
     });
 });
 

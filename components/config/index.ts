@@ -1,6 +1,16 @@
 export { platformSchema, LAYOUTS, type Layout, type PlatformConfigInput, type ParsedConfig } from "./schema";
 export { resolveDefaults, computeDemand, isProdStack, type PlatformConfig, type ResolvedEnv, type Demand } from "./resolve";
-export { validatePlatform, deployedImages, replicasFor } from "./validate";
+export {
+    validatePlatform,
+    deployedImages,
+    replicasFor,
+    exampleImageProblems,
+    placeholderImages,
+    ALLOW_EXAMPLE_IMAGES_ENV,
+    PLACEHOLDER_REGISTRY,
+} from "./validate";
+export { PROGRAMS, PROGRAM_NAMES, CUSTOM_PROGRAM, programFacts, type ProgramFacts, type ProgramFlag, type ProgramName } from "./programs";
+export { validateProgram, programWarnings, programLabel } from "./program-rules";
 export { claimChangeProblems, type ClaimRecord, type ClaimRecords } from "./claims";
 export { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
 export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";

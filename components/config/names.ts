@@ -81,7 +81,7 @@ export interface PlatformNames {
     readonly envs: Readonly<Record<string, EnvNames>>;
 }
 
-/** vLLM's HTTP port in every layout (`vllm serve` and `trl vllm-serve` default). */
+/** vLLM's HTTP port in every layout (`vllm serve` default). */
 export const VLLM_PORT = 8000;
 /** Port the ingress proxy listens on without TLS. */
 export const INGRESS_HTTP_PORT = 8080;

@@ -24,8 +24,8 @@ export const RECIPES = {
             perDeviceEvalBatchSize: 8,
             datasetSize: 170,
             evalSize: 64,
-            maxSteps: 42,
-            command: ["python", "/app/train_coding_whitebox_eval.py"],
+            // 42 steps = 170 prompts / 4 per step over the script's one epoch: it has no step flag.
+            program: "train_coding_whitebox_eval",
         },
         envs: { coding: { catalog: "coding" } },
     },
@@ -40,8 +40,9 @@ export const RECIPES = {
             gradientAccumulationSteps: 8,
             numGenerations: 4,
             perDeviceEvalBatchSize: 8,
+            // Explicit: the plain script defaults to 120 problems (seeds' README).
             datasetSize: 170,
-            command: ["python", "/app/train_coding_whitebox.py"],
+            program: "train_coding_whitebox",
         },
         envs: { coding: { catalog: "coding" } },
     },
@@ -59,7 +60,7 @@ export const RECIPES = {
             numGenerations: 8,
             perDeviceEvalBatchSize: 8,
             datasetSize: 2000,
-            command: ["python", "/app/train_wordle_whitebox.py"],
+            program: "train_wordle_whitebox",
         },
         envs: { wordle: { catalog: "textarena", sessionsPerReplica: 8, settings: { TEXTARENA_ENV_ID: "Wordle-v0" } } },
     },
@@ -73,23 +74,30 @@ export const RECIPES = {
             gpusOnNode: 2,
             vllmGpus: 1,
             trainerGpus: 1,
-            perDeviceTrainBatchSize: 8,
+            // TRL's script fixes per_device_train_batch_size at 4.
+            perDeviceTrainBatchSize: 4,
             gradientAccumulationSteps: 1,
             numGenerations: 8,
-            perDeviceEvalBatchSize: 8,
             datasetSize: 32,
             maxSteps: 10,
             maxInflight: 8,
             maxModelLen: 32768,
-            command: ["accelerate", "launch", "/app/opencode_async_grpo.py"],
+            program: "opencode_hf_sandbox",
+            // The published run: "full fine-tuned on a single trainer GPU with an 8-bit optimizer and
+            // gradient checkpointing". The script sets no dtype, so TRL 1.16 trains in float32: measured on
+            // one H200 (Qwen3-8B shape, batch 1), fp32 + paged_adamw_8bit peaks at 67.5 GiB at 4096 tokens
+            // and runs out of memory at 16384 (the script's default): completions capped at 4096.
+            optim: "paged_adamw_8bit",
+            gradientCheckpointing: true,
+            maxCompletionLength: 4096,
         },
         sandboxes: { headroom: 2, cpu: "2", memory: "4Gi" },
         ingress: { enabled: true },
     },
     // A policy one node cannot train: Qwen3-32B full fine-tune, the trainer sharded (FSDP through the
     // accelerate config baked into the trainer image) over 2 nodes x 8 GPUs = 16 processes, vLLM with
-    // tensor parallelism 8 on a third node. Chosen batch: 1 x 16 x 4 = 64 rollouts per generation,
-    // 8 generations (8 prompts per step), 16 rollouts in flight. Memory: ~16 bytes per parameter for
+    // tensor parallelism 8 on a third node. Batch: TRL's fixed 4 per device x 16 processes x 4 = 256 rows per step,
+    // 8 generations, 16 rollouts in flight. Memory: ~16 bytes per parameter for
     // bf16 weights + fp32 master + Adam = ~512 GB over 16 GPUs; a checkpoint with optimizer state is
     // about as large, hence 2Ti of checkpoints.
     "opencode-blackbox-32b": {
@@ -102,15 +110,19 @@ export const RECIPES = {
             gpusOnNode: 8,
             vllmGpus: 8,
             trainerGpus: 8,
-            perDeviceTrainBatchSize: 1,
+            // TRL's script fixes per_device_train_batch_size at 4; AsyncGRPO's token budget bounds a micro-batch.
+            perDeviceTrainBatchSize: 4,
             gradientAccumulationSteps: 4,
             numGenerations: 8,
-            perDeviceEvalBatchSize: 1,
             datasetSize: 64,
             maxSteps: 10,
             maxInflight: 16,
             maxModelLen: 32768,
-            command: ["accelerate", "launch", "--config_file", "/app/fsdp2.yaml", "/app/opencode_async_grpo.py"],
+            program: "opencode_hf_sandbox",
+            accelerateConfig: "/app/fsdp2.yaml",
+            optim: "paged_adamw_8bit",
+            gradientCheckpointing: true,
+            maxCompletionLength: 4096,
             shmSize: "64Gi",
             trainerCpu: "96",
             trainerMemory: "1536Gi",

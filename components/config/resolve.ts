@@ -2,6 +2,7 @@
  * Applies the defaults that depend on other fields, once, with `??` (0 is a value), and
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
+import { CUSTOM_PROGRAM } from "./programs";
 import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry, type CatalogName, type WsPing } from "./catalog";
 import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
 
@@ -79,8 +80,10 @@ export interface PlatformConfig {
         /** Required: validation refuses a config without it (then this is ""). */
         readonly trainer: string;
     };
-    readonly training: Omit<Parsed["training"], "vllmGpus" | "trainerGpus" | "numProcesses" | "stepsPerGeneration" | "gpuSharing"> & {
+    readonly training: Omit<Parsed["training"], "vllmGpus" | "trainerGpus" | "numProcesses" | "stepsPerGeneration" | "gpuSharing" | "argsCheck"> & {
         readonly layout: Layout;
+        /** Whether the program's own parser checks the command line at pod start (default: named programs). */
+        readonly argsCheck: boolean;
         readonly vllmGpus: number;
         readonly trainerGpus: number;
         readonly numProcesses: number;
@@ -182,6 +185,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
         trainerGpus,
         numProcesses,
         stepsPerGeneration: t.stepsPerGeneration ?? t.gradientAccumulationSteps,
+        argsCheck: t.argsCheck ?? t.program !== CUSTOM_PROGRAM,
         gpuSharing,
         gpuSharingFromConfig: t.gpuSharing,
     } as const;

@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { CATALOG_NAMES } from "./catalog";
 import { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
+import { CUSTOM_PROGRAM, PROGRAM_NAMES } from "./programs";
 
 /** DNS-1123 subdomain: Kubernetes object names, host names. */
 export const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -82,7 +83,9 @@ const dockerTarget = z.strictObject({
  * TRL 1.16 declares vllm>=0.22,<=0.31 (its METADATA); `vllm/vllm-openai:latest` was 0.33 on
  * 2026-11-30, outside that range. Pin a tag inside it.
  */
-export const DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.31.0";
+// The lock's vLLM (python/requirements-test.txt, trainer/): the trainer's weight-transfer client and the server
+// are one version; 0.29 is the newest that co-installs with openenv 0.10 in the trainer image.
+export const DEFAULT_VLLM_IMAGE = "vllm/vllm-openai:v0.29.0";
 
 /** OpenEnv's opencode sandbox image (OpenEnv envs/opencode_env/sandbox/hf_image/Dockerfile): enough for the Docker and hosted pools, which exec into it. */
 export const STOCK_SANDBOX_IMAGE = "ghcr.io/huggingface/openenv-opencode-sandbox:latest";
@@ -160,12 +163,43 @@ const training = z.strictObject({
     datasetSize: posInt,
     /** Held-out eval problems; 0 disables eval. */
     evalSize: nonNegInt.default(0),
-    /** Training steps; default: the script's own. */
+    /** Training steps; default: the script's own. Refused for a program with no step flag. */
     maxSteps: posInt.optional(),
-    /** Command that starts the training script inside the trainer image (baked in, pinned). */
+    /**
+     * The training program the trainer image runs, whose own command line the platform renders
+     * (components/config/programs.ts: its flags, file and source): `train_coding_whitebox_eval`,
+     * `train_coding_whitebox`, `train_wordle_whitebox` (the seeds' white-box scripts),
+     * `opencode_hf_sandbox` (TRL's black-box opencode trainer), or `custom`: your own script in
+     * `training.command`, given the TrlParser flag contract (README "Your own training script").
+     * Default: custom.
+     */
+    program: z.enum([...PROGRAM_NAMES, CUSTOM_PROGRAM]).default(CUSTOM_PROGRAM),
+    /**
+     * Run the program's own argument parser over the rendered command line at pod start, before the
+     * model loads (`/opt/agentrl/args_check.py`, which trainer/*\/Dockerfile puts in the image): a
+     * flag the program does not take fails the pod in seconds with the parser's message. Default:
+     * true for a named program, false for custom (your image may not carry the check).
+     */
+    argsCheck: z.boolean().optional(),
+    /** Command that starts your script inside the trainer image (program custom only; a named program brings its own). */
     command: z.array(z.string()).min(1).optional(),
-    /** Extra arguments appended to the trainer command. */
+    /** Extra arguments appended to the trainer command (a named program's own flags only, none the platform renders). */
     extraArgs: z.array(z.string()).default([]),
+    /**
+     * accelerate config file inside the trainer image (`accelerate launch --config_file`), e.g. the FSDP2
+     * config trainer/blackbox/Dockerfile puts at /app/fsdp2.yaml; a named program with more than one
+     * trainer process only.
+     */
+    accelerateConfig: z.string().regex(/^\//, "must be an absolute path inside the trainer image").optional(),
+    /** Optimizer (`--optim`, a transformers OptimizerNames value, e.g. paged_adamw_8bit); default: the program's. */
+    optim: z
+        .string()
+        .regex(/^[a-z0-9_]+$/, "must be a transformers optimizer name such as paged_adamw_8bit")
+        .optional(),
+    /** Gradient checkpointing (`--gradient-checkpointing`); default: the program's. */
+    gradientCheckpointing: z.boolean().optional(),
+    /** Longest completion in tokens (`--max-completion-length`); default: the program's. */
+    maxCompletionLength: posInt.optional(),
     /** Extra non-secret env vars for the trainer. */
     extraEnv: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
     /**

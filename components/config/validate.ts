@@ -4,6 +4,8 @@
  * GRPOConfig (trl/trainer/grpo_config.py): the generation batch must be divisible by
  * num_generations, and so must the eval batch.
  */
+import { programLabel, validateProgram } from "./program-rules";
+import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
 import { ENV_CATALOG } from "./catalog";
 import { pinnedByDigest } from "../shared/images";
 import { isDevStack, totalProcesses, type PlatformConfig, type ResolvedEnv } from "./resolve";
@@ -49,7 +51,7 @@ export function validateGpus(c: PlatformConfig): string[] {
     if (c.images.vllmFromConfig !== undefined && !usesVllmImage(c)) {
         errors.push(
             t.layout !== "blackbox"
-                ? `images.vllm: the ${t.layout} layout never runs the vLLM image (${t.layout === "whitebox-server" ? "trl vllm-serve runs in images.trainer" : "vLLM runs inside the trainer"}): remove images.vllm`
+                ? `images.vllm: the ${t.layout} layout never runs the vLLM image (${t.layout === "whitebox-server" ? "vllm serve runs from images.trainer" : "vLLM runs inside the trainer"}): remove images.vllm`
                 : `images.vllm: not deployed: on Kubernetes with gpuSharing 'shared' one container from images.trainer runs both vLLM and the trainer (so the weight update takes NVLink): remove images.vllm and use a trainer image that has vllm, or set training.gpuSharing to 'isolated' to run vLLM from images.vllm`,
         );
     }
@@ -99,14 +101,18 @@ export function validateNodes(c: PlatformConfig): string[] {
 }
 
 export function validateTrainer(c: PlatformConfig): string[] {
-    if (c.training.command !== undefined) return [];
+    const t = c.training;
+    if (t.program !== CUSTOM_PROGRAM || t.command !== undefined) return [];
     return [
-        `training.command: required: the command that starts the training script baked into the trainer image, e.g. [python, /app/train.py] (every recipe sets one)`,
+        `training.command: required with program '${CUSTOM_PROGRAM}': the command that starts your training script baked into the trainer image, e.g. [python, /app/train.py]; or set training.program to one of ${PROGRAM_NAMES.join(", ")} (every recipe names one)`,
     ];
 }
 
 export function validateBatches(c: PlatformConfig): string[] {
     const t = c.training;
+    // GRPOConfig's divisibility rules; AsyncGRPO (black box) has none: a micro-batch may hold fewer groups
+    // than rows (trl/experimental/async_grpo/async_grpo_trainer.py, the micro-batch partitioning).
+    if (t.layout === "blackbox") return [];
     const { generationBatch, evalBatch } = c.demand;
     const errors: string[] = [];
     // TRL's num_processes is the whole run's: processes per node x nodes (shown only when nodes > 1).
@@ -278,7 +284,7 @@ export function validateIngress(c: PlatformConfig): string[] {
 }
 
 /**
- * Whether images.vllm is deployed: only black box runs it (trl vllm-serve runs in the trainer
+ * Whether images.vllm is deployed: only black box runs it (the white-box server layout runs vllm serve from the trainer
  * image), and not on Kubernetes with gpuSharing 'shared', where one container from the trainer
  * image runs both vLLM and the trainer.
  */
@@ -349,16 +355,24 @@ export function validateRequiredImages(c: PlatformConfig): string[] {
     const errors: string[] = [];
     const t = c.training;
     if (c.images.trainer === "") {
-        const script = t.command !== undefined ? ` (training.command: ${t.command.join(" ")})` : "";
         const vllm =
             t.layout !== "blackbox"
-                ? ", with vLLM (TRL's [vllm] extra: vllm 0.22 to 0.31)"
+                ? ", with vLLM (TRL 1.16 takes 0.22 to 0.31; 0.29 at most beside openenv 0.10)"
                 : c.target.kind === "kubernetes" && t.gpuSharing === "shared"
-                  ? ", and vllm 0.22 to 0.31 (one container runs both roles: training.gpuSharing shared)"
+                  ? ", and vLLM 0.22 to 0.31 (one container runs both roles: training.gpuSharing shared)"
                   : "";
-        errors.push(
-            `images.trainer: required: the image with TRL 1.16 and your training script${script}${vllm}; no public image holds your script: build one FROM ghcr.io/huggingface/trl, push it and set images.trainer (pinned by digest in prod)`,
-        );
+        const p = programFacts(t.program);
+        if (p !== undefined) {
+            const dockerfile = `trainer/${t.layout === "blackbox" ? "blackbox" : "whitebox"}/Dockerfile`;
+            errors.push(
+                `images.trainer: required: the image holding ${p.file} (${programLabel(p)}) with TRL 1.16${vllm}: build ${dockerfile} (trainer/README.md), push it and set images.trainer (pinned by digest in prod)`,
+            );
+        } else {
+            const script = t.command !== undefined ? ` (training.command: ${t.command.join(" ")})` : "";
+            errors.push(
+                `images.trainer: required: the image with TRL 1.16 and your training script${script}${vllm}; no public image holds your script: build one (trainer/whitebox/Dockerfile is a start), push it and set images.trainer (pinned by digest in prod)`,
+            );
+        }
     }
     if (c.sandboxes.provider === "agent-sandbox" && c.sandboxes.image === "") {
         errors.push(
@@ -368,6 +382,32 @@ export function validateRequiredImages(c: PlatformConfig): string[] {
     return errors;
 }
 
+/** The example registry of the README and the stack files: no image is there. */
+export const PLACEHOLDER_REGISTRY = "registry.example.com";
+
+/** Images that still name the example registry (plan.md warns; a real `up` refuses them, see index.ts). */
+export function placeholderImages(c: PlatformConfig): Array<{ field: string; image: string }> {
+    return deployedImages(c).filter((i) => i.image.split("/")[0] === PLACEHOLDER_REGISTRY);
+}
+
+export function placeholderImageWarnings(c: PlatformConfig): string[] {
+    return placeholderImages(c).map(
+        (i) =>
+            `${i.field}: ${i.image} is the example registry (${PLACEHOLDER_REGISTRY}), which holds no image: build and push your own (trainer/README.md) and name it; a real \`pulumi up\` refuses it`,
+    );
+}
+
+/** Set to 1 only by harnesses whose pods pull nothing (the engine tests on simulated nodes). */
+export const ALLOW_EXAMPLE_IMAGES_ENV = "AGENT_RL_ALLOW_EXAMPLE_IMAGES";
+
+/** What a real `pulumi up` says of images in the example registry: each refused, with the fix. */
+export function exampleImageProblems(c: PlatformConfig): string[] {
+    return placeholderImages(c).map(
+        (i) =>
+            `${i.field}: ${i.image} is in the example registry ${PLACEHOLDER_REGISTRY}, which holds no image: push your image (trainer/README.md) and set ${i.field} to it`,
+    );
+}
+
 /** Every cross-field check, all problems together. */
 export function validatePlatform(c: PlatformConfig): string[] {
     return [
@@ -375,6 +415,7 @@ export function validatePlatform(c: PlatformConfig): string[] {
         ...validateRequiredImages(c),
         ...validateGpus(c),
         ...validateTrainer(c),
+        ...validateProgram(c),
         ...validateBatches(c),
         ...c.envs.flatMap((e) => validateEnv(c, e)),
         ...validateSandboxes(c),

@@ -4,6 +4,8 @@
  * all problems together, before the first resource is registered.
  */
 import { ConfigError } from "../config/parse";
+import { programWarnings } from "../config/program-rules";
+import { placeholderImageWarnings } from "../config/validate";
 import { platformNames, validateNames, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import { resolveEnvSpace, type EnvDescription } from "../env";
@@ -193,6 +195,7 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
             `sandboxes call ${names.ingress.sandboxUrl}: the certificate (ingress.tls) must name ${host}, and the sandbox image must trust its issuer (a private CA goes into the image's trust store)`,
         );
     }
+    warnings.push(...programWarnings(config), ...placeholderImageWarnings(config));
     const envs = config.envs.map((env) => collect(problems, () => resolveEnvSpace(config, env, names)));
     const ingress = config.ingress.enabled ? collect(problems, () => resolveVllmIngress(config, names)) : undefined;
     const sandboxes = config.sandboxes.provider === "none" ? undefined : collect(problems, () => resolveSandboxPool(config, names));

@@ -36,6 +36,8 @@
  *   OpenEnv's `OpenCodeConfig(api_key=...)`, whose in-sandbox proxy sends it upstream).
  */
 import { ConfigError } from "../config/parse";
+import { programFacts } from "../config/programs";
+import { modelSource, programArgs, programLauncher, withStartChecks } from "./program-args";
 import { podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import type { Layout } from "../config/schema";
@@ -434,6 +436,8 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
     const cacheEnv = { HF_HOME: `${MODEL_CACHE_PATH}/huggingface` };
     const hfSecretEnv: Record<string, SecretName> = { [SECRET_ENV.hfToken]: "hfToken" };
 
+    const program = programFacts(t.program);
+
     // --- vLLM ---------------------------------------------------------------------------
     let vllm: ContainerDescription | undefined;
     const vllmBase = {
@@ -447,32 +451,42 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         memory: t.vllmMemory,
         mounts: mounts.filter((m) => m.volume !== "checkpoints"),
     };
+    // A named program loading a pinned revision from its directory asks vLLM for the model under that
+    // path: vLLM answers to both names (--served-model-name takes several).
+    const pinnedDir = program !== undefined ? modelSource(config.model).download && modelSource(config.model).arg : undefined;
+    const servedNames = pinnedDir ? ["--served-model-name", config.model.name, pinnedDir] : [];
     if (layout === "whitebox-server") {
-        // trl vllm-serve: underscore flags, no API key support (trl/scripts/vllm_serve.py).
+        // What `trl vllm-serve` execs in TRL 1.16 (deprecated there, removed in TRL 2.0:
+        // trl/scripts/vllm_serve.py build_command/main): vLLM's own server in dev mode with the NCCL
+        // weight-transfer engine, processed logprobs and no logprob cap. TRL 2.0 changes nothing here.
         vllm = {
             ...vllmBase,
             image: config.images.trainer, // the TRL image carries vllm (colocate needs it anyway)
-            command: ["trl", "vllm-serve"],
+            command: ["vllm", "serve"],
             args: [
-                "--model",
                 config.model.name,
                 "--revision",
                 config.model.revision,
-                "--tensor_parallel_size",
-                String(t.vllmGpus),
-                "--data_parallel_size",
-                "1",
                 "--host",
                 "0.0.0.0",
                 "--port",
                 String(VLLM_PORT),
-                "--gpu_memory_utilization",
+                "--tensor-parallel-size",
+                String(t.vllmGpus),
+                "--data-parallel-size",
+                "1",
+                "--gpu-memory-utilization",
                 String(t.gpuMemoryUtilization),
-                ...(t.maxModelLen !== undefined ? ["--max_model_len", String(t.maxModelLen)] : []),
+                ...(t.maxModelLen !== undefined ? ["--max-model-len", String(t.maxModelLen)] : []),
+                ...servedNames,
+                "--weight-transfer-config",
+                '{"backend": "nccl"}',
+                "--logprobs-mode",
+                "processed_logprobs",
+                "--max-logprobs",
+                "-1",
             ],
-            env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices) },
-            // trl 1.16 vllm-serve execs `vllm serve`: its health route is GET /health; /health/ only
-            // answers 307 (trl/scripts/vllm_serve.py 224-293).
+            env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), ...(program?.env ?? {}), VLLM_SERVER_DEV_MODE: "1" },
             probes: healthProbes("/health", t.modelLoadSeconds),
         };
     } else if (blackbox) {
@@ -501,6 +515,9 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
                 "--gpu-memory-utilization",
                 String(t.gpuMemoryUtilization),
                 ...(t.vllmGpus > 1 ? ["--tensor-parallel-size", String(t.vllmGpus)] : []),
+                // One dtype for both roles: the trainer asks for vLLM in its own (AsyncGRPOConfig.dtype).
+                ...(program?.trainerDtype !== undefined ? ["--dtype", program.trainerDtype] : []),
+                ...servedNames,
             ],
             // Dev mode opens the weight-transfer routes the AsyncGRPO trainer calls; only here, and
             // only reachable on loopback / through the ingress allow-list.
@@ -511,55 +528,24 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
 
     // --- trainer ------------------------------------------------------------------------
     const outputDir = `${CHECKPOINT_ROOT}/${config.runId}`;
-    const scriptArgs: string[] = [
-        "--model_name_or_path",
-        config.model.name,
-        "--model_revision",
-        config.model.revision,
-        "--dataset-size",
-        String(t.datasetSize),
-        ...(t.evalSize > 0 ? ["--eval-size", String(t.evalSize)] : []),
-        "--output_dir",
-        outputDir,
-        "--per_device_train_batch_size",
-        String(t.perDeviceTrainBatchSize),
-        "--gradient_accumulation_steps",
-        String(t.gradientAccumulationSteps),
-        "--num_generations",
-        String(t.numGenerations),
-        "--per_device_eval_batch_size",
-        String(t.perDeviceEvalBatchSize),
-    ];
-    if (colocate) {
-        // vllm_gpu_memory_utilization stays TRL's colocate default (0.3): training shares the GPU, so
-        // training.gpuMemoryUtilization (a server setting, 0.9) would starve it; override via extraArgs.
-        scriptArgs.push("--steps_per_generation", String(t.stepsPerGeneration), "--use_vllm", "true", "--vllm_mode", "colocate");
-    } else if (layout === "whitebox-server") {
-        scriptArgs.push(
-            "--steps_per_generation",
-            String(t.stepsPerGeneration),
-            "--use_vllm",
-            "true",
-            "--vllm_mode",
-            "server",
-            "--vllm_server_base_url",
-            vllmUrl,
-            "--vllm_group_port",
-            String(TRL_GROUP_PORT),
-        );
+    let scriptArgs: string[];
+    if (program !== undefined) {
+        // A named program: its own flags only (components/config/programs.ts); refusals were made in config.
+        scriptArgs = programArgs(program, config, { outputDir, vllmUrl, envUrls: links.envUrls, sandboxVllmUrl: links.sandbox?.url });
     } else {
-        // AsyncGRPOConfig has no vllm_mode / steps_per_generation; rollouts in flight = sandboxes in use.
-        scriptArgs.push("--vllm_server_base_url", vllmUrl, "--max_inflight_tasks", String(t.maxInflight));
-        if (links.sandbox) scriptArgs.push("--sandbox-vllm-url", links.sandbox.url);
-        else problems.push(`training.layout: the black-box trainer needs the ingress URL sandboxes reach vLLM through: the Platform must pass links.sandbox`);
+        scriptArgs = trlParserArgs(config, outputDir, vllmUrl);
     }
-    if (t.maxSteps !== undefined) scriptArgs.push("--max_steps", String(t.maxSteps));
-    if (t.hubRepoId !== undefined) scriptArgs.push("--push_to_hub", "true", "--hub_model_id", t.hubRepoId);
-    if (t.trackioProject !== undefined) scriptArgs.push("--report_to", "trackio", "--project", t.trackioProject);
-    if (t.trackioSpaceId !== undefined) scriptArgs.push("--trackio_space_id", t.trackioSpaceId);
-    scriptArgs.push(...t.extraArgs);
+    if (blackbox && links.sandbox === undefined) {
+        problems.push(`training.layout: the black-box trainer needs the ingress URL sandboxes reach vLLM through: the Platform must pass links.sandbox`);
+    } else if (blackbox && program === undefined) {
+        scriptArgs.push("--sandbox-vllm-url", links.sandbox!.url);
+    }
+    if (program === undefined) scriptArgs.push(...t.extraArgs);
 
-    const launch = multiNode ? multiNodeLauncher(t.command, multiNode, problems) : launcher(t.command, t.numProcesses, problems);
+    // A named program gets a pinned revision as a downloaded directory (it has no revision flag).
+    const modelDownload = program !== undefined ? modelSource(config.model).download : undefined;
+    const command = program !== undefined ? programLauncher(program, config) : t.command;
+    const launch = multiNode ? multiNodeLauncher(command, multiNode, problems) : launcher(command, t.numProcesses, problems);
     let trainerCommand: string[] | undefined;
     let trainerArgs: string[];
     if (t.resumeFromCheckpoint) {
@@ -568,6 +554,10 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         if (launch === undefined) problems.push(`training.command: resumeFromCheckpoint wraps the trainer's command line: set training.command`);
         trainerCommand = ["/bin/sh", "-c", RESUME_SCRIPT, "resume", ...(launch ?? []), ...scriptArgs];
         trainerArgs = [];
+    } else if (launch !== undefined && (t.argsCheck || modelDownload !== undefined)) {
+        // The pinned model's download and the program's own parser run first, in the trainer's container.
+        trainerCommand = withStartChecks([...launch, ...scriptArgs], t.argsCheck, modelDownload);
+        trainerArgs = [];
     } else {
         trainerCommand = launch;
         trainerArgs = scriptArgs;
@@ -575,6 +565,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
 
     const reservedEnv: Record<string, string> = {
         ...cacheEnv,
+        ...(program?.env ?? {}),
         RUN_ID: config.runId,
         OUTPUT_DIR: outputDir,
         VLLM_URL: vllmUrl,
@@ -763,4 +754,61 @@ function omit(env: Readonly<Record<string, string>>, keys: readonly string[]): R
 /** A directory under the Docker host's data dir; undefined on Kubernetes (PVCs there). */
 function hostDir(config: TrainingConfig, name: string): string | undefined {
     return config.target.kind === "docker" ? `${config.target.dataDir.replace(/\/+$/, "")}/${name}` : undefined;
+}
+
+/**
+ * A custom script's arguments: the TrlParser flag contract (README "Your own training script"): TRL's
+ * `GRPOConfig` (white box) or `AsyncGRPOConfig` (black box) fields with underscores, plus the seeds'
+ * dashed `--dataset-size` / `--eval-size`.
+ */
+function trlParserArgs(config: TrainingConfig, outputDir: string, vllmUrl: string): string[] {
+    const t = config.training;
+    const args: string[] = [
+        "--model_name_or_path",
+        config.model.name,
+        "--model_revision",
+        config.model.revision,
+        "--dataset-size",
+        String(t.datasetSize),
+        ...(t.evalSize > 0 ? ["--eval-size", String(t.evalSize)] : []),
+        "--output_dir",
+        outputDir,
+        "--per_device_train_batch_size",
+        String(t.perDeviceTrainBatchSize),
+        "--gradient_accumulation_steps",
+        String(t.gradientAccumulationSteps),
+        "--num_generations",
+        String(t.numGenerations),
+        "--per_device_eval_batch_size",
+        String(t.perDeviceEvalBatchSize),
+    ];
+    if (t.layout === "whitebox-colocate") {
+        // vllm_gpu_memory_utilization stays TRL's colocate default (0.3): training shares the GPU, so
+        // training.gpuMemoryUtilization (a server setting, 0.9) would starve it; override via extraArgs.
+        args.push("--steps_per_generation", String(t.stepsPerGeneration), "--use_vllm", "true", "--vllm_mode", "colocate");
+    } else if (t.layout === "whitebox-server") {
+        args.push(
+            "--steps_per_generation",
+            String(t.stepsPerGeneration),
+            "--use_vllm",
+            "true",
+            "--vllm_mode",
+            "server",
+            "--vllm_server_base_url",
+            vllmUrl,
+            "--vllm_group_port",
+            String(TRL_GROUP_PORT),
+        );
+    } else {
+        // AsyncGRPOConfig has no vllm_mode / steps_per_generation; rollouts in flight = sandboxes in use.
+        args.push("--vllm_server_base_url", vllmUrl, "--max_inflight_tasks", String(t.maxInflight));
+    }
+    if (t.maxSteps !== undefined) args.push("--max_steps", String(t.maxSteps));
+    if (t.maxCompletionLength !== undefined) args.push("--max_completion_length", String(t.maxCompletionLength));
+    if (t.optim !== undefined) args.push("--optim", t.optim);
+    if (t.gradientCheckpointing !== undefined) args.push("--gradient_checkpointing", String(t.gradientCheckpointing));
+    if (t.hubRepoId !== undefined) args.push("--push_to_hub", "true", "--hub_model_id", t.hubRepoId);
+    if (t.trackioProject !== undefined) args.push("--report_to", "trackio", "--project", t.trackioProject);
+    if (t.trackioSpaceId !== undefined) args.push("--trackio_space_id", t.trackioSpaceId);
+    return args;
 }

@@ -232,3 +232,28 @@ def test_real_trl_parser(tmp_path: Path, argv: list[str], code: int, message: st
     assert r.returncode == code, r.stdout + r.stderr[-3000:]
     assert message in (r.stdout if code == 0 else r.stderr)
     assert not (tmp_path / "ran-past-parse").exists()
+
+
+def test_then_exec_runs_the_whole_command_once_the_script_accepts_it(tmp_path: Path) -> None:
+    """The form the platform renders: check the .py word's command line, then exec the command."""
+    script = write_script(tmp_path, SEED_LIKE)
+    # `python -X utf8 <script>` stands for a launcher with its own words before the script.
+    command = [sys.executable, "-X", "utf8", str(script), "--dataset-size", "42", "--model", "m"]
+    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", *command], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "ran-past-parse").read_text() == "trained m", "the exec'd command did the work"
+
+
+def test_then_exec_refused_command_never_starts(tmp_path: Path) -> None:
+    script = write_script(tmp_path, SEED_LIKE)
+    command = [sys.executable, str(script), "--max_steps", "42"]
+    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", *command], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 2
+    assert "unrecognized arguments: --max_steps 42" in r.stderr
+    assert not (tmp_path / "ran-past-parse").exists(), "a refused command line never starts the program"
+
+
+def test_then_exec_without_a_script_is_refused(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", "accelerate", "launch"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "no script (a word ending in .py) in the command: accelerate launch" in r.stderr

@@ -5,6 +5,7 @@
  * plan (`npm run plan`) and by the tests.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { ALLOW_EXAMPLE_IMAGES_ENV } from "../../components/config/validate";
 
 /** One resource the program asked the engine to create. */
 export interface RecordedResource {
@@ -41,6 +42,11 @@ export interface MockRunOptions {
     readonly previousOutputs?: Record<string, unknown>;
     /** Outputs of other stacks a StackReference may read, by full name (`<org>/<project>/<stack>`); any other reference fails the run. @default {} */
     readonly stackOutputs?: Readonly<Record<string, Record<string, unknown>>>;
+    /**
+     * Run the program as a real `up` would judge images in the example registry (refused). The offline
+     * plan and the mock tests never pull an image, so they allow them. @default false
+     */
+    readonly refuseExampleImages?: boolean;
     /** Function tokens the program may call; any other call fails the run. @default [] */
     readonly allowedCalls?: Readonly<Record<string, (inputs: any) => Record<string, any>>>;
 }
@@ -76,6 +82,9 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
     // Resource options the mock's newResource does not see, taken from the registration request.
     const timeouts = new Map<string, RecordedResource["customTimeouts"]>();
     const project = opts.project ?? "agent-rl-infra";
+    // index.ts refuses the example registry on a real up; nothing here pulls an image.
+    if (opts.refuseExampleImages === true) delete process.env[ALLOW_EXAMPLE_IMAGES_ENV];
+    else process.env[ALLOW_EXAMPLE_IMAGES_ENV] = "1";
     pulumi.runtime.setAllConfig(opts.config ?? {}, [...(opts.secretKeys ?? [])]);
     await pulumi.runtime.setMocks(
         {

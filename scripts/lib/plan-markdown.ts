@@ -25,13 +25,15 @@ export function renderMermaid(plan: PlatformPlan): string {
     const multi = plan.training.multiNode;
     lines.push(`  subgraph training["${multi ? `training, ${multi.nodes + 1} GPU nodes` : "training node"}: ${node}"]`);
     if (multi) {
-        lines.push(`    vllm["${t.layout === "blackbox" ? "vllm serve" : "trl vllm-serve"} :8000<br/>own node, ${t.vllmGpus} GPU (TP ${t.vllmGpus})"]`);
+        lines.push(
+            `    vllm["${t.layout === "blackbox" ? "vllm serve" : "vllm serve (trainer image)"} :8000<br/>own node, ${t.vllmGpus} GPU (TP ${t.vllmGpus})"]`,
+        );
         lines.push(`    trainer["trainer JobSet<br/>${multi.nodes} nodes x ${t.trainerGpus} GPU, ${multi.nodes * t.numProcesses} proc"]`);
         lines.push(`    trainer -->|"Service :8000, NCCL weight sync"| vllm`);
     } else if (t.layout === "whitebox-colocate") {
         lines.push(`    trainer["trainer + vLLM colocated<br/>${t.trainerGpus} GPU"]`);
     } else {
-        lines.push(`    vllm["${t.layout === "blackbox" ? "vllm serve" : "trl vllm-serve"} :8000<br/>${t.vllmGpus} GPU"]`);
+        lines.push(`    vllm["${t.layout === "blackbox" ? "vllm serve" : "vllm serve (trainer image)"} :8000<br/>${t.vllmGpus} GPU"]`);
         lines.push(`    trainer["trainer<br/>${t.trainerGpus} GPU, ${t.numProcesses} proc"]`);
         lines.push(`    trainer -->|"localhost:8000, NCCL weight sync"| vllm`);
     }
@@ -123,7 +125,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         rows.push(["trainer (vLLM colocated)", where, `${t.trainerGpus}`, 1, "-", "vLLM in-process"]);
     } else if (multi) {
         rows.push([
-            `${t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`trl vllm-serve`)"}, Deployment on its own node`,
+            `${t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`vllm serve`, trainer image)"}, Deployment on its own node`,
             where,
             `${t.vllmGpus} (TP ${t.vllmGpus})`,
             1,
@@ -139,7 +141,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
             `${multi.mainProcessPort} rendezvous on rank 0 + NCCL (trainer and vLLM pods only)`,
         ]);
     } else {
-        rows.push([t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`trl vllm-serve`)", where, `${t.vllmGpus}`, 1, "-", "8000 (private)"]);
+        rows.push([t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`vllm serve`, trainer image)", where, `${t.vllmGpus}`, 1, "-", "8000 (private)"]);
         rows.push([
             `trainer (${t.numProcesses} process${t.numProcesses === 1 ? "" : "es"})`,
             where,

@@ -1,7 +1,14 @@
 """Args check, run at pod start before the model loads: does the training script accept the
 command line the platform rendered for it?
 
-    python /opt/agentrl/args_check.py <script.py> <argv...>
+    python args_check.py <script.py> <argv...>
+    python args_check.py --then-exec <launcher...> <script.py> <argv...>
+
+The second form is what the platform renders at pod start: the check runs on the first `.py`
+word and the words after it, and when the command line is accepted the whole command (for
+example `accelerate launch --num_processes 2 /app/train.py ...`) replaces this process (exec),
+so the check leaves nothing behind and the program gets the pod's signals. The trainer images
+put this file at /usr/local/lib/agentrl/args_check.py (trainer/*/Dockerfile).
 
 The script runs as `__main__` (runpy) with `sys.argv = [script, *argv]`, so its own
 imports and its own argument parser run for real. The first parse that completes stops
@@ -150,10 +157,37 @@ def check(script: str, argv: list[str]) -> int:
     return 0
 
 
+USAGE = "usage: python args_check.py <script.py> [argv...] | --then-exec <launcher...> <script.py> [argv...]"
+
+
+def then_exec(command: list[str]) -> int:
+    """Check the command's script, then exec the whole command; the check's status if refused."""
+    script_at = next((i for i, word in enumerate(command) if word.endswith(".py")), None)
+    if script_at is None:
+        print(f"args-check: no script (a word ending in .py) in the command: {' '.join(command)}", file=sys.stderr)
+        return EXIT_REFUSED
+    status = check(command[script_at], command[script_at + 1 :])
+    if status != 0:
+        return status
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(command[0], command)
+    except OSError as error:
+        print(f"args-check: cannot start {command[0]}: {error}", file=sys.stderr)
+        return 127
+    return 0  # not reached: exec replaced the process
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python args_check.py <script.py> [argv...]", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return EXIT_REFUSED if not argv else 0
+    if argv[0] == "--then-exec":
+        if len(argv) == 1:
+            print(USAGE, file=sys.stderr)
+            return EXIT_REFUSED
+        return then_exec(argv[1:])
     return check(argv[0], argv[1:])
 
 

@@ -1,0 +1,48 @@
+// Prints, as JSON, the trainer command line the stack renders for every recipe, in every layout its
+// program runs in and on every target it allows, with the program's recorded facts
+// (components/config/programs.ts), for python/tests/test_trainer_argv.py. From the real resolve step
+// (components/platform/resolve.ts); pinned and unpinned model revisions both.
+// usage (repo root): node --import tsx python/tests/trainer_argv.ts
+import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, PROGRAMS, RECIPES, type ProgramName } from "../../components/config";
+import { resolvePlatform } from "../../components/platform/resolve";
+import { parseWithTestImages } from "../../test/helpers/config";
+
+const cases: unknown[] = [];
+for (const recipe of ALL_RECIPE_NAMES) {
+    const program = RECIPES[recipe].training.program as ProgramName;
+    const facts = PROGRAMS[program];
+    const targets = MULTI_NODE_RECIPE_NAMES.includes(recipe) ? ["kubernetes"] : ["kubernetes", "docker"];
+    for (const target of targets) {
+        for (const layout of facts.layouts) {
+            for (const revision of ["main", "0123456789abcdef0123456789abcdef01234567"]) {
+                // The server layout needs a GPU for vLLM beside the trainer's.
+                const pinned = revision !== "main";
+                const training = {
+                    ...(layout === RECIPES[recipe].training.layout ? {} : { layout, gpusOnNode: 2 }),
+                    // The pinned variant also pushes to the Hub and names a trackio Space (their flags are rendered too).
+                    ...(pinned ? { hubRepoId: "org/model", trackioSpaceId: "org/space" } : {}),
+                };
+                const config = parseWithTestImages(
+                    { recipe, runId: "r1", target: { kind: target, ...(target === "kubernetes" ? { context: "c" } : {}) }, model: { revision }, training },
+                    "test",
+                );
+                const plan = resolvePlatform(config, { hfToken: true });
+                const t = plan.training.trainer;
+                cases.push({
+                    recipe,
+                    target,
+                    layout,
+                    revision,
+                    program,
+                    facts,
+                    command: [...(t.command ?? []), ...t.args],
+                    envUrls: Object.fromEntries(Object.entries(plan.names.envs).map(([k, v]) => [k, v.url])),
+                    vllmUrl: plan.training.internalUrl,
+                    sandboxUrl: plan.names.ingress.sandboxUrl,
+                    sandboxImage: config.sandboxes.image,
+                });
+            }
+        }
+    }
+}
+process.stdout.write(JSON.stringify(cases));
