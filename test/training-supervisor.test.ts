@@ -179,7 +179,12 @@ test("the rendered one-container command parses under sh -n for every server lay
         for (const layout of ["blackbox", "whitebox-server"] as const) {
             const raw: Record<string, unknown> =
                 layout === "blackbox"
-                    ? { recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, training: { ncclCheck: true, resumeFromCheckpoint: true } }
+                    ? {
+                          recipe,
+                          runId: "r1",
+                          target: { kind: "kubernetes", context: "test" },
+                          training: { ncclCheck: true, resumeFromCheckpoint: true, program: "custom", command: ["python", "/app/train.py"] },
+                      }
                     : {
                           runId: "r1",
                           model: { name: "Qwen/Qwen3-1.7B" },

@@ -3,6 +3,7 @@
  * diagram of the topology. Built from the resolved plan (the same data the program used)
  * and the resources the program registered.
  */
+import { programFacts } from "../../components/config/programs";
 import type { DeployedEnvDescription } from "../../components/env";
 import type { PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
@@ -94,6 +95,31 @@ function envKeepaliveRow(env: DeployedEnvDescription): Array<string | number> {
         r.halfOpenSlotSeconds,
         `a client gone without closing frees its slot within this many seconds: ${reaper}`,
     ];
+}
+
+/** The trainer's program: what runs, where its command line was read, the command itself. */
+function trainerProgramSection(plan: PlatformPlan): string[] {
+    const t = plan.config.training;
+    const p = programFacts(t.program);
+    const trainer = plan.training.trainer;
+    const command = [...(trainer.command ?? []), ...trainer.args].map((w) => (/^[A-Za-z0-9_./:=,@%+$()-]+$/.test(w) ? w : `'${w}'`)).join(" ");
+    const rows: string[][] =
+        p === undefined
+            ? [["program (training.program)", `custom: your script, given the TrlParser flag contract (README "The trainer program")`]]
+            : [
+                  ["program (training.program)", `${t.program}: ${p.description}`],
+                  ["source", `${p.source.repo} ${p.source.path} @ ${p.source.revision}`],
+                  [
+                      "flags read from",
+                      p.readFrom === "source" ? "the program's source" : "published command lines only (command line checked against published examples only)",
+                  ],
+                  ["in the image", p.file],
+              ];
+    rows.push([
+        "args check at pod start (training.argsCheck)",
+        t.argsCheck ? "on: the program's own parser runs over the command line before the model loads" : "off",
+    ]);
+    return ["## Trainer program", "", table(["setting", "value"], rows), "", "```", command, "```", ""];
 }
 
 export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
@@ -191,6 +217,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         );
         out.push("");
     }
+    out.push(...trainerProgramSection(plan));
     const sharing = plan.training.gpuSharing;
     if (sharing.mode !== "none") {
         out.push("## Weight sync (NCCL, trainer -> vLLM)");
