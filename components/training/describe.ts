@@ -13,7 +13,9 @@
  *   (`vllm_server_base_url`, `max_inflight_tasks`, no `vllm_mode`/`steps_per_generation`):
  *   trl `trl/experimental/async_grpo/async_grpo_config.py`.
  *
- * What the trainer image's script must accept (white box: TRL's `TrlParser` over `GRPOConfig`,
+ * The trainer's command line: a named program's own flags (training.program; the facts and their
+ * sources in components/config/programs.ts, rendered by program-args.ts). What a `custom` script
+ * must accept instead (white box: TRL's `TrlParser` over `GRPOConfig`,
  * TRL's `ModelConfig` and the script's own dataclass; black box: `TrlParser` over
  * `AsyncGRPOConfig` and the script's own dataclass, NOT `ModelConfig`: both define `--dtype`
  * and one parser over the two fails with "conflicting option string"):
@@ -38,6 +40,7 @@
 import { ConfigError } from "../config/parse";
 import { programFacts } from "../config/programs";
 import { modelSource, programArgs, programLauncher, withStartChecks } from "./program-args";
+import { blackboxServerArgs, whiteboxServerArgs } from "./vllm-args";
 import { podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import type { Layout } from "../config/schema";
@@ -456,69 +459,21 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
     const pinnedDir = program !== undefined ? modelSource(config.model).download && modelSource(config.model).arg : undefined;
     const servedNames = pinnedDir ? ["--served-model-name", config.model.name, pinnedDir] : [];
     if (layout === "whitebox-server") {
-        // What `trl vllm-serve` execs in TRL 1.16 (deprecated there, removed in TRL 2.0:
-        // trl/scripts/vllm_serve.py build_command/main): vLLM's own server in dev mode with the NCCL
-        // weight-transfer engine, processed logprobs and no logprob cap. TRL 2.0 changes nothing here.
+        // What `trl vllm-serve` execs in TRL 1.16, in dev mode (trl/scripts/vllm_serve.py main).
         vllm = {
             ...vllmBase,
             image: config.images.trainer, // the TRL image carries vllm (colocate needs it anyway)
             command: ["vllm", "serve"],
-            args: [
-                config.model.name,
-                "--revision",
-                config.model.revision,
-                "--host",
-                "0.0.0.0",
-                "--port",
-                String(VLLM_PORT),
-                "--tensor-parallel-size",
-                String(t.vllmGpus),
-                "--data-parallel-size",
-                "1",
-                "--gpu-memory-utilization",
-                String(t.gpuMemoryUtilization),
-                ...(t.maxModelLen !== undefined ? ["--max-model-len", String(t.maxModelLen)] : []),
-                ...servedNames,
-                "--weight-transfer-config",
-                '{"backend": "nccl"}',
-                "--logprobs-mode",
-                "processed_logprobs",
-                "--max-logprobs",
-                "-1",
-            ],
+            args: whiteboxServerArgs(config, servedNames),
             env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), ...(program?.env ?? {}), VLLM_SERVER_DEV_MODE: "1" },
             probes: healthProbes("/health", t.modelLoadSeconds),
         };
     } else if (blackbox) {
-        // Never --api-key: it guards only /v1 and the trainer sends no key; the ingress authenticates.
         vllm = {
             ...vllmBase,
             image: config.images.vllm,
             command: ["vllm", "serve"],
-            args: [
-                config.model.name,
-                "--revision",
-                config.model.revision,
-                "--host",
-                "0.0.0.0",
-                "--port",
-                String(VLLM_PORT),
-                "--enable-auto-tool-choice",
-                "--tool-call-parser",
-                "hermes",
-                "--logprobs-mode",
-                "processed_logprobs",
-                "--return-tokens-as-token-ids",
-                ...(t.maxModelLen !== undefined ? ["--max-model-len", String(t.maxModelLen)] : []),
-                "--weight-transfer-config",
-                '{"backend":"nccl"}',
-                "--gpu-memory-utilization",
-                String(t.gpuMemoryUtilization),
-                ...(t.vllmGpus > 1 ? ["--tensor-parallel-size", String(t.vllmGpus)] : []),
-                // One dtype for both roles: the trainer asks for vLLM in its own (AsyncGRPOConfig.dtype).
-                ...(program?.trainerDtype !== undefined ? ["--dtype", program.trainerDtype] : []),
-                ...servedNames,
-            ],
+            args: blackboxServerArgs(config, program?.trainerDtype, servedNames),
             // Dev mode opens the weight-transfer routes the AsyncGRPO trainer calls; only here, and
             // only reachable on loopback / through the ingress allow-list.
             env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), VLLM_SERVER_DEV_MODE: "1" },
