@@ -10,6 +10,8 @@ import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
 import type { PlatformConfig } from "../components/config/resolve";
 import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
+import { addQuantities } from "../components/shared/quantity";
+import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";
 import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
 import { isSecret, unwrapSecrets } from "./helpers/secrets";
 
@@ -57,10 +59,10 @@ const CRD = {
     },
 };
 
-function config(raw: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes"): PlatformConfig {
+function config(raw: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes", recipe: RecipeName = "opencode-blackbox"): PlatformConfig {
     // Kubernetes stacks other than dev name their cluster's context (components/config validate).
     return parsePlatformConfig(
-        { recipe: "opencode-blackbox", runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test-cluster" } : { kind: target }, ...raw },
+        { recipe, runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test-cluster" } : { kind: target }, ...raw },
         "test",
     );
 }
@@ -100,7 +102,13 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
     const volumes = new Map<string, any>(spec.volumes.map((v: any) => [v.name, v]));
     for (const v of volumes.values())
         assert.deepEqual(Object.keys(v).sort(), ["emptyDir", "name"], `only emptyDir volumes (PSA restricted): ${JSON.stringify(v)}`);
-    for (const c of spec.containers) {
+    assert.equal(spec.shareProcessNamespace, false, "no container sees another's processes (the forwarder's env holds the key)");
+    const [forwarder, ...more] = spec.initContainers;
+    assert.deepEqual(more, []);
+    assert.equal(forwarder.restartPolicy, "Always", "a native sidecar: up before the agent's container, as long as the pod");
+    assert.deepEqual(forwarder.resources, { requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "100m", memory: "128Mi" } });
+    assert.equal(forwarder.volumeMounts, undefined, "no volume shared with the agent's container");
+    for (const c of [forwarder, ...spec.containers]) {
         const sc = c.securityContext;
         assert.equal(sc.allowPrivilegeEscalation, false);
         assert.equal(sc.runAsNonRoot, true);
@@ -110,8 +118,11 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
         assert.deepEqual(sc.capabilities, { drop: ["ALL"] });
         assert.deepEqual(sc.seccompProfile, { type: "RuntimeDefault" });
         assert.deepEqual(c.resources.requests, c.resources.limits, "requests == limits");
-        assert.deepEqual(c.resources.limits, { cpu: d.cpu, memory: d.memory });
         assert.equal(c.image, d.image);
+    }
+    for (const c of spec.containers) {
+        assert.notEqual(c.securityContext.runAsUser, forwarder.securityContext.runAsUser, "the forwarder has a uid of its own");
+        assert.deepEqual(c.resources.limits, { cpu: d.cpu, memory: d.memory });
         const home = c.env.find((e: any) => e.name === "HOME")?.value;
         const mounts = c.volumeMounts.map((m: any) => m.mountPath);
         assert.ok(mounts.includes(home), "HOME is writable (emptyDir)");
@@ -129,8 +140,8 @@ describe("resolveSandboxPool", () => {
         assert.equal(d.poolSize, 10, "maxInflight 8 + headroom 2");
         assert.equal(d.deadlineSeconds, 3600 + 6 * 3600);
         assert.equal(d.quota.pods, 10 + 8 + 2);
-        assert.equal(d.quota.cpu, "40");
-        assert.equal(d.quota.memory, "80Gi");
+        assert.equal(d.quota.cpu, "42", "20 pods x (2 CPUs + the forwarder's 100m)");
+        assert.equal(d.quota.memory, "84480Mi", "20 pods x (4Gi + the forwarder's 128Mi)");
         assert.equal(d.labels["agentrl.dev/run"], "r1");
         assert.deepEqual(d.trainerEnv, {
             SANDBOX_PROVIDER: "agent-sandbox",
@@ -139,7 +150,7 @@ describe("resolveSandboxPool", () => {
             SANDBOX_MAX_LIFETIME_SECONDS: "3600",
             SANDBOX_RUN_LABEL: "agentrl.dev/run",
             SANDBOX_RUN_ID: "r1",
-            SANDBOX_UPSTREAM_URL: d.upstreamUrl,
+            SANDBOX_UPSTREAM_URL: "http://127.0.0.1:7100",
             SANDBOX_NAMESPACE: "arl-test-sandboxes",
             SANDBOX_WARM_POOL: d.names.warmPool,
             SANDBOX_TEMPLATE: d.names.template,
@@ -147,9 +158,13 @@ describe("resolveSandboxPool", () => {
             SANDBOX_API_VERSION: "v1beta1",
             SANDBOX_SHUTDOWN_POLICY: "Delete",
             SANDBOX_PORT: "8888",
-            SANDBOX_HOME: "/home/user",
+            SANDBOX_HOME: "/root",
             SANDBOX_POOL_SIZE: "10",
+            SANDBOX_CPU: "2",
+            SANDBOX_MEMORY: "4Gi",
         });
+        assert.equal(d.trainerEnv.SANDBOX_UPSTREAM_URL, d.forwarder.url, "the agent's side calls its pod's forwarder");
+        assert.equal(d.upstreamUrl, "http://vllm-ingress.arl-test-ingress.svc.cluster.local:8080", "the forwarder calls the ingress");
         assert.ok(!Object.values(d.trainerEnv).includes(KEY));
     });
 
@@ -215,7 +230,9 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         assert.ok(container.readinessProbe.periodSeconds * container.readinessProbe.failureThreshold <= 10, "a dead runtime leaves the pool within seconds");
         assert.equal(container.livenessProbe, undefined, "no restart of a claimed sandbox: its state would be lost");
         const env = Object.fromEntries(container.env.filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
-        assert.equal(env.HOME, "/home/user", "OpenEnv's opencode harness default sandbox_home");
+        assert.equal(env.HOME, "/root", "TRL's opencode example's SANDBOX_HOME (its WORKDIR /root/workdir lies in it)");
+        // /home/user (OpenEnv's default sandbox_home) is a link to /root in the image (python/image/install-layout.sh).
+        assert.equal(env.OPENCODE_UPSTREAM_URL, "http://127.0.0.1:7100", "the capture proxy's upstream: the pod's forwarder");
         assert.equal(pool.trainerEnv.SANDBOX_HOME, env.HOME, "the trainer passes the same HOME as OpenCodeConfig.sandbox_home");
         assert.ok(
             container.volumeMounts.some((m: any) => m.mountPath === env.HOME),
@@ -322,8 +339,11 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         const pods = Number(q.spec.hard.pods);
         assert.equal(pods, live + d.headroom);
         assert.ok(pods >= live, "a normal run is never blocked by its own quota");
-        for (const k of ["requests.cpu", "limits.cpu"]) assert.equal(q.spec.hard[k], multiplyQuantity(d.cpu, pods));
-        for (const k of ["requests.memory", "limits.memory"]) assert.equal(q.spec.hard[k], multiplyQuantity(d.memory, pods));
+        // Each pod: the sandbox and its forwarder (a native sidecar's requests count in the pod's).
+        for (const k of ["requests.cpu", "limits.cpu"])
+            assert.equal(q.spec.hard[k], addQuantities(multiplyQuantity(d.cpu, pods), multiplyQuantity(d.forwarder.cpu, pods)));
+        for (const k of ["requests.memory", "limits.memory"])
+            assert.equal(q.spec.hard[k], addQuantities(multiplyQuantity(d.memory, pods), multiplyQuantity(d.forwarder.memory, pods)));
         assert.equal(q.spec.hard["count/sandboxclaims.extensions.agents.x-k8s.io"], String(pods));
     });
 
@@ -342,7 +362,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         assert.equal(update.resources.filter((r) => /ClusterRole/.test(r.type)).length, 0, "nothing cluster-wide");
     });
 
-    it("keeps the key in the Secret only; the template refers to it", async () => {
+    it("keeps the key in the Secret only; only the forwarder container refers to it", async () => {
         const { update, preview, description: d, pool } = await build(config());
         for (const run of [update, preview]) {
             const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
@@ -356,14 +376,11 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
             assert.equal(secret.metadata.name, d.names.keySecret);
             assert.equal(secret.metadata.namespace, d.names.namespace);
             assert.equal(secret.data, undefined);
-            const env = single(run.resources, T.template).inputs.spec.podTemplate.spec.containers[0].env;
-            assert.deepEqual(
-                env.find((e: any) => e.name === "OPENCODE_UPSTREAM_API_KEY"),
-                {
-                    name: "OPENCODE_UPSTREAM_API_KEY",
-                    valueFrom: { secretKeyRef: { name: d.names.keySecret, key: "api-key" } },
-                },
-            );
+            const spec = single(run.resources, T.template).inputs.spec.podTemplate.spec;
+            assert.deepEqual(spec.initContainers[0].env, [
+                { name: "OPENCODE_UPSTREAM_API_KEY", valueFrom: { secretKeyRef: { name: d.names.keySecret, key: "api-key" } } },
+            ]);
+            assert.ok(!JSON.stringify(spec.containers).includes(d.names.keySecret), "the agent's container never refers to the key");
         }
         assert.ok(!JSON.stringify(pool.trainerEnv).includes(KEY));
     });
@@ -451,14 +468,52 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
     });
 });
 
+describe("The ingress key and the agent's container, over every black-box recipe and target", () => {
+    const blackbox = ALL_RECIPE_NAMES.filter((r) => RECIPES[r].training.layout === "blackbox");
+    it("covers the black-box recipes", () => assert.ok(blackbox.length >= 2, blackbox.join(", ")));
+    for (const recipe of blackbox) {
+        const targets = MULTI_NODE_RECIPE_NAMES.includes(recipe) ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const);
+        for (const target of targets) {
+            it(`${recipe} on ${target}: no env of the agent's container carries the key, only the forwarder's`, async () => {
+                const { update, preview, description: d } = await build(config({}, target, recipe));
+                for (const run of [update, preview]) {
+                    const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
+                    if (target === "kubernetes") {
+                        assert.deepEqual(
+                            holders.map((r) => r.type),
+                            [T.secret],
+                        );
+                        const spec = single(run.resources, T.template).inputs.spec.podTemplate.spec;
+                        const refs = (c: any) => (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef?.name === d.names.keySecret);
+                        for (const c of spec.containers) assert.deepEqual(refs(c), [], `container ${c.name}`);
+                        assert.deepEqual(
+                            spec.initContainers.map((c: any) => [c.name, refs(c).length]),
+                            [["forwarder", 1]],
+                        );
+                        assert.ok(!JSON.stringify(spec.podTemplate?.metadata ?? {}).includes(KEY), "no label or annotation");
+                    } else {
+                        assert.ok(holders.length > 0 && holders.every((r) => r.type === T.container && r.inputs.name.endsWith("-forwarder")));
+                    }
+                }
+            });
+        }
+    }
+});
+
 describe("SandboxPool on Docker", () => {
     const c = config({}, "docker");
     let built: Awaited<ReturnType<typeof build>>;
     before(async () => {
         built = await build(c);
     });
-    /** Both runs (update, preview), each with its sandbox containers. */
-    const runs = () => [built.update, built.preview].map((run) => ({ run, containers: ofType(run.resources, T.container) }));
+    const isForwarder = (r: RecordedResource) => r.inputs.name.endsWith("-forwarder");
+    /** Both runs (update, preview), each with its sandbox containers and their forwarders. */
+    const runs = () =>
+        [built.update, built.preview].map((run) => ({
+            run,
+            containers: ofType(run.resources, T.container).filter((r) => !isForwarder(r)),
+            forwarders: ofType(run.resources, T.container).filter(isForwarder),
+        }));
 
     it("runs a fixed pool from the pinned image, each container named uniquely under the stack prefix", () => {
         for (const { run, containers } of runs()) {
@@ -489,7 +544,7 @@ describe("SandboxPool on Docker", () => {
                 assert.deepEqual(x.securityOpts, ["no-new-privileges:true"]);
                 assert.equal(x.privileged, false);
                 assert.equal(x.user, "65532:65532", "a high uid, not the well-known 1000");
-                assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/home/user", "/tmp", "/workspace"]);
+                assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/root", "/tmp", "/workspace"]);
                 assert.ok(Object.values(x.tmpfs).every((o) => /uid=65532/.test(o as string)));
             }
         }
@@ -508,24 +563,36 @@ describe("SandboxPool on Docker", () => {
         }
     });
 
-    it("the key travels only in the containers' env, sent as a secret, beside the upstream URL", () => {
-        for (const { run, containers } of runs()) {
-            if (run === built.update) {
-                for (const { inputs: x } of containers) {
-                    assert.ok(isSecret(x.envs), "env sent as a secret");
-                    assert.ok(unwrapSecrets(x.envs).includes(`OPENCODE_UPSTREAM_API_KEY=${KEY}`));
-                    assert.ok(unwrapSecrets(x.envs).includes(`OPENCODE_UPSTREAM_URL=${built.description.upstreamUrl}`));
-                }
+    it("the key travels only in the forwarders' env, sent as a secret; each forwarder in its sandbox's network namespace as its own uid", () => {
+        for (const { run, containers, forwarders } of runs()) {
+            assert.equal(forwarders.length, containers.length, "one forwarder per sandbox");
+            for (const { inputs: x } of containers) {
+                assert.ok(!JSON.stringify(x.envs).includes(KEY), "no key in the sandbox's env");
+                assert.ok(x.envs.includes("OPENCODE_UPSTREAM_URL=http://127.0.0.1:7100"), "the agent's side calls the forwarder");
             }
-            // The key appears only in the containers' (secret) env.
+            forwarders.forEach(({ inputs: f }, i) => {
+                assert.ok(isSecret(f.envs), "env sent as a secret");
+                if (run === built.update) assert.deepEqual(unwrapSecrets(f.envs), [`OPENCODE_UPSTREAM_API_KEY=${KEY}`]);
+                assert.equal(f.name, `${containers[i].inputs.name}-forwarder`);
+                assert.equal(f.user, "65533:65533", "a uid of its own");
+                assert.deepEqual([f.readOnly, f.privileged, f.restart], [true, false, "no"]);
+                assert.deepEqual(f.capabilities, { drops: ["ALL"] });
+                assert.deepEqual(f.command.slice(-4), ["--upstream", built.description.upstreamUrl, "--key-env", "OPENCODE_UPSTREAM_API_KEY"]);
+                assert.equal(f.pidMode, undefined, "its own PID namespace");
+                assert.equal(f.mounts ?? f.volumes, undefined, "no file shared with the sandbox");
+            });
+            // The key appears only in the forwarders' (secret) env.
             const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
-            assert.ok(holders.every((r) => r.type === T.container));
+            assert.ok(holders.every((r) => r.type === T.container && isForwarder(r)));
         }
+        const f = runs()[0].forwarders[0].inputs;
+        assert.equal(f.networkMode, `container:${runs()[0].containers[0].name}-id`, "the sandbox's network namespace (its container's id; the mock's ids)");
     });
 
     it("hands the trainer the Docker provider and every container; no agent-sandbox template", () => {
         assert.equal(built.pool.trainerEnv.SANDBOX_PROVIDER, "docker");
         assert.equal(built.pool.trainerEnv.SANDBOX_CONTAINERS.split(",").length, built.description.poolSize);
+        assert.equal(built.pool.trainerEnv.SANDBOX_UPSTREAM_URL, "http://127.0.0.1:7100");
         assert.equal(ofType(built.update.resources, T.template).length, 0);
     });
 });

@@ -6,7 +6,7 @@
  */
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
-import { multiplyQuantity, quantityValue } from "../shared/quantity";
+import { addQuantities, multiplyQuantity, quantityValue } from "../shared/quantity";
 
 import { AGENT_SANDBOX_VERSION } from "../config/cluster";
 
@@ -32,24 +32,50 @@ export const SANDBOX_API_VERSION = "v1beta1";
  * 8888 is agent-sandbox's runtime convention (examples/python-runtime-sandbox serves /execute there).
  */
 export const SANDBOX_PORT = 8888;
-/** Env var the in-sandbox proxy reads its upstream key from (OpenEnv interception.py: --upstream-api-key, else this). */
+/**
+ * Env var holding the ingress key, set in the forwarder's container only (never the agent's):
+ * the name OpenEnv's proxy reads (interception.py: --upstream-api-key, else this), which the
+ * platform's secret-env policy already knows (policy/policies.ts PLATFORM_SECRET_ENV).
+ */
 export const SANDBOX_KEY_ENV = "OPENCODE_UPSTREAM_API_KEY";
-/** Env var carrying the ingress URL into the sandbox (the proxy itself takes --upstream-url; the trainer passes the same value). */
+/** Env var telling the agent's side where its upstream is: the forwarder on the pod's loopback (the harness passes the same URL as --upstream-url). */
 export const SANDBOX_URL_ENV = "OPENCODE_UPSTREAM_URL";
 /** Key of the sandbox key inside its Secret. */
 export const SANDBOX_KEY_SECRET_KEY = "api-key";
 /**
- * HOME inside every sandbox: the opencode harness's default `sandbox_home` (OpenEnv
- * envs/opencode_env/config.py), under which it looks for `.opencode/bin/opencode` and
+ * HOME inside every sandbox: TRL's opencode example's `SANDBOX_HOME = "/root"`, work dir
+ * `/root/workdir` (huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py), so its
+ * script runs unchanged. The harness looks under it for `.opencode/bin/opencode` and
  * `proxy/interception.py` before downloading them (which the egress policy blocks).
  */
-export const SANDBOX_HOME = "/home/user";
+export const SANDBOX_HOME = "/root";
+/**
+ * OpenEnv's default `sandbox_home` (envs/opencode_env/config.py): the derived image links it to
+ * SANDBOX_HOME (python/image/install-layout.sh), so scripts on either default find one HOME.
+ */
+export const SANDBOX_HOME_ALIAS = "/home/user";
 /** The derived image's HOME skeleton (opencode, the proxy, the harness's dirs), mirrored into the HOME emptyDir by the runtime at start (python/Dockerfile). */
 export const SANDBOX_HOME_SEED = "/opt/agent-rl/home";
 /** The command runtime in the derived image (python/agent_rl_sandbox/runtime.py, standard library only). */
 export const SANDBOX_RUNTIME_PATH = "/opt/agent-rl/runtime.py";
 /** The runtime's readiness route: it answers once HOME is seeded and it listens. */
 export const SANDBOX_HEALTH_PATH = "/healthz";
+/** The key-holding forwarder in the derived image (python/agent_rl_sandbox/forwarder.py, standard library only). */
+export const SANDBOX_FORWARDER_PATH = "/opt/agent-rl/forwarder.py";
+/** The forwarder's port on the pod's loopback (forwarder.py DEFAULT_PORT); 7000 is the harness's capture proxy, 8888 the runtime. */
+export const SANDBOX_FORWARDER_PORT = 7100;
+
+/** The forwarder's share of a sandbox pod: one stream at a time through Python's stdlib server (bodies up to 16 MiB in memory). */
+export const FORWARDER_CPU = "100m";
+export const FORWARDER_MEMORY = "128Mi";
+
+/**
+ * The forwarder's command: loopback only (the agent's container shares the pod's loopback, nothing
+ * outside the pod reaches it), the ingress as upstream, the key from its own container's env.
+ */
+export function sandboxForwarderCommand(upstreamUrl: string, port: number = SANDBOX_FORWARDER_PORT): string[] {
+    return ["python3", "-I", SANDBOX_FORWARDER_PATH, "--host", "127.0.0.1", "--port", String(port), "--upstream", upstreamUrl, "--key-env", SANDBOX_KEY_ENV];
+}
 
 /** PID 1 of every Kubernetes sandbox: the runtime (python -I: nothing from the writable HOME, e.g. a planted sitecustomize, is imported). */
 export function sandboxRuntimeCommand(port: number = SANDBOX_PORT): string[] {
@@ -82,6 +108,31 @@ export interface SandboxSecurity {
     readonly writablePaths: readonly WritablePath[];
     /** Seconds a stopped sandbox gets: short, because a terminating pod still counts against the quota. */
     readonly terminationGraceSeconds: number;
+}
+
+/**
+ * The key-holding forwarder beside every sandbox (python/agent_rl_sandbox/forwarder.py). The agent
+ * (opencode's bash tool runs the model's commands as the sandbox uid) can read the env and argv of
+ * every process of its uid in its PID namespace, so the key lives in neither: it is in this
+ * container's env only, another container (its own PID and mount namespace; the pod does not share
+ * processes) running as another uid. It forwards POST /v1/chat/completions and GET /v1/models to
+ * the ingress with the key; the harness's capture proxy uses it as upstream with a placeholder key.
+ */
+export interface SandboxForwarder {
+    readonly command: readonly string[];
+    /** Exit 0 once it accepts connections (run in its container: it listens on loopback, which kubelet's httpGet cannot reach). */
+    readonly probeCommand: readonly string[];
+    readonly port: number;
+    /** What the agent's side calls: `--sandbox-vllm-url` of TRL's script, the capture proxy's upstream. */
+    readonly url: string;
+    /** A uid of its own, never the sandbox's. */
+    readonly runAsUser: number;
+    /** Env var holding the key in its container. */
+    readonly keyEnv: string;
+    /** CPU request = limit (counted in the quota beside the sandbox's). */
+    readonly cpu: string;
+    /** Memory request = limit. */
+    readonly memory: string;
 }
 
 /** What the namespace's ResourceQuota allows: warm pool + claimed in-flight sandboxes + headroom. */
@@ -120,10 +171,12 @@ export interface SandboxDescription {
     /** The command runtime every Kubernetes sandbox runs as its main process, and its readiness route on `port`. */
     readonly runtime: { readonly command: readonly string[]; readonly healthPath: string };
     readonly security: SandboxSecurity;
-    /** Non-secret env of every sandbox (the key is added separately, from a secret). */
+    /** Non-secret env of every sandbox's agent container (the key is never in it: see `forwarder`). */
     readonly env: Readonly<Record<string, string>>;
-    /** The ingress URL the sandboxes call (vLLM's /v1/chat/completions behind the authenticated proxy). */
+    /** The ingress URL the forwarder calls (vLLM's /v1/chat/completions behind the authenticated proxy). */
     readonly upstreamUrl: string;
+    /** The key-holding forwarder of every sandbox (agent-sandbox and docker pools). */
+    readonly forwarder: SandboxForwarder;
     /** Pod labels of every sandbox: the shared podLabels convention plus the run label. */
     readonly labels: Readonly<Record<string, string>>;
     readonly quota: SandboxQuota;
@@ -176,6 +229,11 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
         terminationGraceSeconds: 5,
     };
     const url = names.ingress.sandboxUrl;
+    const forwarderUrl = `http://127.0.0.1:${SANDBOX_FORWARDER_PORT}`;
+    // A uid of its own beside the sandbox's (schema: runAsUser in 1000..2^31-1).
+    const forwarderUid = s.runAsUser < 2147483647 ? s.runAsUser + 1 : s.runAsUser - 1;
+    // Hosted sandboxes (hf) have no forwarder: they call the ingress themselves, with the key the trainer hands them.
+    const agentUpstream = provider === "hf" ? url : forwarderUrl;
     const env: Record<string, string> = {
         HOME: home,
         // Caches and user installs land under HOME, the only writable place besides /tmp and /workspace.
@@ -183,7 +241,7 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
         XDG_CONFIG_HOME: `${home}/.config`,
         XDG_DATA_HOME: `${home}/.local/share`,
         PYTHONUSERBASE: `${home}/.local`,
-        [SANDBOX_URL_ENV]: url,
+        [SANDBOX_URL_ENV]: agentUpstream,
     };
     const containers = provider === "docker" ? Array.from({ length: s.poolSize }, (_, i) => dnsName([names.sandboxes.template, String(i)])) : [];
     const common: Record<string, string> = {
@@ -193,7 +251,8 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
         SANDBOX_MAX_LIFETIME_SECONDS: String(s.maxLifetimeSeconds),
         SANDBOX_RUN_LABEL: names.sandboxes.runLabel,
         SANDBOX_RUN_ID: config.runId,
-        SANDBOX_UPSTREAM_URL: url,
+        // What the agent's side calls (TRL's --sandbox-vllm-url, OpenCodeConfig.base_url without /v1).
+        SANDBOX_UPSTREAM_URL: agentUpstream,
     };
     let trainerEnv: Record<string, string>;
     if (provider === "agent-sandbox") {
@@ -209,6 +268,9 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
             // OpenCodeConfig.sandbox_home: where the harness writes config, task and logs (python/agent_rl_sandbox/settings.py).
             SANDBOX_HOME: home,
             SANDBOX_POOL_SIZE: String(s.poolSize),
+            // What a sandbox gets (the backend maps HF flavors onto it: python/agent_rl_sandbox/agent_sandbox.py).
+            SANDBOX_CPU: s.cpu,
+            SANDBOX_MEMORY: s.memory,
         };
     } else if (provider === "docker") {
         trainerEnv = { ...common, SANDBOX_NETWORK: names.networks.sandboxes, SANDBOX_CONTAINERS: containers.join(","), SANDBOX_POOL_SIZE: String(s.poolSize) };
@@ -237,8 +299,23 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
         security,
         env,
         upstreamUrl: url,
+        forwarder: {
+            command: sandboxForwarderCommand(url),
+            probeCommand: ["python3", "-I", SANDBOX_FORWARDER_PATH, "--probe", "--port", String(SANDBOX_FORWARDER_PORT)],
+            port: SANDBOX_FORWARDER_PORT,
+            url: forwarderUrl,
+            runAsUser: forwarderUid,
+            keyEnv: SANDBOX_KEY_ENV,
+            cpu: FORWARDER_CPU,
+            memory: FORWARDER_MEMORY,
+        },
         labels: { ...podLabels("sandbox", pool), [names.sandboxes.runLabel]: config.runId },
-        quota: { pods: quotaPods, cpu: multiplyQuantity(s.cpu, quotaPods), memory: multiplyQuantity(s.memory, quotaPods) },
+        // Every pod holds the sandbox and its forwarder (Kubernetes counts a native sidecar's requests in the pod's).
+        quota: {
+            pods: quotaPods,
+            cpu: addQuantities(multiplyQuantity(s.cpu, quotaPods), multiplyQuantity(FORWARDER_CPU, quotaPods)),
+            memory: addQuantities(multiplyQuantity(s.memory, quotaPods), multiplyQuantity(FORWARDER_MEMORY, quotaPods)),
+        },
         hfFlavor: s.hfFlavor,
         names: {
             namespace: names.namespaces.sandboxes,

@@ -5,10 +5,14 @@
  * Kubernetes. Docker has no lifetime controller: PID 1 is `sleep <deadline>`, so each
  * container (and everything run in it) ends at maxWarmWait + maxLifetime, and
  * `restart: no` keeps it down.
+ *
+ * Beside each sandbox, its key-holding forwarder (python/agent_rl_sandbox/forwarder.py): a second
+ * container in the sandbox's network namespace (`container:<name>`, so the sandbox reaches it on
+ * loopback) but with its own PID and mount namespace and uid, the only one whose env holds the key.
  */
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
-import { SANDBOX_KEY_ENV, quantityValue, type SandboxDescription } from "./describe";
+import { quantityValue, type SandboxDescription } from "./describe";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 
 export interface DockerSandboxArgs {
@@ -35,41 +39,67 @@ export function registerDockerSandboxPool(name: string, args: DockerSandboxArgs,
     const sec = d.security;
     const child = { parent };
     const image = new docker.RemoteImage(`${name}-image`, { name: d.image, keepLocally: true }, child);
-    const plainEnv = Object.entries(d.env).map(([k, v]) => `${k}=${v}`);
+    // No key in the sandbox's env: the agent runs as its uid (see the forwarder below).
+    const envs = Object.entries(d.env).map(([k, v]) => `${k}=${v}`);
+    const f = d.forwarder;
     // The key only ever travels as a secret Output (Docker has no secret env: `docker inspect` shows it to the host's admins).
-    const envs = pulumi.secret(pulumi.output(args.sandboxKey).apply((key) => [...plainEnv, `${SANDBOX_KEY_ENV}=${key}`]));
+    const forwarderEnvs = pulumi.secret(pulumi.output(args.sandboxKey).apply((key) => [`${f.keyEnv}=${key}`]));
     const tmpfs: Record<string, string> = {};
     for (const w of sec.writablePaths) tmpfs[w.path] = tmpfsOptions(d, w.sizeLimit);
     const labels = Object.entries(d.labels).map(([label, value]) => ({ label, value }));
-    return d.names.containers.map(
-        (containerName, i) =>
-            new docker.Container(
-                `${name}-${i}`,
-                {
-                    name: containerName,
-                    image: image.imageId,
-                    command: dockerSandboxCommand(d),
-                    user: `${sec.runAsUser}:${sec.runAsGroup}`,
-                    workingDir: sec.workingDir,
-                    envs,
-                    labels,
-                    readOnly: sec.readOnlyRootFilesystem,
-                    tmpfs,
-                    capabilities: { drops: [...sec.dropCapabilities] },
-                    securityOpts: ["no-new-privileges:true"],
-                    privileged: false,
-                    // Docker takes a decimal number of CPUs ("500m" -> "0.5").
-                    cpus: dockerCpus(d.cpu),
-                    memory: dockerMemoryMiB(d.memory),
-                    // No swap beyond the memory limit.
-                    memorySwap: dockerMemoryMiB(d.memory),
-                    init: true,
-                    restart: "no",
-                    // Only the internal sandbox network: the default bridge would reach the internet.
-                    networkMode: args.network,
-                    destroyGraceSeconds: sec.terminationGraceSeconds,
-                },
-                child,
-            ),
-    );
+    return d.names.containers.flatMap((containerName, i) => {
+        const sandbox = new docker.Container(
+            `${name}-${i}`,
+            {
+                name: containerName,
+                image: image.imageId,
+                command: dockerSandboxCommand(d),
+                user: `${sec.runAsUser}:${sec.runAsGroup}`,
+                workingDir: sec.workingDir,
+                envs,
+                labels,
+                readOnly: sec.readOnlyRootFilesystem,
+                tmpfs,
+                capabilities: { drops: [...sec.dropCapabilities] },
+                securityOpts: ["no-new-privileges:true"],
+                privileged: false,
+                // Docker takes a decimal number of CPUs ("500m" -> "0.5").
+                cpus: dockerCpus(d.cpu),
+                memory: dockerMemoryMiB(d.memory),
+                // No swap beyond the memory limit.
+                memorySwap: dockerMemoryMiB(d.memory),
+                init: true,
+                restart: "no",
+                // Only the internal sandbox network: the default bridge would reach the internet.
+                networkMode: args.network,
+                destroyGraceSeconds: sec.terminationGraceSeconds,
+            },
+            child,
+        );
+        const forwarder = new docker.Container(
+            `${name}-${i}-forwarder`,
+            {
+                name: `${containerName}-forwarder`,
+                image: image.imageId,
+                command: [...f.command],
+                user: `${f.runAsUser}:${f.runAsUser}`,
+                envs: forwarderEnvs,
+                labels,
+                readOnly: true,
+                capabilities: { drops: [...sec.dropCapabilities] },
+                securityOpts: ["no-new-privileges:true"],
+                privileged: false,
+                cpus: dockerCpus(f.cpu),
+                memory: dockerMemoryMiB(f.memory),
+                memorySwap: dockerMemoryMiB(f.memory),
+                init: true,
+                restart: "no",
+                // The sandbox's network namespace only: its loopback is where the agent calls it, its network the way to the ingress.
+                networkMode: pulumi.interpolate`container:${sandbox.id}`,
+                destroyGraceSeconds: sec.terminationGraceSeconds,
+            },
+            child,
+        );
+        return [sandbox, forwarder];
+    });
 }

@@ -1,6 +1,7 @@
 export { SandboxPool, type SandboxPoolArgs } from "./sandbox-pool";
 export {
     resolveSandboxPool,
+    sandboxForwarderCommand,
     sandboxRuntimeCommand,
     multiplyQuantity,
     quantityValue,
@@ -8,14 +9,20 @@ export {
     SANDBOX_API_VERSION,
     SANDBOX_CORE_GROUP,
     SANDBOX_EXTENSIONS_GROUP,
+    FORWARDER_CPU,
+    FORWARDER_MEMORY,
+    SANDBOX_FORWARDER_PATH,
+    SANDBOX_FORWARDER_PORT,
     SANDBOX_HEALTH_PATH,
     SANDBOX_HOME,
+    SANDBOX_HOME_ALIAS,
     SANDBOX_HOME_SEED,
     SANDBOX_KEY_ENV,
     SANDBOX_PORT,
     SANDBOX_RUNTIME_PATH,
     SANDBOX_URL_ENV,
     type SandboxDescription,
+    type SandboxForwarder,
     type SandboxConfig,
     type SandboxNames,
     type SandboxQuota,
@@ -23,6 +30,7 @@ export {
     type WritablePath,
 } from "./describe";
 export {
+    forwarderContainer,
     sandboxClaimBindingSpec,
     sandboxClaimPolicySpec,
     sandboxClaimerRules,

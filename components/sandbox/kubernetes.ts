@@ -12,14 +12,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
 import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
-import {
-    SANDBOX_API_VERSION,
-    SANDBOX_CORE_GROUP,
-    SANDBOX_EXTENSIONS_GROUP,
-    SANDBOX_KEY_ENV,
-    SANDBOX_KEY_SECRET_KEY,
-    type SandboxDescription,
-} from "./describe";
+import { SANDBOX_API_VERSION, SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, SANDBOX_KEY_SECRET_KEY, type SandboxDescription } from "./describe";
 
 /** The ingress pods the sandboxes may call (NetworkPolicy egress target). */
 export interface IngressPeer {
@@ -48,6 +41,28 @@ function objectLabels(d: SandboxDescription): Record<string, string> {
     return { "app.kubernetes.io/part-of": "agent-rl-infra", "app.kubernetes.io/component": "sandbox", [d.runLabel]: d.runId };
 }
 
+/**
+ * The key-holding forwarder (python/agent_rl_sandbox/forwarder.py), the only container that gets
+ * the key: from the Secret, into its own env, as a uid of its own, with no volume the agent's
+ * container mounts. The agent reaches it on the pod's shared loopback.
+ */
+export function forwarderContainer(d: SandboxDescription): Record<string, unknown> {
+    const f = d.forwarder;
+    const resources = { cpu: f.cpu, memory: f.memory };
+    return {
+        name: "forwarder",
+        image: d.image,
+        imagePullPolicy: imagePullPolicy(d.image),
+        restartPolicy: "Always",
+        command: [...f.command],
+        env: [{ name: f.keyEnv, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } }],
+        // Run in its container: the forwarder listens on loopback, which kubelet's httpGet/tcpSocket (pod IP) cannot reach.
+        startupProbe: { exec: { command: [...f.probeCommand] }, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 30 },
+        resources: { requests: resources, limits: resources },
+        securityContext: restrictedContainerSecurity({ ...d.security, runAsUser: f.runAsUser, runAsGroup: f.runAsUser }),
+    };
+}
+
 /** The SandboxTemplate body: a hardened pod for PSA `restricted`, agent-sandbox's own NetworkPolicy switched off. */
 export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unknown> {
     const sec = d.security;
@@ -72,6 +87,11 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
                     fsGroup: sec.fsGroup,
                     seccompProfile: { type: sec.seccompProfile },
                 },
+                // Each container its own PID namespace: the agent cannot see the forwarder's processes (their environ holds the key).
+                shareProcessNamespace: false,
+                // A native sidecar (an init container that keeps running, Kubernetes >= 1.29): it starts, and passes
+                // its startup probe, before the agent's container starts, and lives as long as the pod.
+                initContainers: [forwarderContainer(d)],
                 containers: [
                     {
                         name: "sandbox",
@@ -83,10 +103,8 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
                         ports: [{ name: "command", containerPort: d.port, protocol: "TCP" }],
                         // A warm sandbox counts as Ready (and a claim adopts it) only once the runtime answers.
                         readinessProbe: { httpGet: { path: d.runtime.healthPath, port: d.port }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 3 },
-                        env: [
-                            ...Object.entries(d.env).map(([name, value]) => ({ name, value })),
-                            { name: SANDBOX_KEY_ENV, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } },
-                        ],
+                        // No key here: the agent runs as this container's uid (see forwarderContainer).
+                        env: Object.entries(d.env).map(([name, value]) => ({ name, value })),
                         resources: { requests: resources, limits: resources },
                         securityContext: restrictedContainerSecurity(sec),
                         volumeMounts: sec.writablePaths.map((w) => ({ name: w.name, mountPath: w.path })),

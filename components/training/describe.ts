@@ -484,16 +484,19 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
     // --- trainer ------------------------------------------------------------------------
     const outputDir = `${CHECKPOINT_ROOT}/${config.runId}`;
     let scriptArgs: string[];
+    // What the agent's side of a sandbox calls: its pod's key-holding forwarder where the pool has one
+    // (SANDBOX_UPSTREAM_URL, components/sandbox/describe.ts), else the ingress itself (hosted sandboxes).
+    const sandboxVllmUrl = links.sandbox?.trainerEnv.SANDBOX_UPSTREAM_URL ?? links.sandbox?.url;
     if (program !== undefined) {
         // A named program: its own flags only (components/config/programs.ts); refusals were made in config.
-        scriptArgs = programArgs(program, config, { outputDir, vllmUrl, envUrls: links.envUrls, sandboxVllmUrl: links.sandbox?.url });
+        scriptArgs = programArgs(program, config, { outputDir, vllmUrl, envUrls: links.envUrls, sandboxVllmUrl });
     } else {
         scriptArgs = trlParserArgs(config, outputDir, vllmUrl);
     }
     if (blackbox && links.sandbox === undefined) {
         problems.push(`training.layout: the black-box trainer needs the ingress URL sandboxes reach vLLM through: the Platform must pass links.sandbox`);
     } else if (blackbox && program === undefined) {
-        scriptArgs.push("--sandbox-vllm-url", links.sandbox!.url);
+        scriptArgs.push("--sandbox-vllm-url", sandboxVllmUrl!);
     }
     if (program === undefined) scriptArgs.push(...t.extraArgs);
 
@@ -536,7 +539,8 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         for (const [k, v] of Object.entries(links.sandbox.trainerEnv)) reservedEnv[k] = v;
     }
     const trainerSecretEnv: Record<string, SecretName> = { ...hfSecretEnv };
-    if (blackbox) trainerSecretEnv[SECRET_ENV.sandboxKey] = "sandboxKey";
+    // Only hosted sandboxes get the key from the trainer; a pool's forwarder holds it itself.
+    if (blackbox && config.sandboxes.provider === "hf") trainerSecretEnv[SECRET_ENV.sandboxKey] = "sandboxKey";
     for (const k of Object.keys(t.extraEnv)) {
         if (shared && k === "CUDA_DEVICE_ORDER") {
             problems.push(

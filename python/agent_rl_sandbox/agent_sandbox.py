@@ -61,17 +61,82 @@ def metadata_labels(metadata: Mapping[str, str] | None) -> dict[str, str]:
     return labels
 
 
+#: Hugging Face hardware flavors are named <kind>-<size>; the pool's sandboxes are CPU-only.
+CPU_FLAVOR_PREFIX = "cpu-"
+
+
+class BackendArgumentError(ValueError):
+    """An HFSandboxBackend argument the stack's pool cannot honour; names every one and the fix."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("AgentSandboxBackend:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+def check_hf_arguments(
+    settings: AgentSandboxSettings, *, image: str | None, flavor: str | None, forward_hf_token: bool, sandbox_kwargs: Mapping[str, Any] | None
+) -> list[str]:
+    """What of OpenEnv's ``HFSandboxBackend(image=, flavor=, forward_hf_token=, sandbox_kwargs=)``
+    (envs/opencode_env/sandbox/hf.py) the pool cannot do, one message each. The pool's template
+    decides image, size and env; these arguments can only agree with it."""
+    problems: list[str] = []
+    if image is not None and settings.image and image != settings.image:
+        problems.append(
+            f"image {image!r} is not the pool's image {settings.image!r}: every sandbox of the pool runs its template's image "
+            f"(sandboxes.image; TRL's script gets it as --sandbox-image): pass that, or set sandboxes.image and redeploy"
+        )
+    if flavor is not None and not flavor.startswith(CPU_FLAVOR_PREFIX):
+        problems.append(
+            f"flavor {flavor!r} is not a CPU flavor: the pool's sandboxes have no GPU and their size is the stack's "
+            f"(sandboxes.cpu={settings.cpu or '?'}, sandboxes.memory={settings.memory or '?'}): pass a cpu-* flavor or none"
+        )
+    if forward_hf_token:
+        problems.append(
+            "forward_hf_token=True: the pool's sandboxes get no HF token by design (the agent runs model-written commands "
+            "and could print it; their egress reaches only the ingress): drop forward_hf_token"
+        )
+    if sandbox_kwargs:
+        problems.append(
+            f"sandbox_kwargs {sorted(sandbox_kwargs)}: these are huggingface_hub Sandbox.create options; the pool's template "
+            f"decides its sandboxes (sandboxes.* in the stack config): drop sandbox_kwargs"
+        )
+    return problems
+
+
 class AgentSandboxBackend:
-    """OpenEnv ``SandboxBackend`` (``create(timeout_s, envs, metadata)``) over agent-sandbox claims."""
+    """OpenEnv ``SandboxBackend`` (``create(timeout_s, envs, metadata)``) over agent-sandbox claims.
+
+    A drop-in for OpenEnv's ``HFSandboxBackend``: it takes the same keyword arguments, so TRL's
+    opencode example changes in one line (``HFSandboxBackend(image=image, flavor=flavor)`` ->
+    ``AgentSandboxBackend(image=image, flavor=flavor)``). Where the sandboxes are comes from the env
+    the TrainingNode sets (``settings``, else ``AgentSandboxSettings.from_env()``); the arguments are
+    checked against the pool (``check_hf_arguments``): ``image`` must be the pool's, ``flavor`` any
+    ``cpu-*`` name (accepted and logged: the pool's cpu/memory decide), ``forward_hf_token`` and
+    ``sandbox_kwargs`` refused. Every problem is reported at once.
+    """
 
     def __init__(
         self,
         settings: AgentSandboxSettings | None = None,
         *,
+        image: str | None = None,
+        flavor: str | None = None,
+        forward_hf_token: bool = False,
+        sandbox_kwargs: dict[str, Any] | None = None,
         client_factory: ClientFactory | None = None,
         handle_sigterm: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else AgentSandboxSettings.from_env()
+        problems = check_hf_arguments(self.settings, image=image, flavor=flavor, forward_hf_token=forward_hf_token, sandbox_kwargs=sandbox_kwargs)
+        if problems:
+            raise BackendArgumentError(problems)
+        if image is not None and not self.settings.image:
+            log.warning("image %r not checked: the env names no pool image (SANDBOX_IMAGE); the pool runs its template's image", image)
+        if flavor is not None:
+            s = self.settings
+            log.info("flavor %r: the pool decides each sandbox's size (cpu %s, memory %s)", flavor, s.cpu or "?", s.memory or "?")
+        self.image = image or self.settings.image
+        self.flavor = flavor
         # Picklable when it is a module-level function (it crosses into TRL's rollout child).
         self._client_factory = client_factory or default_client
         self._handle_sigterm = handle_sigterm

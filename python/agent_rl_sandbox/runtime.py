@@ -12,9 +12,11 @@ what the trainer's sandbox backend needs (OpenEnv opencode env, ``sandbox/base.p
 
 Why not agent-sandbox's own runtime (examples/python-runtime-sandbox, v0.5.6): its /execute
 refuses env and cwd, it has no background jobs, and it confines files to /app, which the
-read-only root filesystem of our pods makes unwritable. The harness hands the ingress key to
-the in-sandbox proxy as an env var of a background job: here it travels in a JSON body and
-lands in the job's environment, never on a command line.
+read-only root filesystem of our pods makes unwritable. The harness hands its proxy an upstream
+key as an env var of a background job: here it travels in a JSON body and lands in the job's
+environment, never on a command line. On the pool that key is only OpenEnv's placeholder: every
+process this runtime starts runs as the agent's uid, which can read the env of all of them, so
+the ingress key is held by the pod's forwarder (forwarder.py), another container and uid.
 
 Standard library only: it runs on the sandbox image's own Python (3.11+), with nothing
 installed. Requests and env values are never logged, only route, status and duration.

@@ -1,8 +1,8 @@
 """The trainer's env contract, read in one place.
 
 The TrainingNode sets these env vars on the trainer container from the SandboxPool's
-description (``components/sandbox/describe.ts``, ``trainerEnv``) and the sandbox key from a
-Secret (``components/training/describe.ts``, ``SECRET_ENV.sandboxKey``). A test renders the
+description (``components/sandbox/describe.ts``, ``trainerEnv``); hosted sandboxes only also get
+the sandbox key from a Secret (``components/training/describe.ts``, ``SECRET_ENV.sandboxKey``). A test renders the
 real plan and reads it back through this module, so the two sides cannot drift.
 """
 
@@ -13,8 +13,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-#: The key the in-sandbox proxy sends to the ingress (secret env of the trainer, never in trainerEnv).
+#: The ingress key, for hosted sandboxes only (secret env of the trainer there, never in trainerEnv). On the
+#: stack's pools the trainer has none: each sandbox pod's forwarder holds it (forwarder.py).
 API_KEY_ENV = "SANDBOX_API_KEY"
+#: OpenCodeConfig.api_key's default (huggingface/OpenEnv envs/opencode_env/config.py), the key TRL's
+#: opencode example leaves in place: harmless towards the pod's forwarder, which drops it.
+PLACEHOLDER_API_KEY = "intercepted"
+#: HOME in the pool's sandboxes: TRL's opencode example's SANDBOX_HOME (components/sandbox/describe.ts).
+DEFAULT_HOME = "/root"
 #: The API group/version and shutdown policy the official client (k8s-agent-sandbox 1.0.8) hardcodes.
 CLIENT_API_GROUP = "extensions.agents.x-k8s.io"
 CLIENT_API_VERSION = "v1beta1"
@@ -43,10 +49,16 @@ class AgentSandboxSettings:
     max_lifetime_seconds: int
     #: The runtime's port in every sandbox pod.
     port: int = 8888
-    #: HOME inside the sandbox (OpenCodeConfig.sandbox_home).
-    home: str = "/home/user"
-    #: Where the sandboxes reach vLLM (the ingress); OpenCodeConfig.base_url is this + "/v1".
+    #: HOME inside the sandbox (OpenCodeConfig.sandbox_home); /home/user leads there too.
+    home: str = DEFAULT_HOME
+    #: Where the agent's side of a sandbox reaches vLLM: its pod's forwarder (http://127.0.0.1:7100);
+    #: OpenCodeConfig.base_url is this + "/v1" (TRL's --sandbox-vllm-url).
     upstream_url: str = ""
+    #: The pool template's image ("" when unknown): the only image a sandbox of this pool runs.
+    image: str = ""
+    #: What every sandbox of the pool gets (sandboxes.cpu / sandboxes.memory); "" when unknown.
+    cpu: str = ""
+    memory: str = ""
     #: Seconds a claim may take to become Ready (warm: about a second; cold: image pull + start).
     ready_timeout_seconds: int = 300
     #: Claims ask for this much less than the maximum: the client's clock against the API server's.
@@ -96,11 +108,12 @@ class AgentSandboxSettings:
         run_id = need("SANDBOX_RUN_ID")
         max_lifetime = number("SANDBOX_MAX_LIFETIME_SECONDS")
         port = number("SANDBOX_PORT", 8888)
-        home = env.get("SANDBOX_HOME", "") or "/home/user"
+        home = env.get("SANDBOX_HOME", "") or DEFAULT_HOME
         upstream = env.get("SANDBOX_UPSTREAM_URL", "")
         values: dict[str, Any] = dict(
             namespace=namespace, warm_pool=warm_pool, run_label=run_label, run_id=run_id,
             max_lifetime_seconds=max_lifetime, port=port, home=home, upstream_url=upstream,
+            image=env.get("SANDBOX_IMAGE", ""), cpu=env.get("SANDBOX_CPU", ""), memory=env.get("SANDBOX_MEMORY", ""),
         )
         values.update(overrides)
         if problems:
@@ -126,14 +139,17 @@ class AgentSandboxSettings:
 
 
 def opencode_config_kwargs(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The ``OpenCodeConfig`` fields the stack decides: ``base_url`` (the ingress + /v1),
-    ``api_key`` (the sandbox key, secret) and ``sandbox_home`` (HOME in the sandbox image)."""
+    """The ``OpenCodeConfig`` fields the stack decides: ``base_url`` (what the agent's side calls + /v1:
+    on the stack's pools the pod's forwarder), ``api_key`` and ``sandbox_home`` (HOME in the sandbox).
+
+    ``api_key`` is OpenEnv's placeholder unless ``SANDBOX_API_KEY`` is set: the stack sets it only for
+    hosted sandboxes, which call the ingress themselves. Whatever key this returns lands in the env
+    of the in-sandbox proxy, where the agent can read it: never set it towards a pool with a forwarder."""
     env = os.environ if environ is None else environ
-    problems = [f"{n}: not set" for n in ("SANDBOX_UPSTREAM_URL", API_KEY_ENV) if not env.get(n)]
-    if problems:
-        raise SettingsError(problems)
+    if not env.get("SANDBOX_UPSTREAM_URL"):
+        raise SettingsError(["SANDBOX_UPSTREAM_URL: not set (the TrainingNode sets it from the SandboxPool)"])
     return {
         "base_url": env["SANDBOX_UPSTREAM_URL"].rstrip("/") + "/v1",
-        "api_key": env[API_KEY_ENV],
-        "sandbox_home": env.get("SANDBOX_HOME", "") or "/home/user",
+        "api_key": env.get(API_KEY_ENV) or PLACEHOLDER_API_KEY,
+        "sandbox_home": env.get("SANDBOX_HOME", "") or DEFAULT_HOME,
     }

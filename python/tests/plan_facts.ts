@@ -1,5 +1,5 @@
 // Prints what the stack decides for the sandbox side, as JSON, for python/tests/test_plan_contract.py:
-// the trainer container's env (plain and secret names) and the sandbox pod template, from the real
+// the trainer container's env (plain and secret names) and command line, and the sandbox pod template, from the real
 // resolve step (components/platform/resolve.ts) of the opencode black-box recipe on Kubernetes.
 // usage (repo root): node --import tsx python/tests/plan_facts.ts [maxLifetimeSeconds]
 import { parseWithTestImages } from "../../test/helpers/config";
@@ -14,6 +14,8 @@ process.stdout.write(
     JSON.stringify({
         trainerEnv: plan.training.trainer.env,
         trainerSecretEnv: plan.training.trainer.secretEnv,
+        trainerArgv: [...(plan.training.trainer.command ?? []), ...plan.training.trainer.args],
+        sandboxImage: config.sandboxes.image,
         template: sandboxTemplateSpec(sandboxes),
         claimPolicy: sandboxClaimPolicySpec(sandboxes),
     }),

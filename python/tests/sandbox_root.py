@@ -1,31 +1,52 @@
 """Runs a process the way a sandbox pod runs its container, on this machine: in a private mount
-namespace where /opt/agent-rl is the image layout (read-only), /home a fresh tmpfs holding an
-empty /home/user (the HOME emptyDir) and /tmp a fresh tmpfs holding /tmp/workspace (standing in
-for the /workspace emptyDir, the working dir), optionally as uid 1000. Needs root (unshare -m);
-the host's /opt, /home and /tmp are untouched (the mounts exist only in the namespace)."""
+namespace where /opt/agent-rl is the image layout (read-only), /root a fresh tmpfs (the HOME
+emptyDir: HOME=/root, TRL's opencode example's SANDBOX_HOME), /home/user a link to it (as the
+image lays it out: python/image/install-layout.sh) and /tmp a fresh tmpfs holding /tmp/workspace
+(standing in for the /workspace emptyDir, the working dir), optionally as a non-root uid. Needs
+root (unshare -m); the host's /opt, /root, /home and /tmp are untouched (the mounts exist only in
+the namespace). The test's own Python may live under the host's /root or /tmp (run-tests.sh puts
+its venv under ~/.cache): its prefixes are bound back read-only at their paths, nothing else."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 SETUP = r"""set -e
-image_root=$1; uid=$2; shift 2
+image_root=$1; uid=$2; keep=$3; shift 3
 mount -t tmpfs -o mode=0755 tmpfs /opt
-mkdir /opt/agent-rl
+mkdir /opt/agent-rl /opt/.host-root /opt/.host-tmp
 mount --bind "$image_root/opt/agent-rl" /opt/agent-rl
 mount -o remount,bind,ro /opt/agent-rl
-mount -t tmpfs -o mode=0755 tmpfs /home
-mkdir -m 0700 /home/user
+mount --bind /root /opt/.host-root
+mount --bind /tmp /opt/.host-tmp
+mount -t tmpfs -o mode=0700 tmpfs /root
 mount -t tmpfs -o mode=1777 tmpfs /tmp
+IFS=:
+for p in $keep; do
+  case $p in /root/*) host=/opt/.host-root/${p#/root/} ;; /tmp/*) host=/opt/.host-tmp/${p#/tmp/} ;; *) continue ;; esac
+  mkdir -p "$p"
+  mount --bind "$host" "$p"
+  mount -o remount,bind,ro "$p"
+done
+unset IFS
+umount /opt/.host-root /opt/.host-tmp
+rmdir /opt/.host-root /opt/.host-tmp
+mount -t tmpfs -o mode=0755 tmpfs /home
+ln -s /root /home/user
 mkdir -m 0700 /tmp/workspace
-if [ "$uid" != root ]; then chown "$uid:$uid" /home/user /tmp/workspace; fi
+if [ "$uid" != root ]; then chown "$uid:$uid" /root /tmp/workspace; fi
 cd /tmp/workspace
 if [ "$uid" = root ]; then exec "$@"; fi
 exec setpriv --reuid "$uid" --regid "$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs "$@"
 """
+
+#: HOME inside the namespace, and the alias that leads to it (components/sandbox/describe.ts).
+HOME = "/root"
+HOME_ALIAS = "/home/user"
 
 
 def available() -> str | None:
@@ -44,15 +65,23 @@ def available() -> str | None:
 def install_layout(stock_home: Path, prefix: Path) -> None:
     """python/image/install-layout.sh, as the Dockerfile runs it, into `prefix`."""
     repo_python = Path(__file__).resolve().parents[1]
-    subprocess.run(
-        ["sh", str(repo_python / "image/install-layout.sh"), str(stock_home), str(repo_python / "agent_rl_sandbox/runtime.py"), str(prefix)],
-        check=True,
-    )
+    pkg = repo_python / "agent_rl_sandbox"
+    subprocess.run(["sh", str(repo_python / "image/install-layout.sh"), str(stock_home), str(pkg / "runtime.py"), str(pkg / "forwarder.py"), str(prefix)], check=True)
 
 
 #: The working dir inside the namespace (the pod's is /workspace, which this machine lacks).
 WORKDIR = "/tmp/workspace"
 
 
+def host_root_paths() -> list[str]:
+    """This Python's prefixes that sit under the host's /root or /tmp (bound back into the fresh ones)."""
+    keep = []
+    for p in {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}:
+        if p.startswith(("/root/", "/tmp/")) and os.path.isdir(p):
+            keep.append(p)
+    return sorted(keep)
+
+
 def command(image_root: Path, argv: list[str], *, uid: int | None) -> list[str]:
-    return ["unshare", "-m", "--propagation", "private", "bash", "-c", SETUP, "sandbox-root", str(image_root), "root" if uid is None else str(uid), *argv]
+    keep = ":".join(host_root_paths())
+    return ["unshare", "-m", "--propagation", "private", "bash", "-c", SETUP, "sandbox-root", str(image_root), "root" if uid is None else str(uid), keep, *argv]

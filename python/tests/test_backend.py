@@ -231,3 +231,60 @@ def test_sigterm_deletes_live_claims_and_unblocks_waits(rec, runtime, tmp_path):
     assert code == 128 + signal.SIGTERM, proc.stderr.read()
     assert time.monotonic() - started < 10, "the waiting thread noticed the shutdown"
     assert out.read_text().split() == [claim]
+
+
+# --- the drop-in constructor: HFSandboxBackend's arguments (OpenEnv envs/opencode_env/sandbox/hf.py) ----
+POOL_IMAGE = "registry.test/agent-rl-sandbox@sha256:" + "a" * 64
+
+
+def stack_env(**extra: str) -> dict[str, str]:
+    """What the TrainingNode sets on the pool (components/sandbox/describe.ts trainerEnv), trimmed."""
+    return {
+        "SANDBOX_PROVIDER": "agent-sandbox", "SANDBOX_NAMESPACE": "arl-dev-sandboxes", "SANDBOX_WARM_POOL": "sandbox-pool-r1",
+        "SANDBOX_RUN_LABEL": "agentrl.dev/run", "SANDBOX_RUN_ID": "r1", "SANDBOX_MAX_LIFETIME_SECONDS": "3600",
+        "SANDBOX_IMAGE": POOL_IMAGE, "SANDBOX_CPU": "2", "SANDBOX_MEMORY": "4Gi", "SANDBOX_UPSTREAM_URL": "http://127.0.0.1:7100",
+        **extra,
+    }
+
+
+def test_trls_one_changed_line_builds_the_backend_from_the_stacks_env(monkeypatch, caplog):
+    for k, v in stack_env().items():
+        monkeypatch.setenv(k, v)
+    caplog.set_level("INFO", logger="agent_rl_sandbox")
+    # TRL's opencode_hf_sandbox.py: HFSandboxBackend(image=image, flavor=flavor) with --sandbox-image (the pool's) and its flavor default.
+    b = AgentSandboxBackend(image=POOL_IMAGE, flavor="cpu-basic", handle_sigterm=False)
+    assert (b.settings.warm_pool, b.settings.image, b.image, b.flavor) == ("sandbox-pool-r1", POOL_IMAGE, POOL_IMAGE, "cpu-basic")
+    assert "flavor 'cpu-basic': the pool decides each sandbox's size (cpu 2, memory 4Gi)" in caplog.text
+    # Every HFSandboxBackend keyword at its default is accepted, and from_env() keeps working.
+    AgentSandboxBackend(image=POOL_IMAGE, flavor="cpu-upgrade", forward_hf_token=False, sandbox_kwargs=None, handle_sigterm=False)
+    AgentSandboxBackend(image=POOL_IMAGE, sandbox_kwargs={}, handle_sigterm=False)
+    assert AgentSandboxBackend.from_env(stack_env(), handle_sigterm=False).image == POOL_IMAGE
+    assert pickle.loads(pickle.dumps(b)).image == POOL_IMAGE
+
+
+def test_what_the_pool_cannot_honour_is_refused_all_at_once():
+    s = AgentSandboxSettings.from_env(stack_env())
+    with pytest.raises(agent_sandbox.BackendArgumentError) as e:
+        AgentSandboxBackend(s, image="ghcr.io/huggingface/openenv-opencode-sandbox:latest", flavor="a10g-small", forward_hf_token=True, sandbox_kwargs={"secrets": ["X"]}, handle_sigterm=False)
+    problems = e.value.problems
+    assert len(problems) == 4, problems
+    assert problems[0] == (
+        f"image 'ghcr.io/huggingface/openenv-opencode-sandbox:latest' is not the pool's image {POOL_IMAGE!r}: every sandbox of the pool "
+        "runs its template's image (sandboxes.image; TRL's script gets it as --sandbox-image): pass that, or set sandboxes.image and redeploy"
+    )
+    assert problems[1] == (
+        "flavor 'a10g-small' is not a CPU flavor: the pool's sandboxes have no GPU and their size is the stack's "
+        "(sandboxes.cpu=2, sandboxes.memory=4Gi): pass a cpu-* flavor or none"
+    )
+    assert problems[2].startswith("forward_hf_token=True: the pool's sandboxes get no HF token by design")
+    assert problems[3] == (
+        "sandbox_kwargs ['secrets']: these are huggingface_hub Sandbox.create options; the pool's template decides its sandboxes "
+        "(sandboxes.* in the stack config): drop sandbox_kwargs"
+    )
+    assert str(e.value).startswith("AgentSandboxBackend:\n  image ")
+
+
+def test_an_image_is_not_checked_where_the_env_names_none(caplog):
+    s = AgentSandboxSettings.from_env({k: v for k, v in stack_env().items() if k != "SANDBOX_IMAGE"})
+    b = AgentSandboxBackend(s, image="any/image:tag", handle_sigterm=False)
+    assert b.image == "any/image:tag" and "not checked" in caplog.text

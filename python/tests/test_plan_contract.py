@@ -1,10 +1,13 @@
 """The contract between the stack and this package, read from the real plan (node + tsx):
-the trainer's env parses into the backend's settings, and the sandbox template's exact
-command, env and user start the runtime on the image layout the Dockerfile builds."""
+the trainer's env parses into the backend's settings, TRL's script's --sandbox-vllm-url is the
+pod's forwarder, and the sandbox template's exact command, env and user start the runtime on the
+image layout the Dockerfile builds (HOME=/root, /home/user leading there, with or without the
+proxy baked into the base)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from functools import lru_cache
@@ -13,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from agent_rl_sandbox import AgentSandboxSettings, RuntimeHandle, SandboxError, opencode_config_kwargs
-from agent_rl_sandbox.settings import API_KEY_ENV, SettingsError
+from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
+from agent_rl_sandbox.settings import API_KEY_ENV, PLACEHOLDER_API_KEY, SettingsError
 
 import sandbox_root
 from conftest import REPO, free_port, stop_process, wait_http
@@ -37,6 +41,15 @@ def plain_env(c: dict) -> dict[str, str]:
     return {e["name"]: e["value"] for e in c["env"] if "value" in e}
 
 
+def forwarder(facts: dict) -> dict:
+    (f,) = facts["template"]["podTemplate"]["spec"]["initContainers"]
+    return f
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
 def test_the_trainer_env_is_exactly_what_the_backend_reads():
     facts = plan_facts()
     env = facts["trainerEnv"]
@@ -44,13 +57,28 @@ def test_the_trainer_env_is_exactly_what_the_backend_reads():
     c = container(facts)
     assert (s.namespace, s.warm_pool, s.run_label, s.run_id) == ("arl-dev-sandboxes", env["SANDBOX_WARM_POOL"], "agentrl.dev/run", "r1")
     assert s.port == c["ports"][0]["containerPort"] == c["readinessProbe"]["httpGet"]["port"]
-    assert s.home == plain_env(c)["HOME"]
+    assert s.home == plain_env(c)["HOME"] == "/root", "TRL's opencode example's SANDBOX_HOME"
     assert s.max_lifetime_seconds == 3600 and s.claim_lifetime_seconds == 3540
-    # The key reaches the trainer as a secret env (never in the plain env), under the name opencode_config_kwargs reads.
-    assert facts["trainerSecretEnv"][API_KEY_ENV] == "sandboxKey"
-    assert API_KEY_ENV not in env
-    kwargs = opencode_config_kwargs({**env, API_KEY_ENV: "k"})
-    assert kwargs == {"base_url": env["SANDBOX_UPSTREAM_URL"] + "/v1", "api_key": "k", "sandbox_home": s.home}
+    assert (s.image, s.cpu, s.memory) == (facts["sandboxImage"], c["resources"]["limits"]["cpu"], c["resources"]["limits"]["memory"])
+    # The trainer holds no key on the pool: each pod's forwarder does.
+    assert API_KEY_ENV not in facts["trainerSecretEnv"] and API_KEY_ENV not in env
+    kwargs = opencode_config_kwargs(env)
+    assert kwargs == {"base_url": env["SANDBOX_UPSTREAM_URL"] + "/v1", "api_key": PLACEHOLDER_API_KEY, "sandbox_home": s.home}
+
+
+def test_trls_script_calls_the_pods_forwarder_and_runs_unchanged_on_the_pool():
+    facts = plan_facts()
+    argv, env = facts["trainerArgv"], facts["trainerEnv"]
+    f = forwarder(facts)
+    # --sandbox-vllm-url is where the forwarder listens (pod loopback); the forwarder's upstream is the ingress.
+    url = flag(argv, "--sandbox-vllm-url")
+    assert url == env["SANDBOX_UPSTREAM_URL"] == f"http://{flag(f['command'], '--host')}:{flag(f['command'], '--port')}"
+    assert flag(f["command"], "--upstream").startswith("http") and "127.0.0.1" not in flag(f["command"], "--upstream")
+    # The one changed line: AgentSandboxBackend(image=image, flavor=flavor) with the script's own values.
+    image, flavor = flag(argv, "--sandbox-image"), "cpu-basic"  # the script's --sandbox-flavor default; the stack passes none
+    assert "--sandbox-flavor" not in argv
+    backend = AgentSandboxBackend(image=image, flavor=flavor, handle_sigterm=False, settings=AgentSandboxSettings.from_env(env))
+    assert backend.image == facts["sandboxImage"]
 
 
 def test_the_claim_lifetime_fits_the_admission_policy():
@@ -73,24 +101,57 @@ def test_settings_report_every_problem_at_once():
         AgentSandboxSettings(namespace="ns", warm_pool="p", run_label="l", run_id="r", max_lifetime_seconds=90)
 
 
-def fake_stock_home(root: Path) -> Path:
-    """What the stock image has under /root: opencode and the proxy (stand-ins)."""
+def fake_stock_home(root: Path, *, proxy: bool = True) -> Path:
+    """What the stock image has under /root: opencode and, up to the OpenEnv revision TRL pins, the proxy (stand-ins)."""
     home = root / "stock-root"
     (home / ".opencode/bin").mkdir(parents=True)
     (home / ".opencode/bin/opencode").write_text("#!/bin/sh\necho 1.0.0-stub\n")
     (home / ".opencode/bin/opencode").chmod(0o755)
-    (home / "proxy").mkdir()
-    (home / "proxy/interception.py").write_text("# stand-in for OpenEnv's proxy\n")
+    if proxy:
+        (home / "proxy").mkdir()
+        (home / "proxy/interception.py").write_text("# stand-in for OpenEnv's proxy\n")
     return home
 
 
+def run_layout(stock: Path, prefix: Path) -> subprocess.CompletedProcess:
+    pkg = REPO / "python/agent_rl_sandbox"
+    script = REPO / "python/image/install-layout.sh"
+    return subprocess.run(["sh", str(script), str(stock), str(pkg / "runtime.py"), str(pkg / "forwarder.py"), str(prefix)], capture_output=True, text=True)
+
+
+def test_the_layout_works_with_and_without_a_baked_proxy(tmp_path):
+    with_proxy = run_layout(fake_stock_home(tmp_path / "a"), tmp_path / "a/image")
+    assert with_proxy.returncode == 0, with_proxy.stderr
+    assert (tmp_path / "a/image/opt/agent-rl/home/proxy/interception.py").is_file()
+    without = run_layout(fake_stock_home(tmp_path / "b", proxy=False), tmp_path / "b/image")
+    assert without.returncode == 0, without.stderr
+    assert "no proxy at" in without.stderr and "skipped" in without.stderr
+    assert not (tmp_path / "b/image/opt/agent-rl/home/proxy").exists()
+    for image in (tmp_path / "a/image", tmp_path / "b/image"):
+        assert (image / "opt/agent-rl/forwarder.py").is_file() and (image / "opt/agent-rl/runtime.py").is_file()
+        assert os.readlink(image / "home/user") == "/root", "OpenEnv's default sandbox_home leads to the HOME volume"
+    # No opencode: not the opencode sandbox image at all, refused.
+    (tmp_path / "c").mkdir()
+    bad = run_layout(tmp_path / "c", tmp_path / "c/image")
+    assert bad.returncode != 0 and "no opencode at" in bad.stderr
+
+
+def test_the_dockerfile_base_does_not_float():
+    text = (REPO / "python/Dockerfile").read_text()
+    args = [line.split(None, 1)[1] for line in text.splitlines() if line.startswith("ARG ")]
+    assert "BASE" in args, "BASE is a build ARG without a default"
+    assert ":latest" not in "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    assert "docker buildx imagetools inspect" in text, "the command resolving the digest is written down"
+
+
 @pytest.mark.skipif(sandbox_root.available() is not None, reason=str(sandbox_root.available()))
-def test_the_template_command_serves_the_harness_layout_as_the_sandbox_uid(tmp_path):
+@pytest.mark.parametrize("baked_proxy", [True, False], ids=["proxy-baked", "proxy-uploaded"])
+def test_the_template_command_serves_the_harness_layout_as_the_sandbox_uid(tmp_path, baked_proxy):
     facts = plan_facts()
     c = container(facts)
     pod_security = facts["template"]["podTemplate"]["spec"]["securityContext"]
     image_root = tmp_path / "image"
-    sandbox_root.install_layout(fake_stock_home(tmp_path), image_root)
+    sandbox_root.install_layout(fake_stock_home(tmp_path, proxy=baked_proxy), image_root)
     # The template's command, env and uid as they are; only the port is free-picked (this machine's loopback).
     port = free_port()
     argv = list(c["command"])
@@ -109,10 +170,14 @@ def test_the_template_command_serves_the_harness_layout_as_the_sandbox_uid(tmp_p
         # Where OpenEnv's harness looks before downloading anything (opencode_runtime.py, harness.py).
         r = h.exec(f"{home}/.opencode/bin/opencode --version")
         assert (r.exit_code, r.stdout.strip()) == (0, "1.0.0-stub"), r.stderr
-        assert h.exists(f"{home}/proxy/interception.py")
+        assert h.exists(f"{home}/proxy/interception.py") == baked_proxy
         for d in (".config/opencode", "logs/agent", "logs/verifier", "task", "workdir"):
             h.write_text(f"{home}/{d}/probe", "w")  # the harness writes config, task and logs here
-        h.write_text(f"{home}/proxy/__init__.py", "")
+        # A newer harness uploads its proxy at rollout start: HOME takes it.
+        h.write_text(f"{home}/proxy/interception.py" if not baked_proxy else f"{home}/proxy/__init__.py", "")
+        # TRL's work dir, and OpenEnv's default HOME leading to the same files.
+        assert h.exec("cd /root/workdir && echo x > solution.py && cat /home/user/workdir/solution.py").stdout == "x\n"
+        assert h.read_text(f"{sandbox_root.HOME_ALIAS}/logs/agent/probe") == "w"
         with pytest.raises(SandboxError):
             h.write_text("/opt/agent-rl/home/proxy/interception.py", "tampered")
         assert h.exec("touch /opt/agent-rl/x").exit_code != 0, "the image layout is read-only"
