@@ -39,11 +39,12 @@ TITLE = "Sum two numbers"
 #: Offset of byte tokens (ids below it are specials: 1 = end of message, 2 = assistant start).
 BYTE_OFFSET = 3
 EOS_ID = 1
+ASSISTANT_ID = 2
 
 
 def render(message: dict[str, Any]) -> str:
-    """A canonical text of one message: role, content, tool calls with arguments re-serialised."""
-    parts = [str(message.get("role", "")), "\n"]
+    """A canonical text of one message's body: content, tool calls with arguments re-serialised."""
+    parts = []
     content = message.get("content")
     if isinstance(content, list):  # content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
@@ -64,10 +65,15 @@ def encode(text: str) -> list[int]:
 
 
 def prompt_ids(messages: list[dict[str, Any]]) -> list[int]:
+    """An assistant message is ASSISTANT_ID + its body + EOS, exactly what was sampled after the
+    generation prompt (ASSISTANT_ID): prefix-preserving, as a training chat template must be."""
     ids: list[int] = []
     for m in messages:
-        ids += encode(render(m)) + [EOS_ID]
-    return ids + [2]  # the generation prompt
+        if m.get("role") == "assistant":
+            ids += [ASSISTANT_ID] + encode(render(m)) + [EOS_ID]
+        else:
+            ids += encode(f"{m.get('role', '')}\n{render(m)}") + [EOS_ID]
+    return ids + [ASSISTANT_ID]  # the generation prompt
 
 
 class StubModel:
@@ -150,7 +156,7 @@ class StubModel:
         return {"role": "assistant", "content": "", "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "bash", "arguments": args}}]}
 
     def _sampled(self, reply: dict[str, Any]) -> list[int]:
-        return encode(render(reply))[len(encode("assistant\n")) :] + [EOS_ID]
+        return encode(render(reply)) + [EOS_ID]
 
     def _logprobs(self, body: dict[str, Any], ids: list[int]) -> list[dict[str, Any]]:
         temperature = float(body.get("temperature") or 1.0)
