@@ -314,7 +314,12 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             up.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),
             [],
         );
-        const preview = await runUnderMocks(program(), { stack: "ex", config: { "agent-rl-infra:platform": platform }, preview: true, refuseExampleImages: true });
+        const preview = await runUnderMocks(program(), {
+            stack: "ex",
+            config: { "agent-rl-infra:platform": platform },
+            preview: true,
+            refuseExampleImages: true,
+        });
         assert.equal(preview.error, undefined, "a preview goes ahead (plan.md and the preview warn)");
         const plain = await runUnderMocks(program(), { stack: "ex", config: { "agent-rl-infra:platform": platform } });
         assert.equal(plain.error, undefined, "the offline plan goes ahead");

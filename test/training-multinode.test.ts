@@ -28,7 +28,7 @@ async function plan(source: Parameters<typeof planToDir>[0], override?: Record<s
     return planToDir(source, { outDir: path.join(tmp, String(n++)), platformOverride: override });
 }
 const RECIPE = { recipe: "opencode-blackbox-32b", target: "kubernetes" } as const;
-/** A white-box run on two trainer nodes (trl vllm-serve on a third). */
+/** A white-box run on two trainer nodes (vLLM on a third). */
 const SERVER_OVERRIDE = {
     model: { name: "Qwen/Qwen3-32B" },
     training: {
@@ -40,7 +40,9 @@ const SERVER_OVERRIDE = {
         numGenerations: 8,
         evalSize: 64,
         perDeviceEvalBatchSize: 4,
-        command: ["python", "/app/train_coding_whitebox.py"],
+        // Your own script with TrlParser flags (the seeds' scripts are one-GPU programs).
+        program: "custom",
+        command: ["python", "/app/train_grpo.py"],
     },
 };
 
@@ -106,7 +108,9 @@ describe("multi-node: the trainer JobSet", () => {
 
     test("accelerate launch over every node: total processes, this pod's rank and rank 0's DNS name from JobSet's labels", () => {
         const c = trainerPod(one(p, "JobSet")).containers[0];
-        assert.deepEqual(c.command, [
+        // The args check runs TRL's script's own parser first, then execs the launcher.
+        assert.deepEqual(c.command.slice(0, 3), ["python", "/usr/local/lib/agentrl/args_check.py", "--then-exec"]);
+        assert.deepEqual(c.command.slice(3, 3 + 15), [
             "accelerate",
             "launch",
             "--num_machines",
@@ -121,7 +125,7 @@ describe("multi-node: the trainer JobSet", () => {
             "16",
             "--config_file",
             "/app/fsdp2.yaml",
-            "/app/opencode_async_grpo.py",
+            "/app/opencode_hf_sandbox.py",
         ]);
         const env = envByName(c);
         assert.equal(env.JOBSET_NAME.valueFrom.fieldRef.fieldPath, `metadata.labels['${JOBSET_LABELS.jobSetName}']`);
@@ -142,8 +146,8 @@ describe("multi-node: the trainer JobSet", () => {
         const pod = trainerPod(js);
         assert.equal(pod.initContainers, undefined);
         assert.equal(pod.containers.length, 1);
-        const args: string[] = pod.containers[0].args;
-        const url = args[args.indexOf("--vllm_server_base_url") + 1];
+        const args: string[] = pod.containers[0].command;
+        const url = args[args.indexOf("--vllm-url") + 1];
         assert.equal(url, "http://vllm-demo.arl-opencode-blackbox-32b-k8s-training.svc.cluster.local:8000");
         assert.equal(envByName(pod.containers[0]).VLLM_URL.value, url);
     });
@@ -234,11 +238,11 @@ describe("multi-node: the trainer JobSet", () => {
         assert.match(md, /\| trainer JobSet \(2 nodes x 8 processes = 16\) \|/);
         assert.match(md, /\| trainer ranks -> rank 0 \(accelerate --main_process_ip\) \| <jobset>-node-0-0\.<jobset>:29500 /);
         assert.match(md, /\| GPU nodes \| 2 trainer nodes \+ 1 vLLM node \| 3 \| 24 GPUs in all/);
-        assert.match(md, /\| generation batch \| perDeviceTrainBatchSize 1 x numProcesses 8 x nodes 2 x stepsPerGeneration 4 \| 64 \|/);
+        assert.match(md, /\| generation batch \| perDeviceTrainBatchSize 4 x numProcesses 8 x nodes 2 x stepsPerGeneration 4 \| 256 \|/);
     });
 });
 
-describe("multi-node: white box (trl vllm-serve on its own node)", () => {
+describe("multi-node: white box (vllm serve on its own node)", () => {
     test("the trainer joins the NCCL group at vLLM's Service; vLLM runs TP over its node", async () => {
         const p = await plan({ recipe: "mbpp-whitebox", target: "kubernetes" }, SERVER_OVERRIDE);
         const js = one(p, "JobSet");
@@ -250,8 +254,9 @@ describe("multi-node: white box (trl vllm-serve on its own node)", () => {
         assert.equal(c.command[c.command.indexOf("--num_processes") + 1], "16");
         const vllm = p.manifests.find((m) => m.kind === "Deployment" && m.metadata.name === "vllm-demo-server")!;
         const v = vllm.spec.template.spec.containers[0];
-        assert.deepEqual(v.command, ["trl", "vllm-serve"]);
-        assert.equal(v.args[v.args.indexOf("--tensor_parallel_size") + 1], "8");
+        // What trl 1.16's deprecated vllm-serve execs.
+        assert.deepEqual(v.command, ["vllm", "serve"]);
+        assert.equal(v.args[v.args.indexOf("--tensor-parallel-size") + 1], "8");
         // White box has no ingress: vLLM admits the trainer pods alone.
         const pol = p.manifests.find((m) => m.kind === "NetworkPolicy" && m.metadata.name === "train-demo-vllm")!;
         assert.equal(pol.spec.ingress.length, 1);
