@@ -93,7 +93,7 @@ describe("plan: every stack and every recipe", () => {
         assert.match(md, /\| keys \(names; values are secret outputs\) \| sandboxes, operators \|/);
         assert.match(md, /\| pool \| 10 warm \(8 in flight \+ 2 headroom\), 2 CPU \/ 4Gi each \|/);
         assert.match(md, /\| claimed lifetime \| <= 3600 s \(admission policy on every claim\) \|/);
-        assert.match(md, /\| quota \| 20 pods, 40 CPU, 80Gi \|/);
+        assert.match(md, /\| quota \| 20 pods, 42 CPU, 84480Mi \|/);
     });
 
     test("every namespaced object lives in one of the Platform's per-role namespaces, with Pod Security labels", async () => {

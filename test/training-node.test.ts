@@ -293,7 +293,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             }
             const refs = (trainer.env as any[]).filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom.secretKeyRef.name, e.valueFrom.secretKeyRef.key]);
             const expectedRefs: string[][] = [["HF_TOKEN", b.names.training.hfSecret, "HF_TOKEN"]];
-            if (layout === "blackbox") expectedRefs.push(["SANDBOX_API_KEY", "trainer-sandbox-key", "SANDBOX_API_KEY"]);
+            // Black box on the agent-sandbox pool: the ingress key is the sandbox forwarder's alone, never the trainer's.
             assert.deepEqual(refs, expectedRefs);
         });
 
@@ -644,7 +644,8 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             }
             const trainer = containers(b.update.resources).find((c) => c.inputs.name === b.names.training.job)!;
             assert.equal(dockerEnv(trainer).HF_TOKEN, HF_SENTINEL);
-            assert.equal(dockerEnv(trainer).SANDBOX_API_KEY, layout === "blackbox" ? SANDBOX_SENTINEL : undefined);
+            // The Docker pool's forwarders hold the ingress key; the trainer gets it only for hosted (hf) sandboxes.
+            assert.equal(dockerEnv(trainer).SANDBOX_API_KEY, undefined);
         });
     });
 }
@@ -806,7 +807,8 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                     );
                     assert.ok(script.includes("env CUDA_VISIBLE_DEVICES=1 "), "the trainer gets its own GPU set");
                     for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(/[{"$ ]/.test(arg) ? `'${arg}'` : arg), `trainer arg ${arg}`);
-                    if (layout === "blackbox") assert.ok(script.includes("env -u SANDBOX_API_KEY"), "vLLM's process never sees the sandbox key");
+                    // The agent-sandbox pool's forwarders hold the ingress key: none in the training pod at all.
+                    if (layout === "blackbox") assert.ok(!JSON.stringify(c.env ?? []).includes("SANDBOX_API_KEY"), "no sandbox key in the training pod");
                 }
             });
 

@@ -38,7 +38,8 @@ for (const recipe of ALL_RECIPE_NAMES) {
                     command: [...(t.command ?? []), ...t.args],
                     envUrls: Object.fromEntries(Object.entries(plan.names.envs).map(([k, v]) => [k, v.url])),
                     vllmUrl: plan.training.internalUrl,
-                    sandboxUrl: plan.names.ingress.sandboxUrl,
+                    // What the agent side of each sandbox calls: the pool's key-holding forwarder (hosted: the ingress).
+                    sandboxUrl: plan.sandboxes?.trainerEnv.SANDBOX_UPSTREAM_URL ?? plan.names.ingress.sandboxUrl,
                     sandboxImage: config.sandboxes.image,
                 });
             }
