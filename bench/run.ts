@@ -1,4 +1,4 @@
-// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session] [--quick] [--no-diagnose] [--out FILE]
+// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session|claim-latency] [--quick] [--no-diagnose] [--out FILE]
 // Runs the benchmarks of issue "Benchmarks" and writes bench/results.md: the machine, the date, and every figure as a
 // ratio measured side by side in this one run. Not part of `npm test`. Bounded: a hard deadline (4 min 45 s) stops
 // everything; every child (wrk, nginx, stub, plan children) is stopped on success, failure, SIGINT and SIGTERM.
@@ -7,6 +7,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { runClaimLatencyBench } from "./claim-latency";
 import { runEngineBench } from "./engine";
 import { runEnvSessionBench } from "./env-session";
 import { runIngressBench } from "./ingress";
@@ -26,7 +27,7 @@ function engineSection(text: string): string | undefined {
 }
 
 interface Args {
-    only: "ingress" | "scaling" | "engine" | "env-session" | undefined;
+    only: "ingress" | "scaling" | "engine" | "env-session" | "claim-latency" | undefined;
     quick: boolean;
     diagnose: boolean;
     out: string | undefined;
@@ -38,8 +39,8 @@ function parseArgs(argv: readonly string[]): Args {
         const x = argv[i];
         if (x === "--only") {
             const v = argv[++i];
-            if (v !== "ingress" && v !== "scaling" && v !== "engine" && v !== "env-session")
-                throw new Error("--only takes ingress, scaling, engine or env-session");
+            if (v !== "ingress" && v !== "scaling" && v !== "engine" && v !== "env-session" && v !== "claim-latency")
+                throw new Error("--only takes ingress, scaling, engine, env-session or claim-latency");
             a.only = v;
         } else if (x === "--quick") a.quick = true;
         else if (x === "--no-diagnose") a.diagnose = false;
@@ -49,7 +50,7 @@ function parseArgs(argv: readonly string[]): Args {
             a.out = v;
         } else
             throw new Error(
-                `unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine|env-session] [--quick] [--no-diagnose] [--out FILE]`,
+                `unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine|env-session|claim-latency] [--quick] [--no-diagnose] [--out FILE]`,
             );
     }
     return a;
@@ -128,6 +129,9 @@ async function main(): Promise<number> {
         await section("env-session", "## 5. Env sessions", () =>
             runEnvSessionBench({ deadline, log, ...(args.quick ? { rounds: 2, steps: 50, sessions: 20 } : {}) }),
         );
+    }
+    if (args.only === "claim-latency") {
+        await section("claim-latency", "## 6. Sandbox claim latency", () => runClaimLatencyBench({ deadline, log, ...(args.quick ? { samples: 10 } : {}) }));
     }
     if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file
     await cleanupAll();
