@@ -239,9 +239,10 @@ def test_the_trainer_claims_a_warm_sandbox_runs_in_it_and_deletes_the_claim(clus
     ip = status["podIPs"][0] if isinstance(status["podIPs"][0], str) else status["podIPs"][0]["ip"]
     assert h.base_url == f"http://{ip}:8888"
     pod_name, home = h.exec('echo "$POD_NAME $HOME"').stdout.split()
-    assert c["net"].runtimes[pod_name][0] == ip and home == "/home/user"
-    h.write_text("/home/user/task/x.txt", "round trip")
-    assert h.read_text("/home/user/task/x.txt") == "round trip"
+    # The template's HOME is TRL's SANDBOX_HOME, /root (/home/user links to it in the image).
+    assert c["net"].runtimes[pod_name][0] == ip and home == "/root"
+    h.write_text("/root/task/x.txt", "round trip")
+    assert h.read_text("/root/task/x.txt") == "round trip"
 
     h.kill()
     with pytest.raises(SandboxGone):
