@@ -5,6 +5,11 @@
 import { VLLM_PORT } from "../config/names";
 import type { TrainingConfig } from "./describe";
 
+/** What both server layouts start with: the model at its revision, on every interface, on vLLM's port. */
+function servedModel(config: TrainingConfig): string[] {
+    return [config.model.name, "--revision", config.model.revision, "--host", "0.0.0.0", "--port", String(VLLM_PORT)];
+}
+
 /**
  * White box, server layout: what `trl vllm-serve` builds and execs in TRL 1.16 (deprecated there,
  * removed in TRL 2.0; trl/scripts/vllm_serve.py build_command): vLLM's own server with the NCCL
@@ -14,13 +19,7 @@ import type { TrainingConfig } from "./describe";
 export function whiteboxServerArgs(config: TrainingConfig, servedNames: readonly string[]): string[] {
     const t = config.training;
     return [
-        config.model.name,
-        "--revision",
-        config.model.revision,
-        "--host",
-        "0.0.0.0",
-        "--port",
-        String(VLLM_PORT),
+        ...servedModel(config),
         "--tensor-parallel-size",
         String(t.vllmGpus),
         "--data-parallel-size",
@@ -46,13 +45,7 @@ export function whiteboxServerArgs(config: TrainingConfig, servedNames: readonly
 export function blackboxServerArgs(config: TrainingConfig, trainerDtype: string | undefined, servedNames: readonly string[]): string[] {
     const t = config.training;
     return [
-        config.model.name,
-        "--revision",
-        config.model.revision,
-        "--host",
-        "0.0.0.0",
-        "--port",
-        String(VLLM_PORT),
+        ...servedModel(config),
         "--enable-auto-tool-choice",
         "--tool-call-parser",
         "hermes",
