@@ -823,9 +823,13 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                 }
             });
 
-            test("the container starts up on vLLM's /health and exposes its port 8000", () => {
+            test("the container starts up on vLLM's /health and exposes its port 8000; no liveness probe (the supervisor watches vLLM)", () => {
                 for (const c of jobContainers()) {
                     assert.deepEqual(c.startupProbe.httpGet, { path: "/health", port: 8000 });
+                    assert.deepEqual(c.readinessProbe.httpGet, { path: "/health", port: 8000 });
+                    // A kubelet kill here takes the trainer with it and FailJob ends the run: a busy vLLM must not.
+                    assert.equal(c.livenessProbe, undefined);
+                    assert.match(c.command[2], /has not answered http:\/\/127\.0\.0\.1:8000\/health for 300 s/);
                     assert.deepEqual(c.ports, [{ name: "http", containerPort: 8000, protocol: "TCP" }]);
                 }
             });

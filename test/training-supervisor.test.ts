@@ -20,21 +20,43 @@ import { NCCL_CHECK_SCRIPT, oneContainer, renderSupervisor, resolveTrainingNode,
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** A vLLM stand-in: records its env and pid, answers /health after `delay` s, exits `exitAfter` s in (if given). */
-function fakeVllm(dir: string, port: number, opts: { delay?: number; exitAfter?: number; exitCode?: number; neverHealthy?: boolean } = {}): string[] {
+/**
+ * A vLLM stand-in: records its env and pid, answers /health after `delay` s, exits `exitAfter` s in (if given).
+ * `healthSeconds`: each /health takes that long to answer (a busy server); `hangAfter`: from that many
+ * seconds after it first serves, /health never answers again; `ignoreTerm`: SIGTERM does nothing (a hung process).
+ */
+function fakeVllm(
+    dir: string,
+    port: number,
+    opts: {
+        delay?: number;
+        exitAfter?: number;
+        exitCode?: number;
+        neverHealthy?: boolean;
+        healthSeconds?: number;
+        hangAfter?: number;
+        ignoreTerm?: boolean;
+    } = {},
+): string[] {
     const code = `
-import http.server, json, os, sys, threading, time
+import http.server, json, os, signal, sys, threading, time
 open(${JSON.stringify(path.join(dir, "vllm.env"))}, "w").write(json.dumps(dict(os.environ)))
 open(${JSON.stringify(path.join(dir, "vllm.pid"))}, "w").write(str(os.getpid()))
+if ${opts.ignoreTerm ? "True" : "False"}:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 if ${opts.exitAfter ?? -1} >= 0:
     threading.Timer(${opts.exitAfter ?? 0}, lambda: os._exit(${opts.exitCode ?? 7})).start()
 time.sleep(${opts.delay ?? 0.3})
+started = time.monotonic()
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if ${opts.hangAfter ?? -1} >= 0 and time.monotonic() - started >= ${opts.hangAfter ?? 0}:
+            time.sleep(3600)
+        time.sleep(${opts.healthSeconds ?? 0})
         ok = self.path == "/health" and not ${opts.neverHealthy ? "True" : "False"}
         self.send_response(200 if ok else 503); self.end_headers()
     def log_message(self, *a): pass
-http.server.HTTPServer(("127.0.0.1", ${port}), H).serve_forever()
+http.server.ThreadingHTTPServer(("127.0.0.1", ${port}), H).serve_forever()
 `;
     return ["python3", "-c", code];
 }
@@ -159,6 +181,37 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
             assert.match(r.stderr, /vLLM not healthy after 2 s \(training.modelLoadSeconds\)/);
             assert.ok(await gone(path.join(r.dir, "vllm.pid")));
             assert.ok(!fs.existsSync(path.join(r.dir, "trainer.env")));
+        });
+
+        test("a busy vLLM (each /health answers in 2 s, longer than the poll) does not end the run", async () => {
+            const r = await runSupervisor(shell, (dir, port) => ({
+                ...base(dir, port),
+                vllm: fakeVllm(dir, port, { healthSeconds: 2 }),
+                unansweredSeconds: 4,
+                trainer: fakeTrainer(dir, 9, 0),
+            }));
+            assert.equal(r.code, 0, r.stderr);
+            assert.ok(fs.existsSync(path.join(r.dir, "trainer.done")), "the trainer ran to its end");
+            assert.doesNotMatch(r.stderr, /has not answered/);
+        });
+
+        test("a vLLM that stops answering /health (and ignores SIGTERM) ends the run after the bound: trainer and vLLM stopped, exit 1", async () => {
+            const t0 = Date.now();
+            const r = await runSupervisor(shell, (dir, port) => ({
+                ...base(dir, port),
+                vllm: fakeVllm(dir, port, { hangAfter: 1, ignoreTerm: true }),
+                unansweredSeconds: 3,
+                stopGraceSeconds: 2,
+                trainer: fakeTrainer(dir, 25, 0),
+            }));
+            const took = (Date.now() - t0) / 1000;
+            assert.equal(r.code, 1, r.stderr);
+            assert.match(r.stderr, /vLLM has not answered http:\/\/127\.0\.0\.1:\d+\/health for 3 s: stopping the trainer and vLLM/);
+            assert.ok(!fs.existsSync(path.join(r.dir, "trainer.done")), "the trainer did not run on");
+            assert.ok(await gone(path.join(r.dir, "trainer.pid")));
+            assert.ok(await gone(path.join(r.dir, "vllm.pid")), "vLLM killed after the grace even though it ignores SIGTERM");
+            // Healthy for ~1 s, then 3 s without an answer, 2 s of grace, plus polling slack.
+            assert.ok(took >= 4 && took < 15, `ended after ${took.toFixed(1)} s`);
         });
 
         test("a failing NCCL check stops everything before vLLM starts", async () => {

@@ -176,7 +176,8 @@ export interface ContainerDescription {
     readonly gpuDevices: readonly number[];
     /** Container ports (never published on a host or a public Service). */
     readonly ports: readonly number[];
-    readonly probes?: { readonly startup: HttpProbe; readonly liveness: HttpProbe; readonly readiness: HttpProbe };
+    /** Kubernetes probes / Docker health check; no liveness where a supervisor watches vLLM instead (components/training/supervisor.ts). */
+    readonly probes?: { readonly startup: HttpProbe; readonly liveness?: HttpProbe; readonly readiness: HttpProbe };
     readonly cpu: string;
     readonly memory: string;
     readonly mounts: readonly VolumeMount[];

@@ -160,7 +160,8 @@ export function buildDockerTraining(
                     ],
                     interval: `${health.periodSeconds}s`,
                     timeout: `${health.timeoutSeconds}s`,
-                    retries: v.probes!.liveness.failureThreshold,
+                    // A Docker health check never restarts the container; it only marks it unhealthy.
+                    retries: v.probes!.liveness!.failureThreshold,
                     startPeriod: `${d.modelLoadSeconds}s`,
                 },
                 // Wait until the model is loaded, so the trainer starts against a healthy server.

@@ -50,7 +50,13 @@ function container(c: ContainerDescription, d: TrainingDescription, provided: Se
         ...(c.ports.length > 0 ? { ports: c.ports.map((p) => ({ name: "http", containerPort: p, protocol: "TCP" })) } : {}),
         resources: { requests: resources, limits: resources },
         volumeMounts: c.mounts.map((m) => ({ name: volumeName(m.volume), mountPath: m.path })),
-        ...(c.probes ? { startupProbe: probe(c.probes.startup), livenessProbe: probe(c.probes.liveness), readinessProbe: probe(c.probes.readiness) } : {}),
+        ...(c.probes
+            ? {
+                  startupProbe: probe(c.probes.startup),
+                  ...(c.probes.liveness ? { livenessProbe: probe(c.probes.liveness) } : {}),
+                  readinessProbe: probe(c.probes.readiness),
+              }
+            : {}),
         // vLLM/TRL images run as root (hence PSA baseline on the training namespace); still no privilege gain, no capabilities.
         securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
     };

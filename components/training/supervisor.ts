@@ -10,7 +10,14 @@
  *   answers (what the native sidecar's startup probe gated), within modelLoadSeconds;
  * - a clean exit: the container exits with the trainer's code (the Job's podFailurePolicy reads
  *   it), vLLM is stopped when the trainer ends, and the trainer when vLLM dies (exit 1);
- *   SIGTERM (pod deletion, preemption) is passed to both.
+ *   SIGTERM (pod deletion, preemption) is passed to both;
+ * - vLLM's liveness, in place of a kubelet liveness probe: here a probe's kill takes the trainer with
+ *   it and the Job's FailJob rule ends the run, so one minute of a busy vLLM (6 x 10 s) would end a
+ *   multi-hour run. The supervisor instead polls `/health` once training runs and counts only time
+ *   without any answer: a request waits as long as the bound has left, so a slow answer (a busy event
+ *   loop) is an answer; a vLLM that has not answered 200 for `unansweredSeconds` (503 from a dead
+ *   engine, refused connections, hung requests) stops the trainer and vLLM (TERM, KILL after
+ *   `stopGraceSeconds`) and the container exits 1, which ends the run as a crash does.
  *
  * Pure: builds text and a container description; no Pulumi.
  */
@@ -18,6 +25,15 @@ import type { ContainerDescription, TrainingDescription } from "./describe";
 import { CONTAINER } from "./describe";
 import { VLLM_PORT } from "../config/names";
 import { addQuantities } from "../shared/quantity";
+
+/**
+ * Seconds without any answer from vLLM's `/health` after which the shared-layout supervisor ends the
+ * run. Longer than any pause a healthy vLLM makes (a weight update, a long prefill starve its event
+ * loop for seconds), short enough that a hung vLLM does not hold a GPU node for long.
+ */
+export const VLLM_UNANSWERED_SECONDS = 300;
+/** Seconds a stopped role gets between SIGTERM and SIGKILL (a hung vLLM may ignore TERM). */
+export const STOP_GRACE_SECONDS = 30;
 
 /** One shell word, single-quoted (the only safe quoting for arbitrary text). */
 export function shellQuote(word: string): string {
@@ -45,6 +61,10 @@ export interface SupervisorSpec {
     readonly loadSeconds: number;
     /** Seconds between health polls. */
     readonly pollSeconds?: number;
+    /** Seconds vLLM may go without answering /health once training runs. @default VLLM_UNANSWERED_SECONDS */
+    readonly unansweredSeconds?: number;
+    /** Seconds between SIGTERM and SIGKILL when a role is stopped for the other's failure. @default STOP_GRACE_SECONDS */
+    readonly stopGraceSeconds?: number;
     /** The NCCL check to run first (argv), if any. */
     readonly check?: readonly string[];
 }
@@ -59,13 +79,32 @@ function assignments(env: Readonly<Record<string, string>>): string {
 /** The supervisor's script text (run as `/bin/sh -c <script> agentrl-supervisor`). */
 export function renderSupervisor(s: SupervisorSpec): string {
     const poll = s.pollSeconds ?? 5;
+    const bound = s.unansweredSeconds ?? VLLM_UNANSWERED_SECONDS;
+    const grace = s.stopGraceSeconds ?? STOP_GRACE_SECONDS;
     const unset = s.vllmUnset.map((k) => `-u ${k}`).join(" ");
     const health = `import urllib.request; urllib.request.urlopen(${JSON.stringify(s.healthUrl)}, timeout=5)`;
+    // Exits 3 once vLLM has gone `bound` seconds without a 200; each request may take what is left of it.
+    const watch = [
+        "import sys, time, urllib.request",
+        "url, bound, poll = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])",
+        "last = time.monotonic()",
+        "while True:",
+        "    left = bound - (time.monotonic() - last)",
+        "    if left <= 0: sys.exit(3)",
+        "    try:",
+        "        urllib.request.urlopen(url, timeout=left).close()",
+        "        last = time.monotonic()",
+        "    except Exception:",
+        "        pass",
+        "    time.sleep(poll)",
+    ].join("\n");
     const lines = [
         `set -u`,
         `log() { echo "agentrl-supervisor: $*" >&2; }`,
-        `vllm_pid=; trainer_pid=`,
-        `stop_all() { for p in $trainer_pid $vllm_pid; do kill -TERM "$p" 2>/dev/null; done; }`,
+        `vllm_pid=; trainer_pid=; watch_pid=`,
+        `stop_all() { for p in $watch_pid $trainer_pid $vllm_pid; do kill -TERM "$p" 2>/dev/null; done; }`,
+        // TERM, then KILL after the grace (a hung process may ignore TERM), then reap.
+        `stop_hard() { stop_all; n=0; while [ "$n" -lt ${grace} ]; do alive=; for p in $trainer_pid $vllm_pid; do kill -0 "$p" 2>/dev/null && alive=1; done; [ -z "$alive" ] && break; sleep 1; n=$((n + 1)); done; for p in $trainer_pid $vllm_pid; do kill -KILL "$p" 2>/dev/null; done; wait; }`,
         `trap 'log "signal: stopping vLLM and the trainer"; stop_all; wait; exit 143' TERM INT`,
     ];
     if (s.check) {
@@ -87,11 +126,15 @@ export function renderSupervisor(s: SupervisorSpec): string {
         `log "vLLM is healthy: starting the trainer"`,
         `env ${assignments(s.trainerEnv)} ${words(s.trainer)} &`,
         `trainer_pid=$!`,
+        `python3 -c ${shellQuote(watch)} ${shellQuote(s.healthUrl)} ${bound} ${poll} 2>/dev/null &`,
+        `watch_pid=$!`,
         `while kill -0 "$trainer_pid" 2>/dev/null; do`,
-        `  if ! kill -0 "$vllm_pid" 2>/dev/null; then log "vLLM exited during training: stopping the trainer"; kill -TERM "$trainer_pid" 2>/dev/null; wait "$trainer_pid"; exit 1; fi`,
+        `  if ! kill -0 "$vllm_pid" 2>/dev/null; then log "vLLM exited during training: stopping the trainer"; kill -TERM "$watch_pid" "$trainer_pid" 2>/dev/null; wait "$trainer_pid"; exit 1; fi`,
+        `  if ! kill -0 "$watch_pid" 2>/dev/null; then log "vLLM has not answered ${s.healthUrl} for ${bound} s: stopping the trainer and vLLM"; watch_pid=; stop_hard; exit 1; fi`,
         `  sleep 1`,
         `done`,
         `wait "$trainer_pid"; code=$?`,
+        `kill -TERM "$watch_pid" 2>/dev/null`,
         `log "trainer exited ($code): stopping vLLM"`,
         `kill -TERM "$vllm_pid" 2>/dev/null; wait "$vllm_pid" 2>/dev/null`,
         `exit "$code"`,
@@ -122,7 +165,8 @@ export function ncclCheckArgv(d: TrainingDescription): string[] | undefined {
 
 /**
  * The one container of a shared-GPU Kubernetes training pod: the trainer's image, every GPU,
- * both roles' CPU and memory, vLLM's port and probes, and the supervisor as its command.
+ * both roles' CPU and memory, vLLM's port, its startup and readiness probes (no liveness probe: the
+ * supervisor watches vLLM, see VLLM_UNANSWERED_SECONDS), and the supervisor as its command.
  */
 export function oneContainer(d: TrainingDescription): ContainerDescription {
     const v = d.vllm;
@@ -156,7 +200,8 @@ export function oneContainer(d: TrainingDescription): ContainerDescription {
         gpus: v.gpus + t.gpus,
         gpuDevices: [...d.gpuLayout.vllm, ...d.gpuLayout.trainer],
         ports: [...v.ports],
-        probes: v.probes,
+        // The startup probe bounds the load as the supervisor does; readiness keeps the Service's endpoint honest.
+        probes: v.probes ? { startup: v.probes.startup, readiness: v.probes.readiness } : undefined,
         cpu: addQuantities(v.cpu, t.cpu),
         memory: addQuantities(v.memory, t.memory),
         mounts: t.mounts,
