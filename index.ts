@@ -5,7 +5,7 @@
 import { ClusterBase } from "./components/cluster";
 import * as pulumi from "@pulumi/pulumi";
 import { ALLOW_EXAMPLE_IMAGES_ENV, ConfigError, exampleImageProblems, loadClusterConfig, loadPlatformConfig, toRunError } from "./components/config";
-import { preflightStep } from "./scripts/lib/preflight/run";
+import { preflightStep } from "./components/preflight";
 import { checkAgainstPrevious, clusterProvider, Platform, resolvePlatform, targetProvider, withClusterStack } from "./components/platform";
 
 export = async () => {

@@ -9,7 +9,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REPO_ROOT } from "./lib/plan";
-import { exitCodeOf, loadStack, renderJson, renderTable, runPreflight, StackError } from "./lib/preflight";
+import { exitCodeOf, renderJson, renderTable, runPreflight } from "../components/preflight";
+import { loadStack, StackError } from "./lib/load-stack";
 
 const USAGE = "usage: npm run preflight -- <stack | path/to/Pulumi.<stack>.yaml> [--json] [--timeout SECONDS]";
 

@@ -1,8 +1,10 @@
 /**
  * The folder-direction rule (scripts/lint/layers.ts): the rule itself on hand-made cases, and the
- * tree as it is. Run: node --import tsx --test test/lint-layers.test.ts
+ * tree as it is (components/, the stack program index.ts, policy/). Run: node --import tsx --test test/lint-layers.test.ts
  */
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 import { allowed, importsOf, violations } from "../scripts/lint/layers";
@@ -24,12 +26,65 @@ test("the rule: entry -> platform -> component -> config -> shared, never across
     assert.equal(allowed(c("index.ts"), c("env/index.ts")), true, "components/index.ts is the package's face");
 });
 
+test("the preflight: above the Platform, below the entry points", () => {
+    assert.equal(allowed(c("preflight/kubernetes/needs.ts"), c("platform/index.ts")), true);
+    assert.equal(allowed(c("preflight/kubernetes/needs.ts"), c("env/index.ts")), true, "it reads the specs the components register");
+    assert.equal(allowed(c("preflight/run.ts"), c("config/index.ts")), true);
+    assert.equal(allowed(c("preflight/docker.ts"), c("shared/quantity.ts")), true);
+    assert.equal(allowed(c("preflight/kubernetes/index.ts"), c("preflight/report.ts")), true);
+    assert.equal(allowed(c("preflight/index.ts"), root("scripts/lib/plan.ts")), false, "the checks never reach into the CLIs");
+    assert.equal(allowed(c("preflight/index.ts"), root("index.ts")), false);
+    assert.equal(allowed(c("platform/platform.ts"), c("preflight/run.ts")), false, "the Platform does not run the preflight");
+    assert.equal(allowed(c("training/kubernetes.ts"), c("preflight/report.ts")), false);
+    assert.equal(allowed(c("config/validate.ts"), c("preflight/index.ts")), false);
+    assert.equal(allowed(c("shared/quantity.ts"), c("preflight/report.ts")), false);
+    assert.equal(allowed(root("index.ts"), c("preflight/index.ts")), true, "the stack program's preflight step");
+    assert.equal(allowed(c("index.ts"), c("preflight/index.ts")), true, "the package's face may export it");
+    assert.equal(allowed(root("scripts/preflight.ts"), c("preflight/index.ts")), true, "the CLI");
+});
+
+test("the programs and the library never import scripts/", () => {
+    assert.equal(allowed(root("index.ts"), root("scripts/lib/preflight/run.ts")), false, "the stack program imports no CLI library");
+    assert.equal(allowed(c("index.ts"), root("scripts/lib/plan.ts")), false, "nor does the package's face");
+    assert.equal(allowed(root("policy/policies.ts"), root("scripts/lib/plan.ts")), false, "nor the policy pack");
+    assert.equal(allowed(c("env/describe.ts"), root("scripts/lib/mockrun.ts")), false);
+    assert.equal(allowed(root("index.ts"), root("bench/lib.ts")), false);
+    assert.equal(allowed(root("scripts/plan.ts"), root("scripts/lib/plan.ts")), true, "the CLIs use their own libraries");
+    assert.equal(allowed(root("test/plan.test.ts"), root("scripts/lib/plan.ts")), true);
+    assert.equal(allowed(root("bench/plan-once.ts"), root("scripts/lib/plan.ts")), true);
+});
+
 test("imports are found in every form and resolved to files", () => {
     const file = c("training/describe.ts");
     const text = `import { a } from "../config/names";\nexport { b } from "./supervisor";\nimport type { C } from "../shared/images";\nconst d = await import("../ingress/nginx");\nimport * as fs from "node:fs";`;
     assert.deepEqual(importsOf(file, text), [c("config/names.ts"), c("training/supervisor.ts"), c("shared/images.ts"), c("ingress/nginx.ts")]);
 });
 
-test("the tree: every import under components/ goes the right way", () => {
+test("a tree whose program or library imports scripts/ is refused, each import named", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "layers-"));
+    try {
+        const write = (rel: string, text: string) => {
+            fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+            fs.writeFileSync(path.join(dir, rel), text);
+        };
+        write("scripts/lib/preflight/run.ts", "export const preflightStep = 1;\n");
+        write("index.ts", 'import { preflightStep } from "./scripts/lib/preflight/run";\n');
+        write("components/preflight/run.ts", 'import { x } from "../../scripts/lib/preflight/run";\nimport { p } from "../platform/index";\n');
+        write("components/platform/index.ts", 'import { r } from "../preflight/run";\n');
+        write("policy/policies.ts", 'import { y } from "../scripts/lib/preflight/run";\n');
+        write("scripts/preflight.ts", 'import { r } from "../components/preflight/run";\nimport { s } from "./lib/preflight/run";\n');
+        write("test/a.test.ts", 'import { s } from "../scripts/lib/preflight/run";\n');
+        const found = violations(dir);
+        assert.equal(found.length, 4, found.join("\n"));
+        assert.match(found[0], /^components\/platform\/index\.ts imports components\/preflight\/run\.ts: platform may not depend on preflight/);
+        assert.match(found[1], /^components\/preflight\/run\.ts imports scripts\/lib\/preflight\/run\.ts: preflight may not depend on tool/);
+        assert.match(found[2], /^index\.ts imports scripts\/lib\/preflight\/run\.ts: program may not depend on tool/);
+        assert.match(found[3], /^policy\/policies\.ts imports scripts\/lib\/preflight\/run\.ts: program may not depend on tool/);
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+});
+
+test("the tree: every import under components/, of index.ts and of policy/ goes the right way", () => {
     assert.deepEqual(violations(), []);
 });

@@ -18,7 +18,8 @@ import { deepMerge, type PlatformConfig } from "../components/config";
 import { type PlatformPlan, resolvePlatform } from "../components/platform";
 import { SANDBOX_API_VERSION } from "../components/sandbox";
 import { parsePreflightArgs, UsageError } from "../scripts/preflight";
-import { loadStack, runPreflight, StackError } from "../scripts/lib/preflight";
+import { runPreflight } from "../components/preflight";
+import { loadStack, StackError } from "../scripts/lib/load-stack";
 import {
     checkApiVersion,
     checkDaemon,
@@ -31,7 +32,7 @@ import {
     gpusNeeded,
     parsePorts,
     publishedPorts,
-} from "../scripts/lib/preflight/docker";
+} from "../components/preflight/docker";
 import {
     checkCertManager,
     checkCni,
@@ -56,8 +57,8 @@ import {
     sandboxCrdExpectations,
     stackRequests,
     tolerates,
-} from "../scripts/lib/preflight/kubernetes";
-import { exitCodeOf, type Finding, renderJson, renderTable, wrap } from "../scripts/lib/preflight/report";
+} from "../components/preflight/kubernetes";
+import { exitCodeOf, type Finding, renderJson, renderTable, wrap } from "../components/preflight/report";
 import { fixtureCacheDir } from "./helpers/apiserver";
 import { type Cluster, GPU_PRODUCT } from "./helpers/cluster";
 import { parseWithTestImages } from "./helpers/config";

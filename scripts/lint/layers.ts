@@ -1,45 +1,68 @@
 /**
  * The folder-direction rule: imports go one way, from the entry points down to the pure data.
  *
- *   components/shared   facts and idioms every layer may use (no project imports but shared)
- *   components/config   the config: schema, defaults, rules, names, catalog (+ shared)
- *   components/<x>      one component each: env, ingress, sandbox, training (+ config, shared;
- *                       never another component: the Platform hands outputs across)
- *   components/platform the Platform and its resolve step (+ every component)
- *   entry points        index.ts, components/index.ts, scripts/, bench/, test/, policy/ (+ anything)
+ *   components/shared    facts and idioms every layer may use (no project imports but shared)
+ *   components/config    the config: schema, defaults, rules, names, catalog (+ shared)
+ *   components/<x>       one component each: env, ingress, sandbox, training, cluster (+ config,
+ *                        shared; never another component: the Platform hands outputs across)
+ *   components/platform  the Platform and its resolve step (+ every component)
+ *   components/preflight the checks of a stack's live target (+ platform, every component,
+ *                        config, shared): it reads the plan the Platform resolves and the specs
+ *                        the components register. Nothing below it imports it (the Platform does
+ *                        not run it); only entry points do: the stack program (its opt-in
+ *                        `preflight` step), components/index.ts (the package's face, free to
+ *                        export it), scripts/preflight.ts (the CLI), bench/ and test/.
+ *   programs             index.ts (the stack program), components/index.ts, policy/ (+ anything
+ *                        under components/, never scripts/)
+ *   tools                scripts/ (thin CLIs and what only they use), bench/, test/ (+ anything)
  *
- * Nothing under components/ may import an entry point. Run: `npm run lint` (this is part of it);
- * exits non-zero listing every import that goes the wrong way.
+ * Nothing under components/ may import a program or a tool, and no program imports scripts/:
+ * what the program or the library runs is a module under components/. Run: `npm run lint`
+ * (this is part of it); exits non-zero listing every import that goes the wrong way.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
 
 const ROOT = path.resolve(__dirname, "..", "..");
-const COMPONENTS = path.join(ROOT, "components");
+/** The programs outside components/: the stack program and the policy pack. */
+const programsOf = (root: string) => [path.join(root, "index.ts"), path.join(root, "policy")];
 
-type Layer = "shared" | "config" | "component" | "platform" | "entry";
+type Layer = "shared" | "config" | "component" | "platform" | "preflight" | "program" | "tool";
+
+const inside = (dir: string, file: string) => {
+    const rel = path.relative(dir, file);
+    return rel === "" || !(rel.startsWith("..") || path.isAbsolute(rel));
+};
 
 /** The layer of a file, and for a component its folder. */
-function layerOf(file: string): { layer: Layer; folder?: string } {
-    const rel = path.relative(COMPONENTS, file);
-    if (rel.startsWith("..") || path.isAbsolute(rel)) return { layer: "entry" };
-    const [folder, ...rest] = rel.split(path.sep);
-    if (rest.length === 0) return { layer: "entry" }; // components/index.ts: the package's public face
+function layerOf(file: string, root: string): { layer: Layer; folder?: string } {
+    const components = path.join(root, "components");
+    if (programsOf(root).some((p) => inside(p, file))) return { layer: "program" };
+    if (!inside(components, file)) return { layer: "tool" };
+    const [folder, ...rest] = path.relative(components, file).split(path.sep);
+    if (rest.length === 0) return { layer: "program" }; // components/index.ts: the package's public face
     if (folder === "shared") return { layer: "shared" };
     if (folder === "config") return { layer: "config" };
     if (folder === "platform") return { layer: "platform" };
+    if (folder === "preflight") return { layer: "preflight" };
     return { layer: "component", folder };
 }
 
-/** Whether `from` may import `to`. */
-export function allowed(from: string, to: string): boolean {
-    const a = layerOf(from);
-    const b = layerOf(to);
+const ENTRY: readonly Layer[] = ["program", "tool"];
+
+/** Whether `from` may import `to` (files of the tree at `root`). */
+export function allowed(from: string, to: string, root = ROOT): boolean {
+    const a = layerOf(from, root);
+    const b = layerOf(to, root);
     switch (a.layer) {
-        case "entry":
+        case "tool":
             return true;
+        case "program":
+            return b.layer !== "tool";
+        case "preflight":
+            return !ENTRY.includes(b.layer);
         case "platform":
-            return b.layer !== "entry";
+            return !ENTRY.includes(b.layer) && b.layer !== "preflight";
         case "component":
             return b.layer === "shared" || b.layer === "config" || (b.layer === "component" && b.folder === a.folder);
         case "config":
@@ -67,21 +90,29 @@ export function importsOf(file: string, text: string): string[] {
 function walk(dir: string, out: string[] = []): string[] {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
         const p = path.join(dir, e.name);
-        if (e.isDirectory()) walk(p, out);
-        else if (e.name.endsWith(".ts")) out.push(p);
+        if (e.isDirectory()) {
+            if (e.name !== "node_modules") walk(p, out);
+        } else if (e.name.endsWith(".ts")) out.push(p);
     }
     return out;
 }
 
-export function violations(): string[] {
+/** Every file the rule restricts: components/ and the programs (tools may import anything). */
+function restricted(root: string): string[] {
+    const programs = programsOf(root).filter((p) => fs.existsSync(p));
+    return [...walk(path.join(root, "components")), ...programs.flatMap((p) => (fs.statSync(p).isDirectory() ? walk(p) : [p]))];
+}
+
+/** Every import of the tree at `root` (the repository's, unless a test gives another) that goes the wrong way. */
+export function violations(root = ROOT): string[] {
     const problems: string[] = [];
-    for (const file of walk(COMPONENTS)) {
+    for (const file of restricted(root)) {
         for (const target of importsOf(file, fs.readFileSync(file, "utf8"))) {
-            if (!allowed(file, target)) {
-                const a = layerOf(file);
-                const b = layerOf(target);
+            if (!allowed(file, target, root)) {
+                const a = layerOf(file, root);
+                const b = layerOf(target, root);
                 problems.push(
-                    `${path.relative(ROOT, file)} imports ${path.relative(ROOT, target)}: ${a.folder ?? a.layer} may not depend on ${b.folder ?? b.layer} (imports go entry -> platform -> components -> config -> shared)`,
+                    `${path.relative(root, file)} imports ${path.relative(root, target)}: ${a.folder ?? a.layer} may not depend on ${b.folder ?? b.layer} (imports go tools -> programs -> preflight -> platform -> components -> config -> shared)`,
                 );
             }
         }

@@ -7,11 +7,10 @@ import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
-import { dockerIngressPorts } from "../../../components/ingress";
-import type { PlatformPlan } from "../../../components/platform";
-import { quantityValue } from "../../../components/shared/quantity";
-import { human, type Read } from "./kubernetes";
-import { fail, type Finding, ok, warn } from "./report";
+import { dockerIngressPorts } from "../ingress";
+import type { PlatformPlan } from "../platform";
+import { quantityValue } from "../shared/quantity";
+import { fail, type Finding, human, ok, type Read, warn } from "./report";
 
 /**
  * Engine API 1.40 (Docker 19.03) brought HostConfig.DeviceRequests, which the GPU containers

@@ -1,11 +1,11 @@
 /**
  * runPreflight: the one entry of the checks (the CLI's, and the program's opt-in step before any
- * resource registers: preflightStep). Kept apart from the CLI's stack loading so the program
+ * resource registers: preflightStep). The CLI's stack loading is its own (scripts/lib/load-stack.ts), so the program
  * imports only what checks a target.
  */
 import * as pulumi from "@pulumi/pulumi";
-import type { PlatformConfig } from "../../../components/config";
-import { resolvePlatform, type PlatformPlan } from "../../../components/platform";
+import type { PlatformConfig } from "../config";
+import { resolvePlatform, type PlatformPlan } from "../platform";
 import { checkDocker, type DockerReadOptions, readDocker } from "./docker";
 import { checkKubernetes, type KubernetesReadOptions, readKubernetes } from "./kubernetes";
 import type { Finding, ReportHeader } from "./report";

@@ -1,7 +1,9 @@
 /**
  * What a preflight check says, and how the findings are shown: an aligned table for people
- * (colour only on a TTY), JSON for CI, and the exit code (1 when any check fails).
+ * (colour only on a TTY), JSON for CI, and the exit code (1 when any check fails); and the
+ * vocabulary every check shares (a read, a quantity, an error's first line).
  */
+import { quantityValue } from "../shared/quantity";
 
 export type Status = "ok" | "warn" | "fail";
 
@@ -102,4 +104,36 @@ export function renderTable(header: ReportHeader, findings: readonly Finding[], 
 /** The `--json` document. */
 export function renderJson(header: ReportHeader, findings: readonly Finding[]): string {
     return `${JSON.stringify({ ...header, findings, summary: summarize(findings), exitCode: exitCodeOf(findings) }, null, 2)}\n`;
+}
+
+/** A read from the target: the value, or why it could not be read. */
+export type Read<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string; readonly forbidden?: boolean };
+
+/** The first non-empty line of a tool's error, without its "error: " prefix. */
+export const firstLine = (s: string) =>
+    s
+        .split("\n")
+        .map((l) => l.trim())
+        .find((l) => l !== "")
+        ?.replace(/^error: /i, "") ?? "";
+
+/** The value of a quantity the API server wrote ("7910m", "2113992Ki", "8"); NaN when unreadable. */
+export function value(q: unknown): number {
+    if (typeof q === "number") return q;
+    if (typeof q !== "string") return Number.NaN;
+    try {
+        return quantityValue(q);
+    } catch {
+        const n = Number(q);
+        return Number.isFinite(n) ? n : Number.NaN;
+    }
+}
+
+/** A quantity for people: "1.5 CPU", "64 GiB". */
+export function human(resource: string, v: number): string {
+    if (/memory|storage/.test(resource)) {
+        const gib = v / 1024 ** 3;
+        return gib >= 1 ? `${Number(gib.toFixed(1))} GiB` : `${Math.round(v / 1024 ** 2)} MiB`;
+    }
+    return String(Number(v.toFixed(3)));
 }

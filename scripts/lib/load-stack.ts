@@ -1,18 +1,11 @@
 /**
- * The preflight: every prerequisite a stack's live target must have, each with what was found
- * and the fix. `runPreflight(config)` is the one entry (the CLI's and, later, an opt-in step of
- * the program before any resource registers): it resolves the plan (the same pure phase the
- * program runs), reads the target, and returns the findings.
+ * The preflight's stack loading, for the CLI (scripts/preflight.ts): a stack file read and
+ * resolved the way `npm run plan` reads it. The checks themselves are a library module,
+ * components/preflight.
  */
-import { applyClusterStack, CONFIG_NAMESPACE, ConfigError, type ClusterOutputs, parsePlatformConfig, type PlatformConfig } from "../../../components/config";
-import { resolvePlatform, type PlatformPlan } from "../../../components/platform";
-import { clusterStackOutputs, PlanError, readStackFile } from "../plan";
-
-export { checkDocker, readDocker, type DockerFacts } from "./docker";
-export { checkKubernetes, readKubernetes, kubernetesNeeds, stackRequests, type KubernetesFacts } from "./kubernetes";
-export { exitCodeOf, renderJson, renderTable, summarize, type Finding, type ReportHeader, type Status } from "./report";
-
-export { runPreflight, targetLabel, preflightStep, type PreflightOptions, type PreflightResult } from "./run";
+import { applyClusterStack, CONFIG_NAMESPACE, ConfigError, type ClusterOutputs, parsePlatformConfig, type PlatformConfig } from "../../components/config";
+import { resolvePlatform, type PlatformPlan } from "../../components/platform";
+import { clusterStackOutputs, PlanError, readStackFile } from "./plan";
 
 /** A stack that cannot be checked: its file is missing or unreadable, or its config is invalid. */
 export class StackError extends Error {

@@ -1,0 +1,171 @@
+/**
+ * Reading the cluster: what `checkKubernetes` needs, with kubectl (`--kubeconfig/--context`,
+ * `-o json`, bounded timeouts), with the stack's kubeconfig and context.
+ */
+import { execFile } from "node:child_process";
+import type { PlatformPlan } from "../../platform";
+import type { Read } from "../report";
+import { type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
+import { JOBSET_CONTROLLER_LABEL, kubernetesNeeds, SANDBOX_CONTROLLER_LABEL } from "./needs";
+
+export interface CommandResult {
+    readonly code: number;
+    readonly stdout: string;
+    readonly stderr: string;
+}
+
+export interface KubernetesReadOptions {
+    /** kubectl binary. @default $KUBECTL, else "kubectl" */
+    readonly kubectl?: string;
+    /** Per request. @default 10000 */
+    readonly timeoutMs?: number;
+}
+
+function runKubectl(bin: string, args: readonly string[], timeoutMs: number): Promise<CommandResult> {
+    return new Promise((resolve) => {
+        execFile(bin, [...args], { timeout: timeoutMs + 5000, maxBuffer: 256 * 1024 * 1024, killSignal: "SIGKILL" }, (err, stdout, stderr) => {
+            const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
+            let why = stderr;
+            if (e?.code === "ENOENT") why = `cannot run ${bin}: not installed (install kubectl, or set KUBECTL to its path)`;
+            else if (e?.killed) why = `${stderr}\nkubectl gave no answer within ${Math.round((timeoutMs + 5000) / 1000)} s`;
+            resolve({ code: e ? (typeof e.code === "number" ? e.code : 1) : 0, stdout, stderr: why });
+        });
+    });
+}
+
+/** Reads what `checkKubernetes` needs, with the stack's kubeconfig and context; every read bounded. */
+export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOptions = {}): Promise<KubernetesFacts> {
+    const t = plan.config.target;
+    if (t.kind !== "kubernetes") throw new Error("readKubernetes: the stack's target is not kubernetes");
+    const bin = opts.kubectl ?? process.env.KUBECTL ?? "kubectl";
+    const timeoutMs = opts.timeoutMs ?? 10_000;
+    const kubeconfig = t.kubeconfig ?? process.env.KUBECONFIG ?? "~/.kube/config";
+    const base = t.kubeconfig !== undefined ? [`--kubeconfig=${t.kubeconfig}`] : [];
+    const contexts = (await runKubectl(bin, [...base, "config", "get-contexts", "-o", "name"], timeoutMs)).stdout.split("\n").filter(Boolean);
+    const context = t.context ?? (await runKubectl(bin, [...base, "config", "current-context"], timeoutMs)).stdout.trim();
+    const withCtx = [...base, ...(context ? [`--context=${context}`] : []), `--request-timeout=${Math.ceil(timeoutMs / 1000)}s`];
+    let server: string | undefined;
+    const view = await runKubectl(bin, [...base, "config", "view", "--minify", "-o", "json", ...(context ? [`--context=${context}`] : [])], timeoutMs);
+    if (view.code === 0) {
+        try {
+            server = JSON.parse(view.stdout).clusters?.[0]?.cluster?.server;
+        } catch {
+            // no server then
+        }
+    }
+    const json = async <T>(args: readonly string[], pick: (doc: any) => T): Promise<Read<T>> => {
+        const r = await runKubectl(bin, [...withCtx, ...args, "-o", "json"], timeoutMs);
+        if (r.code !== 0) return { ok: false, error: r.stderr || `kubectl exited ${r.code}`, forbidden: /forbidden/i.test(r.stderr) };
+        try {
+            return { ok: true, value: pick(r.stdout.trim() ? JSON.parse(r.stdout) : {}) };
+        } catch (e) {
+            return { ok: false, error: `unreadable kubectl output: ${(e as Error).message}` };
+        }
+    };
+    const version = await json(["version"], (d) => {
+        if (!d.serverVersion) throw new Error("no serverVersion");
+        return d.serverVersion;
+    });
+    if (!version.ok) return unansweredFacts({ context, kubeconfig, server, contexts, version });
+    const needs = kubernetesNeeds(plan);
+    const items = (d: any): any[] => (Array.isArray(d.items) ? d.items : d.kind && d.kind !== "List" ? [d] : []);
+    /** Named objects, missing ones left out. */
+    const named = (resource: string, names: readonly string[]) =>
+        names.length === 0 ? Promise.resolve({ ok: true as const, value: [] as any[] }) : json(["get", resource, ...names, "--ignore-not-found"], items);
+    /** One object, undefined when not found. */
+    const one = (args: readonly string[]) => json(["get", ...args, "--ignore-not-found"], (d) => (d.metadata ? d : undefined));
+    const namespaces = async (): Promise<Read<Record<string, NamespaceFacts | undefined>>> => {
+        const list = await named("namespaces", needs.namespaces);
+        if (!list.ok) return list;
+        const out: Record<string, NamespaceFacts | undefined> = {};
+        for (const ns of needs.namespaces) {
+            if (!list.value.some((n) => n.metadata?.name === ns)) continue;
+            const [quotas, pods, claims] = await Promise.all([
+                json(["get", "resourcequotas", "-n", ns], items),
+                json(
+                    [
+                        "get",
+                        "pods",
+                        "-n",
+                        ns,
+                        "-l",
+                        "app.kubernetes.io/part-of=agent-rl-infra",
+                        "--field-selector=status.phase!=Succeeded,status.phase!=Failed",
+                    ],
+                    items,
+                ),
+                json(["get", "persistentvolumeclaims", "-n", ns], items),
+            ]);
+            if (!quotas.ok) return quotas;
+            out[ns] = { quotas: quotas.value, stackPods: pods.ok ? pods.value : [], claims: claims.ok ? claims.value.map((c) => c.metadata.name) : [] };
+        }
+        return { ok: true, value: out };
+    };
+    const [
+        nodes,
+        storageClasses,
+        priorityClasses,
+        runtimeClasses,
+        crds,
+        sandboxControllers,
+        jobSetControllers,
+        localQueue,
+        daemonSets,
+        gateway,
+        issuer,
+        secret,
+        nsFacts,
+    ] = await Promise.all([
+        json(["get", "nodes"], items),
+        needs.storage ? json(["get", "storageclasses.storage.k8s.io"], items) : Promise.resolve({ ok: true as const, value: [] as any[] }),
+        named("priorityclasses.scheduling.k8s.io", Object.keys(needs.priorityClasses)),
+        named("runtimeclasses.node.k8s.io", Object.keys(needs.runtimeClasses)),
+        named("customresourcedefinitions.apiextensions.k8s.io", needs.crds),
+        needs.sandboxController
+            ? json(["get", "deployments.apps", "-A", "-l", SANDBOX_CONTROLLER_LABEL], items)
+            : Promise.resolve({ ok: true as const, value: [] as any[] }),
+        needs.jobSetController
+            ? json(["get", "deployments.apps", "-A", "-l", JOBSET_CONTROLLER_LABEL], items)
+            : Promise.resolve({ ok: true as const, value: [] as any[] }),
+        needs.kueue ? one(["localqueues.kueue.x-k8s.io", needs.kueue.queue, "-n", needs.kueue.namespace]) : Promise.resolve(undefined),
+        json(["get", "daemonsets.apps", "-A"], items),
+        needs.gateway ? one(["gateways.gateway.networking.k8s.io", needs.gateway.name, "-n", needs.gateway.namespace]) : Promise.resolve(undefined),
+        needs.issuer && needs.issuer.group === "cert-manager.io"
+            ? one(
+                  needs.issuer.kind === "Issuer"
+                      ? ["issuers.cert-manager.io", needs.issuer.name, "-n", needs.issuer.namespace]
+                      : ["clusterissuers.cert-manager.io", needs.issuer.name],
+              )
+            : Promise.resolve(undefined),
+        needs.tlsSecret
+            ? json(["get", "secret", needs.tlsSecret.name, "-n", needs.tlsSecret.namespace, "--ignore-not-found"], (d) =>
+                  // Only the type and the key names leave this function, never the data.
+                  d.metadata ? { type: String(d.type ?? ""), keys: Object.keys(d.data ?? {}) } : undefined,
+              )
+            : Promise.resolve(undefined),
+        namespaces(),
+    ]);
+    // A missing CRD makes `get <kind>` fail with "the server doesn't have a resource type": that is "not found" here.
+    const noKind = <T>(r: Read<T> | undefined): Read<T | undefined> | undefined =>
+        r && !r.ok && /doesn't have a resource type|the server could not find the requested resource/i.test(r.error) ? { ok: true, value: undefined } : r;
+    return {
+        context,
+        kubeconfig,
+        server,
+        contexts,
+        version,
+        nodes,
+        storageClasses,
+        priorityClasses,
+        runtimeClasses,
+        crds,
+        sandboxControllers,
+        jobSetControllers,
+        localQueue: noKind(localQueue),
+        daemonSets,
+        gateway: noKind(gateway),
+        issuer: noKind(issuer),
+        tlsSecret: secret,
+        namespaces: nsFacts,
+    };
+}
