@@ -96,6 +96,15 @@ describe("plan: every stack and every recipe", () => {
         assert.match(md, /\| quota \| 20 pods, 42 CPU, 84480Mi \|/);
     });
 
+    test("a black-box plan shows vLLM's own settings: the one dtype, the model's tool-call parser, extra flags and env", async () => {
+        const outDir = path.join(tmp, "blackbox-vllm-settings");
+        await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir });
+        const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+        assert.match(md, /\| dtype, vLLM and trainer \(training\.dtype\) \| `--dtype float32` \|/);
+        assert.match(md, /\| tool-call parser \(training\.vllm\.toolCallParser\) \| `hermes` \|/);
+        assert.match(md, /\| vLLM extra flags \(training\.vllm\.extraArgs\) \| - \|/);
+    });
+
     test("every namespaced object lives in one of the Platform's per-role namespaces, with Pod Security labels", async () => {
         for (const source of [{ stack: "staging" }, { recipe: "wordle-whitebox", target: "kubernetes" as const }]) {
             const result = await planToDir(source, { outDir: path.join(tmp, `ns-${"stack" in source ? source.stack : source.recipe}`) });

@@ -1,4 +1,4 @@
-export { platformSchema, LAYOUTS, type Layout, type PlatformConfigInput, type ParsedConfig } from "./schema";
+export { platformSchema, LAYOUTS, DTYPES, type Dtype, type Layout, type PlatformConfigInput, type ParsedConfig } from "./schema";
 export { resolveDefaults, computeDemand, isProdStack, type PlatformConfig, type ResolvedEnv, type Demand } from "./resolve";
 export {
     validatePlatform,
@@ -10,6 +10,16 @@ export {
     PLACEHOLDER_REGISTRY,
 } from "./validate";
 export { PROGRAMS, PROGRAM_NAMES, CUSTOM_PROGRAM, programFacts, type ProgramFacts, type ProgramFlag, type ProgramName } from "./programs";
+export {
+    vllmServerSettings,
+    validateVllmSettings,
+    defaultToolCallParser,
+    RESERVED_VLLM_FLAGS,
+    RESERVED_VLLM_ENV,
+    VLLM_TOOL_CALL_PARSERS,
+    ASYNC_GRPO_DEFAULT_DTYPE,
+    type VllmServerSettings,
+} from "./vllm-settings";
 export { validateProgram, programWarnings, programLabel } from "./program-rules";
 export { claimChangeProblems, type ClaimRecord, type ClaimRecords } from "./claims";
 export { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";

@@ -23,6 +23,10 @@ export const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G
 const posInt = z.number().int().positive();
 const nonNegInt = z.number().int().nonnegative();
 
+/** What AsyncGRPOConfig.dtype takes (trl 1.16 trl/experimental/async_grpo/async_grpo_config.py, field `dtype`). */
+export const DTYPES = ["auto", "bfloat16", "float16", "float32"] as const;
+export type Dtype = (typeof DTYPES)[number];
+
 export const LAYOUTS = ["whitebox-colocate", "whitebox-server", "blackbox"] as const;
 export type Layout = (typeof LAYOUTS)[number];
 /** GPU sharing between vLLM and the trainer (see training.gpuSharing). */
@@ -132,6 +136,25 @@ const trainerEgress = z.strictObject({
     apiServerCidrs: z.array(ipv4Cidr).min(1).optional(),
 });
 
+const envVars = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string());
+
+/** The vLLM server's own settings, where one runs (layouts whitebox-server and blackbox). */
+const vllmServer = z.strictObject({
+    /**
+     * Extra `vllm serve` flags (e.g. `--enable-prefix-caching`, `--max-num-seqs 64`, LoRA flags), appended
+     * after the platform's. Flags the platform renders or the weight sync needs are refused
+     * (components/config/vllm-settings.ts RESERVED_VLLM_FLAGS).
+     */
+    extraArgs: z.array(z.string()).default([]),
+    /** Extra non-secret env vars of the vLLM server (reserved names and NCCL_* refused: NCCL_* go in training.extraEnv). */
+    extraEnv: envVars.default({}),
+    /**
+     * vLLM's `--tool-call-parser` (black box): the agent's tool calls are parsed by vLLM, per model family.
+     * Default: hermes for Qwen models, qwen3_coder for Qwen3-Coder; required for other models.
+     */
+    toolCallParser: z.string().min(1).optional(),
+});
+
 const training = z.strictObject({
     /** Which of the three layouts runs on the node. */
     layout: z.enum(LAYOUTS),
@@ -218,6 +241,14 @@ const training = z.strictObject({
      * gpuSharing `shared` (both roles' GPUs visible to one process tree).
      */
     ncclCheck: z.boolean().default(false),
+    /**
+     * Black box: the one dtype of the trainer and vLLM (AsyncGRPOConfig `--dtype` for a custom script,
+     * `vllm serve --dtype`): TRL 1.16's AsyncGRPO trains in float32 by default and asks for vLLM in the
+     * same dtype. Default: the program's (float32). Refused in the white-box layouts.
+     */
+    dtype: z.enum(DTYPES).optional(),
+    /** The vLLM server's extra flags, env and tool-call parser (refused in whitebox-colocate: no server). */
+    vllm: vllmServer.prefault({}),
     /** Max model length for vLLM (--max-model-len). */
     maxModelLen: posInt.optional(),
     /** vLLM --gpu-memory-utilization. */

@@ -8,6 +8,7 @@ import { programLabel, validateProgram } from "./program-rules";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
 import { ENV_CATALOG } from "./catalog";
 import { pinnedByDigest } from "../shared/images";
+import { validateVllmSettings } from "./vllm-settings";
 import { isDevStack, totalProcesses, type PlatformConfig, type ResolvedEnv } from "./resolve";
 
 /** Divisors of n, for a helpful "try one of" hint. */
@@ -329,6 +330,7 @@ const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD)$|^HF_TOKEN$/i;
 export function validatePlainEnv(c: PlatformConfig): string[] {
     const plain: Array<[string, Readonly<Record<string, string>>]> = [
         ["training.extraEnv", c.training.extraEnv],
+        ["training.vllm.extraEnv", c.training.vllm.extraEnv],
         ...c.envs.map((e): [string, Readonly<Record<string, string>>] => [`envs.${e.name}.settings`, e.settings]),
     ];
     return plain.flatMap(([field, env]) =>
@@ -416,6 +418,7 @@ export function validatePlatform(c: PlatformConfig): string[] {
         ...validateGpus(c),
         ...validateTrainer(c),
         ...validateProgram(c),
+        ...validateVllmSettings(c),
         ...validateBatches(c),
         ...c.envs.flatMap((e) => validateEnv(c, e)),
         ...validateSandboxes(c),

@@ -41,6 +41,7 @@ import { ConfigError } from "../config/parse";
 import { programFacts } from "../config/programs";
 import { modelSource, programArgs, programLauncher, withStartChecks } from "./program-args";
 import { blackboxServerArgs, whiteboxServerArgs } from "./vllm-args";
+import { vllmServerSettings } from "../config/vllm-settings";
 import { podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import type { Layout } from "../config/schema";
@@ -443,6 +444,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
     const program = programFacts(t.program);
 
     // --- vLLM ---------------------------------------------------------------------------
+    const vllmSettings = vllmServerSettings(config);
     let vllm: ContainerDescription | undefined;
     const vllmBase = {
         name: CONTAINER.vllm,
@@ -465,8 +467,8 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
             ...vllmBase,
             image: config.images.trainer, // the TRL image carries vllm (colocate needs it anyway)
             command: ["vllm", "serve"],
-            args: whiteboxServerArgs(config, servedNames),
-            env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), ...(program?.env ?? {}), VLLM_SERVER_DEV_MODE: "1" },
+            args: whiteboxServerArgs(config, vllmSettings, servedNames),
+            env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), ...(program?.env ?? {}), ...vllmSettings.extraEnv, VLLM_SERVER_DEV_MODE: "1" },
             probes: healthProbes("/health", t.modelLoadSeconds),
         };
     } else if (blackbox) {
@@ -474,10 +476,10 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
             ...vllmBase,
             image: config.images.vllm,
             command: ["vllm", "serve"],
-            args: blackboxServerArgs(config, program?.trainerDtype, servedNames),
+            args: blackboxServerArgs(config, vllmSettings, servedNames),
             // Dev mode opens the weight-transfer routes the AsyncGRPO trainer calls; only here, and
             // only reachable on loopback / through the ingress allow-list.
-            env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), VLLM_SERVER_DEV_MODE: "1" },
+            env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), ...vllmSettings.extraEnv, VLLM_SERVER_DEV_MODE: "1" },
             probes: healthProbes("/health", t.modelLoadSeconds),
         };
     }
@@ -762,6 +764,9 @@ function trlParserArgs(config: TrainingConfig, outputDir: string, vllmUrl: strin
     } else {
         // AsyncGRPOConfig has no vllm_mode / steps_per_generation; rollouts in flight = sandboxes in use.
         args.push("--vllm_server_base_url", vllmUrl, "--max_inflight_tasks", String(t.maxInflight));
+        // The dtype vLLM is served in too (AsyncGRPOConfig.dtype; unset: its float32, which vLLM gets).
+        const dtype = vllmServerSettings(config).trainerDtypeArg;
+        if (dtype !== undefined) args.push("--dtype", dtype);
     }
     if (t.maxSteps !== undefined) args.push("--max_steps", String(t.maxSteps));
     if (t.maxCompletionLength !== undefined) args.push("--max_completion_length", String(t.maxCompletionLength));

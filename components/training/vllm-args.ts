@@ -3,6 +3,7 @@
  * for both targets.
  */
 import { VLLM_PORT } from "../config/names";
+import type { VllmServerSettings } from "../config/vllm-settings";
 import type { TrainingConfig } from "./describe";
 
 /** What both server layouts start with: the model at its revision, on every interface, on vLLM's port. */
@@ -16,7 +17,7 @@ function servedModel(config: TrainingConfig): string[] {
  * weight-transfer engine, processed logprobs and no logprob cap. Nothing here changes at TRL 2.0,
  * which drops only the wrapper.
  */
-export function whiteboxServerArgs(config: TrainingConfig, servedNames: readonly string[]): string[] {
+export function whiteboxServerArgs(config: TrainingConfig, settings: VllmServerSettings, servedNames: readonly string[]): string[] {
     const t = config.training;
     return [
         ...servedModel(config),
@@ -34,21 +35,21 @@ export function whiteboxServerArgs(config: TrainingConfig, servedNames: readonly
         "processed_logprobs",
         "--max-logprobs",
         "-1",
+        ...settings.extraArgs,
     ];
 }
 
 /**
  * Black box: the launch of TRL's `examples/async_grpo_opencode/opencode_hf_sandbox.py` docstring
  * (vllm >= 0.22). Never --api-key: it guards only /v1 and the trainer sends no key; the ingress
- * authenticates. `trainerDtype`: one dtype for both roles, the trainer's (AsyncGRPOConfig.dtype).
+ * authenticates. `settings.dtype`: one dtype for both roles, the trainer's (AsyncGRPOConfig.dtype); the
+ * tool-call parser is the model's (components/config/vllm-settings.ts); the user's extra flags come last.
  */
-export function blackboxServerArgs(config: TrainingConfig, trainerDtype: string | undefined, servedNames: readonly string[]): string[] {
+export function blackboxServerArgs(config: TrainingConfig, settings: VllmServerSettings, servedNames: readonly string[]): string[] {
     const t = config.training;
     return [
         ...servedModel(config),
-        "--enable-auto-tool-choice",
-        "--tool-call-parser",
-        "hermes",
+        ...(settings.toolCallParser !== undefined ? ["--enable-auto-tool-choice", "--tool-call-parser", settings.toolCallParser] : []),
         "--logprobs-mode",
         "processed_logprobs",
         "--return-tokens-as-token-ids",
@@ -58,7 +59,8 @@ export function blackboxServerArgs(config: TrainingConfig, trainerDtype: string 
         "--gpu-memory-utilization",
         String(t.gpuMemoryUtilization),
         ...(t.vllmGpus > 1 ? ["--tensor-parallel-size", String(t.vllmGpus)] : []),
-        ...(trainerDtype !== undefined ? ["--dtype", trainerDtype] : []),
+        ...(settings.dtype !== undefined ? ["--dtype", settings.dtype] : []),
         ...servedNames,
+        ...settings.extraArgs,
     ];
 }

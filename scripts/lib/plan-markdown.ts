@@ -4,6 +4,8 @@
  * and the resources the program registered.
  */
 import { programFacts } from "../../components/config/programs";
+import { vllmServerSettings } from "../../components/config/vllm-settings";
+import type { PlatformConfig } from "../../components/config";
 import type { DeployedEnvDescription } from "../../components/env";
 import type { PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
@@ -251,6 +253,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
                         "NCCL check before vLLM loads (training.ncclCheck)",
                         sharing.check ? `on: ${sharing.check.sizeGiB} GiB broadcast, ${sharing.check.timeoutSeconds} s limit` : "off",
                     ],
+                    ...vllmSettingRows(c),
                 ],
             ),
         );
@@ -419,4 +422,18 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     out.push(`${resources.length} resources registered${manifests.length > 0 ? `, ${manifests.length} Kubernetes objects in manifests/` : ""}.`);
     out.push("");
     return out.join("\n");
+}
+
+/** The vLLM server's own settings (training.dtype, training.vllm), as plan.md rows. */
+function vllmSettingRows(c: PlatformConfig): string[][] {
+    const v = vllmServerSettings(c);
+    const env = Object.entries(v.extraEnv)
+        .map(([k, value]) => `${k}=${value}`)
+        .join(" ");
+    return [
+        ["dtype, vLLM and trainer (training.dtype)", v.dtype !== undefined ? `\`--dtype ${v.dtype}\`` : "the model's own (vLLM `auto`)"],
+        ...(v.toolCallParser !== undefined ? [["tool-call parser (training.vllm.toolCallParser)", `\`${v.toolCallParser}\``]] : []),
+        ["vLLM extra flags (training.vllm.extraArgs)", v.extraArgs.length > 0 ? `\`${v.extraArgs.join(" ")}\`` : "-"],
+        ["vLLM extra env (training.vllm.extraEnv)", env || "-"],
+    ];
 }
