@@ -306,7 +306,8 @@ const validConfig = fc
                 ...(k8s ? { image: TEST_IMAGES.sandbox } : {}),
                 ...(k8s && v.runtimeClass ? { runtimeClassName: v.runtimeClass } : {}),
             };
-            raw.ingress = { replicas: v.ingressReplicas };
+            // One proxy container on Docker: replicas is refused there (components/config/target-settings.ts).
+            raw.ingress = k8s ? { replicas: v.ingressReplicas } : {};
             if (k8s && v.exposure === "httproute")
                 Object.assign(raw.ingress, { exposure: "httproute", host: "vllm.example.com", gateway: { name: "gw", namespace: "gateway-system" } });
             if (k8s && v.exposure === "loadbalancer")

@@ -24,6 +24,7 @@ export { validateProgram, programWarnings, programLabel } from "./program-rules"
 export { claimChangeProblems, type ClaimRecord, type ClaimRecords } from "./claims";
 export { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
 export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";
+export { IGNORED_SETTINGS, validateTargetSettings, type IgnoredSetting } from "./target-settings";
 export { RECIPES, RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, ALL_RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";
 export { loadClusterConfig, loadPlatformConfig, checkSuppliedKeys, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";

@@ -7,6 +7,7 @@ import type { z } from "zod";
 import { ALL_RECIPE_NAMES, RECIPES, type RecipeName } from "./recipes";
 import { resolveDefaults, type PlatformConfig } from "./resolve";
 import { platformSchema } from "./schema";
+import { validateTargetSettings } from "./target-settings";
 import { validatePlatform } from "./validate";
 
 /** A configuration that cannot be deployed; `problems` holds one line per problem. */
@@ -106,7 +107,7 @@ export function parsePlatformConfig(raw: unknown, stack: string): PlatformConfig
     const parsed = platformSchema.safeParse(merged, { reportInput: true });
     if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues));
     const config = resolveDefaults(parsed.data, stack);
-    const errors = validatePlatform(config);
+    const errors = [...validateTargetSettings(merged, config.target.kind), ...validatePlatform(config)];
     if (errors.length > 0) throw new ConfigError(errors);
     return config;
 }

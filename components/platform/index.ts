@@ -2,3 +2,4 @@ export { Platform, POD_SECURITY, type PlatformArgs, type PlatformOutputs } from 
 export { resolvePlatform, type PlatformPlan } from "./resolve";
 export { checkAgainstPrevious, previousClaims, withClusterStack, CLAIMS_OUTPUT } from "./previous";
 export { clusterProvider, targetProvider } from "./providers";
+export { dockerHostNeeds, formatMiB, type DockerHostNeeds, type HostShare } from "./docker-host";

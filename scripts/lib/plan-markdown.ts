@@ -7,7 +7,7 @@ import { programFacts } from "../../components/config/programs";
 import { vllmServerSettings } from "../../components/config/vllm-settings";
 import type { PlatformConfig } from "../../components/config";
 import type { DeployedEnvDescription } from "../../components/env";
-import type { PlatformPlan } from "../../components/platform";
+import { dockerHostNeeds, formatMiB, type PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
 
 function table(header: string[], rows: Array<Array<string | number>>): string {
@@ -122,6 +122,56 @@ function trainerProgramSection(plan: PlatformPlan): string[] {
         t.argsCheck ? "on: the program's own parser runs over the command line before the model loads" : "off",
     ]);
     return ["## Trainer program", "", table(["setting", "value"], rows), "", "```", command, "```", ""];
+}
+
+/** The pool's settings as its target carries them out (Docker has no claims, admission policy or quota). */
+function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
+    const pool = ["pool", `${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each`];
+    const run = ["run label", `${sb.runLabel}=${sb.runId}`];
+    if (sb.provider === "docker") {
+        return [
+            [
+                "pool",
+                `${sb.poolSize} containers, fixed (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each (Docker limits)`,
+            ],
+            [
+                "lifetime",
+                `each container ends ${sb.deadlineSeconds} s after it starts (its PID 1 is \`sleep ${sb.deadlineSeconds}\`, restart no): warm wait ${sb.maxWarmWaitSeconds} s + lifetime ${sb.maxLifetimeSeconds} s; no per-claim limit`,
+            ],
+            [
+                "isolation",
+                `runc (the docker target sets no runtime), uid ${sb.security.runAsUser}, every capability dropped, no-new-privileges, read-only root, only the internal sandbox network`,
+            ],
+            run,
+        ];
+    }
+    return [
+        pool,
+        ["claimed lifetime", `<= ${sb.maxLifetimeSeconds} s (admission policy on every claim)`],
+        ["pod deadline", `${sb.deadlineSeconds} s (warm wait ${sb.maxWarmWaitSeconds} s + lifetime)`],
+        ["quota", `${sb.quota.pods} pods, ${sb.quota.cpu} CPU, ${sb.quota.memory}`],
+        ["isolation", sb.runtimeClassName ? `runtimeClass ${sb.runtimeClassName}` : "runc (set sandboxes.runtimeClassName for gVisor/Kata)"],
+        run,
+    ];
+}
+
+/** Docker: what every container of the stack takes from the one host, summed. */
+export function dockerHostSection(plan: PlatformPlan): string[] {
+    const needs = dockerHostNeeds(plan);
+    if (needs === undefined) return [];
+    const rows = needs.shares.map((s) => [s.what, s.containers, s.cpus, formatMiB(s.memoryMiB), s.containers * s.cpus, formatMiB(s.containers * s.memoryMiB)]);
+    rows.push(["**total**", needs.containers, "", "", `**${needs.cpus}**`, `**${formatMiB(needs.memoryMiB)}**`]);
+    return [
+        "## Docker host: what this stack takes",
+        "",
+        table(["containers", "count", "CPUs each", "memory each", "CPUs", "memory"], rows),
+        "",
+        `GPUs: ${needs.gpus.length === 0 ? "none" : `${needs.gpus.length} (host devices ${needs.gpus.join(", ")})`}. ` +
+            "These are Docker limits, not reservations: the daemon starts every container whatever the sum, so a host with fewer CPUs shares them (slower), " +
+            "and one with less memory lets the kernel's OOM killer end containers once they near their limits. " +
+            "`npm run preflight -- <stack>` compares the totals with the host's `docker info` (NCPU, MemTotal, and GPUs where the daemon reports them).",
+        "",
+    ];
 }
 
 export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
@@ -358,24 +408,12 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         out.push("");
     }
     if (plan.sandboxes && plan.sandboxes.provider !== "hf") {
-        const sb = plan.sandboxes;
         out.push("## Sandboxes");
         out.push("");
-        out.push(
-            table(
-                ["setting", "value"],
-                [
-                    ["pool", `${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each`],
-                    ["claimed lifetime", `<= ${sb.maxLifetimeSeconds} s (admission policy on every claim)`],
-                    ["pod deadline", `${sb.deadlineSeconds} s (warm wait ${sb.maxWarmWaitSeconds} s + lifetime)`],
-                    ["quota", `${sb.quota.pods} pods, ${sb.quota.cpu} CPU, ${sb.quota.memory}`],
-                    ["isolation", sb.runtimeClassName ? `runtimeClass ${sb.runtimeClassName}` : "runc (set sandboxes.runtimeClassName for gVisor/Kata)"],
-                    ["run label", `${sb.runLabel}=${sb.runId}`],
-                ],
-            ),
-        );
+        out.push(table(["setting", "value"], sandboxRows(plan.sandboxes)));
         out.push("");
     }
+    out.push(...dockerHostSection(plan));
     if (plan.training.dockerSocket) {
         out.push("## Host access");
         out.push("");
