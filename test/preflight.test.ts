@@ -25,6 +25,7 @@ import {
     checkDaemon,
     checkDataDir,
     checkDocker,
+    checkHostCapacity,
     checkGpuCount,
     checkNvidiaRuntime,
     checkPorts,
@@ -964,6 +965,53 @@ describe("Docker checks (pure)", () => {
             { ip: "127.0.0.1", port: 9001, protocol: "tcp" },
         ]);
     });
+    test("host capacity: the stack's summed container limits against docker info's NCPU and MemTotal", () => {
+        const m64 = planOf(dockerConfig({ recipe: "mbpp-whitebox-64", images: {} }));
+        const [mem, cpu] = checkHostCapacity(m64, { ncpu: 32, memTotalBytes: 128 * 1024 ** 3 });
+        assertFinding(
+            mem!,
+            "fail",
+            /^68 containers limited to 324\.3 GiB in all, but the host has 128 GiB \(MemTotal\): Docker starts them all, and the kernel's OOM killer ends containers/,
+            /^lower the largest shares, 65 x env `coding` replicas \(envs\.coding\.resources\) and 1 x trainer \(vLLM colocated\) \(training\.trainerCpu \/ trainerMemory\), by 196\.3 GiB or more/,
+        );
+        assert.equal(mem!.check, "Host memory");
+        assertFinding(
+            cpu!,
+            "warn",
+            /^68 containers limited to 138\.6 CPUs in all, but the host has 32 \(NCPU\): they share them/,
+            /to fit 32 CPUs, or use a host with more/,
+        );
+        assert.equal(cpu!.check, "Host CPUs");
+        const fits = checkHostCapacity(m64, { ncpu: 192, memTotalBytes: 2048 * 1024 ** 3 });
+        assert.deepEqual(
+            fits.map((f) => [f.status, f.found]),
+            [
+                ["ok", "68 containers limited to 324.3 GiB in all, the host has 2048 GiB"],
+                ["ok", "68 containers limited to 138.6 CPUs in all, the host has 192"],
+            ],
+        );
+        const unknown = checkHostCapacity(m64, {});
+        assert.deepEqual(
+            unknown.map((f) => f.status),
+            ["warn", "warn"],
+        );
+        assert.match(unknown[0]!.found, /does not report MemTotal.*324\.3 GiB in all \(unchecked\)/);
+        assert.deepEqual(checkHostCapacity(planOf(k8sConfig()), { ncpu: 1, memTotalBytes: 1 }), [], "a Kubernetes stack has no host to sum");
+    });
+    test("checkDocker reports the host capacity beside the GPU checks", () => {
+        const f = checkDocker(plan, {
+            host: "unix:///x.sock",
+            version: { ok: true, value: { version: "28.2.2", apiVersion: "1.50" } },
+            info: {
+                ok: true,
+                value: { runtimes: ["nvidia", "runc"], defaultRuntime: "runc", cdiDevices: [], cdiSpecDirs: [], ncpu: 8, memTotalBytes: 64 * 1024 ** 3 },
+            },
+            containers: { ok: true, value: [] },
+            disk: { checkedPath: "/srv/agent-rl", freeBytes: 1024 ** 4 },
+        });
+        assertFinding(only(f, "Host memory"), "fail", /limited to 169\.8 GiB in all, but the host has 64 GiB/);
+        assertFinding(only(f, "Host CPUs"), "warn", /limited to 39 CPUs in all, but the host has 8/);
+    });
     test("docker info failing is a warning (unchecked), not a pass", () => {
         const f = checkDocker(plan, {
             host: "unix:///x.sock",
@@ -1319,6 +1367,13 @@ describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: 10 
         assertFinding(only(findings, "Free space in dataDir"), "ok", new RegExp(`free under ${literal(dataDir)}, the stack plans model cache 1Mi`));
         assertFinding(only(findings, "Host ports"), "ok", /127\.0\.0\.1:8080\/tcp free/);
         assert.equal(exitCodeOf(findings), 1);
+        // The host's own NCPU and MemTotal, as this dockerd reports them (the stack's 39 CPUs / 169.8 GiB in all).
+        assertFinding(
+            only(findings, "Host CPUs"),
+            os.cpus().length >= 39 ? "ok" : "warn",
+            new RegExp(`limited to 39 CPUs in all.*the host has ${os.cpus().length}\\b`),
+        );
+        assert.match(only(findings, "Host memory").found, /limited to 169\.8 GiB in all.*the host has \d+(\.\d)? GiB/);
     });
 
     test("the ingress's host port already published by another container", async () => {

@@ -16,6 +16,8 @@ export interface HostShare {
     readonly cpus: number;
     /** MiB per container (Docker `memory`). */
     readonly memoryMiB: number;
+    /** The settings that size it (none: fixed by the platform). */
+    readonly fields?: string;
 }
 
 export interface DockerHostNeeds {
@@ -31,23 +33,24 @@ export interface DockerHostNeeds {
 export function dockerHostNeeds(plan: PlatformPlan): DockerHostNeeds | undefined {
     if (plan.config.target.kind !== "docker") return undefined;
     const shares: HostShare[] = [];
-    const add = (what: string, containers: number, cpu: string, memory: string) => {
-        if (containers > 0) shares.push({ what, containers, cpus: Number(dockerCpus(cpu)), memoryMiB: dockerMemoryMiB(memory) });
+    const add = (what: string, containers: number, cpu: string, memory: string, fields?: string) => {
+        if (containers > 0) shares.push({ what, containers, cpus: Number(dockerCpus(cpu)), memoryMiB: dockerMemoryMiB(memory), fields });
     };
     const t = plan.training;
-    if (t.vllm) add("vLLM", 1, t.vllm.cpu, t.vllm.memory);
-    add(t.vllm ? "trainer" : "trainer (vLLM colocated)", 1, t.trainer.cpu, t.trainer.memory);
+    if (t.vllm) add("vLLM", 1, t.vllm.cpu, t.vllm.memory, "training.vllmCpu / vllmMemory");
+    add(t.vllm ? "trainer" : "trainer (vLLM colocated)", 1, t.trainer.cpu, t.trainer.memory, "training.trainerCpu / trainerMemory");
     for (const e of plan.envs) {
         if (e.kind !== "deployed") continue;
-        add(`env \`${e.name}\` replicas`, e.replicas.containerNames.length, e.replicas.cpu, e.replicas.memory);
+        const f = `envs.${e.name}`;
+        add(`env \`${e.name}\` replicas`, e.replicas.containerNames.length, e.replicas.cpu, e.replicas.memory, `${f}.resources`);
         add(`env \`${e.name}\` router`, 1, e.router.cpu, e.router.memory);
         add(`env \`${e.name}\` capacity responder`, 1, e.router.responder.cpu, e.router.responder.memory);
     }
     if (plan.ingress) add("vLLM ingress proxy", 1, plan.ingress.resources.limits.cpu, plan.ingress.resources.limits.memory);
     const sb = plan.sandboxes;
     if (sb?.provider === "docker") {
-        add("sandboxes", sb.names.containers.length, sb.cpu, sb.memory);
-        add("sandbox key forwarders", sb.names.containers.length, sb.forwarder.cpu, sb.forwarder.memory);
+        add("sandboxes", sb.names.containers.length, sb.cpu, sb.memory, "sandboxes.poolSize / cpu / memory");
+        add("sandbox key forwarders", sb.names.containers.length, sb.forwarder.cpu, sb.forwarder.memory, "sandboxes.poolSize");
     }
     const gpus = [...new Set([...(t.vllm?.gpuDevices ?? []), ...t.trainer.gpuDevices])].sort((a, b) => a - b);
     return {

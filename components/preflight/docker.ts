@@ -9,6 +9,7 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { dockerIngressPorts } from "../ingress";
 import type { PlatformPlan } from "../platform";
+import { type DockerHostNeeds, dockerHostNeeds, formatMiB, type HostShare } from "../platform/docker-host";
 import { quantityValue } from "../shared/quantity";
 import { fail, type Finding, human, ok, type Read, warn } from "./report";
 
@@ -35,6 +36,10 @@ export interface DockerFacts {
         /** CDI device names the daemon discovered (API 1.50+ `DiscoveredDevices`), e.g. nvidia.com/gpu=0. */
         readonly cdiDevices: readonly string[];
         readonly cdiSpecDirs: readonly string[];
+        /** CPUs the daemon's host has (`NCPU`); unset when the daemon does not say. */
+        readonly ncpu?: number;
+        /** Memory of the host in bytes (`MemTotal`); unset when the daemon does not say. */
+        readonly memTotalBytes?: number;
     }>;
     /** Running containers and the host ports they publish. */
     readonly containers: Read<ReadonlyArray<{ readonly name: string; readonly ports: readonly PublishedPort[] }>>;
@@ -146,6 +151,71 @@ export function checkGpuCount(plan: PlatformPlan, info: { runtimes: readonly str
     );
 }
 
+/** The shares that size a total most, largest first, as "<what> (<fields>)". */
+function biggest(needs: DockerHostNeeds, by: (s: HostShare) => number): string {
+    return [...needs.shares]
+        .filter((s) => s.fields !== undefined)
+        .sort((a, b) => by(b) - by(a))
+        .slice(0, 2)
+        .map((s) => `${s.containers} x ${s.what} (${s.fields})`)
+        .join(" and ");
+}
+
+/**
+ * The stack's summed container limits (dockerHostNeeds, the table in plan.md) against the host's
+ * `docker info` NCPU and MemTotal. Limits are not reservations, so the daemon would start them all:
+ * memory beyond the host's fails (the OOM killer ends containers once they near their limits), CPUs
+ * beyond it warn (they share, slower).
+ */
+export function checkHostCapacity(plan: PlatformPlan, info: { ncpu?: number; memTotalBytes?: number }): Finding[] {
+    const needs = dockerHostNeeds(plan);
+    if (needs === undefined) return [];
+    const out: Finding[] = [];
+    const memCheck = "Host memory";
+    const needMiB = needs.memoryMiB;
+    if (info.memTotalBytes === undefined) {
+        out.push(
+            warn(
+                memCheck,
+                `docker info does not report MemTotal; the stack's containers are limited to ${formatMiB(needMiB)} in all (unchecked)`,
+                "check on the host: free -g",
+            ),
+        );
+    } else {
+        const hostMiB = Math.floor(info.memTotalBytes / 1024 ** 2);
+        out.push(
+            needMiB <= hostMiB
+                ? ok(memCheck, `${needs.containers} containers limited to ${formatMiB(needMiB)} in all, the host has ${formatMiB(hostMiB)}`)
+                : fail(
+                      memCheck,
+                      `${needs.containers} containers limited to ${formatMiB(needMiB)} in all, but the host has ${formatMiB(hostMiB)} (MemTotal): Docker starts them all, and the kernel's OOM killer ends containers once they near their limits`,
+                      `lower the largest shares, ${biggest(needs, (s) => s.containers * s.memoryMiB)}, by ${formatMiB(needMiB - hostMiB)} or more (plan.md's 'Docker host' table has every share), or use a host with more memory`,
+                  ),
+        );
+    }
+    const cpuCheck = "Host CPUs";
+    if (info.ncpu === undefined) {
+        out.push(
+            warn(
+                cpuCheck,
+                `docker info does not report NCPU; the stack's containers are limited to ${needs.cpus} CPUs in all (unchecked)`,
+                "check on the host: nproc",
+            ),
+        );
+    } else {
+        out.push(
+            needs.cpus <= info.ncpu
+                ? ok(cpuCheck, `${needs.containers} containers limited to ${needs.cpus} CPUs in all, the host has ${info.ncpu}`)
+                : warn(
+                      cpuCheck,
+                      `${needs.containers} containers limited to ${needs.cpus} CPUs in all, but the host has ${info.ncpu} (NCPU): they share them, and every container runs slower than its limit`,
+                      `lower the largest shares, ${biggest(needs, (s) => s.containers * s.cpus)}, to fit ${info.ncpu} CPUs, or use a host with more`,
+                  ),
+        );
+    }
+    return out;
+}
+
 /** What the stack stores under dataDir: the model cache and the checkpoints, at their configured sizes. */
 export function dataDirNeeds(plan: PlatformPlan): { bytes: number; parts: string[] } {
     const parts: string[] = [];
@@ -229,6 +299,7 @@ export function checkDocker(plan: PlatformPlan, f: DockerFacts): Finding[] {
         out.push(checkNvidiaRuntime(f.info.value));
         const count = checkGpuCount(plan, f.info.value);
         if (count) out.push(count);
+        out.push(...checkHostCapacity(plan, f.info.value));
     } else {
         out.push(
             warn("NVIDIA runtime", `docker info failed: ${firstLine(f.info.error)} (unchecked)`, "run docker info on the host and look for the nvidia runtime"),
@@ -331,6 +402,8 @@ export async function readDocker(plan: PlatformPlan, opts: DockerReadOptions = {
                 defaultRuntime: String(d.DefaultRuntime ?? ""),
                 cdiDevices: (d.DiscoveredDevices ?? []).filter((x: any) => x.Source === "cdi").map((x: any) => String(x.ID)),
                 cdiSpecDirs: d.CDISpecDirs ?? [],
+                ncpu: typeof d.NCPU === "number" ? d.NCPU : undefined,
+                memTotalBytes: typeof d.MemTotal === "number" ? d.MemTotal : undefined,
             },
         };
     } catch (e) {
