@@ -5,6 +5,7 @@ that it is deleted on every path, one client per thread, pickling, and SIGTERM."
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from agent_rl_sandbox import AgentSandboxSettings, SandboxError, SandboxGone, sh
 from agent_rl_sandbox import agent_sandbox
 from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend, metadata_labels
 
-from conftest import PYTHON_DIR, free_port
+from conftest import PYTHON_DIR, alive, free_port
 
 
 @dataclass
@@ -231,6 +232,63 @@ def test_sigterm_deletes_live_claims_and_unblocks_waits(rec, runtime, tmp_path):
     assert code == 128 + signal.SIGTERM, proc.stderr.read()
     assert time.monotonic() - started < 10, "the waiting thread noticed the shutdown"
     assert out.read_text().split() == [claim]
+
+
+
+PARENT_DEATH_SCRIPT = textwrap.dedent(
+    """
+    import json, multiprocessing, os, sys, time
+    sys.path[:0] = [sys.argv[1], sys.argv[2]]
+
+    def child(out):
+        # As in TRL's rollout child: the backend (here its shutdown registry) exists only in the child.
+        from agent_rl_sandbox import shutdown
+        shutdown.install()
+        shutdown.register("ns/claim-1", lambda: open(out, "a").write("released ns/claim-1\\n"))
+        open(out, "a").write(f"child {os.getpid()}\\n")
+        time.sleep(300)
+
+    if __name__ == "__main__":
+        multiprocessing.set_start_method(sys.argv[4])
+        p = multiprocessing.Process(target=child, args=(sys.argv[3],), daemon=True)
+        p.start()
+        print(json.dumps({"child": p.pid}), flush=True)
+        time.sleep(300)  # no handler of its own: SIGTERM's default action ends it, past multiprocessing's exit hook
+    """
+)
+
+
+@pytest.mark.parametrize("method,sig", [("spawn", signal.SIGTERM), ("spawn", signal.SIGKILL), ("fork", signal.SIGTERM)])
+def test_a_rollout_child_releases_its_sandboxes_when_its_parent_dies(tmp_path, method, sig):
+    """The trainer dies by a signal it does not handle (it never built a backend): the child
+    releases what it holds and exits, instead of living on with its claims."""
+    out = tmp_path / "child.txt"
+    script = tmp_path / "trainer.py"  # a file: spawn re-imports the parent's main module in the child
+    script.write_text(PARENT_DEATH_SCRIPT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(PYTHON_DIR), str(PYTHON_DIR / "tests"), str(out), method],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    child = json.loads(proc.stdout.readline())["child"]
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and "child" in out.read_text()):
+            assert time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "child did not start"
+            time.sleep(0.1)
+        time.sleep(2.0)
+        assert alive(child) and "released" not in out.read_text(), "the child keeps its sandboxes while its parent lives"
+        proc.send_signal(sig)
+        proc.wait(10)
+        started = time.monotonic()
+        while alive(child) and time.monotonic() - started < 10:
+            time.sleep(0.05)
+        assert not alive(child), "the orphaned child still runs"
+        assert "released ns/claim-1" in out.read_text()
+    finally:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
 
 
 # --- the drop-in constructor: HFSandboxBackend's arguments (OpenEnv envs/opencode_env/sandbox/hf.py) ----
