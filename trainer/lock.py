@@ -20,7 +20,8 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-ROOTS = ["trl", "openenv", "trackio"]
+#: k8s-agent-sandbox: the sandbox backend's client (python/pyproject.toml), in the black-box image.
+ROOTS = ["trl", "openenv", "trackio", "k8s-agent-sandbox"]
 #: Owned by the vLLM base image; never pinned here (trainer/install-lock.sh keeps them as they are).
 GUARDED = re.compile(r"^(vllm|torch|torchvision|torchaudio|triton|xformers|flashinfer.*|nvidia-.*|cuda-.*)$")
 

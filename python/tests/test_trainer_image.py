@@ -383,3 +383,103 @@ def test_every_path_the_platform_renders_is_in_an_image() -> None:
     assert {f"/app/{n}" for n in SEED_FILES} <= named, "the platform no longer names the seed scripts: update the white-box image"
     assert named <= held["whitebox"] | held["blackbox"], f"named by the platform, in no image: {sorted(named - held['whitebox'] - held['blackbox'])}"
     assert "/app/fsdp2.yaml" in held["blackbox"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The one documented change to TRL's opencode trainer (trainer/use_agent_sandbox.py)
+
+USE_AGENT_SANDBOX = TRAINER / "use_agent_sandbox.py"
+#: The two lines of huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py @0a942020 the change
+#: touches (facts: its OpenEnv import, and the backend argument in build_factory, trailing comment included).
+TRL_IMPORT = "from opencode_env.sandbox import HFSandboxBackend, SandboxHandle"
+TRL_BACKEND_LINE = "        sandbox_backend=HFSandboxBackend(image=image, flavor=flavor),  # each rollout = its own remote HF sandbox"
+
+#: A script of the published shape, written for this test (not TRL's code): the import, a factory
+#: built in a module-level function from HFSandboxBackend(image=, flavor=), and a main that builds it.
+SHAPED_SCRIPT = f'''
+import json, sys
+{TRL_IMPORT}
+from opencode_env.harness import OpenCodeSessionFactory
+
+
+def build_factory(image, flavor):
+    return OpenCodeSessionFactory(
+{TRL_BACKEND_LINE}
+    )
+
+
+if __name__ == "__main__":
+    f = build_factory(sys.argv[1], "cpu-basic")
+    b = f.sandbox_backend
+    print(json.dumps({{"type": type(b).__name__, "image": b.image, "pool": b.settings.warm_pool}}))
+'''
+
+#: Stand-ins for OpenEnv's git-only opencode_env (named as such): just what the shaped script imports.
+STANDIN_OPENCODE_ENV = {
+    "opencode_env/__init__.py": "",
+    "opencode_env/sandbox.py": "class HFSandboxBackend:\n    def __init__(self, **kw):\n        raise SystemExit('HFSandboxBackend used: the change did not apply')\n\nclass SandboxHandle: ...\n",
+    "opencode_env/harness.py": "class OpenCodeSessionFactory:\n    def __init__(self, sandbox_backend):\n        self.sandbox_backend = sandbox_backend\n",
+}
+
+
+def use_agent_sandbox(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(USE_AGENT_SANDBOX), str(path)], capture_output=True, text=True, timeout=60)
+
+
+def test_the_change_swaps_the_backend_line_and_the_script_then_runs_on_the_pool(tmp_path: Path) -> None:
+    from test_backend import POOL_IMAGE, stack_env
+
+    script = tmp_path / "opencode_hf_sandbox.py"
+    script.write_text(SHAPED_SCRIPT)
+    r = use_agent_sandbox(script)
+    assert r.returncode == 0, r.stderr
+    after = script.read_text().splitlines()
+    before = SHAPED_SCRIPT.splitlines()
+    changed = [(b, a) for b, a in zip(before, [line for line in after if line != "from agent_rl_sandbox import AgentSandboxBackend"]) if b != a]
+    assert changed == [(TRL_BACKEND_LINE, "        sandbox_backend=AgentSandboxBackend(image=image, flavor=flavor),  # the stack's sandbox pool (agent-rl-infra)")]
+    assert after[after.index(TRL_IMPORT) + 1] == "from agent_rl_sandbox import AgentSandboxBackend"
+    assert len(after) == len(before) + 1
+    for name, text in STANDIN_OPENCODE_ENV.items():
+        (tmp_path / "site" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "site" / name).write_text(text)
+    env = {**os.environ, **stack_env(), "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO / "python")])}
+    ran = subprocess.run([sys.executable, str(script), POOL_IMAGE], capture_output=True, text=True, timeout=120, env=env)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert json.loads(ran.stdout.splitlines()[-1]) == {"type": "AgentSandboxBackend", "image": POOL_IMAGE, "pool": "sandbox-pool-r1"}
+    # TRL's default --sandbox-image (the hosted one) is not the pool's: refused, naming both.
+    other = subprocess.run([sys.executable, str(script), "ghcr.io/huggingface/openenv-opencode-sandbox:latest"], capture_output=True, text=True, timeout=120, env=env)
+    assert other.returncode != 0 and POOL_IMAGE in other.stderr and "openenv-opencode-sandbox:latest" in other.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (SHAPED_SCRIPT.replace(TRL_BACKEND_LINE, "        sandbox_backend=E2BSandboxBackend(),"), "found 0"),
+        (SHAPED_SCRIPT.replace(TRL_BACKEND_LINE, TRL_BACKEND_LINE + "\n" + TRL_BACKEND_LINE), "found 2"),
+        (SHAPED_SCRIPT.replace(TRL_IMPORT, "from opencode_env import sandbox"), "import ... HFSandboxBackend ...' line, found 0"),
+    ],
+)
+def test_the_change_refuses_a_script_it_was_not_written_for_and_leaves_it(tmp_path: Path, text: str, found: str) -> None:
+    script = tmp_path / "opencode_hf_sandbox.py"
+    script.write_text(text)
+    r = use_agent_sandbox(script)
+    assert r.returncode == 1
+    assert found in r.stderr and "read the fetched revision of huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py" in r.stderr
+    assert script.read_text() == text
+    twice = tmp_path / "twice.py"
+    twice.write_text(SHAPED_SCRIPT)
+    assert use_agent_sandbox(twice).returncode == 0
+    again = use_agent_sandbox(twice)
+    assert again.returncode == 1 and "already imports AgentSandboxBackend" in again.stderr
+
+
+def test_the_blackbox_image_installs_the_backend_and_applies_the_change_after_the_fetch() -> None:
+    ops = instructions(DOCKERFILES["blackbox"])
+    fetch_at = ops.index(("RUN", "bash /opt/agentrl/fetch-scripts.sh trl-opencode /app"))
+    apply_at = ops.index(("RUN", "python3 /opt/agentrl/use_agent_sandbox.py /app/opencode_hf_sandbox.py"))
+    install_at = next(i for i, (op, args) in enumerate(ops) if op == "RUN" and "pip install --no-cache-dir --no-deps /opt/agentrl/python" in args)
+    assert fetch_at < apply_at and install_at < apply_at
+    package = {p.name for p in (REPO / "python/agent_rl_sandbox").glob("*.py")}
+    copied = {Path(args.split()[0]).name for op, args in ops if op == "COPY" and args.startswith("python/agent_rl_sandbox/")}
+    assert copied == package, f"the image's backend package misses {sorted(package - copied)}"
+    assert "k8s-agent-sandbox==1.0.8" in (TRAINER / "requirements.txt").read_text().splitlines()
