@@ -41,6 +41,16 @@ const variants: Array<{ name: string; source: PlanSource; override?: Record<stri
         override: { target: { kueueQueue: "team-a" } },
     },
     {
+        name: "opencode-blackbox with NodeLocal DNSCache (DNS egress to the cache's /32 and kube-dns)",
+        source: exposed,
+        override: { target: { dns: { kind: "node-local", addresses: ["169.254.20.10", "10.96.0.10"] } } },
+    },
+    {
+        name: "opencode-blackbox-32b with DNS pods of one's own (target.dns selector)",
+        source: { recipe: "opencode-blackbox-32b", target: "kubernetes" },
+        override: { target: { dns: { kind: "selector", namespace: "dns", podLabels: { app: "unbound" } } } },
+    },
+    {
         name: "opencode-blackbox exposed through a Gateway API HTTPRoute",
         source: exposed,
         override: { ingress: { exposure: "httproute", host: "vllm.example.com", gateway: { name: "public", namespace: "gateway-system" } } },

@@ -105,6 +105,15 @@ describe("plan: every stack and every recipe", () => {
         assert.match(md, /\| vLLM extra flags \(training\.vllm\.extraArgs\) \| - \|/);
     });
 
+    test("a Kubernetes plan shows where DNS queries may go (target.dns)", async () => {
+        const outDir = path.join(tmp, "dns-node-local");
+        await planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir, platformOverride: { target: { dns: { kind: "node-local" } } } });
+        assert.match(
+            fs.readFileSync(path.join(outDir, "plan.md"), "utf8"),
+            /DNS egress \(target\.dns\): \*\*node-local\*\*: `169\.254\.20\.10\/32` and pods `k8s-app=kube-dns` in kube-system, on 53 UDP\+TCP; nothing else there\./,
+        );
+    });
+
     test("every namespaced object lives in one of the Platform's per-role namespaces, with Pod Security labels", async () => {
         for (const source of [{ stack: "staging" }, { recipe: "wordle-whitebox", target: "kubernetes" as const }]) {
             const result = await planToDir(source, { outDir: path.join(tmp, `ns-${"stack" in source ? source.stack : source.recipe}`) });

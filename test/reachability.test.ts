@@ -12,7 +12,7 @@ import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
 import { planToDir } from "../scripts/lib/plan";
-import { evaluateReachability, reachabilityTable, type Manifest, type Party, type Reachability } from "./helpers/reachability";
+import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manifest, type Party, type Reachability } from "./helpers/reachability";
 
 const README = path.resolve(__dirname, "..", "README.md");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-reach-"));
@@ -46,10 +46,16 @@ function roleName(p: Party): string {
     return role.startsWith("env-") ? (p.labels["app.kubernetes.io/instance"] ?? role) : role;
 }
 
-async function reachabilityOf(recipe: string, extra: Manifest[] = []): Promise<{ r: Reachability; manifests: Manifest[] }> {
-    const res = await planToDir({ recipe, target: "kubernetes" }, { outDir: path.join(tmp, recipe) });
+async function reachabilityOf(
+    recipe: string,
+    extra: Manifest[] = [],
+    platformOverride?: Record<string, unknown>,
+    endpoints: readonly ExtraEndpoint[] = ENDPOINTS,
+): Promise<{ r: Reachability; manifests: Manifest[] }> {
+    const outDir = path.join(tmp, `${recipe}-${platformOverride ? JSON.stringify(platformOverride).replace(/[^a-z0-9]+/gi, "-") : "plain"}`);
+    const res = await planToDir({ recipe, target: "kubernetes" }, { outDir, platformOverride });
     const manifests = [...res.manifests, ...extra];
-    return { r: evaluateReachability(manifests, { endpoints: ENDPOINTS, podCidrs: POD_CIDRS }), manifests };
+    return { r: evaluateReachability(manifests, { endpoints, podCidrs: POD_CIDRS }), manifests };
 }
 
 /** The README's table for a recipe, between `<!-- reachability:<recipe> -->` and `<!-- /reachability -->`. */
@@ -112,5 +118,87 @@ describe("reachability: what the issue promises", () => {
             [],
             "nothing may open a connection to it, vLLM's 8000 included",
         );
+    });
+});
+
+/** Every pod group of the stack (not the cluster's own pods). */
+const stackPods = (r: Reachability) =>
+    r.parties.filter((p) => p.kind === "pods" && p.namespace !== "kube-system" && p.namespace !== "default" && p.namespace !== "dns");
+
+/** Every ipBlock an egress rule of the manifests names, with the rule's ports. */
+function egressIpBlocks(manifests: readonly Manifest[]): Array<{ policy: string; cidr: string; ports: string[] }> {
+    return manifests
+        .filter((m) => m.kind === "NetworkPolicy")
+        .flatMap((m) =>
+            (m.spec.egress ?? []).flatMap((rule: any) =>
+                (rule.to ?? [])
+                    .filter((peer: any) => peer.ipBlock)
+                    .map((peer: any) => ({
+                        policy: m.metadata.name,
+                        cidr: peer.ipBlock.cidr,
+                        ports: (rule.ports ?? []).map((p: any) => `${p.protocol} ${p.port}`),
+                    })),
+            ),
+        );
+}
+
+describe("reachability: DNS egress in each shape (target.dns) allows DNS and nothing more", () => {
+    // Stand-ins the policies talk about: the node-local cache's address, a neighbour on the same
+    // link-local range, and DNS pods of a provider of one's own.
+    const nodeLocal = { name: "node-local-dns", ip: "169.254.20.10" };
+    const linkLocalNeighbour = { name: "link-local-other", ip: "169.254.20.11" };
+    const ownDns = { name: "own-dns", namespace: "dns", labels: { app: "unbound" } };
+    const endpoints: readonly ExtraEndpoint[] = [...ENDPOINTS, nodeLocal, linkLocalNeighbour, ownDns];
+    const recipes = [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES];
+
+    for (const recipe of recipes) {
+        test(`${recipe}, node-local: every stack pod reaches the cache on 53 UDP+TCP only, the metadata service and the rest of 169.254/16 on nothing`, async () => {
+            const { r, manifests } = await reachabilityOf(recipe, [], { target: { dns: { kind: "node-local" } } }, endpoints);
+            const pods = stackPods(r);
+            const dnsClients = pods.filter((p) => r.allows(p.id, "kube-system/kube-dns", 53, "UDP"));
+            assert.ok(dnsClients.length >= 3, `${recipe}: the locked-down pods still reach kube-dns (the cache's upstream and fallback)`);
+            for (const p of dnsClients) {
+                assert.equal(r.portsBetween(p.id, "node-local-dns"), "TCP 53, UDP 53", `${p.id} -> node-local cache`);
+            }
+            for (const p of pods) {
+                for (const port of [53, 80, 443]) {
+                    assert.equal(r.allows(p.id, "metadata", port, "UDP"), false, `${p.id} -> metadata UDP ${port}`);
+                    assert.equal(r.allows(p.id, "metadata", port, "TCP"), false, `${p.id} -> metadata TCP ${port}`);
+                    assert.equal(r.allows(p.id, "link-local-other", port, "UDP"), false, `${p.id} -> 169.254.20.11 UDP ${port}`);
+                }
+                assert.equal(r.allows(p.id, "node-local-dns", 80), false, `${p.id} -> the cache on 80`);
+            }
+            // The policies themselves: a link-local address appears only as the cache's /32, only on 53.
+            for (const b of egressIpBlocks(manifests).filter((b) => b.cidr.startsWith("169.254."))) {
+                assert.equal(b.cidr, "169.254.20.10/32", `${b.policy}: ${b.cidr}`);
+                assert.deepEqual(b.ports, ["UDP 53", "TCP 53"], `${b.policy}: ${b.cidr}`);
+            }
+        });
+    }
+
+    test("kube-dns (the default): no link-local address anywhere, the cache unreachable", async () => {
+        const { r, manifests } = await reachabilityOf("opencode-blackbox", [], undefined, endpoints);
+        assert.deepEqual(
+            egressIpBlocks(manifests).filter((b) => b.cidr.startsWith("169.254.")),
+            [],
+        );
+        for (const p of stackPods(r)) assert.equal(r.allows(p.id, "node-local-dns", 53, "UDP"), false, p.id);
+    });
+
+    test("selector: the stack's pods reach the named DNS pods on 53 only, and kube-dns not at all", async () => {
+        const { r } = await reachabilityOf(
+            "opencode-blackbox",
+            [],
+            { target: { dns: { kind: "selector", namespace: "dns", podLabels: { app: "unbound" } } } },
+            endpoints,
+        );
+        const clients = stackPods(r).filter((p) => r.allows(p.id, "dns/own-dns", 53, "UDP"));
+        assert.ok(clients.length >= 3);
+        for (const p of clients) {
+            assert.equal(r.allows(p.id, "dns/own-dns", 53, "TCP"), true, p.id);
+            // The trainer's API-server rule (any private address on 443/6443 when apiServerCidrs is unset) is not DNS's.
+            assert.equal(r.allows(p.id, "dns/own-dns", 80), false, p.id);
+        }
+        for (const p of stackPods(r)) assert.equal(r.allows(p.id, "kube-system/kube-dns", 53, "UDP"), false, p.id);
     });
 });

@@ -10,6 +10,7 @@ export {
     PLACEHOLDER_REGISTRY,
 } from "./validate";
 export { PROGRAMS, PROGRAM_NAMES, CUSTOM_PROGRAM, programFacts, type ProgramFacts, type ProgramFlag, type ProgramName } from "./programs";
+export { dnsEgressFor, validateDns, NODE_LOCAL_DNS_ADDRESS, METADATA_ADDRESS } from "./dns";
 export {
     vllmServerSettings,
     validateVllmSettings,

@@ -41,6 +41,23 @@ const toleration = z.strictObject({
     tolerationSeconds: z.number().int().optional(),
 });
 
+const ipv4Address = z.string().regex(/^(\d{1,3}\.){3}\d{1,3}$/, "must be one IPv4 address such as 169.254.20.10 (no range)");
+
+/** Where the stack's locked-down pods send DNS queries (their NetworkPolicies allow exactly this on 53 UDP+TCP). */
+const dnsTarget = z.discriminatedUnion("kind", [
+    /** The kube-dns / CoreDNS pods in kube-system (label k8s-app: kube-dns). */
+    z.strictObject({ kind: z.literal("kube-dns") }),
+    /**
+     * NodeLocal DNSCache: a DNS cache on every node listening on a link-local address (169.254.20.10
+     * by default, Kubernetes' nodelocaldns addon), plus the kube-dns pods it forwards to and pods fall
+     * back to. `addresses`: every address pods send queries to (add the kube-dns Service IP where the
+     * cache also listens there, kube-proxy iptables mode), each allowed as a /32.
+     */
+    z.strictObject({ kind: z.literal("node-local"), addresses: z.array(ipv4Address).min(1).default(["169.254.20.10"]) }),
+    /** DNS pods of your own (another DNS provider): the namespace and the pod labels. */
+    z.strictObject({ kind: z.literal("selector"), namespace: dnsLabel, podLabels: z.record(z.string(), z.string()) }),
+]);
+
 const kubernetesTarget = z.strictObject({
     kind: z.literal("kubernetes"),
     /** Prefix of the per-role namespaces (`<prefix>-training`, ...). Default: `arl-<stack>`. */
@@ -70,6 +87,12 @@ const kubernetesTarget = z.strictObject({
      * queue's quota. Default: no queue (the trainer starts at once).
      */
     kueueQueue: dnsLabel.optional(),
+    /**
+     * Where pods send DNS queries: `{kind: kube-dns}` (the kube-dns pods), `{kind: node-local}`
+     * (NodeLocal DNSCache, GKE Autopilot's default), or `{kind: selector, namespace, podLabels}`.
+     * The preflight checks it against the cluster. Default: kube-dns.
+     */
+    dns: dnsTarget.default({ kind: "kube-dns" }),
 });
 
 const dockerTarget = z.strictObject({

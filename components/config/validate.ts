@@ -9,6 +9,7 @@ import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
 import { ENV_CATALOG } from "./catalog";
 import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
+import { validateDns } from "./dns";
 import { isDevStack, totalProcesses, type PlatformConfig, type ResolvedEnv } from "./resolve";
 
 /** Divisors of n, for a helpful "try one of" hint. */
@@ -414,6 +415,7 @@ export function exampleImageProblems(c: PlatformConfig): string[] {
 export function validatePlatform(c: PlatformConfig): string[] {
     return [
         ...validateTargetCluster(c),
+        ...validateDns(c),
         ...validateRequiredImages(c),
         ...validateGpus(c),
         ...validateTrainer(c),

@@ -15,6 +15,8 @@
  * - a Service spreads connections blindly, so the trainer talks to a session-aware router
  *   (router.ts, ROUTER.md) that caps every replica at k sessions.
  */
+import { dnsEgressFor } from "../config/dns";
+import type { DnsEgress } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
 import { createHash } from "node:crypto";
 import { ConfigError } from "../config/parse";
@@ -297,6 +299,8 @@ export interface DeployedEnvDescription extends EnvDescriptionBase {
      * download data); Docker drops traffic between bridge networks, so not the training network.
      */
     readonly replicaNetwork: string;
+    /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */
+    readonly dns: DnsEgress;
     readonly replicas: EnvReplicasDescription;
     readonly router: EnvRouterDescription;
     readonly trainer: TrainerPods;
@@ -545,6 +549,7 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
         kind: "deployed",
         name: env.name,
         target,
+        dns: dnsEgressFor(config.target),
         catalog: env.catalog,
         url,
         wsUrl,

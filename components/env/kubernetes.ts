@@ -203,7 +203,7 @@ export function replicaNetworkPolicySpec(d: DeployedEnvDescription): k8s.types.i
         ingress: [{ from: [{ podSelector: { matchLabels: { ...d.router.podLabels } } }], ports: [{ protocol: "TCP", port: d.replicas.port }] }],
         // Replicas may run model-written code: DNS, and the public internet only where the env needs
         // data (never the API server, the metadata service, vLLM or any other pod).
-        egress: [clusterDnsEgress(), ...(d.replicas.security.egress === "internet" ? [publicInternetEgress([])] : [])],
+        egress: [clusterDnsEgress(d.dns), ...(d.replicas.security.egress === "internet" ? [publicInternetEgress([])] : [])],
     };
 }
 
@@ -228,7 +228,7 @@ export function routerNetworkPolicySpec(d: DeployedEnvDescription): k8s.types.in
             },
         ],
         egress: [
-            clusterDnsEgress(),
+            clusterDnsEgress(d.dns),
             { to: [{ podSelector: { matchLabels: { ...d.replicas.podLabels } } }], ports: [{ protocol: "TCP", port: d.replicas.port }] },
         ],
     };

@@ -4,6 +4,8 @@
  * here, once, from the resolved config and the names. `kubernetes.ts` and `docker.ts` only
  * translate it. Pure: no Pulumi imports, no keys (those are secrets and arrive as Outputs).
  */
+import { dnsEgressFor } from "../config/dns";
+import type { DnsEgress } from "../shared/kubernetes";
 import { dnsName, podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
 import { ConfigError } from "../config/parse";
 import type { PlatformConfig } from "../config/resolve";
@@ -110,6 +112,9 @@ export interface IngressPeerPods {
 
 export interface IngressDescription {
     readonly target: "kubernetes" | "docker";
+    /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */
+    readonly dns: DnsEgress;
+
     /** The proxy settings with every default filled in; the config below is rendered from exactly these. */
     readonly settings: ResolvedProxySettings;
     /** The rendered nginx.conf (no keys: it includes settings.keysFile). */
@@ -254,6 +259,7 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames): 
     const command = ["nginx", "-e", "stderr", "-c", INGRESS_PATHS.configFile, "-g", "daemon off;"];
     return {
         target: config.target.kind,
+        dns: dnsEgressFor(config.target),
         settings,
         configText: renderNginxConfig(settings),
         routes: allowedRoutes(settings),

@@ -121,7 +121,7 @@ export function ingressNetworkPolicySpec(d: IngressDescription): k8s.types.input
                 ? [{ from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.clientNamespace } } }], ports: port }]
                 : [{ ports: port }],
         egress: [
-            clusterDnsEgress(),
+            clusterDnsEgress(d.dns),
             {
                 to: [
                     {

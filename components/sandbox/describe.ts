@@ -4,6 +4,8 @@
  * the resolved config and the names. `kubernetes.ts` and `docker.ts` only translate it.
  * Pure: no Pulumi imports.
  */
+import { dnsEgressFor } from "../config/dns";
+import type { DnsEgress } from "../shared/kubernetes";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import { addQuantities, multiplyQuantity, quantityValue } from "../shared/quantity";
@@ -145,6 +147,9 @@ export interface SandboxQuota {
 
 export interface SandboxDescription {
     readonly provider: PlatformConfig["sandboxes"]["provider"];
+    /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */
+    readonly dns: DnsEgress;
+
     readonly runId: string;
     /** Label key carrying the run id on every sandbox (pods, claims, containers). */
     readonly runLabel: string;
@@ -281,6 +286,7 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
     }
     return {
         provider,
+        dns: dnsEgressFor(config.target),
         runId: config.runId,
         runLabel: names.sandboxes.runLabel,
         image: s.image,

@@ -146,7 +146,7 @@ export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: Ingress
             },
         ],
         egress: [
-            clusterDnsEgress(),
+            clusterDnsEgress(d.dns),
             {
                 to: [
                     {

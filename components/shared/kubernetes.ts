@@ -37,15 +37,29 @@ export const NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name";
 /** Cluster DNS pods (CoreDNS keeps the kube-dns label in kubeadm, GKE, EKS and AKS clusters). */
 export const CLUSTER_DNS = { namespace: "kube-system", podLabels: { "k8s-app": "kube-dns" }, port: 53 } as const;
 
+/**
+ * Where a locked-down pod may send DNS queries, resolved from target.dns: DNS pods by selector, and
+ * single node-local addresses (NodeLocal DNSCache's link-local listen address). Each address is
+ * rendered as a /32 on port 53, never as a range.
+ */
+export interface DnsEgress {
+    readonly pods: ReadonlyArray<{ readonly namespace: string; readonly podLabels: Readonly<Record<string, string>> }>;
+    /** IPv4 addresses, each allowed as `<address>/32` on 53 UDP+TCP. */
+    readonly addresses: readonly string[];
+}
+
+/** Today's default: the kube-dns pods. */
+export const KUBE_DNS_EGRESS: DnsEgress = { pods: [{ namespace: CLUSTER_DNS.namespace, podLabels: CLUSTER_DNS.podLabels }], addresses: [] };
+
 /** A NetworkPolicy peer: the pods with `podLabels` in the namespace named `namespace`. */
 export function podsInNamespace(namespace: string, podLabels: Readonly<Record<string, string>>): k8s.types.input.networking.v1.NetworkPolicyPeer {
     return { namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: namespace } }, podSelector: { matchLabels: { ...podLabels } } };
 }
 
-/** The egress rule every locked-down pod needs: cluster DNS on 53, UDP and TCP. */
-export function clusterDnsEgress(): k8s.types.input.networking.v1.NetworkPolicyEgressRule {
+/** The egress rule every locked-down pod needs: cluster DNS on 53, UDP and TCP, and nothing else on those peers. */
+export function clusterDnsEgress(dns: DnsEgress): k8s.types.input.networking.v1.NetworkPolicyEgressRule {
     return {
-        to: [podsInNamespace(CLUSTER_DNS.namespace, CLUSTER_DNS.podLabels)],
+        to: [...dns.pods.map((p) => podsInNamespace(p.namespace, p.podLabels)), ...dns.addresses.map((a) => ({ ipBlock: { cidr: `${a}/32` } }))],
         ports: [
             { protocol: "UDP", port: CLUSTER_DNS.port },
             { protocol: "TCP", port: CLUSTER_DNS.port },

@@ -37,6 +37,8 @@
  *   key for sandboxes as the secret env var `SANDBOX_API_KEY` (the script passes it to
  *   OpenEnv's `OpenCodeConfig(api_key=...)`, whose in-sandbox proxy sends it upstream).
  */
+import { dnsEgressFor } from "../config/dns";
+import type { DnsEgress } from "../shared/kubernetes";
 import { ConfigError } from "../config/parse";
 import { programFacts } from "../config/programs";
 import { modelSource, programArgs, programLauncher, withStartChecks } from "./program-args";
@@ -132,6 +134,8 @@ export interface EgressPeer {
 
 /** The trainer pod's egress allow-list (Kubernetes NetworkPolicy), or undefined when not restricted. */
 export interface TrainerEgress {
+    /** Where DNS queries may go (target.dns), for the trainer and, across nodes, vLLM. */
+    readonly dns: DnsEgress;
     /** Pods of this stack: env routers, the ingress proxy, the sandboxes. */
     readonly peers: readonly EgressPeer[];
     /** TCP ports open to public addresses (the Hub and hosted services on 443; external envs). */
@@ -695,6 +699,7 @@ function trainerEgress(links: TrainingLinks, claimsSandboxes: boolean, apiServer
             return Number(u.port || (u.protocol === "https:" ? 443 : 80));
         });
     return {
+        dns: dnsEgressFor(config.target),
         peers: [...(links.egressPeers ?? [])],
         internetPorts: [...new Set([HTTPS_PORT, ...externalPorts])].sort((a, b) => a - b),
         apiServer: claimsSandboxes ? { ...(apiServerCidrs ? { cidrs: [...apiServerCidrs] } : {}), ports: [...API_SERVER_PORTS] } : undefined,

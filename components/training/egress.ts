@@ -14,7 +14,7 @@ export function trainerEgressRules(
 ): k8s.types.input.networking.v1.NetworkPolicyEgressRule[] {
     const apiServer = egress.apiServer;
     return [
-        clusterDnsEgress(),
+        clusterDnsEgress(egress.dns),
         ...(within.length > 0 ? [{ to: [...within] }] : []),
         ...egress.peers.map((p) => ({ to: [podsInNamespace(p.namespace, p.podLabels)], ports: [{ protocol: "TCP", port: p.port }] })),
         ...(apiServer

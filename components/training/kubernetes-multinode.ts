@@ -227,7 +227,7 @@ export function buildMultiNodeTraining(
                 spec: {
                     podSelector: { matchLabels: vllmLabels },
                     policyTypes: ["Egress"],
-                    egress: [clusterDnsEgress(), { to: [trainers] }, publicInternetEgress([HTTPS_PORT])],
+                    egress: [clusterDnsEgress(egress.dns), { to: [trainers] }, publicInternetEgress([HTTPS_PORT])],
                 },
             },
             child,

@@ -5,6 +5,8 @@
  */
 import { programFacts } from "../../components/config/programs";
 import { vllmServerSettings } from "../../components/config/vllm-settings";
+import { dnsEgressFor } from "../../components/config/dns";
+import type { DnsEgress } from "../../components/shared/kubernetes";
 import type { PlatformConfig } from "../../components/config";
 import type { DeployedEnvDescription } from "../../components/env";
 import { dockerHostNeeds, formatMiB, type PlatformPlan } from "../../components/platform";
@@ -261,6 +263,10 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         ]);
     out.push(table(["component", "where", "GPUs", "replicas", "sessions / sandboxes", "ports"], rows));
     out.push("");
+    if (c.target.kind === "kubernetes") {
+        out.push(`DNS egress (target.dns): **${c.target.dns.kind}**: ${dnsEgressText(dnsEgressFor(c.target))}, on 53 UDP+TCP; nothing else there.`);
+        out.push("");
+    }
     if (plan.training.kueueQueue !== undefined) {
         out.push(
             `Kueue queue: **${plan.training.kueueQueue}** (target.kueueQueue). The trainer's ${multi ? "JobSet" : "Job"} carries \`kueue.x-k8s.io/queue-name: ${plan.training.kueueQueue}\` and is created suspended: ` +
@@ -474,4 +480,17 @@ function vllmSettingRows(c: PlatformConfig): string[][] {
         ["vLLM extra flags (training.vllm.extraArgs)", v.extraArgs.length > 0 ? `\`${v.extraArgs.join(" ")}\`` : "-"],
         ["vLLM extra env (training.vllm.extraEnv)", env || "-"],
     ];
+}
+
+/** The DNS peers of every locked-down pod's egress, in words. */
+function dnsEgressText(dns: DnsEgress): string {
+    return [
+        ...dns.addresses.map((a) => `\`${a}/32\``),
+        ...dns.pods.map(
+            (p) =>
+                `pods ${Object.entries(p.podLabels)
+                    .map(([k, v]) => `\`${k}=${v}\``)
+                    .join(", ")} in ${p.namespace}`,
+        ),
+    ].join(" and ");
 }
