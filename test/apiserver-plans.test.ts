@@ -1,16 +1,117 @@
 // Server-side validation of every plan: each Kubernetes stack and every recipe is planned
 // (the real program under Pulumi mocks) and its manifests are applied with
 // `kubectl apply --server-side --dry-run=server` to a real kube-apiserver v1.36.3 with the
-// agent-sandbox, Gateway API, cert-manager and JobSet CRDs (test/helpers/apiserver.ts). Skip only with SKIP_APISERVER=1.
+// agent-sandbox, Gateway API, cert-manager and JobSet CRDs (test/helpers/apiserver.ts). Then every
+// Secret a pod names (env secretKeyRef, envFrom secretRef, secret volumes and projections) must be
+// one the plan renders, holding the key named, as the API server returns the objects from that
+// dry run (a GitOps apply of the plan makes exactly those). Skip only with SKIP_APISERVER=1.
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it, test } from "node:test";
 import YAML from "yaml";
 import { MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
 import { planToDir, readStackFile, REPO_ROOT, type PlanSource } from "../scripts/lib/plan";
 import { serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
+
+/** One reference from a pod spec to a Secret: a key of it, or (envFrom, a whole-Secret volume) the Secret itself. */
+interface SecretRef {
+    readonly namespace: string;
+    readonly secret: string;
+    readonly key?: string;
+    /** Where: `<Kind> <name> <field>`. */
+    readonly at: string;
+    readonly optional: boolean;
+}
+
+/** Every Secret reference of every pod spec (anything with `containers`) inside `obj`. */
+export function secretRefs(obj: Record<string, any>): SecretRef[] {
+    const namespace = obj.metadata?.namespace ?? "default";
+    const out: SecretRef[] = [];
+    const here = `${obj.kind} ${obj.metadata?.name}`;
+    const podSpec = (spec: any) => {
+        for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
+            for (const e of c.env ?? []) {
+                const r = e.valueFrom?.secretKeyRef;
+                if (r) out.push({ namespace, secret: r.name, key: r.key, at: `${here} container ${c.name} env ${e.name}`, optional: r.optional === true });
+            }
+            for (const e of c.envFrom ?? []) {
+                if (e.secretRef)
+                    out.push({ namespace, secret: e.secretRef.name, at: `${here} container ${c.name} envFrom`, optional: e.secretRef.optional === true });
+            }
+        }
+        for (const v of spec.volumes ?? []) {
+            const sources = [
+                ...(v.secret ? [{ ...v.secret, name: v.secret.secretName }] : []),
+                ...(v.projected?.sources ?? []).flatMap((s: any) => (s.secret ? [s.secret] : [])),
+            ];
+            for (const s of sources) {
+                const at = `${here} volume ${v.name}`;
+                if ((s.items ?? []).length === 0) out.push({ namespace, secret: s.name, at, optional: s.optional === true });
+                for (const it of s.items ?? []) out.push({ namespace, secret: s.name, key: it.key, at, optional: s.optional === true });
+            }
+        }
+    };
+    const walk = (v: any) => {
+        if (Array.isArray(v)) v.forEach(walk);
+        else if (v && typeof v === "object") {
+            if (Array.isArray(v.containers)) podSpec(v);
+            for (const x of Object.values(v)) walk(x);
+        }
+    };
+    walk(obj.spec);
+    return out;
+}
+
+/**
+ * The references among `objects` that resolve to no key of a Secret among them. `external`: Secrets a
+ * user or a controller makes (the TLS Secret of tls.mode secret, a Certificate's), which only need to be named.
+ */
+export function unresolvedSecretRefs(objects: ReadonlyArray<Record<string, any>>, external: ReadonlySet<string>): string[] {
+    const keys = new Map<string, Set<string>>();
+    for (const o of objects) {
+        if (o.kind !== "Secret") continue;
+        keys.set(`${o.metadata.namespace}/${o.metadata.name}`, new Set([...Object.keys(o.data ?? {}), ...Object.keys(o.stringData ?? {})]));
+    }
+    const problems: string[] = [];
+    for (const r of objects.flatMap(secretRefs)) {
+        const id = `${r.namespace}/${r.secret}`;
+        const held = keys.get(id);
+        if (held === undefined) {
+            if (!external.has(id) && !r.optional) problems.push(`${r.at}: no Secret ${id} in the plan`);
+        } else if (r.key !== undefined && !held.has(r.key)) {
+            problems.push(`${r.at}: Secret ${id} has no key ${r.key} (it holds ${[...held].join(", ") || "nothing"})`);
+        } else if (r.key === undefined && held.size === 0) {
+            problems.push(`${r.at}: Secret ${id} holds no key`);
+        }
+    }
+    return problems;
+}
+
+/** Secrets the plan names but does not make: a Certificate's (cert-manager makes it) and the ingress's own TLS Secret (tls.mode secret: the user's). */
+function externalSecrets(objects: ReadonlyArray<Record<string, any>>, tlsSecret: string | undefined, ingressNamespace: string): Set<string> {
+    const out = new Set<string>();
+    for (const o of objects) if (o.kind === "Certificate" && o.spec?.secretName) out.add(`${o.metadata.namespace}/${o.spec.secretName}`);
+    if (tlsSecret !== undefined) out.add(`${ingressNamespace}/${tlsSecret}`);
+    return out;
+}
+
+test("secretRefs/unresolvedSecretRefs: a key the Secret lacks, a Secret the plan lacks, and an external Secret", () => {
+    const pod = (spec: any) => ({ kind: "Deployment", metadata: { name: "d", namespace: "ns" }, spec: { template: { spec } } });
+    const secret = (name: string, stringData: Record<string, string>) => ({ kind: "Secret", metadata: { name, namespace: "ns" }, stringData });
+    const spec = {
+        containers: [{ name: "c", env: [{ name: "K", valueFrom: { secretKeyRef: { name: "s", key: "api-key" } } }], envFrom: [{ secretRef: { name: "t" } }] }],
+        volumes: [{ name: "tls", secret: { secretName: "tls" } }],
+    };
+    assert.deepEqual(unresolvedSecretRefs([pod(spec), secret("s", { "api-key": "<redacted>" }), secret("t", { A: "x" })], new Set(["ns/tls"])), []);
+    // The old plan's rendering: a Secret whose keys are Pulumi's secret wrapper.
+    const wrapped = secret("s", { "4dabf18193072939515e22adb298388d": "<redacted>", value: "<redacted>" });
+    assert.deepEqual(unresolvedSecretRefs([pod(spec), wrapped, secret("t", { A: "x" })], new Set()), [
+        "Deployment d container c env K: Secret ns/s has no key api-key (it holds 4dabf18193072939515e22adb298388d, value)",
+        "Deployment d volume tls: no Secret ns/tls in the plan",
+    ]);
+});
 
 const skip = process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false;
 
@@ -80,8 +181,32 @@ describe("server-side dry run of every planned stack and recipe", { skip }, () =
             const outDir = path.join(tmp, v.name.replace(/[^a-z0-9]+/gi, "-"));
             const plan = await planToDir(v.source, { outDir, platformOverride: v.override, secrets: { hfToken: "dry-run-token" } });
             assert.ok(plan.manifests.length > 0);
-            const result = await serverDryRun(api, path.join(outDir, "manifests"));
+            const dir = path.join(outDir, "manifests");
+            const result = await serverDryRun(api, dir);
             assert.equal(result.objects, plan.manifests.length);
+            // The objects as the API server would store them (stringData folded into data).
+            const served = JSON.parse(
+                await api.kubectlOk([
+                    "apply",
+                    "--server-side",
+                    "--dry-run=server",
+                    "--force-conflicts",
+                    "--field-manager=agent-rl-plan",
+                    "-o",
+                    "json",
+                    "--recursive",
+                    "-f",
+                    dir,
+                ]),
+            );
+            const objects: Array<Record<string, any>> = served.kind === "List" ? served.items : [served];
+            assert.equal(objects.length, plan.manifests.length);
+            const refs = objects.flatMap(secretRefs);
+            assert.ok(refs.length > 0, "the plan's pods name Secrets");
+            const tls =
+                plan.plan.config.ingress.enabled && plan.plan.config.ingress.tls.mode === "secret" ? plan.plan.config.ingress.tls.secretName : undefined;
+            assert.deepEqual(unresolvedSecretRefs(objects, externalSecrets(objects, tls, plan.plan.names.namespaces.ingress)), []);
+            assert.ok(!JSON.stringify(objects).includes("4dabf18193072939515e22adb298388d"), "no Pulumi secret wrapper reaches the API server");
         });
     }
 

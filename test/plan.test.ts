@@ -179,6 +179,41 @@ describe("plan: secrets never reach the output", () => {
         }
     });
 
+    test("Secrets render with their real keys, values redacted, on both targets: no Pulumi secret wrapper in any file", async () => {
+        const walk = (d: string): string[] =>
+            fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+        const noWrapper = (outDir: string) => {
+            for (const f of walk(outDir)) assert.ok(!fs.readFileSync(f, "utf8").includes(pulumi.runtime.specialSigKey), `${f} holds Pulumi's secret wrapper`);
+        };
+        const secrets = { hfToken: "SENTINEL-HF-KEYS-4b1c" };
+        const k8sDir = path.join(tmp, "keys-k8s");
+        const k8s = await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir: k8sDir, secrets });
+        noWrapper(k8sDir);
+        const rendered: Record<string, Record<string, string>> = Object.fromEntries(
+            k8s.manifests.filter((m) => m.kind === "Secret").map((m) => [m.metadata.name, { ...m.data, ...m.stringData }]),
+        );
+        assert.deepEqual(rendered["hf-token"], { HF_TOKEN: "<redacted>" });
+        assert.deepEqual(rendered["sandbox-key"], { "api-key": "<redacted>" });
+        assert.deepEqual(rendered["vllm-ingress-keys"], { "keys.conf": "<redacted>" });
+        for (const [name, data] of Object.entries(rendered))
+            assert.ok(
+                Object.values(data).every((v) => v === "<redacted>"),
+                `Secret ${name}: every value redacted`,
+            );
+        const dockerDir = path.join(tmp, "keys-docker");
+        await planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: dockerDir, secrets });
+        noWrapper(dockerDir);
+        const containers = walk(path.join(dockerDir, "docker"))
+            .map((f) => JSON.parse(fs.readFileSync(f, "utf8")))
+            .filter((o) => o.type === "docker:index/container:Container");
+        const envs = (suffix: string) => containers.filter((c) => c.name.endsWith(suffix)).map((c) => c.inputs.envs);
+        assert.ok(envs("-0-forwarder").length === 1);
+        assert.deepEqual(envs("-0-forwarder")[0], ["OPENCODE_UPSTREAM_API_KEY=<redacted>"]);
+        const withToken = containers.filter((c) => (c.inputs.envs ?? []).some((e: string) => e.startsWith("HF_TOKEN=")));
+        assert.ok(withToken.length > 0, "the trainer gets HF_TOKEN");
+        for (const c of withToken) assert.ok(c.inputs.envs.includes("HF_TOKEN=<redacted>"), `${c.name}: HF_TOKEN's value is redacted`);
+    });
+
     test("a stack that pushes to the Hub plans when hfToken is set, and fails cleanly when it is not", async () => {
         const override = { training: { hubRepoId: "acme/qwen-mbpp" } };
         const ok = await planToDir(

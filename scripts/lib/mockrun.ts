@@ -63,6 +63,19 @@ export interface MockRunResult {
 
 const STACK_REFERENCE = "pulumi:pulumi:StackReference";
 
+/** Whether a recorded input value is a Pulumi secret: the mock monitor hands it over as `{ [specialSigKey]: specialSecretSig, value }` (@pulumi/pulumi runtime/rpc.ts). */
+export function isSecret(v: unknown): v is { value: unknown } {
+    return v !== null && typeof v === "object" && (v as Record<string, unknown>)[pulumi.runtime.specialSigKey] === pulumi.runtime.specialSecretSig;
+}
+
+/** A recorded input with every secret wrapper replaced by its value: what the provider receives. */
+export function unwrapSecrets(v: any): any {
+    if (isSecret(v)) return unwrapSecrets(v.value);
+    if (Array.isArray(v)) return v.map(unwrapSecrets);
+    if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unwrapSecrets(x)]));
+    return v;
+}
+
 /** State a mocked provider would return: the inputs, plus what real providers compute. */
 function mockState(type: string, name: string, inputs: Record<string, any>): Record<string, any> {
     if (type.startsWith("random:index/random")) {

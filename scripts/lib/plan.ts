@@ -22,7 +22,7 @@ import {
 } from "../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../components/platform";
 import { renderPlanMarkdown } from "./plan-markdown";
-import { runUnderMocks, type RecordedResource } from "./mockrun";
+import { isSecret, runUnderMocks, type RecordedResource } from "./mockrun";
 
 /** Where a recipe plan's placeholder images live (a plan never pulls them). */
 export const RECIPE_PLAN_REGISTRY = "registry.example.com/agent-rl";
@@ -154,8 +154,13 @@ function redactSecretObject(obj: Record<string, any>): Record<string, any> {
     return { ...obj, ...(obj.data ? { data: redact(obj.data) } : {}), ...(obj.stringData ? { stringData: redact(obj.stringData) } : {}) };
 }
 
-/** Drops what only Pulumi sees (undefined values, empty helpers) so the manifest is what kubectl would get. */
+/**
+ * Drops what only Pulumi sees (secret wrappers, undefined values, empty helpers) so the manifest
+ * is what kubectl would get: a secret is its value, keys and all (its values are redacted after:
+ * a Secret's data by redactSecretObject, every known secret value by scrub).
+ */
 function clean(v: unknown): unknown {
+    if (isSecret(v)) return clean(v.value);
     if (Array.isArray(v)) return v.map(clean);
     if (isObj(v)) {
         const out: Record<string, unknown> = {};
