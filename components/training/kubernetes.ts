@@ -121,9 +121,12 @@ export function buildKubernetesTraining(
     );
 
     const secretResources: pulumi.Resource[] = [];
+    // Only the Secrets a container references: the black-box trainer on the agent-sandbox pool gets
+    // no ingress key (the sandbox pod's forwarder holds it), so no copy of it lands in training's namespace.
+    const referenced = new Set<SecretName>([d.vllm, d.trainer].flatMap((c) => (c === undefined ? [] : Object.values(c.secretEnv))));
     for (const secret of Object.keys(d.secrets) as SecretName[]) {
         const value = provided[secret];
-        if (value === undefined) continue;
+        if (value === undefined || !referenced.has(secret)) continue;
         const ref = d.secrets[secret];
         secretResources.push(
             new k8s.core.v1.Secret(
