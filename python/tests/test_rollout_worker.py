@@ -236,13 +236,18 @@ def test_trls_worker_completes_a_group_through_the_controller_with_the_real_open
     assert c["net"].errors == []
 
 
-def test_sigterm_to_the_trainer_mid_rollout_deletes_its_claims(stack):
+@pytest.mark.parametrize("where", ["backend-in-trainer", "backend-in-child-only"])
+def test_sigterm_to_the_trainer_mid_rollout_deletes_its_claims(stack, where):
     """SIGTERM to the trainer process while opencode waits on the model: its claims are gone within
-    SIGTERM_BOUND_S. The chain: the backend's handler in the trainer exits it cleanly, which makes
-    multiprocessing terminate the daemonic rollout child (SIGTERM), whose handler deletes the claims."""
+    SIGTERM_BOUND_S. With the backend built in the trainer (passed in the partial), the backend's
+    handler there exits it cleanly, which makes multiprocessing terminate the daemonic rollout
+    child (SIGTERM), whose handler deletes the claims. With the backend built only inside the
+    session factory, in the child (as TRL's script builds HFSandboxBackend), SIGTERM's default
+    action ends the trainer past multiprocessing's exit hook: the child's parent watch
+    (shutdown.py) deletes the claims and stops the child."""
     s, c = stack, stack["c"]
     s["model"].hold.clear()  # the first tool-call turn of each rollout waits: mid-rollout
-    proc, log = start_trainer(s, "--backend-in-trainer")
+    proc, log = start_trainer(s, *(["--backend-in-trainer"] if where == "backend-in-trainer" else []))
     try:
         wait_for("two claims, opencode waiting on the model", lambda: len(run_claims(c)) == 2 and s["model"].holding.is_set() or None, timeout=180)
         members = group_members(proc.pid)
@@ -251,7 +256,7 @@ def test_sigterm_to_the_trainer_mid_rollout_deletes_its_claims(stack):
         proc.send_signal(signal.SIGTERM)
         wait_for("the trainer's claims deleted", lambda: not run_claims(c) or None, timeout=SIGTERM_BOUND_S, interval=0.1)
         took = time.monotonic() - t0
-        print(f"claims deleted {took:.2f}s after SIGTERM")
+        print(f"{where}: claims deleted {took:.2f}s after SIGTERM")
         proc.wait(30)
         assert not [p for p in members if alive(p)], "trainer and rollout child exited"
     except BaseException:
