@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
 import { platformNames } from "../components/config";
-import { Platform, resolvePlatform } from "../components/platform";
+import { namespaceRoles, Platform, resolvePlatform } from "../components/platform";
 import { resolveEnvSpace } from "../components/env";
 import { resolveVllmIngress } from "../components/ingress";
 import { resolveSandboxPool } from "../components/sandbox";
@@ -73,4 +73,51 @@ describe("Platform", () => {
         );
         assert.deepEqual(narrow, resolveTrainingNode(config, names, links as any));
     });
+});
+
+describe("Platform namespaces: only for the roles the stack deploys", () => {
+    const k8s = { kind: "kubernetes", context: "test" };
+    const cases: Array<{ what: string; raw: Record<string, unknown>; roles: string[] }> = [
+        { what: "white box (mbpp-whitebox): training and envs, no ingress or sandboxes", raw: { recipe: "mbpp-whitebox" }, roles: ["training", "envs"] },
+        {
+            what: "black box on agent-sandbox: training, ingress, sandboxes, no envs",
+            raw: { recipe: "opencode-blackbox" },
+            roles: ["training", "ingress", "sandboxes"],
+        },
+        {
+            what: "white box whose only env is external: training alone",
+            raw: { recipe: "wordle-whitebox", envs: { wordle: { external: { url: "https://org-wordle.hf.space", sessions: 64 } } } },
+            roles: ["training"],
+        },
+        {
+            what: "black box on hosted (hf) sandboxes: no sandboxes namespace",
+            raw: {
+                recipe: "opencode-blackbox",
+                sandboxes: { provider: "hf" },
+                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
+            },
+            roles: ["training", "ingress"],
+        },
+    ];
+    for (const c of cases) {
+        it(c.what, async () => {
+            const config = parseWithTestImages({ runId: "r1", target: k8s, ...c.raw }, "staging");
+            const plan = resolvePlatform(config);
+            const run = await runUnderMocks(async () => ({ ...new Platform("agentrl", { plan, secrets: { ingressKeys: {} } }).outputs }), { stack: "staging" });
+            assert.equal(run.error, undefined, String(run.error));
+            const made = run.resources
+                .filter((r) => r.type === "kubernetes:core/v1:Namespace")
+                .map((r) => r.inputs.metadata.name)
+                .sort();
+            assert.deepEqual(made, c.roles.map((role) => plan.names.namespaces[role as keyof typeof plan.names.namespaces]).sort());
+            assert.deepEqual(namespaceRoles(config), c.roles);
+            // Nothing the stack registers lands in a namespace it does not make.
+            const used = new Set(run.resources.map((r) => r.inputs?.metadata?.namespace).filter((ns): ns is string => typeof ns === "string"));
+            assert.deepEqual(
+                [...used].filter((ns) => !made.includes(ns)),
+                [],
+            );
+            assert.deepEqual(Object.keys(run.outputs!.namespaces as object).sort(), [...c.roles].sort());
+        });
+    }
 });

@@ -1,4 +1,4 @@
-export { Platform, POD_SECURITY, type PlatformArgs, type PlatformOutputs } from "./platform";
+export { namespaceRoles, Platform, POD_SECURITY, type PlatformArgs, type PlatformOutputs } from "./platform";
 export { resolvePlatform, type PlatformPlan } from "./resolve";
 export { checkAgainstPrevious, previousClaims, withClusterStack, CLAIMS_OUTPUT } from "./previous";
 export { clusterProvider, targetProvider } from "./providers";

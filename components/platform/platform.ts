@@ -36,6 +36,20 @@ export const POD_SECURITY: Record<keyof PlatformPlan["names"]["namespaces"], "re
     sandboxes: "restricted",
 };
 
+/**
+ * The roles whose namespace the stack makes (Kubernetes): training always; ingress, envs and
+ * sandboxes only where something of this stack runs in them (a white-box run has no ingress or
+ * sandboxes, an external env deploys nothing, hosted sandboxes run elsewhere).
+ */
+export function namespaceRoles(config: PlatformPlan["config"]): Array<keyof PlatformPlan["names"]["namespaces"]> {
+    return [
+        "training" as const,
+        ...(config.ingress.enabled ? (["ingress"] as const) : []),
+        ...(config.envs.some((e) => e.external === undefined) ? (["envs"] as const) : []),
+        ...(config.sandboxes.provider === "agent-sandbox" ? (["sandboxes"] as const) : []),
+    ];
+}
+
 /** What the Platform exports (index.ts returns it as the stack's outputs). */
 export interface PlatformOutputs {
     readonly target: "kubernetes" | "docker";
@@ -82,7 +96,8 @@ export class Platform extends pulumi.ComponentResource {
         for (const p of plan.prerequisites) pulumi.log.info(`prerequisite: ${p.what} (${p.field}); otherwise ${p.otherwise}; check: ${p.check}`, this);
         this.namespaces = {};
         if (config.target.kind === "kubernetes") {
-            for (const [role, nsName] of Object.entries(names.namespaces) as Array<[keyof typeof POD_SECURITY, string]>) {
+            for (const role of namespaceRoles(config)) {
+                const nsName = names.namespaces[role];
                 const level = POD_SECURITY[role];
                 // The training namespace holds the checkpoint volume, which outlives the stack: it is
                 // kept on `destroy` (deleting a namespace deletes its claims) and adopted by the next
