@@ -37,23 +37,26 @@ describe("policy pack: multi-node recipes", () => {
         });
     }
 
-    test("the pack sees the JobSet's pod template", () => {
+    test("the pack sees the JobSet's pod templates: vLLM's and the trainers'", () => {
         const pods = pack.podSpecsOf(JOBSET, jobSetOf(resources).props);
         assert.deepEqual(
             pods.map((p) => p.path),
-            ["spec.replicatedJobs[0].template.spec.template.spec"],
+            ["spec.replicatedJobs[0].template.spec.template.spec", "spec.replicatedJobs[1].template.spec.template.spec"],
         );
-        assert.equal(pods[0].labels["app.kubernetes.io/name"], "trainer");
+        assert.deepEqual(
+            pods.map((p) => p.labels["app.kubernetes.io/name"]),
+            ["vllm", "trainer"],
+        );
     });
 
     test("a trainer GPU request != limit inside the JobSet fires", async () => {
         const rs = clone();
-        const c = pack.podSpecsOf(JOBSET, jobSetOf(rs).props)[0].spec.containers[0];
+        const c = pack.podSpecsOf(JOBSET, jobSetOf(rs).props)[1].spec.containers[0];
         c.resources.requests["nvidia.com/gpu"] = "4";
         const vs = await runPolicies(rs, { config: {}, stack: "test" });
         assert.match(
             show(vs).join("\n"),
-            /gpu-requests-equal-limits.*JobSet .*train-demo-[0-9a-f]{8}.*spec\.replicatedJobs\[0\]\.template\.spec\.template\.spec\.containers\[0\] \(trainer\)/,
+            /gpu-requests-equal-limits.*JobSet .*train-demo-[0-9a-f]{8}.*spec\.replicatedJobs\[1\]\.template\.spec\.template\.spec\.containers\[0\] \(trainer\)/,
         );
     });
 
@@ -64,7 +67,7 @@ describe("policy pack: multi-node recipes", () => {
                 for (const c of [...(p.spec.containers ?? []), ...(p.spec.initContainers ?? [])])
                     c.image = c.image.replace(/:[^/]*$/, `@sha256:${"b".repeat(64)}`);
         assert.deepEqual(show(await runPolicies(rs, { config: PROD_CONFIG, stack: "prod" })), [], "pinned everywhere: clean");
-        pack.podSpecsOf(JOBSET, jobSetOf(rs).props)[0].spec.containers[0].image = "ghcr.io/example/unpinned:latest";
+        pack.podSpecsOf(JOBSET, jobSetOf(rs).props)[1].spec.containers[0].image = "ghcr.io/example/unpinned:latest";
         const vs = await runPolicies(rs, { config: PROD_CONFIG, stack: "prod" });
         assert.match(show(vs).join("\n"), /\[prod-images-pinned-by-digest\/mandatory\] .*image 'ghcr\.io\/example\/unpinned:latest' is not pinned/);
     });

@@ -1,7 +1,7 @@
 /**
  * Multi-node training on Kubernetes under Pulumi mocks (issue 18): the trainer as a JobSet, one pod
- * per node with its rank and the rank-0 address from JobSet's labels, vLLM in a Deployment of its own
- * behind its Service, the all-or-nothing failure policy, exclusive placement, the Kueue option on the
+ * per node with its rank and the rank-0 address from JobSet's labels, vLLM as the same JobSet's first
+ * replicated job behind its Service (the trainers wait for it, the run completes on the trainers), the all-or-nothing failure policy, exclusive placement, the Kueue option on the
  * JobSet and on the one-node Job, and every object against its schema (JobSet v0.10.1, Kubernetes 1.36).
  * Run: node --import tsx --test test/training-multinode.test.ts
  */
@@ -51,7 +51,8 @@ const one = (p: PlanResult, kind: string) => {
     assert.equal(found.length, 1, `exactly one ${kind}: ${found.map((m) => m.metadata.name).join(", ")}`);
     return found[0];
 };
-const trainerPod = (jobSet: Record<string, any>) => jobSet.spec.replicatedJobs[0].template.spec.template.spec;
+const replicatedJob = (jobSet: Record<string, any>, name: string) => jobSet.spec.replicatedJobs.find((r: any) => r.name === name);
+const trainerPod = (jobSet: Record<string, any>) => replicatedJob(jobSet, "node").template.spec.template.spec;
 const envByName = (c: any) => Object.fromEntries((c.env ?? []).map((e: any) => [e.name, e]));
 
 describe("multi-node: the trainer JobSet", () => {
@@ -60,12 +61,16 @@ describe("multi-node: the trainer JobSet", () => {
         p = await plan(RECIPE);
     });
 
-    test("a JobSet and no Job: one replicated job of 2 one-pod Jobs, Indexed, no pod retries inside a node", () => {
+    test("a JobSet and no Job or Deployment: vLLM's replicated job first, then the trainers' of 2 one-pod Jobs, Indexed, no pod retries inside a node", () => {
         assert.equal(p.manifests.filter((m) => m.kind === "Job").length, 0);
+        assert.equal(p.manifests.filter((m) => m.kind === "Deployment" && m.metadata.namespace === p.plan.names.namespaces.training).length, 0);
         const js = one(p, "JobSet");
         assert.equal(js.apiVersion, "jobset.x-k8s.io/v1alpha2");
-        assert.equal(js.spec.replicatedJobs.length, 1);
-        const rj = js.spec.replicatedJobs[0];
+        assert.deepEqual(
+            js.spec.replicatedJobs.map((r: any) => r.name),
+            ["vllm", "node"],
+        );
+        const rj = replicatedJob(js, "node");
         assert.equal(rj.name, "node");
         assert.equal(rj.replicas, 2);
         assert.deepEqual(
@@ -97,11 +102,15 @@ describe("multi-node: the trainer JobSet", () => {
                     onJobFailureReasons: ["PodFailurePolicy"],
                     onJobFailureMessagePatterns: ["DisruptionTarget"],
                 },
-                { name: "trainerFailed", action: "FailJobSet", onJobFailureReasons: ["PodFailurePolicy"] },
-                { name: "deadlineExceeded", action: "FailJobSet", onJobFailureReasons: ["DeadlineExceeded"] },
+                // Before the trainer rule: when vLLM dies the trainers fail too, and vLLM's failure is the cause.
+                { name: "vllmFailed", action: "RestartJobSet", targetReplicatedJobs: ["vllm"] },
+                { name: "trainerFailed", action: "FailJobSet", onJobFailureReasons: ["PodFailurePolicy"], targetReplicatedJobs: ["node"] },
+                { name: "deadlineExceeded", action: "FailJobSet", onJobFailureReasons: ["DeadlineExceeded"], targetReplicatedJobs: ["node"] },
             ],
         });
-        const pfp = js.spec.replicatedJobs[0].template.spec.podFailurePolicy.rules;
+        // The run is the trainers': it completes when they all succeed (vLLM's Job never does).
+        assert.deepEqual(js.spec.successPolicy, { operator: "All", targetReplicatedJobs: ["node"] });
+        const pfp = replicatedJob(js, "node").template.spec.podFailurePolicy.rules;
         assert.deepEqual(pfp[0], { action: "FailJob", onExitCodes: { containerName: "trainer", operator: "NotIn", values: [0] } });
         assert.deepEqual(pfp[1], { action: "FailJob", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] });
     });
@@ -152,24 +161,39 @@ describe("multi-node: the trainer JobSet", () => {
         assert.equal(envByName(pod.containers[0]).VLLM_URL.value, url);
     });
 
-    test("vLLM: a one-replica Deployment (Recreate) with 8 GPUs and TP 8, selected by its Service, which the ingress proxies to", () => {
-        const vllm = p.manifests.find((m) => m.kind === "Deployment" && m.metadata.name === "vllm-demo-server")!;
-        assert.ok(vllm, "vLLM's Deployment");
-        assert.equal(vllm.spec.replicas, 1);
-        assert.deepEqual(vllm.spec.strategy, { type: "Recreate" });
-        assert.equal(vllm.metadata.annotations["pulumi.com/skipAwait"], "true");
-        const c = vllm.spec.template.spec.containers[0];
+    test("vLLM: the JobSet's one-pod replicated job with 8 GPUs and TP 8, never restarted in place; the trainers wait for it to be Ready", () => {
+        const js = one(p, "JobSet");
+        const vllm = replicatedJob(js, "vllm");
+        assert.equal(vllm.replicas, 1);
+        assert.deepEqual(
+            { parallelism: vllm.template.spec.parallelism, completions: vllm.template.spec.completions, backoffLimit: vllm.template.spec.backoffLimit },
+            { parallelism: 1, completions: 1, backoffLimit: 0 },
+        );
+        assert.deepEqual(vllm.template.spec.podFailurePolicy.rules, [{ action: "FailJob", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] }]);
+        const pod = vllm.template.spec.template.spec;
+        assert.equal(pod.restartPolicy, "Never");
+        const c = pod.containers[0];
         assert.equal(c.resources.limits["nvidia.com/gpu"], "8");
         assert.deepEqual(c.args.slice(c.args.indexOf("--tensor-parallel-size"), c.args.indexOf("--tensor-parallel-size") + 2), ["--tensor-parallel-size", "8"]);
         assert.equal(c.image, "vllm/vllm-openai:v0.29.0");
-        const svc = p.manifests.find((m) => m.kind === "Service" && m.metadata.name === "vllm-demo")!;
-        assert.deepEqual(svc.spec.selector, vllm.spec.selector.matchLabels);
-        assert.deepEqual(vllm.spec.template.metadata.labels, vllm.spec.selector.matchLabels);
-        assert.equal(vllm.spec.template.metadata.labels["app.kubernetes.io/name"], "vllm");
+        // Ready = the readiness probe on /health passed: the model is loaded.
+        assert.deepEqual(c.readinessProbe.httpGet, { path: "/health", port: 8000 });
+        assert.deepEqual(replicatedJob(js, "node").dependsOn, [{ name: "vllm", status: "Ready" }]);
+        assert.equal(vllm.template.spec.template.metadata.labels["app.kubernetes.io/name"], "vllm");
         assert.deepEqual(
-            vllm.spec.template.spec.volumes.map((v: any) => v.name),
+            pod.volumes.map((v: any) => v.name),
             ["dshm", "model-cache"],
         );
+    });
+
+    test("vLLM's Service selects this JobSet's vLLM replicated job by JobSet's own pod labels, which the ingress proxies to", () => {
+        const js = one(p, "JobSet");
+        const svc = p.manifests.find((m) => m.kind === "Service" && m.metadata.name === "vllm-demo")!;
+        assert.deepEqual(svc.spec.selector, {
+            ...replicatedJob(js, "vllm").template.spec.template.metadata.labels,
+            [JOBSET_LABELS.jobSetName]: js.metadata.name,
+            [JOBSET_LABELS.replicatedJobName]: "vllm",
+        });
     });
 
     test("claims are ReadWriteMany, under their own names (an access mode is immutable)", () => {
@@ -235,7 +259,9 @@ describe("multi-node: the trainer JobSet", () => {
 
     test("plan.md shows the nodes, the rank-0 address and the GPU-node count", () => {
         const md = fs.readFileSync(path.join(tmp, "0", "plan.md"), "utf8");
-        assert.match(md, /\| trainer JobSet \(2 nodes x 8 processes = 16\) \|/);
+        assert.match(md, /\| trainer: the same JobSet's `node` \(2 nodes x 8 processes = 16\), started once vLLM is Ready \|/);
+        assert.match(md, /\| vLLM \(`vllm serve`\), the JobSet's replicated job `vllm` on its own node, started first \|/);
+        assert.match(md, /the run completes when every trainer succeeds, and the JobSet then deletes vLLM's Job, freeing its node/);
         assert.match(md, /\| trainer ranks -> rank 0 \(accelerate --main_process_ip\) \| <jobset>-node-0-0\.<jobset>:29500 /);
         assert.match(md, /\| GPU nodes \| 2 trainer nodes \+ 1 vLLM node \| 3 \| 24 GPUs in all/);
         assert.match(md, /\| generation batch \| perDeviceTrainBatchSize 4 x numProcesses 8 x nodes 2 x stepsPerGeneration 4 \| 256 \|/);
@@ -252,8 +278,7 @@ describe("multi-node: white box (vllm serve on its own node)", () => {
         assert.equal(args[args.indexOf("--vllm_group_port") + 1], String(TRL_GROUP_PORT));
         assert.deepEqual(c.command.slice(0, 4), ["accelerate", "launch", "--num_machines", "2"]);
         assert.equal(c.command[c.command.indexOf("--num_processes") + 1], "16");
-        const vllm = p.manifests.find((m) => m.kind === "Deployment" && m.metadata.name === "vllm-demo-server")!;
-        const v = vllm.spec.template.spec.containers[0];
+        const v = replicatedJob(js, "vllm").template.spec.template.spec.containers[0];
         // What trl 1.16's deprecated vllm-serve execs.
         assert.deepEqual(v.command, ["vllm", "serve"]);
         assert.equal(v.args[v.args.indexOf("--tensor-parallel-size") + 1], "8");
@@ -296,7 +321,8 @@ describe("Kueue option (target.kueueQueue)", () => {
         const js = one(p, "JobSet");
         assert.equal(js.metadata.labels[KUEUE_QUEUE_LABEL], "team-a");
         assert.equal(js.spec.suspend, true);
-        assert.equal(js.spec.replicatedJobs[0].template.metadata.labels[KUEUE_QUEUE_LABEL], undefined, "the label is Kueue's on the JobSet itself");
+        for (const rj of js.spec.replicatedJobs)
+            assert.equal(rj.template.metadata.labels[KUEUE_QUEUE_LABEL], undefined, "the label is Kueue's on the JobSet itself");
         const md = fs.readFileSync(path.join(tmp, String(n - 1), "plan.md"), "utf8");
         assert.match(
             md,

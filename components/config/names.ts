@@ -182,8 +182,8 @@ export function podLabels(role: PodRole, instance: string): Record<string, strin
 }
 
 /**
- * The pods that serve vLLM on port 8000: the trainer's pod on one node (vLLM runs in it), vLLM's own
- * Deployment with training.nodes > 1. The ingress proxies to them and the training node selects them.
+ * The pods that serve vLLM on port 8000: the trainer's pod on one node (vLLM runs in it), the JobSet's
+ * vLLM pod with training.nodes > 1. The ingress proxies to them and the training node selects them.
  */
 export function vllmPodLabels(c: Pick<PlatformConfig, "training">, n: Pick<PlatformNames, "training">): Record<string, string> {
     return c.training.nodes > 1 ? podLabels("vllm", n.training.vllm) : podLabels("trainer", n.training.job);

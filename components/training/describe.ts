@@ -75,13 +75,19 @@ export const MAIN_PROCESS_PORT = 29500;
  * the JobSet's name and the index of the pod's Job within its replicated job (= the machine rank,
  * one pod per Job).
  */
-export const JOBSET_LABELS = { jobSetName: "jobset.sigs.k8s.io/jobset-name", jobIndex: "jobset.sigs.k8s.io/job-index" } as const;
+export const JOBSET_LABELS = {
+    jobSetName: "jobset.sigs.k8s.io/jobset-name",
+    replicatedJobName: "jobset.sigs.k8s.io/replicatedjob-name",
+    jobIndex: "jobset.sigs.k8s.io/job-index",
+} as const;
 /** JobSet's exclusive placement annotation: one child Job per value of the topology label (jobset_types.go ExclusiveKey). */
 export const EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology";
 /** Kueue's queue label on a Job / JobSet (kueue's `constants.QueueLabel`); Kueue admits suspended workloads carrying it. */
 export const KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name";
 /** The trainer's replicated job in the JobSet: pods are `<jobset>-<this>-<rank>-0.<jobset>`. */
 export const TRAINER_REPLICATED_JOB = "node";
+/** vLLM's replicated job in the multi-node JobSet (its pod `<jobset>-vllm-0-0`). */
+export const VLLM_REPLICATED_JOB = "vllm";
 /** Where the model-cache volume is mounted; HF_HOME lives under it. */
 export const MODEL_CACHE_PATH = "/cache";
 /** Where the checkpoint volume is mounted; each run writes to `<root>/<runId>`. */
@@ -225,7 +231,8 @@ export interface VolumeDescription {
 
 /**
  * Multi-node training (training.nodes > 1, Kubernetes): the trainer as a JobSet of `nodes` one-pod
- * Jobs, one per node, ranks wired by accelerate from JobSet's labels; vLLM in a Deployment of its own.
+ * Jobs, one per node, ranks wired by accelerate from JobSet's labels; vLLM as the JobSet's first
+ * replicated job, one pod on a node of its own, so it is queued, admitted and ended with the trainers.
  */
 export interface MultiNodeDescription {
     readonly nodes: number;
@@ -240,8 +247,8 @@ export interface MultiNodeDescription {
     readonly derivedEnv: Readonly<Record<string, string>>;
     /** Node label whose every value holds at most one trainer pod (JobSet exclusive placement). */
     readonly exclusiveTopology: string;
-    /** vLLM's own workload: Deployment name and pod labels (= its Service's selector). */
-    readonly vllm: { readonly deployment: string; readonly podLabels: Readonly<Record<string, string>> };
+    /** vLLM's replicated job in the same JobSet, and its pod labels (the NetworkPolicies' selector). */
+    readonly vllm: { readonly replicatedJob: string; readonly podLabels: Readonly<Record<string, string>> };
     /** vLLM's ClusterIP Service, which the trainer reaches for HTTP and the NCCL weight update. */
     readonly vllmService: string;
 }
@@ -288,7 +295,7 @@ export interface TrainingDescription {
     /** Secrets the run cannot start without. */
     readonly requiredSecrets: readonly SecretName[];
     readonly job: { readonly backoffLimit: number; readonly activeDeadlineSeconds: number };
-    /** training.nodes > 1: the JobSet and vLLM's own Deployment; absent on one node. */
+    /** training.nodes > 1: the JobSet of the trainers and vLLM; absent on one node. */
     readonly multiNode?: MultiNodeDescription;
     /** Kubernetes with target.kueueQueue: the Kueue LocalQueue the trainer is submitted to (created suspended). */
     readonly kueueQueue?: string;
@@ -407,7 +414,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
                   // <jobset>-<replicatedJob>-<jobIndex>-<podIndex> (jobset pkg/controllers/jobset_controller.go).
                   derivedEnv: { MAIN_PROCESS_IP: `$(JOBSET_NAME)-${TRAINER_REPLICATED_JOB}-0-0.$(JOBSET_NAME)` },
                   exclusiveTopology: "kubernetes.io/hostname",
-                  vllm: { deployment: names.training.vllm, podLabels: vllmPodLabels(config, names) },
+                  vllm: { replicatedJob: VLLM_REPLICATED_JOB, podLabels: vllmPodLabels(config, names) },
                   vllmService: names.training.vllmService,
               }
             : undefined;

@@ -1,22 +1,30 @@
 /**
- * Kubernetes translation of a multi-node TrainingDescription (training.nodes > 1): the trainer as a
- * JobSet (jobset.x-k8s.io/v1alpha2, JobSet v0.10.1) of one-pod Jobs, one per node, and vLLM in a
- * Deployment of its own behind its ClusterIP Service; NetworkPolicies that open exactly
- * trainer <-> trainer and trainer <-> vLLM (every port: NCCL picks its own), plus the ingress proxy to
- * vLLM's port in black box. Decides nothing new: ports, flags and env come from the description.
+ * Kubernetes translation of a multi-node TrainingDescription (training.nodes > 1): one JobSet
+ * (jobset.x-k8s.io/v1alpha2, JobSet v0.10.1) holding vLLM (its first replicated job, one pod on a
+ * node of its own) and the trainer (one-pod Jobs, one per node), so Kueue queues and admits both as
+ * one workload and vLLM's node is freed when the run ends; vLLM's ClusterIP Service selects that pod;
+ * NetworkPolicies open exactly trainer <-> trainer and trainer <-> vLLM (every port: NCCL picks its
+ * own), plus the ingress proxy to vLLM's port in black box. Decides nothing new: ports, flags and env
+ * come from the description.
  *
  * JobSet facts used (kubernetes-sigs/jobset v0.10.1): every pod carries the labels
- * `jobset.sigs.k8s.io/jobset-name` and `jobset.sigs.k8s.io/job-index` (api/jobset/v1alpha2/jobset_types.go);
+ * `jobset.sigs.k8s.io/jobset-name`, `jobset.sigs.k8s.io/replicatedjob-name` and `jobset.sigs.k8s.io/job-index`
+ * (labelAndAnnotateObject in pkg/controllers/jobset_controller.go, keys in api/jobset/v1alpha2/jobset_types.go);
  * with `network.enableDNSHostnames` the controller creates a headless Service named after the JobSet and
- * each pod's hostname is `<jobset>-<replicatedJob>-<jobIndex>-<podIndex>` (pkg/controllers/jobset_controller.go);
+ * each pod's hostname is `<jobset>-<replicatedJob>-<jobIndex>-<podIndex>`;
  * `alpha.jobset.sigs.k8s.io/exclusive-topology` places one Job per topology value (its pod webhook adds
- * the affinities); failurePolicy rules match a child Job's failure reason and message, and any failure
- * no rule matches restarts every Job (RestartJobSet) up to maxRestarts.
+ * the affinities); `dependsOn: [{name, status: Ready}]` creates a replicated job's Jobs only once every
+ * Job of the named one is Ready (pkg/controllers/depends_on.go; the first replicated job cannot have it);
+ * a successPolicy with targetReplicatedJobs completes the JobSet when those Jobs succeed, and a finished
+ * JobSet (Completed or Failed) deletes its still-active Jobs (reconcile in jobset_controller.go);
+ * failurePolicy rules match a child Job's failure reason, message and replicated job, the first matching
+ * rule wins, and a failure no rule matches restarts every Job (RestartJobSet) up to maxRestarts
+ * (pkg/controllers/failure_policy.go); a suspended JobSet's Jobs are created suspended (no pods).
  */
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
-import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./describe";
+import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, JOBSET_LABELS, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./describe";
 import { trainerEgressRules } from "./egress";
 import { trainingPodBase } from "./pod";
 import { clusterDnsEgress, podsInNamespace, publicInternetEgress } from "../shared/kubernetes";
@@ -33,9 +41,15 @@ export interface MultiNodeParts {
     readonly vllm: k8s.types.input.core.v1.Container;
     /** The pod volumes (shm, model cache, checkpoints, API token). */
     readonly volumes: readonly k8s.types.input.core.v1.Volume[];
-    readonly namespace: pulumi.Input<string>;
-    /** What the JobSet waits for (ServiceAccount, Secrets, claims, vLLM's Service, the Platform's waitFor). */
-    readonly dependsOn: readonly pulumi.Resource[];
+}
+
+/** The JobSet as planned, before anything is registered: its name, its spec, and what selects its vLLM pod. */
+export interface PlannedJobSet {
+    /** The run's name plus a hash of the spec (a changed spec is a new JobSet). */
+    readonly name: string;
+    readonly spec: Record<string, unknown>;
+    /** vLLM's Service selector: vLLM's pod labels and JobSet's labels for this JobSet's vLLM replicated job, so a terminating old run's vLLM is never selected. */
+    readonly vllmSelector: Readonly<Record<string, string>>;
 }
 
 /** The JobSet's object name: the run's name plus a hash of its spec (the replicated jobs are immutable). */
@@ -52,63 +66,45 @@ function withLabelEnv(c: k8s.types.input.core.v1.Container, m: MultiNodeDescript
     return { ...c, env: [...fromLabels, ...((c.env as k8s.types.input.core.v1.EnvVar[]) ?? [])] };
 }
 
-/** Registers vLLM's Deployment, the trainer's JobSet and the policies between them; returns the JobSet. */
-export function buildMultiNodeTraining(
-    name: string,
-    d: TrainingDescription,
-    m: MultiNodeDescription,
-    parts: MultiNodeParts,
-    parent: pulumi.Resource,
-): k8s.apiextensions.CustomResource {
-    const child = { parent };
-    const ns = parts.namespace;
+/** A drained or preempted node fails its Job with this pod condition (the nodeDisrupted rule reads it). */
+const FAIL_ON_DISRUPTION = { action: "FailJob", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] } as const;
+
+/** Plans the run's JobSet (pure: registers nothing). */
+export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescription, parts: MultiNodeParts): PlannedJobSet {
     const trainerLabels = { ...d.podLabels };
     const vllmLabels = { ...m.vllm.podLabels };
     const volumes = parts.volumes.map((v) => ({ ...v }));
-
-    // vLLM: one replica on a GPU node of its own (tensor parallel over its GPUs, all in one pod: a
-    // 32B policy fits one 8-GPU node, so no leader/worker set). A Deployment, not a StatefulSet: it
-    // keeps no per-replica identity or storage (the Service gives the address, the model cache is the
-    // shared claim); Recreate, since a rolling update would ask for a second node's GPUs. Not awaited:
-    // it turns Ready only once the model has loaded.
-    new k8s.apps.v1.Deployment(
-        `${name}-vllm`,
-        {
-            metadata: { name: m.vllm.deployment, namespace: ns, labels: { ...PART_OF }, annotations: { ...SKIP_AWAIT } },
-            spec: {
-                replicas: 1,
-                strategy: { type: "Recreate" },
-                selector: { matchLabels: vllmLabels },
-                template: {
-                    metadata: { labels: vllmLabels },
-                    spec: {
-                        ...trainingPodBase(d),
-                        containers: [parts.vllm],
-                        // vLLM mounts no checkpoints and no API token.
-                        volumes: volumes.filter((v) => v.name === "dshm" || v.name === "model-cache"),
-                    },
-                },
-            },
-        },
-        child,
-    );
-
-    const podSpec: k8s.types.input.core.v1.PodSpec = {
+    const trainerPod: k8s.types.input.core.v1.PodSpec = {
         // podFailurePolicy requires restartPolicy Never.
         restartPolicy: "Never",
         ...trainingPodBase(d),
         containers: [withLabelEnv(parts.trainer, m)],
         volumes,
     };
+    // vLLM: one pod on a GPU node of its own (tensor parallel over its GPUs, all in one pod: a 32B
+    // policy fits one 8-GPU node). Never restarted in place: a vLLM that exits or fails its liveness
+    // probe fails its Job, which the failure policy turns into a restart of the whole JobSet (the
+    // trainers' NCCL group with vLLM does not survive a vLLM restart anyway).
+    const vllmPod: k8s.types.input.core.v1.PodSpec = {
+        restartPolicy: "Never",
+        ...trainingPodBase(d),
+        containers: [parts.vllm],
+        // vLLM mounts no checkpoints and no API token.
+        volumes: volumes.filter((v) => v.name === "dshm" || v.name === "model-cache"),
+    };
     const queue = d.kueueQueue;
     const spec = {
-        // Kueue's contract: a suspended JobSet with the queue label, which Kueue unsuspends on admission.
+        // Kueue's contract: a suspended JobSet with the queue label, which Kueue unsuspends on admission;
+        // JobSet creates the Jobs of a suspended JobSet suspended, so neither vLLM nor a trainer has a pod.
         ...(queue !== undefined ? { suspend: true } : {}),
         // The pods' DNS names (rank 0's is the rendezvous address), published before the pods are Ready.
         network: { enableDNSHostnames: true, publishNotReadyAddresses: true },
-        // All or nothing: one node's failure restarts every node (RestartJobSet, the default for a
-        // failure no rule matches) up to backoffLimit times; a trainer's own non-zero exit and the
-        // deadline end the run at once; a drained node restarts it without using up a retry.
+        // The run is done when every trainer's Job succeeded; the JobSet then deletes vLLM's Job.
+        successPolicy: { operator: "All", targetReplicatedJobs: [m.replicatedJob] },
+        // All or nothing, first matching rule wins: a drained node restarts everything without using up
+        // a retry; vLLM's failure (exit, liveness kill) restarts everything, counted against maxRestarts
+        // (= training.backoffLimit: 0 ends the run); a trainer's own non-zero exit and the deadline end
+        // the run at once; anything else restarts everything, counted.
         failurePolicy: {
             maxRestarts: d.job.backoffLimit,
             rules: [
@@ -118,14 +114,33 @@ export function buildMultiNodeTraining(
                     onJobFailureReasons: ["PodFailurePolicy"],
                     onJobFailureMessagePatterns: ["DisruptionTarget"],
                 },
-                { name: "trainerFailed", action: "FailJobSet", onJobFailureReasons: ["PodFailurePolicy"] },
-                { name: "deadlineExceeded", action: "FailJobSet", onJobFailureReasons: ["DeadlineExceeded"] },
+                { name: "vllmFailed", action: "RestartJobSet", targetReplicatedJobs: [m.vllm.replicatedJob] },
+                { name: "trainerFailed", action: "FailJobSet", onJobFailureReasons: ["PodFailurePolicy"], targetReplicatedJobs: [m.replicatedJob] },
+                { name: "deadlineExceeded", action: "FailJobSet", onJobFailureReasons: ["DeadlineExceeded"], targetReplicatedJobs: [m.replicatedJob] },
             ],
         },
         replicatedJobs: [
             {
+                // First: the trainers depend on it (JobSet refuses dependsOn on the first replicated job).
+                name: m.vllm.replicatedJob,
+                replicas: 1,
+                template: {
+                    metadata: { labels: vllmLabels },
+                    spec: {
+                        parallelism: 1,
+                        completions: 1,
+                        backoffLimit: 0,
+                        podFailurePolicy: { rules: [FAIL_ON_DISRUPTION] },
+                        template: { metadata: { labels: vllmLabels }, spec: vllmPod },
+                    },
+                },
+            },
+            {
                 name: m.replicatedJob,
                 replicas: m.nodes,
+                // The trainers' Jobs are created once vLLM's Job is Ready: its pod passed the readiness
+                // probe on /health, so the model is loaded before any trainer starts.
+                dependsOn: [{ name: m.vllm.replicatedJob, status: "Ready" }],
                 template: {
                     metadata: { labels: trainerLabels },
                     spec: {
@@ -140,32 +155,54 @@ export function buildMultiNodeTraining(
                         podFailurePolicy: {
                             rules: [
                                 { action: "FailJob", onExitCodes: { containerName: CONTAINER.trainer, operator: "NotIn", values: [0] } },
-                                { action: "FailJob", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
+                                FAIL_ON_DISRUPTION,
                             ],
                         },
-                        template: { metadata: { labels: trainerLabels }, spec: podSpec },
+                        template: { metadata: { labels: trainerLabels }, spec: trainerPod },
                     },
                 },
             },
         ],
     };
+    const name = jobSetObjectName(d, spec);
+    return {
+        name,
+        spec,
+        vllmSelector: { ...vllmLabels, [JOBSET_LABELS.jobSetName]: name, [JOBSET_LABELS.replicatedJobName]: m.vllm.replicatedJob },
+    };
+}
+
+/** Registers the run's JobSet (vLLM and the trainers) and the policies between them; returns the JobSet. */
+export function buildMultiNodeTraining(
+    name: string,
+    d: TrainingDescription,
+    m: MultiNodeDescription,
+    planned: PlannedJobSet,
+    deps: { readonly namespace: pulumi.Input<string>; readonly dependsOn: readonly pulumi.Resource[] },
+    parent: pulumi.Resource,
+): k8s.apiextensions.CustomResource {
+    const child = { parent };
+    const ns = deps.namespace;
+    const trainerLabels = { ...d.podLabels };
+    const vllmLabels = { ...m.vllm.podLabels };
+    const queue = d.kueueQueue;
     const jobSet = new k8s.apiextensions.CustomResource(
         `${name}-jobset`,
         {
             apiVersion: "jobset.x-k8s.io/v1alpha2",
             kind: "JobSet",
             metadata: {
-                name: jobSetObjectName(d, spec),
+                name: planned.name,
                 namespace: ns,
                 labels: { ...trainerLabels, ...(queue !== undefined ? { [KUEUE_QUEUE_LABEL]: queue } : {}) },
-                // One trainer pod per node (each Job holds one pod).
+                // One pod per node (each Job holds one pod): vLLM's and each trainer's.
                 annotations: { ...SKIP_AWAIT, [EXCLUSIVE_TOPOLOGY_ANNOTATION]: m.exclusiveTopology },
             },
-            spec,
+            spec: planned.spec,
         },
         {
             ...child,
-            dependsOn: [...parts.dependsOn],
+            dependsOn: [...deps.dependsOn],
             // As the one-node Job: a changed spec is a new JobSet (a hash in its name), the old one deleted
             // first without waiting; the scheduler keeps the new pods Pending until the old ones free the GPUs.
             deleteBeforeReplace: true,

@@ -9,7 +9,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
 import * as path from "node:path";
 import { CONTAINER, type ContainerDescription, type HttpProbe, KUEUE_QUEUE_LABEL, type SecretName, type TrainingDescription, VLLM_PORT } from "./describe";
-import { buildMultiNodeTraining } from "./kubernetes-multinode";
+import { buildMultiNodeTraining, planMultiNodeJobSet } from "./kubernetes-multinode";
 import { trainerEgressRules } from "./egress";
 import { ncclCheckSource } from "./nccl-check";
 import { trainingPodBase } from "./pod";
@@ -177,33 +177,6 @@ export function buildKubernetesTraining(
             : { name: volumeName("checkpoints"), emptyDir: {} },
     ];
 
-    // Black box: the ClusterIP Service in front of vLLM, registered first so the ingress can wait
-    // for it. Not awaited: its endpoints become ready only once the model has loaded (minutes to
-    // tens of minutes), which no `pulumi up` should wait for; the ingress needs only its name.
-    // With nodes > 1 it selects vLLM's own pods, and the trainer reaches vLLM through it too.
-    const access = d.ingressAccess;
-    const vllmServiceName = access?.serviceName ?? d.multiNode?.vllmService;
-    const vllmService = vllmServiceName
-        ? new k8s.core.v1.Service(
-              `${name}-vllm-service`,
-              {
-                  metadata: {
-                      name: vllmServiceName,
-                      namespace: ns,
-                      labels: { "app.kubernetes.io/part-of": "agent-rl-infra" },
-                      annotations: { ...SKIP_AWAIT },
-                  },
-                  // ClusterIP only, port 8000 only: the ingress is the one public face of vLLM.
-                  spec: {
-                      type: "ClusterIP",
-                      selector: d.multiNode ? { ...d.multiNode.vllm.podLabels } : labels,
-                      ports: [{ name: "http", port: VLLM_PORT, targetPort: VLLM_PORT, protocol: "TCP" }],
-                  },
-              },
-              child,
-          )
-        : undefined;
-
     // The NCCL check script, read-only next to the supervisor (gpuSharing shared + ncclCheck).
     const check = d.gpuSharing.check;
     const checkScripts = check
@@ -236,6 +209,37 @@ export function buildKubernetesTraining(
             ...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []),
             { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true },
         ];
+    // training.nodes > 1: one JobSet of vLLM and the trainers over the nodes, planned first so vLLM's
+    // Service can select this JobSet's vLLM pod by name.
+    const plannedJobSet =
+        d.multiNode && d.vllm ? planMultiNodeJobSet(d, d.multiNode, { trainer: main, vllm: container(d.vllm, d, provided), volumes }) : undefined;
+    // Black box: the ClusterIP Service in front of vLLM, before the Job so the ingress can wait
+    // for it. Not awaited: its endpoints become ready only once the model has loaded (minutes to
+    // tens of minutes), which no `pulumi up` should wait for; the ingress needs only its name.
+    // With nodes > 1 it selects the vLLM pod of this run's JobSet, and the trainer reaches vLLM through it too.
+    const access = d.ingressAccess;
+    const vllmServiceName = access?.serviceName ?? d.multiNode?.vllmService;
+    const vllmService = vllmServiceName
+        ? new k8s.core.v1.Service(
+              `${name}-vllm-service`,
+              {
+                  metadata: {
+                      name: vllmServiceName,
+                      namespace: ns,
+                      labels: { "app.kubernetes.io/part-of": "agent-rl-infra" },
+                      annotations: { ...SKIP_AWAIT },
+                  },
+                  // ClusterIP only, port 8000 only: the ingress is the one public face of vLLM.
+                  spec: {
+                      type: "ClusterIP",
+                      selector: plannedJobSet ? { ...plannedJobSet.vllmSelector } : labels,
+                      ports: [{ name: "http", port: VLLM_PORT, targetPort: VLLM_PORT, protocol: "TCP" }],
+                  },
+              },
+              child,
+          )
+        : undefined;
+
     const dependsOn = [
         serviceAccount,
         ...secretResources,
@@ -245,11 +249,7 @@ export function buildKubernetesTraining(
         ...(vllmService ? [vllmService] : []),
         ...waitFor,
     ];
-    // training.nodes > 1: the trainer as a JobSet over the nodes, vLLM in a Deployment of its own.
-    const multi =
-        d.multiNode && d.vllm
-            ? buildMultiNodeTraining(name, d, d.multiNode, { trainer: main, vllm: container(d.vllm, d, provided), volumes, namespace: ns, dependsOn }, parent)
-            : undefined;
+    const multi = d.multiNode && plannedJobSet ? buildMultiNodeTraining(name, d, d.multiNode, plannedJobSet, { namespace: ns, dependsOn }, parent) : undefined;
     const sidecar = d.vllm && !merged ? { ...container(d.vllm, d, provided), restartPolicy: "Always" } : undefined;
     const podSpec: k8s.types.input.core.v1.PodSpec = {
         // podFailurePolicy requires restartPolicy Never.

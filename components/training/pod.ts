@@ -1,6 +1,6 @@
 /**
  * The pod settings every training pod shares on Kubernetes (the one-node Job's, the multi-node
- * JobSet's trainers and vLLM's Deployment): the trainer's ServiceAccount without an automounted
+ * JobSet's trainers and vLLM): the trainer's ServiceAccount without an automounted
  * token, the runtime's default seccomp profile, and the GPU scheduling the config asks for.
  */
 import type * as k8s from "@pulumi/kubernetes";

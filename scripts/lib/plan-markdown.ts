@@ -205,7 +205,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         rows.push(["trainer (vLLM colocated)", where, `${t.trainerGpus}`, 1, "-", "vLLM in-process"]);
     } else if (multi) {
         rows.push([
-            `${t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`vllm serve`, trainer image)"}, Deployment on its own node`,
+            `${t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`vllm serve`, trainer image)"}, the JobSet's replicated job \`${multi.vllm.replicatedJob}\` on its own node, started first`,
             where,
             `${t.vllmGpus} (TP ${t.vllmGpus})`,
             1,
@@ -213,7 +213,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
             "8000 + NCCL (trainer pods only)",
         ]);
         rows.push([
-            `trainer JobSet (${multi.nodes} nodes x ${t.numProcesses} processes = ${multi.nodes * t.numProcesses})`,
+            `trainer: the same JobSet's \`${multi.replicatedJob}\` (${multi.nodes} nodes x ${t.numProcesses} processes = ${multi.nodes * t.numProcesses}), started once vLLM is Ready`,
             where,
             `${t.trainerGpus} per node, ${multi.nodes * t.trainerGpus} in all`,
             `${multi.nodes} (one pod per node)`,
@@ -267,11 +267,20 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         out.push(`DNS egress (target.dns): **${c.target.dns.kind}**: ${dnsEgressText(dnsEgressFor(c.target))}, on 53 UDP+TCP; nothing else there.`);
         out.push("");
     }
+    if (multi) {
+        out.push(
+            `Lifecycle (training.nodes > 1): one JobSet holds vLLM and the trainers. The trainers start once vLLM's pod is Ready (its /health); ` +
+                `the run completes when every trainer succeeds, and the JobSet then deletes vLLM's Job, freeing its node. ` +
+                `A trainer's non-zero exit or the deadline fails the run (vLLM goes with it); a vLLM failure restarts vLLM and every trainer, ` +
+                `counted against training.backoffLimit (${plan.training.job.backoffLimit}: ${plan.training.job.backoffLimit === 0 ? "the run ends" : "then the run ends"}); a drained node restarts everything without counting.`,
+        );
+        out.push("");
+    }
     if (plan.training.kueueQueue !== undefined) {
         out.push(
             `Kueue queue: **${plan.training.kueueQueue}** (target.kueueQueue). The trainer's ${multi ? "JobSet" : "Job"} carries \`kueue.x-k8s.io/queue-name: ${plan.training.kueueQueue}\` and is created suspended: ` +
                 `it starts only when Kueue admits it against LocalQueue \`${plan.training.kueueQueue}\` in ${names.namespaces.training} (which the cluster must have; this stack creates no Kueue objects).` +
-                (multi ? " vLLM's Deployment is not queued: it takes its node at once." : ""),
+                (multi ? " vLLM is a replicated job of the same JobSet: queued and admitted with the trainers, no pod while suspended." : ""),
         );
         out.push("");
     }

@@ -405,7 +405,7 @@ const POD_TEMPLATES: Readonly<Record<string, { readonly group: string; readonly 
     Job: { group: "batch", template: (m) => m.spec?.template },
     CronJob: { group: "batch", template: (m) => m.spec?.jobTemplate?.spec?.template },
     SandboxTemplate: { group: "extensions.agents.x-k8s.io", template: (m) => m.spec?.podTemplate },
-    // One pod group per JobSet: its first replicated job's pod template (the project's JobSets have one).
+    // One pod group per replicated job (podGroups below splits them): here the first one's template.
     JobSet: { group: "jobset.x-k8s.io", template: (m) => m.spec?.replicatedJobs?.[0]?.template?.spec?.template },
 };
 
@@ -426,6 +426,22 @@ function containerPorts(spec: any, where: string, problems: string[]): Party["po
             return { port: p?.containerPort, protocol, ...(typeof p?.name === "string" ? { name: p.name } : {}) };
         }),
     );
+}
+
+/** A JobSet's pods are one group per replicated job (the multi-node run's vLLM and its trainers), each named <jobset>-<replicatedJob>. */
+function podGroups(m: Manifest, problems: string[]): Draft[] {
+    if (m.kind !== "JobSet" || groupOf(m.apiVersion) !== "jobset.x-k8s.io") {
+        const g = podGroup(m, problems);
+        return g ? [g] : [];
+    }
+    const rjs: any[] = Array.isArray(m.spec?.replicatedJobs) ? m.spec.replicatedJobs : [];
+    if (rjs.length === 0) problems.push(`JobSet ${m.metadata?.namespace}/${m.metadata?.name}: no replicatedJobs`);
+    return rjs.flatMap((rj) => {
+        const g = podGroup({ ...m, spec: { ...m.spec, replicatedJobs: [rj] } }, problems);
+        if (!g) return [];
+        // The JobSet controller labels every pod with its replicated job's name too (ReplicatedJobNameKey).
+        return [{ ...g, name: `${g.name}-${rj.name}`, labels: { ...g.labels, "jobset.sigs.k8s.io/replicatedjob-name": rj.name } }];
+    });
 }
 
 function podGroup(m: Manifest, problems: string[]): Draft | undefined {
@@ -523,8 +539,7 @@ export function evaluateReachability(manifests: readonly Manifest[], options: Re
                 );
             else policies.push(parsePolicy(m, problems));
         } else {
-            const g = podGroup(m, problems);
-            if (g) drafts.push(g);
+            drafts.push(...podGroups(m, problems));
         }
     }
     for (const e of options.endpoints ?? []) drafts.push(endpointParty(e, problems));
