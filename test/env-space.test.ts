@@ -425,6 +425,15 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             );
         });
 
+        test("router Deployment: `up` waits for both routers of the new template to be available (pulumi.com/waitFor), not the provider's Deployment await", () => {
+            const { dep } = routerDeployment();
+            assert.deepEqual(JSON.parse(dep.metadata.annotations["pulumi.com/waitFor"]), [
+                "jsonpath={.status.updatedReplicas}=2",
+                "jsonpath={.status.availableReplicas}=2",
+            ]);
+            assert.equal(dep.metadata.annotations["pulumi.com/skipAwait"], undefined, "awaited");
+        });
+
         test("capacity responder: a second router container in the env's image on loopback, hardened like nginx, files from the ConfigMap", () => {
             const { pod } = routerDeployment();
             const data = single(b.update.resources, T.configMap).inputs.data;

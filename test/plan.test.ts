@@ -154,6 +154,23 @@ describe("plan: every stack and every recipe", () => {
             assert.match(fs.readFileSync(path.join(outDir, "plan.md"), "utf8"), re);
         }
     });
+
+    test("the plan says an env capacity change restarts the routers and drops live sessions, per target", async () => {
+        for (const [target, how] of [
+            ["kubernetes", /the router Deployment replaces both its pods at once \(Recreate\)/],
+            ["docker", /the router container is replaced \(deleted first\)/],
+        ] as const) {
+            const outDir = path.join(tmp, `capacity-${target}`);
+            await planToDir({ recipe: "mbpp-whitebox-64", target }, { outDir });
+            const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+            assert.match(
+                md,
+                /Changing an env's capacity mid-run \(`envs\.<name>\.replicas`, `headroomReplicas`, `sessionsPerReplica`\) restarts its routers \(env `coding`\)/,
+            );
+            assert.match(md, how);
+            assert.match(md, /every live session through them is dropped; `pulumi up` returns once the routers serve again/);
+        }
+    });
 });
 
 describe("plan: secrets never reach the output", () => {

@@ -168,6 +168,24 @@ export function routerDeploymentSpec(d: DeployedEnvDescription): k8s.types.input
     };
 }
 
+/** pulumi-kubernetes' override of its await logic (provider/pkg/metadata/annotations.go, AnnotationWaitFor). */
+export const WAIT_FOR_ANNOTATION = "pulumi.com/waitFor";
+
+/**
+ * What `pulumi up` waits for on the router Deployment: every router of the current template
+ * available. Needed because the provider's own Deployment await (provider/pkg/await/deployment.go)
+ * passes a Recreate rollout at once: the Deployment controller first scales the old ReplicaSet to 0
+ * without creating the new one, so the revision annotation is still the old one, the old
+ * ReplicaSet's 0 replicas count as all ready and the Available / NewReplicaSetAvailable conditions
+ * are the old ones; `up` returned while 0 of 2 routers were Ready. A JSONPath condition is checked
+ * only once status.observedGeneration has caught up (provider/pkg/await/condition/jsonpath.go), and
+ * with Recreate updatedReplicas = N and availableReplicas = N means N new routers serving and no old one.
+ */
+export function routerAwaitAnnotations(d: DeployedEnvDescription): Record<string, string> {
+    const n = d.router.replicas;
+    return { [WAIT_FOR_ANNOTATION]: JSON.stringify([`jsonpath={.status.updatedReplicas}=${n}`, `jsonpath={.status.availableReplicas}=${n}`]) };
+}
+
 /**
  * The router Service: the env URL's host. ClientIP affinity pins all sessions of one trainer pod
  * (one IP) to one router, so that router's per-replica cap of k is exact. With several trainer
@@ -292,7 +310,7 @@ export function registerKubernetesEnvSpace(name: string, args: KubernetesEnvArgs
     // The router needs neither the replicas nor their DNS names to start (`resolve` tolerates missing names).
     const routerDeployment = new k8s.apps.v1.Deployment(
         `${name}-router`,
-        { metadata: meta(d.router.name), spec: routerDeploymentSpec(d) },
+        { metadata: { ...meta(d.router.name), annotations: routerAwaitAnnotations(d) }, spec: routerDeploymentSpec(d) },
         { ...child, dependsOn: [config, routerPolicy] },
     );
     new k8s.policy.v1.PodDisruptionBudget(

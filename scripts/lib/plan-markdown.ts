@@ -400,6 +400,18 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     }
     out.push(table(["check", "how", "value", "holds because"], checks));
     out.push("");
+    const routed = plan.envs.filter((x) => x.kind === "deployed").map((x) => `\`${x.name}\``);
+    if (routed.length > 0) {
+        out.push(
+            `Changing an env's capacity mid-run (\`envs.<name>.replicas\`, \`headroomReplicas\`, \`sessionsPerReplica\`) restarts its routers ` +
+                `(env${routed.length === 1 ? "" : "s"} ${routed.join(", ")}): the router config lists the replicas, and ` +
+                (c.target.kind === "kubernetes"
+                    ? "the router Deployment replaces both its pods at once (Recreate), "
+                    : "the router container is replaced (deleted first), ") +
+                `so every live session through them is dropped; \`pulumi up\` returns once the routers serve again. Change capacity between runs.`,
+        );
+        out.push("");
+    }
     if (plan.ingress) {
         const i = plan.ingress;
         out.push("## Ingress");
