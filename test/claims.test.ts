@@ -120,7 +120,7 @@ describe("claims: the program reads its own last outputs before registering anyt
         assert.equal(run.error, undefined);
         const claims = run.outputs?.claims as ClaimRecords;
         assert.equal(claims.checkpoints?.namespace, "arl-staging-training");
-        assert.equal(claims.checkpoints?.size, "100Gi");
+        assert.equal(claims.checkpoints?.size, "110Gi");
         assert.ok(claims.modelCache, "the model cache claim too");
     });
 
@@ -135,7 +135,7 @@ describe("claims: the program reads its own last outputs before registering anyt
         for (const preview of [false, true]) {
             const refused = await runUnderMocks(program(), { ...staging(), preview, previousOutputs: { claims: bigger } });
             assert.ok(pulumi.RunError.isInstance(refused.error as Error), `a clean RunError (${refused.error})`);
-            assert.match((refused.error as Error).message, /training\.checkpoints\.size: 100Gi is smaller than the 2Ti of the claim arl-staging-training\//);
+            assert.match((refused.error as Error).message, /training\.checkpoints\.size: 110Gi is smaller than the 2Ti of the claim arl-staging-training\//);
             assert.deepEqual(
                 refused.resources.map((r) => r.type).filter((t) => t !== "pulumi:pulumi:Stack"),
                 [],

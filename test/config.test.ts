@@ -128,7 +128,14 @@ describe("config: every validation message names the field and the fix", () => {
             raw: withOverride({
                 recipe: "wordle-whitebox",
                 // The seeds' Wordle script takes no eval flags: a custom script that evaluates.
-                training: { program: "custom", command: ["python", "/app/train.py"], evalSize: 50, perDeviceEvalBatchSize: 64 },
+                training: {
+                    program: "custom",
+                    command: ["python", "/app/train.py"],
+                    evalSize: 50,
+                    perDeviceEvalBatchSize: 64,
+                    // A custom script's checkpoints are counted in fp32 (the seeds' 46Gi is for bf16).
+                    checkpoints: { size: "76Gi" },
+                },
                 envs: { wordle: { replicas: 5 } },
             }),
             expect: [

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
 import { configProblems, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
-import { RESUME_SCRIPT } from "../components/training/describe";
+import { CHECKPOINT_SELECT_PY } from "../components/training/checkpoint-select";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
 import { dockerEnv, ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
@@ -392,9 +392,10 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                 p.inputs.spec.storageClassName,
                 p.inputs.spec.resources.requests.storage,
             ]);
+            // The black-box setup is the opencode recipe, sized by the rule (components/config/checkpoints.ts); the others keep the default.
             assert.deepEqual(pvcs, [
                 ["model-cache", "fast", "200Gi"],
-                ["checkpoints", "fast", "100Gi"],
+                ["checkpoints", "fast", layout === "blackbox" ? "110Gi" : "100Gi"],
             ]);
         });
 
@@ -652,13 +653,14 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
 }
 
 describe("resolveTrainingNode", () => {
-    test("resume (a custom script): wraps the trainer so it starts from the newest checkpoint on the shared volume", () => {
+    test("resume (a custom script): wraps the trainer so it picks this run's checkpoint on the shared volume (or the one named)", () => {
         const { config, names, links } = setup("whitebox-colocate", "kubernetes", {});
         const custom = { ...config.training, program: "custom" as const, command: ["python", "/app/train.py"], argsCheck: false, resumeFromCheckpoint: true };
         const resumed = resolveTrainingNode({ ...config, training: custom }, names, links);
-        assert.deepEqual(resumed.trainer.command?.slice(0, 4), ["/bin/sh", "-c", RESUME_SCRIPT, "resume"]);
-        assert.deepEqual(resumed.trainer.command?.slice(4, 8), ["python", "/app/train.py", "--model_name_or_path", "Qwen/Qwen3-1.7B"]);
-        assert.ok(RESUME_SCRIPT.includes('exec "$@" --resume_from_checkpoint "$ckpt"'));
+        assert.deepEqual(resumed.trainer.command?.slice(0, 8), ["python", "-c", CHECKPOINT_SELECT_PY, "resume", "/checkpoints", config.runId, "", "--"]);
+        assert.deepEqual(resumed.trainer.command?.slice(8, 12), ["python", "/app/train.py", "--model_name_or_path", "Qwen/Qwen3-1.7B"]);
+        const named = resolveTrainingNode({ ...config, training: { ...custom, resumeFromCheckpoint: "r0/checkpoint-20" } }, names, links);
+        assert.equal(named.trainer.command?.[6], "r0/checkpoint-20");
     });
 
     test("several trainer processes turn python into accelerate launch --num_processes", () => {

@@ -236,7 +236,13 @@ test("the rendered one-container command parses under sh -n for every server lay
                           recipe,
                           runId: "r1",
                           target: { kind: "kubernetes", context: "test" },
-                          training: { ncclCheck: true, resumeFromCheckpoint: true, program: "custom", command: ["python", "/app/train.py"] },
+                          training: {
+                              ncclCheck: true,
+                              resumeFromCheckpoint: true,
+                              program: "custom",
+                              command: ["python", "/app/train.py"],
+                              checkpoints: { size: "203Gi" },
+                          },
                       }
                     : {
                           runId: "r1",

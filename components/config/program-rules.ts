@@ -47,7 +47,6 @@ export function validateProgram(c: PlatformConfig): string[] {
         );
     }
     if (t.trackioProject !== undefined && !has("trackioProject")) noFlag("trackioProject", "remove it (set trackioSpaceId for where metrics go)");
-    if (t.resumeFromCheckpoint) noFlag("resumeFromCheckpoint", "set it to false (the program writes no resumable checkpoint the platform can hand back)");
     if (t.evalSize > 0 && !has("evalSize")) noFlag("evalSize", "set it to 0");
     if (t.hubRepoId !== undefined && !(has("pushToHub") && has("hubModelId"))) noFlag("hubRepoId", "remove it");
     for (const f of BATCH_FIELDS) {

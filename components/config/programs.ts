@@ -106,6 +106,24 @@ export interface ProgramFacts {
      * the same dtype (`vllm serve --dtype`), as the trainer asks.
      */
     readonly trainerDtype?: string;
+    /** What the program writes to the checkpoint volume, and whether a run of it can resume. */
+    readonly checkpoints: ProgramCheckpointFacts;
+}
+
+/** A program's checkpoints, as its source fixes them. */
+export interface ProgramCheckpointFacts {
+    /** Whether a run can resume from what it saved (a resume flag, and checkpoints before the end). */
+    readonly resumable: boolean;
+    /** Full checkpoints (weights + optimizer state) on the volume at once, at the peak. */
+    readonly full: number;
+    /** Weights-only saves over a run (the final model), a Hub push not counted. */
+    readonly weightsOnly: number;
+    /** Why, from the source (messages name it). */
+    readonly why: string;
+    /** The dtype the trainer holds its weights in (sizes the checkpoints). */
+    readonly dtype: "float32" | "bfloat16";
+    /** The optimizer when the stack sets none (transformers 5.24 TrainingArguments: adamw_torch_fused on torch >= 2.8). */
+    readonly optim: string;
 }
 
 /** Seeds' Hub repo (a model repo holding the scripts). */
@@ -116,6 +134,9 @@ const SEEDS_READ = "main (read 2026-12-01; the index gave no commit)";
  * the scripts never read it: the colocated vLLM engine does.
  */
 const SEED_ENV = { VLLM_USE_FLASHINFER_SAMPLER: "0" } as const;
+/** The seeds' scripts' saving, as their source / published commands show it. */
+const SEED_SAVES =
+    "it sets no save_steps, so transformers' default 500 saves only the final step of its run (DefaultFlowCallback saves at the end with save_strategy 'steps'; 42 steps in the MBPP recipe)";
 const str: ProgramFlag = { action: "store", type: "str" };
 const int = (d: number): ProgramFlag => ({ action: "store", type: "int", default: d });
 
@@ -172,6 +193,15 @@ export const PROGRAMS = {
             learningRate: "--learning-rate",
         },
         fixed: {},
+        checkpoints: {
+            resumable: false,
+            full: 1,
+            weightsOnly: 0,
+            why: SEED_SAVES,
+            // TRL 1.16 GRPOTrainer leaves dtype to transformers v5, which takes the model config's (bfloat16 for Qwen3).
+            dtype: "bfloat16",
+            optim: "adamw_torch_fused",
+        },
         env: SEED_ENV,
         trackioDefault: "the Space 'coding-grpo' under the HF token's user",
     },
@@ -202,6 +232,15 @@ export const PROGRAMS = {
             hubModelId: "--hub-model-id",
         },
         fixed: { perDeviceTrainBatchSize: 8, gradientAccumulationSteps: 8, numGenerations: 4 },
+        checkpoints: {
+            resumable: false,
+            full: 1,
+            weightsOnly: 0,
+            why: SEED_SAVES,
+            // TRL 1.16 GRPOTrainer leaves dtype to transformers v5, which takes the model config's (bfloat16 for Qwen3).
+            dtype: "bfloat16",
+            optim: "adamw_torch_fused",
+        },
         env: SEED_ENV,
         trackioDefault: "a Space under the HF token's user (the script's default; not published)",
     },
@@ -231,6 +270,15 @@ export const PROGRAMS = {
             hubModelId: "--hub-model-id",
         },
         fixed: {},
+        checkpoints: {
+            resumable: false,
+            full: 1,
+            weightsOnly: 0,
+            why: SEED_SAVES,
+            // TRL 1.16 GRPOTrainer leaves dtype to transformers v5, which takes the model config's (bfloat16 for Qwen3).
+            dtype: "bfloat16",
+            optim: "adamw_torch_fused",
+        },
         env: SEED_ENV,
         trackioDefault: "a Space under the HF token's user (the script's default; not published)",
     },
@@ -297,6 +345,14 @@ export const PROGRAMS = {
         fixed: { perDeviceTrainBatchSize: 4 },
         env: {},
         trainerDtype: "float32",
+        checkpoints: {
+            resumable: false,
+            full: 0,
+            weightsOnly: 0,
+            why: 'it hard-codes save_strategy="no" (no checkpoint at all; only trainer.push_to_hub() saves the final model, locally first)',
+            dtype: "float32",
+            optim: "adamw_torch",
+        },
     },
 } as const satisfies Record<string, ProgramFacts>;
 

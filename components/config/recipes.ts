@@ -8,6 +8,12 @@ import type { PlatformConfigInput } from "./schema";
 /** A recipe fixes everything but where it runs and the run id. */
 export type Recipe = Omit<PlatformConfigInput, "target" | "runId" | "recipe"> & { readonly description: string };
 
+/**
+ * The seeds' scripts on Qwen3-1.7B: one full bf16 checkpoint at the end (6 bytes per parameter) and a
+ * push's local copy, for 3 runs (the rule in components/config/checkpoints.ts; the tests recompute it).
+ */
+const SEED_CHECKPOINTS = "46Gi";
+
 export const RECIPES = {
     // The published MBPP run: train_coding_whitebox_eval.py defaults, one A100 80 GB, vLLM
     // colocated, 8 x 2 = 16 live env sessions, 4 generations (4 prompts per step),
@@ -26,6 +32,7 @@ export const RECIPES = {
             evalSize: 64,
             // 42 steps = 170 prompts / 4 per step over the script's one epoch: it has no step flag.
             program: "train_coding_whitebox_eval",
+            checkpoints: { size: SEED_CHECKPOINTS },
         },
         envs: { coding: { catalog: "coding" } },
     },
@@ -43,6 +50,7 @@ export const RECIPES = {
             // Explicit: the plain script defaults to 120 problems (seeds' README).
             datasetSize: 170,
             program: "train_coding_whitebox",
+            checkpoints: { size: SEED_CHECKPOINTS },
         },
         envs: { coding: { catalog: "coding" } },
     },
@@ -61,6 +69,7 @@ export const RECIPES = {
             perDeviceEvalBatchSize: 8,
             datasetSize: 2000,
             program: "train_wordle_whitebox",
+            checkpoints: { size: SEED_CHECKPOINTS },
         },
         envs: { wordle: { catalog: "textarena", sessionsPerReplica: 8, settings: { TEXTARENA_ENV_ID: "Wordle-v0" } } },
     },
@@ -90,6 +99,8 @@ export const RECIPES = {
             optim: "paged_adamw_8bit",
             gradientCheckpointing: true,
             maxCompletionLength: 4096,
+            // save_strategy="no": only a push's local copy, fp32 8.2B = 32.8 GB; room for 3 runs.
+            checkpoints: { size: "110Gi" },
         },
         sandboxes: { headroom: 2, cpu: "2", memory: "4Gi" },
         ingress: { enabled: true },
@@ -97,9 +108,8 @@ export const RECIPES = {
     // A policy one node cannot train: Qwen3-32B full fine-tune, the trainer sharded (FSDP through the
     // accelerate config baked into the trainer image) over 2 nodes x 8 GPUs = 16 processes, vLLM with
     // tensor parallelism 8 on a third node. Batch: TRL's fixed 4 per device x 16 processes x 4 = 256 rows per step,
-    // 8 generations, 16 rollouts in flight. Memory: ~16 bytes per parameter for
-    // bf16 weights + fp32 master + Adam = ~512 GB over 16 GPUs; a checkpoint with optimizer state is
-    // about as large, hence 2Ti of checkpoints.
+    // 8 generations, 16 rollouts in flight. The script saves no checkpoint (save_strategy="no"): the
+    // volume holds a push's local copy, fp32 32.8B = 131 GB, for 3 runs (components/config/checkpoints.ts).
     "opencode-blackbox-32b": {
         description:
             "opencode agent, black box, Qwen3-32B on 3 GPU nodes of 8: trainer 2 x 8 GPUs (JobSet, 16 processes), vLLM 1 x 8 (TP 8): 8 generations, 16 rollouts in flight, 64 prompts, 10 steps",
@@ -128,7 +138,7 @@ export const RECIPES = {
             trainerMemory: "1536Gi",
             vllmCpu: "32",
             vllmMemory: "512Gi",
-            checkpoints: { size: "2Ti" },
+            checkpoints: { size: "440Gi" },
         },
         sandboxes: { headroom: 4, cpu: "2", memory: "4Gi" },
         ingress: { enabled: true },

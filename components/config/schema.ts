@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { CATALOG_NAMES } from "./catalog";
 import { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
+import { WEIGHT_DTYPES } from "./checkpoints";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES } from "./programs";
 
 /** DNS-1123 subdomain: Kubernetes object names, host names. */
@@ -286,10 +287,29 @@ const training = z.strictObject({
     shmSize: quantity.default("16Gi"),
     /** Model cache volume, so weights are not downloaded every run. */
     modelCache: volume.prefault({ size: "200Gi" }),
-    /** Checkpoint/output volume, so a failed run can resume. */
-    checkpoints: volume.prefault({ size: "100Gi" }),
-    /** Resume from the newest checkpoint in the output dir (`resume_from_checkpoint`). */
-    resumeFromCheckpoint: z.boolean().default(false),
+    /**
+     * Checkpoint/output volume, shared by the stack's runs (each writes `/checkpoints/<runId>`); the
+     * check refuses a size below what one run writes (components/config/checkpoints.ts).
+     */
+    checkpoints: volume
+        .extend({
+            /** Checkpoints a custom script keeps (`--save_total_limit`). Default: 2. Refused for a named program (no flag). */
+            keepLast: posInt.optional(),
+            /** The model's parameter count, for the size check. Default: known for the recipes' models (Qwen3 1.7B/4B/8B/32B). */
+            parameters: z.number().positive().optional(),
+            /** The dtype the trainer holds its weights in, for the size check. Default: the program's (custom: float32). */
+            dtype: z.enum(WEIGHT_DTYPES).optional(),
+        })
+        .prefault({ size: "100Gi" }),
+    /**
+     * Resume (a custom script: `--resume_from_checkpoint`): false; true, this run's latest complete
+     * checkpoint (a restarted run); `<runId>`, that run's latest complete one (a new run continuing a
+     * failed one); `<runId>/checkpoint-<step>`, exactly that one. A restarted run prefers its own
+     * latest complete checkpoint. Refused for a program that cannot resume.
+     */
+    resumeFromCheckpoint: z
+        .union([z.boolean(), z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\/checkpoint-[0-9]+)?$/, "must be a run id or <runId>/checkpoint-<step>")])
+        .default(false),
     /** Push the trained model to the Hub under this repo id (needs the hfToken secret). */
     hubRepoId: z
         .string()

@@ -4,6 +4,7 @@
  * GRPOConfig (trl/trainer/grpo_config.py): the generation batch must be divisible by
  * num_generations, and so must the eval batch.
  */
+import { validateCheckpoints } from "./checkpoints";
 import { programLabel, validateProgram } from "./program-rules";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
 import { ENV_CATALOG } from "./catalog";
@@ -421,6 +422,7 @@ export function validatePlatform(c: PlatformConfig): string[] {
         ...validateTrainer(c),
         ...validateProgram(c),
         ...validateVllmSettings(c),
+        ...validateCheckpoints(c),
         ...validateBatches(c),
         ...c.envs.flatMap((e) => validateEnv(c, e)),
         ...validateSandboxes(c),

@@ -24,7 +24,7 @@
  * - TrainingArguments/GRPOConfig: `--output_dir`, `--per_device_train_batch_size`,
  *   `--gradient_accumulation_steps`, `--num_generations`, `--per_device_eval_batch_size`,
  *   `--max_steps`, `--push_to_hub`, `--hub_model_id`, `--report_to trackio`, `--project`,
- *   `--trackio_space_id`, `--resume_from_checkpoint` (the script must hand it to
+ *   `--trackio_space_id`, `--save_total_limit`, `--resume_from_checkpoint` (the script must hand it to
  *   `trainer.train(resume_from_checkpoint=...)`).
  * - white box (GRPOConfig): `--steps_per_generation`, `--use_vllm`, `--vllm_mode`, and in
  *   server mode `--vllm_server_base_url`, `--vllm_group_port`.
@@ -39,9 +39,11 @@
  */
 import { dnsEgressFor } from "../config/dns";
 import type { DnsEgress } from "../shared/kubernetes";
+import { DEFAULT_KEEP_LAST } from "../config/checkpoints";
 import { ConfigError } from "../config/parse";
 import { programFacts } from "../config/programs";
 import { modelSource, programArgs, programLauncher, withStartChecks } from "./program-args";
+import { resumeCommand } from "./checkpoint-select";
 import { blackboxServerArgs, whiteboxServerArgs } from "./vllm-args";
 import { vllmServerSettings } from "../config/vllm-settings";
 import { podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
@@ -101,16 +103,6 @@ export const SECRET_ENV = { hfToken: "HF_TOKEN", sandboxKey: "SANDBOX_API_KEY" }
 
 /** The secrets a container may read; the component gets their values through its args. */
 export type SecretName = keyof typeof SECRET_ENV;
-
-/**
- * Starts the trainer from the newest checkpoint of any run on the shared checkpoint volume
- * (a resumed run has a new run id, so its own output dir is empty), or from scratch if
- * there is none. `"$@"` is the trainer's own command line.
- */
-export const RESUME_SCRIPT =
-    `ckpt=$(ls -1dt ${CHECKPOINT_ROOT}/*/checkpoint-* 2>/dev/null | head -n 1); ` +
-    `if [ -n "$ckpt" ]; then echo "resuming from $ckpt"; exec "$@" --resume_from_checkpoint "$ckpt"; fi; ` +
-    `echo "no checkpoint under ${CHECKPOINT_ROOT}: starting from the base model"; exec "$@"`;
 
 /** What other components hand the TrainingNode (through the Platform). */
 export interface TrainingLinks {
@@ -520,11 +512,11 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
     const launch = multiNode ? multiNodeLauncher(command, multiNode, problems) : launcher(command, t.numProcesses, problems);
     let trainerCommand: string[] | undefined;
     let trainerArgs: string[];
-    if (t.resumeFromCheckpoint) {
-        if (!t.checkpoints.enabled)
-            problems.push(`training.resumeFromCheckpoint: resuming needs the checkpoint volume: set training.checkpoints.enabled to true`);
+    if (t.resumeFromCheckpoint !== false) {
+        // Config refused it for a program that cannot resume and without the volume (config/checkpoints.ts).
         if (launch === undefined) problems.push(`training.command: resumeFromCheckpoint wraps the trainer's command line: set training.command`);
-        trainerCommand = ["/bin/sh", "-c", RESUME_SCRIPT, "resume", ...(launch ?? []), ...scriptArgs];
+        const source = typeof t.resumeFromCheckpoint === "string" ? t.resumeFromCheckpoint : undefined;
+        trainerCommand = resumeCommand(config.runId, source, [...(launch ?? []), ...scriptArgs], CHECKPOINT_ROOT);
         trainerArgs = [];
     } else if (launch !== undefined && (t.argsCheck || modelDownload !== undefined)) {
         // The pinned model's download and the program's own parser run first, in the trainer's container.
@@ -717,7 +709,7 @@ function trainerEgress(links: TrainingLinks, claimsSandboxes: boolean, apiServer
  * A stack-wide claim's name: ReadWriteMany claims (nodes > 1) get their own name, since a claim's
  * access mode is immutable and a retained claim replaced under its own name would collide with itself.
  */
-function volumeName(name: string, multiNode: MultiNodeDescription | undefined): string {
+export function volumeName(name: string, multiNode: MultiNodeDescription | undefined): string {
     return multiNode ? `${name}-rwx` : name;
 }
 
@@ -780,6 +772,8 @@ function trlParserArgs(config: TrainingConfig, outputDir: string, vllmUrl: strin
         const dtype = vllmServerSettings(config).trainerDtypeArg;
         if (dtype !== undefined) args.push("--dtype", dtype);
     }
+    // Retention on the shared volume (transformers rotates the oldest out after each save).
+    args.push("--save_total_limit", String(t.checkpoints.keepLast ?? DEFAULT_KEEP_LAST));
     if (t.maxSteps !== undefined) args.push("--max_steps", String(t.maxSteps));
     if (t.maxCompletionLength !== undefined) args.push("--max_completion_length", String(t.maxCompletionLength));
     if (t.optim !== undefined) args.push("--optim", t.optim);

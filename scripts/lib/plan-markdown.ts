@@ -3,11 +3,14 @@
  * diagram of the topology. Built from the resolved plan (the same data the program used)
  * and the resources the program registered.
  */
+import { checkpointNeed, describeNeed, programCheckpoints } from "../../components/config/checkpoints";
 import { programFacts } from "../../components/config/programs";
 import { vllmServerSettings } from "../../components/config/vllm-settings";
 import { dnsEgressFor } from "../../components/config/dns";
 import type { DnsEgress } from "../../components/shared/kubernetes";
 import type { PlatformConfig } from "../../components/config";
+import { quantityValue } from "../../components/shared/quantity";
+import { CHECKPOINT_ROOT } from "../../components/training";
 import type { DeployedEnvDescription } from "../../components/env";
 import { dockerHostNeeds, formatMiB, type PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
@@ -176,6 +179,35 @@ export function dockerHostSection(plan: PlatformPlan): string[] {
     ];
 }
 
+/** The checkpoint volume: what the program writes, the size rule, retention, resume. */
+function checkpointSection(plan: PlatformPlan): string[] {
+    const c = plan.config;
+    const t = c.training;
+    if (!t.checkpoints.enabled)
+        return ["## Checkpoints", "", "training.checkpoints.enabled is false: no volume (output goes to an emptyDir and is lost with the pod)", ""];
+    const need = checkpointNeed(c);
+    const writes = programCheckpoints(c);
+    const resume =
+        t.resumeFromCheckpoint === false
+            ? "off"
+            : t.resumeFromCheckpoint === true
+              ? `this run's (${c.runId}) latest complete checkpoint, else the base model`
+              : `this run's latest complete checkpoint, else ${t.resumeFromCheckpoint.includes("/") ? `exactly ${t.resumeFromCheckpoint}` : `run ${t.resumeFromCheckpoint}'s latest complete one`} (missing or incomplete: the pod fails)`;
+    const rows: string[][] = [
+        ["volume (training.checkpoints.size)", `${t.checkpoints.size}, shared by the stack's runs: each writes ${CHECKPOINT_ROOT}/<runId>`],
+        ["what the program writes", writes.why],
+        [
+            "one run needs",
+            need === undefined
+                ? `unknown: no parameter count for ${c.model.name} (set training.checkpoints.parameters for the size check)`
+                : `${need.runSize} = ${describeNeed(need)}; the volume holds ${Math.floor(quantityValue(t.checkpoints.size) / need.runBytes)} such run(s)`,
+        ],
+        ["resume (training.resumeFromCheckpoint)", resume],
+        ["copy out / prune", `npm run checkpoints -- ${c.stack} (prints the commands: a helper pod on the claim, kubectl cp / the host directory)`],
+    ];
+    return ["## Checkpoints", "", table(["setting", "value"], rows), ""];
+}
+
 export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
     const { config: c, names } = plan;
     const t = c.training;
@@ -285,6 +317,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         out.push("");
     }
     out.push(...trainerProgramSection(plan));
+    out.push(...checkpointSection(plan));
     const sharing = plan.training.gpuSharing;
     if (sharing.mode !== "none") {
         out.push("## Weight sync (NCCL, trainer -> vLLM)");
