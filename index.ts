@@ -18,7 +18,7 @@ export = async () => {
     let plan: ReturnType<typeof resolvePlatform> | undefined;
     try {
         const config = await withClusterStack("agentrl", written);
-        plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined });
+        plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined, registryAuth: secrets.registryAuth?.registries });
         // A real up never deploys the README's example registry (plan.md and previews only warn);
         // the engine tests' harness, whose simulated pods pull nothing, sets the variable.
         if (!pulumi.runtime.isDryRun() && process.env[ALLOW_EXAMPLE_IMAGES_ENV] !== "1") {
@@ -30,6 +30,6 @@ export = async () => {
     } catch (e) {
         toRunError(e);
     }
-    const platform = new Platform("agentrl", { plan, secrets }, { providers: [targetProvider("agentrl", plan.config)] });
+    const platform = new Platform("agentrl", { plan, secrets }, { providers: [targetProvider("agentrl", plan.config, secrets.registryAuth)] });
     return platform.outputs;
 };

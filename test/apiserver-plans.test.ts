@@ -126,7 +126,9 @@ const kubernetesStacks = fs
     });
 
 const exposed = { recipe: "opencode-blackbox", target: "kubernetes" } as const;
-const variants: Array<{ name: string; source: PlanSource; override?: Record<string, unknown> }> = [
+// A registryAuth value (a Docker config.json with a made-up credential): the pull Secrets and every pod's imagePullSecrets.
+const REGISTRY_AUTH = JSON.stringify({ auths: { "registry.internal.example": { auth: Buffer.from("user:token").toString("base64") } } });
+const variants: Array<{ name: string; source: PlanSource; override?: Record<string, unknown>; secrets?: Record<string, string> }> = [
     ...kubernetesStacks.map((stack) => ({ name: `stack ${stack}`, source: { stack } })),
     ...RECIPE_NAMES.map((recipe) => ({ name: `recipe ${recipe}`, source: { recipe, target: "kubernetes" as const } })),
     // Multi-node recipes: the JobSet against JobSet v0.10.1's CRD (from its Go module, test/apiserver/build.sh).
@@ -150,6 +152,16 @@ const variants: Array<{ name: string; source: PlanSource; override?: Record<stri
         name: "opencode-blackbox-32b with DNS pods of one's own (target.dns selector)",
         source: { recipe: "opencode-blackbox-32b", target: "kubernetes" },
         override: { target: { dns: { kind: "selector", namespace: "dns", podLabels: { app: "unbound" } } } },
+    },
+    {
+        name: "opencode-blackbox with registry credentials (pull Secrets; imagePullSecrets on every pod, the SandboxTemplate's included)",
+        source: exposed,
+        secrets: { registryAuth: REGISTRY_AUTH },
+    },
+    {
+        name: "opencode-blackbox-32b with registry credentials (the JobSet's and vLLM's pods)",
+        source: { recipe: "opencode-blackbox-32b", target: "kubernetes" },
+        secrets: { registryAuth: REGISTRY_AUTH },
     },
     {
         name: "opencode-blackbox exposed through a Gateway API HTTPRoute",
@@ -179,7 +191,7 @@ describe("server-side dry run of every planned stack and recipe", { skip }, () =
     for (const v of variants) {
         it(`${v.name}: every object is accepted by the API server`, async () => {
             const outDir = path.join(tmp, v.name.replace(/[^a-z0-9]+/gi, "-"));
-            const plan = await planToDir(v.source, { outDir, platformOverride: v.override, secrets: { hfToken: "dry-run-token" } });
+            const plan = await planToDir(v.source, { outDir, platformOverride: v.override, secrets: { hfToken: "dry-run-token", ...v.secrets } });
             assert.ok(plan.manifests.length > 0);
             const dir = path.join(outDir, "manifests");
             const result = await serverDryRun(api, dir);

@@ -179,6 +179,7 @@ describe("plan: secrets never reach the output", () => {
             hfToken: "SENTINEL-HF-TOKEN-7f3a9c",
             "ingressKey-sandboxes": "SENTINEL-SANDBOX-KEY-51d2e8",
             "ingressKey-operators": "SENTINEL-OPERATOR-KEY-90b4aa",
+            registryAuth: JSON.stringify({ auths: { "registry.internal.example": { auth: "U0VOVElORUwtUkVHSVNUUlktQVVUSA==" } } }),
         };
         for (const stack of STACKS) {
             const outDir = path.join(tmp, `secrets-${stack}`);

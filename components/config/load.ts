@@ -17,7 +17,21 @@ export interface PlatformSecrets {
     readonly hfToken?: pulumi.Output<string>;
     /** Ingress keys supplied by the operator (`pulumi config set --secret ingressKey-<name>`); others are generated. */
     readonly ingressKeys: Readonly<Record<string, pulumi.Output<string>>>;
+    /**
+     * Private-registry credentials (`pulumi config set --secret registryAuth "$(cat config.json)"`): a
+     * Docker config.json / dockerconfigjson, and the registries it names (not secret: host names).
+     */
+    readonly registryAuth?: RegistryAuth;
 }
+
+/** Registry credentials: the dockerconfigjson (secret) and the registries its `auths` name. */
+export interface RegistryAuth {
+    readonly dockerConfigJson: pulumi.Output<string>;
+    readonly registries: readonly string[];
+}
+
+/** Config key of the registry credentials. */
+export const REGISTRY_AUTH_KEY = "registryAuth";
 
 /** Config key of a supplied ingress key. */
 export function ingressKeyConfigKey(name: string): string {
@@ -70,7 +84,11 @@ export function loadPlatformConfig(): { config: PlatformConfig; secrets: Platfor
         const supplied = cfg.getSecret(ingressKeyConfigKey(name));
         if (supplied !== undefined) ingressKeys[name] = supplied;
     }
-    return { config, secrets: { hfToken: cfg.getSecret("hfToken"), ingressKeys } };
+    const registryProblems = checkRegistryAuth(pulumi.runtime.allConfig()[`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`]);
+    if (registryProblems.problems.length > 0) toRunError(new ConfigError(registryProblems.problems));
+    const dockerConfigJson = cfg.getSecret(REGISTRY_AUTH_KEY);
+    const registryAuth = dockerConfigJson !== undefined ? { dockerConfigJson, registries: registryProblems.registries } : undefined;
+    return { config, secrets: { hfToken: cfg.getSecret("hfToken"), ingressKeys, ...(registryAuth ? { registryAuth } : {}) } };
 }
 
 /**
@@ -96,4 +114,35 @@ export function checkSuppliedKeys(keyNames: readonly string[], allConfig: Readon
         }
     }
     return problems;
+}
+
+/**
+ * The registryAuth secret, checked at the config edge: a Docker config.json (`{"auths": {"<registry>":
+ * {"auth": "<base64 user:password>"}}}`, what `docker login` writes and a kubernetes.io/dockerconfigjson
+ * Secret holds). Returns the registries it names; messages name the key, never the value.
+ */
+export function checkRegistryAuth(value: string | undefined): { problems: string[]; registries: string[] } {
+    if (value === undefined) return { problems: [], registries: [] };
+    const fix = `set it to a Docker config.json with the credentials inline (what a kubernetes.io/dockerconfigjson Secret holds), e.g. pulumi config set --secret ${REGISTRY_AUTH_KEY} "$(kubectl create secret docker-registry pull --docker-server=<registry> --docker-username=<user> --docker-password=<token> --dry-run=client -o jsonpath='{.data.\\.dockerconfigjson}' | base64 -d)"`;
+    let parsed: unknown;
+    try {
+        parsed = JSON.parse(value);
+    } catch {
+        return { problems: [`${REGISTRY_AUTH_KEY}: not JSON (value not shown): ${fix}`], registries: [] };
+    }
+    const auths = (parsed as { auths?: unknown } | null)?.auths;
+    if (typeof auths !== "object" || auths === null || Array.isArray(auths) || Object.keys(auths).length === 0) {
+        return { problems: [`${REGISTRY_AUTH_KEY}: has no "auths" object naming at least one registry (value not shown): ${fix}`], registries: [] };
+    }
+    const problems: string[] = [];
+    for (const [registry, entry] of Object.entries(auths as Record<string, unknown>)) {
+        const e = (entry ?? {}) as Record<string, unknown>;
+        const hasAuth = typeof e.auth === "string" && e.auth.length > 0;
+        const hasUserPass = typeof e.username === "string" && typeof e.password === "string";
+        if (!hasAuth && !hasUserPass && typeof e.identitytoken !== "string")
+            problems.push(
+                `${REGISTRY_AUTH_KEY}: auths["${registry}"] holds no credentials (no auth, username/password or identitytoken; value not shown): ${fix}`,
+            );
+    }
+    return { problems, registries: Object.keys(auths as Record<string, unknown>) };
 }

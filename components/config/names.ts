@@ -40,6 +40,8 @@ export interface PlatformNames {
     readonly prefix: string;
     /** Per-role namespaces (Kubernetes). */
     readonly namespaces: { readonly training: string; readonly ingress: string; readonly envs: string; readonly sandboxes: string };
+    /** Kubernetes: the image pull Secret (kubernetes.io/dockerconfigjson) in each of the stack's namespaces, made from the registryAuth secret. */
+    readonly pullSecret: string;
     /** Docker networks: the private training network and the internal sandbox network. */
     readonly networks: { readonly training: string; readonly sandboxes: string };
     readonly training: {
@@ -124,6 +126,7 @@ export function platformNames(c: PlatformConfig): PlatformNames {
     return {
         prefix,
         namespaces: ns,
+        pullSecret: dnsName([prefix, "registry-pull"]),
         networks: { training: dnsName([prefix, "training"]), sandboxes: dnsName([prefix, "sandboxes"]) },
         training: {
             job: local("train", c.runId),

@@ -301,6 +301,8 @@ export interface DeployedEnvDescription extends EnvDescriptionBase {
     readonly replicaNetwork: string;
     /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */
     readonly dns: DnsEgress;
+    /** Kubernetes: image pull Secrets every pod (and ServiceAccount) references; the Platform sets them when the stack has registryAuth. @default [] */
+    readonly imagePullSecrets?: readonly string[];
     readonly replicas: EnvReplicasDescription;
     readonly router: EnvRouterDescription;
     readonly trainer: TrainerPods;

@@ -13,7 +13,14 @@ import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE } from "./responder";
 import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
-import { clusterDnsEgress, hardenedServicePod, NAMESPACE_NAME_LABEL, publicInternetEgress, restrictedContainerSecurity } from "../shared/kubernetes";
+import {
+    clusterDnsEgress,
+    hardenedServicePod,
+    pullSecretRefs,
+    NAMESPACE_NAME_LABEL,
+    publicInternetEgress,
+    restrictedContainerSecurity,
+} from "../shared/kubernetes";
 
 /** Labels on every object of the env (the pod labels are the selectors and come from podLabels()). */
 function objectLabels(d: DeployedEnvDescription): Record<string, string> {
@@ -30,6 +37,7 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
     const sec = r.security;
     const resources = { cpu: r.cpu, memory: r.memory, "ephemeral-storage": sec.ephemeralStorage };
     return {
+        ...pullSecretRefs(d.imagePullSecrets),
         ...(sec.runtimeClassName !== undefined ? { runtimeClassName: sec.runtimeClassName } : {}),
         ...(sec.readOnlyRootFilesystem ? { volumes: [{ name: "scratch", emptyDir: { sizeLimit: sec.scratchSize } }] } : {}),
         // An env server never talks to the API server.
@@ -116,6 +124,7 @@ export function routerPodSpec(d: DeployedEnvDescription): k8s.types.input.core.v
     const resources = { cpu: r.cpu, memory: r.memory };
     return {
         ...hardenedServicePod(sec, r.podLabels),
+        ...pullSecretRefs(d.imagePullSecrets),
         containers: [
             {
                 name: "router",

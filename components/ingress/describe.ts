@@ -114,6 +114,8 @@ export interface IngressDescription {
     readonly target: "kubernetes" | "docker";
     /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */
     readonly dns: DnsEgress;
+    /** Kubernetes: image pull Secrets every pod (and ServiceAccount) references; the Platform sets them when the stack has registryAuth. @default [] */
+    readonly imagePullSecrets?: readonly string[];
 
     /** The proxy settings with every default filled in; the config below is rendered from exactly these. */
     readonly settings: ResolvedProxySettings;

@@ -13,7 +13,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
 import { imagePullPolicy } from "../shared/images";
 import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
-import { clusterDnsEgress, hardenedServicePod, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
+import { clusterDnsEgress, hardenedServicePod, NAMESPACE_NAME_LABEL, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
 
 /** Gateway API group/version of HTTPRoute (v1 since Gateway API v1.0). */
 export const HTTPROUTE_API_VERSION = "gateway.networking.k8s.io/v1";
@@ -73,6 +73,7 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
     return {
         // The proxy never talks to the API server; replicas spread over nodes.
         ...hardenedServicePod(sec, d.podLabels),
+        ...pullSecretRefs(d.imagePullSecrets),
         containers: [
             {
                 name: "nginx",

@@ -122,7 +122,21 @@ export class Platform extends pulumi.ComponentResource {
                     },
                     { ...child, retainOnDelete: keep },
                 );
-                this.namespaces[role] = ns.metadata.name;
+                // The registry credentials, in every namespace the stack makes (a Secret named elsewhere
+                // cannot exist before the first up). Every object given the namespace below waits for it.
+                const registryAuth = args.secrets.registryAuth;
+                const pullSecret = registryAuth
+                    ? new k8s.core.v1.Secret(
+                          `${name}-ns-${role}-pull`,
+                          {
+                              metadata: { name: names.pullSecret, namespace: ns.metadata.name, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                              type: "kubernetes.io/dockerconfigjson",
+                              stringData: { ".dockerconfigjson": pulumi.secret(registryAuth.dockerConfigJson) },
+                          },
+                          child,
+                      )
+                    : undefined;
+                this.namespaces[role] = pullSecret ? pulumi.all([ns.metadata.name, pullSecret.metadata.name]).apply(([n]) => n) : ns.metadata.name;
                 // A standing rule, created with the namespace and outliving runs: no pod in it admits
                 // anything its own policies do not (an old run's pod included).
                 new k8s.networking.v1.NetworkPolicy(

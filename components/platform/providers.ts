@@ -1,11 +1,12 @@
 import * as docker from "@pulumi/docker";
 import * as k8s from "@pulumi/kubernetes";
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 import type { ClusterConfig } from "../config/cluster";
 import type { PlatformConfig } from "../config/resolve";
+import type { RegistryAuth } from "../config/load";
 
 /** The target's provider, handed to the Platform through `opts.providers`. */
-export function targetProvider(name: string, config: PlatformConfig): pulumi.ProviderResource {
+export function targetProvider(name: string, config: PlatformConfig, registryAuth?: RegistryAuth): pulumi.ProviderResource {
     const t = config.target;
     if (t.kind === "kubernetes") {
         return new k8s.Provider(`${name}-k8s`, {
@@ -15,7 +16,14 @@ export function targetProvider(name: string, config: PlatformConfig): pulumi.Pro
             enableServerSideApply: true,
         });
     }
-    return new docker.Provider(`${name}-docker`, { host: t.host });
+    // Every image the stack pulls (RemoteImage has no credentials of its own in @pulumi/docker 5.2: the
+    // provider's registryAuth serves them), one entry per registry the config.json names.
+    return new docker.Provider(`${name}-docker`, {
+        host: t.host,
+        ...(registryAuth
+            ? { registryAuth: registryAuth.registries.map((address) => ({ address, configFileContent: pulumi.secret(registryAuth.dockerConfigJson) })) }
+            : {}),
+    });
 }
 
 /** The cluster stack's Kubernetes provider (server-side apply, the named context). */

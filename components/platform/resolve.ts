@@ -16,9 +16,13 @@ import { resolveTrainingNode, type EgressPeer, type TrainingDescription } from "
 /** Which secrets the stack has (their values stay secret outputs; only presence matters here). */
 export interface SecretPresence {
     readonly hfToken: boolean;
+    /** The registries the registryAuth secret names, when it is set: every pod of the stack pulls with it (Kubernetes: names.pullSecret). @default undefined */
+    readonly registryAuth?: readonly string[];
 }
 
 export interface PlatformPlan {
+    /** The registries the stack's registryAuth secret names (undefined: no registry credentials, node credentials only). */
+    readonly registryAuth?: readonly string[];
     readonly config: PlatformConfig;
     readonly names: PlatformNames;
     readonly training: TrainingDescription;
@@ -221,13 +225,16 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
         problems.push("hfToken: training.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken hf_...");
     }
     if (problems.length > 0 || training === undefined) throw new ConfigError(problems);
+    // Every pod the stack renders pulls with the stack's registry credentials (one Secret per namespace, made by the Platform).
+    const pull = config.target.kind === "kubernetes" && secrets.registryAuth !== undefined ? { imagePullSecrets: [names.pullSecret] } : {};
     return {
         config,
         names,
-        training,
-        envs: envs.filter((e): e is EnvDescription => e !== undefined),
-        ingress,
-        sandboxes,
+        training: { ...training, ...pull },
+        envs: envs.filter((e): e is EnvDescription => e !== undefined).map((e) => (e.kind === "deployed" ? { ...e, ...pull } : e)),
+        ingress: ingress ? { ...ingress, ...pull } : undefined,
+        sandboxes: sandboxes ? { ...sandboxes, ...pull } : undefined,
+        registryAuth: secrets.registryAuth,
         warnings,
         prerequisites: externalPrerequisites(config, names),
     };

@@ -149,6 +149,8 @@ export interface SandboxDescription {
     readonly provider: PlatformConfig["sandboxes"]["provider"];
     /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */
     readonly dns: DnsEgress;
+    /** Kubernetes: image pull Secrets every pod (and ServiceAccount) references; the Platform sets them when the stack has registryAuth. @default [] */
+    readonly imagePullSecrets?: readonly string[];
 
     readonly runId: string;
     /** Label key carrying the run id on every sandbox (pods, claims, containers). */

@@ -11,7 +11,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
-import { clusterDnsEgress, NAMESPACE_NAME_LABEL, restrictedContainerSecurity } from "../shared/kubernetes";
+import { clusterDnsEgress, NAMESPACE_NAME_LABEL, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
 import { SANDBOX_API_VERSION, SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, SANDBOX_KEY_SECRET_KEY, type SandboxDescription } from "./describe";
 
 /** The ingress pods the sandboxes may call (NetworkPolicy egress target). */
@@ -73,6 +73,7 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
             spec: {
                 // Sandboxes never talk to the API server.
                 automountServiceAccountToken: false,
+                ...pullSecretRefs(d.imagePullSecrets),
                 // No env vars describing the cluster's Services.
                 enableServiceLinks: false,
                 ...(d.runtimeClassName !== undefined ? { runtimeClassName: d.runtimeClassName } : {}),

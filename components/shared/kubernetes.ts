@@ -67,6 +67,11 @@ export function clusterDnsEgress(dns: DnsEgress): k8s.types.input.networking.v1.
     };
 }
 
+/** A pod spec's or ServiceAccount's `imagePullSecrets` for the named pull Secrets; nothing when there are none. */
+export function pullSecretRefs(names: readonly string[] | undefined): { imagePullSecrets?: Array<{ name: string }> } {
+    return names !== undefined && names.length > 0 ? { imagePullSecrets: names.map((name) => ({ name })) } : {};
+}
+
 /**
  * Server-side apply with force: an object a stack kept on `destroy` (the checkpoint volume and
  * its namespace) is adopted by the next `up` instead of failing with a field-manager conflict

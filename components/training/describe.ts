@@ -246,6 +246,8 @@ export interface MultiNodeDescription {
 }
 
 export interface TrainingDescription {
+    /** Kubernetes: image pull Secrets every pod (and ServiceAccount) references; the Platform sets them when the stack has registryAuth. @default [] */
+    readonly imagePullSecrets?: readonly string[];
     readonly layout: Layout;
     readonly target: "kubernetes" | "docker";
     readonly runId: string;

@@ -14,7 +14,7 @@ import { trainerEgressRules } from "./egress";
 import { ncclCheckSource } from "./nccl-check";
 import { trainingPodBase } from "./pod";
 import { oneContainer } from "./supervisor";
-import { ADOPT, NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
+import { ADOPT, NAMESPACE_NAME_LABEL, pullSecretRefs } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
 import type { ClaimRecords } from "../config/claims";
 
@@ -116,7 +116,11 @@ export function buildKubernetesTraining(
     const serviceAccount = new k8s.core.v1.ServiceAccount(
         `${name}-serviceaccount`,
         // The SA itself never mounts a token; the pod opts in only when it must claim sandboxes.
-        { metadata: { name: d.serviceAccount, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } }, automountServiceAccountToken: false },
+        {
+            metadata: { name: d.serviceAccount, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+            automountServiceAccountToken: false,
+            ...pullSecretRefs(d.imagePullSecrets),
+        },
         child,
     );
 

@@ -3,6 +3,7 @@
  * JobSet's trainers and vLLM): the trainer's ServiceAccount without an automounted
  * token, the runtime's default seccomp profile, and the GPU scheduling the config asks for.
  */
+import { pullSecretRefs } from "../shared/kubernetes";
 import type * as k8s from "@pulumi/kubernetes";
 import type { TrainingDescription } from "./describe";
 
@@ -10,6 +11,7 @@ export function trainingPodBase(d: TrainingDescription): Omit<k8s.types.input.co
     return {
         serviceAccountName: d.serviceAccount,
         automountServiceAccountToken: false,
+        ...pullSecretRefs(d.imagePullSecrets),
         securityContext: { seccompProfile: { type: "RuntimeDefault" } },
         ...(Object.keys(d.scheduling.nodeSelector).length > 0 ? { nodeSelector: { ...d.scheduling.nodeSelector } } : {}),
         ...(d.scheduling.tolerations.length > 0 ? { tolerations: d.scheduling.tolerations.map((x) => ({ ...x })) } : {}),

@@ -3,7 +3,16 @@
  * resolved the way `npm run plan` reads it. The checks themselves are a library module,
  * components/preflight.
  */
-import { applyClusterStack, CONFIG_NAMESPACE, ConfigError, type ClusterOutputs, parsePlatformConfig, type PlatformConfig } from "../../components/config";
+import {
+    applyClusterStack,
+    checkRegistryAuth,
+    REGISTRY_AUTH_KEY,
+    CONFIG_NAMESPACE,
+    ConfigError,
+    type ClusterOutputs,
+    parsePlatformConfig,
+    type PlatformConfig,
+} from "../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../components/platform";
 import { clusterStackOutputs, PlanError, readStackFile } from "./plan";
 
@@ -41,10 +50,21 @@ export function loadStack(stack: string, file?: string): { config: PlatformConfi
         // A run stack on a cluster stack: its names filled in from the cluster stack's file, as the plan does.
         const clusterOutputs = parsed.clusterStack !== undefined ? clusterStackOutputs(cfg)[parsed.clusterStack] : undefined;
         const config = applyClusterStack(parsed, clusterOutputs as Partial<ClusterOutputs> | undefined);
-        return { config, plan: resolvePlatform(config, { hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined }) };
+        return {
+            config,
+            plan: resolvePlatform(config, {
+                hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined,
+                registryAuth: registriesOf(cfg.config[`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`]),
+            }),
+        };
     } catch (e) {
         if (e instanceof ConfigError) throw new StackError(`stack ${stack}'s config is invalid (npm run plan -- ${stack} says the same):\n${e.message}`, false);
         if (e instanceof PlanError) throw new StackError(`stack ${stack}: ${e.message}`, false);
         throw e;
     }
+}
+
+/** The registries a registryAuth value names (undefined when unset: no registry credentials). */
+function registriesOf(value: string | undefined): readonly string[] | undefined {
+    return value === undefined ? undefined : checkRegistryAuth(value).registries;
 }

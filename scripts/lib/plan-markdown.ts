@@ -295,6 +295,14 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         ]);
     out.push(table(["component", "where", "GPUs", "replicas", "sessions / sandboxes", "ports"], rows));
     out.push("");
+    if (plan.registryAuth !== undefined) {
+        out.push(
+            c.target.kind === "kubernetes"
+                ? `Registry credentials (registryAuth, a secret): the pull Secret \`${names.pullSecret}\` (kubernetes.io/dockerconfigjson) in each of the ${Object.keys(names.namespaces).length} namespaces, referenced by every pod and the trainer's ServiceAccount; registries: ${plan.registryAuth.join(", ")} (values redacted).`
+                : `Registry credentials (registryAuth, a secret): the Docker provider's registryAuth for ${plan.registryAuth.join(", ")}, used for every image the stack pulls (values redacted).`,
+        );
+        out.push("");
+    }
     if (c.target.kind === "kubernetes") {
         out.push(`DNS egress (target.dns): **${c.target.dns.kind}**: ${dnsEgressText(dnsEgressFor(c.target))}, on 53 UDP+TCP; nothing else there.`);
         out.push("");

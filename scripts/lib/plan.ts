@@ -9,6 +9,8 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
 import {
+    checkRegistryAuth,
+    REGISTRY_AUTH_KEY,
     clusterOutputs,
     CONFIG_NAMESPACE,
     ingressKeyConfigKey,
@@ -150,9 +152,19 @@ function scrub(text: string, secrets: readonly string[]): string {
 /** A Kubernetes Secret's values never reach the plan, whatever they are. */
 function redactSecretObject(obj: Record<string, any>): Record<string, any> {
     if (obj.kind !== "Secret") return obj;
-    const redact = (m: unknown) => (isObj(m) ? Object.fromEntries(Object.keys(m).map((k) => [k, REDACTED])) : m);
-    return { ...obj, ...(obj.data ? { data: redact(obj.data) } : {}), ...(obj.stringData ? { stringData: redact(obj.stringData) } : {}) };
+    // A pull Secret must still hold a Docker config.json for the API server to accept it (the dry runs).
+    const placeholder = (k: string, encoded: boolean) =>
+        obj.type === "kubernetes.io/dockerconfigjson" && k === ".dockerconfigjson"
+            ? encoded
+                ? Buffer.from(REDACTED_DOCKER_CONFIG).toString("base64")
+                : REDACTED_DOCKER_CONFIG
+            : REDACTED;
+    const redactAs = (m: unknown, encoded: boolean) => (isObj(m) ? Object.fromEntries(Object.keys(m).map((k) => [k, placeholder(k, encoded)])) : m);
+    return { ...obj, ...(obj.data ? { data: redactAs(obj.data, true) } : {}), ...(obj.stringData ? { stringData: redactAs(obj.stringData, false) } : {}) };
 }
+
+/** What a pull Secret's config.json becomes in the offline plan: valid, with no credential. */
+const REDACTED_DOCKER_CONFIG = JSON.stringify({ auths: { [REDACTED]: { auth: REDACTED } } });
 
 /**
  * Drops what only Pulumi sees (secret wrappers, undefined values, empty helpers) so the manifest
@@ -241,7 +253,10 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
     // The pure phase again, for the plan's tables (the same functions the program ran).
     const rawPlatform = JSON.parse(cfg.config[`${CONFIG_NAMESPACE}:platform`]);
     const config: PlatformConfig = parsePlatformConfig(rawPlatform, cfg.stack);
-    const plan = resolvePlatform(config, { hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined });
+    const plan = resolvePlatform(config, {
+        hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined,
+        registryAuth: registriesOf(cfg.config[`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`]),
+    });
     const secrets = secretValues(cfg, run.resources);
 
     const { files, write } = outputDir(opts.outDir, (text) => scrub(text, secrets));
@@ -356,4 +371,9 @@ export async function planClusterToDir(
 /** Config keys of every secret a stack can have (for tests and docs). */
 export function secretConfigKeys(config: PlatformConfig): string[] {
     return ["hfToken", ...config.ingress.keys.map(ingressKeyConfigKey)];
+}
+
+/** The registries a registryAuth value names (undefined when unset: no registry credentials). */
+function registriesOf(value: string | undefined): readonly string[] | undefined {
+    return value === undefined ? undefined : checkRegistryAuth(value).registries;
 }
