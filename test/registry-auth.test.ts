@@ -68,7 +68,7 @@ describe("registryAuth on Kubernetes: a pull Secret in every namespace, referenc
             const outDir = path.join(tmp, `k8s-${recipe}`);
             const result = await planToDir({ recipe, target: "kubernetes" }, { outDir, secrets: { registryAuth: DOCKER_CONFIG } });
             const namespaces = result.manifests.filter((m) => m.kind === "Namespace").map((m) => m.metadata.name);
-            assert.equal(namespaces.length, 4);
+            assert.ok(namespaces.length >= 2);
             const pull = result.manifests.filter((m) => m.kind === "Secret" && m.type === "kubernetes.io/dockerconfigjson");
             assert.deepEqual(pull.map((s) => s.metadata.namespace).sort(), [...namespaces].sort(), "one pull Secret per namespace the stack makes");
             const name = pull[0].metadata.name;
@@ -77,7 +77,7 @@ describe("registryAuth on Kubernetes: a pull Secret in every namespace, referenc
             const recorded = result.resources.filter(
                 (r) => r.type === "kubernetes:core/v1:Secret" && unwrapSecrets(r.inputs).type === "kubernetes.io/dockerconfigjson",
             );
-            assert.equal(recorded.length, 4);
+            assert.equal(recorded.length, namespaces.length);
             for (const r of recorded) {
                 assert.ok(sentAsSecret(r.inputs, ["stringData", ".dockerconfigjson"]), "the dockerconfigjson is a secret output");
                 assert.equal(unwrapSecrets(r.inputs).stringData[".dockerconfigjson"], DOCKER_CONFIG);
@@ -102,7 +102,7 @@ describe("registryAuth on Kubernetes: a pull Secret in every namespace, referenc
             assert.match(
                 md,
                 new RegExp(
-                    `Registry credentials \\(registryAuth, a secret\\): the pull Secret \`${name}\` \\(kubernetes\\.io/dockerconfigjson\\) in each of the 4 namespaces`,
+                    `Registry credentials \\(registryAuth, a secret\\): the pull Secret \`${name}\` \\(kubernetes\\.io/dockerconfigjson\\) in each of the ${namespaces.length} namespaces`,
                 ),
             );
         });

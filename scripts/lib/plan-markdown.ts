@@ -12,7 +12,7 @@ import type { PlatformConfig } from "../../components/config";
 import { quantityValue } from "../../components/shared/quantity";
 import { CHECKPOINT_ROOT } from "../../components/training";
 import type { DeployedEnvDescription } from "../../components/env";
-import { dockerHostNeeds, formatMiB, type PlatformPlan } from "../../components/platform";
+import { dockerHostNeeds, formatMiB, namespaceRoles, type PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
 
 function table(header: string[], rows: Array<Array<string | number>>): string {
@@ -298,7 +298,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     if (plan.registryAuth !== undefined) {
         out.push(
             c.target.kind === "kubernetes"
-                ? `Registry credentials (registryAuth, a secret): the pull Secret \`${names.pullSecret}\` (kubernetes.io/dockerconfigjson) in each of the ${Object.keys(names.namespaces).length} namespaces, referenced by every pod and the trainer's ServiceAccount; registries: ${plan.registryAuth.join(", ")} (values redacted).`
+                ? `Registry credentials (registryAuth, a secret): the pull Secret \`${names.pullSecret}\` (kubernetes.io/dockerconfigjson) in each of the ${namespaceRoles(c).length} namespaces, referenced by every pod and the trainer's ServiceAccount; registries: ${plan.registryAuth.join(", ")} (values redacted).`
                 : `Registry credentials (registryAuth, a secret): the Docker provider's registryAuth for ${plan.registryAuth.join(", ")}, used for every image the stack pulls (values redacted).`,
         );
         out.push("");
