@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Removes everything the node spike made, then checks that nothing is left; exits 1 naming each
+# leftover. Idempotent: safe to run when nothing is up. Order: processes (the ones up.sh recorded,
+# every process in the spike's network namespace, every process in its cgroups), mounts, cgroups,
+# the network namespace (its bridge, veths, iptables rules and ipsets go with it), files outside
+# the work dir (CNI result cache, /var/log/containers links, shim sockets), the kernel flags the
+# kubelet changed, the work dir.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+
+cgroup_dirs() { # every mounted v1 hierarchy's copy of the spike's cgroup root
+  local m
+  for m in /sys/fs/cgroup/*/; do [[ -d "$m$CGROUP_NAME" ]] && printf '%s\n' "$m$CGROUP_NAME"; done
+}
+spike_pids() {
+  local f d
+  if [[ -d "$W/pids" ]]; then
+    for f in "$W"/pids/*.pid; do [[ -f "$f" ]] && cat "$f"; echo; done
+  fi
+  ip netns pids "$NETNS" 2>/dev/null
+  for d in $(cgroup_dirs); do find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null; done
+}
+alive_pids() { local p; for p in $(spike_pids | sort -un); do [[ -d /proc/$p ]] && printf '%s\n' "$p"; done; }
+
+# 1. processes: TERM, then KILL what is left (containers ignore TERM as PID 1).
+pids="$(alive_pids)"
+if [[ -n "$pids" ]]; then
+  log "cleanup: stopping $(echo "$pids" | wc -l) processes"
+  # shellcheck disable=SC2086
+  kill -TERM $pids 2>/dev/null
+  for _ in $(seq 1 20); do [[ -z "$(alive_pids)" ]] && break; sleep 0.25; done
+  for _ in $(seq 1 40); do
+    pids="$(alive_pids)"; [[ -z "$pids" ]] && break
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null; sleep 0.25
+  done
+fi
+
+# 2. mounts: the spike's mounts live in the private mount namespace that `ip netns exec` gave its
+# processes, and go with them; unmount any that reached this namespace anyway (deepest first).
+for _ in 1 2 3; do
+  mapfile -t mnts < <(awk -v w="$W" -v c="$SPIKE_CACHE/build" '$5 ~ "^"w || $5 ~ "^"c {print $5}' /proc/self/mountinfo | sort -r)
+  (( ${#mnts[@]} == 0 )) && break
+  for m in "${mnts[@]}"; do umount -l "$m" 2>/dev/null; done
+done
+
+# 3. cgroups (deepest first)
+for d in $(cgroup_dirs); do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done
+
+# 4. network namespace
+ip netns delete "$NETNS" 2>/dev/null
+
+# 5. files outside the work dir
+rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null
+if [[ -d /var/log/containers ]]; then
+  find /var/log/containers -maxdepth 1 -type l -lname "$W/*" -delete 2>/dev/null
+fi
+if [[ -f "$W/shim-sockets.before" && -d /run/containerd/s ]]; then
+  for s in /run/containerd/s/*; do
+    [[ -e "$s" ]] || continue
+    grep -qxF "$s" "$W/shim-sockets.before" || rm -f "$s"
+  done
+fi
+
+# 6. kernel flags: the kubelet sets vm.overcommit_memory, kernel.panic, kernel.panic_on_oops, ...
+# (protectKernelDefaults: false); up.sh saved the values it found.
+if [[ -f "$W/sysctl.orig" ]]; then
+  while read -r k v; do [[ -n "$k" ]] && sysctl -q -w "$k=$v" >/dev/null; done < "$W/sysctl.orig"
+fi
+
+# 7. work dir (after comparing the host's iptables rules and ipsets with up.sh's record)
+host_rules_changed=0
+[[ -f "$W/host-iptables.sha" && "$(host_iptables)" != "$(cat "$W/host-iptables.sha")" ]] && host_rules_changed=1
+rm -rf "$W"
+
+# check
+left=()
+[[ -n "$(alive_pids)" ]] && left+=("processes: $(alive_pids | tr '\n' ' ')")
+ip netns list 2>/dev/null | grep -qw "$NETNS" && left+=("network namespace $NETNS")
+[[ -n "$(cgroup_dirs)" ]] && left+=("cgroups: $(cgroup_dirs | tr '\n' ' ')")
+grep -qE " ($W|$SPIKE_CACHE/build)" /proc/self/mountinfo && left+=("mounts under $W or $SPIKE_CACHE/build")
+compgen -G "/var/lib/cni/results/$CNI_NETWORK-*" >/dev/null && left+=("CNI results /var/lib/cni/results/$CNI_NETWORK-*")
+[[ -e "$W" ]] && left+=("work dir $W")
+(( host_rules_changed )) && left+=("the host's iptables rules or ipsets differ from before up.sh")
+if (( ${#left[@]} > 0 )); then
+  for l in "${left[@]}"; do log "cleanup: LEFT OVER: $l"; done
+  exit 1
+fi
+log "cleanup: nothing left (processes, mounts, cgroups, netns $NETNS, CNI cache, $W)"

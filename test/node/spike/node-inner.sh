@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Run by up.sh in the node's network namespace and a mount namespace of its own: starts the daemons in order, each in its own session
+# (pid files in $W/pids, logs in $W/logs), waiting for each to be ready. Exits when all are up;
+# the daemons keep running in this network and mount namespace until cleanup.sh ends them.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+export PATH="$CTR_BIN:$PATH"   # containerd finds its shim (containerd-shim-runc-v2 2.1.9) on PATH
+mark() { local s; s=$(printf '%.1f' "$(echo "$(date +%s.%N) - $T0" | bc)"); printf '%s %s\n' "$s" "$1" >> "$W/timeline"; log "+${s}s $1"; }
+start() { # NAME CMD...
+  local name=$1; shift
+  setsid "$@" > "$W/logs/$name.log" 2>&1 < /dev/null &
+  echo $! > "$W/pids/$name.pid"
+}
+wait_for() { # NAME TIMEOUT_S CHECK...
+  local name=$1 timeout=$2 i; shift 2
+  for ((i = 0; i < timeout * 4; i++)); do
+    "$@" >/dev/null 2>&1 && { mark "$name ready"; return 0; }
+    kill -0 "$(cat "$W/pids/$name.pid")" 2>/dev/null || { tail -30 "$W/logs/$name.log" >&2; log "ERROR: $name exited"; return 1; }
+    sleep 0.25
+  done
+  tail -30 "$W/logs/$name.log" >&2; log "ERROR: $name not ready after ${timeout}s"; return 1
+}
+p="$W/pki"
+
+start etcd "$K8S_CACHE/bin/etcd" --name=default --data-dir="$W/etcd" \
+  --listen-client-urls="http://127.0.0.1:$ETCD_CLIENT_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_CLIENT_PORT" \
+  --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new --unsafe-no-fsync --log-level=warn
+wait_for etcd 60 sh -c "wget -qO- http://127.0.0.1:$ETCD_CLIENT_PORT/health 2>/dev/null || curl -sf http://127.0.0.1:$ETCD_CLIENT_PORT/health"
+
+start kube-apiserver "$K8S_CACHE/bin/kube-apiserver" --bind-address="$NODE_IP" --advertise-address="$NODE_IP" \
+  --secure-port="$API_PORT" --cert-dir="$W/apiserver-certs" --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" \
+  --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" --token-auth-file="$p/tokens.csv" --authorization-mode=RBAC \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local --service-account-key-file="$p/sa.pub" \
+  --service-account-signing-key-file="$p/sa.key" --service-cluster-ip-range="$SERVICE_RANGE" --allow-privileged=true \
+  --profiling=false --v=1
+wait_for kube-apiserver 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get --raw /readyz
+
+start containerd "$CTR_BIN/containerd" --config "$W/containerd/config.toml"
+wait_for containerd 60 "$CTR_BIN/ctr" --address "$W/containerd/containerd.sock" version
+[[ "${UP_UNTIL:-node}" == containerd ]] && exit 0
+
+start kubelet "$SPIKE_CACHE/bin/kubelet" --config="$W/kubelet.yaml" --kubeconfig="$W/kubeconfig" \
+  --root-dir="$W/kubelet" --cert-dir="$W/kubelet/pki" --volume-plugin-dir="$W/volume-plugins" \
+  --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
+wait_for kubelet 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME"
+
+start kube-router "$SPIKE_CACHE/bin/kube-router" --kubeconfig="$W/kubeconfig" --hostname-override="$NODE_NAME" \
+  --run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
+  --enable-ipv4=true --enable-ipv6=false --service-cluster-ip-range="$SERVICE_RANGE" \
+  --metrics-port=0 --health-port=20244 --v=2
+wait_for kube-router 60 sh -c 'iptables-save -t filter | grep -q KUBE-ROUTER-FORWARD'

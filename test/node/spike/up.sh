@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Starts one real node and its control plane inside the network namespace $NETNS (the kubelet
+# refuses a loopback node address, so the node gets $NODE_IP on a veth in the netns):
+#   etcd + kube-apiserver (the API server fixture's binaries, bound to $NODE_IP),
+#   containerd 2 (Debian forky's, its own root/state/socket/config, CRI on) + runc (bookworm's),
+#   CNI bridge $BRIDGE ($POD_SUBNET, Debian's containernetworking-plugins),
+#   kubelet v1.36.3 (cgroup v1, cgroupfs, cgroupRoot /$CGROUP_NAME),
+#   kube-router v2.1.0, NetworkPolicy controller only (iptables + ipset),
+# then imports the spike's images with `ctr -n k8s.io images import` and waits for the node to be
+# Ready. Run cleanup.sh to remove it all (spike.sh does, on any exit).
+# UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-router).
+# Prints a timeline (seconds since start) on stderr and writes it to $W/timeline.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+[[ $EUID == 0 ]] || { log "ERROR: run as root"; exit 1; }
+UP_UNTIL="${UP_UNTIL:-node}"
+needs=("$K8S_CACHE/bin/etcd" "$K8S_CACHE/bin/kube-apiserver" "$K8S_CACHE/bin/kubectl")
+[[ "$UP_UNTIL" == containerd ]] || needs+=("$SPIKE_CACHE/bin/kubelet" "$SPIKE_CACHE/bin/kube-router" "$SPIKE_CACHE/images/sandbox-runtime.oci.tar")
+for f in "${needs[@]}" "$CTR_BIN/containerd" "$SPIKE_CACHE/images/busybox.oci.tar"; do
+  [[ -e "$f" ]] || { log "ERROR: missing $f (run fetch.sh, build.sh, images.sh, and test/apiserver/build.sh)"; exit 1; }
+done
+for c in ipset runc iptables-save ip openssl; do command -v "$c" >/dev/null || { log "ERROR: $c not found (fetch.sh installs it)"; exit 1; }; done
+
+bash "$SPIKE_HERE/cleanup.sh" >/dev/null 2>&1 || bash "$SPIKE_HERE/cleanup.sh"
+T0=$(date +%s.%N)
+mkdir -p "$W"/{pids,logs,pki,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,volume-plugins}
+mark() { local s; s=$(printf '%.1f' "$(echo "$(date +%s.%N) - $T0" | bc)"); printf '%s %s\n' "$s" "$1" >> "$W/timeline"; log "+${s}s $1"; }
+
+# Host state to restore or compare at cleanup.
+for k in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes; do
+  printf '%s %s\n' "$k" "$(sysctl -n "$k")"
+done > "$W/sysctl.orig"
+ls -1d /run/containerd/s/* 2>/dev/null > "$W/shim-sockets.before" || true
+host_iptables > "$W/host-iptables.sha"
+
+# Network namespace with the node's address.
+ip netns add "$NETNS"
+in_ns ip link set lo up
+# A veth pair with both ends in the netns (this kernel has no dummy devices): carrier is up.
+in_ns ip link add "$NODE_DEV" type veth peer name "${NODE_DEV}p"
+in_ns ip link set "${NODE_DEV}p" up
+in_ns ip addr add "$NODE_IP/24" dev "$NODE_DEV"
+in_ns ip link set "$NODE_DEV" up
+in_ns ip route add default dev "$NODE_DEV"
+in_ns sysctl -q -w net.ipv4.ip_forward=1
+in_ns sysctl -q -w net.bridge.bridge-nf-call-iptables=1
+mark "netns $NETNS up ($NODE_IP on $NODE_DEV)"
+
+# cgroup root for the kubelet in every v1 hierarchy (it must exist; cpuset needs cpus/mems).
+for m in /sys/fs/cgroup/*/; do
+  [[ "$m" == */unified/ ]] && continue
+  mkdir -p "$m$CGROUP_NAME"
+  if [[ -f "${m}cpuset.cpus" ]]; then cat "${m}cpuset.cpus" > "$m$CGROUP_NAME/cpuset.cpus"; cat "${m}cpuset.mems" > "$m$CGROUP_NAME/cpuset.mems"; fi
+done
+
+# Credentials: CA, API server serving certificate, service-account keys, an admin token.
+p="$W/pki"
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+openssl req -x509 "${ec[@]}" -keyout "$p/ca.key" -out "$p/ca.crt" -days 2 -subj /CN=arl-node-spike-ca 2>/dev/null
+openssl req "${ec[@]}" -keyout "$p/apiserver.key" -out "$p/apiserver.csr" -subj /CN=kube-apiserver 2>/dev/null
+printf 'subjectAltName=IP:%s,IP:127.0.0.1,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' "$NODE_IP" > "$p/apiserver.ext"
+openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -out "$p/apiserver.crt" -days 2 -extfile "$p/apiserver.ext" 2>/dev/null
+openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
+openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
+token="$(openssl rand -hex 32)"
+printf '%s,arl-node-spike-admin,arl-node-spike-admin,"system:masters"\n' "$token" > "$p/tokens.csv"
+chmod 600 "$p"/*.key "$p/tokens.csv"
+cat > "$W/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: spike, cluster: {server: "https://$NODE_IP:$API_PORT", certificate-authority: "$p/ca.crt"}}]
+users: [{name: admin, user: {token: "$token"}}]
+contexts: [{name: spike, context: {cluster: spike, user: admin}}]
+current-context: spike
+EOF
+chmod 600 "$W/kubeconfig"
+
+# containerd: a second instance, its own root, state, socket, runc root and CNI dirs; CRI on.
+cat > "$W/containerd/config.toml" <<EOF
+version = 3
+root = '$W/containerd/root'
+state = '$W/containerd/state'
+disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.snapshotter.v1.btrfs', 'io.containerd.snapshotter.v1.devmapper',
+  'io.containerd.snapshotter.v1.blockfile', 'io.containerd.snapshotter.v1.erofs', 'io.containerd.differ.v1.erofs',
+  'io.containerd.snapshotter.v1.zfs', 'io.containerd.tracing.processor.v1.otlp', 'io.containerd.internal.v1.tracing']
+[grpc]
+  address = '$W/containerd/containerd.sock'
+[plugins]
+  [plugins.'io.containerd.internal.v1.opt']
+    path = '$W/containerd/opt'
+  [plugins.'io.containerd.image-verifier.v1.bindir']
+    bin_dir = '$W/containerd/image-verifier'
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '$BUSYBOX_IMAGE'
+  [plugins.'io.containerd.cri.v1.runtime']
+    # Without it every pod sandbox fails here: runc cannot set oom_score_adj -998 (issue #29).
+    restrict_oom_score_adj = true
+    netns_mounts_under_state_dir = true
+    enable_cdi = false
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+      Root = '$W/containerd/runc'
+      SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['/usr/lib/cni']
+      conf_dir = '$W/cni/net.d'
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = '127.0.0.1'
+EOF
+
+cat > "$W/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
+{"cniVersion": "1.0.0", "name": "$CNI_NETWORK", "plugins": [
+  {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "dataDir": "$W/cni/ipam", "ranges": [[{"subnet": "$POD_SUBNET"}]], "routes": [{"dst": "0.0.0.0/0"}]}}
+]}
+EOF
+
+printf 'nameserver %s\n' "$NODE_IP" > "$W/resolv.conf"
+cat > "$W/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /$CGROUP_NAME
+containerRuntimeEndpoint: unix://$W/containerd/containerd.sock
+address: $NODE_IP
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+failSwapOn: false
+resolvConf: $W/resolv.conf
+podLogsDir: $W/pod-logs
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%, imagefs.inodesFree: 1%}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+protectKernelDefaults: false
+fileCheckFrequency: 5s
+syncFrequency: 10s
+nodeStatusUpdateFrequency: 5s
+EOF
+
+# All daemons start in one new mount namespace (slave of the host's: the kubelet's volume mounts
+# and containerd's rootfs mounts must see each other, and all of them go when the processes do),
+# joined to the node's network namespace with nsenter. Not `ip netns exec`: it remounts /sys for
+# the netns, which hides /sys/fs/cgroup (runc: "no cgroup mount found in mountinfo").
+unshare --mount --propagation slave nsenter --net="/run/netns/$NETNS" \
+  env W="$W" T0="$T0" UP_UNTIL="$UP_UNTIL" bash "$SPIKE_HERE/node-inner.sh"
+ctr_ version >/dev/null
+
+for img in busybox sandbox-runtime; do
+  [[ -f "$SPIKE_CACHE/images/$img.oci.tar" ]] || continue
+  t0=$(date +%s.%N)
+  ctr_ images import "$SPIKE_CACHE/images/$img.oci.tar" >&2
+  mark "imported $img image ($(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")s)"
+done
+[[ "$UP_UNTIL" == containerd ]] && exit 0
+
+for _ in $(seq 1 240); do
+  [[ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && break
+  sleep 0.5
+done
+[[ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] || {
+  kc get node -o wide >&2 || true; tail -30 "$W/logs/kubelet.log" >&2; log "ERROR: node $NODE_NAME not Ready"; exit 1; }
+mark "node $NODE_NAME Ready"
