@@ -24,18 +24,13 @@ if (!outDir || !nodeName || !runtimeImage || !busyboxImage) {
     process.exit(2);
 }
 
-const c = parseWithTestImages(
-    { recipe: "opencode-blackbox", runId: "spike", target: { kind: "kubernetes", context: "node-spike" }, ...TEST_SIZING },
-    "test",
-);
+const c = parseWithTestImages({ recipe: "opencode-blackbox", runId: "spike", target: { kind: "kubernetes", context: "node-spike" }, ...TEST_SIZING }, "test");
 const names = platformNames(c);
 const d = resolveSandboxPool(c, names);
 const ingress = { namespace: names.namespaces.ingress, podLabels: podLabels("vllm-ingress", names.ingress.deployment), port: 8080 };
 const trainer = { serviceAccount: names.training.serviceAccount, namespace: names.namespaces.training, podLabels: podLabels("trainer", names.training.job) };
 
-// biome-ignore lint/suspicious/noExplicitAny: the template is an untyped manifest body
 const podTemplate = (sandboxTemplateSpec(d) as any).podTemplate;
-// biome-ignore lint/suspicious/noExplicitAny: as above
 const onSpikeImage = (ctr: any) => ({ ...ctr, image: runtimeImage, imagePullPolicy: "Never" });
 const sandboxPod = {
     apiVersion: "v1",
