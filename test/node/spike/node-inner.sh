@@ -33,7 +33,7 @@ start kube-apiserver "$K8S_CACHE/bin/kube-apiserver" --bind-address="$NODE_IP" -
   --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" --token-auth-file="$p/tokens.csv" --authorization-mode=RBAC \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local --service-account-key-file="$p/sa.pub" \
   --service-account-signing-key-file="$p/sa.key" --service-cluster-ip-range="$SERVICE_RANGE" --allow-privileged=true \
-  --profiling=false --v=1
+  --kubelet-preferred-address-types=InternalIP --profiling=false --v=1
 wait_for kube-apiserver 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get --raw /readyz
 
 start containerd "$CTR_BIN/containerd" --config "$W/containerd/config.toml"
@@ -44,6 +44,8 @@ start kubelet "$SPIKE_CACHE/bin/kubelet" --config="$W/kubelet.yaml" --kubeconfig
   --root-dir="$W/kubelet" --cert-dir="$W/kubelet/pki" --volume-plugin-dir="$W/volume-plugins" \
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
 wait_for kubelet 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME"
+
+[[ "${UP_UNTIL:-node}" == kubelet ]] && exit 0
 
 start kube-router "$SPIKE_CACHE/bin/kube-router" --kubeconfig="$W/kubeconfig" --hostname-override="$NODE_NAME" \
   --run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \

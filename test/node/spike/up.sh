@@ -8,14 +8,16 @@
 #   kube-router v2.1.0, NetworkPolicy controller only (iptables + ipset),
 # then imports the spike's images with `ctr -n k8s.io images import` and waits for the node to be
 # Ready. Run cleanup.sh to remove it all (spike.sh does, on any exit).
-# UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-router).
+# UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-router);
+# UP_UNTIL=kubelet starts everything but kube-router.
 # Prints a timeline (seconds since start) on stderr and writes it to $W/timeline.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 [[ $EUID == 0 ]] || { log "ERROR: run as root"; exit 1; }
 UP_UNTIL="${UP_UNTIL:-node}"
 needs=("$K8S_CACHE/bin/etcd" "$K8S_CACHE/bin/kube-apiserver" "$K8S_CACHE/bin/kubectl")
-[[ "$UP_UNTIL" == containerd ]] || needs+=("$SPIKE_CACHE/bin/kubelet" "$SPIKE_CACHE/bin/kube-router" "$SPIKE_CACHE/images/sandbox-runtime.oci.tar")
+[[ "$UP_UNTIL" == containerd ]] || needs+=("$SPIKE_CACHE/bin/kubelet" "$SPIKE_CACHE/images/sandbox-runtime.oci.tar")
+[[ "$UP_UNTIL" == node ]] && needs+=("$SPIKE_CACHE/bin/kube-router")
 for f in "${needs[@]}" "$CTR_BIN/containerd" "$SPIKE_CACHE/images/busybox.oci.tar"; do
   [[ -e "$f" ]] || { log "ERROR: missing $f (run fetch.sh, build.sh, images.sh, and test/apiserver/build.sh)"; exit 1; }
 done
