@@ -84,6 +84,16 @@ out=$(ctr_ tasks exec --exec-id execapi "$trainer_cid" sh -c 'b="{\"cmd\": \"id 
 grep -q '"exit_code": *0' <<<"$out" && grep -q "$RUN_AS_USER" <<<"$out"
 check "POST /exec from the trainer stand-in runs a command in the sandbox" $? "$(tr '\n' ' ' <<<"$out" | cut -c1-200)"
 
+# egress EXEC_ID: from the sandbox container to the API server's port on the node address
+egress() {
+  ctr_ tasks exec --exec-id "$1" "$sandbox_cid" python3 -I -c "
+import socket
+try:
+    socket.create_connection(('$NODE_IP', $API_PORT), 3); print('connected')
+except OSError as e:
+    print('refused-or-timeout', e)" 2>&1
+}
+out=$(egress egress1); grep -qx connected <<<"$out"; check "no policy: sandbox -> API server ($NODE_IP:$API_PORT) connects" $? "$out"
 connect "$trainer_cid"; check "no policy: trainer stand-in -> sandbox:$SANDBOX_PORT connects" $? "$LAST"
 connect "$other_cid"; check "no policy: not-trainer -> sandbox:$SANDBOX_PORT connects" $? "$LAST"
 
@@ -97,13 +107,7 @@ done
 check "policy: not-trainer -> sandbox:$SANDBOX_PORT dropped" $dropped "$LAST; first failed attempt $(secs "$t_pol")s after kubectl apply"
 connect "$other_cid"; rc=$?; check "policy: not-trainer -> sandbox dropped again" $(( rc == 0 )) "$LAST"
 connect "$trainer_cid"; check "policy: trainer stand-in -> sandbox:$SANDBOX_PORT still connects" $? "$LAST"
-out=$(ctr_ tasks exec --exec-id egress "$sandbox_cid" python3 -I -c "
-import socket
-try:
-    socket.create_connection(('$NODE_IP', $API_PORT), 3); print('connected')
-except OSError as e:
-    print('refused-or-timeout', e)" 2>&1)
-grep -q refused-or-timeout <<<"$out"; check "policy: sandbox -> API server ($NODE_IP:$API_PORT) egress dropped" $? "$out"
+out=$(egress egress2); grep -q refused-or-timeout <<<"$out"; check "policy: sandbox -> API server ($NODE_IP:$API_PORT) egress dropped" $? "$out"
 sleep 8
 [[ "$(kc -n "$SANDBOX_NS" get pod sandbox-spike -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
 check "policy: sandbox still Ready 8 s later (kubelet's probe from the node passes)" $? "Ready=$(kc -n "$SANDBOX_NS" get pod sandbox-spike -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')"
