@@ -371,6 +371,7 @@ describe("Kubernetes checks (pure)", () => {
             sandboxControllers: fine,
             jobSetControllers: fine,
             daemonSets: fine,
+            dnsPods: { ok: true, value: 2 },
             namespaces: { ok: true, value: {} },
         });
         assertFinding(

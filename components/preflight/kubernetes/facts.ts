@@ -30,8 +30,10 @@ export interface KubernetesFacts {
     readonly jobSetControllers: Read<readonly any[]>;
     /** The LocalQueue of target.kueueQueue (undefined: not found, or Kueue not installed). */
     readonly localQueue?: Read<any | undefined>;
-    /** Every DaemonSet (the CNI heuristic). */
+    /** Every DaemonSet (the CNI heuristic, NodeLocal DNSCache). */
     readonly daemonSets: Read<readonly any[]>;
+    /** Pods matching target.dns's selector (kube-dns's by default), counted. */
+    readonly dnsPods: Read<number>;
     /** The Gateway of exposure `httproute` (undefined: not found). */
     readonly gateway?: Read<any | undefined>;
     /** The cert-manager Issuer/ClusterIssuer (undefined: not found). */
@@ -63,6 +65,7 @@ export function unansweredFacts(conn: Pick<KubernetesFacts, "context" | "kubecon
         sandboxControllers: nothing,
         jobSetControllers: nothing,
         daemonSets: nothing,
+        dnsPods: nothing,
         namespaces: nothing,
     };
 }

@@ -8,6 +8,7 @@ import type { PlatformPlan } from "../../platform";
 import { type Finding, firstLine, warn } from "../report";
 import { checkCni, checkJobSet, checkJobSetController, checkKueue, checkSandboxController, checkSandboxCrds } from "./addons";
 import { checkConnection, checkVersion } from "./connection";
+import { checkDns } from "./dns";
 import type { KubernetesFacts } from "./facts";
 import { checkCertManager, checkGateway, checkTlsSecret } from "./ingress";
 import { kubernetesNeeds } from "./needs";
@@ -16,6 +17,7 @@ import { checkQuotas } from "./quota";
 
 export { checkCni, checkJobSet, checkJobSetController, checkKueue, checkSandboxController, checkSandboxCrds } from "./addons";
 export { checkConnection, checkVersion, MIN_KUBERNETES } from "./connection";
+export { checkDns, dnsPodSelector, NODE_LOCAL_DNS_DAEMONSET, nodeLocalAddresses, type DnsFacts } from "./dns";
 export { type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
 export { checkCertManager, checkGateway, checkTlsSecret } from "./ingress";
 export * from "./needs";
@@ -87,6 +89,9 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
         else out.push(checkKueue(needs.kueue, crds, f.localQueue?.ok ? f.localQueue.value : undefined, nsExists(needs.kueue.namespace)));
     }
     out.push(f.daemonSets.ok ? checkCni(f.daemonSets.value) : unreadable("NetworkPolicy CNI", "daemonsets", f.daemonSets));
+    if (!f.daemonSets.ok) out.push(unreadable("Cluster DNS", "daemonsets", f.daemonSets));
+    else if (!f.dnsPods.ok) out.push(unreadable("Cluster DNS", "pods in the DNS namespace", f.dnsPods));
+    else out.push(checkDns(plan, f.daemonSets.value, { dnsPods: f.dnsPods.value }));
     out.push(f.namespaces.ok ? checkQuotas(plan, f.namespaces.value) : unreadable("Quota headroom", "namespaces and resourcequotas", f.namespaces));
     return out;
 }

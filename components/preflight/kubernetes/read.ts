@@ -7,6 +7,7 @@ import type { PlatformPlan } from "../../platform";
 import type { Read } from "../report";
 import { type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
 import { JOBSET_CONTROLLER_LABEL, kubernetesNeeds, SANDBOX_CONTROLLER_LABEL } from "./needs";
+import { dnsPodSelector } from "./dns";
 
 export interface CommandResult {
     readonly code: number;
@@ -115,6 +116,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         issuer,
         secret,
         nsFacts,
+        dnsPods,
     ] = await Promise.all([
         json(["get", "nodes"], items),
         needs.storage ? json(["get", "storageclasses.storage.k8s.io"], items) : Promise.resolve({ ok: true as const, value: [] as any[] }),
@@ -144,6 +146,10 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
               )
             : Promise.resolve(undefined),
         namespaces(),
+        (() => {
+            const dns = dnsPodSelector(plan);
+            return json(["get", "pods", "-n", dns.namespace, "-l", dns.selector], (d) => items(d).length);
+        })(),
     ]);
     // A missing CRD makes `get <kind>` fail with "the server doesn't have a resource type": that is "not found" here.
     const noKind = <T>(r: Read<T> | undefined): Read<T | undefined> | undefined =>
@@ -163,6 +169,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         jobSetControllers,
         localQueue: noKind(localQueue),
         daemonSets,
+        dnsPods,
         gateway: noKind(gateway),
         issuer: noKind(issuer),
         tlsSecret: secret,
