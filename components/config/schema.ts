@@ -502,8 +502,9 @@ export const platformSchema = z.strictObject({
         .regex(/^[\w.-]+\/[\w.-]+\/[\w.-]+$/, "must be <org>/<project>/<stack>, e.g. organization/agent-rl-infra/cluster")
         .optional(),
     /**
-     * Whether prod rules apply (images pinned by digest, model revision pinned; the policy pack's
-     * mandatory prod policies). Default: true for a stack named `prod` or `prod-*`.
+     * Whether prod rules apply (images pinned by digest, model revision pinned), checked by the config.
+     * The policy pack's prod config is a separate step the command must name (README "The policy
+     * pack"). Default: true for a stack named `prod` or `prod-*`.
      */
     prod: z.boolean().optional(),
     /**

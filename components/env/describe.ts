@@ -295,8 +295,8 @@ export interface DeployedEnvDescription extends EnvDescriptionBase {
     readonly network: string;
     /**
      * Docker network of the env's own: its replicas and its router, nothing else (docker.ts says
-     * why). A plain bridge, so the replicas reach the internet as on Kubernetes (some envs
-     * download data); Docker drops traffic between bridge networks, so not the training network.
+     * why). `internal` (no route out) with egress `dns`, a plain bridge with `internet`, as
+     * envs.<name>.egress says; Docker drops traffic between bridge networks, so not the training network.
      */
     readonly replicaNetwork: string;
     /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */

@@ -11,8 +11,9 @@
  * namespace, so vLLM itself must stay off the env network: the replicas could reach it there).
  * dockerd drops traffic between two bridge networks (its DOCKER-ISOLATION chains), so a replica
  * reaches neither vLLM, nor the ingress, nor another env; test/docker-lifecycle.test.ts shows
- * it on a real dockerd. The env network is a plain bridge, not `internal`: replicas keep their
- * egress to the internet, as on Kubernetes (some envs download data at start).
+ * it on a real dockerd. The env network follows envs.<name>.egress as on Kubernetes: `dns` (the
+ * catalog's default for envs that run model-written code) makes it `internal`, with no route out;
+ * `internet` a plain bridge (some envs download data at start).
  *
  * The router resolves the replica containers through Docker's embedded DNS (127.0.0.11), which
  * answers names of every network the router is on, and re-resolves them (`server ... resolve`),

@@ -15,6 +15,10 @@ import type { DeployedEnvDescription } from "../../components/env";
 import { dockerHostNeeds, formatMiB, namespaceRoles, type PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
 
+/** What the policy pack enforces and where (README "The policy pack"): only when the command names it. */
+export const POLICY_PACK_NOTE =
+    "The policy pack (policy/) blocks a violation only when the command names it: `pulumi up --policy-pack policy --policy-pack-config policy/config.prod.json`; nothing in the stack checks that it ran.";
+
 function table(header: string[], rows: Array<Array<string | number>>): string {
     const line = (cells: Array<string | number>) => `| ${cells.map((c) => String(c).replace(/\|/g, "\\|")).join(" | ")} |`;
     return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
@@ -221,8 +225,9 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     );
     out.push("");
     out.push(
-        `Prod rules (images and model revision pinned, policy pack mandatory): **${c.prod ? "on" : "off"}** ` +
+        `Prod rules (every image pinned by digest, the model revision pinned; checked by the config before anything registers): **${c.prod ? "on" : "off"}** ` +
             `(${c.prodFromConfig !== undefined ? `config \`prod: ${c.prodFromConfig}\`` : `from the stack name \`${c.stack}\`: set \`prod\` to decide it explicitly`}).` +
+            (c.prod ? ` ${POLICY_PACK_NOTE}` : "") +
             (c.target.kind === "kubernetes"
                 ? ` Cluster: ${c.target.context !== undefined ? `context \`${c.target.context}\`` : c.target.kubeconfig !== undefined ? `kubeconfig \`${c.target.kubeconfig}\`` : "kubectl's current context (dev stacks only)"}.`
                 : ""),
