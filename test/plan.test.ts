@@ -115,14 +115,18 @@ describe("plan: every stack and every recipe", () => {
     });
 
     test("every namespaced object lives in one of the Platform's per-role namespaces, with Pod Security labels", async () => {
-        for (const source of [{ stack: "staging" }, { recipe: "wordle-whitebox", target: "kubernetes" as const }]) {
+        // Only the roles the stack deploys (namespaceRoles): black box has no envs, white box no ingress or sandboxes.
+        const cases = [
+            { source: { stack: "staging" }, roles: ["ingress", "sandboxes", "training"] },
+            { source: { recipe: "wordle-whitebox", target: "kubernetes" as const }, roles: ["envs", "training"] },
+        ];
+        for (const { source, roles } of cases) {
             const result = await planToDir(source, { outDir: path.join(tmp, `ns-${"stack" in source ? source.stack : source.recipe}`) });
             const namespaces = result.manifests.filter((m) => m.kind === "Namespace");
-            assert.deepEqual(namespaces.map((n) => n.metadata.labels["agentrl.dev/role"]).sort(), ["envs", "ingress", "sandboxes", "training"]);
+            assert.deepEqual(namespaces.map((n) => n.metadata.labels["agentrl.dev/role"]).sort(), roles);
             const level = (role: string) =>
                 namespaces.find((n) => n.metadata.labels["agentrl.dev/role"] === role)!.metadata.labels["pod-security.kubernetes.io/enforce"];
-            assert.equal(level("sandboxes"), "restricted");
-            assert.equal(level("ingress"), "restricted");
+            for (const role of roles) assert.equal(level(role), role === "sandboxes" || role === "ingress" ? "restricted" : "baseline");
             const names = new Set(namespaces.map((n) => n.metadata.name));
             for (const m of result.manifests)
                 if (m.metadata.namespace) assert.ok(names.has(m.metadata.namespace), `${m.kind} ${m.metadata.name} is in ${m.metadata.namespace}`);
