@@ -36,7 +36,8 @@ function raw(layout: Layout, training: Record<string, unknown> = {}, extra: Reco
 const parse = (r: Record<string, unknown>): PlatformConfig => parseWithTestImages(r, "test");
 
 /** A custom black-box script (the TrlParser contract), as a user's own AsyncGRPO trainer. */
-const CUSTOM_BLACKBOX = { program: "custom", command: ["python", "/app/train.py"], optim: undefined };
+// A custom script writes checkpoints, so its volume is sized for them (the checkpoint-size rule).
+const CUSTOM_BLACKBOX = { program: "custom", command: ["python", "/app/train.py"], optim: undefined, checkpoints: { size: "300Gi" } };
 
 function described(config: PlatformConfig) {
     const names = platformNames(config);
