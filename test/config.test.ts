@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, deepMerge, platformNames, validateNames, RECIPE_NAMES, dnsName } from "../components/config";
-import { configProblems, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { ConfigError, deepMerge, platformNames, validateNames, RECIPE_NAMES, RECIPES, dnsName, DOCKER_BLACKBOX_REFUSED } from "../components/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { parsePlatformConfig as parseExactly } from "../components/config";
 
 const base = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } };
@@ -16,8 +16,17 @@ function withOverride(override: Record<string, unknown>, from: Record<string, un
 describe("config: recipes", () => {
     for (const name of RECIPE_NAMES) {
         for (const kind of ["kubernetes", "docker"]) {
+            const raw = { recipe: name, runId: "r1", target: kind === "kubernetes" ? { kind, context: "test" } : { kind } };
+            if (kind === "docker" && RECIPES[name].training.layout === "blackbox") {
+                // The docker sandbox pool (the Docker black-box default) is refused for now; hosted sandboxes run.
+                test(`${name} on docker is refused on its default sandbox pool, and parses with hosted sandboxes`, () => {
+                    assert.deepEqual(problems(raw), [DOCKER_BLACKBOX_REFUSED]);
+                    assert.deepEqual(problems(deepMerge(raw, HOSTED_SANDBOXES_ON_DOCKER)), []);
+                });
+                continue;
+            }
             test(`${name} on ${kind} parses with no problems`, () => {
-                assert.deepEqual(problems({ recipe: name, runId: "r1", target: kind === "kubernetes" ? { kind, context: "test" } : { kind } }), []);
+                assert.deepEqual(problems(raw), []);
             });
         }
     }
@@ -196,7 +205,23 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "agent-sandbox on the docker target",
             raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, sandboxes: { provider: "agent-sandbox" } },
-            expect: [/^sandboxes\.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider docker or hf$/],
+            expect: [
+                /^sandboxes\.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider hf \(OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet\), or a Kubernetes target$/,
+            ],
+        },
+        {
+            what: "black box on the docker target's default sandbox pool (refused for now)",
+            raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } },
+            expect: [
+                /^sandboxes\.provider: the docker sandbox pool \(the default for layout blackbox on the docker target\) is not available yet: no sandbox backend drives it, so a black-box run would open no sandbox\. Use a Kubernetes target \(provider agent-sandbox, the default there\), or set provider to hf \(OpenEnv's hosted sandboxes\)$/,
+            ],
+        },
+        {
+            what: "black box without sandboxes on the docker target",
+            raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, sandboxes: { provider: "none" } },
+            expect: [
+                /^sandboxes\.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to hf \(OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet\), or use a Kubernetes target$/,
+            ],
         },
         {
             what: "hosted sandboxes with an in-cluster ingress",
@@ -272,9 +297,16 @@ describe("config: every validation message names the field and the fix", () => {
         },
         {
             what: "plain HTTP published on Docker: the fix names files, not a Kubernetes Secret",
-            raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ingress: { exposure: "loadbalancer", host: "vllm.example.com" } },
+            raw: {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "docker" },
+                sandboxes: { provider: "hf" },
+                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { publiclyTrusted: true } },
+            },
             expect: [
                 /^ingress\.tls\.mode: a published port exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to files with certFile and keyFile$/,
+                /^ingress\.tls\.mode: hosted sandboxes reach the Docker host over the internet: set tls\.mode to files$/,
             ],
         },
         {
@@ -435,17 +467,19 @@ describe("config: the images no default can stand for", () => {
         });
         assert.equal(k8s.length, 1);
         assert.match(k8s[0]!, /and vLLM 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\): build trainer\/blackbox\/Dockerfile/);
-        const docker = exactProblems({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } });
+        const docker = exactProblems(deepMerge({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER));
+        assert.equal(docker.length, 1);
         assert.doesNotMatch(docker[0]!, /vllm/, "on Docker vLLM runs from images.vllm");
     });
 
-    test("sandboxes.image is required for the agent-sandbox pool only (the stock image serves the Docker and hosted pools)", () => {
+    test("sandboxes.image is required for the agent-sandbox pool only (the stock image serves the hosted pool)", () => {
         const raw = { recipe: "opencode-blackbox", runId: "r1", images: { trainer: "x/trainer:1" } };
         assert.deepEqual(exactProblems({ ...raw, target: { kind: "kubernetes", context: "c" } }), [
             "sandboxes.image: required for the agent-sandbox pool: the image python/Dockerfile builds (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest; the stock image has no runtime, so its pods would never become ready",
         ]);
-        assert.deepEqual(exactProblems({ ...raw, target: { kind: "docker" } }), []);
-        assert.equal(parseExactly({ ...raw, target: { kind: "docker" } }, "test").sandboxes.image, "ghcr.io/huggingface/openenv-opencode-sandbox:latest");
+        const hosted = deepMerge({ ...raw, target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER);
+        assert.deepEqual(exactProblems(hosted), []);
+        assert.equal(parseExactly(hosted, "test").sandboxes.image, "ghcr.io/huggingface/openenv-opencode-sandbox:latest");
     });
 });
 

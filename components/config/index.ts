@@ -2,6 +2,7 @@ export { platformSchema, LAYOUTS, DTYPES, type Dtype, type Layout, type Platform
 export { resolveDefaults, computeDemand, isProdStack, type PlatformConfig, type ResolvedEnv, type Demand } from "./resolve";
 export {
     validatePlatform,
+    DOCKER_BLACKBOX_REFUSED,
     deployedImages,
     replicasFor,
     exampleImageProblems,

@@ -186,20 +186,28 @@ export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
     return errors;
 }
 
+/**
+ * The docker sandbox pool (components/sandbox/docker.ts) runs the stock image's `sleep`: no runtime serves in it and no
+ * sandbox backend drives it, so a black-box run on it would open no sandbox. Refused until a Docker backend exists.
+ */
+export const DOCKER_BLACKBOX_REFUSED =
+    "sandboxes.provider: the docker sandbox pool (the default for layout blackbox on the docker target) is not available yet: no sandbox backend drives it, so a black-box run would open no sandbox. Use a Kubernetes target (provider agent-sandbox, the default there), or set provider to hf (OpenEnv's hosted sandboxes)";
+
 export function validateSandboxes(c: PlatformConfig): string[] {
     const s = c.sandboxes;
     const t = c.training;
     const errors: string[] = [];
     if (t.layout === "blackbox" && s.provider === "none") {
         errors.push(
-            `sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to ${c.target.kind === "kubernetes" ? "agent-sandbox" : "docker"} or hf`,
+            `sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to ${c.target.kind === "kubernetes" ? "agent-sandbox or hf" : "hf (OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet), or use a Kubernetes target"}`,
         );
     }
+    if (t.layout === "blackbox" && s.provider === "docker" && c.target.kind === "docker") errors.push(DOCKER_BLACKBOX_REFUSED);
     if (t.layout !== "blackbox" && s.provider !== "none") {
         errors.push(`sandboxes.provider: only the black-box layout uses sandboxes (layout is ${t.layout}): remove sandboxes.provider or set it to none`);
     }
     if (s.provider === "agent-sandbox" && c.target.kind !== "kubernetes") {
-        errors.push(`sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider docker or hf`);
+        errors.push(`sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider hf (OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet), or a Kubernetes target`);
     }
     if (s.provider === "docker" && c.target.kind !== "docker") {
         errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox or hf`);

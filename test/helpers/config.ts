@@ -31,3 +31,16 @@ export function configProblems(f: () => unknown): string[] {
         throw e;
     }
 }
+
+/**
+ * A Docker black-box stack's sandboxes: hosted (hf), the one provider the docker target runs (the docker sandbox pool is
+ * refused, config DOCKER_BLACKBOX_REFUSED), with what hosted sandboxes need of the ingress.
+ */
+export const HOSTED_SANDBOXES_ON_DOCKER = {
+    sandboxes: { provider: "hf" },
+    ingress: {
+        exposure: "loadbalancer",
+        host: "vllm.example.com",
+        tls: { mode: "files", certFile: "/etc/tls/cert.pem", keyFile: "/etc/tls/key.pem", publiclyTrusted: true },
+    },
+} as const;
