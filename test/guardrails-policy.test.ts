@@ -14,6 +14,7 @@ import type { PolicyPackConfig } from "@pulumi/policy";
 import * as pack from "../policy/policies";
 import { runPolicies, type LocalResource, type LocalViolation } from "../policy/run-local";
 import { allSources, planGuarded, policyResources, tempDir } from "./helpers/guardrails-plan";
+import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
 
 const tmp = tempDir("arl-guardrails-policy-");
 const PROD_CONFIG: PolicyPackConfig = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "policy", "config.prod.json"), "utf8"));
@@ -33,7 +34,12 @@ let k8sSidecar: LocalResource[] = [];
 before(async () => {
     k8sBlackbox = policyResources((await planGuarded({ stack: "staging" }, { outDir: path.join(tmp, "base-k8s"), secrets: SECRETS })).result.resources);
     dockerBlackbox = policyResources(
-        (await planGuarded({ recipe: "opencode-blackbox", target: "docker" }, { outDir: path.join(tmp, "base-docker"), secrets: SECRETS })).result.resources,
+        (
+            await planGuarded(
+                { recipe: "opencode-blackbox", target: "docker" },
+                { outDir: path.join(tmp, "base-docker"), platformOverride: HOSTED_SANDBOXES_ON_DOCKER, secrets: SECRETS },
+            )
+        ).result.resources,
     );
     k8sWhitebox = policyResources(
         (await planGuarded({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "base-wb"), secrets: SECRETS })).result.resources,

@@ -6,8 +6,8 @@ import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
-import { RECIPE_NAMES } from "../components/config";
-import { parseWithTestImages, withTestImages } from "./helpers/config";
+import { DOCKER_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../components/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages, withTestImages } from "./helpers/config";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
 
@@ -78,6 +78,26 @@ describe("plan: every stack and every recipe", () => {
     }
     for (const recipe of RECIPE_NAMES) {
         for (const target of ["kubernetes", "docker"] as const) {
+            if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") {
+                test(`recipe ${recipe} on docker: npm run plan refuses the docker sandbox pool (exit 1, no stack trace, nothing written)`, () => {
+                    const out = path.join(tmp, `${recipe}-docker-refused`);
+                    const r = spawnSync(
+                        process.execPath,
+                        ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), "--recipe", recipe, "--target", "docker", "--out", out],
+                        { encoding: "utf8", cwd: REPO_ROOT },
+                    );
+                    assert.equal(r.status, 1, r.stderr);
+                    assert.ok(r.stderr.includes(DOCKER_BLACKBOX_REFUSED), r.stderr);
+                    assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
+                    assert.ok(!fs.existsSync(out), "nothing written");
+                });
+                test(`recipe ${recipe} on docker with hosted sandboxes plans`, async () => {
+                    const outDir = path.join(tmp, `${recipe}-docker-hosted`);
+                    const result = await planToDir({ recipe, target }, { outDir, platformOverride: HOSTED_SANDBOXES_ON_DOCKER });
+                    await checkPlanOutput(result, outDir, target);
+                });
+                continue;
+            }
             test(`recipe ${recipe} on ${target} plans`, async () => {
                 const outDir = path.join(tmp, `${recipe}-${target}`);
                 const result = await planToDir({ recipe, target }, { outDir });
@@ -223,7 +243,7 @@ describe("plan: secrets never reach the output", () => {
                 `Secret ${name}: every value redacted`,
             );
         const dockerDir = path.join(tmp, "keys-docker");
-        await planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: dockerDir, secrets });
+        await planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: dockerDir, secrets, platformOverride: HOSTED_SANDBOXES_ON_DOCKER });
         noWrapper(dockerDir);
         const containers = walk(path.join(dockerDir, "docker"))
             .map((f) => JSON.parse(fs.readFileSync(f, "utf8")))
@@ -312,6 +332,11 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             stack: "prod",
             platform: withTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }) as Record<string, unknown>,
             field: /images\.trainer: prod stacks pin every image by digest/,
+        },
+        {
+            what: "Docker black box on the docker sandbox pool (refused for now)",
+            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } },
+            field: /sandboxes\.provider: the docker sandbox pool \(the default for layout blackbox on the docker target\) is not available yet/,
         },
         {
             what: "dataset size missing",
@@ -466,7 +491,7 @@ describe("plan: prerequisites the stack refers to but does not create", () => {
             externalPrerequisites(shared, namesOf(shared)).some((r) => r.field === "clusterStack (organization/agent-rl-infra/cluster)"),
             "with a cluster stack, agent-sandbox is the cluster stack's",
         );
-        const dockerCfg = parse({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, "test");
+        const dockerCfg = parse({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
         assert.deepEqual(
             externalPrerequisites(dockerCfg, namesOf(dockerCfg)).map((r) => r.field),
             ["target.host"],

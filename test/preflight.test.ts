@@ -14,7 +14,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import YAML from "yaml";
-import { deepMerge, type PlatformConfig } from "../components/config";
+import { deepMerge, RECIPES, type PlatformConfig, type RecipeName } from "../components/config";
 import { type PlatformPlan, resolvePlatform } from "../components/platform";
 import { SANDBOX_API_VERSION } from "../components/sandbox";
 import { parsePreflightArgs, UsageError } from "../scripts/preflight";
@@ -62,7 +62,7 @@ import {
 import { exitCodeOf, type Finding, renderJson, renderTable, wrap } from "../components/preflight/report";
 import { fixtureCacheDir } from "./helpers/apiserver";
 import { type Cluster, GPU_PRODUCT } from "./helpers/cluster";
-import { parseWithTestImages } from "./helpers/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 import { type Dockerd, startDockerd } from "./helpers/dockerd";
 import { teardown, startHarnessCluster } from "./helpers/engine-checks";
 import { engineSkipReason } from "./helpers/engine-fixtures";
@@ -98,8 +98,12 @@ function k8sConfig(over: Record<string, unknown> = {}, stack = "pf"): PlatformCo
 const planOf = (c: PlatformConfig): PlatformPlan => resolvePlatform(c, { hfToken: true });
 const k8sPlan = (over: Record<string, unknown> = {}) => planOf(k8sConfig(over));
 
+/** A Docker stack: opencode-blackbox with hosted sandboxes (the docker sandbox pool is refused for now) unless `over` names a white-box recipe. */
 function dockerConfig(over: Record<string, unknown> = {}): PlatformConfig {
-    return parseWithTestImages(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } }, over), "pf-docker");
+    const recipe = (over.recipe ?? "opencode-blackbox") as RecipeName;
+    const base = { recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } };
+    const sandboxes = RECIPES[recipe].training.layout === "blackbox" ? HOSTED_SANDBOXES_ON_DOCKER : {};
+    return parseWithTestImages(deepMerge(deepMerge(base, sandboxes), over), "pf-docker");
 }
 
 function node(
@@ -934,25 +938,25 @@ describe("Docker checks (pure)", () => {
     });
     test("host ports: the ingress's published port free, held by another container, by a host process, or by this stack's own container", () => {
         const [p] = publishedPorts(plan);
-        assert.deepEqual({ ip: p!.ip, port: p!.port }, { ip: "127.0.0.1", port: 8080 });
+        assert.deepEqual({ ip: p!.ip, port: p!.port }, { ip: "0.0.0.0", port: 443 });
         const containers = (list: Array<{ name: string; ports: string }>) => ({
             ok: true as const,
             value: list.map((c) => ({ name: c.name, ports: parsePorts(c.ports) })),
         });
-        assertFinding(checkPorts(plan, { containers: containers([]), localPortsInUse: [] }), "ok", /127\.0\.0\.1:8080\/tcp free/);
+        assertFinding(checkPorts(plan, { containers: containers([]), localPortsInUse: [] }), "ok", /0\.0\.0\.0:443\/tcp free/);
         assertFinding(
-            checkPorts(plan, { containers: containers([{ name: "grafana", ports: "0.0.0.0:8080->3000/tcp, [::]:8080->3000/tcp" }]) }),
+            checkPorts(plan, { containers: containers([{ name: "grafana", ports: "0.0.0.0:443->3000/tcp, [::]:443->3000/tcp" }]) }),
             "fail",
-            /127\.0\.0\.1:8080\/tcp is published by container grafana; the ingress \(.*\) cannot publish it/,
+            /0\.0\.0\.0:443\/tcp is published by container grafana; the ingress \(.*\) cannot publish it/,
             /stop what holds the port \(docker ps; ss -ltnp\), or run this stack on another host/,
         );
         assertFinding(
-            checkPorts(plan, { containers: containers([]), localPortsInUse: ["127.0.0.1:8080"] }),
+            checkPorts(plan, { containers: containers([]), localPortsInUse: ["0.0.0.0:443"] }),
             "fail",
             /in use by a process on the host \(not a container\)/,
         );
         assertFinding(
-            checkPorts(plan, { containers: containers([{ name: p!.by, ports: "127.0.0.1:8080->8080/tcp" }]) }),
+            checkPorts(plan, { containers: containers([{ name: p!.by, ports: "0.0.0.0:443->8443/tcp" }]) }),
             "ok",
             /held by this stack's .*which an up replaces/,
         );
@@ -1010,8 +1014,8 @@ describe("Docker checks (pure)", () => {
             containers: { ok: true, value: [] },
             disk: { checkedPath: "/srv/agent-rl", freeBytes: 1024 ** 4 },
         });
-        assertFinding(only(f, "Host memory"), "fail", /limited to 169\.8 GiB in all, but the host has 64 GiB/);
-        assertFinding(only(f, "Host CPUs"), "warn", /limited to 39 CPUs in all, but the host has 8/);
+        assertFinding(only(f, "Host memory"), "fail", /limited to 128\.5 GiB in all, but the host has 64 GiB/);
+        assertFinding(only(f, "Host CPUs"), "warn", /limited to 18 CPUs in all, but the host has 8/);
     });
     test("docker info failing is a warning (unchecked), not a pass", () => {
         const f = checkDocker(plan, {
@@ -1366,23 +1370,23 @@ describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: 10 
             false,
         );
         assertFinding(only(findings, "Free space in dataDir"), "ok", new RegExp(`free under ${literal(dataDir)}, the stack plans model cache 1Mi`));
-        assertFinding(only(findings, "Host ports"), "ok", /127\.0\.0\.1:8080\/tcp free/);
+        assertFinding(only(findings, "Host ports"), "ok", /0\.0\.0\.0:443\/tcp free/);
         assert.equal(exitCodeOf(findings), 1);
-        // The host's own NCPU and MemTotal, as this dockerd reports them (the stack's 39 CPUs / 169.8 GiB in all).
+        // The host's own NCPU and MemTotal, as this dockerd reports them (the stack's 18 CPUs / 128.5 GiB in all).
         assertFinding(
             only(findings, "Host CPUs"),
-            os.cpus().length >= 39 ? "ok" : "warn",
-            new RegExp(`limited to 39 CPUs in all.*the host has ${os.cpus().length}\\b`),
+            os.cpus().length >= 18 ? "ok" : "warn",
+            new RegExp(`limited to 18 CPUs in all.*the host has ${os.cpus().length}\\b`),
         );
-        assert.match(only(findings, "Host memory").found, /limited to 169\.8 GiB in all.*the host has \d+(\.\d)? GiB/);
+        assert.match(only(findings, "Host memory").found, /limited to 128\.5 GiB in all.*the host has \d+(\.\d)? GiB/);
     });
 
     test("the ingress's host port already published by another container", async () => {
         d!.importStandin();
-        d!.docker(["run", "-d", "--name", "squatter", "-p", "127.0.0.1:8080:9000", "agentrl-standin:test", "serve", ":9000"]);
+        d!.docker(["run", "-d", "--name", "squatter", "-p", "0.0.0.0:443:9000", "agentrl-standin:test", "serve", ":9000"]);
         try {
             const { findings } = await runPreflight(config());
-            assertFinding(only(findings, "Host ports"), "fail", /127\.0\.0\.1:8080\/tcp is published by container squatter/);
+            assertFinding(only(findings, "Host ports"), "fail", /0\.0\.0\.0:443\/tcp is published by container squatter/);
         } finally {
             d!.docker(["rm", "-f", "squatter"], { allowFail: true });
         }
