@@ -1,7 +1,7 @@
 /**
  * Issue 13, the Docker points: what a real Docker host does with the settings the program sends.
  * The program (index.ts) runs under the mocks for a Docker black-box stack with an env server and
- * the Docker sandbox pool; its recorded inputs are then created on a real dockerd started by the
+ * hosted sandboxes (the Docker sandbox pool is refused for now); its recorded inputs are then created on a real dockerd started by the
  * test (test/helpers/dockerd.ts: own network namespace, data root, socket; stand-in images), the
  * way the provider would create them, and dockerd's answers are checked:
  * - 8: the trainer joins vLLM's namespaces by container id, which is what dockerd stores (a name
@@ -22,7 +22,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { platformNames } from "../components/config";
-import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { localOverrides, resolveVllmIngress } from "../components/ingress";
 import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
 import { renderNginxConfig, UPSTREAM_RESOLVER_VALID_SECONDS } from "../components/ingress/nginx";
@@ -39,8 +39,8 @@ const T = { container: "docker:index/container:Container", network: "docker:inde
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-lifecycle-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** A Docker black box on one host: vLLM + trainer, the ingress, the Docker sandbox pool, and one deployed env. */
-const STACK = { envs: { echo: { catalog: "echo", replicas: 2 } } };
+/** A Docker black box on one host: vLLM + trainer, the ingress published for hosted sandboxes, and one deployed env. */
+const STACK = { ...HOSTED_SANDBOXES_ON_DOCKER, envs: { echo: { catalog: "echo", replicas: 2 } } };
 let planCount = 0;
 function plan(override: Record<string, unknown> = {}, preview = false, target: "docker" | "kubernetes" = "docker"): Promise<PlanResult> {
     const dir = path.join(tmp, String(planCount++));
@@ -105,7 +105,6 @@ describe("what the program sends (mocks)", () => {
             nets.sort(),
             [
                 [envNet, true],
-                [names.networks.sandboxes, true],
                 [names.networks.training, false],
             ].sort(),
         );
@@ -135,26 +134,17 @@ describe("what the program sends (mocks)", () => {
         assert.match(dockerConf, new RegExp(`set \\$ingress_upstream_host ${up.plan.names.training.vllmUpstream};`));
         assert.doesNotMatch(dockerConf, /upstream vllm_upstream/, "no group: nginx would resolve its server once, at start");
         assert.ok(dockerConf.split("proxy_pass http://$ingress_upstream_host$ingress_upstream_uri;").length - 1 >= 2);
-        const k8s = await plan({ target: { kind: "kubernetes", context: "test" } }, false, "kubernetes");
+        // The recipe's own sandboxes and ingress on Kubernetes (agent-sandbox, in-cluster), not the Docker hosted ones.
+        const k8s = await plan({ target: { kind: "kubernetes", context: "test" }, sandboxes: {}, ingress: {} }, false, "kubernetes");
         const k8sConf = k8s.plan.ingress!.configText;
         assert.match(k8sConf, /upstream vllm_upstream \{\n\s+server \S+ max_fails=0;\n\s+# Reuse TCP connections/);
         assert.doesNotMatch(k8sConf, /resolver /);
         assert.equal(k8s.plan.ingress!.settings.upstreamResolver, undefined);
     });
 
-    test("13: plan.md says the trainer holds the host's Docker socket, i.e. root on the GPU host; only where it does", async () => {
-        const md = fs.readFileSync(up.files.find((f) => f.endsWith("plan.md"))!, "utf8");
-        assert.match(md, /## Host access\n\nThe trainer gets the host's Docker socket \(`\/var\/run\/docker\.sock`, as DOCKER_HOST\)/);
-        assert.match(md, /\*\*root on the GPU host\*\*/);
-        const hosted = await plan({
-            sandboxes: { provider: "hf" },
-            ingress: {
-                exposure: "loadbalancer",
-                host: "vllm.example.com",
-                tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true },
-            },
-        });
-        assert.doesNotMatch(fs.readFileSync(hosted.files.find((f) => f.endsWith("plan.md"))!, "utf8"), /Host access|docker\.sock/);
+    test("13: with hosted sandboxes the trainer holds no Docker socket, and plan.md has no host-access section", () => {
+        assert.ok(!JSON.stringify(ofType(up.resources, T.container).map((r) => r.inputs)).includes("docker.sock"));
+        assert.doesNotMatch(fs.readFileSync(up.files.find((f) => f.endsWith("plan.md"))!, "utf8"), /Host access|docker\.sock/);
     });
 });
 
@@ -183,7 +173,7 @@ describe("12: real nginx with the Docker ingress config follows vLLM to a new ad
     let ing: LocalIngress | undefined;
     let port = 0;
     const dockerSettings = () => {
-        const c = parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, "test");
+        const c = parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
         return resolveVllmIngress(c, platformNames(c)).settings;
     };
     const ask = () =>
@@ -327,7 +317,6 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         // The router stand-in forwards to a replica by name (the real one is nginx over the same network).
         await create(byName(p.resources, "-env-echo-router"), ["proxy", `:${port}`, `${firstReplica}:${port}`], "router");
         await create(byName(p.resources, "-ingress-proxy"), ["proxy", `:${p.plan.ingress!.port}`, p.plan.names.training.vllmUpstream], "ingress");
-        await create(byName(p.resources, "-sandboxes-0"), ["serve", ":8888"], "sandbox");
     });
     after(async () => {
         await d?.stop();
@@ -401,12 +390,6 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         for (const [what, url] of refused) {
             const r = exec(replica, ["get", url!, "1500"]);
             assert.notEqual(r.status, 0, `a replica reached ${what} (${url}): ${r.stdout}`);
-        }
-        // The sandboxes (internal network) reach neither the env router nor vLLM.
-        const sandbox = byName(p.resources, "-sandboxes-0").inputs.name;
-        const routerIp = await ipOn("-env-echo-router", training);
-        for (const url of [`http://${routerIp}:${new URL(envUrl).port}/`, `http://${vllmIp}:8000/`]) {
-            assert.notEqual(exec(sandbox, ["get", url, "1500"]).status, 0, `a sandbox reached ${url}`);
         }
     });
 

@@ -248,9 +248,10 @@ describe("plan: secrets never reach the output", () => {
         const containers = walk(path.join(dockerDir, "docker"))
             .map((f) => JSON.parse(fs.readFileSync(f, "utf8")))
             .filter((o) => o.type === "docker:index/container:Container");
-        const envs = (suffix: string) => containers.filter((c) => c.name.endsWith(suffix)).map((c) => c.inputs.envs);
-        assert.ok(envs("-0-forwarder").length === 1);
-        assert.deepEqual(envs("-0-forwarder")[0], ["OPENCODE_UPSTREAM_API_KEY=<redacted>"]);
+        // Hosted sandboxes (the Docker black box for now): the trainer holds the sandbox key, redacted.
+        const withKey = containers.filter((c) => (c.inputs.envs ?? []).some((e: string) => e.startsWith("SANDBOX_API_KEY=")));
+        assert.ok(withKey.length > 0, "the trainer gets SANDBOX_API_KEY");
+        for (const c of withKey) assert.ok(c.inputs.envs.includes("SANDBOX_API_KEY=<redacted>"), `${c.name}: SANDBOX_API_KEY's value is redacted`);
         const withToken = containers.filter((c) => (c.inputs.envs ?? []).some((e: string) => e.startsWith("HF_TOKEN=")));
         assert.ok(withToken.length > 0, "the trainer gets HF_TOKEN");
         for (const c of withToken) assert.ok(c.inputs.envs.includes("HF_TOKEN=<redacted>"), `${c.name}: HF_TOKEN's value is redacted`);

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { evaluate } from "@marcbachmann/cel-js";
-import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { parseDockerPoolConfig, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
 import type { PlatformConfig } from "../components/config/resolve";
 import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
@@ -60,8 +60,9 @@ const CRD = {
 };
 
 function config(raw: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes", recipe: RecipeName = "opencode-blackbox"): PlatformConfig {
-    // Kubernetes stacks other than dev name their cluster's context (components/config validate).
-    return parsePlatformConfig(
+    // Kubernetes stacks other than dev name their cluster's context (components/config validate). The docker pool is
+    // refused by the config for now (DOCKER_BLACKBOX_REFUSED); its own code is tested here until a Docker backend drives it.
+    return (target === "docker" ? parseDockerPoolConfig : parsePlatformConfig)(
         { recipe, runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test-cluster" } : { kind: target }, ...raw },
         "test",
     );

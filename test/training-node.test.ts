@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
-import { configProblems, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
 import { CHECKPOINT_SELECT_PY } from "../components/training/checkpoint-select";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
 import { dockerEnv, ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
@@ -35,7 +35,8 @@ function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown
             : { kind: "docker", dataDir: "/srv/agent-rl" };
     const base =
         layout === "blackbox"
-            ? { recipe: "opencode-blackbox" }
+            ? // A black box on Docker runs hosted sandboxes: the docker sandbox pool is refused (config DOCKER_BLACKBOX_REFUSED).
+              { recipe: "opencode-blackbox", ...(target === "docker" ? HOSTED_SANDBOXES_ON_DOCKER : {}) }
             : {
                   model: { name: "Qwen/Qwen3-1.7B", revision: "abc123" },
                   training: {
@@ -56,8 +57,14 @@ function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown
     return { ...base, runId: "run-007", target: targetRaw, ...extra, ...(Object.keys(training).length > 0 ? { training } : {}) };
 }
 
-function setup(layout: Layout, target: Target, extra: Record<string, unknown> = {}): { config: PlatformConfig; names: PlatformNames; links: TrainingLinks } {
-    const config = parsePlatformConfig(rawConfig(layout, target, extra), "test");
+/** `tweak` edits the parsed config: a config the validation refuses, for the components' own code paths. */
+function setup(
+    layout: Layout,
+    target: Target,
+    extra: Record<string, unknown> = {},
+    tweak: (c: PlatformConfig) => PlatformConfig = (c) => c,
+): { config: PlatformConfig; names: PlatformNames; links: TrainingLinks } {
+    const config = tweak(parsePlatformConfig(rawConfig(layout, target, extra), "test"));
     const names = platformNames(config);
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url]));
     const links: TrainingLinks =
@@ -67,8 +74,8 @@ function setup(layout: Layout, target: Target, extra: Record<string, unknown> = 
     return { config, names, links };
 }
 
-async function build(layout: Layout, target: Target, extra: Record<string, unknown> = {}) {
-    const { config, names, links } = setup(layout, target, extra);
+async function build(layout: Layout, target: Target, extra: Record<string, unknown> = {}, tweak?: (c: PlatformConfig) => PlatformConfig) {
+    const { config, names, links } = setup(layout, target, extra, tweak);
     const description = resolveTrainingNode(config, names, links);
     let node: TrainingNode | undefined;
     const runs = await runBoth(() => {
@@ -623,8 +630,6 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             assert.deepEqual(trainer.inputs.volumes, [
                 { hostPath: "/srv/agent-rl/arl-test-model-cache", containerPath: "/cache" },
                 { hostPath: "/srv/agent-rl/arl-test-checkpoints", containerPath: "/checkpoints" },
-                // Black box on Docker uses the Docker sandbox pool: the trainer execs into it.
-                ...(layout === "blackbox" ? [{ hostPath: "/var/run/docker.sock", containerPath: "/var/run/docker.sock" }] : []),
             ]);
         });
 
@@ -646,8 +651,8 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             }
             const trainer = containers(b.update.resources).find((c) => c.inputs.name === b.names.training.job)!;
             assert.equal(dockerEnv(trainer).HF_TOKEN, HF_SENTINEL);
-            // The Docker pool's forwarders hold the ingress key; the trainer gets it only for hosted (hf) sandboxes.
-            assert.equal(dockerEnv(trainer).SANDBOX_API_KEY, undefined);
+            // The trainer gets the ingress key for hosted (hf) sandboxes, the only black box on Docker for now.
+            assert.equal(dockerEnv(trainer).SANDBOX_API_KEY, layout === "blackbox" ? SANDBOX_SENTINEL : undefined);
         });
     });
 }
@@ -734,9 +739,9 @@ describe("validateManifestStrict", () => {
     });
 });
 
-describe("Docker black box with the Docker sandbox pool", () => {
+describe("Docker black box with the Docker sandbox pool (refused by the config for now; the training node's own code path)", () => {
     test("only then the trainer gets the host's Docker socket (it reaches its sandboxes with docker exec)", async () => {
-        const withPool = await build("blackbox", "docker");
+        const withPool = await build("blackbox", "docker", {}, (c) => ({ ...c, sandboxes: { ...c.sandboxes, provider: "docker" } }));
         assert.equal(withPool.config.sandboxes.provider, "docker");
         const trainer = ofType(withPool.update.resources, "docker:index/container:Container").find((r) => r.name.endsWith("-trainer"))!;
         assert.deepEqual(

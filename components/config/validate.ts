@@ -207,7 +207,9 @@ export function validateSandboxes(c: PlatformConfig): string[] {
         errors.push(`sandboxes.provider: only the black-box layout uses sandboxes (layout is ${t.layout}): remove sandboxes.provider or set it to none`);
     }
     if (s.provider === "agent-sandbox" && c.target.kind !== "kubernetes") {
-        errors.push(`sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider hf (OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet), or a Kubernetes target`);
+        errors.push(
+            `sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider hf (OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet), or a Kubernetes target`,
+        );
     }
     if (s.provider === "docker" && c.target.kind !== "docker") {
         errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox or hf`);

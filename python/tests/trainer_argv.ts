@@ -5,7 +5,7 @@
 // usage (repo root): node --import tsx python/tests/trainer_argv.ts
 import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, PROGRAMS, RECIPES, type ProgramName } from "../../components/config";
 import { resolvePlatform } from "../../components/platform/resolve";
-import { parseWithTestImages } from "../../test/helpers/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "../../test/helpers/config";
 
 const cases: unknown[] = [];
 for (const recipe of ALL_RECIPE_NAMES) {
@@ -22,8 +22,17 @@ for (const recipe of ALL_RECIPE_NAMES) {
                     // The pinned variant also pushes to the Hub and names a trackio Space (their flags are rendered too).
                     ...(pinned ? { hubRepoId: "org/model", trackioSpaceId: "org/space" } : {}),
                 };
+                // A black box on Docker runs hosted sandboxes: the docker sandbox pool is refused for now.
+                const hosted = target === "docker" && layout === "blackbox" ? HOSTED_SANDBOXES_ON_DOCKER : {};
                 const config = parseWithTestImages(
-                    { recipe, runId: "r1", target: { kind: target, ...(target === "kubernetes" ? { context: "c" } : {}) }, model: { revision }, training },
+                    {
+                        recipe,
+                        runId: "r1",
+                        target: { kind: target, ...(target === "kubernetes" ? { context: "c" } : {}) },
+                        model: { revision },
+                        training,
+                        ...hosted,
+                    },
                     "test",
                 );
                 const plan = resolvePlatform(config, { hfToken: true });

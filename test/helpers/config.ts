@@ -3,7 +3,18 @@
  * holds the user's script, and the agent-sandbox pool's) are required by the config; tests that
  * are not about them parse through `parseWithTestImages`, which fills them in where absent.
  */
-import { ConfigError, deepMerge, parsePlatformConfig, type PlatformConfig } from "../../components/config";
+import {
+    ConfigError,
+    deepMerge,
+    DOCKER_BLACKBOX_REFUSED,
+    parsePlatformConfig,
+    platformSchema,
+    RECIPES,
+    resolveDefaults,
+    validatePlatform,
+    type PlatformConfig,
+    type RecipeName,
+} from "../../components/config";
 
 /** Placeholder images the tests use (never pulled). */
 export const TEST_IMAGES = {
@@ -44,3 +55,18 @@ export const HOSTED_SANDBOXES_ON_DOCKER = {
         tls: { mode: "files", certFile: "/etc/tls/cert.pem", keyFile: "/etc/tls/key.pem", publiclyTrusted: true },
     },
 } as const;
+
+/**
+ * A Docker black-box config on the docker sandbox pool, which the validation refuses for now (DOCKER_BLACKBOX_REFUSED):
+ * recipe applied, schema-parsed and defaulted, every other check applied. Only for the tests of the components' own
+ * code for that pool (the pool, the ingress on the sandboxes network), which stays until a Docker backend drives it.
+ */
+export function parseDockerPoolConfig(raw: Record<string, unknown>, stack: string): PlatformConfig {
+    const withImages = withTestImages(raw) as Record<string, unknown>;
+    const { description: _description, ...preset } = RECIPES[withImages.recipe as RecipeName];
+    const config = resolveDefaults(platformSchema.parse(deepMerge(preset, withImages)), stack);
+    if (config.target.kind !== "docker" || config.sandboxes.provider !== "docker") throw new Error("parseDockerPoolConfig: not a docker-pool config");
+    const others = validatePlatform(config).filter((p) => p !== DOCKER_BLACKBOX_REFUSED);
+    if (others.length > 0) throw new ConfigError(others);
+    return config;
+}
