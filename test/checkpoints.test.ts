@@ -13,7 +13,7 @@ import { platformNames, RECIPES } from "../components/config";
 import { BNB_8BIT_STATE_BYTES, checkpointBytesPerParameter, checkpointNeed, recipeCheckpointSize } from "../components/config/checkpoints";
 import { listCheckpointsCommand, resumeCommand } from "../components/training/checkpoint-select";
 import { resolveTrainingNode } from "../components/training";
-import { configProblems, parseWithTestImages } from "./helpers/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 
 const roots: string[] = [];
 after(() => {
@@ -175,7 +175,9 @@ describe("the checkpoint size rule", () => {
     test("every recipe's volume holds what its program writes, sized by the rule", () => {
         for (const [name, recipe] of Object.entries(RECIPES)) {
             const target = (recipe.training as { nodes?: number }).nodes ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
-            const c = parseWithTestImages({ recipe: name, runId: "r1", target }, "dev");
+            // A black box on Docker runs hosted sandboxes: the docker sandbox pool is refused for now.
+            const hosted = target.kind === "docker" && recipe.training.layout === "blackbox" ? HOSTED_SANDBOXES_ON_DOCKER : {};
+            const c = parseWithTestImages({ recipe: name, runId: "r1", target, ...hosted }, "dev");
             const need = checkpointNeed(c)!;
             assert.ok(need, `${name}: parameter count known`);
             assert.equal(c.training.checkpoints.size, recipeCheckpointSize(c, 3), `${name}: sized for 3 runs by the rule`);
@@ -207,7 +209,16 @@ describe("resume refusals", () => {
 
     test("TRL's opencode script cannot resume: save_strategy='no'", () => {
         const p = configProblems(() =>
-            parseWithTestImages({ recipe: "opencode-blackbox", runId: "r2", target: { kind: "docker" }, training: { resumeFromCheckpoint: "r1" } }, "dev"),
+            parseWithTestImages(
+                {
+                    recipe: "opencode-blackbox",
+                    runId: "r2",
+                    target: { kind: "docker" },
+                    ...HOSTED_SANDBOXES_ON_DOCKER,
+                    training: { resumeFromCheckpoint: "r1" },
+                },
+                "dev",
+            ),
         );
         assert.deepEqual(p, [
             `training.resumeFromCheckpoint: examples/async_grpo_opencode/opencode_hf_sandbox.py cannot resume: it hard-codes save_strategy="no" (no checkpoint at all; only trainer.push_to_hub() saves the final model, locally first), and it takes no resume flag: set it to false (or run your own script, program 'custom', that saves checkpoints and takes --resume_from_checkpoint)`,

@@ -14,6 +14,7 @@ import { after, describe, test } from "node:test";
 import { checkRegistryAuth } from "../components/config";
 import { planToDir } from "../scripts/lib/plan";
 import { isSecret, sentAsSecret, unwrapSecrets } from "./helpers/secrets";
+import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-pull-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -118,7 +119,10 @@ describe("registryAuth on Kubernetes: a pull Secret in every namespace, referenc
 describe("registryAuth on Docker: the provider pulls every image with it", () => {
     test("one registryAuth entry per registry the config.json names, its content a secret", async () => {
         const outDir = path.join(tmp, "docker");
-        const result = await planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir, secrets: { registryAuth: DOCKER_CONFIG } });
+        const result = await planToDir(
+            { recipe: "opencode-blackbox", target: "docker" },
+            { outDir, secrets: { registryAuth: DOCKER_CONFIG }, platformOverride: HOSTED_SANDBOXES_ON_DOCKER },
+        );
         const provider = result.resources.find((r) => r.type === "pulumi:providers:docker");
         assert.ok(provider, "the Docker provider is registered");
         // Provider inputs travel JSON-encoded; the whole list is a secret since its content is one.
