@@ -8,7 +8,7 @@
  * bad stack or config, 2 for bad arguments.
  */
 import YAML from "yaml";
-import { loadStack, StackError } from "./lib/load-stack";
+import { loadRunStack, StackError } from "./lib/load-stack";
 import { checkpointAccess } from "./lib/checkpoints";
 
 const USAGE = "usage: npm run checkpoints -- <stack | path/to/Pulumi.<stack>.yaml> [--manifest] [--prune <runId>]";
@@ -37,7 +37,7 @@ export function main(argv: readonly string[]): number {
     }
     const m = /(?:^|\/)Pulumi\.(.+)\.yaml$/.exec(stack);
     try {
-        const { plan } = loadStack(m ? m[1]! : stack, m ? stack : undefined);
+        const { plan } = loadRunStack(m ? m[1]! : stack, m ? stack : undefined);
         const access = checkpointAccess(plan, { prune });
         if (manifest) {
             if (access.pod === undefined) {

@@ -7,6 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { localPaths, parseKeysText, parseListen, parseUpstream, startLocalIngress } from "../components/ingress/local";
 import { renderNginxConfig, resolveProxySettings } from "../components/ingress/nginx";
+import { checkHelp, runCli, UsageError } from "./lib/cli";
 
 const USAGE = `usage: npm run ingress:local -- --listen 127.0.0.1:PORT --upstream http://127.0.0.1:UPORT --keys-file FILE
          [--tls-cert FILE --tls-key FILE] [--allow-completions] [--health] [--print-config]`;
@@ -25,6 +26,7 @@ export interface IngressLocalArgs {
 
 /** Strict argument parsing: returns every problem at once; an unknown flag, a missing value or a bad value is an error. */
 export function parseArgs(argv: ReadonlyArray<string>): { args?: IngressLocalArgs; errors: string[] } {
+    checkHelp(argv);
     const valued = new Map<string, string>();
     const flags = new Set<string>();
     const errors: string[] = [];
@@ -100,10 +102,7 @@ export function parseArgs(argv: ReadonlyArray<string>): { args?: IngressLocalArg
 
 async function main(): Promise<number> {
     const { args, errors } = parseArgs(process.argv.slice(2));
-    if (!args) {
-        process.stderr.write(`ingress:local: ${errors.join("\n  ")}\n${USAGE}\n`);
-        return 2;
-    }
+    if (!args) throw new UsageError(errors.join("\n  "));
     const settings = { allowCompletions: args.allowCompletions, healthUnauthenticated: args.health };
     const tls = args.tlsCert !== undefined && args.tlsKey !== undefined ? { certFile: args.tlsCert, keyFile: args.tlsKey } : undefined;
     if (args.printConfig) {
@@ -147,12 +146,5 @@ async function main(): Promise<number> {
     return 1;
 }
 
-if (require.main === module) {
-    main().then(
-        (code) => process.exit(code),
-        (e: unknown) => {
-            process.stderr.write(`ingress:local: ${(e as Error).message}\n`);
-            process.exit(1);
-        },
-    );
-}
+// Its own errors (nginx would not start, a port is taken) are a failed run: exit 1 with the message.
+if (require.main === module) runCli("ingress:local", USAGE, main, (e) => (e instanceof Error ? e.message : undefined));

@@ -4,18 +4,20 @@
  * npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]
  *
  * Runs the stack program under Pulumi's mock runtime and writes manifests/, docker/ and
- * plan.md. Bad arguments or config: a message naming the field and the fix, exit 1, no trace.
+ * plan.md. A cluster stack is planned as one. Exit codes as every CLI here (scripts/lib/cli.ts):
+ * 0 planned (or --help), 1 the config is invalid (a message naming the field and the fix, no
+ * trace), 2 bad arguments (an unknown stack lists the stacks).
  */
 import * as path from "node:path";
 import { ALL_RECIPE_NAMES } from "../components/config";
-import { isClusterStack, PlanError, planClusterToDir, planToDir, type PlanSource } from "./lib/plan";
+import { checkHelp, runCli, UsageError } from "./lib/cli";
+import { isClusterStack, knownStacks, PlanError, planClusterToDir, planToDir, type PlanSource, UnknownStackError } from "./lib/plan";
 
 const USAGE =
     "usage: npm run plan -- <stack | path/to/Pulumi.<stack>.yaml> [--out DIR]\n       npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]";
 
-class UsageError extends Error {}
-
 export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; outDir: string } {
+    checkHelp(argv);
     let stack: string | undefined;
     let recipe: string | undefined;
     let target: string | undefined;
@@ -30,7 +32,6 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
         if (a === "--recipe") recipe = value();
         else if (a === "--target") target = value();
         else if (a === "--out") out = value();
-        else if (a === "--help" || a === "-h") throw new UsageError("");
         else if (a.startsWith("-")) throw new UsageError(`unknown option ${a}`);
         else if (stack === undefined) stack = a;
         else throw new UsageError(`unexpected argument ${a}`);
@@ -40,7 +41,7 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
     if (target !== undefined && target !== "kubernetes" && target !== "docker") throw new UsageError(`--target must be kubernetes or docker, got ${target}`);
     if (recipe !== undefined && !(ALL_RECIPE_NAMES as string[]).includes(recipe))
         throw new UsageError(`unknown recipe ${recipe}: use one of ${ALL_RECIPE_NAMES.join(", ")}`);
-    if (recipe === undefined && stack === undefined) throw new UsageError("name a stack (dev, staging, prod) or --recipe <name>");
+    if (recipe === undefined && stack === undefined) throw new UsageError(`name a stack (${knownStacks().join(", ") || "none in stacks/"}) or --recipe <name>`);
     let stackFile: string | undefined;
     if (stack?.endsWith(".yaml")) {
         const m = /^Pulumi\.([A-Za-z0-9._-]+)\.yaml$/.exec(path.basename(stack));
@@ -57,47 +58,26 @@ export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; ou
 }
 
 async function main(): Promise<number> {
-    let args: ReturnType<typeof parsePlanArgs>;
-    try {
-        args = parsePlanArgs(process.argv.slice(2));
-    } catch (e) {
-        if (e instanceof UsageError) {
-            if (e.message) process.stderr.write(`plan: ${e.message}\n`);
-            process.stderr.write(`${USAGE}\n`);
-            return e.message ? 2 : 0;
-        }
-        throw e;
-    }
+    const args = parsePlanArgs(process.argv.slice(2));
+    const rel = path.relative(process.cwd(), args.outDir) || ".";
     try {
         if ("stack" in args.source && isClusterStack(args.source)) {
             const cluster = await planClusterToDir(args.source, { outDir: args.outDir });
-            const rel = path.relative(process.cwd(), args.outDir) || ".";
             process.stdout.write(
                 `planned cluster stack ${cluster.stack}: ${cluster.resources.length} resources, ${cluster.manifests.length} Kubernetes objects -> ${rel}/ (plan.md)\n`,
             );
             return 0;
         }
         const result = await planToDir(args.source, { outDir: args.outDir });
-        const rel = path.relative(process.cwd(), args.outDir) || ".";
         process.stdout.write(
             `planned ${result.stack}: ${result.resources.length} resources, ${result.manifests.length} Kubernetes objects -> ${rel}/ (plan.md)\n`,
         );
         return 0;
     } catch (e) {
-        if (e instanceof PlanError) {
-            process.stderr.write(`plan failed: ${e.message}\n`);
-            return 1;
-        }
+        // An unknown stack is a bad argument, as in the preflight.
+        if (e instanceof UnknownStackError) throw new UsageError(e.message);
         throw e;
     }
 }
 
-if (require.main === module) {
-    main().then(
-        (code) => process.exit(code),
-        (e) => {
-            process.stderr.write(`plan: internal error: ${(e as Error).stack ?? e}\n`);
-            process.exit(70);
-        },
-    );
-}
+if (require.main === module) runCli("plan", USAGE, main, (e) => (e instanceof PlanError ? `plan failed: ${e.message}` : undefined));

@@ -2,25 +2,19 @@
  * npm run preflight -- <stack | path/to/Pulumi.<stack>.yaml> [--json] [--timeout SECONDS]
  *
  * Checks every prerequisite of the live target the stack points at (a Kubernetes context or
- * a Docker host) and prints each with what was found and the fix: a table on a terminal
+ * a Docker host; for a cluster stack, the cluster it provisions) and prints each with what was found and the fix: a table on a terminal
  * (colour only on a TTY), JSON with --json. Exit 0 when no check fails, 1 when one does (or
  * the stack's config is invalid), 2 for bad arguments (an unknown stack lists the stacks).
  */
-import * as fs from "node:fs";
 import * as path from "node:path";
-import { REPO_ROOT } from "./lib/plan";
-import { exitCodeOf, renderJson, renderTable, runPreflight } from "../components/preflight";
+import { checkHelp, runCli, UsageError } from "./lib/cli";
+import { knownStacks } from "./lib/plan";
+import { exitCodeOf, renderJson, renderTable, runClusterPreflight, runPreflight } from "../components/preflight";
 import { loadStack, StackError } from "./lib/load-stack";
 
 const USAGE = "usage: npm run preflight -- <stack | path/to/Pulumi.<stack>.yaml> [--json] [--timeout SECONDS]";
 
-export class UsageError extends Error {}
-
-/** The stacks with a file in stacks/. */
-function knownStacks(): string[] {
-    const dir = path.join(REPO_ROOT, "stacks");
-    return fs.existsSync(dir) ? fs.readdirSync(dir).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? []) : [];
-}
+export { UsageError } from "./lib/cli";
 
 export interface PreflightArgs {
     readonly stack: string;
@@ -31,6 +25,7 @@ export interface PreflightArgs {
 }
 
 export function parsePreflightArgs(argv: readonly string[]): PreflightArgs {
+    checkHelp(argv);
     let stack: string | undefined;
     let json = false;
     let timeout: string | undefined;
@@ -42,7 +37,6 @@ export function parsePreflightArgs(argv: readonly string[]): PreflightArgs {
             if (v === undefined || v.startsWith("--")) throw new UsageError("--timeout needs a value in seconds");
             timeout = v;
         } else if (a.startsWith("--timeout=")) timeout = a.slice("--timeout=".length);
-        else if (a === "--help" || a === "-h") throw new UsageError("");
         else if (a.startsWith("-")) throw new UsageError(`unknown option ${a}`);
         else if (stack === undefined) stack = a;
         else throw new UsageError(`unexpected argument ${a}: give one stack`);
@@ -63,29 +57,18 @@ export function parsePreflightArgs(argv: readonly string[]): PreflightArgs {
 }
 
 async function main(): Promise<number> {
-    let args: PreflightArgs;
-    try {
-        args = parsePreflightArgs(process.argv.slice(2));
-    } catch (e) {
-        if (e instanceof UsageError) {
-            if (e.message) process.stderr.write(`preflight: ${e.message}\n`);
-            process.stderr.write(`${USAGE}\n`);
-            return e.message ? 2 : 0;
-        }
-        throw e;
-    }
+    const args = parsePreflightArgs(process.argv.slice(2));
     let loaded: ReturnType<typeof loadStack>;
     try {
         loaded = loadStack(args.stack, args.stackFile);
     } catch (e) {
-        if (e instanceof StackError) {
-            process.stderr.write(`preflight: ${e.message}\n`);
-            if (e.unknownStack) process.stderr.write(`${USAGE}\n`);
-            return e.unknownStack ? 2 : 1;
-        }
+        if (e instanceof StackError && e.unknownStack) throw new UsageError(e.message);
         throw e;
     }
-    const result = await runPreflight(loaded.config, { plan: loaded.plan, timeoutMs: args.timeoutMs });
+    const result =
+        loaded.kind === "cluster"
+            ? await runClusterPreflight(args.stack, loaded.config, { timeoutMs: args.timeoutMs })
+            : await runPreflight(loaded.config, { plan: loaded.plan, timeoutMs: args.timeoutMs });
     process.stdout.write(
         args.json
             ? renderJson(result.header, result.findings)
@@ -97,12 +80,4 @@ async function main(): Promise<number> {
     return exitCodeOf(result.findings);
 }
 
-if (require.main === module) {
-    main().then(
-        (code) => process.exit(code),
-        (e) => {
-            process.stderr.write(`preflight: internal error: ${(e as Error).stack ?? e}\n`);
-            process.exit(70);
-        },
-    );
-}
+if (require.main === module) runCli("preflight", USAGE, main, (e) => (e instanceof StackError ? e.message : undefined));

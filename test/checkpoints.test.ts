@@ -254,10 +254,10 @@ describe("resume refusals", () => {
 describe("npm run checkpoints: the way out without the Hub", () => {
     test("Kubernetes: a schema-valid helper pod on the claim (read-only unless pruning), and a listing that runs as printed", async () => {
         const { loadManifestSchemas, validateManifestStrict } = await import("./helpers/k8s-schema");
-        const { loadStack } = await import("../scripts/lib/load-stack");
+        const { loadRunStack } = await import("../scripts/lib/load-stack");
         const { checkpointAccess } = await import("../scripts/lib/checkpoints");
         await loadManifestSchemas();
-        const { plan } = loadStack("staging");
+        const { plan } = loadRunStack("staging");
         const ro = checkpointAccess(plan);
         assert.deepEqual(validateManifestStrict(ro.pod), []);
         assert.equal(ro.pod!.metadata.namespace, "arl-staging-training");

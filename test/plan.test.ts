@@ -428,7 +428,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
 
     test("a missing platform config says how to start", async () => {
         const run = await runUnderMocks(program(), { stack: "empty", config: {} });
-        assert.match((run.error as Error).message, /config agent-rl-infra:platform is missing: add a 'platform' object to stacks\/Pulumi\.empty\.yaml/);
+        assert.match((run.error as Error).message, /config agent-rl-infra:platform is missing from stacks\/Pulumi\.empty\.yaml: add a 'platform' object/);
     });
 
     test("bad CLI arguments: clear message, exit 2", () => {
@@ -437,7 +437,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             [["--recipe", "mbpp-whitebox", "--target", "nomad"], /--target must be kubernetes or docker, got nomad/],
             [["dev", "--target", "docker"], /--target applies to --recipe/],
             [["dev", "--bogus"], /unknown option --bogus/],
-            [[], /name a stack \(dev, staging, prod\) or --recipe <name>/],
+            [[], /name a stack \(cluster, dev, prod, staging\) or --recipe <name>/],
         ];
         for (const [args, re] of cases) {
             const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), ...args], {
@@ -451,8 +451,40 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             encoding: "utf8",
             cwd: REPO_ROOT,
         });
-        assert.equal(missing.status, 1);
+        assert.equal(missing.status, 2, "an unknown stack is a bad argument, as in the preflight");
         assert.match(missing.stderr, /no stack file .*known stacks are cluster, dev, prod, staging/);
+        assert.match(missing.stderr, /usage: npm run plan/);
+    });
+
+    test("a stack file kept elsewhere: a platform that is a string, a near-miss key, a misspelled secret key: exit 1, clean messages naming that file", () => {
+        const dir = fs.mkdtempSync(path.join(tmp, "elsewhere-"));
+        const plan = (name: string, text: string) => {
+            const file = path.join(dir, `Pulumi.${name}.yaml`);
+            fs.writeFileSync(file, text);
+            return spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), file, "--out", path.join(dir, "out")], {
+                encoding: "utf8",
+                cwd: REPO_ROOT,
+            });
+        };
+        const str = plan("str", "config:\n  agent-rl-infra:platform: not-an-object\n");
+        assert.equal(str.status, 1, str.stderr);
+        assert.doesNotMatch(str.stderr, /internal error|SyntaxError|at /);
+        assert.match(str.stderr, /agent-rl-infra:platform: must be an object .*got the string "not-an-object"/);
+        const typo = plan("typo", "config:\n  agent-rl-infra:plattform:\n    recipe: mbpp-whitebox\n");
+        assert.equal(typo.status, 1, typo.stderr);
+        const rel = path.relative(REPO_ROOT, path.join(dir, "Pulumi.typo.yaml"));
+        assert.ok(
+            typo.stderr.includes(
+                `config agent-rl-infra:platform is missing from ${rel}, which has agent-rl-infra:plattform (did you mean agent-rl-infra:platform?)`,
+            ),
+            typo.stderr,
+        );
+        const secret = plan(
+            "sec",
+            "config:\n  agent-rl-infra:hfTokn: hf_x\n  agent-rl-infra:platform:\n    recipe: mbpp-whitebox\n    runId: r1\n    target: { kind: docker }\n",
+        );
+        assert.equal(secret.status, 1, secret.stderr);
+        assert.match(secret.stderr, /agent-rl-infra:hfTokn: not a setting of this project .*did you mean agent-rl-infra:hfToken\?/);
     });
 
     test("writeStack helper files are read like the CLI reads them", () => {

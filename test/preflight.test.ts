@@ -14,10 +14,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import YAML from "yaml";
-import { deepMerge, RECIPES, type PlatformConfig, type RecipeName } from "../components/config";
+import { deepMerge, parseClusterConfig, RECIPES, type PlatformConfig, type RecipeName } from "../components/config";
 import { type PlatformPlan, resolvePlatform } from "../components/platform";
 import { SANDBOX_API_VERSION } from "../components/sandbox";
-import { parsePreflightArgs, UsageError } from "../scripts/preflight";
+import { HelpRequested, UsageError } from "../scripts/lib/cli";
+import { parsePreflightArgs } from "../scripts/preflight";
 import { runPreflight } from "../components/preflight";
 import { loadStack, StackError } from "../scripts/lib/load-stack";
 import {
@@ -35,6 +36,10 @@ import {
     publishedPorts,
 } from "../components/preflight/docker";
 import {
+    checkClusterStack,
+    clusterStackCrds,
+    kubeconfigMissing,
+    SANDBOX_CONTROLLER_LABEL,
     checkCertManager,
     checkCni,
     checkConnection,
@@ -225,10 +230,14 @@ describe("CLI arguments", () => {
             );
         });
     }
-    test("--help is a usage error with no message (exit 0)", () => {
+    test("--help asks for the usage (exit 0), anywhere on the line", () => {
         assert.throws(
             () => parsePreflightArgs(["--help"]),
-            (e: Error) => e instanceof UsageError && e.message === "",
+            (e: Error) => e instanceof HelpRequested,
+        );
+        assert.throws(
+            () => parsePreflightArgs(["dev", "-h"]),
+            (e: Error) => e instanceof HelpRequested,
         );
     });
     test("the process: an unknown stack exits 2 listing the stacks; bad arguments exit 2; --help exits 0", () => {
@@ -243,10 +252,13 @@ describe("CLI arguments", () => {
         assert.match(bad.stderr, /preflight: unknown option --bogus/);
         const help = run("--help");
         assert.equal(help.status, 0);
-        assert.match(help.stderr, /^usage: npm run preflight/);
+        assert.match(help.stdout, /^usage: npm run preflight/);
+        assert.equal(help.stderr, "");
     });
     test("loadStack reads stacks/Pulumi.<stack>.yaml as the plan does; a bad config is not an unknown stack", () => {
-        const { config, plan } = loadStack("prod");
+        const prod = loadStack("prod");
+        assert.equal(prod.kind, "run");
+        const { config, plan } = prod as Extract<typeof prod, { kind: "run" }>;
         assert.equal(config.target.kind, "kubernetes");
         assert.equal(plan.training.scheduling.priorityClassName, "training-high");
         assert.throws(
@@ -280,7 +292,9 @@ describe("CLI arguments", () => {
                     },
                 }),
             );
-            const run = loadStack("run-a", runFile).plan;
+            const runStack = loadStack("run-a", runFile);
+            assert.equal(runStack.kind, "run");
+            const run = (runStack as Extract<typeof runStack, { kind: "run" }>).plan;
             const cluster = "the cluster stack org/agent-rl-infra/cluster's";
             assert.deepEqual(kubernetesNeeds(run).priorityClasses, {
                 "agent-rl-training": [`target.priorityClassName or ${cluster}`],
@@ -289,10 +303,30 @@ describe("CLI arguments", () => {
             assert.equal(kubernetesNeeds(run).issuer?.name, "internal-ca");
             const clusterFile = path.join(dir, "Pulumi.shared.yaml");
             fs.writeFileSync(clusterFile, "config:\n  agent-rl-infra:cluster:\n    target: { kind: kubernetes, context: c }\n");
+            // A cluster stack is loaded as one (its own preflight), no longer refused.
+            const shared = loadStack("shared", clusterFile);
+            assert.equal(shared.kind, "cluster");
+            assert.equal(shared.config.target.context, "c");
+            // Keys that are no setting, and a platform that is not an object: clean messages, every problem at once.
+            const typo = path.join(dir, "Pulumi.typo.yaml");
+            fs.writeFileSync(typo, "config:\n  agent-rl-infra:plattform:\n    recipe: mbpp-whitebox\n");
             assert.throws(
-                () => loadStack("shared", clusterFile),
+                () => loadStack("typo", typo),
                 (e: Error) =>
-                    e instanceof StackError && !e.unknownStack && /stack shared has no agent-rl-infra:platform config: it is a cluster stack/.test(e.message),
+                    e instanceof StackError &&
+                    !e.unknownStack &&
+                    e.message.startsWith(
+                        `config agent-rl-infra:platform is missing from ${path.relative(process.cwd(), typo)}, which has agent-rl-infra:plattform (did you mean agent-rl-infra:platform?)`,
+                    ),
+            );
+            const str = path.join(dir, "Pulumi.str.yaml");
+            fs.writeFileSync(str, "config:\n  agent-rl-infra:platform: not-an-object\n  agent-rl-infra:hfTokn: x\n");
+            assert.throws(
+                () => loadStack("str", str),
+                (e: Error) =>
+                    e instanceof StackError &&
+                    /agent-rl-infra:hfTokn: not a setting of this project .*did you mean agent-rl-infra:hfToken\?/.test(e.message) &&
+                    /agent-rl-infra:platform: must be an object .*got the string "not-an-object"/.test(e.message),
             );
         } finally {
             fs.rmSync(dir, { recursive: true, force: true });
@@ -1396,5 +1430,107 @@ describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: 10 
         const { findings } = await runPreflight(dockerConfig({ target: { host: `unix://${path.join(dataDir, "no.sock")}` } }));
         assert.equal(findings.length, 1);
         assertFinding(findings[0]!, "fail", /no\.sock did not answer: Cannot connect to the Docker daemon/, /sudo systemctl start docker/);
+    });
+});
+
+describe("no kubeconfig, the cluster stack, the printed agent-sandbox check (pure)", () => {
+    test("no kubeconfig file at all: a clear message, not 'no contexts'", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "arl-kubeconfig-"));
+        try {
+            assert.equal(kubeconfigMissing(undefined, { KUBECONFIG: path.join(dir, "none") }), true);
+            assert.equal(
+                kubeconfigMissing(undefined, { KUBECONFIG: `${path.join(dir, "none")}${path.delimiter}${__filename}` }),
+                false,
+                "one file of the list is enough",
+            );
+            assert.equal(kubeconfigMissing(path.join(dir, "none")), true);
+            assert.equal(kubeconfigMissing(__filename), false);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+        const f = checkConnection(
+            {
+                context: "",
+                kubeconfig: "~/.kube/config",
+                kubeconfigMissing: true,
+                contexts: [],
+                version: { ok: false, error: "error: no configuration has been provided" },
+            },
+            10,
+        );
+        assertFinding(
+            f,
+            "fail",
+            /^no kubeconfig: ~\/\.kube\/config does not exist, so kubectl knows no cluster$/,
+            /get credentials for the cluster .*or set target\.kubeconfig \(or KUBECONFIG\)/,
+        );
+    });
+
+    test("the plan's printed agent-sandbox check uses the controller's label, the one the preflight reads", async () => {
+        const { externalPrerequisites } = await import("../components/platform/resolve");
+        const plan = k8sPlan();
+        const sandbox = externalPrerequisites(plan.config, plan.names).find((p) => p.what.includes("agent-sandbox"));
+        assert.ok(sandbox, "the agent-sandbox prerequisite is listed");
+        assert.match(sandbox.check, /kubectl get deploy -A -l app=agent-sandbox-controller /);
+        assert.ok(sandbox.check.includes(SANDBOX_CONTROLLER_LABEL));
+    });
+
+    const cluster = (over: Record<string, unknown> = {}) => parseClusterConfig(deepMerge({ target: { kind: "kubernetes", context: "c" } }, over));
+    const answered = {
+        context: "c",
+        kubeconfig: "k",
+        contexts: ["c"],
+        version: { ok: true as const, value: { gitVersion: "v1.36.3", major: "1", minor: "36" } },
+    };
+    const byCheck = (fs: readonly Finding[]) => Object.fromEntries(fs.map((f) => [f.check, f]));
+    test("cluster stack: the API server first; nothing else when it does not answer", () => {
+        const f = checkClusterStack(cluster(), {
+            ...answered,
+            version: { ok: false, error: "dial tcp: i/o timeout" },
+            crds: { ok: true, value: [] },
+            sandboxControllers: { ok: true, value: [] },
+        });
+        assert.deepEqual(
+            f.map((x) => [x.check, x.status]),
+            [["API server", "fail"]],
+        );
+    });
+    test("cluster stack installing agent-sandbox: fine when absent, a warning when it is there from elsewhere; JobSet and Kueue reported for the run stacks", () => {
+        const none = byCheck(checkClusterStack(cluster(), { ...answered, crds: { ok: true, value: [] }, sandboxControllers: { ok: true, value: [] } }));
+        assertFinding(none["agent-sandbox"], "ok", /not installed yet: this stack installs it/);
+        assertFinding(none.JobSet, "warn", /jobsets\.jobset\.x-k8s\.io missing: run stacks with training\.nodes > 1 need it/, /install JobSet/);
+        assertFinding(none.Kueue, "warn", /Kueue is not installed .*target\.kueueQueue need it/);
+        const crds = [...sandboxCrds(k8sPlan()), crd("jobsets.jobset.x-k8s.io", [], [], { version: "v1alpha2" }), crd("localqueues.kueue.x-k8s.io", [], [])];
+        const there = byCheck(checkClusterStack(cluster(), { ...answered, crds: { ok: true, value: crds }, sandboxControllers: { ok: true, value: [] } }));
+        assertFinding(there["agent-sandbox"], "warn", /already exist: agent-sandbox is installed from elsewhere/, /set agentSandbox\.install false/);
+        assertFinding(there.JobSet, "ok", /serves v1alpha2/);
+        assertFinding(there.Kueue, "ok", /exists/);
+    });
+    test("cluster stack using an installed agent-sandbox: its CRDs and controller must be there; the certIssuer must exist", () => {
+        const c = cluster({ agentSandbox: { install: false }, certIssuer: { name: "internal-ca" } });
+        const f = byCheck(checkClusterStack(c, { ...answered, crds: { ok: true, value: [] }, sandboxControllers: { ok: true, value: [] } }));
+        assertFinding(f["agent-sandbox CRDs"], "fail", /agent-sandbox is not installed/);
+        assertFinding(f["agent-sandbox controller"], "fail", /no Deployment labelled app=agent-sandbox-controller/);
+        assertFinding(f["cert-manager"], "fail", /certificates\.cert-manager\.io missing.*\(certIssuer\)/, /install cert-manager/);
+        const cm = [crd("certificates.cert-manager.io", [], [], { version: "v1" }), crd("clusterissuers.cert-manager.io", [], [], { version: "v1" })];
+        const noIssuer = byCheck(
+            checkClusterStack(c, {
+                ...answered,
+                crds: { ok: true, value: cm },
+                sandboxControllers: { ok: true, value: [] },
+                issuer: { ok: true, value: undefined },
+            }),
+        );
+        assertFinding(noIssuer.Issuer, "fail", /no ClusterIssuer internal-ca \(certIssuer\)/);
+        const withIssuer = byCheck(
+            checkClusterStack(c, {
+                ...answered,
+                crds: { ok: true, value: cm },
+                sandboxControllers: { ok: true, value: [] },
+                issuer: { ok: true, value: { metadata: { name: "internal-ca" } } },
+            }),
+        );
+        assertFinding(withIssuer.Issuer, "ok", /ClusterIssuer internal-ca exists/);
+        assert.deepEqual(clusterStackCrds(c).slice(-2), ["certificates.cert-manager.io", "clusterissuers.cert-manager.io"]);
     });
 });

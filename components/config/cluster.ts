@@ -13,6 +13,8 @@ import type { PlatformConfig } from "./resolve";
 export const AGENT_SANDBOX_VERSION = "v0.5.6";
 /** The release manifest: CRDs, controller Deployment and RBAC (agent-sandbox's GitHub release assets). */
 export const AGENT_SANDBOX_MANIFEST_URL = `https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml`;
+/** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v0.5.6). */
+export const SANDBOX_CONTROLLER_LABEL = "app=agent-sandbox-controller";
 /** Tells a cluster stack's outputs from any other stack's (a run stack pointed at the wrong stack). */
 export const CLUSTER_OUTPUTS_KIND = "agent-rl-infra/cluster";
 

@@ -30,6 +30,7 @@ export { IGNORED_SETTINGS, validateTargetSettings, type IgnoredSetting } from ".
 export { RECIPES, RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, ALL_RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";
 export { checkRegistryAuth, REGISTRY_AUTH_KEY, type RegistryAuth } from "./load";
+export { missingPlatformMessage, nearMiss, stackObject, unknownStackKeys, STACK_KEYS } from "./stack-keys";
 export { loadClusterConfig, loadPlatformConfig, checkSuppliedKeys, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";
 export {
     clusterSchema,
@@ -38,6 +39,7 @@ export {
     applyClusterStack,
     AGENT_SANDBOX_VERSION,
     AGENT_SANDBOX_MANIFEST_URL,
+    SANDBOX_CONTROLLER_LABEL,
     CLUSTER_OUTPUTS_KIND,
     type ClusterConfig,
     type ClusterOutputs,

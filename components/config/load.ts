@@ -5,11 +5,15 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { validateKeys } from "./keys";
+import { CONFIG_NAMESPACE, missingPlatformMessage, stackObject, unknownStackKeys } from "./stack-keys";
 import { parseClusterConfig, type ClusterConfig } from "./cluster";
 import { ConfigError, parsePlatformConfig } from "./parse";
 import type { PlatformConfig } from "./resolve";
 
-export const CONFIG_NAMESPACE = "agent-rl-infra";
+export { CONFIG_NAMESPACE } from "./stack-keys";
+
+/** The stack file `pulumi up` reads (Pulumi.yaml: stackConfigDir stacks). */
+const stackFile = () => `stacks/Pulumi.${pulumi.getStack()}.yaml`;
 
 /** Secrets of the stack, as secret outputs. */
 export interface PlatformSecrets {
@@ -50,14 +54,18 @@ export function toRunError(e: unknown): never {
  */
 export function loadClusterConfig(): ClusterConfig | undefined {
     const cfg = new pulumi.Config(CONFIG_NAMESPACE);
-    const raw = cfg.getObject<unknown>("cluster");
+    const raw = cfg.get("cluster");
     if (raw === undefined) return undefined;
-    if (cfg.getObject<unknown>("platform") !== undefined)
+    if (cfg.get("platform") !== undefined)
         throw new pulumi.RunError(
-            `stacks/Pulumi.${pulumi.getStack()}.yaml sets both ${CONFIG_NAMESPACE}:cluster and ${CONFIG_NAMESPACE}:platform: a stack is a cluster stack or a run stack; move one into a stack of its own (run stacks point at the cluster stack with clusterStack)`,
+            `${stackFile()} sets both ${CONFIG_NAMESPACE}:cluster and ${CONFIG_NAMESPACE}:platform: a stack is a cluster stack or a run stack; move one into a stack of its own (run stacks point at the cluster stack with clusterStack)`,
         );
+    const problems = unknownStackKeys(Object.keys(pulumi.runtime.allConfig()));
+    const obj = stackObject("cluster", raw, stackFile());
+    if ("problem" in obj) problems.push(obj.problem);
     try {
-        return parseClusterConfig(raw);
+        if (problems.length > 0) throw new ConfigError(problems);
+        return parseClusterConfig("value" in obj ? obj.value : raw);
     } catch (e) {
         toRunError(e);
     }
@@ -65,20 +73,24 @@ export function loadClusterConfig(): ClusterConfig | undefined {
 
 export function loadPlatformConfig(): { config: PlatformConfig; secrets: PlatformSecrets } {
     const cfg = new pulumi.Config(CONFIG_NAMESPACE);
-    const raw = cfg.getObject<unknown>("platform");
-    if (raw === undefined) {
-        throw new pulumi.RunError(
-            `config ${CONFIG_NAMESPACE}:platform is missing: add a 'platform' object to stacks/Pulumi.${pulumi.getStack()}.yaml (start from a recipe: platform: { recipe: mbpp-whitebox, runId: run-001, target: { kind: docker } })`,
-        );
+    const all = pulumi.runtime.allConfig();
+    const raw = cfg.get("platform");
+    if (raw === undefined) throw new pulumi.RunError(missingPlatformMessage(stackFile(), Object.keys(all)));
+    // Every problem at once: keys that are no setting (a misspelled secret), the platform object, the supplied keys.
+    const problems = unknownStackKeys(Object.keys(all));
+    const obj = stackObject("platform", raw, stackFile());
+    let config: PlatformConfig | undefined;
+    if ("problem" in obj) problems.push(obj.problem);
+    else {
+        try {
+            config = parsePlatformConfig(obj.value, pulumi.getStack());
+        } catch (e) {
+            if (!(e instanceof ConfigError)) throw e;
+            problems.push(...e.problems);
+        }
     }
-    let config: PlatformConfig;
-    try {
-        config = parsePlatformConfig(raw, pulumi.getStack());
-    } catch (e) {
-        toRunError(e);
-    }
-    const problems = checkSuppliedKeys(config.ingress.keys, pulumi.runtime.allConfig());
-    if (problems.length > 0) toRunError(new ConfigError(problems));
+    if (config !== undefined) problems.push(...checkSuppliedKeys(config.ingress.keys, all));
+    if (problems.length > 0 || config === undefined) toRunError(new ConfigError(problems));
     const ingressKeys: Record<string, pulumi.Output<string>> = {};
     for (const name of config.ingress.keys) {
         const supplied = cfg.getSecret(ingressKeyConfigKey(name));

@@ -3,6 +3,7 @@
  * every component's target-neutral description; any problem anywhere ends the run here,
  * all problems together, before the first resource is registered.
  */
+import { SANDBOX_CONTROLLER_LABEL } from "../config/cluster";
 import { ConfigError } from "../config/parse";
 import { programWarnings } from "../config/program-rules";
 import { placeholderImageWarnings } from "../config/validate";
@@ -150,7 +151,7 @@ export function externalPrerequisites(config: PlatformConfig, names: PlatformPla
             what: `the agent-sandbox ${AGENT_SANDBOX_VERSION} CRDs and controller`,
             field: config.clusterStack !== undefined ? `clusterStack (${config.clusterStack})` : "sandboxes.provider",
             otherwise: "`pulumi up` fails on the unknown SandboxTemplate kind, or, with the CRDs but no controller, the warm pool never fills",
-            check: "kubectl get crd sandboxwarmpools.extensions.agents.x-k8s.io && kubectl get deploy -A -l app.kubernetes.io/name=agent-sandbox (or npm run preflight)",
+            check: `kubectl get crd sandboxwarmpools.extensions.agents.x-k8s.io && kubectl get deploy -A -l ${SANDBOX_CONTROLLER_LABEL} (or npm run preflight)`,
         });
     }
     const tls = config.ingress.enabled ? config.ingress.tls : undefined;

@@ -9,4 +9,4 @@
 export { checkDocker, readDocker, type DockerFacts } from "./docker";
 export { checkKubernetes, readKubernetes, kubernetesNeeds, stackRequests, type KubernetesFacts } from "./kubernetes";
 export { exitCodeOf, renderJson, renderTable, summarize, type Finding, type ReportHeader, type Status } from "./report";
-export { runPreflight, targetLabel, preflightStep, type PreflightOptions, type PreflightResult } from "./run";
+export { runPreflight, runClusterPreflight, targetLabel, preflightStep, type PreflightOptions, type PreflightResult } from "./run";

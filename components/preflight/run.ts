@@ -4,10 +4,10 @@
  * imports only what checks a target.
  */
 import * as pulumi from "@pulumi/pulumi";
-import type { PlatformConfig } from "../config";
+import type { ClusterConfig, PlatformConfig } from "../config";
 import { resolvePlatform, type PlatformPlan } from "../platform";
 import { checkDocker, type DockerReadOptions, readDocker } from "./docker";
-import { checkKubernetes, type KubernetesReadOptions, readKubernetes } from "./kubernetes";
+import { checkClusterStack, checkKubernetes, type KubernetesReadOptions, readClusterStack, readKubernetes } from "./kubernetes";
 import type { Finding, ReportHeader } from "./report";
 
 export interface PreflightOptions extends KubernetesReadOptions, DockerReadOptions {
@@ -37,6 +37,17 @@ export async function runPreflight(config: PlatformConfig, opts: PreflightOption
             ? checkKubernetes(plan, await readKubernetes(plan, opts), Math.ceil(timeoutMs / 1000))
             : checkDocker(plan, await readDocker(plan, opts));
     return { header: { stack: config.stack, target: targetLabel(config) }, findings };
+}
+
+/** Checks the cluster a cluster stack (agent-rl-infra:cluster) points at: what its up needs, and what its run stacks will. */
+export async function runClusterPreflight(stack: string, config: ClusterConfig, opts: KubernetesReadOptions = {}): Promise<PreflightResult> {
+    const timeoutMs = opts.timeoutMs ?? 10_000;
+    const findings = checkClusterStack(config, await readClusterStack(config, opts), Math.ceil(timeoutMs / 1000));
+    const t = config.target;
+    return {
+        header: { stack, target: `cluster stack, kubernetes context ${t.context}${t.kubeconfig !== undefined ? `, kubeconfig ${t.kubeconfig}` : ""}` },
+        findings,
+    };
 }
 
 /**

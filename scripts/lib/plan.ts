@@ -14,6 +14,7 @@ import {
     clusterOutputs,
     CONFIG_NAMESPACE,
     ingressKeyConfigKey,
+    missingPlatformMessage,
     parseClusterConfig,
     parsePlatformConfig,
     RECIPES,
@@ -21,6 +22,7 @@ import {
     type ClusterOutputs,
     type PlatformConfig,
     type RecipeName,
+    stackObject,
 } from "../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../components/platform";
 import { renderPlanMarkdown } from "./plan-markdown";
@@ -58,8 +60,13 @@ export interface PlanResult {
 /** Raised for a plan that cannot be made (bad stack file, bad config). Printed without a trace. */
 export class PlanError extends Error {}
 
+/** The stack named has no file: a bad argument (exit 2), not a bad config. */
+export class UnknownStackError extends PlanError {}
+
 export interface StackConfig {
     stack: string;
+    /** The stack file, as the messages name it (relative to the working directory); undefined for a recipe. */
+    file?: string;
     config: Record<string, string>;
     secretKeys: string[];
 }
@@ -72,14 +79,8 @@ function isObj(v: unknown): v is Record<string, unknown> {
 export function readStackFile(stack: string, file?: string): StackConfig {
     const p = file ?? path.join(REPO_ROOT, "stacks", `Pulumi.${stack}.yaml`);
     if (!fs.existsSync(p)) {
-        const known = fs.existsSync(path.join(REPO_ROOT, "stacks"))
-            ? fs
-                  .readdirSync(path.join(REPO_ROOT, "stacks"))
-                  .filter((f) => /^Pulumi\..+\.yaml$/.test(f))
-                  .map((f) => f.slice(7, -5))
-            : [];
-        throw new PlanError(
-            `no stack file ${path.relative(process.cwd(), p)}: known stacks are ${known.join(", ") || "(none)"}; or plan a recipe with --recipe <name>`,
+        throw new UnknownStackError(
+            `no stack file ${path.relative(process.cwd(), p)}: known stacks are ${knownStacks().join(", ") || "(none)"}; or plan a recipe with --recipe <name>`,
         );
     }
     let doc: unknown;
@@ -101,7 +102,13 @@ export function readStackFile(stack: string, file?: string): StackConfig {
             config[key] = typeof v === "string" ? v : JSON.stringify(v);
         }
     }
-    return { stack, config, secretKeys };
+    return { stack, file: path.relative(process.cwd(), p) || p, config, secretKeys };
+}
+
+/** The stacks with a file in stacks/ (cluster stacks too). */
+export function knownStacks(): string[] {
+    const dir = path.join(REPO_ROOT, "stacks");
+    return fs.existsSync(dir) ? fs.readdirSync(dir).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? []) : [];
 }
 
 function configForSource(source: PlanSource): StackConfig {
@@ -239,6 +246,8 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
     }
     if (cfg.config[`${CONFIG_NAMESPACE}:cluster`] !== undefined)
         throw new PlanError(`stack ${cfg.stack} is a cluster stack (${CONFIG_NAMESPACE}:cluster): plan it with planClusterToDir (npm run plan does)`);
+    // The program names the file `pulumi up` reads; the plan knows the one it was given.
+    if (cfg.config[`${CONFIG_NAMESPACE}:platform`] === undefined) throw new PlanError(missingPlatformMessage(cfg.file ?? cfg.stack, Object.keys(cfg.config)));
     const run = await runUnderMocks(runProgram(), {
         stack: cfg.stack,
         config: cfg.config,
@@ -292,7 +301,9 @@ export function isClusterStack(source: { readonly stack: string; readonly stackF
  */
 export function clusterStackOutputs(cfg: StackConfig): Record<string, Record<string, unknown>> {
     const raw = cfg.config[`${CONFIG_NAMESPACE}:platform`];
-    const ref = raw ? (JSON.parse(raw) as { clusterStack?: unknown }).clusterStack : undefined;
+    // A platform value that is not an object is the program's to report (stackObject), with every other problem.
+    const platform = raw !== undefined ? stackObject("platform", raw, cfg.file ?? cfg.stack) : undefined;
+    const ref = platform !== undefined && "value" in platform ? platform.value.clusterStack : undefined;
     if (typeof ref !== "string") return {};
     const name = ref.split("/").pop() ?? ref;
     let cluster: StackConfig;

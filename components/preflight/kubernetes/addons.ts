@@ -25,7 +25,7 @@ function servedSchema(crd: any, version: string): any {
     return v;
 }
 
-export function checkSandboxCrds(plan: PlatformPlan, crds: readonly any[]): Finding {
+export function checkSandboxCrds(plan: PlatformPlan | undefined, crds: readonly any[]): Finding {
     const check = "agent-sandbox CRDs";
     const expect = sandboxCrdExpectations(plan);
     const install = `kubectl apply --server-side -f ${AGENT_SANDBOX_MANIFEST_URL}`;

@@ -1,18 +1,24 @@
 /** The first Kubernetes checks: the API server answers with the stack's context, at a version the stack needs. */
 import { fail, type Finding, firstLine, ok, warn } from "../report";
-import type { KubernetesFacts } from "./facts";
+import type { ConnectionFacts } from "./facts";
 
 /** Kubernetes >= 1.30: ValidatingAdmissionPolicy v1 (the sandbox claim policy) is GA there; native sidecars (1.29) are on. */
 export const MIN_KUBERNETES = { major: 1, minor: 30 } as const;
 
 /** The API server answers with the stack's context: the first check; nothing else is read when it fails. */
-export function checkConnection(f: Pick<KubernetesFacts, "context" | "kubeconfig" | "server" | "contexts" | "version">, timeoutSeconds: number): Finding {
+export function checkConnection(f: ConnectionFacts, timeoutSeconds: number): Finding {
     const check = "API server";
     const at = `${f.server ?? "the API server"} (context ${f.context || "(none)"}, kubeconfig ${f.kubeconfig})`;
     if (f.version.ok) return ok(check, `${at} answers: ${f.version.value.gitVersion}`);
     const e = f.version.error;
     if (/^cannot run .*not installed/.test(e))
         return fail(check, e, "install kubectl (any release within one minor version of the cluster), or set KUBECTL to its path");
+    if (f.kubeconfigMissing === true)
+        return fail(
+            check,
+            `no kubeconfig: ${f.kubeconfig} does not exist, so kubectl knows no cluster`,
+            "get credentials for the cluster (your cloud's get-credentials command writes ~/.kube/config), or set target.kubeconfig (or KUBECONFIG) to the file that has them",
+        );
     if (f.context === "") {
         return fail(
             check,

@@ -12,6 +12,8 @@ export interface KubernetesFacts {
     readonly kubeconfig: string;
     /** The API server URL of the context, when the kubeconfig names one. */
     readonly server?: string;
+    /** None of the kubeconfig files kubectl would read exists (a fresh machine: no ~/.kube/config). */
+    readonly kubeconfigMissing?: boolean;
     /** Contexts the kubeconfig has (for the message when the stack's is missing). */
     readonly contexts: readonly string[];
     /** `kubectl version -o json`'s serverVersion: the API server answered. */
@@ -44,6 +46,9 @@ export interface KubernetesFacts {
     readonly namespaces: Read<Readonly<Record<string, NamespaceFacts | undefined>>>;
 }
 
+/** What the first check looks at: the kubeconfig, the context, and whether the API server answered. */
+export type ConnectionFacts = Pick<KubernetesFacts, "context" | "kubeconfig" | "kubeconfigMissing" | "server" | "contexts" | "version">;
+
 export interface NamespaceFacts {
     readonly quotas: readonly any[];
     /** Pods of this project (label app.kubernetes.io/part-of=agent-rl-infra) not finished: what an `up` replaces. */
@@ -53,7 +58,7 @@ export interface NamespaceFacts {
 }
 
 /** The facts when the API server did not answer: the connection as found, nothing else read. */
-export function unansweredFacts(conn: Pick<KubernetesFacts, "context" | "kubeconfig" | "server" | "contexts" | "version">): KubernetesFacts {
+export function unansweredFacts(conn: ConnectionFacts): KubernetesFacts {
     const nothing = { ok: false as const, error: "not read: the API server did not answer" };
     return {
         ...conn,

@@ -16,14 +16,15 @@ import { checkGpuNodes, checkPriorityClass, checkRuntimeClass, checkStorage } fr
 import { checkQuotas } from "./quota";
 
 export { checkCni, checkJobSet, checkJobSetController, checkKueue, checkSandboxController, checkSandboxCrds } from "./addons";
+export { checkClusterStack, clusterStackCrds, readClusterStack, type ClusterStackFacts } from "./cluster-stack";
 export { checkConnection, checkVersion, MIN_KUBERNETES } from "./connection";
 export { checkDns, dnsPodSelector, NODE_LOCAL_DNS_DAEMONSET, nodeLocalAddresses, type DnsFacts } from "./dns";
-export { type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
+export { type ConnectionFacts, type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
 export { checkCertManager, checkGateway, checkTlsSecret } from "./ingress";
 export * from "./needs";
 export { checkGpuNodes, checkPriorityClass, checkRuntimeClass, checkStorage, nodeMisfits, tolerates } from "./nodes";
 export { checkQuotas } from "./quota";
-export { type CommandResult, type KubernetesReadOptions, readKubernetes } from "./read";
+export { type CommandResult, connect, kubeconfigMissing, type KubernetesReadOptions, readKubernetes } from "./read";
 
 function unreadable(check: string, what: string, r: { error: string; forbidden?: boolean }): Finding {
     return warn(

@@ -12,9 +12,10 @@ import { value } from "../report";
 
 /** agent-sandbox v0.5.6 CRDs (k8s/crds of the release) and the fields the stack and the trainer's client use in the served version. */
 export function sandboxCrdExpectations(
-    plan: PlatformPlan,
+    /** The run stack's plan; without one (the cluster stack) the fields every pool uses. */
+    plan: PlatformPlan | undefined,
 ): Array<{ readonly name: string; readonly spec: readonly string[]; readonly status: readonly string[]; readonly scale?: boolean }> {
-    const sb = plan.sandboxes;
+    const sb = plan?.sandboxes;
     return [
         // The trainer's client reads Sandbox.status.podIPs / serviceFQDN (k8s-agent-sandbox 1.0.8 sandbox.py).
         { name: `sandboxes.${SANDBOX_CORE_GROUP}`, spec: ["podTemplate"], status: ["podIPs", "serviceFQDN"] },
@@ -34,8 +35,8 @@ export const CERT_MANAGER_CERTIFICATES_CRD = "certificates.cert-manager.io";
 /** The cert-manager release the tests install the CRDs of; any v1 release serves the same kinds. */
 export const CERT_MANAGER_MANIFEST_URL = "https://github.com/cert-manager/cert-manager/releases/download/v1.21.2/cert-manager.yaml";
 
-/** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v0.5.6). */
-export const SANDBOX_CONTROLLER_LABEL = "app=agent-sandbox-controller";
+/** The label of agent-sandbox's controller Deployment: one home, the config's (the plan's prerequisites name it too). */
+export { SANDBOX_CONTROLLER_LABEL } from "../../config";
 /** JobSet's controller Deployment (jobset's config/components/manager/manager.yaml: jobset-controller-manager in jobset-system). */
 export const JOBSET_CONTROLLER_LABEL = "app.kubernetes.io/part-of=jobset,app.kubernetes.io/component=manager";
 /** Kueue's LocalQueue CRD (the queue a Job or JobSet names with kueue.x-k8s.io/queue-name). */

@@ -3,9 +3,12 @@
  * `-o json`, bounded timeouts), with the stack's kubeconfig and context.
  */
 import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import type { PlatformPlan } from "../../platform";
 import type { Read } from "../report";
-import { type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
+import { type ConnectionFacts, type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
 import { JOBSET_CONTROLLER_LABEL, kubernetesNeeds, SANDBOX_CONTROLLER_LABEL } from "./needs";
 import { dnsPodSelector } from "./dns";
 
@@ -34,10 +37,14 @@ function runKubectl(bin: string, args: readonly string[], timeoutMs: number): Pr
     });
 }
 
-/** Reads what `checkKubernetes` needs, with the stack's kubeconfig and context; every read bounded. */
-export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOptions = {}): Promise<KubernetesFacts> {
-    const t = plan.config.target;
-    if (t.kind !== "kubernetes") throw new Error("readKubernetes: the stack's target is not kubernetes");
+/** Whether none of the kubeconfig files kubectl would read exists (target.kubeconfig, else $KUBECONFIG's list, else ~/.kube/config). */
+export function kubeconfigMissing(kubeconfig: string | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
+    const files = (kubeconfig ?? env.KUBECONFIG ?? path.join(os.homedir(), ".kube", "config")).split(path.delimiter).filter(Boolean);
+    return !files.some((f) => fs.existsSync(f.startsWith("~/") ? path.join(os.homedir(), f.slice(2)) : f));
+}
+
+/** A kubectl session with a target's kubeconfig and context: the connection as found, and readers bounded by the timeout. */
+export async function connect(t: { readonly kubeconfig?: string; readonly context?: string }, opts: KubernetesReadOptions = {}) {
     const bin = opts.kubectl ?? process.env.KUBECTL ?? "kubectl";
     const timeoutMs = opts.timeoutMs ?? 10_000;
     const kubeconfig = t.kubeconfig ?? process.env.KUBECONFIG ?? "~/.kube/config";
@@ -67,14 +74,24 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         if (!d.serverVersion) throw new Error("no serverVersion");
         return d.serverVersion;
     });
-    if (!version.ok) return unansweredFacts({ context, kubeconfig, server, contexts, version });
-    const needs = kubernetesNeeds(plan);
     const items = (d: any): any[] => (Array.isArray(d.items) ? d.items : d.kind && d.kind !== "List" ? [d] : []);
     /** Named objects, missing ones left out. */
     const named = (resource: string, names: readonly string[]) =>
         names.length === 0 ? Promise.resolve({ ok: true as const, value: [] as any[] }) : json(["get", resource, ...names, "--ignore-not-found"], items);
     /** One object, undefined when not found. */
     const one = (args: readonly string[]) => json(["get", ...args, "--ignore-not-found"], (d) => (d.metadata ? d : undefined));
+    const conn: ConnectionFacts = { context, kubeconfig, kubeconfigMissing: kubeconfigMissing(t.kubeconfig), server, contexts, version };
+    return { conn, json, items, named, one };
+}
+
+/** Reads what `checkKubernetes` needs, with the stack's kubeconfig and context; every read bounded. */
+export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOptions = {}): Promise<KubernetesFacts> {
+    const t = plan.config.target;
+    if (t.kind !== "kubernetes") throw new Error("readKubernetes: the stack's target is not kubernetes");
+    const { conn, json, items, named, one } = await connect(t, opts);
+    const { context, kubeconfig, server, contexts, version } = conn;
+    if (!version.ok) return unansweredFacts(conn);
+    const needs = kubernetesNeeds(plan);
     const namespaces = async (): Promise<Read<Record<string, NamespaceFacts | undefined>>> => {
         const list = await named("namespaces", needs.namespaces);
         if (!list.ok) return list;
@@ -157,6 +174,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
     return {
         context,
         kubeconfig,
+        kubeconfigMissing: conn.kubeconfigMissing,
         server,
         contexts,
         version,
