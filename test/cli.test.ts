@@ -1,5 +1,5 @@
 /**
- * Every CLI of scripts/ behaves the same way (scripts/lib/cli.ts): --help prints the usage on
+ * Every CLI of scripts/ (plan, preflight, ingress:local, checkpoints) behaves the same way (scripts/lib/cli.ts): --help prints the usage on
  * stdout and exits 0; a bad argument prints `<cli>: <problem>` and the usage on stderr and exits 2;
  * an unknown stack is a bad argument in plan and preflight alike. Run: npx tsx --test test/cli.test.ts
  */
@@ -16,6 +16,7 @@ const CLIS = [
     { name: "plan", script: "plan.ts", bad: ["dev", "--bogus"], problem: /^plan: unknown option --bogus\n/ },
     { name: "preflight", script: "preflight.ts", bad: ["dev", "--bogus"], problem: /^preflight: unknown option --bogus\n/ },
     { name: "ingress:local", script: "ingress-local.ts", bad: ["--bogus"], problem: /^ingress:local: unknown argument "--bogus"/ },
+    { name: "checkpoints", script: "checkpoints.ts", bad: ["dev", "--bogus"], problem: /^checkpoints: unexpected argument --bogus\n/ },
 ] as const;
 
 describe("every CLI: --help, bad arguments, the same way", () => {
