@@ -137,6 +137,16 @@ const SEED_ENV = { VLLM_USE_FLASHINFER_SAMPLER: "0" } as const;
 /** The seeds' scripts' saving, as their source / published commands show it. */
 const SEED_SAVES =
     "it sets no save_steps, so transformers' default 500 saves only the final step of its run (DefaultFlowCallback saves at the end with save_strategy 'steps'; 42 steps in the MBPP recipe)";
+/** What the seeds' scripts save (the same for all three: GRPOTrainer with its defaults). */
+const SEED_CHECKPOINTS = {
+    resumable: false,
+    full: 1,
+    weightsOnly: 0,
+    why: SEED_SAVES,
+    // TRL 1.16 GRPOTrainer leaves dtype to transformers v5, which takes the model config's (bfloat16 for Qwen3).
+    dtype: "bfloat16",
+    optim: "adamw_torch_fused",
+} as const;
 const str: ProgramFlag = { action: "store", type: "str" };
 const int = (d: number): ProgramFlag => ({ action: "store", type: "int", default: d });
 
@@ -193,15 +203,7 @@ export const PROGRAMS = {
             learningRate: "--learning-rate",
         },
         fixed: {},
-        checkpoints: {
-            resumable: false,
-            full: 1,
-            weightsOnly: 0,
-            why: SEED_SAVES,
-            // TRL 1.16 GRPOTrainer leaves dtype to transformers v5, which takes the model config's (bfloat16 for Qwen3).
-            dtype: "bfloat16",
-            optim: "adamw_torch_fused",
-        },
+        checkpoints: SEED_CHECKPOINTS,
         env: SEED_ENV,
         trackioDefault: "the Space 'coding-grpo' under the HF token's user",
     },
@@ -232,15 +234,7 @@ export const PROGRAMS = {
             hubModelId: "--hub-model-id",
         },
         fixed: { perDeviceTrainBatchSize: 8, gradientAccumulationSteps: 8, numGenerations: 4 },
-        checkpoints: {
-            resumable: false,
-            full: 1,
-            weightsOnly: 0,
-            why: SEED_SAVES,
-            // TRL 1.16 GRPOTrainer leaves dtype to transformers v5, which takes the model config's (bfloat16 for Qwen3).
-            dtype: "bfloat16",
-            optim: "adamw_torch_fused",
-        },
+        checkpoints: SEED_CHECKPOINTS,
         env: SEED_ENV,
         trackioDefault: "a Space under the HF token's user (the script's default; not published)",
     },
@@ -270,15 +264,7 @@ export const PROGRAMS = {
             hubModelId: "--hub-model-id",
         },
         fixed: {},
-        checkpoints: {
-            resumable: false,
-            full: 1,
-            weightsOnly: 0,
-            why: SEED_SAVES,
-            // TRL 1.16 GRPOTrainer leaves dtype to transformers v5, which takes the model config's (bfloat16 for Qwen3).
-            dtype: "bfloat16",
-            optim: "adamw_torch_fused",
-        },
+        checkpoints: SEED_CHECKPOINTS,
         env: SEED_ENV,
         trackioDefault: "a Space under the HF token's user (the script's default; not published)",
     },
