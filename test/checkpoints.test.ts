@@ -10,6 +10,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { platformNames, RECIPES } from "../components/config";
+import { quantityValue } from "../components/shared/quantity";
 import { BNB_8BIT_STATE_BYTES, checkpointBytesPerParameter, checkpointNeed, recipeCheckpointSize } from "../components/config/checkpoints";
 import { listCheckpointsCommand, resumeCommand } from "../components/training/checkpoint-select";
 import { resolveTrainingNode } from "../components/training";
@@ -172,7 +173,15 @@ describe("the checkpoint size rule", () => {
         );
     });
 
-    test("every recipe's volume holds what its program writes, sized by the rule", () => {
+    /** The recipes' checkpoint sizes before the rule (100Gi default; the 32B recipe 2Ti). */
+    const BEFORE_THE_RULE: Record<string, string> = {
+        "mbpp-whitebox": "100Gi",
+        "mbpp-whitebox-64": "100Gi",
+        "wordle-whitebox": "100Gi",
+        "opencode-blackbox": "100Gi",
+        "opencode-blackbox-32b": "2Ti",
+    };
+    test("every recipe's volume holds what its program writes, sized by the rule, and never shrinks", () => {
         for (const [name, recipe] of Object.entries(RECIPES)) {
             const target = (recipe.training as { nodes?: number }).nodes ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
             // A black box on Docker runs hosted sandboxes: the docker sandbox pool is refused for now.
@@ -180,7 +189,10 @@ describe("the checkpoint size rule", () => {
             const c = parseWithTestImages({ recipe: name, runId: "r1", target, ...hosted }, "dev");
             const need = checkpointNeed(c)!;
             assert.ok(need, `${name}: parameter count known`);
-            assert.equal(c.training.checkpoints.size, recipeCheckpointSize(c, 3), `${name}: sized for 3 runs by the rule`);
+            const size = quantityValue(c.training.checkpoints.size);
+            assert.ok(size >= quantityValue(recipeCheckpointSize(c, 3)), `${name}: holds 3 runs by the rule`);
+            // Never below what the recipe deployed with before the rule: a claim cannot shrink (the next up would be refused).
+            assert.ok(size >= quantityValue(BEFORE_THE_RULE[name] ?? "0"), `${name}: not smaller than its earlier ${BEFORE_THE_RULE[name]}`);
         }
     });
 });

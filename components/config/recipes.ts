@@ -10,9 +10,11 @@ export type Recipe = Omit<PlatformConfigInput, "target" | "runId" | "recipe"> & 
 
 /**
  * The seeds' scripts on Qwen3-1.7B: one full bf16 checkpoint at the end (6 bytes per parameter) and a
- * push's local copy, for 3 runs (the rule in components/config/checkpoints.ts; the tests recompute it).
+ * push's local copy need 46Gi for 3 runs (the rule in components/config/checkpoints.ts; the tests
+ * recompute it). The recipes keep the 100Gi they deployed with before the rule: a claim cannot
+ * shrink, so a smaller default would refuse the next `up` of every stack already running them.
  */
-const SEED_CHECKPOINTS = "46Gi";
+const SEED_CHECKPOINTS = "100Gi";
 
 export const RECIPES = {
     // The published MBPP run: train_coding_whitebox_eval.py defaults, one A100 80 GB, vLLM
@@ -138,7 +140,8 @@ export const RECIPES = {
             trainerMemory: "1536Gi",
             vllmCpu: "32",
             vllmMemory: "512Gi",
-            checkpoints: { size: "440Gi" },
+            // The rule needs 440Gi for 3 runs; the 2Ti this recipe deployed with is kept (a claim cannot shrink).
+            checkpoints: { size: "2Ti" },
         },
         sandboxes: { headroom: 4, cpu: "2", memory: "4Gi" },
         ingress: { enabled: true },
