@@ -27,6 +27,8 @@ const serverBase = {
         // Your own script (TrlParser flags): the seeds' scripts are one-GPU programs.
         program: "custom",
         command: ["python", "/app/train_grpo.py"],
+        // A custom script is counted in fp32 + AdamW: 32.8B parameters need 1467Gi for one run (components/config/checkpoints.ts).
+        checkpoints: { size: "1500Gi" },
     },
     envs: { coding: { catalog: "coding" } },
 };

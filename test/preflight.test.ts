@@ -1117,6 +1117,13 @@ describe("against the simulated cluster, each prerequisite removed in turn", { s
             template: { metadata: { labels: { k8s: "calico-node" } }, spec: { containers: [{ name: "calico-node", image: "registry.test/calico:test" }] } },
         },
     };
+    // The cluster's DNS as kubeadm's CoreDNS labels it (target.dns kube-dns, the default, allows exactly these pods).
+    const coreDns = {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "coredns-standin", namespace: "kube-system", labels: { "k8s-app": "kube-dns" } },
+        spec: { containers: [{ name: "coredns", image: "registry.test/coredns:test" }] },
+    };
     const config = (over: Record<string, unknown> = {}) =>
         k8sConfig(deepMerge({ target: { kubeconfig: cluster!.kubeconfig, context: cluster!.context } }, over) as Record<string, unknown>, "pf-live");
     const preflight = async (over: Record<string, unknown> = {}) => (await runPreflight(config(over), { kubectl: kubectlPath, timeoutMs: 15_000 })).findings;
@@ -1143,8 +1150,9 @@ describe("against the simulated cluster, each prerequisite removed in turn", { s
         ({ cluster, release } = await startHarnessCluster({ priorityClasses: ["training-high"], runtimeClasses: ["gvisor"], volumes: 2, cpuNodes: 1 }));
         kubectlPath = cluster.api.kubectlPath;
         // What a prepared cluster has besides what the fixture gives: the agent-sandbox controller
-        // (a stand-in Deployment kwok runs), a Ready ClusterIssuer, a Calico DaemonSet.
+        // (a stand-in Deployment kwok runs), a Ready ClusterIssuer, a Calico DaemonSet, the DNS pods.
         await cluster.kubectlOk(["create", "namespace", "agent-sandbox-system"]);
+        await apply(coreDns);
         await apply(controller);
         await apply(issuer);
         await setIssuerReady();
