@@ -18,11 +18,13 @@ Here the forwarder shares the host's PID namespace, so only the uid keeps the ag
 
 from __future__ import annotations
 
+import atexit
 import http.client
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,13 +115,26 @@ def as_uid(uid: int):
     return drop
 
 
+def readable_copy_of_the_forwarder() -> Path:
+    """forwarder.py where any uid can read it, as /opt/agent-rl/forwarder.py is in the image: the
+    checkout itself may sit under a directory only root can enter (a mktemp -d clone, /root)."""
+    folder = Path(tempfile.mkdtemp(prefix="agent-rl-forwarder-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    folder.chmod(0o755)
+    script = folder / "forwarder.py"
+    shutil.copyfile(REPO / "python/agent_rl_sandbox/forwarder.py", script)
+    script.chmod(0o644)
+    return script
+
+
 def start_forwarder(facts: dict, upstream: str, tmp: Path) -> tuple[subprocess.Popen, int, int]:
     """The template's forwarder command, with this machine's paths and ports, as its own uid."""
     f = forwarder(facts)
     port = free_port()
     argv = list(f["command"])
     argv[0] = PYTHON3
-    argv[argv.index("/opt/agent-rl/forwarder.py")] = str(REPO / "python/agent_rl_sandbox/forwarder.py")
+    script = readable_copy_of_the_forwarder()
+    argv[argv.index("/opt/agent-rl/forwarder.py")] = str(script)
     argv[argv.index("--port") + 1] = str(port)
     argv[argv.index("--upstream") + 1] = upstream
     (key_ref,) = f["env"]
@@ -129,7 +144,7 @@ def start_forwarder(facts: dict, upstream: str, tmp: Path) -> tuple[subprocess.P
     proc = subprocess.Popen(argv, env={"PATH": SYSTEM_PATH, key_ref["name"]: KEY}, stdout=log, stderr=subprocess.STDOUT, preexec_fn=as_uid(uid))
     log.close()
     deadline = time.monotonic() + 15
-    probe = [PYTHON3, str(REPO / "python/agent_rl_sandbox/forwarder.py"), "--probe", "--port", str(port)]
+    probe = [PYTHON3, str(script), "--probe", "--port", str(port)]
     while subprocess.run(probe).returncode != 0:
         assert proc.poll() is None and time.monotonic() < deadline, (tmp / "forwarder.log").read_text()
         time.sleep(0.1)
