@@ -10,7 +10,7 @@ node) still ends at its ``shutdownTime`` (policy Delete): the controller deletes
 A process that multiprocessing started (TRL's rollout child: ``HarnessRolloutWorker`` spawns
 it, trl/experimental/async_grpo/openenv_harness.py) also watches its parent: when the parent
 dies without terminating it (SIGTERM's default action, SIGKILL, an exception past
-multiprocessing's exit hook), the child releases every sandbox and stops itself with SIGTERM.
+multiprocessing's exit hook), the child releases every sandbox and exits (status 143).
 Without the watch, a trainer that never built a backend itself (the backend made inside the
 session factory, in the child) would leave the child, and its claims, running after SIGTERM.
 """
@@ -85,12 +85,15 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _on_parent_death() -> None:
-    """The parent is gone: release every sandbox here, then stop this process as its parent
-    would have (SIGTERM: the handler above if installed, else the default action)."""
+    """The parent is gone: release every sandbox here, then end this process at once with
+    SIGTERM's exit status. Not by signalling itself: TRL's rollout loop turns the SystemExit of
+    the handler above into a failure it reports to its (dead) parent, and the orphan then lingers."""
+    _stopping.set()
     live_keys = live()
     failed = release_all()
-    log.warning("parent process gone: released %d sandbox(es) (%d failed), stopping", len(live_keys), failed)
-    os.kill(os.getpid(), signal.SIGTERM)
+    log.warning("parent process gone: released %d sandbox(es) (%d failed), exiting", len(live_keys), failed)
+    logging.shutdown()
+    os._exit(128 + signal.SIGTERM)
 
 
 def _watch_parent() -> None:

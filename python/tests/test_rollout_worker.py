@@ -56,6 +56,8 @@ TESTS_DIR = Path(__file__).resolve().parent
 MODEL = "stub/model-1"
 #: Seconds from SIGTERM to the trainer until none of its claims is left (measured here: 0.15 s).
 SIGTERM_BOUND_S = 20.0
+#: Seconds after that until every process of the trainer's group has exited (the rollout child, multiprocessing's resource tracker).
+EXIT_BOUND_S = 15.0
 #: The claim lifetime the SIGKILL case asks for (sandbox_timeout_s), and the slack allowed around it.
 SHORT_LIFETIME_S = 45
 EXPIRY_SLACK_S = 20.0
@@ -258,7 +260,7 @@ def test_sigterm_to_the_trainer_mid_rollout_deletes_its_claims(stack, where):
         took = time.monotonic() - t0
         print(f"{where}: claims deleted {took:.2f}s after SIGTERM")
         proc.wait(30)
-        assert not [p for p in members if alive(p)], "trainer and rollout child exited"
+        wait_for("trainer and rollout child exited", lambda: not [p for p in members if alive(p)] or None, timeout=EXIT_BOUND_S, interval=0.1)
     except BaseException:
         print(log.read_text(errors="replace")[-4000:])
         raise
