@@ -105,6 +105,8 @@ export interface PlatformConfig {
         readonly image: string;
     };
     readonly ingress: Omit<Parsed["ingress"], "enabled"> & { readonly enabled: boolean };
+    /** Metrics, alerts and dashboards (components/observability/). */
+    readonly observability: Parsed["observability"];
 }
 
 /** Stacks that may use the ambient kubeconfig context (a developer's own cluster). */
@@ -213,6 +215,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
             image: p.sandboxes.image ?? (provider === "agent-sandbox" ? "" : STOCK_SANDBOX_IMAGE),
         },
         ingress: { ...p.ingress, enabled: p.ingress.enabled ?? t.layout === "blackbox" },
+        observability: p.observability,
     };
 }
 

@@ -487,6 +487,66 @@ const ingress = z.strictObject({
     readTimeoutSeconds: posInt.default(INGRESS_LIMIT_DEFAULTS.readTimeoutSeconds),
 });
 
+/** A Prometheus duration: a number and one unit (s, m, h), e.g. 30s, 5m, 2h. */
+const promDuration = z.string().regex(/^[1-9][0-9]*(s|m|h)$/, "must be a Prometheus duration such as 30s, 5m or 2h (one number, one unit: s, m, h)");
+const fraction = z.number().gt(0).lte(1);
+const labelMap = z.record(
+    z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, "must be a Kubernetes label key"),
+    z.string().max(63),
+);
+
+/**
+ * Metrics, alerts and dashboards (components/observability/, README "Observability"). Off by
+ * default. Every threshold below is an alert's condition; each has its default stated.
+ */
+const observability = z.strictObject({
+    /** Scrape targets, monitors, rules and dashboards for every part the stack runs. Default: false. */
+    enabled: z.boolean().default(false),
+    /**
+     * `operator`: Prometheus Operator objects (PodMonitor, PrometheusRule; monitoring.coreos.com/v1).
+     * `annotations`: `prometheus.io/scrape|port|path` pod annotations, the fallback for a Prometheus
+     * that discovers pods itself (kubernetes_sd_configs role pod); rules and dashboards are then
+     * ConfigMaps to load by hand. Kubernetes only. Default: operator.
+     */
+    form: z.enum(["operator", "annotations"]).default("operator"),
+    /** The Prometheus pods the NetworkPolicies admit on the metrics ports (and nowhere else). */
+    scraper: z
+        .strictObject({
+            /** Namespace of the Prometheus pods. Default: monitoring. */
+            namespace: dnsLabel.default("monitoring"),
+            /** Labels of the Prometheus pods. Default: app.kubernetes.io/name=prometheus (the Operator's Prometheus pods carry it). */
+            podLabels: labelMap.default({ "app.kubernetes.io/name": "prometheus" }),
+        })
+        .prefault({}),
+    /** Labels on the PodMonitors and PrometheusRules (what the Prometheus's podMonitorSelector / ruleSelector match). Default: none. */
+    monitorLabels: labelMap.default({}),
+    /** Labels on the dashboard ConfigMaps (the Grafana dashboard sidecar's label). Default: grafana_dashboard=1. */
+    dashboardLabels: labelMap.default({ grafana_dashboard: "1" }),
+    /** Scrape interval of the monitors. Default: 30s. */
+    scrapeInterval: promDuration.default("30s"),
+    /** Alert thresholds. */
+    alerts: z
+        .strictObject({
+            /** How long a condition holds before its alert fires (`for`). Default: 5m. */
+            for: promDuration.default("5m"),
+            /** Env sessions in use above this fraction of capacity. Default: 0.9. */
+            envSessionsFraction: fraction.default(0.9),
+            /** Ingress 401 responses per second (a wrong or revoked key). Default: 1. */
+            ingressUnauthorizedPerSecond: z.number().positive().default(1),
+            /** Ingress 429 responses per second (the rate limit is too low for the run). Default: 1. */
+            ingressRateLimitedPerSecond: z.number().positive().default(1),
+            /** vLLM KV-cache usage above this fraction. Default: 0.9. */
+            vllmKvCacheUsage: fraction.default(0.9),
+            /** vLLM waiting requests growing for this long. Default: 10m. */
+            vllmQueueGrowingFor: promDuration.default("10m"),
+            /** No trainer step for this long. Default: 15m. */
+            trainerStalledFor: promDuration.default("15m"),
+            /** Sandbox claim-to-ready latency (p90) above this many seconds. Default: 30. */
+            sandboxClaimLatencySeconds: z.number().positive().default(30),
+        })
+        .prefault({}),
+});
+
 export const platformSchema = z.strictObject({
     /** Recipe the stack starts from (applied before parsing; recorded for the plan). */
     recipe: z.string().optional(),
@@ -531,6 +591,8 @@ export const platformSchema = z.strictObject({
     sandboxes: sandboxes.prefault({}),
     /** The authenticated vLLM ingress. */
     ingress: ingress.prefault({}),
+    /** Metrics, alerts and dashboards (off by default). */
+    observability: observability.prefault({}),
 });
 
 /** The config as written (before defaults). */
