@@ -51,8 +51,11 @@ export const INGRESS_LOG_METRICS: MetricsEndpoint = {
 };
 /** Each env replica's sessions in use (established connections to its port) against its capacity. */
 export const ENV_SESSION_METRICS: MetricsEndpoint = { port: 9402, path: "/metrics", container: "session-metrics", what: "the session counter sidecar" };
-/** The env router's capacity responder: CAPACITY_REACHED refusals. */
-export const ENV_ROUTER_METRICS: MetricsEndpoint = { port: 9403, path: "/metrics", container: "router", what: "the capacity responder" };
+/**
+ * The env router's capacity responder: CAPACITY_REACHED refusals. Served by the responder itself, so
+ * the port belongs to its container (`capacity-responder` in components/env/kubernetes.ts), not nginx's.
+ */
+export const ENV_ROUTER_METRICS: MetricsEndpoint = { port: 9403, path: "/metrics", container: "capacity-responder", what: "the capacity responder" };
 
 /** nginx's stub_status, on the ingress pod's loopback only (the exporter's source; never a Service port). */
 export const INGRESS_STUB_STATUS = { address: "127.0.0.1", port: 9114, path: "/stub_status" } as const;
