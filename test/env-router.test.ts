@@ -20,6 +20,7 @@ import {
     versionAtLeast,
     type RouterSettings,
 } from "../components/env/router";
+import { freePort } from "./helpers/apiserver";
 import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "./helpers/stub-env";
 
 const K = 4;
@@ -228,13 +229,26 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
     let stubs: StubEnv[] = [];
     let router: LocalRouter | undefined;
     let settings: RouterSettings;
+    let metricsPort = 0;
     const sessions: Extract<SessionResult, { kind: "open" }>[] = [];
 
     before(async () => {
         stubs = await startStubs(N);
         settings = { envName: "echo", replicas: stubs.map((s) => s.address), sessionsPerReplica: K, workerProcesses: 2 };
-        router = await startLocalRouter(settings);
+        metricsPort = await freePort();
+        router = await startLocalRouter({ ...settings, responderMetricsPort: metricsPort });
     });
+
+    /** The responder's CAPACITY_REACHED counter as scraped from its /metrics (and the exposition's only sample line). */
+    async function refusals(): Promise<number> {
+        const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+        assert.equal(res.status, 200);
+        const samples = (await res.text()).split("\n").filter((l) => l !== "" && !l.startsWith("#"));
+        assert.equal(samples.length, 1, `one series, labelled by env only (no per-session label): ${samples.join(" | ")}`);
+        const m = /^agentrl_env_capacity_reached_total\{env="echo"\} (\d+)$/.exec(samples[0]!);
+        assert.ok(m, samples[0]);
+        return Number(m[1]);
+    }
 
     after(async () => {
         await closeAllClients();
@@ -262,6 +276,7 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
         // Both workers admitted sessions, so the per-replica cap held across workers.
         const workers = new Set(sessions.map((s) => s.worker));
         assert.equal(workers.size, 2, `sessions came through workers ${[...workers].join(", ")}`);
+        assert.equal(await refusals(), 0, "no refusal while every session found a replica");
     });
 
     test("session N x k + 1 (and more) gets OpenEnv's CAPACITY_REACHED frame naming env, capacity and fix; no replica sees it", {
@@ -283,13 +298,25 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
             assert.equal(s.active(), K, summary(stubs));
             assert.equal(s.peak(), K, summary(stubs));
         }
+        assert.equal(await refusals(), 4, "the responder counts each CAPACITY_REACHED frame it sent");
     });
 
-    test("a plain HTTP GET /ws at capacity gets the 503 JSON body", async () => {
+    test("a plain HTTP GET /ws at capacity gets the 503 JSON body (not counted as a refused session)", async () => {
+        const before = await refusals();
         const res = await fetch((router as LocalRouter).wsUrl.replace(/^ws/, "http"));
         assert.equal(res.status, 503);
         assert.equal(res.headers.get("retry-after"), "5");
         assert.equal(await res.text(), routerErrorBodies(settings).capacity);
+        assert.equal(await refusals(), before);
+    });
+
+    test("the responder's metrics port serves GET /metrics only", async () => {
+        const base = `http://127.0.0.1:${metricsPort}`;
+        assert.equal((await fetch(`${base}/`)).status, 404);
+        assert.equal((await fetch(`${base}/responder/health`)).status, 404, "the responder's own routes stay on its loopback port");
+        const post = await fetch(`${base}/metrics`, { method: "POST", body: "x" });
+        assert.equal(post.status, 405);
+        assert.equal(post.headers.get("allow"), "GET");
     });
 
     test("OpenEnv's own client (openenv 0.10.0) raises the message, not a bare HTTP 503", { timeout: 60_000 }, (t) => {

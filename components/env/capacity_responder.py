@@ -13,14 +13,21 @@ Bounded: one thread per connection, at most --max-connections at once (beyond th
 is closed at once and nginx answers its own 503), a request head of at most 16 KiB read within
 --timeout seconds, and the close handshake waited for at most --timeout seconds.
 
-Usage: capacity_responder.py --listen 127.0.0.1:8081 --config responder.json
+With --metrics-listen it also serves GET /metrics there (README "Observability"): the counter
+agentrl_env_capacity_reached_total{env}, one per CAPACITY_REACHED frame sent (a plain HTTP 503 is
+not a session refused and is not counted). The refusals are counted here, where they happen, rather
+than parsed out of nginx's log. At most 8 scrapes at once, each head read within --timeout.
+
+Usage: capacity_responder.py --listen 127.0.0.1:8081 --config responder.json [--metrics-listen 0.0.0.0:9403]
 responder.json: {"ws_frame": {...}, "http_body": "...", "env": "..."} (router.ts renders it).
-Exit codes: 0 on SIGTERM/SIGINT, 2 on a bad command line or config (message on stderr).
+Exit codes: 0 on SIGTERM/SIGINT, 1 when --listen or --metrics-listen cannot be bound, 2 on a bad
+command line or config (message on stderr).
 """
 
 import argparse
 import base64
 import hashlib
+import http.server
 import json
 import re
 import signal
@@ -159,6 +166,7 @@ class Handler(socketserver.BaseRequestHandler):
             )
             sock.sendall(frame(0x1, json.dumps(cfg["ws_frame"]).encode("utf-8")))
             sock.sendall(frame(0x8, struct.pack("!H", CLOSE_CODE) + b"env at capacity"))
+            self.server.count_refusal()
             log("WS %s: CAPACITY_REACHED frame sent" % path)
             # Wait (bounded) for the client's close frame, so it has read the error frame before the TCP close.
             wait_for_close(sock)
@@ -177,7 +185,22 @@ class Server(socketserver.ThreadingTCPServer):
         self.cfg = cfg
         self.timeout_s = timeout_s
         self.slots = threading.BoundedSemaphore(max_connections)
+        self.refusals = 0
+        self.refusals_lock = threading.Lock()
         socketserver.ThreadingTCPServer.__init__(self, address, Handler)
+
+    def count_refusal(self):
+        with self.refusals_lock:
+            self.refusals += 1
+
+    def metrics_text(self):
+        with self.refusals_lock:
+            n = self.refusals
+        return (
+            "# HELP agentrl_env_capacity_reached_total WebSocket sessions the env router refused with CAPACITY_REACHED (every replica full).\n"
+            "# TYPE agentrl_env_capacity_reached_total counter\n"
+            'agentrl_env_capacity_reached_total{env="%s"} %d\n' % (self.cfg["env"], n)
+        )
 
     def verify_request(self, request, client_address):
         # Over the bound: drop the connection; nginx then answers its own 503 (ROUTER.md).
@@ -188,6 +211,65 @@ class Server(socketserver.ThreadingTCPServer):
 
     def handle_error(self, request, client_address):
         log("error on a connection from %s: %s" % (client_address[0], sys.exc_info()[1]))
+
+
+class MetricsHandler(http.server.BaseHTTPRequestHandler):
+    server_version = "agentrl-capacity-responder"
+
+    def setup(self):
+        self.timeout = self.server.timeout_s
+        http.server.BaseHTTPRequestHandler.setup(self)
+
+    def _send(self, status, body, content_type="text/plain; charset=utf-8"):
+        data = body.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        if status == 405:
+            self.send_header("Allow", "GET")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path != "/metrics":
+            self._send(404, "only GET /metrics is served\n")
+            return
+        self._send(200, self.server.responder.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+
+    def _refuse(self):
+        self._send(405, "only GET /metrics is served\n")
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _refuse
+
+    def log_message(self, *_args):
+        pass
+
+
+class MetricsServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address, responder, timeout_s):
+        self.responder = responder
+        self.timeout_s = timeout_s
+        self.slots = threading.BoundedSemaphore(8)
+        http.server.ThreadingHTTPServer.__init__(self, address, MetricsHandler)
+
+    def verify_request(self, request, client_address):
+        return self.slots.acquire(blocking=False)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            http.server.ThreadingHTTPServer.process_request_thread(self, request, client_address)
+        finally:
+            self.slots.release()
+
+
+def host_port(value):
+    m = re.match(r"^(\[[^\]]+\]|[^:]+):(\d+)$", value)
+    if m is None or not 1 <= int(m.group(2)) <= 65535:
+        return None
+    return m.group(1).strip("[]"), int(m.group(2))
 
 
 def load_config(path):
@@ -207,19 +289,35 @@ def main(argv):
     p.add_argument("--config", required=True, help="JSON rendered by router.ts (renderResponderConfig)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds for reading a request head and for the close handshake")
     p.add_argument("--max-connections", type=int, default=64, help="connections handled at once")
+    p.add_argument("--metrics-listen", help="host:port to serve GET /metrics on (agentrl_env_capacity_reached_total), e.g. 0.0.0.0:9403; unset: no metrics")
     args = p.parse_args(argv)
-    m = re.match(r"^(\[[^\]]+\]|[^:]+):(\d+)$", args.listen)
-    if m is None:
+    listen = host_port(args.listen)
+    if listen is None:
         p.error("--listen must be host:port")
+    metrics_listen = None
+    if args.metrics_listen is not None:
+        metrics_listen = host_port(args.metrics_listen)
+        if metrics_listen is None:
+            p.error("--metrics-listen %r must be host:port, e.g. 0.0.0.0:9403" % args.metrics_listen)
     try:
         cfg = load_config(args.config)
     except (OSError, ValueError) as e:
         log("cannot use --config %s: %s" % (args.config, e))
         return 2
-    server = Server((m.group(1).strip("[]"), int(m.group(2))), cfg, args.timeout, args.max_connections)
+    try:
+        server = Server(listen, cfg, args.timeout, args.max_connections)
+        metrics = MetricsServer(metrics_listen, server, args.timeout) if metrics_listen is not None else None
+    except OSError as e:
+        log("cannot listen: %s" % e)
+        return 1
+    if metrics is not None:
+        threading.Thread(target=metrics.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True).start()
+        log("serving /metrics on %s" % args.metrics_listen)
 
     def stop(_signum, _frame):
         threading.Thread(target=server.shutdown, daemon=True).start()
+        if metrics is not None:
+            threading.Thread(target=metrics.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)

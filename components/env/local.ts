@@ -34,6 +34,8 @@ export type LocalRouterSettings = Omit<RouterSettings, "listenAddress" | "listen
     readonly withCapacityResponder?: boolean;
     /** Python for the responder. @default "python3" */
     readonly pythonBinary?: string;
+    /** Port on 127.0.0.1 where the responder serves GET /metrics (its --metrics-listen). @default undefined (no metrics) */
+    readonly responderMetricsPort?: number;
 };
 
 /** A running local router. */
@@ -217,12 +219,19 @@ async function startResponder(
     runDir: string,
     python: string | undefined,
     timeoutMs: number,
+    metricsPort: number | undefined,
 ): Promise<LocalResponder> {
     const port = await freePort();
     const address = `127.0.0.1:${port}`;
     const configPath = path.join(runDir, "responder.json");
     fs.writeFileSync(configPath, renderResponderConfig(s));
-    const [bin = "python3", ...argv] = responderCommand({ python, scriptPath: CAPACITY_RESPONDER_SCRIPT_PATH, configPath, listen: address });
+    const [bin = "python3", ...argv] = responderCommand({
+        python,
+        scriptPath: CAPACITY_RESPONDER_SCRIPT_PATH,
+        configPath,
+        listen: address,
+        metricsListen: metricsPort !== undefined ? `127.0.0.1:${metricsPort}` : undefined,
+    });
     const child = spawn(bin, argv, { stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
@@ -291,8 +300,18 @@ export async function startLocalRouter(settings: LocalRouterSettings): Promise<L
 }
 
 async function startIn(settings: LocalRouterSettings, binary: string, version: string, port: number, runDir: string): Promise<LocalRouter> {
-    const { nginxBinary: _b, transformConfig, startTimeoutMs, listenPort: _p, withCapacityResponder, pythonBinary, ...routerFields } = settings;
-    const responder = withCapacityResponder === false ? undefined : await startResponder(routerFields, runDir, pythonBinary, startTimeoutMs ?? 10_000);
+    const {
+        nginxBinary: _b,
+        transformConfig,
+        startTimeoutMs,
+        listenPort: _p,
+        withCapacityResponder,
+        pythonBinary,
+        responderMetricsPort,
+        ...routerFields
+    } = settings;
+    const responder =
+        withCapacityResponder === false ? undefined : await startResponder(routerFields, runDir, pythonBinary, startTimeoutMs ?? 10_000, responderMetricsPort);
     const routerSettings: RouterSettings = {
         ...routerFields,
         listenAddress: "127.0.0.1",

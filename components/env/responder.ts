@@ -26,6 +26,9 @@ export function responderCommand(args: {
     readonly scriptPath: string;
     readonly configPath: string;
     readonly listen: string;
+    /** host:port for GET /metrics (agentrl_env_capacity_reached_total, ENV_ROUTER_METRICS); unset: no metrics. */
+    readonly metricsListen?: string;
 }): string[] {
-    return [args.python ?? "python3", "-I", "-B", args.scriptPath, "--listen", args.listen, "--config", args.configPath];
+    const metrics = args.metricsListen !== undefined ? ["--metrics-listen", args.metricsListen] : [];
+    return [args.python ?? "python3", "-I", "-B", args.scriptPath, "--listen", args.listen, "--config", args.configPath, ...metrics];
 }
