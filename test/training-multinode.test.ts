@@ -12,7 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { MULTI_NODE_RECIPE_NAMES } from "../components/config";
-import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT } from "../components/training/describe";
+import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT, VLLM_UNANSWERED_SECONDS } from "../components/training/describe";
 import { planToDir, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
 import { validateAnyManifest } from "./helpers/crd-schema";
 import { loadManifestSchemas } from "./helpers/k8s-schema";
@@ -186,6 +186,22 @@ describe("multi-node: the trainer JobSet", () => {
             pod.volumes.map((v: any) => v.name),
             ["dshm", "model-cache"],
         );
+    });
+
+    test("vLLM's liveness probe ends the run only on point 8's bound (300 s without an answer), not after a minute of a busy vLLM", async () => {
+        for (const planned of [p, await plan({ recipe: "mbpp-whitebox", target: "kubernetes" }, SERVER_OVERRIDE)]) {
+            const c = replicatedJob(one(planned, "JobSet"), "vllm").template.spec.template.spec.containers[0];
+            const l = c.livenessProbe;
+            assert.deepEqual(l.httpGet, { path: "/health", port: 8000 });
+            // A kill fails vLLM's Job and restarts the whole JobSet (the trainers' weight-sync group goes with vLLM),
+            // counted against training.backoffLimit (0: the run ends): 30 failures 10 s apart, each waiting at most 10 s.
+            assert.deepEqual(
+                { periodSeconds: l.periodSeconds, timeoutSeconds: l.timeoutSeconds, failureThreshold: l.failureThreshold },
+                { periodSeconds: 10, timeoutSeconds: 10, failureThreshold: 30 },
+            );
+            assert.equal(l.periodSeconds * l.failureThreshold, VLLM_UNANSWERED_SECONDS, "the supervisor's bound (components/training/describe.ts)");
+            assert.ok(l.timeoutSeconds <= l.periodSeconds, "a hung probe does not stretch the bound past period x threshold");
+        }
     });
 
     test("vLLM's Service selects this JobSet's vLLM replicated job by JobSet's own pod labels, which the ingress proxies to", () => {

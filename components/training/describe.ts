@@ -313,6 +313,14 @@ export interface TrainingDescription {
 
 const PROBE_PERIOD = 10;
 
+/**
+ * Seconds without any answer from vLLM's `/health` after which the run ends (issue 26 point 8): the
+ * shared-layout supervisor's watch (components/training/supervisor.ts) and the multi-node vLLM pod's
+ * liveness probe. Longer than any pause a healthy vLLM makes (a weight update, a long prefill starve
+ * its event loop for seconds), short enough that a hung vLLM does not hold GPU nodes for long.
+ */
+export const VLLM_UNANSWERED_SECONDS = 300;
+
 /** Env var name for an env server's URL: `ENV_<NAME>_URL`. */
 export function envUrlVar(envName: string): string {
     return `ENV_${envName.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}_URL`;
@@ -377,12 +385,27 @@ function launcher(command: readonly string[] | undefined, numProcesses: number, 
     return [...command];
 }
 
-function healthProbes(path: string, modelLoadSeconds: number): ContainerDescription["probes"] {
+/**
+ * The liveness probe of a vLLM in a pod of its own with training.nodes > 1. Its kill is not a restart
+ * in place (restartPolicy Never): vLLM's Job fails and the JobSet's `vllmFailed` rule restarts every
+ * trainer with it (their NCCL weight-sync group with vLLM does not survive a vLLM restart), counted
+ * against training.backoffLimit (0 by default: the run ends). So it ends the run on point 8's bound,
+ * not after a minute of a busy vLLM: 30 consecutive failures 10 s apart, each waiting at most 10 s
+ * (the kubelet probes once per period and a probe blocks its worker up to its timeout,
+ * pkg/kubelet/prober/worker.go, Kubernetes 1.36), i.e. VLLM_UNANSWERED_SECONDS without a 200 within
+ * 10 s. Unlike the supervisor's watch, an answer slower than 10 s counts as none: the kubelet cannot
+ * wait longer per probe without loosening the bound.
+ */
+function ownPodLiveness(path: string): HttpProbe {
+    return { path, port: VLLM_PORT, periodSeconds: PROBE_PERIOD, failureThreshold: VLLM_UNANSWERED_SECONDS / PROBE_PERIOD, timeoutSeconds: PROBE_PERIOD };
+}
+
+function healthProbes(path: string, modelLoadSeconds: number, ownPod: boolean): ContainerDescription["probes"] {
     return {
         // period x threshold >= modelLoadSeconds: a slow model download is not a crash loop.
         startup: { path, port: VLLM_PORT, periodSeconds: PROBE_PERIOD, failureThreshold: Math.ceil(modelLoadSeconds / PROBE_PERIOD), timeoutSeconds: 5 },
         // Runs only once the startup probe passed (Kubernetes semantics).
-        liveness: { path, port: VLLM_PORT, periodSeconds: PROBE_PERIOD, failureThreshold: 6, timeoutSeconds: 10 },
+        liveness: ownPod ? ownPodLiveness(path) : { path, port: VLLM_PORT, periodSeconds: PROBE_PERIOD, failureThreshold: 6, timeoutSeconds: 10 },
         readiness: { path, port: VLLM_PORT, periodSeconds: 5, failureThreshold: 3, timeoutSeconds: 5 },
     };
 }
@@ -474,7 +497,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
             command: ["vllm", "serve"],
             args: whiteboxServerArgs(config, vllmSettings, servedNames),
             env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), ...(program?.env ?? {}), ...vllmSettings.extraEnv, VLLM_SERVER_DEV_MODE: "1" },
-            probes: healthProbes("/health", t.modelLoadSeconds),
+            probes: healthProbes("/health", t.modelLoadSeconds, multiNode !== undefined),
         };
     } else if (blackbox) {
         vllm = {
@@ -485,7 +508,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
             // Dev mode opens the weight-transfer routes the AsyncGRPO trainer calls; only here, and
             // only reachable on loopback / through the ingress allow-list.
             env: { ...cacheEnv, ...gpuSharing.env, ...visible(vllmDevices), ...vllmSettings.extraEnv, VLLM_SERVER_DEV_MODE: "1" },
-            probes: healthProbes("/health", t.modelLoadSeconds),
+            probes: healthProbes("/health", t.modelLoadSeconds, multiNode !== undefined),
         };
     }
 

@@ -84,7 +84,8 @@ export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescript
     // vLLM: one pod on a GPU node of its own (tensor parallel over its GPUs, all in one pod: a 32B
     // policy fits one 8-GPU node). Never restarted in place: a vLLM that exits or fails its liveness
     // probe fails its Job, which the failure policy turns into a restart of the whole JobSet (the
-    // trainers' NCCL group with vLLM does not survive a vLLM restart anyway).
+    // trainers' NCCL group with vLLM does not survive a vLLM restart anyway). So its liveness probe
+    // allows VLLM_UNANSWERED_SECONDS without an answer, as the one-node supervisor does (describe.ts).
     const vllmPod: k8s.types.input.core.v1.PodSpec = {
         restartPolicy: "Never",
         ...trainingPodBase(d),

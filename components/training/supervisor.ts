@@ -22,16 +22,12 @@
  * Pure: builds text and a container description; no Pulumi.
  */
 import type { ContainerDescription, TrainingDescription } from "./describe";
-import { CONTAINER } from "./describe";
+import { CONTAINER, VLLM_UNANSWERED_SECONDS } from "./describe";
 import { VLLM_PORT } from "../config/names";
 import { addQuantities } from "../shared/quantity";
 
-/**
- * Seconds without any answer from vLLM's `/health` after which the shared-layout supervisor ends the
- * run. Longer than any pause a healthy vLLM makes (a weight update, a long prefill starve its event
- * loop for seconds), short enough that a hung vLLM does not hold a GPU node for long.
- */
-export const VLLM_UNANSWERED_SECONDS = 300;
+/** The bound the supervisor's watch ends the run on: defined with the probes it replaces (./describe). */
+export { VLLM_UNANSWERED_SECONDS };
 /** Seconds a stopped role gets between SIGTERM and SIGKILL (a hung vLLM may ignore TERM). */
 export const STOP_GRACE_SECONDS = 30;
 
