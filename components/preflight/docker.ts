@@ -1,7 +1,8 @@
 /**
  * The Docker preflight: what a stack needs from the GPU host's daemon at `target.host`, read
  * with the docker CLI (`docker -H <host> version/info/ps`, bounded) and, for a local socket,
- * statfs and a bind test; checked by pure functions so every message is unit-tested.
+ * statfs and a bind test; checked by pure functions so every message is unit-tested. The registry
+ * coverage (registry.ts) is shared with Kubernetes.
  */
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
@@ -10,7 +11,9 @@ import * as path from "node:path";
 import { dockerIngressPorts } from "../ingress";
 import type { PlatformPlan } from "../platform";
 import { type DockerHostNeeds, dockerHostNeeds, formatMiB, type HostShare } from "../platform/docker-host";
+import { checkpointNeed, describeNeed } from "../config/checkpoints";
 import { quantityValue } from "../shared/quantity";
+import { checkRegistryCredentials } from "./registry";
 import { fail, type Finding, human, ok, type Read, warn } from "./report";
 
 /**
@@ -252,6 +255,44 @@ export function checkDataDir(plan: PlatformPlan, disk: DockerFacts["disk"]): Fin
     );
 }
 
+/**
+ * The checkpoints' directory against the checkpoint rule (config/checkpoints.ts): the free space on
+ * dataDir's file system must hold what one run writes, or the run's saves fail once the disk is
+ * full. Measured with statfs for a local (unix://) daemon only: a remote host's file system is not
+ * read from here (reading it through the daemon would mean starting a container), so it is a
+ * warning naming the command to run there. Undefined when the stack keeps no checkpoints.
+ */
+export function checkCheckpointSpace(plan: PlatformPlan, disk: DockerFacts["disk"]): Finding | undefined {
+    const v = plan.training.checkpoints;
+    if (v === undefined || plan.config.target.kind !== "docker") return undefined;
+    const check = "Checkpoint space";
+    const dataDir = plan.config.target.dataDir;
+    const c = plan.config;
+    const need = checkpointNeed(c);
+    const rule = need ? `one run of ${c.model.name} writes ${need.runSize} by the checkpoint rule (${describeNeed(need)})` : undefined;
+    if ("unchecked" in disk)
+        return warn(
+            check,
+            `${dataDir}: unchecked (${disk.unchecked}); ${rule ?? `the checkpoint rule cannot size a run: no parameter count for ${c.model.name}`}`,
+            `check on the host: df -h ${dataDir} (it needs ${need ? `${need.runSize} free for one run; ` : ""}training.checkpoints.size is ${v.size})`,
+        );
+    if (need === undefined)
+        return warn(
+            check,
+            `the checkpoint rule cannot size a run: no parameter count for ${c.model.name}; ${human("storage", disk.freeBytes)} free under ${disk.checkedPath}`,
+            "set training.checkpoints.parameters (the model's parameter count) to have the run's need checked",
+        );
+    const free = human("storage", disk.freeBytes);
+    if (disk.freeBytes < need.runBytes)
+        return fail(
+            check,
+            `${free} free under ${disk.checkedPath === dataDir ? dataDir : `${dataDir} (measured at ${disk.checkedPath})`}, less than ${rule}: the run's checkpoint saves fail when the disk fills`,
+            `free ${human("storage", need.runBytes - disk.freeBytes)} or more there (old runs' checkpoints: npm run checkpoints -- ${c.stack} --prune <runId>), or move target.dataDir to a larger disk`,
+        );
+    const runs = Math.floor(disk.freeBytes / need.runBytes);
+    return ok(check, `${free} free under ${disk.checkedPath} holds ${runs} run${runs === 1 ? "" : "s"}: ${rule}`);
+}
+
 /** Host ports the stack publishes (the ingress proxy on Docker; nothing else is published). */
 export function publishedPorts(plan: PlatformPlan): Array<PublishedPort & { readonly by: string }> {
     if (!plan.ingress || plan.config.target.kind !== "docker") return [];
@@ -305,7 +346,10 @@ export function checkDocker(plan: PlatformPlan, f: DockerFacts): Finding[] {
             warn("NVIDIA runtime", `docker info failed: ${firstLine(f.info.error)} (unchecked)`, "run docker info on the host and look for the nvidia runtime"),
         );
     }
-    out.push(checkDataDir(plan, f.disk), checkPorts(plan, f));
+    out.push(checkDataDir(plan, f.disk));
+    const space = checkCheckpointSpace(plan, f.disk);
+    if (space) out.push(space);
+    out.push(checkRegistryCredentials(plan, "docker"), checkPorts(plan, f));
     return out;
 }
 

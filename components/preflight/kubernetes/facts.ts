@@ -44,6 +44,44 @@ export interface KubernetesFacts {
     readonly tlsSecret?: Read<{ readonly type: string; readonly keys: readonly string[] } | undefined>;
     /** Per stack namespace: undefined when it does not exist, else its quotas and what the stack already runs there. */
     readonly namespaces: Read<Readonly<Record<string, NamespaceFacts | undefined>>>;
+    /** With registryAuth: the Secret of names.pullSecret in each namespace the stack makes (undefined: none there), its type and part-of label only. */
+    readonly pullSecrets?: Read<Readonly<Record<string, PullSecretFacts | undefined>>>;
+    /** With training.checkpoints: the checkpoint claim in the training namespace (undefined: none yet). */
+    readonly checkpointClaim?: Read<ClaimFacts | undefined>;
+}
+
+/** What the pull-Secret check reads of an existing Secret: never its data. */
+export interface PullSecretFacts {
+    readonly type: string;
+    /** Its app.kubernetes.io/part-of label ("" when it has none). */
+    readonly partOf: string;
+}
+
+/** What the checkpoint check reads of an existing claim. */
+export interface ClaimFacts {
+    /** spec.resources.requests.storage. */
+    readonly requested: string;
+    /** status.capacity.storage (undefined until bound). */
+    readonly capacity?: string;
+    /** spec.storageClassName ("" for a claim bound without a class). */
+    readonly storageClassName: string;
+    readonly phase: string;
+    /** Types of its status.conditions that are True (Resizing, FileSystemResizePending). */
+    readonly conditions: readonly string[];
+    /** Its app.kubernetes.io/part-of label ("" when it has none). */
+    readonly partOf: string;
+}
+
+/** A claim as the API server returns it, reduced to what the checkpoint check reads. */
+export function claimFacts(pvc: any): ClaimFacts {
+    return {
+        requested: String(pvc.spec?.resources?.requests?.storage ?? "0"),
+        ...(pvc.status?.capacity?.storage !== undefined ? { capacity: String(pvc.status.capacity.storage) } : {}),
+        storageClassName: String(pvc.spec?.storageClassName ?? ""),
+        phase: String(pvc.status?.phase ?? "Pending"),
+        conditions: (pvc.status?.conditions ?? []).filter((c: any) => c.status === "True").map((c: any) => String(c.type)),
+        partOf: String(pvc.metadata?.labels?.["app.kubernetes.io/part-of"] ?? ""),
+    };
 }
 
 /** What the first check looks at: the kubeconfig, the context, and whether the API server answered. */

@@ -1,28 +1,42 @@
 /**
  * The Kubernetes preflight: what a stack needs from the cluster it points at, read with kubectl
  * (read.ts), then checked by pure functions over the plan and what was read, one file per group
- * of checks (connection, nodes, addons, ingress, quota), so every message is unit-tested without
+ * of checks (connection, nodes, checkpoints, addons, ingress, dns, pull-secret, quota; the registry
+ * coverage is ../registry.ts, shared with Docker), so every message is unit-tested without
  * a cluster. `checkKubernetes` runs them in order.
  */
 import type { PlatformPlan } from "../../platform";
 import { type Finding, firstLine, warn } from "../report";
 import { checkCni, checkJobSet, checkJobSetController, checkKueue, checkSandboxController, checkSandboxCrds } from "./addons";
+import { checkRegistryCredentials } from "../registry";
+import { checkCheckpointVolume } from "./checkpoints";
 import { checkConnection, checkVersion } from "./connection";
 import { checkDns } from "./dns";
 import type { KubernetesFacts } from "./facts";
 import { checkCertManager, checkGateway, checkTlsSecret } from "./ingress";
 import { kubernetesNeeds } from "./needs";
 import { checkGpuNodes, checkPriorityClass, checkRuntimeClass, checkStorage } from "./nodes";
+import { checkPullSecret } from "./pull-secret";
 import { checkQuotas } from "./quota";
 
 export { checkCni, checkJobSet, checkJobSetController, checkKueue, checkSandboxController, checkSandboxCrds } from "./addons";
+export { checkCheckpointVolume, ruleText } from "./checkpoints";
 export { checkClusterStack, clusterStackCrds, readClusterStack, type ClusterStackFacts } from "./cluster-stack";
 export { checkConnection, checkVersion, MIN_KUBERNETES } from "./connection";
 export { checkDns, dnsPodSelector, NODE_LOCAL_DNS_DAEMONSET, nodeLocalAddresses, type DnsFacts } from "./dns";
-export { type ConnectionFacts, type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
+export {
+    type ClaimFacts,
+    claimFacts,
+    type ConnectionFacts,
+    type KubernetesFacts,
+    type NamespaceFacts,
+    type PullSecretFacts,
+    unansweredFacts,
+} from "./facts";
 export { checkCertManager, checkGateway, checkTlsSecret } from "./ingress";
 export * from "./needs";
 export { checkGpuNodes, checkPriorityClass, checkRuntimeClass, checkStorage, nodeMisfits, tolerates } from "./nodes";
+export { checkPullSecret, DOCKER_CONFIG_JSON, PULL_SECRET_FIELDS, parsePullSecretFields, pullSecretNamespaces } from "./pull-secret";
 export { checkQuotas } from "./quota";
 export { type CommandResult, connect, kubeconfigMissing, type KubernetesReadOptions, readKubernetes } from "./read";
 
@@ -43,6 +57,14 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
     out.push(...(f.nodes.ok ? checkGpuNodes(plan, f.nodes.value) : [unreadable("GPU node", "nodes", f.nodes)]));
     if (needs.storage)
         out.push(...(f.storageClasses.ok ? checkStorage(plan, f.storageClasses.value) : [unreadable("StorageClass", "storageclasses", f.storageClasses)]));
+    if (plan.training.checkpoints && f.checkpointClaim) {
+        if (!f.checkpointClaim.ok) out.push(unreadable("Checkpoint volume", "persistentvolumeclaims", f.checkpointClaim));
+        else if (!f.storageClasses.ok) out.push(unreadable("Checkpoint volume", "storageclasses", f.storageClasses));
+        else out.push(checkCheckpointVolume(plan, f.checkpointClaim.value, f.storageClasses.value)!);
+    }
+    out.push(checkRegistryCredentials(plan, "kubernetes"));
+    if (plan.registryAuth !== undefined && f.pullSecrets)
+        out.push(f.pullSecrets.ok ? checkPullSecret(plan, f.pullSecrets.value)! : unreadable("Pull Secret", "secrets", f.pullSecrets));
     for (const [name, fields] of Object.entries(needs.priorityClasses))
         out.push(
             f.priorityClasses.ok

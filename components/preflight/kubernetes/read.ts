@@ -8,7 +8,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import type { PlatformPlan } from "../../platform";
 import type { Read } from "../report";
-import { type ConnectionFacts, type KubernetesFacts, type NamespaceFacts, unansweredFacts } from "./facts";
+import { claimFacts, type ConnectionFacts, type KubernetesFacts, type NamespaceFacts, type PullSecretFacts, unansweredFacts } from "./facts";
+import { PULL_SECRET_FIELDS, parsePullSecretFields, pullSecretNamespaces } from "./pull-secret";
 import { JOBSET_CONTROLLER_LABEL, kubernetesNeeds, SANDBOX_CONTROLLER_LABEL } from "./needs";
 import { dnsPodSelector } from "./dns";
 
@@ -70,6 +71,12 @@ export async function connect(t: { readonly kubeconfig?: string; readonly contex
             return { ok: false, error: `unreadable kubectl output: ${(e as Error).message}` };
         }
     };
+    /** kubectl's `-o jsonpath=` output of `template` (what leaves the API server is only what the template names). */
+    const jsonpath = async <T>(args: readonly string[], template: string, pick: (out: string) => T): Promise<Read<T>> => {
+        const r = await runKubectl(bin, [...withCtx, ...args, "-o", `jsonpath=${template}`], timeoutMs);
+        if (r.code !== 0) return { ok: false, error: r.stderr || `kubectl exited ${r.code}`, forbidden: /forbidden/i.test(r.stderr) };
+        return { ok: true, value: pick(r.stdout) };
+    };
     const version = await json(["version"], (d) => {
         if (!d.serverVersion) throw new Error("no serverVersion");
         return d.serverVersion;
@@ -81,14 +88,14 @@ export async function connect(t: { readonly kubeconfig?: string; readonly contex
     /** One object, undefined when not found. */
     const one = (args: readonly string[]) => json(["get", ...args, "--ignore-not-found"], (d) => (d.metadata ? d : undefined));
     const conn: ConnectionFacts = { context, kubeconfig, kubeconfigMissing: kubeconfigMissing(t.kubeconfig), server, contexts, version };
-    return { conn, json, items, named, one };
+    return { conn, json, jsonpath, items, named, one };
 }
 
 /** Reads what `checkKubernetes` needs, with the stack's kubeconfig and context; every read bounded. */
 export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOptions = {}): Promise<KubernetesFacts> {
     const t = plan.config.target;
     if (t.kind !== "kubernetes") throw new Error("readKubernetes: the stack's target is not kubernetes");
-    const { conn, json, items, named, one } = await connect(t, opts);
+    const { conn, json, jsonpath, items, named, one } = await connect(t, opts);
     const { context, kubeconfig, server, contexts, version } = conn;
     if (!version.ok) return unansweredFacts(conn);
     const needs = kubernetesNeeds(plan);
@@ -119,6 +126,16 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         }
         return { ok: true, value: out };
     };
+    // The pull Secret's type and part-of label only (PULL_SECRET_FIELDS names nothing of its data).
+    const readPullSecrets = async (): Promise<Read<Record<string, PullSecretFacts | undefined>>> => {
+        const out: Record<string, PullSecretFacts | undefined> = {};
+        for (const ns of pullSecretNamespaces(plan)) {
+            const r = await jsonpath(["get", "secret", plan.names.pullSecret, "-n", ns, "--ignore-not-found"], PULL_SECRET_FIELDS, parsePullSecretFields);
+            if (!r.ok) return r;
+            out[ns] = r.value;
+        }
+        return { ok: true, value: out };
+    };
     const [
         nodes,
         storageClasses,
@@ -134,6 +151,8 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         secret,
         nsFacts,
         dnsPods,
+        pullSecrets,
+        checkpointClaim,
     ] = await Promise.all([
         json(["get", "nodes"], items),
         needs.storage ? json(["get", "storageclasses.storage.k8s.io"], items) : Promise.resolve({ ok: true as const, value: [] as any[] }),
@@ -167,6 +186,12 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
             const dns = dnsPodSelector(plan);
             return json(["get", "pods", "-n", dns.namespace, "-l", dns.selector], (d) => items(d).length);
         })(),
+        plan.registryAuth !== undefined ? readPullSecrets() : Promise.resolve(undefined),
+        plan.training.checkpoints
+            ? one(["persistentvolumeclaims", plan.training.checkpoints.name, "-n", plan.training.namespace]).then((r) =>
+                  r.ok && r.value !== undefined ? { ok: true as const, value: claimFacts(r.value) } : r,
+              )
+            : Promise.resolve(undefined),
     ]);
     // A missing CRD makes `get <kind>` fail with "the server doesn't have a resource type": that is "not found" here.
     const noKind = <T>(r: Read<T> | undefined): Read<T | undefined> | undefined =>
@@ -192,5 +217,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         issuer: noKind(issuer),
         tlsSecret: secret,
         namespaces: nsFacts,
+        ...(pullSecrets ? { pullSecrets } : {}),
+        ...(checkpointClaim ? { checkpointClaim } : {}),
     };
 }
