@@ -283,6 +283,8 @@ export function checkCheckpointSpace(plan: PlatformPlan, disk: DockerFacts["disk
             "set training.checkpoints.parameters (the model's parameter count) to have the run's need checked",
         );
     const free = human("storage", disk.freeBytes);
+    if (need.runBytes === 0)
+        return ok(check, `${free} free under ${disk.checkedPath}; ${c.model.name}'s program writes nothing there by the checkpoint rule (${need.writes.why})`);
     if (disk.freeBytes < need.runBytes)
         return fail(
             check,

@@ -16,6 +16,7 @@ export function ruleText(plan: PlatformPlan, bytes: number): string {
     const c = plan.config;
     const need = checkpointNeed(c);
     if (need === undefined) return `the checkpoint rule cannot size a run: no parameter count for ${c.model.name} (set training.checkpoints.parameters)`;
+    if (need.runBytes === 0) return `${c.model.name}'s program writes nothing there by the checkpoint rule (${need.writes.why})`;
     const runs = Math.floor(bytes / need.runBytes);
     return `${human("storage", bytes)} holds ${runs} run${runs === 1 ? "" : "s"} of ${c.model.name} by the checkpoint rule (one run: ${need.runSize} = ${describeNeed(need)})`;
 }
