@@ -31,6 +31,8 @@ const WRITTEN: Record<string, { base: (k: "kubernetes" | "docker") => Record<str
     "ingress.replicas": { base: blackbox, value: { ingress: { replicas: 1 } } },
     "ingress.tls.certFile": { base: blackbox, value: { ingress: { tls: { mode: "secret", secretName: "vllm-tls", certFile: "/etc/tls/tls.crt" } } } },
     "ingress.tls.keyFile": { base: blackbox, value: { ingress: { tls: { mode: "secret", secretName: "vllm-tls", keyFile: "/etc/tls/tls.key" } } } },
+    "observability.scraper": { base: whitebox, value: { observability: { scraper: { namespace: "prom" } } } },
+    "observability.monitorLabels": { base: whitebox, value: { observability: { monitorLabels: { release: "prom" } } } },
 };
 
 const problems = (raw: unknown) => configProblems(() => parseWithTestImages(raw, "test"));

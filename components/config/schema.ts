@@ -133,6 +133,16 @@ const images = z.strictObject({
     trainer: imageRef.optional(),
     /** nginx image for the ingress proxy and the env routers (unprivileged build). */
     nginx: imageRef.default("nginxinc/nginx-unprivileged:1.27-alpine"),
+    /**
+     * nginx-prometheus-exporter beside each ingress proxy, reading its stub_status on loopback
+     * (observability.enabled; its image runs as uid 1001, from scratch). Default: nginx/nginx-prometheus-exporter:1.4.0.
+     */
+    nginxExporter: imageRef.default("nginx/nginx-prometheus-exporter:1.4.0"),
+    /**
+     * mtail beside each ingress proxy, turning its JSON access log into per-status and per-key series
+     * (observability.enabled with the ingress). Required then: google/mtail publishes binaries, no image.
+     */
+    mtail: imageRef.optional(),
 });
 
 const volume = z.strictObject({

@@ -68,6 +68,18 @@ export const IGNORED_SETTINGS: readonly IgnoredSetting[] = [
         fix: "remove it (rateLimitPerSecond is then the whole limit per key)",
     },
     {
+        path: "observability.scraper",
+        target: "docker",
+        why: "the docker target writes no NetworkPolicy to admit a scraper: the metrics endpoints are published on the host's loopback only (plan.md lists them), where a Prometheus on the host scrapes them",
+        fix: "remove it, and run Prometheus on the GPU host with the prometheus.yml the plan writes",
+    },
+    {
+        path: "observability.monitorLabels",
+        target: "docker",
+        why: "the docker target makes no PodMonitor or PrometheusRule to label: a Prometheus on the host reads the prometheus.yml the plan writes",
+        fix: "remove it",
+    },
+    {
         path: "ingress.tls.certFile",
         target: "kubernetes",
         why: "it names a file on a Docker host: on Kubernetes the certificate comes from a Secret (tls.mode secret or cert-manager)",

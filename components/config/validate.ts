@@ -11,6 +11,7 @@ import { ENV_CATALOG } from "./catalog";
 import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
+import { validateObservability } from "./observability";
 import { isDevStack, totalProcesses, type PlatformConfig, type ResolvedEnv } from "./resolve";
 
 /** Divisors of n, for a helpful "try one of" hint. */
@@ -315,6 +316,17 @@ export function deployedImages(c: PlatformConfig): Array<{ field: string; image:
     if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker" || c.sandboxes.provider === "hf") {
         out.push({ field: "sandboxes.image", image: c.sandboxes.image });
     }
+    // Metrics sidecars: vLLM's metrics-only listener is images.nginx (listed above with the ingress or
+    // an env; else added here), the ingress's exporter and mtail beside each proxy.
+    if (c.observability.enabled) {
+        if (c.training.layout !== "whitebox-colocate" && !out.some((i) => i.field === "images.nginx"))
+            out.push({ field: "images.nginx", image: c.images.nginx });
+        if (c.ingress.enabled) {
+            out.push({ field: "images.nginxExporter", image: c.images.nginxExporter });
+            // A missing mtail image is reported once, by validateObservability.
+            if (c.images.mtail !== undefined) out.push({ field: "images.mtail", image: c.images.mtail });
+        }
+    }
     return out;
 }
 
@@ -439,5 +451,6 @@ export function validatePlatform(c: PlatformConfig): string[] {
         ...validateIngress(c),
         ...validateProdPinning(c),
         ...validatePlainEnv(c),
+        ...validateObservability(c),
     ];
 }

@@ -23,6 +23,8 @@ import { ConfigError } from "../config/parse";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
+import type { MetricsLinks } from "../shared/metrics-pods";
+import { envMetrics, type EnvMetrics } from "./metrics";
 import { ENV_CATALOG, NON_ROOT_UID, WS_PING_ENV_VARS, type CatalogEntry, type IdleReaper, type WsPing } from "../config/catalog";
 import { capacityResponderScript, RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE, responderCommand } from "./responder";
 import {
@@ -43,7 +45,10 @@ import {
  * (`resolveDefaults` applies every default once), so the component can be used without the
  * Platform by building just these fields.
  */
-export type EnvConfig = Pick<PlatformConfig, "target" | "images" | "demand">;
+export type EnvConfig = Pick<PlatformConfig, "target" | "images" | "demand"> & {
+    /** Metrics endpoints (observability.enabled). @default off */
+    readonly observability?: Pick<PlatformConfig["observability"], "enabled">;
+};
 /** The object names the env server (its `ResolvedEnv` comes from the config's `envs`) uses (from `platformNames`). */
 export type EnvNames = Pick<PlatformNames, "envs" | "namespaces" | "networks">;
 
@@ -316,6 +321,8 @@ export interface DeployedEnvDescription extends EnvDescriptionBase {
         readonly replicaNetworkPolicy: string;
         readonly routerNetworkPolicy: string;
     };
+    /** observability.enabled: the session counter beside each replica, the responder's port, who may scrape; absent when off. */
+    readonly metrics?: EnvMetrics;
 }
 
 /** An env served elsewhere (e.g. a hosted Space): nothing is deployed. */
@@ -460,7 +467,7 @@ function halfOpenSlotSeconds(env: ResolvedEnv, replicaEnvVars: Readonly<Record<s
 }
 
 /** Resolves one env server of the config into its target-neutral description; throws ConfigError naming each field. */
-export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvNames): EnvDescription {
+export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvNames, metricsLinks?: MetricsLinks): EnvDescription {
     const f = `envs.${env.name}`;
     const n = names.envs[env.name];
     if (n === undefined) throw new ConfigError([`${f}: no names were computed for this env (platformNames must run over the same config)`]);
@@ -525,6 +532,11 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
         demand: config.demand.envSessions,
     };
     problems.push(...validateRouterSettings(settings).map((p) => `${f} router: ${p}`));
+    const observed = config.observability?.enabled ?? false;
+    if (observed && metricsLinks === undefined)
+        problems.push(
+            `observability.enabled: env ${env.name} needs the scraper and the metrics programs: the Platform must pass them (resolveEnvSpace's metricsLinks)`,
+        );
     if (problems.length > 0) throw new ConfigError(problems);
 
     const configText = renderRouterConfig(settings);
@@ -644,6 +656,20 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
             replicaNetworkPolicy: n.replicas,
             routerNetworkPolicy: n.router,
         },
+        metrics:
+            observed && metricsLinks !== undefined
+                ? envMetrics({
+                      links: metricsLinks,
+                      env: env.name,
+                      image: env.image,
+                      port,
+                      sessionsPerReplica: k,
+                      statefulSet: n.replicas,
+                      namespace,
+                      replicaPodLabels: podLabels("env-replica", n.replicas),
+                      routerPodLabels: podLabels("env-router", n.router),
+                  })
+                : undefined,
     };
 }
 

@@ -16,6 +16,8 @@ import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescr
 import {
     clusterDnsEgress,
     hardenedServicePod,
+    metricsSidecarContainer,
+    metricsSidecarVolumes,
     pullSecretRefs,
     NAMESPACE_NAME_LABEL,
     publicInternetEgress,
@@ -36,10 +38,16 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
     const r = d.replicas;
     const sec = r.security;
     const resources = { cpu: r.cpu, memory: r.memory, "ephemeral-storage": sec.ephemeralStorage };
+    // observability: the session counter beside the server (same network namespace: it counts the server's connections).
+    const m = d.metrics;
+    const volumes = [
+        ...(sec.readOnlyRootFilesystem ? [{ name: "scratch", emptyDir: { sizeLimit: sec.scratchSize } }] : []),
+        ...(m ? metricsSidecarVolumes([m.sessions], m.configMap) : []),
+    ];
     return {
         ...pullSecretRefs(d.imagePullSecrets),
         ...(sec.runtimeClassName !== undefined ? { runtimeClassName: sec.runtimeClassName } : {}),
-        ...(sec.readOnlyRootFilesystem ? { volumes: [{ name: "scratch", emptyDir: { sizeLimit: sec.scratchSize } }] } : {}),
+        ...(volumes.length > 0 ? { volumes } : {}),
         // An env server never talks to the API server.
         automountServiceAccountToken: false,
         enableServiceLinks: false,
@@ -78,6 +86,7 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
                     seccompProfile: { type: sec.seccompProfile },
                 },
             },
+            ...(m ? [metricsSidecarContainer(m.sessions)] : []),
         ],
     };
 }
@@ -149,6 +158,8 @@ export function routerPodSpec(d: DeployedEnvDescription): k8s.types.input.core.v
                 image: r.responder.image,
                 imagePullPolicy: r.responder.imagePullPolicy,
                 command: [...r.responder.command],
+                // observability: the responder's own metrics port (its CAPACITY_REACHED counter).
+                ...(d.metrics ? { ports: [{ name: d.metrics.router.name, containerPort: d.metrics.router.port, protocol: "TCP" }] } : {}),
                 resources: { requests: { cpu: r.responder.cpu, memory: r.responder.memory }, limits: { cpu: r.responder.cpu, memory: r.responder.memory } },
                 securityContext: restrictedContainerSecurity(sec),
                 volumeMounts: [{ name: "config", mountPath: r.configDir, readOnly: true }],
@@ -292,11 +303,20 @@ export function registerKubernetesEnvSpace(name: string, args: KubernetesEnvArgs
         child,
     );
 
+    // observability: the session counter's program, mounted by every replica.
+    const m = d.metrics;
+    const metricsConfig = m
+        ? new k8s.core.v1.ConfigMap(
+              `${name}-metrics`,
+              { metadata: meta(m.configMap), data: Object.fromEntries(m.sessions.files.map((f) => [f.file, f.text])) },
+              child,
+          )
+        : undefined;
     const headless = new k8s.core.v1.Service(`${name}-headless`, { metadata: meta(d.replicas.headlessService), spec: headlessServiceSpec(d) }, child);
     const statefulSet = new k8s.apps.v1.StatefulSet(
         `${name}-replicas`,
         { metadata: meta(d.replicas.name), spec: replicaStatefulSetSpec(d) },
-        { ...child, dependsOn: [headless, replicaPolicy], customTimeouts: replicaRolloutTimeouts(d.replicas.count) },
+        { ...child, dependsOn: [headless, replicaPolicy, ...(metricsConfig ? [metricsConfig] : [])], customTimeouts: replicaRolloutTimeouts(d.replicas.count) },
     );
     new k8s.policy.v1.PodDisruptionBudget(
         `${name}-replica-disruption-budget`,

@@ -20,6 +20,8 @@ import {
 } from "./nginx";
 import type { LocalProxyOverrides } from "./local";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
+import type { MetricsLinks } from "../shared/metrics-pods";
+import { ingressMetrics, type IngressMetrics } from "./metrics";
 
 // The listen ports are decided once, in names.ts, which also builds the sandbox URLs with them.
 export { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
@@ -30,7 +32,10 @@ import { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
  * (`resolveDefaults` applies every default once), so the component can be used without the
  * Platform by building just these fields.
  */
-export type IngressConfig = Pick<PlatformConfig, "target" | "ingress" | "images" | "training">;
+export type IngressConfig = Pick<PlatformConfig, "target" | "ingress" | "images" | "training"> & {
+    /** Metrics endpoints (observability.enabled). @default off */
+    readonly observability?: Pick<PlatformConfig["observability"], "enabled">;
+};
 /** The object names the ingress uses (from `platformNames`). */
 export type IngressNames = Pick<PlatformNames, "ingress" | "namespaces" | "networks" | "training">;
 /** Port a public host name is reached on (`https://<host>` in names.ts): the LoadBalancer / published Docker port. */
@@ -184,6 +189,8 @@ export interface IngressDescription {
         readonly trainingNetwork: string;
         readonly sandboxesNetwork: string;
     };
+    /** observability.enabled: the exporter and mtail beside each proxy, and who may scrape them; absent when off. */
+    readonly metrics?: IngressMetrics;
 }
 
 /** The ProxySettings the component deploys, from config and names (exported so tests and `ingress:local` prove the same mapping). */
@@ -234,7 +241,7 @@ export function serviceDnsNames(names: Pick<PlatformNames, "ingress" | "namespac
 }
 
 /** Resolves the ingress from the platform config and names; throws ConfigError with every problem. */
-export function resolveVllmIngress(config: IngressConfig, names: IngressNames): IngressDescription {
+export function resolveVllmIngress(config: IngressConfig, names: IngressNames, metricsLinks?: MetricsLinks): IngressDescription {
     const i = config.ingress;
     const problems: string[] = [];
     if (!i.enabled)
@@ -247,6 +254,13 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames): 
     if (!i.keys.includes(i.sandboxKey)) problems.push(`ingress.sandboxKey: '${i.sandboxKey}' is not one of ingress.keys (${i.keys.join(", ")})`);
     const settings = ingressProxySettings(config, names);
     problems.push(...validateProxySettings(settings).map((p) => `ingress (proxy settings): ${p}`));
+    const observed = config.observability?.enabled ?? false;
+    if (observed && metricsLinks === undefined)
+        problems.push(
+            "observability.enabled: the ingress needs the scraper and the metrics programs: the Platform must pass them (resolveVllmIngress's metricsLinks)",
+        );
+    // A missing image is the config's to report (images.mtail: validateObservability).
+    const mtail = config.images.mtail;
     if (problems.length > 0) throw new ConfigError(problems);
 
     const k8s = config.target.kind === "kubernetes";
@@ -259,6 +273,16 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames): 
     const internal = names.ingress.inClusterUrl;
     // `nginx -e stderr`: the log nginx opens before it reads the config goes to stderr, not /var/log on a read-only root.
     const command = ["nginx", "-e", "stderr", "-c", INGRESS_PATHS.configFile, "-g", "daemon off;"];
+    const metrics =
+        observed && metricsLinks !== undefined
+            ? ingressMetrics({
+                  links: metricsLinks,
+                  images: { nginxExporter: config.images.nginxExporter, mtail: mtail ?? "" },
+                  deployment,
+                  namespace: names.namespaces.ingress,
+                  podLabels: labels,
+              })
+            : undefined;
     return {
         target: config.target.kind,
         dns: dnsEgressFor(config.target),
@@ -332,5 +356,6 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames): 
             trainingNetwork: names.networks.training,
             sandboxesNetwork: names.networks.sandboxes,
         },
+        metrics,
     };
 }

@@ -13,7 +13,15 @@ import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
 import { imagePullPolicy } from "../shared/images";
 import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
-import { clusterDnsEgress, hardenedServicePod, NAMESPACE_NAME_LABEL, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
+import {
+    clusterDnsEgress,
+    hardenedServicePod,
+    metricsSidecarContainer,
+    metricsSidecarVolumes,
+    NAMESPACE_NAME_LABEL,
+    pullSecretRefs,
+    restrictedContainerSecurity,
+} from "../shared/kubernetes";
 
 /** Gateway API group/version of HTTPRoute (v1 since Gateway API v1.0). */
 export const HTTPROUTE_API_VERSION = "gateway.networking.k8s.io/v1";
@@ -68,6 +76,14 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
         });
         mounts.push({ name: "tls", mountPath: d.paths.tlsDir, readOnly: true });
     }
+    // observability: the JSON access log file on an emptyDir the proxy writes and mtail reads; the
+    // exporter and mtail beside nginx, their program from the metrics ConfigMap.
+    const m = d.metrics;
+    const sidecars = m ? [m.exporter, m.log] : [];
+    if (m) {
+        volumes.push({ name: "access-log", emptyDir: { sizeLimit: m.accessLog.sizeLimit } }, ...metricsSidecarVolumes(sidecars, m.configMap));
+        mounts.push({ name: "access-log", mountPath: m.accessLog.dir });
+    }
     // No HTTP probe: every allow-listed path needs a key or reaches vLLM; a TCP check proves nginx accepts connections.
     const tcp = { tcpSocket: { port: d.portName } };
     return {
@@ -87,6 +103,9 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
                 livenessProbe: { ...tcp, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
                 volumeMounts: mounts,
             },
+            ...(m
+                ? [metricsSidecarContainer(m.exporter), metricsSidecarContainer(m.log, [{ name: "access-log", mountPath: m.accessLog.dir, readOnly: true }])]
+                : []),
         ],
         volumes,
     };
@@ -193,6 +212,15 @@ export function registerKubernetesIngress(name: string, args: KubernetesIngressA
     const meta = (objName: string) => ({ name: objName, namespace: args.namespace, labels });
 
     const config = new k8s.core.v1.ConfigMap(`${name}-config`, { metadata: meta(d.names.config), data: { "nginx.conf": d.configText } }, child);
+    // observability: mtail's program, mounted by every proxy replica's log-metrics sidecar.
+    const m = d.metrics;
+    const metricsConfig = m
+        ? new k8s.core.v1.ConfigMap(
+              `${name}-metrics`,
+              { metadata: meta(m.configMap), data: Object.fromEntries([m.exporter, m.log].flatMap((s) => s.files).map((f) => [f.file, f.text])) },
+              child,
+          )
+        : undefined;
     const keys = new k8s.core.v1.Secret(
         `${name}-keys`,
         { metadata: meta(d.names.keysSecret), type: "Opaque", stringData: { [d.paths.keysFileName]: pulumi.secret(args.keysText) } },
@@ -224,7 +252,10 @@ export function registerKubernetesIngress(name: string, args: KubernetesIngressA
     const deployment = new k8s.apps.v1.Deployment(
         `${name}-deployment`,
         { metadata: meta(d.names.deployment), spec: ingressDeploymentSpec(d, args.checksum) },
-        { ...child, dependsOn: waitFor(args.upstreamReady, [config, keys, policy, ...(certificate ? [certificate] : [])]) },
+        {
+            ...child,
+            dependsOn: waitFor(args.upstreamReady, [config, keys, policy, ...(certificate ? [certificate] : []), ...(metricsConfig ? [metricsConfig] : [])]),
+        },
     );
     if (d.replicas > 1) {
         new k8s.policy.v1.PodDisruptionBudget(

@@ -13,6 +13,7 @@ import { resolveEnvSpace, type EnvDescription } from "../env";
 import { resolveVllmIngress, type IngressDescription } from "../ingress";
 import { AGENT_SANDBOX_VERSION, resolveSandboxPool, type SandboxDescription } from "../sandbox";
 import { resolveTrainingNode, type EgressPeer, type TrainingDescription } from "../training";
+import type { MetricsLinks, MetricsPrograms } from "../shared/metrics-pods";
 
 /** Which secrets the stack has (their values stay secret outputs; only presence matters here). */
 export interface SecretPresence {
@@ -183,9 +184,24 @@ export function externalPrerequisites(config: PlatformConfig, names: PlatformPla
     return out;
 }
 
-export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence = { hfToken: false }): PlatformPlan {
+/** What resolvePlatform takes besides the config and the secrets. */
+export interface PlatformResolveOptions {
+    /** The metrics sidecars' programs (observability.enabled). @default the project's own, components/observability */
+    readonly metricsPrograms?: MetricsPrograms;
+}
+
+export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence = { hfToken: false }, options: PlatformResolveOptions = {}): PlatformPlan {
     const names = platformNames(config);
     const problems = [...validateNames(names)];
+    // observability: who scrapes (the policies admit it on the metrics ports) and what the sidecars run.
+    const programs = options.metricsPrograms ?? defaultMetricsPrograms();
+    if (config.observability.enabled && programs === undefined)
+        throw new ConfigError([
+            ...problems,
+            "observability.enabled: this build has no metrics programs (components/observability: the session counter, the mtail program, vLLM's metrics-only nginx config): set observability.enabled to false",
+        ]);
+    const metrics: MetricsLinks | undefined =
+        config.observability.enabled && programs !== undefined ? { scraper: { ...config.observability.scraper }, programs } : undefined;
     const warnings: string[] = [];
     if (config.envs.some((e) => !e.external)) {
         warnings.push("changing an env server during a run restarts its replicas and kills their open sessions: change envs between runs");
@@ -201,8 +217,8 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
         );
     }
     warnings.push(...programWarnings(config), ...placeholderImageWarnings(config));
-    const envs = config.envs.map((env) => collect(problems, () => resolveEnvSpace(config, env, names)));
-    const ingress = config.ingress.enabled ? collect(problems, () => resolveVllmIngress(config, names)) : undefined;
+    const envs = config.envs.map((env) => collect(problems, () => resolveEnvSpace(config, env, names, metrics)));
+    const ingress = config.ingress.enabled ? collect(problems, () => resolveVllmIngress(config, names, metrics)) : undefined;
     const sandboxes = config.sandboxes.provider === "none" ? undefined : collect(problems, () => resolveSandboxPool(config, names));
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([env, n]) => [env, n.url]));
     // Who the trainer talks to inside the stack (its egress allow-list on Kubernetes).
@@ -220,6 +236,7 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
             envUrls,
             sandbox: sandboxes ? { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: sandboxes.trainerEnv } : undefined,
             egressPeers,
+            metrics,
         }),
     );
     if (training?.requiredSecrets.includes("hfToken") && !secrets.hfToken) {
@@ -239,4 +256,9 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
         warnings,
         prerequisites: externalPrerequisites(config, names),
     };
+}
+
+/** The project's own metrics programs (components/observability); undefined until that module lands. */
+function defaultMetricsPrograms(): MetricsPrograms | undefined {
+    return undefined;
 }

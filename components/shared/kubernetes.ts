@@ -3,6 +3,8 @@
  * security context every non-root, Pod Security `restricted` container gets.
  */
 import type * as k8s from "@pulumi/kubernetes";
+import { imagePullPolicy } from "./images";
+import { METRICS_PROGRAM_DIR, type MetricsPort, type MetricsSidecar, type Scraper } from "./metrics-pods";
 
 /** What a restricted, non-root container is described by (the components' resolve steps decide it). */
 export interface RestrictedSecurity {
@@ -135,5 +137,68 @@ export function hardenedServicePod(
         topologySpreadConstraints: [
             { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { ...podLabels } } },
         ],
+    };
+}
+
+/** The pod volume holding the metrics sidecars' program files (a ConfigMap mounted at METRICS_PROGRAM_DIR). */
+export const METRICS_PROGRAMS_VOLUME = "metrics-programs";
+
+/** The volume of a metrics sidecar's scratch dir (memory-backed emptyDir). */
+export function metricsScratchVolume(s: MetricsSidecar): string {
+    return `${s.name}-tmp`;
+}
+
+/**
+ * A metrics sidecar as a container: its one named port, requests = limits, and the container security
+ * Pod Security `restricted` admits (non-root, read-only root, no privilege escalation, no capabilities,
+ * RuntimeDefault seccomp); its program files read-only, its scratch dir (if any) the only writable place.
+ */
+export function metricsSidecarContainer(
+    s: MetricsSidecar,
+    extraMounts: readonly k8s.types.input.core.v1.VolumeMount[] = [],
+): k8s.types.input.core.v1.Container {
+    const resources = { cpu: s.cpu, memory: s.memory };
+    return {
+        name: s.name,
+        image: s.image,
+        imagePullPolicy: imagePullPolicy(s.image),
+        ...(s.command !== undefined ? { command: [...s.command] } : {}),
+        args: [...s.args],
+        ...(s.fieldEnv !== undefined
+            ? { env: Object.entries(s.fieldEnv).map(([name, fieldPath]) => ({ name, valueFrom: { fieldRef: { apiVersion: "v1", fieldPath } } })) }
+            : {}),
+        ports: [{ name: s.port.name, containerPort: s.port.port, protocol: "TCP" }],
+        resources: { requests: resources, limits: resources },
+        securityContext: restrictedContainerSecurity({
+            runAsUser: s.runAsUser,
+            runAsGroup: s.runAsUser,
+            readOnlyRootFilesystem: true,
+            allowPrivilegeEscalation: false,
+            dropCapabilities: ["ALL"],
+            seccompProfile: "RuntimeDefault",
+        }),
+        volumeMounts: [
+            ...(s.files.length > 0 ? [{ name: METRICS_PROGRAMS_VOLUME, mountPath: METRICS_PROGRAM_DIR, readOnly: true }] : []),
+            ...(s.scratchDir !== undefined ? [{ name: metricsScratchVolume(s), mountPath: s.scratchDir }] : []),
+            ...extraMounts,
+        ],
+    };
+}
+
+/** The pod volumes a pod's metrics sidecars need: the programs ConfigMap (when any sidecar has files) and each scratch dir. */
+export function metricsSidecarVolumes(sidecars: readonly MetricsSidecar[], configMap: string): k8s.types.input.core.v1.Volume[] {
+    return [
+        ...(sidecars.some((s) => s.files.length > 0) ? [{ name: METRICS_PROGRAMS_VOLUME, configMap: { name: configMap, defaultMode: 0o444 } }] : []),
+        ...sidecars
+            .filter((s) => s.scratchDir !== undefined)
+            .map((s) => ({ name: metricsScratchVolume(s), emptyDir: { medium: "Memory", sizeLimit: "16Mi" } })),
+    ];
+}
+
+/** A NetworkPolicy ingress rule: the scraper's pods, on the metrics ports and nothing else. */
+export function scrapeIngressRule(scraper: Scraper, ports: readonly MetricsPort[]): k8s.types.input.networking.v1.NetworkPolicyIngressRule {
+    return {
+        from: [podsInNamespace(scraper.namespace, scraper.podLabels)],
+        ports: [...new Set(ports.map((p) => p.port))].sort((a, b) => a - b).map((port) => ({ protocol: "TCP", port })),
     };
 }

@@ -49,6 +49,8 @@ import { vllmServerSettings } from "../config/vllm-settings";
 import { podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import type { Layout } from "../config/schema";
+import type { MetricsLinks, MetricsPort } from "../shared/metrics-pods";
+import { trainingMetrics, type TrainingMetrics } from "./metrics";
 
 // vLLM's port is decided once, in names.ts (the ingress's upstream address uses it too).
 export { VLLM_PORT } from "../config/names";
@@ -59,7 +61,10 @@ import { VLLM_PORT } from "../config/names";
  * (`resolveDefaults` applies every default once), so the component can be used without the
  * Platform by building just these fields.
  */
-export type TrainingConfig = Pick<PlatformConfig, "training" | "images" | "model" | "runId" | "sandboxes" | "target" | "envs">;
+export type TrainingConfig = Pick<PlatformConfig, "training" | "images" | "model" | "runId" | "sandboxes" | "target" | "envs"> & {
+    /** Metrics endpoints (observability.enabled). @default off */
+    readonly observability?: Pick<PlatformConfig["observability"], "enabled">;
+};
 /** The object names the training node uses (from `platformNames`). */
 export type TrainingNames = Pick<PlatformNames, "training" | "namespaces" | "networks" | "ingress">;
 /** NCCL weight-update group hosted by `trl vllm-serve` rank 0 (GRPOConfig.vllm_group_port default). */
@@ -119,6 +124,8 @@ export interface TrainingLinks {
     };
     /** Pods of this stack the trainer must reach (for its egress policy). @default [] */
     readonly egressPeers?: readonly EgressPeer[];
+    /** observability.enabled: who scrapes and the listener's program (the Platform hands them). @default undefined */
+    readonly metrics?: MetricsLinks;
 }
 
 /** Pods of this stack the trainer talks to (a NetworkPolicy egress peer). */
@@ -179,6 +186,8 @@ export interface ContainerDescription {
     readonly gpuDevices: readonly number[];
     /** Container ports (never published on a host or a public Service). */
     readonly ports: readonly number[];
+    /** Metrics ports this container serves (named `metrics-*`; observability.enabled). @default [] */
+    readonly metricsPorts?: readonly MetricsPort[];
     /** Kubernetes probes / Docker health check; no liveness where a supervisor watches vLLM instead (components/training/supervisor.ts). */
     readonly probes?: { readonly startup: HttpProbe; readonly liveness?: HttpProbe; readonly readiness: HttpProbe };
     readonly cpu: string;
@@ -302,6 +311,8 @@ export interface TrainingDescription {
     };
     /** Seconds the model may take to load (probe and Docker wait budget). */
     readonly modelLoadSeconds: number;
+    /** observability.enabled: the metrics endpoints of the training pods and who may scrape them; absent when off. */
+    readonly metrics?: TrainingMetrics;
     /**
      * Docker black box with the Docker sandbox pool: the host's Docker socket, mounted into the
      * trainer, which reaches its sandboxes with `docker exec` (they sit on an internal network it
@@ -512,6 +523,23 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         };
     }
 
+    // --- metrics (observability.enabled) ---------------------------------------------------
+    const observed = config.observability?.enabled ?? false;
+    if (observed && links.metrics === undefined)
+        problems.push("observability.enabled: the training node needs the scraper and the metrics programs: the Platform must pass links.metrics");
+    const metrics =
+        observed && links.metrics !== undefined
+            ? trainingMetrics({
+                  links: links.metrics,
+                  nginxImage: config.images.nginx,
+                  vllmServes: vllm !== undefined,
+                  jobName: names.training.job,
+                  namespace: names.namespaces.training,
+                  trainerPodLabels: podLabels("trainer", names.training.job),
+                  vllmPodLabels: multiNode?.vllm.podLabels,
+              })
+            : undefined;
+
     // --- trainer ------------------------------------------------------------------------
     const outputDir = `${CHECKPOINT_ROOT}/${config.runId}`;
     let scriptArgs: string[];
@@ -597,6 +625,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         // Colocate: the in-process vLLM listens nowhere; server modes: nothing listens in the trainer
         // that others need (NCCL rendezvous stays on loopback).
         ports: [],
+        ...(metrics ? { metricsPorts: [metrics.trainer] } : {}),
         cpu: t.trainerCpu,
         memory: t.trainerMemory,
         mounts,
@@ -659,6 +688,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         },
         modelLoadSeconds: t.modelLoadSeconds,
         dockerSocket,
+        metrics,
     };
 }
 

@@ -41,6 +41,9 @@ export interface MultiNodeParts {
     readonly vllm: k8s.types.input.core.v1.Container;
     /** The pod volumes (shm, model cache, checkpoints, API token). */
     readonly volumes: readonly k8s.types.input.core.v1.Volume[];
+    /** observability: vLLM's metrics-only listener (a native sidecar of vLLM's pod) and its volumes. @default [] */
+    readonly vllmSidecars?: readonly k8s.types.input.core.v1.Container[];
+    readonly vllmVolumes?: readonly k8s.types.input.core.v1.Volume[];
 }
 
 /** The JobSet as planned, before anything is registered: its name, its spec, and what selects its vLLM pod. */
@@ -89,9 +92,10 @@ export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescript
     const vllmPod: k8s.types.input.core.v1.PodSpec = {
         restartPolicy: "Never",
         ...trainingPodBase(d),
+        ...(parts.vllmSidecars !== undefined && parts.vllmSidecars.length > 0 ? { initContainers: [...parts.vllmSidecars] } : {}),
         containers: [parts.vllm],
         // vLLM mounts no checkpoints and no API token.
-        volumes: volumes.filter((v) => v.name === "dshm" || v.name === "model-cache"),
+        volumes: [...volumes.filter((v) => v.name === "dshm" || v.name === "model-cache"), ...(parts.vllmVolumes ?? [])],
     };
     const queue = d.kueueQueue;
     const spec = {

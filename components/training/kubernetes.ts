@@ -14,7 +14,7 @@ import { trainerEgressRules } from "./egress";
 import { ncclCheckSource } from "./nccl-check";
 import { trainingPodBase } from "./pod";
 import { oneContainer } from "./supervisor";
-import { ADOPT, NAMESPACE_NAME_LABEL, pullSecretRefs } from "../shared/kubernetes";
+import { ADOPT, metricsSidecarContainer, metricsSidecarVolumes, NAMESPACE_NAME_LABEL, pullSecretRefs } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
 import type { ClaimRecords } from "../config/claims";
 
@@ -47,7 +47,14 @@ function container(c: ContainerDescription, d: TrainingDescription, provided: Se
         ...(c.command !== undefined ? { command: [...c.command] } : {}),
         args: [...c.args],
         env,
-        ...(c.ports.length > 0 ? { ports: c.ports.map((p) => ({ name: "http", containerPort: p, protocol: "TCP" })) } : {}),
+        ...(c.ports.length + (c.metricsPorts?.length ?? 0) > 0
+            ? {
+                  ports: [
+                      ...c.ports.map((p) => ({ name: "http", containerPort: p, protocol: "TCP" })),
+                      ...(c.metricsPorts ?? []).map((p) => ({ name: p.name, containerPort: p.port, protocol: "TCP" })),
+                  ],
+              }
+            : {}),
         resources: { requests: resources, limits: resources },
         volumeMounts: c.mounts.map((m) => ({ name: volumeName(m.volume), mountPath: m.path })),
         ...(c.probes
@@ -196,6 +203,21 @@ export function buildKubernetesTraining(
     if (check && checkScripts) {
         volumes.push({ name: "nccl-check", configMap: { name: `${d.jobName}-nccl-check`, defaultMode: 0o555 } });
     }
+    // observability: vLLM's metrics-only listener, a native sidecar of the pod that runs vLLM (started
+    // first, stopped with the pod's main container, so the Job still completes), its config in a ConfigMap.
+    const listener = d.metrics?.vllm;
+    const listenerConfig = listener
+        ? new k8s.core.v1.ConfigMap(
+              `${name}-metrics`,
+              {
+                  metadata: { name: d.metrics!.configMap, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                  data: Object.fromEntries(listener.files.map((f) => [f.file, f.text])),
+              },
+              child,
+          )
+        : undefined;
+    const listenerContainer = listener ? { ...metricsSidecarContainer(listener), restartPolicy: "Always" } : undefined;
+    const listenerVolumes = listener ? metricsSidecarVolumes([listener], d.metrics!.configMap) : [];
     // gpuSharing shared: one container with every GPU (NCCL P2P); else vLLM as a native sidecar.
     const merged = d.gpuSharing.oneContainer ? oneContainer(d) : undefined;
     const main = container(merged ?? d.trainer, d, provided);
@@ -216,7 +238,14 @@ export function buildKubernetesTraining(
     // training.nodes > 1: one JobSet of vLLM and the trainers over the nodes, planned first so vLLM's
     // Service can select this JobSet's vLLM pod by name.
     const plannedJobSet =
-        d.multiNode && d.vllm ? planMultiNodeJobSet(d, d.multiNode, { trainer: main, vllm: container(d.vllm, d, provided), volumes }) : undefined;
+        d.multiNode && d.vllm
+            ? planMultiNodeJobSet(d, d.multiNode, {
+                  trainer: main,
+                  vllm: container(d.vllm, d, provided),
+                  volumes,
+                  ...(listenerContainer ? { vllmSidecars: [listenerContainer], vllmVolumes: listenerVolumes } : {}),
+              })
+            : undefined;
     // Black box: the ClusterIP Service in front of vLLM, before the Job so the ingress can wait
     // for it. Not awaited: its endpoints become ready only once the model has loaded (minutes to
     // tens of minutes), which no `pulumi up` should wait for; the ingress needs only its name.
@@ -250,6 +279,7 @@ export function buildKubernetesTraining(
         ...(modelCache ? [modelCache] : []),
         ...(checkpoints ? [checkpoints] : []),
         ...(checkScripts ? [checkScripts] : []),
+        ...(listenerConfig ? [listenerConfig] : []),
         ...(vllmService ? [vllmService] : []),
         ...waitFor,
     ];
@@ -261,9 +291,10 @@ export function buildKubernetesTraining(
         ...trainingPodBase(d),
         // Native sidecar: starts first, the trainer starts only once its startup probe passed,
         // and it is stopped when the trainer exits (Kubernetes >= 1.29).
-        ...(sidecar ? { initContainers: [sidecar] } : {}),
+        // The metrics listener first: it answers 502 until vLLM's port opens, and never holds the trainer back.
+        ...(sidecar || listenerContainer ? { initContainers: [...(listenerContainer ? [listenerContainer] : []), ...(sidecar ? [sidecar] : [])] } : {}),
         containers: [main],
-        volumes,
+        volumes: [...volumes, ...listenerVolumes],
     };
     const queue = d.kueueQueue;
     const job =

@@ -196,6 +196,8 @@ export function oneContainer(d: TrainingDescription): ContainerDescription {
         gpus: v.gpus + t.gpus,
         gpuDevices: [...d.gpuLayout.vllm, ...d.gpuLayout.trainer],
         ports: [...v.ports],
+        // The trainer's metrics (the supervisor serves them); vLLM's go through its own listener.
+        ...(t.metricsPorts !== undefined ? { metricsPorts: [...t.metricsPorts] } : {}),
         // The startup probe bounds the load as the supervisor does; readiness keeps the Service's endpoint honest.
         probes: v.probes ? { startup: v.probes.startup, readiness: v.probes.readiness } : undefined,
         cpu: addQuantities(v.cpu, t.cpu),

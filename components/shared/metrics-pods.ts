@@ -1,0 +1,94 @@
+/**
+ * How the stack's pods serve their metrics (metrics.ts says what is served and where): the named
+ * container port of each endpoint, a metrics sidecar's description, the pods a Prometheus scrapes
+ * and who may scrape them. Every component's resolve step, the NetworkPolicies and the monitors
+ * read these, so a port name or a selector cannot differ between the pod, its policy and its monitor.
+ */
+import {
+    ENV_ROUTER_METRICS,
+    ENV_SESSION_METRICS,
+    INGRESS_LOG_METRICS,
+    INGRESS_STUB_METRICS,
+    type MetricsEndpoint,
+    TRAINER_METRICS,
+    VLLM_METRICS,
+} from "./metrics";
+
+/** Where a metrics sidecar finds its program files (a ConfigMap on Kubernetes, an upload on Docker), read-only. */
+export const METRICS_PROGRAM_DIR = "/opt/agentrl/observability";
+
+/**
+ * Each endpoint with its container port name: `metrics-<role>`, at most 15 characters (a port name is
+ * an IANA_SVC_NAME, Kubernetes' core/v1 ContainerPort.name), which the PodMonitors name as `port`.
+ */
+export const METRICS_PORTS = {
+    vllm: { ...VLLM_METRICS, name: "metrics-vllm" },
+    trainer: { ...TRAINER_METRICS, name: "metrics-trainer" },
+    ingressStub: { ...INGRESS_STUB_METRICS, name: "metrics-nginx" },
+    ingressLog: { ...INGRESS_LOG_METRICS, name: "metrics-log" },
+    envSessions: { ...ENV_SESSION_METRICS, name: "metrics-session" },
+    envRouter: { ...ENV_ROUTER_METRICS, name: "metrics-router" },
+} as const satisfies Record<string, MetricsEndpoint & { readonly name: string }>;
+
+/** A metrics endpoint as a pod declares it: the contract's port, path and container, and its port name. */
+export type MetricsPort = MetricsEndpoint & { readonly name: string };
+
+/** The Prometheus pods the NetworkPolicies admit on the metrics ports (observability.scraper). */
+export interface Scraper {
+    readonly namespace: string;
+    readonly podLabels: Readonly<Record<string, string>>;
+}
+
+/** A program file a metrics sidecar runs, mounted read-only as METRICS_PROGRAM_DIR/<file>. */
+export interface MetricsFile {
+    readonly file: string;
+    readonly text: string;
+}
+
+/** A container of the pod that serves a metrics endpoint and nothing else (nginx, an exporter, mtail, a counter). */
+export interface MetricsSidecar {
+    /** Container name (the endpoint's `container`). */
+    readonly name: string;
+    readonly image: string;
+    /** Entrypoint override; undefined keeps the image's (nginx-prometheus-exporter's). */
+    readonly command?: readonly string[];
+    readonly args: readonly string[];
+    readonly port: MetricsPort;
+    /** Program files (mounted under METRICS_PROGRAM_DIR); none for an exporter that takes flags only. */
+    readonly files: readonly MetricsFile[];
+    /** CPU and memory, requests = limits. */
+    readonly cpu: string;
+    readonly memory: string;
+    /** Non-root uid and gid the container runs as (restricted Pod Security: read-only root, no capabilities). */
+    readonly runAsUser: number;
+    /** A writable scratch dir on a memory-backed emptyDir (nginx's pid and temp files), if the program needs one. */
+    readonly scratchDir?: string;
+    /** Env vars from the pod's own fields (Kubernetes downward API; Docker: the container's name), e.g. POD_NAME -> metadata.name. */
+    readonly fieldEnv?: Readonly<Record<string, "metadata.name" | "metadata.namespace">>;
+}
+
+/** Every metrics port a pod declares (its sidecars' and its main containers'), what its monitor scrapes. */
+export interface ScrapedPods {
+    /** What the pods are, for plan.md and the monitor's name (`<instance>-<role>`). */
+    readonly role: string;
+    readonly namespace: string;
+    /** THE pod labels (podLabels() in config/names.ts): the pods' own, the policy's and the monitor's selector. */
+    readonly podLabels: Readonly<Record<string, string>>;
+    readonly ports: readonly MetricsPort[];
+}
+
+/** The metrics programs' files (components/observability), which the Platform hands to the components that run them. */
+export interface MetricsPrograms {
+    /** nginx.conf of vLLM's metrics-only listener (GET /metrics to vLLM on loopback, nothing else). */
+    readonly vllmListener: MetricsFile;
+    /** The mtail program over the ingress's JSON access log. */
+    readonly ingressLog: MetricsFile;
+    /** The session counter each env replica runs beside its server. */
+    readonly sessionCounter: MetricsFile;
+}
+
+/** What a component's resolve step gets when observability is on: who scrapes, and the programs its sidecars run. */
+export interface MetricsLinks {
+    readonly scraper: Scraper;
+    readonly programs: MetricsPrograms;
+}

@@ -1,0 +1,75 @@
+/**
+ * The training node's metrics endpoints (observability.enabled): vLLM's metrics-only listener
+ * wherever vLLM serves HTTP (an nginx beside it that passes `GET /metrics` to vLLM on loopback and
+ * nothing else, so the scrape rule never opens port 8000, which also serves /update_weights and the
+ * other weight-sync routes), and the trainer container's own port (the supervisor's series). In
+ * colocate vLLM runs inside the training script and serves no HTTP: not visible. Pure: no Pulumi.
+ */
+import {
+    METRICS_PORTS,
+    METRICS_PROGRAM_DIR,
+    type MetricsLinks,
+    type MetricsPort,
+    type MetricsSidecar,
+    type Scraper,
+    type ScrapedPods,
+} from "../shared/metrics-pods";
+import { dnsName } from "../config/names";
+
+/** uid/gid of nginx in nginxinc/nginx-unprivileged, the image the listener runs (images.nginx). */
+const NGINX_UID = 101;
+
+export interface TrainingMetrics {
+    /** Who may scrape (observability.scraper). */
+    readonly scraper: Scraper;
+    /** vLLM's metrics-only listener: in the trainer pod on one node, in vLLM's pod with nodes > 1; absent in colocate. */
+    readonly vllm?: MetricsSidecar;
+    /** The trainer container's metrics port. */
+    readonly trainer: MetricsPort;
+    /** The ConfigMap holding the listener's config (mounted by the pod that runs it). */
+    readonly configMap: string;
+    /** The pods a monitor scrapes, with their metrics ports. */
+    readonly scraped: readonly ScrapedPods[];
+}
+
+/** vLLM's metrics-only listener: nginx, its config from the programs, pid and temp files in a memory-backed /tmp. */
+function vllmListener(image: string, links: MetricsLinks): MetricsSidecar {
+    const file = links.programs.vllmListener;
+    return {
+        name: METRICS_PORTS.vllm.container,
+        image,
+        command: ["nginx", "-e", "stderr", "-c", `${METRICS_PROGRAM_DIR}/${file.file}`, "-g", "daemon off;"],
+        args: [],
+        port: METRICS_PORTS.vllm,
+        files: [file],
+        cpu: "100m",
+        memory: "64Mi",
+        runAsUser: NGINX_UID,
+        // nginxinc/nginx-unprivileged keeps its pid file and temp dirs under /tmp.
+        scratchDir: "/tmp",
+    };
+}
+
+/** The training node's metrics, or undefined with observability off. */
+export function trainingMetrics(args: {
+    readonly links: MetricsLinks;
+    readonly nginxImage: string;
+    /** Whether vLLM serves HTTP (every layout but colocate). */
+    readonly vllmServes: boolean;
+    readonly jobName: string;
+    readonly namespace: string;
+    readonly trainerPodLabels: Readonly<Record<string, string>>;
+    /** nodes > 1: vLLM's own pod's labels (the listener runs there). */
+    readonly vllmPodLabels?: Readonly<Record<string, string>>;
+}): TrainingMetrics {
+    const vllm = args.vllmServes ? vllmListener(args.nginxImage, args.links) : undefined;
+    const trainer = METRICS_PORTS.trainer;
+    const scraped: ScrapedPods[] = [];
+    if (vllm && args.vllmPodLabels) {
+        scraped.push({ role: "trainer", namespace: args.namespace, podLabels: args.trainerPodLabels, ports: [trainer] });
+        scraped.push({ role: "vllm", namespace: args.namespace, podLabels: args.vllmPodLabels, ports: [vllm.port] });
+    } else {
+        scraped.push({ role: "trainer", namespace: args.namespace, podLabels: args.trainerPodLabels, ports: vllm ? [vllm.port, trainer] : [trainer] });
+    }
+    return { scraper: args.links.scraper, vllm, trainer, configMap: dnsName([args.jobName, "metrics"]), scraped };
+}

@@ -1,0 +1,317 @@
+/**
+ * Observability's wiring (issue #28): with observability.enabled the pods of every Kubernetes recipe
+ * declare their metrics endpoints (vLLM's metrics-only listener wherever vLLM serves HTTP, the
+ * trainer's port, the ingress's exporter and mtail, each env replica's session counter, the
+ * responder's port), restricted where the namespace is; off, nothing changes; every refusal of the
+ * setting is tested by its message. Mocks (Pulumi's mock runtime), the objects against the 1.36 schema.
+ * Run: npx tsx --test test/observability-wiring.test.ts
+ */
+import assert from "node:assert/strict";
+import { before, describe, test } from "node:test";
+import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES, type PlatformConfig } from "../components/config";
+import { Platform, POD_SECURITY, resolvePlatform } from "../components/platform";
+import type { MetricsPrograms } from "../components/shared/metrics-pods";
+import { runUnderMocks } from "../scripts/lib/mockrun";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
+import { manifests } from "./helpers/manifests";
+
+/** Stand-ins for the metrics programs (components/observability's), named as such: only their mounting is under test here. */
+export const STAND_IN_PROGRAMS: MetricsPrograms = {
+    vllmListener: { file: "vllm-metrics.conf", text: "# stand-in for vLLM's metrics-only nginx config\n" },
+    ingressLog: { file: "ingress.mtail", text: "# stand-in for the ingress's mtail program\n" },
+    sessionCounter: { file: "session_counter.py", text: "# stand-in for the session counter\n" },
+};
+const MTAIL = "registry.test/agent-rl/mtail:test";
+const K8S = { kind: "kubernetes", context: "test" } as const;
+
+function configOf(recipe: string, extra: Record<string, unknown> = {}, stack = "staging"): PlatformConfig {
+    return parseWithTestImages({ recipe, runId: "r1", target: K8S, ...extra }, stack);
+}
+
+async function manifestsOf(config: PlatformConfig, programs: MetricsPrograms | undefined = STAND_IN_PROGRAMS): Promise<Array<Record<string, any>>> {
+    const run = await runUnderMocks(
+        async () => {
+            const platform = new Platform("agentrl", {
+                plan: resolvePlatform(config, { hfToken: false }, { metricsPrograms: programs }),
+                secrets: { ingressKeys: {} },
+            });
+            return { ...platform.outputs };
+        },
+        { stack: config.stack },
+    );
+    assert.equal(run.error, undefined, String(run.error));
+    return manifests(run.resources);
+}
+
+const ON = { observability: { enabled: true }, images: { mtail: MTAIL } };
+
+interface PodOf {
+    readonly kind: string;
+    readonly name: string;
+    readonly namespace: string;
+    readonly labels: Record<string, string>;
+    readonly spec: Record<string, any>;
+}
+
+/** Every pod template of the manifests (Deployments, StatefulSets, Jobs, the JobSet's replicated jobs). */
+function podsOf(ms: ReadonlyArray<Record<string, any>>): PodOf[] {
+    const out: PodOf[] = [];
+    for (const m of ms) {
+        const ns = m.metadata?.namespace;
+        if (["Deployment", "StatefulSet", "Job"].includes(m.kind))
+            out.push({ kind: m.kind, name: m.metadata.name, namespace: ns, labels: m.spec.template.metadata.labels, spec: m.spec.template.spec });
+        if (m.kind === "JobSet")
+            for (const rj of m.spec.replicatedJobs)
+                out.push({
+                    kind: `JobSet/${rj.name}`,
+                    name: m.metadata.name,
+                    namespace: ns,
+                    labels: rj.template.spec.template.metadata.labels,
+                    spec: rj.template.spec.template.spec,
+                });
+    }
+    return out;
+}
+
+const containersOf = (p: PodOf) => [...(p.spec.initContainers ?? []), ...p.spec.containers] as Array<Record<string, any>>;
+const metricsPortsOf = (p: PodOf) =>
+    containersOf(p).flatMap((c) =>
+        (c.ports ?? []).filter((port: any) => String(port.name).startsWith("metrics-")).map((port: any) => `${c.name}:${port.name}:${port.containerPort}`),
+    );
+const role = (p: PodOf) => p.labels["app.kubernetes.io/name"];
+
+before(async () => {
+    await loadManifestSchemas();
+});
+
+describe("observability off: nothing changes", () => {
+    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
+        test(`${recipe}: the objects are the same with observability written but disabled, and no pod has a metrics port`, async () => {
+            const plain = await manifestsOf(configOf(recipe), undefined);
+            const disabled = await manifestsOf(
+                configOf(recipe, { observability: { enabled: false, scraper: { namespace: "prom" }, scrapeInterval: "15s" }, images: { mtail: MTAIL } }),
+                undefined,
+            );
+            assert.deepEqual(disabled, plain);
+            for (const p of podsOf(plain)) assert.deepEqual(metricsPortsOf(p), [], `${p.kind} ${p.name}`);
+        });
+    }
+});
+
+describe("observability on: every pod's metrics endpoints", () => {
+    test("mbpp-whitebox (colocate): vLLM runs inside the script, so no listener: the trainer's port and the env's counter and responder", async () => {
+        const ms = await manifestsOf(configOf("mbpp-whitebox", ON));
+        const byRole = Object.fromEntries(podsOf(ms).map((p) => [role(p), metricsPortsOf(p)]));
+        assert.deepEqual(byRole, {
+            trainer: ["trainer:metrics-trainer:9401"],
+            "env-replica": ["session-metrics:metrics-session:9402"],
+            "env-router": ["capacity-responder:metrics-router:9403"],
+        });
+        assert.equal(
+            ms.some((m) => m.kind === "ConfigMap" && m.metadata.namespace.endsWith("-training") && m.metadata.name.endsWith("-metrics")),
+            false,
+            "no listener config in colocate",
+        );
+    });
+
+    test("opencode-blackbox: the listener a native sidecar of the training pod, started first; the ingress's exporter and mtail share the access log", async () => {
+        const ms = await manifestsOf(configOf("opencode-blackbox", ON));
+        const pods = podsOf(ms);
+        const trainer = pods.find((p) => role(p) === "trainer")!;
+        assert.deepEqual(metricsPortsOf(trainer), ["vllm-metrics:metrics-vllm:9400", "trainer:metrics-trainer:9401"]);
+        const listener = trainer.spec.initContainers[0];
+        assert.equal(listener.name, "vllm-metrics");
+        assert.equal(listener.restartPolicy, "Always", "a native sidecar: the Job still completes when the trainer exits");
+        assert.deepEqual(listener.command, ["nginx", "-e", "stderr", "-c", "/opt/agentrl/observability/vllm-metrics.conf", "-g", "daemon off;"]);
+        const cm = ms.find(
+            (m) => m.kind === "ConfigMap" && m.metadata.name === trainer.spec.volumes.find((v: any) => v.name === "metrics-programs").configMap.name,
+        )!;
+        assert.deepEqual(cm.data, { "vllm-metrics.conf": STAND_IN_PROGRAMS.vllmListener.text });
+        // vLLM's own port is never a metrics port.
+        assert.ok(!metricsPortsOf(trainer).some((p) => p.endsWith(":8000")));
+
+        const ingress = pods.find((p) => role(p) === "vllm-ingress")!;
+        assert.deepEqual(metricsPortsOf(ingress), ["nginx-exporter:metrics-nginx:9113", "log-metrics:metrics-log:3903"]);
+        const [nginx, exporter, mtail] = ingress.spec.containers;
+        assert.deepEqual(exporter.args, ["--nginx.scrape-uri=http://127.0.0.1:9114/stub_status", "--web.listen-address=:9113"]);
+        assert.equal(mtail.image, MTAIL);
+        assert.deepEqual(mtail.args, [
+            "--progs",
+            "/opt/agentrl/observability",
+            "--logs",
+            "/var/log/agentrl-ingress/access.json",
+            "--port",
+            "3903",
+            "--logtostderr",
+        ]);
+        const logVolume = ingress.spec.volumes.find((v: any) => v.name === "access-log");
+        assert.ok(logVolume.emptyDir.sizeLimit, "the access log's emptyDir is bounded");
+        assert.deepEqual(
+            nginx.volumeMounts.find((m: any) => m.name === "access-log"),
+            { name: "access-log", mountPath: "/var/log/agentrl-ingress" },
+            "nginx writes the log",
+        );
+        assert.deepEqual(
+            mtail.volumeMounts.find((m: any) => m.name === "access-log"),
+            { name: "access-log", mountPath: "/var/log/agentrl-ingress", readOnly: true },
+        );
+    });
+
+    test("opencode-blackbox-32b: the listener in vLLM's own pod; the trainer pods serve the trainer's port only", async () => {
+        const ms = await manifestsOf(configOf("opencode-blackbox-32b", ON, "gpu-team"));
+        const pods = podsOf(ms);
+        assert.deepEqual(metricsPortsOf(pods.find((p) => p.kind === "JobSet/vllm")!), ["vllm-metrics:metrics-vllm:9400"]);
+        assert.deepEqual(metricsPortsOf(pods.find((p) => p.kind === "JobSet/node")!), ["trainer:metrics-trainer:9401"]);
+        const vllmPod = pods.find((p) => p.kind === "JobSet/vllm")!;
+        assert.equal(vllmPod.spec.initContainers[0].restartPolicy, "Always");
+        assert.ok(vllmPod.spec.volumes.some((v: any) => v.name === "metrics-programs"));
+    });
+
+    test("gpuSharing isolated: the listener before vLLM's own sidecar, so it never waits for the model", async () => {
+        const ms = await manifestsOf(configOf("opencode-blackbox", { ...ON, training: { gpuSharing: "isolated" } }));
+        const trainer = podsOf(ms).find((p) => role(p) === "trainer")!;
+        assert.deepEqual(
+            trainer.spec.initContainers.map((c: any) => c.name),
+            ["vllm-metrics", "vllm"],
+        );
+    });
+
+    for (const recipe of ALL_RECIPE_NAMES) {
+        test(`${recipe}: port names fit (IANA_SVC_NAME, <= 15), pods in restricted namespaces stay restricted, every object passes the 1.36 schema`, async () => {
+            const config = configOf(recipe, ON, recipe.includes("32b") ? "gpu-team" : "staging");
+            const ms = await manifestsOf(config);
+            const restricted = new Set(
+                ms
+                    .filter((m) => m.kind === "Namespace" && POD_SECURITY[m.metadata.labels["agentrl.dev/role"] as keyof typeof POD_SECURITY] === "restricted")
+                    .map((m) => m.metadata.name),
+            );
+            for (const p of podsOf(ms)) {
+                for (const c of containersOf(p)) {
+                    for (const port of c.ports ?? [])
+                        assert.match(port.name, /^(?=.{1,15}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, `${p.name}/${c.name}: ${port.name}`);
+                    if (!String(c.name).includes("metrics") && !["nginx-exporter", "log-metrics", "vllm-metrics", "session-metrics"].includes(c.name)) continue;
+                    const sc = c.securityContext;
+                    assert.equal(sc.runAsNonRoot, true, `${p.name}/${c.name}`);
+                    assert.equal(sc.readOnlyRootFilesystem, true, `${p.name}/${c.name}`);
+                    assert.equal(sc.allowPrivilegeEscalation, false, `${p.name}/${c.name}`);
+                    assert.deepEqual(sc.capabilities.drop, ["ALL"], `${p.name}/${c.name}`);
+                    assert.equal(sc.seccompProfile.type, "RuntimeDefault", `${p.name}/${c.name}`);
+                    assert.deepEqual(c.resources.requests, c.resources.limits, `${p.name}/${c.name}: requests = limits`);
+                }
+                if (restricted.has(p.namespace)) {
+                    for (const c of containersOf(p)) {
+                        assert.equal(c.securityContext?.runAsNonRoot ?? p.spec.securityContext?.runAsNonRoot, true, `${p.name}/${c.name}`);
+                        assert.equal(c.securityContext?.allowPrivilegeEscalation, false, `${p.name}/${c.name}`);
+                        assert.deepEqual(c.securityContext?.capabilities?.drop, ["ALL"], `${p.name}/${c.name}`);
+                    }
+                }
+            }
+            // Kubernetes' own kinds (the CRDs' objects are the API server test's: apiserver-plans).
+            const core = ms.filter(
+                (m) =>
+                    !String(m.apiVersion).includes(".") ||
+                    (String(m.apiVersion).split("/")[0]!.endsWith(".k8s.io") && !String(m.apiVersion).includes("x-k8s.io")),
+            );
+            const problems = core.flatMap((m) => validateManifestStrict(m).map((x) => `${m.kind} ${m.metadata?.name}: ${x}`));
+            assert.deepEqual(problems, []);
+        });
+    }
+});
+
+describe("observability: the refusals, each with its message", () => {
+    const cases: Array<{ what: string; raw: Record<string, unknown>; stack?: string; message: string }> = [
+        {
+            what: "form annotations on the docker target",
+            raw: {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "docker" },
+                ...HOSTED_SANDBOXES_ON_DOCKER,
+                observability: { enabled: true, form: "annotations" },
+                images: { mtail: MTAIL },
+            },
+            stack: "dev",
+            message:
+                "observability.form: 'annotations' are prometheus.io/* pod annotations, which only a Kubernetes Prometheus reads: on the docker target the metrics endpoints are published on the host's loopback and plan.md's directory gets a prometheus.yml for a Prometheus on the host: remove form",
+        },
+        {
+            what: "the scraper in one of the stack's own namespaces",
+            raw: {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: K8S,
+                observability: { enabled: true, scraper: { namespace: "arl-staging-sandboxes" } },
+                images: { mtail: MTAIL },
+            },
+            message:
+                "observability.scraper.namespace: 'arl-staging-sandboxes' is this stack's own sandboxes namespace, so the scrape rule would admit the stack's own pods that carry the scraper's labels to every metrics port: run Prometheus in a namespace of its own (default monitoring) and name it here",
+        },
+        {
+            what: "no scraper labels",
+            raw: { recipe: "mbpp-whitebox", runId: "r1", target: K8S, observability: { enabled: true, scraper: { podLabels: {} } } },
+            message:
+                "observability.scraper.podLabels: empty, which would admit every pod of namespace monitoring to the metrics ports: set the Prometheus pods' labels (kubectl get pods -n monitoring --show-labels; the Operator's carry app.kubernetes.io/name: prometheus)",
+        },
+        {
+            what: "monitor labels with form annotations",
+            raw: {
+                recipe: "mbpp-whitebox",
+                runId: "r1",
+                target: K8S,
+                observability: { enabled: true, form: "annotations", monitorLabels: { release: "prom" } },
+            },
+            message:
+                "observability.monitorLabels: they label PodMonitors and PrometheusRules, which form 'annotations' does not make (the pods carry prometheus.io/* annotations instead): remove monitorLabels, or set form to operator",
+        },
+        {
+            what: "no mtail image with the ingress",
+            raw: { recipe: "opencode-blackbox", runId: "r1", target: K8S, observability: { enabled: true } },
+            message:
+                "images.mtail: required with observability on and the ingress deployed: mtail turns the ingress's JSON access log into its per-status and per-key series, and google/mtail publishes binaries only, no image: build one (FROM debian:trixie-slim, apt-get install mtail; its binary at /usr/bin/mtail) and set images.mtail (pinned by digest in prod)",
+        },
+        {
+            what: "the scraper on the docker target",
+            raw: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, observability: { enabled: true, scraper: { namespace: "prom" } } },
+            stack: "dev",
+            message:
+                "observability.scraper: not carried out on the docker target: the docker target writes no NetworkPolicy to admit a scraper: the metrics endpoints are published on the host's loopback only (plan.md lists them), where a Prometheus on the host scrapes them: remove it, and run Prometheus on the GPU host with the prometheus.yml the plan writes",
+        },
+        {
+            what: "monitor labels on the docker target",
+            raw: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, observability: { enabled: true, monitorLabels: { release: "prom" } } },
+            stack: "dev",
+            message:
+                "observability.monitorLabels: not carried out on the docker target: the docker target makes no PodMonitor or PrometheusRule to label: a Prometheus on the host reads the prometheus.yml the plan writes: remove it",
+        },
+    ];
+    for (const c of cases) {
+        test(c.what, () => {
+            assert.deepEqual(
+                configProblems(() => parseWithTestImages(c.raw, c.stack ?? "staging")),
+                [c.message],
+            );
+        });
+    }
+
+    test("prod pins the sidecars' images too", () => {
+        const problems = configProblems(() => configOf("opencode-blackbox", ON, "prod"));
+        assert.ok(
+            problems.some((p) => p.startsWith("images.nginxExporter: prod stacks pin every image by digest, got 'nginx/nginx-prometheus-exporter:1.4.0'")),
+            problems.join("\n"),
+        );
+        assert.ok(
+            problems.some((p) => p.startsWith(`images.mtail: prod stacks pin every image by digest, got '${MTAIL}'`)),
+            problems.join("\n"),
+        );
+    });
+
+    test("a build without the metrics programs refuses observability on, and only that", () => {
+        assert.deepEqual(
+            configProblems(() => resolvePlatform(configOf("mbpp-whitebox", ON), { hfToken: false }, {})),
+            [
+                "observability.enabled: this build has no metrics programs (components/observability: the session counter, the mtail program, vLLM's metrics-only nginx config): set observability.enabled to false",
+            ],
+        );
+    });
+});
