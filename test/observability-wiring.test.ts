@@ -9,42 +9,20 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES, type PlatformConfig } from "../components/config";
-import { Platform, POD_SECURITY, resolvePlatform } from "../components/platform";
-import type { MetricsPrograms } from "../components/shared/metrics-pods";
-import { runUnderMocks } from "../scripts/lib/mockrun";
+import { POD_SECURITY, resolvePlatform } from "../components/platform";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
-import { manifests } from "./helpers/manifests";
+import { OBSERVABILITY_ON, platformManifests, STAND_IN_PROGRAMS, TEST_MTAIL_IMAGE } from "./helpers/observability";
 
-/** Stand-ins for the metrics programs (components/observability's), named as such: only their mounting is under test here. */
-export const STAND_IN_PROGRAMS: MetricsPrograms = {
-    vllmListener: { file: "vllm-metrics.conf", text: "# stand-in for vLLM's metrics-only nginx config\n" },
-    ingressLog: { file: "ingress.mtail", text: "# stand-in for the ingress's mtail program\n" },
-    sessionCounter: { file: "session_counter.py", text: "# stand-in for the session counter\n" },
-};
-const MTAIL = "registry.test/agent-rl/mtail:test";
 const K8S = { kind: "kubernetes", context: "test" } as const;
+const MTAIL = TEST_MTAIL_IMAGE;
+const manifestsOf = platformManifests;
 
 function configOf(recipe: string, extra: Record<string, unknown> = {}, stack = "staging"): PlatformConfig {
     return parseWithTestImages({ recipe, runId: "r1", target: K8S, ...extra }, stack);
 }
 
-async function manifestsOf(config: PlatformConfig, programs: MetricsPrograms | undefined = STAND_IN_PROGRAMS): Promise<Array<Record<string, any>>> {
-    const run = await runUnderMocks(
-        async () => {
-            const platform = new Platform("agentrl", {
-                plan: resolvePlatform(config, { hfToken: false }, { metricsPrograms: programs }),
-                secrets: { ingressKeys: {} },
-            });
-            return { ...platform.outputs };
-        },
-        { stack: config.stack },
-    );
-    assert.equal(run.error, undefined, String(run.error));
-    return manifests(run.resources);
-}
-
-const ON = { observability: { enabled: true }, images: { mtail: MTAIL } };
+const ON = OBSERVABILITY_ON;
 
 interface PodOf {
     readonly kind: string;

@@ -235,6 +235,40 @@ describe("peers and selectors", () => {
         assert.deepEqual(sourcesOf(or, "a/web"), ["a/client", "b/client", "b/db", "b/other"]);
     });
 
+    test("a scraper endpoint (a source pod of a namespace the manifests do not declare) is admitted by name and labels, on the rule's port only", () => {
+        // b/db's metrics port admits the Prometheus pods of monitoring; a pod of monitoring without the labels and one with them elsewhere are refused.
+        const scraper: ExtraEndpoint = { name: "prometheus", namespace: "monitoring", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" };
+        const decoys: ExtraEndpoint[] = [
+            { name: "grafana", namespace: "monitoring", labels: { "app.kubernetes.io/name": "grafana" }, role: "source" },
+            { name: "prometheus", namespace: "elsewhere", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" },
+        ];
+        const r = evaluateReachability(
+            [
+                ...BASE,
+                policy("b", "db-in", {
+                    podSelector: { matchLabels: { app: "db" } },
+                    ingress: [
+                        {
+                            from: [
+                                {
+                                    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } },
+                                    podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } },
+                                },
+                            ],
+                            ports: [{ protocol: "TCP", port: 9187 }],
+                        },
+                    ],
+                }),
+            ],
+            { endpoints: [scraper, ...decoys] },
+        );
+        assert.deepEqual(sourcesOf(r, "b/db"), ["monitoring/prometheus"]);
+        assert.equal(r.portsBetween("monitoring/prometheus", "b/db"), "TCP 9187");
+        assert.equal(r.allows("monitoring/prometheus", "b/db", 5432), false);
+        // The scraper's own namespace has no policy: it is a source only, never a destination.
+        assert.deepEqual(sourcesOf(r, "monitoring/prometheus"), []);
+    });
+
     test("empty selectors: podSelector {} is every pod of the policy's namespace, namespaceSelector {} every namespace", () => {
         assert.deepEqual(sourcesOf(evaluateReachability(webIngressFrom([{ podSelector: {} }])), "a/web"), ["a/client", "a/web"]);
         assert.deepEqual(

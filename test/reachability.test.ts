@@ -11,7 +11,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
+import { METRICS_PORTS } from "../components/shared/metrics-pods";
 import { planToDir } from "../scripts/lib/plan";
+import { parseWithTestImages } from "./helpers/config";
+import { OBSERVABILITY_ON, platformManifests } from "./helpers/observability";
 import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manifest, type Party, type Reachability } from "./helpers/reachability";
 
 const README = path.resolve(__dirname, "..", "README.md");
@@ -67,8 +70,8 @@ function readmeTable(recipe: string): string {
     return text.slice(text.indexOf("\n", start) + 1, end).trim();
 }
 
-/** Paths that concern the stack: from or to one of its pods (the other pod reaching the internet is not ours). */
-const concernsStack = (from: Party, to: Party) => [from, to].some((p) => p.kind === "pods" && p.namespace !== "kube-system" && p.namespace !== "default");
+/** Paths that concern the stack: from or to one of its pods (the other pod, or a scraper, reaching the internet is not ours). */
+const concernsStack = (from: Party, to: Party) => [from, to].some((p) => p.kind === "pods" && p.origin !== "endpoint");
 
 describe("reachability: the rendered policies allow exactly the paths the README lists", () => {
     for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
@@ -200,5 +203,117 @@ describe("reachability: DNS egress in each shape (target.dns) allows DNS and not
             assert.equal(r.allows(p.id, "dns/own-dns", 80), false, p.id);
         }
         for (const p of stackPods(r)) assert.equal(r.allows(p.id, "kube-system/kube-dns", 53, "UDP"), false, p.id);
+    });
+});
+
+/** The scraper (observability.scraper's default: the Operator's Prometheus pods in monitoring), and two decoys that must reach nothing. */
+const SCRAPER = { name: "prometheus", namespace: "monitoring", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" as const };
+const DECOYS = [
+    // Another pod of the monitoring namespace (without the scraper's labels).
+    { name: "grafana", namespace: "monitoring", labels: { "app.kubernetes.io/name": "grafana" }, role: "source" as const },
+    // A pod with the scraper's labels in another namespace.
+    { name: "prometheus-elsewhere", namespace: "default", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" as const },
+];
+const OBSERVED_ENDPOINTS: readonly ExtraEndpoint[] = [...ENDPOINTS, SCRAPER, ...DECOYS];
+/** Every metrics port of the contract; vLLM's 8000 is not one. */
+const METRICS_PORT_NUMBERS = new Set(Object.values(METRICS_PORTS).map((p) => p.port));
+
+async function observedReachability(recipe: string, mutate: (ms: Manifest[]) => Manifest[] = (ms) => ms): Promise<Reachability> {
+    const config = parseWithTestImages({ recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, ...OBSERVABILITY_ON }, "staging");
+    return evaluateReachability(mutate(await platformManifests(config)), { endpoints: OBSERVED_ENDPOINTS, podCidrs: POD_CIDRS });
+}
+
+/** What the scrape rule may allow: the scraper to the metrics ports, nothing else new; every problem, one per line. */
+function scrapeProblems(r: Reachability): string[] {
+    const problems: string[] = [];
+    const stack = r.parties.filter((p) => p.kind === "pods" && p.origin !== "endpoint");
+    for (const p of stack) {
+        for (const c of r.connections.filter((c) => c.from === "monitoring/prometheus" && c.to === p.id)) {
+            for (const range of c.ports) {
+                for (let port = range.from; port <= Math.min(range.to, range.from + 70000); port++)
+                    if (c.protocol !== "TCP" || !METRICS_PORT_NUMBERS.has(port))
+                        problems.push(`the scraper reaches ${p.id} on ${c.protocol} ${port}, not a metrics port`);
+            }
+        }
+        if (r.allows("monitoring/prometheus", p.id, 8000)) problems.push(`the scraper reaches ${p.id} on vLLM's 8000`);
+        for (const d of DECOYS) {
+            const id = `${d.namespace}/${d.name}`;
+            if (r.connections.some((c) => c.from === id && c.to === p.id)) problems.push(`${id} (not the scraper) reaches ${p.id}`);
+        }
+    }
+    return [...new Set(problems)];
+}
+
+describe("reachability: observability on, the scraper reaches the metrics ports and nothing else", () => {
+    for (const recipe of ["mbpp-whitebox", "opencode-blackbox", "opencode-blackbox-32b"]) {
+        test(`${recipe} with observability: the README's table`, async () => {
+            const r = await observedReachability(recipe);
+            const computed = reachabilityTable(r, { name: roleName, include: concernsStack }).trim();
+            assert.equal(computed, readmeTable(`${recipe}+observability`), `README.md's table for ${recipe}+observability differs; computed:\n${computed}`);
+        });
+    }
+
+    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
+        test(`${recipe}: only the scraper, only on the metrics ports (never 8000), and every other path as with observability off`, async () => {
+            const r = await observedReachability(recipe);
+            assert.deepEqual(scrapeProblems(r), []);
+            const off = (await reachabilityOf(recipe)).r;
+            const others = (x: Reachability) =>
+                reachabilityTable(x, { name: roleName, include: (from, to) => concernsStack(from, to) && from.name !== "prometheus" }).trim();
+            assert.equal(others(r), others(off));
+            const scraped = r.connections.filter((c) => c.from === "monitoring/prometheus" && r.parties.find((p) => p.id === c.to)?.origin !== "endpoint");
+            assert.ok(scraped.length > 0, "the scraper reaches the stack's metrics ports");
+        });
+    }
+
+    test("the check fails when the scrape rule opens vLLM's 8000", async () => {
+        const r = await observedReachability("opencode-blackbox", (ms) =>
+            ms.map((m) =>
+                m.kind === "NetworkPolicy" && m.metadata.namespace.endsWith("-training")
+                    ? structuredClone({
+                          ...m,
+                          spec: {
+                              ...m.spec,
+                              ingress: (m.spec.ingress ?? []).map((rule: any) =>
+                                  rule.from?.some((f: any) => f.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"] === "monitoring")
+                                      ? { ...rule, ports: [...rule.ports, { protocol: "TCP", port: 8000 }] }
+                                      : rule,
+                              ),
+                          },
+                      })
+                    : m,
+            ),
+        );
+        assert.ok(
+            scrapeProblems(r).some((p) => p.includes("on vLLM's 8000")),
+            scrapeProblems(r).join("\n"),
+        );
+    });
+
+    test("the check fails when the scrape rule admits any pod of the namespace", async () => {
+        const r = await observedReachability("mbpp-whitebox", (ms) =>
+            ms.map((m) =>
+                m.kind === "NetworkPolicy"
+                    ? structuredClone({
+                          ...m,
+                          spec: {
+                              ...m.spec,
+                              ingress: (m.spec.ingress ?? []).map((rule: any) => ({
+                                  ...rule,
+                                  from: rule.from?.map((f: any) =>
+                                      f.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"] === "monitoring"
+                                          ? { namespaceSelector: f.namespaceSelector }
+                                          : f,
+                                  ),
+                              })),
+                          },
+                      })
+                    : m,
+            ),
+        );
+        assert.ok(
+            scrapeProblems(r).some((p) => p.startsWith("monitoring/grafana (not the scraper) reaches")),
+            scrapeProblems(r).join("\n"),
+        );
     });
 });

@@ -22,6 +22,7 @@ import {
     NAMESPACE_NAME_LABEL,
     publicInternetEgress,
     restrictedContainerSecurity,
+    scrapeIngressRule,
 } from "../shared/kubernetes";
 
 /** Labels on every object of the env (the pod labels are the selectors and come from podLabels()). */
@@ -238,7 +239,11 @@ export function replicaNetworkPolicySpec(d: DeployedEnvDescription): k8s.types.i
     return {
         podSelector: { matchLabels: { ...d.replicas.podLabels } },
         policyTypes: ["Ingress", "Egress"],
-        ingress: [{ from: [{ podSelector: { matchLabels: { ...d.router.podLabels } } }], ports: [{ protocol: "TCP", port: d.replicas.port }] }],
+        ingress: [
+            { from: [{ podSelector: { matchLabels: { ...d.router.podLabels } } }], ports: [{ protocol: "TCP", port: d.replicas.port }] },
+            // observability: the scraper on the session counter's port alone.
+            ...(d.metrics ? [scrapeIngressRule(d.metrics.scraper, [d.metrics.sessions.port])] : []),
+        ],
         // Replicas may run model-written code: DNS, and the public internet only where the env needs
         // data (never the API server, the metadata service, vLLM or any other pod).
         egress: [clusterDnsEgress(d.dns), ...(d.replicas.security.egress === "internet" ? [publicInternetEgress([])] : [])],
@@ -264,6 +269,8 @@ export function routerNetworkPolicySpec(d: DeployedEnvDescription): k8s.types.in
                 ],
                 ports: [{ protocol: "TCP", port: d.router.port }],
             },
+            // observability: the scraper on the responder's metrics port alone.
+            ...(d.metrics ? [scrapeIngressRule(d.metrics.scraper, [d.metrics.router])] : []),
         ],
         egress: [
             clusterDnsEgress(d.dns),

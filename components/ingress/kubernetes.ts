@@ -21,6 +21,7 @@ import {
     NAMESPACE_NAME_LABEL,
     pullSecretRefs,
     restrictedContainerSecurity,
+    scrapeIngressRule,
 } from "../shared/kubernetes";
 
 /** Gateway API group/version of HTTPRoute (v1 since Gateway API v1.0). */
@@ -136,10 +137,20 @@ export function ingressNetworkPolicySpec(d: IngressDescription): k8s.types.input
     return {
         podSelector: { matchLabels: { ...d.podLabels } },
         policyTypes: ["Ingress", "Egress"],
-        ingress:
-            d.exposure === "cluster"
+        ingress: [
+            ...(d.exposure === "cluster"
                 ? [{ from: [{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: d.clientNamespace } } }], ports: port }]
-                : [{ ports: port }],
+                : [{ ports: port }]),
+            // observability: the scraper on the exporter's and mtail's ports alone.
+            ...(d.metrics
+                ? [
+                      scrapeIngressRule(
+                          d.metrics.scraper,
+                          d.metrics.scraped.flatMap((s) => s.ports),
+                      ),
+                  ]
+                : []),
+        ],
         egress: [
             clusterDnsEgress(d.dns),
             {

@@ -27,7 +27,7 @@ import { createHash } from "node:crypto";
 import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, JOBSET_LABELS, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./describe";
 import { trainerEgressRules } from "./egress";
 import { trainingPodBase } from "./pod";
-import { clusterDnsEgress, podsInNamespace, publicInternetEgress } from "../shared/kubernetes";
+import { clusterDnsEgress, podsInNamespace, publicInternetEgress, scrapeIngressRule } from "../shared/kubernetes";
 
 /** Pulumi waits for a Job to finish (10 min default) unless told not to (pulumi-kubernetes await logic). */
 const SKIP_AWAIT = { "pulumi.com/skipAwait": "true" } as const;
@@ -221,11 +221,16 @@ export function buildMultiNodeTraining(
     // (HTTP and NCCL) and, in black box, from the ingress proxy on its port alone.
     const trainers = podsInNamespace(d.namespace, trainerLabels);
     const vllmPods = podsInNamespace(d.namespace, vllmLabels);
+    // observability: the scraper on each pod's metrics ports alone (vLLM's listener, never its 8000).
+    const scrape = (role: string) => {
+        const ports = d.metrics?.scraped.filter((s) => s.role === role).flatMap((s) => s.ports) ?? [];
+        return d.metrics && ports.length > 0 ? [scrapeIngressRule(d.metrics.scraper, ports)] : [];
+    };
     new k8s.networking.v1.NetworkPolicy(
         `${name}-policy`,
         {
             metadata: { name: d.jobName, namespace: ns, labels: { ...PART_OF } },
-            spec: { podSelector: { matchLabels: trainerLabels }, policyTypes: ["Ingress"], ingress: [{ from: [trainers, vllmPods] }] },
+            spec: { podSelector: { matchLabels: trainerLabels }, policyTypes: ["Ingress"], ingress: [{ from: [trainers, vllmPods] }, ...scrape("trainer")] },
         },
         child,
     );
@@ -242,6 +247,7 @@ export function buildMultiNodeTraining(
                     ...(access
                         ? [{ from: [podsInNamespace(access.fromNamespace, access.fromPodLabels)], ports: [{ protocol: "TCP", port: access.port }] }]
                         : []),
+                    ...scrape("vllm"),
                 ],
             },
         },

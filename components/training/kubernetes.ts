@@ -14,7 +14,7 @@ import { trainerEgressRules } from "./egress";
 import { ncclCheckSource } from "./nccl-check";
 import { trainingPodBase } from "./pod";
 import { oneContainer } from "./supervisor";
-import { ADOPT, metricsSidecarContainer, metricsSidecarVolumes, NAMESPACE_NAME_LABEL, pullSecretRefs } from "../shared/kubernetes";
+import { ADOPT, metricsSidecarContainer, metricsSidecarVolumes, NAMESPACE_NAME_LABEL, pullSecretRefs, scrapeIngressRule } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
 import type { ClaimRecords } from "../config/claims";
 
@@ -340,8 +340,16 @@ export function buildKubernetesTraining(
         );
 
     // Who may reach the pod: in black box only the ingress proxy, on vLLM's port; in white box nobody
-    // (NCCL and localhost:8000 stay inside the pod, which NetworkPolicy never filters). With nodes > 1
-    // the multi-node module writes the policies.
+    // (NCCL and localhost:8000 stay inside the pod, which NetworkPolicy never filters); with observability
+    // the scraper on the metrics ports alone (never 8000). With nodes > 1 the multi-node module writes the policies.
+    const scrape = d.metrics
+        ? [
+              scrapeIngressRule(
+                  d.metrics.scraper,
+                  d.metrics.scraped.flatMap((s) => s.ports),
+              ),
+          ]
+        : [];
     if (!multi)
         new k8s.networking.v1.NetworkPolicy(
             `${name}-policy`,
@@ -361,8 +369,9 @@ export function buildKubernetesTraining(
                                   ],
                                   ports: [{ protocol: "TCP", port: access.port }],
                               },
+                              ...scrape,
                           ]
-                        : [],
+                        : scrape,
                 },
             },
             child,
