@@ -8,7 +8,10 @@
  */
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
-import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES, type PlatformConfig } from "../components/config";
+import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, parseClusterConfig, RECIPE_NAMES, type PlatformConfig } from "../components/config";
+import { ClusterBase } from "../components/cluster";
+import { runUnderMocks } from "../scripts/lib/mockrun";
+import { manifests } from "./helpers/manifests";
 import { POD_SECURITY, resolvePlatform } from "../components/platform";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
@@ -291,5 +294,108 @@ describe("observability: the refusals, each with its message", () => {
                 "observability.enabled: this build has no metrics programs (components/observability: the session counter, the mtail program, vLLM's metrics-only nginx config): set observability.enabled to false",
             ],
         );
+    });
+});
+
+describe("observability: monitors", () => {
+    /** The pods a PodMonitor's selector picks in its namespace. */
+    const selected = (ms: ReadonlyArray<Record<string, any>>, pm: Record<string, any>) =>
+        podsOf(ms).filter((p) => p.namespace === pm.metadata.namespace && Object.entries(pm.spec.selector.matchLabels).every(([k, v]) => p.labels[k] === v));
+
+    for (const recipe of ALL_RECIPE_NAMES) {
+        test(`${recipe}, form operator: one PodMonitor per scraped pod group, selecting those pods by their own labels and scraping ports they name`, async () => {
+            const config = configOf(
+                recipe,
+                { ...ON, observability: { enabled: true, monitorLabels: { release: "prom" }, scrapeInterval: "15s" } },
+                recipe.includes("32b") ? "gpu-team" : "staging",
+            );
+            const ms = await manifestsOf(config);
+            const monitors = ms.filter((m) => m.kind === "PodMonitor");
+            assert.ok(monitors.length >= 1);
+            for (const pm of monitors) {
+                assert.equal(pm.apiVersion, "monitoring.coreos.com/v1");
+                assert.deepEqual(pm.metadata.labels, { release: "prom", "app.kubernetes.io/part-of": "agent-rl-infra" });
+                assert.equal(pm.spec.jobLabel, "app.kubernetes.io/name");
+                const pods = selected(ms, pm);
+                assert.equal(pods.length, 1, `${pm.metadata.name} selects one pod group`);
+                const declared = metricsPortsOf(pods[0]!).map((p) => p.split(":")[1]);
+                assert.deepEqual(
+                    pm.spec.podMetricsEndpoints.map((e: any) => e.port),
+                    declared,
+                    `${pm.metadata.name}: every metrics port of its pods, and only those`,
+                );
+                for (const e of pm.spec.podMetricsEndpoints) {
+                    assert.equal(e.path, "/metrics");
+                    assert.equal(e.interval, "15s");
+                }
+            }
+            // Every pod group with a metrics port has its monitor.
+            const watched = new Set(monitors.flatMap((pm) => selected(ms, pm).map((p) => `${p.kind}/${p.name}`)));
+            for (const p of podsOf(ms)) if (metricsPortsOf(p).length > 0) assert.ok(watched.has(`${p.kind}/${p.name}`), `${p.kind} ${p.name} has no monitor`);
+        });
+    }
+
+    test("form annotations: no PodMonitor; prometheus.io/scrape and path on every scraped pod, prometheus.io/port only where it has one metrics port", async () => {
+        const ms = await manifestsOf(configOf("opencode-blackbox", { ...ON, observability: { enabled: true, form: "annotations" } }));
+        assert.deepEqual(
+            ms.filter((m) => m.kind === "PodMonitor"),
+            [],
+        );
+        const annotationsOf = (kind: string, r: string) => {
+            const m = ms.find((x) => x.kind === kind && x.spec.template.metadata.labels["app.kubernetes.io/name"] === r)!;
+            return Object.fromEntries(Object.entries(m.spec.template.metadata.annotations ?? {}).filter(([k]) => k.startsWith("prometheus.io/")));
+        };
+        // Two metrics ports each (vLLM's listener and the trainer's; the exporter and mtail): no port annotation.
+        assert.deepEqual(annotationsOf("Job", "trainer"), { "prometheus.io/scrape": "true", "prometheus.io/path": "/metrics" });
+        assert.deepEqual(annotationsOf("Deployment", "vllm-ingress"), { "prometheus.io/scrape": "true", "prometheus.io/path": "/metrics" });
+        const env = await manifestsOf(configOf("mbpp-whitebox", { observability: { enabled: true, form: "annotations" } }));
+        const replicas = env.find((m) => m.kind === "StatefulSet")!;
+        assert.deepEqual(replicas.spec.template.metadata.annotations, {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/path": "/metrics",
+            "prometheus.io/port": "9402",
+        });
+        const router = env.find((m) => m.kind === "Deployment" && m.spec.template.metadata.labels["app.kubernetes.io/name"] === "env-router")!;
+        assert.equal(router.spec.template.metadata.annotations["prometheus.io/port"], "9403");
+    });
+
+    test("form operator: the pods carry no prometheus.io annotation", async () => {
+        const ms = await manifestsOf(configOf("opencode-blackbox", ON));
+        assert.equal(JSON.stringify(ms).includes("prometheus.io/"), false);
+    });
+});
+
+describe("observability: the cluster stack's PodMonitor for agent-sandbox's controller", () => {
+    const CLUSTER = { target: { kind: "kubernetes", context: "test" } };
+    const run = async (raw: Record<string, unknown>) => {
+        const r = await runUnderMocks(
+            async () => {
+                const base = new ClusterBase("agentrl", { config: parseClusterConfig(raw) });
+                return { ...base.outputs };
+            },
+            { stack: "cluster" },
+        );
+        assert.equal(r.error, undefined, String(r.error));
+        return manifests(r.resources).filter((m) => m.kind === "PodMonitor");
+    };
+
+    test("on, with agent-sandbox installed: the controller's metrics port (v0.5.6 k8s/controller.yaml) in agent-sandbox-system", async () => {
+        const [pm, ...rest] = await run({ ...CLUSTER, observability: { enabled: true, monitorLabels: { release: "prom" } } });
+        assert.deepEqual(rest, []);
+        assert.deepEqual(pm!.metadata, {
+            name: "agent-sandbox-controller",
+            namespace: "agent-sandbox-system",
+            labels: { release: "prom", "app.kubernetes.io/part-of": "agent-rl-infra", "app.kubernetes.io/component": "cluster" },
+        });
+        assert.deepEqual(pm!.spec, {
+            jobLabel: "app",
+            selector: { matchLabels: { app: "agent-sandbox-controller" } },
+            podMetricsEndpoints: [{ port: "metrics", path: "/metrics", interval: "30s" }],
+        });
+    });
+
+    test("off, or agent-sandbox not installed by this stack: none", async () => {
+        assert.deepEqual(await run(CLUSTER), []);
+        assert.deepEqual(await run({ ...CLUSTER, agentSandbox: { install: false }, observability: { enabled: true } }), []);
     });
 });

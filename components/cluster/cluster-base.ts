@@ -7,7 +7,8 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { clusterOutputs, type ClusterConfig, type ClusterOutputs } from "../config/cluster";
+import { clusterOutputs, SANDBOX_CONTROLLER_METRICS, type ClusterConfig, type ClusterOutputs } from "../config/cluster";
+import { MONITORING_API_VERSION, podMonitorSpec, type PodMonitorDescription } from "../shared/pod-monitor";
 
 export interface ClusterBaseArgs {
     /** The parsed cluster config (parseClusterConfig). */
@@ -15,6 +16,20 @@ export interface ClusterBaseArgs {
 }
 
 const PART_OF = { "app.kubernetes.io/part-of": "agent-rl-infra", "app.kubernetes.io/component": "cluster" } as const;
+
+/** agent-sandbox's controller as a PodMonitor (claims, warm vs cold, startup latency: its internal/metrics). */
+export function sandboxControllerMonitor(o: ClusterConfig["observability"]): PodMonitorDescription {
+    const m = SANDBOX_CONTROLLER_METRICS;
+    return {
+        name: "agent-sandbox-controller",
+        namespace: m.namespace,
+        labels: { ...o.monitorLabels, ...PART_OF },
+        selector: { ...m.podLabels },
+        jobLabel: "app",
+        endpoints: [{ port: m.port, path: m.path, interval: o.scrapeInterval }],
+        what: "agent-sandbox's controller (controller-runtime metrics)",
+    };
+}
 
 /** A team's ResourceQuota `hard` map (requests = limits for GPUs: extended resources only take `requests.`). */
 export function teamQuota(quota: NonNullable<ClusterConfig["teams"][number]["quota"]>, gpuResourceName: string): Record<string, string> {
@@ -33,6 +48,8 @@ export class ClusterBase extends pulumi.ComponentResource {
     public readonly priorityClasses: { readonly training?: k8s.scheduling.v1.PriorityClass; readonly sandboxes?: k8s.scheduling.v1.PriorityClass };
     /** RuntimeClasses by name. */
     public readonly runtimeClasses: Readonly<Record<string, k8s.node.v1.RuntimeClass>>;
+    /** agent-sandbox's controller PodMonitor (observability.enabled with agentSandbox.install). */
+    public readonly sandboxControllerMonitor: k8s.apiextensions.CustomResource | undefined;
     /** Team namespaces by name. */
     public readonly teamNamespaces: Readonly<Record<string, k8s.core.v1.Namespace>>;
     /** What run stacks read (the stack's outputs). */
@@ -44,6 +61,21 @@ export class ClusterBase extends pulumi.ComponentResource {
         const child = { parent: this };
 
         this.agentSandbox = c.agentSandbox.install ? new k8s.yaml.v2.ConfigFile(`${name}-agent-sandbox`, { file: c.agentSandbox.manifest }, child) : undefined;
+
+        // In the release's own namespace, once the release (which makes it) is applied.
+        const monitor = c.observability.enabled && this.agentSandbox ? sandboxControllerMonitor(c.observability) : undefined;
+        this.sandboxControllerMonitor = monitor
+            ? new k8s.apiextensions.CustomResource(
+                  `${name}-agent-sandbox-monitor`,
+                  {
+                      apiVersion: MONITORING_API_VERSION,
+                      kind: "PodMonitor",
+                      metadata: { name: monitor.name, namespace: monitor.namespace, labels: monitor.labels },
+                      spec: podMonitorSpec(monitor),
+                  },
+                  { ...child, dependsOn: [this.agentSandbox!] },
+              )
+            : undefined;
 
         const priorityClass = (role: "training" | "sandboxes") => {
             const pc = c.priorityClasses[role];

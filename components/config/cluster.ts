@@ -15,6 +15,17 @@ export const AGENT_SANDBOX_VERSION = "v0.5.6";
 export const AGENT_SANDBOX_MANIFEST_URL = `https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml`;
 /** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v0.5.6). */
 export const SANDBOX_CONTROLLER_LABEL = "app=agent-sandbox-controller";
+/**
+ * agent-sandbox v0.5.6's controller metrics (k8s/controller.yaml: container port `metrics` 8080 on pods
+ * labelled app=agent-sandbox-controller in agent-sandbox-system; cmd/agent-sandbox-controller/main.go:
+ * --metrics-bind-address :8080, controller-runtime's plain-HTTP metrics server on /metrics).
+ */
+export const SANDBOX_CONTROLLER_METRICS = {
+    namespace: "agent-sandbox-system",
+    podLabels: { app: "agent-sandbox-controller" },
+    port: "metrics",
+    path: "/metrics",
+} as const;
 /** Tells a cluster stack's outputs from any other stack's (a run stack pointed at the wrong stack). */
 export const CLUSTER_OUTPUTS_KIND = "agent-rl-infra/cluster";
 
@@ -91,6 +102,20 @@ export const clusterSchema = z.strictObject({
         .default([]),
     /** Extended resource name of the GPU device plugin (for team GPU quotas). */
     gpuResourceName: z.string().default("nvidia.com/gpu"),
+    /** A PodMonitor (monitoring.coreos.com/v1) for agent-sandbox's controller, when this stack installs it. */
+    observability: z
+        .strictObject({
+            /** Make the PodMonitor. Default: false. */
+            enabled: z.boolean().default(false),
+            /** Labels on it (what the Prometheus's podMonitorSelector matches). Default: none. */
+            monitorLabels: z.record(z.string(), z.string().max(63)).default({}),
+            /** Scrape interval. Default: 30s. */
+            scrapeInterval: z
+                .string()
+                .regex(/^[1-9][0-9]*(s|m|h)$/, "must be a Prometheus duration such as 30s, 5m or 2h")
+                .default("30s"),
+        })
+        .prefault({}),
 });
 
 export type ClusterConfig = z.output<typeof clusterSchema>;

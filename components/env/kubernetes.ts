@@ -92,6 +92,12 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
     };
 }
 
+/** form annotations: a pod template's prometheus.io/* annotations (none otherwise). */
+function scrapeAnnotationsOf(d: DeployedEnvDescription, role: string): { annotations?: Record<string, string> } {
+    const a = d.metrics?.podAnnotations[role];
+    return a !== undefined && Object.keys(a).length > 0 ? { annotations: { ...a } } : {};
+}
+
 /** The StatefulSet body: Parallel start (replicas are independent), stable names through the headless Service. */
 export function replicaStatefulSetSpec(d: DeployedEnvDescription): k8s.types.input.apps.v1.StatefulSetSpec {
     const r = d.replicas;
@@ -100,7 +106,7 @@ export function replicaStatefulSetSpec(d: DeployedEnvDescription): k8s.types.inp
         replicas: r.count,
         podManagementPolicy: "Parallel",
         selector: { matchLabels: { ...r.podLabels } },
-        template: { metadata: { labels: { ...r.podLabels } }, spec: replicaPodSpec(d) },
+        template: { metadata: { labels: { ...r.podLabels }, ...scrapeAnnotationsOf(d, "env-replica") }, spec: replicaPodSpec(d) },
     };
 }
 
@@ -185,7 +191,13 @@ export function routerDeploymentSpec(d: DeployedEnvDescription): k8s.types.input
         replicas: r.replicas,
         selector: { matchLabels: { ...r.podLabels } },
         strategy: { type: "Recreate" },
-        template: { metadata: { labels: { ...r.podLabels }, annotations: { [ROUTER_CHECKSUM_ANNOTATION]: r.configChecksum } }, spec: routerPodSpec(d) },
+        template: {
+            metadata: {
+                labels: { ...r.podLabels },
+                annotations: { ...scrapeAnnotationsOf(d, "env-router").annotations, [ROUTER_CHECKSUM_ANNOTATION]: r.configChecksum },
+            },
+            spec: routerPodSpec(d),
+        },
     };
 }
 

@@ -16,6 +16,7 @@ import {
     type MetricsSidecar,
     type Scraper,
     type ScrapedPods,
+    podAnnotationsOf,
 } from "../shared/metrics-pods";
 
 export interface EnvMetrics {
@@ -27,6 +28,8 @@ export interface EnvMetrics {
     /** The ConfigMap holding the counter's program (mounted by every replica). */
     readonly configMap: string;
     readonly scraped: readonly ScrapedPods[];
+    /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
+    readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
 }
 
 export function envMetrics(args: {
@@ -66,14 +69,16 @@ export function envMetrics(args: {
         runAsUser: NON_ROOT_UID,
         fieldEnv: { POD_NAME: "metadata.name" },
     };
+    const scraped: ScrapedPods[] = [
+        { role: "env-replica", namespace: args.namespace, podLabels: args.replicaPodLabels, ports: [sessions.port] },
+        { role: "env-router", namespace: args.namespace, podLabels: args.routerPodLabels, ports: [METRICS_PORTS.envRouter] },
+    ];
     return {
         scraper: args.links.scraper,
         sessions,
         router: METRICS_PORTS.envRouter,
         configMap: dnsName([args.statefulSet, "metrics"]),
-        scraped: [
-            { role: "env-replica", namespace: args.namespace, podLabels: args.replicaPodLabels, ports: [sessions.port] },
-            { role: "env-router", namespace: args.namespace, podLabels: args.routerPodLabels, ports: [METRICS_PORTS.envRouter] },
-        ],
+        scraped,
+        podAnnotations: podAnnotationsOf(args.links, scraped),
     };
 }

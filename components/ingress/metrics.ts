@@ -11,7 +11,15 @@
  */
 import * as path from "node:path";
 import { INGRESS_ACCESS_LOG_FILE, INGRESS_STUB_STATUS } from "../shared/metrics";
-import { METRICS_PORTS, METRICS_PROGRAM_DIR, type MetricsLinks, type MetricsSidecar, type Scraper, type ScrapedPods } from "../shared/metrics-pods";
+import {
+    METRICS_PORTS,
+    METRICS_PROGRAM_DIR,
+    type MetricsLinks,
+    type MetricsSidecar,
+    type Scraper,
+    type ScrapedPods,
+    podAnnotationsOf,
+} from "../shared/metrics-pods";
 import { dnsName } from "../config/names";
 
 /** The uid both sidecars run as: the proxy's (nginx-unprivileged's 101), the owner of the access log mtail reads. */
@@ -26,6 +34,8 @@ export interface IngressMetrics {
     /** The JSON access log file the proxy writes (and mtail reads), on an emptyDir of this size. */
     readonly accessLog: { readonly dir: string; readonly file: string; readonly sizeLimit: string };
     readonly scraped: readonly ScrapedPods[];
+    /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
+    readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
 }
 
 export function ingressMetrics(args: {
@@ -58,6 +68,7 @@ export function ingressMetrics(args: {
         memory: "128Mi",
         runAsUser: SIDECAR_UID,
     };
+    const scraped: ScrapedPods[] = [{ role: "vllm-ingress", namespace: args.namespace, podLabels: args.podLabels, ports: [exporter.port, log.port] }];
     return {
         scraper: args.links.scraper,
         exporter,
@@ -66,6 +77,7 @@ export function ingressMetrics(args: {
         // Sized for a run's worth of JSON lines (about 300 bytes each: ~3.5 million requests); the kubelet
         // evicts a pod whose emptyDir outgrows it, and nginx does not rotate its own logs.
         accessLog: { dir: path.posix.dirname(INGRESS_ACCESS_LOG_FILE), file: INGRESS_ACCESS_LOG_FILE, sizeLimit: "1Gi" },
-        scraped: [{ role: "vllm-ingress", namespace: args.namespace, podLabels: args.podLabels, ports: [exporter.port, log.port] }],
+        scraped,
+        podAnnotations: podAnnotationsOf(args.links, scraped),
     };
 }

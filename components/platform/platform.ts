@@ -16,6 +16,7 @@ import { EnvSpace } from "../env";
 import { VllmIngress } from "../ingress";
 import { SandboxPool } from "../sandbox";
 import { TrainingNode } from "../training";
+import { Monitors } from "../monitoring";
 import { ADOPT, defaultDenyIngressSpec } from "../shared/kubernetes";
 import type { PlatformPlan } from "./resolve";
 
@@ -228,6 +229,14 @@ export class Platform extends pulumi.ComponentResource {
             child,
         );
         upstreamRegistered(training.upstream);
+
+        // observability (form operator): a PodMonitor per scraped pod group, in that group's namespace.
+        if (config.target.kind === "kubernetes" && plan.monitoring && plan.monitoring.podMonitors.length > 0) {
+            const byName = Object.fromEntries(
+                (Object.keys(this.namespaces) as Array<keyof typeof names.namespaces>).map((role) => [names.namespaces[role], this.namespaces[role]!]),
+            );
+            new Monitors(`${name}-monitors`, { description: plan.monitoring, namespaces: byName }, child);
+        }
         this.training = training;
         this.ingress = ingress;
         this.sandboxes = pool;

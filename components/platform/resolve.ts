@@ -13,7 +13,8 @@ import { resolveEnvSpace, type EnvDescription } from "../env";
 import { resolveVllmIngress, type IngressDescription } from "../ingress";
 import { AGENT_SANDBOX_VERSION, resolveSandboxPool, type SandboxDescription } from "../sandbox";
 import { resolveTrainingNode, type EgressPeer, type TrainingDescription } from "../training";
-import type { MetricsLinks, MetricsPrograms } from "../shared/metrics-pods";
+import type { MetricsLinks, MetricsPrograms, ScrapedPods } from "../shared/metrics-pods";
+import { resolveMonitoring, type MonitoringDescription } from "../monitoring";
 
 /** Which secrets the stack has (their values stay secret outputs; only presence matters here). */
 export interface SecretPresence {
@@ -34,6 +35,8 @@ export interface PlatformPlan {
     readonly ingress?: IngressDescription;
     /** The sandbox pool, for black-box runs. */
     readonly sandboxes?: SandboxDescription;
+    /** observability.enabled: every scraped pod group and, on Kubernetes with form operator, its PodMonitor. */
+    readonly monitoring?: MonitoringDescription;
     /** Things the operator should know that are not errors (shown in the plan). */
     readonly warnings: readonly string[];
     /** What the stack uses but neither creates nor checks: named loudly in plan.md and at `pulumi up`. */
@@ -201,7 +204,9 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
             "observability.enabled: this build has no metrics programs (components/observability: the session counter, the mtail program, vLLM's metrics-only nginx config): set observability.enabled to false",
         ]);
     const metrics: MetricsLinks | undefined =
-        config.observability.enabled && programs !== undefined ? { scraper: { ...config.observability.scraper }, programs } : undefined;
+        config.observability.enabled && programs !== undefined
+            ? { scraper: { ...config.observability.scraper }, programs, annotations: config.observability.form === "annotations" }
+            : undefined;
     const warnings: string[] = [];
     if (config.envs.some((e) => !e.external)) {
         warnings.push("changing an env server during a run restarts its replicas and kills their open sessions: change envs between runs");
@@ -245,9 +250,16 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     if (problems.length > 0 || training === undefined) throw new ConfigError(problems);
     // Every pod the stack renders pulls with the stack's registry credentials (one Secret per namespace, made by the Platform).
     const pull = config.target.kind === "kubernetes" && secrets.registryAuth !== undefined ? { imagePullSecrets: [names.pullSecret] } : {};
+    // Every pod group a component declares metrics ports for, in one list (the monitors, plan.md, Docker's prometheus.yml).
+    const scraped: ScrapedPods[] = [
+        ...(training.metrics?.scraped ?? []),
+        ...(ingress?.metrics?.scraped ?? []),
+        ...envs.flatMap((e) => (e?.kind === "deployed" ? (e.metrics?.scraped ?? []) : [])),
+    ];
     return {
         config,
         names,
+        monitoring: config.observability.enabled ? resolveMonitoring(config.observability, scraped) : undefined,
         training: { ...training, ...pull },
         envs: envs.filter((e): e is EnvDescription => e !== undefined).map((e) => (e.kind === "deployed" ? { ...e, ...pull } : e)),
         ingress: ingress ? { ...ingress, ...pull } : undefined,

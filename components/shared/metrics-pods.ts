@@ -91,4 +91,29 @@ export interface MetricsPrograms {
 export interface MetricsLinks {
     readonly scraper: Scraper;
     readonly programs: MetricsPrograms;
+    /** observability.form annotations: the pods carry prometheus.io/* annotations (scrapeAnnotations). @default false */
+    readonly annotations?: boolean;
+}
+
+/** Each scraped pod group's annotations under form annotations, by role; {} otherwise. */
+export function podAnnotationsOf(links: MetricsLinks, scraped: readonly ScrapedPods[]): Readonly<Record<string, Readonly<Record<string, string>>>> {
+    return Object.fromEntries(scraped.map((s) => [s.role, links.annotations === true ? scrapeAnnotations(s.ports) : {}]));
+}
+
+/**
+ * form `annotations`: `prometheus.io/scrape` and `prometheus.io/path` on every pod with metrics, and
+ * `prometheus.io/port` only where the pod has exactly one metrics port. The convention has room for one
+ * port per pod; pods with several (the training pod's listener and trainer, the ingress's exporter and
+ * mtail) are scraped by the job README "Observability" gives, which keeps every container port named
+ * `metrics-*` of an annotated pod. With only the classic port-rewriting job, those pods' other ports
+ * would be tried too (and refused by their policies), so that job is not enough for them.
+ */
+export function scrapeAnnotations(ports: readonly MetricsPort[]): Record<string, string> {
+    if (ports.length === 0) return {};
+    const paths = [...new Set(ports.map((p) => p.path))];
+    return {
+        "prometheus.io/scrape": "true",
+        ...(paths.length === 1 ? { "prometheus.io/path": paths[0]! } : {}),
+        ...(ports.length === 1 ? { "prometheus.io/port": String(ports[0]!.port) } : {}),
+    };
 }

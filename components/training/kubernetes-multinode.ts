@@ -26,6 +26,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
 import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, JOBSET_LABELS, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./describe";
 import { trainerEgressRules } from "./egress";
+import { annotationsOf } from "./metrics";
 import { trainingPodBase } from "./pod";
 import { clusterDnsEgress, podsInNamespace, publicInternetEgress, scrapeIngressRule } from "../shared/kubernetes";
 
@@ -136,7 +137,7 @@ export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescript
                         completions: 1,
                         backoffLimit: 0,
                         podFailurePolicy: { rules: [FAIL_ON_DISRUPTION] },
-                        template: { metadata: { labels: vllmLabels }, spec: vllmPod },
+                        template: { metadata: { labels: vllmLabels, ...annotationsOf(d, "vllm") }, spec: vllmPod },
                     },
                 },
             },
@@ -163,7 +164,7 @@ export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescript
                                 FAIL_ON_DISRUPTION,
                             ],
                         },
-                        template: { metadata: { labels: trainerLabels }, spec: trainerPod },
+                        template: { metadata: { labels: trainerLabels, ...annotationsOf(d, "trainer") }, spec: trainerPod },
                     },
                 },
             },

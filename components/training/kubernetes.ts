@@ -13,6 +13,7 @@ import { buildMultiNodeTraining, planMultiNodeJobSet } from "./kubernetes-multin
 import { trainerEgressRules } from "./egress";
 import { ncclCheckSource } from "./nccl-check";
 import { trainingPodBase } from "./pod";
+import { annotationsOf } from "./metrics";
 import { oneContainer } from "./supervisor";
 import { ADOPT, metricsSidecarContainer, metricsSidecarVolumes, NAMESPACE_NAME_LABEL, pullSecretRefs, scrapeIngressRule } from "../shared/kubernetes";
 import { imagePullPolicy } from "../shared/images";
@@ -321,7 +322,7 @@ export function buildKubernetesTraining(
                             { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
                         ],
                     },
-                    template: { metadata: { labels }, spec: podSpec },
+                    template: { metadata: { labels, ...annotationsOf(d, "trainer") }, spec: podSpec },
                 },
             },
             {

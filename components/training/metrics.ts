@@ -13,6 +13,7 @@ import {
     type MetricsSidecar,
     type Scraper,
     type ScrapedPods,
+    podAnnotationsOf,
 } from "../shared/metrics-pods";
 import { dnsName } from "../config/names";
 
@@ -30,6 +31,8 @@ export interface TrainingMetrics {
     readonly configMap: string;
     /** The pods a monitor scrapes, with their metrics ports. */
     readonly scraped: readonly ScrapedPods[];
+    /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
+    readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
 }
 
 /** vLLM's metrics-only listener: nginx, its config from the programs, pid and temp files in a memory-backed /tmp. */
@@ -71,5 +74,18 @@ export function trainingMetrics(args: {
     } else {
         scraped.push({ role: "trainer", namespace: args.namespace, podLabels: args.trainerPodLabels, ports: vllm ? [vllm.port, trainer] : [trainer] });
     }
-    return { scraper: args.links.scraper, vllm, trainer, configMap: dnsName([args.jobName, "metrics"]), scraped };
+    return {
+        scraper: args.links.scraper,
+        vllm,
+        trainer,
+        configMap: dnsName([args.jobName, "metrics"]),
+        scraped,
+        podAnnotations: podAnnotationsOf(args.links, scraped),
+    };
+}
+
+/** form annotations: a pod template's prometheus.io/* annotations (none otherwise). */
+export function annotationsOf(d: { readonly metrics?: Pick<TrainingMetrics, "podAnnotations"> }, role: string): { annotations?: Record<string, string> } {
+    const a = d.metrics?.podAnnotations[role];
+    return a !== undefined && Object.keys(a).length > 0 ? { annotations: { ...a } } : {};
 }

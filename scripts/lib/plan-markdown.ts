@@ -393,6 +393,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     }
     out.push(table(["who", "URL"], endpoints));
     out.push("");
+    out.push(...metricsSection(plan));
     out.push("## Capacity checks");
     out.push("");
     const checks: Array<Array<string | number>> = [
@@ -560,4 +561,51 @@ function dnsEgressText(dns: DnsEgress): string {
                     .join(", ")} in ${p.namespace}`,
         ),
     ].join(" and ");
+}
+
+/** observability.enabled: every metrics port, who scrapes it and how (plan.md's "Metrics"); nothing when off. */
+function metricsSection(plan: PlatformPlan): string[] {
+    const m = plan.monitoring;
+    const c = plan.config;
+    if (m === undefined) return [];
+    const o = c.observability;
+    const out = ["## Metrics", ""];
+    const k8s = c.target.kind === "kubernetes";
+    out.push(
+        k8s
+            ? `Scraped by the pods labelled ${Object.entries(o.scraper.podLabels)
+                  .map(([k, v]) => `\`${k}=${v}\``)
+                  .join(", ")} in namespace \`${o.scraper.namespace}\` (the NetworkPolicies admit them on these ports only), every ${m.scrapeInterval}, ${
+                  m.form === "operator"
+                      ? `through the PodMonitors below${
+                            Object.keys(o.monitorLabels).length > 0
+                                ? ` (labels ${Object.entries(o.monitorLabels)
+                                      .map(([k, v]) => `\`${k}=${v}\``)
+                                      .join(", ")})`
+                                : ""
+                        }`
+                      : 'through the pods\' prometheus.io/* annotations (README "Observability" has the scrape job)'
+              }.`
+            : `A Prometheus on the Docker host scrapes these every ${m.scrapeInterval}.`,
+    );
+    out.push("");
+    const monitorOf = (ns: string, labels: Readonly<Record<string, string>>) =>
+        m.podMonitors.find((pm) => pm.namespace === ns && JSON.stringify(pm.selector) === JSON.stringify(labels))?.name ?? "-";
+    const rows = m.scraped.flatMap((s) =>
+        s.ports.map((p) => [
+            s.role,
+            k8s ? s.namespace : "-",
+            `\`${p.container}\``,
+            `${p.name} ${p.port}${p.path}`,
+            p.what,
+            ...(k8s && m.form === "operator" ? [monitorOf(s.namespace, s.podLabels)] : []),
+        ]),
+    );
+    out.push(table(["pods", "namespace", "container", "port", "what", ...(k8s && m.form === "operator" ? ["PodMonitor"] : [])], rows));
+    out.push("");
+    if (c.training.layout === "whitebox-colocate") {
+        out.push("vLLM runs inside the training script (colocate) and serves no HTTP: not visible; the trainer's port is.");
+        out.push("");
+    }
+    return out;
 }

@@ -3,7 +3,7 @@
  *
  *   components/shared    facts and idioms every layer may use (no project imports but shared)
  *   components/config    the config: schema, defaults, rules, names, catalog (+ shared)
- *   components/<x>       one component each: env, ingress, sandbox, training, cluster (+ config,
+ *   components/<x>       one component each: env, ingress, sandbox, training, cluster, monitoring (+ config,
  *                        shared; never another component: the Platform hands outputs across)
  *   components/platform  the Platform and its resolve step (+ every component)
  *   components/preflight the checks of a stack's live target (+ platform, every component,
