@@ -8,7 +8,14 @@
  */
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
-import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, parseClusterConfig, RECIPE_NAMES, type PlatformConfig } from "../components/config";
+import {
+    ALL_RECIPE_NAMES,
+    DOCKER_OBSERVABILITY_REFUSED,
+    MULTI_NODE_RECIPE_NAMES,
+    parseClusterConfig,
+    RECIPE_NAMES,
+    type PlatformConfig,
+} from "../components/config";
 import { ClusterBase } from "../components/cluster";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { manifests } from "./helpers/manifests";
@@ -201,7 +208,7 @@ describe("observability on: every pod's metrics endpoints", () => {
 });
 
 describe("observability: the refusals, each with its message", () => {
-    const cases: Array<{ what: string; raw: Record<string, unknown>; stack?: string; message: string }> = [
+    const cases: Array<{ what: string; raw: Record<string, unknown>; stack?: string; message?: string; messages?: string[] }> = [
         {
             what: "form annotations on the docker target",
             raw: {
@@ -213,8 +220,16 @@ describe("observability: the refusals, each with its message", () => {
                 images: { mtail: MTAIL },
             },
             stack: "dev",
-            message:
-                "observability.form: 'annotations' are prometheus.io/* pod annotations, which only a Kubernetes Prometheus reads: on the docker target the metrics endpoints are published on the host's loopback and plan.md's directory gets a prometheus.yml for a Prometheus on the host: remove form",
+            messages: [
+                DOCKER_OBSERVABILITY_REFUSED,
+                "observability.form: 'annotations' are prometheus.io/* pod annotations, which only a Kubernetes Prometheus reads (the docker target has no pods): remove form",
+            ],
+        },
+        {
+            what: "observability on the docker target (not wired there yet)",
+            raw: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, observability: { enabled: true } },
+            stack: "dev",
+            messages: [DOCKER_OBSERVABILITY_REFUSED],
         },
         {
             what: "the scraper in one of the stack's own namespaces",
@@ -255,22 +270,26 @@ describe("observability: the refusals, each with its message", () => {
             what: "the scraper on the docker target",
             raw: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, observability: { enabled: true, scraper: { namespace: "prom" } } },
             stack: "dev",
-            message:
-                "observability.scraper: not carried out on the docker target: the docker target writes no NetworkPolicy to admit a scraper: the metrics endpoints are published on the host's loopback only (plan.md lists them), where a Prometheus on the host scrapes them: remove it, and run Prometheus on the GPU host with the prometheus.yml the plan writes",
+            messages: [
+                "observability.scraper: not carried out on the docker target: the docker target writes no NetworkPolicy to admit a scraper (they are Kubernetes objects): remove it",
+                DOCKER_OBSERVABILITY_REFUSED,
+            ],
         },
         {
             what: "monitor labels on the docker target",
             raw: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, observability: { enabled: true, monitorLabels: { release: "prom" } } },
             stack: "dev",
-            message:
-                "observability.monitorLabels: not carried out on the docker target: the docker target makes no PodMonitor or PrometheusRule to label: a Prometheus on the host reads the prometheus.yml the plan writes: remove it",
+            messages: [
+                "observability.monitorLabels: not carried out on the docker target: the docker target makes no PodMonitor or PrometheusRule to label (they are Prometheus Operator objects on Kubernetes): remove it",
+                DOCKER_OBSERVABILITY_REFUSED,
+            ],
         },
     ];
     for (const c of cases) {
         test(c.what, () => {
             assert.deepEqual(
                 configProblems(() => parseWithTestImages(c.raw, c.stack ?? "staging")),
-                [c.message],
+                c.messages ?? [c.message!],
             );
         });
     }

@@ -70,13 +70,13 @@ export const IGNORED_SETTINGS: readonly IgnoredSetting[] = [
     {
         path: "observability.scraper",
         target: "docker",
-        why: "the docker target writes no NetworkPolicy to admit a scraper: the metrics endpoints are published on the host's loopback only (plan.md lists them), where a Prometheus on the host scrapes them",
-        fix: "remove it, and run Prometheus on the GPU host with the prometheus.yml the plan writes",
+        why: "the docker target writes no NetworkPolicy to admit a scraper (they are Kubernetes objects)",
+        fix: "remove it",
     },
     {
         path: "observability.monitorLabels",
         target: "docker",
-        why: "the docker target makes no PodMonitor or PrometheusRule to label: a Prometheus on the host reads the prometheus.yml the plan writes",
+        why: "the docker target makes no PodMonitor or PrometheusRule to label (they are Prometheus Operator objects on Kubernetes)",
         fix: "remove it",
     },
     {
