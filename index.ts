@@ -6,7 +6,15 @@ import { ClusterBase } from "./components/cluster";
 import * as pulumi from "@pulumi/pulumi";
 import { ALLOW_EXAMPLE_IMAGES_ENV, ConfigError, exampleImageProblems, loadClusterConfig, loadPlatformConfig, toRunError } from "./components/config";
 import { preflightStep } from "./components/preflight";
-import { checkAgainstPrevious, clusterProvider, Platform, resolvePlatform, targetProvider, withClusterStack } from "./components/platform";
+import {
+    checkAgainstPrevious,
+    checkClusterIdentity,
+    clusterProvider,
+    Platform,
+    resolvePlatform,
+    targetProvider,
+    withClusterStack,
+} from "./components/platform";
 
 export = async () => {
     const cluster = loadClusterConfig();
@@ -16,6 +24,7 @@ export = async () => {
     }
     const { config: written, secrets } = loadPlatformConfig();
     let plan: ReturnType<typeof resolvePlatform> | undefined;
+    let provider: ReturnType<typeof targetProvider> | undefined;
     try {
         const config = await withClusterStack("agentrl", written);
         plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined, registryAuth: secrets.registryAuth?.registries });
@@ -27,9 +36,12 @@ export = async () => {
         }
         await preflightStep(config, plan);
         await checkAgainstPrevious("agentrl", config, plan.names);
+        // The provider registers (it creates nothing in the cluster) so the identity check reads with the run's own credentials.
+        provider = targetProvider("agentrl", plan.config, secrets.registryAuth);
+        await checkClusterIdentity("agentrl", config, provider);
     } catch (e) {
         toRunError(e);
     }
-    const platform = new Platform("agentrl", { plan, secrets }, { providers: [targetProvider("agentrl", plan.config, secrets.registryAuth)] });
+    const platform = new Platform("agentrl", { plan, secrets }, { providers: [provider] });
     return platform.outputs;
 };

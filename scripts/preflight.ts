@@ -6,7 +6,9 @@
  * (colour only on a TTY), JSON with --json. Exit 0 when no check fails, 1 when one does (or
  * the stack's config is invalid), 2 for bad arguments (an unknown stack lists the stacks).
  */
+import { spawnSync } from "node:child_process";
 import * as path from "node:path";
+import type { PlatformPlan } from "../components/platform";
 import { checkHelp, runCli, UsageError } from "./lib/cli";
 import { knownStacks } from "./lib/plan";
 import { exitCodeOf, renderJson, renderTable, runClusterPreflight, runPreflight } from "../components/preflight";
@@ -56,6 +58,24 @@ export function parsePreflightArgs(argv: readonly string[]): PreflightArgs {
     return { stack, stackFile, json, timeoutMs: Math.round(seconds * 1000) };
 }
 
+/**
+ * The plan with its cluster stack's clusterId as deployed (`pulumi stack output clusterId --stack
+ * <ref>`, from the Pulumi backend this shell is logged in to), so the identity check compares it
+ * with the cluster's kube-system UID; unchanged (the check then says it could not) when that fails.
+ */
+export function withDeployedClusterId(plan: PlatformPlan, timeoutMs: number): PlatformPlan {
+    const ref = plan.config.clusterStack;
+    if (ref === undefined || plan.config.cluster?.id !== undefined) return plan;
+    const r = spawnSync("pulumi", ["stack", "output", "clusterId", "--stack", ref], {
+        encoding: "utf8",
+        timeout: timeoutMs,
+        stdio: ["ignore", "pipe", "ignore"],
+    });
+    const id = r.status === 0 ? r.stdout.trim() : "";
+    if (id === "") return plan;
+    return { ...plan, config: { ...plan.config, cluster: { ...plan.config.cluster, id } } };
+}
+
 async function main(): Promise<number> {
     const args = parsePreflightArgs(process.argv.slice(2));
     let loaded: ReturnType<typeof loadStack>;
@@ -68,7 +88,7 @@ async function main(): Promise<number> {
     const result =
         loaded.kind === "cluster"
             ? await runClusterPreflight(args.stack, loaded.config, { timeoutMs: args.timeoutMs })
-            : await runPreflight(loaded.config, { plan: loaded.plan, timeoutMs: args.timeoutMs });
+            : await runPreflight(loaded.config, { plan: withDeployedClusterId(loaded.plan, args.timeoutMs), timeoutMs: args.timeoutMs });
     process.stdout.write(
         args.json
             ? renderJson(result.header, result.findings)

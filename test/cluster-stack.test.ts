@@ -84,6 +84,13 @@ describe("cluster stack config", () => {
             runtimeClasses: ["gvisor"],
             certIssuer: { name: "ca", kind: "ClusterIssuer", group: "cert-manager.io" },
             teams: ["team-a"],
+            tenants: {
+                "team-a": {
+                    namespaces: { training: "team-a-training", ingress: "team-a-ingress", envs: "team-a-envs", sandboxes: "team-a-sandboxes" },
+                    quotas: {},
+                    sandboxMaxLifetimeSeconds: 21600,
+                },
+            },
         });
     });
 });
@@ -171,16 +178,26 @@ describe("the program: a cluster stack and a run stack on it, under mocks", () =
         const kinds = r.resources
             .filter((x) => (x.custom || x.type === "kubernetes:yaml/v2:ConfigFile") && !x.type.startsWith("pulumi:providers:"))
             .map((x) => `${x.type} ${x.inputs.metadata?.name ?? x.inputs.file ?? ""}`);
-        assert.deepEqual(kinds.sort(), [
-            "kubernetes:core/v1:Namespace team-agents",
-            "kubernetes:core/v1:ResourceQuota team-quota",
-            "kubernetes:node.k8s.io/v1:RuntimeClass gvisor",
-            "kubernetes:scheduling.k8s.io/v1:PriorityClass agent-rl-sandboxes",
-            "kubernetes:scheduling.k8s.io/v1:PriorityClass agent-rl-training",
-            "kubernetes:yaml/v2:ConfigFile https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml",
-        ]);
-        const quota = r.resources.find((x) => x.type === "kubernetes:core/v1:ResourceQuota")!;
-        assert.deepEqual(quota.inputs.spec.hard, { "requests.nvidia.com/gpu": "16", "requests.cpu": "256", "requests.memory": "2Ti", pods: "400" });
+        const team = ["training", "ingress", "envs", "sandboxes"];
+        assert.deepEqual(
+            kinds.sort(),
+            [
+                "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy agentrl-team-agents-sandbox-claims",
+                "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding agentrl-team-agents-sandbox-claims",
+                ...team.map((role) => `kubernetes:core/v1:Namespace team-agents-${role}`),
+                // stacks/Pulumi.cluster.yaml sets quotas for training, envs and sandboxes (not the ingress).
+                ...["training", "envs", "sandboxes"].map(() => "kubernetes:core/v1:ResourceQuota team-quota"),
+                ...team.map(() => "kubernetes:networking.k8s.io/v1:NetworkPolicy default-deny-ingress"),
+                "kubernetes:node.k8s.io/v1:RuntimeClass gvisor",
+                ...team.map(() => "kubernetes:rbac.authorization.k8s.io/v1:Role agentrl-deployer"),
+                ...team.map(() => "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding agentrl-deployer"),
+                "kubernetes:scheduling.k8s.io/v1:PriorityClass agent-rl-sandboxes",
+                "kubernetes:scheduling.k8s.io/v1:PriorityClass agent-rl-training",
+                "kubernetes:yaml/v2:ConfigFile https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml",
+            ].sort(),
+        );
+        const quota = r.resources.find((x) => x.type === "kubernetes:core/v1:ResourceQuota" && x.inputs.metadata.namespace === "team-agents-training")!;
+        assert.deepEqual(quota.inputs.spec.hard, { "requests.nvidia.com/gpu": "16", "requests.cpu": "256", "requests.memory": "2Ti", pods: "40" });
         assert.equal(r.outputs?.kind, "agent-rl-infra/cluster");
         assert.deepEqual(r.outputs?.runtimeClasses, ["gvisor"]);
     });
@@ -244,7 +261,9 @@ describe("the cluster stack through the API server's dry run", () => {
 
     it("every planned object of stacks/Pulumi.cluster.yaml is accepted", async () => {
         const plan = await planClusterToDir({ stack: "cluster" }, { outDir: path.join(tmp, "cluster") });
-        assert.equal(plan.manifests.length, 5);
+        // 2 PriorityClasses and the RuntimeClass (agent-sandbox's manifest is its own file); team-agents: 4
+        // namespaces, 4 default-deny policies, 3 quotas, 4 deployer Roles + 4 RoleBindings, the claim policy and its binding.
+        assert.equal(plan.manifests.length, 3 + 4 + 4 + 3 + 8 + 2);
         const result = await serverDryRun(api, path.join(tmp, "cluster", "manifests"));
         assert.equal(result.objects, plan.manifests.length);
         assert.match(fs.readFileSync(path.join(tmp, "cluster", "plan.md"), "utf8"), /\| RuntimeClass \| gvisor \| handler `runsc`/);

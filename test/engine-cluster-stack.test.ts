@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fixtureCacheDir } from "./helpers/apiserver";
+import { agentSandboxManifest } from "./helpers/agent-sandbox-manifest";
 import type { Cluster } from "./helpers/cluster";
 import { changeCount, stackPlatform, type Engine, type EngineStack } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
@@ -26,41 +26,6 @@ const SANDBOX_CRDS = [
     "sandboxtemplates.extensions.agents.x-k8s.io",
     "sandboxwarmpools.extensions.agents.x-k8s.io",
 ];
-
-/** agent-sandbox v0.5.6 as one manifest: the fixture's CRDs (from the Go module) and a controller Deployment. */
-function agentSandboxManifest(dir: string): string {
-    const crdDir = path.join(fixtureCacheDir(), "crds");
-    const crds = fs
-        .readdirSync(crdDir)
-        .filter((f) => f.startsWith("agent-sandbox-v0.5.6."))
-        .map((f) => fs.readFileSync(path.join(crdDir, f), "utf8"));
-    assert.equal(crds.length, 4, `the fixture's agent-sandbox CRDs in ${crdDir}`);
-    const controller = `apiVersion: v1
-kind: Namespace
-metadata:
-  name: agent-sandbox-system
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: agent-sandbox-controller
-  namespace: agent-sandbox-system
-  labels: { app.kubernetes.io/name: agent-sandbox }
-spec:
-  replicas: 1
-  selector: { matchLabels: { app.kubernetes.io/name: agent-sandbox } }
-  template:
-    metadata: { labels: { app.kubernetes.io/name: agent-sandbox } }
-    spec:
-      containers:
-        - name: controller
-          image: registry.test/agent-sandbox-controller:v0.5.6
-          args: ["--extensions"]
-`;
-    const file = path.join(dir, "agent-sandbox-v0.5.6.yaml");
-    fs.writeFileSync(file, [...crds.map((c) => c.replace(/^---\n/, "")), controller].join("\n---\n"));
-    return file;
-}
 
 describe("engine: two run stacks on one cluster stack", { skip, timeout: 60 * 60_000 }, () => {
     let cluster: Cluster;
@@ -103,7 +68,7 @@ describe("engine: two run stacks on one cluster stack", { skip, timeout: 60 * 60
                 target: { kind: "kubernetes", kubeconfig: cluster.kubeconfig, context: cluster.context },
                 agentSandbox: { manifest: agentSandboxManifest(tmp) },
                 runtimeClasses: [{ name: "gvisor", handler: "runsc" }],
-                teams: [{ name: "team-agents", quota: { gpus: 8 } }],
+                teams: [{ name: "team-agents", quotas: { training: { gpus: 8 } } }],
             },
             { configKey: "agent-rl-infra:cluster" },
         );
@@ -113,7 +78,7 @@ describe("engine: two run stacks on one cluster stack", { skip, timeout: 60 * 60
         assert.equal((await cluster.getJson(["priorityclass", "agent-rl-training"]))?.value, 100000);
         assert.equal((await cluster.getJson(["priorityclass", "agent-rl-sandboxes"]))?.preemptionPolicy, "Never");
         assert.equal((await cluster.getJson(["runtimeclass", "gvisor"]))?.handler, "runsc");
-        assert.deepEqual((await cluster.getJson(["resourcequota", "team-quota", "-n", "team-agents"]))?.spec.hard, { "requests.nvidia.com/gpu": "8" });
+        assert.deepEqual((await cluster.getJson(["resourcequota", "team-quota", "-n", "team-agents-training"]))?.spec.hard, { "requests.nvidia.com/gpu": "8" });
         assert.equal(up.outputs?.kind?.value, "agent-rl-infra/cluster");
         log(`cluster stack up: ${secs(up.ms)}`);
     });

@@ -13,13 +13,14 @@ import {
     DOCKER_OBSERVABILITY_REFUSED,
     MULTI_NODE_RECIPE_NAMES,
     parseClusterConfig,
+    POD_SECURITY,
     RECIPE_NAMES,
     type PlatformConfig,
 } from "../components/config";
 import { ClusterBase } from "../components/cluster";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { manifests } from "./helpers/manifests";
-import { POD_SECURITY, resolvePlatform } from "../components/platform";
+import { resolvePlatform } from "../components/platform";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { OBSERVABILITY_ON, platformManifests, STAND_IN_PROGRAMS, TEST_MTAIL_IMAGE } from "./helpers/observability";

@@ -1,14 +1,18 @@
 /**
  * agentrl:cluster:ClusterBase: what every run stack on one cluster shares, owned by one
  * cluster stack: the agent-sandbox release (CRDs, controller, RBAC), PriorityClasses for the
- * training and sandbox pods, RuntimeClasses for the nodes' sandboxing handlers, and team
- * namespaces with quotas. Run stacks read its outputs (clusterStack) and create none of these,
+ * training and sandbox pods, RuntimeClasses for the nodes' sandboxing handlers, and for each team
+ * its role namespaces (Pod Security, default-deny, quotas, the deployer's Role) and its sandbox
+ * claim admission policy; it exports the cluster's identity (the kube-system namespace's UID). Run stacks read its outputs (clusterStack) and create none of these,
  * so two run stacks never collide on them and destroying one never removes another's.
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { clusterOutputs, SANDBOX_CONTROLLER_METRICS, type ClusterConfig, type ClusterOutputs } from "../config/cluster";
+import { clusterOutputs, SANDBOX_CONTROLLER_METRICS, type ClusterConfig, type ClusterOutputs, type TeamQuota } from "../config/cluster";
 import { MONITORING_API_VERSION, podMonitorSpec, type PodMonitorDescription } from "../shared/pod-monitor";
+import { DEPLOYER_RULES, OPERATOR_RULES, podSecurityLabels, ROLE_LABEL, ROLES, TEAM_LABEL, teamNamespace } from "../config/tenancy";
+import { RUN_LABEL } from "../config/names";
+import { claimLifetimePolicySpec, defaultDenyIngressSpec, NAMESPACE_NAME_LABEL } from "../shared/kubernetes";
 
 export interface ClusterBaseArgs {
     /** The parsed cluster config (parseClusterConfig). */
@@ -31,8 +35,8 @@ export function sandboxControllerMonitor(o: ClusterConfig["observability"]): Pod
     };
 }
 
-/** A team's ResourceQuota `hard` map (requests = limits for GPUs: extended resources only take `requests.`). */
-export function teamQuota(quota: NonNullable<ClusterConfig["teams"][number]["quota"]>, gpuResourceName: string): Record<string, string> {
+/** A team namespace's ResourceQuota `hard` map (requests = limits for GPUs: extended resources only take `requests.`). */
+export function teamQuota(quota: TeamQuota, gpuResourceName: string): Record<string, string> {
     return {
         ...(quota.gpus !== undefined ? { [`requests.${gpuResourceName}`]: String(quota.gpus) } : {}),
         ...(quota.cpu !== undefined ? { "requests.cpu": quota.cpu } : {}),
@@ -40,6 +44,27 @@ export function teamQuota(quota: NonNullable<ClusterConfig["teams"][number]["quo
         ...(quota.pods !== undefined ? { pods: String(quota.pods) } : {}),
     };
 }
+
+/** The team's claim-lifetime policy: any run's claims, bounded by the team's sandboxMaxLifetimeSeconds. */
+export function teamClaimPolicySpec(team: ClusterConfig["teams"][number]): k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicySpec {
+    return claimLifetimePolicySpec({
+        maxLifetimeSeconds: team.sandboxMaxLifetimeSeconds,
+        runLabel: RUN_LABEL,
+        field: `teams.${team.name}.sandboxMaxLifetimeSeconds of the cluster stack`,
+    });
+}
+
+/** The team's policy binding: Deny, in the team's sandboxes namespace only. */
+export function teamClaimBindingSpec(team: string, policyName: string): k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec {
+    return {
+        policyName,
+        validationActions: ["Deny"],
+        matchResources: { namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: teamNamespace(team, "sandboxes") } } },
+    };
+}
+
+/** What the ClusterBase exports: the config's outputs and the cluster's identity, read from the cluster. */
+export type ClusterBaseOutputs = Omit<ClusterOutputs, "clusterId"> & { readonly clusterId: pulumi.Output<string> };
 
 export class ClusterBase extends pulumi.ComponentResource {
     /** The agent-sandbox release objects (undefined when agentSandbox.install is false). */
@@ -50,10 +75,10 @@ export class ClusterBase extends pulumi.ComponentResource {
     public readonly runtimeClasses: Readonly<Record<string, k8s.node.v1.RuntimeClass>>;
     /** agent-sandbox's controller PodMonitor (observability.enabled with agentSandbox.install). */
     public readonly sandboxControllerMonitor: k8s.apiextensions.CustomResource | undefined;
-    /** Team namespaces by name. */
-    public readonly teamNamespaces: Readonly<Record<string, k8s.core.v1.Namespace>>;
+    /** Every team's role namespaces, by namespace name. */
+    public readonly teamNamespaces: Record<string, k8s.core.v1.Namespace>;
     /** What run stacks read (the stack's outputs). */
-    public readonly outputs: ClusterOutputs;
+    public readonly outputs: ClusterBaseOutputs;
 
     constructor(name: string, args: ClusterBaseArgs, opts?: pulumi.ComponentResourceOptions) {
         super("agentrl:cluster:ClusterBase", name, {}, opts);
@@ -101,28 +126,73 @@ export class ClusterBase extends pulumi.ComponentResource {
             ]),
         );
 
-        this.teamNamespaces = Object.fromEntries(
-            c.teams.map((t) => {
+        this.teamNamespaces = {};
+        for (const t of c.teams) {
+            const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                `${name}-team-${t.name}-claims`,
+                { metadata: { name: `agentrl-${t.name}-sandbox-claims`, labels: { ...PART_OF, [TEAM_LABEL]: t.name } }, spec: teamClaimPolicySpec(t) },
+                child,
+            );
+            new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                `${name}-team-${t.name}-claims-binding`,
+                {
+                    metadata: { name: `agentrl-${t.name}-sandbox-claims`, labels: { ...PART_OF, [TEAM_LABEL]: t.name } },
+                    spec: teamClaimBindingSpec(t.name, `agentrl-${t.name}-sandbox-claims`),
+                },
+                { ...child, dependsOn: [policy] },
+            );
+            for (const role of ROLES) {
+                const nsName = teamNamespace(t.name, role);
+                const labels = { ...PART_OF, [TEAM_LABEL]: t.name, [ROLE_LABEL]: role };
+                // Run stacks keep their checkpoints in the training namespace: a namespace's deletion takes its claims.
+                const keep = role === "training";
                 const ns = new k8s.core.v1.Namespace(
-                    `${name}-team-${t.name}`,
-                    { metadata: { name: t.name, labels: { ...PART_OF, "agent-rl-infra/team": t.name } } },
+                    `${name}-team-${t.name}-${role}`,
+                    { metadata: { name: nsName, labels: { ...labels, ...podSecurityLabels(role) } } },
+                    { ...child, retainOnDelete: keep },
+                );
+                this.teamNamespaces[nsName] = ns;
+                const inNs = (objName: string) => ({ name: objName, namespace: ns.metadata.name, labels });
+                // No pod of any run admits traffic its own policies do not (an old run's pod included).
+                new k8s.networking.v1.NetworkPolicy(
+                    `${name}-team-${t.name}-${role}-default-deny`,
+                    { metadata: inNs("default-deny-ingress"), spec: defaultDenyIngressSpec() },
                     child,
                 );
-                if (t.quota !== undefined) {
+                const quota = t.quotas[role];
+                if (quota !== undefined)
                     new k8s.core.v1.ResourceQuota(
-                        `${name}-team-${t.name}-quota`,
-                        {
-                            metadata: { name: "team-quota", namespace: ns.metadata.name, labels: PART_OF },
-                            spec: { hard: teamQuota(t.quota, c.gpuResourceName) },
-                        },
+                        `${name}-team-${t.name}-${role}-quota`,
+                        { metadata: inNs("team-quota"), spec: { hard: teamQuota(quota, c.gpuResourceName) } },
                         child,
                     );
+                if (t.deployers.length > 0) {
+                    const rules = [...DEPLOYER_RULES, ...(role === "training" ? OPERATOR_RULES : [])].map((r) => ({
+                        apiGroups: [...r.apiGroups],
+                        resources: [...r.resources],
+                        verbs: [...r.verbs],
+                    }));
+                    const deployerRole = new k8s.rbac.v1.Role(`${name}-team-${t.name}-${role}-deployer`, { metadata: inNs("agentrl-deployer"), rules }, child);
+                    new k8s.rbac.v1.RoleBinding(
+                        `${name}-team-${t.name}-${role}-deployer`,
+                        {
+                            metadata: inNs("agentrl-deployer"),
+                            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "agentrl-deployer" },
+                            subjects: t.deployers.map((d) =>
+                                d.kind === "ServiceAccount"
+                                    ? { kind: d.kind, name: d.name, namespace: d.namespace }
+                                    : { kind: d.kind, name: d.name, apiGroup: "rbac.authorization.k8s.io" },
+                            ),
+                        },
+                        { ...child, dependsOn: [deployerRole] },
+                    );
                 }
-                return [t.name, ns];
-            }),
-        );
+            }
+        }
 
-        this.outputs = clusterOutputs(c);
+        // The cluster's identity: run stacks compare it with their own cluster's before anything registers.
+        const kubeSystem = k8s.core.v1.Namespace.get(`${name}-kube-system`, "kube-system", child);
+        this.outputs = { ...clusterOutputs(c), clusterId: kubeSystem.metadata.uid };
         this.registerOutputs({ outputs: this.outputs });
     }
 }

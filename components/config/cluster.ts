@@ -8,6 +8,7 @@ import { z } from "zod";
 import { ConfigError, formatZodIssues } from "./parse";
 import { DNS_SUBDOMAIN, dnsLabel, quantity } from "./schema";
 import type { PlatformConfig } from "./resolve";
+import { type Role, teamNamespaces } from "./tenancy";
 
 /** The agent-sandbox release the run stacks' objects are written for (sandbox CRD fields). */
 export const AGENT_SANDBOX_VERSION = "v0.5.6";
@@ -39,6 +40,26 @@ const priorityClass = z.strictObject({
     /** `PreemptLowerPriority` (default) or `Never`. */
     preemptionPolicy: z.enum(["PreemptLowerPriority", "Never"]).default("PreemptLowerPriority"),
 });
+
+/** A team namespace's quota. */
+const teamQuota = z.strictObject({
+    /** GPUs requested at once (the device plugin's resource, `gpuResourceName`). */
+    gpus: z.number().int().nonnegative().optional(),
+    /** CPU requested at once. */
+    cpu: quantity.optional(),
+    /** Memory requested at once. */
+    memory: quantity.optional(),
+    /** Pods at once. */
+    pods: z.number().int().nonnegative().optional(),
+});
+export type TeamQuota = z.output<typeof teamQuota>;
+
+/** An RBAC subject (a user, group or ServiceAccount of the team's CI). */
+const deployer = z.discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("User"), name: z.string().min(1) }),
+    z.strictObject({ kind: z.literal("Group"), name: z.string().min(1) }),
+    z.strictObject({ kind: z.literal("ServiceAccount"), name: dnsLabel, namespace: dnsLabel }),
+]);
 
 export const clusterSchema = z.strictObject({
     /** The cluster. Kubernetes only: a Docker host has nothing shared between runs to provision. */
@@ -78,25 +99,30 @@ export const clusterSchema = z.strictObject({
             group: z.string().default("cert-manager.io"),
         })
         .optional(),
-    /** Teams: a namespace each, with a ResourceQuota when limits are given. */
+    /**
+     * Teams: each gets the four role namespaces of a run (`<team>-training`, `-ingress`, `-envs`,
+     * `-sandboxes`) with their Pod Security levels, a default-deny ingress policy, a quota per role
+     * when limits are given and the sandbox-claim admission policy, so run stacks naming the team
+     * (`target.team`) deploy into them and make nothing cluster-wide. Default: none.
+     */
     teams: z
         .array(
             z.strictObject({
-                /** Namespace name of the team. */
-                name: dnsLabel.max(63),
-                /** Quota of the namespace (omitted: none). */
-                quota: z
+                /** Team name: the prefix of its namespaces (at most 40 characters). */
+                name: dnsLabel.max(40),
+                /** ResourceQuota per role namespace (omitted role: no quota). Default: none. */
+                quotas: z
                     .strictObject({
-                        /** GPUs requested at once (the device plugin's resource, `gpuResourceName`). */
-                        gpus: z.number().int().nonnegative().optional(),
-                        /** CPU requested at once. */
-                        cpu: quantity.optional(),
-                        /** Memory requested at once. */
-                        memory: quantity.optional(),
-                        /** Pods at once. */
-                        pods: z.number().int().nonnegative().optional(),
+                        training: teamQuota.optional(),
+                        ingress: teamQuota.optional(),
+                        envs: teamQuota.optional(),
+                        sandboxes: teamQuota.optional(),
                     })
-                    .optional(),
+                    .default({}),
+                /** The longest a sandbox claim in the team's sandboxes namespace may live (the admission policy's bound); a run's sandboxes.maxLifetimeSeconds must not exceed it. Default: 21600 (6 h). */
+                sandboxMaxLifetimeSeconds: z.number().int().positive().default(21600),
+                /** Who deploys the team's run stacks: a Role with what a run stack needs (DEPLOYER_RULES, README) bound in each of the team's namespaces. Default: none (grant it yourself). */
+                deployers: z.array(deployer).default([]),
             }),
         )
         .default([]),
@@ -122,6 +148,8 @@ export type ClusterConfig = z.output<typeof clusterSchema>;
 
 /** Parses and cross-checks a cluster stack's config; throws ConfigError with every problem. */
 export function parseClusterConfig(raw: unknown): ClusterConfig {
+    const moved = movedTeamQuotas(raw);
+    if (moved.length > 0) throw new ConfigError(moved);
     const parsed = clusterSchema.safeParse(raw, { reportInput: true });
     if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues).map((p) => `cluster ${p}`));
     const c = parsed.data;
@@ -136,6 +164,19 @@ export function parseClusterConfig(raw: unknown): ClusterConfig {
     return c;
 }
 
+/** `teams[i].quota` (one namespace per team, before the role namespaces) is refused with where it went. */
+function movedTeamQuotas(raw: unknown): string[] {
+    const teams = (raw as { teams?: unknown } | undefined)?.teams;
+    if (!Array.isArray(teams)) return [];
+    return teams.flatMap((t, i) =>
+        t !== null && typeof t === "object" && "quota" in t
+            ? [
+                  `cluster teams[${i}].quota: a team now has four namespaces (<team>-training, -ingress, -envs, -sandboxes), each with its own quota: move it to teams[${i}].quotas.training (GPUs are requested there) and add quotas for the other roles as needed`,
+              ]
+            : [],
+    );
+}
+
 /** What a cluster stack exports (its stack outputs), and what run stacks read. */
 export interface ClusterOutputs {
     readonly kind: typeof CLUSTER_OUTPUTS_KIND;
@@ -144,6 +185,17 @@ export interface ClusterOutputs {
     readonly runtimeClasses: readonly string[];
     readonly certIssuer?: { readonly name: string; readonly kind: "Issuer" | "ClusterIssuer"; readonly group: string };
     readonly teams: readonly string[];
+    /** Per team: its namespaces, quotas and claim-lifetime bound (what a run stack with target.team checks). */
+    readonly tenants: Readonly<Record<string, TenantOutputs>>;
+    /** The cluster's identity: the kube-system namespace's UID (absent in the offline plan, which reads no cluster). */
+    readonly clusterId?: string;
+}
+
+/** What a team's run stacks read from the cluster stack. */
+export interface TenantOutputs {
+    readonly namespaces: Readonly<Record<Role, string>>;
+    readonly quotas: Readonly<Partial<Record<Role, TeamQuota>>>;
+    readonly sandboxMaxLifetimeSeconds: number;
 }
 
 /** The outputs a cluster config produces: one rule, used by the cluster program and by the offline plan. */
@@ -158,13 +210,18 @@ export function clusterOutputs(c: ClusterConfig): ClusterOutputs {
         runtimeClasses: c.runtimeClasses.map((r) => r.name),
         ...(c.certIssuer ? { certIssuer: c.certIssuer } : {}),
         teams: c.teams.map((t) => t.name),
+        tenants: Object.fromEntries(
+            c.teams.map((t) => [t.name, { namespaces: teamNamespaces(t.name), quotas: t.quotas, sandboxMaxLifetimeSeconds: t.sandboxMaxLifetimeSeconds }]),
+        ),
     };
 }
 
 /**
  * A run stack's config with what its cluster stack provides: the PriorityClasses where the run
- * names none, the ingress issuer where cert-manager mode names none; and every reference the
- * cluster stack does not provide, refused. Throws ConfigError naming each problem and its fix.
+ * names none, the ingress issuer where cert-manager mode names none, the team's namespaces and
+ * bounds (target.team), the cluster's identity (checked against the live cluster by
+ * clusterIdentityProblems at up); and every reference the cluster stack does not provide, refused.
+ * Throws ConfigError naming each problem and its fix.
  */
 export function applyClusterStack(config: PlatformConfig, outputs: Partial<ClusterOutputs> | undefined): PlatformConfig {
     const ref = config.clusterStack;
@@ -196,6 +253,18 @@ export function applyClusterStack(config: PlatformConfig, outputs: Partial<Clust
                 `${field}: '${name}' is not a RuntimeClass of the cluster stack '${ref}' (it has: ${runtimeClasses.join(", ") || "none"}): add it there, or use one it has`,
             );
     }
+    const team = config.target.team;
+    const tenant = team !== undefined ? outputs.tenants?.[team] : undefined;
+    if (team !== undefined && tenant === undefined)
+        problems.push(
+            outputs.tenants === undefined && (outputs.teams ?? []).includes(team)
+                ? `target.team: the cluster stack '${ref}' lists team '${team}' but exports no team namespaces (it was last up'd before teams had role namespaces): run pulumi up on the cluster stack, then this one`
+                : `target.team: '${team}' is not a team of the cluster stack '${ref}' (it has: ${(outputs.teams ?? []).join(", ") || "none"}): add { name: ${team} } to its teams and up it, or name one it has`,
+        );
+    if (tenant !== undefined && config.sandboxes.provider === "agent-sandbox" && config.sandboxes.maxLifetimeSeconds > tenant.sandboxMaxLifetimeSeconds)
+        problems.push(
+            `sandboxes.maxLifetimeSeconds: ${config.sandboxes.maxLifetimeSeconds} is above team '${team}''s bound of ${tenant.sandboxMaxLifetimeSeconds}s (the cluster stack's admission policy would refuse every claim): lower it to at most ${tenant.sandboxMaxLifetimeSeconds}, or raise teams.${team}.sandboxMaxLifetimeSeconds in the cluster stack '${ref}'`,
+        );
     const tls = config.ingress.tls;
     if (tls.mode === "cert-manager" && tls.issuer === undefined && outputs.certIssuer === undefined)
         problems.push(
@@ -204,6 +273,7 @@ export function applyClusterStack(config: PlatformConfig, outputs: Partial<Clust
     if (problems.length > 0) throw new ConfigError(problems);
     return {
         ...config,
+        cluster: { ...(outputs.clusterId !== undefined ? { id: outputs.clusterId } : {}), ...(tenant !== undefined ? { tenant } : {}) },
         target: { ...config.target, priorityClassName: config.target.priorityClassName ?? pcs.training },
         sandboxes: { ...config.sandboxes, priorityClassName: config.sandboxes.priorityClassName ?? pcs.sandboxes },
         ingress:
@@ -218,4 +288,21 @@ function envRuntimeClasses(config: PlatformConfig): Record<string, string> {
     const out: Record<string, string> = {};
     for (const env of config.envs) if (env.runtimeClassName !== undefined) out[`envs.${env.name}.runtimeClassName`] = env.runtimeClassName;
     return out;
+}
+
+/**
+ * A run stack's cluster against its cluster stack's: `exported` is the cluster stack's clusterId
+ * output, `live` the kube-system namespace's UID as this stack's provider reads it (undefined in
+ * the offline plan, which reads no cluster: nothing to compare).
+ */
+export function clusterIdentityProblems(ref: string, exported: string | undefined, live: string | undefined, context: string | undefined): string[] {
+    if (live === undefined) return [];
+    if (exported === undefined)
+        return [
+            `clusterStack: '${ref}' exports no clusterId (the kube-system namespace's UID, read when the cluster stack is up'd): run pulumi up on the cluster stack, then this one`,
+        ];
+    if (exported === live) return [];
+    return [
+        `clusterStack: '${ref}' was up'd on another cluster (its kube-system namespace has UID ${exported}; this stack's target${context !== undefined ? `, context '${context}',` : ""} has ${live}): point target.context at the cluster stack's cluster, or clusterStack at this cluster's cluster stack`,
+    ];
 }

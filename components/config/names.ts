@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { PlatformConfig } from "./resolve";
+import { teamNamespaces } from "./tenancy";
 
 export const MAX_NAME = 63;
 
@@ -83,6 +84,9 @@ export interface PlatformNames {
     readonly envs: Readonly<Record<string, EnvNames>>;
 }
 
+/** Label key carrying the run id on every sandbox (pods, claims, containers). */
+export const RUN_LABEL = "agentrl.dev/run";
+
 /** vLLM's HTTP port in every layout (`vllm serve` default). */
 export const VLLM_PORT = 8000;
 /** Port the ingress proxy listens on without TLS. */
@@ -93,14 +97,20 @@ export const INGRESS_HTTPS_PORT = 8443;
 export function platformNames(c: PlatformConfig): PlatformNames {
     const prefix = c.target.kind === "kubernetes" ? (c.target.namespacePrefix ?? dnsName(["arl", c.stack])) : dnsName(["arl", c.stack], 40);
     const k8s = c.target.kind === "kubernetes";
-    const ns = {
-        training: dnsName([prefix, "training"]),
-        ingress: dnsName([prefix, "ingress"]),
-        envs: dnsName([prefix, "envs"]),
-        sandboxes: dnsName([prefix, "sandboxes"]),
-    };
-    // On Docker every container shares one daemon, so names carry the stack prefix.
-    const local = (...parts: string[]) => (k8s ? dnsName(parts) : dnsName([prefix, ...parts]));
+    // A team's run stacks share the team's namespaces (the cluster stack makes them: tenancy.ts).
+    const team = c.target.kind === "kubernetes" ? c.target.team : undefined;
+    const ns =
+        team !== undefined
+            ? teamNamespaces(team)
+            : {
+                  training: dnsName([prefix, "training"]),
+                  ingress: dnsName([prefix, "ingress"]),
+                  envs: dnsName([prefix, "envs"]),
+                  sandboxes: dnsName([prefix, "sandboxes"]),
+              };
+    // On Docker every container shares one daemon, and a team's namespaces hold several run stacks,
+    // so there names carry the stack prefix.
+    const local = (...parts: string[]) => (k8s && team === undefined ? dnsName(parts) : dnsName([prefix, ...parts]));
     const svc = (name: string, namespace: string) => `${name}.${namespace}.svc.cluster.local`;
     const vllmService = local("vllm", c.runId);
     const vllmUpstream = k8s ? `${svc(vllmService, ns.training)}:${VLLM_PORT}` : `${local("vllm", c.runId)}:${VLLM_PORT}`;
@@ -153,7 +163,7 @@ export function platformNames(c: PlatformConfig): PlatformNames {
         sandboxes: {
             template: local("sandbox", c.runId),
             warmPool: local("sandbox-pool", c.runId),
-            runLabel: "agentrl.dev/run",
+            runLabel: RUN_LABEL,
             keySecret: local("sandbox-key"),
         },
         envs,

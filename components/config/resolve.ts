@@ -4,6 +4,7 @@
  */
 import { CUSTOM_PROGRAM } from "./programs";
 import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry, type CatalogName, type WsPing } from "./catalog";
+import type { TenantOutputs } from "./cluster";
 import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
 
 export type TargetKind = "kubernetes" | "docker";
@@ -69,6 +70,11 @@ export interface PlatformConfig {
     readonly runId: string;
     /** The cluster stack this run stack takes its shared objects from (`<org>/<project>/<stack>`). */
     readonly clusterStack?: string;
+    /**
+     * What the cluster stack's outputs said (applyClusterStack): the cluster's identity (absent offline)
+     * and, with target.team, the team's namespaces, quotas and claim-lifetime bound.
+     */
+    readonly cluster?: { readonly id?: string; readonly tenant?: TenantOutputs };
     /** The program's preflight step: off, warn or enforce. */
     readonly preflight: "off" | "warn" | "enforce";
     readonly target: Parsed["target"] & { readonly namespacePrefix?: string };

@@ -94,6 +94,14 @@ const kubernetesTarget = z.strictObject({
      * The preflight checks it against the cluster. Default: kube-dns.
      */
     dns: dnsTarget.default({ kind: "kube-dns" }),
+    /**
+     * The team (of the cluster stack, `clusterStack`) whose namespaces the run deploys into
+     * (`<team>-training`, `-ingress`, `-envs`, `-sandboxes`): the stack then makes no namespace and
+     * nothing cluster-wide, its objects' names carry the stack prefix (a team's namespaces hold several
+     * run stacks), and the team's quotas and claim-lifetime bound apply. Default: none (the stack makes
+     * its own namespaces, `namespacePrefix`).
+     */
+    team: dnsLabel.max(40).optional(),
 });
 
 const dockerTarget = z.strictObject({

@@ -376,6 +376,15 @@ export function validateTargetCluster(c: PlatformConfig): string[] {
     ];
 }
 
+/** A team's namespaces are made by its cluster stack: target.team names a team of clusterStack. */
+export function validateTeam(c: PlatformConfig): string[] {
+    const t = c.target;
+    if (t.kind !== "kubernetes" || t.team === undefined || c.clusterStack !== undefined) return [];
+    return [
+        `target.team: '${t.team}' names a team of a cluster stack, and this stack names none: set clusterStack to the cluster stack whose teams list '${t.team}' (it makes the team's namespaces), or remove target.team to let the stack make its own namespaces`,
+    ];
+}
+
 /** Images no default can stand for: the trainer's (it holds the user's script) and the agent-sandbox pool's (it runs the runtime). */
 export function validateRequiredImages(c: PlatformConfig): string[] {
     const errors: string[] = [];
@@ -438,6 +447,7 @@ export function exampleImageProblems(c: PlatformConfig): string[] {
 export function validatePlatform(c: PlatformConfig): string[] {
     return [
         ...validateTargetCluster(c),
+        ...validateTeam(c),
         ...validateDns(c),
         ...validateRequiredImages(c),
         ...validateGpus(c),

@@ -1,5 +1,5 @@
-export { namespaceRoles, Platform, POD_SECURITY, type PlatformArgs, type PlatformOutputs } from "./platform";
+export { namespaceRoles, Platform, type PlatformArgs, type PlatformOutputs } from "./platform";
 export { resolvePlatform, type PlatformPlan } from "./resolve";
-export { checkAgainstPrevious, previousClaims, withClusterStack, CLAIMS_OUTPUT } from "./previous";
+export { checkAgainstPrevious, checkClusterIdentity, previousClaims, withClusterStack, CLAIMS_OUTPUT } from "./previous";
 export { clusterProvider, targetProvider } from "./providers";
 export { dockerHostNeeds, formatMiB, type DockerHostNeeds, type HostShare } from "./docker-host";

@@ -12,6 +12,7 @@ import type { PlatformSecrets } from "../config/load";
 import type { Demand } from "../config/resolve";
 import type { EnvCapacity } from "../env/describe";
 import { podLabels } from "../config/names";
+import { podSecurityLabels, ROLE_LABEL } from "../config/tenancy";
 import { EnvSpace } from "../env";
 import { VllmIngress } from "../ingress";
 import { SandboxPool } from "../sandbox";
@@ -26,16 +27,6 @@ export interface PlatformArgs {
     /** The stack's secrets, as secret outputs. */
     readonly secrets: PlatformSecrets;
 }
-
-/** Pod Security admission level per role: sandboxes run untrusted code, so `restricted`. */
-export const POD_SECURITY: Record<keyof PlatformPlan["names"]["namespaces"], "restricted" | "baseline"> = {
-    // GPU pods need a memory-backed /dev/shm and root images (vLLM, TRL): baseline.
-    training: "baseline",
-    ingress: "restricted",
-    // OpenEnv images run as root: baseline; restricted is warned about.
-    envs: "baseline",
-    sandboxes: "restricted",
-};
 
 /**
  * The roles whose namespace the stack makes (Kubernetes): training always; ingress, envs and
@@ -97,32 +88,33 @@ export class Platform extends pulumi.ComponentResource {
         for (const p of plan.prerequisites) pulumi.log.info(`prerequisite: ${p.what} (${p.field}); otherwise ${p.otherwise}; check: ${p.check}`, this);
         this.namespaces = {};
         if (config.target.kind === "kubernetes") {
+            const team = config.target.team !== undefined;
             for (const role of namespaceRoles(config)) {
                 const nsName = names.namespaces[role];
-                const level = POD_SECURITY[role];
                 // The training namespace holds the checkpoint volume, which outlives the stack: it is
                 // kept on `destroy` (deleting a namespace deletes its claims) and adopted by the next
                 // `up`. The stack's other objects in it are deleted one by one.
                 const keep = role === "training";
-                const ns = new k8s.core.v1.Namespace(
-                    `${name}-ns-${role}`,
-                    {
-                        metadata: {
-                            name: nsName,
-                            ...(keep ? { annotations: { ...ADOPT } } : {}),
-                            labels: {
-                                "app.kubernetes.io/part-of": "agent-rl-infra",
-                                "agentrl.dev/role": role,
-                                "agentrl.dev/stack": names.prefix,
-                                "pod-security.kubernetes.io/enforce": level,
-                                "pod-security.kubernetes.io/enforce-version": "latest",
-                                "pod-security.kubernetes.io/warn": "restricted",
-                                "pod-security.kubernetes.io/warn-version": "latest",
-                            },
-                        },
-                    },
-                    { ...child, retainOnDelete: keep },
-                );
+                // A team's namespaces are the cluster stack's (with their Pod Security labels and default-deny policy).
+                const ns = team
+                    ? undefined
+                    : new k8s.core.v1.Namespace(
+                          `${name}-ns-${role}`,
+                          {
+                              metadata: {
+                                  name: nsName,
+                                  ...(keep ? { annotations: { ...ADOPT } } : {}),
+                                  labels: {
+                                      "app.kubernetes.io/part-of": "agent-rl-infra",
+                                      [ROLE_LABEL]: role,
+                                      "agentrl.dev/stack": names.prefix,
+                                      ...podSecurityLabels(role),
+                                  },
+                              },
+                          },
+                          { ...child, retainOnDelete: keep },
+                      );
+                const nsRef: pulumi.Input<string> = ns ? ns.metadata.name : nsName;
                 // The registry credentials, in every namespace the stack makes (a Secret named elsewhere
                 // cannot exist before the first up). Every object given the namespace below waits for it.
                 const registryAuth = args.secrets.registryAuth;
@@ -130,24 +122,25 @@ export class Platform extends pulumi.ComponentResource {
                     ? new k8s.core.v1.Secret(
                           `${name}-ns-${role}-pull`,
                           {
-                              metadata: { name: names.pullSecret, namespace: ns.metadata.name, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                              metadata: { name: names.pullSecret, namespace: nsRef, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
                               type: "kubernetes.io/dockerconfigjson",
                               stringData: { ".dockerconfigjson": pulumi.secret(registryAuth.dockerConfigJson) },
                           },
                           child,
                       )
                     : undefined;
-                this.namespaces[role] = pullSecret ? pulumi.all([ns.metadata.name, pullSecret.metadata.name]).apply(([n]) => n) : ns.metadata.name;
+                this.namespaces[role] = pullSecret ? pulumi.all([nsRef, pullSecret.metadata.name]).apply(([n]) => n) : pulumi.output(nsRef);
                 // A standing rule, created with the namespace and outliving runs: no pod in it admits
-                // anything its own policies do not (an old run's pod included).
-                new k8s.networking.v1.NetworkPolicy(
-                    `${name}-ns-${role}-default-deny`,
-                    {
-                        metadata: { name: "default-deny-ingress", namespace: ns.metadata.name, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
-                        spec: defaultDenyIngressSpec(),
-                    },
-                    child,
-                );
+                // anything its own policies do not (an old run's pod included). A team's is the cluster stack's.
+                if (ns)
+                    new k8s.networking.v1.NetworkPolicy(
+                        `${name}-ns-${role}-default-deny`,
+                        {
+                            metadata: { name: "default-deny-ingress", namespace: ns.metadata.name, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                            spec: defaultDenyIngressSpec(),
+                        },
+                        child,
+                    );
             }
         } else {
             // The training network reaches the internet (model downloads); the sandbox network is

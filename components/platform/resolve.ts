@@ -5,6 +5,7 @@
  */
 import { SANDBOX_CONTROLLER_LABEL } from "../config/cluster";
 import { ConfigError } from "../config/parse";
+import { tenantQuotaProblems } from "./tenancy";
 import { programWarnings } from "../config/program-rules";
 import { placeholderImageWarnings } from "../config/validate";
 import { platformNames, validateNames, type PlatformNames } from "../config/names";
@@ -244,6 +245,7 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
             metrics,
         }),
     );
+    problems.push(...tenantQuotaProblems(config, sandboxes));
     if (training?.requiredSecrets.includes("hfToken") && !secrets.hfToken) {
         problems.push("hfToken: training.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken hf_...");
     }

@@ -22,8 +22,9 @@ export type SandboxConfig = Pick<PlatformConfig, "runId" | "sandboxes" | "traini
 export type SandboxNames = Pick<PlatformNames, "ingress" | "namespaces" | "networks" | "prefix" | "sandboxes">;
 
 export { AGENT_SANDBOX_VERSION };
-/** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (extensions.agents.x-k8s.io, served and stored v1beta1 in v0.5.6). */
-export const SANDBOX_EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
+/** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (served and stored v1beta1 in v0.5.6): one constant in shared/kubernetes.ts. */
+import { SANDBOX_EXTENSIONS_GROUP } from "../shared/kubernetes";
+export { SANDBOX_EXTENSIONS_GROUP };
 /** API group of Sandbox (agents.x-k8s.io). */
 export const SANDBOX_CORE_GROUP = "agents.x-k8s.io";
 /** Served and stored version of every agent-sandbox CRD at v0.5.6. */
@@ -187,6 +188,12 @@ export interface SandboxDescription {
     /** Pod labels of every sandbox: the shared podLabels convention plus the run label. */
     readonly labels: Readonly<Record<string, string>>;
     readonly quota: SandboxQuota;
+    /**
+     * Kubernetes: the team whose sandboxes namespace the pool runs in (target.team). The cluster
+     * stack then owns the claim-lifetime policy and the namespace's quota and lock-down, and the
+     * pool's policy selects its own sandboxes only (other runs of the team share the namespace).
+     */
+    readonly team?: string;
     readonly hfFlavor: string;
     readonly names: {
         readonly namespace: string;
@@ -324,6 +331,7 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
             cpu: addQuantities(multiplyQuantity(s.cpu, quotaPods), multiplyQuantity(FORWARDER_CPU, quotaPods)),
             memory: addQuantities(multiplyQuantity(s.memory, quotaPods), multiplyQuantity(FORWARDER_MEMORY, quotaPods)),
         },
+        ...(config.target.kind === "kubernetes" && config.target.team !== undefined ? { team: config.target.team } : {}),
         hfFlavor: s.hfFlavor,
         names: {
             namespace: names.namespaces.sandboxes,

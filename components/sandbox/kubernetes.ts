@@ -11,7 +11,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
-import { clusterDnsEgress, NAMESPACE_NAME_LABEL, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
+import { claimLifetimePolicySpec, clusterDnsEgress, NAMESPACE_NAME_LABEL, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
 import { SANDBOX_API_VERSION, SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, SANDBOX_KEY_SECRET_KEY, type SandboxDescription } from "./describe";
 
 /** The ingress pods the sandboxes may call (NetworkPolicy egress target). */
@@ -132,8 +132,10 @@ export function sandboxWarmPoolSpec(d: SandboxDescription): Record<string, unkno
 /** NetworkPolicy: egress only to cluster DNS and the ingress pods; ingress only from the trainer pods, on the command port. */
 export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: IngressPeer, trainer: TrainerPeer): k8s.types.input.networking.v1.NetworkPolicySpec {
     return {
-        // Every pod in the sandboxes namespace, so a leftover sandbox of an earlier run (other labels) stays locked down too.
-        podSelector: {},
+        // Every pod in the stack's sandboxes namespace, so a leftover sandbox of an earlier run (other labels)
+        // stays locked down too. A team's namespace holds other runs' sandboxes: there only this pool's
+        // (the cluster stack's default-deny covers leftovers).
+        podSelector: d.team !== undefined ? { matchLabels: { ...d.labels } } : {},
         policyTypes: ["Ingress", "Egress"],
         ingress: [
             {
@@ -161,46 +163,14 @@ export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: Ingress
     };
 }
 
-/** CEL: the claim sets spec.lifecycle.shutdownTime. */
-export const HAS_SHUTDOWN_TIME = "has(object.spec.lifecycle) && has(object.spec.lifecycle.shutdownTime)";
+export { HAS_SHUTDOWN_TIME } from "../shared/kubernetes";
 
 /**
- * The ValidatingAdmissionPolicy body. CEL in admission has no "now", but on CREATE the API
- * server has already set metadata.creationTimestamp (registry BeforeCreate runs before
- * validating admission), and on UPDATE it is the stored, immutable creation time: so
- * "shutdownTime - creationTimestamp <= max" bounds the claim's whole life, and an UPDATE
- * cannot extend it past creation + max. timestamp() accepts a string or a timestamp.
+ * The ValidatingAdmissionPolicy body: this run's claims live at most sandboxes.maxLifetimeSeconds
+ * and carry the run id (claimLifetimePolicySpec, shared with the cluster stack's team policy).
  */
 export function sandboxClaimPolicySpec(d: SandboxDescription): k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicySpec {
-    const max = `duration('${d.maxLifetimeSeconds}s')`;
-    const label = d.runLabel;
-    const created = "timestamp(object.metadata.creationTimestamp)";
-    return {
-        failurePolicy: "Fail",
-        matchConstraints: {
-            resourceRules: [{ apiGroups: [SANDBOX_EXTENSIONS_GROUP], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["sandboxclaims"] }],
-        },
-        // A claim being deleted may still be updated (finalizers removed) whatever it holds.
-        matchConditions: [{ name: "not-being-deleted", expression: "!has(object.metadata.deletionTimestamp)" }],
-        validations: [
-            {
-                expression: HAS_SHUTDOWN_TIME,
-                reason: "Invalid",
-                message: `spec.lifecycle.shutdownTime is required: set it to at most ${d.maxLifetimeSeconds}s after the claim is created (e.g. now + ${d.maxLifetimeSeconds}s, RFC 3339), so the sandbox cannot outlive the run's maximum lifetime (sandboxes.maxLifetimeSeconds)`,
-            },
-            {
-                expression: `!(${HAS_SHUTDOWN_TIME}) || timestamp(object.spec.lifecycle.shutdownTime) - ${created} <= ${max}`,
-                reason: "Invalid",
-                message: `spec.lifecycle.shutdownTime is more than ${d.maxLifetimeSeconds}s after the claim's creation: set it to at most creationTimestamp + ${d.maxLifetimeSeconds}s (sandboxes.maxLifetimeSeconds)`,
-                messageExpression: `'spec.lifecycle.shutdownTime ' + string(object.spec.lifecycle.shutdownTime) + ' is more than ${d.maxLifetimeSeconds}s after the claim was created (' + string(object.metadata.creationTimestamp) + '): set it to at most ' + string(${created} + ${max}) + ' (sandboxes.maxLifetimeSeconds)'`,
-            },
-            {
-                expression: `has(object.metadata.labels) && '${label}' in object.metadata.labels && object.metadata.labels['${label}'] == '${d.runId}'`,
-                reason: "Invalid",
-                message: `metadata.labels['${label}'] must be '${d.runId}' (the run id): add the label, so the run's sandboxes can be listed and removed with one selector (${label}=${d.runId})`,
-            },
-        ],
-    };
+    return claimLifetimePolicySpec({ maxLifetimeSeconds: d.maxLifetimeSeconds, runLabel: d.runLabel, runId: d.runId, field: "sandboxes.maxLifetimeSeconds" });
 }
 
 /** The binding: Deny, only in the sandboxes namespace. */
@@ -267,17 +237,24 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
         { metadata: meta(d.names.networkPolicy), spec: sandboxNetworkPolicySpec(d, args.ingress, args.trainer) },
         child,
     );
-    const quota = new k8s.core.v1.ResourceQuota(`${name}-quota`, { metadata: meta(d.names.quota), spec: sandboxQuotaSpec(d) }, child);
-    const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-        `${name}-claim-policy`,
-        { metadata: { name: d.names.admissionPolicy, labels }, spec: sandboxClaimPolicySpec(d) },
-        child,
-    );
-    const binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-        `${name}-claim-policy-binding`,
-        { metadata: { name: d.names.admissionBinding, labels }, spec: sandboxClaimBindingSpec(d) },
-        { ...child, dependsOn: [policy] },
-    );
+    // In a team's namespace the cluster stack's quota and claim policy apply (a quota counts every run's pods).
+    const own =
+        d.team === undefined
+            ? (() => {
+                  const quota = new k8s.core.v1.ResourceQuota(`${name}-quota`, { metadata: meta(d.names.quota), spec: sandboxQuotaSpec(d) }, child);
+                  const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                      `${name}-claim-policy`,
+                      { metadata: { name: d.names.admissionPolicy, labels }, spec: sandboxClaimPolicySpec(d) },
+                      child,
+                  );
+                  const binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                      `${name}-claim-policy-binding`,
+                      { metadata: { name: d.names.admissionBinding, labels }, spec: sandboxClaimBindingSpec(d) },
+                      { ...child, dependsOn: [policy] },
+                  );
+                  return [quota, binding];
+              })()
+            : [];
     const role = new k8s.rbac.v1.Role(`${name}-claimer`, { metadata: meta(d.names.role), rules: sandboxClaimerRules() }, child);
     new k8s.rbac.v1.RoleBinding(
         `${name}-claimer`,
@@ -292,7 +269,7 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
     const template = new k8s.apiextensions.CustomResource(
         `${name}-template`,
         { apiVersion, kind: "SandboxTemplate", metadata: meta(d.names.template), spec: sandboxTemplateSpec(d) },
-        { ...child, dependsOn: [keySecret, networkPolicy, quota, binding] },
+        { ...child, dependsOn: [keySecret, networkPolicy, ...own] },
     );
     const warmPool = new k8s.apiextensions.CustomResource(
         `${name}-warm-pool`,

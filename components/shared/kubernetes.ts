@@ -202,3 +202,67 @@ export function scrapeIngressRule(scraper: Scraper, ports: readonly MetricsPort[
         ports: [...new Set(ports.map((p) => p.port))].sort((a, b) => a - b).map((port) => ({ protocol: "TCP", port })),
     };
 }
+
+/** API group of SandboxClaim / SandboxTemplate / SandboxWarmPool (agent-sandbox v0.5.6, extensions.agents.x-k8s.io). */
+export const SANDBOX_EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
+
+/** CEL: the claim sets spec.lifecycle.shutdownTime. */
+export const HAS_SHUTDOWN_TIME = "has(object.spec.lifecycle) && has(object.spec.lifecycle.shutdownTime)";
+
+/** What a claim-lifetime admission policy enforces. */
+export interface ClaimLifetimeRule {
+    /** The longest a claim may live, from its creation. */
+    readonly maxLifetimeSeconds: number;
+    /** Label key carrying the run id on every claim. */
+    readonly runLabel: string;
+    /** The one run id claims must carry; undefined: any non-empty run id (a team's namespace holds several runs). */
+    readonly runId?: string;
+    /** The config field that sets the bound, named in the messages. */
+    readonly field: string;
+}
+
+/**
+ * A ValidatingAdmissionPolicy body bounding SandboxClaims. CEL in admission has no "now", but on
+ * CREATE the API server has already set metadata.creationTimestamp (registry BeforeCreate runs
+ * before validating admission), and on UPDATE it is the stored, immutable creation time: so
+ * "shutdownTime - creationTimestamp <= max" bounds the claim's whole life, and an UPDATE cannot
+ * extend it past creation + max. timestamp() accepts a string or a timestamp.
+ */
+export function claimLifetimePolicySpec(r: ClaimLifetimeRule): k8s.types.input.admissionregistration.v1.ValidatingAdmissionPolicySpec {
+    const max = `duration('${r.maxLifetimeSeconds}s')`;
+    const label = r.runLabel;
+    const created = "timestamp(object.metadata.creationTimestamp)";
+    const hasLabel = `has(object.metadata.labels) && '${label}' in object.metadata.labels`;
+    return {
+        failurePolicy: "Fail",
+        matchConstraints: {
+            resourceRules: [{ apiGroups: [SANDBOX_EXTENSIONS_GROUP], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["sandboxclaims"] }],
+        },
+        // A claim being deleted may still be updated (finalizers removed) whatever it holds.
+        matchConditions: [{ name: "not-being-deleted", expression: "!has(object.metadata.deletionTimestamp)" }],
+        validations: [
+            {
+                expression: HAS_SHUTDOWN_TIME,
+                reason: "Invalid",
+                message: `spec.lifecycle.shutdownTime is required: set it to at most ${r.maxLifetimeSeconds}s after the claim is created (e.g. now + ${r.maxLifetimeSeconds}s, RFC 3339), so the sandbox cannot outlive the run's maximum lifetime (${r.field})`,
+            },
+            {
+                expression: `!(${HAS_SHUTDOWN_TIME}) || timestamp(object.spec.lifecycle.shutdownTime) - ${created} <= ${max}`,
+                reason: "Invalid",
+                message: `spec.lifecycle.shutdownTime is more than ${r.maxLifetimeSeconds}s after the claim's creation: set it to at most creationTimestamp + ${r.maxLifetimeSeconds}s (${r.field})`,
+                messageExpression: `'spec.lifecycle.shutdownTime ' + string(object.spec.lifecycle.shutdownTime) + ' is more than ${r.maxLifetimeSeconds}s after the claim was created (' + string(object.metadata.creationTimestamp) + '): set it to at most ' + string(${created} + ${max}) + ' (${r.field})'`,
+            },
+            r.runId !== undefined
+                ? {
+                      expression: `${hasLabel} && object.metadata.labels['${label}'] == '${r.runId}'`,
+                      reason: "Invalid",
+                      message: `metadata.labels['${label}'] must be '${r.runId}' (the run id): add the label, so the run's sandboxes can be listed and removed with one selector (${label}=${r.runId})`,
+                  }
+                : {
+                      expression: `${hasLabel} && object.metadata.labels['${label}'] != ''`,
+                      reason: "Invalid",
+                      message: `metadata.labels['${label}'] must name the claim's run (its run id): add the label, so each run's sandboxes can be listed and removed with one selector`,
+                  },
+        ],
+    };
+}

@@ -47,6 +47,8 @@ export interface MockRunOptions {
      * plan and the mock tests never pull an image, so they allow them. @default false
      */
     readonly refuseExampleImages?: boolean;
+    /** State of objects the program reads (Resource.get), by `<type>::<id>`; any other read gets empty state. @default {} */
+    readonly reads?: Readonly<Record<string, Record<string, unknown>>>;
     /** Function tokens the program may call; any other call fails the run. @default [] */
     readonly allowedCalls?: Readonly<Record<string, (inputs: any) => Record<string, any>>>;
 }
@@ -111,6 +113,9 @@ export async function runUnderMocks(program: () => Promise<Record<string, unknow
                         );
                     return { id: args.inputs.name, state: { name: args.inputs.name, outputs: served, secretOutputNames: [] } };
                 }
+                // A read of an existing object (Resource.get): nothing is created; the offline plan reads no
+                // cluster, so the object's state is empty unless a test serves it.
+                if (args.id !== undefined && args.id !== "") return { id: args.id, state: opts.reads?.[`${args.type}::${args.id}`] ?? {} };
                 const customTimeouts = timeouts.get(`${args.type}::${args.name}`);
                 resources.push({
                     type: args.type,

@@ -311,6 +311,8 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
     if (c.target.kind === "kubernetes") {
         out.push(`DNS egress (target.dns): **${c.target.dns.kind}**: ${dnsEgressText(dnsEgressFor(c.target))}, on 53 UDP+TCP; nothing else there.`);
         out.push("");
+        out.push(tenancyText(plan));
+        out.push("");
     }
     if (multi) {
         out.push(
@@ -608,4 +610,24 @@ function metricsSection(plan: PlatformPlan): string[] {
         out.push("");
     }
     return out;
+}
+
+/** Where the run's namespaces come from: its own, or its team's (target.team) with the team's bounds. */
+function tenancyText(plan: PlatformPlan): string {
+    const c = plan.config;
+    const roles = namespaceRoles(c)
+        .map((r) => `\`${plan.names.namespaces[r]}\``)
+        .join(", ");
+    if (c.target.kind !== "kubernetes" || c.target.team === undefined)
+        return `Namespaces: ${roles}, made by this stack (Pod Security labels, a default-deny ingress policy each; the training one is kept on destroy). Cluster-scoped objects: the namespaces${plan.sandboxes?.provider === "agent-sandbox" ? " and the sandbox claim policy + binding" : ""}.`;
+    const t = c.cluster?.tenant;
+    const quotas = t
+        ? Object.entries(t.quotas)
+              .map(([role, q]) => `${role} ${JSON.stringify(q)}`)
+              .join("; ")
+        : "";
+    return (
+        `Namespaces: team **${c.target.team}**'s ${roles}, made by the cluster stack \`${c.clusterStack}\` (with their Pod Security labels, default-deny policies and the team's quotas${quotas ? `: ${quotas}` : ""}); this stack makes no namespace and nothing cluster-wide, and its objects' names carry its prefix \`${plan.names.prefix}\` (the team's other run stacks share the namespaces). ` +
+        `Sandbox claims are bounded by the team's admission policy (${t?.sandboxMaxLifetimeSeconds ?? "?"}s); the team's quotas, shared by its runs, bound this run's pods. At \`up\` the stack checks that its cluster is the cluster stack's (kube-system UID); a plan reads no cluster.`
+    );
 }

@@ -17,7 +17,10 @@ import {
     missingPlatformMessage,
     parseClusterConfig,
     parsePlatformConfig,
+    POD_SECURITY,
     RECIPES,
+    ROLES,
+    teamNamespace,
     type ClusterConfig,
     type ClusterOutputs,
     type PlatformConfig,
@@ -365,10 +368,18 @@ export async function planClusterToDir(
             return pc ? [`| PriorityClass (${role}) | ${pc.name} | value ${pc.value}, ${pc.preemptionPolicy} |`] : [];
         }),
         ...config.runtimeClasses.map((r) => `| RuntimeClass | ${r.name} | handler \`${r.handler}\` (the nodes' runtime must have it) |`),
-        ...config.teams.map((t) => `| Namespace + ResourceQuota | ${t.name} | ${t.quota ? JSON.stringify(t.quota) : "no quota"} |`),
+        ...config.teams.flatMap((t) => [
+            ...ROLES.map(
+                (role) =>
+                    `| Namespace (team ${t.name}, ${role}) | ${teamNamespace(t.name, role)} | Pod Security ${POD_SECURITY[role]}, default-deny ingress, ${t.quotas[role] ? `ResourceQuota ${JSON.stringify(t.quotas[role])}` : "no quota"}${t.deployers.length > 0 ? `, deployer Role for ${t.deployers.map((d) => `${d.kind} ${d.name}`).join(", ")}` : ""} |`,
+            ),
+            `| ValidatingAdmissionPolicy + binding (team ${t.name}) | agentrl-${t.name}-sandbox-claims | sandbox claims in ${teamNamespace(t.name, "sandboxes")} live at most ${t.sandboxMaxLifetimeSeconds}s and name their run |`,
+        ]),
         ...(config.certIssuer ? [`| cert-manager issuer (reference, not created) | ${config.certIssuer.name} | ${config.certIssuer.kind} |`] : []),
         "",
         "## Outputs (what run stacks read)",
+        "",
+        "`clusterId` (the kube-system namespace's UID) is read from the cluster at `up`; a plan reads no cluster, so it is not below.",
         "",
         "```json",
         JSON.stringify(outputs, null, 2),

@@ -43,6 +43,8 @@ export interface KubernetesFacts {
     /** The TLS Secret of tls.mode `secret`: its type and data keys only (undefined: not found). */
     readonly tlsSecret?: Read<{ readonly type: string; readonly keys: readonly string[] } | undefined>;
     /** Per stack namespace: undefined when it does not exist, else its quotas and what the stack already runs there. */
+    /** The kube-system namespace's UID (read with clusterStack: the cluster's identity). */
+    readonly kubeSystemUid?: Read<string>;
     readonly namespaces: Read<Readonly<Record<string, NamespaceFacts | undefined>>>;
     /** With registryAuth: the Secret of names.pullSecret in each namespace the stack makes (undefined: none there), its type and part-of label only. */
     readonly pullSecrets?: Read<Readonly<Record<string, PullSecretFacts | undefined>>>;

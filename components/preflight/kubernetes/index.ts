@@ -18,6 +18,7 @@ import { kubernetesNeeds } from "./needs";
 import { checkGpuNodes, checkPriorityClass, checkRuntimeClass, checkStorage } from "./nodes";
 import { checkPullSecret } from "./pull-secret";
 import { checkQuotas } from "./quota";
+import { checkClusterIdentity, checkTeamNamespaces } from "./identity";
 
 export { checkCni, checkJobSet, checkJobSetController, checkKueue, checkSandboxController, checkSandboxCrds } from "./addons";
 export { checkCheckpointVolume, ruleText } from "./checkpoints";
@@ -38,6 +39,7 @@ export * from "./needs";
 export { checkGpuNodes, checkPriorityClass, checkRuntimeClass, checkStorage, nodeMisfits, tolerates } from "./nodes";
 export { checkPullSecret, DOCKER_CONFIG_JSON, PULL_SECRET_FIELDS, parsePullSecretFields, pullSecretNamespaces } from "./pull-secret";
 export { checkQuotas } from "./quota";
+export { checkClusterIdentity, checkTeamNamespaces } from "./identity";
 export { type CommandResult, connect, kubeconfigMissing, type KubernetesReadOptions, readKubernetes } from "./read";
 
 function unreadable(check: string, what: string, r: { error: string; forbidden?: boolean }): Finding {
@@ -116,5 +118,12 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
     else if (!f.dnsPods.ok) out.push(unreadable("Cluster DNS", "pods in the DNS namespace", f.dnsPods));
     else out.push(checkDns(plan, f.daemonSets.value, { dnsPods: f.dnsPods.value }));
     out.push(f.namespaces.ok ? checkQuotas(plan, f.namespaces.value) : unreadable("Quota headroom", "namespaces and resourcequotas", f.namespaces));
+    if (f.namespaces.ok) out.push(...checkTeamNamespaces(plan, needs.namespaces, f.namespaces.value));
+    if (f.kubeSystemUid)
+        out.push(
+            ...(f.kubeSystemUid.ok
+                ? checkClusterIdentity(plan, f.kubeSystemUid.value)
+                : [unreadable("Cluster identity", "namespace kube-system", f.kubeSystemUid)]),
+        );
     return out;
 }

@@ -153,6 +153,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         dnsPods,
         pullSecrets,
         checkpointClaim,
+        kubeSystemUid,
     ] = await Promise.all([
         json(["get", "nodes"], items),
         needs.storage ? json(["get", "storageclasses.storage.k8s.io"], items) : Promise.resolve({ ok: true as const, value: [] as any[] }),
@@ -192,6 +193,7 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
                   r.ok && r.value !== undefined ? { ok: true as const, value: claimFacts(r.value) } : r,
               )
             : Promise.resolve(undefined),
+        plan.config.clusterStack !== undefined ? json(["get", "namespace", "kube-system"], (d) => String(d.metadata?.uid ?? "")) : Promise.resolve(undefined),
     ]);
     // A missing CRD makes `get <kind>` fail with "the server doesn't have a resource type": that is "not found" here.
     const noKind = <T>(r: Read<T> | undefined): Read<T | undefined> | undefined =>
@@ -219,5 +221,6 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
         namespaces: nsFacts,
         ...(pullSecrets ? { pullSecrets } : {}),
         ...(checkpointClaim ? { checkpointClaim } : {}),
+        ...(kubeSystemUid ? { kubeSystemUid } : {}),
     };
 }
