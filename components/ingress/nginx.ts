@@ -443,7 +443,9 @@ export function renderNginxConfig(s: ProxySettings): string {
         "        }",
         "",
     );
-    for (const rt of routes) L.push(...routeLocation(rt, upstreamHost).map((l) => l.replace("$BURST", String(r.rateLimitBurst))), "");
+    // nginx refuses "burst=0" ([emerg] invalid burst value): no burst parameter is nginx's burst of 0.
+    const burst = r.rateLimitBurst === 0 ? "" : ` burst=${r.rateLimitBurst}`;
+    for (const rt of routes) L.push(...routeLocation(rt, upstreamHost).map((l) => l.replace(" burst=$BURST", burst)), "");
     L.push("    }", "}", "");
     return L.join("\n");
 }
