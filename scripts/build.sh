@@ -8,8 +8,9 @@ out="${1:-dist}"
 rm -rf "$out"
 npx tsc -p tsconfig.build.json --outDir "$out"
 # Files the components read from beside their modules (components/training/nccl-check.ts,
-# components/env/responder.ts).
+# components/env/responder.ts, components/observability/programs.ts).
 mkdir -p "$out/components/training/gpu"
 cp components/training/gpu/nccl_check.py "$out/components/training/gpu/"
 cp components/env/capacity_responder.py "$out/components/env/"
+cp components/observability/session_counter.py components/observability/role_runner.py components/observability/ingress.mtail "$out/components/observability/"
 echo "built $out/components (CommonJS + declarations)" >&2

@@ -15,6 +15,7 @@ import { after, describe, test } from "node:test";
 import { platformNames } from "../components/config";
 import { freePort, pidAlive } from "./helpers/apiserver";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { ROLE_RUNNER } from "../components/observability";
 import { NCCL_CHECK_SCRIPT, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
@@ -226,6 +227,108 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
         });
     });
 }
+
+/** A trainer stand-in writing the Trainer's tqdm bar (no description, total 4) to stderr, one step per `stepSeconds`, then idling `tailSeconds`. */
+function barTrainer(dir: string, steps: number, stepSeconds: number, tailSeconds: number, code: number): string[] {
+    const bar = Array.from(
+        { length: steps },
+        (_, i) => `sleep ${stepSeconds}; printf '\\r %d%%|#   | ${i + 1}/4 [00:0${i + 1}<00:03,  1.00it/s]' ${(i + 1) * 25} >&2`,
+    ).join("; ");
+    return [
+        "sh",
+        "-c",
+        `echo $$ > ${shellQuote(path.join(dir, "trainer.pid"))}; echo "loading the policy"; printf '\\r  0%%|    | 0/4 [00:00<?, ?it/s]' >&2; ${bar}; echo "{'loss': 0.1}"; sleep ${tailSeconds}; exit ${code}`,
+    ];
+}
+
+async function scrape(port: number): Promise<Record<string, number>> {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    assert.equal(res.status, 200);
+    const out: Record<string, number> = {};
+    for (const line of (await res.text()).split("\n")) {
+        const m = /^(agentrl_[a-z_]+) ([0-9.e+-]+)$/.exec(line);
+        if (m) out[m[1]!] = Number(m[2]);
+    }
+    return out;
+}
+
+describe("supervisor with the role runner (components/observability/role_runner.py)", () => {
+    const withRunner = (dir: string, port: number, metricsPort: number): Omit<SupervisorSpec, "trainer"> => ({
+        ...base(dir, port),
+        roleRunner: { path: ROLE_RUNNER.sourcePath, metricsListen: `127.0.0.1:${metricsPort}` },
+    });
+
+    test("every line says which role wrote it; the trainer's liveness, step and vLLM health on /metrics; the trainer's exit code", {
+        timeout: 60_000,
+    }, async () => {
+        const metricsPort = await freePort();
+        const seen: Record<string, number>[] = [];
+        const sampling = (async () => {
+            for (let i = 0; i < 80; i++) {
+                await new Promise((r) => setTimeout(r, 100));
+                try {
+                    const m = await scrape(metricsPort);
+                    seen.push(m);
+                    if (m.agentrl_trainer_step === 2) break;
+                } catch {
+                    // not serving yet
+                }
+            }
+        })();
+        const t0 = Date.now() / 1000;
+        const runP = runSupervisor("/bin/sh", (dir, port) => ({
+            ...withRunner(dir, port, metricsPort),
+            trainer: barTrainer(dir, 2, 0.3, 2, 0),
+        }));
+        await sampling;
+        const r = await runP;
+        assert.equal(r.code, 0, r.stderr);
+        const last = seen.at(-1)!;
+        assert.equal(last.agentrl_trainer_up, 1);
+        assert.equal(last.agentrl_trainer_step, 2, JSON.stringify(seen));
+        assert.equal(last.agentrl_trainer_vllm_healthy, 1);
+        assert.ok(last.agentrl_trainer_last_progress_timestamp_seconds! >= t0, "the last step's time is when it was seen");
+        assert.equal(seen[0]!.agentrl_trainer_step, 0, "0 before the first step");
+        // Supervisor lines keep their own prefix; each role's line carries its role.
+        for (const line of r.stderr.split(/[\r\n]/).filter((l) => l !== "")) assert.match(line, /^(agentrl-supervisor: |\[vllm\] |\[trainer\] )/, line);
+        assert.match(r.stderr, /\[trainer\] {2}50%\|# {3}\| 2\/4 \[/);
+    });
+
+    test("exit codes, vLLM dying, SIGTERM and a hung vLLM behave as without the runner; nothing is left behind", { timeout: 90_000 }, async () => {
+        const metricsPort = await freePort();
+        const ok = await runSupervisor("/bin/sh", (dir, port) => ({ ...withRunner(dir, port, metricsPort), trainer: fakeTrainer(dir, 0.2, 3) }));
+        assert.equal(ok.code, 3, ok.stderr);
+        assert.ok(await gone(path.join(ok.dir, "vllm.pid")));
+
+        const dying = await runSupervisor("/bin/sh", (dir, port) => ({
+            ...withRunner(dir, port, metricsPort),
+            vllm: fakeVllm(dir, port, { delay: 0.1, exitAfter: 2, exitCode: 9 }),
+            trainer: fakeTrainer(dir, 20, 0),
+        }));
+        assert.equal(dying.code, 1);
+        assert.match(dying.stderr, /vLLM exited during training: stopping the trainer/);
+        assert.ok(await gone(path.join(dying.dir, "trainer.pid")));
+
+        const term = await runSupervisor("/bin/sh", (dir, port) => ({ ...withRunner(dir, port, metricsPort), trainer: fakeTrainer(dir, 20, 0) }), {
+            sigtermAfterMs: 2500,
+        });
+        assert.equal(term.code, 143, term.stderr);
+        assert.ok(await gone(path.join(term.dir, "vllm.pid")));
+        assert.ok(await gone(path.join(term.dir, "trainer.pid")));
+
+        // The supervisor KILLs the runner of a vLLM that ignores SIGTERM: vLLM dies with it (PR_SET_PDEATHSIG).
+        const hung = await runSupervisor("/bin/sh", (dir, port) => ({
+            ...withRunner(dir, port, metricsPort),
+            vllm: fakeVllm(dir, port, { hangAfter: 1, ignoreTerm: true }),
+            unansweredSeconds: 3,
+            stopGraceSeconds: 2,
+            trainer: fakeTrainer(dir, 25, 0),
+        }));
+        assert.equal(hung.code, 1, hung.stderr);
+        assert.ok(await gone(path.join(hung.dir, "trainer.pid")));
+        assert.ok(await gone(path.join(hung.dir, "vllm.pid")), "vLLM killed with its runner although it ignores SIGTERM");
+    });
+});
 
 test("the rendered one-container command parses under sh -n for every server layout (quoting of JSON flags)", () => {
     for (const recipe of ["opencode-blackbox"]) {

@@ -229,7 +229,9 @@ export function ingressProxySettings(config: IngressConfig, names: IngressNames)
 export function localOverrides(settings: ResolvedProxySettings): LocalProxyOverrides {
     const out: Record<string, unknown> = { ...settings };
     // upstreamResolver names the deployment's DNS (Docker's), which a local run does not have.
-    for (const f of [...PROXY_PATH_FIELDS, "listenAddress", "listenPort", "upstream", "upstreamResolver", "tlsEnabled"]) delete out[f];
+    // The metrics log's file and stub_status are the deployment's (an emptyDir, the pod's loopback); a local run asks for its own.
+    for (const f of [...PROXY_PATH_FIELDS, "listenAddress", "listenPort", "upstream", "upstreamResolver", "tlsEnabled", "metricsAccessLog", "stubStatusListen"])
+        delete out[f];
     return out as LocalProxyOverrides;
 }
 

@@ -60,6 +60,16 @@ export interface ProxySettings {
     readonly errorLog?: string;
     /** Access log target: "/dev/stdout", "off" or a file path; lines never contain a key, only its name. @default "/dev/stdout" */
     readonly accessLog?: string;
+    /**
+     * A second access log with the same JSON lines, for the log-to-metrics sidecar (mtail reads it from a
+     * shared emptyDir: INGRESS_ACCESS_LOG_FILE); "off" or a file path. The stdout log stays as it is. @default "off"
+     */
+    readonly metricsAccessLog?: string;
+    /**
+     * "127.0.0.1:<port>" where nginx serves `GET /stub_status` (the connection counts nginx-prometheus-exporter
+     * reads), loopback only so no policy need admit it; "off" for none. @default "off"
+     */
+    readonly stubStatusListen?: string;
     /** nginx worker processes; a number rather than "auto" because auto counts host CPUs, not the container's limit. @default 2 */
     readonly workerProcesses?: number;
     /** Connections per worker; each streaming request holds two (client + upstream). @default 4096 */
@@ -94,6 +104,8 @@ export const PROXY_DEFAULTS: Omit<ResolvedProxySettings, "upstream"> = {
     runtimeDir: "/tmp/nginx",
     errorLog: "stderr",
     accessLog: "/dev/stdout",
+    metricsAccessLog: "off",
+    stubStatusListen: "off",
     workerProcesses: 2,
     workerConnections: 4096,
 };
@@ -175,6 +187,18 @@ export function validateProxySettings(s: ProxySettings): string[] {
                 `${f}: "${String(v)}" must be an absolute path of [A-Za-z0-9._/+@=-] without ".."${f === "errorLog" ? ' (or "stderr")' : f === "accessLog" ? ' (or "off")' : ""}`,
             );
         }
+    }
+    if (
+        r.metricsAccessLog !== "off" &&
+        (typeof r.metricsAccessLog !== "string" || !PATH_RE.test(r.metricsAccessLog) || r.metricsAccessLog.split("/").includes(".."))
+    )
+        errs.push(`metricsAccessLog: "${String(r.metricsAccessLog)}" must be an absolute path of [A-Za-z0-9._/+@=-] without ".." (or "off")`);
+    if (r.stubStatusListen !== "off") {
+        const m = typeof r.stubStatusListen === "string" ? /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3}):(\d{1,5})$/.exec(r.stubStatusListen) : null;
+        if (!m || [m[1], m[2], m[3]].some((o) => Number(o) > 255) || !isInt(Number(m[4]), 1, 65535) || Number(m[4]) === r.listenPort)
+            errs.push(
+                `stubStatusListen: "${String(r.stubStatusListen)}" must be a loopback "127.x.y.z:port" other than the listen port (e.g. "127.0.0.1:9114"), or "off": stub_status is read by the exporter beside nginx, never by a client`,
+            );
     }
     if (r.upstreamResolver !== undefined) {
         const servers = typeof r.upstreamResolver === "string" ? r.upstreamResolver.trim().split(/\s+/) : [];
@@ -288,6 +312,28 @@ function routeLocation(route: Route, upstreamHost: string): string[] {
     return lines;
 }
 
+/** The loopback-only server answering GET /stub_status for nginx-prometheus-exporter (none when stubStatusListen is "off"). */
+function stubStatusServer(r: ResolvedProxySettings): string[] {
+    if (r.stubStatusListen === "off") return [];
+    return [
+        "    # Connection counts for nginx-prometheus-exporter beside nginx; loopback only, never a client's route.",
+        "    server {",
+        `        listen ${r.stubStatusListen};`,
+        "        access_log off;",
+        "        location = /stub_status {",
+        "            if ($request_method != GET) {",
+        `                return 405 ${E[405]};`,
+        "            }",
+        "            stub_status;",
+        "        }",
+        "        location / {",
+        `            return 404 ${E[404]};`,
+        "        }",
+        "    }",
+        "",
+    ];
+}
+
 /** Render a complete nginx.conf (events + http). It includes `keysFile` and never contains a key itself. */
 export function renderNginxConfig(s: ProxySettings): string {
     const errs = validateProxySettings(s);
@@ -372,7 +418,9 @@ export function renderNginxConfig(s: ProxySettings): string {
         '        \'"bytes_out":$bytes_sent,"request_time":$request_time,"upstream_connect_time":"$upstream_connect_time",\'',
         '        \'"upstream_time":"$upstream_response_time","request_id":"$ingress_request_id",\'',
         '        \'"client_request_id":"$ingress_client_request_id","ingress_request_id":"$request_id"}\';',
-        `    access_log ${accessLog};`,
+        // "access_log off" cancels every access_log of its level (nginx ngx_http_log_module docs): then the metrics one alone.
+        ...(r.accessLog === "off" && r.metricsAccessLog !== "off" ? [] : [`    access_log ${accessLog};`]),
+        ...(r.metricsAccessLog === "off" ? [] : [`    access_log ${r.metricsAccessLog} ingress;`]),
         "",
         "    # Per-key rate limit; the empty key (unauthenticated) is never counted (nginx limit_req docs), those requests get 401 first.",
         `    limit_req_zone $ingress_key_name zone=ingress_per_key:10m rate=${r.rateLimitPerSecond}r/s;`,
@@ -381,6 +429,7 @@ export function renderNginxConfig(s: ProxySettings): string {
         "",
         ...upstreamBlock,
         "",
+        ...stubStatusServer(r),
         "    server {",
         `        listen ${listen};`,
         "        server_name _;",

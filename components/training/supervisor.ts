@@ -63,6 +63,20 @@ export interface SupervisorSpec {
     readonly stopGraceSeconds?: number;
     /** The NCCL check to run first (argv), if any. */
     readonly check?: readonly string[];
+    /**
+     * The role runner (components/observability/role_runner.py) each role runs under: every output
+     * line prefixed with its role (`[vllm] `, `[trainer] `), and with `metricsListen` the trainer's
+     * liveness and step progress on GET /metrics there. @default undefined (roles run bare)
+     */
+    readonly roleRunner?: { readonly path: string; readonly metricsListen?: string };
+}
+
+/** argv of one role, under the role runner when there is one (isolated python: the image's PYTHON* vars play no part). */
+function roleArgv(s: SupervisorSpec, role: "vllm" | "trainer", argv: readonly string[]): readonly string[] {
+    const r = s.roleRunner;
+    if (r === undefined) return argv;
+    const metrics = role === "trainer" && r.metricsListen !== undefined ? ["--metrics-listen", r.metricsListen, "--vllm-health-url", s.healthUrl] : [];
+    return ["python3", "-I", "-B", r.path, "--role", role, ...metrics, "--", ...argv];
 }
 
 function assignments(env: Readonly<Record<string, string>>): string {
@@ -111,7 +125,7 @@ export function renderSupervisor(s: SupervisorSpec): string {
     }
     lines.push(
         `log "starting vLLM"`,
-        `env ${unset} ${assignments(s.vllmEnv)} ${words(s.vllm)} &`,
+        `env ${unset} ${assignments(s.vllmEnv)} ${words(roleArgv(s, "vllm", s.vllm))} &`,
         `vllm_pid=$!`,
         `deadline=$(( $(date +%s) + ${s.loadSeconds} ))`,
         `until python3 -c ${shellQuote(health)} 2>/dev/null; do`,
@@ -120,7 +134,7 @@ export function renderSupervisor(s: SupervisorSpec): string {
         `  sleep ${poll}`,
         `done`,
         `log "vLLM is healthy: starting the trainer"`,
-        `env ${assignments(s.trainerEnv)} ${words(s.trainer)} &`,
+        `env ${assignments(s.trainerEnv)} ${words(roleArgv(s, "trainer", s.trainer))} &`,
         `trainer_pid=$!`,
         `python3 -c ${shellQuote(watch)} ${shellQuote(s.healthUrl)} ${bound} ${poll} 2>/dev/null &`,
         `watch_pid=$!`,

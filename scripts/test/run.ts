@@ -2,7 +2,8 @@
  * `npm test`: the whole test suite, set-up included, so a fresh machine needs nothing but
  * `npm ci && npm test`. In order:
  *
- * 1. Prerequisites: nginx (nginx-light), openssl, a Docker engine (docker.io), Python >= 3.11
+ * 1. Prerequisites: nginx (nginx-light), openssl, Prometheus with promtool (prometheus), mtail,
+ *    nginx-prometheus-exporter (prometheus-nginx-exporter), a Docker engine (docker.io), Python >= 3.11
  *    with venv, Go >= 1.26. Missing Debian packages are installed (as root, with apt-get);
  *    otherwise the run stops at once with one message listing what is missing and the command
  *    that gets it.
@@ -81,6 +82,18 @@ const PREREQUISITES: readonly Prerequisite[] = [
         manual: "apt-get install -y nginx-light",
     },
     { what: "openssl (test certificates)", present: () => has("openssl", ["version"]), apt: ["openssl"], manual: "apt-get install -y openssl" },
+    {
+        what: "Prometheus and promtool (the observability tests: rules checked and unit-tested, a real Prometheus scraping the stack's parts)",
+        present: () => which("prometheus") !== undefined && which("promtool") !== undefined,
+        apt: ["prometheus"],
+        manual: "apt-get install -y prometheus",
+    },
+    {
+        what: "mtail and nginx-prometheus-exporter (the ingress's metrics path)",
+        present: () => which("mtail") !== undefined && which("prometheus-nginx-exporter") !== undefined,
+        apt: ["mtail", "prometheus-nginx-exporter"],
+        manual: "apt-get install -y mtail prometheus-nginx-exporter",
+    },
     {
         what: "a Docker engine (the Docker lifecycle test starts its own dockerd)",
         present: () => which("dockerd") !== undefined && which("docker") !== undefined,
@@ -173,7 +186,7 @@ interface Skip {
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
 const SERVICE =
-    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime/;
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
     const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });

@@ -1,0 +1,346 @@
+/**
+ * The programs behind the project's own series (components/observability/), each run for real:
+ * - the metrics-only nginx in front of vLLM (real nginx, a vLLM-shaped stand-in behind it, named so);
+ * - the ingress's metrics path: real nginx writing its JSON log also to a file and serving stub_status
+ *   on loopback, real mtail (Debian's) over the file, real nginx-prometheus-exporter (Debian's) over
+ *   stub_status;
+ * - the session counter beside a real OpenEnv 0.10 server (create_app, the uvicorn CLI, from the
+ *   trainer-side venv) with real WebSocket sessions opened and closed.
+ * The supervisor's role runner is tested in training-supervisor.test.ts, the capacity responder's
+ * counter in env-router.test.ts.
+ * Run: node --import tsx --test test/observability-programs.test.ts
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import WebSocket from "ws";
+import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { renderNginxConfig, validateProxySettings } from "../components/ingress/nginx";
+import { INGRESS_MTAIL, SESSION_COUNTER, renderVllmMetricsProxy, sessionCounterCommand, validateVllmMetricsProxy } from "../components/observability";
+import { SERIES } from "../components/shared/metrics";
+import { freePort, pidAlive } from "./helpers/apiserver";
+import { skipWithoutNginx } from "./helpers/nginx";
+import { scrape, startProgram, sampleValue, type Started } from "./helpers/processes";
+import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
+import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
+import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "./helpers/stub-vllm-metrics";
+
+const REPO = path.resolve(__dirname, "..");
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-programs-"));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function which(bin: string): string | undefined {
+    const r = spawnSync("sh", ["-c", `command -v ${bin}`], { encoding: "utf8" });
+    return r.status === 0 ? r.stdout.trim() : undefined;
+}
+const MTAIL = which("mtail");
+const EXPORTER = which("prometheus-nginx-exporter");
+
+/** Waits (bounded) until `check` holds, else throws the last failure. */
+async function eventually(what: string, check: () => Promise<void>, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+        try {
+            await check();
+            return;
+        } catch (e) {
+            if (Date.now() > deadline) throw new Error(`${what}: ${(e as Error).message}`);
+            await sleep(150);
+        }
+    }
+}
+
+describe("settings of the metrics paths: every problem named with its fix", () => {
+    test("ingress: metricsAccessLog and stubStatusListen", () => {
+        const errs = validateProxySettings({ upstream: "v:8000", metricsAccessLog: "/var/log/../x", stubStatusListen: "0.0.0.0:9114" });
+        assert.deepEqual(errs, [
+            'metricsAccessLog: "/var/log/../x" must be an absolute path of [A-Za-z0-9._/+@=-] without ".." (or "off")',
+            'stubStatusListen: "0.0.0.0:9114" must be a loopback "127.x.y.z:port" other than the listen port (e.g. "127.0.0.1:9114"), or "off": stub_status is read by the exporter beside nginx, never by a client',
+        ]);
+        assert.equal(validateProxySettings({ upstream: "v:8000", stubStatusListen: "127.0.0.1:8080" }).length, 1, "the listen port itself is refused");
+        const off = renderNginxConfig({ upstream: "v:8000" });
+        assert.doesNotMatch(off, /stub_status|access\.json/, "both off by default");
+    });
+
+    test("vLLM metrics proxy: listen, upstream, runtime dir", () => {
+        assert.deepEqual(validateVllmMetricsProxy({ listenAddress: "all", listenPort: 70000, upstream: "localhost", runtimeDir: "/tmp/x/" }), [
+            'listenAddress: "all" must be an IPv4 address such as "0.0.0.0"',
+            "listenPort: 70000 must be an integer 1..65535",
+            'upstream: "localhost" must be "ipv4:port" of vLLM on the pod\'s loopback, e.g. "127.0.0.1:8000"',
+            'runtimeDir: "/tmp/x/" must be an absolute path of [A-Za-z0-9._/+@=-] without ".." or a trailing "/"',
+        ]);
+        assert.deepEqual(validateVllmMetricsProxy({ listenPort: 8000 }), [
+            "listenPort: 8000 is vLLM's own port; the metrics listener needs a port of its own (default 9400)",
+        ]);
+        assert.throws(() => renderVllmMetricsProxy({ listenPort: 0 }), /listenPort: 0 must be an integer 1\.\.65535/);
+    });
+});
+
+describe("the metrics-only nginx in front of a vLLM-shaped stand-in", { skip: skipWithoutNginx }, () => {
+    let standIn: VllmMetricsStandIn;
+    let nginx: Started;
+    let base = "";
+    before(async () => {
+        standIn = await startVllmMetricsStandIn();
+        const port = await freePort();
+        const dir = fs.mkdtempSync(path.join(tmp, "vllm-metrics-"));
+        const conf = path.join(dir, "nginx.conf");
+        fs.writeFileSync(conf, renderVllmMetricsProxy({ listenAddress: "127.0.0.1", listenPort: port, upstream: standIn.address, runtimeDir: dir }));
+        base = `http://127.0.0.1:${port}`;
+        nginx = await startProgram("nginx", ["-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"], { readyUrl: `${base}/metrics` });
+    });
+    after(async () => {
+        await nginx?.stop();
+        await standIn?.stop();
+    });
+
+    test("GET /metrics is vLLM's own exposition", async () => {
+        standIn.requests.length = 0;
+        const res = await fetch(`${base}/metrics`);
+        assert.equal(res.status, 200);
+        assert.match(await res.text(), /^vllm:kv_cache_usage_perc\{engine="0",model_name="[^"]+"\} 0\.25$/m);
+        assert.deepEqual(standIn.requests, [{ method: "GET", target: "/metrics" }]);
+    });
+
+    test("the weight-sync routes, other paths, other methods and other spellings of /metrics never reach vLLM", async () => {
+        standIn.requests.length = 0;
+        const refused: Array<[string, string, number]> = [
+            ["POST", "/update_weights", 404],
+            ["POST", "/pause", 404],
+            ["POST", "/resume", 404],
+            ["POST", "/collective_rpc", 404],
+            ["POST", "/init_weight_transfer_engine", 404],
+            ["GET", "/health", 404],
+            ["POST", "/v1/chat/completions", 404],
+            ["POST", "/metrics", 405],
+            ["PUT", "/metrics", 405],
+            ["HEAD", "/metrics", 405],
+            ["GET", "/metrics?name[]=x", 404],
+            ["GET", "/metrics/", 404],
+            ["GET", "//metrics", 404],
+            ["GET", "/%6detrics", 404],
+            ["GET", "/x/../metrics", 404],
+        ];
+        for (const [method, target, status] of refused) {
+            const res = await rawRequest(base, method, target);
+            assert.equal(res, status, `${method} ${target}`);
+        }
+        assert.deepEqual(standIn.requests, [], "nothing but GET /metrics is ever forwarded");
+    });
+});
+
+/** One request with the exact target on the wire (fetch would normalise it); resolves with the status. */
+async function rawRequest(base: string, method: string, target: string): Promise<number> {
+    const u = new URL(base);
+    const net = await import("node:net");
+    return new Promise((resolve, reject) => {
+        const s = net.connect(Number(u.port), u.hostname, () => {
+            s.write(`${method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+        });
+        let data = "";
+        s.setTimeout(5000, () => s.destroy(new Error(`${method} ${target}: no answer in 5 s`)));
+        s.on("data", (d) => (data += d.toString()));
+        s.on("end", () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)));
+        s.on("error", reject);
+    });
+}
+
+const INGRESS_KEY = "obs-key-0123456789abcdef0123456789";
+const skipIngress =
+    skipWithoutNginx ||
+    (MTAIL === undefined ? "needs mtail (apt-get install -y mtail)" : false) ||
+    (EXPORTER === undefined ? "needs prometheus-nginx-exporter (apt-get install -y prometheus-nginx-exporter)" : false);
+
+describe("the ingress's metrics path: JSON log to a file + mtail, stub_status + nginx-prometheus-exporter", { skip: skipIngress }, () => {
+    let upstream: StubUpstream;
+    let ing: LocalIngress;
+    let mtail: Started;
+    let exporter: Started;
+    let mtailUrl = "";
+    let exporterUrl = "";
+    let logFile = "";
+
+    before(async () => {
+        upstream = await startStubUpstream();
+        const dir = fs.mkdtempSync(path.join(tmp, "ingress-"));
+        logFile = path.join(dir, "access.json");
+        const progs = path.join(dir, "progs");
+        fs.mkdirSync(progs);
+        fs.copyFileSync(INGRESS_MTAIL.sourcePath, path.join(progs, INGRESS_MTAIL.file));
+        const stubPort = await freePort();
+        ing = await startLocalIngress({
+            upstream: upstream.url,
+            keys: [{ name: "pool-a", key: INGRESS_KEY }],
+            settings: { metricsAccessLog: logFile, stubStatusListen: `127.0.0.1:${stubPort}`, rateLimitPerSecond: 1, rateLimitBurst: 0 },
+        });
+        const mtailPort = await freePort();
+        mtailUrl = `http://127.0.0.1:${mtailPort}/metrics`;
+        mtail = await startProgram(
+            MTAIL!,
+            ["-progs", progs, "-logs", logFile, "-address", "127.0.0.1", "-port", String(mtailPort), "-emit_prog_label=false", "-logtostderr"],
+            { readyUrl: mtailUrl },
+        );
+        const exporterPort = await freePort();
+        exporterUrl = `http://127.0.0.1:${exporterPort}/metrics`;
+        exporter = await startProgram(
+            EXPORTER!,
+            [`-nginx.scrape-uri=http://127.0.0.1:${stubPort}/stub_status`, `-web.listen-address=127.0.0.1:${exporterPort}`],
+            { readyUrl: exporterUrl },
+        );
+    });
+    after(async () => {
+        await exporter?.stop();
+        await mtail?.stop();
+        await ing?.stop();
+        await upstream?.stop();
+    });
+
+    test("responses by status and key name (never the key), durations by key, with the stdout log unchanged", { timeout: 30_000 }, async () => {
+        // mtail reads a file from its end: wait for it to tail the (empty) log nginx created, then send.
+        await eventually("mtail tails the log", async () => assert.match(mtail.output(), /Tailing .*access\.json/));
+        const chat = (key?: string) =>
+            fetch(`${ing.url}/v1/chat/completions`, {
+                method: "POST",
+                headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+                body: JSON.stringify({ model: "m", messages: [] }),
+            }).then(async (r) => {
+                await r.text();
+                return r.status;
+            });
+        assert.equal(await chat(INGRESS_KEY), 200);
+        assert.equal(await chat(INGRESS_KEY), 429, "rate limit 1/s, burst 0");
+        assert.equal(await chat(), 401);
+        assert.equal(await chat("wrong-key"), 401);
+        assert.equal((await fetch(`${ing.url}/nope`)).status, 404);
+        await eventually("mtail counted every response", async () => {
+            const s = await scrape(mtailUrl);
+            assert.equal(sampleValue(s, SERIES.ingressRequests, { status: "200", key: "pool-a" }), 1);
+            assert.equal(sampleValue(s, SERIES.ingressRequests, { status: "429", key: "pool-a" }), 1);
+            assert.equal(sampleValue(s, SERIES.ingressRequests, { status: "401", key: "none" }), 2);
+            assert.equal(sampleValue(s, SERIES.ingressRequests, { status: "404", key: "none" }), 1);
+            assert.equal(sampleValue(s, `${SERIES.ingressRequestSeconds}_count`, { key: "pool-a" }), 2);
+            assert.equal(sampleValue(s, `${SERIES.ingressRequestSeconds}_bucket`, { key: "none", le: "+Inf" }), 3);
+            // A 0.000 s response still lands in the first bucket (see ingress.mtail).
+            assert.equal(sampleValue(s, `${SERIES.ingressRequestSeconds}_bucket`, { key: "none", le: "0.005" }), 3);
+            const own = s.filter((x) => x.name.startsWith("agentrl_"));
+            for (const x of own) {
+                assert.deepEqual(
+                    Object.keys(x.labels)
+                        .filter((k) => k !== "le")
+                        .sort(),
+                    x.name === SERIES.ingressRequests ? ["key", "status"] : ["key"],
+                    x.name,
+                );
+                assert.ok(!Object.values(x.labels).some((v) => v.includes(INGRESS_KEY) || v === "wrong-key"), "never a key, only its name");
+            }
+        });
+        const fileLines = fs.readFileSync(logFile, "utf8").trim().split("\n");
+        const stdoutLines = fs.readFileSync(ing.accessLogPath, "utf8").trim().split("\n");
+        assert.equal(fileLines.length, 5);
+        assert.deepEqual(fileLines, stdoutLines, "the same JSON lines in both logs");
+    });
+
+    test("nginx-prometheus-exporter reads stub_status on loopback; the public port has no stub_status", async () => {
+        const s = await scrape(exporterUrl);
+        assert.equal(sampleValue(s, "nginx_up"), 1);
+        assert.ok((sampleValue(s, "nginx_http_requests_total") ?? 0) >= 5);
+        assert.ok((sampleValue(s, "nginx_connections_active") ?? 0) >= 1);
+        assert.equal((await fetch(`${ing.url}/stub_status`)).status, 404);
+        assert.match(ing.configText, /listen 127\.0\.0\.1:\d+;\n\s+access_log off;\n\s+location = \/stub_status/);
+    });
+});
+
+const python = lockVenvPython();
+
+describe("the session counter beside a real OpenEnv 0.10 server", { skip: python === undefined ? `no trainer-side venv (${LOCK_VENV_HINT})` : false }, () => {
+    let server: Started;
+    let counter: Started;
+    let envPort = 0;
+    let metricsUrl = "";
+    const sockets: WebSocket[] = [];
+
+    before(async () => {
+        envPort = await freePort();
+        const uvicorn = path.join(path.dirname(python!), "uvicorn");
+        // OpenEnv's create_app serving the tests' stand-in environment (python/tests/grpo_support.py), as the images run it.
+        server = await startProgram(uvicorn, ["grpo_support:app", "--host", "127.0.0.1", "--port", String(envPort)], {
+            readyUrl: `http://127.0.0.1:${envPort}/health`,
+            cwd: path.join(REPO, "python", "tests"),
+            env: { PATH: process.env.PATH ?? "", HOME: tmp, LANG: "C.UTF-8", HF_HUB_OFFLINE: "1", MAX_CONCURRENT_ENVS: "4" },
+            timeoutMs: 60_000,
+        });
+        const metricsPort = await freePort();
+        metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+        const [bin, ...args] = sessionCounterCommand({
+            scriptPath: SESSION_COUNTER.sourcePath,
+            envName: "coding",
+            replica: "env-coding-replicas-0",
+            replicaPort: envPort,
+            capacity: 4,
+            listen: `127.0.0.1:${metricsPort}`,
+        });
+        counter = await startProgram(bin!, args, { readyUrl: metricsUrl });
+    });
+    after(async () => {
+        for (const ws of sockets) ws.terminate();
+        await counter?.stop();
+        await server?.stop();
+    });
+
+    /** Opens one session (WS /ws, then a reset answered with an observation). */
+    function openSession(): Promise<WebSocket> {
+        return new Promise((resolve, reject) => {
+            const ws = new WebSocket(`ws://127.0.0.1:${envPort}/ws`);
+            sockets.push(ws);
+            const timer = setTimeout(() => reject(new Error("session did not open within 10 s")), 10_000);
+            ws.on("open", () => ws.send(JSON.stringify({ type: "reset", data: {} })));
+            ws.once("message", (raw) => {
+                clearTimeout(timer);
+                const msg = JSON.parse(String(raw)) as { type: string };
+                if (msg.type === "error") reject(new Error(String(raw)));
+                else resolve(ws);
+            });
+            ws.on("error", reject);
+        });
+    }
+
+    async function inUse(): Promise<number | undefined> {
+        const s = await scrape(metricsUrl);
+        for (const x of s) assert.deepEqual(Object.keys(x.labels).sort(), ["env", "replica"], "one series per replica, no per-session label");
+        assert.equal(sampleValue(s, SERIES.envSessionsCapacity, { env: "coding", replica: "env-coding-replicas-0" }), 4);
+        return sampleValue(s, SERIES.envSessionsInUse, { env: "coding", replica: "env-coding-replicas-0" });
+    }
+
+    test("counts the sessions open now: 0, then 3, then 1 after two close, then 0", { timeout: 60_000 }, async () => {
+        assert.equal(await inUse(), 0);
+        const open = [await openSession(), await openSession(), await openSession()];
+        assert.equal(await inUse(), 3);
+        for (const ws of open.slice(0, 2)) {
+            const closed = new Promise((r) => ws.once("close", r));
+            ws.close(1000);
+            await closed;
+        }
+        await eventually("two sessions closed", async () => assert.equal(await inUse(), 1));
+        open[2]!.terminate();
+        await eventually("the last session dropped", async () => assert.equal(await inUse(), 0));
+    });
+
+    test("a bad command line exits 2 with the fix; only GET /metrics is served", async () => {
+        const r = spawnSync(
+            "python3",
+            [SESSION_COUNTER.sourcePath, "--port", "8000", "--env", 'x"y', "--replica", "r", "--capacity", "1", "--listen", "127.0.0.1:1"],
+            {
+                encoding: "utf8",
+            },
+        );
+        assert.equal(r.status, 2);
+        assert.match(r.stderr, /--env 'x"y' must be 1-253 characters of \[A-Za-z0-9_.:-\]/);
+        assert.equal((await fetch(metricsUrl.replace("/metrics", "/"))).status, 404);
+        assert.equal((await fetch(metricsUrl, { method: "POST", body: "x" })).status, 405);
+        assert.ok(pidAlive(counter.pid));
+    });
+});
