@@ -21,6 +21,8 @@ import { ClusterBase } from "../components/cluster";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { manifests } from "./helpers/manifests";
 import { resolvePlatform } from "../components/platform";
+import { INGRESS_MTAIL, ROLE_RUNNER, SESSION_COUNTER, programText } from "../components/observability";
+import { projectMetricsPrograms } from "../components/platform/observability";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { OBSERVABILITY_ON, platformManifests, STAND_IN_PROGRAMS, TEST_MTAIL_IMAGE } from "./helpers/observability";
@@ -97,11 +99,23 @@ describe("observability on: every pod's metrics endpoints", () => {
             "env-replica": ["session-metrics:metrics-session:9402"],
             "env-router": ["capacity-responder:metrics-router:9403"],
         });
-        assert.equal(
-            ms.some((m) => m.kind === "ConfigMap" && m.metadata.namespace.endsWith("-training") && m.metadata.name.endsWith("-metrics")),
-            false,
-            "no listener config in colocate",
-        );
+        const cm = ms.find((m) => m.kind === "ConfigMap" && m.metadata.namespace.endsWith("-training") && m.metadata.name.endsWith("-metrics"))!;
+        assert.deepEqual(Object.keys(cm.data), ["role_runner.py"], "no listener config in colocate: only the trainer's role runner");
+        // The trainer runs under the role runner, which serves metrics-trainer (no vLLM HTTP to watch in colocate).
+        const trainer = podsOf(ms).find((p) => role(p) === "trainer")!;
+        const main = trainer.spec.containers[0];
+        assert.deepEqual(main.command.slice(0, 9), [
+            "python3",
+            "-I",
+            "-B",
+            "/opt/agentrl/observability/role_runner.py",
+            "--role",
+            "trainer",
+            "--metrics-listen",
+            "0.0.0.0:9401",
+            "--",
+        ]);
+        assert.ok(main.volumeMounts.some((v: any) => v.name === "metrics-programs" && v.mountPath === "/opt/agentrl/observability" && v.readOnly));
     });
 
     test("opencode-blackbox: the listener a native sidecar of the training pod, started first; the ingress's exporter and mtail share the access log", async () => {
@@ -116,7 +130,7 @@ describe("observability on: every pod's metrics endpoints", () => {
         const cm = ms.find(
             (m) => m.kind === "ConfigMap" && m.metadata.name === trainer.spec.volumes.find((v: any) => v.name === "metrics-programs").configMap.name,
         )!;
-        assert.deepEqual(cm.data, { "vllm-metrics.conf": STAND_IN_PROGRAMS.vllmListener.text });
+        assert.deepEqual(cm.data, { "vllm-metrics.conf": STAND_IN_PROGRAMS.vllmListener.text, "role_runner.py": STAND_IN_PROGRAMS.roleRunner.text });
         // vLLM's own port is never a metrics port.
         assert.ok(!metricsPortsOf(trainer).some((p) => p.endsWith(":8000")));
 
@@ -133,6 +147,7 @@ describe("observability on: every pod's metrics endpoints", () => {
             "--port",
             "3903",
             "--logtostderr",
+            "--emit_prog_label=false",
         ]);
         const logVolume = ingress.spec.volumes.find((v: any) => v.name === "access-log");
         assert.ok(logVolume.emptyDir.sizeLimit, "the access log's emptyDir is bounded");
@@ -307,13 +322,15 @@ describe("observability: the refusals, each with its message", () => {
         );
     });
 
-    test("a build without the metrics programs refuses observability on, and only that", () => {
-        assert.deepEqual(
-            configProblems(() => resolvePlatform(configOf("mbpp-whitebox", ON), { hfToken: false }, {})),
-            [
-                "observability.enabled: this build has no metrics programs (components/observability: the session counter, the mtail program, vLLM's metrics-only nginx config): set observability.enabled to false",
-            ],
-        );
+    test("without programs given, the Platform hands down the project's own (components/observability)", () => {
+        const plan = resolvePlatform(configOf("opencode-blackbox", ON), { hfToken: false }, {});
+        const own = projectMetricsPrograms();
+        assert.equal(plan.training.metrics?.roleRunner.file.text, programText(ROLE_RUNNER));
+        assert.equal(plan.training.metrics?.vllm?.files[0]?.text, own.vllmListener.text);
+        assert.equal(plan.ingress?.metrics?.log.files[0]?.text, programText(INGRESS_MTAIL));
+        for (const e of plan.envs) if (e.kind === "deployed") assert.equal(e.metrics?.sessions.files[0]?.text, programText(SESSION_COUNTER));
+        assert.match(plan.ingress!.configText, /access_log \/var\/log\/agentrl-ingress\/access\.json ingress;/);
+        assert.match(plan.ingress!.configText, /listen 127\.0\.0\.1:9114;/);
     });
 });
 

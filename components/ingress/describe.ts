@@ -21,6 +21,7 @@ import {
 import type { LocalProxyOverrides } from "./local";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 import type { MetricsLinks } from "../shared/metrics-pods";
+import { INGRESS_ACCESS_LOG_FILE, INGRESS_STUB_STATUS } from "../shared/metrics";
 import { ingressMetrics, type IngressMetrics } from "./metrics";
 
 // The listen ports are decided once, in names.ts, which also builds the sandbox URLs with them.
@@ -194,6 +195,11 @@ export interface IngressDescription {
 }
 
 /** The ProxySettings the component deploys, from config and names (exported so tests and `ingress:local` prove the same mapping). */
+/** Whether the proxy feeds the metrics sidecars (observability on, Kubernetes: ingress/metrics.ts). */
+function metricsPath(config: IngressConfig): boolean {
+    return (config.observability?.enabled ?? false) && config.target.kind === "kubernetes";
+}
+
 export function ingressProxySettings(config: IngressConfig, names: IngressNames): ResolvedProxySettings {
     const i = config.ingress;
     // exposure httproute: TLS ends at the Gateway and tls.mode must be none (checked in resolveVllmIngress).
@@ -222,6 +228,10 @@ export function ingressProxySettings(config: IngressConfig, names: IngressNames)
         accessLog: "/dev/stdout",
         // Matches the CPU limit below (auto would count the host's CPUs).
         workerProcesses: 2,
+        // observability (Kubernetes): the JSON log also to the file mtail reads, stub_status for the exporter on loopback.
+        ...(metricsPath(config)
+            ? { metricsAccessLog: INGRESS_ACCESS_LOG_FILE, stubStatusListen: `${INGRESS_STUB_STATUS.address}:${INGRESS_STUB_STATUS.port}` }
+            : {}),
     });
 }
 

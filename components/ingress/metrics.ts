@@ -61,7 +61,17 @@ export function ingressMetrics(args: {
         name: METRICS_PORTS.ingressLog.container,
         image: args.images.mtail,
         command: ["mtail"],
-        args: ["--progs", METRICS_PROGRAM_DIR, "--logs", INGRESS_ACCESS_LOG_FILE, "--port", String(METRICS_PORTS.ingressLog.port), "--logtostderr"],
+        // --emit_prog_label=false: the series keep only their own labels (components/observability/ingress.mtail).
+        args: [
+            "--progs",
+            METRICS_PROGRAM_DIR,
+            "--logs",
+            INGRESS_ACCESS_LOG_FILE,
+            "--port",
+            String(METRICS_PORTS.ingressLog.port),
+            "--logtostderr",
+            "--emit_prog_label=false",
+        ],
         port: METRICS_PORTS.ingressLog,
         files: [program],
         cpu: "100m",

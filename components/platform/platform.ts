@@ -20,6 +20,8 @@ import { TrainingNode } from "../training";
 import { Monitors } from "../monitoring";
 import { ADOPT, defaultDenyIngressSpec } from "../shared/kubernetes";
 import type { PlatformPlan } from "./resolve";
+import { Observability } from "../observability";
+import { observabilityObjectNames, observedStack } from "./observability";
 
 export interface PlatformArgs {
     /** The resolved plan (from `resolvePlatform`): config, names and component descriptions. */
@@ -78,6 +80,8 @@ export class Platform extends pulumi.ComponentResource {
     public readonly envs: Readonly<Record<string, EnvSpace>>;
     /** Stack outputs (URLs, secret keys, plan facts). */
     public readonly outputs: PlatformOutputs;
+    /** observability.enabled: the run's alert rules and dashboard. */
+    public readonly observability?: Observability;
 
     constructor(name: string, args: PlatformArgs, opts?: pulumi.ComponentResourceOptions) {
         super("agentrl:index:Platform", name, {}, opts);
@@ -229,6 +233,11 @@ export class Platform extends pulumi.ComponentResource {
                 (Object.keys(this.namespaces) as Array<keyof typeof names.namespaces>).map((role) => [names.namespaces[role], this.namespaces[role]!]),
             );
             new Monitors(`${name}-monitors`, { description: plan.monitoring, namespaces: byName }, child);
+        }
+        // The run's alert rules and dashboard (Kubernetes objects; on Docker files only: npm run plan).
+        if (config.observability.enabled) {
+            const observed = { settings: config.observability, stack: observedStack(plan), target: config.target.kind, names: observabilityObjectNames(names) };
+            this.observability = new Observability(`${name}-observability`, { ...observed, namespace: this.namespaces.training }, child);
         }
         this.training = training;
         this.ingress = ingress;

@@ -16,6 +16,7 @@ import { AGENT_SANDBOX_VERSION, resolveSandboxPool, type SandboxDescription } fr
 import { resolveTrainingNode, type EgressPeer, type TrainingDescription } from "../training";
 import type { MetricsLinks, MetricsPrograms, ScrapedPods } from "../shared/metrics-pods";
 import { resolveMonitoring, type MonitoringDescription } from "../monitoring";
+import { projectMetricsPrograms } from "./observability";
 
 /** Which secrets the stack has (their values stay secret outputs; only presence matters here). */
 export interface SecretPresence {
@@ -198,16 +199,13 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     const names = platformNames(config);
     const problems = [...validateNames(names)];
     // observability: who scrapes (the policies admit it on the metrics ports) and what the sidecars run.
-    const programs = options.metricsPrograms ?? defaultMetricsPrograms();
-    if (config.observability.enabled && programs === undefined)
-        throw new ConfigError([
-            ...problems,
-            "observability.enabled: this build has no metrics programs (components/observability: the session counter, the mtail program, vLLM's metrics-only nginx config): set observability.enabled to false",
-        ]);
-    const metrics: MetricsLinks | undefined =
-        config.observability.enabled && programs !== undefined
-            ? { scraper: { ...config.observability.scraper }, programs, annotations: config.observability.form === "annotations" }
-            : undefined;
+    const metrics: MetricsLinks | undefined = config.observability.enabled
+        ? {
+              scraper: { ...config.observability.scraper },
+              programs: options.metricsPrograms ?? projectMetricsPrograms(),
+              annotations: config.observability.form === "annotations",
+          }
+        : undefined;
     const warnings: string[] = [];
     if (config.envs.some((e) => !e.external)) {
         warnings.push("changing an env server during a run restarts its replicas and kills their open sessions: change envs between runs");
@@ -270,9 +268,4 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
         warnings,
         prerequisites: externalPrerequisites(config, names),
     };
-}
-
-/** The project's own metrics programs (components/observability); undefined until that module lands. */
-function defaultMetricsPrograms(): MetricsPrograms | undefined {
-    return undefined;
 }

@@ -611,11 +611,23 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
             );
         }
     }
+    // The trainer's series come from the role runner it runs under (components/observability/role_runner.py);
+    // in the one-container layout the supervisor starts it (supervisor.ts), elsewhere it wraps the command.
+    const runner = metrics?.roleRunner;
+    const wrapped = runner !== undefined && !gpuSharing.oneContainer && config.target.kind === "kubernetes";
+    if (wrapped && trainerCommand === undefined)
+        problems.push(
+            "observability.enabled: the trainer's metrics come from a runner that wraps its command line, and training.command is unset (the image's entrypoint runs): set training.command",
+        );
+    const vllmHealth = vllm !== undefined && multiNode === undefined ? ["--vllm-health-url", `http://127.0.0.1:${VLLM_PORT}/health`] : [];
     const trainer: ContainerDescription = {
         name: CONTAINER.trainer,
         dockerName: names.training.job,
         image: config.images.trainer,
-        command: trainerCommand,
+        command:
+            wrapped && trainerCommand !== undefined
+                ? ["python3", "-I", "-B", runner.path, "--role", "trainer", "--metrics-listen", runner.metricsListen, ...vllmHealth, "--", ...trainerCommand]
+                : trainerCommand,
         args: trainerArgs,
         // The label-fed vars come from the downward API (kubernetes.ts), not as literals.
         env: omit({ ...gpuSharing.env, ...t.extraEnv, ...reservedEnv }, Object.keys(multiNode?.labelEnv ?? {})),

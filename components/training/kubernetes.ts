@@ -15,7 +15,16 @@ import { ncclCheckSource } from "./nccl-check";
 import { trainingPodBase } from "./pod";
 import { annotationsOf } from "./metrics";
 import { oneContainer } from "./supervisor";
-import { ADOPT, metricsSidecarContainer, metricsSidecarVolumes, NAMESPACE_NAME_LABEL, pullSecretRefs, scrapeIngressRule } from "../shared/kubernetes";
+import {
+    ADOPT,
+    METRICS_PROGRAMS_VOLUME,
+    metricsSidecarContainer,
+    metricsSidecarVolumes,
+    NAMESPACE_NAME_LABEL,
+    pullSecretRefs,
+    scrapeIngressRule,
+} from "../shared/kubernetes";
+import { METRICS_PROGRAM_DIR } from "../shared/metrics-pods";
 import { imagePullPolicy } from "../shared/images";
 import type { ClaimRecords } from "../config/claims";
 
@@ -206,13 +215,14 @@ export function buildKubernetesTraining(
     }
     // observability: vLLM's metrics-only listener, a native sidecar of the pod that runs vLLM (started
     // first, stopped with the pod's main container, so the Job still completes), its config in a ConfigMap.
+    // The same ConfigMap holds the role runner the trainer runs under (its agentrl_trainer_* series).
     const listener = d.metrics?.vllm;
-    const listenerConfig = listener
+    const listenerConfig = d.metrics
         ? new k8s.core.v1.ConfigMap(
               `${name}-metrics`,
               {
-                  metadata: { name: d.metrics!.configMap, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
-                  data: Object.fromEntries(listener.files.map((f) => [f.file, f.text])),
+                  metadata: { name: d.metrics.configMap, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                  data: Object.fromEntries([...(listener?.files ?? []), d.metrics.roleRunner.file].map((f) => [f.file, f.text])),
               },
               child,
           )
@@ -236,6 +246,15 @@ export function buildKubernetesTraining(
             ...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []),
             { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true },
         ];
+    if (d.metrics) {
+        main.volumeMounts = [
+            ...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []),
+            { name: METRICS_PROGRAMS_VOLUME, mountPath: METRICS_PROGRAM_DIR, readOnly: true },
+        ];
+        // One node with the listener: the pod has the volume through the listener's already.
+        if (d.multiNode !== undefined || !listenerVolumes.some((v) => v.name === METRICS_PROGRAMS_VOLUME))
+            volumes.push({ name: METRICS_PROGRAMS_VOLUME, configMap: { name: d.metrics.configMap, defaultMode: 0o444 } });
+    }
     // training.nodes > 1: one JobSet of vLLM and the trainers over the nodes, planned first so vLLM's
     // Service can select this JobSet's vLLM pod by name.
     const plannedJobSet =

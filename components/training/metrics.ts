@@ -8,6 +8,7 @@
 import {
     METRICS_PORTS,
     METRICS_PROGRAM_DIR,
+    type MetricsFile,
     type MetricsLinks,
     type MetricsPort,
     type MetricsSidecar,
@@ -27,6 +28,12 @@ export interface TrainingMetrics {
     readonly vllm?: MetricsSidecar;
     /** The trainer container's metrics port. */
     readonly trainer: MetricsPort;
+    /**
+     * The role runner the trainer runs under, which serves that port (and, under the shared layout's
+     * supervisor, vLLM's runner too): its file (in the ConfigMap, mounted in the trainer's container at
+     * METRICS_PROGRAM_DIR), path there and listen address.
+     */
+    readonly roleRunner: { readonly file: MetricsFile; readonly path: string; readonly metricsListen: string };
     /** The ConfigMap holding the listener's config (mounted by the pod that runs it). */
     readonly configMap: string;
     /** The pods a monitor scrapes, with their metrics ports. */
@@ -74,10 +81,12 @@ export function trainingMetrics(args: {
     } else {
         scraped.push({ role: "trainer", namespace: args.namespace, podLabels: args.trainerPodLabels, ports: vllm ? [vllm.port, trainer] : [trainer] });
     }
+    const runner = args.links.programs.roleRunner;
     return {
         scraper: args.links.scraper,
         vllm,
         trainer,
+        roleRunner: { file: runner, path: `${METRICS_PROGRAM_DIR}/${runner.file}`, metricsListen: `0.0.0.0:${trainer.port}` },
         configMap: dnsName([args.jobName, "metrics"]),
         scraped,
         podAnnotations: podAnnotationsOf(args.links, scraped),

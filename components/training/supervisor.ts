@@ -198,6 +198,8 @@ export function oneContainer(d: TrainingDescription): ContainerDescription {
         healthUrl: `http://127.0.0.1:${VLLM_PORT}${v.probes?.startup.path ?? "/health"}`,
         loadSeconds: d.modelLoadSeconds,
         check: ncclCheckArgv(d),
+        // observability.enabled: each role under the role runner (lines prefixed, the trainer's series served).
+        ...(d.metrics ? { roleRunner: { path: d.metrics.roleRunner.path, metricsListen: d.metrics.roleRunner.metricsListen } } : {}),
     });
     return {
         name: CONTAINER.trainer,

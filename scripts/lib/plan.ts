@@ -4,6 +4,8 @@
  * objects as JSON, and plan.md. No CLI, no cluster, no credentials. Secret values never
  * reach the output: Secret data is redacted and every known secret value is scrubbed.
  */
+import { alertRules, DASHBOARD_FILE, grafanaDashboard, RULES_FILE, rulesFileText } from "../../components/observability";
+import { observedStack } from "../../components/platform/observability";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
@@ -288,6 +290,12 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
         }
     }
     write("plan.md", renderPlanMarkdown(plan, run.resources, manifests));
+    // observability: the rules and the dashboard as files (Docker: for the host's Prometheus and Grafana; README "Observability").
+    if (config.observability.enabled) {
+        const observed = observedStack(plan);
+        write(path.join("observability", RULES_FILE), rulesFileText(alertRules(config.observability, observed)));
+        write(path.join("observability", DASHBOARD_FILE), `${JSON.stringify(grafanaDashboard(config.observability, observed), null, 2)}\n`);
+    }
     const scrubbedManifests = manifests.map((m) => JSON.parse(scrub(JSON.stringify(m), secrets)));
     return { stack: cfg.stack, plan, resources: run.resources, manifests: scrubbedManifests, files };
 }

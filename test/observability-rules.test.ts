@@ -1,0 +1,365 @@
+/**
+ * The alert rules and the run dashboard (components/observability/describe.ts), checked by the
+ * real promtool (Debian's prometheus package): `promtool check rules` on the generated groups, and
+ * `promtool test rules` with one unit test per alert that fires on its condition and stays silent
+ * otherwise, every threshold taken from the config's defaults.
+ * Run: node --import tsx --test test/observability-rules.test.ts
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, describe, test } from "node:test";
+import { stringify } from "yaml";
+import {
+    alertRules,
+    dashboardPanels,
+    durationSeconds,
+    grafanaDashboard,
+    type AlertRule,
+    type ObservedStack,
+    type RuleGroup,
+} from "../components/observability";
+import { Platform, resolvePlatform } from "../components/platform";
+import { oneContainer } from "../components/training";
+import { observedStack } from "../components/platform/observability";
+import { runUnderMocks } from "../scripts/lib/mockrun";
+import { parseWithTestImages } from "./helpers/config";
+import { manifests } from "./helpers/manifests";
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-rules-"));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const PROMTOOL = spawnSync("sh", ["-c", "command -v promtool"], { encoding: "utf8" }).stdout.trim() || undefined;
+
+/** The defaults of the config's observability key, as a stack gets them. */
+const settings = parseWithTestImages(
+    {
+        recipe: "opencode-blackbox",
+        runId: "run-001",
+        target: { kind: "kubernetes", context: "test" },
+        observability: { enabled: true },
+        images: { mtail: "registry.test/agent-rl/mtail:test" },
+    },
+    "test",
+).observability;
+
+const stack: ObservedStack = {
+    stack: "obs",
+    namespaces: { training: "obs-training", ingress: "obs-ingress", envs: "obs-envs" },
+    envs: [{ name: "wordle", replicas: 5, sessionsPerReplica: 2, sessions: 10, demand: 8 }],
+    vllm: true,
+    trainer: true,
+    ingress: true,
+    sandboxPool: { template: "obs-sandbox", poolSize: 4 },
+};
+
+const allAlerts = (groups: readonly RuleGroup[]): AlertRule[] => groups.flatMap((g) => g.rules);
+
+/** The annotations promtool expects: the rule's templates with $labels filled in. */
+function expectedAnnotations(rule: AlertRule, labels: Record<string, string>): Record<string, string> {
+    const fill = (t: string) => t.replace(/\{\{ \$labels\.([a-z_]+) \}\}/g, (_m, k: string) => labels[k] ?? "");
+    return { summary: fill(rule.annotations.summary), description: fill(rule.annotations.description) };
+}
+
+interface Case {
+    readonly alert: string;
+    /** Series (promtool expanding notation) for the firing case and for the silent one. */
+    readonly fires: Record<string, string>;
+    readonly silent: Record<string, string>;
+    readonly evalTime: string;
+    /** The labels the fired alert carries besides severity and stack. */
+    readonly labels: Record<string, string>;
+}
+
+const tr = 'namespace="obs-training"';
+const vllmLabels = { namespace: "obs-training", model_name: "m", engine: "0" };
+const vllm = (name: string) => `${name}{${tr},model_name="m",engine="0"}`;
+const a = settings.alerts;
+const buckets = (les: Record<string, string>) =>
+    Object.fromEntries(
+        Object.entries(les).map(([le, v]) => [
+            `agent_sandbox_claim_startup_latency_ms_bucket{sandbox_template="obs-sandbox",launch_type="cold",le="${le}"}`,
+            v,
+        ]),
+    );
+
+const CASES: Case[] = [
+    {
+        alert: "AgentRLEnvSessionsHigh",
+        // 10 of 10 is above 0.9 of capacity; 9 of 10 is not (the rule is strictly above).
+        fires: {
+            'agentrl_env_sessions_in_use{namespace="obs-envs",env="wordle",replica="r-0"}': "10x20",
+            'agentrl_env_sessions_capacity{namespace="obs-envs",env="wordle",replica="r-0"}': "10x20",
+        },
+        silent: {
+            'agentrl_env_sessions_in_use{namespace="obs-envs",env="wordle",replica="r-0"}': "9x20",
+            'agentrl_env_sessions_capacity{namespace="obs-envs",env="wordle",replica="r-0"}': "10x20",
+        },
+        evalTime: "10m",
+        labels: { env: "wordle" },
+    },
+    {
+        alert: "AgentRLEnvCapacityReached",
+        fires: { 'agentrl_env_capacity_reached_total{namespace="obs-envs",env="wordle"}': "0 0 0 1 1 1 1" },
+        silent: { 'agentrl_env_capacity_reached_total{namespace="obs-envs",env="wordle"}': "0x10" },
+        evalTime: "5m",
+        labels: { env: "wordle" },
+    },
+    {
+        alert: "AgentRLIngressUnauthorized",
+        // 120 per minute = 2/s above the default 1/s; 30 per minute = 0.5/s below.
+        fires: { 'agentrl_ingress_requests_total{namespace="obs-ingress",status="401",key="none"}': "0+120x30" },
+        silent: {
+            'agentrl_ingress_requests_total{namespace="obs-ingress",status="401",key="none"}': "0+30x30",
+            'agentrl_ingress_requests_total{namespace="obs-ingress",status="200",key="pool-a"}': "0+600x30",
+        },
+        evalTime: "15m",
+        labels: { key: "none" },
+    },
+    {
+        alert: "AgentRLIngressRateLimited",
+        fires: { 'agentrl_ingress_requests_total{namespace="obs-ingress",status="429",key="pool-a"}': "0+120x30" },
+        silent: { 'agentrl_ingress_requests_total{namespace="obs-ingress",status="429",key="pool-a"}': "0+30x30" },
+        evalTime: "15m",
+        labels: { key: "pool-a" },
+    },
+    {
+        alert: "AgentRLVllmQueueGrowing",
+        fires: { [vllm("vllm:num_requests_waiting")]: "1+1x30" },
+        silent: { [vllm("vllm:num_requests_waiting")]: "5x30" },
+        evalTime: "20m",
+        labels: vllmLabels,
+    },
+    {
+        alert: "AgentRLVllmKvCacheFull",
+        fires: { [vllm("vllm:kv_cache_usage_perc")]: "0.95x20" },
+        silent: { [vllm("vllm:kv_cache_usage_perc")]: "0.85x20" },
+        evalTime: "10m",
+        labels: vllmLabels,
+    },
+    {
+        alert: "AgentRLTrainerStalled",
+        // The last step at t=0, evaluated at 20m (past the default 15m); silent: a step every minute.
+        fires: { [`agentrl_trainer_last_progress_timestamp_seconds{${tr},pod="p"}`]: "0x30", [`agentrl_trainer_up{${tr},pod="p"}`]: "1x30" },
+        silent: { [`agentrl_trainer_last_progress_timestamp_seconds{${tr},pod="p"}`]: "0+60x30", [`agentrl_trainer_up{${tr},pod="p"}`]: "1x30" },
+        evalTime: "20m",
+        labels: { namespace: "obs-training", pod: "p" },
+    },
+    {
+        alert: "AgentRLWarmPoolEmpty",
+        // The collector reports only groups that exist: an empty pool has no ready series at all, only not-ready ones.
+        fires: { 'agent_sandboxes{sandbox_template="obs-sandbox",owned_by="SandboxWarmPool",ready_condition="false",launch_type="warm"}': "2x20" },
+        silent: { 'agent_sandboxes{sandbox_template="obs-sandbox",owned_by="SandboxWarmPool",ready_condition="true",launch_type="warm"}': "3x20" },
+        evalTime: "10m",
+        labels: {},
+    },
+    {
+        alert: "AgentRLSandboxClaimSlow",
+        // Ten claims a minute taking 30-60 s (p90 ~57 s > 30 s); silent: all under 10 s.
+        fires: buckets({ "10000": "0x30", "30000": "0x30", "60000": "0+10x30", "+Inf": "0+10x30" }),
+        silent: buckets({ "10000": "0+10x30", "30000": "0+10x30", "60000": "0+10x30", "+Inf": "0+10x30" }),
+        evalTime: "15m",
+        labels: {},
+    },
+];
+
+describe("alert rules from the config", () => {
+    const groups = alertRules(settings, stack);
+
+    test("one rule per condition of the issue, for every part the stack runs; each threshold the config's", () => {
+        assert.deepEqual(
+            allAlerts(groups)
+                .map((r) => r.alert)
+                .sort(),
+            CASES.map((c) => c.alert).sort(),
+        );
+        const expr = Object.fromEntries(allAlerts(groups).map((r) => [r.alert, r.expr]));
+        assert.match(expr.AgentRLEnvSessionsHigh!, new RegExp(`> ${a.envSessionsFraction} \\* sum by \\(env\\)`));
+        assert.match(expr.AgentRLVllmKvCacheFull!, new RegExp(`> ${a.vllmKvCacheUsage}$`));
+        assert.match(expr.AgentRLTrainerStalled!, new RegExp(`> ${durationSeconds(a.trainerStalledFor)} and`));
+        assert.match(expr.AgentRLSandboxClaimSlow!, new RegExp(`/ 1000 > ${a.sandboxClaimLatencySeconds}$`));
+        assert.match(expr.AgentRLVllmQueueGrowing!, new RegExp(`\\[${a.vllmQueueGrowingFor}\\]`));
+        const custom = alertRules(
+            {
+                ...settings,
+                alerts: { ...a, envSessionsFraction: 0.5, vllmKvCacheUsage: 0.75, trainerStalledFor: "2h", sandboxClaimLatencySeconds: 7, for: "1m" },
+            },
+            stack,
+        );
+        const c = Object.fromEntries(allAlerts(custom).map((r) => [r.alert, r]));
+        assert.match(c.AgentRLEnvSessionsHigh!.expr, /> 0\.5 \*/);
+        assert.match(c.AgentRLVllmKvCacheFull!.expr, /> 0\.75$/);
+        assert.match(c.AgentRLTrainerStalled!.expr, /> 7200 and/);
+        assert.match(c.AgentRLSandboxClaimSlow!.expr, /> 7$/);
+        assert.equal(c.AgentRLVllmKvCacheFull!.for, "1m");
+    });
+
+    test("colocate (no vLLM HTTP), no ingress, no pool, no env: no rule for what does not run", () => {
+        const bare = alertRules(settings, { ...stack, vllm: false, ingress: false, sandboxPool: undefined, envs: [], trainer: false });
+        assert.deepEqual(bare, []);
+        const panels = dashboardPanels(settings, { ...stack, vllm: false, ingress: false, sandboxPool: undefined, envs: [], trainer: false });
+        assert.deepEqual(panels, []);
+    });
+
+    test("no per-session or per-request label in any rule or panel", () => {
+        const text = JSON.stringify([groups, grafanaDashboard(settings, stack)]);
+        for (const bad of ["session_id", "episode", "request_id", "claim_name", "sandbox_name", "exported_pod"]) assert.ok(!text.includes(bad), bad);
+    });
+
+    test("the dashboard: the plan's capacity numbers beside their live values", () => {
+        const d = grafanaDashboard(settings, stack) as { panels: Array<{ title: string; targets: Array<{ expr: string; legendFormat: string }> }> };
+        const env = d.panels.find((p) => p.title.startsWith("env wordle: sessions in use"))!;
+        assert.match(env.title, /plan: 5 x 2 = 10, demand 8/);
+        assert.deepEqual(
+            env.targets.map((t) => [t.legendFormat, t.expr]),
+            [
+                ["in use", 'sum(agentrl_env_sessions_in_use{namespace="obs-envs",env="wordle"})'],
+                ["capacity (live)", 'sum(agentrl_env_sessions_capacity{namespace="obs-envs",env="wordle"})'],
+                ["capacity (plan)", "vector(10)"],
+                ["demand (plan)", "vector(8)"],
+            ],
+        );
+        const pool = d.panels.find((p) => p.title.startsWith("sandboxes: warm pool ready"))!;
+        assert.match(pool.title, /plan: 4/);
+        assert.ok(pool.targets.some((t) => t.expr === "vector(4)"));
+    });
+
+    test("promtool check rules, then promtool test rules: each alert fires on its condition and stays silent otherwise", {
+        skip: PROMTOOL ? false : "needs promtool (apt-get install -y prometheus)",
+    }, () => {
+        const rulesFile = path.join(tmp, "rules.yaml");
+        fs.writeFileSync(rulesFile, stringify({ groups }));
+        const check = spawnSync(PROMTOOL!, ["check", "rules", rulesFile], { encoding: "utf8", timeout: 30_000 });
+        assert.equal(check.status, 0, check.stdout + check.stderr);
+        assert.match(check.stdout, new RegExp(`SUCCESS: ${allAlerts(groups).length} rules found`));
+        const rule = Object.fromEntries(allAlerts(groups).map((r) => [r.alert, r]));
+        const tests = CASES.flatMap((c) => {
+            const fired = { severity: "warning", stack: "obs", ...c.labels };
+            const series = (s: Record<string, string>) => Object.entries(s).map(([series, values]) => ({ series, values }));
+            return [
+                {
+                    name: `${c.alert} fires`,
+                    interval: "1m",
+                    input_series: series(c.fires),
+                    alert_rule_test: [
+                        {
+                            eval_time: c.evalTime,
+                            alertname: c.alert,
+                            exp_alerts: [{ exp_labels: fired, exp_annotations: expectedAnnotations(rule[c.alert]!, fired) }],
+                        },
+                    ],
+                },
+                {
+                    name: `${c.alert} silent`,
+                    interval: "1m",
+                    input_series: series(c.silent),
+                    alert_rule_test: [{ eval_time: c.evalTime, alertname: c.alert, exp_alerts: [] }],
+                },
+            ];
+        });
+        const testFile = path.join(tmp, "rules.test.yaml");
+        fs.writeFileSync(testFile, stringify({ rule_files: [rulesFile], evaluation_interval: "1m", tests }));
+        const run = spawnSync(PROMTOOL!, ["test", "rules", testFile], { encoding: "utf8", timeout: 60_000 });
+        assert.equal(run.status, 0, run.stdout + run.stderr);
+        assert.match(run.stdout, /SUCCESS/);
+    });
+});
+
+describe("agentrl:observability:Observability on the Platform (mocks)", () => {
+    const ON = { observability: { enabled: true, monitorLabels: { release: "kube-prometheus" } }, images: { mtail: "registry.test/agent-rl/mtail:test" } };
+    async function planOf(extra: Record<string, unknown>, target: Record<string, unknown> = { kind: "kubernetes", context: "test" }) {
+        const config = parseWithTestImages({ recipe: "opencode-blackbox", runId: "r1", target, ...extra }, "staging");
+        const run = await runUnderMocks(
+            async () => {
+                const platform = new Platform("agentrl", { plan: resolvePlatform(config, { hfToken: false }), secrets: { ingressKeys: {} } });
+                return { ...platform.outputs };
+            },
+            { stack: "staging" },
+        );
+        assert.equal(run.error, undefined, String(run.error));
+        return { config, run, ms: manifests(run.resources) };
+    }
+
+    test("form operator: a PrometheusRule labelled for the ruleSelector, the dashboard ConfigMap labelled for the sidecar", async () => {
+        const { config, run, ms } = await planOf(ON);
+        assert.ok(run.resources.some((r) => r.type === "agentrl:observability:Observability"));
+        const rule = ms.find((m) => m.kind === "PrometheusRule")!;
+        assert.equal(rule.apiVersion, "monitoring.coreos.com/v1");
+        assert.equal(rule.metadata.labels.release, "kube-prometheus");
+        assert.equal(rule.metadata.namespace, "arl-staging-training");
+        const plan = resolvePlatform(config, { hfToken: false });
+        assert.deepEqual(rule.spec.groups, alertRules(config.observability, observedStack(plan)));
+        // The black box deploys no env server (its rollouts run in sandboxes): no env rule.
+        assert.deepEqual(rule.spec.groups.flatMap((g: RuleGroup) => g.rules.map((r) => r.alert)).sort(), [
+            "AgentRLIngressRateLimited",
+            "AgentRLIngressUnauthorized",
+            "AgentRLSandboxClaimSlow",
+            "AgentRLTrainerStalled",
+            "AgentRLVllmKvCacheFull",
+            "AgentRLVllmQueueGrowing",
+            "AgentRLWarmPoolEmpty",
+        ]);
+        const dash = ms.find((m) => m.kind === "ConfigMap" && m.metadata.labels?.grafana_dashboard === "1")!;
+        assert.ok(dash, "the dashboard ConfigMap carries observability.dashboardLabels");
+        assert.deepEqual(Object.keys(dash.data), ["agentrl-run-dashboard.json"]);
+        assert.equal(JSON.parse(dash.data["agentrl-run-dashboard.json"]).title, "agent-rl run: arl-staging");
+    });
+
+    test("form annotations: the rules in a ConfigMap to load by hand, no PrometheusRule; observability off: nothing", async () => {
+        const { ms } = await planOf({ ...ON, observability: { enabled: true, form: "annotations" } });
+        assert.equal(ms.filter((m) => m.kind === "PrometheusRule").length, 0);
+        const rules = ms.find((m) => m.kind === "ConfigMap" && m.data?.["agentrl-rules.yaml"] !== undefined)!;
+        assert.ok(JSON.parse(rules.data["agentrl-rules.yaml"]).groups.length > 0);
+        const off = await planOf({});
+        assert.ok(!off.run.resources.some((r) => r.type === "agentrl:observability:Observability"));
+        assert.ok(!off.ms.some((m) => m.kind === "PrometheusRule" || m.metadata?.labels?.grafana_dashboard !== undefined));
+    });
+});
+
+describe("the trainer's series: which runner serves them", () => {
+    const base = {
+        runId: "r1",
+        target: { kind: "kubernetes", context: "test" },
+        observability: { enabled: true },
+        images: { mtail: "registry.test/agent-rl/mtail:test" },
+    };
+
+    test("gpuSharing shared: the supervisor starts vLLM and the trainer each under the role runner, the trainer's with its metrics port", () => {
+        const plan = resolvePlatform(parseWithTestImages({ recipe: "opencode-blackbox", ...base, training: { gpuSharing: "shared" } }, "staging"), {
+            hfToken: false,
+        });
+        assert.equal(plan.training.gpuSharing.oneContainer, true);
+        const script = oneContainer(plan.training).command![2]!;
+        assert.match(script, /python3 -I -B \/opt\/agentrl\/observability\/role_runner\.py --role vllm -- /);
+        assert.match(script, /role_runner\.py --role trainer --metrics-listen 0\.0\.0\.0:9401 --vllm-health-url http:\/\/127\.0\.0\.1:8000\/health -- /);
+        const off = resolvePlatform(
+            parseWithTestImages({ recipe: "opencode-blackbox", ...base, observability: { enabled: false }, training: { gpuSharing: "shared" } }, "staging"),
+            {
+                hfToken: false,
+            },
+        );
+        assert.doesNotMatch(oneContainer(off.training).command![2]!, /role_runner/);
+    });
+
+    test("gpuSharing isolated (vLLM a sidecar): the trainer's command wrapped, vLLM's health polled on loopback", () => {
+        const plan = resolvePlatform(parseWithTestImages({ recipe: "opencode-blackbox", ...base, training: { gpuSharing: "isolated" } }, "staging"), {
+            hfToken: false,
+        });
+        assert.equal(plan.training.gpuSharing.oneContainer, false);
+        assert.deepEqual(plan.training.trainer.command!.slice(0, 11), [
+            "python3",
+            "-I",
+            "-B",
+            "/opt/agentrl/observability/role_runner.py",
+            "--role",
+            "trainer",
+            "--metrics-listen",
+            "0.0.0.0:9401",
+            "--vllm-health-url",
+            "http://127.0.0.1:8000/health",
+            "--",
+        ]);
+        assert.deepEqual(observedStack(plan).trainer, true);
+    });
+});
