@@ -4,6 +4,7 @@
  * its own pid (TERM, then KILL after 3 s).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import * as http from "node:http";
 
 export interface Started {
     readonly pid: number;
@@ -51,13 +52,7 @@ export async function startProgram(
     for (;;) {
         if (spawnError !== undefined) throw new Error(`${bin} could not start: ${spawnError.message}`);
         if (child.exitCode !== null) throw new Error(`${bin} exited (${child.exitCode}) before ${opts.readyUrl} answered:\n${output}`);
-        try {
-            const res = await fetch(opts.readyUrl, { signal: AbortSignal.timeout(1000) });
-            await res.text();
-            if (res.status === (opts.readyStatus ?? 200)) break;
-        } catch {
-            // not answering yet
-        }
+        if ((await statusOf(opts.readyUrl)) === (opts.readyStatus ?? 200)) break;
         if (Date.now() > deadline) {
             await stop();
             throw new Error(`${bin} did not answer ${opts.readyUrl} within ${opts.timeoutMs ?? 15_000} ms:\n${output}`);
@@ -65,6 +60,21 @@ export async function startProgram(
         await sleep(100);
     }
     return { pid: child.pid ?? 0, child, output: () => output, stop };
+}
+
+/**
+ * The status of one GET on a fresh connection that is closed after it (fetch would keep it in its
+ * pool: a session counter would see it), 0 when nothing answers within 1 s.
+ */
+export function statusOf(url: string): Promise<number> {
+    return new Promise((resolve) => {
+        const req = http.get(url, { agent: false, headers: { connection: "close" }, timeout: 1000 }, (res) => {
+            res.resume();
+            res.on("end", () => resolve(res.statusCode ?? 0));
+        });
+        req.on("timeout", () => req.destroy());
+        req.on("error", () => resolve(0));
+    });
 }
 
 /** One sample of a Prometheus text exposition: name, labels, value. */
