@@ -7,7 +7,11 @@
  * Run: npx tsx --test test/observability-wiring.test.ts
  */
 import assert from "node:assert/strict";
-import { before, describe, test } from "node:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { planToDir } from "../scripts/lib/plan";
 import {
     ALL_RECIPE_NAMES,
     DOCKER_OBSERVABILITY_REFUSED,
@@ -24,6 +28,7 @@ import { resolvePlatform } from "../components/platform";
 import { INGRESS_MTAIL, ROLE_RUNNER, SESSION_COUNTER, programText } from "../components/observability";
 import { projectMetricsPrograms } from "../components/platform/observability";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+import { validateCustomResource } from "./helpers/crd-schema";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { OBSERVABILITY_ON, platformManifests, STAND_IN_PROGRAMS, TEST_MTAIL_IMAGE } from "./helpers/observability";
 
@@ -366,11 +371,37 @@ describe("observability: monitors", () => {
                     assert.equal(e.interval, "15s");
                 }
             }
+            // Against the Operator's v1 schema (the fields the project relies on: test/helpers/crd-schema.ts).
+            assert.deepEqual(
+                monitors.flatMap((pm) => validateCustomResource(pm)),
+                [],
+            );
             // Every pod group with a metrics port has its monitor.
             const watched = new Set(monitors.flatMap((pm) => selected(ms, pm).map((p) => `${p.kind}/${p.name}`)));
             for (const p of podsOf(ms)) if (metricsPortsOf(p).length > 0) assert.ok(watched.has(`${p.kind}/${p.name}`), `${p.kind} ${p.name} has no monitor`);
         });
     }
+
+    test("the PodMonitor schema check refuses what the Operator's CRD would (a bad interval, an unknown field, no selector)", async () => {
+        const pm = (await manifestsOf(configOf("mbpp-whitebox", ON))).find((m) => m.kind === "PodMonitor")!;
+        const broken = (f: (o: any) => void) => {
+            const o = structuredClone(pm);
+            f(o);
+            return validateCustomResource(o).join("\n");
+        };
+        assert.match(
+            broken((o) => (o.spec.podMetricsEndpoints[0].interval = "30 seconds")),
+            /interval/,
+        );
+        assert.match(
+            broken((o) => (o.spec.podMetricsEndpoints[0].portName = "x")),
+            /unknown field "portName"/,
+        );
+        assert.match(
+            broken((o) => delete o.spec.selector),
+            /selector/,
+        );
+    });
 
     test("form annotations: no PodMonitor; prometheus.io/scrape and path on every scraped pod, prometheus.io/port only where it has one metrics port", async () => {
         const ms = await manifestsOf(configOf("opencode-blackbox", { ...ON, observability: { enabled: true, form: "annotations" } }));
@@ -434,5 +465,42 @@ describe("observability: the cluster stack's PodMonitor for agent-sandbox's cont
     test("off, or agent-sandbox not installed by this stack: none", async () => {
         assert.deepEqual(await run(CLUSTER), []);
         assert.deepEqual(await run({ ...CLUSTER, agentSandbox: { install: false }, observability: { enabled: true } }), []);
+    });
+});
+
+describe("observability: the offline plan of the staging stack", () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-obs-plan-"));
+    after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+    test("on: plan.md's Metrics section lists every metrics port with its PodMonitor, and the manifests hold the monitors", async () => {
+        const outDir = path.join(tmp, "on");
+        const r = await planToDir(
+            { stack: "staging" },
+            { outDir, platformOverride: { observability: { enabled: true, monitorLabels: { release: "prom" } }, images: { mtail: TEST_MTAIL_IMAGE } } },
+        );
+        assert.deepEqual(
+            r.manifests.filter((m) => m.kind === "PodMonitor").map((m) => `${m.metadata.namespace}/${m.metadata.name}`),
+            ["arl-staging-ingress/vllm-ingress-metrics", "arl-staging-training/train-stg-001-metrics"].sort(),
+        );
+        const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+        const section = md.slice(md.indexOf("## Metrics"), md.indexOf("## Capacity checks"));
+        for (const row of [
+            "| trainer | arl-staging-training | `vllm-metrics` | metrics-vllm 9400/metrics | vLLM /metrics through a GET /metrics-only nginx | train-stg-001-metrics |",
+            "| trainer | arl-staging-training | `trainer` | metrics-trainer 9401/metrics | the training supervisor | train-stg-001-metrics |",
+            "| vllm-ingress | arl-staging-ingress | `nginx-exporter` | metrics-nginx 9113/metrics | nginx-prometheus-exporter over stub_status | vllm-ingress-metrics |",
+            "| vllm-ingress | arl-staging-ingress | `log-metrics` | metrics-log 3903/metrics | mtail over the ingress's JSON access log | vllm-ingress-metrics |",
+        ])
+            assert.ok(section.includes(row), `plan.md lacks ${row}:\n${section}`);
+        assert.match(
+            section,
+            /namespace `monitoring` \(the NetworkPolicies admit them on these ports only\), every 30s, through the PodMonitors below \(labels `release=prom`\)/,
+        );
+    });
+
+    test("off (the stack as written): no Metrics section, no monitor", async () => {
+        const outDir = path.join(tmp, "off");
+        const r = await planToDir({ stack: "staging" }, { outDir });
+        assert.equal(r.manifests.filter((m) => m.kind === "PodMonitor").length, 0);
+        assert.equal(fs.readFileSync(path.join(outDir, "plan.md"), "utf8").includes("## Metrics"), false);
     });
 });

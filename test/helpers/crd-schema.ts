@@ -8,6 +8,9 @@
  * - Gateway API v1 `gateway.networking.k8s.io/v1` HTTPRoute (standard channel).
  * - cert-manager v1.21.2 `cert-manager.io/v1` Certificate.
  * - JobSet v0.10.1 `jobset.x-k8s.io/v1alpha2` JobSet.
+ * - the Prometheus Operator v0.95.2 `monitoring.coreos.com/v1` PodMonitor and PrometheusRule (the
+ *   fields the project writes, from pkg/apis/monitoring v1/podmonitor_types.go, prometheusrule_types.go
+ *   and types.go's Duration pattern).
  * Structural CRD schemas prune unknown fields (and server-side apply with strict field
  * validation rejects them), so unknown fields are errors here too. Embedded core types
  * (a pod template's spec, NetworkPolicy rules, PVC templates) are checked strictly against
@@ -316,6 +319,62 @@ const jobSetSpec = obj({
     ttlSecondsAfterFinished: int({ minimum: 0 }),
 });
 
+/** prometheus-operator v1 types.go: Duration (`+kubebuilder:validation:Pattern`). */
+const PROM_DURATION = /^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$/;
+const labelSelector = obj({
+    matchLabels: map,
+    matchExpressions: arr(obj({ key: str(), operator: str({ enum: ["In", "NotIn", "Exists", "DoesNotExist"] }), values: arr(str()) }, ["key", "operator"])),
+});
+const podMonitorSpec = obj(
+    {
+        jobLabel: str(),
+        podTargetLabels: arr(str()),
+        selector: labelSelector,
+        namespaceSelector: obj({ any: bool, matchNames: arr(str()) }),
+        podMetricsEndpoints: arr(
+            obj({
+                port: str(),
+                portNumber: int({ minimum: 1, maximum: 65535 }),
+                path: str(),
+                scheme: str({ enum: ["http", "https", "HTTP", "HTTPS"] }),
+                interval: str({ pattern: PROM_DURATION }),
+                scrapeTimeout: str({ pattern: PROM_DURATION }),
+                honorLabels: bool,
+            }),
+        ),
+        sampleLimit: int({ minimum: 0 }),
+    },
+    ["podMetricsEndpoints", "selector"],
+);
+const prometheusRuleSpec = obj({
+    groups: arr(
+        obj(
+            {
+                name: str({ minLength: 1 }),
+                labels: map,
+                interval: str({ pattern: PROM_DURATION }),
+                limit: int(),
+                rules: arr(
+                    obj(
+                        {
+                            record: str(),
+                            alert: str(),
+                            // IntOrString in the CRD: the project writes PromQL text.
+                            expr: str({ minLength: 1 }),
+                            for: str({ pattern: PROM_DURATION }),
+                            keep_firing_for: str({ pattern: PROM_DURATION }),
+                            labels: map,
+                            annotations: map,
+                        },
+                        ["expr"],
+                    ),
+                ),
+            },
+            ["name"],
+        ),
+    ),
+});
+
 interface CrdKind {
     readonly spec: Schema;
     readonly extra?: (spec: any) => string[];
@@ -330,6 +389,17 @@ export const CRD_KINDS: Readonly<Record<string, CrdKind>> = {
     "gateway.networking.k8s.io/v1/HTTPRoute": { spec: httpRouteSpec, extra: httpRouteRules },
     "cert-manager.io/v1/Certificate": { spec: certificateSpec },
     "jobset.x-k8s.io/v1alpha2/JobSet": { spec: jobSetSpec },
+    "monitoring.coreos.com/v1/PodMonitor": { spec: podMonitorSpec },
+    "monitoring.coreos.com/v1/PrometheusRule": {
+        spec: prometheusRuleSpec,
+        // +kubebuilder:validation:OneOf=Record,Alert (prometheusrule_types.go).
+        extra: (spec) =>
+            (spec?.groups ?? []).flatMap((g: any, i: number) =>
+                (g.rules ?? []).flatMap((r: any, j: number) =>
+                    (r.alert === undefined) === (r.record === undefined) ? [`/spec/groups/${i}/rules/${j}: exactly one of alert and record`] : [],
+                ),
+            ),
+    },
 };
 
 function typeName(v: unknown): string {
