@@ -12,6 +12,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { planToDir } from "../scripts/lib/plan";
+import { stackRequests } from "../components/preflight/kubernetes/needs";
+import { quantityValue } from "../components/shared/quantity";
 import {
     ALL_RECIPE_NAMES,
     DOCKER_OBSERVABILITY_REFUSED,
@@ -502,5 +504,19 @@ describe("observability: the offline plan of the staging stack", () => {
         const r = await planToDir({ stack: "staging" }, { outDir });
         assert.equal(r.manifests.filter((m) => m.kind === "PodMonitor").length, 0);
         assert.equal(fs.readFileSync(path.join(outDir, "plan.md"), "utf8").includes("## Metrics"), false);
+    });
+});
+
+describe("observability: the preflight counts the sidecars", () => {
+    test("the training pod's requests (GPU-node fit, quota headroom) hold vLLM's metrics listener, as the rendered pod does", async () => {
+        for (const recipe of ["opencode-blackbox", "opencode-blackbox-32b"]) {
+            const stack = recipe.includes("32b") ? "gpu-team" : "staging";
+            const on = resolvePlatform(configOf(recipe, ON, stack), { hfToken: false }, { metricsPrograms: STAND_IN_PROGRAMS });
+            const off = resolvePlatform(configOf(recipe, {}, stack));
+            const cpu = (p: typeof on) => quantityValue(stackRequests(p)[p.training.namespace]!["requests.cpu"]!);
+            const mem = (p: typeof on) => quantityValue(stackRequests(p)[p.training.namespace]!["requests.memory"]!);
+            assert.equal(Math.round((cpu(on) - cpu(off)) * 1000), 100, `${recipe}: the listener's 100m`);
+            assert.equal(mem(on) - mem(off), 64 * 2 ** 20, `${recipe}: the listener's 64Mi`);
+        }
     });
 });

@@ -227,9 +227,11 @@ const podOf = (check: string, what: string, cs: ReadonlyArray<{ gpus: number; cp
 export function trainingPods(plan: PlatformPlan): PodNeeds[] {
     const t = plan.training;
     const m = t.multiNode;
-    if (!m) return [podOf("GPU node", "the training pod", [t.trainer, ...(t.vllm ? [t.vllm] : [])])];
+    // observability: vLLM's metrics listener, a native sidecar of the pod that runs vLLM (it counts while the pod runs).
+    const listener = t.metrics?.vllm ? [{ gpus: 0, cpu: t.metrics.vllm.cpu, memory: t.metrics.vllm.memory }] : [];
+    if (!m) return [podOf("GPU node", "the training pod", [t.trainer, ...(t.vllm ? [t.vllm] : []), ...listener])];
     return [
         podOf("GPU nodes: trainers", `${m.nodes} trainer pods (one per node)`, [t.trainer], m.nodes),
-        ...(t.vllm ? [podOf("GPU node: vLLM", "the vLLM pod", [t.vllm])] : []),
+        ...(t.vllm ? [podOf("GPU node: vLLM", "the vLLM pod", [t.vllm, ...listener])] : []),
     ];
 }
