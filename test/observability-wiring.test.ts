@@ -429,6 +429,12 @@ describe("observability: monitors", () => {
         assert.equal(router.spec.template.metadata.annotations["prometheus.io/port"], "9403");
     });
 
+    test("switching the form is a new Job name (its pod template's annotations are in the hash), never the old Job replaced under its own name", async () => {
+        const jobName = async (form: string) =>
+            (await manifestsOf(configOf("opencode-blackbox", { ...ON, observability: { enabled: true, form } }))).find((m) => m.kind === "Job")!.metadata.name;
+        assert.notEqual(await jobName("annotations"), await jobName("operator"));
+    });
+
     test("form operator: the pods carry no prometheus.io annotation", async () => {
         const ms = await manifestsOf(configOf("opencode-blackbox", ON));
         assert.equal(JSON.stringify(ms).includes("prometheus.io/"), false);

@@ -102,8 +102,11 @@ const SERVICE_ACCOUNT_TOKEN_VOLUME: k8s.types.input.core.v1.Volume & { name: str
  * The Job's object name: the run's name plus a hash of its pod template, so a changed template
  * under the same run id is a new Job that never collides with the old one while it terminates.
  */
-export function jobObjectName(d: TrainingDescription, podSpec: k8s.types.input.core.v1.PodSpec): string {
-    const hash = createHash("sha256").update(JSON.stringify(podSpec)).digest("hex").slice(0, 8);
+export function jobObjectName(d: TrainingDescription, podSpec: k8s.types.input.core.v1.PodSpec, annotations?: Readonly<Record<string, string>>): string {
+    // The pod template's annotations (form annotations' prometheus.io/*) are part of it too; without any, the
+    // hash is the pod spec's alone, as it always was (a stack that sets none keeps its Job's name).
+    const hashed = annotations !== undefined && Object.keys(annotations).length > 0 ? { podSpec, annotations } : podSpec;
+    const hash = createHash("sha256").update(JSON.stringify(hashed)).digest("hex").slice(0, 8);
     return `${d.jobName}-${hash}`;
 }
 
@@ -323,7 +326,7 @@ export function buildKubernetesTraining(
             `${name}-job`,
             {
                 metadata: {
-                    name: jobObjectName(d, podSpec),
+                    name: jobObjectName(d, podSpec, annotationsOf(d, "trainer").annotations),
                     namespace: ns,
                     labels: queue !== undefined ? { ...labels, [KUEUE_QUEUE_LABEL]: queue } : labels,
                     annotations: { ...SKIP_AWAIT },
