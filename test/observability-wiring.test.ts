@@ -12,10 +12,13 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { planToDir } from "../scripts/lib/plan";
+import { runPolicies } from "../policy/run-local";
+import { policyResources } from "./helpers/guardrails-plan";
 import { stackRequests } from "../components/preflight/kubernetes/needs";
 import { quantityValue } from "../components/shared/quantity";
 import {
     ALL_RECIPE_NAMES,
+    deepMerge,
     DOCKER_OBSERVABILITY_REFUSED,
     MULTI_NODE_RECIPE_NAMES,
     parseClusterConfig,
@@ -525,4 +528,29 @@ describe("observability: the preflight counts the sidecars", () => {
             assert.equal(mem(on) - mem(off), 64 * 2 ** 20, `${recipe}: the listener's 64Mi`);
         }
     });
+});
+
+describe("observability: the policy pack passes the observed stack", () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-obs-policy-"));
+    after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+    for (const [label, stack, override] of [
+        ["staging, form operator", "staging", {}],
+        ["staging, form annotations, gpuSharing isolated", "staging", { observability: { form: "annotations" }, training: { gpuSharing: "isolated" } }],
+    ] as const) {
+        test(`${label}: zero violations (the listener is no vLLM container; every sidecar hardened, limits set)`, async () => {
+            const r = await planToDir(
+                { stack },
+                {
+                    outDir: path.join(tmp, label.replace(/[^a-z0-9]+/gi, "-")),
+                    platformOverride: deepMerge({ observability: { enabled: true }, images: { mtail: TEST_MTAIL_IMAGE } }, override) as Record<string, unknown>,
+                    secrets: { hfToken: "hf_test" },
+                },
+            );
+            const violations = await runPolicies(policyResources(r.resources), { config: {}, stack });
+            assert.deepEqual(
+                violations.map((v) => `[${v.policy}] ${v.message}`),
+                [],
+            );
+        });
+    }
 });
