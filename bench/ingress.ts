@@ -8,10 +8,12 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { childPids, startLocalIngress, type LocalIngress, type LocalProxyOverrides } from "../components/ingress/local";
 import { PROXY_DEFAULTS, type IngressKey } from "../components/ingress/nginx";
+import { INGRESS_MTAIL } from "../components/observability";
 import { selfSignedCert } from "../test/helpers/tls";
 import {
     BENCH_DIR,
@@ -29,6 +31,7 @@ import {
     quantile,
     runWrk,
     sleep,
+    spawnTracked,
     table,
     wrkSocketErrors,
     type TargetCheck,
@@ -660,6 +663,146 @@ function firstChunkSection({ direct: sd, proxied: sp }: FirstChunkFigures): Sect
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// The cost of seeing (issue 28): the same proxy with its metrics path on (the JSON log also to a file, tailed by a
+// real mtail, and the loopback stub_status server) beside off, alternating rounds at 64 connections.
+
+/** Connections of the metrics-path rounds: the headline load where the machine still has CPU to spare. */
+const METRICS_PATH_CONNECTIONS = 64;
+
+interface MetricsPathFigures {
+    readonly off: Measured[];
+    readonly on: Measured[];
+    /** Responses mtail counted (agentrl_ingress_requests_total summed) against the requests the on-rounds sent. */
+    readonly counted: number;
+    readonly sent: number;
+    readonly skipped?: string;
+}
+
+function which(bin: string): string | undefined {
+    for (const d of (process.env.PATH ?? "").split(path.delimiter)) {
+        const p = path.join(d, bin);
+        if (d !== "" && fs.existsSync(p)) return p;
+    }
+    return undefined;
+}
+
+async function measureMetricsPath(b: Bench, stub: StubChild, tmp: string): Promise<MetricsPathFigures> {
+    const none = { off: [], on: [], counted: 0, sent: 0 };
+    const mtailBin = which("mtail");
+    if (mtailBin === undefined) return { ...none, skipped: "mtail not installed (apt-get install -y mtail)" };
+    if (b.timeLeft() < 4 * (b.roundSeconds + 0.5) + 10 + b.reserveStreams + b.reserveSaturation) return { ...none, skipped: "time budget" };
+    const dir = fs.mkdtempSync(path.join(tmp, "metrics-path-"));
+    const logFile = path.join(dir, "access.json");
+    fs.mkdirSync(path.join(dir, "progs"));
+    fs.copyFileSync(INGRESS_MTAIL.sourcePath, path.join(dir, "progs", INGRESS_MTAIL.file));
+    const stubStatusPort = await freeLoopbackPort();
+    const off = await startProxy(stub.url, b.keys, b.tls, b.overrides);
+    const on = await startProxy(stub.url, b.keys, b.tls, { ...b.overrides, metricsAccessLog: logFile, stubStatusListen: `127.0.0.1:${stubStatusPort}` });
+    const mtailPort = await freeLoopbackPort();
+    const mtail = spawnTracked(
+        mtailBin,
+        ["-progs", path.join(dir, "progs"), "-logs", logFile, "-address", "127.0.0.1", "-port", String(mtailPort), "-emit_prog_label=false", "-logtostderr"],
+        { stdio: "ignore" },
+    );
+    const scrapeCount = async (): Promise<number> => {
+        const text = await (await fetch(`http://127.0.0.1:${mtailPort}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+        return text
+            .split("\n")
+            .filter((l) => l.startsWith("agentrl_ingress_requests_total{"))
+            .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+    };
+    try {
+        for (let i = 0; i < 100; i++) {
+            try {
+                await scrapeCount();
+                break;
+            } catch {
+                if (mtail.exitCode !== null) throw new Error(`mtail exited (${mtail.exitCode})`);
+                await sleep(100);
+            }
+        }
+        b.watch(() => [stub.pid, ...off.pids(), ...on.pids(), ...(mtail.pid !== undefined ? [mtail.pid] : [])]);
+        // Warm-up (not counted), then let mtail catch up before its count is taken.
+        await b.wrk(off.ingress.url, METRICS_PATH_CONNECTIONS, 1);
+        await b.wrk(on.ingress.url, METRICS_PATH_CONNECTIONS, 1);
+        await sleep(1000);
+        const counted0 = await scrapeCount();
+        const out: MetricsPathFigures & { off: Measured[]; on: Measured[] } = { off: [], on: [], counted: 0, sent: 0 };
+        for (let r = 0; r < b.rounds; r++) {
+            const x = await b.wrk(off.ingress.url, METRICS_PATH_CONNECTIONS, b.roundSeconds);
+            b.problems.push(...wrkProblems(`metrics path off round ${r + 1}`, x));
+            out.off.push(x);
+            const y = await b.wrk(on.ingress.url, METRICS_PATH_CONNECTIONS, b.roundSeconds);
+            b.problems.push(...wrkProblems(`metrics path on round ${r + 1}`, y));
+            out.on.push(y);
+            b.log(
+                `ingress: metrics path round ${r + 1}: off ${fmt(x.rps, 0)} req/s p99 ${fmt(us2ms(x.p99Us))} ms; on ${fmt(y.rps, 0)} req/s p99 ${fmt(us2ms(y.p99Us))} ms`,
+            );
+        }
+        // mtail reads the file as it grows: give it a moment, bounded, to reach the last line.
+        const sent = out.on.reduce((n, r) => n + r.requests, 0);
+        let counted = (await scrapeCount()) - counted0;
+        for (let i = 0; i < 50 && counted < sent; i++) {
+            await sleep(100);
+            counted = (await scrapeCount()) - counted0;
+        }
+        return { ...out, counted, sent };
+    } finally {
+        mtail.kill("SIGTERM");
+        await on.stop();
+        await off.stop();
+    }
+}
+
+function freeLoopbackPort(): Promise<number> {
+    return new Promise((resolve, reject) => {
+        const srv = net.createServer();
+        srv.once("error", reject);
+        srv.listen(0, "127.0.0.1", () => {
+            const port = (srv.address() as net.AddressInfo).port;
+            srv.close(() => resolve(port));
+        });
+    });
+}
+
+function metricsPathSection(b: Bench, f: MetricsPathFigures): Section {
+    const head = "### The cost of seeing: the metrics path on vs off";
+    if (f.skipped !== undefined || f.off.length === 0 || f.on.length === 0)
+        return { markdown: [head, "", `Not measured: ${f.skipped ?? "no round ran"}.`, ""], checks: [] };
+    const p = (rs: readonly Measured[], k: "p50Us" | "p99Us") => mean(rs.map((r) => us2ms(r[k])));
+    const ratio = rpsOf(f.on) / rpsOf(f.off);
+    const addedP99 = p(f.on, "p99Us") - p(f.off, "p99Us");
+    const row = (name: string, rs: readonly Measured[]) => [
+        name,
+        fmt(rpsOf(rs), 0),
+        fmt(p(rs, "p50Us")),
+        fmt(p(rs, "p99Us")),
+        fmt(mean(rs.map((r) => r.busyCores))),
+    ];
+    return {
+        markdown: [
+            head,
+            "",
+            `What: two proxies with the settings above (TLS on), one as deployed with observability off, one with its metrics path on as observability.enabled renders it ` +
+                `(the same JSON access log written also to a file, \`metricsAccessLog\`, which a real mtail (Debian 3.0.0~rc50, components/observability/ingress.mtail) tails; ` +
+                `\`stub_status\` served on loopback, \`stubStatusListen\`), alternating wrk rounds (${b.rounds} each, ${b.roundSeconds} s) at ${METRICS_PATH_CONNECTIONS} connections against the realistic stub. ` +
+                "mtail shares the machine's cores with nginx, wrk and the stub, as it shares the ingress pod's node.",
+            "",
+            table(["metrics path", "req/s", "p50 ms", "p99 ms", "machine CPU busy, cores"], [row("off", f.off), row("on", f.on)]),
+            "",
+            `Ratio on/off ${fmt(ratio, 3)}, added p99 ${fmt(addedP99)} ms. mtail counted ${f.counted} of the ${f.sent} responses of the on-rounds` +
+                `${f.counted === f.sent ? " (every one)" : ""}.`,
+            "",
+        ],
+        checks: [
+            atLeast(`throughput ratio metrics path on/off at ${METRICS_PATH_CONNECTIONS} connections`, ratio, 0.95),
+            atMost(`added p99 latency with the metrics path on at ${METRICS_PATH_CONNECTIONS} connections`, addedP99, 2, " ms"),
+            atLeast("responses the metrics path counted / responses sent", f.sent > 0 ? f.counted / f.sent : 0, 1),
+        ],
+    };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Diagnostics (settings overrides; never the headline): one nginx per variant, same realistic stub, 256 connections
 
 /** The figures of one diagnostic variant that the overhead reading cites. */
@@ -931,6 +1074,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
         let wrongKey: WrongKeyFigures;
         let firstChunk: FirstChunkFigures;
         let diagnostics: Diagnostics = { rows: [], byLabel: new Map(), seconds: Math.min(4, b.roundSeconds) };
+        let metricsPath: MetricsPathFigures = { off: [], on: [], counted: 0, sent: 0, skipped: "not reached" };
         try {
             const proxy = await startProxy(stub.url, b.keys, b.tls, b.overrides);
             const proxiedUrl = proxy.ingress.url; // https://127.0.0.1:<port>
@@ -943,6 +1087,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
             } finally {
                 await proxy.stop();
             }
+            metricsPath = await measureMetricsPath(b, stub, tmp);
             if (o.diagnose !== false) diagnostics = await measureDiagnostics(b, stub);
         } finally {
             await stub.stop();
@@ -953,6 +1098,7 @@ export async function runIngressBench(o: IngressBenchOptions): Promise<IngressBe
             overheadSection(b, overhead, diagnostics.byLabel),
             firstChunkSection(firstChunk),
             wrongKeySection(b, wrongKey),
+            metricsPathSection(b, metricsPath),
             diagnosticsSection(diagnostics),
             saturationSection(b, saturation),
         ];
