@@ -1173,6 +1173,8 @@ describe("against the simulated cluster, each prerequisite removed in turn", { s
             "GPU node",
             "StorageClass",
             "Checkpoint reclaim policy",
+            "Checkpoint volume",
+            "Registry credentials",
             "PriorityClass",
             "RuntimeClass",
             "agent-sandbox CRDs",
@@ -1379,6 +1381,76 @@ describe("against the simulated cluster, each prerequisite removed in turn", { s
         ]);
         assertFinding(only(await preflight(tls), "TLS Secret"), "ok", /holds tls\.crt and tls\.key/);
     });
+
+    // After the test above: the training and ingress namespaces exist, the sandboxes one does not.
+    test("the pull Secret already there (registryAuth), and the kept checkpoint claim against the size and its StorageClass", async () => {
+        const c = config();
+        const plan = resolvePlatform(c, { hfToken: true, registryAuth: ["registry.test", "https://index.docker.io/v1/"] });
+        const run = async (p: PlatformPlan = plan) => (await runPreflight(p.config, { plan: p, kubectl: kubectlPath, timeoutMs: 15_000 })).findings;
+        const ns = plan.training.namespace;
+        const name = plan.names.pullSecret;
+        let f = await run();
+        assertFinding(only(f, "Registry credentials"), "ok", /every image the stack pulls has a registryAuth entry/);
+        assertFinding(
+            only(f, "Pull Secret"),
+            "ok",
+            new RegExp(`^no Secret ${name} in ${ns}, ${plan.names.namespaces.ingress}, ${plan.names.namespaces.sandboxes} yet`),
+        );
+        assertFinding(only(f, "Checkpoint volume"), "ok", new RegExp(`^no claim ${ns}/checkpoints yet: up creates it at 110Gi`));
+        // A Secret of that name someone else made; its data must not reach a finding.
+        const SENTINEL = "sentinel-pull-token-8d1f";
+        await cluster!.kubectlOk(["create", "secret", "generic", name, "-n", ns, `--from-literal=token=${SENTINEL}`]);
+        f = await run();
+        assertFinding(
+            only(f, "Pull Secret"),
+            "fail",
+            new RegExp(`${ns}/${name} \\(type Opaque, not kubernetes\\.io/dockerconfigjson.*; no app\\.kubernetes\\.io/part-of label\\)`),
+        );
+        assert.ok(!JSON.stringify(f).includes(SENTINEL) && !JSON.stringify(f).includes(Buffer.from(SENTINEL).toString("base64")));
+        // The stack's own, as the Platform makes it: ok.
+        await cluster!.kubectlOk(["delete", "secret", name, "-n", ns]);
+        await apply({
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+            type: "kubernetes.io/dockerconfigjson",
+            data: {
+                ".dockerconfigjson": Buffer.from(JSON.stringify({ auths: { "registry.test": { auth: Buffer.from(SENTINEL).toString("base64") } } })).toString(
+                    "base64",
+                ),
+            },
+        });
+        assertFinding(only(await run(), "Pull Secret"), "ok", new RegExp(`${ns}/${name} made by this project`));
+        // A checkpoint claim kept from an earlier up, smaller than training.checkpoints.size (110Gi), on the fixture's class (no allowVolumeExpansion).
+        await apply({
+            apiVersion: "v1",
+            kind: "PersistentVolumeClaim",
+            metadata: { name: "checkpoints", namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+            spec: { accessModes: ["ReadWriteOnce"], storageClassName: cluster!.storageClass, resources: { requests: { storage: "50Gi" } } },
+        });
+        assertFinding(
+            only(await run(), "Checkpoint volume"),
+            "fail",
+            new RegExp(`grows the claim ${ns}/checkpoints \\(50Gi, class standard, Pending\\), but StorageClass standard does not allow volume expansion`),
+            /kubectl patch storageclass standard -p '\{"allowVolumeExpansion":true\}'/,
+        );
+        await cluster!.kubectlOk(["patch", "storageclass", cluster!.storageClass, "-p", JSON.stringify({ allowVolumeExpansion: true })]);
+        try {
+            assertFinding(
+                only(await run(), "Checkpoint volume"),
+                "ok",
+                /is kept and reused; up grows it to 110Gi \(StorageClass standard allows volume expansion\)/,
+            );
+            const smaller = planOf(config({ training: { checkpoints: { size: "10Gi" } } }));
+            assertFinding(
+                only(await run(smaller), "Checkpoint volume"),
+                "fail",
+                /training\.checkpoints\.size 10Gi is smaller than the claim .*Kubernetes never shrinks a claim/,
+            );
+        } finally {
+            await cluster!.kubectlOk(["patch", "storageclass", cluster!.storageClass, "-p", JSON.stringify({ allowVolumeExpansion: false })]);
+        }
+    });
 });
 
 describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: 10 * 60_000 }, () => {
@@ -1412,6 +1484,9 @@ describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: 10 
             false,
         );
         assertFinding(only(findings, "Free space in dataDir"), "ok", new RegExp(`free under ${literal(dataDir)}, the stack plans model cache 1Mi`));
+        // statfs of the same dataDir; opencode's program writes no checkpoint (save_strategy "no").
+        assertFinding(only(findings, "Checkpoint space"), "ok", new RegExp(`free under ${literal(dataDir)}; Qwen/Qwen3-8B's program writes nothing there`));
+        assertFinding(only(findings, "Registry credentials"), "ok", /^no registryAuth: the Docker daemon pulls every image anonymously/);
         assertFinding(only(findings, "Host ports"), "ok", /0\.0\.0\.0:443\/tcp free/);
         assert.equal(exitCodeOf(findings), 1);
         // The host's own NCPU and MemTotal, as this dockerd reports them (the stack's 18 CPUs / 128.5 GiB in all).
