@@ -129,12 +129,12 @@ describe("preflight: Registry credentials", () => {
         assertFinding(
             checkRegistryCredentials(planOf(k8sConfig()), "kubernetes"),
             "ok",
-            /^no registryAuth: the nodes' own credentials pull every image: registry\.test \(images\.trainer, sandboxes\.image\), docker\.io \(images\.nginx\)$/,
+            /^no registryAuth: the nodes' own credentials pull every image: registry\.test \(images\.trainer, sandboxes\.image\), docker\.io \(images\.nginx\) \(an image in a private registry needs registryAuth or node credentials\)$/,
         );
         assertFinding(
             checkRegistryCredentials(planOf(dockerConfig()), "docker"),
             "ok",
-            /^no registryAuth: the Docker daemon pulls every image anonymously: registry\.test \(images\.trainer\), docker\.io \(images\.vllm, images\.nginx\)$/,
+            /^no registryAuth: the Docker daemon pulls every image anonymously: registry\.test \(images\.trainer\), docker\.io \(images\.vllm, images\.nginx\) \(an image in a private registry needs registryAuth\)$/,
         );
     });
     test("every image served: ok", () => {

@@ -150,12 +150,9 @@ export function checkRegistryCredentials(plan: PlatformPlan, target: "kubernetes
     const without =
         target === "kubernetes" ? "the nodes' own credentials pull it (none are needed for a public image)" : "the Docker daemon pulls it anonymously";
     if (plan.registryAuth === undefined) {
-        return ok(
-            check,
-            `no registryAuth: ${target === "kubernetes" ? "the nodes' own credentials pull every image" : "the Docker daemon pulls every image anonymously"}: ${byRegistry(images)}`,
-            'an image in a private registry needs registryAuth (pulumi config set --secret registryAuth "$(cat config.json)")' +
-                (target === "kubernetes" ? " or node credentials" : ""),
-        );
+        const pulls = target === "kubernetes" ? "the nodes' own credentials pull every image" : "the Docker daemon pulls every image anonymously";
+        const otherwise = target === "kubernetes" ? "registryAuth or node credentials" : "registryAuth";
+        return ok(check, `no registryAuth: ${pulls}: ${byRegistry(images)} (an image in a private registry needs ${otherwise})`);
     }
     // The config edge refuses an auths naming no registry, so none here means its names were not
     // read: the CLI reads the stack file, where the secret is encrypted, and never decrypts it.
