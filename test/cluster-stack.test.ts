@@ -19,6 +19,8 @@ import {
     type PlatformConfig,
 } from "../components/config";
 import { runUnderMocks } from "../scripts/lib/mockrun";
+import { sandboxControllerMonitor } from "../components/cluster/cluster-base";
+import { MONITORING_API_VERSION, podMonitorSpec } from "../components/shared/pod-monitor";
 import { planClusterToDir, planToDir, readStackFile, REPO_ROOT } from "../scripts/lib/plan";
 import { configProblems, parseWithTestImages } from "./helpers/config";
 import { serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
@@ -267,6 +269,28 @@ describe("the cluster stack through the API server's dry run", () => {
         const result = await serverDryRun(api, path.join(tmp, "cluster", "manifests"));
         assert.equal(result.objects, plan.manifests.length);
         assert.match(fs.readFileSync(path.join(tmp, "cluster", "plan.md"), "utf8"), /\| RuntimeClass \| gvisor \| handler `runsc`/);
+    });
+
+    it("with observability: agent-sandbox's controller PodMonitor is accepted (the Prometheus Operator CRDs of test/apiserver/build.sh)", async () => {
+        const m = sandboxControllerMonitor(
+            parseClusterConfig({ target: { kind: "kubernetes", context: "x" }, observability: { enabled: true, monitorLabels: { release: "prom" } } })
+                .observability,
+        );
+        const dir = path.join(tmp, "sandbox-monitor");
+        fs.mkdirSync(dir, { recursive: true });
+        // The release manifest makes the namespace (a ConfigFile, not among the plan's objects): here by hand.
+        const objects = [
+            { apiVersion: "v1", kind: "Namespace", metadata: { name: m.namespace } },
+            {
+                apiVersion: MONITORING_API_VERSION,
+                kind: "PodMonitor",
+                metadata: { name: m.name, namespace: m.namespace, labels: m.labels },
+                spec: podMonitorSpec(m),
+            },
+        ];
+        for (const [i, o] of objects.entries()) fs.writeFileSync(path.join(dir, `${i}.json`), JSON.stringify(o));
+        const result = await serverDryRun(api, dir);
+        assert.equal(result.objects, 2);
     });
 
     it("a run stack naming the cluster stack plans offline against the cluster stack's file", async () => {

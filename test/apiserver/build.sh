@@ -2,7 +2,9 @@
 # Builds the Kubernetes API server test fixture (see README.md next to this file):
 #   bin/kube-apiserver, bin/kubectl  (k8s.io/kubernetes v1.36.3)
 #   bin/etcd                         (go.etcd.io/etcd/server/v3 v3.6.8)
-#   crds/*.yaml                      (agent-sandbox, Gateway API, cert-manager and JobSet CRDs, from the Go module cache)
+#   crds/*.yaml                      (agent-sandbox, Gateway API, cert-manager and JobSet CRDs, from the Go module cache;
+#                                     the Prometheus Operator's PodMonitor, ServiceMonitor and PrometheusRule CRDs,
+#                                     generated from its pkg/apis/monitoring module by controller-gen, as its Makefile does)
 # into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/k8s-v1.36.3/.
 #
 # Idempotent: exits at once when the cache directory is complete. Only needs
@@ -16,6 +18,11 @@ AGENT_SANDBOX_VERSION=v0.5.6
 GATEWAY_API_VERSION=v1.6.3
 CERT_MANAGER_VERSION=v1.21.2
 JOBSET_VERSION=v0.10.1
+# github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring (the Go types the CRDs are
+# generated from; the proxy serves this module, not the repository's root module), and the
+# controller-gen release prometheus-operator's own CRDs of that line are generated with.
+PROMETHEUS_OPERATOR_VERSION=v0.95.2
+CONTROLLER_TOOLS_VERSION=v0.21.0
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
@@ -24,7 +31,7 @@ out="${AGENT_RL_K8S_CACHE_DIR:-$cache_root/k8s-$K8S_VERSION}"
 # crds/.complete for the CRDs (a change of a CRD version only refreshes crds/, in seconds).
 go_sum="go.sum=$(sha256sum "$here/go.sum" | cut -c1-16)"
 stamp_content="k8s=$K8S_VERSION etcd=$ETCD_VERSION agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION $go_sum"
-crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION jobset=$JOBSET_VERSION"
+crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION jobset=$JOBSET_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION"
 
 log() { printf '[apiserver/build] %s\n' "$*" >&2; }
 
@@ -57,6 +64,28 @@ module_dir() { # <module@version>
   [[ -n "$dir" && -d "$dir" ]] || { log "ERROR: no Dir for $1: $json"; return 1; }
   printf '%s' "$dir"
 }
+# prometheus-operator's Makefile (generate-crds): cd pkg/apis/monitoring && controller-gen
+# crd:crdVersions=v1 paths=./v1/. ... output:crd:dir=example/prometheus-operator-crd/. Here over a
+# writable copy of the module (the module cache is read-only), v1 only: PodMonitor, ServiceMonitor,
+# PrometheusRule (and the v1 kinds beside them, not installed).
+prometheus_operator_crds() { # <dir to fill>
+  local into="$1" src work t0=$(date +%s)
+  src="$(module_dir "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring@$PROMETHEUS_OPERATOR_VERSION")"
+  work="$(mktemp -d "$(dirname "$out")/.prometheus-operator-crds.XXXXXX")"
+  cp -r "$src" "$work/monitoring" && chmod -R u+w "$work/monitoring"
+  GOFLAGS= GOBIN="$work/bin" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" \
+    || { log "ERROR: go install controller-gen@$CONTROLLER_TOOLS_VERSION failed"; rm -rf "$work"; return 1; }
+  (cd "$work/monitoring" && GOFLAGS=-mod=mod "$work/bin/controller-gen" crd:crdVersions=v1 paths=./v1/. output:crd:dir="$work/out") \
+    || { log "ERROR: controller-gen over pkg/apis/monitoring@$PROMETHEUS_OPERATOR_VERSION failed"; rm -rf "$work"; return 1; }
+  local kind
+  for kind in podmonitors servicemonitors prometheusrules; do
+    [[ -f "$work/out/monitoring.coreos.com_$kind.yaml" ]] || { log "ERROR: controller-gen made no $kind CRD"; rm -rf "$work"; return 1; }
+    install -m 0644 "$work/out/monitoring.coreos.com_$kind.yaml" "$into/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION.monitoring.coreos.com_$kind.yaml"
+  done
+  rm -rf "$work"
+  log "Prometheus Operator CRDs generated in $(( $(date +%s) - t0 ))s"
+}
+
 install_crds() { # <dir to fill>
   local into="$1" sandbox_dir gateway_dir cert_manager_dir jobset_dir f
   sandbox_dir="$(module_dir "sigs.k8s.io/agent-sandbox@$AGENT_SANDBOX_VERSION")"
@@ -77,6 +106,7 @@ install_crds() { # <dir to fill>
   for f in "${gateway_crds[@]}"; do install -m 0644 "$f" "$into/gateway-api-$GATEWAY_API_VERSION.$(basename "$f")"; done
   for f in "${cert_manager_crds[@]}"; do install -m 0644 "$f" "$into/cert-manager-$CERT_MANAGER_VERSION.$(basename "$f")"; done
   for f in "${jobset_crds[@]}"; do install -m 0644 "$f" "$into/jobset-$JOBSET_VERSION.$(basename "$f")"; done
+  prometheus_operator_crds "$into"
   printf '%s' "$crd_stamp" > "$into/.complete"
 }
 
