@@ -36,7 +36,7 @@ import {
     type ObservedStack,
 } from "../components/observability";
 import { freePort } from "./helpers/apiserver";
-import { parseWithTestImages } from "./helpers/config";
+import { defaultObservabilitySettings } from "./helpers/observability";
 import { skipWithoutNginx } from "./helpers/nginx";
 import { startProgram, statusOf, type Started } from "./helpers/processes";
 import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
@@ -56,16 +56,7 @@ const missing = [
     ...(python ? [] : [`no trainer-side venv (${LOCK_VENV_HINT})`]),
 ];
 
-const settings = parseWithTestImages(
-    {
-        recipe: "opencode-blackbox",
-        runId: "run-001",
-        target: { kind: "kubernetes", context: "test" },
-        observability: { enabled: true },
-        images: { mtail: "registry.test/agent-rl/mtail:test" },
-    },
-    "test",
-).observability;
+const settings = defaultObservabilitySettings();
 const stack: ObservedStack = {
     stack: "prom",
     namespaces: { training: "prom-training", ingress: "prom-ingress", envs: "prom-envs" },

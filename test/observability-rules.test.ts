@@ -26,6 +26,7 @@ import { oneContainer } from "../components/training";
 import { observedStack } from "../components/platform/observability";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { parseWithTestImages } from "./helpers/config";
+import { defaultObservabilitySettings } from "./helpers/observability";
 import { manifests } from "./helpers/manifests";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-rules-"));
@@ -33,16 +34,7 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const PROMTOOL = spawnSync("sh", ["-c", "command -v promtool"], { encoding: "utf8" }).stdout.trim() || undefined;
 
 /** The defaults of the config's observability key, as a stack gets them. */
-const settings = parseWithTestImages(
-    {
-        recipe: "opencode-blackbox",
-        runId: "run-001",
-        target: { kind: "kubernetes", context: "test" },
-        observability: { enabled: true },
-        images: { mtail: "registry.test/agent-rl/mtail:test" },
-    },
-    "test",
-).observability;
+const settings = defaultObservabilitySettings();
 
 const stack: ObservedStack = {
     stack: "obs",

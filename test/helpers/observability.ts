@@ -8,6 +8,7 @@ import type { PlatformConfig } from "../../components/config";
 import { Platform, resolvePlatform } from "../../components/platform";
 import type { MetricsPrograms } from "../../components/shared/metrics-pods";
 import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { parseWithTestImages } from "./config";
 import { manifests } from "./manifests";
 
 /** Stand-ins for the metrics programs, named as such. */
@@ -41,4 +42,10 @@ export async function platformManifests(
     );
     assert.equal(run.error, undefined, String(run.error));
     return manifests(run.resources);
+}
+
+/** The observability settings a Kubernetes black-box stack gets with observability on and every default (the rules' and dashboard's inputs). */
+export function defaultObservabilitySettings(): PlatformConfig["observability"] {
+    return parseWithTestImages({ recipe: "opencode-blackbox", runId: "run-001", target: { kind: "kubernetes", context: "test" }, ...OBSERVABILITY_ON }, "test")
+        .observability;
 }
