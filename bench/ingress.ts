@@ -725,8 +725,14 @@ async function measureMetricsPath(b: Bench, stub: StubChild, tmp: string): Promi
         // Warm-up (not counted), then let mtail catch up before its count is taken.
         await b.wrk(off.ingress.url, METRICS_PATH_CONNECTIONS, 1);
         await b.wrk(on.ingress.url, METRICS_PATH_CONNECTIONS, 1);
-        await sleep(1000);
-        const counted0 = await scrapeCount();
+        // The warm-up's lines counted before the baseline: wait (bounded) until two scrapes a second apart agree.
+        let counted0 = await scrapeCount();
+        for (let i = 0; i < 20; i++) {
+            await sleep(1000);
+            const now = await scrapeCount();
+            if (now === counted0) break;
+            counted0 = now;
+        }
         const out: MetricsPathFigures & { off: Measured[]; on: Measured[] } = { off: [], on: [], counted: 0, sent: 0 };
         for (let r = 0; r < b.rounds; r++) {
             const x = await b.wrk(off.ingress.url, METRICS_PATH_CONNECTIONS, b.roundSeconds);
@@ -742,7 +748,7 @@ async function measureMetricsPath(b: Bench, stub: StubChild, tmp: string): Promi
         // mtail reads the file as it grows: give it a moment, bounded, to reach the last line.
         const sent = out.on.reduce((n, r) => n + r.requests, 0);
         let counted = (await scrapeCount()) - counted0;
-        for (let i = 0; i < 50 && counted < sent; i++) {
+        for (let i = 0; i < 100 && counted < sent; i++) {
             await sleep(100);
             counted = (await scrapeCount()) - counted0;
         }
@@ -790,14 +796,23 @@ function metricsPathSection(b: Bench, f: MetricsPathFigures): Section {
             "",
             table(["metrics path", "req/s", "p50 ms", "p99 ms", "machine CPU busy, cores"], [row("off", f.off), row("on", f.on)]),
             "",
-            `Ratio on/off ${fmt(ratio, 3)}, added p99 ${fmt(addedP99)} ms. mtail counted ${f.counted} of the ${f.sent} responses of the on-rounds` +
-                `${f.counted === f.sent ? " (every one)" : ""}.`,
+            `Ratio on/off ${fmt(ratio, 3)}, added p99 ${fmt(addedP99)} ms. mtail counted ${f.counted} responses for the ${f.sent} requests wrk completed in the on-rounds ` +
+                `(the difference: requests in flight when wrk stopped, at most ${METRICS_PATH_CONNECTIONS * f.on.length}, which nginx logs and wrk does not count).`,
             "",
         ],
         checks: [
             atLeast(`throughput ratio metrics path on/off at ${METRICS_PATH_CONNECTIONS} connections`, ratio, 0.95),
             atMost(`added p99 latency with the metrics path on at ${METRICS_PATH_CONNECTIONS} connections`, addedP99, 2, " ms"),
-            atLeast("responses the metrics path counted / responses sent", f.sent > 0 ? f.counted / f.sent : 0, 1),
+            // wrk counts requests completed within its duration; the ones in flight when it stops (at most one per connection
+            // per round) still reach nginx's log (200, or 499 when the client closed first), so mtail may count up to that many more.
+            atLeast("responses mtail counted minus requests wrk completed (none lost)", f.counted - f.sent, 0, "", 0),
+            atMost(
+                "responses mtail counted beyond the requests in flight when wrk stopped",
+                f.counted - f.sent - METRICS_PATH_CONNECTIONS * f.on.length,
+                0,
+                "",
+                0,
+            ),
         ],
     };
 }
