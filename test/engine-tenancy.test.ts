@@ -83,16 +83,24 @@ describe("engine: run stacks in a team's namespaces share the team's quota", { s
         runs.push(a);
         const up = await a.up("run a up", { timeoutMs: UP_MS });
         assertOk(up, "run a up");
-        const types = a.stateResources().map((r: any) => r.type as string);
+        // kube-system is read (the identity check: an external resource in the state), never owned.
+        const state = a.stateResources();
         assert.deepEqual(
-            types.filter((t) => /core\/v1:Namespace$|ValidatingAdmissionPolicy|PriorityClass|RuntimeClass|CustomResourceDefinition|ClusterRole/.test(t)),
+            state.filter((r: any) => r.type === "kubernetes:core/v1:Namespace").map((r: any) => [r.id, r.external === true]),
+            [["kube-system", true]],
+        );
+        assert.deepEqual(
+            state
+                .filter((r: any) => r.external !== true)
+                .map((r: any) => r.type as string)
+                .filter((t: string) => /core\/v1:Namespace$|ValidatingAdmissionPolicy|PriorityClass|RuntimeClass|CustomResourceDefinition|ClusterRole/.test(t)),
             [],
             "run a owns no namespace and nothing cluster-wide",
         );
         const n = namesFor("run-a", a.platform());
         assert.equal(n.namespaces.training, `${TEAM}-training`);
         const pod = await waitFor("run a's trainer pod", 60_000, async () => {
-            const pods = await cluster.getJson(["pods", "-n", n.namespaces.training, "-l", `job-name=${n.training.job}`]);
+            const pods = await cluster.getJson(["pods", "-n", n.namespaces.training, "-l", `job-name=${up.outputs?.trainingJob?.value}`]);
             return pods?.items?.[0];
         });
         log(`run a up: ${secs(up.ms)}; its trainer pod ${pod.metadata.name} created`);
@@ -104,13 +112,34 @@ describe("engine: run stacks in a team's namespaces share the team's quota", { s
         const up = await b.up("run b up", { timeoutMs: UP_MS });
         assertOk(up, "run b up");
         const n = namesFor("run-b", b.platform());
-        const refused = await waitFor("the quota's refusal of run b's trainer pod", 90_000, async () => {
-            const events = await cluster.getJson(["events", "-n", n.namespaces.training, "--field-selector", `involvedObject.name=${n.training.job}`]);
-            return (events?.items ?? []).find((e: any) => /exceeded quota/.test(e.message ?? ""));
+        // The Job's name is the run's plus a hash of its pod template (the stack output says which).
+        const job = up.outputs?.trainingJob?.value as string;
+        assert.match(job, new RegExp(`^${n.training.job}-[0-9a-f]{8}$`));
+        const refusal = async () => {
+            const events = await cluster.getJson(["events", "-n", n.namespaces.training]);
+            return (events?.items ?? []).find((e: any) => e.involvedObject?.name === job && /exceeded quota/.test(e.message ?? ""));
+        };
+        const refused = await waitFor("the quota's refusal of run b's trainer pod", 90_000, refusal).catch(async (e) => {
+            const events = await cluster.getJson(["events", "-n", n.namespaces.training]);
+            const quota = await cluster.getJson(["resourcequota", "team-quota", "-n", n.namespaces.training]);
+            const pods = await cluster.getJson(["pods", "-n", n.namespaces.training]);
+            const jobs = await cluster.getJson(["jobs", "-n", n.namespaces.training]);
+            log(`quota status: ${JSON.stringify(quota?.status)}`);
+            log(`pods: ${(pods?.items ?? []).map((p: any) => `${p.metadata.name} ${p.status.phase}`).join("; ")}`);
+            log(`jobs: ${(jobs?.items ?? []).map((j: any) => `${j.metadata.name} suspend=${j.spec.suspend} ${JSON.stringify(j.status)}`).join("; ")}`);
+            log(
+                `events: ${(events?.items ?? [])
+                    .map((x: any) => `${x.involvedObject?.kind}/${x.involvedObject?.name} ${x.reason}: ${x.message}`)
+                    .join(" | ")
+                    .slice(0, 3000)}`,
+            );
+            throw e;
         });
         assert.match(refused.message, /requests\.nvidia\.com\/gpu=2, used: requests\.nvidia\.com\/gpu=2, limited: requests\.nvidia\.com\/gpu=2/);
-        const pods = await cluster.getJson(["pods", "-n", n.namespaces.training, "-l", `job-name=${n.training.job}`]);
+        const pods = await cluster.getJson(["pods", "-n", n.namespaces.training, "-l", `job-name=${job}`]);
         assert.equal(pods?.items?.length ?? 0, 0, "run b has no trainer pod while the quota is used");
+        const first = await cluster.getJson(["pods", "-n", n.namespaces.training, "-l", "app.kubernetes.io/name=trainer"]);
+        assert.equal((first?.items ?? []).filter((p: any) => p.status.phase === "Running").length, 1, "run a's trainer pod still runs");
         log(`run b up: ${secs(up.ms)}; refused: ${refused.message}`);
     });
 });
