@@ -103,6 +103,12 @@ describe("observability off: nothing changes", () => {
 describe("observability on: every pod's metrics endpoints", () => {
     test("mbpp-whitebox (colocate): vLLM runs inside the script, so no listener: the trainer's port and the env's counter and responder", async () => {
         const ms = await manifestsOf(configOf("mbpp-whitebox", ON));
+        // The programs listen where the ports are declared: the responder's counter on 9403, the counter on 9402, the trainer's runner on 9401.
+        const router = podsOf(ms).find((p) => role(p) === "env-router")!;
+        const responder = router.spec.containers.find((c: any) => c.name === "capacity-responder");
+        assert.deepEqual(responder.command.slice(-2), ["--metrics-listen", "0.0.0.0:9403"]);
+        const replica = podsOf(ms).find((p) => role(p) === "env-replica")!;
+        assert.deepEqual(replica.spec.containers.find((c: any) => c.name === "session-metrics").args.slice(0, 2), ["--listen", "0.0.0.0:9402"]);
         const byRole = Object.fromEntries(podsOf(ms).map((p) => [role(p), metricsPortsOf(p)]));
         assert.deepEqual(byRole, {
             trainer: ["trainer:metrics-trainer:9401"],

@@ -23,7 +23,7 @@ import { ConfigError } from "../config/parse";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
-import type { MetricsLinks } from "../shared/metrics-pods";
+import { METRICS_PORTS, type MetricsLinks } from "../shared/metrics-pods";
 import { envMetrics, type EnvMetrics } from "./metrics";
 import { ENV_CATALOG, NON_ROOT_UID, WS_PING_ENV_VARS, type CatalogEntry, type IdleReaper, type WsPing } from "../config/catalog";
 import { capacityResponderScript, RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE, responderCommand } from "./responder";
@@ -635,7 +635,13 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
                 image: env.image,
                 imagePullPolicy: imagePullPolicy(env.image),
                 listen: CAPACITY_RESPONDER_ADDRESS,
-                command: responderCommand({ scriptPath: responderScriptFile, configPath: responderConfigFile, listen: CAPACITY_RESPONDER_ADDRESS }),
+                command: responderCommand({
+                    scriptPath: responderScriptFile,
+                    configPath: responderConfigFile,
+                    listen: CAPACITY_RESPONDER_ADDRESS,
+                    // observability: its CAPACITY_REACHED counter on the pod's address, the router pod's metrics port.
+                    ...(observed && metricsLinks !== undefined ? { metricsListen: `0.0.0.0:${METRICS_PORTS.envRouter.port}` } : {}),
+                }),
                 scriptFile: responderScriptFile,
                 scriptText: responderScript,
                 configFile: responderConfigFile,
