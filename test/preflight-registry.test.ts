@@ -108,7 +108,13 @@ describe("which entry serves which image", () => {
         assert.equal(dockerProviderKey("https://index.docker.io/v1/"), "index.docker.io");
         assert.equal(dockerProviderKey("registry.example.com:5000/team"), "registry.example.com:5000");
         assert.ok(dockerProviderServes("registry-1.docker.io", "nginx"));
-        assert.equal(dockerProviderServes("https://index.docker.io/v1/", "nginx"), false);
+        // Hub credentials under a key the provider reads for Hub: the stack passes them under every Hub pull host too.
+        for (const image of ["nginx", "docker.io/library/nginx", "index.docker.io/library/nginx"])
+            for (const entry of ["https://index.docker.io/v1/", "index.docker.io", "docker.io"])
+                assert.ok(dockerProviderServes(entry, image), `${entry} ${image}`);
+        assert.equal(dockerProviderServes("https://index.docker.io/v1/", "ghcr.io/org/img"), false);
+        assert.equal(dockerProviderServes("https://index.docker.io", "nginx"), false, "a Hub key the provider reads no Hub credentials from");
+        assert.ok(dockerProviderServes("https://index.docker.io", "index.docker.io/library/nginx"), "filed under its host");
         assert.ok(dockerProviderServes("registry.example.com:5000", "registry.example.com:5000/img"));
         assert.equal(dockerProviderServes("registry.example.com", "registry.example.com:5000/img"), false);
     });
@@ -161,17 +167,25 @@ describe("preflight: Registry credentials", () => {
             /^add an entry for registry\.test to registryAuth if images\.trainer is private$/,
         );
     });
-    test("Docker: Hub credentials filed as docker login files them serve no Docker pull; said once, with the fix", () => {
-        const f = checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "https://index.docker.io/v1/"]), "docker");
+    test("Docker: Hub credentials filed as docker login files them serve every Hub image (the stack passes them under registry-1.docker.io too)", () => {
+        assertFinding(
+            checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "https://index.docker.io/v1/"]), "docker"),
+            "ok",
+            /^every image the stack pulls has a registryAuth entry: registry\.test \(images\.trainer\), docker\.io \(images\.vllm, images\.nginx\)$/,
+        );
+        assert.equal(checkRegistryCredentials(planOf(k8sConfig(), ["registry.test", "https://index.docker.io/v1/"]), "kubernetes").status, "ok");
+    });
+    test("Docker: Hub credentials under a key the provider reads no Hub credentials from serve no Hub pull; said once, with the fix", () => {
+        const f = checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "https://index.docker.io"]), "docker");
         assertFinding(
             f,
             "warn",
-            /^images\.vllm \(vllm\/vllm-openai:[^)]+\) is on Docker Hub, and the Docker provider looks Docker Hub credentials up under registry-1\.docker\.io only, not under "https:\/\/index\.docker\.io\/v1\/": the Docker daemon pulls it anonymously; images\.nginx .* is on Docker Hub/,
-            /^add the same credentials to registryAuth under auths\["registry-1\.docker\.io"\] too$/,
+            /^images\.vllm \(vllm\/vllm-openai:[^)]+\) is on Docker Hub, and the Docker provider reads Docker Hub credentials under "https:\/\/index\.docker\.io\/v1\/", "index\.docker\.io", "docker\.io" \(or "registry-1\.docker\.io"\), not under "https:\/\/index\.docker\.io": the Docker daemon pulls it anonymously; images\.nginx .* is on Docker Hub/,
+            /^file the Docker Hub credentials in registryAuth under auths\["https:\/\/index\.docker\.io\/v1\/"\] \(the key docker login writes\)$/,
         );
         assert.doesNotMatch(f.found, /serves no image/, "the Hub entry is explained once, not also called unused");
         // The same entries on Kubernetes serve every image.
-        assert.equal(checkRegistryCredentials(planOf(k8sConfig(), ["registry.test", "https://index.docker.io/v1/"]), "kubernetes").status, "ok");
+        assert.equal(checkRegistryCredentials(planOf(k8sConfig(), ["registry.test", "https://index.docker.io"]), "kubernetes").status, "ok");
     });
     test("Docker: a Hub name with two slashes is looked up under its first part; the message says so", () => {
         const f = checkRegistryCredentials(planOf(dockerConfig({ images: { trainer: "team/sub/trainer:1" } }), ["registry-1.docker.io"]), "docker");

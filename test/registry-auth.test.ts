@@ -2,8 +2,9 @@
  * Private-registry credentials (the registryAuth stack secret): the config edge's checks, a
  * kubernetes.io/dockerconfigjson Secret in every namespace the stack makes, referenced by every pod
  * spec (sandbox template and JobSet pods included) and the trainer's ServiceAccount; Docker: the
- * provider's registryAuth for every registry the config.json names. The value never reaches a file
- * the offline plan writes.
+ * provider's registryAuth for every registry the config.json names, and Docker Hub credentials filed
+ * as `docker login` files them under every host the provider looks Hub images up under. The value
+ * never reaches a file the offline plan writes.
  * Run: node --import tsx --test test/registry-auth.test.ts
  */
 import assert from "node:assert/strict";
@@ -11,7 +12,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { checkRegistryAuth } from "../components/config";
+import { checkRegistryAuth, dockerProviderAddresses } from "../components/config";
+import { dockerProviderKey, dockerProviderRegistry } from "../components/preflight/registry";
 import { planToDir } from "../scripts/lib/plan";
 import { isSecret, sentAsSecret, unwrapSecrets } from "./helpers/secrets";
 import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
@@ -143,5 +145,46 @@ describe("registryAuth on Docker: the provider pulls every image with it", () =>
             fs.readFileSync(path.join(outDir, "plan.md"), "utf8"),
             /Registry credentials \(registryAuth, a secret\): the Docker provider's registryAuth for registry\.internal\.example, ghcr\.io/,
         );
+    });
+    test("Docker Hub credentials under https://index.docker.io/v1/ (what docker login writes) are passed under every Hub pull host", async () => {
+        // terraform-provider-docker v4 files an entry under its address's host and looks a pull up by the
+        // image's exact host: registry-1.docker.io for `vllm/vllm-openai`, never index.docker.io.
+        const hub = JSON.stringify({ auths: { "ghcr.io": { auth: SENTINEL }, "https://index.docker.io/v1/": { auth: SENTINEL } } });
+        const outDir = path.join(tmp, "docker-hub");
+        const result = await planToDir(
+            { recipe: "opencode-blackbox", target: "docker" },
+            { outDir, secrets: { registryAuth: hub }, platformOverride: HOSTED_SANDBOXES_ON_DOCKER },
+        );
+        const provider = result.resources.find((r) => r.type === "pulumi:providers:docker");
+        assert.ok(provider && isSecret(provider.inputs.registryAuth), "registryAuth is sent as a secret");
+        const unwrapped = unwrapSecrets(provider.inputs.registryAuth);
+        const plain = (typeof unwrapped === "string" ? JSON.parse(unwrapped) : unwrapped) as Array<{ address: string; configFileContent: string }>;
+        assert.deepEqual(
+            plain.map((e) => e.address),
+            ["ghcr.io", "https://index.docker.io/v1/", "registry-1.docker.io", "docker.io"],
+        );
+        assert.ok(
+            plain.every((e) => e.configFileContent === hub),
+            "each reads the same config.json",
+        );
+        // Every Docker Hub image the stack pulls has an entry filed under the host the provider looks it up under.
+        const hubImages = result.resources
+            .filter((r) => r.type === "docker:index/remoteImage:RemoteImage")
+            .map((r) => unwrapSecrets(r.inputs).name as string)
+            .filter((image) => dockerProviderRegistry(image) === "registry-1.docker.io");
+        assert.ok(hubImages.length >= 2, `Docker Hub images pulled: ${hubImages.join(", ")}`);
+        const hosts = plain.map((e) => dockerProviderKey(e.address));
+        for (const image of hubImages) assert.ok(hosts.includes(dockerProviderRegistry(image)), image);
+        for (const f of walk(outDir)) assert.ok(!fs.readFileSync(f, "utf8").includes(SENTINEL), `${f} holds the credentials`);
+        assert.match(
+            fs.readFileSync(path.join(outDir, "plan.md"), "utf8"),
+            /the Docker provider's registryAuth for ghcr\.io, https:\/\/index\.docker\.io\/v1\/, registry-1\.docker\.io, docker\.io,/,
+        );
+    });
+    test("Hub pull hosts are added only for a Hub key the provider reads, and only those not named already", () => {
+        assert.deepEqual(dockerProviderAddresses(["ghcr.io"]), ["ghcr.io"]);
+        assert.deepEqual(dockerProviderAddresses(["docker.io", "registry-1.docker.io"]), ["docker.io", "registry-1.docker.io", "index.docker.io"]);
+        assert.deepEqual(dockerProviderAddresses(["index.docker.io"]), ["index.docker.io", "registry-1.docker.io", "docker.io"]);
+        assert.deepEqual(dockerProviderAddresses(["https://index.docker.io"]), ["https://index.docker.io"], "a key the provider reads no Hub credentials from");
     });
 });

@@ -30,7 +30,14 @@ export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./
 export { IGNORED_SETTINGS, validateTargetSettings, type IgnoredSetting } from "./target-settings";
 export { RECIPES, RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, ALL_RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";
-export { checkRegistryAuth, REGISTRY_AUTH_KEY, type RegistryAuth } from "./load";
+export {
+    checkRegistryAuth,
+    DOCKER_HUB_CONFIG_KEYS,
+    DOCKER_HUB_PULL_HOSTS,
+    dockerProviderAddresses,
+    REGISTRY_AUTH_KEY,
+    type RegistryAuth,
+} from "./load";
 export { missingPlatformMessage, nearMiss, stackObject, unknownStackKeys, STACK_KEYS } from "./stack-keys";
 export { loadClusterConfig, loadPlatformConfig, checkSuppliedKeys, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";
 export {

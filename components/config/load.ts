@@ -129,6 +129,32 @@ export function checkSuppliedKeys(keyNames: readonly string[], allConfig: Readon
 }
 
 /**
+ * The config.json keys terraform-provider-docker v4 reads Docker Hub credentials from for an entry
+ * whose address is a Docker Hub host (internal/provider/provider.go `getAuthConfigFromConfigFile`,
+ * `preferredDockerHubKeys`, v4.0.0 to v4.5.0); `docker login` files them under the first.
+ */
+export const DOCKER_HUB_CONFIG_KEYS: readonly string[] = ["https://index.docker.io/v1/", "index.docker.io", "docker.io"];
+
+/**
+ * The hosts the provider's RemoteImage pull looks Docker Hub credentials up under, exactly
+ * (resource_docker_image_funcs.go `pullImage`, `parseImageOptions`): registry-1.docker.io for a
+ * name without a registry part, docker.io or index.docker.io for a name that starts with one.
+ */
+export const DOCKER_HUB_PULL_HOSTS: readonly string[] = ["registry-1.docker.io", "docker.io", "index.docker.io"];
+
+/**
+ * The Docker provider's registryAuth addresses for the registries a config.json names: each of them,
+ * and, when it holds Docker Hub credentials under a key the provider reads (DOCKER_HUB_CONFIG_KEYS),
+ * every Docker Hub pull host no registry already names, so `https://index.docker.io/v1/` credentials
+ * also serve `nginx` (looked up under registry-1.docker.io, where no entry of that key is filed).
+ */
+export function dockerProviderAddresses(registries: readonly string[]): string[] {
+    if (!registries.some((r) => DOCKER_HUB_CONFIG_KEYS.includes(r))) return [...registries];
+    const hosts = new Set(registries.map((r) => r.replace(/^https?:\/\//, "").split("/")[0]!));
+    return [...registries, ...DOCKER_HUB_PULL_HOSTS.filter((h) => !hosts.has(h))];
+}
+
+/**
  * The registryAuth secret, checked at the config edge: a Docker config.json (`{"auths": {"<registry>":
  * {"auth": "<base64 user:password>"}}}`, what `docker login` writes and a kubernetes.io/dockerconfigjson
  * Secret holds). Returns the registries it names; messages name the key, never the value.

@@ -3,7 +3,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { ClusterConfig } from "../config/cluster";
 import type { PlatformConfig } from "../config/resolve";
-import type { RegistryAuth } from "../config/load";
+import { dockerProviderAddresses, type RegistryAuth } from "../config/load";
 
 /** The target's provider, handed to the Platform through `opts.providers`. */
 export function targetProvider(name: string, config: PlatformConfig, registryAuth?: RegistryAuth): pulumi.ProviderResource {
@@ -17,11 +17,17 @@ export function targetProvider(name: string, config: PlatformConfig, registryAut
         });
     }
     // Every image the stack pulls (RemoteImage has no credentials of its own in @pulumi/docker 5.2: the
-    // provider's registryAuth serves them), one entry per registry the config.json names.
+    // provider's registryAuth serves them), one entry per registry the config.json names, and Docker
+    // Hub's pull hosts for Hub credentials filed as `docker login` files them (dockerProviderAddresses).
     return new docker.Provider(`${name}-docker`, {
         host: t.host,
         ...(registryAuth
-            ? { registryAuth: registryAuth.registries.map((address) => ({ address, configFileContent: pulumi.secret(registryAuth.dockerConfigJson) })) }
+            ? {
+                  registryAuth: dockerProviderAddresses(registryAuth.registries).map((address) => ({
+                      address,
+                      configFileContent: pulumi.secret(registryAuth.dockerConfigJson),
+                  })),
+              }
             : {}),
     });
 }

@@ -12,9 +12,11 @@
  *   exactly one host name (internal/provider/resource_docker_image_funcs.go `parseImageOptions`,
  *   `pullImage`): the image's first path part when it looks like a host (or the name has two or
  *   more slashes), else `registry-1.docker.io`; entries are keyed by their host name (scheme and
- *   path cut off, `convertToHostname`).
+ *   path cut off, `convertToHostname`). The stack's provider gets Docker Hub credentials that the
+ *   config.json files under a key the provider reads for Hub (`https://index.docker.io/v1/`, what
+ *   `docker login` writes) under every Hub pull host too (config dockerProviderAddresses).
  */
-import { deployedImages, type PlatformConfig } from "../config";
+import { DOCKER_HUB_CONFIG_KEYS, DOCKER_HUB_PULL_HOSTS, deployedImages, type PlatformConfig } from "../config";
 import type { PlatformPlan } from "../platform";
 import { type Finding, ok, warn } from "./report";
 
@@ -108,9 +110,14 @@ export function dockerProviderRegistry(image: string): string {
     return slashes > 1 || (slash >= 0 && (/[.:]/.test(first) || first === "localhost")) ? first : "registry-1.docker.io";
 }
 
-/** Whether the Docker provider pulls `image` with the `entry` credentials. */
+/**
+ * Whether the stack's Docker provider pulls `image` with the `entry` credentials: an address filed
+ * under the image's pull host, or Docker Hub credentials under a key the provider reads for Hub,
+ * which the stack also passes under each Hub pull host (dockerProviderAddresses).
+ */
 export function dockerProviderServes(entry: string, image: string): boolean {
-    return dockerProviderKey(entry) === dockerProviderRegistry(image);
+    const host = dockerProviderRegistry(image);
+    return dockerProviderKey(entry) === host || (DOCKER_HUB_CONFIG_KEYS.includes(entry) && DOCKER_HUB_PULL_HOSTS.includes(host));
 }
 
 /**
@@ -165,17 +172,17 @@ export function checkRegistryCredentials(plan: PlatformPlan, target: "kubernetes
     const problems: string[] = [];
     const fixes: string[] = [];
     const uncovered = images.filter((i) => i.by.length === 0);
-    // Docker Hub entries the Docker provider skips are said once, with the image they miss.
+    // Docker Hub entries under a key the Docker provider reads no Hub credentials from are said once, with the image they miss.
     const explained = new Set<string>();
     for (const i of uncovered) {
         const key = dockerProviderRegistry(i.image);
         const hubEntries = entries.filter((e) => DOCKER_HUB_KEYS.includes(dockerProviderKey(e)) && kubeletServes(e, i.image));
-        if (target === "docker" && key === "registry-1.docker.io" && hubEntries.length > 0) {
+        if (target === "docker" && DOCKER_HUB_PULL_HOSTS.includes(key) && hubEntries.length > 0) {
             for (const e of hubEntries) explained.add(e);
             problems.push(
-                `${i.field} (${i.image}) is on Docker Hub, and the Docker provider looks Docker Hub credentials up under registry-1.docker.io only, not under ${hubEntries.map((e) => `"${e}"`).join(", ")}: ${without}`,
+                `${i.field} (${i.image}) is on Docker Hub, and the Docker provider reads Docker Hub credentials under ${DOCKER_HUB_CONFIG_KEYS.map((k) => `"${k}"`).join(", ")} (or "${key}"), not under ${hubEntries.map((e) => `"${e}"`).join(", ")}: ${without}`,
             );
-            fixes.push(`add the same credentials to registryAuth under auths["registry-1.docker.io"] too`);
+            fixes.push(`file the Docker Hub credentials in registryAuth under auths["https://index.docker.io/v1/"] (the key docker login writes)`);
         } else {
             const lookup =
                 target === "docker" && key !== i.registry && key !== "registry-1.docker.io" ? ` (the Docker provider looks it up under "${key}")` : "";

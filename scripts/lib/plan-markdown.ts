@@ -8,7 +8,7 @@ import { programFacts } from "../../components/config/programs";
 import { vllmServerSettings } from "../../components/config/vllm-settings";
 import { dnsEgressFor } from "../../components/config/dns";
 import type { DnsEgress } from "../../components/shared/kubernetes";
-import type { PlatformConfig } from "../../components/config";
+import { dockerProviderAddresses, type PlatformConfig } from "../../components/config";
 import { quantityValue } from "../../components/shared/quantity";
 import { CHECKPOINT_ROOT } from "../../components/training";
 import type { DeployedEnvDescription } from "../../components/env";
@@ -304,7 +304,7 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         out.push(
             c.target.kind === "kubernetes"
                 ? `Registry credentials (registryAuth, a secret): the pull Secret \`${names.pullSecret}\` (kubernetes.io/dockerconfigjson) in each of the ${namespaceRoles(c).length} namespaces, referenced by every pod and the trainer's ServiceAccount; registries: ${plan.registryAuth.join(", ")} (values redacted).`
-                : `Registry credentials (registryAuth, a secret): the Docker provider's registryAuth for ${plan.registryAuth.join(", ")}, used for every image the stack pulls (values redacted).`,
+                : `Registry credentials (registryAuth, a secret): the Docker provider's registryAuth for ${dockerProviderAddresses(plan.registryAuth).join(", ")}, used for every image the stack pulls (values redacted).`,
         );
         out.push("");
     }
