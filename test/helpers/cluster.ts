@@ -41,10 +41,31 @@ export interface ClusterOptions {
      * on a cluster, and StatefulSet rollouts one pod-stop per replica. @default 3000
      */
     readonly podStopMs?: number;
+    /**
+     * Pods that become Ready only `ms` after they are placed, instead of at once: those whose label
+     * `label` is `value` (for example the env routers, `app.kubernetes.io/name=env-router`, as a real
+     * one is after its image pull and start). They stay Pending until then. Scoped by label so every
+     * other pod stays fast; a pod should match at most one entry. @default []
+     */
+    readonly readyDelays?: readonly ReadyDelay[];
+    /**
+     * Controllers run by a second kube-controller-manager of their own, which pauseControllers()
+     * freezes while every other controller (the garbage collector, ReplicaSets, StatefulSets, ...)
+     * keeps working: e.g. `["deployment-controller"]` to open a client's watch before the Deployment
+     * controller reacts. @default [] (pauseControllers() then throws)
+     */
+    readonly pausableControllers?: readonly Controller[];
     /** Install the fixture's CRDs (agent-sandbox, Gateway API, cert-manager) at start; off when a stack under test installs them. @default true */
     readonly crds?: boolean;
     /** Overall startup timeout in ms. @default 240 s */
     readonly timeoutMs?: number;
+}
+
+/** Pods (by one label) that kwok makes Ready only after a delay: ClusterOptions.readyDelays. */
+export interface ReadyDelay {
+    readonly label: string;
+    readonly value: string;
+    readonly ms: number;
 }
 
 export interface Cluster {
@@ -67,6 +88,14 @@ export interface Cluster {
     pods(namespace: string, selector?: string): Promise<any[]>;
     /** Creates `n` more PersistentVolumes of the default class. */
     addVolumes(n: number): Promise<void>;
+    /**
+     * Freezes the controller-manager of ClusterOptions.pausableControllers (SIGSTOP) until
+     * resumeControllers(): those controllers stop reacting while the API server and every other
+     * controller keep working, as a busy controller lags behind a client. stop() resumes it first.
+     */
+    pauseControllers(): void;
+    /** Lets the paused controllers run again (SIGCONT); a no-op when they are not paused. */
+    resumeControllers(): void;
     /** Polls `check` until it returns a truthy value or `timeoutMs` passes; then throws `what` with the last value. */
     waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
     /** Stops every process, removes the temp dir, verifies nothing is left (throws otherwise). */
@@ -111,6 +140,7 @@ export const CONTROLLERS = [
     "pod-garbage-collector-controller",
     "ttl-after-finished-controller",
 ] as const;
+export type Controller = (typeof CONTROLLERS)[number];
 
 /**
  * kwok's stages (kwok.x-k8s.io/v1alpha1 Stage, read from --config; kwok v0.8.0 has no
@@ -119,12 +149,17 @@ export const CONTROLLERS = [
  * (native sidecars started), and a pod being deleted is removed. Unlike kwok's "fast" set
  * (kustomize/stage/pod/fast) there is no "complete" stage: a training Job's pod keeps running,
  * as a real run does for hours. Pods in `slowNamespaces` become Running but never Ready.
- * A deleted pod is removed `podStopMs` later.
+ * A pod matching one of `readyDelays` becomes Running and Ready that many ms after kwok first
+ * sees it (Stage `spec.delay.durationMilliseconds`, sigs.k8s.io/kwok pkg/apis/v1alpha1/stage_types.go
+ * v0.8.0); the instant stage excludes those pods, since kwok picks at random among stages that
+ * match (pkg/utils/lifecycle/lifecycle.go). A deleted pod is removed `podStopMs` later.
  */
-export function kwokStages(slowNamespaces: readonly string[], podStopMs = 3000): string {
+export function kwokStages(slowNamespaces: readonly string[], podStopMs = 3000, readyDelays: readonly ReadyDelay[] = []): string {
     const notSlow = slowNamespaces.length
         ? `\n      - key: '.metadata.namespace'\n        operator: 'NotIn'\n        values: [${slowNamespaces.map((n) => `'${n}'`).join(", ")}]`
         : "";
+    const labelKey = (label: string) => `'.metadata.labels["${label}"]'`;
+    const notDelayed = readyDelays.map((r) => `\n      - key: ${labelKey(r.label)}\n        operator: 'NotIn'\n        values: ['${r.value}']`).join("");
     const common = `      - key: '.metadata.deletionTimestamp'
         operator: 'DoesNotExist'
       - key: '.status.phase'
@@ -177,8 +212,8 @@ spec:
         systemUUID: ""
       phase: Running
 `;
-    // A Pending pod selected by `selector` becomes Running with `status` (conditions, container statuses).
-    const runningPodStage = (name: string, selector: string, status: string) => `apiVersion: kwok.x-k8s.io/v1alpha1
+    // A Pending pod selected by `selector` becomes Running with `status` (conditions, container statuses), `delayMs` after kwok sees it.
+    const runningPodStage = (name: string, selector: string, status: string, delayMs = 0) => `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: ${name}
@@ -189,7 +224,7 @@ spec:
   selector:
     matchExpressions:
 ${common}${selector}
-  next:
+${delayMs > 0 ? `  delay:\n    durationMilliseconds: ${delayMs}\n` : ""}  next:
     statusTemplate: |
       {{ $now := Now }}
       conditions:
@@ -213,10 +248,7 @@ ${status}      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
         status: "True"
         type: PodScheduled
 `;
-    const ready = runningPodStage(
-        "pod-ready",
-        notSlow,
-        `${readiness(true)}      containerStatuses:
+    const readyStatus = `${readiness(true)}      containerStatuses:
       {{ range .spec.containers }}
       - image: {{ .image | Quote }}
         name: {{ .name | Quote }}
@@ -247,7 +279,15 @@ ${status}      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
             startedAt: {{ $now | Quote }}
         {{ end }}
       {{ end }}
-`,
+`;
+    const ready = runningPodStage("pod-ready", notSlow + notDelayed, readyStatus);
+    const readyLate = readyDelays.map((r, i) =>
+        runningPodStage(
+            `pod-ready-after-${i}`,
+            `${notSlow}\n      - key: ${labelKey(r.label)}\n        operator: 'In'\n        values: ['${r.value}']`,
+            readyStatus,
+            r.ms,
+        ),
     );
     const loading = runningPodStage(
         "pod-loading-model",
@@ -298,7 +338,7 @@ spec:
       empty: true
     delete: true
 `;
-    return [node, ready, ...(slowNamespaces.length ? [loading] : []), del].join("---\n");
+    return [node, ready, ...readyLate, ...(slowNamespaces.length ? [loading] : []), del].join("---\n");
 }
 
 function nodeObject(name: string, labels: Record<string, string>, allocatable: Record<string, string>, taints: unknown[]): Record<string, unknown> {
@@ -350,7 +390,7 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
     try {
         const kc = api.kubeconfig;
         const d = (f: string) => path.join(api.dir, f);
-        const [kcmPort, schedPort, kwokPort] = [await freePort(), await freePort(), await freePort()];
+        const [kcmPort, schedPort, kwokPort, pausablePort] = [await freePort(), await freePort(), await freePort(), await freePort()];
         const auth = [
             `--kubeconfig=${kc}`,
             `--authentication-kubeconfig=${kc}`,
@@ -360,25 +400,33 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
             "--v=1",
         ];
 
-        const kcm = api.startProcess(
+        const pausable = options.pausableControllers ?? [];
+        const controllerManager = (name: string, port: number, controllers: readonly string[]) =>
+            api.startProcess(
+                name,
+                fx.bin.kubeControllerManager,
+                [
+                    ...auth,
+                    `--secure-port=${port}`,
+                    `--cert-dir=${d(`${name}-certs`)}`,
+                    `--controllers=${controllers.join(",")}`,
+                    `--service-account-private-key-file=${api.files.saKeyFile}`,
+                    `--root-ca-file=${api.files.caFile}`,
+                    "--use-service-account-credentials=false",
+                    "--cluster-name=kwok",
+                    "--kube-api-qps=200",
+                    "--kube-api-burst=400",
+                    "--concurrent-statefulset-syncs=5",
+                    "--profiling=false",
+                ],
+                { ports: [port] },
+            );
+        const kcm = controllerManager(
             "kube-controller-manager",
-            fx.bin.kubeControllerManager,
-            [
-                ...auth,
-                `--secure-port=${kcmPort}`,
-                `--cert-dir=${d("kcm-certs")}`,
-                `--controllers=${CONTROLLERS.join(",")}`,
-                `--service-account-private-key-file=${api.files.saKeyFile}`,
-                `--root-ca-file=${api.files.caFile}`,
-                "--use-service-account-credentials=false",
-                "--cluster-name=kwok",
-                "--kube-api-qps=200",
-                "--kube-api-burst=400",
-                "--concurrent-statefulset-syncs=5",
-                "--profiling=false",
-            ],
-            { ports: [kcmPort] },
+            kcmPort,
+            CONTROLLERS.filter((c) => !pausable.includes(c)),
         );
+        const pausableKcm = pausable.length > 0 ? controllerManager("kube-controller-manager-pausable", pausablePort, pausable) : undefined;
         const scheduler = api.startProcess(
             "kube-scheduler",
             fx.bin.kubeScheduler,
@@ -386,7 +434,7 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
             { ports: [schedPort] },
         );
         const stagesFile = d("kwok-stages.yaml");
-        fs.writeFileSync(stagesFile, kwokStages(options.slowNamespaces ?? [], options.podStopMs ?? 3000));
+        fs.writeFileSync(stagesFile, kwokStages(options.slowNamespaces ?? [], options.podStopMs ?? 3000, options.readyDelays ?? []));
         const kwok = api.startProcess(
             "kwok",
             fx.bin.kwok,
@@ -430,9 +478,10 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
 
         // The three servers answer /healthz.
         for (const [name, port, proc] of [
-            ["kube-controller-manager", kcmPort, kcm],
-            ["kube-scheduler", schedPort, scheduler],
-        ] as const) {
+            ["kube-controller-manager", kcmPort, kcm] as const,
+            ["kube-scheduler", schedPort, scheduler] as const,
+            ...(pausableKcm ? [["kube-controller-manager-pausable", pausablePort, pausableKcm] as const] : []),
+        ]) {
             for (;;) {
                 if (proc.exitCode !== null || proc.signalCode !== null)
                     return await fail(`${name} exited early (code ${proc.exitCode}, signal ${proc.signalCode})`);
@@ -532,13 +581,46 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
         const pods = async (namespace: string, selector?: string): Promise<any[]> =>
             (await getJson<{ items: any[] }>(["pods", "-n", namespace, ...(selector ? ["-l", selector] : [])]))?.items ?? [];
 
+        let paused = false;
+        const resumeControllers = (): void => {
+            if (!paused || !pausableKcm) return;
+            paused = false;
+            pausableKcm.kill("SIGCONT");
+        };
+        const pauseControllers = (): void => {
+            if (paused) return;
+            if (!pausableKcm) throw new Error("pauseControllers: no controller is pausable: start the cluster with pausableControllers");
+            if (pausableKcm.exitCode !== null || pausableKcm.signalCode !== null)
+                throw new Error(`the pausable kube-controller-manager is not running (code ${pausableKcm.exitCode})`);
+            pausableKcm.kill("SIGSTOP");
+            paused = true;
+        };
+
         let stopped = false;
         const stop = async (): Promise<void> => {
             if (stopped) return;
             stopped = true;
+            resumeControllers();
             await api.stop();
         };
-        return { api, kubeconfig: kc, context, gpuNode, gpuNodes, cpuNodes, storageClass, kubectl, kubectlOk, getJson, pods, addVolumes, waitFor, stop };
+        return {
+            api,
+            kubeconfig: kc,
+            context,
+            gpuNode,
+            gpuNodes,
+            cpuNodes,
+            storageClass,
+            kubectl,
+            kubectlOk,
+            getJson,
+            pods,
+            addVolumes,
+            pauseControllers,
+            resumeControllers,
+            waitFor,
+            stop,
+        };
     } catch (e) {
         await api.stop().catch(() => undefined);
         throw e;

@@ -113,6 +113,8 @@ export interface OpOptions {
     readonly expectNoChanges?: boolean;
     /** refresh: only preview the refresh. */
     readonly previewOnly?: boolean;
+    /** Called with each engine event as it arrives (the result's `events` holds them all at the end). */
+    readonly onEvent?: (e: EngineEvent) => void;
 }
 
 /** Changes other than `same` (and reads), summed. */
@@ -386,7 +388,10 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
             const common = {
                 signal: abort.signal,
                 onOutput: (t: string) => (output += t),
-                onEvent: (e: EngineEvent) => events.push(e),
+                onEvent: (e: EngineEvent) => {
+                    events.push(e);
+                    o.onEvent?.(e);
+                },
                 color: "never" as const,
             };
             const policyPacks = o.policyPacks ? await Promise.all(o.policyPacks.map(analyzerFor)) : undefined;
