@@ -35,6 +35,7 @@ import {
     sessionCounterCommand,
     type ObservedStack,
 } from "../components/observability";
+import { STACK_POD_LABEL, STACK_RELABELING, STACK_SERIES_LABEL, podLabelMeta } from "../components/shared/metrics-pods";
 import { freePort } from "./helpers/apiserver";
 import { defaultObservabilitySettings } from "./helpers/observability";
 import { skipWithoutNginx } from "./helpers/nginx";
@@ -67,7 +68,21 @@ const stack: ObservedStack = {
 };
 const KEY = "prom-key-0123456789abcdef0123456789";
 /** Every label a scraped series may carry: Prometheus's own, the target labels given here, and each series' bounded labels. */
-const ALLOWED_LABELS = new Set(["__name__", "job", "instance", "namespace", "pod", "env", "replica", "key", "status", "le", "model_name", "engine"]);
+const ALLOWED_LABELS = new Set([
+    "__name__",
+    "job",
+    "instance",
+    "namespace",
+    "pod",
+    STACK_SERIES_LABEL,
+    "env",
+    "replica",
+    "key",
+    "status",
+    "le",
+    "model_name",
+    "engine",
+]);
 
 interface PromResult {
     readonly metric: Record<string, string>;
@@ -176,6 +191,12 @@ describe("a real Prometheus scraping the run's parts", { skip: missing.length > 
         router = await startLocalRouter({ envName: "coding", replicas: [`127.0.0.1:${envPort}`], sessionsPerReplica: 2, responderMetricsPort: responderPort });
         targets.push({ job: "env-replica", address: `127.0.0.1:${counterPort}`, labels: { namespace: stack.namespaces.envs, pod: "env-coding-replicas-0" } });
         targets.push({ job: "env-router", address: `127.0.0.1:${responderPort}`, labels: { namespace: stack.namespaces.envs, pod: "env-coding-router-0" } });
+        // A second run stack of the team in the same namespace (target.team): the same counter scraped as its replica.
+        targets.push({
+            job: "env-replica-other-run",
+            address: `127.0.0.1:${counterPort}`,
+            labels: { namespace: stack.namespaces.envs, pod: "other-env-coding-replicas-0", [podLabelMeta(STACK_POD_LABEL)]: "other" },
+        });
 
         // The trainer: the role runner over a stand-in writing the Trainer's bar (3 of 100 steps), then idling.
         const trainerPort = await port();
@@ -210,7 +231,12 @@ describe("a real Prometheus scraping the run's parts", { skip: missing.length > 
         const config = {
             global: { scrape_interval: "1s", evaluation_interval: "1s" },
             rule_files: [path.join(promDir, "rules.yaml")],
-            scrape_configs: targets.map((t) => ({ job_name: t.job, static_configs: [{ targets: [t.address], labels: t.labels }] })),
+            // Each target as a PodMonitor's: the pod's stack label (as Kubernetes discovery exposes it) copied by the monitors' relabeling.
+            scrape_configs: targets.map((t) => ({
+                job_name: t.job,
+                static_configs: [{ targets: [t.address], labels: { [podLabelMeta(STACK_POD_LABEL)]: stack.stack, ...t.labels } }],
+                relabel_configs: [{ source_labels: [...STACK_RELABELING.sourceLabels], target_label: STACK_RELABELING.targetLabel }],
+            })),
         };
         fs.writeFileSync(path.join(promDir, "prometheus.yml"), JSON.stringify(config));
         const promPort = await port();
@@ -286,8 +312,14 @@ describe("a real Prometheus scraping the run's parts", { skip: missing.length > 
             assert.equal(r.length, 1, `${expr}: ${JSON.stringify(r)}`);
             return Number(r[0]!.value[1]);
         };
-        assert.equal(await one('sum(agentrl_env_sessions_in_use{env="coding"})'), 2);
-        assert.equal(await one('sum(agentrl_env_sessions_capacity{env="coding"})'), 2);
+        assert.equal(await one('sum(agentrl_env_sessions_in_use{agentrl_stack="prom",env="coding"})'), 2);
+        assert.equal(await one('sum(agentrl_env_sessions_capacity{agentrl_stack="prom",env="coding"})'), 2);
+        // The other run in the namespace serves its own 2; the dashboard's panel counts this run's only.
+        assert.equal(await one('sum(agentrl_env_sessions_in_use{env="coding"})'), 4);
+        const inUse = dashboardPanels(settings, stack)
+            .find((p) => p.title.startsWith("env coding: sessions in use"))!
+            .queries.find((q) => q.legend === "in use")!;
+        assert.equal(await one(inUse.expr), 2);
         assert.equal(await one('sum(agentrl_env_capacity_reached_total{env="coding"})'), 1);
         assert.equal(await one("max(agentrl_trainer_step)"), 3);
         assert.equal(await one("max(agentrl_trainer_vllm_healthy)"), 1);
@@ -309,7 +341,7 @@ describe("a real Prometheus scraping the run's parts", { skip: missing.length > 
             "label names beyond the bounded set",
         );
         // Bounded values: one series per replica and per env, never per session.
-        assert.equal((await query("agentrl_env_sessions_in_use")).length, 1);
+        assert.equal((await query('agentrl_env_sessions_in_use{agentrl_stack="prom"}')).length, 1);
         assert.equal((await query("agentrl_env_capacity_reached_total")).length, 1);
     });
 

@@ -156,6 +156,33 @@ const CASES: Case[] = [
     },
 ];
 
+/**
+ * A case's series as run stack `owner` serves them: the stack's label (which its PodMonitors copy from
+ * the pods) on every series with a namespace, and its own SandboxTemplate's name on the controller's.
+ */
+function servedBy(owner: string, series: Record<string, string>): Record<string, string> {
+    return Object.fromEntries(
+        Object.entries(series).map(([k, v]) => [
+            k.replace(/\{(?=[^}]*namespace=)/, `{agentrl_stack="${owner}",`).replace('sandbox_template="obs-sandbox"', `sandbox_template="${owner}-sandbox"`),
+            v,
+        ]),
+    );
+}
+/** The labels a fired alert carries: those of its case, and the stack's label where the alert keeps the series' namespace. */
+const firedLabels = (c: Case) => ({ severity: "warning", stack: "obs", ...c.labels, ...(c.labels.namespace !== undefined ? { agentrl_stack: "obs" } : {}) });
+
+/** promtool's unit tests, run on the rule groups; each test's name says what it checks. */
+function promtoolTest(groups: readonly RuleGroup[], tests: readonly Record<string, unknown>[], file: string): { status: number | null; out: string } {
+    const rulesFile = path.join(tmp, `${file}.yaml`);
+    fs.writeFileSync(rulesFile, stringify({ groups }));
+    const testFile = path.join(tmp, `${file}.test.yaml`);
+    fs.writeFileSync(testFile, stringify({ rule_files: [rulesFile], evaluation_interval: "1m", tests }));
+    const run = spawnSync(PROMTOOL!, ["test", "rules", testFile], { encoding: "utf8", timeout: 60_000 });
+    return { status: run.status, out: run.stdout + run.stderr };
+}
+
+const seriesOf = (s: Record<string, string>) => Object.entries(s).map(([series, values]) => ({ series, values }));
+
 describe("alert rules from the config", () => {
     const groups = alertRules(settings, stack);
 
@@ -206,8 +233,8 @@ describe("alert rules from the config", () => {
         assert.deepEqual(
             env.targets.map((t) => [t.legendFormat, t.expr]),
             [
-                ["in use", 'sum(agentrl_env_sessions_in_use{namespace="obs-envs",env="wordle"})'],
-                ["capacity (live)", 'sum(agentrl_env_sessions_capacity{namespace="obs-envs",env="wordle"})'],
+                ["in use", 'sum(agentrl_env_sessions_in_use{namespace="obs-envs",agentrl_stack="obs",env="wordle"})'],
+                ["capacity (live)", 'sum(agentrl_env_sessions_capacity{namespace="obs-envs",agentrl_stack="obs",env="wordle"})'],
                 ["capacity (plan)", "vector(10)"],
                 ["demand (plan)", "vector(8)"],
             ],
@@ -227,8 +254,8 @@ describe("alert rules from the config", () => {
         assert.match(check.stdout, new RegExp(`SUCCESS: ${allAlerts(groups).length} rules found`));
         const rule = Object.fromEntries(allAlerts(groups).map((r) => [r.alert, r]));
         const tests = CASES.flatMap((c) => {
-            const fired = { severity: "warning", stack: "obs", ...c.labels };
-            const series = (s: Record<string, string>) => Object.entries(s).map(([series, values]) => ({ series, values }));
+            const fired = firedLabels(c);
+            const series = (s: Record<string, string>) => seriesOf(servedBy("obs", s));
             return [
                 {
                     name: `${c.alert} fires`,
@@ -250,11 +277,60 @@ describe("alert rules from the config", () => {
                 },
             ];
         });
-        const testFile = path.join(tmp, "rules.test.yaml");
-        fs.writeFileSync(testFile, stringify({ rule_files: [rulesFile], evaluation_interval: "1m", tests }));
-        const run = spawnSync(PROMTOOL!, ["test", "rules", testFile], { encoding: "utf8", timeout: 60_000 });
-        assert.equal(run.status, 0, run.stdout + run.stderr);
-        assert.match(run.stdout, /SUCCESS/);
+        const run = promtoolTest(groups, tests, "rules");
+        assert.equal(run.status, 0, run.out);
+        assert.match(run.out, /SUCCESS/);
+    });
+
+    test("two run stacks in one team's namespaces: run obs's alerts never fire on run other's series, nor sum them with its own (promtool)", {
+        skip: PROMTOOL ? false : "needs promtool (apt-get install -y prometheus)",
+    }, () => {
+        // target.team: both stacks deploy into the same namespaces; only the stack label tells their series apart.
+        const tests = CASES.flatMap((c) => [
+            {
+                name: `${c.alert}: the other run's firing series alone`,
+                // An empty warm pool serves no ready series, so that alert fires on absence: it gets this run's quiet ones too.
+                interval: "1m",
+                input_series: seriesOf(
+                    c.alert === "AgentRLWarmPoolEmpty" ? { ...servedBy("obs", c.silent), ...servedBy("other", c.fires) } : servedBy("other", c.fires),
+                ),
+                alert_rule_test: [{ eval_time: c.evalTime, alertname: c.alert, exp_alerts: [] }],
+            },
+            {
+                name: `${c.alert}: this run's quiet series beside the other run's firing ones`,
+                interval: "1m",
+                input_series: seriesOf({ ...servedBy("obs", c.silent), ...servedBy("other", c.fires) }),
+                alert_rule_test: [{ eval_time: c.evalTime, alertname: c.alert, exp_alerts: [] }],
+            },
+            {
+                name: `${c.alert}: this run's firing series beside the other run's quiet ones`,
+                interval: "1m",
+                input_series: seriesOf({ ...servedBy("obs", c.fires), ...servedBy("other", c.silent) }),
+                alert_rule_test: [
+                    {
+                        eval_time: c.evalTime,
+                        alertname: c.alert,
+                        exp_alerts: [
+                            {
+                                exp_labels: firedLabels(c),
+                                exp_annotations: expectedAnnotations(allAlerts(groups).find((r) => r.alert === c.alert)!, firedLabels(c)),
+                            },
+                        ],
+                    },
+                ],
+            },
+        ]);
+        const run = promtoolTest(groups, tests, "two-stacks");
+        assert.equal(run.status, 0, run.out);
+        assert.match(run.out, /SUCCESS/);
+    });
+
+    test("every rule and panel query selects the stack's own series (its label beside the namespace)", () => {
+        const exprs = [...allAlerts(groups).map((r) => r.expr), ...dashboardPanels(settings, stack).flatMap((p) => p.queries.map((q) => q.expr))];
+        for (const e of exprs) for (const m of e.matchAll(/\{[^}]*namespace="[^"]*"[^}]*\}/g)) assert.match(m[0], /agentrl_stack="obs"/, `${e}: ${m[0]}`);
+        // Every selector of a series names its namespace (and so the stack), or the stack's own SandboxTemplate.
+        for (const e of exprs)
+            for (const m of e.matchAll(/[a-z_:]+\{[^}]*\}/g)) assert.match(m[0], /agentrl_stack="obs"|sandbox_template="obs-sandbox"/, `${e}: ${m[0]}`);
     });
 });
 

@@ -34,6 +34,7 @@ import { INGRESS_MTAIL, ROLE_RUNNER, SESSION_COUNTER, programText } from "../com
 import { projectMetricsPrograms } from "../components/platform/observability";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 import { validateCustomResource } from "./helpers/crd-schema";
+import { STACK_POD_LABEL } from "../components/shared/metrics-pods";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { OBSERVABILITY_ON, platformManifests, STAND_IN_PROGRAMS, TEST_MTAIL_IMAGE } from "./helpers/observability";
 
@@ -377,9 +378,12 @@ describe("observability: monitors", () => {
                     declared,
                     `${pm.metadata.name}: every metrics port of its pods, and only those`,
                 );
+                // The run stack's pod label, copied onto every target (a team's run stacks share its namespaces).
+                assert.equal(pods[0]!.labels[STACK_POD_LABEL], resolvePlatform(config, { hfToken: false }).names.prefix, `${pm.metadata.name}'s pods`);
                 for (const e of pm.spec.podMetricsEndpoints) {
                     assert.equal(e.path, "/metrics");
                     assert.equal(e.interval, "15s");
+                    assert.deepEqual(e.relabelings, [{ sourceLabels: ["__meta_kubernetes_pod_label_agentrl_dev_stack"], targetLabel: "agentrl_stack" }]);
                 }
             }
             // Against the Operator's v1 schema (the fields the project relies on: test/helpers/crd-schema.ts).
@@ -420,6 +424,8 @@ describe("observability: monitors", () => {
             ms.filter((m) => m.kind === "PodMonitor"),
             [],
         );
+        // The documented scrape job copies this label onto every target (README "Observability").
+        for (const p of podsOf(ms)) if (metricsPortsOf(p).length > 0) assert.equal(p.labels[STACK_POD_LABEL], "arl-staging", `${p.kind} ${p.name}`);
         const annotationsOf = (kind: string, r: string) => {
             const m = ms.find((x) => x.kind === kind && x.spec.template.metadata.labels["app.kubernetes.io/name"] === r)!;
             return Object.fromEntries(Object.entries(m.spec.template.metadata.annotations ?? {}).filter(([k]) => k.startsWith("prometheus.io/")));

@@ -106,7 +106,7 @@ export function replicaStatefulSetSpec(d: DeployedEnvDescription): k8s.types.inp
         replicas: r.count,
         podManagementPolicy: "Parallel",
         selector: { matchLabels: { ...r.podLabels } },
-        template: { metadata: { labels: { ...r.podLabels }, ...scrapeAnnotationsOf(d, "env-replica") }, spec: replicaPodSpec(d) },
+        template: { metadata: { labels: { ...r.podLabels, ...d.metrics?.stackLabels }, ...scrapeAnnotationsOf(d, "env-replica") }, spec: replicaPodSpec(d) },
     };
 }
 
@@ -193,7 +193,7 @@ export function routerDeploymentSpec(d: DeployedEnvDescription): k8s.types.input
         strategy: { type: "Recreate" },
         template: {
             metadata: {
-                labels: { ...r.podLabels },
+                labels: { ...r.podLabels, ...d.metrics?.stackLabels },
                 annotations: { ...scrapeAnnotationsOf(d, "env-router").annotations, [ROUTER_CHECKSUM_ANNOTATION]: r.configChecksum },
             },
             spec: routerPodSpec(d),

@@ -17,6 +17,7 @@ import {
     type Scraper,
     type ScrapedPods,
     podAnnotationsOf,
+    stackPodLabels,
 } from "../shared/metrics-pods";
 
 export interface EnvMetrics {
@@ -30,6 +31,8 @@ export interface EnvMetrics {
     readonly scraped: readonly ScrapedPods[];
     /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
     readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
+    /** The run stack's pod label (STACK_POD_LABEL), on every scraped pod's template beside its selector labels. */
+    readonly stackLabels: Readonly<Record<string, string>>;
 }
 
 export function envMetrics(args: {
@@ -80,5 +83,6 @@ export function envMetrics(args: {
         configMap: dnsName([args.statefulSet, "metrics"]),
         scraped,
         podAnnotations: podAnnotationsOf(args.links, scraped),
+        stackLabels: stackPodLabels(args.links),
     };
 }

@@ -120,7 +120,10 @@ export function ingressDeploymentSpec(d: IngressDescription, checksum: pulumi.In
         // Never below the current capacity while rolling (a key rotation rolls every replica).
         strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
         template: {
-            metadata: { labels: { ...d.podLabels }, annotations: { ...(d.metrics?.podAnnotations["vllm-ingress"] ?? {}), [CHECKSUM_ANNOTATION]: checksum } },
+            metadata: {
+                labels: { ...d.podLabels, ...d.metrics?.stackLabels },
+                annotations: { ...(d.metrics?.podAnnotations["vllm-ingress"] ?? {}), [CHECKSUM_ANNOTATION]: checksum },
+            },
             spec: ingressPodSpec(d),
         },
     };

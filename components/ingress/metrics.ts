@@ -19,6 +19,7 @@ import {
     type Scraper,
     type ScrapedPods,
     podAnnotationsOf,
+    stackPodLabels,
 } from "../shared/metrics-pods";
 import { dnsName } from "../config/names";
 
@@ -36,6 +37,8 @@ export interface IngressMetrics {
     readonly scraped: readonly ScrapedPods[];
     /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
     readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
+    /** The run stack's pod label (STACK_POD_LABEL), on every scraped pod's template beside its selector labels. */
+    readonly stackLabels: Readonly<Record<string, string>>;
 }
 
 export function ingressMetrics(args: {
@@ -89,5 +92,6 @@ export function ingressMetrics(args: {
         accessLog: { dir: path.posix.dirname(INGRESS_ACCESS_LOG_FILE), file: INGRESS_ACCESS_LOG_FILE, sizeLimit: "1Gi" },
         scraped,
         podAnnotations: podAnnotationsOf(args.links, scraped),
+        stackLabels: stackPodLabels(args.links),
     };
 }

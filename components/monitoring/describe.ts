@@ -8,7 +8,7 @@
  */
 import { dnsName } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
-import type { ScrapedPods } from "../shared/metrics-pods";
+import { STACK_RELABELING, type ScrapedPods } from "../shared/metrics-pods";
 import type { PodMonitorDescription } from "../shared/pod-monitor";
 
 /** The pod label whose value becomes the targets' `job` (the pods' role: trainer, vllm, vllm-ingress, env-replica, env-router). */
@@ -34,6 +34,8 @@ export function resolveMonitoring(observability: PlatformConfig["observability"]
                       selector: { ...s.podLabels },
                       jobLabel: JOB_LABEL,
                       endpoints: s.ports.map((p) => ({ port: p.name, path: p.path, interval: observability.scrapeInterval })),
+                      // Every series carries the run stack: a team's stacks share its namespaces.
+                      relabelings: [STACK_RELABELING],
                       what: s.ports.map((p) => p.what).join("; "),
                   }),
               )

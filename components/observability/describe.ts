@@ -20,6 +20,7 @@
  * - the project's own (components/shared/metrics.ts SERIES).
  */
 import { SERIES } from "../shared/metrics";
+import { STACK_SERIES_LABEL } from "../shared/metrics-pods";
 import type { PlatformConfig } from "../config/resolve";
 
 /** The observability settings (the config's `observability` key, defaulted). */
@@ -39,7 +40,10 @@ export interface EnvPlan {
 
 /** What the stack runs, narrowed to what its signals need. */
 export interface ObservedStack {
-    /** The stack's name, for titles and object names. */
+    /**
+     * The stack's prefix: titles, object names, and the STACK_SERIES_LABEL every scraped series of the
+     * stack carries (the monitors copy it from the pods' STACK_POD_LABEL; Docker: set on each target).
+     */
     readonly stack: string;
     /** The namespaces the stack's pods run in (Docker: the same names, set as the `namespace` label of each target). */
     readonly namespaces: { readonly training: string; readonly ingress: string; readonly envs: string };
@@ -81,12 +85,20 @@ function sel(matchers: Readonly<Record<string, string>>): string {
         .join(",")}}`;
 }
 
+/**
+ * The matchers of one part's series of this stack: its namespace and the stack's label, since a
+ * team's run stacks share the team's namespaces (README "Teams") and `namespace` alone would sum them.
+ */
+function ownSeries(s: ObservedStack, part: keyof ObservedStack["namespaces"], extra: Readonly<Record<string, string>> = {}): string {
+    return sel({ namespace: s.namespaces[part], [STACK_SERIES_LABEL]: s.stack, ...extra });
+}
+
 /** The label matchers selecting each part's series of this stack. */
 export function selectors(s: ObservedStack) {
     return {
-        training: sel({ namespace: s.namespaces.training }),
-        ingress: sel({ namespace: s.namespaces.ingress }),
-        envs: sel({ namespace: s.namespaces.envs }),
+        training: ownSeries(s, "training"),
+        ingress: ownSeries(s, "ingress"),
+        envs: ownSeries(s, "envs"),
         warmPool: s.sandboxPool ? sel({ sandbox_template: s.sandboxPool.template, owned_by: "SandboxWarmPool", ready_condition: "true" }) : "",
         claims: s.sandboxPool ? sel({ sandbox_template: s.sandboxPool.template }) : "",
     };
@@ -126,7 +138,7 @@ export function alertRules(settings: ObservabilitySettings, s: ObservedStack): R
         });
     }
     if (s.ingress) {
-        const rate = (status: string) => `sum by (key) (rate(${SERIES.ingressRequests}${sel({ namespace: s.namespaces.ingress, status })}[5m]))`;
+        const rate = (status: string) => `sum by (key) (rate(${SERIES.ingressRequests}${ownSeries(s, "ingress", { status })}[5m]))`;
         groups.push({
             name: `agentrl-${s.stack}-ingress`,
             rules: [
@@ -254,7 +266,7 @@ export function dashboardPanels(settings: ObservabilitySettings, s: ObservedStac
     const q = selectors(s);
     const panels: Panel[] = [];
     for (const e of s.envs) {
-        const env = sel({ namespace: s.namespaces.envs, env: e.name });
+        const env = ownSeries(s, "envs", { env: e.name });
         panels.push(
             {
                 title: `env ${e.name}: sessions in use / capacity (plan: ${e.replicas} x ${e.sessionsPerReplica} = ${e.sessions}, demand ${e.demand})`,

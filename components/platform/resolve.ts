@@ -204,6 +204,7 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
               scraper: { ...config.observability.scraper },
               programs: options.metricsPrograms ?? projectMetricsPrograms(),
               annotations: config.observability.form === "annotations",
+              stack: names.prefix,
           }
         : undefined;
     const warnings: string[] = [];

@@ -14,6 +14,24 @@ import {
     VLLM_METRICS,
 } from "./metrics";
 
+/**
+ * The pod label naming the run stack (its value: the stack's prefix, config/names.ts) on every scraped
+ * pod. A team's run stacks share the team's namespaces (`target.team`), so `namespace` alone cannot
+ * tell two runs' series apart: the monitors copy this label onto every series as STACK_SERIES_LABEL,
+ * and every rule and panel selects on it.
+ */
+export const STACK_POD_LABEL = "agentrl.dev/stack";
+/** The target label carrying the stack on every scraped series (Prometheus label names take no dots or slashes). */
+export const STACK_SERIES_LABEL = "agentrl_stack";
+
+/** A pod label as Kubernetes service discovery exposes it to relabeling (every character outside [a-zA-Z0-9_] becomes `_`). */
+export function podLabelMeta(label: string): string {
+    return `__meta_kubernetes_pod_label_${label.replace(/[^a-zA-Z0-9_]/g, "_")}`;
+}
+
+/** The relabeling that copies the stack's pod label onto the target (a PodMonitor endpoint's, and the annotations form's scrape job). */
+export const STACK_RELABELING = { sourceLabels: [podLabelMeta(STACK_POD_LABEL)], targetLabel: STACK_SERIES_LABEL } as const;
+
 /** Where a metrics sidecar finds its program files (a ConfigMap on Kubernetes, an upload on Docker), read-only. */
 export const METRICS_PROGRAM_DIR = "/opt/agentrl/observability";
 
@@ -98,6 +116,13 @@ export interface MetricsLinks {
     readonly programs: MetricsPrograms;
     /** observability.form annotations: the pods carry prometheus.io/* annotations (scrapeAnnotations). @default false */
     readonly annotations?: boolean;
+    /** The run stack's prefix: every scraped pod carries it as STACK_POD_LABEL. */
+    readonly stack: string;
+}
+
+/** The labels every scraped pod's template adds to its selector labels (not part of any selector, so an existing workload's selector stays). */
+export function stackPodLabels(links: Pick<MetricsLinks, "stack">): Readonly<Record<string, string>> {
+    return { [STACK_POD_LABEL]: links.stack };
 }
 
 /** Each scraped pod group's annotations under form annotations, by role; {} otherwise. */

@@ -344,7 +344,7 @@ export function buildKubernetesTraining(
                             { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
                         ],
                     },
-                    template: { metadata: { labels, ...annotationsOf(d, "trainer") }, spec: podSpec },
+                    template: { metadata: { labels: { ...labels, ...d.metrics?.stackLabels }, ...annotationsOf(d, "trainer") }, spec: podSpec },
                 },
             },
             {

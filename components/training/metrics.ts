@@ -15,6 +15,7 @@ import {
     type Scraper,
     type ScrapedPods,
     podAnnotationsOf,
+    stackPodLabels,
 } from "../shared/metrics-pods";
 import { dnsName } from "../config/names";
 
@@ -40,6 +41,8 @@ export interface TrainingMetrics {
     readonly scraped: readonly ScrapedPods[];
     /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
     readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
+    /** The run stack's pod label (STACK_POD_LABEL), on every scraped pod's template beside its selector labels. */
+    readonly stackLabels: Readonly<Record<string, string>>;
 }
 
 /** vLLM's metrics-only listener: nginx, its config from the programs, pid and temp files in a memory-backed /tmp. */
@@ -90,6 +93,7 @@ export function trainingMetrics(args: {
         configMap: dnsName([args.jobName, "metrics"]),
         scraped,
         podAnnotations: podAnnotationsOf(args.links, scraped),
+        stackLabels: stackPodLabels(args.links),
     };
 }
 

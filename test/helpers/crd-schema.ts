@@ -9,8 +9,8 @@
  * - cert-manager v1.21.2 `cert-manager.io/v1` Certificate.
  * - JobSet v0.10.1 `jobset.x-k8s.io/v1alpha2` JobSet.
  * - the Prometheus Operator v0.95.2 `monitoring.coreos.com/v1` PodMonitor and PrometheusRule (the
- *   fields the project writes, from pkg/apis/monitoring v1/podmonitor_types.go, prometheusrule_types.go
- *   and types.go's Duration pattern).
+ *   fields the project writes, from pkg/apis/monitoring v1/podmonitor_types.go, prometheusrule_types.go,
+ *   prometheus_types.go's RelabelConfig and types.go's Duration pattern).
  * Structural CRD schemas prune unknown fields (and server-side apply with strict field
  * validation rejects them), so unknown fields are errors here too. Embedded core types
  * (a pod template's spec, NetworkPolicy rules, PVC templates) are checked strictly against
@@ -340,6 +340,18 @@ const podMonitorSpec = obj(
                 interval: str({ pattern: PROM_DURATION }),
                 scrapeTimeout: str({ pattern: PROM_DURATION }),
                 honorLabels: bool,
+                // RelabelConfig (prometheus_types.go): the fields a relabeling may set.
+                relabelings: arr(
+                    obj({
+                        sourceLabels: arr(str()),
+                        separator: str(),
+                        targetLabel: str(),
+                        regex: str(),
+                        modulus: int({ minimum: 0 }),
+                        replacement: str(),
+                        action: str(),
+                    }),
+                ),
             }),
         ),
         sampleLimit: int({ minimum: 0 }),
