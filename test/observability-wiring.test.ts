@@ -19,7 +19,6 @@ import { quantityValue } from "../components/shared/quantity";
 import {
     ALL_RECIPE_NAMES,
     deepMerge,
-    DOCKER_OBSERVABILITY_REFUSED,
     MULTI_NODE_RECIPE_NAMES,
     parseClusterConfig,
     POD_SECURITY,
@@ -168,21 +167,6 @@ describe("observability on: every pod's metrics endpoints", () => {
         ]);
         const logVolume = ingress.spec.volumes.find((v: any) => v.name === "access-log");
         assert.ok(logVolume.emptyDir.sizeLimit, "the access log's emptyDir is bounded");
-        // nginx runs under the access log's rotation (64 MiB, every 10 s; the shell execs nginx), which keeps the file below it.
-        assert.deepEqual(nginx.command.slice(0, 2), ["sh", "-c"]);
-        assert.deepEqual(nginx.command.slice(3), [
-            "rotate-access-log",
-            "/var/log/agentrl-ingress/access.json",
-            String(64 * 1024 * 1024),
-            "10",
-            "nginx",
-            "-e",
-            "stderr",
-            "-c",
-            "/etc/nginx/ingress/nginx.conf",
-            "-g",
-            "daemon off;",
-        ]);
         assert.deepEqual(
             nginx.volumeMounts.find((m: any) => m.name === "access-log"),
             { name: "access-log", mountPath: "/var/log/agentrl-ingress" },
@@ -269,15 +253,14 @@ describe("observability: the refusals, each with its message", () => {
             },
             stack: "dev",
             messages: [
-                DOCKER_OBSERVABILITY_REFUSED,
                 "observability.form: 'annotations' are prometheus.io/* pod annotations, which only a Kubernetes Prometheus reads (the docker target has no pods): remove form",
             ],
         },
         {
-            what: "observability on the docker target (not wired there yet)",
-            raw: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, observability: { enabled: true } },
-            stack: "dev",
-            messages: [DOCKER_OBSERVABILITY_REFUSED],
+            what: "the Docker host-port base on the kubernetes target",
+            raw: { recipe: "mbpp-whitebox", runId: "r1", target: K8S, observability: { enabled: true, hostPortBase: 20000 } },
+            message:
+                "observability.hostPortBase: not carried out on the kubernetes target: it places the metrics ports on a Docker host's loopback: on Kubernetes Prometheus scrapes the pods' metrics ports: remove it",
         },
         {
             what: "the scraper in one of the stack's own namespaces",
@@ -320,7 +303,6 @@ describe("observability: the refusals, each with its message", () => {
             stack: "dev",
             messages: [
                 "observability.scraper: not carried out on the docker target: the docker target writes no NetworkPolicy to admit a scraper (they are Kubernetes objects): remove it",
-                DOCKER_OBSERVABILITY_REFUSED,
             ],
         },
         {
@@ -329,7 +311,6 @@ describe("observability: the refusals, each with its message", () => {
             stack: "dev",
             messages: [
                 "observability.monitorLabels: not carried out on the docker target: the docker target makes no PodMonitor or PrometheusRule to label (they are Prometheus Operator objects on Kubernetes): remove it",
-                DOCKER_OBSERVABILITY_REFUSED,
             ],
         },
     ];

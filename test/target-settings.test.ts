@@ -33,6 +33,7 @@ const WRITTEN: Record<string, { base: (k: "kubernetes" | "docker") => Record<str
     "ingress.tls.keyFile": { base: blackbox, value: { ingress: { tls: { mode: "secret", secretName: "vllm-tls", keyFile: "/etc/tls/tls.key" } } } },
     "observability.scraper": { base: whitebox, value: { observability: { scraper: { namespace: "prom" } } } },
     "observability.monitorLabels": { base: whitebox, value: { observability: { monitorLabels: { release: "prom" } } } },
+    "observability.hostPortBase": { base: whitebox, value: { observability: { hostPortBase: 20000 } } },
 };
 
 const problems = (raw: unknown) => configProblems(() => parseWithTestImages(raw, "test"));

@@ -12,7 +12,7 @@ export {
 } from "./validate";
 export { PROGRAMS, PROGRAM_NAMES, CUSTOM_PROGRAM, programFacts, type ProgramFacts, type ProgramFlag, type ProgramName } from "./programs";
 export { dnsEgressFor, validateDns, NODE_LOCAL_DNS_ADDRESS, METADATA_ADDRESS } from "./dns";
-export { validateObservability, observabilityEnabled, DOCKER_OBSERVABILITY_REFUSED } from "./observability";
+export { validateObservability, observabilityEnabled } from "./observability";
 export {
     vllmServerSettings,
     validateVllmSettings,

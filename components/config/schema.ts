@@ -540,8 +540,14 @@ const observability = z.strictObject({
     monitorLabels: labelMap.default({}),
     /** Labels on the dashboard ConfigMaps (the Grafana dashboard sidecar's label). Default: grafana_dashboard=1. */
     dashboardLabels: labelMap.default({ grafana_dashboard: "1" }),
-    /** Scrape interval of the monitors. Default: 30s. */
+    /** Scrape interval of the monitors (Docker: of prometheus.yml's job). Default: 30s. */
     scrapeInterval: promDuration.default("30s"),
+    /**
+     * Docker: the first host port of the metrics ports, published on 127.0.0.1 only: +0 vLLM's listener,
+     * +1 and +2 the ingress's exporter and mtail, then two per deployed env in name order from +10 (its
+     * router's responder, its replicas' relay). Default: 19400.
+     */
+    hostPortBase: z.number().int().min(1024).max(65535).default(19400),
     /** Alert thresholds. */
     alerts: z
         .strictObject({

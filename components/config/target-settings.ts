@@ -80,6 +80,12 @@ export const IGNORED_SETTINGS: readonly IgnoredSetting[] = [
         fix: "remove it",
     },
     {
+        path: "observability.hostPortBase",
+        target: "kubernetes",
+        why: "it places the metrics ports on a Docker host's loopback: on Kubernetes Prometheus scrapes the pods' metrics ports",
+        fix: "remove it",
+    },
+    {
         path: "ingress.tls.certFile",
         target: "kubernetes",
         why: "it names a file on a Docker host: on Kubernetes the certificate comes from a Secret (tls.mode secret or cert-manager)",

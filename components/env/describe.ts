@@ -25,6 +25,7 @@ import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 import { METRICS_PORTS, type MetricsLinks } from "../shared/metrics-pods";
 import { envMetrics, type EnvMetrics } from "./metrics";
+import type { DockerMetricsTarget } from "../shared/docker-metrics";
 import { ENV_CATALOG, NON_ROOT_UID, WS_PING_ENV_VARS, type CatalogEntry, type IdleReaper, type WsPing } from "../config/catalog";
 import { capacityResponderScript, RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE, responderCommand } from "./responder";
 import {
@@ -323,6 +324,8 @@ export interface DeployedEnvDescription extends EnvDescriptionBase {
     };
     /** observability.enabled: the session counter beside each replica, the responder's port, who may scrape; absent when off. */
     readonly metrics?: EnvMetrics;
+    /** Docker, observability.enabled: the metrics ports its containers publish on the host's loopback (set by the Platform, platform/docker-metrics.ts). @default [] */
+    readonly dockerMetrics?: readonly DockerMetricsTarget[];
 }
 
 /** An env served elsewhere (e.g. a hosted Space): nothing is deployed. */

@@ -1,6 +1,8 @@
 /**
  * One env on a Docker host: one container per replica (`<replicas>-<i>`) and one router
- * container (named like the env URL's host). Nothing is published on the host. Docker has no
+ * container (named like the env URL's host). Nothing is published on the host but, with
+ * observability on, the router's metrics ports on 127.0.0.1 (docker-metrics.ts says why the
+ * replicas' session counters are relayed through the router). Docker has no
  * Service to hide the replicas behind, so the resource count grows with the replicas.
  *
  * Networks, mirroring the Kubernetes NetworkPolicies (kubernetes.ts): the replicas run
@@ -23,6 +25,8 @@ import * as docker from "@pulumi/docker";
 import type * as pulumi from "@pulumi/pulumi";
 import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
+import { publishedMetricsPorts, registerDockerMetricsSidecar } from "../shared/docker-metrics";
+import { replicaMetricsRelay } from "./docker-metrics";
 
 export interface DockerEnvArgs {
     readonly description: DeployedEnvDescription;
@@ -37,6 +41,8 @@ export interface DockerEnvResources {
     readonly router: docker.Container;
     /** The capacity responder, in the router container's network namespace. */
     readonly responder: docker.Container;
+    /** observability: each replica's session counter (in its network namespace) and their relay (in the router's). */
+    readonly metrics: docker.Container[];
 }
 
 /** A replica's health check: python3 is in every OpenEnv image (FastAPI server); curl is not guaranteed. */
@@ -156,6 +162,8 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
             memory: dockerMemoryMiB(rt.memory),
             memorySwap: dockerMemoryMiB(rt.memory),
             healthcheck: routerHealthcheck(rt.probes.liveness),
+            // observability: the responder's and the relay's metrics ports, on the host's loopback only.
+            ports: publishedMetricsPorts(d.dockerMetrics, rt.service),
             wait: true,
             waitTimeout: 60,
             restart: "unless-stopped",
@@ -195,7 +203,28 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
         },
         { ...child, deleteBeforeReplace: true },
     );
-    return { network, replicas, router, responder };
+    // observability: the same session counter as in the pod, beside each replica, and the relay the host reaches them through.
+    const metrics: docker.Container[] = [];
+    if (d.metrics !== undefined) {
+        const counter = d.metrics.sessions;
+        replicas.forEach((replica, i) => {
+            const containerName = r.containerNames[i]!;
+            metrics.push(
+                registerDockerMetricsSidecar(
+                    `${name}-replica-${i}`,
+                    counter,
+                    { name: containerName, container: replica, namespace: d.namespace },
+                    replicaImage.imageId,
+                    parent,
+                ),
+            );
+        });
+        const relay = replicaMetricsRelay(d);
+        metrics.push(
+            registerDockerMetricsSidecar(`${name}-router`, relay, { name: rt.service, container: router, namespace: d.namespace }, routerImage.imageId, parent),
+        );
+    }
+    return { network, replicas, router, responder, metrics };
 }
 
 export { dockerCpus, dockerMemoryMiB };

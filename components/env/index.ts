@@ -36,6 +36,7 @@ export {
     routerNetworkPolicySpec,
 } from "./kubernetes";
 export { dockerCpus, dockerMemoryMiB, replicaHealthcheck, routerHealthcheck } from "./docker";
+export { replicaMetricsPath, replicaMetricsRelay, renderReplicaMetricsRelay, REPLICA_METRICS_RELAY_PORT, REPLICA_METRICS_RELAY_FILE } from "./docker-metrics";
 export {
     renderRouterConfig,
     validateRouterSettings,

@@ -22,7 +22,8 @@ import type { LocalProxyOverrides } from "./local";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 import type { MetricsLinks } from "../shared/metrics-pods";
 import { INGRESS_ACCESS_LOG_FILE, INGRESS_STUB_STATUS } from "../shared/metrics";
-import { ingressMetrics, rotatingAccessLogCommand, type IngressMetrics } from "./metrics";
+import { ingressMetrics, type IngressMetrics } from "./metrics";
+import type { DockerMetricsTarget } from "../shared/docker-metrics";
 
 // The listen ports are decided once, in names.ts, which also builds the sandbox URLs with them.
 export { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
@@ -192,12 +193,14 @@ export interface IngressDescription {
     };
     /** observability.enabled: the exporter and mtail beside each proxy, and who may scrape them; absent when off. */
     readonly metrics?: IngressMetrics;
+    /** Docker, observability.enabled: the metrics ports its containers publish on the host's loopback (set by the Platform, platform/docker-metrics.ts). @default [] */
+    readonly dockerMetrics?: readonly DockerMetricsTarget[];
 }
 
 /** The ProxySettings the component deploys, from config and names (exported so tests and `ingress:local` prove the same mapping). */
-/** Whether the proxy feeds the metrics sidecars (observability on, Kubernetes: ingress/metrics.ts). */
+/** Whether the proxy feeds the metrics sidecars (observability on, either target: ingress/metrics.ts). */
 function metricsPath(config: IngressConfig): boolean {
-    return (config.observability?.enabled ?? false) && config.target.kind === "kubernetes";
+    return config.observability?.enabled ?? false;
 }
 
 export function ingressProxySettings(config: IngressConfig, names: IngressNames): ResolvedProxySettings {
@@ -228,7 +231,7 @@ export function ingressProxySettings(config: IngressConfig, names: IngressNames)
         accessLog: "/dev/stdout",
         // Matches the CPU limit below (auto would count the host's CPUs).
         workerProcesses: 2,
-        // observability (Kubernetes): the JSON log also to the file mtail reads, stub_status for the exporter on loopback.
+        // observability: the JSON log also to the file mtail reads, stub_status for the exporter on loopback.
         ...(metricsPath(config)
             ? { metricsAccessLog: INGRESS_ACCESS_LOG_FILE, stubStatusListen: `${INGRESS_STUB_STATUS.address}:${INGRESS_STUB_STATUS.port}` }
             : {}),
@@ -327,8 +330,7 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames, m
         replicas: k8s ? i.replicas : 1,
         effectiveRateLimitPerSecond: i.rateLimitPerSecond * (k8s ? i.replicas : 1),
         image: config.images.nginx,
-        // observability: the JSON log mtail reads is rotated beside nginx (metrics.ts AccessLogRotation).
-        command: metrics ? rotatingAccessLogCommand(command, metrics.accessLog.rotation) : command,
+        command,
         paths: INGRESS_PATHS,
         security: {
             runAsUser: 101,

@@ -11,12 +11,18 @@
  * uploads go through a small never-started "files" container that mounts two named volumes
  * read-write; the nginx container mounts the same volumes read-only and keeps its own root
  * filesystem read-only with a tmpfs at the runtime dir. Keys never appear in env or labels.
+ *
+ * observability: the exporter and mtail run as containers in the proxy's network namespace (stub_status
+ * on its loopback); the JSON access log lives on a third volume, its file made by the files container
+ * (group root, which the proxy's gid 0 writes; world-readable for mtail, which mounts it read-only).
+ * nginx does not rotate it: the volume grows by about 300 bytes a request until the stack is destroyed.
  */
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
 import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
+import { publishedMetricsPorts, registerDockerMetricsSidecar } from "../shared/docker-metrics";
 
 export interface DockerIngressArgs {
     readonly description: IngressDescription;
@@ -32,11 +38,13 @@ export interface DockerIngressArgs {
 
 export interface DockerIngressResources {
     readonly container: docker.Container;
+    /** observability: nginx-prometheus-exporter and mtail, in the proxy's network namespace. */
+    readonly metrics: docker.Container[];
 }
 
-/** `docker run -p`: only the listen port, on loopback unless the proxy is exposed (then on the public port). */
+/** `docker run -p`: the listen port, on loopback unless the proxy is exposed (then on the public port); the metrics ports on loopback. */
 export function dockerIngressPorts(d: IngressDescription): docker.types.input.ContainerPort[] {
-    return [{ internal: d.port, external: d.publicPort, ip: d.dockerPublishIp, protocol: "tcp" }];
+    return [{ internal: d.port, external: d.publicPort, ip: d.dockerPublishIp, protocol: "tcp" }, ...publishedMetricsPorts(d.dockerMetrics, d.names.container)];
 }
 
 /**
@@ -66,6 +74,8 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
     const labels = Object.entries(d.podLabels).map(([label, value]) => ({ label, value }));
     const configVolume = new docker.Volume(`${name}-config-volume`, { name: d.names.configVolume, labels }, child);
     const keysVolume = new docker.Volume(`${name}-keys-volume`, { name: d.names.keysVolume, labels }, child);
+    const m = d.metrics;
+    const logVolume = m ? new docker.Volume(`${name}-access-log-volume`, { name: `${d.names.container}-access-log`, labels }, child) : undefined;
 
     // Created, never started, no network: it exists only so the daemon can copy the uploads into the volumes.
     const files = new docker.Container(
@@ -81,10 +91,13 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
             volumes: [
                 { volumeName: configVolume.name, containerPath: d.paths.configDir },
                 { volumeName: keysVolume.name, containerPath: d.paths.keysDir },
+                ...(m && logVolume ? [{ volumeName: logVolume.name, containerPath: m.accessLog.dir }] : []),
             ],
             uploads: [
                 { file: d.settings.keysFile, content: pulumi.secret(args.keysText), permissions: "0440" },
                 { file: `${d.paths.configDir}/nginx.conf`, content: d.configText, permissions: "0444" },
+                // The access log file (one empty line; mtail reads from the end): nginx (gid 0) appends to it, mtail reads it.
+                ...(m ? [{ file: m.accessLog.file, content: "\n", permissions: "0664" }] : []),
             ],
         },
         // Fixed name: the old one must go before its replacement (uploads change = replacement).
@@ -97,6 +110,7 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
         { volumeName: configVolume.name, containerPath: d.paths.configDir, readOnly: true },
         { volumeName: keysVolume.name, containerPath: d.paths.keysDir, readOnly: true },
     ];
+    if (m && logVolume) volumes.push({ volumeName: logVolume.name, containerPath: m.accessLog.dir });
     if (d.tls.proxyTerminates && d.tls.mode === "files") {
         volumes.push(
             { hostPath: d.tls.certFile!, containerPath: d.settings.tlsCertFile, readOnly: true },
@@ -134,5 +148,18 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
         },
         { ...child, dependsOn: waitFor(args.upstreamReady, [files]), deleteBeforeReplace: true },
     );
-    return { container };
+    // observability: the exporter over stub_status on the proxy's loopback, mtail over the access log (read-only).
+    const metrics: docker.Container[] = [];
+    if (m && logVolume) {
+        const main = { name: d.names.container, container, namespace: d.names.namespace };
+        const exporterImage = new docker.RemoteImage(`${name}-${m.exporter.name}-image`, { name: m.exporter.image, keepLocally: true }, child);
+        const mtailImage = new docker.RemoteImage(`${name}-${m.log.name}-image`, { name: m.log.image, keepLocally: true }, child);
+        metrics.push(
+            registerDockerMetricsSidecar(name, m.exporter, main, exporterImage.imageId, parent),
+            registerDockerMetricsSidecar(name, m.log, main, mtailImage.imageId, parent, {
+                volumes: [{ volumeName: logVolume.name, containerPath: m.accessLog.dir, readOnly: true }],
+            }),
+        );
+    }
+    return { container, metrics };
 }

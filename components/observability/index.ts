@@ -15,3 +15,4 @@ export {
     type ObservabilitySettings,
 } from "./describe";
 export { Observability, rulesFileText, RULES_FILE, DASHBOARD_FILE, type ObservabilityArgs } from "./observability";
+export { prometheusConfig, prometheusConfigText, PROMETHEUS_CONFIG_FILE } from "./prometheus-config";

@@ -4,12 +4,15 @@
  * `operator` a PrometheusRule (monitoring.coreos.com/v1, labelled observability.monitorLabels for
  * the Prometheus's ruleSelector), with form `annotations` a ConfigMap holding the rules file to load
  * by hand; and the dashboard as a ConfigMap labelled observability.dashboardLabels (the Grafana
- * dashboard sidecar's label). On Docker it registers nothing: `rulesText` and `dashboardText` are
- * the files for a Prometheus and a Grafana on the host (npm run plan writes them).
+ * dashboard sidecar's label). On Docker it registers nothing: `prometheusConfigText`, `rulesText`
+ * and `dashboardText` are the files for a Prometheus and a Grafana on the host (npm run plan writes
+ * them; the stack output prometheusConfig is the first).
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import type { DockerMetricsTarget } from "../shared/docker-metrics";
 import { alertRules, grafanaDashboard, type ObservabilitySettings, type ObservedStack, type RuleGroup } from "./describe";
+import { prometheusConfigText } from "./prometheus-config";
 
 /** File names of the rules and the dashboard (ConfigMap keys, plan output files). */
 export const RULES_FILE = "agentrl-rules.yaml";
@@ -26,6 +29,8 @@ export interface ObservabilityArgs {
     readonly namespace?: pulumi.Input<string>;
     /** Kubernetes: the objects' names (DNS-1123, derived from the stack and run by the caller). @default `${stack.stack}-agentrl-rules` / `${stack.stack}-agentrl-dashboard` */
     readonly names?: { readonly rules: string; readonly dashboard: string };
+    /** Docker: the metrics ports the containers publish on the host's loopback (prometheus.yml's targets). @default [] */
+    readonly dockerTargets?: readonly DockerMetricsTarget[];
 }
 
 /** The rules file text: JSON, which every YAML reader (Prometheus, promtool) takes as it is. */
@@ -40,6 +45,8 @@ export class Observability extends pulumi.ComponentResource {
     public readonly rulesText: string;
     /** The run dashboard's JSON. */
     public readonly dashboardText: string;
+    /** Docker: prometheus.yml for a Prometheus on the host (its rule_files names RULES_FILE beside it). */
+    public readonly prometheusConfigText?: string;
     /** Kubernetes: the PrometheusRule (form operator). */
     public readonly prometheusRule?: k8s.apiextensions.CustomResource;
     /** Kubernetes: the rules ConfigMap (form annotations). */
@@ -53,6 +60,7 @@ export class Observability extends pulumi.ComponentResource {
         this.rules = alertRules(s, args.stack);
         this.rulesText = rulesFileText(this.rules);
         this.dashboardText = `${JSON.stringify(grafanaDashboard(s, args.stack), null, 2)}\n`;
+        if (args.target === "docker") this.prometheusConfigText = prometheusConfigText(s, args.stack, args.dockerTargets ?? []);
         if (args.target === "kubernetes") {
             const child = { parent: this };
             const namespace = args.namespace ?? args.stack.namespaces.training;
@@ -82,6 +90,6 @@ export class Observability extends pulumi.ComponentResource {
                 child,
             );
         }
-        this.registerOutputs({ rulesText: this.rulesText, dashboardText: this.dashboardText });
+        this.registerOutputs({ rulesText: this.rulesText, dashboardText: this.dashboardText, prometheusConfigText: this.prometheusConfigText });
     }
 }

@@ -7,6 +7,7 @@
  */
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 import type { PlatformPlan } from "./resolve";
+import { replicaMetricsRelay } from "../env";
 
 /** One group of identical containers. */
 export interface HostShare {
@@ -47,6 +48,23 @@ export function dockerHostNeeds(plan: PlatformPlan): DockerHostNeeds | undefined
         add(`env \`${e.name}\` capacity responder`, 1, e.router.responder.cpu, e.router.responder.memory);
     }
     if (plan.ingress) add("vLLM ingress proxy", 1, plan.ingress.resources.limits.cpu, plan.ingress.resources.limits.memory);
+    // observability: the metrics sidecars (components' docker.ts), as many as the containers they watch.
+    const listener = t.metrics?.vllm;
+    if (t.vllm && listener) add("vLLM metrics listener", 1, listener.cpu, listener.memory);
+    const im = plan.ingress?.metrics;
+    if (im) for (const s of [im.exporter, im.log]) add(`ingress ${s.name}`, 1, s.cpu, s.memory);
+    for (const e of plan.envs) {
+        if (e.kind !== "deployed" || e.metrics === undefined) continue;
+        const relay = replicaMetricsRelay(e);
+        add(
+            `env \`${e.name}\` session counters`,
+            e.replicas.containerNames.length,
+            e.metrics.sessions.cpu,
+            e.metrics.sessions.memory,
+            `envs.${e.name}.replicas`,
+        );
+        add(`env \`${e.name}\` session counters' relay`, 1, relay.cpu, relay.memory);
+    }
     const sb = plan.sandboxes;
     if (sb?.provider === "docker") {
         add("sandboxes", sb.names.containers.length, sb.cpu, sb.memory, "sandboxes.poolSize / cpu / memory");

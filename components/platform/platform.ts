@@ -65,6 +65,8 @@ export interface PlatformOutputs {
     readonly ingressKeys?: pulumi.Output<Record<string, string>>;
     /** With sandboxes: the pool and the env the trainer gets. */
     readonly sandboxPool?: { provider: string; size: number; trainerEnv: Record<string, string> };
+    /** Docker with observability: prometheus.yml for a Prometheus on the host (its rule_files: agentrl-rules.yaml beside it). */
+    readonly prometheusConfig?: string;
 }
 
 export class Platform extends pulumi.ComponentResource {
@@ -236,7 +238,13 @@ export class Platform extends pulumi.ComponentResource {
         }
         // The run's alert rules and dashboard (Kubernetes objects; on Docker files only: npm run plan).
         if (config.observability.enabled) {
-            const observed = { settings: config.observability, stack: observedStack(plan), target: config.target.kind, names: observabilityObjectNames(names) };
+            const observed = {
+                settings: config.observability,
+                stack: observedStack(plan),
+                target: config.target.kind,
+                names: observabilityObjectNames(names),
+                dockerTargets: plan.dockerMetrics,
+            };
             this.observability = new Observability(`${name}-observability`, { ...observed, namespace: this.namespaces.training }, child);
         }
         this.training = training;
@@ -257,6 +265,8 @@ export class Platform extends pulumi.ComponentResource {
             gpuLayout: training.gpuLayout,
             envs: Object.fromEntries(envSpaces.map((e, i) => [plan.envs[i].name, { url: e.url, wsUrl: e.wsUrl, capacity: e.capacity }])),
             ...(ingress ? { sandboxUrl: ingress.sandboxUrl, ingressKeys: pulumi.secret(pulumi.output(ingress.keys)) } : {}),
+            // Docker: prometheus.yml for a Prometheus on the host (README "Observability"; npm run plan writes it with the rules beside it).
+            ...(this.observability?.prometheusConfigText !== undefined ? { prometheusConfig: this.observability.prometheusConfigText } : {}),
             ...(plan.sandboxes ? { sandboxPool: { provider: plan.sandboxes.provider, size: plan.sandboxes.poolSize, trainerEnv: sandboxEnv } } : {}),
         };
         this.registerOutputs({ ...this.outputs });

@@ -17,6 +17,8 @@ import { resolveTrainingNode, type EgressPeer, type TrainingDescription } from "
 import type { MetricsLinks, MetricsPrograms, ScrapedPods } from "../shared/metrics-pods";
 import { resolveMonitoring, type MonitoringDescription } from "../monitoring";
 import { projectMetricsPrograms } from "./observability";
+import { dockerMetricsPortProblems, dockerMetricsTargets } from "./docker-metrics";
+import type { DockerMetricsTarget } from "../shared/docker-metrics";
 
 /** Which secrets the stack has (their values stay secret outputs; only presence matters here). */
 export interface SecretPresence {
@@ -39,6 +41,8 @@ export interface PlatformPlan {
     readonly sandboxes?: SandboxDescription;
     /** observability.enabled: every scraped pod group and, on Kubernetes with form operator, its PodMonitor. */
     readonly monitoring?: MonitoringDescription;
+    /** Docker, observability.enabled: every metrics port published on the host's loopback, prometheus.yml's targets. @default [] */
+    readonly dockerMetrics: readonly DockerMetricsTarget[];
     /** Things the operator should know that are not errors (shown in the plan). */
     readonly warnings: readonly string[];
     /** What the stack uses but neither creates nor checks: named loudly in plan.md and at `pulumi up`. */
@@ -248,7 +252,12 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
     if (training?.requiredSecrets.includes("hfToken") && !secrets.hfToken) {
         problems.push("hfToken: training.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken hf_...");
     }
+    // Docker: the host ports of the metrics targets (observability.hostPortBase), checked before anything registers.
+    const deployedEnvs = envs.filter((e): e is EnvDescription => e !== undefined);
+    const dockerMetrics = training !== undefined ? dockerMetricsTargets({ config, names, training, ingress, envs: deployedEnvs }) : [];
+    if (training !== undefined) problems.push(...dockerMetricsPortProblems({ config, names, training, ingress, envs: deployedEnvs }, dockerMetrics));
     if (problems.length > 0 || training === undefined) throw new ConfigError(problems);
+    const published = (container: string) => dockerMetrics.filter((t) => t.container === container);
     // Every pod the stack renders pulls with the stack's registry credentials (one Secret per namespace, made by the Platform).
     const pull = config.target.kind === "kubernetes" && secrets.registryAuth !== undefined ? { imagePullSecrets: [names.pullSecret] } : {};
     // Every pod group a component declares metrics ports for, in one list (the monitors, plan.md, Docker's prometheus.yml).
@@ -261,9 +270,12 @@ export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence 
         config,
         names,
         monitoring: config.observability.enabled ? resolveMonitoring(config.observability, scraped) : undefined,
-        training: { ...training, ...pull },
-        envs: envs.filter((e): e is EnvDescription => e !== undefined).map((e) => (e.kind === "deployed" ? { ...e, ...pull } : e)),
-        ingress: ingress ? { ...ingress, ...pull } : undefined,
+        training: { ...training, ...pull, ...(dockerMetrics.length > 0 && training.vllm ? { dockerMetrics: published(training.vllm.dockerName) } : {}) },
+        envs: deployedEnvs.map((e) =>
+            e.kind === "deployed" ? { ...e, ...pull, ...(dockerMetrics.length > 0 ? { dockerMetrics: published(e.router.service) } : {}) } : e,
+        ),
+        ingress: ingress ? { ...ingress, ...pull, ...(dockerMetrics.length > 0 ? { dockerMetrics: published(ingress.names.container) } : {}) } : undefined,
+        dockerMetrics,
         sandboxes: sandboxes ? { ...sandboxes, ...pull } : undefined,
         registryAuth: secrets.registryAuth,
         warnings,

@@ -51,6 +51,7 @@ import type { PlatformConfig } from "../config/resolve";
 import type { Layout } from "../config/schema";
 import type { MetricsLinks, MetricsPort } from "../shared/metrics-pods";
 import { trainingMetrics, type TrainingMetrics } from "./metrics";
+import type { DockerMetricsTarget } from "../shared/docker-metrics";
 
 // vLLM's port is decided once, in names.ts (the ingress's upstream address uses it too).
 export { VLLM_PORT } from "../config/names";
@@ -313,6 +314,8 @@ export interface TrainingDescription {
     readonly modelLoadSeconds: number;
     /** observability.enabled: the metrics endpoints of the training pods and who may scrape them; absent when off. */
     readonly metrics?: TrainingMetrics;
+    /** Docker, observability.enabled: the metrics ports its containers publish on the host's loopback (set by the Platform, platform/docker-metrics.ts). @default [] */
+    readonly dockerMetrics?: readonly DockerMetricsTarget[];
     /**
      * Docker black box with the Docker sandbox pool: the host's Docker socket, mounted into the
      * trainer, which reaches its sandboxes with `docker exec` (they sit on an internal network it

@@ -3,7 +3,8 @@
  * provider's `host`. vLLM joins only the private training network; the trainer shares
  * vLLM's network and IPC namespaces, so localhost:8000, the NCCL weight sync (trainer as
  * NCCL master on a random port, trl weight_transfer.py) and /dev/shm stay inside the pair.
- * No port is ever published on the host. The env servers sit on networks of their own
+ * No port of theirs is published on the host; with observability on, vLLM's metrics-only listener
+ * (a sidecar in vLLM's network namespace) is, on 127.0.0.1 only. The env servers sit on networks of their own
  * (env/docker.ts): vLLM listens on all interfaces, but only the training network reaches them.
  *
  * Secrets: Docker has no secret store outside Swarm, so HF_TOKEN and SANDBOX_API_KEY are
@@ -18,6 +19,7 @@ import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount
 import { ncclCheckSource } from "./nccl-check";
 import { ncclCheckArgv, shellQuote } from "./supervisor";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
+import { publishedMetricsPorts, registerDockerMetricsSidecar } from "../shared/docker-metrics";
 
 type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
 
@@ -91,6 +93,8 @@ const HARDENING = {
 export interface DockerTrainingResources {
     readonly trainer: docker.Container;
     readonly vllm?: docker.Container;
+    /** observability: vLLM's metrics-only listener, in vLLM's network namespace. */
+    readonly vllmMetrics?: docker.Container;
 }
 
 /** Registers the run's containers (and their pinned images) as children of `parent`. */
@@ -169,6 +173,8 @@ export function buildDockerTraining(
                 waitTimeout: vllmWaitSeconds(d.modelLoadSeconds),
                 restart: "unless-stopped",
                 volumes: volumes(v.mounts, d),
+                // observability: only the listener's port, on the host's loopback (never 8000).
+                ports: publishedMetricsPorts(d.dockerMetrics, v.dockerName),
                 ...HARDENING,
             },
             // A new run's vLLM needs the same GPUs: stop the old one first. The engine's own
@@ -176,6 +182,19 @@ export function buildDockerTraining(
             { ...child, deleteBeforeReplace: true, customTimeouts: vllmCustomTimeouts(d.modelLoadSeconds) },
         );
     }
+
+    // observability: GET /metrics to vLLM on its loopback and nothing else, as in the pod (training/metrics.ts).
+    const listener = d.metrics?.vllm;
+    const vllmMetrics =
+        vllm && listener && d.vllm
+            ? registerDockerMetricsSidecar(
+                  name,
+                  listener,
+                  { name: d.vllm.dockerName, container: vllm, namespace: d.namespace },
+                  imageFor("vllm-metrics", listener.image).imageId,
+                  parent,
+              )
+            : undefined;
 
     const t = d.trainer;
     const shared = vllm ? sharedNamespaceMode(vllm.id) : undefined;
@@ -194,7 +213,7 @@ export function buildDockerTraining(
         },
         { ...child, dependsOn: [...(vllm ? [vllm] : []), ...waitFor], deleteBeforeReplace: true },
     );
-    return { trainer, vllm };
+    return { trainer, vllm, vllmMetrics };
 }
 
 /** Docker memory in MiB (kept under its earlier name for the library's users). */

@@ -12,7 +12,7 @@ import { dockerProviderAddresses, type PlatformConfig } from "../../components/c
 import { quantityValue } from "../../components/shared/quantity";
 import { CHECKPOINT_ROOT } from "../../components/training";
 import type { DeployedEnvDescription } from "../../components/env";
-import { dockerHostNeeds, formatMiB, namespaceRoles, type PlatformPlan } from "../../components/platform";
+import { dockerHostNeeds, dockerMetricsAddress, formatMiB, namespaceRoles, type PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
 
 /** What the policy pack enforces and where (README "The policy pack"): only when the command names it. */
@@ -588,9 +588,28 @@ function metricsSection(plan: PlatformPlan): string[] {
                         }`
                       : 'through the pods\' prometheus.io/* annotations (README "Observability" has the scrape job)'
               }.`
-            : `A Prometheus on the Docker host scrapes these every ${m.scrapeInterval}.`,
+            : `A Prometheus on the Docker host scrapes these every ${m.scrapeInterval}, on the host's loopback (observability/prometheus.yml; README "Observability").`,
     );
     out.push("");
+    if (!k8s) {
+        out.push(
+            table(
+                ["host address", "container (network namespace)", "serves", "labels"],
+                plan.dockerMetrics.map((t) => [
+                    `\`${dockerMetricsAddress(t)}\``,
+                    `\`${t.container}\``,
+                    `\`${t.labels.container}\``,
+                    Object.entries(t.labels)
+                        .map(([k, v]) => `${k}=${v}`)
+                        .join(", "),
+                ]),
+            ),
+        );
+        out.push("");
+        out.push("Not visible on Docker: the trainer (it runs bare there, without the role runner) and the agent-sandbox controller (not on Docker).");
+        out.push("");
+        return out;
+    }
     const monitorOf = (ns: string, labels: Readonly<Record<string, string>>) =>
         m.podMonitors.find((pm) => pm.namespace === ns && JSON.stringify(pm.selector) === JSON.stringify(labels))?.name ?? "-";
     const rows = m.scraped.flatMap((s) =>

@@ -4,7 +4,15 @@
  * objects as JSON, and plan.md. No CLI, no cluster, no credentials. Secret values never
  * reach the output: Secret data is redacted and every known secret value is scrubbed.
  */
-import { alertRules, DASHBOARD_FILE, grafanaDashboard, RULES_FILE, rulesFileText } from "../../components/observability";
+import {
+    alertRules,
+    DASHBOARD_FILE,
+    grafanaDashboard,
+    PROMETHEUS_CONFIG_FILE,
+    prometheusConfigText,
+    RULES_FILE,
+    rulesFileText,
+} from "../../components/observability";
 import { observedStack } from "../../components/platform/observability";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -295,6 +303,9 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
         const observed = observedStack(plan);
         write(path.join("observability", RULES_FILE), rulesFileText(alertRules(config.observability, observed)));
         write(path.join("observability", DASHBOARD_FILE), `${JSON.stringify(grafanaDashboard(config.observability, observed), null, 2)}\n`);
+        // Docker: prometheus.yml over the loopback targets, its rule_files the rules file beside it.
+        if (config.target.kind === "docker")
+            write(path.join("observability", PROMETHEUS_CONFIG_FILE), prometheusConfigText(config.observability, observed, plan.dockerMetrics));
     }
     const scrubbedManifests = manifests.map((m) => JSON.parse(scrub(JSON.stringify(m), secrets)));
     return { stack: cfg.stack, plan, resources: run.resources, manifests: scrubbedManifests, files };
