@@ -329,6 +329,61 @@ describe("the session counter beside a real OpenEnv 0.10 server", { skip: python
         await eventually("the last session dropped", async () => assert.equal(await inUse(), 0));
     });
 
+    test("sessions reaped idle cannot be counted: OpenEnv frees the slot but keeps the WebSocket open, and logs nothing", { timeout: 90_000 }, async () => {
+        // The same server with its idle reaper on (1 s; OpenEnv 0.10 http_server.py _reap_idle_sessions checks every
+        // max(timeout / 4, 5) s), one session per replica, and the counter beside it.
+        const port = await freePort();
+        const reaping = await startProgram(path.join(path.dirname(python!), "uvicorn"), ["grpo_support:app", "--host", "127.0.0.1", "--port", String(port)], {
+            readyUrl: `http://127.0.0.1:${port}/health`,
+            cwd: path.join(REPO, "python", "tests"),
+            env: { PATH: process.env.PATH ?? "", HOME: tmp, LANG: "C.UTF-8", HF_HUB_OFFLINE: "1", MAX_CONCURRENT_ENVS: "1", SESSION_IDLE_TIMEOUT_S: "1" },
+            timeoutMs: 60_000,
+        });
+        const countPort = await freePort();
+        const [bin, ...args] = sessionCounterCommand({
+            scriptPath: SESSION_COUNTER.sourcePath,
+            envName: "coding",
+            replica: "env-coding-replicas-0",
+            replicaPort: port,
+            capacity: 1,
+            listen: `127.0.0.1:${countPort}`,
+        });
+        const reapCounter = await startProgram(bin!, args, { readyUrl: `http://127.0.0.1:${countPort}/metrics` });
+        const open = (): Promise<{ ws: WebSocket; first: string; closed: () => boolean }> =>
+            new Promise((resolve, reject) => {
+                const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+                sockets.push(ws);
+                let closed = false;
+                ws.on("close", () => (closed = true));
+                const timer = setTimeout(() => reject(new Error("no answer in 10 s")), 10_000);
+                ws.on("open", () => ws.send(JSON.stringify({ type: "reset", data: {} })));
+                ws.once("message", (raw) => {
+                    clearTimeout(timer);
+                    resolve({ ws, first: String((JSON.parse(String(raw)) as { type: string }).type), closed: () => closed });
+                });
+                ws.on("error", reject);
+            });
+        try {
+            const idle = await open();
+            assert.equal(idle.first, "observation");
+            const logBefore = reaping.output();
+            // Past the reaper's first pass (5 s) with the session idle.
+            await sleep(7_000);
+            // The server reaped it: a second session fits into the one slot, while the first socket is still open.
+            const second = await open();
+            assert.equal(second.first, "observation", "the idle session's slot was freed");
+            assert.equal(idle.closed(), false, "no close frame: the reaped session's WebSocket stays open");
+            const s = await scrape(`http://127.0.0.1:${countPort}/metrics`);
+            // Both connections established: the counter counts the reaped one as in use.
+            assert.equal(sampleValue(s, SERIES.envSessionsInUse, { env: "coding", replica: "env-coding-replicas-0" }), 2);
+            // Nothing in the server's output says a session was reaped (only the second connection's lines).
+            assert.doesNotMatch(reaping.output().slice(logBefore.length), /reap|idle|timeout|expired/i);
+        } finally {
+            await reapCounter.stop();
+            await reaping.stop();
+        }
+    });
+
     test("a bad command line exits 2 with the fix; only GET /metrics is served", async () => {
         const r = spawnSync(
             "python3",

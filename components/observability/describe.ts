@@ -260,6 +260,15 @@ export interface Panel {
     readonly part: "envs" | "ingress" | "vllm" | "trainer" | "sandboxes";
 }
 
+/**
+ * Why no panel shows sessions reaped idle (OpenEnv 0.10 http_server.py `_reap_idle_sessions`, on only where
+ * the env's app sets ConcurrencyConfig.session_timeout): the reaper destroys the session and frees its slot
+ * but sends no close frame, leaves the WebSocket and its connection open, and logs nothing, and no route
+ * serves the server's session count. Proven against the real server in test/observability-programs.test.ts.
+ */
+export const REAPED_NOT_VISIBLE =
+    "Not visible: sessions the env server reaped idle (OpenEnv's idle reaper, where the env's app turns it on, frees the slot but keeps the WebSocket open and logs nothing): they count here as in use until their connection closes.";
+
 /** The run dashboard's panels: the plan's capacity numbers beside their live values, then each part's health. */
 export function dashboardPanels(settings: ObservabilitySettings, s: ObservedStack): Panel[] {
     const a = settings.alerts;
@@ -270,7 +279,7 @@ export function dashboardPanels(settings: ObservabilitySettings, s: ObservedStac
         panels.push(
             {
                 title: `env ${e.name}: sessions in use / capacity (plan: ${e.replicas} x ${e.sessionsPerReplica} = ${e.sessions}, demand ${e.demand})`,
-                description: `Open sessions against the replicas' capacity. Plan: ${e.sessions} sessions for a demand of ${e.demand}; the alert fires above ${a.envSessionsFraction * 100}% of the live capacity.`,
+                description: `Open sessions against the replicas' capacity. Plan: ${e.sessions} sessions for a demand of ${e.demand}; the alert fires above ${a.envSessionsFraction * 100}% of the live capacity. ${REAPED_NOT_VISIBLE}`,
                 unit: "short",
                 part: "envs",
                 queries: [

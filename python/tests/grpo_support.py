@@ -5,7 +5,8 @@
   printed number against the episode's target, and appends one JSON line per session opened and
   closed to $STANDIN_EVENTS (the test's view of what each replica saw). Served by OpenEnv 0.10's own
   `create_app` with the session cap read from MAX_CONCURRENT_ENVS, as the catalog servers read it
-  (OpenEnv envs/echo_env/server/app.py). `uvicorn grpo_support:app` imports it as the images run
+  (OpenEnv envs/echo_env/server/app.py); with $SESSION_IDLE_TIMEOUT_S set, with OpenEnv's idle reaper
+  on (ConcurrencyConfig.session_timeout). `uvicorn grpo_support:app` imports it as the images run
   `uvicorn server.app:app`; the app is built on first access so importing the model helpers does
   not build a server.
 - `build_tokenizer()`: a small WordLevel tokenizer with Qwen's special tokens and TRL's own
@@ -98,12 +99,20 @@ class CodingStandIn(Environment):
 def make_app():
     from openenv.core.env_server.http_server import create_app
 
+    sessions = int(os.getenv("MAX_CONCURRENT_ENVS", "1"))
+    idle = os.getenv("SESSION_IDLE_TIMEOUT_S")
+    if idle:
+        # An app with OpenEnv's idle reaper, as tbench2's server/app.py sets it up (ConcurrencyConfig.session_timeout).
+        from openenv.core.env_server.types import ConcurrencyConfig
+
+        concurrency = ConcurrencyConfig(max_concurrent_envs=sessions, session_timeout=float(idle))
+        return create_app(CodingStandIn, RunPython, RunPythonObservation, env_name="coding", concurrency_config=concurrency)
     return create_app(
         CodingStandIn,
         RunPython,
         RunPythonObservation,
         env_name="coding",
-        max_concurrent_envs=int(os.getenv("MAX_CONCURRENT_ENVS", "1")),
+        max_concurrent_envs=sessions,
     )
 
 
