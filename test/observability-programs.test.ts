@@ -18,6 +18,7 @@ import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
 import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { rotatingAccessLogCommand } from "../components/ingress/metrics";
 import { renderNginxConfig, validateProxySettings } from "../components/ingress/nginx";
 import { INGRESS_MTAIL, SESSION_COUNTER, renderVllmMetricsProxy, sessionCounterCommand, validateVllmMetricsProxy } from "../components/observability";
 import { SERIES } from "../components/shared/metrics";
@@ -251,6 +252,76 @@ describe("the ingress's metrics path: JSON log to a file + mtail, stub_status + 
         assert.ok((sampleValue(s, "nginx_connections_active") ?? 0) >= 1);
         assert.equal((await fetch(`${ing.url}/stub_status`)).status, 404);
         assert.match(ing.configText, /listen 127\.0\.0\.1:\d+;\n\s+access_log off;\n\s+location = \/stub_status/);
+    });
+});
+
+describe("the ingress's JSON access log stays bounded: rotated beside nginx as the pod does, every line still counted", { skip: skipIngress }, () => {
+    let upstream: StubUpstream;
+    let ing: LocalIngress;
+    let mtail: Started;
+    let mtailUrl = "";
+    let logFile = "";
+    let dir = "";
+    // Small, so a few requests cross it: every 300 ms, above 1000 bytes (about 4 lines).
+    const rotation = () => ({ file: logFile, maxBytes: 1000, everySeconds: 0.3 });
+
+    before(async () => {
+        upstream = await startStubUpstream();
+        // nginx's workers reopen the log themselves (nginx docs, Rotating Log-files): run as root here, nginx
+        // runs them as nobody, who must reach the directory (the pod runs master and workers as one uid).
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-rotated-"));
+        fs.chmodSync(dir, 0o755);
+        logFile = path.join(dir, "access.json");
+        const progs = path.join(dir, "progs");
+        fs.mkdirSync(progs);
+        fs.copyFileSync(INGRESS_MTAIL.sourcePath, path.join(progs, INGRESS_MTAIL.file));
+        // The deployed container's command line (rotatingAccessLogCommand) around nginx's.
+        ing = await startLocalIngress({
+            upstream: upstream.url,
+            keys: [{ name: "pool-a", key: INGRESS_KEY }],
+            settings: { metricsAccessLog: logFile },
+            launcher: (nginx) => rotatingAccessLogCommand(nginx, rotation()),
+        });
+        const mtailPort = await freePort();
+        mtailUrl = `http://127.0.0.1:${mtailPort}/metrics`;
+        mtail = await startProgram(
+            MTAIL!,
+            ["-progs", progs, "-logs", logFile, "-address", "127.0.0.1", "-port", String(mtailPort), "-emit_prog_label=false", "-logtostderr"],
+            { readyUrl: mtailUrl },
+        );
+    });
+    after(async () => {
+        await mtail?.stop();
+        await ing?.stop();
+        await upstream?.stop();
+        if (dir !== "") fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    test("three rounds of 10 responses, each past the limit: the file replaced, nginx writing to the new one, mtail counting all 30; stdout holds all 30", {
+        timeout: 60_000,
+    }, async () => {
+        await eventually("mtail tails the log", async () => assert.match(mtail.output(), /Tailing .*access\.json/));
+        for (let round = 1; round <= 3; round++) {
+            for (let i = 0; i < 10; i++) {
+                const r = await fetch(`${ing.url}/v1/chat/completions`, {
+                    method: "POST",
+                    headers: { "content-type": "application/json", authorization: `Bearer ${INGRESS_KEY}` },
+                    body: "{}",
+                });
+                await r.text();
+                assert.equal(r.status, 200);
+            }
+            // Rounds 2 and 3 land in files put in place by a rotation: counted only if nginx reopened the path.
+            await eventually(`mtail counted round ${round}`, async () =>
+                assert.equal(sampleValue(await scrape(mtailUrl), SERIES.ingressRequests, { status: "200", key: "pool-a" }), 10 * round),
+            );
+            // 10 lines are past 1000 bytes: within a few checks the loop puts a new file in its place.
+            await eventually(`round ${round}: the log replaced`, async () => assert.ok(fs.statSync(logFile).size < 1000, `${fs.statSync(logFile).size} bytes`));
+        }
+        assert.equal(fs.readFileSync(ing.accessLogPath, "utf8").trim().split("\n").length, 30, "the stdout log is not rotated");
+        assert.ok(fs.readFileSync(logFile, "utf8").split("\n").length < 10, "the file holds only the lines since the last rotation");
+        // nginx still answers, under the same master (the shell exec'd it).
+        assert.equal((await fetch(`${ing.url}/nope`)).status, 404);
     });
 });
 

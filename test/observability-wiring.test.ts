@@ -167,6 +167,21 @@ describe("observability on: every pod's metrics endpoints", () => {
         ]);
         const logVolume = ingress.spec.volumes.find((v: any) => v.name === "access-log");
         assert.ok(logVolume.emptyDir.sizeLimit, "the access log's emptyDir is bounded");
+        // nginx runs under the access log's rotation (64 MiB, every 10 s; the shell execs nginx), which keeps the file below it.
+        assert.deepEqual(nginx.command.slice(0, 2), ["sh", "-c"]);
+        assert.deepEqual(nginx.command.slice(3), [
+            "rotate-access-log",
+            "/var/log/agentrl-ingress/access.json",
+            String(64 * 1024 * 1024),
+            "10",
+            "nginx",
+            "-e",
+            "stderr",
+            "-c",
+            "/etc/nginx/ingress/nginx.conf",
+            "-g",
+            "daemon off;",
+        ]);
         assert.deepEqual(
             nginx.volumeMounts.find((m: any) => m.name === "access-log"),
             { name: "access-log", mountPath: "/var/log/agentrl-ingress" },

@@ -22,7 +22,7 @@ import type { LocalProxyOverrides } from "./local";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 import type { MetricsLinks } from "../shared/metrics-pods";
 import { INGRESS_ACCESS_LOG_FILE, INGRESS_STUB_STATUS } from "../shared/metrics";
-import { ingressMetrics, type IngressMetrics } from "./metrics";
+import { ingressMetrics, rotatingAccessLogCommand, type IngressMetrics } from "./metrics";
 import type { DockerMetricsTarget } from "../shared/docker-metrics";
 
 // The listen ports are decided once, in names.ts, which also builds the sandbox URLs with them.
@@ -330,7 +330,8 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames, m
         replicas: k8s ? i.replicas : 1,
         effectiveRateLimitPerSecond: i.rateLimitPerSecond * (k8s ? i.replicas : 1),
         image: config.images.nginx,
-        command,
+        // observability: the JSON log mtail reads is rotated beside nginx (metrics.ts AccessLogRotation).
+        command: metrics ? rotatingAccessLogCommand(command, metrics.accessLog.rotation) : command,
         paths: INGRESS_PATHS,
         security: {
             runAsUser: 101,

@@ -37,6 +37,11 @@ export interface LocalIngressOptions {
     readonly nginxBinary?: string;
     /** Milliseconds to wait for the port to accept connections. @default 10000 */
     readonly readyTimeoutMs?: number;
+    /**
+     * The command nginx's command line runs under, which must exec it in place (same pid): the deployed
+     * pod's access-log rotation (rotatingAccessLogCommand in metrics.ts). @default none (nginx itself)
+     */
+    readonly launcher?: (nginxCommand: readonly string[]) => readonly string[];
     /** Copy nginx's stdout/stderr to this process's stderr (the CLI does; tests do not). @default false */
     readonly echoOutput?: boolean;
 }
@@ -289,7 +294,8 @@ export async function startLocalIngress(opts: LocalIngressOptions): Promise<Loca
         const nginxArgs = ["-p", `${dir}/`, "-e", paths.errorLog, "-c", configPath, "-g", "daemon off;"];
         // setpriv --pdeathsig execs nginx in place (same pid) and makes the kernel SIGTERM it if this process dies without stop().
         const guard = pdeathsigWrapper();
-        const child: ChildProcess = spawn(guard ?? bin, guard ? ["--pdeathsig", "TERM", "--", bin, ...nginxArgs] : nginxArgs, {
+        const [first, ...rest] = opts.launcher?.([bin, ...nginxArgs]) ?? [bin, ...nginxArgs];
+        const child: ChildProcess = spawn(guard ?? first!, guard ? ["--pdeathsig", "TERM", "--", first!, ...rest] : rest, {
             stdio: ["ignore", "pipe", "pipe"],
         });
         let output = "";

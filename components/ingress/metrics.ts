@@ -26,6 +26,47 @@ import { dnsName } from "../config/names";
 /** The uid both sidecars run as: the proxy's (nginx-unprivileged's 101), the owner of the access log mtail reads. */
 const SIDECAR_UID = 101;
 
+/**
+ * How the JSON access log mtail reads stays bounded: nginx never rotates its own logs; its documented way
+ * is to rename the file and send the master USR1, which reopens it (nginx docs, "Controlling nginx",
+ * Rotating Log-files). Every `everySeconds` a loop beside nginx in the proxy's container checks the size;
+ * above `maxBytes` it puts a new empty file in the old one's place (an atomic rename) and sends USR1.
+ * mtail (3.0.0~rc50 internal/tailer/logstream/filestream.go) reads the old file to its end, sees another
+ * file at the path and reads that one from its start. Lines nginx writes to the old file between the
+ * rename and its reopen (milliseconds) after mtail has left it are not counted.
+ * At most two files of about maxBytes plus everySeconds of lines each, against the emptyDir's 1Gi.
+ * Not syslog over UDP: mtail rc50's datagram reader takes one datagram per poll tick (250 ms; dgramstream.go),
+ * so it would drop nearly every line at load.
+ */
+export interface AccessLogRotation {
+    readonly file: string;
+    readonly maxBytes: number;
+    readonly everySeconds: number;
+}
+
+/** The deployed rotation: above 64 MiB (about 220 000 requests), checked every 10 s. */
+export const ACCESS_LOG_ROTATION: AccessLogRotation = { file: INGRESS_ACCESS_LOG_FILE, maxBytes: 64 * 1024 * 1024, everySeconds: 10 };
+
+/**
+ * The loop; `$$` is the shell's pid, which `exec` hands to nginx (the master: USR1 reopens the logs).
+ * It ends once nginx is gone. sh, stat and mv are in every nginx image (Debian's and Alpine's).
+ */
+const ROTATE_SCRIPT = [
+    'log="$1"; max="$2"; every="$3"; shift 3',
+    "(",
+    '  while sleep "$every" && kill -0 $$ 2>/dev/null; do',
+    '    size=$(stat -c %s "$log" 2>/dev/null) || continue',
+    '    if [ "$size" -gt "$max" ]; then : > "$log.next" && mv -f "$log.next" "$log" && kill -USR1 $$; fi',
+    "  done",
+    ") &",
+    'exec "$@"',
+].join("\n");
+
+/** nginx's command line under the access log's rotation (same pid: the shell execs nginx). */
+export function rotatingAccessLogCommand(command: readonly string[], r: AccessLogRotation): string[] {
+    return ["sh", "-c", ROTATE_SCRIPT, "rotate-access-log", r.file, String(r.maxBytes), String(r.everySeconds), ...command];
+}
+
 export interface IngressMetrics {
     readonly scraper: Scraper;
     readonly exporter: MetricsSidecar;
@@ -33,7 +74,7 @@ export interface IngressMetrics {
     /** The ConfigMap holding mtail's program. */
     readonly configMap: string;
     /** The JSON access log file the proxy writes (and mtail reads), on an emptyDir of this size. */
-    readonly accessLog: { readonly dir: string; readonly file: string; readonly sizeLimit: string };
+    readonly accessLog: { readonly dir: string; readonly file: string; readonly sizeLimit: string; readonly rotation: AccessLogRotation };
     readonly scraped: readonly ScrapedPods[];
     /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
     readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
@@ -87,9 +128,8 @@ export function ingressMetrics(args: {
         exporter,
         log,
         configMap: dnsName([args.deployment, "metrics"]),
-        // Sized for a run's worth of JSON lines (about 300 bytes each: ~3.5 million requests); the kubelet
-        // evicts a pod whose emptyDir outgrows it, and nginx does not rotate its own logs.
-        accessLog: { dir: path.posix.dirname(INGRESS_ACCESS_LOG_FILE), file: INGRESS_ACCESS_LOG_FILE, sizeLimit: "1Gi" },
+        // The kubelet evicts a pod whose emptyDir outgrows its limit; the rotation keeps the log far below it.
+        accessLog: { dir: path.posix.dirname(INGRESS_ACCESS_LOG_FILE), file: INGRESS_ACCESS_LOG_FILE, sizeLimit: "1Gi", rotation: ACCESS_LOG_ROTATION },
         scraped,
         podAnnotations: podAnnotationsOf(args.links, scraped),
         stackLabels: stackPodLabels(args.links),
