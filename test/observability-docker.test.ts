@@ -82,6 +82,9 @@ describe("observability on the docker target: the containers", () => {
                 // mtail reads the access log read-only; the proxy writes it.
                 const mtail = sidecars.find((s) => String(s.inputs.name).endsWith("-log-metrics"))!;
                 assert.ok(mtail.inputs.volumes.every((v: any) => v.readOnly === true));
+                // nginx itself, not the Kubernetes pod's rotation loop (the log volume's directory is root's here).
+                const proxy = all.find((c) => c.name.endsWith("-ingress-proxy"))!;
+                assert.equal(proxy.inputs.entrypoints[0], "nginx", JSON.stringify(proxy.inputs.entrypoints));
             } else {
                 assert.ok(names.has("session-metrics"), `no session counter: ${[...names]}`);
                 assert.ok(names.has("metrics-relay"), `no relay: ${[...names]}`);

@@ -330,8 +330,9 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames, m
         replicas: k8s ? i.replicas : 1,
         effectiveRateLimitPerSecond: i.rateLimitPerSecond * (k8s ? i.replicas : 1),
         image: config.images.nginx,
-        // observability: the JSON log mtail reads is rotated beside nginx (metrics.ts AccessLogRotation).
-        command: metrics ? rotatingAccessLogCommand(command, metrics.accessLog.rotation) : command,
+        // observability (Kubernetes): the JSON log mtail reads is rotated beside nginx (metrics.ts AccessLogRotation).
+        // Not on Docker: the log volume's directory is root's (docker.ts), so the loop could not put a new file there.
+        command: metrics && k8s ? rotatingAccessLogCommand(command, metrics.accessLog.rotation) : command,
         paths: INGRESS_PATHS,
         security: {
             runAsUser: 101,
