@@ -8,8 +8,9 @@
  * Run: npx tsx --test test/observability-docker.test.ts
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
@@ -22,6 +23,7 @@ import { planToDir, type PlanResult } from "../scripts/lib/plan";
 import { runUnderMocks, type RecordedResource } from "../scripts/lib/mockrun";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseDockerPoolConfig, parseWithTestImages } from "./helpers/config";
 import { TEST_MTAIL_IMAGE } from "./helpers/observability";
+import { startStubDns } from "./helpers/stub-dns";
 import { policyResources } from "./helpers/guardrails-plan";
 import { runPolicies } from "../policy/run-local";
 
@@ -261,6 +263,83 @@ describe("the replicas' relay config", () => {
         const t = spawnSync(NGINX!, ["-t", "-p", dir, "-e", "stderr", "-c", conf], { encoding: "utf8", timeout: 30_000 });
         assert.equal(t.status, 0, t.stdout + t.stderr);
         assert.match(t.stderr, /test is successful/);
+    });
+
+    test("real nginx relays GET /replica/<name>/metrics to that replica's counter and nothing else (stub DNS and counters, named as such)", {
+        skip: NGINX ? false : "needs nginx",
+    }, async () => {
+        const dns = await startStubDns();
+        // Stand-ins for two replicas' session counters: the same port on two loopback addresses, as two containers.
+        const counter = (host: string, port: number, name: string) =>
+            new Promise<http.Server>((resolve) => {
+                const s = http.createServer((req, res) => res.end(`${req.method} ${req.url} agentrl_env_sessions_in_use{replica="${name}"} 1\n`));
+                s.listen(port, host, () => resolve(s));
+            });
+        const first = await counter("127.0.0.2", 0, "replica-0");
+        const port = (first.address() as { port: number }).port;
+        const servers = [first, await counter("127.0.0.3", port, "replica-1")];
+        dns.records.set("env-a-replica-0", "127.0.0.2");
+        dns.records.set("env-a-replica-1", "127.0.0.3");
+        const dir = fs.mkdtempSync(path.join(tmp, "relay-run-"));
+        const probe = http.createServer().listen(0, "127.0.0.1");
+        await new Promise((r) => probe.once("listening", r));
+        const listen = (probe.address() as { port: number }).port;
+        await new Promise((r) => probe.close(r));
+        // The deployed config but for the resolver's address, the listen address and the runtime paths.
+        const deployed = renderReplicaMetricsRelay(["env-a-replica-0", "env-a-replica-1"], port);
+        const conf = path.join(dir, "relay.conf");
+        fs.writeFileSync(
+            conf,
+            deployed
+                .replace("resolver 127.0.0.11 ", `resolver ${dns.address} `)
+                .replace(`listen 0.0.0.0:${REPLICA_METRICS_RELAY_PORT};`, `listen 127.0.0.1:${listen};`)
+                .replaceAll("/tmp/", `${dir}/`),
+        );
+        const nginx = spawn(NGINX!, ["-p", dir, "-e", "stderr", "-c", conf, "-g", "daemon off;"], { stdio: ["ignore", "ignore", "pipe"] });
+        let stderr = "";
+        nginx.stderr.on("data", (b) => (stderr += b));
+        const ask = (method: string, p: string) =>
+            new Promise<{ status: number; body: string }>((resolve, reject) => {
+                const req = http.request({ host: "127.0.0.1", port: listen, method, path: p, agent: false, headers: { Connection: "close" } }, (res) => {
+                    let body = "";
+                    res.on("data", (c) => (body += c));
+                    res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+                });
+                req.on("error", reject);
+                req.end();
+            });
+        try {
+            // Bounded wait for nginx to listen.
+            let up = false;
+            for (let i = 0; i < 50 && !up; i++) {
+                up = await ask("GET", "/").then(
+                    () => true,
+                    async () => {
+                        await new Promise((r) => setTimeout(r, 100));
+                        return false;
+                    },
+                );
+            }
+            assert.ok(up, `nginx did not listen: ${stderr}`);
+            const zero = await ask("GET", "/replica/env-a-replica-0/metrics");
+            assert.equal(zero.status, 200, zero.body + stderr);
+            assert.equal(zero.body, 'GET /metrics agentrl_env_sessions_in_use{replica="replica-0"} 1\n');
+            assert.match((await ask("GET", "/replica/env-a-replica-1/metrics")).body, /replica="replica-1"/);
+            assert.equal((await ask("POST", "/replica/env-a-replica-0/metrics")).status, 405);
+            for (const p of [
+                "/replica/env-a-replica-0/metrics?x=1",
+                "/replica/env-a-replica-0/../env-a-replica-1/metrics",
+                "/replica/other/metrics",
+                "/metrics",
+                "//replica/env-a-replica-0/metrics",
+            ])
+                assert.equal((await ask("GET", p)).status, 404, p);
+        } finally {
+            nginx.kill("SIGTERM");
+            await new Promise((r) => nginx.once("exit", r));
+            for (const sv of servers) await new Promise((r) => sv.close(r));
+            await dns.stop();
+        }
     });
 
     test("refuses a name that is not a container name", () => {
