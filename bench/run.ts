@@ -118,7 +118,7 @@ async function main(): Promise<number> {
                 deadline: args.only === "ingress" ? deadline : deadline - 85_000,
                 log,
                 diagnose: args.diagnose,
-                ...(args.quick ? { roundSeconds: 2, rounds: 1, streams: 40 } : {}),
+                ...(args.quick ? { roundSeconds: 2, rounds: 1, metricsRounds: 1, streams: 40 } : {}),
             }),
         );
     }
