@@ -7,9 +7,13 @@
  *    with venv, Go >= 1.26. Missing Debian packages are installed (as root, with apt-get);
  *    otherwise the run stops at once with one message listing what is missing and the command
  *    that gets it.
+ *    As root on Linux also the node fixture's packages (ipset, containernetworking-plugins,
+ *    busybox-static, debootstrap, runc, iptables, iproute2); elsewhere the node test skips.
  * 2. The Go-built fixtures, each cached outside the repo by its own build script (API server,
- *    real engine, agent-sandbox and JobSet controllers), and the Python venv of the trainer-side
- *    lock (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB).
+ *    real engine, agent-sandbox and JobSet controllers; as root on Linux the node fixture,
+ *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, kube-router's NetworkPolicy
+ *    controller, two images), and the Python venv of the trainer-side lock
+ *    (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB).
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), the TypeScript tests (node:test), the Python tests (pytest).
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
@@ -17,7 +21,9 @@
  *    the Python tests marked openenv_source need OpenEnv's source tree (OPENENV_SRC, not on
  *    PyPI) and are deselected (-m "not openenv_source") where it is absent, as in CI. Then a
  *    check that no service the tests started (API servers, dockerd, nginx, pulumi, ...) is left
- *    running; leftovers are named, killed, and fail the run.
+ *    running, and (as root on Linux) that the node fixture left no process, network namespace,
+ *    cgroup, mount, veth, CNI cache or host iptables/ipset change (test/node/down.sh --check);
+ *    leftovers are named, removed, and fail the run.
  *
  * Arguments: test files to run instead of test/*.test.ts (the Python tests run only when no
  * file is named, or with --python). --no-setup skips steps 1 and 2.
@@ -61,7 +67,18 @@ interface Prerequisite {
     readonly apt?: readonly string[];
     /** How to get it when apt cannot. */
     readonly manual: string;
+    /** Needed only as root on Linux (the node fixture; elsewhere its test skips). */
+    readonly onlyAsRoot?: boolean;
 }
+
+function debInstalled(pkgs: readonly string[]): boolean {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's format field, not a JS template
+    const r = spawnSync("dpkg-query", ["-W", "-f=${Status}\\n", ...pkgs], { encoding: "utf8" });
+    return r.status === 0 && (r.stdout ?? "").split("\n").filter((l) => l.endsWith("install ok installed")).length === pkgs.length;
+}
+
+/** The node fixture's Debian packages (test/node/env.sh's BOOKWORM_PACKAGES). */
+const NODE_PACKAGES = ["ipset", "containernetworking-plugins", "busybox-static", "debootstrap", "runc", "iptables", "iproute2"] as const;
 
 function goVersionOk(): boolean {
     const r = spawnSync("go", ["env", "GOVERSION"], { encoding: "utf8" });
@@ -107,6 +124,13 @@ const PREREQUISITES: readonly Prerequisite[] = [
         manual: "apt-get install -y python3 python3-venv (Python >= 3.11)",
     },
     {
+        what: "the node fixture's packages: ipset, CNI plugins, busybox-static, debootstrap, runc, iptables, iproute2 (test/node/)",
+        present: () => debInstalled(NODE_PACKAGES),
+        apt: NODE_PACKAGES,
+        manual: `apt-get install -y --no-install-recommends ${NODE_PACKAGES.join(" ")}`,
+        onlyAsRoot: true,
+    },
+    {
         what: "Go >= 1.26 with the Go module proxy (the API server, engine and controller fixtures)",
         present: goVersionOk,
         manual: "install Go 1.26 or newer from https://go.dev/dl/ (Debian's golang package is older)",
@@ -117,8 +141,13 @@ function isDebianRoot(): boolean {
     return process.getuid?.() === 0 && fs.existsSync("/etc/debian_version") && which("apt-get") !== undefined;
 }
 
+function isLinuxRoot(): boolean {
+    return process.platform === "linux" && process.getuid?.() === 0;
+}
+
 function ensurePrerequisites(): void {
-    let missing = PREREQUISITES.filter((p) => !p.present());
+    const needed = PREREQUISITES.filter((p) => !p.onlyAsRoot || isLinuxRoot());
+    let missing = needed.filter((p) => !p.present());
     const installable = missing.filter((p) => p.apt !== undefined);
     if (installable.length > 0 && isDebianRoot()) {
         const pkgs = [...new Set(installable.flatMap((p) => p.apt!))];
@@ -131,7 +160,7 @@ function ensurePrerequisites(): void {
                 process.exit(1);
             }
         }
-        missing = PREREQUISITES.filter((p) => !p.present());
+        missing = needed.filter((p) => !p.present());
     }
     if (missing.length > 0) {
         log("missing prerequisites:");
@@ -156,6 +185,8 @@ function buildFixtures(): void {
     runScript("engine fixture", "bash", ["test/engine/build.sh"]);
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
     runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
+    if (isLinuxRoot()) runScript("node fixture (containerd 2, kubelet, kube-router netpol, images)", "bash", ["test/node/build.sh"]);
+    else log("node fixture: not built (needs root on Linux; test/node-pods.test.ts skips)");
     runScript("Python venv (the trainer-side lock)", "bash", ["python/run-tests.sh", "--venv-only"]);
 }
 
@@ -186,7 +217,7 @@ interface Skip {
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
 const SERVICE =
-    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|containerd-shim-runc-v2|kubelet|kube-router-netpol|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
     const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });
@@ -210,6 +241,23 @@ function leftovers(): Array<{ pid: number; args: string }> {
         .filter((p) => p.pid !== process.pid && p.etimes <= runSeconds && ours(p.pid))
         .filter((p) => SERVICE.test(p.args.split(/\s+/)[0] ?? "") || /agent_rl_sandbox\.runtime/.test(p.args))
         .map((p) => ({ pid: p.pid, args: p.args.slice(0, 160) }));
+}
+
+/**
+ * What the node fixture left (its processes, network namespace, cgroups, mounts, veths, CNI cache,
+ * host iptables/ipset changes), named by `test/node/down.sh --check`; when anything is, down.sh
+ * removes it. Root on Linux only (elsewhere the node test never ran).
+ */
+function nodeLeftovers(): string[] {
+    if (!isLinuxRoot()) return [];
+    const check = spawnSync("bash", [path.join(ROOT, "test", "node", "down.sh"), "--check"], { encoding: "utf8" });
+    if (check.status === 0) return [];
+    const named = (check.stdout ?? "")
+        .split("\n")
+        .filter((l) => l.startsWith("node fixture left over: "))
+        .map((l) => l.slice("node fixture left over: ".length));
+    spawnSync("bash", [path.join(ROOT, "test", "node", "down.sh")], { stdio: "ignore" });
+    return named.length > 0 ? named : [`test/node/down.sh --check exited ${check.status}: ${(check.stderr ?? "").trim().slice(-300)}`];
 }
 
 async function main(): Promise<void> {
@@ -297,6 +345,7 @@ async function main(): Promise<void> {
             // gone meanwhile
         }
     }
+    const nodeLeft = nodeLeftovers();
 
     process.stdout.write("\n");
     log(`TypeScript tests: ${node.code === 0 ? "passed" : "FAILED"}; Python tests: ${pythonSummary}`);
@@ -316,6 +365,11 @@ async function main(): Promise<void> {
         failed = true;
     } else {
         log("nothing the tests started is left running");
+    }
+    if (nodeLeft.length > 0) {
+        log(`left by the node fixture (now removed by test/node/down.sh): ${nodeLeft.length}`);
+        for (const l of nodeLeft) log(`  - ${l}`);
+        failed = true;
     }
     log(`${failed ? "FAILED" : "passed"} in ${Math.round((Date.now() - started) / 1000)} s`);
     process.exit(failed ? 1 : 0);

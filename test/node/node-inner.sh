@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Run by up.sh in the node's network namespace and a mount namespace of its own: starts the daemons in order, each in its own session
 # (pid files in $W/pids, logs in $W/logs), waiting for each to be ready. Exits when all are up;
-# the daemons keep running in this network and mount namespace until cleanup.sh ends them.
+# the daemons keep running in this network and mount namespace until down.sh ends them.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 export PATH="$CTR_BIN:$PATH"   # containerd finds its shim (containerd-shim-runc-v2 2.1.9) on PATH
-mark() { local s; s=$(printf '%.1f' "$(echo "$(date +%s.%N) - $T0" | bc)"); printf '%s %s\n' "$s" "$1" >> "$W/timeline"; log "+${s}s $1"; }
 start() { # NAME CMD...
   local name=$1; shift
   setsid "$@" > "$W/logs/$name.log" 2>&1 < /dev/null &
@@ -40,14 +39,14 @@ start containerd "$CTR_BIN/containerd" --config "$W/containerd/config.toml"
 wait_for containerd 60 "$CTR_BIN/ctr" --address "$W/containerd/containerd.sock" version
 [[ "${UP_UNTIL:-node}" == containerd ]] && exit 0
 
-start kubelet "$SPIKE_CACHE/bin/kubelet" --config="$W/kubelet.yaml" --kubeconfig="$W/kubeconfig" \
+start kubelet "$NODE_DIR/bin/kubelet" --config="$W/kubelet.yaml" --kubeconfig="$W/kubeconfig" \
   --root-dir="$W/kubelet" --cert-dir="$W/kubelet/pki" --volume-plugin-dir="$W/volume-plugins" \
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
 wait_for kubelet 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME"
 
 [[ "${UP_UNTIL:-node}" == kubelet ]] && exit 0
 
-start kube-router "$SPIKE_CACHE/bin/kube-router" --kubeconfig="$W/kubeconfig" --hostname-override="$NODE_NAME" \
+start kube-router "$NODE_DIR/bin/kube-router-netpol" --kubeconfig="$W/kubeconfig" --hostname-override="$NODE_NAME" \
   --run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
   --enable-ipv4=true --enable-ipv6=false --service-cluster-ip-range="$SERVICE_RANGE" \
   --metrics-port=0 --health-port=20244 --v=2

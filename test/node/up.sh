@@ -6,8 +6,8 @@
 #   CNI bridge $BRIDGE ($POD_SUBNET, Debian's containernetworking-plugins),
 #   kubelet v1.36.3 (cgroup v1, cgroupfs, cgroupRoot /$CGROUP_NAME),
 #   kube-router v2.1.0, NetworkPolicy controller only (iptables + ipset),
-# then imports the spike's images with `ctr -n k8s.io images import` and waits for the node to be
-# Ready. Run cleanup.sh to remove it all (spike.sh does, on any exit).
+# then imports the fixture's images with `ctr -n k8s.io images import` and waits for the node to be
+# Ready. Run down.sh to remove it all (the test does, on any exit).
 # UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-router);
 # UP_UNTIL=kubelet starts everything but kube-router.
 # Prints a timeline (seconds since start) on stderr and writes it to $W/timeline.
@@ -16,17 +16,16 @@ set -euo pipefail
 [[ $EUID == 0 ]] || { log "ERROR: run as root"; exit 1; }
 UP_UNTIL="${UP_UNTIL:-node}"
 needs=("$K8S_CACHE/bin/etcd" "$K8S_CACHE/bin/kube-apiserver" "$K8S_CACHE/bin/kubectl")
-[[ "$UP_UNTIL" == containerd ]] || needs+=("$SPIKE_CACHE/bin/kubelet" "$SPIKE_CACHE/images/sandbox-runtime.oci.tar")
-[[ "$UP_UNTIL" == node ]] && needs+=("$SPIKE_CACHE/bin/kube-router")
-for f in "${needs[@]}" "$CTR_BIN/containerd" "$SPIKE_CACHE/images/busybox.oci.tar"; do
-  [[ -e "$f" ]] || { log "ERROR: missing $f (run fetch.sh, build.sh, images.sh, and test/apiserver/build.sh)"; exit 1; }
+[[ "$UP_UNTIL" == containerd ]] || needs+=("$NODE_DIR/bin/kubelet" "$NODE_DIR/images/sandbox-runtime.oci.tar")
+[[ "$UP_UNTIL" == node ]] && needs+=("$NODE_DIR/bin/kube-router-netpol")
+for f in "${needs[@]}" "$CTR_BIN/containerd" "$NODE_DIR/images/busybox.oci.tar"; do
+  [[ -e "$f" ]] || { log "ERROR: missing $f (run test/node/build.sh and test/apiserver/build.sh)"; exit 1; }
 done
 for c in ipset runc iptables-save ip openssl; do command -v "$c" >/dev/null || { log "ERROR: $c not found (fetch.sh installs it)"; exit 1; }; done
 
-bash "$SPIKE_HERE/cleanup.sh" >/dev/null 2>&1 || bash "$SPIKE_HERE/cleanup.sh"
+bash "$NODE_HERE/down.sh" >/dev/null 2>&1 || bash "$NODE_HERE/down.sh"
 T0=$(date +%s.%N)
 mkdir -p "$W"/{pids,logs,pki,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,volume-plugins}
-mark() { local s; s=$(printf '%.1f' "$(echo "$(date +%s.%N) - $T0" | bc)"); printf '%s %s\n' "$s" "$1" >> "$W/timeline"; log "+${s}s $1"; }
 
 # Host state to restore or compare at cleanup.
 for k in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes; do
@@ -58,22 +57,22 @@ done
 # Credentials: CA, API server serving certificate, service-account keys, an admin token.
 p="$W/pki"
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-openssl req -x509 "${ec[@]}" -keyout "$p/ca.key" -out "$p/ca.crt" -days 2 -subj /CN=arl-node-spike-ca 2>/dev/null
+openssl req -x509 "${ec[@]}" -keyout "$p/ca.key" -out "$p/ca.crt" -days 2 -subj /CN=arl-node-ca 2>/dev/null
 openssl req "${ec[@]}" -keyout "$p/apiserver.key" -out "$p/apiserver.csr" -subj /CN=kube-apiserver 2>/dev/null
 printf 'subjectAltName=IP:%s,IP:127.0.0.1,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' "$NODE_IP" > "$p/apiserver.ext"
 openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -out "$p/apiserver.crt" -days 2 -extfile "$p/apiserver.ext" 2>/dev/null
 openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
 openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
 token="$(openssl rand -hex 32)"
-printf '%s,arl-node-spike-admin,arl-node-spike-admin,"system:masters"\n' "$token" > "$p/tokens.csv"
+printf '%s,arl-node-admin,arl-node-admin,"system:masters"\n' "$token" > "$p/tokens.csv"
 chmod 600 "$p"/*.key "$p/tokens.csv"
 cat > "$W/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
-clusters: [{name: spike, cluster: {server: "https://$NODE_IP:$API_PORT", certificate-authority: "$p/ca.crt"}}]
+clusters: [{name: node, cluster: {server: "https://$NODE_IP:$API_PORT", certificate-authority: "$p/ca.crt"}}]
 users: [{name: admin, user: {token: "$token"}}]
-contexts: [{name: spike, context: {cluster: spike, user: admin}}]
-current-context: spike
+contexts: [{name: node, context: {cluster: node, user: admin}}]
+current-context: node
 EOF
 chmod 600 "$W/kubeconfig"
 
@@ -149,14 +148,14 @@ EOF
 # joined to the node's network namespace with nsenter. Not `ip netns exec`: it remounts /sys for
 # the netns, which hides /sys/fs/cgroup (runc: "no cgroup mount found in mountinfo").
 unshare --mount --propagation slave nsenter --net="/run/netns/$NETNS" \
-  env W="$W" T0="$T0" UP_UNTIL="$UP_UNTIL" bash "$SPIKE_HERE/node-inner.sh"
+  env W="$W" T0="$T0" UP_UNTIL="$UP_UNTIL" bash "$NODE_HERE/node-inner.sh"
 ctr_ version >/dev/null
 
 for img in busybox sandbox-runtime; do
-  [[ -f "$SPIKE_CACHE/images/$img.oci.tar" ]] || continue
+  [[ -f "$NODE_DIR/images/$img.oci.tar" ]] || continue
   t0=$(date +%s.%N)
-  ctr_ images import "$SPIKE_CACHE/images/$img.oci.tar" >&2
-  mark "imported $img image ($(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")s)"
+  ctr_ images import "$NODE_DIR/images/$img.oci.tar" >&2
+  mark "imported $img image ($(secs "$t0")s)"
 done
 [[ "$UP_UNTIL" == containerd ]] && exit 0
 

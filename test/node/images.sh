@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the node spike's two images as OCI image archives (no registry, no Docker engine) into
-# $SPIKE_CACHE/images, for `ctr -n k8s.io images import`:
-#   busybox.oci.tar          localhost/arl-node-spike/busybox:spike: busybox-static and its applet
+# Builds the node fixture's two images as OCI image archives (no registry, no Docker engine) into
+# $NODE_DIR/images, for `ctr -n k8s.io images import`:
+#   busybox.oci.tar          localhost/arl-node/busybox:fixture: busybox-static and its applet
 #                            links; the pod sandbox ("pause") image and the test client
-#   sandbox-runtime.oci.tar  localhost/arl-node-spike/sandbox-runtime:spike: Debian bookworm minbase
+#   sandbox-runtime.oci.tar  localhost/arl-node/sandbox-runtime:fixture: Debian bookworm minbase
 #                            + python3 (debootstrap), laid out by the project's own
 #                            python/image/install-layout.sh with the runtime and forwarder, and the
 #                            user, env, workdir and command of python/Dockerfile. The base is not
@@ -15,10 +15,9 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 [[ $EUID == 0 ]] || { log "ERROR: run as root (debootstrap)"; exit 1; }
-out="$SPIKE_CACHE/images"
-build="$SPIKE_CACHE/build"
-mkdir -p "$out" "$build" "$SPIKE_CACHE/debs"
-secs() { printf '%.1f' "$(echo "$(date +%s.%N) - $1" | bc)"; }
+out="$NODE_DIR/images"
+build="$NODE_DIR/build"
+mkdir -p "$out" "$build" "$NODE_DIR/debs"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 # oci_archive ROOTFS OUT NAME CONFIG_JSON  (CONFIG_JSON: the image config's "config" object)
@@ -67,7 +66,7 @@ rt_stamp="bookworm-minbase+python3 src=$src_hash"
 if want sandbox-runtime && [[ "${FORCE:-0}" == 1 || "$(cat "$out/sandbox-runtime.stamp" 2>/dev/null)" != "$rt_stamp" || ! -f "$out/sandbox-runtime.oci.tar" ]]; then
   r="$build/runtime-rootfs"; rm -rf "$r"
   t0=$(date +%s.%N)
-  debootstrap --variant=minbase --include=python3 --cache-dir="$SPIKE_CACHE/debs" bookworm "$r" http://deb.debian.org/debian \
+  debootstrap --variant=minbase --include=python3 --cache-dir="$NODE_DIR/debs" bookworm "$r" http://deb.debian.org/debian \
     > "$build/debootstrap.log" 2>&1 || { tail -20 "$build/debootstrap.log" >&2; log "ERROR: debootstrap failed (log: $build/debootstrap.log)"; exit 1; }
   log "debootstrap bookworm minbase + python3 in $(secs "$t0")s"
   t0=$(date +%s.%N)
@@ -75,7 +74,7 @@ if want sandbox-runtime && [[ "${FORCE:-0}" == 1 || "$(cat "$out/sandbox-runtime
   find "$r/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' -exec rm -rf {} + 2>/dev/null || true
   # The stock OpenEnv image's HOME, as install-layout.sh expects it; its opencode is a stand-in.
   stock="$build/stock-home"; rm -rf "$stock"; mkdir -p "$stock/.opencode/bin"
-  printf '#!/bin/sh\necho "opencode stand-in (node spike image: not the OpenEnv opencode sandbox base)"\n' > "$stock/.opencode/bin/opencode"
+  printf '#!/bin/sh\necho "opencode stand-in (node fixture image: not the OpenEnv opencode sandbox base)"\n' > "$stock/.opencode/bin/opencode"
   chmod 755 "$stock/.opencode/bin/opencode"
   sh "$REPO_ROOT/python/image/install-layout.sh" "$stock" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" \
     "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$r"

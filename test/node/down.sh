@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Removes everything the node spike made, then checks that nothing is left; exits 1 naming each
+# Removes everything the node fixture made, then checks that nothing is left; exits 1 naming each
 # leftover. Idempotent: safe to run when nothing is up. Order: processes (the ones up.sh recorded,
-# every process in the spike's network namespace, every process in its cgroups), mounts, cgroups,
+# every process in the node's network namespace, every process in its cgroups), mounts, cgroups,
 # the network namespace (its bridge, veths, iptables rules and ipsets go with it), files outside
 # the work dir (CNI result cache, /var/log/containers links, shim sockets), the kernel flags the
 # kubelet changed, the work dir.
+# `down.sh --check` removes nothing: it only names what is left (scripts/test/run.ts runs it after
+# the tests, then down.sh itself when something is).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
-cgroup_dirs() { # every mounted v1 hierarchy's copy of the spike's cgroup root
+cgroup_dirs() { # every mounted v1 hierarchy's copy of the node's cgroup root
   local m
   for m in /sys/fs/cgroup/*/; do [[ -d "$m$CGROUP_NAME" ]] && printf '%s\n' "$m$CGROUP_NAME"; done
 }
-spike_pids() {
+node_pids() {
   local f d
   if [[ -d "$W/pids" ]]; then
     for f in "$W"/pids/*.pid; do [[ -f "$f" ]] && cat "$f"; echo; done
@@ -20,8 +22,11 @@ spike_pids() {
   ip netns pids "$NETNS" 2>/dev/null
   for d in $(cgroup_dirs); do find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null; done
 }
-alive_pids() { local p; for p in $(spike_pids | sort -un); do [[ -d /proc/$p ]] && printf '%s\n' "$p"; done; }
+alive_pids() { local p; for p in $(node_pids | sort -un); do [[ -d /proc/$p ]] && printf '%s\n' "$p"; done; }
 
+check_only=0; [[ "${1:-}" == --check ]] && check_only=1
+host_rules_changed=0
+if (( ! check_only )); then
 # 1. processes: TERM, then KILL what is left (containers ignore TERM as PID 1).
 pids="$(alive_pids)"
 if [[ -n "$pids" ]]; then
@@ -36,10 +41,10 @@ if [[ -n "$pids" ]]; then
   done
 fi
 
-# 2. mounts: the spike's mounts live in the private mount namespace that `ip netns exec` gave its
+# 2. mounts: the node's mounts live in the private mount namespace that `ip netns exec` gave its
 # processes, and go with them; unmount any that reached this namespace anyway (deepest first).
 for _ in 1 2 3; do
-  mapfile -t mnts < <(awk -v w="$W" -v c="$SPIKE_CACHE/build" '$5 ~ "^"w || $5 ~ "^"c {print $5}' /proc/self/mountinfo | sort -r)
+  mapfile -t mnts < <(awk -v w="$W" -v c="$NODE_DIR/build" '$5 ~ "^"w || $5 ~ "^"c {print $5}' /proc/self/mountinfo | sort -r)
   (( ${#mnts[@]} == 0 )) && break
   for m in "${mnts[@]}"; do umount -l "$m" 2>/dev/null; done
 done
@@ -72,18 +77,24 @@ fi
 host_rules_changed=0
 [[ -f "$W/host-iptables.sha" && "$(host_iptables)" != "$(cat "$W/host-iptables.sha")" ]] && host_rules_changed=1
 rm -rf "$W"
+fi
 
 # check
 left=()
-[[ -n "$(alive_pids)" ]] && left+=("processes: $(alive_pids | tr '\n' ' ')")
+named() { local p; for p in "$@"; do printf '%s(%s) ' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)"; done; }
+# shellcheck disable=SC2046
+[[ -n "$(alive_pids)" ]] && left+=("processes: $(named $(alive_pids))")
 ip netns list 2>/dev/null | grep -qw "$NETNS" && left+=("network namespace $NETNS")
 [[ -n "$(cgroup_dirs)" ]] && left+=("cgroups: $(cgroup_dirs | tr '\n' ' ')")
-grep -qE " ($W|$SPIKE_CACHE/build)" /proc/self/mountinfo && left+=("mounts under $W or $SPIKE_CACHE/build")
+grep -qE " ($W|$NODE_DIR/build)" /proc/self/mountinfo && left+=("mounts under $W or $NODE_DIR/build")
 compgen -G "/var/lib/cni/results/$CNI_NETWORK-*" >/dev/null && left+=("CNI results /var/lib/cni/results/$CNI_NETWORK-*")
 [[ -e "$W" ]] && left+=("work dir $W")
+# The bridge and veths live in the netns; one in the host's namespace would have escaped it.
+for dev in "$BRIDGE" "$NODE_DEV" "${NODE_DEV}p"; do ip link show "$dev" >/dev/null 2>&1 && left+=("network device $dev in the host's namespace"); done
 (( host_rules_changed )) && left+=("the host's iptables rules or ipsets differ from before up.sh")
 if (( ${#left[@]} > 0 )); then
-  for l in "${left[@]}"; do log "cleanup: LEFT OVER: $l"; done
+  for l in "${left[@]}"; do log "cleanup: LEFT OVER: $l"; printf 'node fixture left over: %s\n' "$l"; done
   exit 1
 fi
+(( check_only )) && exit 0
 log "cleanup: nothing left (processes, mounts, cgroups, netns $NETNS, CNI cache, $W)"

@@ -1,0 +1,164 @@
+// The node fixture (test/node/README.md): one real node (containerd 2 + runc + CNI + kubelet +
+// kube-router's NetworkPolicy controller) and its control plane in a network namespace, brought
+// up by test/node/up.sh and removed by test/node/down.sh. test/node/build.sh builds what it runs
+// into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/node-v1.36.3/ and prints that directory as
+// the last line of stdout. Root and Linux only.
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+const REPO_ROOT = path.resolve(__dirname, "..", "..");
+export const NODE_SCRIPTS = path.join(REPO_ROOT, "test", "node");
+
+export interface CommandResult {
+    readonly code: number;
+    readonly stdout: string;
+    readonly stderr: string;
+}
+
+/** Runs a command (never throws on a non-zero exit); killed (SIGKILL) after `timeoutMs`. */
+export function command(
+    cmd: string,
+    args: readonly string[],
+    opts: { readonly input?: string; readonly timeoutMs?: number; readonly env?: NodeJS.ProcessEnv } = {},
+): Promise<CommandResult> {
+    return new Promise((resolve) => {
+        const child = spawn(cmd, args, {
+            stdio: ["pipe", "pipe", "pipe"],
+            env: opts.env ?? process.env,
+            timeout: opts.timeoutMs ?? 60_000,
+            killSignal: "SIGKILL",
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+        child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+        child.on("error", (e) => resolve({ code: 127, stdout, stderr: `${stderr}${e.message}` }));
+        child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr: signal ? `${stderr}\n(killed: ${signal})` : stderr }));
+        child.stdin.end(opts.input ?? "");
+    });
+}
+
+/** Why the node test cannot run here, or false. */
+export function nodePlatformSkipReason(): string | false {
+    if (process.platform !== "linux") return `the node fixture runs a kubelet, containerd and network namespaces: Linux only (this is ${process.platform})`;
+    if (process.getuid?.() !== 0) return "the node fixture needs root (network namespaces, cgroups, iptables, containerd): run npm test as root";
+    return false;
+}
+
+/** The names env.sh gives the node (one source for the scripts and the test). */
+export interface NodeNames {
+    readonly dir: string;
+    readonly k8sCache: string;
+    readonly work: string;
+    readonly netns: string;
+    readonly nodeName: string;
+    readonly nodeIp: string;
+    readonly apiPort: number;
+    readonly busyboxImage: string;
+    readonly runtimeImage: string;
+    readonly ctr: string;
+}
+
+export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
+    const vars = ["NODE_DIR", "K8S_CACHE", "W", "NETNS", "NODE_NAME", "NODE_IP", "API_PORT", "BUSYBOX_IMAGE", "RUNTIME_IMAGE", "CTR_BIN"];
+    const script = `. ${JSON.stringify(path.join(NODE_SCRIPTS, "env.sh"))}; printf '%s\\n' ${vars.map((v) => `"$${v}"`).join(" ")}`;
+    const r = spawnSync("bash", ["-c", script], { env, encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`sourcing test/node/env.sh failed: ${r.stderr}`);
+    const [dir, k8sCache, work, netns, nodeName, nodeIp, apiPort, busyboxImage, runtimeImage, ctrBin] = r.stdout.split("\n");
+    return {
+        dir: dir!,
+        k8sCache: k8sCache!,
+        work: work!,
+        netns: netns!,
+        nodeName: nodeName!,
+        nodeIp: nodeIp!,
+        apiPort: Number(apiPort),
+        busyboxImage: busyboxImage!,
+        runtimeImage: runtimeImage!,
+        ctr: path.join(ctrBin!, "ctr"),
+    };
+}
+
+/** A complete build (top stamp present) without building anything. */
+export function nodeFixtureBuilt(names: NodeNames): boolean {
+    return fs.existsSync(path.join(names.dir, ".complete"));
+}
+
+/** Runs test/node/build.sh (a no-op when its cache is complete); the directory it printed last. */
+export async function buildNodeFixture(): Promise<string> {
+    const r = await command("bash", [path.join(NODE_SCRIPTS, "build.sh")], { timeoutMs: 30 * 60_000 });
+    const dir = r.stdout.trim().split("\n").pop()?.trim();
+    if (r.code !== 0 || !dir) throw new Error(`bash test/node/build.sh failed (exit ${r.code}):\n${r.stderr.split("\n").slice(-40).join("\n")}`);
+    return dir;
+}
+
+/** The running node: kubectl in its network namespace, ctr on its containerd. */
+export interface Node {
+    readonly names: NodeNames;
+    kubectl(args: readonly string[], input?: string, timeoutMs?: number): Promise<CommandResult>;
+    kubectlOk(args: readonly string[], input?: string): Promise<string>;
+    /** `ctr tasks exec` in a running container (its own network namespace, its own user). */
+    exec(containerId: string, argv: readonly string[], timeoutMs?: number): Promise<CommandResult>;
+    /** The last lines of a daemon's log (etcd, kube-apiserver, containerd, kubelet, kube-router). */
+    logTail(daemon: string, lines?: number): string;
+}
+
+let execSeq = 0;
+
+export function nodeHandle(names: NodeNames): Node {
+    const kubeconfig = path.join(names.work, "kubeconfig");
+    const kubectl = (args: readonly string[], input?: string, timeoutMs = 60_000) =>
+        command("ip", ["netns", "exec", names.netns, path.join(names.k8sCache, "bin", "kubectl"), "--kubeconfig", kubeconfig, ...args], { input, timeoutMs });
+    return {
+        names,
+        kubectl,
+        async kubectlOk(args, input) {
+            const r = await kubectl(args, input);
+            if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed (exit ${r.code}): ${r.stderr}`);
+            return r.stdout;
+        },
+        exec(containerId, argv, timeoutMs = 30_000) {
+            execSeq++;
+            return command(
+                names.ctr,
+                [
+                    "--address",
+                    path.join(names.work, "containerd", "containerd.sock"),
+                    "-n",
+                    "k8s.io",
+                    "tasks",
+                    "exec",
+                    "--exec-id",
+                    `t${process.pid}-${execSeq}`,
+                    containerId,
+                    ...argv,
+                ],
+                { timeoutMs },
+            );
+        },
+        logTail(daemon, lines = 30) {
+            try {
+                return fs
+                    .readFileSync(path.join(names.work, "logs", `${daemon}.log`), "utf8")
+                    .split("\n")
+                    .slice(-lines)
+                    .join("\n");
+            } catch {
+                return `(no log for ${daemon})`;
+            }
+        },
+    };
+}
+
+/** up.sh: the node and its control plane; throws with its output when it fails. */
+export async function nodeUp(opts: { readonly env?: NodeJS.ProcessEnv } = {}): Promise<CommandResult> {
+    const r = await command("bash", [path.join(NODE_SCRIPTS, "up.sh")], { timeoutMs: 6 * 60_000, env: opts.env });
+    if (r.code !== 0) throw new Error(`bash test/node/up.sh failed (exit ${r.code}):\n${r.stderr.split("\n").slice(-60).join("\n")}`);
+    return r;
+}
+
+/** down.sh (or `down.sh --check`, which removes nothing): exit 0 when nothing is left. */
+export function nodeDown(check = false): Promise<CommandResult> {
+    return command("bash", [path.join(NODE_SCRIPTS, "down.sh"), ...(check ? ["--check"] : [])], { timeoutMs: 3 * 60_000 });
+}

@@ -1,0 +1,195 @@
+// Real pods on one real node (issue #29, first cut): the node fixture (test/node/) runs containerd
+// 2 + runc + CNI + kubelet v1.36.3 + kube-router v2.1.0's NetworkPolicy controller against etcd and
+// kube-apiserver in a network namespace this test makes; the sandbox pool's own pod (the
+// project's rendered podTemplate, on the sandbox runtime image built from python/Dockerfile's
+// steps: its opencode is a stand-in, named as such in test/node/images.sh) runs on it. Checked on
+// the running pods: Ready behind its real probes, uid 65532, read-only root, a command run through
+// the runtime, and the pool's NetworkPolicy measured with real connections (dropped with it, let
+// through once it is deleted). Stand-ins: the trainer is a busybox pod with the trainer's labels
+// ("trainer-standin"), the other client a busybox pod without them. Root and Linux only; under
+// CI the fixture is built when missing (a skip fails CI).
+import { strict as assert } from "node:assert";
+import { after, before, describe, it } from "node:test";
+import { ensureBinaries } from "./helpers/apiserver";
+import { buildNodeFixture, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodePlatformSkipReason, nodeUp } from "./helpers/node";
+import { type NodeSandboxRender, renderNodeSandbox } from "./helpers/node-sandbox";
+
+const CI = !!process.env.CI;
+const platformSkip = nodePlatformSkipReason();
+
+function skipReason(): string | false {
+    if (platformSkip) return platformSkip;
+    if (CI) return false;
+    return nodeFixtureBuilt(nodeNames()) ? false : "the node fixture is not built: run `bash test/node/build.sh` as root (see test/node/README.md)";
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy enforced", { skip: skipReason(), timeout: 20 * 60_000 }, () => {
+    let node: Node;
+    let r: NodeSandboxRender;
+    let up = false;
+    let downChecked = false;
+    const cid: Record<string, string> = {};
+    let sandboxIp = "";
+
+    before(async () => {
+        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries() };
+        if (CI || !nodeFixtureBuilt(nodeNames(env))) env.AGENT_RL_NODE_DIR = await buildNodeFixture();
+        process.env.AGENT_RL_K8S_CACHE_DIR = env.AGENT_RL_K8S_CACHE_DIR;
+        if (env.AGENT_RL_NODE_DIR) process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;
+        const names = nodeNames(env);
+        node = nodeHandle(names);
+        r = renderNodeSandbox(names.nodeName, names.runtimeImage, names.busyboxImage);
+        up = true; // up.sh may fail half-way: down.sh runs in after() either way
+        await nodeUp({ env });
+    });
+
+    after(async () => {
+        if (up && !downChecked) {
+            const d = await nodeDown();
+            if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);
+        }
+    });
+
+    const ready = async (ns: string, pod: string): Promise<string> =>
+        (await node.kubectl(["-n", ns, "get", "pod", pod, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).stdout.trim();
+
+    const containerId = async (ns: string, pod: string, container: string): Promise<string> => {
+        const out = await node.kubectlOk(["-n", ns, "get", "pod", pod, "-o", `jsonpath={.status.containerStatuses[?(@.name=="${container}")].containerID}`]);
+        const id = out.trim().replace(/^containerd:\/\//, "");
+        assert.match(id, /^[0-9a-f]{64}$/, `container ${ns}/${pod}/${container} has no containerd id: ${out}`);
+        return id;
+    };
+
+    /** One HTTP GET of the runtime's health path from a client container; the response or the error. */
+    const connect = async (client: string): Promise<{ ok: boolean; detail: string }> => {
+        const res = await node.exec(cid[client]!, ["sh", "-c", `printf 'GET ${r.healthPath} HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${sandboxIp} ${r.port}`], 15_000);
+        const detail = `${res.stdout}${res.stderr}`.replace(/\s+/g, " ").slice(0, 200);
+        return { ok: res.code === 0 && res.stdout.includes("200 OK"), detail: `exit ${res.code}: ${detail}` };
+    };
+
+    /** From the sandbox container to the API server's port on the node address. */
+    const sandboxToApiServer = async (): Promise<string> => {
+        const py = `import socket\ntry:\n    socket.create_connection(("${node.names.nodeIp}", ${node.names.apiPort}), 3); print("connected")\nexcept OSError as e:\n    print("refused-or-timeout", e)`;
+        const res = await node.exec(cid.sandbox!, ["python3", "-I", "-c", py], 15_000);
+        return `${res.stdout}${res.stderr}`.trim();
+    };
+
+    it("the sandbox pool's pod comes Ready behind its real probes (forwarder startupProbe, runtime readinessProbe)", async () => {
+        await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(r.objects));
+        const t0 = Date.now();
+        let status = "";
+        for (let i = 0; i < 360 && status !== "True"; i++) {
+            status = await ready(r.sandboxNamespace, r.sandboxPod);
+            if (status !== "True") await sleep(500);
+        }
+        if (status !== "True") {
+            const describe = await node.kubectl(["-n", r.sandboxNamespace, "describe", "pod", r.sandboxPod]);
+            assert.fail(
+                `${r.sandboxPod} not Ready after ${Math.round((Date.now() - t0) / 1000)} s:\n${describe.stdout}\nkubelet:\n${node.logTail("kubelet", 40)}`,
+            );
+        }
+        process.stderr.write(`# sandbox pod Ready ${((Date.now() - t0) / 1000).toFixed(1)} s after kubectl apply\n`);
+        const pod = JSON.parse(await node.kubectlOk(["-n", r.sandboxNamespace, "get", "pod", r.sandboxPod, "-o", "json"]));
+        const runtime = pod.spec.containers.find((c: any) => c.name === r.sandboxContainer);
+        assert.equal(runtime.readinessProbe.httpGet.path, r.healthPath, "the runtime's readiness probe is the rendered one");
+        assert.equal(runtime.readinessProbe.httpGet.port, r.port);
+        const statuses = [...(pod.status.initContainerStatuses ?? []), ...pod.status.containerStatuses];
+        for (const s of statuses) assert.ok(s.ready && s.state.running, `container ${s.name} ready and running: ${JSON.stringify(s.state)}`);
+        for (const client of ["trainer-standin", "not-trainer"]) {
+            await node.kubectlOk(["-n", r.trainerNamespace, "wait", "--for=condition=Ready", "--timeout=90s", `pod/${client}`]);
+            cid[client] = await containerId(r.trainerNamespace, client, "client");
+        }
+        cid.sandbox = await containerId(r.sandboxNamespace, r.sandboxPod, r.sandboxContainer);
+        sandboxIp = (await node.kubectlOk(["-n", r.sandboxNamespace, "get", "pod", r.sandboxPod, "-o", "jsonpath={.status.podIP}"])).trim();
+        assert.match(sandboxIp, /^10\.214\.0\.\d+$/, "the pod has an address on the CNI bridge");
+    });
+
+    it(`the sandbox container runs as uid ${65532} with a read-only root and a writable HOME`, async () => {
+        assert.ok(cid.sandbox, "needs the pod from the first test");
+        const res = await node.exec(cid.sandbox!, ["sh", "-c", 'id -u; touch /probe-ro 2>&1; echo "root-touch=$?"; touch "$HOME/ok" && echo home-writable']);
+        assert.equal(res.code, 0, res.stderr);
+        const lines = res.stdout.split("\n");
+        assert.equal(lines[0], String(r.runAsUser), `uid: ${res.stdout}`);
+        assert.equal(r.runAsUser, 65532, "the pool's rendered uid");
+        assert.match(res.stdout, /Read-only file system/);
+        assert.match(res.stdout, /root-touch=1/);
+        assert.match(res.stdout, /home-writable/);
+    });
+
+    it("a command runs through the runtime: POST /exec from the trainer stand-in", async () => {
+        assert.ok(cid["trainer-standin"], "needs the pods from the first test");
+        const body = JSON.stringify({ cmd: "id -u; echo $HOME" });
+        const req = `POST /exec HTTP/1.0\\r\\nContent-Type: application/json\\r\\nContent-Length: ${Buffer.byteLength(body)}\\r\\n\\r\\n`;
+        const res = await node.exec(
+            cid["trainer-standin"]!,
+            ["sh", "-c", `{ printf '${req}'; printf '%s' "$0"; } | nc -w 10 ${sandboxIp} ${r.port}`, body],
+            30_000,
+        );
+        assert.equal(res.code, 0, `${res.stdout}${res.stderr}`);
+        assert.match(res.stdout, /200 OK/);
+        const json = JSON.parse(res.stdout.slice(res.stdout.indexOf("{")));
+        assert.equal(json.exit_code, 0, res.stdout);
+        assert.equal(json.stdout, `${r.runAsUser}\n/root\n`, res.stdout);
+    });
+
+    it("the pool's NetworkPolicy drops a real connection from a pod without the trainer's labels; deleted, it connects again", async () => {
+        assert.ok(cid["not-trainer"] && cid.sandbox, "needs the pods from the first test");
+        // Without a policy every client connects (else a drop below would prove nothing).
+        for (const client of ["trainer-standin", "not-trainer"]) {
+            const c = await connect(client);
+            assert.ok(c.ok, `no policy: ${client} -> sandbox:${r.port} connects: ${c.detail}`);
+        }
+        assert.equal(await sandboxToApiServer(), "connected", "no policy: sandbox -> API server connects");
+
+        await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(r.policy));
+        const t0 = Date.now();
+        let dropped: { ok: boolean; detail: string } | undefined;
+        for (let i = 0; i < 40; i++) {
+            const c = await connect("not-trainer");
+            if (!c.ok) {
+                dropped = c;
+                break;
+            }
+            await sleep(500);
+        }
+        assert.ok(
+            dropped,
+            `policy: not-trainer -> sandbox still connects ${Math.round((Date.now() - t0) / 1000)} s after the policy:\n${node.logTail("kube-router", 20)}`,
+        );
+        process.stderr.write(`# policy enforced ${((Date.now() - t0) / 1000).toFixed(1)} s after kubectl apply: ${dropped.detail}\n`);
+        const again = await connect("not-trainer");
+        assert.ok(!again.ok, `policy: not-trainer -> sandbox dropped again: ${again.detail}`);
+        const trainer = await connect("trainer-standin");
+        assert.ok(trainer.ok, `policy: the trainer stand-in still connects: ${trainer.detail}`);
+        assert.match(await sandboxToApiServer(), /^refused-or-timeout/, "policy: the sandbox's egress to the API server is dropped");
+        await sleep(6000);
+        assert.equal(await ready(r.sandboxNamespace, r.sandboxPod), "True", "policy: the sandbox stays Ready (the kubelet's probe comes from the node)");
+
+        await node.kubectlOk(["delete", "-n", r.sandboxNamespace, "networkpolicy", r.policyName]);
+        let back: { ok: boolean; detail: string } = { ok: false, detail: "not tried" };
+        for (let i = 0; i < 40 && !back.ok; i++) {
+            back = await connect("not-trainer");
+            if (!back.ok) await sleep(500);
+        }
+        assert.ok(back.ok, `policy deleted: not-trainer -> sandbox connects again: ${back.detail}`);
+    });
+
+    it("kubectl exec and logs reach the pods through the API server and the kubelet", async () => {
+        const id = await node.kubectl(["-n", r.trainerNamespace, "exec", "trainer-standin", "--", "id", "-u"]);
+        assert.equal(id.code, 0, id.stderr);
+        assert.equal(id.stdout.trim(), "65534");
+        const logs = await node.kubectl(["-n", r.sandboxNamespace, "logs", r.sandboxPod, "-c", r.sandboxContainer, "--tail=20"]);
+        assert.equal(logs.code, 0, logs.stderr);
+        assert.match(logs.stdout, new RegExp(`GET ${r.healthPath} 200`), "the runtime logged the kubelet's probes");
+    });
+
+    it("down.sh leaves no process, mount, cgroup, network namespace, veth, CNI cache or host iptables/ipset change", async () => {
+        downChecked = true;
+        const d = await nodeDown();
+        assert.equal(d.code, 0, `down.sh: ${d.stdout}${d.stderr}`);
+        const check = await nodeDown(true);
+        assert.equal(check.code, 0, `down.sh --check: ${check.stdout}${check.stderr}`);
+    });
+});

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Builds the node fixture (see README.md next to this file) into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/node-v1.36.3/ (AGENT_RL_NODE_DIR overrides it):
+#   containerd/  Debian forky's containerd 2.1.9 package, unpacked (apt-get download through a
+#                private sources list and lists dir, then dpkg-deb -x: the system's apt sources,
+#                dpkg database and containerd are not touched)
+#   bin/kubelet             k8s.io/kubernetes v1.36.3 cmd/kubelet (wrapper module kubelet/)
+#   bin/kube-router-netpol  kube-router v2.1.0's NetworkPolicy controller alone (wrapper module
+#                           kube-router-netpol/: no gobgp, no aws-sdk-go)
+#   images/*.oci.tar        busybox (pod sandbox + clients) and the sandbox runtime (images.sh)
+# Needs root (debootstrap, chroot), Go, the Go module proxy, Debian's package mirror, and the
+# Debian packages in env.sh's BOOKWORM_PACKAGES (`npm test` installs them as root).
+#
+# Contract: logs go to stderr; the LAST line of stdout is the output directory (also when it was
+# already complete). Idempotent: each part has its own stamp and is rebuilt only when its inputs
+# changed; the whole exits at once when the top stamp matches. FORCE=1 rebuilds everything.
+# Prints each part's wall time and CPU-seconds (user+sys).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+out="$NODE_DIR"
+blog() { printf '[node/build] %s\n' "$*" >&2; }
+
+hash_of() { cat "$@" | sha256sum | cut -c1-16; }
+kubelet_stamp="k8s=$K8S_VERSION mod=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet/go.sum")"
+netpol_stamp="kube-router=$KUBE_ROUTER_VERSION src=$(hash_of "$NODE_HERE/kube-router-netpol/go.mod" "$NODE_HERE/kube-router-netpol/go.sum" "$NODE_HERE/kube-router-netpol/main.go")"
+containerd_stamp="$CONTAINERD_DEB_VERSION"
+images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh")"
+stamp_content="$kubelet_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
+
+up_to_date() {
+  [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
+  local f
+  for f in bin/kubelet bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/sandbox-runtime.oci.tar; do
+    [[ -e "$out/$f" ]] || return 1
+  done
+}
+if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then blog "up to date: $out"; echo "$out"; exit 0; fi
+
+[[ $EUID == 0 ]] || { blog "ERROR: run as root (debootstrap and chroot build the sandbox runtime image)"; exit 1; }
+missing=()
+for p in "${BOOKWORM_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
+done
+(( ${#missing[@]} == 0 )) || { blog "ERROR: missing Debian packages: ${missing[*]} (npm test installs them as root: apt-get install -y --no-install-recommends ${missing[*]})"; exit 1; }
+command -v go >/dev/null || { blog "ERROR: go is not installed (needed to build kubelet and kube-router-netpol)"; exit 1; }
+
+mkdir -p "$cache_root" "$out/bin"
+exec 9>"$cache_root/.build-node-$K8S_VERSION.lock"
+flock 9
+if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then blog "up to date: $out (built by a concurrent run)"; echo "$out"; exit 0; fi
+start=$(date +%s)
+
+# timed LABEL CMD...: runs CMD in a subshell (errexit on) with its stdout on stderr, and logs
+# its wall time and CPU time (bash's `time`).
+timed() {
+  local label=$1; shift
+  local TIMEFORMAT="[node/build] $label: %1R s wall, %1U s user + %1S s sys"
+  time ( "$@" >&2 )
+}
+part_current() { [[ "${FORCE:-0}" != 1 && -f "$out/$1" && "$(cat "$out/$1")" == "$2" ]]; }
+
+# --- containerd 2 from Debian forky -----------------------------------------------------------
+fetch_containerd() {
+  local apt_dir="$out/.forky-apt" apt_opts
+  rm -rf "$apt_dir"; mkdir -p "$apt_dir"/{lists/partial,archives/partial,sources}
+  cat > "$apt_dir/sources/forky.sources" <<'EOS'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: forky
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOS
+  apt_opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt_dir/sources"
+    -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache::Archives=$apt_dir/archives"
+    -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Architecture=amd64)
+  apt-get "${apt_opts[@]}" update -qq
+  (cd "$apt_dir/archives" && apt-get "${apt_opts[@]}" download "containerd=$CONTAINERD_DEB_VERSION")
+  rm -rf "$out/containerd.new"
+  dpkg-deb -x "$apt_dir/archives/containerd_${CONTAINERD_DEB_VERSION//:/%3a}_amd64.deb" "$out/containerd.new"
+  "$out/containerd.new/usr/bin/containerd" --version
+  rm -rf "$out/containerd"; mv "$out/containerd.new" "$out/containerd"
+  rm -rf "$apt_dir"   # the forky index (~100 MB unpacked) is only needed for the download
+  printf '%s' "$containerd_stamp" > "$out/containerd/.stamp"
+}
+if ! part_current containerd/.stamp "$containerd_stamp"; then timed "containerd $CONTAINERD_DEB_VERSION (forky index, download, unpack)" fetch_containerd; fi
+
+# --- Go programs -------------------------------------------------------------------------------
+export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
+build_kubelet() {
+  local info build_date major minor ldflags pkg
+  cd "$NODE_HERE/kubelet"
+  # The version embedded as hack/lib/version.sh does, buildDate from the module's .info (as test/apiserver/build.sh).
+  info="$(go mod download -json k8s.io/kubernetes | sed -n 's/.*"Info": "\(.*\)",*$/\1/p')"
+  build_date="$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$info" 2>/dev/null || true)"
+  build_date="${build_date:-1970-01-01T00:00:00Z}"
+  major="${K8S_VERSION#v}"; major="${major%%.*}"
+  minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
+  ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+  done
+  go build -trimpath -ldflags="$ldflags" -o "$out/bin/kubelet.new" k8s.io/kubernetes/cmd/kubelet
+  "$out/bin/kubelet.new" --version
+  mv "$out/bin/kubelet.new" "$out/bin/kubelet"
+  printf '%s' "$kubelet_stamp" > "$out/bin/.kubelet.stamp"
+}
+build_netpol() {
+  cd "$NODE_HERE/kube-router-netpol"
+  go build -trimpath -ldflags="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
+    -o "$out/bin/kube-router-netpol.new" .
+  "$out/bin/kube-router-netpol.new" --version
+  mv "$out/bin/kube-router-netpol.new" "$out/bin/kube-router-netpol"
+  printf '%s' "$netpol_stamp" > "$out/bin/.kube-router-netpol.stamp"
+}
+# Module downloads first, timed apart from the compiles.
+timed "Go modules (kubelet, kube-router-netpol)" sh -c "cd '$NODE_HERE/kubelet' && go mod download && cd '$NODE_HERE/kube-router-netpol' && go mod download"
+if ! part_current bin/.kubelet.stamp "$kubelet_stamp"; then timed "go build kubelet $K8S_VERSION" build_kubelet; fi
+if ! part_current bin/.kube-router-netpol.stamp "$netpol_stamp"; then timed "go build kube-router-netpol ($KUBE_ROUTER_VERSION netpol)" build_netpol; fi
+
+# --- images ------------------------------------------------------------------------------------
+if ! part_current images/.stamp "$images_stamp"; then
+  timed "images (busybox, sandbox-runtime)" bash "$NODE_HERE/images.sh"
+  printf '%s' "$images_stamp" > "$out/images/.stamp"
+fi
+
+printf '%s' "$stamp_content" > "$out/.complete"
+blog "done in $(( $(date +%s) - start ))s: $out"
+echo "$out"
