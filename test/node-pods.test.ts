@@ -42,7 +42,9 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
         node = nodeHandle(names);
         r = renderNodeSandbox(names.nodeName, names.runtimeImage, names.busyboxImage);
         up = true; // up.sh may fail half-way: down.sh runs in after() either way
+        const t0 = Date.now();
         await nodeUp({ env });
+        process.stderr.write(`# node up in ${((Date.now() - t0) / 1000).toFixed(1)} s; timeline (s): ${node.timeline().replace(/\n/g, "; ")}\n`);
     });
 
     after(async () => {

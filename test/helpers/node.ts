@@ -100,6 +100,8 @@ export interface Node {
     kubectlOk(args: readonly string[], input?: string): Promise<string>;
     /** `ctr tasks exec` in a running container (its own network namespace, its own user). */
     exec(containerId: string, argv: readonly string[], timeoutMs?: number): Promise<CommandResult>;
+    /** up.sh's timeline ("<seconds> <step>" lines). */
+    timeline(): string;
     /** The last lines of a daemon's log (etcd, kube-apiserver, containerd, kubelet, kube-router). */
     logTail(daemon: string, lines?: number): string;
 }
@@ -136,6 +138,13 @@ export function nodeHandle(names: NodeNames): Node {
                 ],
                 { timeoutMs },
             );
+        },
+        timeline() {
+            try {
+                return fs.readFileSync(path.join(names.work, "timeline"), "utf8").trim();
+            } catch {
+                return "(no timeline)";
+            }
         },
         logTail(daemon, lines = 30) {
             try {
