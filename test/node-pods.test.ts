@@ -9,6 +9,9 @@
 // ("trainer-standin"), the other client a busybox pod without them. Root and Linux only; under
 // CI the fixture is built when missing (a skip fails CI).
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ensureBinaries } from "./helpers/apiserver";
 import { buildNodeFixture, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodePlatformSkipReason, nodeUp } from "./helpers/node";
@@ -21,6 +24,16 @@ function skipReason(): string | false {
     if (platformSkip) return platformSkip;
     if (CI) return false;
     return nodeFixtureBuilt(nodeNames()) ? false : "the node fixture is not built: run `bash test/node/build.sh` as root (see test/node/README.md)";
+}
+
+/** After a failure: the daemons' logs copied out of the work dir before down.sh removes it. */
+function keepLogs(): string | undefined {
+    const names = nodeNames();
+    if (!fs.existsSync(path.join(names.work, "logs"))) return undefined;
+    const dest = fs.mkdtempSync(path.join(os.tmpdir(), "arl-node-logs-"));
+    fs.cpSync(path.join(names.work, "logs"), dest, { recursive: true });
+    if (fs.existsSync(path.join(names.work, "timeline"))) fs.copyFileSync(path.join(names.work, "timeline"), path.join(dest, "timeline"));
+    return dest;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -49,6 +62,8 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
 
     after(async () => {
         if (up && !downChecked) {
+            const kept = keepLogs();
+            if (kept) process.stderr.write(`# the node's logs and timeline kept in ${kept}\n`);
             const d = await nodeDown();
             if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);
         }

@@ -22,6 +22,12 @@ node_pids() {
   ip netns pids "$NETNS" 2>/dev/null
   for d in $(cgroup_dirs); do find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null; done
 }
+node_shim_sockets() {
+  local f
+  for f in "$W"/containerd/state/io.containerd.runtime.v2.task/*/*/address; do
+    [[ -f "$f" ]] && sed -n 's|^unix://\(/run/containerd/s/[0-9a-f]*\)$|\1|p' "$f"
+  done | sort -u
+}
 alive_pids() { local p; for p in $(node_pids | sort -un); do [[ -d /proc/$p ]] && printf '%s\n' "$p"; done; }
 
 check_only=0; [[ "${1:-}" == --check ]] && check_only=1
@@ -60,12 +66,9 @@ rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null
 if [[ -d /var/log/containers ]]; then
   find /var/log/containers -maxdepth 1 -type l -lname "$W/*" -delete 2>/dev/null
 fi
-if [[ -f "$W/shim-sockets.before" && -d /run/containerd/s ]]; then
-  for s in /run/containerd/s/*; do
-    [[ -e "$s" ]] || continue
-    grep -qxF "$s" "$W/shim-sockets.before" || rm -f "$s"
-  done
-fi
+# Shim sockets sit under the hard-coded /run/containerd/s/ (shared with any other containerd on the
+# host, e.g. the Docker test's): remove only the ones this node's shims wrote in their bundles' address files.
+for s in $(node_shim_sockets); do rm -f "$s"; done
 
 # 6. kernel flags: the kubelet sets vm.overcommit_memory, kernel.panic, kernel.panic_on_oops, ...
 # (protectKernelDefaults: false); up.sh saved the values it found.

@@ -31,7 +31,6 @@ mkdir -p "$W"/{pids,logs,pki,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,volu
 for k in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes; do
   printf '%s %s\n' "$k" "$(sysctl -n "$k")"
 done > "$W/sysctl.orig"
-ls -1d /run/containerd/s/* 2>/dev/null > "$W/shim-sockets.before" || true
 host_iptables > "$W/host-iptables.sha"
 
 # Network namespace with the node's address.
@@ -154,7 +153,14 @@ ctr_ version >/dev/null
 for img in busybox sandbox-runtime; do
   [[ -f "$NODE_DIR/images/$img.oci.tar" ]] || continue
   t0=$(date +%s.%N)
-  ctr_ images import "$NODE_DIR/images/$img.oci.tar" >&2
+  # Once (of about ten runs) the import's stream was reset by containerd ("connection reset by
+  # peer"): one retry while containerd is alive, else its log.
+  if ! ctr_ images import "$NODE_DIR/images/$img.oci.tar" >&2; then
+    tail -40 "$W/logs/containerd.log" >&2
+    kill -0 "$(cat "$W/pids/containerd.pid")" 2>/dev/null && ctr_ version >/dev/null || { log "ERROR: containerd exited during the import of $img (its log above)"; exit 1; }
+    log "ctr images import $img failed with containerd alive (its log above): retrying once"
+    ctr_ images import "$NODE_DIR/images/$img.oci.tar" >&2 || { log "ERROR: ctr images import $img failed twice"; exit 1; }
+  fi
   mark "imported $img image ($(secs "$t0")s)"
 done
 [[ "$UP_UNTIL" == containerd ]] && exit 0
