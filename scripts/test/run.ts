@@ -217,7 +217,7 @@ interface Skip {
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
 const SERVICE =
-    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|containerd-shim-runc-v2|kubelet|kube-router-netpol|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-router-netpol|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
     const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });

@@ -3,7 +3,7 @@
 # leftover. Idempotent: safe to run when nothing is up. Order: processes (the ones up.sh recorded,
 # every process in the node's network namespace, every process in its cgroups), mounts, cgroups,
 # the network namespace (its bridge, veths, iptables rules and ipsets go with it), files outside
-# the work dir (CNI result cache, /var/log/containers links, shim sockets), the kernel flags the
+# the work dir (CNI result cache, /var/log/containers links), the kernel flags the
 # kubelet changed, the work dir.
 # `down.sh --check` removes nothing: it only names what is left (scripts/test/run.ts runs it after
 # the tests, then down.sh itself when something is).
@@ -21,12 +21,6 @@ node_pids() {
   fi
   ip netns pids "$NETNS" 2>/dev/null
   for d in $(cgroup_dirs); do find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null; done
-}
-node_shim_sockets() {
-  local f
-  for f in "$W"/containerd/state/io.containerd.runtime.v2.task/*/*/address; do
-    [[ -f "$f" ]] && sed -n 's|^unix://\(/run/containerd/s/[0-9a-f]*\)$|\1|p' "$f"
-  done | sort -u
 }
 alive_pids() { local p; for p in $(node_pids | sort -un); do [[ -d /proc/$p ]] && printf '%s\n' "$p"; done; }
 
@@ -66,9 +60,8 @@ rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null
 if [[ -d /var/log/containers ]]; then
   find /var/log/containers -maxdepth 1 -type l -lname "$W/*" -delete 2>/dev/null
 fi
-# Shim sockets sit under the hard-coded /run/containerd/s/ (shared with any other containerd on the
-# host, e.g. the Docker test's): remove only the ones this node's shims wrote in their bundles' address files.
-for s in $(node_shim_sockets); do rm -f "$s"; done
+# Shim sockets (the hard-coded /run/containerd/s/, shared with any other containerd on the host,
+# e.g. the Docker test's) are removed by the shims on TERM; none is deleted here, as it may be another's.
 
 # 6. kernel flags: the kubelet sets vm.overcommit_memory, kernel.panic, kernel.panic_on_oops, ...
 # (protectKernelDefaults: false); up.sh saved the values it found.

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Run by up.sh in the node's network namespace and a mount namespace of its own: starts the daemons in order, each in its own session
-# (pid files in $W/pids, logs in $W/logs), waiting for each to be ready. Exits when all are up;
-# the daemons keep running in this network and mount namespace until down.sh ends them.
+# Run by up.sh in the node's network namespace and a mount namespace of its own: starts the daemons
+# in order, each in its own session (pid files in $W/pids, logs in $W/logs), waiting for each to be
+# ready, then writes $W/inner.done ("ok" or "failed") and stays as their parent (exec sleep,
+# $W/pids/keeper.pid) until down.sh ends it: the daemons are never orphans re-parented to init,
+# which another test runner's leftover check would take for its own and kill (scripts/test/run.ts).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+echo $$ > "$W/pids/keeper.pid"
+keep() { printf '%s' "$1" > "$W/inner.done"; exec sleep 2147483647; }
+trap 'keep failed' ERR
 export PATH="$CTR_BIN:$PATH"   # containerd finds its shim (containerd-shim-runc-v2 2.1.9) on PATH
 start() { # NAME CMD...
   local name=$1; shift
@@ -37,17 +42,18 @@ wait_for kube-apiserver 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig
 
 start containerd "$CTR_BIN/containerd" --config "$W/containerd/config.toml"
 wait_for containerd 60 "$CTR_BIN/ctr" --address "$W/containerd/containerd.sock" version
-[[ "${UP_UNTIL:-node}" == containerd ]] && exit 0
+[[ "${UP_UNTIL:-node}" == containerd ]] && keep ok
 
 start kubelet "$NODE_DIR/bin/kubelet" --config="$W/kubelet.yaml" --kubeconfig="$W/kubeconfig" \
   --root-dir="$W/kubelet" --cert-dir="$W/kubelet/pki" --volume-plugin-dir="$W/volume-plugins" \
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
 wait_for kubelet 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME"
 
-[[ "${UP_UNTIL:-node}" == kubelet ]] && exit 0
+[[ "${UP_UNTIL:-node}" == kubelet ]] && keep ok
 
 start kube-router "$NODE_DIR/bin/kube-router-netpol" --kubeconfig="$W/kubeconfig" --hostname-override="$NODE_NAME" \
   --run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
   --enable-ipv4=true --enable-ipv6=false --service-cluster-ip-range="$SERVICE_RANGE" \
   --metrics-port=0 --health-port=20244 --v=2
 wait_for kube-router 60 sh -c 'iptables-save -t filter | grep -q KUBE-ROUTER-FORWARD'
+keep ok

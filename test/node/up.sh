@@ -147,7 +147,11 @@ EOF
 # joined to the node's network namespace with nsenter. Not `ip netns exec`: it remounts /sys for
 # the netns, which hides /sys/fs/cgroup (runc: "no cgroup mount found in mountinfo").
 unshare --mount --propagation slave nsenter --net="/run/netns/$NETNS" \
-  env W="$W" T0="$T0" UP_UNTIL="$UP_UNTIL" bash "$NODE_HERE/node-inner.sh"
+  env W="$W" T0="$T0" UP_UNTIL="$UP_UNTIL" bash "$NODE_HERE/node-inner.sh" > "$W/logs/node-inner.log" 2>&1 &
+inner=$!
+for _ in $(seq 1 1800); do [[ -f "$W/inner.done" ]] && break; kill -0 "$inner" 2>/dev/null || break; sleep 0.25; done
+cat "$W/logs/node-inner.log" >&2
+[[ "$(cat "$W/inner.done" 2>/dev/null)" == ok ]] || { log "ERROR: the node's daemons did not all come up (above)"; exit 1; }
 ctr_ version >/dev/null
 
 for img in busybox sandbox-runtime; do
