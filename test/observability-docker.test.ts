@@ -24,6 +24,8 @@ import { runUnderMocks, type RecordedResource } from "../scripts/lib/mockrun";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseDockerPoolConfig, parseWithTestImages } from "./helpers/config";
 import { TEST_MTAIL_IMAGE } from "./helpers/observability";
 import { startStubDns } from "./helpers/stub-dns";
+import { freePort } from "./helpers/apiserver";
+import { startProgram } from "./helpers/processes";
 import { policyResources } from "./helpers/guardrails-plan";
 import { runPolicies } from "../policy/run-local";
 
@@ -220,6 +222,69 @@ describe("observability on the docker target: prometheus.yml and the rules, thro
             timeout: 30_000,
         });
         assert.notEqual(config.status, 0, config.stdout + config.stderr);
+    });
+});
+
+describe("observability on the docker target: a real Prometheus reads the generated prometheus.yml", () => {
+    const PROMETHEUS = which("prometheus");
+    test("its targets, the relayed replicas by their own path, carry the labels the dashboard's queries select on (stand-in counters, named as such)", {
+        skip: PROMETHEUS ? false : "needs prometheus (apt-get install -y prometheus)",
+    }, async () => {
+        // A base no other test uses; its ports are checked free below.
+        const base = 39400;
+        const r = await planDocker("wordle-whitebox", { observability: { enabled: true, hostPortBase: base, scrapeInterval: "1s" } }, "prometheus");
+        const env = r.plan.envs.find((e) => e.kind === "deployed")!;
+        if (env.kind !== "deployed") return assert.fail("no deployed env");
+        // Stand-ins for what the router publishes: the responder (base+10) and the replicas' relay (base+11).
+        const responder = http.createServer((_req, res) => res.end('agentrl_env_capacity_reached_total{env="wordle"} 0\n'));
+        const relay = http.createServer((req, res) => {
+            const m = /^\/replica\/([a-z0-9-]+)\/metrics$/.exec(req.url ?? "");
+            if (!m || !env.replicas.containerNames.includes(m[1]!)) return void res.writeHead(404).end();
+            res.end(`agentrl_env_sessions_in_use{env="wordle",replica="${m[1]}"} 1\nagentrl_env_sessions_capacity{env="wordle",replica="${m[1]}"} 8\n`);
+        });
+        await new Promise<void>((ok, no) => responder.once("error", no).listen(base + 10, "127.0.0.1", ok));
+        await new Promise<void>((ok, no) => relay.once("error", no).listen(base + 11, "127.0.0.1", ok));
+        const dir = path.join(r.dir, "observability");
+        const promPort = await freePort();
+        const prom = await startProgram(
+            PROMETHEUS!,
+            [
+                `--config.file=${path.join(dir, PROMETHEUS_CONFIG_FILE)}`,
+                `--storage.tsdb.path=${path.join(dir, "data")}`,
+                `--web.listen-address=127.0.0.1:${promPort}`,
+            ],
+            { readyUrl: `http://127.0.0.1:${promPort}/-/ready`, timeoutMs: 30_000 },
+        );
+        const query = async (expr: string) =>
+            ((await (await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as any).data.result as Array<{
+                metric: Record<string, string>;
+                value: [number, string];
+            }>;
+        try {
+            const dashboard = JSON.parse(fs.readFileSync(path.join(dir, "agentrl-run-dashboard.json"), "utf8"));
+            const inUse = dashboard.panels[0].targets[0].expr as string;
+            assert.match(inUse, /agentrl_env_sessions_in_use\{namespace=.*agentrl_stack=/);
+            // Bounded: scrapes every 1 s.
+            let got: Array<{ metric: Record<string, string>; value: [number, string] }> = [];
+            for (let i = 0; i < 60; i++) {
+                got = await query(inUse);
+                if (got.length === 1 && Number(got[0]!.value[1]) === env.replicas.containerNames.length) break;
+                await new Promise((res) => setTimeout(res, 250));
+            }
+            assert.equal(Number(got[0]?.value[1]), env.replicas.containerNames.length, `${inUse}: ${JSON.stringify(got)}\n${prom.output().slice(-2000)}`);
+            const pods = (await query(`agentrl_env_sessions_in_use`)).map((x) => [x.metric.pod, x.metric.replica, x.metric.container, x.metric.job]);
+            assert.deepEqual(pods.sort(), env.replicas.containerNames.map((n) => [n, n, "session-metrics", "env-replica"]).sort());
+            const up = await query("up");
+            assert.equal(up.length, env.replicas.containerNames.length + 1);
+            assert.ok(
+                up.every((x) => x.value[1] === "1"),
+                JSON.stringify(up),
+            );
+        } finally {
+            await prom.stop();
+            await new Promise((res) => responder.close(res));
+            await new Promise((res) => relay.close(res));
+        }
     });
 });
 
