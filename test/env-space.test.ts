@@ -420,8 +420,8 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             const data = single(b.update.resources, T.configMap).inputs.data;
             assert.equal(
                 dep.spec.template.metadata.annotations["agentrl.dev/config-checksum"],
-                sha256(configText + data["responder.json"] + data["capacity_responder.py"]),
-                "nginx.conf, the responder's config and its script all roll the router",
+                sha256(configText + data["responder.json"] + data["capacity_responder.py"] + data["metrics_http.py"]),
+                "nginx.conf, the responder's config, its script and the module it imports all roll the router",
             );
         });
 
@@ -457,6 +457,8 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.equal(rc.securityContext.readOnlyRootFilesystem, true);
             assert.equal(rc.ports, undefined, "nothing exposed: nginx reaches it on the pod's loopback");
             assert.equal(data["capacity_responder.py"], fs.readFileSync(path.join(__dirname, "..", "components", "env", "capacity_responder.py"), "utf8"));
+            // The shared /metrics server it imports, beside it (python3 -I finds it by the script's own directory).
+            assert.equal(data["metrics_http.py"], fs.readFileSync(path.join(__dirname, "..", "components", "shared", "metrics_http.py"), "utf8"));
             const frame = JSON.parse(data["responder.json"]).ws_frame;
             assert.equal(frame.data.code, "CAPACITY_REACHED");
             assert.match(
@@ -643,7 +645,10 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assertRouterConfig(router.uploads[0].content, d, "127.0.0.11");
             assert.ok(d.router.settings.replicas.every((a, i) => a === `${n.replicas}-${i}:8000`));
             const checksum = router.labels.find((l: any) => l.label === "agentrl.dev/config-checksum").value;
-            assert.equal(checksum, sha256(router.uploads[0].content + d.router.responder.configText + d.router.responder.scriptText));
+            assert.equal(
+                checksum,
+                sha256(router.uploads[0].content + d.router.responder.configText + d.router.responder.scriptText + d.router.responder.modules[0]!.text),
+            );
         });
 
         test("capacity responder: in the router's network namespace, the env's image, uid 101, its script and config uploaded", () => {
@@ -655,7 +660,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(rc.capabilities, { drops: ["ALL"] });
             assert.deepEqual(
                 rc.uploads.map((u: any) => u.file),
-                ["/etc/env-router/capacity_responder.py", "/etc/env-router/responder.json"],
+                ["/etc/env-router/capacity_responder.py", "/etc/env-router/responder.json", "/etc/env-router/metrics_http.py"],
             );
             assert.deepEqual(rc.entrypoints, [...d.router.responder.command]);
         });

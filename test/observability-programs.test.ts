@@ -6,12 +6,14 @@
  *   stub_status;
  * - the session counter beside a real OpenEnv 0.10 server (create_app, the uvicorn CLI, from the
  *   trainer-side venv) with real WebSocket sessions opened and closed.
+ * - the session counter, the capacity responder and the role runner from directories holding exactly
+ *   their ConfigMaps' files (the shared /metrics server beside each), as python3 -I -B runs them.
  * The supervisor's role runner is tested in training-supervisor.test.ts, the capacity responder's
  * counter in env-router.test.ts.
  * Run: node --import tsx --test test/observability-programs.test.ts
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -22,6 +24,11 @@ import { rotatingAccessLogCommand } from "../components/ingress/metrics";
 import { renderNginxConfig, validateProxySettings } from "../components/ingress/nginx";
 import { INGRESS_MTAIL, SESSION_COUNTER, renderVllmMetricsProxy, sessionCounterCommand, validateVllmMetricsProxy } from "../components/observability";
 import { SERIES } from "../components/shared/metrics";
+import { responderCommand } from "../components/env/responder";
+import { projectMetricsPrograms } from "../components/platform/observability";
+import { parseWithTestImages } from "./helpers/config";
+import { platformManifests } from "./helpers/observability";
+import { OBSERVABILITY_ON } from "./helpers/observability";
 import { freePort, pidAlive } from "./helpers/apiserver";
 import { skipWithoutNginx } from "./helpers/nginx";
 import { scrape, startProgram, sampleValue, type Started } from "./helpers/processes";
@@ -468,5 +475,152 @@ describe("the session counter beside a real OpenEnv 0.10 server", { skip: python
         assert.equal((await fetch(metricsUrl.replace("/metrics", "/"))).status, 404);
         assert.equal((await fetch(metricsUrl, { method: "POST", body: "x" })).status, 405);
         assert.ok(pidAlive(counter.pid));
+    });
+});
+
+/**
+ * The Python programs as the cluster runs them: each from a directory holding exactly the files its
+ * ConfigMap mounts (the stack's own programs, rendered under Pulumi's mocks), with `python3 -I -B`,
+ * which leaves the script's directory out of sys.path: the shared /metrics server
+ * (components/shared/metrics_http.py) must be mounted beside each and found there. Every /metrics
+ * answer keeps the Prometheus text format 0.0.4 and the same refusals.
+ */
+describe("the Python programs from their mounted directories (python3 -I -B, only the ConfigMap's files)", () => {
+    const config = (recipe: string, extra: Record<string, unknown>) =>
+        parseWithTestImages({ recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, ...extra }, "staging");
+    /** Writes a ConfigMap's data into a fresh directory, as the kubelet mounts it. */
+    function mounted(ms: ReadonlyArray<Record<string, any>>, key: string): string {
+        const cm = ms.find((m) => m.kind === "ConfigMap" && m.data?.[key] !== undefined);
+        assert.ok(cm, `a ConfigMap holds ${key}`);
+        const dir = fs.mkdtempSync(path.join(tmp, "mounted-"));
+        for (const [file, text] of Object.entries(cm.data as Record<string, string>)) fs.writeFileSync(path.join(dir, file), text, { mode: 0o444 });
+        return dir;
+    }
+    /** The answers every program's /metrics gives besides the series: 404, 405 (HEAD too) with Allow, its Server name. */
+    async function assertServesOnlyMetrics(url: string, server: string): Promise<string> {
+        const ok = await fetch(url);
+        assert.equal(ok.status, 200);
+        assert.equal(ok.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+        assert.match(ok.headers.get("server") ?? "", new RegExp(`^${server} Python/3\\.`));
+        const body = await ok.text();
+        const other = await fetch(url.replace(/\/metrics$/, "/other"));
+        assert.equal(other.status, 404);
+        assert.equal(await other.text(), "only GET /metrics is served\n");
+        for (const method of ["POST", "HEAD"]) {
+            const refused = await fetch(url, { method, ...(method === "POST" ? { body: "x" } : {}) });
+            assert.equal(refused.status, 405, method);
+            assert.equal(refused.headers.get("allow"), "GET");
+        }
+        return body;
+    }
+
+    test("the env router's capacity responder and the replicas' session counter (observability on)", { timeout: 60_000 }, async () => {
+        const ms = await platformManifests(config("mbpp-whitebox", OBSERVABILITY_ON), projectMetricsPrograms());
+        const routerDir = mounted(ms, "capacity_responder.py");
+        assert.ok(fs.existsSync(path.join(routerDir, "metrics_http.py")), "the shared module beside the responder");
+        const [listen, metricsPort] = [await freePort(), await freePort()];
+        const env = (JSON.parse(fs.readFileSync(path.join(routerDir, "responder.json"), "utf8")) as { env: string }).env;
+        const responder = await startProgram(
+            "python3",
+            responderCommand({
+                scriptPath: path.join(routerDir, "capacity_responder.py"),
+                configPath: path.join(routerDir, "responder.json"),
+                listen: `127.0.0.1:${listen}`,
+                metricsListen: `127.0.0.1:${metricsPort}`,
+            }).slice(1),
+            { readyUrl: `http://127.0.0.1:${listen}/responder/health` },
+        );
+        try {
+            const body = await assertServesOnlyMetrics(`http://127.0.0.1:${metricsPort}/metrics`, "agentrl-capacity-responder");
+            assert.equal(
+                body,
+                "# HELP agentrl_env_capacity_reached_total WebSocket sessions the env router refused with CAPACITY_REACHED (every replica full).\n" +
+                    "# TYPE agentrl_env_capacity_reached_total counter\n" +
+                    `agentrl_env_capacity_reached_total{env="${env}"} 0\n`,
+            );
+        } finally {
+            await responder.stop();
+        }
+
+        const counterDir = mounted(ms, "session_counter.py");
+        assert.deepEqual(fs.readdirSync(counterDir).sort(), ["metrics_http.py", "session_counter.py"]);
+        // A socket table of one ESTABLISHED connection to port 8000 (0x1F40) and one LISTEN (0A): in use 1.
+        const procNet = fs.mkdtempSync(path.join(tmp, "proc-net-"));
+        const header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+        fs.writeFileSync(
+            path.join(procNet, "tcp"),
+            `${header}   0: 0100007F:1F40 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 1 1 0\n` +
+                `   1: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 2 1 0\n`,
+        );
+        fs.writeFileSync(path.join(procNet, "tcp6"), header);
+        const port = await freePort();
+        const [bin, ...args] = sessionCounterCommand({
+            scriptPath: path.join(counterDir, "session_counter.py"),
+            envName: "coding",
+            replica: "r-0",
+            replicaPort: 8000,
+            capacity: 4,
+            listen: `127.0.0.1:${port}`,
+        });
+        const counter = await startProgram(bin!, [...args, "--proc-net", procNet], { readyUrl: `http://127.0.0.1:${port}/metrics` });
+        try {
+            const body = await assertServesOnlyMetrics(`http://127.0.0.1:${port}/metrics`, "agentrl-session-counter");
+            assert.equal(
+                body,
+                "# HELP agentrl_env_sessions_in_use Established TCP connections to the env replica's port (one per open session).\n" +
+                    "# TYPE agentrl_env_sessions_in_use gauge\n" +
+                    'agentrl_env_sessions_in_use{env="coding",replica="r-0"} 1\n' +
+                    "# HELP agentrl_env_sessions_capacity Sessions the env replica holds at most (MAX_CONCURRENT_ENVS).\n" +
+                    "# TYPE agentrl_env_sessions_capacity gauge\n" +
+                    'agentrl_env_sessions_capacity{env="coding",replica="r-0"} 4\n',
+            );
+            // A table it cannot read: 500 with the reason, and the counter keeps serving.
+            fs.rmSync(path.join(procNet, "tcp6"));
+            const failed = await fetch(`http://127.0.0.1:${port}/metrics`);
+            assert.equal(failed.status, 500);
+            assert.match(await failed.text(), /^cannot read the socket tables .*tcp6.*No such file/);
+            assert.ok(pidAlive(counter.pid));
+        } finally {
+            await counter.stop();
+        }
+    });
+
+    test("the shared training container's role runner, observability off: every line says its role, and nothing listens", { timeout: 30_000 }, async () => {
+        const ms = await platformManifests(config("opencode-blackbox", { training: { gpuSharing: "shared" } }));
+        const dir = mounted(ms, "role_runner.py");
+        assert.deepEqual(fs.readdirSync(dir).sort(), ["metrics_http.py", "role_runner.py"]);
+        const role = "printf 'out one\\nout two\\n'; echo err one >&2; printf ' 10%%|#|1/10 [\\r 20%%|#|2/10 [\\n'; sleep 1.5; echo last";
+        const child = spawn("python3", ["-I", "-B", path.join(dir, "role_runner.py"), "--role", "trainer", "--", "/bin/sh", "-c", role], {
+            stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d) => (stdout += d));
+        child.stderr.on("data", (d) => (stderr += d));
+        const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+        await sleep(800);
+        // The runner's sockets while its role runs (Node's stdio pipes are Unix sockets): none is a TCP listener.
+        const inodes = fs
+            .readdirSync(`/proc/${child.pid}/fd`)
+            .map((fd) => /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${child.pid}/fd/${fd}`))?.[1])
+            .filter((i) => i !== undefined);
+        assert.ok(inodes.length > 0, "the stdio sockets are seen");
+        const listening = ["tcp", "tcp6"].flatMap((t) =>
+            fs
+                .readFileSync(`/proc/net/${t}`, "utf8")
+                .split("\n")
+                .slice(1)
+                .map((l) => l.trim().split(/\s+/))
+                .filter((f) => f[3] === "0A")
+                .map((f) => f[9]),
+        );
+        assert.deepEqual(
+            inodes.filter((i) => listening.includes(i)),
+            [],
+            "no TCP listener (no metrics port with observability off)",
+        );
+        assert.equal(await exited, 0, stderr);
+        assert.equal(stdout, "[trainer] out one\n[trainer] out two\n[trainer]  10%|#|1/10 [\r[trainer]  20%|#|2/10 [\n[trainer] last\n");
+        assert.equal(stderr, "[trainer] err one\n");
     });
 });

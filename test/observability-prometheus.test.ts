@@ -26,7 +26,6 @@ import { startLocalRouter, type LocalRouter } from "../components/env/local";
 import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
 import {
     INGRESS_MTAIL,
-    ROLE_RUNNER,
     SESSION_COUNTER,
     alertRules,
     dashboardPanels,
@@ -36,6 +35,7 @@ import {
     type ObservedStack,
 } from "../components/observability";
 import { STACK_POD_LABEL, STACK_RELABELING, STACK_SERIES_LABEL, podLabelMeta } from "../components/shared/metrics-pods";
+import { ROLE_RUNNER } from "../components/training";
 import { freePort } from "./helpers/apiserver";
 import { defaultObservabilitySettings } from "./helpers/observability";
 import { skipWithoutNginx } from "./helpers/nginx";

@@ -393,7 +393,7 @@ describe("the trainer's series: which runner serves them", () => {
         images: { mtail: "registry.test/agent-rl/mtail:test" },
     };
 
-    test("gpuSharing shared: the supervisor starts vLLM and the trainer each under the role runner, the trainer's with its metrics port", () => {
+    test("gpuSharing shared: the supervisor starts vLLM and the trainer each under the role runner, the trainer's with its metrics port only with observability on", () => {
         const plan = resolvePlatform(parseWithTestImages({ recipe: "opencode-blackbox", ...base, training: { gpuSharing: "shared" } }, "staging"), {
             hfToken: false,
         });
@@ -407,7 +407,13 @@ describe("the trainer's series: which runner serves them", () => {
                 hfToken: false,
             },
         );
-        assert.doesNotMatch(oneContainer(off.training).command![2]!, /role_runner/);
+        // Off: each line still says which role wrote it (README "Logs"), but no listener and no port declared.
+        const offContainer = oneContainer(off.training);
+        assert.match(offContainer.command![2]!, /python3 -I -B \/opt\/agentrl\/observability\/role_runner\.py --role vllm -- /);
+        assert.match(offContainer.command![2]!, /role_runner\.py --role trainer -- /);
+        assert.doesNotMatch(offContainer.command![2]!, /--metrics-listen|--vllm-health-url/);
+        assert.equal(offContainer.metricsPorts, undefined);
+        assert.equal(off.training.metrics, undefined);
     });
 
     test("gpuSharing isolated (vLLM a sidecar): the trainer's command wrapped, vLLM's health polled on loopback", () => {

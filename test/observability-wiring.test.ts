@@ -29,7 +29,8 @@ import { ClusterBase } from "../components/cluster";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { manifests } from "./helpers/manifests";
 import { resolvePlatform } from "../components/platform";
-import { INGRESS_MTAIL, ROLE_RUNNER, SESSION_COUNTER, programText } from "../components/observability";
+import { INGRESS_MTAIL, SESSION_COUNTER, programText } from "../components/observability";
+import { roleRunnerFiles } from "../components/training";
 import { projectMetricsPrograms } from "../components/platform/observability";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 import { validateCustomResource } from "./helpers/crd-schema";
@@ -115,8 +116,12 @@ describe("observability on: every pod's metrics endpoints", () => {
             "env-replica": ["session-metrics:metrics-session:9402"],
             "env-router": ["capacity-responder:metrics-router:9403"],
         });
-        const cm = ms.find((m) => m.kind === "ConfigMap" && m.metadata.namespace.endsWith("-training") && m.metadata.name.endsWith("-metrics"))!;
-        assert.deepEqual(Object.keys(cm.data), ["role_runner.py"], "no listener config in colocate: only the trainer's role runner");
+        const cm = ms.find((m) => m.kind === "ConfigMap" && m.metadata.namespace.endsWith("-training") && m.metadata.name.endsWith("-programs"))!;
+        assert.deepEqual(
+            Object.keys(cm.data).sort(),
+            ["metrics_http.py", "role_runner.py"],
+            "no listener config in colocate: only the trainer's role runner and its module",
+        );
         // The trainer runs under the role runner, which serves metrics-trainer (no vLLM HTTP to watch in colocate).
         const trainer = podsOf(ms).find((p) => role(p) === "trainer")!;
         const main = trainer.spec.containers[0];
@@ -146,7 +151,10 @@ describe("observability on: every pod's metrics endpoints", () => {
         const cm = ms.find(
             (m) => m.kind === "ConfigMap" && m.metadata.name === trainer.spec.volumes.find((v: any) => v.name === "metrics-programs").configMap.name,
         )!;
-        assert.deepEqual(cm.data, { "vllm-metrics.conf": STAND_IN_PROGRAMS.vllmListener.text, "role_runner.py": STAND_IN_PROGRAMS.roleRunner.text });
+        assert.deepEqual(cm.data, {
+            "vllm-metrics.conf": STAND_IN_PROGRAMS.vllmListener.text,
+            ...Object.fromEntries(roleRunnerFiles().map((f) => [f.file, f.text])),
+        });
         // vLLM's own port is never a metrics port.
         assert.ok(!metricsPortsOf(trainer).some((p) => p.endsWith(":8000")));
 
@@ -353,7 +361,11 @@ describe("observability: the refusals, each with its message", () => {
     test("without programs given, the Platform hands down the project's own (components/observability)", () => {
         const plan = resolvePlatform(configOf("opencode-blackbox", ON), { hfToken: false }, {});
         const own = projectMetricsPrograms();
-        assert.equal(plan.training.metrics?.roleRunner.file.text, programText(ROLE_RUNNER));
+        assert.deepEqual(
+            plan.training.programs?.files.slice(1),
+            roleRunnerFiles(),
+            "the training node's own role runner and its module, beside the listener's config",
+        );
         assert.equal(plan.training.metrics?.vllm?.files[0]?.text, own.vllmListener.text);
         assert.equal(plan.ingress?.metrics?.log.files[0]?.text, programText(INGRESS_MTAIL));
         for (const e of plan.envs) if (e.kind === "deployed") assert.equal(e.metrics?.sessions.files[0]?.text, programText(SESSION_COUNTER));

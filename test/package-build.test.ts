@@ -97,6 +97,9 @@ test("npm pack: the tarball installs into a fresh project offline, type-checks u
         "dist/components/platform/index.d.ts",
         "dist/components/training/gpu/nccl_check.py",
         "dist/components/env/capacity_responder.py",
+        "dist/components/training/role_runner.py",
+        "dist/components/observability/session_counter.py",
+        "dist/components/shared/metrics_http.py",
     ])
         assert.ok(files.includes(f), `the tarball holds ${f}`);
     assert.deepEqual(

@@ -94,6 +94,8 @@ const envOf = (c: any): Record<string, string> => Object.fromEntries((c.env ?? [
 
 // ---- the literal command lines -------------------------------------------------------------
 /** The pinned revision abc123 reaches the seed script (no revision flag) as a downloaded directory. */
+/** The role runner each role of the shared container runs under (components/training/role-runner.ts). */
+const RUNNER = "python3 -I -B /opt/agentrl/observability/role_runner.py";
 const PINNED_DIR = "/cache/models/Qwen--Qwen3-1.7B@abc123";
 const DOWNLOAD = ["/bin/sh", "-c", `hf download Qwen/Qwen3-1.7B --revision abc123 --local-dir ${PINNED_DIR} --quiet && exec "$@"`, "agentrl-model-download"];
 /** The args check (training.argsCheck, on for a named program) runs the script's own parser first. */
@@ -809,11 +811,14 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                     const script: string = c.command[2];
                     assert.ok(
                         script.includes(
-                            `CUDA_VISIBLE_DEVICES=0 VLLM_SERVER_DEV_MODE=1 vllm serve ${layout === "blackbox" ? "Qwen/Qwen3-8B" : "Qwen/Qwen3-1.7B"}`,
+                            `CUDA_VISIBLE_DEVICES=0 VLLM_SERVER_DEV_MODE=1 ${RUNNER} --role vllm -- vllm serve ${layout === "blackbox" ? "Qwen/Qwen3-8B" : "Qwen/Qwen3-1.7B"}`,
                         ),
                         script,
                     );
-                    assert.ok(script.includes("env CUDA_VISIBLE_DEVICES=1 "), "the trainer gets its own GPU set");
+                    // Observability off: each role still under the role runner (its lines prefixed), no metrics flags.
+                    assert.ok(script.includes(`env CUDA_VISIBLE_DEVICES=1 ${RUNNER} --role trainer -- `), "the trainer gets its own GPU set");
+                    assert.doesNotMatch(script, /--metrics-listen|--vllm-health-url/);
+                    assert.ok(c.volumeMounts.some((m: any) => m.name === "metrics-programs" && m.mountPath === "/opt/agentrl/observability" && m.readOnly));
                     for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(/[{"$ ]/.test(arg) ? `'${arg}'` : arg), `trainer arg ${arg}`);
                     // The agent-sandbox pool's forwarders hold the ingress key: none in the training pod at all.
                     if (layout === "blackbox") assert.ok(!JSON.stringify(c.env ?? []).includes("SANDBOX_API_KEY"), "no sandbox key in the training pod");
@@ -944,8 +949,8 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
 
     test("ncclCheck on kubernetes: the script in a ConfigMap, mounted read-only, run by the supervisor before vLLM", async () => {
         const b = await build("blackbox", "kubernetes", { training: { ncclCheck: true } });
-        const cm = single(b.update.resources, "kubernetes:core/v1:ConfigMap").inputs;
-        assert.equal(cm.metadata.name, "train-run-007-nccl-check");
+        // Beside the pod's programs ConfigMap (the role runner, README "Logs").
+        const cm = b.update.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && r.inputs.metadata.name === "train-run-007-nccl-check")!.inputs;
         assert.equal(cm.data["nccl_check.py"], ncclCheckSource());
         const pod = jobPod(b.update.resources);
         const c = pod.containers[0];

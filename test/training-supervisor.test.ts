@@ -15,8 +15,7 @@ import { after, describe, test } from "node:test";
 import { platformNames } from "../components/config";
 import { freePort, pidAlive } from "./helpers/apiserver";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
-import { ROLE_RUNNER } from "../components/observability";
-import { NCCL_CHECK_SCRIPT, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
+import { NCCL_CHECK_SCRIPT, ROLE_RUNNER, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -252,7 +251,7 @@ async function scrape(port: number): Promise<Record<string, number>> {
     return out;
 }
 
-describe("supervisor with the role runner (components/observability/role_runner.py)", () => {
+describe("supervisor with the role runner (components/training/role_runner.py)", () => {
     const withRunner = (dir: string, port: number, metricsPort: number): Omit<SupervisorSpec, "trainer"> => ({
         ...base(dir, port),
         roleRunner: { path: ROLE_RUNNER.sourcePath, metricsListen: `127.0.0.1:${metricsPort}` },
@@ -292,6 +291,24 @@ describe("supervisor with the role runner (components/observability/role_runner.
         // Supervisor lines keep their own prefix; each role's line carries its role.
         for (const line of r.stderr.split(/[\r\n]/).filter((l) => l !== "")) assert.match(line, /^(agentrl-supervisor: |\[vllm\] |\[trainer\] )/, line);
         assert.match(r.stderr, /\[trainer\] {2}50%\|# {3}\| 2\/4 \[/);
+    });
+
+    test("observability off (the runner without a metrics address): each role's lines still prefixed, no listener flags", { timeout: 60_000 }, async () => {
+        const r = await runSupervisor("/bin/sh", (dir, port) => ({
+            ...base(dir, port),
+            roleRunner: { path: ROLE_RUNNER.sourcePath },
+            trainer: barTrainer(dir, 2, 0.3, 2, 0),
+        }));
+        assert.equal(r.code, 0, r.stderr);
+        const lines = r.stderr.split(/[\r\n]/).filter((l) => l !== "");
+        for (const line of lines) assert.match(line, /^(agentrl-supervisor: |\[vllm\] |\[trainer\] )/, line);
+        assert.ok(
+            lines.some((l) => l.startsWith("[trainer] ")),
+            r.stderr,
+        );
+        const script = renderSupervisor({ ...base("/x", 1), roleRunner: { path: "/opt/r.py" }, trainer: ["train"] });
+        assert.match(script, /python3 -I -B \/opt\/r\.py --role trainer -- train/);
+        assert.doesNotMatch(script, /--metrics-listen|--vllm-health-url/);
     });
 
     test("exit codes, vLLM dying, SIGTERM and a hung vLLM behave as without the runner; nothing is left behind", { timeout: 90_000 }, async () => {

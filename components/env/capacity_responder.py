@@ -27,15 +27,19 @@ command line or config (message on stderr).
 import argparse
 import base64
 import hashlib
-import http.server
 import json
-import re
+import os
 import signal
 import socket
 import socketserver
 import struct
 import sys
 import threading
+
+# The shared /metrics server, mounted beside this script (in the source tree: components/shared).
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, os.pardir, "shared")]
+import metrics_http  # noqa: E402
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 MAX_HEAD_BYTES = 16 * 1024
@@ -213,65 +217,6 @@ class Server(socketserver.ThreadingTCPServer):
         log("error on a connection from %s: %s" % (client_address[0], sys.exc_info()[1]))
 
 
-class MetricsHandler(http.server.BaseHTTPRequestHandler):
-    server_version = "agentrl-capacity-responder"
-
-    def setup(self):
-        self.timeout = self.server.timeout_s
-        http.server.BaseHTTPRequestHandler.setup(self)
-
-    def _send(self, status, body, content_type="text/plain; charset=utf-8"):
-        data = body.encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        if status == 405:
-            self.send_header("Allow", "GET")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def do_GET(self):
-        if self.path != "/metrics":
-            self._send(404, "only GET /metrics is served\n")
-            return
-        self._send(200, self.server.responder.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
-
-    def _refuse(self):
-        self._send(405, "only GET /metrics is served\n")
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _refuse
-
-    def log_message(self, *_args):
-        pass
-
-
-class MetricsServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address, responder, timeout_s):
-        self.responder = responder
-        self.timeout_s = timeout_s
-        self.slots = threading.BoundedSemaphore(8)
-        http.server.ThreadingHTTPServer.__init__(self, address, MetricsHandler)
-
-    def verify_request(self, request, client_address):
-        return self.slots.acquire(blocking=False)
-
-    def process_request_thread(self, request, client_address):
-        try:
-            http.server.ThreadingHTTPServer.process_request_thread(self, request, client_address)
-        finally:
-            self.slots.release()
-
-
-def host_port(value):
-    m = re.match(r"^(\[[^\]]+\]|[^:]+):(\d+)$", value)
-    if m is None or not 1 <= int(m.group(2)) <= 65535:
-        return None
-    return m.group(1).strip("[]"), int(m.group(2))
-
-
 def load_config(path):
     with open(path, encoding="utf-8") as f:
         cfg = json.load(f)
@@ -291,12 +236,12 @@ def main(argv):
     p.add_argument("--max-connections", type=int, default=64, help="connections handled at once")
     p.add_argument("--metrics-listen", help="host:port to serve GET /metrics on (agentrl_env_capacity_reached_total), e.g. 0.0.0.0:9403; unset: no metrics")
     args = p.parse_args(argv)
-    listen = host_port(args.listen)
+    listen = metrics_http.host_port(args.listen)
     if listen is None:
         p.error("--listen must be host:port")
     metrics_listen = None
     if args.metrics_listen is not None:
-        metrics_listen = host_port(args.metrics_listen)
+        metrics_listen = metrics_http.host_port(args.metrics_listen)
         if metrics_listen is None:
             p.error("--metrics-listen %r must be host:port, e.g. 0.0.0.0:9403" % args.metrics_listen)
     try:
@@ -306,12 +251,16 @@ def main(argv):
         return 2
     try:
         server = Server(listen, cfg, args.timeout, args.max_connections)
-        metrics = MetricsServer(metrics_listen, server, args.timeout) if metrics_listen is not None else None
+        metrics = (
+            metrics_http.MetricsServer(metrics_listen, server.metrics_text, "agentrl-capacity-responder", args.timeout)
+            if metrics_listen is not None
+            else None
+        )
     except OSError as e:
         log("cannot listen: %s" % e)
         return 1
     if metrics is not None:
-        threading.Thread(target=metrics.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True).start()
+        metrics.serve_in_background()
         log("serving /metrics on %s" % args.metrics_listen)
 
     def stop(_signum, _frame):

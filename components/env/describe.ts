@@ -23,7 +23,8 @@ import { ConfigError } from "../config/parse";
 import { dnsName, podLabels, type PlatformNames } from "../config/names";
 import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
-import { METRICS_PORTS, type MetricsLinks } from "../shared/metrics-pods";
+import { METRICS_PORTS, type MetricsFile, type MetricsLinks } from "../shared/metrics-pods";
+import { metricsHttpModule } from "../shared/metrics-http";
 import { envMetrics, type EnvMetrics } from "./metrics";
 import type { DockerMetricsTarget } from "../shared/docker-metrics";
 import { ENV_CATALOG, NON_ROOT_UID, WS_PING_ENV_VARS, type CatalogEntry, type IdleReaper, type WsPing } from "../config/catalog";
@@ -269,6 +270,8 @@ export interface CapacityResponderDescription {
     readonly scriptText: string;
     readonly configFile: string;
     readonly configText: string;
+    /** Modules the script imports, by file name beside it in configDir (metrics_http.py, components/shared). */
+    readonly modules: readonly MetricsFile[];
     /** Requests = limits. */
     readonly cpu: string;
     readonly memory: string;
@@ -545,6 +548,7 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
     const configText = renderRouterConfig(settings);
     const responderConfigText = renderResponderConfig(settings);
     const responderScript = capacityResponderScript();
+    const responderModules = [metricsHttpModule()];
     const responderScriptFile = `${ROUTER_CONFIG_DIR}/${RESPONDER_SCRIPT_FILE}`;
     const responderConfigFile = `${ROUTER_CONFIG_DIR}/${RESPONDER_CONFIG_FILE}`;
     const health = (periodSeconds: number, timeoutSeconds: number, failureThreshold: number): EnvProbe => ({
@@ -612,8 +616,10 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
             replicas: ROUTER_REPLICAS,
             settings,
             configText,
-            // Any of the three files changed replaces the router (never reloaded in place).
-            configChecksum: createHash("sha256").update(configText).update(responderConfigText).update(responderScript).digest("hex"),
+            // Any of its files changed replaces the router (never reloaded in place).
+            configChecksum: [responderConfigText, responderScript, ...responderModules.map((m) => m.text)]
+                .reduce((h, text) => h.update(text), createHash("sha256").update(configText))
+                .digest("hex"),
             configDir: ROUTER_CONFIG_DIR,
             configFile: ROUTER_CONFIG_FILE,
             runDir: resolveRouterSettings(settings).runDir,
@@ -649,6 +655,7 @@ export function resolveEnvSpace(config: EnvConfig, env: ResolvedEnv, names: EnvN
                 scriptText: responderScript,
                 configFile: responderConfigFile,
                 configText: responderConfigText,
+                modules: responderModules,
                 cpu: "100m",
                 memory: "64Mi",
             },

@@ -189,6 +189,7 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
             uploads: [
                 { file: rs.scriptFile, content: rs.scriptText, permissions: "0444" },
                 { file: rs.configFile, content: rs.configText, permissions: "0444" },
+                ...rs.modules.map((m) => ({ file: `${rt.configDir}/${m.file}`, content: m.text, permissions: "0444" })),
             ],
             labels: [
                 { label: "app.kubernetes.io/component", value: "env" },

@@ -351,6 +351,7 @@ export function registerKubernetesEnvSpace(name: string, args: KubernetesEnvArgs
                 "nginx.conf": d.router.configText,
                 [RESPONDER_SCRIPT_FILE]: d.router.responder.scriptText,
                 [RESPONDER_CONFIG_FILE]: d.router.responder.configText,
+                ...Object.fromEntries(d.router.responder.modules.map((m) => [m.file, m.text])),
             },
         },
         child,

@@ -19,6 +19,7 @@ import {
     podAnnotationsOf,
     stackPodLabels,
 } from "../shared/metrics-pods";
+import { metricsHttpModule } from "../shared/metrics-http";
 
 export interface EnvMetrics {
     readonly scraper: Scraper;
@@ -66,7 +67,8 @@ export function envMetrics(args: {
             "$(POD_NAME)",
         ],
         port: METRICS_PORTS.envSessions,
-        files: [program],
+        // The counter imports the shared /metrics server from its own directory.
+        files: [program, metricsHttpModule()],
         cpu: "50m",
         memory: "64Mi",
         runAsUser: NON_ROOT_UID,

@@ -2,7 +2,8 @@
  * The programs of components/observability/ that run in containers (standard-library Python 3, or
  * an mtail program), each a file beside this module mounted by ConfigMap the way the env router's
  * capacity responder is (components/env/responder.ts): where each lives, its file name in a
- * ConfigMap, and its command line. scripts/build.sh copies the files into dist.
+ * ConfigMap, and its command line. scripts/build.sh copies the files into dist. The trainer's
+ * series come from the training node's own role runner (components/training/role-runner.ts).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -22,8 +23,6 @@ function program(file: string): ProgramFile {
 
 /** Counts an env replica's sessions (established connections to its port): agentrl_env_sessions_*. */
 export const SESSION_COUNTER = program("session_counter.py");
-/** Runs one role of the shared training container: output prefixed with the role; the trainer's agentrl_trainer_* series. */
-export const ROLE_RUNNER = program("role_runner.py");
 /** mtail program turning the ingress's JSON access log into agentrl_ingress_* series. */
 export const INGRESS_MTAIL = program("ingress.mtail");
 

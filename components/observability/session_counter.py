@@ -22,11 +22,16 @@ Exit codes: 0 on SIGTERM/SIGINT; 1 when --listen cannot be bound; 2 on a bad com
 """
 
 import argparse
-import http.server
+import os
 import re
 import signal
 import sys
 import threading
+
+# The shared /metrics server, mounted beside this script (in the source tree: components/shared).
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, os.pardir, "shared")]
+import metrics_http  # noqa: E402
 
 ESTABLISHED = "01"
 MAX_TABLE_LINES = 1_000_000
@@ -69,59 +74,14 @@ def render(args, in_use):
     )
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    server_version = "agentrl-session-counter"
-    timeout = 5
-
-    def _send(self, status, body, content_type="text/plain; charset=utf-8"):
-        data = body.encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        if status == 405:
-            self.send_header("Allow", "GET")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def do_GET(self):
-        if self.path != "/metrics":
-            self._send(404, "only GET /metrics is served\n")
-            return
-        args = self.server.args
-        try:
-            in_use = count_established(args.port, args.tables)
-        except (OSError, ValueError) as e:
-            log("cannot read the socket tables: %s" % e)
-            self._send(500, "cannot read the socket tables %s: %s\n" % (", ".join(args.tables), e))
-            return
-        self._send(200, render(args, in_use), "text/plain; version=0.0.4; charset=utf-8")
-
-    def _refuse(self):
-        self._send(405, "only GET /metrics is served\n")
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _refuse
-
-    def log_message(self, *_args):
-        pass
-
-
-class Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address, args):
-        self.args = args
-        self.slots = threading.BoundedSemaphore(args.max_connections)
-        http.server.ThreadingHTTPServer.__init__(self, address, Handler)
-
-    def verify_request(self, request, client_address):
-        return self.slots.acquire(blocking=False)
-
-    def process_request_thread(self, request, client_address):
-        try:
-            http.server.ThreadingHTTPServer.process_request_thread(self, request, client_address)
-        finally:
-            self.slots.release()
+def scrape(args):
+    """The exposition text now; Unavailable (answered 500) when the socket tables cannot be read."""
+    try:
+        in_use = count_established(args.port, args.tables)
+    except (OSError, ValueError) as e:
+        log("cannot read the socket tables: %s" % e)
+        raise metrics_http.Unavailable("cannot read the socket tables %s: %s\n" % (", ".join(args.tables), e))
+    return render(args, in_use)
 
 
 def parse_args(argv):
@@ -143,10 +103,9 @@ def parse_args(argv):
     for name in ("env", "replica"):
         if not LABEL_VALUE.match(getattr(args, name)):
             p.error("--%s %r must be 1-253 characters of [A-Za-z0-9_.:-], starting with a letter or digit" % (name, getattr(args, name)))
-    m = re.match(r"^(\[[^\]]+\]|[^:]+):(\d+)$", args.listen)
-    if m is None or not 1 <= int(m.group(2)) <= 65535:
+    args.address = metrics_http.host_port(args.listen)
+    if args.address is None:
         p.error("--listen %r must be host:port, e.g. 0.0.0.0:9402" % args.listen)
-    args.address = (m.group(1).strip("[]"), int(m.group(2)))
     args.tables = [args.proc_net.rstrip("/") + "/tcp", args.proc_net.rstrip("/") + "/tcp6"]
     return args
 
@@ -154,7 +113,7 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     try:
-        server = Server(args.address, args)
+        server = metrics_http.MetricsServer(args.address, lambda: scrape(args), "agentrl-session-counter", max_connections=args.max_connections)
     except OSError as e:
         log("cannot listen on %s: %s" % (args.listen, e))
         return 1

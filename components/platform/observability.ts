@@ -3,7 +3,7 @@
  * (components/observability, handed down through resolvePlatform), and what the run's rules and
  * dashboard see of the plan (which parts run, the capacity numbers plan.md states).
  */
-import { INGRESS_MTAIL, ROLE_RUNNER, SESSION_COUNTER, programText, renderVllmMetricsProxy, type ObservedStack } from "../observability";
+import { INGRESS_MTAIL, SESSION_COUNTER, programText, renderVllmMetricsProxy, type ObservedStack } from "../observability";
 import { dnsName, type PlatformNames } from "../config/names";
 import type { MetricsPrograms } from "../shared/metrics-pods";
 import type { PlatformPlan } from "./resolve";
@@ -15,7 +15,6 @@ export function projectMetricsPrograms(): MetricsPrograms {
         vllmListener: { file: "vllm-metrics.conf", text: renderVllmMetricsProxy({ runtimeDir: "/tmp" }) },
         ingressLog: { file: INGRESS_MTAIL.file, text: programText(INGRESS_MTAIL) },
         sessionCounter: { file: SESSION_COUNTER.file, text: programText(SESSION_COUNTER) },
-        roleRunner: { file: ROLE_RUNNER.file, text: programText(ROLE_RUNNER) },
     };
 }
 

@@ -103,11 +103,6 @@ export interface MetricsPrograms {
     readonly ingressLog: MetricsFile;
     /** The session counter each env replica runs beside its server. */
     readonly sessionCounter: MetricsFile;
-    /**
-     * The role runner the trainer runs under (components/observability/role_runner.py): it serves the
-     * agentrl_trainer_* series on the trainer's metrics port and prefixes each line with its role.
-     */
-    readonly roleRunner: MetricsFile;
 }
 
 /** What a component's resolve step gets when observability is on: who scrapes, and the programs its sidecars run. */

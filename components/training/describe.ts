@@ -46,12 +46,13 @@ import { modelSource, programArgs, programLauncher, withStartChecks } from "./pr
 import { resumeCommand } from "./checkpoint-select";
 import { blackboxServerArgs, whiteboxServerArgs } from "./vllm-args";
 import { vllmServerSettings } from "../config/vllm-settings";
-import { podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
+import { dnsName, podLabels, type PlatformNames, vllmPodLabels } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import type { Layout } from "../config/schema";
-import type { MetricsLinks, MetricsPort } from "../shared/metrics-pods";
+import type { MetricsFile, MetricsLinks, MetricsPort } from "../shared/metrics-pods";
 import { trainingMetrics, type TrainingMetrics } from "./metrics";
 import type { DockerMetricsTarget } from "../shared/docker-metrics";
+import { type RoleRunner, roleRunnerArgv, roleRunnerAt, roleRunnerFiles } from "./role-runner";
 
 // vLLM's port is decided once, in names.ts (the ingress's upstream address uses it too).
 export { VLLM_PORT } from "../config/names";
@@ -317,6 +318,14 @@ export interface TrainingDescription {
     /** Docker, observability.enabled: the metrics ports its containers publish on the host's loopback (set by the Platform, platform/docker-metrics.ts). @default [] */
     readonly dockerMetrics?: readonly DockerMetricsTarget[];
     /**
+     * The role runner (./role-runner) the trainer runs under: in the shared single container (each role,
+     * its lines prefixed `[vllm] ` / `[trainer] `) always, elsewhere on Kubernetes with observability on;
+     * `metricsListen` only with observability on. Absent where the trainer runs bare.
+     */
+    readonly roleRunner?: RoleRunner;
+    /** The program files of the training pods (vLLM's listener config, the role runner and its module): one ConfigMap mounted read-only at METRICS_PROGRAM_DIR; absent when none. */
+    readonly programs?: { readonly configMap: string; readonly files: readonly MetricsFile[] };
+    /**
      * Docker black box with the Docker sandbox pool: the host's Docker socket, mounted into the
      * trainer, which reaches its sandboxes with `docker exec` (they sit on an internal network it
      * is not on). This gives the trainer control of the host's Docker daemon: the trainer is
@@ -536,7 +545,6 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
                   links: links.metrics,
                   nginxImage: config.images.nginx,
                   vllmServes: vllm !== undefined,
-                  jobName: names.training.job,
                   namespace: names.namespaces.training,
                   trainerPodLabels: podLabels("trainer", names.training.job),
                   vllmPodLabels: multiNode?.vllm.podLabels,
@@ -614,22 +622,24 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
             );
         }
     }
-    // The trainer's series come from the role runner it runs under (components/observability/role_runner.py);
-    // in the one-container layout the supervisor starts it (supervisor.ts), elsewhere it wraps the command.
-    const runner = metrics?.roleRunner;
-    const wrapped = runner !== undefined && !gpuSharing.oneContainer && config.target.kind === "kubernetes";
+    // The role runner: each role of the one container (every line prefixed with its role: supervisor.ts),
+    // whatever observability says; elsewhere it wraps the trainer's command on Kubernetes with observability
+    // on only. The trainer's metrics listener only with observability on.
+    const wrapped = metrics !== undefined && !gpuSharing.oneContainer && config.target.kind === "kubernetes";
+    const roleRunner = gpuSharing.oneContainer || wrapped ? roleRunnerAt(metrics ? `0.0.0.0:${metrics.trainer.port}` : undefined) : undefined;
     if (wrapped && trainerCommand === undefined)
         problems.push(
             "observability.enabled: the trainer's metrics come from a runner that wraps its command line, and training.command is unset (the image's entrypoint runs): set training.command",
         );
-    const vllmHealth = vllm !== undefined && multiNode === undefined ? ["--vllm-health-url", `http://127.0.0.1:${VLLM_PORT}/health`] : [];
+    const vllmHealth = vllm !== undefined && multiNode === undefined ? `http://127.0.0.1:${VLLM_PORT}/health` : undefined;
+    const programFiles = [...(metrics?.vllm?.files ?? []), ...(roleRunner ? roleRunnerFiles() : [])];
     const trainer: ContainerDescription = {
         name: CONTAINER.trainer,
         dockerName: names.training.job,
         image: config.images.trainer,
         command:
-            wrapped && trainerCommand !== undefined
-                ? ["python3", "-I", "-B", runner.path, "--role", "trainer", "--metrics-listen", runner.metricsListen, ...vllmHealth, "--", ...trainerCommand]
+            wrapped && roleRunner !== undefined && trainerCommand !== undefined
+                ? roleRunnerArgv(roleRunner, "trainer", trainerCommand, vllmHealth)
                 : trainerCommand,
         args: trainerArgs,
         // The label-fed vars come from the downward API (kubernetes.ts), not as literals.
@@ -704,6 +714,8 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         modelLoadSeconds: t.modelLoadSeconds,
         dockerSocket,
         metrics,
+        roleRunner,
+        programs: programFiles.length > 0 ? { configMap: dnsName([names.training.job, "programs"]), files: programFiles } : undefined,
     };
 }
 

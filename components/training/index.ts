@@ -26,3 +26,4 @@ export {
 export { quantityToMiB, gpuDeviceRequests } from "./docker";
 export { renderSupervisor, oneContainer, ncclCheckArgv, shellQuote, type SupervisorSpec } from "./supervisor";
 export { NCCL_CHECK_SCRIPT, ncclCheckSource } from "./nccl-check";
+export { ROLE_RUNNER, roleRunnerArgv, roleRunnerAt, roleRunnerFiles, type Role, type RoleRunner } from "./role-runner";

@@ -216,22 +216,23 @@ export function buildKubernetesTraining(
     if (check && checkScripts) {
         volumes.push({ name: "nccl-check", configMap: { name: `${d.jobName}-nccl-check`, defaultMode: 0o555 } });
     }
-    // observability: vLLM's metrics-only listener, a native sidecar of the pod that runs vLLM (started
-    // first, stopped with the pod's main container, so the Job still completes), its config in a ConfigMap.
-    // The same ConfigMap holds the role runner the trainer runs under (its agentrl_trainer_* series).
+    // The pod's program files in one ConfigMap: vLLM's metrics-only listener config (observability), the
+    // role runner and its module (the shared container's roles always, the trainer with observability).
+    // The listener is a native sidecar of the pod that runs vLLM (started first, stopped with the pod's
+    // main container, so the Job still completes).
     const listener = d.metrics?.vllm;
-    const listenerConfig = d.metrics
+    const programs = d.programs
         ? new k8s.core.v1.ConfigMap(
-              `${name}-metrics`,
+              `${name}-programs`,
               {
-                  metadata: { name: d.metrics.configMap, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
-                  data: Object.fromEntries([...(listener?.files ?? []), d.metrics.roleRunner.file].map((f) => [f.file, f.text])),
+                  metadata: { name: d.programs.configMap, namespace: ns, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
+                  data: Object.fromEntries(d.programs.files.map((f) => [f.file, f.text])),
               },
               child,
           )
         : undefined;
     const listenerContainer = listener ? { ...metricsSidecarContainer(listener), restartPolicy: "Always" } : undefined;
-    const listenerVolumes = listener ? metricsSidecarVolumes([listener], d.metrics!.configMap) : [];
+    const listenerVolumes = listener && d.programs ? metricsSidecarVolumes([listener], d.programs.configMap) : [];
     // gpuSharing shared: one container with every GPU (NCCL P2P); else vLLM as a native sidecar.
     const merged = d.gpuSharing.oneContainer ? oneContainer(d) : undefined;
     const main = container(merged ?? d.trainer, d, provided);
@@ -249,14 +250,15 @@ export function buildKubernetesTraining(
             ...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []),
             { name: "nccl-check", mountPath: path.dirname(check.path), readOnly: true },
         ];
-    if (d.metrics) {
+    // The role runner the trainer's container runs (both roles under the supervisor in the shared layout).
+    if (d.roleRunner && d.programs) {
         main.volumeMounts = [
             ...((main.volumeMounts as k8s.types.input.core.v1.VolumeMount[]) ?? []),
             { name: METRICS_PROGRAMS_VOLUME, mountPath: METRICS_PROGRAM_DIR, readOnly: true },
         ];
         // One node with the listener: the pod has the volume through the listener's already.
         if (d.multiNode !== undefined || !listenerVolumes.some((v) => v.name === METRICS_PROGRAMS_VOLUME))
-            volumes.push({ name: METRICS_PROGRAMS_VOLUME, configMap: { name: d.metrics.configMap, defaultMode: 0o444 } });
+            volumes.push({ name: METRICS_PROGRAMS_VOLUME, configMap: { name: d.programs.configMap, defaultMode: 0o444 } });
     }
     // training.nodes > 1: one JobSet of vLLM and the trainers over the nodes, planned first so vLLM's
     // Service can select this JobSet's vLLM pod by name.
@@ -302,7 +304,7 @@ export function buildKubernetesTraining(
         ...(modelCache ? [modelCache] : []),
         ...(checkpoints ? [checkpoints] : []),
         ...(checkScripts ? [checkScripts] : []),
-        ...(listenerConfig ? [listenerConfig] : []),
+        ...(programs ? [programs] : []),
         ...(vllmService ? [vllmService] : []),
         ...waitFor,
     ];

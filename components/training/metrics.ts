@@ -2,13 +2,12 @@
  * The training node's metrics endpoints (observability.enabled): vLLM's metrics-only listener
  * wherever vLLM serves HTTP (an nginx beside it that passes `GET /metrics` to vLLM on loopback and
  * nothing else, so the scrape rule never opens port 8000, which also serves /update_weights and the
- * other weight-sync routes), and the trainer container's own port (the supervisor's series). In
+ * other weight-sync routes), and the trainer container's own port (the role runner's series). In
  * colocate vLLM runs inside the training script and serves no HTTP: not visible. Pure: no Pulumi.
  */
 import {
     METRICS_PORTS,
     METRICS_PROGRAM_DIR,
-    type MetricsFile,
     type MetricsLinks,
     type MetricsPort,
     type MetricsSidecar,
@@ -17,7 +16,6 @@ import {
     podAnnotationsOf,
     stackPodLabels,
 } from "../shared/metrics-pods";
-import { dnsName } from "../config/names";
 
 /** uid/gid of nginx in nginxinc/nginx-unprivileged, the image the listener runs (images.nginx). */
 const NGINX_UID = 101;
@@ -29,14 +27,6 @@ export interface TrainingMetrics {
     readonly vllm?: MetricsSidecar;
     /** The trainer container's metrics port. */
     readonly trainer: MetricsPort;
-    /**
-     * The role runner the trainer runs under, which serves that port (and, under the shared layout's
-     * supervisor, vLLM's runner too): its file (in the ConfigMap, mounted in the trainer's container at
-     * METRICS_PROGRAM_DIR), path there and listen address.
-     */
-    readonly roleRunner: { readonly file: MetricsFile; readonly path: string; readonly metricsListen: string };
-    /** The ConfigMap holding the listener's config (mounted by the pod that runs it). */
-    readonly configMap: string;
     /** The pods a monitor scrapes, with their metrics ports. */
     readonly scraped: readonly ScrapedPods[];
     /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
@@ -69,7 +59,6 @@ export function trainingMetrics(args: {
     readonly nginxImage: string;
     /** Whether vLLM serves HTTP (every layout but colocate). */
     readonly vllmServes: boolean;
-    readonly jobName: string;
     readonly namespace: string;
     readonly trainerPodLabels: Readonly<Record<string, string>>;
     /** nodes > 1: vLLM's own pod's labels (the listener runs there). */
@@ -84,13 +73,10 @@ export function trainingMetrics(args: {
     } else {
         scraped.push({ role: "trainer", namespace: args.namespace, podLabels: args.trainerPodLabels, ports: vllm ? [vllm.port, trainer] : [trainer] });
     }
-    const runner = args.links.programs.roleRunner;
     return {
         scraper: args.links.scraper,
         vllm,
         trainer,
-        roleRunner: { file: runner, path: `${METRICS_PROGRAM_DIR}/${runner.file}`, metricsListen: `0.0.0.0:${trainer.port}` },
-        configMap: dnsName([args.jobName, "metrics"]),
         scraped,
         podAnnotations: podAnnotationsOf(args.links, scraped),
         stackLabels: stackPodLabels(args.links),

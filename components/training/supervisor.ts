@@ -25,6 +25,7 @@ import type { ContainerDescription, TrainingDescription } from "./describe";
 import { CONTAINER, VLLM_UNANSWERED_SECONDS } from "./describe";
 import { VLLM_PORT } from "../config/names";
 import { addQuantities } from "../shared/quantity";
+import { type Role, type RoleRunner, roleRunnerArgv } from "./role-runner";
 
 /** The bound the supervisor's watch ends the run on: defined with the probes it replaces (./describe). */
 export { VLLM_UNANSWERED_SECONDS };
@@ -64,19 +65,16 @@ export interface SupervisorSpec {
     /** The NCCL check to run first (argv), if any. */
     readonly check?: readonly string[];
     /**
-     * The role runner (components/observability/role_runner.py) each role runs under: every output
-     * line prefixed with its role (`[vllm] `, `[trainer] `), and with `metricsListen` the trainer's
-     * liveness and step progress on GET /metrics there. @default undefined (roles run bare)
+     * The role runner (role_runner.py, ./role-runner) each role runs under: every output line prefixed
+     * with its role (`[vllm] `, `[trainer] `), and with `metricsListen` the trainer's liveness and step
+     * progress on GET /metrics there. oneContainer always sets it. @default undefined (roles run bare)
      */
-    readonly roleRunner?: { readonly path: string; readonly metricsListen?: string };
+    readonly roleRunner?: RoleRunner;
 }
 
-/** argv of one role, under the role runner when there is one (isolated python: the image's PYTHON* vars play no part). */
-function roleArgv(s: SupervisorSpec, role: "vllm" | "trainer", argv: readonly string[]): readonly string[] {
-    const r = s.roleRunner;
-    if (r === undefined) return argv;
-    const metrics = role === "trainer" && r.metricsListen !== undefined ? ["--metrics-listen", r.metricsListen, "--vllm-health-url", s.healthUrl] : [];
-    return ["python3", "-I", "-B", r.path, "--role", role, ...metrics, "--", ...argv];
+/** argv of one role, under the role runner when there is one. */
+function roleArgv(s: SupervisorSpec, role: Role, argv: readonly string[]): readonly string[] {
+    return s.roleRunner === undefined ? argv : roleRunnerArgv(s.roleRunner, role, argv, s.healthUrl);
 }
 
 function assignments(env: Readonly<Record<string, string>>): string {
@@ -181,6 +179,8 @@ export function ncclCheckArgv(d: TrainingDescription): string[] | undefined {
 export function oneContainer(d: TrainingDescription): ContainerDescription {
     const v = d.vllm;
     if (!v || !d.gpuSharing.oneContainer) throw new Error(`oneContainer: layout ${d.layout} with gpuSharing ${d.gpuSharing.mode} has no second role to merge`);
+    if (d.roleRunner === undefined)
+        throw new Error("oneContainer: the description has no role runner (resolveTrainingNode sets one for the one-container layout)");
     const t = d.trainer;
     const { CUDA_VISIBLE_DEVICES: trainerDevices, ...containerEnv } = t.env;
     const vllmEnv: Record<string, string> = {};
@@ -198,8 +198,8 @@ export function oneContainer(d: TrainingDescription): ContainerDescription {
         healthUrl: `http://127.0.0.1:${VLLM_PORT}${v.probes?.startup.path ?? "/health"}`,
         loadSeconds: d.modelLoadSeconds,
         check: ncclCheckArgv(d),
-        // observability.enabled: each role under the role runner (lines prefixed, the trainer's series served).
-        ...(d.metrics ? { roleRunner: { path: d.metrics.roleRunner.path, metricsListen: d.metrics.roleRunner.metricsListen } } : {}),
+        // Each role under the role runner: its lines prefixed; with observability on, the trainer's series served.
+        roleRunner: d.roleRunner,
     });
     return {
         name: CONTAINER.trainer,

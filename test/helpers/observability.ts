@@ -16,7 +16,6 @@ export const STAND_IN_PROGRAMS: MetricsPrograms = {
     vllmListener: { file: "vllm-metrics.conf", text: "# stand-in for vLLM's metrics-only nginx config\n" },
     ingressLog: { file: "ingress.mtail", text: "# stand-in for the ingress's mtail program\n" },
     sessionCounter: { file: "session_counter.py", text: "# stand-in for the session counter\n" },
-    roleRunner: { file: "role_runner.py", text: "# stand-in for the trainer's role runner\n" },
 };
 
 /** A placeholder mtail image (never pulled). */

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs one role of the shared training container (vllm or trainer) under the supervisor
-(components/training/supervisor.ts), README "Observability".
+(components/training/supervisor.ts), and the trainer elsewhere with observability on; README
+"Observability" ("Logs").
 
 - Every line the role writes to stdout or stderr comes out on the same stream prefixed with
   "[<role>] ", so the interleaved output of one container says who wrote it (a log shipper splits
@@ -28,7 +29,6 @@ Exit codes: the role's own exit code (128 + N when signal N ended it); 2 on a ba
 
 import argparse
 import ctypes
-import http.server
 import os
 import re
 import signal
@@ -37,6 +37,11 @@ import sys
 import threading
 import time
 import urllib.request
+
+# The shared /metrics server, mounted beside this script (in the source tree: components/shared).
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, os.pardir, "shared")]
+import metrics_http  # noqa: E402
 
 MAX_SEGMENT = 4096
 ROLES = ("vllm", "trainer")
@@ -138,54 +143,6 @@ def pump(src, dst, prefix, progress):
     src.close()
 
 
-class MetricsHandler(http.server.BaseHTTPRequestHandler):
-    server_version = "agentrl-role-runner"
-    timeout = 5
-
-    def _send(self, status, body, content_type="text/plain; charset=utf-8"):
-        data = body.encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        if status == 405:
-            self.send_header("Allow", "GET")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def do_GET(self):
-        if self.path != "/metrics":
-            self._send(404, "only GET /metrics is served\n")
-            return
-        self._send(200, self.server.progress.render(), "text/plain; version=0.0.4; charset=utf-8")
-
-    def _refuse(self):
-        self._send(405, "only GET /metrics is served\n")
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _refuse
-
-    def log_message(self, *_args):
-        pass
-
-
-class MetricsServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address, progress):
-        self.progress = progress
-        self.slots = threading.BoundedSemaphore(8)
-        http.server.ThreadingHTTPServer.__init__(self, address, MetricsHandler)
-
-    def verify_request(self, request, client_address):
-        return self.slots.acquire(blocking=False)
-
-    def process_request_thread(self, request, client_address):
-        try:
-            http.server.ThreadingHTTPServer.process_request_thread(self, request, client_address)
-        finally:
-            self.slots.release()
-
-
 def watch_vllm(url, progress, interval):
     while True:
         try:
@@ -230,10 +187,9 @@ def parse_args(argv):
         p.error("--health-interval must be in (0, 3600] seconds")
     args.address = None
     if args.metrics_listen is not None:
-        m = re.match(r"^(\[[^\]]+\]|[^:]+):(\d+)$", args.metrics_listen)
-        if m is None or not 1 <= int(m.group(2)) <= 65535:
+        args.address = metrics_http.host_port(args.metrics_listen)
+        if args.address is None:
             p.error("--metrics-listen %r must be host:port, e.g. 0.0.0.0:9401" % args.metrics_listen)
-        args.address = (m.group(1).strip("[]"), int(m.group(2)))
     return args
 
 
@@ -243,7 +199,7 @@ def main(argv):
     server = None
     if args.address is not None:
         try:
-            server = MetricsServer(args.address, progress)
+            server = metrics_http.MetricsServer(args.address, progress.render, "agentrl-role-runner")
         except OSError as e:
             log("cannot listen on %s: %s" % (args.metrics_listen, e))
             return 1
@@ -269,7 +225,7 @@ def main(argv):
     for t in pumps:
         t.start()
     if server is not None:
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True).start()
+        server.serve_in_background()
         if args.vllm_health_url is not None:
             threading.Thread(target=watch_vllm, args=(args.vllm_health_url, progress, args.health_interval), daemon=True).start()
     code = child.wait()
