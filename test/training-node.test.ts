@@ -956,14 +956,16 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
         const c = pod.containers[0];
         assert.deepEqual(
             c.volumeMounts.find((m: any) => m.name === "nccl-check"),
-            { name: "nccl-check", mountPath: "/opt/agentrl", readOnly: true },
+            { name: "nccl-check", mountPath: "/opt/agentrl/nccl", readOnly: true },
         );
         assert.deepEqual(
             pod.volumes.find((v: any) => v.name === "nccl-check"),
             { name: "nccl-check", configMap: { name: "train-run-007-nccl-check", defaultMode: 0o555 } },
         );
         const script: string = c.command[2];
-        const check = script.indexOf("python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531");
+        const check = script.indexOf(
+            "python3 /opt/agentrl/nccl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531",
+        );
         assert.ok(check > 0 && check < script.indexOf("vllm serve"), "the check runs before vLLM starts");
         for (const o of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
     });
@@ -971,11 +973,11 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
     test("ncclCheck on docker: the script uploaded into vLLM's container, run before vLLM execs", async () => {
         const b = await build("whitebox-server", "docker", { training: { ncclCheck: true } });
         const vllm = dockerContainers(b.update.resources).find((c) => c.inputs.name === b.names.training.vllm)!;
-        assert.deepEqual(vllm.inputs.uploads, [{ file: "/opt/agentrl/nccl_check.py", content: ncclCheckSource(), executable: true }]);
+        assert.deepEqual(vllm.inputs.uploads, [{ file: "/opt/agentrl/nccl/nccl_check.py", content: ncclCheckSource(), executable: true }]);
         assert.deepEqual(vllm.inputs.entrypoints.slice(0, 2), ["/bin/sh", "-c"]);
         assert.equal(
             vllm.inputs.entrypoints[2],
-            'python3 /opt/agentrl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531 && exec "$@"',
+            'python3 /opt/agentrl/nccl/nccl_check.py --spawn --vllm-devices 0 --trainer-devices 1 --size-gib 1 --timeout 120 --port 29531 && exec "$@"',
         );
         assert.deepEqual(vllm.inputs.entrypoints.slice(3), ["agentrl-nccl-check", "vllm", "serve"]);
     });

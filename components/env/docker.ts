@@ -25,7 +25,7 @@ import * as docker from "@pulumi/docker";
 import type * as pulumi from "@pulumi/pulumi";
 import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
-import { publishedMetricsPorts, registerDockerMetricsSidecar } from "../shared/docker-metrics";
+import { metricsPortsOnly, registerDockerMetricsSidecar } from "../shared/docker-metrics";
 import { replicaMetricsRelay } from "./docker-metrics";
 
 export interface DockerEnvArgs {
@@ -163,7 +163,7 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
             memorySwap: dockerMemoryMiB(rt.memory),
             healthcheck: routerHealthcheck(rt.probes.liveness),
             // observability: the responder's and the relay's metrics ports, on the host's loopback only.
-            ports: publishedMetricsPorts(d.dockerMetrics, rt.service),
+            ports: metricsPortsOnly(d.dockerMetrics, rt.service),
             wait: true,
             waitTimeout: 60,
             restart: "unless-stopped",

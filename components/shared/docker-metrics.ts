@@ -39,6 +39,12 @@ export function publishedMetricsPorts(targets: readonly DockerMetricsTarget[] | 
     return [...seen].map(([internal, external]) => ({ internal, external, ip: DOCKER_METRICS_HOST_IP, protocol: "tcp" }));
 }
 
+/** publishedMetricsPorts for a container that publishes nothing else: undefined when there are none, so a stack without observability keeps its container inputs as they were. */
+export function metricsPortsOnly(targets: readonly DockerMetricsTarget[] | undefined, container: string): docker.types.input.ContainerPort[] | undefined {
+    const ports = publishedMetricsPorts(targets, container);
+    return ports.length > 0 ? ports : undefined;
+}
+
 /**
  * A sidecar's argv on Docker: `$(POD_NAME)` / `$(POD_NAMESPACE)` (the Kubernetes downward API's
  * expansion of fieldEnv) become the watched container's name and the stack's namespace name.

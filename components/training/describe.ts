@@ -71,8 +71,12 @@ export type TrainingConfig = Pick<PlatformConfig, "training" | "images" | "model
 export type TrainingNames = Pick<PlatformNames, "training" | "namespaces" | "networks" | "ingress">;
 /** NCCL weight-update group hosted by `trl vllm-serve` rank 0 (GRPOConfig.vllm_group_port default). */
 export const TRL_GROUP_PORT = 51216;
-/** Where the NCCL check script is mounted (Kubernetes ConfigMap / Docker upload). */
-export const NCCL_CHECK_PATH = "/opt/agentrl/nccl_check.py";
+/**
+ * Where the NCCL check script is mounted (Kubernetes ConfigMap / Docker upload), in a directory of its own (mounted read-only there on Kubernetes), beside METRICS_PROGRAM_DIR (/opt/agentrl/observability),
+ * never holding it: a ConfigMap volume mounted inside another read-only ConfigMap volume needs its mount point made
+ * inside a read-only mount.
+ */
+export const NCCL_CHECK_PATH = "/opt/agentrl/nccl/nccl_check.py";
 /** Rendezvous port of the NCCL check (loopback inside the pod / shared network namespace). */
 export const NCCL_CHECK_PORT = 29531;
 /** What the trainer calls vLLM at on one node: the same pod / network namespace, never a Service. */

@@ -19,7 +19,7 @@ import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount
 import { ncclCheckSource } from "./nccl-check";
 import { ncclCheckArgv, shellQuote } from "./supervisor";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
-import { publishedMetricsPorts, registerDockerMetricsSidecar } from "../shared/docker-metrics";
+import { metricsPortsOnly, registerDockerMetricsSidecar } from "../shared/docker-metrics";
 
 type Secrets = Partial<Record<SecretName, pulumi.Input<string>>>;
 
@@ -174,7 +174,7 @@ export function buildDockerTraining(
                 restart: "unless-stopped",
                 volumes: volumes(v.mounts, d),
                 // observability: only the listener's port, on the host's loopback (never 8000).
-                ports: publishedMetricsPorts(d.dockerMetrics, v.dockerName),
+                ports: metricsPortsOnly(d.dockerMetrics, v.dockerName),
                 ...HARDENING,
             },
             // A new run's vLLM needs the same GPUs: stop the old one first. The engine's own

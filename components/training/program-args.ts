@@ -7,7 +7,7 @@ import type { ProgramArgMap, ProgramFacts } from "../config/programs";
 import { DEFAULT_MODEL_REVISION } from "../config/program-rules";
 import type { TrainingConfig } from "./describe";
 
-/** Where the args check sits in the trainer image (trainer/*\/Dockerfile copies it there; not under /opt/agentrl, where the NCCL check is mounted). */
+/** Where the args check sits in the trainer image (trainer/*\/Dockerfile copies it there; not under /opt/agentrl, where the NCCL check and the program files are mounted). */
 export const ARGS_CHECK_PATH = "/usr/local/lib/agentrl/args_check.py";
 /** Where a pinned model revision is downloaded to, under the model cache (see modelSource). */
 export const PINNED_MODELS_DIR = "/cache/models";
