@@ -571,6 +571,20 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             }
         });
 
+        test("labels a log shipper keys on: role, container, part-of and the run on each container", () => {
+            for (const run of [b.update, b.preview]) {
+                const { trainer, vllm } = roles(run);
+                const want = (role: string, c: { inputs: { name?: string } }) => [
+                    { label: "app.kubernetes.io/name", value: role },
+                    { label: "app.kubernetes.io/instance", value: c.inputs.name },
+                    { label: "app.kubernetes.io/part-of", value: "agent-rl-infra" },
+                    { label: "agentrl.dev/run", value: b.config.runId },
+                ];
+                assert.deepEqual(trainer.inputs.labels, want("trainer", trainer));
+                if (!colocated) assert.deepEqual(vllm.inputs.labels, want("vllm", vllm));
+            }
+        });
+
         test("16 GiB of shared memory; the trainer shares vLLM's IPC namespace", () => {
             for (const run of [b.update, b.preview]) {
                 const { trainer, vllm } = roles(run);

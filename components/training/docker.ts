@@ -15,6 +15,7 @@
  */
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
+import { podLabels, RUN_LABEL } from "../config/names";
 import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount } from "./describe";
 import { ncclCheckSource } from "./nccl-check";
 import { ncclCheckArgv, shellQuote } from "./supervisor";
@@ -119,8 +120,10 @@ export function buildDockerTraining(
     const shmSize = quantityToMiB(d.shmSize);
 
     // What both containers take straight from their description: name, image, command, env, GPUs, limits.
-    const fromDescription = (c: ContainerDescription, image: docker.RemoteImage) => ({
+    // Labels a log shipper keys on (README "Logs"): the pods' app.kubernetes.io/* labels, with the role and the container, and the run.
+    const fromDescription = (c: ContainerDescription, image: docker.RemoteImage, role: "vllm" | "trainer") => ({
         name: c.dockerName,
+        labels: Object.entries({ ...podLabels(role, c.dockerName), [RUN_LABEL]: d.runId }).map(([label, value]) => ({ label, value })),
         image: image.imageId,
         entrypoints: c.command ? [...c.command] : undefined,
         command: [...c.args],
@@ -136,7 +139,7 @@ export function buildDockerTraining(
         // ncclCheck (gpuSharing shared: this container sees every training GPU): the check runs
         // both ranks before vLLM starts; a failure exits the container within seconds.
         const check = ncclCheckArgv(d);
-        const described = fromDescription(v, imageFor("vllm", v.image));
+        const described = fromDescription(v, imageFor("vllm", v.image), "vllm");
         const checked = check
             ? {
                   entrypoints: ["/bin/sh", "-c", `${check.map(shellQuote).join(" ")} && exec "$@"`, "agentrl-nccl-check", ...(v.command ?? [])],
@@ -201,7 +204,7 @@ export function buildDockerTraining(
     const trainer = new docker.Container(
         `${name}-trainer`,
         {
-            ...fromDescription(t, imageFor("trainer", t.image)),
+            ...fromDescription(t, imageFor("trainer", t.image), "trainer"),
             // Server layouts: vLLM's network namespace (localhost:8000, NCCL on loopback) and IPC.
             // Colocate: alone on the private training network, with its own /dev/shm.
             ...(shared ? { networkMode: shared, ipcMode: shared } : { networksAdvanced: [{ name: network }], shmSize }),
