@@ -14,8 +14,15 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ensureBinaries } from "./helpers/apiserver";
+import { RECIPE_NAMES } from "../components/config";
+import { planToDir } from "../scripts/lib/plan";
+import { parseWithTestImages } from "./helpers/config";
 import { buildNodeFixture, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodePlatformSkipReason, nodeUp } from "./helpers/node";
+import { APISERVER_NODE, measureReachability, type NodeAddresses, nodeEndpoints, nodeLocalEndpoints } from "./helpers/node-reachability";
 import { type NodeSandboxRender, renderNodeSandbox } from "./helpers/node-sandbox";
+import { OBSERVABILITY_ON, platformManifests } from "./helpers/observability";
+import { type ExtraEndpoint, type Manifest, reachabilityTable } from "./helpers/reachability";
+import { concernsStack, DECOYS, OWN_DNS, OWN_DNS_SHAPE, readmeTable, roleName, SCRAPER } from "./helpers/reachability-views";
 
 const CI = !!process.env.CI;
 const platformSkip = nodePlatformSkipReason();
@@ -38,7 +45,69 @@ function keepLogs(): string | undefined {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy enforced", { skip: skipReason(), timeout: 20 * 60_000 }, () => {
+const planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-reach-"));
+after(() => fs.rmSync(planDir, { recursive: true, force: true }));
+
+/** What `npm run plan` renders for a recipe on Kubernetes (with an override of the platform config). */
+async function planned(recipe: string, platformOverride?: Record<string, unknown>): Promise<Manifest[]> {
+    const outDir = fs.mkdtempSync(path.join(planDir, `${recipe}-`));
+    return [...(await planToDir({ recipe, target: "kubernetes" }, { outDir, platformOverride })).manifests];
+}
+
+/** An old run's trainer left behind: the recipe's Job under another name and instance label (as test/reachability.test.ts has it). */
+const OLD_RUN = "train-old-run";
+function withOldRun(manifests: Manifest[]): Manifest[] {
+    const job = manifests.find((m) => m.kind === "Job");
+    assert.ok(job, "the recipe renders a trainer Job");
+    const old = structuredClone(job) as Record<string, any>;
+    old.metadata.name = OLD_RUN;
+    old.spec.template.metadata.labels = { ...old.spec.template.metadata.labels, "app.kubernetes.io/instance": OLD_RUN };
+    return [...manifests, old];
+}
+
+interface MeasuredCase {
+    readonly label: string;
+    /** The README table this case's computed matrix must equal (without the node's API server and the old run's pod). */
+    readonly readme?: string;
+    readonly manifests: () => Promise<Manifest[]>;
+    /** Endpoints beyond nodeEndpoints' (at the node's addresses). */
+    readonly extraEndpoints?: (a: NodeAddresses) => readonly ExtraEndpoint[];
+}
+
+const observed = (recipe: string) => async () =>
+    platformManifests(parseWithTestImages({ recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, ...OBSERVABILITY_ON }, "staging"));
+
+/** Every single-node recipe (the multi-node one stays on kwok), each DNS shape, and observability on. */
+const MEASURED: readonly MeasuredCase[] = [
+    ...RECIPE_NAMES.map((recipe) => ({ label: recipe, readme: recipe, manifests: async () => withOldRun(await planned(recipe)) })),
+    {
+        label: "opencode-blackbox, target.dns node-local",
+        manifests: () => planned("opencode-blackbox", { target: { dns: { kind: "node-local" } } }),
+        extraEndpoints: nodeLocalEndpoints,
+    },
+    {
+        label: "opencode-blackbox, target.dns selector",
+        manifests: () => planned("opencode-blackbox", { target: { dns: OWN_DNS_SHAPE } }),
+        extraEndpoints: () => [OWN_DNS],
+    },
+    {
+        label: "mbpp-whitebox with observability",
+        readme: "mbpp-whitebox+observability",
+        manifests: observed("mbpp-whitebox"),
+        extraEndpoints: () => [SCRAPER, ...DECOYS],
+    },
+    {
+        label: "opencode-blackbox with observability",
+        readme: "opencode-blackbox+observability",
+        manifests: observed("opencode-blackbox"),
+        extraEndpoints: () => [SCRAPER, ...DECOYS],
+    },
+];
+
+describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy enforced, every recipe's reachability measured", {
+    skip: skipReason(),
+    timeout: 20 * 60_000,
+}, () => {
     let node: Node;
     let r: NodeSandboxRender;
     let up = false;
@@ -201,6 +270,38 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
         assert.equal(logs.code, 0, logs.stderr);
         assert.match(logs.stdout, new RegExp(`GET ${r.healthPath} 200`), "the runtime logged the kubelet's probes");
     });
+
+    for (const [i, c] of MEASURED.entries()) {
+        it(`reachability measured, ${c.label}: every path each pod opens equals what the policies compute${c.readme ? ", and the README's table" : ""}`, async () => {
+            const a = node.names.addresses;
+            const manifests = await c.manifests();
+            const m = await measureReachability(node, manifests, [...nodeEndpoints(a), ...(c.extraEndpoints?.(a) ?? [])], a, {
+                tag: `m${i}`,
+                image: node.names.runtimeImage,
+            });
+            process.stderr.write(
+                `# ${c.label}: ${m.pods} stand-in pods Ready in ${m.seconds.podsReady.toFixed(1)} s; ${m.probes} probes (${m.open} open) in ${m.seconds.measured.toFixed(1)} s, ${m.attempts} attempt(s)\n`,
+            );
+            assert.deepEqual(m.mismatches, [], `${c.label}: measured on the node differs from the computed matrix`);
+            // Not vacuous: some paths open, some refused.
+            assert.ok(m.open > 0 && m.open < m.probes, `${m.open} of ${m.probes} open`);
+            if (c.readme) {
+                const computed = reachabilityTable(m.r, {
+                    name: roleName,
+                    include: (from, to) => concernsStack(from, to) && ![from.name, to.name].some((n) => n === APISERVER_NODE || n === OLD_RUN),
+                }).trim();
+                assert.equal(computed, readmeTable(c.readme), `${c.label}: the matrix at the node's addresses differs from README.md's table`);
+            }
+            if (manifests.some((x) => x.metadata?.name === OLD_RUN)) {
+                const old = m.r.parties.find((p) => p.name === OLD_RUN)!;
+                assert.deepEqual(
+                    m.r.connections.filter((x) => x.to === old.id),
+                    [],
+                    "nothing reaches an old run's trainer (measured above, port by port)",
+                );
+            }
+        });
+    }
 
     it("down.sh leaves no process, mount, cgroup, network namespace, veth, CNI cache or host iptables/ipset change", async () => {
         downChecked = true;

@@ -15,39 +15,22 @@ import { METRICS_PORTS } from "../components/shared/metrics-pods";
 import { planToDir } from "../scripts/lib/plan";
 import { parseWithTestImages } from "./helpers/config";
 import { OBSERVABILITY_ON, platformManifests } from "./helpers/observability";
-import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manifest, type Party, type Reachability } from "./helpers/reachability";
+import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manifest, type Reachability } from "./helpers/reachability";
+import { concernsStack, DECOYS, KUBE_DNS, OTHER_POD, OWN_DNS, OWN_DNS_SHAPE, readmeTable, roleName, SCRAPER } from "./helpers/reachability-views";
 
-const README = path.resolve(__dirname, "..", "README.md");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-reach-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 /** What the cluster has besides the stack: the internet, the metadata service, the API server, DNS, and any other pod. */
-const ENDPOINTS = [
+const ENDPOINTS: readonly ExtraEndpoint[] = [
     { name: "internet", ip: "8.8.8.8" },
     { name: "metadata", ip: "169.254.169.254" },
     // The API server's endpoint address (kube-proxy DNATs the Service to it before policies apply).
     { name: "apiserver", ip: "10.0.0.10", ports: [{ port: 443 }, { port: 6443 }] },
-    {
-        name: "kube-dns",
-        namespace: "kube-system",
-        labels: { "k8s-app": "kube-dns" },
-        ports: [
-            { port: 53, protocol: "UDP" as const },
-            { port: 53, protocol: "TCP" as const },
-        ],
-    },
-    // A pod of someone else's, in a namespace without policies.
-    { name: "other-pod", namespace: "default", labels: { app: "other" }, role: "both" as const },
-] as const;
+    KUBE_DNS,
+    OTHER_POD,
+];
 const POD_CIDRS = ["10.244.0.0/16"];
-
-/** Stack pods by role (the env ones by instance, so two envs stay apart); endpoints by name. */
-function roleName(p: Party): string {
-    if (p.kind !== "pods") return p.name;
-    if (p.namespace === "kube-system" || p.namespace === "default") return p.name;
-    const role = p.labels["app.kubernetes.io/name"] ?? p.name;
-    return role.startsWith("env-") ? (p.labels["app.kubernetes.io/instance"] ?? role) : role;
-}
 
 async function reachabilityOf(
     recipe: string,
@@ -60,18 +43,6 @@ async function reachabilityOf(
     const manifests = [...res.manifests, ...extra];
     return { r: evaluateReachability(manifests, { endpoints, podCidrs: POD_CIDRS }), manifests };
 }
-
-/** The README's table for a recipe, between `<!-- reachability:<recipe> -->` and `<!-- /reachability -->`. */
-function readmeTable(recipe: string): string {
-    const text = fs.readFileSync(README, "utf8");
-    const start = text.indexOf(`<!-- reachability:${recipe} -->`);
-    assert.ok(start >= 0, `README.md has no reachability table for ${recipe}`);
-    const end = text.indexOf("<!-- /reachability -->", start);
-    return text.slice(text.indexOf("\n", start) + 1, end).trim();
-}
-
-/** Paths that concern the stack: from or to one of its pods (the other pod, or a scraper, reaching the internet is not ours). */
-const concernsStack = (from: Party, to: Party) => [from, to].some((p) => p.kind === "pods" && p.origin !== "endpoint");
 
 describe("reachability: the rendered policies allow exactly the paths the README lists", () => {
     for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
@@ -150,8 +121,7 @@ describe("reachability: DNS egress in each shape (target.dns) allows DNS and not
     // link-local range, and DNS pods of a provider of one's own.
     const nodeLocal = { name: "node-local-dns", ip: "169.254.20.10" };
     const linkLocalNeighbour = { name: "link-local-other", ip: "169.254.20.11" };
-    const ownDns = { name: "own-dns", namespace: "dns", labels: { app: "unbound" } };
-    const endpoints: readonly ExtraEndpoint[] = [...ENDPOINTS, nodeLocal, linkLocalNeighbour, ownDns];
+    const endpoints: readonly ExtraEndpoint[] = [...ENDPOINTS, nodeLocal, linkLocalNeighbour, OWN_DNS];
     const recipes = [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES];
 
     for (const recipe of recipes) {
@@ -189,12 +159,7 @@ describe("reachability: DNS egress in each shape (target.dns) allows DNS and not
     });
 
     test("selector: the stack's pods reach the named DNS pods on 53 only, and kube-dns not at all", async () => {
-        const { r } = await reachabilityOf(
-            "opencode-blackbox",
-            [],
-            { target: { dns: { kind: "selector", namespace: "dns", podLabels: { app: "unbound" } } } },
-            endpoints,
-        );
+        const { r } = await reachabilityOf("opencode-blackbox", [], { target: { dns: OWN_DNS_SHAPE } }, endpoints);
         const clients = stackPods(r).filter((p) => r.allows(p.id, "dns/own-dns", 53, "UDP"));
         assert.ok(clients.length >= 3);
         for (const p of clients) {
@@ -206,14 +171,6 @@ describe("reachability: DNS egress in each shape (target.dns) allows DNS and not
     });
 });
 
-/** The scraper (observability.scraper's default: the Operator's Prometheus pods in monitoring), and two decoys that must reach nothing. */
-const SCRAPER = { name: "prometheus", namespace: "monitoring", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" as const };
-const DECOYS = [
-    // Another pod of the monitoring namespace (without the scraper's labels).
-    { name: "grafana", namespace: "monitoring", labels: { "app.kubernetes.io/name": "grafana" }, role: "source" as const },
-    // A pod with the scraper's labels in another namespace.
-    { name: "prometheus-elsewhere", namespace: "default", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" as const },
-];
 const OBSERVED_ENDPOINTS: readonly ExtraEndpoint[] = [...ENDPOINTS, SCRAPER, ...DECOYS];
 /** Every metrics port of the contract; vLLM's 8000 is not one. */
 const METRICS_PORT_NUMBERS = new Set(Object.values(METRICS_PORTS).map((p) => p.port));

@@ -13,7 +13,8 @@
  *    real engine, agent-sandbox and JobSet controllers; as root on Linux the node fixture,
  *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, kube-router's NetworkPolicy
  *    controller, two images), and the Python venv of the trainer-side lock
- *    (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB).
+ *    (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB), made while the Go
+ *    builds run.
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), the TypeScript tests (node:test), the Python tests (pytest).
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
@@ -180,14 +181,33 @@ function runScript(label: string, cmd: string, args: string[]): void {
     log(`${label}: ready (${Math.round((Date.now() - t0) / 1000)} s)`);
 }
 
-function buildFixtures(): void {
+/**
+ * The fixtures. The Python venv (mostly download and unpack: network and disk) is made while the
+ * Go builds (CPU) run, one after the other; its stderr goes to a file, shown when it fails.
+ */
+async function buildFixtures(): Promise<void> {
+    const t0 = Date.now();
+    const venvLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-venv-")), "venv.log");
+    const venvOut = fs.openSync(venvLog, "w");
+    const venv = new Promise<number>((resolve) => {
+        const child = spawn("bash", ["python/run-tests.sh", "--venv-only"], { cwd: ROOT, stdio: ["ignore", "ignore", venvOut] });
+        child.on("error", () => resolve(127));
+        child.on("close", (code) => resolve(code ?? 1));
+    });
     runScript("API server fixture", "bash", ["test/apiserver/build.sh"]);
     runScript("engine fixture", "bash", ["test/engine/build.sh"]);
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
     runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
     if (isLinuxRoot()) runScript("node fixture (containerd 2, kubelet, kube-router netpol, images)", "bash", ["test/node/build.sh"]);
     else log("node fixture: not built (needs root on Linux; test/node-pods.test.ts skips)");
-    runScript("Python venv (the trainer-side lock)", "bash", ["python/run-tests.sh", "--venv-only"]);
+    const code = await venv;
+    fs.closeSync(venvOut);
+    if (code !== 0) {
+        process.stderr.write(fs.readFileSync(venvLog, "utf8").slice(-4000));
+        log(`Python venv (the trainer-side lock) failed (exit ${code}): run \`bash python/run-tests.sh --venv-only\` to see why`);
+        process.exit(1);
+    }
+    log(`Python venv (the trainer-side lock): ready (made beside the Go builds; ${Math.round((Date.now() - t0) / 1000)} s since the fixtures began)`);
 }
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; output: string }> {
@@ -267,7 +287,7 @@ async function main(): Promise<void> {
     const python = files.length === 0 || argv.includes("--python");
     if (setup) {
         ensurePrerequisites();
-        buildFixtures();
+        await buildFixtures();
     }
 
     let failed = false;

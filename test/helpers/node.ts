@@ -6,6 +6,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import type { NodeAddresses } from "./node-reachability";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const NODE_SCRIPTS = path.join(REPO_ROOT, "test", "node");
@@ -58,14 +59,28 @@ export interface NodeNames {
     readonly busyboxImage: string;
     readonly runtimeImage: string;
     readonly ctr: string;
+    /** The outside addresses and the node's own (test/helpers/node-reachability.ts). */
+    readonly addresses: NodeAddresses;
 }
 
 export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
     const vars = ["NODE_DIR", "K8S_CACHE", "W", "NETNS", "NODE_NAME", "NODE_IP", "API_PORT", "BUSYBOX_IMAGE", "RUNTIME_IMAGE", "CTR_BIN"];
-    const script = `. ${JSON.stringify(path.join(NODE_SCRIPTS, "env.sh"))}; printf '%s\\n' ${vars.map((v) => `"$${v}"`).join(" ")}`;
+    const addressVars = [
+        "INTERNET_IP",
+        "METADATA_IP",
+        "APISERVER_STANDIN_IP",
+        "NODE_LOCAL_DNS_IP",
+        "LINK_LOCAL_NEIGHBOUR_IP",
+        "POD_SUBNET",
+        "OUTSIDE_TCP_PORTS",
+        "OUTSIDE_UDP_PORTS",
+    ];
+    const script = `. ${JSON.stringify(path.join(NODE_SCRIPTS, "env.sh"))}; printf '%s\\n' ${[...vars, ...addressVars].map((v) => `"$${v}"`).join(" ")}`;
     const r = spawnSync("bash", ["-c", script], { env, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`sourcing test/node/env.sh failed: ${r.stderr}`);
-    const [dir, k8sCache, work, netns, nodeName, nodeIp, apiPort, busyboxImage, runtimeImage, ctrBin] = r.stdout.split("\n");
+    const [dir, k8sCache, work, netns, nodeName, nodeIp, apiPort, busyboxImage, runtimeImage, ctrBin, ...rest] = r.stdout.split("\n");
+    const [internet, metadata, apiserverStandin, nodeLocalDns, linkLocalNeighbour, podSubnet, outsideTcp, outsideUdp] = rest;
+    const outside = (list: string, protocol: "TCP" | "UDP") => list.split(",").map((p) => ({ port: Number(p), protocol }));
     return {
         dir: dir!,
         k8sCache: k8sCache!,
@@ -77,6 +92,17 @@ export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
         busyboxImage: busyboxImage!,
         runtimeImage: runtimeImage!,
         ctr: path.join(ctrBin!, "ctr"),
+        addresses: {
+            internet: internet!,
+            metadata: metadata!,
+            apiserverStandin: apiserverStandin!,
+            nodeLocalDns: nodeLocalDns!,
+            linkLocalNeighbour: linkLocalNeighbour!,
+            nodeIp: nodeIp!,
+            apiPort: Number(apiPort),
+            podSubnet: podSubnet!,
+            outsidePorts: [...outside(outsideTcp!, "TCP"), ...outside(outsideUdp!, "UDP")],
+        },
     };
 }
 

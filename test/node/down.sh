@@ -20,6 +20,7 @@ node_pids() {
     for f in "$W"/pids/*.pid; do [[ -f "$f" ]] && cat "$f"; echo; done
   fi
   ip netns pids "$NETNS" 2>/dev/null
+  ip netns pids "$OUTSIDE_NETNS" 2>/dev/null
   for d in $(cgroup_dirs); do find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null; done
 }
 alive_pids() { local p; for p in $(node_pids | sort -un); do [[ -d /proc/$p ]] && printf '%s\n' "$p"; done; }
@@ -52,8 +53,9 @@ done
 # 3. cgroups (deepest first)
 for d in $(cgroup_dirs); do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done
 
-# 4. network namespace
+# 4. network namespaces
 ip netns delete "$NETNS" 2>/dev/null
+ip netns delete "$OUTSIDE_NETNS" 2>/dev/null
 
 # 5. files outside the work dir
 rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null
@@ -80,7 +82,7 @@ left=()
 named() { local p; for p in "$@"; do printf '%s(%s) ' "$p" "$(cat "/proc/$p/comm" 2>/dev/null)"; done; }
 # shellcheck disable=SC2046
 [[ -n "$(alive_pids)" ]] && left+=("processes: $(named $(alive_pids))")
-ip netns list 2>/dev/null | grep -qw "$NETNS" && left+=("network namespace $NETNS")
+for n in "$NETNS" "$OUTSIDE_NETNS"; do ip netns list 2>/dev/null | grep -qw "$n" && left+=("network namespace $n"); done
 [[ -n "$(cgroup_dirs)" ]] && left+=("cgroups: $(cgroup_dirs | tr '\n' ' ')")
 grep -qE " ($W|$NODE_DIR/build)" /proc/self/mountinfo && left+=("mounts under $W or $NODE_DIR/build")
 compgen -G "/var/lib/cni/results/$CNI_NETWORK-*" >/dev/null && left+=("CNI results /var/lib/cni/results/$CNI_NETWORK-*")
@@ -93,4 +95,4 @@ if (( ${#left[@]} > 0 )); then
   exit 1
 fi
 (( check_only )) && exit 0
-log "cleanup: nothing left (processes, mounts, cgroups, netns $NETNS, CNI cache, $W)"
+log "cleanup: nothing left (processes, mounts, cgroups, netns $NETNS and $OUTSIDE_NETNS, CNI cache, $W)"

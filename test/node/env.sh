@@ -19,6 +19,17 @@ NETNS=arl-node
 CGROUP_NAME=arl-node                # kubelet's cgroupRoot: every pod cgroup lives under it
 NODE_NAME=arl-node
 NODE_DEV=arl-node0                  # veth end in the netns carrying the node address
+# The node's only way out: its veth's peer, in a second network namespace that stands for
+# everything outside the cluster and has no route anywhere else (never a real outside address is
+# reached). It holds the addresses the reachability tables name, each served by standin.py.
+OUTSIDE_NETNS=arl-outside
+INTERNET_IP=203.0.113.10            # "internet": TEST-NET-3 (RFC 5737), public to a NetworkPolicy, routed nowhere
+METADATA_IP=169.254.169.254         # the cloud metadata service's address
+APISERVER_STANDIN_IP=10.215.0.10    # an API server endpoint address outside the pod network, 443 and 6443
+NODE_LOCAL_DNS_IP=169.254.20.10     # NodeLocal DNSCache's default listen address
+LINK_LOCAL_NEIGHBOUR_IP=169.254.20.11
+OUTSIDE_TCP_PORTS=53,80,443,6443,8000,12345
+OUTSIDE_UDP_PORTS=53,12345
 NODE_IP=10.213.0.2
 BRIDGE=arl-cni0
 POD_SUBNET=10.214.0.0/24

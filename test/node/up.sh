@@ -38,13 +38,28 @@ ip netns add "$NETNS"
 in_ns ip link set lo up
 # A veth pair with both ends in the netns (this kernel has no dummy devices): carrier is up.
 in_ns ip link add "$NODE_DEV" type veth peer name "${NODE_DEV}p"
-in_ns ip link set "${NODE_DEV}p" up
 in_ns ip addr add "$NODE_IP/24" dev "$NODE_DEV"
 in_ns ip link set "$NODE_DEV" up
 in_ns ip route add default dev "$NODE_DEV"
+# The peer end in the "outside" namespace: the addresses beyond the cluster (env.sh), on-link to
+# the node, with routes back to the node and its pods only.
+ip netns add "$OUTSIDE_NETNS"
+in_ns ip link set "${NODE_DEV}p" netns "$OUTSIDE_NETNS"
+out_ns() { ip netns exec "$OUTSIDE_NETNS" "$@"; }
+out_ns ip link set lo up
+for a in "$INTERNET_IP" "$METADATA_IP" "$APISERVER_STANDIN_IP" "$NODE_LOCAL_DNS_IP" "$LINK_LOCAL_NEIGHBOUR_IP"; do
+  out_ns ip addr add "$a/32" dev "${NODE_DEV}p"
+done
+out_ns ip link set "${NODE_DEV}p" up
+out_ns ip route add "${NODE_IP%.*}.0/24" dev "${NODE_DEV}p"
+out_ns ip route add "$POD_SUBNET" via "$NODE_IP" dev "${NODE_DEV}p"
+# Every outside address serves the same ports (standin.py): a refusal measured from a pod is the
+# policy's, never a port without a listener.
+out_ns python3 -I "$NODE_HERE/standin.py" listen "$OUTSIDE_TCP_PORTS" "$OUTSIDE_UDP_PORTS" > "$W/logs/outside.log" 2>&1 &
+echo $! > "$W/pids/outside.pid"
 in_ns sysctl -q -w net.ipv4.ip_forward=1
 in_ns sysctl -q -w net.bridge.bridge-nf-call-iptables=1
-mark "netns $NETNS up ($NODE_IP on $NODE_DEV)"
+mark "netns $NETNS up ($NODE_IP on $NODE_DEV; its peer in $OUTSIDE_NETNS)"
 
 # cgroup root for the kubelet in every v1 hierarchy (it must exist; cpuset needs cpus/mems).
 for m in /sys/fs/cgroup/*/; do

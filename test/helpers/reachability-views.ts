@@ -1,0 +1,57 @@
+/**
+ * How the reachability tests name and select what test/helpers/reachability.ts computes, shared by
+ * the computed check (test/reachability.test.ts) and the measured one on the real node
+ * (test/node-pods.test.ts): role names, the paths that concern the stack, the README's tables, and
+ * the stand-ins the policies talk about (the scraper and its decoys, DNS of each shape).
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { ExtraEndpoint, Party } from "./reachability";
+
+const README = path.resolve(__dirname, "..", "..", "README.md");
+
+/** Stack pods by role (the env ones by instance, so two envs stay apart); endpoints by name. */
+export function roleName(p: Party): string {
+    if (p.kind !== "pods") return p.name;
+    if (p.namespace === "kube-system" || p.namespace === "default") return p.name;
+    const role = p.labels["app.kubernetes.io/name"] ?? p.name;
+    return role.startsWith("env-") ? (p.labels["app.kubernetes.io/instance"] ?? role) : role;
+}
+
+/** Paths that concern the stack: from or to one of its pods (the other pod, or a scraper, reaching the internet is not ours). */
+export const concernsStack = (from: Party, to: Party): boolean => [from, to].some((p) => p.kind === "pods" && p.origin !== "endpoint");
+
+/** The README's table for a recipe, between `<!-- reachability:<recipe> -->` and `<!-- /reachability -->`; throws when there is none. */
+export function readmeTable(recipe: string): string {
+    const text = fs.readFileSync(README, "utf8");
+    const start = text.indexOf(`<!-- reachability:${recipe} -->`);
+    if (start < 0) throw new Error(`README.md has no reachability table for ${recipe}`);
+    const end = text.indexOf("<!-- /reachability -->", start);
+    return text.slice(text.indexOf("\n", start) + 1, end).trim();
+}
+
+/** Cluster DNS as the kube-dns shape has it. */
+export const KUBE_DNS: ExtraEndpoint = {
+    name: "kube-dns",
+    namespace: "kube-system",
+    labels: { "k8s-app": "kube-dns" },
+    ports: [
+        { port: 53, protocol: "UDP" },
+        { port: 53, protocol: "TCP" },
+    ],
+};
+
+/** A pod of someone else's, in a namespace without policies. */
+export const OTHER_POD: ExtraEndpoint = { name: "other-pod", namespace: "default", labels: { app: "other" }, role: "both" };
+
+/** DNS pods of a provider of one's own (`target.dns: {kind: selector, namespace: dns, podLabels: {app: unbound}}`). */
+export const OWN_DNS: ExtraEndpoint = { name: "own-dns", namespace: "dns", labels: { app: "unbound" } };
+export const OWN_DNS_SHAPE = { kind: "selector", namespace: "dns", podLabels: { app: "unbound" } } as const;
+
+/** The scraper (observability.scraper's default: the Operator's Prometheus pods in monitoring). */
+export const SCRAPER: ExtraEndpoint = { name: "prometheus", namespace: "monitoring", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" };
+/** Two decoys that must reach nothing: another pod of the monitoring namespace, a pod with the scraper's labels elsewhere. */
+export const DECOYS: readonly ExtraEndpoint[] = [
+    { name: "grafana", namespace: "monitoring", labels: { "app.kubernetes.io/name": "grafana" }, role: "source" },
+    { name: "prometheus-elsewhere", namespace: "default", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" },
+];
