@@ -2,7 +2,11 @@
 
   listen TCP_PORTS UDP_PORTS   serve "ok\n" on every listed TCP port (each accepted connection)
                                and answer every datagram on every listed UDP port with "ok\n";
-                               ports comma-separated, "-" for none. Binds 0.0.0.0.
+                               ports comma-separated, "-" for none. TCP binds 0.0.0.0; UDP binds
+                               each address in STANDIN_UDP_ADDRESSES (comma-separated) when set,
+                               else 0.0.0.0: a host with several addresses must answer a datagram
+                               from the address it was sent to (a client's connected socket drops
+                               a reply from any other).
   probe JSON                   JSON: [[ip, port, "TCP"|"UDP", "ok"|"connect"], ...]; tries each at
                                once (one thread each, 2 s timeout) and prints a JSON list of
                                "open", "refused", "timeout" or "error: ..." in the same order.
@@ -16,6 +20,7 @@ so a refusal is the NetworkPolicy's, never a port without a listener.
 """
 
 import json
+import os
 import selectors
 import socket
 import sys
@@ -36,10 +41,12 @@ def listen(tcp_ports, udp_ports):
         s.bind(("0.0.0.0", port))
         s.listen(64)
         sel.register(s, selectors.EVENT_READ, "tcp")
+    udp_addresses = [a for a in os.environ.get("STANDIN_UDP_ADDRESSES", "").split(",") if a] or ["0.0.0.0"]
     for port in udp_ports:
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("0.0.0.0", port))
-        sel.register(s, selectors.EVENT_READ, "udp")
+        for address in udp_addresses:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind((address, port))
+            sel.register(s, selectors.EVENT_READ, "udp")
     print(f"listening tcp={tcp_ports} udp={udp_ports}", flush=True)
     while True:
         for key, _ in sel.select():

@@ -55,7 +55,8 @@ out_ns ip route add "${NODE_IP%.*}.0/24" dev "${NODE_DEV}p"
 out_ns ip route add "$POD_SUBNET" via "$NODE_IP" dev "${NODE_DEV}p"
 # Every outside address serves the same ports (standin.py): a refusal measured from a pod is the
 # policy's, never a port without a listener.
-out_ns python3 -I "$NODE_HERE/standin.py" listen "$OUTSIDE_TCP_PORTS" "$OUTSIDE_UDP_PORTS" > "$W/logs/outside.log" 2>&1 &
+STANDIN_UDP_ADDRESSES="$INTERNET_IP,$METADATA_IP,$APISERVER_STANDIN_IP,$NODE_LOCAL_DNS_IP,$LINK_LOCAL_NEIGHBOUR_IP" \
+  out_ns python3 -I "$NODE_HERE/standin.py" listen "$OUTSIDE_TCP_PORTS" "$OUTSIDE_UDP_PORTS" > "$W/logs/outside.log" 2>&1 &
 echo $! > "$W/pids/outside.pid"
 in_ns sysctl -q -w net.ipv4.ip_forward=1
 in_ns sysctl -q -w net.bridge.bridge-nf-call-iptables=1
