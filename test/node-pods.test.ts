@@ -1,4 +1,4 @@
-// Real pods on one real node (issue #29, first cut): the node fixture (test/node/) runs containerd
+// Real pods on one real node (issue #29): the node fixture (test/node/) runs containerd
 // 2 + runc + CNI + kubelet v1.36.3 + kube-router v2.1.0's NetworkPolicy controller against etcd and
 // kube-apiserver in a network namespace this test makes; the sandbox pool's own pod (the
 // project's rendered podTemplate, on the sandbox runtime image built from python/Dockerfile's
@@ -6,8 +6,11 @@
 // the running pods: Ready behind its real probes, uid 65532, read-only root, a command run through
 // the runtime, and the pool's NetworkPolicy measured with real connections (dropped with it, let
 // through once it is deleted). Stand-ins: the trainer is a busybox pod with the trainer's labels
-// ("trainer-standin"), the other client a busybox pod without them. Root and Linux only; under
-// CI the fixture is built when missing (a skip fails CI).
+// ("trainer-standin"), the other client a busybox pod without them. Then every single-node
+// recipe's reachability matrix (and each DNS shape, and observability on) is measured with real
+// connections between stand-in pods carrying the workloads' labels and ports, and to the outside
+// addresses (test/helpers/node-reachability.ts), against the computed matrix and the README's
+// tables. Root and Linux only; under CI the fixture is built when missing (a skip fails CI).
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";
