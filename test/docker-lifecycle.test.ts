@@ -29,7 +29,7 @@ import { renderNginxConfig, UPSTREAM_RESOLVER_VALID_SECONDS } from "../component
 import { DOCKER_EMBEDDED_DNS } from "../components/shared/docker";
 import { VLLM_CREATE_MARGIN_SECONDS, vllmWaitSeconds } from "../components/training/docker";
 import { planToDir, type PlanResult } from "../scripts/lib/plan";
-import { containerCreateBody, createContainer, dockerdMissing, startContainer, startDockerd, type Dockerd } from "./helpers/dockerd";
+import { containerCreateBody, createContainer, DockerdSession, dockerdMissing, startContainer, startDockerd, type Dockerd } from "./helpers/dockerd";
 import { unwrapSecrets } from "./helpers/secrets";
 import { ofType, type RecordedResource } from "./helpers/mock";
 import { skipWithoutNginx } from "./helpers/nginx";
@@ -251,50 +251,21 @@ const missing = dockerdMissing();
 const dockerdSkip = missing !== undefined && !process.env.CI ? `dockerd cannot start: ${missing}` : false;
 
 describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdSkip, timeout: 10 * 60_000 }, () => {
+    const session = new DockerdSession();
     let d: Dockerd | undefined;
-    let skipReason = "";
     let p: PlanResult;
     /** Resource name -> dockerd's container id, and the mock ids replaced by them. */
-    const ids = new Map<string, string>();
-    const real = (v: string) => {
-        let out = v;
-        for (const [name, id] of ids) out = out.split(`${name}-id`).join(id);
-        return out;
-    };
-    const need = (t: TestContext): boolean => {
-        if (d) return true;
-        t.skip(skipReason);
-        return false;
-    };
+    const ids = session.ids;
+    const real = (v: string) => session.real(v);
+    const need = (t: TestContext) => session.need(t);
     const inspect = async (id: string) => (await d!.api("GET", `/containers/${id}/json`)).body;
     const exec = (container: string, args: readonly string[]) => d!.docker(["exec", container, "/standin", ...args], { allowFail: true, timeoutMs: 20_000 });
 
-    async function create(r: RecordedResource, args: readonly string[], role: string): Promise<string> {
-        const inputs = unwrapSecrets(r.inputs);
-        const body = containerCreateBody(
-            {
-                ...inputs,
-                ...(inputs.networkMode ? { networkMode: real(inputs.networkMode) } : {}),
-                ...(inputs.ipcMode ? { ipcMode: real(inputs.ipcMode) } : {}),
-            },
-            args,
-            [`STANDIN_ROLE=${role}`],
-        );
-        const id = await createContainer(d!, inputs.name, body, inputs.networkMode ? undefined : inputs.networksAdvanced);
-        const refused = await startContainer(d!, id);
-        if (refused) throw new Error(`start ${inputs.name}: ${refused}`);
-        ids.set(r.name, id);
-        return id;
-    }
+    const create = (r: RecordedResource, args: readonly string[], role: string) => session.create(r, args, role);
 
     before(async () => {
-        try {
-            d = await startDockerd({ fakeNvidiaHook: true });
-        } catch (e) {
-            if (process.env.CI) throw e;
-            skipReason = `dockerd could not start: ${(e as Error).message.split("\n")[0]}`;
-            return;
-        }
+        d = await session.start({ fakeNvidiaHook: true });
+        if (!d) return;
         d.importStandin();
         p = await plan();
         for (const n of ofType(p.resources, T.network)) {

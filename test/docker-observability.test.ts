@@ -20,11 +20,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { planToDir, type PlanResult } from "../scripts/lib/plan";
-import { containerCreateBody, createContainer, startContainer, startDockerd, STANDIN_IMAGE, type Dockerd } from "./helpers/dockerd";
+import { createContainer, DockerdSession, startContainer, STANDIN_IMAGE, type Dockerd } from "./helpers/dockerd";
 import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
 import { ofType, type RecordedResource } from "./helpers/mock";
 import { TEST_MTAIL_IMAGE } from "./helpers/observability";
-import { unwrapSecrets } from "./helpers/secrets";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-obs-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -50,15 +49,11 @@ function withPorts(body: Record<string, unknown>, ports: ReadonlyArray<{ interna
 }
 
 describe("observability on a real dockerd: a sidecar in the main container's namespace, on the host's loopback", () => {
+    const session = new DockerdSession();
     let d: Dockerd | undefined;
-    let skipReason = "";
     let p: PlanResult;
-    const ids = new Map<string, string>();
-    const need = (t: TestContext): boolean => {
-        if (d) return true;
-        t.skip(skipReason);
-        return false;
-    };
+    const ids = session.ids;
+    const need = (t: TestContext) => session.need(t);
     /** A stand-in in the daemon's own network namespace (the host's, as a Prometheus on the host sees it). */
     const fromHost = async (url: string): Promise<{ status: number; out: string }> => {
         const name = `host-get-${ids.size}-${Math.random().toString(36).slice(2, 8)}`;
@@ -70,26 +65,12 @@ describe("observability on a real dockerd: a sidecar in the main container's nam
         return { status: waited.body.StatusCode, out: (logs.stdout + logs.stderr).trim() };
     };
 
-    async function create(r: RecordedResource, args: readonly string[], role: string, ports = true): Promise<string> {
-        const inputs = unwrapSecrets(r.inputs);
-        let networkMode: string | undefined = inputs.networkMode;
-        for (const [name, id] of ids) networkMode = networkMode?.split(`${name}-id`).join(id);
-        const body = withPorts(containerCreateBody({ ...inputs, networkMode }, args, [`STANDIN_ROLE=${role}`]), ports ? inputs.ports : undefined);
-        const id = await createContainer(d!, inputs.name, body, networkMode ? undefined : inputs.networksAdvanced);
-        const refused = await startContainer(d!, id);
-        if (refused) throw new Error(`start ${inputs.name}: ${refused}`);
-        ids.set(r.name, id);
-        return id;
-    }
+    /** A recorded container, its ports published as the provider would. */
+    const create = (r: RecordedResource, args: readonly string[], role: string) => session.create(r, args, role, (b, inputs) => withPorts(b, inputs.ports));
 
     before(async () => {
-        try {
-            d = await startDockerd({ fakeNvidiaHook: true });
-        } catch (e) {
-            if (process.env.CI) throw e;
-            skipReason = `dockerd could not start: ${(e as Error).message.split("\n")[0]}`;
-            return;
-        }
+        d = await session.start({ fakeNvidiaHook: true });
+        if (!d) return;
         d.importStandin();
         p = await planToDir(
             { recipe: "opencode-blackbox", target: "docker" },

@@ -18,6 +18,8 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
+import type { TestContext } from "node:test";
+import type { RecordedResource } from "../../scripts/lib/mockrun";
 import { unwrapSecrets } from "./secrets";
 
 /** The stand-in image every test container runs (entrypoint: the stand-in binary). */
@@ -361,4 +363,69 @@ export async function createContainer(
 export async function startContainer(d: Dockerd, id: string): Promise<string | undefined> {
     const r = await d.api("POST", `/containers/${id}/start`);
     return r.status === 204 || r.status === 304 ? undefined : String(r.body?.message ?? JSON.stringify(r.body));
+}
+
+/**
+ * A dockerd for one describe block: `start()` in its before() (under CI a dockerd that cannot
+ * start fails the block; elsewhere the reason is kept and `need(t)` skips each test with it), and
+ * the program's recorded containers created on it the way the provider would: `create()` sends a
+ * recorded container's inputs with the mock ids (`<resource name>-id`) in networkMode and ipcMode
+ * replaced by dockerd's ids, starts it and records its id under the resource name.
+ */
+export class DockerdSession {
+    d: Dockerd | undefined;
+    /** Resource name -> dockerd's container id. */
+    readonly ids = new Map<string, string>();
+    private skipReason = "";
+
+    async start(opts: DockerdOptions): Promise<Dockerd | undefined> {
+        try {
+            this.d = await startDockerd(opts);
+        } catch (e) {
+            if (process.env.CI) throw e;
+            this.skipReason = `dockerd could not start: ${(e as Error).message.split("\n")[0]}`;
+        }
+        return this.d;
+    }
+
+    /** Whether dockerd runs; skips the test with the reason when it does not. */
+    need(t: TestContext): boolean {
+        if (this.d) return true;
+        t.skip(this.skipReason);
+        return false;
+    }
+
+    /** `v` with every recorded mock id replaced by dockerd's id of that container. */
+    real(v: string): string {
+        let out = v;
+        for (const [name, id] of this.ids) out = out.split(`${name}-id`).join(id);
+        return out;
+    }
+
+    /** Creates and starts a recorded container (the stand-in image with `args`); `body` adjusts the create body. */
+    async create(
+        r: RecordedResource,
+        args: readonly string[],
+        role: string,
+        body: (b: Record<string, unknown>, inputs: Record<string, any>) => Record<string, unknown> = (b) => b,
+    ): Promise<string> {
+        const d = this.d;
+        if (!d) throw new Error("DockerdSession.create before a dockerd started");
+        const inputs = unwrapSecrets(r.inputs);
+        const sent = {
+            ...inputs,
+            ...(inputs.networkMode ? { networkMode: this.real(inputs.networkMode) } : {}),
+            ...(inputs.ipcMode ? { ipcMode: this.real(inputs.ipcMode) } : {}),
+        };
+        const id = await createContainer(
+            d,
+            inputs.name,
+            body(containerCreateBody(sent, args, [`STANDIN_ROLE=${role}`]), inputs),
+            inputs.networkMode ? undefined : inputs.networksAdvanced,
+        );
+        const refused = await startContainer(d, id);
+        if (refused) throw new Error(`start ${inputs.name}: ${refused}`);
+        this.ids.set(r.name, id);
+        return id;
+    }
 }
