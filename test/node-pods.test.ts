@@ -19,13 +19,22 @@ import { after, before, describe, it } from "node:test";
 import { ensureBinaries } from "./helpers/apiserver";
 import { RECIPE_NAMES } from "../components/config";
 import { planToDir } from "../scripts/lib/plan";
-import { parseWithTestImages } from "./helpers/config";
 import { buildNodeFixture, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodePlatformSkipReason, nodeUp } from "./helpers/node";
 import { APISERVER_NODE, measureReachability, type NodeAddresses, nodeEndpoints, nodeLocalEndpoints } from "./helpers/node-reachability";
 import { type NodeSandboxRender, renderNodeSandbox } from "./helpers/node-sandbox";
-import { OBSERVABILITY_ON, platformManifests } from "./helpers/observability";
 import { type ExtraEndpoint, type Manifest, reachabilityTable } from "./helpers/reachability";
-import { concernsStack, DECOYS, OWN_DNS, OWN_DNS_SHAPE, readmeTable, roleName, SCRAPER } from "./helpers/reachability-views";
+import {
+    concernsStack,
+    DECOYS,
+    OLD_RUN,
+    OWN_DNS,
+    OWN_DNS_SHAPE,
+    observedManifests,
+    oldRunJob,
+    readmeTable,
+    roleName,
+    SCRAPER,
+} from "./helpers/reachability-views";
 
 const CI = !!process.env.CI;
 const platformSkip = nodePlatformSkipReason();
@@ -57,17 +66,6 @@ async function planned(recipe: string, platformOverride?: Record<string, unknown
     return [...(await planToDir({ recipe, target: "kubernetes" }, { outDir, platformOverride })).manifests];
 }
 
-/** An old run's trainer left behind: the recipe's Job under another name and instance label (as test/reachability.test.ts has it). */
-const OLD_RUN = "train-old-run";
-function withOldRun(manifests: Manifest[]): Manifest[] {
-    const job = manifests.find((m) => m.kind === "Job");
-    assert.ok(job, "the recipe renders a trainer Job");
-    const old = structuredClone(job) as Record<string, any>;
-    old.metadata.name = OLD_RUN;
-    old.spec.template.metadata.labels = { ...old.spec.template.metadata.labels, "app.kubernetes.io/instance": OLD_RUN };
-    return [...manifests, old];
-}
-
 interface MeasuredCase {
     readonly label: string;
     /** The README table this case's computed matrix must equal (without the node's API server and the old run's pod). */
@@ -77,12 +75,16 @@ interface MeasuredCase {
     readonly extraEndpoints?: (a: NodeAddresses) => readonly ExtraEndpoint[];
 }
 
-const observed = (recipe: string) => async () =>
-    platformManifests(parseWithTestImages({ recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, ...OBSERVABILITY_ON }, "staging"));
-
 /** Every single-node recipe (the multi-node one stays on kwok), each DNS shape, and observability on. */
 const MEASURED: readonly MeasuredCase[] = [
-    ...RECIPE_NAMES.map((recipe) => ({ label: recipe, readme: recipe, manifests: async () => withOldRun(await planned(recipe)) })),
+    ...RECIPE_NAMES.map((recipe) => ({
+        label: recipe,
+        readme: recipe,
+        manifests: async () => {
+            const ms = await planned(recipe);
+            return [...ms, oldRunJob(ms)];
+        },
+    })),
     {
         label: "opencode-blackbox, target.dns node-local",
         manifests: () => planned("opencode-blackbox", { target: { dns: { kind: "node-local" } } }),
@@ -96,13 +98,13 @@ const MEASURED: readonly MeasuredCase[] = [
     {
         label: "mbpp-whitebox with observability",
         readme: "mbpp-whitebox+observability",
-        manifests: observed("mbpp-whitebox"),
+        manifests: () => observedManifests("mbpp-whitebox"),
         extraEndpoints: () => [SCRAPER, ...DECOYS],
     },
     {
         label: "opencode-blackbox with observability",
         readme: "opencode-blackbox+observability",
-        manifests: observed("opencode-blackbox"),
+        manifests: () => observedManifests("opencode-blackbox"),
         extraEndpoints: () => [SCRAPER, ...DECOYS],
     },
 ];

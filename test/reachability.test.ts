@@ -13,10 +13,21 @@ import { after, describe, test } from "node:test";
 import { MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
 import { METRICS_PORTS } from "../components/shared/metrics-pods";
 import { planToDir } from "../scripts/lib/plan";
-import { parseWithTestImages } from "./helpers/config";
-import { OBSERVABILITY_ON, platformManifests } from "./helpers/observability";
 import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manifest, type Reachability } from "./helpers/reachability";
-import { concernsStack, DECOYS, KUBE_DNS, OTHER_POD, OWN_DNS, OWN_DNS_SHAPE, readmeTable, roleName, SCRAPER } from "./helpers/reachability-views";
+import {
+    concernsStack,
+    DECOYS,
+    KUBE_DNS,
+    OLD_RUN,
+    OTHER_POD,
+    OWN_DNS,
+    OWN_DNS_SHAPE,
+    observedManifests,
+    oldRunJob,
+    readmeTable,
+    roleName,
+    SCRAPER,
+} from "./helpers/reachability-views";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-reach-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -80,12 +91,8 @@ describe("reachability: what the issue promises", () => {
 
     test("an old run's trainer pod left behind is unreachable (the namespace's standing default deny)", async () => {
         const first = await reachabilityOf("opencode-blackbox");
-        const job = first.manifests.find((m) => m.kind === "Job")!;
-        const oldJob = structuredClone(job) as Record<string, any>;
-        oldJob.metadata.name = "train-old-run";
-        oldJob.spec.template.metadata.labels = { ...oldJob.spec.template.metadata.labels, "app.kubernetes.io/instance": "train-old-run" };
-        const { r } = await reachabilityOf("opencode-blackbox", [oldJob]);
-        const old = r.parties.find((p) => p.name === "train-old-run")!;
+        const { r } = await reachabilityOf("opencode-blackbox", [oldRunJob(first.manifests)]);
+        const old = r.parties.find((p) => p.name === OLD_RUN)!;
         assert.ok(old, "the old Job is a pod group");
         assert.deepEqual(
             r.connections.filter((c) => c.to === old.id),
@@ -176,8 +183,7 @@ const OBSERVED_ENDPOINTS: readonly ExtraEndpoint[] = [...ENDPOINTS, SCRAPER, ...
 const METRICS_PORT_NUMBERS = new Set(Object.values(METRICS_PORTS).map((p) => p.port));
 
 async function observedReachability(recipe: string, mutate: (ms: Manifest[]) => Manifest[] = (ms) => ms): Promise<Reachability> {
-    const config = parseWithTestImages({ recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, ...OBSERVABILITY_ON }, "staging");
-    return evaluateReachability(mutate(await platformManifests(config)), { endpoints: OBSERVED_ENDPOINTS, podCidrs: POD_CIDRS });
+    return evaluateReachability(mutate(await observedManifests(recipe)), { endpoints: OBSERVED_ENDPOINTS, podCidrs: POD_CIDRS });
 }
 
 /** What the scrape rule may allow: the scraper to the metrics ports, nothing else new; every problem, one per line. */

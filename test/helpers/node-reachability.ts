@@ -164,6 +164,8 @@ export async function measureReachability(
 ): Promise<Measurement> {
     const r = evaluateReachability(manifests, { endpoints, podCidrs: [a.podSubnet] });
     const podParties = r.parties.filter((p) => p.kind === "pods");
+    const sources = podParties.filter((p) => p.asSource);
+    const maxAttempts = opts.attempts ?? 8;
     const namespaces = [
         ...manifests.filter((m) => m.kind === "Namespace"),
         ...extraNamespaces(r.parties, manifests).map((name) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } })),
@@ -201,7 +203,7 @@ export async function measureReachability(
         }
 
         const probes: Probe[] = [];
-        for (const from of podParties.filter((p) => p.asSource)) {
+        for (const from of sources) {
             for (const to of r.parties.filter((p) => p.asDestination && p.id !== from.id)) {
                 for (const { port, protocol } of probePorts(to, a)) {
                     probes.push({ from, to, ip: ipOf.get(to.id)!, port, protocol, expected: r.allows(from.id, to.id, port, protocol) });
@@ -213,36 +215,35 @@ export async function measureReachability(
         let open = 0;
         let attempt = 0;
         const t1 = Date.now();
-        for (attempt = 1; attempt <= (opts.attempts ?? 8); attempt++) {
+        while (attempt < maxAttempts) {
+            attempt++;
             const results = await Promise.all(
-                podParties
-                    .filter((p) => p.asSource)
-                    .map(async (from) => {
-                        const mine = probes.filter((x) => x.from.id === from.id);
-                        const targets = mine.map((x) => [x.ip, x.port, x.protocol, x.to.id === apiserverNode ? "connect" : "ok"]);
-                        const res = await node.kubectl(
-                            [
-                                "-n",
-                                from.namespace!,
-                                "exec",
-                                podName.get(from.id)!,
-                                "-c",
-                                "standin",
-                                "--",
-                                "python3",
-                                "-I",
-                                "-c",
-                                STANDIN,
-                                "probe",
-                                JSON.stringify(targets),
-                            ],
-                            undefined,
-                            60_000,
-                        );
-                        if (res.code !== 0) throw new Error(`probe from ${from.id} failed (exit ${res.code}): ${res.stderr}`);
-                        const got = JSON.parse(res.stdout) as string[];
-                        return mine.map((x, i) => ({ x, got: got[i]! }));
-                    }),
+                sources.map(async (from) => {
+                    const mine = probes.filter((x) => x.from.id === from.id);
+                    const targets = mine.map((x) => [x.ip, x.port, x.protocol, x.to.id === apiserverNode ? "connect" : "ok"]);
+                    const res = await node.kubectl(
+                        [
+                            "-n",
+                            from.namespace!,
+                            "exec",
+                            podName.get(from.id)!,
+                            "-c",
+                            "standin",
+                            "--",
+                            "python3",
+                            "-I",
+                            "-c",
+                            STANDIN,
+                            "probe",
+                            JSON.stringify(targets),
+                        ],
+                        undefined,
+                        60_000,
+                    );
+                    if (res.code !== 0) throw new Error(`probe from ${from.id} failed (exit ${res.code}): ${res.stderr}`);
+                    const got = JSON.parse(res.stdout) as string[];
+                    return mine.map((x, i) => ({ x, got: got[i]! }));
+                }),
             );
             const flat = results.flat();
             open = flat.filter((o) => o.got === "open").length;
@@ -253,14 +254,14 @@ export async function measureReachability(
                         `${x.from.id} -> ${x.to.id} (${x.ip}) ${x.protocol} ${x.port}: computed ${x.expected ? "allowed" : "refused"}, measured ${got}`,
                 );
             if (mismatches.length === 0) break;
-            if (attempt < (opts.attempts ?? 8)) await sleep(2000);
+            if (attempt < maxAttempts) await sleep(2000);
         }
         return {
             r,
             mismatches,
             probes: probes.length,
             open,
-            attempts: Math.min(attempt, opts.attempts ?? 8),
+            attempts: attempt,
             pods: pods.length,
             seconds: { podsReady, measured: (Date.now() - t1) / 1000 },
         };

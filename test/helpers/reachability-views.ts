@@ -6,7 +6,9 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { ExtraEndpoint, Party } from "./reachability";
+import { parseWithTestImages } from "./config";
+import { OBSERVABILITY_ON, platformManifests } from "./observability";
+import type { ExtraEndpoint, Manifest, Party } from "./reachability";
 
 const README = path.resolve(__dirname, "..", "..", "README.md");
 
@@ -55,3 +57,21 @@ export const DECOYS: readonly ExtraEndpoint[] = [
     { name: "grafana", namespace: "monitoring", labels: { "app.kubernetes.io/name": "grafana" }, role: "source" },
     { name: "prometheus-elsewhere", namespace: "default", labels: { "app.kubernetes.io/name": "prometheus" }, role: "source" },
 ];
+
+/** The name of an old run's trainer left behind (oldRunJob). */
+export const OLD_RUN = "train-old-run";
+
+/** An old run's trainer left behind: the manifests' trainer Job under another name and instance label. */
+export function oldRunJob(manifests: readonly Manifest[]): Manifest {
+    const job = manifests.find((m) => m.kind === "Job");
+    if (!job) throw new Error("the manifests hold no trainer Job");
+    const old = structuredClone(job) as Record<string, any>;
+    old.metadata.name = OLD_RUN;
+    old.spec.template.metadata.labels = { ...old.spec.template.metadata.labels, "app.kubernetes.io/instance": OLD_RUN };
+    return old;
+}
+
+/** Every Kubernetes object a staging stack of `recipe` registers with observability on (the Platform under the mocks). */
+export function observedManifests(recipe: string): Promise<Manifest[]> {
+    return platformManifests(parseWithTestImages({ recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, ...OBSERVABILITY_ON }, "staging"));
+}
