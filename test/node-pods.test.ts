@@ -21,6 +21,7 @@ import { RECIPE_NAMES } from "../components/config";
 import { planToDir } from "../scripts/lib/plan";
 import { buildNodeFixture, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodePlatformSkipReason, nodeUp } from "./helpers/node";
 import { APISERVER_NODE, measureReachability, type NodeAddresses, nodeEndpoints, nodeLocalEndpoints } from "./helpers/node-reachability";
+import { CLIENT_PY, clusterCheckObjects } from "./helpers/node-cluster";
 import { type NodeSandboxRender, renderNodeSandbox } from "./helpers/node-sandbox";
 import { type ExtraEndpoint, type Manifest, reachabilityTable } from "./helpers/reachability";
 import {
@@ -274,6 +275,78 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
         const logs = await node.kubectl(["-n", r.sandboxNamespace, "logs", r.sandboxPod, "-c", r.sandboxContainer, "--tail=20"]);
         assert.equal(logs.code, 0, logs.stderr);
         assert.match(logs.stdout, new RegExp(`GET ${r.healthPath} 200`), "the runtime logged the kubelet's probes");
+    });
+
+    it("cluster services: the controller-manager, scheduler, kube-proxy and CoreDNS serve pods as a cluster's do", async () => {
+        const k = clusterCheckObjects(node.names.busyboxImage, node.names.runtimeImage);
+        const ns = ["-n", k.namespace];
+        const t0 = Date.now();
+        await node.kubectlOk(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: k.objects }));
+        // The controller-manager: each namespace's default ServiceAccount and root CA ConfigMap (the
+        // token volume of every pod that mounts one needs it), the Deployment's and StatefulSet's pods.
+        let made = "";
+        for (let i = 0; i < 60 && made !== "default kube-root-ca.crt"; i++) {
+            const sa = await node.kubectl([...ns, "get", "serviceaccount", "default", "-o", "jsonpath={.metadata.name}"]);
+            const cm = await node.kubectl([...ns, "get", "configmap", "kube-root-ca.crt", "-o", "jsonpath={.metadata.name}"]);
+            made = `${sa.stdout.trim()} ${cm.stdout.trim()}`;
+            if (made !== "default kube-root-ca.crt") await sleep(500);
+        }
+        assert.equal(made, "default kube-root-ca.crt", `the controller-manager made neither or one: ${made}\n${node.logTail("kube-controller-manager", 20)}`);
+        for (const what of [`deployment/${k.web.deployment}`, `statefulset/${k.stateful.statefulSet}`]) {
+            const r = await node.kubectl([...ns, "rollout", "status", what, "--timeout=120s"], undefined, 130_000);
+            assert.equal(r.code, 0, `${what} rolled out: ${r.stdout}${r.stderr}\n${(await node.kubectl([...ns, "get", "pods", "-o", "wide"])).stdout}`);
+        }
+        await node.kubectlOk([...ns, "wait", "--for=condition=Ready", "--timeout=90s", `pod/${k.client}`]);
+        process.stderr.write(`# cluster check: every pod Ready ${((Date.now() - t0) / 1000).toFixed(1)} s after kubectl apply\n`);
+        const pods: Array<{ name: string; ip: string; node: string }> = JSON.parse(await node.kubectlOk([...ns, "get", "pods", "-o", "json"])).items.map(
+            (p: any) => ({ name: p.metadata.name, ip: p.status.podIP, node: p.spec.nodeName }),
+        );
+        // The scheduler: the Deployment's pods were given no node, and are on this one.
+        const web = pods.filter((p) => p.name.startsWith(`${k.web.deployment}-`));
+        assert.equal(web.length, k.web.replicas, JSON.stringify(pods));
+        for (const p of web) assert.equal(p.node, node.names.nodeName, `${p.name} scheduled onto the node`);
+
+        const clientId = await containerId(k.namespace, k.client, "client");
+        const client = async (...args: string[]) => {
+            const res = await node.exec(clientId, ["python3", "-I", "-c", CLIENT_PY, ...args], 30_000);
+            return { code: res.code, out: `${res.stdout}${res.stderr}`.trim() };
+        };
+        const domain = "cluster.local";
+        const resolvConf = await node.exec(clientId, ["cat", "/etc/resolv.conf"]);
+        assert.match(resolvConf.stdout, /^nameserver 10\.0\.0\.10$/m, `the pod's resolver is the kube-dns Service (kubelet clusterDNS): ${resolvConf.stdout}`);
+        // CoreDNS, through the kube-dns Service (kube-proxy): the Service's name, each StatefulSet pod's name.
+        const svcIp = (await node.kubectlOk([...ns, "get", "service", k.web.service, "-o", "jsonpath={.spec.clusterIP}"])).trim();
+        assert.deepEqual(await client("resolve", `${k.web.service}.${k.namespace}.svc.${domain}`), { code: 0, out: svcIp }, "the Service name: its ClusterIP");
+        for (let i = 0; i < k.stateful.replicas; i++) {
+            const pod = `${k.stateful.statefulSet}-${i}`;
+            const ip = pods.find((p) => p.name === pod)?.ip;
+            const fqdn = `${pod}.${k.stateful.service}.${k.namespace}.svc.${domain}`;
+            assert.deepEqual(await client("resolve", fqdn), { code: 0, out: ip }, `${fqdn}: ${pod}'s address`);
+            assert.deepEqual(await client("get", `http://${fqdn}:${k.stateful.port}/`), { code: 0, out: pod }, `${fqdn} answers as ${pod}`);
+        }
+        // kube-proxy: the Service address, by its short name (the pod's search path), reaches every replica.
+        const seen = new Set<string>();
+        for (let i = 0; i < 30 && seen.size < k.web.replicas; i++) {
+            const r = await client("get", `http://${k.web.service}/`);
+            assert.equal(r.code, 0, `GET http://${k.web.service}/ through the ClusterIP: ${r.out}`);
+            seen.add(r.out);
+        }
+        assert.deepEqual([...seen].sort(), web.map((p) => p.name).sort(), "the ClusterIP reaches each Deployment pod");
+        // The API server through the kubernetes Service, with the token and CA the kubelet mounted.
+        const sa = await node.exec(clientId, [
+            "sh",
+            "-c",
+            "cd /var/run/secrets/kubernetes.io/serviceaccount && test -s token && test -s ca.crt && echo mounted",
+        ]);
+        assert.equal(sa.stdout.trim(), "mounted", `token and CA mounted: ${sa.stdout}${sa.stderr}`);
+        assert.deepEqual(await client("connect", "kubernetes.default.svc", "443"), { code: 0, out: "connected" }, "kubernetes.default.svc:443");
+        // A name outside the cluster does not resolve (the node's resolver has no upstream).
+        const outside = await client("resolve", "example.com");
+        assert.notEqual(outside.code, 0, `example.com must not resolve: ${outside.out}`);
+        assert.match(outside.out, /socket\.gaierror/, outside.out);
+        // The namespace controller finalizes a deleted namespace.
+        const del = await node.kubectl(["delete", "namespace", k.namespace, "--timeout=90s"], undefined, 100_000);
+        assert.equal(del.code, 0, `namespace ${k.namespace} deleted: ${del.stdout}${del.stderr}`);
     });
 
     for (const [i, c] of MEASURED.entries()) {

@@ -8,11 +8,11 @@
  *    otherwise the run stops at once with one message listing what is missing and the command
  *    that gets it.
  *    As root on Linux also the node fixture's packages (ipset, containernetworking-plugins,
- *    busybox-static, debootstrap, runc, iptables, iproute2); elsewhere the node test skips.
+ *    busybox-static, debootstrap, runc, iptables, iproute2, gettext-base); elsewhere the node test skips.
  * 2. The Go-built fixtures, each cached outside the repo by its own build script (API server,
  *    real engine, agent-sandbox and JobSet controllers; as root on Linux the node fixture,
- *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, kube-router's NetworkPolicy
- *    controller, two images), and the Python venv of the trainer-side lock
+ *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, kube-proxy, controller-manager,
+ *    scheduler, CoreDNS, kube-router's NetworkPolicy controller, the images), and the Python venv of the trainer-side lock
  *    (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB), made while the Go
  *    builds run.
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
@@ -79,7 +79,7 @@ function debInstalled(pkgs: readonly string[]): boolean {
 }
 
 /** The node fixture's Debian packages (test/node/env.sh's BOOKWORM_PACKAGES). */
-const NODE_PACKAGES = ["ipset", "containernetworking-plugins", "busybox-static", "debootstrap", "runc", "iptables", "iproute2"] as const;
+const NODE_PACKAGES = ["ipset", "containernetworking-plugins", "busybox-static", "debootstrap", "runc", "iptables", "iproute2", "gettext-base"] as const;
 
 function goVersionOk(): boolean {
     const r = spawnSync("go", ["env", "GOVERSION"], { encoding: "utf8" });
@@ -125,7 +125,7 @@ const PREREQUISITES: readonly Prerequisite[] = [
         manual: "apt-get install -y python3 python3-venv (Python >= 3.11)",
     },
     {
-        what: "the node fixture's packages: ipset, CNI plugins, busybox-static, debootstrap, runc, iptables, iproute2 (test/node/)",
+        what: "the node fixture's packages: ipset, CNI plugins, busybox-static, debootstrap, runc, iptables, iproute2, gettext-base (test/node/)",
         present: () => debInstalled(NODE_PACKAGES),
         apt: NODE_PACKAGES,
         manual: `apt-get install -y --no-install-recommends ${NODE_PACKAGES.join(" ")}`,
@@ -198,7 +198,10 @@ async function buildFixtures(): Promise<void> {
     runScript("engine fixture", "bash", ["test/engine/build.sh"]);
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
     runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
-    if (isLinuxRoot()) runScript("node fixture (containerd 2, kubelet, kube-router netpol, images)", "bash", ["test/node/build.sh"]);
+    if (isLinuxRoot())
+        runScript("node fixture (containerd 2, kubelet, kube-proxy, controller-manager, scheduler, CoreDNS, kube-router netpol, images)", "bash", [
+            "test/node/build.sh",
+        ]);
     else log("node fixture: not built (needs root on Linux; test/node-pods.test.ts skips)");
     const code = await venv;
     fs.closeSync(venvOut);
@@ -237,7 +240,7 @@ interface Skip {
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
 const SERVICE =
-    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-router-netpol|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-proxy|coredns|kube-router-netpol|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
     const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });

@@ -4,7 +4,9 @@
 #   containerd/  Debian forky's containerd 2.1.9 package, unpacked (apt-get download through a
 #                private sources list and lists dir, then dpkg-deb -x: the system's apt sources,
 #                dpkg database and containerd are not touched)
-#   bin/kubelet             k8s.io/kubernetes v1.36.3 cmd/kubelet (wrapper module kubelet/)
+#   bin/kubelet, bin/kube-proxy, bin/kube-controller-manager, bin/kube-scheduler
+#                           k8s.io/kubernetes v1.36.3 cmd/<name> (wrapper module kubelet/)
+#   bin/coredns             CoreDNS v1.14.7 with a cluster's plugins only (wrapper module coredns/)
 #   bin/kube-router-netpol  kube-router v2.1.0's NetworkPolicy controller alone (wrapper module
 #                           kube-router-netpol/: no gobgp, no aws-sdk-go)
 #   images/*.oci.tar        busybox (pod sandbox + clients) and the sandbox runtime (images.sh)
@@ -22,15 +24,16 @@ blog() { printf '[node/build] %s\n' "$*" >&2; }
 
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 kubelet_stamp="k8s=$K8S_VERSION mod=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet/go.sum")"
+coredns_stamp="coredns=$COREDNS_VERSION src=$(hash_of "$NODE_HERE/coredns/go.mod" "$NODE_HERE/coredns/go.sum" "$NODE_HERE/coredns/main.go")"
 netpol_stamp="kube-router=$KUBE_ROUTER_VERSION src=$(hash_of "$NODE_HERE/kube-router-netpol/go.mod" "$NODE_HERE/kube-router-netpol/go.sum" "$NODE_HERE/kube-router-netpol/main.go")"
 containerd_stamp="$CONTAINERD_DEB_VERSION"
-images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh")"
-stamp_content="$kubelet_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
+images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$NODE_HERE/coredns/main.go" "$NODE_HERE/coredns/go.sum" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh")"
+stamp_content="$kubelet_stamp $coredns_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
 
 up_to_date() {
   [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
   local f
-  for f in bin/kubelet bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/sandbox-runtime.oci.tar; do
+  for f in "${K8S_NODE_PROGRAMS[@]/#/bin/}" bin/coredns bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/coredns.oci.tar images/sandbox-runtime.oci.tar; do
     [[ -e "$out/$f" ]] || return 1
   done
 }
@@ -86,8 +89,9 @@ if ! part_current containerd/.stamp "$containerd_stamp"; then timed "containerd 
 
 # --- Go programs -------------------------------------------------------------------------------
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
-build_kubelet() {
-  local info build_date major minor ldflags pkg
+# build_k8s NAME: k8s.io/kubernetes cmd/NAME from the wrapper module kubelet/.
+build_k8s() {
+  local name=$1 info build_date major minor ldflags pkg
   cd "$NODE_HERE/kubelet"
   # The version embedded as hack/lib/version.sh does, buildDate from the module's .info (as test/apiserver/build.sh).
   info="$(go mod download -json k8s.io/kubernetes | sed -n 's/.*"Info": "\(.*\)",*$/\1/p')"
@@ -100,10 +104,18 @@ build_kubelet() {
     ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
   done
-  go build -trimpath -ldflags="$ldflags" -o "$out/bin/kubelet.new" k8s.io/kubernetes/cmd/kubelet
-  "$out/bin/kubelet.new" --version
-  mv "$out/bin/kubelet.new" "$out/bin/kubelet"
-  printf '%s' "$kubelet_stamp" > "$out/bin/.kubelet.stamp"
+  go build -trimpath -ldflags="$ldflags" -o "$out/bin/$name.new" "k8s.io/kubernetes/cmd/$name"
+  "$out/bin/$name.new" --version
+  mv "$out/bin/$name.new" "$out/bin/$name"
+  printf '%s' "$kubelet_stamp" > "$out/bin/.$name.stamp"
+}
+build_coredns() {
+  cd "$NODE_HERE/coredns"
+  go build -trimpath -ldflags="-s -w" -o "$out/bin/coredns.new" .
+  "$out/bin/coredns.new" -version
+  "$out/bin/coredns.new" -plugins | grep -qx '[[:space:]]*kubernetes' || { echo "coredns: no kubernetes plugin" >&2; return 1; }
+  mv "$out/bin/coredns.new" "$out/bin/coredns"
+  printf '%s' "$coredns_stamp" > "$out/bin/.coredns.stamp"
 }
 build_netpol() {
   cd "$NODE_HERE/kube-router-netpol"
@@ -115,12 +127,16 @@ build_netpol() {
 }
 # Module downloads first, timed apart from the compiles.
 timed "Go modules (kubelet, kube-router-netpol)" sh -c "cd '$NODE_HERE/kubelet' && go mod download && cd '$NODE_HERE/kube-router-netpol' && go mod download"
-if ! part_current bin/.kubelet.stamp "$kubelet_stamp"; then timed "go build kubelet $K8S_VERSION" build_kubelet; fi
+for name in "${K8S_NODE_PROGRAMS[@]}"; do
+  if ! part_current "bin/.$name.stamp" "$kubelet_stamp"; then timed "go build $name $K8S_VERSION" build_k8s "$name"; fi
+done
+# CoreDNS's go.mod lists every module its plugins' tests need; the build fetches only what it compiles.
+if ! part_current bin/.coredns.stamp "$coredns_stamp"; then timed "go build coredns $COREDNS_VERSION" build_coredns; fi
 if ! part_current bin/.kube-router-netpol.stamp "$netpol_stamp"; then timed "go build kube-router-netpol ($KUBE_ROUTER_VERSION netpol)" build_netpol; fi
 
 # --- images ------------------------------------------------------------------------------------
 if ! part_current images/.stamp "$images_stamp"; then
-  timed "images (busybox, sandbox-runtime)" bash "$NODE_HERE/images.sh"
+  timed "images (busybox, coredns, sandbox-runtime)" bash "$NODE_HERE/images.sh"
   printf '%s' "$images_stamp" > "$out/images/.stamp"
 fi
 

@@ -4,11 +4,14 @@ NODE_HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$NODE_HERE/../.." && pwd)"
 K8S_VERSION=v1.36.3
 KUBE_ROUTER_VERSION=v2.1.0
+COREDNS_VERSION=v1.14.7
+# The k8s.io/kubernetes programs build.sh builds from the wrapper module kubelet/ (bin/<name>).
+K8S_NODE_PROGRAMS=(kubelet kube-proxy kube-controller-manager kube-scheduler)
 # Debian forky's containerd (2.1.9) runs on bookworm's libc (it needs libc6 >= 2.34); forky's runc
 # 1.3.6 needs libc6 >= 2.38, so runc stays bookworm's 1.1.5.
 CONTAINERD_DEB_VERSION=2.1.9+ds1-5
 # Installed by `npm test` (scripts/test/run.ts) as root; build.sh only checks them.
-BOOKWORM_PACKAGES=(ipset containernetworking-plugins busybox-static debootstrap runc iptables iproute2 openssl)
+BOOKWORM_PACKAGES=(ipset containernetworking-plugins busybox-static debootstrap runc iptables iproute2 openssl gettext-base)
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
 # The fixture's output directory (build.sh prints it as its last stdout line): bin/, containerd/, images/.
 NODE_DIR="${AGENT_RL_NODE_DIR:-$cache_root/node-$K8S_VERSION}"
@@ -34,12 +37,15 @@ NODE_IP=10.213.0.2
 BRIDGE=arl-cni0
 POD_SUBNET=10.214.0.0/24
 SERVICE_RANGE=10.0.0.0/24
+CLUSTER_DNS_IP=10.0.0.10            # the kube-dns Service (coredns.yaml), the kubelet's clusterDNS
+CLUSTER_DOMAIN=cluster.local
 CNI_NETWORK=arl-node
 API_PORT=6443
 ETCD_CLIENT_PORT=2379
 ETCD_PEER_PORT=2380
 BUSYBOX_IMAGE=localhost/arl-node/busybox:fixture
 RUNTIME_IMAGE=localhost/arl-node/sandbox-runtime:fixture
+COREDNS_IMAGE=localhost/arl-node/coredns:fixture
 CTR_BIN="$NODE_DIR/containerd/usr/bin"
 log() { printf '[node %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 in_ns() { ip netns exec "$NETNS" "$@"; }

@@ -9,7 +9,9 @@
 #                            user, env, workdir and command of python/Dockerfile. The base is not
 #                            OpenEnv's opencode sandbox image (no registry here): its opencode is a
 #                            stand-in script, named as such.
-# Usage: images.sh [busybox] [sandbox-runtime]   (default: both; each is rebuilt only when its stamp changed)
+#   coredns.oci.tar          localhost/arl-node/coredns:fixture: bin/coredns (build.sh) alone, as
+#                            CoreDNS's own image lays it out
+# Usage: images.sh [busybox] [coredns] [sandbox-runtime]   (default: both; each is rebuilt only when its stamp changed)
 # Each archive has one uncompressed layer (a tar of the rootfs), a config, a manifest and an
 # index whose io.containerd.image.name annotation names the image. Prints each step's wall time.
 set -euo pipefail
@@ -40,7 +42,7 @@ oci_archive() {
   mv "$dest.new" "$dest"; rm -rf "$d"
 }
 
-what=("$@"); (( ${#what[@]} > 0 )) || what=(busybox sandbox-runtime)
+what=("$@"); (( ${#what[@]} > 0 )) || what=(busybox coredns sandbox-runtime)
 want() { [[ " ${what[*]} " == *" $1 "* ]]; }
 
 # --- busybox (pause + client) ----------------------------------------------------------------
@@ -57,6 +59,23 @@ if want busybox && [[ "${FORCE:-0}" == 1 || "$(cat "$out/busybox.stamp" 2>/dev/n
     '{"Cmd":["/bin/sleep","2147483647"],"Env":["PATH=/bin"],"WorkingDir":"/"}'
   printf '%s' "$bb_stamp" > "$out/busybox.stamp"; rm -rf "$r"
   log "busybox image built in $(secs "$t0")s ($(du -h "$out/busybox.oci.tar" | cut -f1))"
+fi
+
+# --- CoreDNS (cluster DNS) ---------------------------------------------------------------------
+# The static binary build.sh made (bin/coredns), laid out as CoreDNS's own image is (its Dockerfile,
+# CoreDNS v1.14.7: the binary at /coredns, the entrypoint, user nonroot 65532, port 53).
+cd_stamp="coredns=$(sha "$NODE_DIR/bin/coredns" | cut -c1-16)"
+if want coredns && [[ "${FORCE:-0}" == 1 || "$(cat "$out/coredns.stamp" 2>/dev/null)" != "$cd_stamp" || ! -f "$out/coredns.oci.tar" ]]; then
+  t0=$(date +%s.%N)
+  r="$build/coredns-rootfs"; rm -rf "$r"; mkdir -p "$r"/{etc,tmp}
+  install -m 0755 "$NODE_DIR/bin/coredns" "$r/coredns"
+  printf 'root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n' > "$r/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' > "$r/etc/group"
+  chmod 1777 "$r/tmp"
+  oci_archive "$r" "$out/coredns.oci.tar" "$COREDNS_IMAGE" \
+    '{"User":"65532:65532","Entrypoint":["/coredns"],"ExposedPorts":{"53/tcp":{},"53/udp":{}},"WorkingDir":"/"}'
+  printf '%s' "$cd_stamp" > "$out/coredns.stamp"; rm -rf "$r"
+  log "coredns image built in $(secs "$t0")s ($(du -h "$out/coredns.oci.tar" | cut -f1))"
 fi
 
 # --- sandbox runtime ---------------------------------------------------------------------------

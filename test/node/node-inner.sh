@@ -40,6 +40,17 @@ start kube-apiserver "$K8S_CACHE/bin/kube-apiserver" --bind-address="$NODE_IP" -
   --kubelet-preferred-address-types=InternalIP --profiling=false --v=1
 wait_for kube-apiserver 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get --raw /readyz
 
+# The controllers a cluster runs beside its API server: ServiceAccounts and their root CA
+# ConfigMap, Deployment/StatefulSet/ReplicaSet pods, EndpointSlices for Services, namespace
+# deletion, garbage collection; and the scheduler. Neither serves HTTPS (--secure-port=0).
+start kube-controller-manager "$NODE_DIR/bin/kube-controller-manager" --kubeconfig="$W/kubeconfig" \
+  --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" --use-service-account-credentials=false \
+  --leader-elect=false --secure-port=0 --controllers='*' --concurrent-deployment-syncs=2 --concurrent-statefulset-syncs=2 \
+  --node-monitor-grace-period=60s --profiling=false --v=1
+start kube-scheduler "$NODE_DIR/bin/kube-scheduler" --kubeconfig="$W/kubeconfig" --leader-elect=false --secure-port=0 \
+  --profiling=false --v=1
+wait_for kube-controller-manager 60 sh -c "'$K8S_CACHE/bin/kubectl' --kubeconfig '$W/kubeconfig' -n default get serviceaccount default"
+
 start containerd "$CTR_BIN/containerd" --config "$W/containerd/config.toml"
 wait_for containerd 60 "$CTR_BIN/ctr" --address "$W/containerd/containerd.sock" version
 [[ "${UP_UNTIL:-node}" == containerd ]] && keep ok
@@ -48,6 +59,12 @@ start kubelet "$NODE_DIR/bin/kubelet" --config="$W/kubelet.yaml" --kubeconfig="$
   --root-dir="$W/kubelet" --cert-dir="$W/kubelet/pki" --volume-plugin-dir="$W/volume-plugins" \
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
 wait_for kubelet 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME"
+
+# kube-proxy (iptables mode) in the node's network namespace, as a DaemonSet with hostNetwork would
+# run it: Service addresses ($SERVICE_RANGE) reach their pods. Conntrack limits are left as they
+# are (maxPerCore 0, timeouts 0): nf_conntrack_max is not settable from a network namespace.
+start kube-proxy "$NODE_DIR/bin/kube-proxy" --config="$W/kube-proxy.yaml" --v=1
+wait_for kube-proxy 60 sh -c 'iptables-save -t nat | grep -q "^-A KUBE-SERVICES .*default/kubernetes:https"'
 
 [[ "${UP_UNTIL:-node}" == kubelet ]] && keep ok
 

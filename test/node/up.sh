@@ -16,12 +16,13 @@ set -euo pipefail
 [[ $EUID == 0 ]] || { log "ERROR: run as root"; exit 1; }
 UP_UNTIL="${UP_UNTIL:-node}"
 needs=("$K8S_CACHE/bin/etcd" "$K8S_CACHE/bin/kube-apiserver" "$K8S_CACHE/bin/kubectl")
-[[ "$UP_UNTIL" == containerd ]] || needs+=("$NODE_DIR/bin/kubelet" "$NODE_DIR/images/sandbox-runtime.oci.tar")
+[[ "$UP_UNTIL" == containerd ]] || needs+=("$NODE_DIR/bin/kubelet" "$NODE_DIR/bin/kube-proxy" "$NODE_DIR/bin/kube-controller-manager"
+  "$NODE_DIR/bin/kube-scheduler" "$NODE_DIR/images/coredns.oci.tar" "$NODE_DIR/images/sandbox-runtime.oci.tar")
 [[ "$UP_UNTIL" == node ]] && needs+=("$NODE_DIR/bin/kube-router-netpol")
 for f in "${needs[@]}" "$CTR_BIN/containerd" "$NODE_DIR/images/busybox.oci.tar"; do
   [[ -e "$f" ]] || { log "ERROR: missing $f (run test/node/build.sh and test/apiserver/build.sh)"; exit 1; }
 done
-for c in ipset runc iptables-save ip openssl; do command -v "$c" >/dev/null || { log "ERROR: $c not found (fetch.sh installs it)"; exit 1; }; done
+for c in ipset runc iptables-save ip openssl envsubst; do command -v "$c" >/dev/null || { log "ERROR: $c not found (fetch.sh installs it)"; exit 1; }; done
 
 bash "$NODE_HERE/down.sh" >/dev/null 2>&1 || bash "$NODE_HERE/down.sh"
 T0=$(date +%s.%N)
@@ -132,7 +133,20 @@ cat > "$W/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
 ]}
 EOF
 
+# The node's own resolver (what dnsPolicy Default pods, CoreDNS among them, get): nothing answers on
+# the node address, so names outside the cluster fail at once; cluster names go to CoreDNS.
 printf 'nameserver %s\n' "$NODE_IP" > "$W/resolv.conf"
+cat > "$W/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $W/kubeconfig}
+hostnameOverride: $NODE_NAME
+mode: iptables
+clusterCIDR: $POD_SUBNET
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s, udpTimeout: 0s, udpStreamTimeout: 0s}
+EOF
 cat > "$W/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -147,6 +161,8 @@ authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
 authorization: {mode: AlwaysAllow}
 failSwapOn: false
 resolvConf: $W/resolv.conf
+clusterDNS: [$CLUSTER_DNS_IP]
+clusterDomain: $CLUSTER_DOMAIN
 podLogsDir: $W/pod-logs
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%, imagefs.inodesFree: 1%}
 imageGCHighThresholdPercent: 100
@@ -170,7 +186,7 @@ cat "$W/logs/node-inner.log" >&2
 [[ "$(cat "$W/inner.done" 2>/dev/null)" == ok ]] || { log "ERROR: the node's daemons did not all come up (above)"; exit 1; }
 ctr_ version >/dev/null
 
-for img in busybox sandbox-runtime; do
+for img in busybox coredns sandbox-runtime; do
   [[ -f "$NODE_DIR/images/$img.oci.tar" ]] || continue
   t0=$(date +%s.%N)
   # Once (of about ten runs) the import's stream was reset by containerd ("connection reset by
@@ -192,3 +208,12 @@ done
 [[ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] || {
   kc get node -o wide >&2 || true; tail -30 "$W/logs/kubelet.log" >&2; log "ERROR: node $NODE_NAME not Ready"; exit 1; }
 mark "node $NODE_NAME Ready"
+
+# Cluster DNS (cluster-dns.yaml): CoreDNS's pod Ready behind its /ready probe, the kube-dns
+# Service's address routed to it by kube-proxy.
+CLUSTER_DOMAIN="$CLUSTER_DOMAIN" CLUSTER_DNS_IP="$CLUSTER_DNS_IP" COREDNS_IMAGE="$COREDNS_IMAGE" \
+  envsubst '${CLUSTER_DOMAIN} ${CLUSTER_DNS_IP} ${COREDNS_IMAGE}' < "$NODE_HERE/cluster-dns.yaml" | kc apply -f - >&2
+kc -n kube-system rollout status deployment/coredns --timeout=120s >&2 || {
+  kc -n kube-system get pods -o wide >&2 || true; kc -n kube-system describe pods -l k8s-app=kube-dns | tail -30 >&2 || true
+  log "ERROR: CoreDNS not Ready"; exit 1; }
+mark "cluster DNS Ready ($CLUSTER_DNS_IP)"
