@@ -11,8 +11,8 @@
  *    busybox-static, debootstrap, runc, iptables, iproute2); elsewhere the node test skips.
  * 2. The Go-built fixtures, each cached outside the repo by its own build script (API server,
  *    real engine, agent-sandbox and JobSet controllers; as root on Linux the node fixture,
- *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, kube-router's NetworkPolicy
- *    controller, two images), and the Python venv of the trainer-side lock
+ *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, the GPU stand-in device
+ *    plugin, kube-router's NetworkPolicy controller, two images), and the Python venv of the trainer-side lock
  *    (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB), made while the Go
  *    builds run.
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
@@ -198,7 +198,7 @@ async function buildFixtures(): Promise<void> {
     runScript("engine fixture", "bash", ["test/engine/build.sh"]);
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
     runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
-    if (isLinuxRoot()) runScript("node fixture (containerd 2, kubelet, kube-router netpol, images)", "bash", ["test/node/build.sh"]);
+    if (isLinuxRoot()) runScript("node fixture (containerd 2, kubelet, GPU stand-in, kube-router netpol, images)", "bash", ["test/node/build.sh"]);
     else log("node fixture: not built (needs root on Linux; test/node-pods.test.ts skips)");
     const code = await venv;
     fs.closeSync(venvOut);
@@ -237,7 +237,7 @@ interface Skip {
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
 const SERVICE =
-    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-router-netpol|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-router-netpol|gpu-standin|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
     const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });

@@ -7,6 +7,8 @@
 #   bin/kubelet             k8s.io/kubernetes v1.36.3 cmd/kubelet (wrapper module kubelet/)
 #   bin/kube-router-netpol  kube-router v2.1.0's NetworkPolicy controller alone (wrapper module
 #                           kube-router-netpol/: no gobgp, no aws-sdk-go)
+#   bin/gpu-standin         a STAND-IN device plugin advertising fake nvidia.com/gpu devices (no GPU:
+#                           kubelet/gpu-standin/, a second main package in the kubelet's module)
 #   images/*.oci.tar        busybox (pod sandbox + clients) and the sandbox runtime (images.sh)
 # Needs root (debootstrap, chroot), Go, the Go module proxy, Debian's package mirror, and the
 # Debian packages in env.sh's BOOKWORM_PACKAGES (`npm test` installs them as root).
@@ -22,15 +24,17 @@ blog() { printf '[node/build] %s\n' "$*" >&2; }
 
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 kubelet_stamp="k8s=$K8S_VERSION mod=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet/go.sum")"
+# gpu-standin shares the kubelet's module (go.mod/go.sum) and has its own source.
+gpu_standin_stamp="src=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet/go.sum" "$NODE_HERE/kubelet/gpu-standin/main.go")"
 netpol_stamp="kube-router=$KUBE_ROUTER_VERSION src=$(hash_of "$NODE_HERE/kube-router-netpol/go.mod" "$NODE_HERE/kube-router-netpol/go.sum" "$NODE_HERE/kube-router-netpol/main.go")"
 containerd_stamp="$CONTAINERD_DEB_VERSION"
 images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh")"
-stamp_content="$kubelet_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
+stamp_content="$kubelet_stamp gpu-standin=$gpu_standin_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
 
 up_to_date() {
   [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
   local f
-  for f in bin/kubelet bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/sandbox-runtime.oci.tar; do
+  for f in bin/kubelet bin/gpu-standin bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/sandbox-runtime.oci.tar; do
     [[ -e "$out/$f" ]] || return 1
   done
 }
@@ -105,6 +109,13 @@ build_kubelet() {
   mv "$out/bin/kubelet.new" "$out/bin/kubelet"
   printf '%s' "$kubelet_stamp" > "$out/bin/.kubelet.stamp"
 }
+build_gpu_standin() {
+  cd "$NODE_HERE/kubelet"
+  go build -trimpath -ldflags="-s -w" -o "$out/bin/gpu-standin.new" ./gpu-standin
+  "$out/bin/gpu-standin.new" --help 2>&1 | head -1
+  mv "$out/bin/gpu-standin.new" "$out/bin/gpu-standin"
+  printf '%s' "$gpu_standin_stamp" > "$out/bin/.gpu-standin.stamp"
+}
 build_netpol() {
   cd "$NODE_HERE/kube-router-netpol"
   go build -trimpath -ldflags="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
@@ -116,6 +127,7 @@ build_netpol() {
 # Module downloads first, timed apart from the compiles.
 timed "Go modules (kubelet, kube-router-netpol)" sh -c "cd '$NODE_HERE/kubelet' && go mod download && cd '$NODE_HERE/kube-router-netpol' && go mod download"
 if ! part_current bin/.kubelet.stamp "$kubelet_stamp"; then timed "go build kubelet $K8S_VERSION" build_kubelet; fi
+if ! part_current bin/.gpu-standin.stamp "$gpu_standin_stamp"; then timed "go build gpu-standin (stand-in device plugin)" build_gpu_standin; fi
 if ! part_current bin/.kube-router-netpol.stamp "$netpol_stamp"; then timed "go build kube-router-netpol ($KUBE_ROUTER_VERSION netpol)" build_netpol; fi
 
 # --- images ------------------------------------------------------------------------------------

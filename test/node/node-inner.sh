@@ -49,6 +49,16 @@ start kubelet "$NODE_DIR/bin/kubelet" --config="$W/kubelet.yaml" --kubeconfig="$
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
 wait_for kubelet 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME"
 
+# STAND-IN device plugin: fake $GPU_RESOURCE devices (no GPU), registered on the kubelet's socket.
+start gpu-standin "$NODE_DIR/bin/gpu-standin" --devices="$GPU_STANDIN_DEVICES" --resource="$GPU_RESOURCE" \
+  --plugin-dir="$W/kubelet/device-plugins"
+# Ready when the node's allocatable shows them (the kubelet reports it with the node status).
+node_gpus() {
+  [[ "$("$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME" \
+    -o jsonpath="{.status.allocatable.${GPU_RESOURCE//./\\.}}")" == "$GPU_STANDIN_DEVICES" ]]
+}
+wait_for gpu-standin 60 node_gpus
+
 [[ "${UP_UNTIL:-node}" == kubelet ]] && keep ok
 
 start kube-router "$NODE_DIR/bin/kube-router-netpol" --kubeconfig="$W/kubeconfig" --hostname-override="$NODE_NAME" \
