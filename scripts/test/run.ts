@@ -12,9 +12,9 @@
  * 2. The Go-built fixtures, each cached outside the repo by its own build script (API server,
  *    real engine, agent-sandbox and JobSet controllers; as root on Linux the node fixture,
  *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, the GPU stand-in device
- *    plugin, kube-router's NetworkPolicy controller, two images), and the Python venv of the trainer-side lock
- *    (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB), made while the Go
- *    builds run.
+ *    plugin, kube-router's NetworkPolicy controller, two images), and the Python venv of the
+ *    trainer-side lock (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB),
+ *    made while the Go builds run.
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), the TypeScript tests (node:test), the Python tests (pytest).
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
