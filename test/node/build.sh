@@ -112,7 +112,10 @@ build_kubelet() {
 build_gpu_standin() {
   cd "$NODE_HERE/kubelet"
   go build -trimpath -ldflags="-s -w" -o "$out/bin/gpu-standin.new" ./gpu-standin
-  "$out/bin/gpu-standin.new" --help 2>&1 | head -1
+  local help
+  help="$("$out/bin/gpu-standin.new" --help 2>&1)"   # not `| head -1`: SIGPIPE under pipefail
+  [[ "$help" == *STAND-IN* ]] || { echo "gpu-standin --help does not name the stand-in: $help"; return 1; }
+  echo "${help%%$'\n'*}"
   mv "$out/bin/gpu-standin.new" "$out/bin/gpu-standin"
   printf '%s' "$gpu_standin_stamp" > "$out/bin/.gpu-standin.stamp"
 }
