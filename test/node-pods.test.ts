@@ -19,7 +19,7 @@ import { after, before, describe, it } from "node:test";
 import { ensureBinaries } from "./helpers/apiserver";
 import { RECIPE_NAMES } from "../components/config";
 import { planToDir } from "../scripts/lib/plan";
-import { buildNodeFixture, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodePlatformSkipReason, nodeUp } from "./helpers/node";
+import { buildNodeFixture, keepNodeLogs, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodeSkipReason, nodeUp } from "./helpers/node";
 import { APISERVER_NODE, measureReachability, type NodeAddresses, nodeEndpoints, nodeLocalEndpoints } from "./helpers/node-reachability";
 import { CLIENT_PY, clusterCheckObjects } from "./helpers/node-cluster";
 import { type NodeSandboxRender, renderNodeSandbox } from "./helpers/node-sandbox";
@@ -38,23 +38,6 @@ import {
 } from "./helpers/reachability-views";
 
 const CI = !!process.env.CI;
-const platformSkip = nodePlatformSkipReason();
-
-function skipReason(): string | false {
-    if (platformSkip) return platformSkip;
-    if (CI) return false;
-    return nodeFixtureBuilt(nodeNames()) ? false : "the node fixture is not built: run `bash test/node/build.sh` as root (see test/node/README.md)";
-}
-
-/** After a failure: the daemons' logs copied out of the work dir before down.sh removes it. */
-function keepLogs(): string | undefined {
-    const names = nodeNames();
-    if (!fs.existsSync(path.join(names.work, "logs"))) return undefined;
-    const dest = fs.mkdtempSync(path.join(os.tmpdir(), "arl-node-logs-"));
-    fs.cpSync(path.join(names.work, "logs"), dest, { recursive: true });
-    if (fs.existsSync(path.join(names.work, "timeline"))) fs.copyFileSync(path.join(names.work, "timeline"), path.join(dest, "timeline"));
-    return dest;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -111,7 +94,7 @@ const MEASURED: readonly MeasuredCase[] = [
 ];
 
 describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy enforced, every recipe's reachability measured", {
-    skip: skipReason(),
+    skip: nodeSkipReason(CI),
     timeout: 20 * 60_000,
 }, () => {
     let node: Node;
@@ -137,7 +120,7 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
 
     after(async () => {
         if (up && !downChecked) {
-            const kept = keepLogs();
+            const kept = keepNodeLogs();
             if (kept) process.stderr.write(`# the node's logs and timeline kept in ${kept}\n`);
             const d = await nodeDown();
             if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);

@@ -12,9 +12,9 @@
  * 2. The Go-built fixtures, each cached outside the repo by its own build script (API server,
  *    real engine, agent-sandbox and JobSet controllers; as root on Linux the node fixture,
  *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, kube-proxy, controller-manager,
- *    scheduler, CoreDNS, kube-router's NetworkPolicy controller, the images), and the Python venv of the trainer-side lock
- *    (python/run-tests.sh --venv-only; vLLM + TRL + openenv, about 8 GB), made while the Go
- *    builds run.
+ *    scheduler, CoreDNS, the GPU stand-in device plugin, kube-router's NetworkPolicy controller,
+ *    the images), and the Python venv of the trainer-side lock (python/run-tests.sh --venv-only;
+ *    vLLM + TRL + openenv, about 8 GB), made while the Go builds run.
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), the TypeScript tests (node:test), the Python tests (pytest).
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
@@ -199,9 +199,11 @@ async function buildFixtures(): Promise<void> {
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
     runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
     if (isLinuxRoot())
-        runScript("node fixture (containerd 2, kubelet, kube-proxy, controller-manager, scheduler, CoreDNS, kube-router netpol, images)", "bash", [
-            "test/node/build.sh",
-        ]);
+        runScript(
+            "node fixture (containerd 2, kubelet, kube-proxy, controller-manager, scheduler, CoreDNS, GPU stand-in, kube-router netpol, images)",
+            "bash",
+            ["test/node/build.sh"],
+        );
     else log("node fixture: not built (needs root on Linux; test/node-pods.test.ts skips)");
     const code = await venv;
     fs.closeSync(venvOut);
@@ -240,7 +242,7 @@ interface Skip {
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
 const SERVICE =
-    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-proxy|coredns|kube-router-netpol|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-proxy|coredns|kube-router-netpol|gpu-standin|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
 
 function leftovers(): Array<{ pid: number; args: string }> {
     const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });

@@ -5,6 +5,7 @@
 // the last line of stdout. Root and Linux only.
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import type { NodeAddresses } from "./node-reachability";
 
@@ -47,6 +48,24 @@ export function nodePlatformSkipReason(): string | false {
     return false;
 }
 
+/** Why the node test skips here, or false: never under CI (it builds the fixture), else when it is not built. */
+export function nodeSkipReason(ci: boolean): string | false {
+    const platform = nodePlatformSkipReason();
+    if (platform) return platform;
+    if (ci) return false;
+    return nodeFixtureBuilt(nodeNames()) ? false : "the node fixture is not built: run `bash test/node/build.sh` as root (see test/node/README.md)";
+}
+
+/** After a failure: the daemons' logs and the timeline copied out of the work dir before down.sh removes it. */
+export function keepNodeLogs(): string | undefined {
+    const names = nodeNames();
+    if (!fs.existsSync(path.join(names.work, "logs"))) return undefined;
+    const dest = fs.mkdtempSync(path.join(os.tmpdir(), "arl-node-logs-"));
+    fs.cpSync(path.join(names.work, "logs"), dest, { recursive: true });
+    if (fs.existsSync(path.join(names.work, "timeline"))) fs.copyFileSync(path.join(names.work, "timeline"), path.join(dest, "timeline"));
+    return dest;
+}
+
 /** The names env.sh gives the node (one source for the scripts and the test). */
 export interface NodeNames {
     readonly dir: string;
@@ -59,12 +78,28 @@ export interface NodeNames {
     readonly busyboxImage: string;
     readonly runtimeImage: string;
     readonly ctr: string;
+    /** The stand-in device plugin's resource name (nvidia.com/gpu) and how many fake devices it advertises. */
+    readonly gpuResource: string;
+    readonly gpuDevices: number;
     /** The outside addresses and the node's own (test/helpers/node-reachability.ts). */
     readonly addresses: NodeAddresses;
 }
 
 export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
-    const vars = ["NODE_DIR", "K8S_CACHE", "W", "NETNS", "NODE_NAME", "NODE_IP", "API_PORT", "BUSYBOX_IMAGE", "RUNTIME_IMAGE", "CTR_BIN"];
+    const vars = [
+        "NODE_DIR",
+        "K8S_CACHE",
+        "W",
+        "NETNS",
+        "NODE_NAME",
+        "NODE_IP",
+        "API_PORT",
+        "BUSYBOX_IMAGE",
+        "RUNTIME_IMAGE",
+        "CTR_BIN",
+        "GPU_RESOURCE",
+        "GPU_STANDIN_DEVICES",
+    ];
     const addressVars = [
         "INTERNET_IP",
         "METADATA_IP",
@@ -78,7 +113,7 @@ export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
     const script = `. ${JSON.stringify(path.join(NODE_SCRIPTS, "env.sh"))}; printf '%s\\n' ${[...vars, ...addressVars].map((v) => `"$${v}"`).join(" ")}`;
     const r = spawnSync("bash", ["-c", script], { env, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`sourcing test/node/env.sh failed: ${r.stderr}`);
-    const [dir, k8sCache, work, netns, nodeName, nodeIp, apiPort, busyboxImage, runtimeImage, ctrBin, ...rest] = r.stdout.split("\n");
+    const [dir, k8sCache, work, netns, nodeName, nodeIp, apiPort, busyboxImage, runtimeImage, ctrBin, gpuResource, gpuDevices, ...rest] = r.stdout.split("\n");
     const [internet, metadata, apiserverStandin, nodeLocalDns, linkLocalNeighbour, podSubnet, outsideTcp, outsideUdp] = rest;
     const outside = (list: string, protocol: "TCP" | "UDP") => list.split(",").map((p) => ({ port: Number(p), protocol }));
     return {
@@ -92,6 +127,8 @@ export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
         busyboxImage: busyboxImage!,
         runtimeImage: runtimeImage!,
         ctr: path.join(ctrBin!, "ctr"),
+        gpuResource: gpuResource!,
+        gpuDevices: Number(gpuDevices),
         addresses: {
             internet: internet!,
             metadata: metadata!,
@@ -128,7 +165,7 @@ export interface Node {
     exec(containerId: string, argv: readonly string[], timeoutMs?: number): Promise<CommandResult>;
     /** up.sh's timeline ("<seconds> <step>" lines). */
     timeline(): string;
-    /** The last lines of a daemon's log (etcd, kube-apiserver, containerd, kubelet, kube-router). */
+    /** The last lines of a daemon's log (etcd, kube-apiserver, containerd, kubelet, gpu-standin, kube-router). */
     logTail(daemon: string, lines?: number): string;
 }
 

@@ -9,6 +9,8 @@
 #   bin/coredns             CoreDNS v1.14.7 with a cluster's plugins only (wrapper module coredns/)
 #   bin/kube-router-netpol  kube-router v2.1.0's NetworkPolicy controller alone (wrapper module
 #                           kube-router-netpol/: no gobgp, no aws-sdk-go)
+#   bin/gpu-standin         a STAND-IN device plugin advertising fake nvidia.com/gpu devices (no GPU:
+#                           kubelet/gpu-standin/, a second main package in the kubelet's module)
 #   images/*.oci.tar        busybox (pod sandbox + clients) and the sandbox runtime (images.sh)
 # Needs root (debootstrap, chroot), Go, the Go module proxy, Debian's package mirror, and the
 # Debian packages in env.sh's BOOKWORM_PACKAGES (`npm test` installs them as root).
@@ -24,16 +26,18 @@ blog() { printf '[node/build] %s\n' "$*" >&2; }
 
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 kubelet_stamp="k8s=$K8S_VERSION mod=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet/go.sum")"
+# gpu-standin shares the kubelet's module (go.mod/go.sum) and has its own source.
+gpu_standin_stamp="src=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet/go.sum" "$NODE_HERE/kubelet/gpu-standin/main.go")"
 coredns_stamp="coredns=$COREDNS_VERSION src=$(hash_of "$NODE_HERE/coredns/go.mod" "$NODE_HERE/coredns/go.sum" "$NODE_HERE/coredns/main.go")"
 netpol_stamp="kube-router=$KUBE_ROUTER_VERSION src=$(hash_of "$NODE_HERE/kube-router-netpol/go.mod" "$NODE_HERE/kube-router-netpol/go.sum" "$NODE_HERE/kube-router-netpol/main.go")"
 containerd_stamp="$CONTAINERD_DEB_VERSION"
 images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$NODE_HERE/coredns/main.go" "$NODE_HERE/coredns/go.sum" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh")"
-stamp_content="$kubelet_stamp $coredns_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
+stamp_content="$kubelet_stamp gpu-standin=$gpu_standin_stamp $coredns_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
 
 up_to_date() {
   [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
   local f
-  for f in "${K8S_NODE_PROGRAMS[@]/#/bin/}" bin/coredns bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/coredns.oci.tar images/sandbox-runtime.oci.tar; do
+  for f in "${K8S_NODE_PROGRAMS[@]/#/bin/}" bin/coredns bin/gpu-standin bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/coredns.oci.tar images/sandbox-runtime.oci.tar; do
     [[ -e "$out/$f" ]] || return 1
   done
 }
@@ -117,6 +121,16 @@ build_coredns() {
   mv "$out/bin/coredns.new" "$out/bin/coredns"
   printf '%s' "$coredns_stamp" > "$out/bin/.coredns.stamp"
 }
+build_gpu_standin() {
+  cd "$NODE_HERE/kubelet"
+  go build -trimpath -ldflags="-s -w" -o "$out/bin/gpu-standin.new" ./gpu-standin
+  local help
+  help="$("$out/bin/gpu-standin.new" --help 2>&1)"   # not `| head -1`: SIGPIPE under pipefail
+  [[ "$help" == *STAND-IN* ]] || { echo "gpu-standin --help does not name the stand-in: $help"; return 1; }
+  echo "${help%%$'\n'*}"
+  mv "$out/bin/gpu-standin.new" "$out/bin/gpu-standin"
+  printf '%s' "$gpu_standin_stamp" > "$out/bin/.gpu-standin.stamp"
+}
 build_netpol() {
   cd "$NODE_HERE/kube-router-netpol"
   go build -trimpath -ldflags="-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
@@ -132,6 +146,7 @@ for name in "${K8S_NODE_PROGRAMS[@]}"; do
 done
 # CoreDNS's go.mod lists every module its plugins' tests need; the build fetches only what it compiles.
 if ! part_current bin/.coredns.stamp "$coredns_stamp"; then timed "go build coredns $COREDNS_VERSION" build_coredns; fi
+if ! part_current bin/.gpu-standin.stamp "$gpu_standin_stamp"; then timed "go build gpu-standin (stand-in device plugin)" build_gpu_standin; fi
 if ! part_current bin/.kube-router-netpol.stamp "$netpol_stamp"; then timed "go build kube-router-netpol ($KUBE_ROUTER_VERSION netpol)" build_netpol; fi
 
 # --- images ------------------------------------------------------------------------------------

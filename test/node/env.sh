@@ -43,6 +43,9 @@ CNI_NETWORK=arl-node
 API_PORT=6443
 ETCD_CLIENT_PORT=2379
 ETCD_PEER_PORT=2380
+# The stand-in device plugin (kubelet/gpu-standin/): fake devices of the stack's GPU resource, no GPU.
+GPU_RESOURCE=nvidia.com/gpu
+GPU_STANDIN_DEVICES=8
 BUSYBOX_IMAGE=localhost/arl-node/busybox:fixture
 RUNTIME_IMAGE=localhost/arl-node/sandbox-runtime:fixture
 COREDNS_IMAGE=localhost/arl-node/coredns:fixture

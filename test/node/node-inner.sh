@@ -66,6 +66,16 @@ wait_for kubelet 120 "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get n
 start kube-proxy "$NODE_DIR/bin/kube-proxy" --config="$W/kube-proxy.yaml" --v=1
 wait_for kube-proxy 60 sh -c 'iptables-save -t nat | grep -q "^-A KUBE-SERVICES .*default/kubernetes:https"'
 
+# STAND-IN device plugin: fake $GPU_RESOURCE devices (no GPU), registered on the kubelet's socket.
+start gpu-standin "$NODE_DIR/bin/gpu-standin" --devices="$GPU_STANDIN_DEVICES" --resource="$GPU_RESOURCE" \
+  --plugin-dir="$W/kubelet/device-plugins"
+# Ready when the node's allocatable shows them (the kubelet reports it with the node status).
+node_gpus() {
+  [[ "$("$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME" \
+    -o jsonpath="{.status.allocatable.${GPU_RESOURCE//./\\.}}")" == "$GPU_STANDIN_DEVICES" ]]
+}
+wait_for gpu-standin 60 node_gpus
+
 [[ "${UP_UNTIL:-node}" == kubelet ]] && keep ok
 
 start kube-router "$NODE_DIR/bin/kube-router-netpol" --kubeconfig="$W/kubeconfig" --hostname-override="$NODE_NAME" \

@@ -5,11 +5,12 @@
 #   containerd 2 (Debian forky's, its own root/state/socket/config, CRI on) + runc (bookworm's),
 #   CNI bridge $BRIDGE ($POD_SUBNET, Debian's containernetworking-plugins),
 #   kubelet v1.36.3 (cgroup v1, cgroupfs, cgroupRoot /$CGROUP_NAME),
+#   gpu-standin: a STAND-IN device plugin, $GPU_STANDIN_DEVICES fake $GPU_RESOURCE devices (no GPU),
 #   kube-router v2.1.0, NetworkPolicy controller only (iptables + ipset),
 # then imports the fixture's images with `ctr -n k8s.io images import` and waits for the node to be
 # Ready. Run down.sh to remove it all (the test does, on any exit).
 # UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-router);
-# UP_UNTIL=kubelet starts everything but kube-router.
+# UP_UNTIL=kubelet starts everything but kube-router (the kubelet and the GPU stand-in).
 # Prints a timeline (seconds since start) on stderr and writes it to $W/timeline.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -17,7 +18,7 @@ set -euo pipefail
 UP_UNTIL="${UP_UNTIL:-node}"
 needs=("$K8S_CACHE/bin/etcd" "$K8S_CACHE/bin/kube-apiserver" "$K8S_CACHE/bin/kubectl")
 [[ "$UP_UNTIL" == containerd ]] || needs+=("$NODE_DIR/bin/kubelet" "$NODE_DIR/bin/kube-proxy" "$NODE_DIR/bin/kube-controller-manager"
-  "$NODE_DIR/bin/kube-scheduler" "$NODE_DIR/images/coredns.oci.tar" "$NODE_DIR/images/sandbox-runtime.oci.tar")
+  "$NODE_DIR/bin/kube-scheduler" "$NODE_DIR/bin/gpu-standin" "$NODE_DIR/images/coredns.oci.tar" "$NODE_DIR/images/sandbox-runtime.oci.tar")
 [[ "$UP_UNTIL" == node ]] && needs+=("$NODE_DIR/bin/kube-router-netpol")
 for f in "${needs[@]}" "$CTR_BIN/containerd" "$NODE_DIR/images/busybox.oci.tar"; do
   [[ -e "$f" ]] || { log "ERROR: missing $f (run test/node/build.sh and test/apiserver/build.sh)"; exit 1; }
