@@ -8,6 +8,8 @@
 // scheduler; the kubelet rejects the pod); a deleted pod's devices are free again. Root and Linux
 // only; under CI the fixture is built when missing (a skip fails CI).
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ensureBinaries } from "./helpers/apiserver";
 import { buildNodeFixture, keepNodeLogs, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodeSkipReason, nodeUp } from "./helpers/node";
@@ -113,7 +115,13 @@ describe("node: a stand-in device plugin advertises fake nvidia.com/gpu devices;
         assert.equal(status.capacity[resource], String(devices), `capacity: ${JSON.stringify(status.capacity)}`);
         assert.equal(status.allocatable[resource], String(devices), `allocatable: ${JSON.stringify(status.allocatable)}`);
         const log = node.logTail("gpu-standin", 20);
-        assert.ok(log.includes(`STAND-IN: no GPU] registered ${resource}: ${devices} fake devices`), `the stand-in names itself in its log:\n${log}`);
+        const registered = log.split("\n").find((l) => l.includes(`registered ${resource}: ${devices} fake devices`));
+        assert.ok(registered?.startsWith("[gpu-standin, STAND-IN: no GPU]"), `the stand-in registered and names itself in its log:\n${log}`);
+        // The kubelet's device plugin directory is fixed (/var/lib/kubelet/device-plugins); the
+        // node's is $W/device-plugins bind-mounted there in its own mount namespace (env.sh).
+        const own = path.join(node.names.work, "device-plugins");
+        assert.ok(fs.existsSync(path.join(own, "kubelet.sock")) && fs.existsSync(path.join(own, "gpu-standin.sock")), `both sockets in ${own}`);
+        assert.ok(!fs.existsSync("/var/lib/kubelet/device-plugins/gpu-standin.sock"), "the host's device plugin directory is not the node's");
     });
 
     let firstIds: string[] = [];
@@ -147,7 +155,7 @@ describe("node: a stand-in device plugin advertises fake nvidia.com/gpu devices;
         assert.equal(pod.status.reason, "UnexpectedAdmissionError", JSON.stringify(pod.status));
         assert.equal(
             pod.status.message,
-            `Allocate failed due to requested number of devices unavailable for ${resource}. Requested: ${over}, Available: ${devices - 2}, which is unexpected`,
+            `Pod was rejected: Allocate failed due to requested number of devices unavailable for ${resource}. Requested: ${over}, Available: ${devices - 2}, which is unexpected`,
         );
         assert.equal(pod.status.containerStatuses?.[0]?.state?.running, undefined, "its container never ran");
         await node.kubectlOk(["-n", NS, "delete", "pod", "too-many-gpus", "--wait=true"]);

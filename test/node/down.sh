@@ -57,7 +57,10 @@ for d in $(cgroup_dirs); do find "$d" -depth -type d -exec rmdir {} + 2>/dev/nul
 ip netns delete "$NETNS" 2>/dev/null
 ip netns delete "$OUTSIDE_NETNS" 2>/dev/null
 
-# 5. files outside the work dir
+# 5. files outside the work dir (and the empty mount point up.sh made for the device plugin directory)
+if [[ -f "$W/host-dirs" ]]; then
+  tac "$W/host-dirs" | while read -r d; do rmdir "$d" 2>/dev/null; done
+fi
 rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null
 if [[ -d /var/log/containers ]]; then
   find /var/log/containers -maxdepth 1 -type l -lname "$W/*" -delete 2>/dev/null

@@ -46,6 +46,11 @@ ETCD_PEER_PORT=2380
 # The stand-in device plugin (kubelet/gpu-standin/): fake devices of the stack's GPU resource, no GPU.
 GPU_RESOURCE=nvidia.com/gpu
 GPU_STANDIN_DEVICES=8
+# The kubelet's device plugin directory is fixed, not under --root-dir (k8s.io/kubernetes v1.36.3
+# pkg/kubelet/cm/devicemanager/manager.go NewManagerImpl: pluginapi.KubeletSocket). In the node's
+# mount namespace $W/device-plugins is bind-mounted there, so the host's directory (and a real
+# kubelet's sockets in it) is never touched; up.sh makes the empty mount point when it is missing.
+KUBELET_DEVICE_PLUGINS=/var/lib/kubelet/device-plugins
 BUSYBOX_IMAGE=localhost/arl-node/busybox:fixture
 RUNTIME_IMAGE=localhost/arl-node/sandbox-runtime:fixture
 COREDNS_IMAGE=localhost/arl-node/coredns:fixture

@@ -55,6 +55,8 @@ start containerd "$CTR_BIN/containerd" --config "$W/containerd/config.toml"
 wait_for containerd 60 "$CTR_BIN/ctr" --address "$W/containerd/containerd.sock" version
 [[ "${UP_UNTIL:-node}" == containerd ]] && keep ok
 
+# The kubelet's fixed device plugin directory, the node's own (this mount namespace only).
+mount --bind "$W/device-plugins" "$KUBELET_DEVICE_PLUGINS"
 start kubelet "$NODE_DIR/bin/kubelet" --config="$W/kubelet.yaml" --kubeconfig="$W/kubeconfig" \
   --root-dir="$W/kubelet" --cert-dir="$W/kubelet/pki" --volume-plugin-dir="$W/volume-plugins" \
   --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=2
@@ -68,7 +70,7 @@ wait_for kube-proxy 60 sh -c 'iptables-save -t nat | grep -q "^-A KUBE-SERVICES 
 
 # STAND-IN device plugin: fake $GPU_RESOURCE devices (no GPU), registered on the kubelet's socket.
 start gpu-standin "$NODE_DIR/bin/gpu-standin" --devices="$GPU_STANDIN_DEVICES" --resource="$GPU_RESOURCE" \
-  --plugin-dir="$W/kubelet/device-plugins"
+  --plugin-dir="$W/device-plugins"
 # Ready when the node's allocatable shows them (the kubelet reports it with the node status).
 node_gpus() {
   [[ "$("$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" get node "$NODE_NAME" \

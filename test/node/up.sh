@@ -27,7 +27,11 @@ for c in ipset runc iptables-save ip openssl envsubst; do command -v "$c" >/dev/
 
 bash "$NODE_HERE/down.sh" >/dev/null 2>&1 || bash "$NODE_HERE/down.sh"
 T0=$(date +%s.%N)
-mkdir -p "$W"/{pids,logs,pki,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,volume-plugins}
+mkdir -p "$W"/{pids,logs,pki,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,volume-plugins,device-plugins}
+# The mount point for the node's device plugin directory (env.sh); down.sh removes what was made here.
+for d in "${KUBELET_DEVICE_PLUGINS%/*}" "$KUBELET_DEVICE_PLUGINS"; do
+  [[ -d "$d" ]] || { mkdir "$d"; printf '%s\n' "$d" >> "$W/host-dirs"; }
+done
 
 # Host state to restore or compare at cleanup.
 for k in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes; do
