@@ -79,7 +79,7 @@ function debInstalled(pkgs: readonly string[]): boolean {
 }
 
 /** The node fixture's Debian packages (test/node/env.sh's BOOKWORM_PACKAGES). */
-const NODE_PACKAGES = ["ipset", "containernetworking-plugins", "busybox-static", "debootstrap", "runc", "iptables", "iproute2"] as const;
+const NODE_PACKAGES = ["ipset", "containernetworking-plugins", "busybox-static", "debootstrap", "runc", "iptables", "iproute2", "openssl", "ca-certificates"] as const;
 
 function goVersionOk(): boolean {
     const r = spawnSync("go", ["env", "GOVERSION"], { encoding: "utf8" });
@@ -199,7 +199,7 @@ async function buildFixtures(): Promise<void> {
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
     runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
     if (isLinuxRoot()) runScript("node fixture (containerd 2, kubelet, kube-router netpol, images)", "bash", ["test/node/build.sh"]);
-    else log("node fixture: not built (needs root on Linux; test/node-pods.test.ts skips)");
+    else log("node fixture: not built (needs root on Linux; test/node-pods.test.ts and test/node-images.test.ts skip)");
     const code = await venv;
     fs.closeSync(venvOut);
     if (code !== 0) {

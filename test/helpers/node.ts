@@ -58,13 +58,30 @@ export interface NodeNames {
     readonly apiPort: number;
     readonly busyboxImage: string;
     readonly runtimeImage: string;
+    /** The nginx stand-in for images.nginx (Debian forky's nginx, test/node/images.sh). */
+    readonly nginxImage: string;
+    /** The OpenEnv echo env server (openenv's own `openenv init` template, test/node/images.sh). */
+    readonly openenvImage: string;
     readonly ctr: string;
     /** The outside addresses and the node's own (test/helpers/node-reachability.ts). */
     readonly addresses: NodeAddresses;
 }
 
 export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
-    const vars = ["NODE_DIR", "K8S_CACHE", "W", "NETNS", "NODE_NAME", "NODE_IP", "API_PORT", "BUSYBOX_IMAGE", "RUNTIME_IMAGE", "CTR_BIN"];
+    const vars = [
+        "NODE_DIR",
+        "K8S_CACHE",
+        "W",
+        "NETNS",
+        "NODE_NAME",
+        "NODE_IP",
+        "API_PORT",
+        "BUSYBOX_IMAGE",
+        "RUNTIME_IMAGE",
+        "NGINX_IMAGE",
+        "OPENENV_IMAGE",
+        "CTR_BIN",
+    ];
     const addressVars = [
         "INTERNET_IP",
         "METADATA_IP",
@@ -78,7 +95,7 @@ export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
     const script = `. ${JSON.stringify(path.join(NODE_SCRIPTS, "env.sh"))}; printf '%s\\n' ${[...vars, ...addressVars].map((v) => `"$${v}"`).join(" ")}`;
     const r = spawnSync("bash", ["-c", script], { env, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`sourcing test/node/env.sh failed: ${r.stderr}`);
-    const [dir, k8sCache, work, netns, nodeName, nodeIp, apiPort, busyboxImage, runtimeImage, ctrBin, ...rest] = r.stdout.split("\n");
+    const [dir, k8sCache, work, netns, nodeName, nodeIp, apiPort, busyboxImage, runtimeImage, nginxImage, openenvImage, ctrBin, ...rest] = r.stdout.split("\n");
     const [internet, metadata, apiserverStandin, nodeLocalDns, linkLocalNeighbour, podSubnet, outsideTcp, outsideUdp] = rest;
     const outside = (list: string, protocol: "TCP" | "UDP") => list.split(",").map((p) => ({ port: Number(p), protocol }));
     return {
@@ -91,6 +108,8 @@ export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
         apiPort: Number(apiPort),
         busyboxImage: busyboxImage!,
         runtimeImage: runtimeImage!,
+        nginxImage: nginxImage!,
+        openenvImage: openenvImage!,
         ctr: path.join(ctrBin!, "ctr"),
         addresses: {
             internet: internet!,

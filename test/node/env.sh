@@ -8,7 +8,7 @@ KUBE_ROUTER_VERSION=v2.1.0
 # 1.3.6 needs libc6 >= 2.38, so runc stays bookworm's 1.1.5.
 CONTAINERD_DEB_VERSION=2.1.9+ds1-5
 # Installed by `npm test` (scripts/test/run.ts) as root; build.sh only checks them.
-BOOKWORM_PACKAGES=(ipset containernetworking-plugins busybox-static debootstrap runc iptables iproute2 openssl)
+BOOKWORM_PACKAGES=(ipset containernetworking-plugins busybox-static debootstrap runc iptables iproute2 openssl ca-certificates)
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
 # The fixture's output directory (build.sh prints it as its last stdout line): bin/, containerd/, images/.
 NODE_DIR="${AGENT_RL_NODE_DIR:-$cache_root/node-$K8S_VERSION}"
@@ -40,6 +40,13 @@ ETCD_CLIENT_PORT=2379
 ETCD_PEER_PORT=2380
 BUSYBOX_IMAGE=localhost/arl-node/busybox:fixture
 RUNTIME_IMAGE=localhost/arl-node/sandbox-runtime:fixture
+# Stand-in for the stack's images.nginx (nginxinc/nginx-unprivileged): Debian's nginx from this
+# suite (>= 1.27.3 for the env router's `server ... resolve`; bookworm's 1.22 lacks it).
+NGINX_IMAGE=localhost/arl-node/nginx:fixture
+NGINX_SUITE=forky
+# An OpenEnv env server: the echo env `openenv init` generates from openenv 0.10.0's own template.
+OPENENV_IMAGE=localhost/arl-node/openenv-echo:fixture
+OPENENV_VERSION=0.10.0
 CTR_BIN="$NODE_DIR/containerd/usr/bin"
 log() { printf '[node %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 in_ns() { ip netns exec "$NETNS" "$@"; }

@@ -9,7 +9,8 @@
 # then imports the fixture's images with `ctr -n k8s.io images import` and waits for the node to be
 # Ready. Run down.sh to remove it all (the test does, on any exit).
 # UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-router);
-# UP_UNTIL=kubelet starts everything but kube-router.
+# UP_UNTIL=kubelet starts everything but kube-router. UP_IMAGES (e.g. "sandbox-runtime") limits the
+# imports to those images and busybox (default: every image images.sh builds).
 # Prints a timeline (seconds since start) on stderr and writes it to $W/timeline.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -170,8 +171,11 @@ cat "$W/logs/node-inner.log" >&2
 [[ "$(cat "$W/inner.done" 2>/dev/null)" == ok ]] || { log "ERROR: the node's daemons did not all come up (above)"; exit 1; }
 ctr_ version >/dev/null
 
-for img in busybox sandbox-runtime; do
-  [[ -f "$NODE_DIR/images/$img.oci.tar" ]] || continue
+# UP_IMAGES: the images to import besides busybox (the pause image, always imported); default all.
+imports=(busybox)
+for img in ${UP_IMAGES:-sandbox-runtime nginx openenv-echo}; do [[ "$img" == busybox ]] || imports+=("$img"); done
+for img in "${imports[@]}"; do
+  [[ -f "$NODE_DIR/images/$img.oci.tar" ]] || { log "ERROR: missing $NODE_DIR/images/$img.oci.tar (run test/node/build.sh)"; exit 1; }
   t0=$(date +%s.%N)
   # Once (of about ten runs) the import's stream was reset by containerd ("connection reset by
   # peer"): one retry while containerd is alive, else its log.
