@@ -79,7 +79,17 @@ function debInstalled(pkgs: readonly string[]): boolean {
 }
 
 /** The node fixture's Debian packages (test/node/env.sh's BOOKWORM_PACKAGES). */
-const NODE_PACKAGES = ["ipset", "containernetworking-plugins", "busybox-static", "debootstrap", "runc", "iptables", "iproute2", "openssl", "ca-certificates"] as const;
+const NODE_PACKAGES = [
+    "ipset",
+    "containernetworking-plugins",
+    "busybox-static",
+    "debootstrap",
+    "runc",
+    "iptables",
+    "iproute2",
+    "openssl",
+    "ca-certificates",
+] as const;
 
 function goVersionOk(): boolean {
     const r = spawnSync("go", ["env", "GOVERSION"], { encoding: "utf8" });
