@@ -105,7 +105,8 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
     let sandboxIp = "";
 
     before(async () => {
-        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries() };
+        // Only the images this file runs (up.sh imports busybox always): test/node-images.test.ts runs the others.
+        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries(), UP_IMAGES: "sandbox-runtime" };
         if (CI || !nodeFixtureBuilt(nodeNames(env))) env.AGENT_RL_NODE_DIR = await buildNodeFixture();
         process.env.AGENT_RL_K8S_CACHE_DIR = env.AGENT_RL_K8S_CACHE_DIR;
         if (env.AGENT_RL_NODE_DIR) process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;

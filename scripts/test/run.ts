@@ -79,7 +79,18 @@ function debInstalled(pkgs: readonly string[]): boolean {
 }
 
 /** The node fixture's Debian packages (test/node/env.sh's BOOKWORM_PACKAGES). */
-const NODE_PACKAGES = ["ipset", "containernetworking-plugins", "busybox-static", "debootstrap", "runc", "iptables", "iproute2", "gettext-base"] as const;
+const NODE_PACKAGES = [
+    "ipset",
+    "containernetworking-plugins",
+    "busybox-static",
+    "debootstrap",
+    "runc",
+    "iptables",
+    "iproute2",
+    "openssl",
+    "ca-certificates",
+    "gettext-base",
+] as const;
 
 function goVersionOk(): boolean {
     const r = spawnSync("go", ["env", "GOVERSION"], { encoding: "utf8" });
@@ -204,7 +215,7 @@ async function buildFixtures(): Promise<void> {
             "bash",
             ["test/node/build.sh"],
         );
-    else log("node fixture: not built (needs root on Linux; test/node-pods.test.ts skips)");
+    else log("node fixture: not built (needs root on Linux; the test/node-*.test.ts files skip)");
     const code = await venv;
     fs.closeSync(venvOut);
     if (code !== 0) {

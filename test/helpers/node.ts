@@ -77,6 +77,10 @@ export interface NodeNames {
     readonly apiPort: number;
     readonly busyboxImage: string;
     readonly runtimeImage: string;
+    /** The nginx stand-in for images.nginx (Debian forky's nginx, test/node/images.sh). */
+    readonly nginxImage: string;
+    /** The OpenEnv echo env server (openenv's own `openenv init` template, test/node/images.sh). */
+    readonly openenvImage: string;
     readonly ctr: string;
     /** The stand-in device plugin's resource name (nvidia.com/gpu) and how many fake devices it advertises. */
     readonly gpuResource: string;
@@ -96,6 +100,8 @@ export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
         "API_PORT",
         "BUSYBOX_IMAGE",
         "RUNTIME_IMAGE",
+        "NGINX_IMAGE",
+        "OPENENV_IMAGE",
         "CTR_BIN",
         "GPU_RESOURCE",
         "GPU_STANDIN_DEVICES",
@@ -113,7 +119,23 @@ export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
     const script = `. ${JSON.stringify(path.join(NODE_SCRIPTS, "env.sh"))}; printf '%s\\n' ${[...vars, ...addressVars].map((v) => `"$${v}"`).join(" ")}`;
     const r = spawnSync("bash", ["-c", script], { env, encoding: "utf8" });
     if (r.status !== 0) throw new Error(`sourcing test/node/env.sh failed: ${r.stderr}`);
-    const [dir, k8sCache, work, netns, nodeName, nodeIp, apiPort, busyboxImage, runtimeImage, ctrBin, gpuResource, gpuDevices, ...rest] = r.stdout.split("\n");
+    const [
+        dir,
+        k8sCache,
+        work,
+        netns,
+        nodeName,
+        nodeIp,
+        apiPort,
+        busyboxImage,
+        runtimeImage,
+        nginxImage,
+        openenvImage,
+        ctrBin,
+        gpuResource,
+        gpuDevices,
+        ...rest
+    ] = r.stdout.split("\n");
     const [internet, metadata, apiserverStandin, nodeLocalDns, linkLocalNeighbour, podSubnet, outsideTcp, outsideUdp] = rest;
     const outside = (list: string, protocol: "TCP" | "UDP") => list.split(",").map((p) => ({ port: Number(p), protocol }));
     return {
@@ -126,6 +148,8 @@ export function nodeNames(env: NodeJS.ProcessEnv = process.env): NodeNames {
         apiPort: Number(apiPort),
         busyboxImage: busyboxImage!,
         runtimeImage: runtimeImage!,
+        nginxImage: nginxImage!,
+        openenvImage: openenvImage!,
         ctr: path.join(ctrBin!, "ctr"),
         gpuResource: gpuResource!,
         gpuDevices: Number(gpuDevices),

@@ -11,7 +11,8 @@
 #                           kube-router-netpol/: no gobgp, no aws-sdk-go)
 #   bin/gpu-standin         a STAND-IN device plugin advertising fake nvidia.com/gpu devices (no GPU:
 #                           kubelet/gpu-standin/, a second main package in the kubelet's module)
-#   images/*.oci.tar        busybox (pod sandbox + clients) and the sandbox runtime (images.sh)
+#   images/*.oci.tar        busybox (pod sandbox + clients), CoreDNS, the sandbox runtime, the nginx
+#                           stand-in (Debian forky's nginx) and the OpenEnv echo env server (images.sh)
 # Needs root (debootstrap, chroot), Go, the Go module proxy, Debian's package mirror, and the
 # Debian packages in env.sh's BOOKWORM_PACKAGES (`npm test` installs them as root).
 #
@@ -31,19 +32,19 @@ gpu_standin_stamp="src=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet
 coredns_stamp="coredns=$COREDNS_VERSION src=$(hash_of "$NODE_HERE/coredns/go.mod" "$NODE_HERE/coredns/go.sum" "$NODE_HERE/coredns/main.go")"
 netpol_stamp="kube-router=$KUBE_ROUTER_VERSION src=$(hash_of "$NODE_HERE/kube-router-netpol/go.mod" "$NODE_HERE/kube-router-netpol/go.sum" "$NODE_HERE/kube-router-netpol/main.go")"
 containerd_stamp="$CONTAINERD_DEB_VERSION"
-images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$NODE_HERE/coredns/main.go" "$NODE_HERE/coredns/go.sum" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh")"
+images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$NODE_HERE/env.sh" "$NODE_HERE/coredns/main.go" "$NODE_HERE/coredns/go.sum" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh" "$REPO_ROOT/python/requirements-test.txt")"
 stamp_content="$kubelet_stamp gpu-standin=$gpu_standin_stamp $coredns_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
 
 up_to_date() {
   [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
   local f
-  for f in "${K8S_NODE_PROGRAMS[@]/#/bin/}" bin/coredns bin/gpu-standin bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/coredns.oci.tar images/sandbox-runtime.oci.tar; do
+  for f in "${K8S_NODE_PROGRAMS[@]/#/bin/}" bin/coredns bin/gpu-standin bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/coredns.oci.tar images/sandbox-runtime.oci.tar images/nginx.oci.tar images/openenv-echo.oci.tar; do
     [[ -e "$out/$f" ]] || return 1
   done
 }
 if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then blog "up to date: $out"; echo "$out"; exit 0; fi
 
-[[ $EUID == 0 ]] || { blog "ERROR: run as root (debootstrap and chroot build the sandbox runtime image)"; exit 1; }
+[[ $EUID == 0 ]] || { blog "ERROR: run as root (debootstrap and chroot build the images)"; exit 1; }
 missing=()
 for p in "${BOOKWORM_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
@@ -151,7 +152,7 @@ if ! part_current bin/.kube-router-netpol.stamp "$netpol_stamp"; then timed "go 
 
 # --- images ------------------------------------------------------------------------------------
 if ! part_current images/.stamp "$images_stamp"; then
-  timed "images (busybox, coredns, sandbox-runtime)" bash "$NODE_HERE/images.sh"
+  timed "images (busybox, coredns, sandbox-runtime, nginx, openenv-echo)" bash "$NODE_HERE/images.sh"
   printf '%s' "$images_stamp" > "$out/images/.stamp"
 fi
 

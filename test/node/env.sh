@@ -11,7 +11,7 @@ K8S_NODE_PROGRAMS=(kubelet kube-proxy kube-controller-manager kube-scheduler)
 # 1.3.6 needs libc6 >= 2.38, so runc stays bookworm's 1.1.5.
 CONTAINERD_DEB_VERSION=2.1.9+ds1-5
 # Installed by `npm test` (scripts/test/run.ts) as root; build.sh only checks them.
-BOOKWORM_PACKAGES=(ipset containernetworking-plugins busybox-static debootstrap runc iptables iproute2 openssl gettext-base)
+BOOKWORM_PACKAGES=(ipset containernetworking-plugins busybox-static debootstrap runc iptables iproute2 openssl ca-certificates gettext-base)
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
 # The fixture's output directory (build.sh prints it as its last stdout line): bin/, containerd/, images/.
 NODE_DIR="${AGENT_RL_NODE_DIR:-$cache_root/node-$K8S_VERSION}"
@@ -54,7 +54,24 @@ KUBELET_DEVICE_PLUGINS=/var/lib/kubelet/device-plugins
 BUSYBOX_IMAGE=localhost/arl-node/busybox:fixture
 RUNTIME_IMAGE=localhost/arl-node/sandbox-runtime:fixture
 COREDNS_IMAGE=localhost/arl-node/coredns:fixture
+# Stand-in for the stack's images.nginx (nginxinc/nginx-unprivileged): Debian's nginx from this
+# suite (>= 1.27.3 for the env router's `server ... resolve`; bookworm's 1.22 lacks it).
+NGINX_IMAGE=localhost/arl-node/nginx:fixture
+NGINX_SUITE=forky
+# An OpenEnv env server: the echo env `openenv init` generates from openenv 0.10.0's own template.
+OPENENV_IMAGE=localhost/arl-node/openenv-echo:fixture
+OPENENV_VERSION=0.10.0
 CTR_BIN="$NODE_DIR/containerd/usr/bin"
+# image_name_of ARCHIVE / image_ref_by_digest ARCHIVE: an images.sh archive's name
+# (localhost/arl-node/<name>:fixture) and its digest reference (localhost/arl-node/<name>@sha256:...).
+image_index() { tar -xOf "$1" index.json; }
+image_name_of() { image_index "$1" | sed -n 's/.*"io.containerd.image.name":"\([^"]*\)".*/\1/p'; }
+image_ref_by_digest() {
+  local name digest
+  name="$(image_name_of "$1")"
+  digest="$(image_index "$1" | sed -n 's/.*"manifests":\[{[^}]*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p')"
+  printf '%s@%s\n' "${name%:*}" "$digest"
+}
 log() { printf '[node %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 in_ns() { ip netns exec "$NETNS" "$@"; }
 kc() { ip netns exec "$NETNS" "$K8S_CACHE/bin/kubectl" --kubeconfig "$W/kubeconfig" "$@"; }

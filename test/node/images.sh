@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the node fixture's two images as OCI image archives (no registry, no Docker engine) into
+# Builds the node fixture's images as OCI image archives (no registry, no Docker engine) into
 # $NODE_DIR/images, for `ctr -n k8s.io images import`:
 #   busybox.oci.tar          localhost/arl-node/busybox:fixture: busybox-static and its applet
 #                            links; the pod sandbox ("pause") image and the test client
@@ -9,9 +9,27 @@
 #                            user, env, workdir and command of python/Dockerfile. The base is not
 #                            OpenEnv's opencode sandbox image (no registry here): its opencode is a
 #                            stand-in script, named as such.
+#   nginx.oci.tar            localhost/arl-node/nginx:fixture: a STAND-IN for the stack's
+#                            images.nginx (nginxinc/nginx-unprivileged:1.27-alpine): Debian
+#                            $NGINX_SUITE minbase + Debian's nginx (>= 1.27.3, which the env router's
+#                            `server ... resolve` needs), made unprivileged the way that image is
+#                            (nginxinc/docker-nginx-unprivileged mainline/alpine/Dockerfile): user and
+#                            group nginx 101, no `user` directive, pid and temp paths under /tmp,
+#                            listen 8080, logs to stdout/stderr, USER 101, STOPSIGNAL SIGQUIT,
+#                            CMD nginx -g 'daemon off;'. Debian's build, not nginx.org's Alpine one.
+#   openenv-echo.oci.tar     localhost/arl-node/openenv-echo:fixture: a real OpenEnv server, the echo
+#                            env that openenv $OPENENV_VERSION's own `openenv init` writes from the
+#                            template in the PyPI package (openenv/cli/templates/openenv_env), laid
+#                            out as that template's server/Dockerfile does (venv /app/.venv, env
+#                            /app/env, PATH and PYTHONPATH, CMD `cd /app/env && uvicorn server.app:app
+#                            --host 0.0.0.0 --port 8000`, the catalog's uvicorn-cli form), on Debian
+#                            bookworm minbase + python3 (also the env router's capacity responder's
+#                            python3). Packages from PyPI at python/requirements-test.txt's pins.
 #   coredns.oci.tar          localhost/arl-node/coredns:fixture: bin/coredns (build.sh) alone, as
-#                            CoreDNS's own image lays it out
-# Usage: images.sh [busybox] [coredns] [sandbox-runtime]   (default: both; each is rebuilt only when its stamp changed)
+#                            CoreDNS's own image lays it out (the binary at /coredns, the
+#                            entrypoint, user nonroot 65532)
+# Usage: images.sh [busybox] [coredns] [sandbox-runtime] [nginx] [openenv-echo]   (default: all; each is
+# rebuilt only when its stamp changed)
 # Each archive has one uncompressed layer (a tar of the rootfs), a config, a manifest and an
 # index whose io.containerd.image.name annotation names the image. Prints each step's wall time.
 set -euo pipefail
@@ -42,12 +60,37 @@ oci_archive() {
   mv "$dest.new" "$dest"; rm -rf "$d"
 }
 
-what=("$@"); (( ${#what[@]} > 0 )) || what=(busybox coredns sandbox-runtime)
+what=("$@"); (( ${#what[@]} > 0 )) || what=(busybox coredns sandbox-runtime nginx openenv-echo)
 want() { [[ " ${what[*]} " == *" $1 "* ]]; }
+# stale NAME STAMP: the image is wanted and its archive is missing or was built from other inputs.
+stale() { want "$1" && [[ "${FORCE:-0}" == 1 || "$(cat "$out/$1.stamp" 2>/dev/null)" != "$2" || ! -f "$out/$1.oci.tar" ]]; }
+# The stamp's hash of the shell functions that build an image (not the whole file: editing one
+# image's steps rebuilds that image only).
+fn_hash() { declare -f oci_archive strip_rootfs chroot_proc debootstrap_minbase "$@" | sha256sum | cut -c1-16; }
+# strip_rootfs ROOTFS: docs, man pages, locales, apt lists and logs out (the images run, never install).
+strip_rootfs() {
+  local r=$1
+  rm -rf "$r"/usr/share/doc/* "$r"/usr/share/man/* "$r"/usr/share/info/* "$r"/var/cache/apt/*.bin "$r"/var/lib/apt/lists/* "$r"/var/log/*.log
+  find "$r/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' -exec rm -rf {} + 2>/dev/null || true
+}
+# chroot_proc ROOTFS CHROOT_ARGS...: `chroot CHROOT_ARGS...` with ROOTFS/proc mounted, in a private
+# mount namespace of its own (the mount goes with the process: nothing to unmount, also on failure).
+chroot_proc() {
+  unshare --mount --propagation private sh -c 'r=$1; shift; mount -t proc proc "$r/proc" && exec chroot "$@"' chroot_proc "$@"
+}
+# debootstrap_minbase ROOTFS SUITE INCLUDE [SCRIPT]: Debian minbase from deb.debian.org, debs cached
+# in $NODE_DIR/debs; on failure the log's tail.
+debootstrap_minbase() {
+  local r=$1 suite=$2 include=$3 script=${4:-} log
+  log="$build/debootstrap-$suite-${include//,/+}.log"
+  rm -rf "$r"
+  debootstrap --variant=minbase --include="$include" --cache-dir="$NODE_DIR/debs" "$suite" "$r" http://deb.debian.org/debian $script \
+    > "$log" 2>&1 || { tail -20 "$log" >&2; log "ERROR: debootstrap $suite ($include) failed (log: $log)"; exit 1; }
+}
 
 # --- busybox (pause + client) ----------------------------------------------------------------
 bb_stamp="busybox=$(dpkg-query -W -f='${Version}' busybox-static)"
-if want busybox && [[ "${FORCE:-0}" == 1 || "$(cat "$out/busybox.stamp" 2>/dev/null)" != "$bb_stamp" || ! -f "$out/busybox.oci.tar" ]]; then
+if stale busybox "$bb_stamp"; then
   t0=$(date +%s.%N)
   r="$build/busybox-rootfs"; rm -rf "$r"; mkdir -p "$r"/{bin,etc,proc,sys,dev,tmp}
   cp /bin/busybox "$r/bin/busybox"
@@ -62,35 +105,30 @@ if want busybox && [[ "${FORCE:-0}" == 1 || "$(cat "$out/busybox.stamp" 2>/dev/n
 fi
 
 # --- CoreDNS (cluster DNS) ---------------------------------------------------------------------
-# The static binary build.sh made (bin/coredns), laid out as CoreDNS's own image is (its Dockerfile,
-# CoreDNS v1.14.7: the binary at /coredns, the entrypoint, user nonroot 65532, port 53).
-cd_stamp="coredns=$(sha "$NODE_DIR/bin/coredns" | cut -c1-16)"
-if want coredns && [[ "${FORCE:-0}" == 1 || "$(cat "$out/coredns.stamp" 2>/dev/null)" != "$cd_stamp" || ! -f "$out/coredns.oci.tar" ]]; then
+build_coredns_image() {
+  local r="$build/coredns-rootfs" t0
   t0=$(date +%s.%N)
-  r="$build/coredns-rootfs"; rm -rf "$r"; mkdir -p "$r"/{etc,tmp}
+  rm -rf "$r"; mkdir -p "$r"/{etc,tmp}
   install -m 0755 "$NODE_DIR/bin/coredns" "$r/coredns"
   printf 'root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n' > "$r/etc/passwd"
   printf 'root:x:0:\nnonroot:x:65532:\n' > "$r/etc/group"
   chmod 1777 "$r/tmp"
   oci_archive "$r" "$out/coredns.oci.tar" "$COREDNS_IMAGE" \
     '{"User":"65532:65532","Entrypoint":["/coredns"],"ExposedPorts":{"53/tcp":{},"53/udp":{}},"WorkingDir":"/"}'
-  printf '%s' "$cd_stamp" > "$out/coredns.stamp"; rm -rf "$r"
+  rm -rf "$r"
   log "coredns image built in $(secs "$t0")s ($(du -h "$out/coredns.oci.tar" | cut -f1))"
-fi
+}
+cd_stamp="coredns=$(sha "$NODE_DIR/bin/coredns" | cut -c1-16) fn=$(fn_hash build_coredns_image)"
+if stale coredns "$cd_stamp"; then build_coredns_image; printf '%s' "$cd_stamp" > "$out/coredns.stamp"; fi
 
 # --- sandbox runtime ---------------------------------------------------------------------------
-src_hash=$(cat "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" \
-  "$REPO_ROOT/python/image/install-layout.sh" "$0" | sha256sum | cut -c1-16)
-rt_stamp="bookworm-minbase+python3 src=$src_hash"
-if want sandbox-runtime && [[ "${FORCE:-0}" == 1 || "$(cat "$out/sandbox-runtime.stamp" 2>/dev/null)" != "$rt_stamp" || ! -f "$out/sandbox-runtime.oci.tar" ]]; then
-  r="$build/runtime-rootfs"; rm -rf "$r"
+build_sandbox_runtime() {
+  local r="$build/runtime-rootfs" t0 stock
   t0=$(date +%s.%N)
-  debootstrap --variant=minbase --include=python3 --cache-dir="$NODE_DIR/debs" bookworm "$r" http://deb.debian.org/debian \
-    > "$build/debootstrap.log" 2>&1 || { tail -20 "$build/debootstrap.log" >&2; log "ERROR: debootstrap failed (log: $build/debootstrap.log)"; exit 1; }
+  debootstrap_minbase "$r" bookworm python3
   log "debootstrap bookworm minbase + python3 in $(secs "$t0")s"
   t0=$(date +%s.%N)
-  rm -rf "$r"/usr/share/doc/* "$r"/usr/share/man/* "$r"/usr/share/info/* "$r"/var/cache/apt/*.bin "$r"/var/lib/apt/lists/* "$r"/var/log/*.log
-  find "$r/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' -exec rm -rf {} + 2>/dev/null || true
+  strip_rootfs "$r"
   # The stock OpenEnv image's HOME, as install-layout.sh expects it; its opencode is a stand-in.
   stock="$build/stock-home"; rm -rf "$stock"; mkdir -p "$stock/.opencode/bin"
   printf '#!/bin/sh\necho "opencode stand-in (node fixture image: not the OpenEnv opencode sandbox base)"\n' > "$stock/.opencode/bin/opencode"
@@ -102,7 +140,145 @@ if want sandbox-runtime && [[ "${FORCE:-0}" == 1 || "$(cat "$out/sandbox-runtime
   chroot "$r" sh -c 'command -v bash python3 >/dev/null && python3 -I /opt/agent-rl/runtime.py --help >/dev/null && python3 -I /opt/agent-rl/forwarder.py --help >/dev/null'
   oci_archive "$r" "$out/sandbox-runtime.oci.tar" "$RUNTIME_IMAGE" \
     '{"User":"65532:65532","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","HOME=/root","SANDBOX_HOME_SEED=/opt/agent-rl/home"],"WorkingDir":"/workspace","ExposedPorts":{"8888/tcp":{}},"Cmd":["python3","-I","/opt/agent-rl/runtime.py","--port","8888","--home-seed","/opt/agent-rl/home"]}'
-  printf '%s' "$rt_stamp" > "$out/sandbox-runtime.stamp"; rm -rf "$r"
+  rm -rf "$r"
   log "sandbox-runtime image laid out and archived in $(secs "$t0")s ($(du -h "$out/sandbox-runtime.oci.tar" | cut -f1))"
-fi
+}
+rt_stamp="bookworm-minbase+python3 src=$(cat "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" \
+  "$REPO_ROOT/python/image/install-layout.sh" | sha256sum | cut -c1-16) fn=$(fn_hash build_sandbox_runtime)"
+if stale sandbox-runtime "$rt_stamp"; then build_sandbox_runtime; printf '%s' "$rt_stamp" > "$out/sandbox-runtime.stamp"; fi
+
+# --- nginx (stand-in for nginxinc/nginx-unprivileged) -------------------------------------------
+# Debian's nginx build, not nginx.org's: its compiled-in modules are Debian's (nginx -V), and it has
+# no dynamic module installed. The stack's rendered configs load none: the ingress's
+# (components/ingress/nginx.ts) and the env router's (components/env/router.ts) use core http
+# modules only (proxy, upstream zone/least_conn/keepalive, map, limit_req, return, stub_status,
+# ssl for the ingress's TLS).
+NGINX_MIN_VERSION=1.27.3    # components/env/router.ts NGINX_MIN_VERSION_FOR_RESOLVE
+build_nginx() {
+  local r="$build/nginx-rootfs" t0 v
+  t0=$(date +%s.%N)
+  # debootstrap 1.0.128 has no forky script: sid's serves every suite after bookworm.
+  debootstrap_minbase "$r" "$NGINX_SUITE" nginx /usr/share/debootstrap/scripts/sid
+  log "debootstrap $NGINX_SUITE minbase + nginx in $(secs "$t0")s"
+  t0=$(date +%s.%N)
+  strip_rootfs "$r"
+  v=$(chroot "$r" nginx -v 2>&1 | sed -n 's|^nginx version: nginx/\([0-9.]*\).*|\1|p')
+  [[ -n "$v" && "$(printf '%s\n%s\n' "$NGINX_MIN_VERSION" "$v" | sort -V | head -1)" == "$NGINX_MIN_VERSION" ]] ||
+    { log "ERROR: Debian $NGINX_SUITE's nginx is '${v:-unknown}', the env router needs >= $NGINX_MIN_VERSION"; exit 1; }
+  # The unprivileged image's user: nginx, uid and gid 101 (what the stack's pods run as:
+  # components/ingress/describe.ts runAsUser, components/env/describe.ts ROUTER_UID).
+  if chroot "$r" getent passwd 101 >/dev/null || chroot "$r" getent group 101 >/dev/null; then
+    log "ERROR: uid or gid 101 is taken in the $NGINX_SUITE rootfs: $(chroot "$r" getent passwd 101; chroot "$r" getent group 101)"; exit 1
+  fi
+  chroot "$r" groupadd --system --gid 101 nginx
+  chroot "$r" useradd --system --uid 101 --gid 101 --no-create-home --home-dir /var/cache/nginx --shell /usr/sbin/nologin nginx
+  # Its config, as that image has it (not Debian's: `user www-data`, /run/nginx.pid, port 80).
+  rm -rf "$r"/etc/nginx/sites-available "$r"/etc/nginx/sites-enabled "$r"/etc/nginx/modules-enabled "$r"/var/www
+  mkdir -p "$r"/etc/nginx/conf.d "$r"/usr/share/nginx/html "$r"/var/cache/nginx
+  cat > "$r/etc/nginx/nginx.conf" <<'EOC'
+# localhost/arl-node/nginx:fixture (test/node/images.sh): a stand-in for
+# nginxinc/nginx-unprivileged, unprivileged the same way: no `user` directive, pid and temp files
+# under /tmp, listen 8080. The stack's pods run their own config (-c) on a read-only root.
+worker_processes auto;
+error_log /var/log/nginx/error.log notice;
+pid /tmp/nginx.pid;
+events {
+    worker_connections 1024;
+}
+http {
+    client_body_temp_path /tmp/client_temp;
+    proxy_temp_path /tmp/proxy_temp;
+    fastcgi_temp_path /tmp/fastcgi_temp;
+    uwsgi_temp_path /tmp/uwsgi_temp;
+    scgi_temp_path /tmp/scgi_temp;
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log /var/log/nginx/access.log;
+    sendfile on;
+    keepalive_timeout 65;
+    include /etc/nginx/conf.d/*.conf;
+}
+EOC
+  cat > "$r/etc/nginx/conf.d/default.conf" <<'EOC'
+server {
+    listen 8080;
+    server_name localhost;
+    location / {
+        root /usr/share/nginx/html;
+        index index.html;
+    }
+}
+EOC
+  printf '<!doctype html><title>nginx fixture</title><p>nginx stand-in image of the agent-rl-infra node fixture (Debian nginx, not nginxinc/nginx-unprivileged)</p>\n' \
+    > "$r/usr/share/nginx/html/index.html"
+  ln -sf /dev/stdout "$r/var/log/nginx/access.log"
+  ln -sf /dev/stderr "$r/var/log/nginx/error.log"
+  # The image's own writable paths belong to uid 101, gid 0 (as in that image), for a writable root.
+  chown -R 101:0 "$r"/var/cache/nginx "$r"/etc/nginx "$r"/var/lib/nginx "$r"/var/log/nginx
+  chmod -R g+w "$r"/var/cache/nginx "$r"/etc/nginx "$r"/var/lib/nginx
+  # Its default config parses (as root: its logs are links to /dev/stdout and /dev/stderr, which
+  # here are this script's root-owned files; the node test runs nginx as uid 101 in a pod).
+  chroot_proc "$r" "$r" nginx -t -q || { log "ERROR: nginx -t of the image's default config failed"; exit 1; }
+  oci_archive "$r" "$out/nginx.oci.tar" "$NGINX_IMAGE" \
+    '{"User":"101","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"ExposedPorts":{"8080/tcp":{}},"StopSignal":"SIGQUIT","Cmd":["nginx","-g","daemon off;"]}'
+  rm -rf "$r"
+  log "nginx $v image laid out and archived in $(secs "$t0")s ($(du -h "$out/nginx.oci.tar" | cut -f1))"
+}
+ng_stamp="$NGINX_SUITE-minbase+nginx fn=$(fn_hash build_nginx)"
+if stale nginx "$ng_stamp"; then build_nginx; printf '%s' "$ng_stamp" > "$out/nginx.stamp"; fi
+
+# --- OpenEnv env server: the echo env of openenv's own template -------------------------------------
+# What the server imports, at the lock's pins (python/requirements-test.txt as constraints): openenv
+# itself without its dependencies, then FastAPI, uvicorn, websockets and fastmcp (http_server.py
+# imports mcp_environment, which imports fastmcp). Left out of openenv's dependencies: gradio (the web
+# UI, off unless ENABLE_WEB_INTERFACE), openai, huggingface_hub and the CLI's typer/tomli: the server
+# never imports them (measured: 118 MB against 453 MB for `pip install openenv==0.10.0`). The CLI's
+# dependencies are installed apart, only to run `openenv init`, and removed.
+OPENENV_SERVER_PACKAGES=(fastapi uvicorn websockets fastmcp pydantic pyyaml requests packaging typing_extensions)
+OPENENV_CLI_PACKAGES=(typer rich huggingface_hub tomli tomli-w openai)
+build_openenv_echo() {
+  local r="$build/openenv-rootfs" t0 pip_cache="$NODE_DIR/pip-cache"
+  t0=$(date +%s.%N)
+  debootstrap_minbase "$r" bookworm python3,python3-venv
+  log "debootstrap bookworm minbase + python3, python3-venv in $(secs "$t0")s"
+  t0=$(date +%s.%N)
+  strip_rootfs "$r"
+  cp "$REPO_ROOT/python/requirements-test.txt" "$r/tmp/constraints.txt"
+  # pip trusts what this machine trusts (a TLS-intercepting proxy's CA included) and uses its proxy
+  # settings; the rootfs has no ca-certificates of its own. Both are left out of the image.
+  [[ -f /etc/ssl/certs/ca-certificates.crt ]] || { log "ERROR: /etc/ssl/certs/ca-certificates.crt is missing (apt-get install ca-certificates): pip needs it to reach PyPI"; exit 1; }
+  cp /etc/ssl/certs/ca-certificates.crt "$r/tmp/ca-certificates.crt"
+  local pass=() v
+  for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL HTTPS_PROXY HTTP_PROXY NO_PROXY https_proxy http_proxy no_proxy; do
+    [[ -n "${!v:-}" ]] && pass+=("$v=${!v}")
+  done
+  # pip's cache lives beside the debs (moved in for the build, back out after).
+  mkdir -p "$pip_cache"; rm -rf "$r/tmp/pip-cache"; mv "$pip_cache" "$r/tmp/pip-cache"
+  # The template's Dockerfile: a venv at /app/.venv, the env at /app/env.
+  if ! chroot_proc "$r" "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root PIP_CACHE_DIR=/tmp/pip-cache PIP_DISABLE_PIP_VERSION_CHECK=1 \
+      PIP_CERT=/tmp/ca-certificates.crt "${pass[@]}" sh -euc "
+      python3 -m venv /app/.venv
+      /app/.venv/bin/pip install -q -c /tmp/constraints.txt ${OPENENV_SERVER_PACKAGES[*]}
+      /app/.venv/bin/pip install -q --no-deps openenv==$OPENENV_VERSION
+      /app/.venv/bin/pip install -q --target /tmp/openenv-cli -c /tmp/constraints.txt ${OPENENV_CLI_PACKAGES[*]}
+      cd /app && PYTHONPATH=/tmp/openenv-cli /app/.venv/bin/openenv init echo_env --output-dir /app >/dev/null
+      mv /app/echo_env /app/env
+      /app/.venv/bin/pip uninstall -q -y pip setuptools
+      rm -rf /tmp/openenv-cli /tmp/constraints.txt /tmp/ca-certificates.crt
+      cd /app/env && PYTHONPATH=/app/env /app/.venv/bin/python -c 'import server.app'
+  " > "$build/openenv-pip.log" 2>&1; then
+    mv "$r/tmp/pip-cache" "$pip_cache"; tail -30 "$build/openenv-pip.log" >&2
+    log "ERROR: the OpenEnv echo env's install failed (log: $build/openenv-pip.log)"; exit 1
+  fi
+  mv "$r/tmp/pip-cache" "$pip_cache"
+  [[ -f "$r/app/env/server/app.py" && -f "$r/app/env/openenv.yaml" ]] || { log "ERROR: openenv init wrote no server/app.py under /app/env"; exit 1; }
+  # The bytecode pip and the import check compiled stays: the pods' root is read-only, so Python
+  # could not cache it there.
+  oci_archive "$r" "$out/openenv-echo.oci.tar" "$OPENENV_IMAGE" \
+    '{"Env":["PATH=/app/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","PYTHONPATH=/app/env"],"WorkingDir":"/app","ExposedPorts":{"8000/tcp":{}},"Cmd":["sh","-c","cd /app/env && uvicorn server.app:app --host 0.0.0.0 --port 8000"]}'
+  rm -rf "$r"
+  log "openenv-echo image (openenv $OPENENV_VERSION) laid out and archived in $(secs "$t0")s ($(du -h "$out/openenv-echo.oci.tar" | cut -f1))"
+}
+oe_stamp="bookworm-minbase+python3 openenv=$OPENENV_VERSION lock=$(sha256sum "$REPO_ROOT/python/requirements-test.txt" | cut -c1-16) fn=$(fn_hash build_openenv_echo) pkgs=${OPENENV_SERVER_PACKAGES[*]}"
+if stale openenv-echo "$oe_stamp"; then build_openenv_echo; printf '%s' "$oe_stamp" > "$out/openenv-echo.stamp"; fi
 ls -la "$out" >&2

@@ -10,7 +10,9 @@
 # then imports the fixture's images with `ctr -n k8s.io images import` and waits for the node to be
 # Ready. Run down.sh to remove it all (the test does, on any exit).
 # UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-router);
-# UP_UNTIL=kubelet starts everything but kube-router (the kubelet and the GPU stand-in).
+# UP_UNTIL=kubelet starts everything but kube-router (the kubelet and the GPU stand-in). UP_IMAGES
+# (e.g. "sandbox-runtime") limits the imports to those images, busybox and coredns (default: every
+# image images.sh builds).
 # Prints a timeline (seconds since start) on stderr and writes it to $W/timeline.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -191,8 +193,11 @@ cat "$W/logs/node-inner.log" >&2
 [[ "$(cat "$W/inner.done" 2>/dev/null)" == ok ]] || { log "ERROR: the node's daemons did not all come up (above)"; exit 1; }
 ctr_ version >/dev/null
 
-for img in busybox coredns sandbox-runtime; do
-  [[ -f "$NODE_DIR/images/$img.oci.tar" ]] || continue
+# UP_IMAGES: the images to import besides busybox (the pause image) and coredns (cluster DNS), always imported; default all.
+imports=(busybox coredns)
+for img in ${UP_IMAGES:-sandbox-runtime nginx openenv-echo}; do [[ "$img" == busybox || "$img" == coredns ]] || imports+=("$img"); done
+for img in "${imports[@]}"; do
+  [[ -f "$NODE_DIR/images/$img.oci.tar" ]] || { log "ERROR: missing $NODE_DIR/images/$img.oci.tar (run test/node/build.sh)"; exit 1; }
   t0=$(date +%s.%N)
   # Once (of about ten runs) the import's stream was reset by containerd ("connection reset by
   # peer"): one retry while containerd is alive, else its log.
@@ -202,7 +207,11 @@ for img in busybox coredns sandbox-runtime; do
     log "ctr images import $img failed with containerd alive (its log above): retrying once"
     ctr_ images import "$NODE_DIR/images/$img.oci.tar" >&2 || { log "ERROR: ctr images import $img failed twice"; exit 1; }
   fi
-  mark "imported $img image ($(secs "$t0")s)"
+  # Also under its digest reference (<repository>@sha256:<manifest digest>), as an image pulled by
+  # digest is known: a stack pinned by digest (imagePullPolicy IfNotPresent) runs it, pulling nothing.
+  ref="$(image_ref_by_digest "$NODE_DIR/images/$img.oci.tar")"
+  ctr_ images tag --force "$(image_name_of "$NODE_DIR/images/$img.oci.tar")" "$ref" >/dev/null
+  mark "imported $img image ($(secs "$t0")s) as $ref"
 done
 [[ "$UP_UNTIL" == containerd ]] && exit 0
 
