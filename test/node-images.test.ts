@@ -25,6 +25,7 @@ import { NGINX_MIN_VERSION_FOR_RESOLVE, ROUTER_HEALTH_PATH, ROUTER_NO_REPLICA_CO
 import { planToDir } from "../scripts/lib/plan";
 import { ensureBinaries } from "./helpers/apiserver";
 import { buildNodeFixture, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, type NodeNames, nodeNames, nodePlatformSkipReason, nodeUp } from "./helpers/node";
+import { GET_PY, SESSION_PY } from "./helpers/openenv-session";
 
 const CI = !!process.env.CI;
 const RECIPE = "wordle-whitebox";
@@ -59,30 +60,6 @@ function versionAtLeast(v: string, min: string): boolean {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** One real OpenEnv session with openenv's own client (run in the client pod; the replica's URL is argv[1]). */
-const SESSION_PY = `
-import json, sys
-from openenv.core.generic_client import GenericEnvClient
-out = {}
-with GenericEnvClient(base_url=sys.argv[1]).sync() as env:
-    r = env.reset()
-    out["reset"] = {"observation": r.observation, "reward": r.reward, "done": r.done}
-    r = env.step({"message": "hello from the node"})
-    out["step"] = {"observation": r.observation, "reward": r.reward, "done": r.done}
-    out["state"] = env.state()
-print(json.dumps(out, default=str))
-`;
-
-/** GET a URL from the client pod: status and body (python3's urllib: the image has no curl). */
-const GET_PY = `
-import sys, urllib.request, urllib.error
-try:
-    r = urllib.request.urlopen(sys.argv[1], timeout=5)
-    print(r.status); print(r.read().decode())
-except urllib.error.HTTPError as e:
-    print(e.code); print(e.read().decode())
-`;
 
 describe("node: the stack's nginx (stand-in) and OpenEnv env server images run the recipe's own router and replica pods", {
     skip: skipReason(),

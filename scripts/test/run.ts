@@ -196,19 +196,40 @@ function runScript(label: string, cmd: string, args: string[]): void {
  * The fixtures. The Python venv (mostly download and unpack: network and disk) is made while the
  * Go builds (CPU) run, one after the other; its stderr goes to a file, shown when it fails.
  */
+/** Runs a command in the background, its stderr into a log file; resolves to its exit code and the log's path. */
+function background(cmd: string, args: string[]): Promise<{ code: number; log: string }> {
+    const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-bg-")), "stderr.log");
+    const out = fs.openSync(logFile, "w");
+    return new Promise((resolve) => {
+        const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", out] });
+        child.on("error", () => resolve({ code: 127, log: logFile }));
+        child.on("close", (code) => {
+            fs.closeSync(out);
+            resolve({ code: code ?? 1, log: logFile });
+        });
+    });
+}
+
+/** The node fixture's images that need no Go program (debootstrap, pip: network and disk). */
+const NODE_EARLY_IMAGES = ["busybox", "sandbox-runtime", "nginx", "openenv-echo"];
+
 async function buildFixtures(): Promise<void> {
     const t0 = Date.now();
-    const venvLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-venv-")), "venv.log");
-    const venvOut = fs.openSync(venvLog, "w");
-    const venv = new Promise<number>((resolve) => {
-        const child = spawn("bash", ["python/run-tests.sh", "--venv-only"], { cwd: ROOT, stdio: ["ignore", "ignore", venvOut] });
-        child.on("error", () => resolve(127));
-        child.on("close", (code) => resolve(code ?? 1));
-    });
+    const venv = background("bash", ["python/run-tests.sh", "--venv-only"]);
+    // As the venv, made beside the Go builds; build.sh's own images step waits for it (images.sh's
+    // lock) and then finds them current. A failure here is not final: build.sh builds them again and
+    // reports its own error.
+    const images = isLinuxRoot() ? background("bash", ["test/node/images.sh", ...NODE_EARLY_IMAGES]) : undefined;
     runScript("API server fixture", "bash", ["test/apiserver/build.sh"]);
     runScript("engine fixture", "bash", ["test/engine/build.sh"]);
     runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
     runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
+    if (images) {
+        const r = await images;
+        log(
+            `node images (${NODE_EARLY_IMAGES.join(", ")}, made beside the Go builds): ${r.code === 0 ? "ready" : `failed (exit ${r.code}; build.sh tries again; log: ${r.log})`}`,
+        );
+    }
     if (isLinuxRoot())
         runScript(
             "node fixture (containerd 2, kubelet, kube-proxy, controller-manager, scheduler, CoreDNS, GPU stand-in, kube-router netpol, images)",
@@ -216,8 +237,7 @@ async function buildFixtures(): Promise<void> {
             ["test/node/build.sh"],
         );
     else log("node fixture: not built (needs root on Linux; the test/node-*.test.ts files skip)");
-    const code = await venv;
-    fs.closeSync(venvOut);
+    const { code, log: venvLog } = await venv;
     if (code !== 0) {
         process.stderr.write(fs.readFileSync(venvLog, "utf8").slice(-4000));
         log(`Python venv (the trainer-side lock) failed (exit ${code}): run \`bash python/run-tests.sh --venv-only\` to see why`);

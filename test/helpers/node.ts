@@ -258,3 +258,15 @@ export async function nodeUp(opts: { readonly env?: NodeJS.ProcessEnv } = {}): P
 export function nodeDown(check = false): Promise<CommandResult> {
     return command("bash", [path.join(NODE_SCRIPTS, "down.sh"), ...(check ? ["--check"] : [])], { timeoutMs: 3 * 60_000 });
 }
+
+/**
+ * An images.sh archive's digest reference (`localhost/arl-node/<image>@sha256:<manifest digest>`),
+ * under which up.sh also tags it: a stack pinned by digest runs it with imagePullPolicy IfNotPresent.
+ */
+export function imageRefByDigest(names: NodeNames, image: string): string {
+    const archive = path.join(names.dir, "images", `${image}.oci.tar`);
+    const r = spawnSync("bash", ["-c", `. ${JSON.stringify(path.join(NODE_SCRIPTS, "env.sh"))}; image_ref_by_digest "$1"`, "_", archive], { encoding: "utf8" });
+    const ref = r.stdout.trim();
+    if (r.status !== 0 || !/@sha256:[0-9a-f]{64}$/.test(ref)) throw new Error(`no digest reference for ${archive}: ${r.stderr}${ref}`);
+    return ref;
+}

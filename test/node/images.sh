@@ -61,6 +61,10 @@ oci_archive() {
 }
 
 what=("$@"); (( ${#what[@]} > 0 )) || what=(busybox coredns sandbox-runtime nginx openenv-echo)
+# One images.sh at a time per output directory: `npm test` starts the images that need no Go
+# program beside the Go builds (scripts/test/run.ts), and build.sh's own call then waits here.
+exec 8>"$NODE_DIR/.images.lock"
+flock 8
 want() { [[ " ${what[*]} " == *" $1 "* ]]; }
 # stale NAME STAMP: the image is wanted and its archive is missing or was built from other inputs.
 stale() { want "$1" && [[ "${FORCE:-0}" == 1 || "$(cat "$out/$1.stamp" 2>/dev/null)" != "$2" || ! -f "$out/$1.oci.tar" ]]; }
@@ -118,8 +122,11 @@ build_coredns_image() {
   rm -rf "$r"
   log "coredns image built in $(secs "$t0")s ($(du -h "$out/coredns.oci.tar" | cut -f1))"
 }
-cd_stamp="coredns=$(sha "$NODE_DIR/bin/coredns" | cut -c1-16) fn=$(fn_hash build_coredns_image)"
-if stale coredns "$cd_stamp"; then build_coredns_image; printf '%s' "$cd_stamp" > "$out/coredns.stamp"; fi
+if want coredns; then
+  [[ -f "$NODE_DIR/bin/coredns" ]] || { log "ERROR: $NODE_DIR/bin/coredns missing (build.sh builds it before the images)"; exit 1; }
+  cd_stamp="coredns=$(sha "$NODE_DIR/bin/coredns" | cut -c1-16) fn=$(fn_hash build_coredns_image)"
+  if stale coredns "$cd_stamp"; then build_coredns_image; printf '%s' "$cd_stamp" > "$out/coredns.stamp"; fi
+fi
 
 # --- sandbox runtime ---------------------------------------------------------------------------
 build_sandbox_runtime() {
