@@ -139,7 +139,7 @@ func register(kubeletSock, endpoint, resource string) error {
 func main() {
 	n := flag.Int("devices", 8, "number of fake devices to advertise")
 	resource := flag.String("resource", "nvidia.com/gpu", "extended resource name to advertise")
-	dir := flag.String("plugin-dir", api.DevicePluginPath, "the kubelet's device plugin directory (<kubelet --root-dir>/device-plugins)")
+	dir := flag.String("plugin-dir", api.DevicePluginPath, "the kubelet's device plugin directory (fixed in the kubelet, not under its --root-dir)")
 	socketName := flag.String("socket", "gpu-standin.sock", "this plugin's socket file name in --plugin-dir")
 	prefix := flag.String("id-prefix", "standin-fake-gpu-", "fake device ids are this prefix + 0..N-1")
 	flag.Usage = func() {
