@@ -23,7 +23,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("node: a stand-in device plugin advertises fake nvidia.com/gpu devices; GPU pods are admitted, over-requests refused, devices freed", {
     skip: nodeSkipReason(CI),
-    timeout: 10 * 60_000,
+    timeout: 30 * 60_000, // with the wait for another file's node (helpers/node.ts nodeUp)
 }, () => {
     let node: Node;
     let up = false;

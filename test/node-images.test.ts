@@ -10,10 +10,11 @@
 //     `openenv init` writes), not the catalog's textarena image, which no registry serves here;
 //   - a client pod on the OpenEnv image that runs one real OpenEnv session (openenv's own
 //     GenericEnvClient, over WS /ws) against the replica's pod address.
-// Not here: the router forwarding to the replica (no cluster DNS on the node yet, so the replica
-// names the router resolves do not exist: the resolver's own name is mapped by hostAliases so that
-// nginx starts, as it does on a cluster); the ingress's config (its vLLM upstream is resolved at
-// start). Root and Linux only; under CI the fixture is built when missing (a skip fails CI).
+// Not here: the router forwarding to the replica (these are bare pods, not the StatefulSet behind
+// its headless Service, so the replica names the router resolves through CoreDNS have no record:
+// test/node-stack.test.ts deploys the env space as rendered and routes a session); the ingress's
+// config (its vLLM upstream is resolved at start). Root and Linux only; under CI the fixture is
+// built when missing (a skip fails CI).
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -63,7 +64,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("node: the stack's nginx (stand-in) and OpenEnv env server images run the recipe's own router and replica pods", {
     skip: skipReason(),
-    timeout: 15 * 60_000,
+    timeout: 30 * 60_000, // with the wait for another file's node (helpers/node.ts nodeUp)
 }, () => {
     let node: Node;
     let up = false;
@@ -105,9 +106,6 @@ describe("node: the stack's nginx (stand-in) and OpenEnv env server images run t
             spec: {
                 ...rt.spec,
                 nodeName: names.nodeName,
-                // No cluster DNS on the node yet: the resolver's name (resolved once, at start) maps to
-                // the node address, where nothing answers DNS; the replica names stay unresolved.
-                hostAliases: [{ ip: names.nodeIp, hostnames: ["kube-dns.kube-system.svc.cluster.local"] }],
                 containers: rt.spec.containers.map((c: any) => onNode(c, c.name === "router" ? names.nginxImage : names.openenvImage)),
             },
         };
@@ -139,14 +137,7 @@ describe("node: the stack's nginx (stand-in) and OpenEnv env server images run t
                 ],
             },
         };
-        const objects = [
-            ...plan.manifests.filter((x) => x.kind === "Namespace" && x.metadata.name === ns),
-            { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "default", namespace: ns } }, // no controller-manager on the node
-            configMap,
-            routerPod,
-            replicaPod,
-            client,
-        ];
+        const objects = [...plan.manifests.filter((x) => x.kind === "Namespace" && x.metadata.name === ns), configMap, routerPod, replicaPod, client];
 
         up = true; // up.sh may fail half-way: down.sh runs in after() either way
         const t0 = Date.now();

@@ -95,7 +95,7 @@ const MEASURED: readonly MeasuredCase[] = [
 
 describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy enforced, every recipe's reachability measured", {
     skip: nodeSkipReason(CI),
-    timeout: 20 * 60_000,
+    timeout: 40 * 60_000, // with the wait for another file's node (helpers/node.ts nodeUp)
 }, () => {
     let node: Node;
     let r: NodeSandboxRender;

@@ -59,7 +59,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv session through its router, its policies measured`, {
     skip: nodeSkipReason(CI),
-    timeout: 15 * 60_000,
+    timeout: 30 * 60_000, // with the wait for another file's node (helpers/node.ts nodeUp)
 }, () => {
     let node: Node;
     let up = false;

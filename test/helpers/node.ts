@@ -247,16 +247,67 @@ export function nodeHandle(names: NodeNames): Node {
     };
 }
 
-/** up.sh: the node and its control plane; throws with its output when it fails. */
+/**
+ * The node is one per machine (env.sh's fixed names), and `npm test` runs two test files at once:
+ * each file holds this lock from nodeUp to its nodeDown. The file names the holder's pid; a holder
+ * that is gone (killed) no longer holds it.
+ */
+const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
+/** Longest wait for another file's node: the longest node file takes under 5 minutes. */
+const NODE_LOCK_WAIT_MS = 20 * 60_000;
+
+function pidAlive(pid: number): boolean {
+    try {
+        process.kill(pid, 0);
+        return true;
+    } catch (e) {
+        return (e as NodeJS.ErrnoException).code === "EPERM";
+    }
+}
+
+function releaseNodeLock(): void {
+    try {
+        if (Number(fs.readFileSync(NODE_LOCK, "utf8")) === process.pid) fs.rmSync(NODE_LOCK, { force: true });
+    } catch {
+        // not held
+    }
+}
+
+async function acquireNodeLock(): Promise<void> {
+    const t0 = Date.now();
+    for (;;) {
+        try {
+            fs.writeFileSync(NODE_LOCK, String(process.pid), { flag: "wx" });
+            process.once("exit", releaseNodeLock);
+            return;
+        } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+        }
+        const holder = Number(fs.readFileSync(NODE_LOCK, "utf8"));
+        if (holder === process.pid) return;
+        if (!Number.isInteger(holder) || holder <= 0 || !pidAlive(holder)) {
+            fs.rmSync(NODE_LOCK, { force: true });
+            continue;
+        }
+        if (Date.now() - t0 > NODE_LOCK_WAIT_MS)
+            throw new Error(`the node is held by pid ${holder} (${NODE_LOCK}) for over ${NODE_LOCK_WAIT_MS / 60_000} minutes`);
+        await new Promise((r) => setTimeout(r, 1000));
+    }
+}
+
+/** up.sh: the node and its control plane (after another test file's node is down); throws with its output when it fails. */
 export async function nodeUp(opts: { readonly env?: NodeJS.ProcessEnv } = {}): Promise<CommandResult> {
+    await acquireNodeLock();
     const r = await command("bash", [path.join(NODE_SCRIPTS, "up.sh")], { timeoutMs: 6 * 60_000, env: opts.env });
     if (r.code !== 0) throw new Error(`bash test/node/up.sh failed (exit ${r.code}):\n${r.stderr.split("\n").slice(-60).join("\n")}`);
     return r;
 }
 
-/** down.sh (or `down.sh --check`, which removes nothing): exit 0 when nothing is left. */
-export function nodeDown(check = false): Promise<CommandResult> {
-    return command("bash", [path.join(NODE_SCRIPTS, "down.sh"), ...(check ? ["--check"] : [])], { timeoutMs: 3 * 60_000 });
+/** down.sh (or `down.sh --check`, which removes nothing): exit 0 when nothing is left. down.sh releases the node to other test files. */
+export async function nodeDown(check = false): Promise<CommandResult> {
+    const r = await command("bash", [path.join(NODE_SCRIPTS, "down.sh"), ...(check ? ["--check"] : [])], { timeoutMs: 3 * 60_000 });
+    if (!check) releaseNodeLock();
+    return r;
 }
 
 /**
