@@ -11,8 +11,7 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ensureBinaries } from "./helpers/apiserver";
-import { buildNodeFixture, keepNodeLogs, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodeSkipReason, nodeUp } from "./helpers/node";
+import { type Node, nodeSkipReason, NodeSession } from "./helpers/node";
 
 const CI = !!process.env.CI;
 const NS = "gpu-standin-test";
@@ -26,44 +25,27 @@ describe("node: a stand-in device plugin advertises fake nvidia.com/gpu devices;
     timeout: 30 * 60_000, // with the wait for another file's node (helpers/node.ts nodeUp)
 }, () => {
     let node: Node;
-    let up = false;
-    let downChecked = false;
+    const session = new NodeSession();
     let resource = "";
     let devices = 0;
 
     before(async () => {
-        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries() };
-        if (CI || !nodeFixtureBuilt(nodeNames(env))) env.AGENT_RL_NODE_DIR = await buildNodeFixture();
-        process.env.AGENT_RL_K8S_CACHE_DIR = env.AGENT_RL_K8S_CACHE_DIR;
-        if (env.AGENT_RL_NODE_DIR) process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;
-        node = nodeHandle(nodeNames(env));
+        node = await session.prepare();
         resource = node.names.gpuResource;
         devices = node.names.gpuDevices;
-        up = true; // up.sh may fail half-way: down.sh runs in after() either way
-        const t0 = Date.now();
-        await nodeUp({ env });
-        process.stderr.write(`# node up in ${((Date.now() - t0) / 1000).toFixed(1)} s; timeline (s): ${node.timeline().replace(/\n/g, "; ")}\n`);
-        await node.kubectlOk(
-            ["apply", "-f", "-"],
-            JSON.stringify({
-                apiVersion: "v1",
-                kind: "List",
-                items: [
-                    { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
-                    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "default", namespace: NS } },
-                ],
-            }),
-        );
+        await session.start();
+        // The default ServiceAccount too: the pods below may come before the controller-manager makes it.
+        await node.apply({
+            apiVersion: "v1",
+            kind: "List",
+            items: [
+                { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
+                { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "default", namespace: NS } },
+            ],
+        });
     });
 
-    after(async () => {
-        if (up && !downChecked) {
-            const kept = keepNodeLogs();
-            if (kept) process.stderr.write(`# the node's logs and timeline kept in ${kept}\n`);
-            const d = await nodeDown();
-            if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);
-        }
-    });
+    after(() => session.cleanup());
 
     /** A busybox pod bound to the node (no scheduler) whose one container requests `gpus` of the resource. */
     const gpuPod = (name: string, gpus: number) => ({
@@ -175,10 +157,6 @@ describe("node: a stand-in device plugin advertises fake nvidia.com/gpu devices;
     });
 
     it("down.sh ends the stand-in with the rest and leaves nothing", async () => {
-        downChecked = true;
-        const d = await nodeDown();
-        assert.equal(d.code, 0, `down.sh: ${d.stdout}${d.stderr}`);
-        const check = await nodeDown(true);
-        assert.equal(check.code, 0, `down.sh --check: ${check.stdout}${check.stderr}`);
+        await session.downLeavesNothing();
     });
 });

@@ -24,8 +24,7 @@ import { NON_ROOT_UID } from "../components/config/catalog";
 import { ROUTER_UID } from "../components/env/describe";
 import { NGINX_MIN_VERSION_FOR_RESOLVE, ROUTER_HEALTH_PATH, ROUTER_NO_REPLICA_CODE } from "../components/env/router";
 import { planToDir } from "../scripts/lib/plan";
-import { ensureBinaries } from "./helpers/apiserver";
-import { buildNodeFixture, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, type NodeNames, nodeNames, nodePlatformSkipReason, nodeUp } from "./helpers/node";
+import { type Node, nodeFixtureBuilt, type NodeNames, nodeNames, nodePlatformSkipReason, NodeSession } from "./helpers/node";
 import { GET_PY, SESSION_PY } from "./helpers/openenv-session";
 
 const CI = !!process.env.CI;
@@ -67,8 +66,7 @@ describe("node: the stack's nginx (stand-in) and OpenEnv env server images run t
     timeout: 30 * 60_000, // with the wait for another file's node (helpers/node.ts nodeUp)
 }, () => {
     let node: Node;
-    let up = false;
-    let downChecked = false;
+    const session = new NodeSession();
     let ns = "";
     let routerPod: any;
     let replicaPod: any;
@@ -78,10 +76,8 @@ describe("node: the stack's nginx (stand-in) and OpenEnv env server images run t
     const CLIENT = "openenv-client";
 
     before(async () => {
-        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries(), UP_IMAGES: IMAGES.join(" ") };
-        if (CI || !imagesBuilt(nodeNames(env))) env.AGENT_RL_NODE_DIR = await buildNodeFixture();
-        const names = nodeNames(env);
-        node = nodeHandle(names);
+        node = await session.prepare({ extraEnv: { UP_IMAGES: IMAGES.join(" ") }, built: imagesBuilt });
+        const names = node.names;
 
         const plan = await planToDir(
             { recipe: RECIPE, target: "kubernetes" },
@@ -137,21 +133,22 @@ describe("node: the stack's nginx (stand-in) and OpenEnv env server images run t
                 ],
             },
         };
-        const objects = [...plan.manifests.filter((x) => x.kind === "Namespace" && x.metadata.name === ns), configMap, routerPod, replicaPod, client];
-
-        up = true; // up.sh may fail half-way: down.sh runs in after() either way
-        const t0 = Date.now();
-        await nodeUp({ env });
-        process.stderr.write(`# node up in ${((Date.now() - t0) / 1000).toFixed(1)} s; timeline (s): ${node.timeline().replace(/\n/g, "; ")}\n`);
-        await node.kubectlOk(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }));
+        const objects = [
+            ...plan.manifests.filter((x) => x.kind === "Namespace" && x.metadata.name === ns),
+            // The pods may come before the controller-manager makes the namespace's default ServiceAccount.
+            { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "default", namespace: ns } },
+            configMap,
+            routerPod,
+            replicaPod,
+            client,
+        ];
+        await session.start();
+        await node.apply({ apiVersion: "v1", kind: "List", items: objects });
     });
 
     after(async () => {
         fs.rmSync(planDir, { recursive: true, force: true });
-        if (up && !downChecked) {
-            const d = await nodeDown();
-            if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);
-        }
+        await session.cleanup();
     });
 
     /** Waits for a pod's Ready condition; fails with `kubectl describe` and the kubelet's log. */
@@ -289,10 +286,6 @@ describe("node: the stack's nginx (stand-in) and OpenEnv env server images run t
     });
 
     it("down.sh leaves no process, mount, cgroup, network namespace, veth, CNI cache or host iptables/ipset change", async () => {
-        downChecked = true;
-        const d = await nodeDown();
-        assert.equal(d.code, 0, `down.sh: ${d.stdout}${d.stderr}`);
-        const check = await nodeDown(true);
-        assert.equal(check.code, 0, `down.sh --check: ${check.stdout}${check.stderr}`);
+        await session.downLeavesNothing();
     });
 });

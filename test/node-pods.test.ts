@@ -16,10 +16,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ensureBinaries } from "./helpers/apiserver";
 import { RECIPE_NAMES } from "../components/config";
 import { planToDir } from "../scripts/lib/plan";
-import { buildNodeFixture, keepNodeLogs, type Node, nodeDown, nodeFixtureBuilt, nodeHandle, nodeNames, nodeSkipReason, nodeUp } from "./helpers/node";
+import { type Node, nodeSkipReason, NodeSession } from "./helpers/node";
 import { APISERVER_NODE, measureReachability, type NodeAddresses, nodeEndpoints, nodeLocalEndpoints } from "./helpers/node-reachability";
 import { CLIENT_PY, clusterCheckObjects } from "./helpers/node-cluster";
 import { type NodeSandboxRender, renderNodeSandbox } from "./helpers/node-sandbox";
@@ -99,34 +98,18 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
 }, () => {
     let node: Node;
     let r: NodeSandboxRender;
-    let up = false;
-    let downChecked = false;
+    const session = new NodeSession();
     const cid: Record<string, string> = {};
     let sandboxIp = "";
 
     before(async () => {
         // Only the images this file runs (up.sh imports busybox always): test/node-images.test.ts runs the others.
-        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries(), UP_IMAGES: "sandbox-runtime" };
-        if (CI || !nodeFixtureBuilt(nodeNames(env))) env.AGENT_RL_NODE_DIR = await buildNodeFixture();
-        process.env.AGENT_RL_K8S_CACHE_DIR = env.AGENT_RL_K8S_CACHE_DIR;
-        if (env.AGENT_RL_NODE_DIR) process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;
-        const names = nodeNames(env);
-        node = nodeHandle(names);
-        r = renderNodeSandbox(names.nodeName, names.runtimeImage, names.busyboxImage);
-        up = true; // up.sh may fail half-way: down.sh runs in after() either way
-        const t0 = Date.now();
-        await nodeUp({ env });
-        process.stderr.write(`# node up in ${((Date.now() - t0) / 1000).toFixed(1)} s; timeline (s): ${node.timeline().replace(/\n/g, "; ")}\n`);
+        node = await session.prepare({ extraEnv: { UP_IMAGES: "sandbox-runtime" } });
+        r = renderNodeSandbox(node.names.nodeName, node.names.runtimeImage, node.names.busyboxImage);
+        await session.start();
     });
 
-    after(async () => {
-        if (up && !downChecked) {
-            const kept = keepNodeLogs();
-            if (kept) process.stderr.write(`# the node's logs and timeline kept in ${kept}\n`);
-            const d = await nodeDown();
-            if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);
-        }
-    });
+    after(() => session.cleanup());
 
     const ready = async (ns: string, pod: string): Promise<string> =>
         (await node.kubectl(["-n", ns, "get", "pod", pod, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).stdout.trim();
@@ -153,7 +136,7 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
     };
 
     it("the sandbox pool's pod comes Ready behind its real probes (forwarder startupProbe, runtime readinessProbe)", async () => {
-        await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(r.objects));
+        await node.apply(r.objects);
         const t0 = Date.now();
         let status = "";
         for (let i = 0; i < 360 && status !== "True"; i++) {
@@ -366,10 +349,6 @@ describe("node: the sandbox pool's own pod on a real kubelet, its NetworkPolicy 
     }
 
     it("down.sh leaves no process, mount, cgroup, network namespace, veth, CNI cache or host iptables/ipset change", async () => {
-        downChecked = true;
-        const d = await nodeDown();
-        assert.equal(d.code, 0, `down.sh: ${d.stdout}${d.stderr}`);
-        const check = await nodeDown(true);
-        assert.equal(check.code, 0, `down.sh --check: ${check.stdout}${check.stderr}`);
+        await session.downLeavesNothing();
     });
 });

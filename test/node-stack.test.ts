@@ -19,19 +19,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { planToDir } from "../scripts/lib/plan";
-import { ensureBinaries } from "./helpers/apiserver";
-import {
-    buildNodeFixture,
-    imageRefByDigest,
-    keepNodeLogs,
-    type Node,
-    nodeDown,
-    nodeFixtureBuilt,
-    nodeHandle,
-    nodeNames,
-    nodeSkipReason,
-    nodeUp,
-} from "./helpers/node";
+import { type Node, nodeSkipReason, imageRefByDigest, NodeSession } from "./helpers/node";
 import { GET_PY, SESSION_PY } from "./helpers/openenv-session";
 import type { Manifest } from "./helpers/reachability";
 
@@ -62,8 +50,7 @@ describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv 
     timeout: 30 * 60_000, // with the wait for another file's node (helpers/node.ts nodeUp)
 }, () => {
     let node: Node;
-    let up = false;
-    let downChecked = false;
+    const session = new NodeSession();
     let manifests: Manifest[] = [];
     let envNs = "";
     let trainingNs = "";
@@ -75,11 +62,7 @@ describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv 
     const kubectlList = (items: readonly unknown[]) => JSON.stringify({ apiVersion: "v1", kind: "List", items });
 
     before(async () => {
-        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries() };
-        if (CI || !nodeFixtureBuilt(nodeNames(env))) env.AGENT_RL_NODE_DIR = await buildNodeFixture();
-        process.env.AGENT_RL_K8S_CACHE_DIR = env.AGENT_RL_K8S_CACHE_DIR;
-        if (env.AGENT_RL_NODE_DIR) process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;
-        node = nodeHandle(nodeNames(env));
+        node = await session.prepare();
         const plan = await planToDir({ recipe: RECIPE, target: "kubernetes" }, { outDir: planDir, platformOverride: nodeStackOverride(node) });
         manifests = [...plan.manifests];
         const job = byKind("Job")[0];
@@ -89,20 +72,12 @@ describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv 
         envUrl = job.spec.template.spec.containers.flatMap((c: any) => c.env ?? []).find((e: any) => e.name === `ENV_${ENV.toUpperCase()}_URL`)?.value;
         assert.match(envUrl ?? "", /^http:\/\/[a-z0-9-]+\.[a-z0-9-]+\.svc\.cluster\.local:\d+$/, `the Job's ENV_${ENV.toUpperCase()}_URL`);
         envNs = byKind("StatefulSet")[0]?.metadata.namespace;
-        up = true; // up.sh may fail half-way: down.sh runs in after() either way
-        const t0 = Date.now();
-        await nodeUp({ env });
-        process.stderr.write(`# node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+        await session.start();
     });
 
     after(async () => {
         fs.rmSync(planDir, { recursive: true, force: true });
-        if (up && !downChecked) {
-            const kept = keepNodeLogs();
-            if (kept) process.stderr.write(`# the node's logs and timeline kept in ${kept}\n`);
-            const d = await nodeDown();
-            if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);
-        }
+        await session.cleanup();
     });
 
     const exec = async (ns: string, pod: string, container: string, argv: readonly string[], timeoutMs = 60_000) => {
@@ -235,10 +210,6 @@ describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv 
     });
 
     it("down.sh leaves nothing", async () => {
-        downChecked = true;
-        const d = await nodeDown();
-        assert.equal(d.code, 0, `down.sh: ${d.stdout}${d.stderr}`);
-        const check = await nodeDown(true);
-        assert.equal(check.code, 0, `down.sh --check: ${check.stdout}${check.stderr}`);
+        await session.downLeavesNothing();
     });
 });

@@ -171,13 +171,13 @@ export async function measureReachability(
         ...extraNamespaces(r.parties, manifests).map((name) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } })),
     ];
     const nsNames = [...new Set([...namespaces.map((m) => m.metadata.name as string), "default", "kube-system"])];
-    // Every namespace needs its default ServiceAccount (the pods' admission asks for it): no controller-manager makes it here.
+    // Every namespace needs its default ServiceAccount (the pods' admission asks for it): made here, as the pods may come before the controller-manager makes it (node.apply retries a create that met it).
     const serviceAccounts = nsNames.map((ns) => ({ apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "default", namespace: ns } }));
     const policies = manifests.filter((m) => m.kind === "NetworkPolicy");
     const podName = new Map(podParties.map((p, i) => [p.id, `${opts.tag}-${i}-${slug(p.name)}`.slice(0, 63).replace(/-$/, "")]));
     const pods = podParties.map((p) => standinPod(p, podName.get(p.id)!, node.names.nodeName, opts.image, a));
 
-    const apply = (items: readonly unknown[]) => node.kubectlOk(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+    const apply = (items: readonly unknown[]) => node.apply({ apiVersion: "v1", kind: "List", items });
     const t0 = Date.now();
     try {
         await apply([...namespaces, ...serviceAccounts]);

@@ -1,6 +1,6 @@
 // What the node test deploys, from the project's own component functions (not copies):
-//   objects  namespaces, the forwarder's key Secret, default ServiceAccounts (no
-//            controller-manager runs on the node), the sandbox pool's pod (sandboxTemplateSpec's
+//   objects  namespaces, the forwarder's key Secret, default ServiceAccounts (the pod may come
+//            before the controller-manager makes them), the sandbox pool's pod (sandboxTemplateSpec's
 //            podTemplate, both containers on the fixture's sandbox-runtime image) and two busybox
 //            clients: a trainer stand-in with the trainer's pod labels in the training namespace,
 //            and a pod without them in the same namespace;

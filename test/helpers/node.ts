@@ -185,6 +185,12 @@ export interface Node {
     readonly names: NodeNames;
     kubectl(args: readonly string[], input?: string, timeoutMs?: number): Promise<CommandResult>;
     kubectlOk(args: readonly string[], input?: string): Promise<string>;
+    /**
+     * `kubectl apply -f -` of a document (an object or a v1 List); once more when a create met
+     * AlreadyExists: a controller made the object between kubectl's read and its create (the
+     * controller-manager makes each new namespace's default ServiceAccount).
+     */
+    apply(doc: unknown): Promise<string>;
     /** `ctr tasks exec` in a running container (its own network namespace, its own user). */
     exec(containerId: string, argv: readonly string[], timeoutMs?: number): Promise<CommandResult>;
     /** up.sh's timeline ("<seconds> <step>" lines). */
@@ -205,6 +211,13 @@ export function nodeHandle(names: NodeNames): Node {
         async kubectlOk(args, input) {
             const r = await kubectl(args, input);
             if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed (exit ${r.code}): ${r.stderr}`);
+            return r.stdout;
+        },
+        async apply(doc) {
+            const input = JSON.stringify(doc);
+            let r = await kubectl(["apply", "-f", "-"], input);
+            if (r.code !== 0 && /AlreadyExists/.test(r.stderr)) r = await kubectl(["apply", "-f", "-"], input);
+            if (r.code !== 0) throw new Error(`kubectl apply failed (exit ${r.code}): ${r.stderr}`);
             return r.stdout;
         },
         exec(containerId, argv, timeoutMs = 30_000) {
@@ -320,4 +333,55 @@ export function imageRefByDigest(names: NodeNames, image: string): string {
     const ref = r.stdout.trim();
     if (r.status !== 0 || !/@sha256:[0-9a-f]{64}$/.test(ref)) throw new Error(`no digest reference for ${archive}: ${r.stderr}${ref}`);
     return ref;
+}
+
+/**
+ * One node test file's node, from its `before` to its last test: `prepare` (the API server's
+ * binaries, the fixture built under CI or when it is missing, the names), `start` (up.sh, after any
+ * other file's node is down), `cleanup` for the file's `after` (the daemons' logs kept, down.sh,
+ * when the last test did not get that far), `downLeavesNothing` for the last test.
+ */
+export class NodeSession {
+    #env: NodeJS.ProcessEnv = process.env;
+    #started = false;
+    #downChecked = false;
+    node!: Node;
+
+    /** `extraEnv` goes to up.sh (e.g. UP_IMAGES); `built` says whether the cached fixture has what the file needs. */
+    async prepare(opts: { readonly extraEnv?: NodeJS.ProcessEnv; readonly built?: (names: NodeNames) => boolean } = {}): Promise<Node> {
+        const { ensureBinaries } = await import("./apiserver");
+        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries(), ...opts.extraEnv };
+        const built = opts.built ?? nodeFixtureBuilt;
+        if (process.env.CI || !built(nodeNames(env))) env.AGENT_RL_NODE_DIR = await buildNodeFixture();
+        process.env.AGENT_RL_K8S_CACHE_DIR = env.AGENT_RL_K8S_CACHE_DIR;
+        if (env.AGENT_RL_NODE_DIR) process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;
+        this.#env = env;
+        this.node = nodeHandle(nodeNames(env));
+        return this.node;
+    }
+
+    /** up.sh; prints how long it took (the wait for another file's node included) and its timeline. */
+    async start(): Promise<void> {
+        this.#started = true; // up.sh may fail half-way: cleanup runs down.sh either way
+        const t0 = Date.now();
+        await nodeUp({ env: this.#env });
+        process.stderr.write(`# node up in ${((Date.now() - t0) / 1000).toFixed(1)} s; timeline (s): ${this.node.timeline().replace(/\n/g, "; ")}\n`);
+    }
+
+    async cleanup(): Promise<void> {
+        if (!this.#started || this.#downChecked) return;
+        const kept = keepNodeLogs();
+        if (kept) process.stderr.write(`# the node's logs and timeline kept in ${kept}\n`);
+        const d = await nodeDown();
+        if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);
+    }
+
+    /** down.sh, then `down.sh --check`: throws naming what is left. */
+    async downLeavesNothing(): Promise<void> {
+        this.#downChecked = true;
+        const d = await nodeDown();
+        if (d.code !== 0) throw new Error(`down.sh (exit ${d.code}): ${d.stdout}${d.stderr}`);
+        const check = await nodeDown(true);
+        if (check.code !== 0) throw new Error(`down.sh --check (exit ${check.code}): ${check.stdout}${check.stderr}`);
+    }
 }
