@@ -3,8 +3,8 @@
 // GPU: its Allocate sets NVIDIA_VISIBLE_DEVICES to the fake ids and nothing else), so that pods
 // requesting the stack's GPU resource (trainer, vLLM: components/training/) are admitted. Checked
 // on the running node: its capacity and allocatable; a pod requesting 2 sees 2 distinct fake ids
-// and no device node; an over-request is refused by the kubelet's admission (there is no
-// kube-scheduler on the node: pods are bound with spec.nodeName, so nothing stays Pending for a
+// and no device node; an over-request is refused by the kubelet's admission (the pods are bound
+// with spec.nodeName, bypassing the node's kube-scheduler, so nothing stays Pending for a
 // scheduler; the kubelet rejects the pod); a deleted pod's devices are free again. Root and Linux
 // only; under CI the fixture is built when missing (a skip fails CI).
 import { strict as assert } from "node:assert";
@@ -47,7 +47,7 @@ describe("node: a stand-in device plugin advertises fake nvidia.com/gpu devices;
 
     after(() => session.cleanup());
 
-    /** A busybox pod bound to the node (no scheduler) whose one container requests `gpus` of the resource. */
+    /** A busybox pod bound to the node (spec.nodeName: the scheduler is bypassed) whose one container requests `gpus` of the resource. */
     const gpuPod = (name: string, gpus: number) => ({
         apiVersion: "v1",
         kind: "Pod",
@@ -119,8 +119,8 @@ describe("node: a stand-in device plugin advertises fake nvidia.com/gpu devices;
     // The kubelet's device manager (its admit handler runs before the resource-fit predicate,
     // k8s.io/kubernetes v1.36.3 pkg/kubelet/kubelet.go) fails the allocation: the pod is Failed
     // with UnexpectedAdmissionError (pkg/kubelet/cm/admission/errors.go). A scheduler would have
-    // kept it Pending instead; the node has none.
-    it("a pod requesting more than are free is rejected by the kubelet's admission: Failed, UnexpectedAdmissionError (no scheduler: bound with spec.nodeName)", async () => {
+    // kept it Pending instead; these pods bypass it.
+    it("a pod requesting more than are free is rejected by the kubelet's admission: Failed, UnexpectedAdmissionError (bound with spec.nodeName, no scheduler in the way)", async () => {
         assert.equal(firstIds.length, 2, "needs the 2-GPU pod from the test before");
         const over = devices - 2 + 1; // one more than the free ones
         await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(gpuPod("too-many-gpus", over)));

@@ -201,12 +201,16 @@ describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv 
         assert.equal(allowed.code, 0, `trainer stand-in -> ${health}: ${allowed.out}`);
         assert.equal(allowed.stdout.split("\n")[0], "200", allowed.out);
         const refused = await exec(trainingNs, "not-trainer", "client", ["python3", "-I", "-c", GET_PY, health]);
+        // Refused by the policy, not a name that failed to resolve (its DNS egress stays open).
         assert.notEqual(refused.code, 0, `not-trainer -> ${health} must be refused: ${refused.out}`);
-        assert.match(refused.out, /timed out|Connection refused|URLError/, refused.out);
+        assert.match(refused.out, /timed out|Connection refused/, refused.out);
+        assert.doesNotMatch(refused.out, /Name or service not known|name resolution/, refused.out);
         const sts = byKind("StatefulSet")[0]!;
         const replica0 = `http://${sts.metadata.name}-0.${sts.spec.serviceName}.${envNs}.svc.cluster.local:8000/health`;
         const direct = await exec(trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", GET_PY, replica0]);
         assert.notEqual(direct.code, 0, `trainer stand-in -> ${replica0} directly must be refused: ${direct.out}`);
+        assert.match(direct.out, /timed out|Connection refused/, direct.out);
+        assert.doesNotMatch(direct.out, /Name or service not known|name resolution/, direct.out);
     });
 
     it("down.sh leaves nothing", async () => {

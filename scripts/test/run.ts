@@ -196,17 +196,35 @@ function runScript(label: string, cmd: string, args: string[]): void {
  * The fixtures. The Python venv (mostly download and unpack: network and disk) is made while the
  * Go builds (CPU) run, one after the other; its stderr goes to a file, shown when it fails.
  */
-/** Runs a command in the background, its stderr into a log file; resolves to its exit code and the log's path. */
+/** Process groups of background set-up still running: ended if the run stops before they do (a failed build exits). */
+const backgroundGroups = new Set<number>();
+process.on("exit", () => {
+    for (const pgid of backgroundGroups) {
+        try {
+            process.kill(-pgid, "SIGTERM");
+        } catch {
+            // already gone
+        }
+    }
+});
+
+/** Runs a command in the background (its own process group), its stderr into a log file; resolves to its exit code and the log's path. */
 function background(cmd: string, args: string[]): Promise<{ code: number; log: string }> {
     const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-bg-")), "stderr.log");
     const out = fs.openSync(logFile, "w");
     return new Promise((resolve) => {
-        const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", out] });
-        child.on("error", () => resolve({ code: 127, log: logFile }));
-        child.on("close", (code) => {
+        const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", out], detached: true });
+        if (child.pid !== undefined) backgroundGroups.add(child.pid);
+        let finished = false;
+        const done = (code: number) => {
+            if (finished) return; // 'error' and 'close' may both come
+            finished = true;
+            if (child.pid !== undefined) backgroundGroups.delete(child.pid);
             fs.closeSync(out);
-            resolve({ code: code ?? 1, log: logFile });
-        });
+            resolve({ code, log: logFile });
+        };
+        child.on("error", () => done(127));
+        child.on("close", (code) => done(code ?? 1));
     });
 }
 

@@ -151,8 +151,8 @@ function standinPod(p: Party, name: string, nodeName: string, image: string, a: 
 
 /**
  * Applies `manifests`' Namespaces and NetworkPolicies, runs a stand-in per pod group, measures
- * every path, and removes the stand-ins and the policies again (the namespaces stay: no
- * controller-manager runs on the node to finalise their deletion). Measures up to `attempts`
+ * every path, and removes the stand-ins and the policies again (the namespaces stay: deleting
+ * them would wait for the controller-manager's finalization, and the next case reuses them). Measures up to `attempts`
  * times, 2 s apart, while the policies settle; the last measurement is returned.
  */
 export async function measureReachability(

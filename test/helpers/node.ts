@@ -262,7 +262,7 @@ export function nodeHandle(names: NodeNames): Node {
 
 /**
  * The node is one per machine (env.sh's fixed names), and `npm test` runs two test files at once:
- * each file holds this lock from nodeUp to its nodeDown. The file names the holder's pid; a holder
+ * each file holds this lock from nodeUp until its NodeSession has run down.sh (and its check). The file names the holder's pid; a holder
  * that is gone (killed) no longer holds it.
  */
 const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
@@ -278,27 +278,50 @@ function pidAlive(pid: number): boolean {
     }
 }
 
-function releaseNodeLock(): void {
+/** Whether this process holds the node (the lock file names its pid). */
+function holdsNodeLock(): boolean {
     try {
-        if (Number(fs.readFileSync(NODE_LOCK, "utf8")) === process.pid) fs.rmSync(NODE_LOCK, { force: true });
+        return Number(fs.readFileSync(NODE_LOCK, "utf8")) === process.pid;
     } catch {
-        // not held
+        return false;
+    }
+}
+
+function releaseNodeLock(): void {
+    if (holdsNodeLock()) fs.rmSync(NODE_LOCK, { force: true });
+}
+
+/** The lock file, created with the pid already in it (a hard link of a written file): never seen empty. */
+function tryTakeNodeLock(): boolean {
+    const mine = `${NODE_LOCK}.${process.pid}`;
+    fs.writeFileSync(mine, String(process.pid));
+    try {
+        fs.linkSync(mine, NODE_LOCK);
+        return true;
+    } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+        return false;
+    } finally {
+        fs.rmSync(mine, { force: true });
     }
 }
 
 async function acquireNodeLock(): Promise<void> {
     const t0 = Date.now();
     for (;;) {
-        try {
-            fs.writeFileSync(NODE_LOCK, String(process.pid), { flag: "wx" });
+        if (holdsNodeLock()) return;
+        if (tryTakeNodeLock()) {
             process.once("exit", releaseNodeLock);
             return;
-        } catch (e) {
-            if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
         }
-        const holder = Number(fs.readFileSync(NODE_LOCK, "utf8"));
-        if (holder === process.pid) return;
-        if (!Number.isInteger(holder) || holder <= 0 || !pidAlive(holder)) {
+        let holder = 0;
+        try {
+            holder = Number(fs.readFileSync(NODE_LOCK, "utf8"));
+        } catch {
+            continue; // released meanwhile: try again
+        }
+        // Only a holder known to be gone loses it (its pid no longer runs).
+        if (Number.isInteger(holder) && holder > 0 && !pidAlive(holder)) {
             fs.rmSync(NODE_LOCK, { force: true });
             continue;
         }
@@ -316,11 +339,9 @@ export async function nodeUp(opts: { readonly env?: NodeJS.ProcessEnv } = {}): P
     return r;
 }
 
-/** down.sh (or `down.sh --check`, which removes nothing): exit 0 when nothing is left. down.sh releases the node to other test files. */
-export async function nodeDown(check = false): Promise<CommandResult> {
-    const r = await command("bash", [path.join(NODE_SCRIPTS, "down.sh"), ...(check ? ["--check"] : [])], { timeoutMs: 3 * 60_000 });
-    if (!check) releaseNodeLock();
-    return r;
+/** down.sh (or `down.sh --check`, which removes nothing): exit 0 when nothing is left. */
+export function nodeDown(check = false): Promise<CommandResult> {
+    return command("bash", [path.join(NODE_SCRIPTS, "down.sh"), ...(check ? ["--check"] : [])], { timeoutMs: 3 * 60_000 });
 }
 
 /**
@@ -368,20 +389,26 @@ export class NodeSession {
         process.stderr.write(`# node up in ${((Date.now() - t0) / 1000).toFixed(1)} s; timeline (s): ${this.node.timeline().replace(/\n/g, "; ")}\n`);
     }
 
+    /** The file's `after`: down.sh unless the last test ran it, and only on a node this file holds (never another file's). */
     async cleanup(): Promise<void> {
-        if (!this.#started || this.#downChecked) return;
+        if (!this.#started || this.#downChecked || !holdsNodeLock()) return;
         const kept = keepNodeLogs();
         if (kept) process.stderr.write(`# the node's logs and timeline kept in ${kept}\n`);
         const d = await nodeDown();
         if (d.code !== 0) process.stderr.write(`test/node/down.sh after a failure: ${d.stderr}\n`);
+        releaseNodeLock();
     }
 
-    /** down.sh, then `down.sh --check`: throws naming what is left. */
+    /** down.sh, then `down.sh --check` (before another file may take the node): throws naming what is left. */
     async downLeavesNothing(): Promise<void> {
         this.#downChecked = true;
-        const d = await nodeDown();
-        if (d.code !== 0) throw new Error(`down.sh (exit ${d.code}): ${d.stdout}${d.stderr}`);
-        const check = await nodeDown(true);
-        if (check.code !== 0) throw new Error(`down.sh --check (exit ${check.code}): ${check.stdout}${check.stderr}`);
+        try {
+            const d = await nodeDown();
+            if (d.code !== 0) throw new Error(`down.sh (exit ${d.code}): ${d.stdout}${d.stderr}`);
+            const check = await nodeDown(true);
+            if (check.code !== 0) throw new Error(`down.sh --check (exit ${check.code}): ${check.stdout}${check.stderr}`);
+        } finally {
+            releaseNodeLock();
+        }
     }
 }

@@ -32,7 +32,7 @@ gpu_standin_stamp="src=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet
 coredns_stamp="coredns=$COREDNS_VERSION src=$(hash_of "$NODE_HERE/coredns/go.mod" "$NODE_HERE/coredns/go.sum" "$NODE_HERE/coredns/main.go")"
 netpol_stamp="kube-router=$KUBE_ROUTER_VERSION src=$(hash_of "$NODE_HERE/kube-router-netpol/go.mod" "$NODE_HERE/kube-router-netpol/go.sum" "$NODE_HERE/kube-router-netpol/main.go")"
 containerd_stamp="$CONTAINERD_DEB_VERSION"
-images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$NODE_HERE/env.sh" "$NODE_HERE/coredns/main.go" "$NODE_HERE/coredns/go.sum" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh" "$REPO_ROOT/python/requirements-test.txt")"
+images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$NODE_HERE/env.sh" "$NODE_HERE/coredns/go.mod" "$NODE_HERE/coredns/main.go" "$NODE_HERE/coredns/go.sum" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh" "$REPO_ROOT/python/requirements-test.txt")"
 stamp_content="$kubelet_stamp gpu-standin=$gpu_standin_stamp $coredns_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
 
 up_to_date() {

@@ -4,13 +4,16 @@
 #   etcd + kube-apiserver (the API server fixture's binaries, bound to $NODE_IP),
 #   containerd 2 (Debian forky's, its own root/state/socket/config, CRI on) + runc (bookworm's),
 #   CNI bridge $BRIDGE ($POD_SUBNET, Debian's containernetworking-plugins),
-#   kubelet v1.36.3 (cgroup v1, cgroupfs, cgroupRoot /$CGROUP_NAME),
+#   kube-controller-manager and kube-scheduler v1.36.3 beside the API server,
+#   kubelet v1.36.3 (cgroup v1, cgroupfs, cgroupRoot /$CGROUP_NAME), kube-proxy v1.36.3 (iptables),
 #   gpu-standin: a STAND-IN device plugin, $GPU_STANDIN_DEVICES fake $GPU_RESOURCE devices (no GPU),
 #   kube-router v2.1.0, NetworkPolicy controller only (iptables + ipset),
 # then imports the fixture's images with `ctr -n k8s.io images import` and waits for the node to be
-# Ready. Run down.sh to remove it all (the test does, on any exit).
-# UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-router);
-# UP_UNTIL=kubelet starts everything but kube-router (the kubelet and the GPU stand-in). UP_IMAGES
+# Ready, and applies cluster DNS (cluster-dns.yaml: CoreDNS behind the kube-dns Service), waiting
+# for it to be Ready. Run down.sh to remove it all (the test does, on any exit).
+# UP_UNTIL=containerd stops after containerd and the image import (no kubelet, kube-proxy,
+# kube-router, CoreDNS);
+# UP_UNTIL=kubelet starts everything but kube-router (the kubelet, kube-proxy, the GPU stand-in, CoreDNS). UP_IMAGES
 # (e.g. "sandbox-runtime") limits the imports to those images, busybox and coredns (default: every
 # image images.sh builds).
 # Prints a timeline (seconds since start) on stderr and writes it to $W/timeline.
@@ -18,9 +21,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 [[ $EUID == 0 ]] || { log "ERROR: run as root"; exit 1; }
 UP_UNTIL="${UP_UNTIL:-node}"
-needs=("$K8S_CACHE/bin/etcd" "$K8S_CACHE/bin/kube-apiserver" "$K8S_CACHE/bin/kubectl")
-[[ "$UP_UNTIL" == containerd ]] || needs+=("$NODE_DIR/bin/kubelet" "$NODE_DIR/bin/kube-proxy" "$NODE_DIR/bin/kube-controller-manager"
-  "$NODE_DIR/bin/kube-scheduler" "$NODE_DIR/bin/gpu-standin" "$NODE_DIR/images/coredns.oci.tar" "$NODE_DIR/images/sandbox-runtime.oci.tar")
+needs=("$K8S_CACHE/bin/etcd" "$K8S_CACHE/bin/kube-apiserver" "$K8S_CACHE/bin/kubectl" "$NODE_DIR/bin/kube-controller-manager" "$NODE_DIR/bin/kube-scheduler")
+[[ "$UP_UNTIL" == containerd ]] || needs+=("$NODE_DIR/bin/kubelet" "$NODE_DIR/bin/kube-proxy" "$NODE_DIR/bin/gpu-standin" "$NODE_DIR/images/coredns.oci.tar" "$NODE_DIR/images/sandbox-runtime.oci.tar")
 [[ "$UP_UNTIL" == node ]] && needs+=("$NODE_DIR/bin/kube-router-netpol")
 for f in "${needs[@]}" "$CTR_BIN/containerd" "$NODE_DIR/images/busybox.oci.tar"; do
   [[ -e "$f" ]] || { log "ERROR: missing $f (run test/node/build.sh and test/apiserver/build.sh)"; exit 1; }

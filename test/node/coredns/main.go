@@ -1,5 +1,5 @@
-// Command coredns is CoreDNS v1.14.7 with only the plugins a cluster's DNS needs (the Corefile
-// test/node/up.sh gives it): the cloud backends (route53, azure, clouddns) and their SDKs are never
+// Command coredns is CoreDNS v1.14.7 with only the plugins a cluster's DNS needs (the Corefile in
+// test/node/cluster-dns.yaml, which up.sh applies): the cloud backends (route53, azure, clouddns) and their SDKs are never
 // compiled. CoreDNS's own main (coredns.go) imports core/plugin, which registers every plugin, and
 // core/dnsserver/zdirectives.go lists them all; here only the list below is registered, in the
 // order plugin.cfg gives them (CoreDNS v1.14.7), which is the order a request passes them.
