@@ -11,7 +11,7 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Node, nodeSkipReason, NodeSession } from "./helpers/node";
+import { type Node, nodeSkipReason, NodeSession, HARDENED_CONTAINER } from "./helpers/node";
 
 const CI = !!process.env.CI;
 const NS = "gpu-standin-test";
@@ -66,7 +66,7 @@ describe("node: a stand-in device plugin advertises fake nvidia.com/gpu devices;
                     imagePullPolicy: "Never",
                     command: ["/bin/sleep", "2147483647"],
                     resources: { limits: { [resource]: String(gpus) } },
-                    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                    securityContext: HARDENED_CONTAINER,
                 },
             ],
         },

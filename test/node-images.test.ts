@@ -24,7 +24,7 @@ import { NON_ROOT_UID } from "../components/config/catalog";
 import { ROUTER_UID } from "../components/env/describe";
 import { NGINX_MIN_VERSION_FOR_RESOLVE, ROUTER_HEALTH_PATH, ROUTER_NO_REPLICA_CODE } from "../components/env/router";
 import { planToDir } from "../scripts/lib/plan";
-import { type Node, nodeFixtureBuilt, type NodeNames, nodeNames, nodePlatformSkipReason, NodeSession } from "./helpers/node";
+import { type Node, nodeFixtureBuilt, type NodeNames, nodeNames, nodePlatformSkipReason, NodeSession, HARDENED_CONTAINER } from "./helpers/node";
 import { GET_PY, SESSION_PY } from "./helpers/openenv-session";
 
 const CI = !!process.env.CI;
@@ -128,7 +128,7 @@ describe("node: the stack's nginx (stand-in) and OpenEnv env server images run t
                         image: names.openenvImage,
                         imagePullPolicy: "Never",
                         command: ["sleep", "infinity"],
-                        securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                        securityContext: HARDENED_CONTAINER,
                     },
                 ],
             },

@@ -19,7 +19,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { planToDir } from "../scripts/lib/plan";
-import { type Node, nodeSkipReason, imageRefByDigest, NodeSession } from "./helpers/node";
+import { type Node, nodeSkipReason, imageRefByDigest, NodeSession, HARDENED_CONTAINER } from "./helpers/node";
 import { GET_PY, SESSION_PY } from "./helpers/openenv-session";
 import type { Manifest } from "./helpers/reachability";
 
@@ -102,7 +102,7 @@ describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv 
                     imagePullPolicy: "IfNotPresent",
                     command: ["sleep", "2147483647"],
                     resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
-                    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                    securityContext: HARDENED_CONTAINER,
                 },
             ],
         },

@@ -10,6 +10,7 @@ export const CLIENT_PY = [
     "elif op == 'resolve': print(' '.join(sorted({a[4][0] for a in socket.getaddrinfo(arg, None, socket.AF_INET)})))",
     "elif op == 'connect': socket.create_connection((arg, int(sys.argv[3])), 3); print('connected')",
 ].join("\n");
+import { HARDENED_CONTAINER } from "./node";
 import type { Manifest } from "./reachability";
 
 export interface ClusterCheck {
@@ -27,8 +28,6 @@ export interface ClusterCheck {
     readonly client: string;
 }
 
-const HARDENED = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } };
-
 /** busybox httpd on `port`, answering `GET /` with the pod's name (downward API). */
 function httpdContainer(image: string, port: number) {
     return {
@@ -39,7 +38,7 @@ function httpdContainer(image: string, port: number) {
         env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
         ports: [{ name: "http", containerPort: port }],
         readinessProbe: { httpGet: { path: "/", port }, periodSeconds: 1 },
-        securityContext: HARDENED,
+        securityContext: HARDENED_CONTAINER,
         volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
     };
 }
@@ -100,7 +99,9 @@ export function clusterCheckObjects(busyboxImage: string, clientImage: string, n
             metadata: { name: client, namespace },
             spec: {
                 securityContext: podSecurity,
-                containers: [{ name: "client", image: clientImage, imagePullPolicy: "Never", command: ["sleep", "2147483647"], securityContext: HARDENED }],
+                containers: [
+                    { name: "client", image: clientImage, imagePullPolicy: "Never", command: ["sleep", "2147483647"], securityContext: HARDENED_CONTAINER },
+                ],
             },
         },
     ];

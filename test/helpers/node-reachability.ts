@@ -8,6 +8,7 @@
 // result must equal what test/helpers/reachability.ts computes from the same manifests, port by
 // port. The pods are stand-ins (python3 listeners on the fixture's sandbox-runtime image): they
 // carry the workloads' labels and ports, not their programs.
+import { HARDENED_CONTAINER } from "./node";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Node } from "./node";
@@ -142,7 +143,7 @@ function standinPod(p: Party, name: string, nodeName: string, image: string, a: 
                     ports: p.ports.map((x) => ({ containerPort: x.port, protocol: x.protocol, ...(x.name ? { name: x.name } : {}) })),
                     ...(tcp ? { readinessProbe: { tcpSocket: { port: tcp.port }, periodSeconds: 1 } } : {}),
                     resources: { requests: { cpu: "5m", memory: "24Mi" }, limits: { memory: "64Mi" } },
-                    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                    securityContext: HARDENED_CONTAINER,
                 },
             ],
         },

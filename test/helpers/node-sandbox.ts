@@ -7,6 +7,7 @@
 //   policy   the pool's NetworkPolicy (sandboxNetworkPolicySpec).
 // Sizing: the opencode-blackbox recipe with a named test-sizing override (the node is this
 // 2-CPU machine; the recipe asks 2 CPU / 4Gi per sandbox).
+import { HARDENED_CONTAINER } from "./node";
 import { platformNames, podLabels } from "../../components/config/names";
 import { resolveSandboxPool, sandboxNetworkPolicySpec, sandboxTemplateSpec } from "../../components/sandbox";
 import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/describe";
@@ -73,7 +74,7 @@ export function renderNodeSandbox(nodeName: string, runtimeImage: string, busybo
                     image: busyboxImage,
                     imagePullPolicy: "Never",
                     command: ["/bin/sleep", "2147483647"],
-                    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                    securityContext: HARDENED_CONTAINER,
                 },
             ],
         },
