@@ -77,9 +77,9 @@ def prompt_ids(messages: list[dict[str, Any]]) -> list[int]:
 
 
 class StubModel:
-    """The server, on 127.0.0.1 at a free port; `requests` records every body it was sent."""
+    """The server, on 127.0.0.1 at a free port (or `host`:`port`); `requests` records every body it was sent."""
 
-    def __init__(self, model: str = "stub/model-1", delay_s: float = 0.0) -> None:
+    def __init__(self, model: str = "stub/model-1", delay_s: float = 0.0, host: str = "127.0.0.1", port: int = 0) -> None:
         self.model = model
         self.delay_s = delay_s
         self.requests: list[dict[str, Any]] = []
@@ -97,6 +97,11 @@ class StubModel:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
+                if self.path == "/health":  # vLLM's health route: 200, empty body
+                    self.send_response(200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
                 if self.path.rstrip("/").endswith("/models"):
                     return self._json(200, {"object": "list", "data": [{"id": stub.model, "object": "model", "owned_by": "stub"}]})
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
@@ -134,9 +139,9 @@ class StubModel:
                 self.wfile.flush()
                 self.close_connection = True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"http://{host}:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, name="stub-model", daemon=True).start()
 
     # --- the script -------------------------------------------------------------------------
@@ -229,3 +234,22 @@ class StubModel:
         self.hold.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python3 stub_model.py --host 0.0.0.0 --port 8000 --model NAME`: serve until killed (a vLLM stand-in in a pod)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Stand-in for vLLM's OpenAI server (no model): the scripted replies above.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--model", default="stub/model-1", help="the model id /v1/models lists and replies name")
+    args = parser.parse_args(argv)
+    stub = StubModel(args.model, host=args.host, port=args.port)
+    print(f"stand-in vLLM (stub_model.py) serving {args.model} on {stub.url}", flush=True)
+    threading.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

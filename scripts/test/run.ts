@@ -317,6 +317,36 @@ function leftovers(): Array<{ pid: number; args: string }> {
         .map((p) => ({ pid: p.pid, args: p.args.slice(0, 160) }));
 }
 
+/** test/helpers/node.ts's lock: the node's holder names its pid there. */
+const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
+
+/** The pid holding the node, when that process is alive. */
+function nodeLockHolder(): number | undefined {
+    let pid = 0;
+    try {
+        pid = Number(fs.readFileSync(NODE_LOCK, "utf8"));
+    } catch {
+        return undefined;
+    }
+    if (!Number.isInteger(pid) || pid <= 0) return undefined;
+    try {
+        process.kill(pid, 0);
+        return pid;
+    } catch (e) {
+        return (e as NodeJS.ErrnoException).code === "EPERM" ? pid : undefined;
+    }
+}
+
+function descendsFromThisRunner(pid: number): boolean {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+        if (p === process.pid) return true;
+        const stat = spawnSync("ps", ["-o", "ppid=", "-p", String(p)], { encoding: "utf8" });
+        p = Number((stat.stdout ?? "").trim());
+        if (!Number.isInteger(p)) return false;
+    }
+    return false;
+}
+
 /**
  * What the node fixture left (its processes, network namespace, cgroups, mounts, veths, CNI cache,
  * host iptables/ipset changes), named by `test/node/down.sh --check`; when anything is, down.sh
@@ -324,6 +354,12 @@ function leftovers(): Array<{ pid: number; args: string }> {
  */
 function nodeLeftovers(): string[] {
     if (!isLinuxRoot()) return [];
+    const holder = nodeLockHolder();
+    if (holder !== undefined && !descendsFromThisRunner(holder)) {
+        // Another run's node (a second checkout's npm test on this machine): not ours to check or remove.
+        log(`the node fixture is held by pid ${holder} (${NODE_LOCK}), not this run: not checked`);
+        return [];
+    }
     const check = spawnSync("bash", [path.join(ROOT, "test", "node", "down.sh"), "--check"], { encoding: "utf8" });
     if (check.status === 0) return [];
     const named = (check.stdout ?? "")

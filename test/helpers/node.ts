@@ -261,12 +261,13 @@ export function nodeHandle(names: NodeNames): Node {
 }
 
 /**
- * The node is one per machine (env.sh's fixed names), and `npm test` runs two test files at once:
- * each file holds this lock from nodeUp until its NodeSession has run down.sh (and its check). The file names the holder's pid; a holder
- * that is gone (killed) no longer holds it.
+ * The node is one per machine (env.sh's fixed names): the process that runs it (test/node.test.ts, or
+ * another checkout's npm test on the same machine) holds this lock from nodeUp until its NodeSession
+ * has run down.sh (and its check). The file names the holder's pid; a holder that is gone (killed) no
+ * longer holds it.
  */
 const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
-/** Longest wait for another file's node: the longest node file takes under 5 minutes. */
+/** Longest wait for another process's node (another checkout's npm test, a second runner call): test/node.test.ts takes under 25 minutes. */
 const NODE_LOCK_WAIT_MS = 20 * 60_000;
 
 function pidAlive(pid: number): boolean {
@@ -381,7 +382,7 @@ export class NodeSession {
         return this.node;
     }
 
-    /** up.sh; prints how long it took (the wait for another file's node included) and its timeline. */
+    /** up.sh; prints how long it took (the wait for another process's node included) and its timeline. */
     async start(): Promise<void> {
         this.#started = true; // up.sh may fail half-way: cleanup runs down.sh either way
         const t0 = Date.now();
@@ -389,7 +390,7 @@ export class NodeSession {
         process.stderr.write(`# node up in ${((Date.now() - t0) / 1000).toFixed(1)} s; timeline (s): ${this.node.timeline().replace(/\n/g, "; ")}\n`);
     }
 
-    /** The file's `after`: down.sh unless the last test ran it, and only on a node this file holds (never another file's). */
+    /** The file's `after`: down.sh unless the last test ran it, and only on a node this process holds (never another's). */
     async cleanup(): Promise<void> {
         if (!this.#started || this.#downChecked || !holdsNodeLock()) return;
         const kept = keepNodeLogs();
@@ -399,7 +400,34 @@ export class NodeSession {
         releaseNodeLock();
     }
 
-    /** down.sh, then `down.sh --check` (before another file may take the node): throws naming what is left. */
+    /**
+     * Between suites sharing the node: every namespace a test made deleted (its pods first, without
+     * their grace period) and waited for, so the next suite starts on an empty node (the same plan's
+     * namespaces and pod names come back in another suite).
+     */
+    async clearNamespaces(): Promise<void> {
+        const list = async (): Promise<string[]> => {
+            const r = await this.node.kubectl(["get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}"]);
+            if (r.code !== 0) throw new Error(`kubectl get namespaces (exit ${r.code}): ${r.stderr}`);
+            return r.stdout.split(/\s+/).filter((n) => n !== "" && !SYSTEM_NAMESPACES.has(n));
+        };
+        const made = await list();
+        if (made.length === 0) return;
+        // The namespaces first (their controllers stop making pods), then their pods without a grace
+        // period, again until the namespaces are gone (a StatefulSet may remake one meanwhile).
+        const d = await this.node.kubectl(["delete", "namespaces", ...made, "--wait=false"]);
+        if (d.code !== 0) throw new Error(`kubectl delete namespaces ${made.join(" ")} (exit ${d.code}): ${d.stderr}`);
+        const t0 = Date.now();
+        for (;;) {
+            const left = (await list()).filter((n) => made.includes(n));
+            if (left.length === 0) return;
+            if (Date.now() - t0 > 150_000) throw new Error(`namespaces ${left.join(", ")} not deleted after 150 s`);
+            for (const ns of left) await this.node.kubectl(["-n", ns, "delete", "pods", "--all", "--grace-period=0", "--force", "--wait=false"]);
+            await new Promise((r) => setTimeout(r, 2000));
+        }
+    }
+
+    /** down.sh, then `down.sh --check` (before another process may take the node): throws naming what is left. */
     async downLeavesNothing(): Promise<void> {
         this.#downChecked = true;
         try {
@@ -413,5 +441,51 @@ export class NodeSession {
     }
 }
 
+/** Namespaces the API server and up.sh make: never cleared between suites. */
+const SYSTEM_NAMESPACES = new Set(["default", "kube-system", "kube-public", "kube-node-lease"]);
+
 /** The container hardening every stand-in pod on the node gets: no privilege gain, read-only root, no capabilities. */
 export const HARDENED_CONTAINER = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } } as const;
+
+/**
+ * A pod on the fixture's OpenEnv image (python3, openenv's client, OpenAI's client) that sleeps, for
+ * `kubectl exec`: non-root (65532), read-only root, RuntimeDefault seccomp (the restricted Pod Security
+ * Standard the plan's namespaces enforce), bound to the node when `nodeName` is given.
+ */
+export function openenvClientPod(node: Node, name: string, namespace: string, labels: Record<string, string>, nodeName?: string) {
+    return {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name, namespace, labels },
+        spec: {
+            ...(nodeName === undefined ? {} : { nodeName }),
+            automountServiceAccountToken: false,
+            enableServiceLinks: false,
+            terminationGracePeriodSeconds: 1,
+            securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } },
+            containers: [
+                {
+                    name: "client",
+                    image: imageRefByDigest(node.names, "openenv-echo"),
+                    imagePullPolicy: "IfNotPresent",
+                    command: ["sleep", "2147483647"],
+                    resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
+                    securityContext: HARDENED_CONTAINER,
+                },
+            ],
+        },
+    };
+}
+
+/** `kubectl exec` in a pod's container: the exit code, stdout and stderr together (`out`), stdout alone. */
+export async function podExec(
+    node: Node,
+    ns: string,
+    pod: string,
+    container: string,
+    argv: readonly string[],
+    timeoutMs = 60_000,
+): Promise<{ code: number; out: string; stdout: string }> {
+    const r = await node.kubectl(["-n", ns, "exec", pod, "-c", container, "--", ...argv], undefined, timeoutMs);
+    return { code: r.code, out: `${r.stdout}${r.stderr}`.trim(), stdout: r.stdout };
+}

@@ -1,7 +1,7 @@
 /**
  * How the reachability tests name and select what test/helpers/reachability.ts computes, shared by
  * the computed check (test/reachability.test.ts) and the measured one on the real node
- * (test/node-pods.test.ts): role names, the paths that concern the stack, the README's tables, and
+ * (test/node-suites/sandbox-reachability.ts): role names, the paths that concern the stack, the README's tables, and
  * the stand-ins the policies talk about (the scraper and its decoys, DNS of each shape).
  */
 import * as fs from "node:fs";

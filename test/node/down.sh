@@ -58,8 +58,9 @@ ip netns delete "$NETNS" 2>/dev/null
 ip netns delete "$OUTSIDE_NETNS" 2>/dev/null
 
 # 5. files outside the work dir (and the empty mount point up.sh made for the device plugin directory)
-if [[ -f "$W/host-dirs" ]]; then
-  tac "$W/host-dirs" | while read -r d; do rmdir "$d" 2>/dev/null; done
+if [[ -f "$HOST_DIRS_RECORD" ]]; then
+  tac "$HOST_DIRS_RECORD" | while read -r d; do rmdir "$d" 2>/dev/null; done
+  rm -f "$HOST_DIRS_RECORD"
 fi
 rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null
 if [[ -d /var/log/containers ]]; then
@@ -90,6 +91,10 @@ for n in "$NETNS" "$OUTSIDE_NETNS"; do ip netns list 2>/dev/null | grep -qw "$n"
 grep -qE " ($W|$NODE_DIR/build)" /proc/self/mountinfo && left+=("mounts under $W or $NODE_DIR/build")
 compgen -G "/var/lib/cni/results/$CNI_NETWORK-*" >/dev/null && left+=("CNI results /var/lib/cni/results/$CNI_NETWORK-*")
 [[ -e "$W" ]] && left+=("work dir $W")
+if [[ -f "$HOST_DIRS_RECORD" ]]; then
+  while read -r d; do [[ -n "$d" && -d "$d" ]] && left+=("directory $d (made by up.sh)"); done < "$HOST_DIRS_RECORD"
+  left+=("$HOST_DIRS_RECORD")
+fi
 # The bridge and veths live in the netns; one in the host's namespace would have escaped it.
 for dev in "$BRIDGE" "$NODE_DEV" "${NODE_DEV}p"; do ip link show "$dev" >/dev/null 2>&1 && left+=("network device $dev in the host's namespace"); done
 (( host_rules_changed )) && left+=("the host's iptables rules or ipsets differ from before up.sh")

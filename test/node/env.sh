@@ -18,6 +18,9 @@ NODE_DIR="${AGENT_RL_NODE_DIR:-$cache_root/node-$K8S_VERSION}"
 K8S_CACHE="${AGENT_RL_K8S_CACHE_DIR:-$cache_root/k8s-$K8S_VERSION}"
 # Work dir: short, because the containerd socket path must fit a sockaddr_un (108 bytes).
 W=/tmp/arl-node
+# Directories up.sh made outside $W (the device plugin mount point), one a line: beside $W, so that
+# `down.sh --check`, run after $W is gone, still names one left behind.
+HOST_DIRS_RECORD="$W.host-dirs"
 NETNS=arl-node
 CGROUP_NAME=arl-node                # kubelet's cgroupRoot: every pod cgroup lives under it
 NODE_NAME=arl-node

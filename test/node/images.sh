@@ -24,7 +24,8 @@
 #                            /app/env, PATH and PYTHONPATH, CMD `cd /app/env && uvicorn server.app:app
 #                            --host 0.0.0.0 --port 8000`, the catalog's uvicorn-cli form), on Debian
 #                            bookworm minbase + python3 (also the env router's capacity responder's
-#                            python3). Packages from PyPI at python/requirements-test.txt's pins.
+#                            python3). Packages from PyPI at python/requirements-test.txt's pins;
+#                            OpenAI's client (openai) too: the image is also the tests' Python client.
 #   coredns.oci.tar          localhost/arl-node/coredns:fixture: bin/coredns (build.sh) alone, as
 #                            CoreDNS's own image lays it out (the binary at /coredns, the
 #                            entrypoint, user nonroot 65532)
@@ -243,6 +244,9 @@ if stale nginx "$ng_stamp"; then build_nginx; printf '%s' "$ng_stamp" > "$out/ng
 # dependencies are installed apart, only to run `openenv init`, and removed.
 OPENENV_SERVER_PACKAGES=(fastapi uvicorn websockets fastmcp pydantic pyyaml requests packaging typing_extensions)
 OPENENV_CLI_PACKAGES=(typer rich huggingface_hub tomli tomli-w openai)
+# The image is also the node tests' Python client image (openenv's client, a pod standing in for a
+# sandbox's agent): OpenAI's own client, at the lock's pin, in the same venv, for the ingress test.
+OPENAI_CLIENT_PACKAGES=(openai)
 build_openenv_echo() {
   local r="$build/openenv-rootfs" t0 pip_cache="$NODE_DIR/pip-cache"
   t0=$(date +%s.%N)
@@ -267,6 +271,7 @@ build_openenv_echo() {
       python3 -m venv /app/.venv
       /app/.venv/bin/pip install -q -c /tmp/constraints.txt ${OPENENV_SERVER_PACKAGES[*]}
       /app/.venv/bin/pip install -q --no-deps openenv==$OPENENV_VERSION
+      /app/.venv/bin/pip install -q -c /tmp/constraints.txt ${OPENAI_CLIENT_PACKAGES[*]}
       /app/.venv/bin/pip install -q --target /tmp/openenv-cli -c /tmp/constraints.txt ${OPENENV_CLI_PACKAGES[*]}
       cd /app && PYTHONPATH=/tmp/openenv-cli /app/.venv/bin/openenv init echo_env --output-dir /app >/dev/null
       mv /app/echo_env /app/env
@@ -286,6 +291,6 @@ build_openenv_echo() {
   rm -rf "$r"
   log "openenv-echo image (openenv $OPENENV_VERSION) laid out and archived in $(secs "$t0")s ($(du -h "$out/openenv-echo.oci.tar" | cut -f1))"
 }
-oe_stamp="bookworm-minbase+python3 openenv=$OPENENV_VERSION lock=$(sha256sum "$REPO_ROOT/python/requirements-test.txt" | cut -c1-16) fn=$(fn_hash build_openenv_echo) pkgs=${OPENENV_SERVER_PACKAGES[*]}"
+oe_stamp="bookworm-minbase+python3 openenv=$OPENENV_VERSION lock=$(sha256sum "$REPO_ROOT/python/requirements-test.txt" | cut -c1-16) fn=$(fn_hash build_openenv_echo) pkgs=${OPENENV_SERVER_PACKAGES[*]} cli=${OPENENV_CLI_PACKAGES[*]} client=${OPENAI_CLIENT_PACKAGES[*]}"
 if stale openenv-echo "$oe_stamp"; then build_openenv_echo; printf '%s' "$oe_stamp" > "$out/openenv-echo.stamp"; fi
 ls -la "$out" >&2

@@ -34,7 +34,7 @@ T0=$(date +%s.%N)
 mkdir -p "$W"/{pids,logs,pki,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,volume-plugins,device-plugins}
 # The mount point for the node's device plugin directory (env.sh); down.sh removes what was made here.
 for d in "${KUBELET_DEVICE_PLUGINS%/*}" "$KUBELET_DEVICE_PLUGINS"; do
-  [[ -d "$d" ]] || { mkdir "$d"; printf '%s\n' "$d" >> "$W/host-dirs"; }
+  [[ -d "$d" ]] || { mkdir "$d"; printf '%s\n' "$d" >> "$HOST_DIRS_RECORD"; }
 done
 
 # Host state to restore or compare at cleanup.

@@ -1,0 +1,329 @@
+// The authenticated vLLM ingress on the real node (issue #29 point 3): the opencode-blackbox plan
+// (`npm run plan -- --recipe opencode-blackbox`) with a named test override (NODE_INGRESS_OVERRIDE:
+// the fixture's nginx by digest, sandboxes sized for this 2-CPU node), its Namespaces, ServiceAccount,
+// ConfigMaps, Services, NetworkPolicies, PodDisruptionBudget and the ingress Deployment applied as
+// they are. The two Secrets the plan redacts get a test key each (the keys file from the ingress's
+// own renderKeysFile, the sandboxes' key in the pool's Secret). Stand-ins, named: nginx is Debian
+// forky's 1.30 in place of nginxinc/nginx-unprivileged; vLLM is python/tests/stub_model.py (a
+// scripted OpenAI-compatible server, no model) in a pod made from the training Job's pod template
+// (its labels, port 8000, its /health startup and readiness probes, its GPU request served by the
+// GPU stand-in; the model-cache and checkpoints claims as emptyDirs: no provisioner here), so the
+// plan's vLLM Service selects it; the sandbox is the SandboxTemplate's own pod (runtime and key
+// forwarder on the sandbox runtime image), not a claim through the agent-sandbox controller.
+// Checked on the running pods: the ingress Ready behind its probes; OpenAI's own Python client in
+// the sandboxes namespace gets a completion with the key and AuthenticationError (401) without it
+// or with a wrong one; a route vLLM leaves open (/pause) is 404 even with the key; the sandbox's
+// agent side reaches the model through its forwarder on loopback with no key of its own (the
+// forwarder adds it); a pod with the trainer's labels in the training namespace is refused by the
+// ingress's NetworkPolicy. Run on test/node.test.ts's node.
+import { strict as assert } from "node:assert";
+import { randomBytes } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { renderKeysFile } from "../../components/ingress/nginx";
+import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/describe";
+import { planToDir } from "../../scripts/lib/plan";
+import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
+import type { Manifest } from "../helpers/reachability";
+
+const RECIPE = "opencode-blackbox";
+/** Kinds applied from the plan as they are (the Secrets get test keys; the Job, claims, sandbox CRs and admission policy are left out). */
+const APPLIED = new Set(["Namespace", "ServiceAccount", "ConfigMap", "Service", "NetworkPolicy", "PodDisruptionBudget", "Deployment"]);
+const VLLM_PORT = 8000;
+const STUB_MODEL = path.resolve(__dirname, "..", "..", "python", "tests", "stub_model.py");
+
+/** The named test override: the fixture's nginx by digest, a sandbox's requests shrunk to fit the node. */
+function nodeIngressOverride(node: Node): Record<string, unknown> {
+    return { images: { nginx: imageRefByDigest(node.names, "nginx") }, sandboxes: { cpu: "250m", memory: "256Mi" } };
+}
+
+/** A test key in the keys' alphabet (components/config/keys.ts: 16 to 512 of [A-Za-z0-9._~+/=-]). */
+const testKey = (name: string) => `node-${name}-${randomBytes(16).toString("hex")}`;
+
+/** OpenAI's client against the ingress: the reply's text, or the error's class and status. */
+const OPENAI_PY = `
+import json, sys, openai
+base, key, model = sys.argv[1], sys.argv[2], sys.argv[3]
+client = openai.OpenAI(base_url=base + "/v1", api_key=key, max_retries=0, timeout=20)
+try:
+    r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Name this."}])
+    print(json.dumps({"ok": True, "model": r.model, "content": r.choices[0].message.content}))
+except openai.APIStatusError as e:
+    print(json.dumps({"ok": False, "error": type(e).__name__, "status": e.status_code}))
+`;
+
+/** One request from inside a pod (python3's urllib): the status, or the connection error. */
+const REQUEST_PY = `
+import json, sys, urllib.request, urllib.error
+url, method = sys.argv[1], sys.argv[2]
+body = sys.argv[3].encode() if len(sys.argv) > 3 else None
+req = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json"})
+def model(text):
+    try:
+        return json.loads(text).get("model")
+    except ValueError:
+        return None
+try:
+    with urllib.request.urlopen(req, timeout=5) as r:
+        text = r.read().decode()
+        print(json.dumps({"status": r.status, "model": model(text), "body": text[:300]}))
+except urllib.error.HTTPError as e:
+    text = e.read().decode()
+    print(json.dumps({"status": e.code, "model": model(text), "body": text[:300]}))
+except OSError as e:
+    print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
+`;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function ingressSuite(shared: NodeSession): void {
+    describe(`node: the ${RECIPE} plan's vLLM ingress on the real node, OpenAI's client with and without its key, a sandbox through its forwarder`, () => {
+        let node: Node;
+        let manifests: Manifest[] = [];
+        let ingressNs = "";
+        let trainingNs = "";
+        let sandboxNs = "";
+        let ingressUrl = "";
+        let model = "";
+        const sandboxesKey = testKey("sandboxes");
+        const operatorsKey = testKey("operators");
+        const planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-ingress-"));
+
+        const byKind = (kind: string) => manifests.filter((m) => m.kind === kind);
+        const one = (kind: string) => {
+            const m = byKind(kind);
+            assert.equal(m.length, 1, `the ${RECIPE} plan has one ${kind}`);
+            return m[0]!;
+        };
+
+        before(async () => {
+            node = shared.node;
+            const plan = await planToDir({ recipe: RECIPE, target: "kubernetes" }, { outDir: planDir, platformOverride: nodeIngressOverride(node) });
+            manifests = [...plan.manifests];
+            const deployment = one("Deployment");
+            ingressNs = deployment.metadata.namespace;
+            const job = one("Job");
+            trainingNs = job.metadata.namespace;
+            const template = one("SandboxTemplate");
+            sandboxNs = template.metadata.namespace;
+            const ingressService = byKind("Service").find((s) => s.metadata.namespace === ingressNs)!;
+            ingressUrl = `http://${ingressService.metadata.name}.${ingressNs}.svc.cluster.local:${ingressService.spec.ports[0].port}`;
+            // The model vLLM serves (`vllm serve <model>` in the Job's command): the stand-in serves the same id.
+            model = /vllm\s+serve\s+(\S+)/.exec(JSON.stringify(job.spec.template.spec.containers[0].command))?.[1] ?? "";
+            assert.ok(model !== "", "the Job's command runs `vllm serve <model>`");
+
+            const secrets = byKind("Secret").map((s) => {
+                if (s.metadata.namespace === ingressNs)
+                    return {
+                        ...s,
+                        stringData: {
+                            [Object.keys(s.stringData)[0]!]: renderKeysFile([
+                                { name: "sandboxes", key: sandboxesKey },
+                                { name: "operators", key: operatorsKey },
+                            ]),
+                        },
+                    };
+                assert.equal(s.metadata.namespace, sandboxNs, `Secret ${s.metadata.name}: only the ingress's keys and the sandboxes' key`);
+                return { ...s, stringData: { [SANDBOX_KEY_SECRET_KEY]: sandboxesKey } };
+            });
+            const stubConfig = {
+                apiVersion: "v1",
+                kind: "ConfigMap",
+                metadata: { name: "vllm-standin", namespace: trainingNs },
+                data: { "stub_model.py": fs.readFileSync(STUB_MODEL, "utf8") },
+            };
+            await node.apply({
+                apiVersion: "v1",
+                kind: "List",
+                items: [
+                    ...manifests.filter((m) => m.kind === "Namespace"),
+                    ...manifests.filter((m) => APPLIED.has(m.kind) && m.kind !== "Namespace" && m.kind !== "Deployment"),
+                    ...secrets,
+                    stubConfig,
+                    vllmStandinPod(job),
+                    sandboxPod(template),
+                    clientPod("openai-client", sandboxNs, { app: "openai-client" }),
+                ],
+            });
+            // The ingress last: its nginx resolves the vLLM Service's name when it starts.
+            await node.apply(deployment);
+        });
+
+        after(async () => {
+            fs.rmSync(planDir, { recursive: true, force: true });
+            await shared.clearNamespaces();
+        });
+
+        /** The training Job's pod as a bare pod: vLLM's stand-in in its container, everything else as rendered. */
+        const vllmStandinPod = (job: Manifest) => {
+            const t = job.spec.template;
+            const [c, ...rest] = t.spec.containers;
+            assert.equal(rest.length, 0, "the black-box Job's pod has one container (vLLM and the trainer under one supervisor)");
+            return {
+                apiVersion: "v1",
+                kind: "Pod",
+                metadata: { name: "vllm-standin", namespace: trainingNs, labels: t.metadata.labels },
+                spec: {
+                    ...t.spec,
+                    nodeName: node.names.nodeName,
+                    restartPolicy: "Always",
+                    volumes: [
+                        ...t.spec.volumes.map((v: any) =>
+                            v.persistentVolumeClaim
+                                ? { name: v.name, emptyDir: { sizeLimit: "64Mi" } }
+                                : v.emptyDir
+                                  ? { name: v.name, emptyDir: { sizeLimit: "64Mi" } }
+                                  : v,
+                        ),
+                        { name: "vllm-standin", configMap: { name: "vllm-standin", defaultMode: 0o444 } },
+                    ],
+                    containers: [
+                        {
+                            ...c,
+                            image: imageRefByDigest(node.names, "openenv-echo"),
+                            imagePullPolicy: "IfNotPresent",
+                            command: ["python3", "-I", "/opt/vllm-standin/stub_model.py", "--host", "0.0.0.0", "--port", String(VLLM_PORT), "--model", model],
+                            args: [],
+                            resources: {
+                                requests: { cpu: "100m", memory: "128Mi", [node.names.gpuResource]: c.resources.limits[node.names.gpuResource] },
+                                limits: { memory: "256Mi", [node.names.gpuResource]: c.resources.limits[node.names.gpuResource] },
+                            },
+                            securityContext: { ...c.securityContext, runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, readOnlyRootFilesystem: true },
+                            volumeMounts: [...c.volumeMounts, { name: "vllm-standin", mountPath: "/opt/vllm-standin", readOnly: true }],
+                        },
+                    ],
+                },
+            };
+        };
+
+        /** The SandboxTemplate's pod as the controller would make it, both containers on the fixture's sandbox runtime image. */
+        const sandboxPod = (template: Manifest) => {
+            const t = template.spec.podTemplate;
+            const onNode = (ctr: any) => ({ ...ctr, image: node.names.runtimeImage, imagePullPolicy: "Never" });
+            return {
+                apiVersion: "v1",
+                kind: "Pod",
+                metadata: { name: "sandbox-ingress", namespace: sandboxNs, labels: t.metadata.labels },
+                spec: {
+                    ...t.spec,
+                    nodeName: node.names.nodeName,
+                    initContainers: t.spec.initContainers.map(onNode),
+                    containers: t.spec.containers.map(onNode),
+                },
+            };
+        };
+
+        const clientPod = (name: string, namespace: string, labels: Record<string, string>) =>
+            openenvClientPod(node, name, namespace, labels, node.names.nodeName);
+        const exec = (ns: string, pod: string, container: string, argv: readonly string[], timeoutMs?: number) =>
+            podExec(node, ns, pod, container, argv, timeoutMs);
+        const lastJson = (s: string) => JSON.parse(s.trim().split("\n").pop() ?? "{}");
+        const openai = async (key: string) => {
+            const r = await exec(sandboxNs, "openai-client", "client", ["python3", "-c", OPENAI_PY, ingressUrl, key, model]);
+            assert.equal(r.code, 0, r.out);
+            return lastJson(r.stdout);
+        };
+
+        const waitReady = async (ns: string, what: string, seconds: number) => {
+            const r = await node.kubectl(["-n", ns, "wait", "--for=condition=Ready", what, `--timeout=${seconds}s`], undefined, (seconds + 10) * 1000);
+            if (r.code !== 0) {
+                const pods = await node.kubectl(["-n", ns, "get", "pods", "-o", "wide"]);
+                const events = await node.kubectl(["-n", ns, "get", "events", "--sort-by=.lastTimestamp"]);
+                assert.fail(`${ns}/${what} not Ready: ${r.stdout}${r.stderr}\n${pods.stdout}\n${events.stdout.split("\n").slice(-25).join("\n")}`);
+            }
+        };
+
+        it("the ingress Deployment as rendered, the vLLM stand-in and the sandbox come Ready behind their real probes", async () => {
+            const t0 = Date.now();
+            await waitReady(trainingNs, "pod/vllm-standin", 180);
+            await waitReady(sandboxNs, "pod/sandbox-ingress", 180);
+            await waitReady(sandboxNs, "pod/openai-client", 180);
+            const rollout = await node.kubectl(["-n", ingressNs, "rollout", "status", "deployment", "--timeout=180s"], undefined, 190_000);
+            if (rollout.code !== 0) {
+                const pods = await node.kubectl(["-n", ingressNs, "get", "pods", "-o", "wide"]);
+                const logs = await node.kubectl(["-n", ingressNs, "logs", "-l", "app.kubernetes.io/name=vllm-ingress", "--tail=20", "--all-containers"]);
+                assert.fail(`the ingress not rolled out: ${rollout.stdout}${rollout.stderr}\n${pods.stdout}\n${logs.stdout}${logs.stderr}`);
+            }
+            const pods = JSON.parse(await node.kubectlOk(["-n", ingressNs, "get", "pods", "-o", "json"])).items;
+            assert.equal(pods.length, one("Deployment").spec.replicas, "every replica the Deployment asks for");
+            for (const p of pods) {
+                const nginx = p.spec.containers.find((c: any) => c.name === "nginx");
+                assert.equal(nginx.image, imageRefByDigest(node.names, "nginx"), "the nginx image by digest");
+                assert.equal(p.status.containerStatuses.find((c: any) => c.name === "nginx").restartCount, 0, `${p.metadata.name} never restarted`);
+            }
+            process.stderr.write(
+                `# ingress (${pods.length} pods), vLLM stand-in and sandbox Ready ${((Date.now() - t0) / 1000).toFixed(1)} s after kubectl apply\n`,
+            );
+        });
+
+        it("OpenAI's client gets a completion through the ingress with the sandboxes' key, and with the operators' key", async () => {
+            for (const key of [sandboxesKey, operatorsKey]) {
+                const r = await openai(key);
+                assert.equal(r.ok, true, JSON.stringify(r));
+                assert.equal(r.model, model, "the stand-in's model id, through the ingress");
+                assert.ok(typeof r.content === "string" && r.content.length > 0, JSON.stringify(r));
+            }
+        });
+
+        it("with a wrong key OpenAI's client gets AuthenticationError (401); without a key the request is 401 (the client itself refuses to send none); /pause is 404 even with the key", async () => {
+            assert.deepEqual(await openai(testKey("wrong")), { ok: false, error: "AuthenticationError", status: 401 }, "a wrong key");
+            const body = JSON.stringify({ model, messages: [{ role: "user", content: "Name this." }] });
+            const none = await exec(sandboxNs, "openai-client", "client", [
+                "python3",
+                "-I",
+                "-c",
+                REQUEST_PY,
+                `${ingressUrl}/v1/chat/completions`,
+                "POST",
+                body,
+            ]);
+            assert.equal(lastJson(none.stdout).status, 401, `no Authorization header: ${none.out}`);
+            const pause = await exec(sandboxNs, "openai-client", "client", [
+                "python3",
+                "-c",
+                `import urllib.request, urllib.error\nreq = urllib.request.Request("${ingressUrl}/pause", method="POST", headers={"Authorization": "Bearer ${sandboxesKey}"})\ntry:\n    print(urllib.request.urlopen(req, timeout=5).status)\nexcept urllib.error.HTTPError as e:\n    print(e.code)`,
+            ]);
+            assert.equal(pause.stdout.trim(), "404", pause.out);
+        });
+
+        it(`the sandbox's agent side reaches the model through its forwarder on 127.0.0.1:${SANDBOX_FORWARDER_PORT}, holding no key itself`, async () => {
+            const env = await exec(sandboxNs, "sandbox-ingress", "sandbox", ["sh", "-c", "env | grep -c OPENCODE_UPSTREAM_API_KEY || true"]);
+            assert.equal(env.stdout.trim(), "0", "the agent's container has no key in its environment");
+            const body = JSON.stringify({ model, messages: [{ role: "user", content: "Name this." }] });
+            const r = await exec(sandboxNs, "sandbox-ingress", "sandbox", [
+                "python3",
+                "-I",
+                "-c",
+                REQUEST_PY,
+                `http://127.0.0.1:${SANDBOX_FORWARDER_PORT}/v1/chat/completions`,
+                "POST",
+                body,
+            ]);
+            const out = lastJson(r.stdout);
+            assert.equal(out.status, 200, r.out);
+            assert.equal(out.model, model, `the stand-in's reply, through the forwarder and the ingress: ${out.body}`);
+        });
+
+        it("the ingress's NetworkPolicy: a pod with the trainer's labels in the training namespace is refused (its own egress policy would let it out)", async () => {
+            // The stand-in carries the Job pod's labels: its own egress policy lets it reach the ingress's port, the ingress's policy does not admit it.
+            let refused = { error: "" } as { error?: string; status?: number };
+            for (let i = 0; i < 10; i++) {
+                const r = await exec(trainingNs, "vllm-standin", "trainer", ["python3", "-I", "-c", REQUEST_PY, `${ingressUrl}/v1/models`, "GET"]);
+                refused = lastJson(r.stdout);
+                if (refused.error !== undefined) break;
+                await sleep(1000);
+            }
+            assert.match(
+                refused.error ?? JSON.stringify(refused),
+                /timed out|refused|TimeoutError|URLError/i,
+                `from the training namespace: ${JSON.stringify(refused)}`,
+            );
+            process.stderr.write(`# from the training namespace to the ingress: ${refused.error}\n`);
+            // The client in the sandboxes namespace, without a key: the ingress answers it (401), so the refusal above is the policy's.
+            const r = await exec(sandboxNs, "openai-client", "client", ["python3", "-I", "-c", REQUEST_PY, `${ingressUrl}/v1/models`, "GET"]);
+            assert.equal(lastJson(r.stdout).status, 401, r.out);
+        });
+    });
+}
