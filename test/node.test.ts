@@ -13,6 +13,7 @@ import { envSpaceSuite } from "./node-suites/env-space";
 import { gpuStandinSuite } from "./node-suites/gpu";
 import { imagesSuite } from "./node-suites/images";
 import { ingressSuite } from "./node-suites/ingress";
+import { sandboxClaimSuite } from "./node-suites/sandbox-claim";
 import { sandboxAndReachabilitySuite } from "./node-suites/sandbox-reachability";
 
 const CI = !!process.env.CI;
@@ -24,6 +25,7 @@ const SUITES: Record<string, (shared: NodeSession) => void> = {
     images: imagesSuite,
     "env-space": envSpaceSuite,
     ingress: ingressSuite,
+    "sandbox-claim": sandboxClaimSuite,
 };
 
 /** NODE_SUITES=ingress,gpu runs only those suites (while working on one); unset, all. Never under CI. */
@@ -40,7 +42,7 @@ const only = onlySuites();
 
 describe("node: one real node, the stack's pods on it", {
     skip: nodeSkipReason(CI),
-    timeout: 60 * 60_000, // with the wait for another process's node (helpers/node.ts nodeUp)
+    timeout: 90 * 60_000, // the wait for another process's node (helpers/node.ts, 30 min) + the suites (about 10 min) + a venv made under --no-setup
 }, () => {
     const shared = new NodeSession();
 

@@ -36,6 +36,12 @@ log = logging.getLogger("agent_rl_sandbox")
 RUNTIME_HEALTH_SECONDS = 30.0
 #: Attempts and per-request timeout of a claim deletion.
 DELETE_ATTEMPTS = 3
+#: How long a claim the API server refuses with 403 "status unknown for quota" is retried, once a
+#: second. The pool's ResourceQuota counts claims (count/sandboxclaims...), and until the quota
+#: controller has computed that count the API server refuses every claim in the namespace: right
+#: after the stack is applied (measured on a real node: the first claim 1.7 s after the pool was Ready
+#: was refused, test/node-suites/sandbox-claim.ts). Nothing was created, so the same claim is retried.
+QUOTA_NOT_COUNTED_RETRY_SECONDS = 60.0
 DELETE_REQUEST_SECONDS = 10.0
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$")
 
@@ -49,6 +55,12 @@ def default_client(settings: AgentSandboxSettings) -> Any:
     from k8s_agent_sandbox.models import SandboxInClusterConnectionConfig
 
     return SandboxClient(connection_config=SandboxInClusterConnectionConfig(server_port=settings.port))
+
+
+def quota_not_counted_yet(e: BaseException) -> bool:
+    """The API server's refusal of an object its namespace's ResourceQuota has not counted yet
+    (kubernetes/kubernetes plugin/pkg/admission/resourcequota: "status unknown for quota")."""
+    return getattr(e, "status", None) == 403 and "status unknown for quota" in f"{getattr(e, 'body', '') or ''} {e}"
 
 
 def metadata_labels(metadata: Mapping[str, str] | None) -> dict[str, str]:
@@ -192,14 +204,23 @@ class AgentSandboxBackend:
         started = time.monotonic()
         try:
             client = self._client()
-            sandbox = client.create_sandbox(
-                s.warm_pool,
-                namespace=s.namespace,
-                sandbox_ready_timeout=s.ready_timeout_seconds,
-                labels=labels,
-                claim_name=claim,
-                shutdown_after_seconds=lifetime,
-            )
+            quota_deadline = time.monotonic() + QUOTA_NOT_COUNTED_RETRY_SECONDS
+            while True:
+                try:
+                    sandbox = client.create_sandbox(
+                        s.warm_pool,
+                        namespace=s.namespace,
+                        sandbox_ready_timeout=s.ready_timeout_seconds,
+                        labels=labels,
+                        claim_name=claim,
+                        shutdown_after_seconds=lifetime,
+                    )
+                    break
+                except Exception as e:
+                    if not quota_not_counted_yet(e) or time.monotonic() >= quota_deadline or shutdown.shutting_down():
+                        raise
+                    log.info("claim %s refused until the namespace's ResourceQuota counts claims: retrying", claim)
+                    time.sleep(1.0)
             try:
                 url = self._runtime_url(sandbox)
             finally:

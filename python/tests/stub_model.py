@@ -239,6 +239,8 @@ class StubModel:
 def main(argv: list[str] | None = None) -> int:
     """`python3 stub_model.py --host 0.0.0.0 --port 8000 --model NAME`: serve until killed (a vLLM stand-in in a pod)."""
     import argparse
+    import signal
+    import sys
 
     parser = argparse.ArgumentParser(description="Stand-in for vLLM's OpenAI server (no model): the scripted replies above.")
     parser.add_argument("--host", default="127.0.0.1")
@@ -247,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stub = StubModel(args.model, host=args.host, port=args.port)
     print(f"stand-in vLLM (stub_model.py) serving {args.model} on {stub.url}", flush=True)
+    # As a container's PID 1 Python would ignore SIGTERM (no default action for PID 1): end on it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     threading.Event().wait()
     return 0
 

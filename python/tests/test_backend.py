@@ -28,6 +28,8 @@ from conftest import PYTHON_DIR, alive, free_port
 class Recorder:
     pod_ip: str = "127.0.0.1"
     fail_create: Exception | None = None
+    #: With fail_create: fail only this many times (0: every time).
+    fail_times: int = 0
     claims: list[dict] = field(default_factory=list)
     deleted: list[tuple[str, str, int]] = field(default_factory=list)  # (claim, namespace, thread)
     clients: list[tuple[int, int]] = field(default_factory=list)  # (client id, thread)
@@ -67,7 +69,7 @@ class FakeClient:
     def create_sandbox(self, warmpool, namespace="default", sandbox_ready_timeout=180, labels=None, *, claim_name=None, shutdown_after_seconds=None, **rest):
         with REC.lock:
             REC.claims.append(dict(warmpool=warmpool, namespace=namespace, ready_timeout=sandbox_ready_timeout, labels=labels, claim_name=claim_name, lifetime=shutdown_after_seconds, rest=rest, thread=threading.get_ident()))
-        if REC.fail_create is not None:
+        if REC.fail_create is not None and (REC.fail_times == 0 or len(REC.claims) <= REC.fail_times):
             raise REC.fail_create
         return FakeSandbox(claim_name)
 
@@ -136,6 +138,40 @@ def test_a_failed_claim_is_deleted_and_the_error_kept(rec, runtime):
     with pytest.raises(TimeoutError, match="not Ready"):
         backend(runtime.port).create()
     assert [n for n, _, _ in rec.deleted] == [rec.claims[0]["claim_name"]]
+
+
+class QuotaRefusal(Exception):
+    """What the kubernetes client raises for the API server's 403 (ApiException: status, body)."""
+
+    status = 403
+    body = '{"kind":"Status","message":"sandboxclaims.extensions.agents.x-k8s.io \\"r1-x\\" is forbidden: status unknown for quota: q, resources: count/sandboxclaims.extensions.agents.x-k8s.io","code":403}'
+
+
+def test_a_claim_refused_until_the_quota_counts_claims_is_retried(rec, runtime, monkeypatch):
+    monkeypatch.setattr(agent_sandbox.time, "sleep", lambda _s: None)
+    rec.fail_create, rec.fail_times = QuotaRefusal(), 2
+    handle = backend(runtime.port).create()
+    names = [c["claim_name"] for c in rec.claims]
+    assert len(names) == 3 and len(set(names)) == 1, "the same claim, tried three times"
+    handle.kill()
+    assert [n for n, _, _ in rec.deleted] == [names[0]]
+
+
+def test_a_quota_refusal_past_the_bound_and_any_other_403_are_raised(rec, runtime, monkeypatch):
+    monkeypatch.setattr(agent_sandbox, "QUOTA_NOT_COUNTED_RETRY_SECONDS", 0.0)
+    rec.fail_create = QuotaRefusal()
+    with pytest.raises(QuotaRefusal):
+        backend(runtime.port).create()
+    assert len(rec.claims) == 1
+
+    other = QuotaRefusal()
+    other.body = '{"message":"sandboxclaims is forbidden: User cannot create resource","code":403}'
+    rec.claims.clear()
+    rec.fail_create = other
+    monkeypatch.setattr(agent_sandbox, "QUOTA_NOT_COUNTED_RETRY_SECONDS", 60.0)
+    with pytest.raises(QuotaRefusal):
+        backend(runtime.port).create()
+    assert len(rec.claims) == 1, "a refusal for another reason is not retried"
 
 
 def test_a_ready_claim_whose_runtime_does_not_answer_is_deleted(rec):

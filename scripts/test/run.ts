@@ -254,7 +254,7 @@ async function buildFixtures(): Promise<void> {
             "bash",
             ["test/node/build.sh"],
         );
-    else log("node fixture: not built (needs root on Linux; the test/node-*.test.ts files skip)");
+    else log("node fixture: not built (needs root on Linux; test/node.test.ts skips)");
     const { code, log: venvLog } = await venv;
     if (code !== 0) {
         process.stderr.write(fs.readFileSync(venvLog, "utf8").slice(-4000));
@@ -352,10 +352,11 @@ function descendsFromThisRunner(pid: number): boolean {
  * host iptables/ipset changes), named by `test/node/down.sh --check`; when anything is, down.sh
  * removes it. Root on Linux only (elsewhere the node test never ran).
  */
-function nodeLeftovers(): string[] {
+function nodeLeftovers(killed: readonly number[]): string[] {
     if (!isLinuxRoot()) return [];
     const holder = nodeLockHolder();
-    if (holder !== undefined && !descendsFromThisRunner(holder)) {
+    // A holder this run just killed (re-parented to init before it is gone) is this run's.
+    if (holder !== undefined && !killed.includes(holder) && !descendsFromThisRunner(holder)) {
         // Another run's node (a second checkout's npm test on this machine): not ours to check or remove.
         log(`the node fixture is held by pid ${holder} (${NODE_LOCK}), not this run: not checked`);
         return [];
@@ -455,7 +456,7 @@ async function main(): Promise<void> {
             // gone meanwhile
         }
     }
-    const nodeLeft = nodeLeftovers();
+    const nodeLeft = nodeLeftovers(left.map((p) => p.pid));
 
     process.stdout.write("\n");
     log(`TypeScript tests: ${node.code === 0 ? "passed" : "FAILED"}; Python tests: ${pythonSummary}`);

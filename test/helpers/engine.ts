@@ -296,7 +296,8 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
     const home = path.join(root, "home");
     const backendDir = path.join(root, "state");
     const cliRoot = path.join(root, "cli");
-    for (const d of [home, backendDir, path.join(cliRoot, "bin"), path.join(root, "work")]) await fsp.mkdir(d, { recursive: true });
+    const tmp = path.join(root, "tmp");
+    for (const d of [home, backendDir, tmp, path.join(cliRoot, "bin"), path.join(root, "work")]) await fsp.mkdir(d, { recursive: true });
     await fsp.symlink(fx.bin.pulumi, path.join(cliRoot, "bin", "pulumi"));
     /** --policy-pack <dir> becomes --policy-pack <analyzer executable for dir> (see analyzerScript). */
     const analyzers = new Map<string, string>();
@@ -326,6 +327,10 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
         PULUMI_DIY_BACKEND_NO_LEGACY_WARNING: "true",
         // Whatever the program's provider does, it talks to the test cluster.
         KUBECONFIG: cluster.kubeconfig,
+        // The kubernetes provider copies a configured kubeconfig to $TMPDIR/kubeconfig<N> at every
+        // configure and never removes it (pulumi-kubernetes provider/pkg/provider/util.go
+        // writeKubeconfigToFile, called from provider.go's Configure for Helm): here it lands under root, which dispose() removes.
+        TMPDIR: tmp,
         PATH: `${path.join(cliRoot, "bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
     };
     const cliEnv = { ...process.env, ...env };

@@ -268,7 +268,7 @@ export function nodeHandle(names: NodeNames): Node {
  */
 const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
 /** Longest wait for another process's node (another checkout's npm test, a second runner call): test/node.test.ts takes under 25 minutes. */
-const NODE_LOCK_WAIT_MS = 20 * 60_000;
+const NODE_LOCK_WAIT_MS = 30 * 60_000;
 
 function pidAlive(pid: number): boolean {
     try {
@@ -332,7 +332,7 @@ async function acquireNodeLock(): Promise<void> {
     }
 }
 
-/** up.sh: the node and its control plane (after another test file's node is down); throws with its output when it fails. */
+/** up.sh: the node and its control plane (after another process's node is down); throws with its output when it fails. */
 export async function nodeUp(opts: { readonly env?: NodeJS.ProcessEnv } = {}): Promise<CommandResult> {
     await acquireNodeLock();
     const r = await command("bash", [path.join(NODE_SCRIPTS, "up.sh")], { timeoutMs: 6 * 60_000, env: opts.env });
@@ -358,10 +358,11 @@ export function imageRefByDigest(names: NodeNames, image: string): string {
 }
 
 /**
- * One node test file's node, from its `before` to its last test: `prepare` (the API server's
- * binaries, the fixture built under CI or when it is missing, the names), `start` (up.sh, after any
- * other file's node is down), `cleanup` for the file's `after` (the daemons' logs kept, down.sh,
- * when the last test did not get that far), `downLeavesNothing` for the last test.
+ * test/node.test.ts's node, from its `before` to its last test: `prepare` (the API server's
+ * binaries, the fixture built or brought up to date, the names), `start` (up.sh, after another
+ * process's node is down), `clearNamespaces` between suites, `cleanup` for the file's `after` (the
+ * daemons' logs kept, down.sh, when the last test did not get that far), `downLeavesNothing` for
+ * the last test.
  */
 export class NodeSession {
     #env: NodeJS.ProcessEnv = process.env;
@@ -369,12 +370,15 @@ export class NodeSession {
     #downChecked = false;
     node!: Node;
 
-    /** `extraEnv` goes to up.sh (e.g. UP_IMAGES); `built` says whether the cached fixture has what the file needs. */
-    async prepare(opts: { readonly extraEnv?: NodeJS.ProcessEnv; readonly built?: (names: NodeNames) => boolean } = {}): Promise<Node> {
+    /**
+     * `extraEnv` goes to up.sh (e.g. UP_IMAGES). build.sh always runs: a no-op when every part's stamp
+     * is current, and it rebuilds a part whose inputs changed (an image's packages, a Go module), which a
+     * `.complete` file alone would not show.
+     */
+    async prepare(opts: { readonly extraEnv?: NodeJS.ProcessEnv } = {}): Promise<Node> {
         const { ensureBinaries } = await import("./apiserver");
         const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries(), ...opts.extraEnv };
-        const built = opts.built ?? nodeFixtureBuilt;
-        if (process.env.CI || !built(nodeNames(env))) env.AGENT_RL_NODE_DIR = await buildNodeFixture();
+        env.AGENT_RL_NODE_DIR = await buildNodeFixture();
         process.env.AGENT_RL_K8S_CACHE_DIR = env.AGENT_RL_K8S_CACHE_DIR;
         if (env.AGENT_RL_NODE_DIR) process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;
         this.#env = env;

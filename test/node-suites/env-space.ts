@@ -52,13 +52,14 @@ export function envSpaceSuite(shared: NodeSession): void {
         let trainingNs = "";
         let envUrl = "";
         let trainerLabels: Record<string, string> = {};
-        const planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-stack-"));
+        let planDir = "";
 
         const byKind = (kind: string) => manifests.filter((m) => m.kind === kind);
         const kubectlList = (items: readonly unknown[]) => JSON.stringify({ apiVersion: "v1", kind: "List", items });
 
         before(async () => {
             node = shared.node;
+            planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-stack-"));
             const plan = await planToDir({ recipe: RECIPE, target: "kubernetes" }, { outDir: planDir, platformOverride: nodeStackOverride(node) });
             manifests = [...plan.manifests];
             const job = byKind("Job")[0];
@@ -71,7 +72,7 @@ export function envSpaceSuite(shared: NodeSession): void {
         });
 
         after(async () => {
-            fs.rmSync(planDir, { recursive: true, force: true });
+            if (planDir !== "") fs.rmSync(planDir, { recursive: true, force: true });
             await shared.clearNamespaces();
         });
 

@@ -51,11 +51,12 @@ export function imagesSuite(shared: NodeSession): void {
         let replicaPod: any;
         let routerConf = "";
         let replicaIp = "";
-        const planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-images-"));
+        let planDir = "";
         const CLIENT = "openenv-client";
 
         before(async () => {
             node = shared.node;
+            planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-images-"));
             const names = node.names;
 
             const plan = await planToDir(
@@ -125,7 +126,7 @@ export function imagesSuite(shared: NodeSession): void {
         });
 
         after(async () => {
-            fs.rmSync(planDir, { recursive: true, force: true });
+            if (planDir !== "") fs.rmSync(planDir, { recursive: true, force: true });
             await shared.clearNamespaces();
         });
 

@@ -38,7 +38,8 @@ import {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-reach-"));
+/** Made by the suite's before (not at import: test/node.test.ts imports every suite, run or not). */
+let planDir = "";
 
 /** What `npm run plan` renders for a recipe on Kubernetes (with an override of the platform config). */
 async function planned(recipe: string, platformOverride?: Record<string, unknown>): Promise<Manifest[]> {
@@ -98,11 +99,12 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
 
         before(async () => {
             node = shared.node;
+            planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-reach-"));
             r = renderNodeSandbox(node.names.nodeName, node.names.runtimeImage, node.names.busyboxImage);
         });
 
         after(async () => {
-            fs.rmSync(planDir, { recursive: true, force: true });
+            if (planDir !== "") fs.rmSync(planDir, { recursive: true, force: true });
             await shared.clearNamespaces();
         });
 

@@ -59,8 +59,9 @@ ip netns delete "$OUTSIDE_NETNS" 2>/dev/null
 
 # 5. files outside the work dir (and the empty mount point up.sh made for the device plugin directory)
 if [[ -f "$HOST_DIRS_RECORD" ]]; then
-  tac "$HOST_DIRS_RECORD" | while read -r d; do rmdir "$d" 2>/dev/null; done
-  rm -f "$HOST_DIRS_RECORD"
+  # The record keeps what could not be removed (not empty: something else wrote there), for --check.
+  tac "$HOST_DIRS_RECORD" | while read -r d; do [[ -z "$d" ]] || rmdir "$d" 2>/dev/null || [[ ! -d "$d" ]] || printf '%s\n' "$d"; done > "$HOST_DIRS_RECORD.left"
+  if [[ -s "$HOST_DIRS_RECORD.left" ]]; then mv "$HOST_DIRS_RECORD.left" "$HOST_DIRS_RECORD"; else rm -f "$HOST_DIRS_RECORD" "$HOST_DIRS_RECORD.left"; fi
 fi
 rm -f /var/lib/cni/results/"$CNI_NETWORK"-* 2>/dev/null
 if [[ -d /var/log/containers ]]; then

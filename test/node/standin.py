@@ -1,4 +1,4 @@
-"""Reachability stand-in (issue #29): one program, two modes, for test/node-pods.test.ts.
+"""Reachability stand-in (issue #29): one program, two modes, for the node tests (test/node-suites/sandbox-reachability.ts).
 
   listen TCP_PORTS UDP_PORTS   serve "ok\n" on every listed TCP port (each accepted connection)
                                and answer every datagram on every listed UDP port with "ok\n";
