@@ -33,6 +33,7 @@ import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { NODE_LOCK, nodeLockHolder } from "../../test/helpers/node";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const CI = process.env.CI === "true" || process.env.CI === "1";
@@ -293,58 +294,41 @@ interface Skip {
 const SERVICE =
     /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-proxy|coredns|kube-router-netpol|gpu-standin|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
 
-function leftovers(): Array<{ pid: number; args: string }> {
+interface ProcessRow {
+    readonly pid: number;
+    readonly ppid: number;
+    readonly etimes: number;
+    readonly args: string;
+}
+
+function processTable(): ProcessRow[] {
     const r = spawnSync("ps", ["-eo", "pid=,ppid=,etimes=,args="], { encoding: "utf8" });
-    const runSeconds = (Date.now() - started) / 1000;
-    const rows = (r.stdout ?? "")
+    return (r.stdout ?? "")
         .split("\n")
         .map((line) => /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(.*)$/.exec(line))
         .filter((m): m is RegExpExecArray => m !== null)
         .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), etimes: Number(m[3]), args: m[4]! }));
+}
+
+/** Whether `pid` runs below this runner (`parent`: pid to ppid, from processTable). */
+function belowThisRunner(parent: ReadonlyMap<number, number>, pid: number): boolean {
+    for (let p = parent.get(pid), hops = 0; p !== undefined && p > 1 && hops < 64; p = parent.get(p), hops++) {
+        if (p === process.pid) return true;
+    }
+    return false;
+}
+
+function leftovers(): Array<{ pid: number; args: string }> {
+    const runSeconds = (Date.now() - started) / 1000;
+    const rows = processTable();
     const parent = new Map(rows.map((p) => [p.pid, p.ppid]));
     // Ours: below this runner, or orphaned (re-parented to init) after this run began. Another
     // session's services on the same machine are neither, and are left alone.
-    const ours = (pid: number): boolean => {
-        if (parent.get(pid) === 1) return true;
-        for (let p = parent.get(pid), hops = 0; p !== undefined && p > 1 && hops < 64; p = parent.get(p), hops++) {
-            if (p === process.pid) return true;
-        }
-        return false;
-    };
+    const ours = (pid: number): boolean => parent.get(pid) === 1 || belowThisRunner(parent, pid);
     return rows
         .filter((p) => p.pid !== process.pid && p.etimes <= runSeconds && ours(p.pid))
         .filter((p) => SERVICE.test(p.args.split(/\s+/)[0] ?? "") || /agent_rl_sandbox\.runtime/.test(p.args))
         .map((p) => ({ pid: p.pid, args: p.args.slice(0, 160) }));
-}
-
-/** test/helpers/node.ts's lock: the node's holder names its pid there. */
-const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
-
-/** The pid holding the node, when that process is alive. */
-function nodeLockHolder(): number | undefined {
-    let pid = 0;
-    try {
-        pid = Number(fs.readFileSync(NODE_LOCK, "utf8"));
-    } catch {
-        return undefined;
-    }
-    if (!Number.isInteger(pid) || pid <= 0) return undefined;
-    try {
-        process.kill(pid, 0);
-        return pid;
-    } catch (e) {
-        return (e as NodeJS.ErrnoException).code === "EPERM" ? pid : undefined;
-    }
-}
-
-function descendsFromThisRunner(pid: number): boolean {
-    for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
-        if (p === process.pid) return true;
-        const stat = spawnSync("ps", ["-o", "ppid=", "-p", String(p)], { encoding: "utf8" });
-        p = Number((stat.stdout ?? "").trim());
-        if (!Number.isInteger(p)) return false;
-    }
-    return false;
 }
 
 /**
@@ -355,8 +339,9 @@ function descendsFromThisRunner(pid: number): boolean {
 function nodeLeftovers(killed: readonly number[]): string[] {
     if (!isLinuxRoot()) return [];
     const holder = nodeLockHolder();
+    const parent = new Map(processTable().map((p) => [p.pid, p.ppid]));
     // A holder this run just killed (re-parented to init before it is gone) is this run's.
-    if (holder !== undefined && !killed.includes(holder) && !descendsFromThisRunner(holder)) {
+    if (holder !== undefined && !killed.includes(holder) && !belowThisRunner(parent, holder)) {
         // Another run's node (a second checkout's npm test on this machine): not ours to check or remove.
         log(`the node fixture is held by pid ${holder} (${NODE_LOCK}), not this run: not checked`);
         return [];

@@ -266,7 +266,7 @@ export function nodeHandle(names: NodeNames): Node {
  * has run down.sh (and its check). The file names the holder's pid; a holder that is gone (killed) no
  * longer holds it.
  */
-const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
+export const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
 /** Longest wait for another process's node (another checkout's npm test, a second runner call): test/node.test.ts takes under 25 minutes. */
 const NODE_LOCK_WAIT_MS = 30 * 60_000;
 
@@ -277,6 +277,17 @@ function pidAlive(pid: number): boolean {
     } catch (e) {
         return (e as NodeJS.ErrnoException).code === "EPERM";
     }
+}
+
+/** The live process the lock file names, if any (scripts/test/run.ts: whose node is up). */
+export function nodeLockHolder(): number | undefined {
+    let pid = 0;
+    try {
+        pid = Number(fs.readFileSync(NODE_LOCK, "utf8"));
+    } catch {
+        return undefined;
+    }
+    return Number.isInteger(pid) && pid > 0 && pidAlive(pid) ? pid : undefined;
 }
 
 /** Whether this process holds the node (the lock file names its pid). */
@@ -371,16 +382,14 @@ export class NodeSession {
     node!: Node;
 
     /**
-     * `extraEnv` goes to up.sh (e.g. UP_IMAGES). build.sh always runs: a no-op when every part's stamp
-     * is current, and it rebuilds a part whose inputs changed (an image's packages, a Go module), which a
-     * `.complete` file alone would not show.
+     * build.sh always runs: a no-op when every part's stamp is current, and it rebuilds a part whose
+     * inputs changed (an image's packages, a Go module), which a `.complete` file alone would not show.
      */
-    async prepare(opts: { readonly extraEnv?: NodeJS.ProcessEnv } = {}): Promise<Node> {
+    async prepare(): Promise<Node> {
         const { ensureBinaries } = await import("./apiserver");
-        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries(), ...opts.extraEnv };
-        env.AGENT_RL_NODE_DIR = await buildNodeFixture();
+        const env: NodeJS.ProcessEnv = { ...process.env, AGENT_RL_K8S_CACHE_DIR: await ensureBinaries(), AGENT_RL_NODE_DIR: await buildNodeFixture() };
         process.env.AGENT_RL_K8S_CACHE_DIR = env.AGENT_RL_K8S_CACHE_DIR;
-        if (env.AGENT_RL_NODE_DIR) process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;
+        process.env.AGENT_RL_NODE_DIR = env.AGENT_RL_NODE_DIR;
         this.#env = env;
         this.node = nodeHandle(nodeNames(env));
         return this.node;

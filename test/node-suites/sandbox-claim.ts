@@ -75,10 +75,9 @@ export function sandboxClaimSuite(shared: NodeSession): void {
         let venv = "";
         let quotaApplied = 0;
 
-        const buildDir = async (script: string, what: string): Promise<string> => {
-            const r = await command("bash", [path.join(REPO_ROOT, script), ...(script.endsWith("run-tests.sh") ? ["--venv-only"] : [])], {
-                timeoutMs: 40 * 60_000,
-            });
+        /** A fixture script that prints its directory last (a no-op when it is built). */
+        const buildDir = async (script: string, args: readonly string[], what: string): Promise<string> => {
+            const r = await command("bash", [path.join(REPO_ROOT, script), ...args], { timeoutMs: 40 * 60_000 });
             const last = r.stdout.trim().split("\n").pop()?.trim() ?? "";
             assert.ok(r.code === 0 && last !== "", `${what} (bash ${script}) failed (exit ${r.code}): ${r.stderr.split("\n").slice(-20).join("\n")}`);
             return last;
@@ -89,8 +88,8 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-claim-"));
             controllerLog = path.join(dir, "agent-sandbox-controller.log");
             // Built by npm test's fixtures step (a no-op here then).
-            const ctlDir = await buildDir("test/sandbox-controller/build.sh", "the agent-sandbox controller");
-            venv = await buildDir("python/run-tests.sh", "the trainer-side venv");
+            const ctlDir = await buildDir("test/sandbox-controller/build.sh", [], "the agent-sandbox controller");
+            venv = await buildDir("python/run-tests.sh", ["--venv-only"], "the trainer-side venv");
 
             const crdDir = path.join(fixtureCacheDir(), "crds");
             const crds = fs.readdirSync(crdDir).filter((f) => f.startsWith("agent-sandbox-v0.5.6."));
