@@ -1,6 +1,7 @@
 // Prints, as JSON, the trainer command line the stack renders for every recipe, in every layout its
 // program runs in and on every target it allows, with the program's recorded facts
-// (components/config/programs.ts), for python/tests/test_trainer_argv.py. From the real resolve step
+// (components/config/programs.ts), for python/tests/test_trainer_argv.py, and vLLM's own command line
+// where vLLM runs as a server, for python/tests/test_vllm_argv.py. From the real resolve step
 // (components/platform/resolve.ts); pinned and unpinned model revisions both.
 // usage (repo root): node --import tsx python/tests/trainer_argv.ts
 import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, PROGRAMS, RECIPES, type ProgramName } from "../../components/config";
@@ -45,6 +46,8 @@ for (const recipe of ALL_RECIPE_NAMES) {
                     program,
                     facts,
                     command: [...(t.command ?? []), ...t.args],
+                    // vLLM as a server of its own (whitebox-server, blackbox): `vllm serve ...`; null in colocate.
+                    vllmCommand: plan.training.vllm ? [...(plan.training.vllm.command ?? []), ...plan.training.vllm.args] : null,
                     envUrls: Object.fromEntries(Object.entries(plan.names.envs).map(([k, v]) => [k, v.url])),
                     vllmUrl: plan.training.internalUrl,
                     // What the agent side of each sandbox calls: the pool's key-holding forwarder (hosted: the ingress).
