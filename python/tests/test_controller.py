@@ -48,6 +48,9 @@ from test_opencode_e2e import (
     stop_group,
 )
 
+#: The engine tests' lock: npm test runs the TypeScript engine files (minutes each) beside these.
+LOCK_WAIT_SECONDS = 3600
+
 CLAIMS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxclaims")
 SANDBOXES = ("agents.x-k8s.io", "v1beta1", "sandboxes")
 
@@ -131,15 +134,22 @@ def cluster(tmp_path_factory):
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
-    # The plan prints its own notes on stdout first: wait for the READY (or SKIP) line.
-    deadline = time.monotonic() + 600
+    # The plan prints its own notes on stdout first: wait for the READY (or SKIP) line. First the
+    # engine tests' lock (LOCKED: npm test runs the TypeScript engine tests beside these, each holds
+    # it for minutes), at most LOCK_WAIT_SECONDS; then the cluster, at most 600 s.
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
     line = ""
+    locked = False
     while not line.startswith(("READY ", "SKIP")):
         try:
             line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
         except queue.Empty:
             stop_process(proc)
-            pytest.fail(f"cluster did not come up in 600s:\n{log_path.read_text()[-4000:]}")
+            what = "cluster did not come up in 600s" if locked else f"the engine tests' lock not free within {LOCK_WAIT_SECONDS}s"
+            pytest.fail(f"{what}:\n{log_path.read_text()[-4000:]}")
+        if line.strip() == "LOCKED" and not locked:
+            locked = True
+            deadline = time.monotonic() + 600
         if proc.poll() is not None and lines.empty() and not line.startswith(("READY ", "SKIP")):
             pytest.fail(f"cluster_up exited with {proc.returncode}:\n{log_path.read_text()[-4000:]}")
     if line.startswith("SKIP"):

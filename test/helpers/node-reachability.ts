@@ -221,7 +221,7 @@ export async function measureReachability(
             const results = await Promise.all(
                 sources.map(async (from) => {
                     const mine = probes.filter((x) => x.from.id === from.id);
-                    const targets = mine.map((x) => [x.ip, x.port, x.protocol, x.to.id === apiserverNode ? "connect" : "ok"]);
+                    const targets = mine.map((x) => [x.ip, x.port, x.protocol, x.to.id === apiserverNode ? "connect" : x.port === 53 ? "dns" : "ok"]);
                     const res = await node.kubectl(
                         [
                             "-n",

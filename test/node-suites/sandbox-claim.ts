@@ -1,18 +1,30 @@
 // A sandbox claimed through the REAL agent-sandbox v0.5.6 controller on the real node (issue #29
-// point 3): the controller (test/sandbox-controller/build.sh) runs in the node's network namespace
-// against its API server, with the API server fixture's agent-sandbox CRDs; the opencode-blackbox
-// plan's sandbox side is applied as `npm run plan` renders it (Namespaces, the trainer's
-// ServiceAccount, the claim admission policy and binding, Role, RoleBinding, ResourceQuota,
-// NetworkPolicies, key Secret, SandboxTemplate, SandboxWarmPool) with a named test override
-// (NODE_CLAIM_OVERRIDE: the sandbox runtime image by digest, a one-sandbox pool sized for this 2-CPU
-// node). The warm pool's pod is made by the controller and scheduled by the node's scheduler. Then
-// the project's own backend (python/agent_rl_sandbox, AgentSandboxBackend, from the trainer-side
-// venv), authenticated as the trainer's ServiceAccount with the env the plan gives the trainer,
-// claims a sandbox and runs commands in it through its runtime, and releases it. Stand-in, named:
-// the trainer is this test's process in the node's network namespace (not a pod: the backend runs
-// from the node's address, which the pool's policy lets through as node-local traffic, as it does
-// the kubelet's probes); the sandbox image is the runtime image (python/Dockerfile's steps without
-// the stock opencode image). Run on test/node.test.ts's node.
+// point 3), then the plan's training Job run as rendered. The controller
+// (test/sandbox-controller/build.sh) runs in the node's network namespace against its API server,
+// with the API server fixture's agent-sandbox CRDs. The opencode-blackbox plan is applied as `npm run
+// plan` renders it, all but the Job (Namespaces, ServiceAccount, the claim admission policy and
+// binding, Role, RoleBinding, ResourceQuota, NetworkPolicies, ConfigMaps, claims, Services, PDB,
+// SandboxTemplate, SandboxWarmPool, the ingress Deployment), with a named test override
+// (nodeClaimOverride: the fixture's images by digest, a one-sandbox pool, one ingress replica, the
+// training pod sized for this 2-CPU node) and test keys in the Secrets the plan redacts. The warm
+// pool's pod is made by the controller and scheduled by the node's scheduler.
+// 1. The project's own backend (python/agent_rl_sandbox, AgentSandboxBackend, from the trainer-side
+//    venv), authenticated as the trainer's ServiceAccount with the env the plan gives the trainer,
+//    claims a sandbox and runs commands in it through its runtime, and releases it. Stand-in, named:
+//    the trainer is this test's process in the node's network namespace (it reaches the runtime from
+//    the node's address, which the pool's policy lets through as node-local traffic).
+// 2. The training Job as rendered: its supervisor starts `vllm serve`, waits for /health, runs the
+//    args check on the trainer's command line and then the trainer, in one container behind the
+//    Job's startup and readiness probes. Stand-ins, named: the trainer image (test/node/images.sh
+//    trainer-standin: Debian python3 with the backend package, the real args check, a `vllm` that
+//    serves python/tests/stub_model.py, and at /app/opencode_hf_sandbox.py a trainer whose parser is
+//    built from the program's recorded facts and which, from inside the pod, calls vLLM, claims a
+//    sandbox with the backend and has the sandbox's agent side call the model through its forwarder
+//    and the ingress); the PersistentVolumes (hostPath directories of this test, bound to the plan's
+//    claims: no provisioner here). A copy of the Job with a flag the program does not have must fail
+//    at the args check, before the trainer runs.
+// The sandbox image is the runtime image (python/Dockerfile's steps without the stock opencode
+// image). Run on test/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -20,6 +32,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import YAML from "yaml";
+import { randomBytes } from "node:crypto";
+import { renderKeysFile } from "../../components/ingress/nginx";
 import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/describe";
 import { planToDir } from "../../scripts/lib/plan";
 import { fixtureCacheDir } from "../helpers/apiserver";
@@ -30,14 +44,22 @@ const REPO_ROOT = path.resolve(__dirname, "..", "..");
 const RECIPE = "opencode-blackbox";
 const RUN_ID = "claim";
 
-/** The named test override: the runtime image by digest, one warm sandbox sized for the node. */
+/**
+ * The named test override: the fixture's images by digest (the trainer and nginx are stand-ins), one
+ * warm sandbox, one ingress replica and the training pod's CPU and memory sized for this 2-CPU node.
+ */
 function nodeClaimOverride(node: Node): Record<string, unknown> {
     return {
         runId: RUN_ID,
-        training: { maxInflight: 1 },
+        images: { trainer: imageRefByDigest(node.names, "trainer-standin"), nginx: imageRefByDigest(node.names, "nginx") },
+        ingress: { replicas: 1 },
+        training: { maxInflight: 1, trainerCpu: "200m", trainerMemory: "384Mi", vllmCpu: "100m", vllmMemory: "256Mi" },
         sandboxes: { image: imageRefByDigest(node.names, "sandbox-runtime"), poolSize: 1, headroom: 0, cpu: "250m", memory: "256Mi", maxLifetimeSeconds: 600 },
     };
 }
+
+/** A test key in the keys' alphabet (components/config/keys.ts). */
+const testKey = (name: string) => `node-${name}-${randomBytes(16).toString("hex")}`;
 
 /** The backend as the trainer uses it: claim, run commands, release; one JSON line. */
 const CLAIM_PY = `
@@ -74,6 +96,38 @@ export function sandboxClaimSuite(shared: NodeSession): void {
         let trainerKubeconfig = "";
         let venv = "";
         let quotaApplied = 0;
+        let trainingNs = "";
+        let pvRoot = "";
+        const sandboxesKey = testKey("sandboxes");
+        const pvNames: string[] = [];
+
+        /**
+         * STAND-INS for what a provisioner would make: one hostPath PersistentVolume per claim of the
+         * training namespace, under this test's directory, bound to its claim (claimRef) with the
+         * claim's size and access modes. The container writes there as the image's root.
+         */
+        const persistentVolumeStandins = (ns: string): Manifest[] =>
+            manifests
+                .filter((m) => m.kind === "PersistentVolumeClaim" && m.metadata.namespace === ns)
+                .map((claim) => {
+                    const name = `${ns}-${claim.metadata.name}`.slice(0, 63);
+                    const hostDir = path.join(pvRoot, claim.metadata.name);
+                    fs.mkdirSync(hostDir, { recursive: true });
+                    pvNames.push(name);
+                    return {
+                        apiVersion: "v1",
+                        kind: "PersistentVolume",
+                        metadata: { name, labels: { "agentrl.dev/node-test": "pv-standin" } },
+                        spec: {
+                            capacity: { storage: claim.spec.resources.requests.storage },
+                            accessModes: claim.spec.accessModes,
+                            persistentVolumeReclaimPolicy: "Retain",
+                            ...(claim.spec.storageClassName !== undefined ? { storageClassName: claim.spec.storageClassName } : {}),
+                            claimRef: { namespace: ns, name: claim.metadata.name },
+                            hostPath: { path: hostDir, type: "Directory" },
+                        },
+                    };
+                });
 
         /** A fixture script that prints its directory last (a no-op when it is built). */
         const buildDir = async (script: string, args: readonly string[], what: string): Promise<string> => {
@@ -87,6 +141,7 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             node = shared.node;
             dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-claim-"));
             controllerLog = path.join(dir, "agent-sandbox-controller.log");
+            pvRoot = path.join(dir, "pv");
             // Built by npm test's fixtures step (a no-op here then).
             const ctlDir = await buildDir("test/sandbox-controller/build.sh", [], "the agent-sandbox controller");
             venv = await buildDir("python/run-tests.sh", ["--venv-only"], "the trainer-side venv");
@@ -126,24 +181,27 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             );
             manifests = [...planned];
             sandboxNs = plan.names.namespaces.sandboxes;
-            const trainingNs = plan.names.namespaces.training;
+            trainingNs = plan.names.namespaces.training;
             const sa = plan.training.serviceAccount;
             trainerEnv = { ...plan.training.trainer.env };
-            // The sandbox side, as python/tests/cluster_up.ts applies it (namespaces and policies first).
+            // The whole plan but the Job (applied by its own test): namespaces, accounts and
+            // admission policies first, the ingress Deployment last (its nginx resolves the vLLM
+            // Service's name when it starts). The Secrets the plan redacts get test keys.
+            const ingressNs = plan.names.namespaces.ingress;
+            const keysFile = renderKeysFile([{ name: "sandboxes", key: sandboxesKey }]);
             const wanted = manifests
-                .filter(
-                    (m) =>
-                        m.kind === "Namespace" ||
-                        m.metadata?.namespace === sandboxNs ||
-                        m.kind.startsWith("ValidatingAdmissionPolicy") ||
-                        (m.kind === "ServiceAccount" && m.metadata?.namespace === trainingNs && m.metadata?.name === sa),
-                )
-                .map((m) => (m.kind === "Secret" ? { ...m, stringData: { [SANDBOX_KEY_SECRET_KEY]: "node-claim-test-key-0123456789" } } : m));
+                .filter((m) => m.kind !== "Job")
+                .map((m) => {
+                    if (m.kind !== "Secret") return m;
+                    if (m.metadata.namespace === ingressNs) return { ...m, stringData: { [Object.keys(m.stringData)[0]!]: keysFile } };
+                    assert.equal(m.metadata.namespace, sandboxNs, `Secret ${m.metadata.name}: only the ingress's keys and the sandboxes' key`);
+                    return { ...m, stringData: { [SANDBOX_KEY_SECRET_KEY]: sandboxesKey } };
+                });
             const rank = (k: string) => {
-                const i = ["Namespace", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"].indexOf(k);
-                return i === -1 ? 9 : i;
+                const i = ["Namespace", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "PersistentVolume"].indexOf(k);
+                return i !== -1 ? i : k === "Deployment" ? 99 : 9;
             };
-            for (const m of [...wanted].sort((a, b) => rank(a.kind) - rank(b.kind)))
+            for (const m of [...wanted, ...persistentVolumeStandins(trainingNs)].sort((a, b) => rank(a.kind) - rank(b.kind)))
                 await node.kubectlOk(["apply", "--server-side", "-f", "-"], JSON.stringify(m));
             quotaApplied = Date.now();
 
@@ -170,8 +228,12 @@ export function sandboxClaimSuite(shared: NodeSession): void {
                 for (let i = 0; i < 20 && running(); i++) await sleep(250);
                 if (running()) controller!.kill("SIGKILL");
             }
-            if (dir !== "") fs.rmSync(dir, { recursive: true, force: true });
-            await shared.clearNamespaces();
+            try {
+                await shared.clearNamespaces();
+            } finally {
+                if (pvNames.length > 0) await node.kubectl(["delete", "persistentvolume", "--ignore-not-found", "--wait=false", ...pvNames]);
+                if (dir !== "") fs.rmSync(dir, { recursive: true, force: true });
+            }
         });
 
         /**
@@ -287,6 +349,133 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             // The release deleted the claim; the controller then removes its sandbox and pod.
             const claims = JSON.parse(await node.kubectlOk(["-n", sandboxNs, "get", "sandboxclaims", "-o", "json"])).items.map((c: any) => c.metadata.name);
             assert.ok(!claims.includes(out.claim), `claim ${out.claim} deleted: ${claims.join(", ")}`);
+        });
+
+        const job = () => {
+            const jobs = manifests.filter((m) => m.kind === "Job");
+            assert.equal(jobs.length, 1, `the ${RECIPE} plan has one training Job`);
+            return jobs[0]!;
+        };
+        const jobPods = async (name: string): Promise<any[]> =>
+            JSON.parse(await node.kubectlOk(["-n", trainingNs, "get", "pods", "-l", `batch.kubernetes.io/job-name=${name}`, "-o", "json"])).items;
+        const jobCondition = async (name: string, types: readonly string[], boundMs: number): Promise<any> => {
+            const t0 = Date.now();
+            do {
+                const j = JSON.parse(await node.kubectlOk(["-n", trainingNs, "get", "job", name, "-o", "json"]));
+                const c = (j.status?.conditions ?? []).find((x: any) => types.includes(x.type) && x.status === "True");
+                if (c !== undefined) return c;
+                if (Date.now() - t0 < boundMs) await sleep(1000);
+            } while (Date.now() - t0 < boundMs);
+            return undefined;
+        };
+        const jobLogs = async (name: string) => (await node.kubectl(["-n", trainingNs, "logs", `job/${name}`, "--tail=-1"])).stdout;
+        const jobState = async (name: string) => {
+            const r = await node.kubectl(["-n", trainingNs, "get", "job,pods,pvc,events", "-o", "wide"]);
+            return `${r.stdout}${r.stderr}\nlogs:\n${(await jobLogs(name)).split("\n").slice(-40).join("\n")}\ncontroller:\n${controllerTail()}`;
+        };
+        /** The trainer's --output-dir as a directory of its PersistentVolume stand-in (the claim mounted above it). */
+        const outputDirOnHost = (j: Manifest): string => {
+            const c = j.spec.template.spec.containers[0];
+            const outputDir = /--output-dir\s+(\S+)/.exec(c.command.join(" "))?.[1];
+            assert.ok(outputDir !== undefined, "the trainer's command line names --output-dir");
+            const mount = c.volumeMounts.find((v: any) => outputDir.startsWith(`${v.mountPath}/`));
+            assert.ok(mount !== undefined, `--output-dir ${outputDir} is on a mounted volume`);
+            const volume = j.spec.template.spec.volumes.find((v: any) => v.name === mount.name);
+            assert.ok(volume?.persistentVolumeClaim, `--output-dir ${outputDir} is on a claim (volume ${mount.name})`);
+            return path.join(pvRoot, volume.persistentVolumeClaim.claimName, path.relative(mount.mountPath, outputDir));
+        };
+
+        it("the training Job as rendered: vLLM (stand-in) healthy, the args check passes, the trainer (stand-in) claims a sandbox from its pod, and the sandbox's agent reaches this pod's vLLM through its forwarder and the ingress; Ready behind its probes, then Complete", async () => {
+            const j = job();
+            const name = j.metadata.name;
+            const hostOut = outputDirOnHost(j);
+            const t0 = Date.now();
+            await node.kubectlOk(["apply", "--server-side", "-f", "-"], JSON.stringify(j));
+            let ready: any;
+            while (Date.now() - t0 < 180_000 && ready === undefined) {
+                ready = (await jobPods(name)).find((p) => p.status?.conditions?.some((c: any) => c.type === "Ready" && c.status === "True"));
+                if (ready === undefined) await sleep(1000);
+            }
+            if (ready === undefined) assert.fail(`the training pod was not Ready within 180 s:\n${await jobState(name)}`);
+            process.stderr.write(`# training pod ${ready.metadata.name} Ready ${((Date.now() - t0) / 1000).toFixed(1)} s after the Job was applied\n`);
+            assert.equal(ready.spec.nodeName, node.names.nodeName);
+            assert.deepEqual(
+                ready.spec.containers.map((c: any) => c.image),
+                j.spec.template.spec.containers.map((c: any) => c.image),
+                "the Job's image (by digest)",
+            );
+
+            // The stand-in writes its results, then waits for the release; a Job that ends first failed.
+            const resultFile = path.join(hostOut, "standin-result.json");
+            let ended: any;
+            while (Date.now() - t0 < 420_000 && !fs.existsSync(resultFile) && ended === undefined) {
+                ended = await jobCondition(name, ["Complete", "Failed"], 0);
+                if (ended === undefined) await sleep(1000);
+            }
+            if (!fs.existsSync(resultFile))
+                assert.fail(`no ${resultFile} from the trainer stand-in (${ended ? `Job ${ended.type}: ${ended.reason}` : "420 s"}):\n${await jobState(name)}`);
+            const result = JSON.parse(fs.readFileSync(resultFile, "utf8"));
+            const model = /vllm\s+serve\s+(\S+)/.exec(j.spec.template.spec.containers[0].command.join(" "))?.[1];
+            const detail = `${JSON.stringify(result)}\n${await jobState(name)}`;
+            assert.equal(result.vllm, model, `a completion from --vllm-url (the stand-in names the requested model): ${detail}`);
+            assert.match(String(result.claim), new RegExp(`^${RUN_ID}-[0-9a-f]{12}$`), `a claim from the pool: ${detail}`);
+            assert.equal(result.sandbox_id, "65532", `the sandbox runs as 65532: ${detail}`);
+            assert.match(String(result.sandbox_root), /Read-only file system/, `the sandbox's root is read-only: ${detail}`);
+            assert.equal(
+                result.sandbox_model,
+                model,
+                `the sandbox's agent side gets a completion from this pod's vLLM through its forwarder and the ingress: ${detail}`,
+            );
+            assert.equal(result.released, 0, `the claim released: ${detail}`);
+            assert.equal(result.ok, true, detail);
+
+            fs.writeFileSync(path.join(hostOut, "release"), "");
+            const done = await jobCondition(name, ["Complete", "Failed"], 120_000);
+            assert.equal(done?.type, "Complete", `the Job completes once the trainer exits 0: ${JSON.stringify(done)}\n${await jobState(name)}`);
+            const logs = await jobLogs(name);
+            for (const line of [
+                "agentrl-supervisor: vLLM is healthy: starting the trainer",
+                "accepts the command line",
+                "agentrl-supervisor: trainer exited (0): stopping vLLM",
+            ])
+                assert.ok(logs.includes(line), `the pod's log has "${line}":\n${logs.split("\n").slice(-30).join("\n")}`);
+            process.stderr.write(`# training Job ${name} Complete ${((Date.now() - t0) / 1000).toFixed(1)} s after it was applied\n`);
+        });
+
+        it("a flag the program does not have (a copy of the Job): the args check refuses it at pod start, before the trainer runs, and the Job fails by its pod failure policy", async () => {
+            const j = job();
+            const name = `${j.metadata.name.slice(0, 50)}-badflag`;
+            const c = j.spec.template.spec.containers[0];
+            const program = "/app/opencode_hf_sandbox.py";
+            const script: string = c.command[2];
+            assert.equal(script.split(program).length, 2, `${program} once in the supervisor's script`);
+            const bad = {
+                ...j,
+                metadata: { ...j.metadata, name },
+                spec: {
+                    ...j.spec,
+                    template: {
+                        ...j.spec.template,
+                        spec: {
+                            ...j.spec.template.spec,
+                            containers: [
+                                { ...c, command: [c.command[0], c.command[1], script.replace(program, `${program} --no-such-flag`), ...c.command.slice(3)] },
+                            ],
+                        },
+                    },
+                },
+            };
+            const claimsBefore = JSON.parse(await node.kubectlOk(["-n", sandboxNs, "get", "sandboxclaims", "-o", "json"])).items.length;
+            await node.kubectlOk(["apply", "--server-side", "-f", "-"], JSON.stringify(bad));
+            const failed = await jobCondition(name, ["Complete", "Failed"], 240_000);
+            assert.equal(failed?.type, "Failed", `the Job fails: ${JSON.stringify(failed)}\n${await jobState(name)}`);
+            assert.equal(failed.reason, "PodFailurePolicy", `by its pod failure policy (the trainer's nonzero exit): ${JSON.stringify(failed)}`);
+            const logs = await jobLogs(name);
+            assert.match(logs, /unrecognized arguments: --no-such-flag/, `the program's own parser refuses it:\n${logs.split("\n").slice(-30).join("\n")}`);
+            assert.ok(logs.includes("agentrl-supervisor: trainer exited (2): stopping vLLM"), `argparse's exit status 2 reaches the supervisor:\n${logs}`);
+            assert.ok(!logs.includes("arguments accepted"), "the trainer never ran past its parse");
+            const claimsAfter = JSON.parse(await node.kubectlOk(["-n", sandboxNs, "get", "sandboxclaims", "-o", "json"])).items.length;
+            assert.equal(claimsAfter, claimsBefore, "no sandbox claimed");
         });
     });
 }

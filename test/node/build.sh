@@ -6,14 +6,16 @@
 #                dpkg database and containerd are not touched)
 #   bin/kubelet, bin/kube-proxy, bin/kube-controller-manager, bin/kube-scheduler
 #                           k8s.io/kubernetes v1.36.3 cmd/<name> (wrapper module kubelet/)
-#   bin/coredns             CoreDNS v1.14.7 with a cluster's plugins only (wrapper module coredns/)
+#   bin/coredns             CoreDNS v1.14.1 with a cluster's plugins only (wrapper module coredns/)
 #   bin/kube-router-netpol  kube-router v2.1.0's NetworkPolicy controller alone (wrapper module
 #                           kube-router-netpol/: no gobgp, no aws-sdk-go)
 #   bin/gpu-standin         a STAND-IN device plugin advertising fake nvidia.com/gpu devices (no GPU:
 #                           kubelet/gpu-standin/, a second main package in the kubelet's module)
 #   images/*.oci.tar        busybox (pod sandbox + clients), CoreDNS, the sandbox runtime, the nginx
-#                           stand-in (Debian forky's nginx) and the OpenEnv echo env server (images.sh)
-# Needs root (debootstrap, chroot), Go, the Go module proxy, Debian's package mirror, and the
+#                           stand-in (Debian forky's nginx), the OpenEnv echo env server and the trainer
+#                           stand-in (images.sh)
+# Needs root (debootstrap, chroot), Go, node with the project's packages installed (npm ci: the
+# trainer stand-in image's facts, trainer-standin/facts.ts), the Go module proxy, PyPI, Debian's package mirror, and the
 # Debian packages in env.sh's BOOKWORM_PACKAGES (`npm test` installs them as root).
 #
 # Contract: logs go to stderr; the LAST line of stdout is the output directory (also when it was
@@ -32,13 +34,13 @@ gpu_standin_stamp="src=$(hash_of "$NODE_HERE/kubelet/go.mod" "$NODE_HERE/kubelet
 coredns_stamp="coredns=$COREDNS_VERSION src=$(hash_of "$NODE_HERE/coredns/go.mod" "$NODE_HERE/coredns/go.sum" "$NODE_HERE/coredns/main.go")"
 netpol_stamp="kube-router=$KUBE_ROUTER_VERSION src=$(hash_of "$NODE_HERE/kube-router-netpol/go.mod" "$NODE_HERE/kube-router-netpol/go.sum" "$NODE_HERE/kube-router-netpol/main.go")"
 containerd_stamp="$CONTAINERD_DEB_VERSION"
-images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$NODE_HERE/env.sh" "$NODE_HERE/coredns/go.mod" "$NODE_HERE/coredns/main.go" "$NODE_HERE/coredns/go.sum" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh" "$REPO_ROOT/python/requirements-test.txt")"
+images_stamp="src=$(hash_of "$NODE_HERE/images.sh" "$NODE_HERE/env.sh" "$NODE_HERE/coredns/go.mod" "$NODE_HERE/coredns/main.go" "$NODE_HERE/coredns/go.sum" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$REPO_ROOT/python/image/install-layout.sh" "$REPO_ROOT/python/requirements-test.txt" "$REPO_ROOT/python/pyproject.toml" "$REPO_ROOT"/python/agent_rl_sandbox/*.py "$REPO_ROOT/components/training/args/args_check.py" "$REPO_ROOT/components/config/programs.ts" "$REPO_ROOT/python/tests/stub_model.py" "$NODE_HERE"/trainer-standin/{trainer.py,vllm,facts.ts})"
 stamp_content="$kubelet_stamp gpu-standin=$gpu_standin_stamp $coredns_stamp $netpol_stamp containerd=$containerd_stamp images=$images_stamp"
 
 up_to_date() {
   [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
   local f
-  for f in "${K8S_NODE_PROGRAMS[@]/#/bin/}" bin/coredns bin/gpu-standin bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/coredns.oci.tar images/sandbox-runtime.oci.tar images/nginx.oci.tar images/openenv-echo.oci.tar; do
+  for f in "${K8S_NODE_PROGRAMS[@]/#/bin/}" bin/coredns bin/gpu-standin bin/kube-router-netpol containerd/usr/bin/containerd images/busybox.oci.tar images/coredns.oci.tar images/sandbox-runtime.oci.tar images/nginx.oci.tar images/openenv-echo.oci.tar images/trainer-standin.oci.tar; do
     [[ -e "$out/$f" ]] || return 1
   done
 }
@@ -152,7 +154,7 @@ if ! part_current bin/.kube-router-netpol.stamp "$netpol_stamp"; then timed "go 
 
 # --- images ------------------------------------------------------------------------------------
 if ! part_current images/.stamp "$images_stamp"; then
-  timed "images (busybox, coredns, sandbox-runtime, nginx, openenv-echo)" bash "$NODE_HERE/images.sh"
+  timed "images (busybox, coredns, sandbox-runtime, nginx, openenv-echo, trainer-standin)" bash "$NODE_HERE/images.sh"
   printf '%s' "$images_stamp" > "$out/images/.stamp"
 fi
 

@@ -4,7 +4,7 @@ NODE_HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$NODE_HERE/../.." && pwd)"
 K8S_VERSION=v1.36.3
 KUBE_ROUTER_VERSION=v2.1.0
-COREDNS_VERSION=v1.14.7
+COREDNS_VERSION=v1.14.1
 # The k8s.io/kubernetes programs build.sh builds from the wrapper module kubelet/ (bin/<name>).
 K8S_NODE_PROGRAMS=(kubelet kube-proxy kube-controller-manager kube-scheduler)
 # Debian forky's containerd (2.1.9) runs on bookworm's libc (it needs libc6 >= 2.34); forky's runc
@@ -64,6 +64,8 @@ NGINX_SUITE=forky
 # An OpenEnv env server: the echo env `openenv init` generates from openenv 0.10.0's own template.
 OPENENV_IMAGE=localhost/arl-node/openenv-echo:fixture
 OPENENV_VERSION=0.10.0
+# A STAND-IN for the stack's images.trainer (black box): test/node/trainer-standin/.
+TRAINER_STANDIN_IMAGE=localhost/arl-node/trainer-standin:fixture
 CTR_BIN="$NODE_DIR/containerd/usr/bin"
 # image_name_of ARCHIVE / image_ref_by_digest ARCHIVE: an images.sh archive's name
 # (localhost/arl-node/<name>:fixture) and its digest reference (localhost/arl-node/<name>@sha256:...).

@@ -29,7 +29,9 @@
 #   coredns.oci.tar          localhost/arl-node/coredns:fixture: bin/coredns (build.sh) alone, as
 #                            CoreDNS's own image lays it out (the binary at /coredns, the
 #                            entrypoint, user nonroot 65532)
-# Usage: images.sh [busybox] [coredns] [sandbox-runtime] [nginx] [openenv-echo]   (default: all; each is
+#   trainer-standin.oci.tar  localhost/arl-node/trainer-standin:fixture: a STAND-IN for the stack's
+#                            images.trainer (black box): see build_trainer_standin below
+# Usage: images.sh [busybox] [coredns] [sandbox-runtime] [nginx] [openenv-echo] [trainer-standin]   (default: all; each is
 # rebuilt only when its stamp changed)
 # Each archive has one uncompressed layer (a tar of the rootfs), a config, a manifest and an
 # index whose io.containerd.image.name annotation names the image. Prints each step's wall time.
@@ -61,7 +63,7 @@ oci_archive() {
   mv "$dest.new" "$dest"; rm -rf "$d"
 }
 
-what=("$@"); (( ${#what[@]} > 0 )) || what=(busybox coredns sandbox-runtime nginx openenv-echo)
+what=("$@"); (( ${#what[@]} > 0 )) || what=(busybox coredns sandbox-runtime nginx openenv-echo trainer-standin)
 # One images.sh at a time per output directory: `npm test` starts the images that need no Go
 # program beside the Go builds (scripts/test/run.ts), and build.sh's own call then waits here.
 exec 8>"$NODE_DIR/.images.lock"
@@ -91,6 +93,40 @@ debootstrap_minbase() {
   rm -rf "$r"
   debootstrap --variant=minbase --include="$include" --cache-dir="$NODE_DIR/debs" "$suite" "$r" http://deb.debian.org/debian $script \
     > "$log" 2>&1 || { tail -20 "$log" >&2; log "ERROR: debootstrap $suite ($include) failed (log: $log)"; exit 1; }
+}
+# cached_minbase ROOTFS SUITE INCLUDE: as debootstrap_minbase, the result kept as a tar in
+# $NODE_DIR/rootfs/ and unpacked from there the next time (the OpenEnv and trainer images share
+# bookworm + python3, python3-venv: one debootstrap, about two minutes of CPU, not two).
+cached_minbase() {
+  # Keyed by suite, packages and debootstrap_minbase's own steps (a change to them makes a new base).
+  local r=$1 suite=$2 include=$3 base
+  base="$NODE_DIR/rootfs/$2-${3//,/+}-$(declare -f debootstrap_minbase | sha256sum | cut -c1-12).tar"
+  if [[ "${FORCE:-0}" != 1 && -f "$base" ]]; then
+    rm -rf "$r"; mkdir -p "$r"; tar --numeric-owner --xattrs -C "$r" -xpf "$base"; return
+  fi
+  debootstrap_minbase "$r" "$suite" "$include"
+  mkdir -p "$NODE_DIR/rootfs"
+  tar --numeric-owner --xattrs -C "$r" -cf "$base.new" . && mv "$base.new" "$base"
+}
+
+# pip_chroot ROOTFS LOG SCRIPT: runs SCRIPT (sh -eu) in ROOTFS with pip set up to reach PyPI as this
+# machine does: the lock as /tmp/constraints.txt, this machine's CA bundle as PIP_CERT (a
+# TLS-intercepting proxy's CA included; the rootfs has no ca-certificates of its own), its proxy and
+# index settings, and pip's cache ($NODE_DIR/pip-cache, moved in for the run and back out after).
+# SCRIPT removes /tmp/constraints.txt and /tmp/ca-certificates.crt itself; its output goes to LOG.
+pip_chroot() {
+  local r=$1 out=$2 script=$3 pip_cache="$NODE_DIR/pip-cache" pass=() v code=0
+  cp "$REPO_ROOT/python/requirements-test.txt" "$r/tmp/constraints.txt"
+  [[ -f /etc/ssl/certs/ca-certificates.crt ]] || { log "ERROR: /etc/ssl/certs/ca-certificates.crt is missing (apt-get install ca-certificates): pip needs it to reach PyPI"; exit 1; }
+  cp /etc/ssl/certs/ca-certificates.crt "$r/tmp/ca-certificates.crt"
+  for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL HTTPS_PROXY HTTP_PROXY NO_PROXY https_proxy http_proxy no_proxy; do
+    [[ -n "${!v:-}" ]] && pass+=("$v=${!v}")
+  done
+  mkdir -p "$pip_cache"; rm -rf "$r/tmp/pip-cache"; mv "$pip_cache" "$r/tmp/pip-cache"
+  chroot_proc "$r" "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root PIP_CACHE_DIR=/tmp/pip-cache PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_CERT=/tmp/ca-certificates.crt "${pass[@]}" sh -euc "$script" > "$out" 2>&1 || code=$?
+  mv "$r/tmp/pip-cache" "$pip_cache"
+  return "$code"
 }
 
 # --- busybox (pause + client) ----------------------------------------------------------------
@@ -248,26 +284,14 @@ OPENENV_CLI_PACKAGES=(typer rich huggingface_hub tomli tomli-w openai)
 # sandbox's agent): OpenAI's own client, at the lock's pin, in the same venv, for the ingress test.
 OPENAI_CLIENT_PACKAGES=(openai)
 build_openenv_echo() {
-  local r="$build/openenv-rootfs" t0 pip_cache="$NODE_DIR/pip-cache"
+  local r="$build/openenv-rootfs" t0
   t0=$(date +%s.%N)
-  debootstrap_minbase "$r" bookworm python3,python3-venv
-  log "debootstrap bookworm minbase + python3, python3-venv in $(secs "$t0")s"
+  cached_minbase "$r" bookworm python3,python3-venv
+  log "bookworm minbase + python3, python3-venv (debootstrap, or its cached tar) in $(secs "$t0")s"
   t0=$(date +%s.%N)
   strip_rootfs "$r"
-  cp "$REPO_ROOT/python/requirements-test.txt" "$r/tmp/constraints.txt"
-  # pip trusts what this machine trusts (a TLS-intercepting proxy's CA included) and uses its proxy
-  # settings; the rootfs has no ca-certificates of its own. Both are left out of the image.
-  [[ -f /etc/ssl/certs/ca-certificates.crt ]] || { log "ERROR: /etc/ssl/certs/ca-certificates.crt is missing (apt-get install ca-certificates): pip needs it to reach PyPI"; exit 1; }
-  cp /etc/ssl/certs/ca-certificates.crt "$r/tmp/ca-certificates.crt"
-  local pass=() v
-  for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL HTTPS_PROXY HTTP_PROXY NO_PROXY https_proxy http_proxy no_proxy; do
-    [[ -n "${!v:-}" ]] && pass+=("$v=${!v}")
-  done
-  # pip's cache lives beside the debs (moved in for the build, back out after).
-  mkdir -p "$pip_cache"; rm -rf "$r/tmp/pip-cache"; mv "$pip_cache" "$r/tmp/pip-cache"
   # The template's Dockerfile: a venv at /app/.venv, the env at /app/env.
-  if ! chroot_proc "$r" "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root PIP_CACHE_DIR=/tmp/pip-cache PIP_DISABLE_PIP_VERSION_CHECK=1 \
-      PIP_CERT=/tmp/ca-certificates.crt "${pass[@]}" sh -euc "
+  if ! pip_chroot "$r" "$build/openenv-pip.log" "
       python3 -m venv /app/.venv
       /app/.venv/bin/pip install -q -c /tmp/constraints.txt ${OPENENV_SERVER_PACKAGES[*]}
       /app/.venv/bin/pip install -q --no-deps openenv==$OPENENV_VERSION
@@ -278,11 +302,10 @@ build_openenv_echo() {
       /app/.venv/bin/pip uninstall -q -y pip setuptools
       rm -rf /tmp/openenv-cli /tmp/constraints.txt /tmp/ca-certificates.crt
       cd /app/env && PYTHONPATH=/app/env /app/.venv/bin/python -c 'import server.app'
-  " > "$build/openenv-pip.log" 2>&1; then
-    mv "$r/tmp/pip-cache" "$pip_cache"; tail -30 "$build/openenv-pip.log" >&2
+  "; then
+    tail -30 "$build/openenv-pip.log" >&2
     log "ERROR: the OpenEnv echo env's install failed (log: $build/openenv-pip.log)"; exit 1
   fi
-  mv "$r/tmp/pip-cache" "$pip_cache"
   [[ -f "$r/app/env/server/app.py" && -f "$r/app/env/openenv.yaml" ]] || { log "ERROR: openenv init wrote no server/app.py under /app/env"; exit 1; }
   # The bytecode pip and the import check compiled stays: the pods' root is read-only, so Python
   # could not cache it there.
@@ -291,6 +314,65 @@ build_openenv_echo() {
   rm -rf "$r"
   log "openenv-echo image (openenv $OPENENV_VERSION) laid out and archived in $(secs "$t0")s ($(du -h "$out/openenv-echo.oci.tar" | cut -f1))"
 }
-oe_stamp="bookworm-minbase+python3 openenv=$OPENENV_VERSION lock=$(sha256sum "$REPO_ROOT/python/requirements-test.txt" | cut -c1-16) fn=$(fn_hash build_openenv_echo) pkgs=${OPENENV_SERVER_PACKAGES[*]} cli=${OPENENV_CLI_PACKAGES[*]} client=${OPENAI_CLIENT_PACKAGES[*]}"
+oe_stamp="bookworm-minbase+python3 openenv=$OPENENV_VERSION lock=$(sha256sum "$REPO_ROOT/python/requirements-test.txt" | cut -c1-16) fn=$(fn_hash cached_minbase pip_chroot build_openenv_echo) pkgs=${OPENENV_SERVER_PACKAGES[*]} cli=${OPENENV_CLI_PACKAGES[*]} client=${OPENAI_CLIENT_PACKAGES[*]}"
 if stale openenv-echo "$oe_stamp"; then build_openenv_echo; printf '%s' "$oe_stamp" > "$out/openenv-echo.stamp"; fi
+
+# --- trainer STAND-IN (for the stack's images.trainer: trainer/blackbox/Dockerfile) ----------------
+# Not the vLLM image (no GPU, no registry): Debian bookworm minbase + python3 with what the black-box
+# image puts beside the script, laid out as trainer/blackbox/Dockerfile does where it matters to the
+# platform: the backend package (python/, pip install --no-deps) and its one dependency
+# (k8s-agent-sandbox, at the lock's pin, with its own) in the Python on PATH, the args check at
+# /usr/local/lib/agentrl/args_check.py (the real file), WORKDIR /app, no entrypoint, root as the vLLM
+# image runs. Stand-ins, named in their own files: /app/opencode_hf_sandbox.py (trainer-standin/
+# trainer.py: a parser from the program's recorded facts, then the platform's paths from inside the
+# pod) and `vllm` (trainer-standin/vllm: python/tests/stub_model.py behind `vllm serve`).
+TRAINER_PACKAGES=(k8s-agent-sandbox)
+build_trainer_standin() {
+  local r="$build/trainer-rootfs" t0 facts
+  t0=$(date +%s.%N)
+  facts="$(cd "$REPO_ROOT" && node --import tsx test/node/trainer-standin/facts.ts opencode_hf_sandbox)" ||
+    { log "ERROR: test/node/trainer-standin/facts.ts failed (it runs with node and the project's tsx: node on PATH, npm ci done)"; exit 1; }
+  cached_minbase "$r" bookworm python3,python3-venv
+  log "bookworm minbase + python3, python3-venv (debootstrap, or its cached tar) in $(secs "$t0")s"
+  t0=$(date +%s.%N)
+  strip_rootfs "$r"
+  mkdir -p "$r/tmp/python/agent_rl_sandbox"
+  cp "$REPO_ROOT/python/pyproject.toml" "$r/tmp/python/"
+  cp "$REPO_ROOT"/python/agent_rl_sandbox/*.py "$r/tmp/python/agent_rl_sandbox/"
+  if ! pip_chroot "$r" "$build/trainer-pip.log" "
+      python3 -m venv /opt/agentrl/venv
+      /opt/agentrl/venv/bin/pip install -q -c /tmp/constraints.txt ${TRAINER_PACKAGES[*]}
+      /opt/agentrl/venv/bin/pip install -q --no-deps /tmp/python
+      /opt/agentrl/venv/bin/pip uninstall -q -y pip setuptools
+      rm -rf /tmp/python /tmp/constraints.txt /tmp/ca-certificates.crt
+      /opt/agentrl/venv/bin/python -c 'import agent_rl_sandbox.agent_sandbox, k8s_agent_sandbox'
+  "; then
+    tail -30 "$build/trainer-pip.log" >&2
+    log "ERROR: the trainer stand-in's install failed (log: $build/trainer-pip.log)"; exit 1
+  fi
+  mkdir -p "$r/app" "$r/usr/local/lib/agentrl" "$r/opt/agentrl-standin"
+  install -m 0644 "$REPO_ROOT/components/training/args/args_check.py" "$r/usr/local/lib/agentrl/args_check.py"
+  install -m 0644 "$NODE_HERE/trainer-standin/trainer.py" "$r/app/opencode_hf_sandbox.py"
+  install -m 0755 "$NODE_HERE/trainer-standin/vllm" "$r/usr/local/bin/vllm"
+  install -m 0644 "$REPO_ROOT/python/tests/stub_model.py" "$r/opt/agentrl-standin/stub_model.py"
+  printf '%s\n' "$facts" > "$r/opt/agentrl-standin/program-facts.json"
+  # The stand-ins parse and refuse as they should, in the rootfs (the args check on an accepted
+  # and on an unknown flag; `vllm` refusing another subcommand).
+  chroot "$r" /opt/agentrl/venv/bin/python /usr/local/lib/agentrl/args_check.py /app/opencode_hf_sandbox.py --sandbox-vllm-url http://x >/dev/null
+  local code=0
+  chroot "$r" /opt/agentrl/venv/bin/python /usr/local/lib/agentrl/args_check.py /app/opencode_hf_sandbox.py --sandbox-vllm-url http://x --no-such-flag 2>/dev/null || code=$?
+  (( code == 2 )) || { log "ERROR: the args check on the trainer stand-in with --no-such-flag exited $code, not argparse's 2"; exit 1; }
+  code=0; chroot "$r" /usr/local/bin/vllm bench 2>/dev/null || code=$?
+  (( code == 2 )) || { log "ERROR: the vllm stand-in given another subcommand than serve exited $code, not argparse's 2"; exit 1; }
+  oci_archive "$r" "$out/trainer-standin.oci.tar" "$TRAINER_STANDIN_IMAGE" \
+    '{"Env":["PATH=/opt/agentrl/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","VLLM_USE_FLASHINFER_SAMPLER=0"],"WorkingDir":"/app","ExposedPorts":{"8000/tcp":{}},"Cmd":["bash"]}'
+  rm -rf "$r"
+  log "trainer-standin image laid out and archived in $(secs "$t0")s ($(du -h "$out/trainer-standin.oci.tar" | cut -f1))"
+}
+if want trainer-standin; then
+  tr_stamp="bookworm-minbase+python3 lock=$(sha256sum "$REPO_ROOT/python/requirements-test.txt" | cut -c1-16) fn=$(fn_hash cached_minbase pip_chroot build_trainer_standin) pkgs=${TRAINER_PACKAGES[*]} src=$(cat "$REPO_ROOT"/python/pyproject.toml "$REPO_ROOT"/python/agent_rl_sandbox/*.py \
+    "$REPO_ROOT/components/training/args/args_check.py" "$REPO_ROOT/components/config/programs.ts" "$REPO_ROOT/python/tests/stub_model.py" \
+     "$NODE_HERE"/trainer-standin/{trainer.py,vllm,facts.ts} | sha256sum | cut -c1-16)"
+  if stale trainer-standin "$tr_stamp"; then build_trainer_standin; printf '%s' "$tr_stamp" > "$out/trainer-standin.stamp"; fi
+fi
 ls -la "$out" >&2

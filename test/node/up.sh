@@ -197,7 +197,7 @@ ctr_ version >/dev/null
 
 # UP_IMAGES: the images to import besides busybox (the pause image) and coredns (cluster DNS), always imported; default all.
 imports=(busybox coredns)
-for img in ${UP_IMAGES:-sandbox-runtime nginx openenv-echo}; do [[ "$img" == busybox || "$img" == coredns ]] || imports+=("$img"); done
+for img in ${UP_IMAGES:-sandbox-runtime nginx openenv-echo trainer-standin}; do [[ "$img" == busybox || "$img" == coredns ]] || imports+=("$img"); done
 for img in "${imports[@]}"; do
   [[ -f "$NODE_DIR/images/$img.oci.tar" ]] || { log "ERROR: missing $NODE_DIR/images/$img.oci.tar (run test/node/build.sh)"; exit 1; }
   t0=$(date +%s.%N)
