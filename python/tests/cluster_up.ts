@@ -52,8 +52,8 @@ async function main(): Promise<number> {
         process.stdout.write("SKIP agent-sandbox controller not built (bash test/sandbox-controller/build.sh, or AGENT_RL_BUILD_FIXTURES=1)\n");
         return 3;
     }
-    // The engine tests' cross-file lock: npm test runs the Python tests beside the TypeScript ones,
-    // whose engine files hold it for minutes each. LOCKED tells the caller the wait is over.
+    // The engine tests' cross-file lock (an engine test file of another run may hold it for
+    // minutes). LOCKED tells the caller the wait is over.
     const release = await acquireEngineLock();
     process.stdout.write("LOCKED\n");
     let cluster: Cluster | undefined;

@@ -48,7 +48,7 @@ from test_opencode_e2e import (
     stop_group,
 )
 
-#: The engine tests' lock: npm test runs the TypeScript engine files (minutes each) beside these.
+#: The engine tests' lock: another run's TypeScript engine file may hold it (minutes each).
 LOCK_WAIT_SECONDS = 3600
 
 CLAIMS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxclaims")
@@ -135,8 +135,8 @@ def cluster(tmp_path_factory):
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
     # The plan prints its own notes on stdout first: wait for the READY (or SKIP) line. First the
-    # engine tests' lock (LOCKED: npm test runs the TypeScript engine tests beside these, each holds
-    # it for minutes), at most LOCK_WAIT_SECONDS; then the cluster, at most 600 s.
+    # engine tests' lock (LOCKED; another run's engine test file may hold it for minutes), at most
+    # LOCK_WAIT_SECONDS; then the cluster, at most 600 s.
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     line = ""
     locked = False

@@ -16,8 +16,7 @@
  *    the images), and the Python venv of the trainer-side lock (python/run-tests.sh --venv-only;
  *    vLLM + TRL + openenv, about 8 GB), made while the Go builds run.
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
- *    (scripts/lint/layers.ts), then the TypeScript tests (node:test, two files at a time) and,
- *    beside them at nice 10, the Python tests (pytest), whose output follows the TypeScript report.
+ *    (scripts/lint/layers.ts), the TypeScript tests (node:test), the Python tests (pytest).
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
  *    the run. Tests deselected on purpose are named apart, with the reason, and are not skips:
  *    the Python tests marked openenv_source need OpenEnv's source tree (OPENENV_SRC, not on
@@ -231,7 +230,7 @@ function background(cmd: string, args: string[]): Promise<{ code: number; log: s
 }
 
 /** The node fixture's images that need no Go program (debootstrap, pip: network and disk). */
-const NODE_EARLY_IMAGES = ["busybox", "sandbox-runtime", "nginx", "openenv-echo", "trainer-standin"];
+const NODE_EARLY_IMAGES = ["busybox", "sandbox-runtime", "nginx", "openenv-echo"];
 
 async function buildFixtures(): Promise<void> {
     const t0 = Date.now();
@@ -275,47 +274,6 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env):
             process.stdout.write(d);
         });
         child.on("close", (code) => resolve({ code: code ?? 1, output }));
-    });
-}
-
-/**
- * As run(), for the Python tests, which run beside the TypeScript tests and would otherwise
- * interleave with their report: stdout is kept (and parsed, as run()'s), stderr apart; both go to
- * `logFile` as they come (readable while the run goes on, and kept if the runner is killed) and are
- * printed by the caller at the end.
- */
-function runBeside(
-    cmd: string,
-    args: string[],
-    env: NodeJS.ProcessEnv,
-    logFile: string,
-): Promise<{ code: number; output: string; stderr: string; seconds: number }> {
-    const t0 = Date.now();
-    const log = fs.openSync(logFile, "w");
-    return new Promise((resolve) => {
-        const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-        let output = "";
-        let stderr = "";
-        child.stdout.on("data", (d: Buffer) => {
-            output += d.toString();
-            fs.writeSync(log, d);
-        });
-        child.stderr.on("data", (d: Buffer) => {
-            stderr += d.toString();
-            fs.writeSync(log, d);
-        });
-        let finished = false;
-        const done = (code: number) => {
-            if (finished) return;
-            finished = true;
-            fs.closeSync(log);
-            resolve({ code, output, stderr, seconds: (Date.now() - t0) / 1000 });
-        };
-        child.on("error", (e) => {
-            stderr += `${cmd}: ${e.message}\n`;
-            done(127);
-        });
-        child.on("close", (code) => done(code ?? 1));
     });
 }
 
@@ -432,20 +390,6 @@ async function main(): Promise<void> {
                   .filter((f) => f.endsWith(".test.ts"))
                   .sort()
                   .map((f) => path.join("test", f));
-    // The Python tests run beside the TypeScript tests, at a lower CPU priority (nice 10): much of
-    // the TypeScript tests' time is waiting (pods, API servers, engines), which the Python tests
-    // fill; their output is printed after the TypeScript report.
-    const noOpenenv = python ? openenvSourceMissing() : undefined;
-    const pyLog = path.join(path.dirname(skipsFile), "python-tests.log");
-    if (python) log(`the Python tests run beside the TypeScript tests (nice 10); their output: ${pyLog}, printed after the TypeScript report`);
-    const pyRun = python
-        ? runBeside(
-              "nice",
-              ["-n", "10", "bash", "python/run-tests.sh", "-q", "-rs", ...(noOpenenv !== undefined ? ["-m", "not openenv_source"] : [])],
-              { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") },
-              pyLog,
-          )
-        : undefined;
     const node = await run(process.execPath, [
         "--import",
         "tsx",
@@ -468,11 +412,11 @@ async function main(): Promise<void> {
 
     let pythonSummary = "not run";
     const excluded: Skip[] = [];
-    if (pyRun !== undefined) {
-        const py = await pyRun;
-        process.stdout.write(`\n[npm test] the Python tests (python/run-tests.sh, beside the TypeScript tests: ${Math.round(py.seconds)} s):\n`);
-        process.stderr.write(py.stderr);
-        process.stdout.write(py.output);
+    if (python) {
+        const pyArgs = ["python/run-tests.sh", "-q", "-rs"];
+        const noOpenenv = openenvSourceMissing();
+        if (noOpenenv !== undefined) pyArgs.push("-m", "not openenv_source");
+        const py = await run("bash", pyArgs, { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") });
         if (py.code !== 0) failed = true;
         const summary =
             py.output
