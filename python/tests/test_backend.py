@@ -185,11 +185,16 @@ def test_one_client_per_thread_and_kill_from_any_thread(rec, runtime):
     handles = []
     lock = threading.Lock()
 
+    # All four alive at once: Python reuses a finished thread's ident, so a thread that ended before
+    # another started would look like the same thread (seen on a loaded machine: 2 distinct of 4).
+    together = threading.Barrier(4, timeout=30)
+
     def create() -> None:
         h = b.create()
         h2 = b.create()  # same thread: same client
         with lock:
             handles.extend([h, h2])
+        together.wait()
 
     threads = [threading.Thread(target=create) for _ in range(4)]
     for t in threads:
