@@ -230,7 +230,7 @@ function background(cmd: string, args: string[]): Promise<{ code: number; log: s
 }
 
 /** The node fixture's images that need no Go program (debootstrap, pip: network and disk). */
-const NODE_EARLY_IMAGES = ["busybox", "sandbox-runtime", "nginx", "openenv-echo"];
+const NODE_EARLY_IMAGES = ["busybox", "sandbox-runtime", "nginx", "openenv-echo", "trainer-standin"];
 
 async function buildFixtures(): Promise<void> {
     const t0 = Date.now();
