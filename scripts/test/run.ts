@@ -16,7 +16,9 @@
  *    the images), and the Python venv of the trainer-side lock (python/run-tests.sh --venv-only;
  *    vLLM + TRL + openenv, about 8 GB), made while the Go builds run.
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
- *    (scripts/lint/layers.ts), the TypeScript tests (node:test), the Python tests (pytest).
+ *    (scripts/lint/layers.ts), then the tests in two lanes side by side (splitLanes), each one
+ *    file at a time: the TypeScript files (node:test) that take the engine tests' lock, and the
+ *    other TypeScript files; the Python tests (pytest) after whichever lane ends first.
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
  *    the run. Tests deselected on purpose are named apart, with the reason, and are not skips:
  *    the Python tests marked openenv_source need OpenEnv's source tree (OPENENV_SRC, not on
@@ -265,18 +267,6 @@ async function buildFixtures(): Promise<void> {
     log(`Python venv (the trainer-side lock): ready (made beside the Go builds; ${Math.round((Date.now() - t0) / 1000)} s since the fixtures began)`);
 }
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; output: string }> {
-    return new Promise((resolve) => {
-        const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
-        let output = "";
-        child.stdout.on("data", (d: Buffer) => {
-            output += d.toString();
-            process.stdout.write(d);
-        });
-        child.on("close", (code) => resolve({ code: code ?? 1, output }));
-    });
-}
-
 /** OpenEnv's opencode env source (not on PyPI), as python/tests/conftest.py resolves it. */
 function openenvSourceMissing(): string | undefined {
     const src = process.env.OPENENV_SRC || path.join(os.homedir(), ".cache", "agent-rl-infra", "openenv-src", "envs");
@@ -288,6 +278,112 @@ interface Skip {
     readonly name: string;
     readonly file: string;
     readonly reason: string;
+}
+
+/**
+ * Runs a command, its stdout shown as it comes and returned whole. With `lane`, each line shown
+ * (stdout and stderr) is prefixed with it, whole lines only, so two lanes' reports side by side
+ * stay readable.
+ */
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, lane?: string): Promise<{ code: number; output: string }> {
+    return new Promise((resolve) => {
+        const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", lane === undefined ? "inherit" : "pipe"] });
+        let output = "";
+        const out = prefixedLines(process.stdout, lane);
+        const err = prefixedLines(process.stderr, lane);
+        child.stdout?.on("data", (d: Buffer) => {
+            output += d.toString();
+            out.data(d);
+        });
+        child.stderr?.on("data", (d: Buffer) => err.data(d));
+        child.on("close", (code) => {
+            out.end();
+            err.end();
+            resolve({ code: code ?? 1, output });
+        });
+    });
+}
+
+/** A writer that passes data on, or with `lane` whole lines prefixed with it (`end` flushes a last partial line). */
+function prefixedLines(to: NodeJS.WriteStream, lane: string | undefined): { data(d: Buffer): void; end(): void } {
+    let partial = "";
+    return {
+        data(d) {
+            if (lane === undefined) {
+                to.write(d);
+                return;
+            }
+            const lines = (partial + d.toString()).split("\n");
+            partial = lines.pop() ?? "";
+            if (lines.length > 0) to.write(lines.map((l) => `${lane} | ${l}\n`).join(""));
+        },
+        end() {
+            if (lane !== undefined && partial !== "") to.write(`${lane} | ${partial}\n`);
+            partial = "";
+        },
+    };
+}
+
+/**
+ * A test file that starts a simulated cluster through test/helpers/engine-checks.ts takes the
+ * engine tests' lock (one such file at a time on the machine: each starts its own cluster).
+ */
+const TAKES_ENGINE_LOCK = /\bstart(HarnessCluster|EngineHarness)\(/;
+
+/**
+ * The test files in two lanes: those that take the engine tests' lock, and the rest. Node's test
+ * runner given all of them at --test-concurrency=2 let a file waiting for the lock hold one of the
+ * two slots: the engine files being next to each other in name order, about half the TypeScript
+ * phase ran one file at a time. Each lane runs its files one at a time, the two side by side.
+ */
+function splitLanes(files: readonly string[]): { engine: string[]; other: string[] } {
+    const engine: string[] = [];
+    const other: string[] = [];
+    for (const f of files) (TAKES_ENGINE_LOCK.test(fs.readFileSync(path.resolve(ROOT, f), "utf8")) ? engine : other).push(f);
+    return { engine, other };
+}
+
+/** Node's test runner over `files` (none: nothing is run), one file at a time, its report prefixed with `lane`; the skips it names. */
+async function runTestFiles(lane: string, files: readonly string[], reportDir: string): Promise<{ code: number; skips: Skip[] }> {
+    if (files.length === 0) return { code: 0, skips: [] };
+    const skipsFile = path.join(reportDir, `skips-${lane}.jsonl`);
+    const t0 = Date.now();
+    const r = await run(
+        process.execPath,
+        [
+            "--import",
+            "tsx",
+            "--test",
+            "--test-concurrency=1",
+            "--test-reporter=spec",
+            "--test-reporter-destination=stdout",
+            `--test-reporter=${path.join(ROOT, "scripts", "test", "skips-reporter.mjs")}`,
+            `--test-reporter-destination=${skipsFile}`,
+            ...files,
+        ],
+        process.env,
+        lane,
+    );
+    log(`${lane} lane: ${files.length} file(s) ${r.code === 0 ? "passed" : "FAILED"} in ${Math.round((Date.now() - t0) / 1000)} s`);
+    const skips = fs.existsSync(skipsFile)
+        ? fs
+              .readFileSync(skipsFile, "utf8")
+              .split("\n")
+              .filter((l) => l.trim() !== "")
+              .map((l) => JSON.parse(l) as Skip)
+        : [];
+    return { code: r.code, skips };
+}
+
+/** The Python tests (python/run-tests.sh); without OpenEnv's source, the tests that need it are deselected. */
+async function runPython(): Promise<{ code: number; output: string; noOpenenv: string | undefined }> {
+    const pyArgs = ["python/run-tests.sh", "-q", "-rs"];
+    const noOpenenv = openenvSourceMissing();
+    if (noOpenenv !== undefined) pyArgs.push("-m", "not openenv_source");
+    const t0 = Date.now();
+    const py = await run("bash", pyArgs, { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") }, "python");
+    log(`Python tests: exit ${py.code} in ${Math.round((Date.now() - t0) / 1000)} s`);
+    return { ...py, noOpenenv };
 }
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
@@ -381,7 +477,6 @@ async function main(): Promise<void> {
         process.exit(1);
     }
 
-    const skipsFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-test-")), "skips.jsonl");
     const testFiles =
         files.length > 0
             ? files
@@ -390,33 +485,22 @@ async function main(): Promise<void> {
                   .filter((f) => f.endsWith(".test.ts"))
                   .sort()
                   .map((f) => path.join("test", f));
-    const node = await run(process.execPath, [
-        "--import",
-        "tsx",
-        "--test",
-        "--test-concurrency=2",
-        "--test-reporter=spec",
-        "--test-reporter-destination=stdout",
-        `--test-reporter=${path.join(ROOT, "scripts", "test", "skips-reporter.mjs")}`,
-        `--test-reporter-destination=${skipsFile}`,
-        ...testFiles,
-    ]);
-    if (node.code !== 0) failed = true;
-    const skips: Skip[] = fs.existsSync(skipsFile)
-        ? fs
-              .readFileSync(skipsFile, "utf8")
-              .split("\n")
-              .filter((l) => l.trim() !== "")
-              .map((l) => JSON.parse(l) as Skip)
-        : [];
+    const { engine: engineFiles, other: otherFiles } = splitLanes(testFiles);
+    const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-test-"));
+    log(
+        `the tests in two lanes, side by side: the ${engineFiles.length} TypeScript file(s) that take the engine tests' lock, and the other ${otherFiles.length}, each lane one file at a time${python ? "; the Python tests after whichever lane ends first" : ""}. Each line of their reports starts with its lane`,
+    );
+    const engineLane = runTestFiles("engine", engineFiles, reportDir);
+    const otherLane = runTestFiles("other", otherFiles, reportDir);
+    // test_controller.py waits (bounded) for the engine tests' lock itself, so the Python tests may start beside the engine lane.
+    const pythonRun = python ? Promise.race([engineLane, otherLane]).then(() => runPython()) : Promise.resolve(undefined);
+    const [engineTs, otherTs, py] = await Promise.all([engineLane, otherLane, pythonRun]);
+    if (engineTs.code !== 0 || otherTs.code !== 0) failed = true;
+    const skips: Skip[] = [...engineTs.skips, ...otherTs.skips];
 
     let pythonSummary = "not run";
     const excluded: Skip[] = [];
-    if (python) {
-        const pyArgs = ["python/run-tests.sh", "-q", "-rs"];
-        const noOpenenv = openenvSourceMissing();
-        if (noOpenenv !== undefined) pyArgs.push("-m", "not openenv_source");
-        const py = await run("bash", pyArgs, { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") });
+    if (py) {
         if (py.code !== 0) failed = true;
         const summary =
             py.output
@@ -426,10 +510,10 @@ async function main(): Promise<void> {
                 .find((l) => /\b(passed|failed|error|skipped)\b/.test(l)) ?? "";
         pythonSummary = summary.replace(/=/g, "").trim() || `exit ${py.code}`;
         for (const m of py.output.matchAll(/^SKIPPED \[\d+\] ([^:]+:\d+): (.*)$/gm)) skips.push({ name: m[1]!, file: "python", reason: m[2]! });
-        if (noOpenenv !== undefined) {
+        if (py.noOpenenv !== undefined) {
             // Named by python/tests/conftest.py, one EXCLUDED line per deselected test.
-            for (const m of py.output.matchAll(/^EXCLUDED (\S+): /gm)) excluded.push({ name: `python/${m[1]!}`, file: "", reason: noOpenenv });
-            if (excluded.length === 0) excluded.push({ name: "python: the tests marked openenv_source", file: "", reason: noOpenenv });
+            for (const m of py.output.matchAll(/^EXCLUDED (\S+): /gm)) excluded.push({ name: `python/${m[1]!}`, file: "", reason: py.noOpenenv });
+            if (excluded.length === 0) excluded.push({ name: "python: the tests marked openenv_source", file: "", reason: py.noOpenenv });
         }
     }
 
@@ -444,7 +528,7 @@ async function main(): Promise<void> {
     const nodeLeft = nodeLeftovers(left.map((p) => p.pid));
 
     process.stdout.write("\n");
-    log(`TypeScript tests: ${node.code === 0 ? "passed" : "FAILED"}; Python tests: ${pythonSummary}`);
+    log(`TypeScript tests: ${engineTs.code === 0 && otherTs.code === 0 ? "passed" : "FAILED"}; Python tests: ${pythonSummary}`);
     if (excluded.length > 0) {
         log(`excluded on purpose (deselected, not run, not skips): ${excluded.length}`);
         for (const e of excluded) log(`  - ${e.name}: ${e.reason}`);

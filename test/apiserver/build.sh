@@ -129,7 +129,11 @@ mkdir -p "$tmp/bin" "$tmp/crds"
 
 cd "$here"
 # -mod=readonly: go.mod/go.sum in the repo are authoritative and must be complete.
-export GOFLAGS="-mod=readonly -buildvcs=false"
+# -gcflags=all=-dwarf=false: the compiler writes no debug information, which the links (-ldflags -w)
+# drop anyway: the same programs for about 5% less compile CPU (`go build std` from an empty build
+# cache: 90.9 CPU-s, 95.6 without). Every fixture builds with the same flags, so the packages they
+# share (same module versions) are compiled once.
+export GOFLAGS="-mod=readonly -buildvcs=false -gcflags=all=-dwarf=false"
 export CGO_ENABLED=0
 
 # Embed the version like hack/lib/version.sh does, so `kube-apiserver --version`

@@ -67,7 +67,8 @@ chmod 755 "$tmp"
 mkdir -p "$tmp/bin" "$tmp/src" "$tmp/tools"
 
 # -mod=readonly: go.mod/go.sum in the repo are authoritative and must be complete.
-export GOFLAGS="-mod=readonly -buildvcs=false"
+# -dwarf=false: as test/apiserver/build.sh (the same flags, so shared packages are compiled once).
+export GOFLAGS="-mod=readonly -buildvcs=false -gcflags=all=-dwarf=false"
 export CGO_ENABLED=0
 timings=()
 

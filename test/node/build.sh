@@ -95,7 +95,8 @@ EOS
 if ! part_current containerd/.stamp "$containerd_stamp"; then timed "containerd $CONTAINERD_DEB_VERSION (forky index, download, unpack)" fetch_containerd; fi
 
 # --- Go programs -------------------------------------------------------------------------------
-export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
+# -dwarf=false: as test/apiserver/build.sh (the same flags, so shared packages are compiled once).
+export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false -gcflags=all=-dwarf=false"
 # build_k8s NAME: k8s.io/kubernetes cmd/NAME from the wrapper module kubelet/.
 build_k8s() {
   local name=$1 info build_date major minor ldflags pkg

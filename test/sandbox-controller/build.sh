@@ -41,7 +41,8 @@ chmod 755 "$tmp"
 mkdir -p "$tmp/bin"
 
 cd "$here"
-export GOFLAGS="-mod=readonly -buildvcs=false"
+# -dwarf=false: as test/apiserver/build.sh (the same flags, so shared packages are compiled once).
+export GOFLAGS="-mod=readonly -buildvcs=false -gcflags=all=-dwarf=false"
 export CGO_ENABLED=0
 
 # Version, commit and date as the release's Makefile embeds them, taken from
