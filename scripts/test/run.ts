@@ -291,11 +291,14 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, 
         let output = "";
         const out = prefixedLines(process.stdout, lane);
         const err = prefixedLines(process.stderr, lane);
-        child.stdout?.on("data", (d: Buffer) => {
-            output += d.toString();
+        // Decoded as UTF-8 by the streams, so a character split across two chunks stays whole.
+        child.stdout?.setEncoding("utf8");
+        child.stderr?.setEncoding("utf8");
+        child.stdout?.on("data", (d: string) => {
+            output += d;
             out.data(d);
         });
-        child.stderr?.on("data", (d: Buffer) => err.data(d));
+        child.stderr?.on("data", (d: string) => err.data(d));
         child.on("close", (code) => {
             out.end();
             err.end();
@@ -305,7 +308,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, 
 }
 
 /** A writer that passes data on, or with `lane` whole lines prefixed with it (`end` flushes a last partial line). */
-function prefixedLines(to: NodeJS.WriteStream, lane: string | undefined): { data(d: Buffer): void; end(): void } {
+function prefixedLines(to: NodeJS.WriteStream, lane: string | undefined): { data(d: string): void; end(): void } {
     let partial = "";
     return {
         data(d) {
@@ -313,7 +316,7 @@ function prefixedLines(to: NodeJS.WriteStream, lane: string | undefined): { data
                 to.write(d);
                 return;
             }
-            const lines = (partial + d.toString()).split("\n");
+            const lines = (partial + d).split("\n");
             partial = lines.pop() ?? "";
             if (lines.length > 0) to.write(lines.map((l) => `${lane} | ${l}\n`).join(""));
         },
