@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python tests (python/tests), in a venv made once per requirements-test.txt under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/python-venv-<hash> (PyPI only; about 5.5 minutes
-# and 8 GB the first time: the shared trainer-side lock, torch included). Extra arguments go to pytest. See python/README.md for what
+# and 8 GB the first time: the shared trainer-side lock, torch included). Extra arguments go to pytest
+# (test files or directories among them replace the default, the whole python/ tree). See python/README.md for what
 # each test needs (node + npm ci, nginx-light, root, OPENENV_SRC) and what it skips without.
 # Without OpenEnv's source tree (OPENENV_SRC, default ~/.cache/agent-rl-infra/openenv-src/envs,
 # holding opencode_env/harness.py) the tests marked openenv_source are deselected with
@@ -37,4 +38,7 @@ if [[ ! -f "$openenv_src/opencode_env/harness.py" && "${AGENT_RL_REQUIRE_E2E:-}"
   fi
 fi
 cd "$here/.."
-exec env PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest python "$@"
+# The whole python/ tree unless the arguments name test files or directories themselves.
+targets=(python)
+for a in "$@"; do [[ "$a" != -* && -e "$a" ]] && { targets=(); break; }; done
+exec env PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest "${targets[@]}" "$@"

@@ -17,8 +17,9 @@
  *    vLLM + TRL + openenv, about 8 GB), made while the Go builds run.
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), then the tests in two lanes side by side (splitLanes), each one
- *    file at a time: the TypeScript files (node:test) that take the engine tests' lock, and the
- *    other TypeScript files; the Python tests (pytest) after whichever lane ends first.
+ *    file at a time: the TypeScript files (node:test) that take the engine tests' lock, then the
+ *    Python files that do (PYTHON_CLUSTER_FILES); and the other TypeScript files. The other Python
+ *    tests (pytest) run beside both lanes from the start.
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
  *    the run. Tests deselected on purpose are named apart, with the reason, and are not skips:
  *    the Python tests marked openenv_source need OpenEnv's source tree (OPENENV_SRC, not on
@@ -378,15 +379,51 @@ async function runTestFiles(lane: string, files: readonly string[], reportDir: s
     return { code: r.code, skips };
 }
 
-/** The Python tests (python/run-tests.sh); without OpenEnv's source, the tests that need it are deselected. */
-async function runPython(): Promise<{ code: number; output: string; noOpenenv: string | undefined }> {
-    const pyArgs = ["python/run-tests.sh", "-q", "-rs"];
+/**
+ * The Python test files that start a simulated cluster (python/tests/cluster_up.ts, through
+ * test_controller.py's fixture): they take the engine tests' lock, so they run in the engine lane,
+ * after its TypeScript files; the other Python tests run beside both lanes from the start.
+ */
+const PYTHON_CLUSTER_FILES = ["python/tests/test_controller.py", "python/tests/test_rollout_worker.py"];
+
+interface PythonRun {
+    readonly code: number;
+    readonly output: string;
+    readonly noOpenenv: string | undefined;
+}
+
+/** python/run-tests.sh with `args` (files, --ignore); without OpenEnv's source, the tests that need it are deselected. */
+async function runPython(lane: string, args: readonly string[]): Promise<PythonRun> {
+    const pyArgs = ["python/run-tests.sh", "-q", "-rs", ...args];
     const noOpenenv = openenvSourceMissing();
     if (noOpenenv !== undefined) pyArgs.push("-m", "not openenv_source");
     const t0 = Date.now();
-    const py = await run("bash", pyArgs, { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") }, "python");
-    log(`Python tests: exit ${py.code} in ${Math.round((Date.now() - t0) / 1000)} s`);
+    const py = await run("bash", pyArgs, { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") }, lane);
+    log(`${lane}: exit ${py.code} in ${Math.round((Date.now() - t0) / 1000)} s`);
     return { ...py, noOpenenv };
+}
+
+/** What the Python runs report: one summary line each, their skips and the tests deselected on purpose. */
+function pythonReport(runs: readonly PythonRun[]): { failed: boolean; summary: string; skips: Skip[]; excluded: Skip[] } {
+    const skips: Skip[] = [];
+    const excluded: Skip[] = [];
+    const summaries: string[] = [];
+    for (const py of runs) {
+        const last =
+            py.output
+                .trim()
+                .split("\n")
+                .reverse()
+                .find((l) => /\b(passed|failed|error|skipped)\b/.test(l)) ?? "";
+        summaries.push(last.replace(/=/g, "").trim() || `exit ${py.code}`);
+        for (const m of py.output.matchAll(/^SKIPPED \[\d+\] ([^:]+:\d+): (.*)$/gm)) skips.push({ name: m[1]!, file: "python", reason: m[2]! });
+        // Named by python/tests/conftest.py, one EXCLUDED line per deselected test.
+        if (py.noOpenenv !== undefined)
+            for (const m of py.output.matchAll(/^EXCLUDED (\S+): /gm)) excluded.push({ name: `python/${m[1]!}`, file: "", reason: py.noOpenenv });
+    }
+    const noOpenenv = runs.find((r) => r.noOpenenv !== undefined)?.noOpenenv;
+    if (noOpenenv !== undefined && excluded.length === 0) excluded.push({ name: "python: the tests marked openenv_source", file: "", reason: noOpenenv });
+    return { failed: runs.some((r) => r.code !== 0), summary: summaries.join("; "), skips, excluded };
 }
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
@@ -491,33 +528,34 @@ async function main(): Promise<void> {
     const { engine: engineFiles, other: otherFiles } = splitLanes(testFiles);
     const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-test-"));
     log(
-        `the tests in two lanes, side by side: the ${engineFiles.length} TypeScript file(s) that take the engine tests' lock, and the other ${otherFiles.length}, each lane one file at a time${python ? "; the Python tests after whichever lane ends first" : ""}. Each line of their reports starts with its lane`,
+        `the tests in two lanes, side by side: the ${engineFiles.length} TypeScript file(s) that take the engine tests' lock${python ? ` (then the Python files that do: ${PYTHON_CLUSTER_FILES.join(", ")})` : ""}, and the other ${otherFiles.length}, each lane one file at a time${python ? "; the other Python tests beside both from the start" : ""}. Each line of their reports starts with its lane`,
     );
     const engineLane = runTestFiles("engine", engineFiles, reportDir);
     const otherLane = runTestFiles("other", otherFiles, reportDir);
-    // test_controller.py waits (bounded) for the engine tests' lock itself, so the Python tests may start beside the engine lane.
-    const pythonRun = python ? Promise.race([engineLane, otherLane]).then(() => runPython()) : Promise.resolve(undefined);
-    const [engineTs, otherTs, py] = await Promise.all([engineLane, otherLane, pythonRun]);
+    // The Python tests that need no simulated cluster beside both lanes (the lanes leave a core
+    // partly idle: the empty-cache run of 5bc2ead used 1.25 cores in its test phase); those that
+    // start one after the engine lane (they take its lock; they would wait for it anyway).
+    const pythonRuns: Promise<PythonRun[]> = python
+        ? Promise.all([
+              runPython(
+                  "python",
+                  PYTHON_CLUSTER_FILES.map((f) => `--ignore=${f}`),
+              ),
+              engineLane.then(() => runPython("python-cluster", PYTHON_CLUSTER_FILES)),
+          ])
+        : Promise.resolve([]);
+    const [engineTs, otherTs, pyRuns] = await Promise.all([engineLane, otherLane, pythonRuns]);
     if (engineTs.code !== 0 || otherTs.code !== 0) failed = true;
     const skips: Skip[] = [...engineTs.skips, ...otherTs.skips];
 
     let pythonSummary = "not run";
     const excluded: Skip[] = [];
-    if (py) {
-        if (py.code !== 0) failed = true;
-        const summary =
-            py.output
-                .trim()
-                .split("\n")
-                .reverse()
-                .find((l) => /\b(passed|failed|error|skipped)\b/.test(l)) ?? "";
-        pythonSummary = summary.replace(/=/g, "").trim() || `exit ${py.code}`;
-        for (const m of py.output.matchAll(/^SKIPPED \[\d+\] ([^:]+:\d+): (.*)$/gm)) skips.push({ name: m[1]!, file: "python", reason: m[2]! });
-        if (py.noOpenenv !== undefined) {
-            // Named by python/tests/conftest.py, one EXCLUDED line per deselected test.
-            for (const m of py.output.matchAll(/^EXCLUDED (\S+): /gm)) excluded.push({ name: `python/${m[1]!}`, file: "", reason: py.noOpenenv });
-            if (excluded.length === 0) excluded.push({ name: "python: the tests marked openenv_source", file: "", reason: py.noOpenenv });
-        }
+    if (pyRuns.length > 0) {
+        const report = pythonReport(pyRuns);
+        if (report.failed) failed = true;
+        pythonSummary = report.summary;
+        skips.push(...report.skips);
+        excluded.push(...report.excluded);
     }
 
     const left = leftovers();
