@@ -18,7 +18,7 @@
  * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), then the tests in two lanes side by side (splitLanes), each one
  *    file at a time: the TypeScript files (node:test) that take the engine tests' lock, then the
- *    Python files that do (PYTHON_CLUSTER_FILES); and the other TypeScript files. The other Python
+ *    Python files that do (pythonClusterFiles); and the other TypeScript files. The other Python
  *    tests (pytest) run beside both lanes from the start.
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
  *    the run. Tests deselected on purpose are named apart, with the reason, and are not skips:
@@ -380,11 +380,25 @@ async function runTestFiles(lane: string, files: readonly string[], reportDir: s
 }
 
 /**
- * The Python test files that start a simulated cluster (python/tests/cluster_up.ts, through
- * test_controller.py's fixture): they take the engine tests' lock, so they run in the engine lane,
- * after its TypeScript files; the other Python tests run beside both lanes from the start.
+ * A Python test file that starts a simulated cluster: python/tests/cluster_up.ts itself, or
+ * test_controller.py's fixture through an import. Such files take the engine tests' lock.
  */
-const PYTHON_CLUSTER_FILES = ["python/tests/test_controller.py", "python/tests/test_rollout_worker.py"];
+const STARTS_PYTHON_CLUSTER = /cluster_up\.ts|^\s*(import|from) test_controller\b/m;
+
+/**
+ * The Python test files that take the engine tests' lock (STARTS_PYTHON_CLUSTER), as splitLanes
+ * finds the TypeScript ones: they run in the engine lane, after its TypeScript files; the other
+ * Python tests run beside both lanes from the start.
+ */
+function pythonClusterFiles(): string[] {
+    const dir = path.join("python", "tests");
+    return fs
+        .readdirSync(path.join(ROOT, dir))
+        .filter((f) => /^test_.*\.py$/.test(f))
+        .sort()
+        .map((f) => path.join(dir, f))
+        .filter((f) => STARTS_PYTHON_CLUSTER.test(fs.readFileSync(path.join(ROOT, f), "utf8")));
+}
 
 interface PythonRun {
     readonly code: number;
@@ -526,9 +540,10 @@ async function main(): Promise<void> {
                   .sort()
                   .map((f) => path.join("test", f));
     const { engine: engineFiles, other: otherFiles } = splitLanes(testFiles);
+    const pythonCluster = python ? pythonClusterFiles() : [];
     const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-test-"));
     log(
-        `the tests in two lanes, side by side: the ${engineFiles.length} TypeScript file(s) that take the engine tests' lock${python ? ` (then the Python files that do: ${PYTHON_CLUSTER_FILES.join(", ")})` : ""}, and the other ${otherFiles.length}, each lane one file at a time${python ? "; the other Python tests beside both from the start" : ""}. Each line of their reports starts with its lane`,
+        `the tests in two lanes, side by side: the ${engineFiles.length} TypeScript file(s) that take the engine tests' lock${python ? ` (then the Python files that do: ${pythonCluster.join(", ")})` : ""}, and the other ${otherFiles.length}, each lane one file at a time${python ? "; the other Python tests beside both from the start" : ""}. Each line of their reports starts with its lane`,
     );
     const engineLane = runTestFiles("engine", engineFiles, reportDir);
     const otherLane = runTestFiles("other", otherFiles, reportDir);
@@ -539,10 +554,10 @@ async function main(): Promise<void> {
         ? Promise.all([
               runPython(
                   "python",
-                  PYTHON_CLUSTER_FILES.map((f) => `--ignore=${f}`),
+                  pythonCluster.map((f) => `--ignore=${f}`),
               ),
-              engineLane.then(() => runPython("python-cluster", PYTHON_CLUSTER_FILES)),
-          ])
+              engineLane.then(() => (pythonCluster.length > 0 ? runPython("python-cluster", pythonCluster) : undefined)),
+          ]).then((runs) => runs.filter((r): r is PythonRun => r !== undefined))
         : Promise.resolve([]);
     const [engineTs, otherTs, pyRuns] = await Promise.all([engineLane, otherLane, pythonRuns]);
     if (engineTs.code !== 0 || otherTs.code !== 0) failed = true;
