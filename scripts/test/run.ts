@@ -14,12 +14,14 @@
  *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, kube-proxy, controller-manager,
  *    scheduler, CoreDNS, the GPU stand-in device plugin, kube-router's NetworkPolicy controller,
  *    the images), and the Python venv of the trainer-side lock (python/run-tests.sh --venv-only;
- *    vLLM + TRL + openenv, about 8 GB), made while the Go builds run.
- * 3. `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
- *    (scripts/lint/layers.ts), then the tests in two lanes side by side (splitLanes), each one
- *    file at a time: the TypeScript files (node:test) that take the engine tests' lock, then the
- *    Python files that do (pythonClusterFiles); and the other TypeScript files. The other Python
- *    tests (pytest) run beside both lanes from the start.
+ *    vLLM + TRL + openenv, about 8 GB), all started at once in the background (startFixtures says
+ *    in which order they follow each other).
+ * 3. Meanwhile `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
+ *    (scripts/lint/layers.ts), then the tests as jobs (testJobs: each TypeScript file, the Python
+ *    files that start a simulated cluster, the other Python tests), each started as soon as the
+ *    fixtures it needs are built (scripts/test/schedule.ts): one at a time while the API server
+ *    and engine fixtures build (the run's longest chain), then up to four, two of them with a
+ *    simulated cluster (the engine tests' lock slots), the Python jobs one at a time.
  * 4. A summary that counts skips and names each with its reason; with CI=true any skip fails
  *    the run. Tests deselected on purpose are named apart, with the reason, and are not skips:
  *    the Python tests marked openenv_source need OpenEnv's source tree (OPENENV_SRC, not on
@@ -37,6 +39,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { NODE_LOCK, nodeLockHolder } from "../../test/helpers/node";
+import { type Fixture, fixturesNeeded, type JobSpec, type Limits, runJobs } from "./schedule";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const CI = process.env.CI === "true" || process.env.CI === "1";
@@ -186,21 +189,27 @@ function ensurePrerequisites(): void {
     }
 }
 
-function runScript(label: string, cmd: string, args: string[]): void {
+/** Runs a build script in the background, its stderr shown as it comes; exits the run when it fails. */
+async function buildStep(label: string, cmd: string, args: string[]): Promise<void> {
     const t0 = Date.now();
-    const r = spawnSync(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
-    if (r.status !== 0) {
-        log(`${label} failed (exit ${r.status}): run \`${cmd} ${args.join(" ")}\` to see why`);
+    const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"], detached: true });
+    if (child.pid !== undefined) backgroundGroups.add(child.pid);
+    const code = await new Promise<number>((resolve) => {
+        child.on("error", () => resolve(127));
+        child.on("close", (c) => resolve(c ?? 1));
+    });
+    if (child.pid !== undefined) backgroundGroups.delete(child.pid);
+    if (code !== 0) {
+        log(`${label} failed (exit ${code}): run \`${cmd} ${args.join(" ")}\` to see why`);
         process.exit(1);
     }
     log(`${label}: ready (${Math.round((Date.now() - t0) / 1000)} s)`);
 }
 
 /**
- * The fixtures. The Python venv (mostly download and unpack: network and disk) is made while the
- * Go builds (CPU) run, one after the other; its stderr goes to a file, shown when it fails.
+ * Process groups of background work still running (builds, test jobs): ended if the run stops
+ * before they do (a failed build exits the run while tests may be running).
  */
-/** Process groups of background set-up still running: ended if the run stops before they do (a failed build exits). */
 const backgroundGroups = new Set<number>();
 process.on("exit", () => {
     for (const pgid of backgroundGroups) {
@@ -235,37 +244,66 @@ function background(cmd: string, args: string[]): Promise<{ code: number; log: s
 /** The node fixture's images that need no Go program (debootstrap, pip: network and disk). */
 const NODE_EARLY_IMAGES = ["busybox", "sandbox-runtime", "nginx", "openenv-echo", "trainer-standin"];
 
-async function buildFixtures(): Promise<void> {
+interface FixtureBuilds {
+    /** Each fixture, resolved when it is ready (a failed build exits the run). */
+    readonly ready: ReadonlyMap<Fixture, Promise<void>>;
+    /** Resolved when the two large builds (API server, engine) are done. */
+    readonly large: Promise<void>;
+}
+
+/**
+ * Starts the fixture builds, each cached by its own script: the API server and engine fixtures side
+ * by side (the engine's kube-controller-manager and kube-scheduler, which share the API server's
+ * k8s.io/kubernetes packages, come last in its script, by when the API server's are compiled), the
+ * agent-sandbox and JobSet controllers after the API server, the node fixture (as root on Linux)
+ * after the engine (its kubelet and kube-proxy share those packages too). The Python venv and the
+ * node images (network and disk more than CPU) from the start.
+ */
+function startFixtures(): FixtureBuilds {
     const t0 = Date.now();
-    const venv = background("bash", ["python/run-tests.sh", "--venv-only"]);
-    // As the venv, made beside the Go builds; build.sh's own images step waits for it (images.sh's
-    // lock) and then finds them current. A failure here is not final: build.sh builds them again and
-    // reports its own error.
-    const images = isLinuxRoot() ? background("bash", ["test/node/images.sh", ...NODE_EARLY_IMAGES]) : undefined;
-    runScript("API server fixture", "bash", ["test/apiserver/build.sh"]);
-    runScript("engine fixture", "bash", ["test/engine/build.sh"]);
-    runScript("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]);
-    runScript("JobSet controller", "bash", ["test/jobset-controller/build.sh"]);
-    if (images) {
-        const r = await images;
-        log(
-            `node images (${NODE_EARLY_IMAGES.join(", ")}, made beside the Go builds): ${r.code === 0 ? "ready" : `failed (exit ${r.code}; build.sh tries again; log: ${r.log})`}`,
-        );
-    }
-    if (isLinuxRoot())
-        runScript(
-            "node fixture (containerd 2, kubelet, kube-proxy, controller-manager, scheduler, CoreDNS, GPU stand-in, kube-router netpol, images)",
-            "bash",
-            ["test/node/build.sh"],
-        );
-    else log("node fixture: not built (needs root on Linux; test/node.test.ts skips)");
-    const { code, log: venvLog } = await venv;
-    if (code !== 0) {
-        process.stderr.write(fs.readFileSync(venvLog, "utf8").slice(-4000));
-        log(`Python venv (the trainer-side lock) failed (exit ${code}): run \`bash python/run-tests.sh --venv-only\` to see why`);
-        process.exit(1);
-    }
-    log(`Python venv (the trainer-side lock): ready (made beside the Go builds; ${Math.round((Date.now() - t0) / 1000)} s since the fixtures began)`);
+    const venv = background("bash", ["python/run-tests.sh", "--venv-only"]).then(({ code, log: venvLog }) => {
+        if (code !== 0) {
+            process.stderr.write(fs.readFileSync(venvLog, "utf8").slice(-4000));
+            log(`Python venv (the trainer-side lock) failed (exit ${code}): run \`bash python/run-tests.sh --venv-only\` to see why`);
+            process.exit(1);
+        }
+        log(`Python venv (the trainer-side lock): ready (${Math.round((Date.now() - t0) / 1000)} s)`);
+    });
+    // As the venv; build.sh's own images step waits for it (images.sh's lock) and then finds them
+    // current. A failure here is not final: build.sh builds them again and reports its own error.
+    const images = isLinuxRoot()
+        ? background("bash", ["test/node/images.sh", ...NODE_EARLY_IMAGES]).then((r) =>
+              log(`node images (${NODE_EARLY_IMAGES.join(", ")}): ${r.code === 0 ? "ready" : `failed (exit ${r.code}; build.sh tries again; log: ${r.log})`}`),
+          )
+        : Promise.resolve();
+    const apiserver = buildStep("API server fixture", "bash", ["test/apiserver/build.sh"]);
+    const engine = buildStep("engine fixture", "bash", ["test/engine/build.sh"]);
+    const sandbox = apiserver.then(() => buildStep("agent-sandbox controller", "bash", ["test/sandbox-controller/build.sh"]));
+    const jobset = sandbox.then(() => buildStep("JobSet controller", "bash", ["test/jobset-controller/build.sh"]));
+    const node = isLinuxRoot()
+        ? Promise.all([apiserver, engine, images]).then(() =>
+              buildStep(
+                  "node fixture (containerd 2, kubelet, kube-proxy, controller-manager, scheduler, CoreDNS, GPU stand-in, kube-router netpol, images)",
+                  "bash",
+                  ["test/node/build.sh"],
+              ),
+          )
+        : Promise.resolve(log("node fixture: not built (needs root on Linux; test/node.test.ts skips)"));
+    const ready = new Map<Fixture, Promise<void>>([
+        ["apiserver", apiserver],
+        ["engine", engine],
+        ["sandbox", sandbox],
+        ["jobset", jobset],
+        ["node", node],
+        ["venv", venv],
+    ]);
+    return { ready, large: Promise.all([apiserver, engine]).then(() => undefined) };
+}
+
+/** Nothing to build (--no-setup): every fixture counts as ready. */
+function noFixtures(): FixtureBuilds {
+    const done = Promise.resolve();
+    return { ready: new Map((["apiserver", "engine", "sandbox", "jobset", "node", "venv"] as const).map((f) => [f, done])), large: done };
 }
 
 /** OpenEnv's opencode env source (not on PyPI), as python/tests/conftest.py resolves it. */
@@ -283,12 +321,14 @@ interface Skip {
 
 /**
  * Runs a command, its stdout shown as it comes and returned whole. With `lane`, each line shown
- * (stdout and stderr) is prefixed with it, whole lines only, so two lanes' reports side by side
+ * (stdout and stderr) is prefixed with it, whole lines only, so jobs' reports side by side
  * stay readable.
  */
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, lane?: string): Promise<{ code: number; output: string }> {
     return new Promise((resolve) => {
-        const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", lane === undefined ? "inherit" : "pipe"] });
+        // Its own process group, ended if the run stops first (a failed fixture build exits the run).
+        const child = spawn(cmd, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", lane === undefined ? "inherit" : "pipe"], detached: true });
+        if (child.pid !== undefined) backgroundGroups.add(child.pid);
         let output = "";
         const out = prefixedLines(process.stdout, lane);
         const err = prefixedLines(process.stderr, lane);
@@ -301,6 +341,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, 
         });
         child.stderr?.on("data", (d: string) => err.data(d));
         child.on("close", (code) => {
+            if (child.pid !== undefined) backgroundGroups.delete(child.pid);
             out.end();
             err.end();
             resolve({ code: code ?? 1, output });
@@ -329,28 +370,31 @@ function prefixedLines(to: NodeJS.WriteStream, lane: string | undefined): { data
 }
 
 /**
- * A test file that starts a simulated cluster through test/helpers/engine-checks.ts takes the
- * engine tests' lock (one such file at a time on the machine: each starts its own cluster).
+ * A test file that starts a simulated cluster through test/helpers/engine-checks.ts takes one of
+ * the engine tests' lock slots (each starts its own cluster).
  */
 const TAKES_ENGINE_LOCK = /\bstart(HarnessCluster|EngineHarness)\(/;
 
-/**
- * The test files in two lanes: those that take the engine tests' lock, and the rest. Node's test
- * runner given all of them at --test-concurrency=2 let a file waiting for the lock hold one of the
- * two slots: the engine files being next to each other in name order, about half the TypeScript
- * phase ran one file at a time. Each lane runs its files one at a time, the two side by side.
- */
-function splitLanes(files: readonly string[]): { engine: string[]; other: string[] } {
-    const engine: string[] = [];
-    const other: string[] = [];
-    for (const f of files) (TAKES_ENGINE_LOCK.test(fs.readFileSync(path.resolve(ROOT, f), "utf8")) ? engine : other).push(f);
-    return { engine, other };
+interface JobResult {
+    readonly label: string;
+    readonly code: number;
+    readonly seconds: number;
+    /** node:test's own counts (TypeScript jobs), from its report's summary lines. */
+    readonly counts?: { tests: number; pass: number; fail: number };
+    readonly skips: Skip[];
+    readonly python?: PythonRun;
 }
 
-/** Node's test runner over `files` (none: nothing is run), one file at a time, its report prefixed with `lane`; the skips it names. */
-async function runTestFiles(lane: string, files: readonly string[], reportDir: string): Promise<{ code: number; skips: Skip[] }> {
-    if (files.length === 0) return { code: 0, skips: [] };
-    const skipsFile = path.join(reportDir, `skips-${lane}.jsonl`);
+/** The count after `ℹ <name>` in a node:test spec report. */
+function reportCount(output: string, name: string): number {
+    const m = new RegExp(`^\\u2139 ${name} (\\d+)$`, "m").exec(output);
+    return m ? Number(m[1]) : 0;
+}
+
+/** Node's test runner over one file, its report lines prefixed with the file's name; its counts and the skips it names. */
+async function runTestFile(file: string, reportDir: string): Promise<JobResult> {
+    const label = path.basename(file).replace(/\.test\.ts$/, "");
+    const skipsFile = path.join(reportDir, `skips-${label}.jsonl`);
     const t0 = Date.now();
     const r = await run(
         process.execPath,
@@ -358,17 +402,17 @@ async function runTestFiles(lane: string, files: readonly string[], reportDir: s
             "--import",
             "tsx",
             "--test",
-            "--test-concurrency=1",
             "--test-reporter=spec",
             "--test-reporter-destination=stdout",
             `--test-reporter=${path.join(ROOT, "scripts", "test", "skips-reporter.mjs")}`,
             `--test-reporter-destination=${skipsFile}`,
-            ...files,
+            file,
         ],
-        process.env,
-        lane,
+        { ...process.env, AGENT_RL_ENGINE_LOCK_SLOTS: String(LIMITS.cluster) },
+        label,
     );
-    log(`${lane} lane: ${files.length} file(s) ${r.code === 0 ? "passed" : "FAILED"} in ${Math.round((Date.now() - t0) / 1000)} s`);
+    const seconds = Math.round((Date.now() - t0) / 1000);
+    log(`${file}: ${r.code === 0 ? "passed" : "FAILED"} in ${seconds} s`);
     const skips = fs.existsSync(skipsFile)
         ? fs
               .readFileSync(skipsFile, "utf8")
@@ -376,8 +420,16 @@ async function runTestFiles(lane: string, files: readonly string[], reportDir: s
               .filter((l) => l.trim() !== "")
               .map((l) => JSON.parse(l) as Skip)
         : [];
-    return { code: r.code, skips };
+    const counts = { tests: reportCount(r.output, "tests"), pass: reportCount(r.output, "pass"), fail: reportCount(r.output, "fail") };
+    return { label, code: r.code, seconds, counts, skips };
 }
+
+/**
+ * At most two simulated clusters at once (the engine tests' lock slots), four jobs at once in all
+ * once the large builds are done, one while they run: the builds are the run's longest chain, and
+ * a job beside them takes its CPU from them.
+ */
+const LIMITS: Limits = { total: 4, cluster: 2, whileBuilding: 1 };
 
 /**
  * A Python test file that starts a simulated cluster: python/tests/cluster_up.ts itself, or
@@ -386,9 +438,9 @@ async function runTestFiles(lane: string, files: readonly string[], reportDir: s
 const STARTS_PYTHON_CLUSTER = /cluster_up\.ts|^\s*(import|from) test_controller\b/m;
 
 /**
- * The Python test files that take the engine tests' lock (STARTS_PYTHON_CLUSTER), as splitLanes
- * finds the TypeScript ones: they run in the engine lane, after its TypeScript files; the other
- * Python tests run beside both lanes from the start.
+ * The Python test files that take the engine tests' lock (STARTS_PYTHON_CLUSTER), as
+ * TAKES_ENGINE_LOCK finds the TypeScript ones: each a job of its own; the other Python tests are
+ * one job.
  */
 function pythonClusterFiles(): string[] {
     const dir = path.join("python", "tests");
@@ -438,6 +490,56 @@ function pythonReport(runs: readonly PythonRun[]): { failed: boolean; summary: s
     const noOpenenv = runs.find((r) => r.noOpenenv !== undefined)?.noOpenenv;
     if (noOpenenv !== undefined && excluded.length === 0) excluded.push({ name: "python: the tests marked openenv_source", file: "", reason: noOpenenv });
     return { failed: runs.some((r) => r.code !== 0), summary: summaries.join("; "), skips, excluded };
+}
+
+/**
+ * The jobs, longest first where known: the files that start a simulated cluster (the Python ones,
+ * about 250 s each, first), then the Python tests that need none (one pytest run, about 700 s),
+ * the node fixture's file (about 500 s), then the other TypeScript files in name order. Each
+ * needs what fixturesNeeded finds in it and the modules it imports. The Python jobs run one at a
+ * time (group "python": their sessions' proxy listens on a fixed loopback port, 7000).
+ */
+function testJobs(testFiles: readonly string[], python: boolean, reportDir: string): Array<JobSpec & { start(): Promise<JobResult> }> {
+    const pyCluster = python ? pythonClusterFiles() : [];
+    const pyJob = (label: string, args: readonly string[]) => async (): Promise<JobResult> => {
+        const t0 = Date.now();
+        const py = await runPython(label, args);
+        return { label, code: py.code, seconds: Math.round((Date.now() - t0) / 1000), skips: [], python: py };
+    };
+    const tsJob = (file: string) => ({
+        label: path.basename(file).replace(/\.test\.ts$/, ""),
+        needs: fixturesNeeded(path.resolve(ROOT, file)),
+        cluster: TAKES_ENGINE_LOCK.test(fs.readFileSync(path.resolve(ROOT, file), "utf8")),
+        start: () => runTestFile(file, reportDir),
+    });
+    const ts = testFiles.map(tsJob);
+    const clusterNeeds: Fixture[] = ["apiserver", "engine", "sandbox", "venv"];
+    return [
+        ...pyCluster.map((f) => ({
+            label: `python-cluster:${path.basename(f, ".py")}`,
+            needs: clusterNeeds,
+            cluster: true,
+            group: "python",
+            start: pyJob(`python-cluster:${path.basename(f, ".py")}`, [f]),
+        })),
+        ...ts.filter((j) => j.cluster),
+        ...(python
+            ? [
+                  {
+                      label: "python",
+                      needs: ["venv"] as Fixture[],
+                      cluster: false,
+                      group: "python",
+                      start: pyJob(
+                          "python",
+                          pyCluster.map((f) => `--ignore=${f}`),
+                      ),
+                  },
+              ]
+            : []),
+        ...ts.filter((j) => !j.cluster && j.label === "node"),
+        ...ts.filter((j) => !j.cluster && j.label !== "node"),
+    ];
 }
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
@@ -511,10 +613,11 @@ async function main(): Promise<void> {
     const setup = !argv.includes("--no-setup");
     const files = argv.filter((a) => !a.startsWith("--"));
     const python = files.length === 0 || argv.includes("--python");
-    if (setup) {
-        ensurePrerequisites();
-        await buildFixtures();
-    }
+    if (setup) ensurePrerequisites();
+    // The builds start first and run while everything below does; a failed build exits the run.
+    const builds = setup ? startFixtures() : noFixtures();
+    // Every test process this run starts may hold a cluster in one of LIMITS.cluster lock slots.
+    process.env.AGENT_RL_ENGINE_LOCK_SLOTS = String(LIMITS.cluster);
 
     let failed = false;
     const tsc = await run(process.execPath, [path.join(ROOT, "node_modules", "typescript", "bin", "tsc"), "--noEmit", "-p", "."]);
@@ -539,29 +642,29 @@ async function main(): Promise<void> {
                   .filter((f) => f.endsWith(".test.ts"))
                   .sort()
                   .map((f) => path.join("test", f));
-    const { engine: engineFiles, other: otherFiles } = splitLanes(testFiles);
-    const pythonCluster = python ? pythonClusterFiles() : [];
     const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-test-"));
+    const jobs = testJobs(testFiles, python, reportDir);
     log(
-        `the tests in two lanes, side by side: the ${engineFiles.length} TypeScript file(s) that take the engine tests' lock${python ? ` (then the Python files that do: ${pythonCluster.join(", ")})` : ""}, and the other ${otherFiles.length}, each lane one file at a time${python ? "; the other Python tests beside both from the start" : ""}. Each line of their reports starts with its lane`,
+        `${jobs.length} jobs (${testFiles.length} TypeScript file(s)${python ? ", the Python tests" : ""}), each started once the fixtures it needs are built: at most ${LIMITS.whileBuilding} at once while the API server and engine fixtures build, then ${LIMITS.total}, ${LIMITS.cluster} of them with a simulated cluster. Each line of their reports starts with the job's name`,
     );
-    const engineLane = runTestFiles("engine", engineFiles, reportDir);
-    const otherLane = runTestFiles("other", otherFiles, reportDir);
-    // The Python tests that need no simulated cluster beside both lanes (the lanes leave a core
-    // partly idle: the empty-cache run of 5bc2ead used 1.25 cores in its test phase); those that
-    // start one after the engine lane (they take its lock; they would wait for it anyway).
-    const pythonRuns: Promise<PythonRun[]> = python
-        ? Promise.all([
-              runPython(
-                  "python",
-                  pythonCluster.map((f) => `--ignore=${f}`),
-              ),
-              engineLane.then(() => (pythonCluster.length > 0 ? runPython("python-cluster", pythonCluster) : undefined)),
-          ]).then((runs) => runs.filter((r): r is PythonRun => r !== undefined))
-        : Promise.resolve([]);
-    const [engineTs, otherTs, pyRuns] = await Promise.all([engineLane, otherLane, pythonRuns]);
-    if (engineTs.code !== 0 || otherTs.code !== 0) failed = true;
-    const skips: Skip[] = [...engineTs.skips, ...otherTs.skips];
+    for (const j of jobs) log(`  ${j.label}${j.cluster ? " (simulated cluster)" : ""}: needs ${j.needs.length > 0 ? j.needs.join(", ") : "no fixture"}`);
+    const results = await runJobs(jobs, builds.ready, builds.large, LIMITS);
+    // Every build finished (a job may not have needed the last ones).
+    await Promise.all(builds.ready.values());
+
+    const ts = results.filter((r) => r.counts !== undefined);
+    const tsFailed = ts.filter((r) => r.code !== 0);
+    if (tsFailed.length > 0) failed = true;
+    const skips: Skip[] = ts.flatMap((r) => r.skips);
+    const pyRuns = results.flatMap((r) => (r.python ? [r.python] : []));
+    const total = (k: "tests" | "pass" | "fail") => ts.reduce((n, r) => n + (r.counts?.[k] ?? 0), 0);
+    const tsSummary = `${tsFailed.length === 0 ? "passed" : `FAILED (${tsFailed.map((r) => r.label).join(", ")})`}: ${total("tests")} tests, ${total("pass")} passed, ${total("fail")} failed, in ${ts.length} file(s)`;
+    log(
+        `jobs by time: ${[...results]
+            .sort((a, b) => b.seconds - a.seconds)
+            .map((r) => `${r.label} ${r.seconds} s`)
+            .join(", ")}`,
+    );
 
     let pythonSummary = "not run";
     const excluded: Skip[] = [];
@@ -584,7 +687,7 @@ async function main(): Promise<void> {
     const nodeLeft = nodeLeftovers(left.map((p) => p.pid));
 
     process.stdout.write("\n");
-    log(`TypeScript tests: ${engineTs.code === 0 && otherTs.code === 0 ? "passed" : "FAILED"}; Python tests: ${pythonSummary}`);
+    log(`TypeScript tests: ${tsSummary}; Python tests: ${pythonSummary}`);
     if (excluded.length > 0) {
         log(`excluded on purpose (deselected, not run, not skips): ${excluded.length}`);
         for (const e of excluded) log(`  - ${e.name}: ${e.reason}`);

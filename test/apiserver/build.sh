@@ -135,6 +135,12 @@ cd "$here"
 # share (same module versions) are compiled once.
 export GOFLAGS="-mod=readonly -buildvcs=false -gcflags=all=-dwarf=false"
 export CGO_ENABLED=0
+# GOGC=off with a 3 GiB soft memory limit: the compilers collect garbage only near the limit
+# instead of at every doubling of the heap. From an empty build cache, `go build
+# k8s.io/apiserver/pkg/server`: 254 CPU-s against 299 with the default GOGC, and
+# k8s.io/client-go/kubernetes 118 against 132 (max RSS under 1 GB); the programs are the same.
+# Every fixture build sets the same.
+export GOGC=off GOMEMLIMIT=3GiB
 
 # Embed the version like hack/lib/version.sh does, so `kube-apiserver --version`
 # and `kubectl version` report v1.36.3 (and the API server's /version matches).

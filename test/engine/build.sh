@@ -69,6 +69,8 @@ mkdir -p "$tmp/bin" "$tmp/src" "$tmp/tools"
 # -mod=readonly: go.mod/go.sum in the repo are authoritative and must be complete.
 # -dwarf=false: as test/apiserver/build.sh (the same flags, so shared packages are compiled once).
 export GOFLAGS="-mod=readonly -buildvcs=false -gcflags=all=-dwarf=false"
+# GC only near a 3 GiB soft limit, as test/apiserver/build.sh (less compile CPU, the same programs).
+export GOGC=off GOMEMLIMIT=3GiB
 export CGO_ENABLED=0
 timings=()
 

@@ -133,49 +133,78 @@ export async function secretData(cluster: Cluster, namespace: string, name: stri
 }
 
 /**
- * One engine test file at a time: each starts its own cluster, and two at once on a 2-core
- * machine would only slow both. A directory lock with the owner's pid (stale locks of dead
+ * How many engine test files may hold a simulated cluster at once on this machine: 1 unless
+ * AGENT_RL_ENGINE_LOCK_SLOTS says more (npm test sets 2 for the files it runs: its scheduler keeps
+ * at most two clusters up, beside tests that use less CPU). A value that is not 1-8 is refused.
+ */
+export function engineLockSlots(env: NodeJS.ProcessEnv = process.env): number {
+    const raw = env.AGENT_RL_ENGINE_LOCK_SLOTS;
+    if (raw === undefined || raw === "") return 1;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`AGENT_RL_ENGINE_LOCK_SLOTS=${raw}: want a whole number from 1 to 8`);
+    return n;
+}
+
+/**
+ * At most engineLockSlots() engine test files at a time: each starts its own cluster, and more at
+ * once on a 2-core machine would only slow them all. One directory per slot
+ * (`.engine-tests.lock`, `.engine-tests.lock.2`, ...) holding the owner's pid (stale slots of dead
  * processes are taken over). Returns the release function.
  */
 export async function acquireEngineLock(timeoutMs = 3 * 3600_000): Promise<() => void> {
     const cacheHome = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
-    const dir = path.join(cacheHome, "agent-rl-infra", ".engine-tests.lock");
-    fs.mkdirSync(path.dirname(dir), { recursive: true });
+    const base = path.join(cacheHome, "agent-rl-infra", ".engine-tests.lock");
+    const dirs = Array.from({ length: engineLockSlots() }, (_, i) => (i === 0 ? base : `${base}.${i + 1}`));
+    fs.mkdirSync(path.dirname(base), { recursive: true });
     const until = Date.now() + timeoutMs;
     for (;;) {
-        try {
-            fs.mkdirSync(dir);
-            fs.writeFileSync(path.join(dir, "pid"), String(process.pid));
-            let released = false;
-            const release = () => {
-                if (released) return;
-                released = true;
-                process.removeListener("exit", release);
-                fs.rmSync(dir, { recursive: true, force: true });
-            };
-            process.on("exit", release);
-            return release;
-        } catch (e) {
-            if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-            let owner = NaN;
-            try {
-                owner = Number(fs.readFileSync(path.join(dir, "pid"), "utf8"));
-            } catch {
-                /* being written or removed */
-            }
-            let alive = true;
-            if (Number.isFinite(owner)) {
-                try {
-                    process.kill(owner, 0);
-                } catch (err) {
-                    alive = (err as NodeJS.ErrnoException).code === "EPERM";
-                }
-                if (!alive) fs.rmSync(dir, { recursive: true, force: true });
-            }
-            if (Date.now() > until) throw new Error(`engine test lock ${dir} held by pid ${owner} for too long`);
-            await new Promise((r) => setTimeout(r, alive ? 2000 : 10));
+        let anyAlive = false;
+        for (const dir of dirs) {
+            const release = tryLock(dir);
+            if (typeof release === "function") return release;
+            anyAlive ||= release.alive;
         }
+        if (Date.now() > until) throw new Error(`engine test lock ${dirs.join(", ")} held for too long`);
+        await new Promise((r) => setTimeout(r, anyAlive ? 2000 : 10));
     }
+}
+
+/** Takes the lock directory `dir` (a dead holder's is removed and taken), or says whether its holder is alive. */
+function tryLock(dir: string, retry = true): (() => void) | { alive: boolean } {
+    try {
+        fs.mkdirSync(dir);
+    } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+        let owner = NaN;
+        try {
+            owner = Number(fs.readFileSync(path.join(dir, "pid"), "utf8"));
+        } catch {
+            /* being written or removed */
+        }
+        let alive = true;
+        if (Number.isFinite(owner)) {
+            try {
+                process.kill(owner, 0);
+            } catch (err) {
+                alive = (err as NodeJS.ErrnoException).code === "EPERM";
+            }
+            if (!alive) {
+                fs.rmSync(dir, { recursive: true, force: true });
+                if (retry) return tryLock(dir, false);
+            }
+        }
+        return { alive };
+    }
+    fs.writeFileSync(path.join(dir, "pid"), String(process.pid));
+    let released = false;
+    const release = () => {
+        if (released) return;
+        released = true;
+        process.removeListener("exit", release);
+        fs.rmSync(dir, { recursive: true, force: true });
+    };
+    process.on("exit", release);
+    return release;
 }
 
 /** Milliseconds as "12.3 s". */

@@ -45,6 +45,8 @@ mkdir -p "$tmp/bin" "$tmp/webhook"
 cd "$here"
 # -dwarf=false: as test/apiserver/build.sh (the same flags, so shared packages are compiled once).
 export GOFLAGS="-mod=readonly -buildvcs=false -gcflags=all=-dwarf=false"
+# GC only near a 3 GiB soft limit, as test/apiserver/build.sh (less compile CPU, the same programs).
+export GOGC=off GOMEMLIMIT=3GiB
 export CGO_ENABLED=0
 
 # Version and commit as the release's Makefile embeds them (LD_FLAGS, jobset

@@ -97,6 +97,8 @@ if ! part_current containerd/.stamp "$containerd_stamp"; then timed "containerd 
 # --- Go programs -------------------------------------------------------------------------------
 # -dwarf=false: as test/apiserver/build.sh (the same flags, so shared packages are compiled once).
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false -gcflags=all=-dwarf=false"
+# GC only near a 3 GiB soft limit, as test/apiserver/build.sh (less compile CPU, the same programs).
+export GOGC=off GOMEMLIMIT=3GiB
 # build_k8s NAME: k8s.io/kubernetes cmd/NAME from the wrapper module kubelet/.
 build_k8s() {
   local name=$1 info build_date major minor ldflags pkg
