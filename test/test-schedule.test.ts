@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { type Fixture, fixturesNeeded, type JobSpec, type Limits, pickNext, runJobs } from "../scripts/test/schedule";
+import { FIXTURES, type Fixture, fixturesNeeded, type JobSpec, type Limits, pickNext, runJobs } from "../scripts/test/schedule";
 import { acquireEngineLock, engineLockSlots } from "./helpers/engine-checks";
 
 const ROOT = path.resolve(__dirname, "..");
@@ -58,7 +58,7 @@ test("pickNext: the first job whose fixtures are ready and that the limits allow
 test("runJobs: each job starts once its fixtures are ready, within the limits, in the order given", async () => {
     const gates = new Map<Fixture, () => void>();
     const fixtures = new Map<Fixture, Promise<void>>();
-    for (const f of ["apiserver", "engine", "sandbox", "jobset", "node", "venv"] as const)
+    for (const f of FIXTURES)
         fixtures.set(
             f,
             new Promise<void>((r) => {

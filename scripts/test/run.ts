@@ -39,7 +39,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { NODE_LOCK, nodeLockHolder } from "../../test/helpers/node";
-import { type Fixture, fixturesNeeded, type JobSpec, type Limits, runJobs } from "./schedule";
+import { FIXTURES, type Fixture, fixturesNeeded, type JobSpec, type Limits, runJobs } from "./schedule";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const CI = process.env.CI === "true" || process.env.CI === "1";
@@ -192,13 +192,7 @@ function ensurePrerequisites(): void {
 /** Runs a build script in the background, its stderr shown as it comes; exits the run when it fails. */
 async function buildStep(label: string, cmd: string, args: string[]): Promise<void> {
     const t0 = Date.now();
-    const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"], detached: true });
-    if (child.pid !== undefined) backgroundGroups.add(child.pid);
-    const code = await new Promise<number>((resolve) => {
-        child.on("error", () => resolve(127));
-        child.on("close", (c) => resolve(c ?? 1));
-    });
-    if (child.pid !== undefined) backgroundGroups.delete(child.pid);
+    const code = await inGroup(cmd, args, "inherit");
     if (code !== 0) {
         log(`${label} failed (exit ${code}): run \`${cmd} ${args.join(" ")}\` to see why`);
         process.exit(1);
@@ -221,24 +215,32 @@ process.on("exit", () => {
     }
 });
 
-/** Runs a command in the background (its own process group), its stderr into a log file; resolves to its exit code and the log's path. */
-function background(cmd: string, args: string[]): Promise<{ code: number; log: string }> {
-    const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-bg-")), "stderr.log");
-    const out = fs.openSync(logFile, "w");
+/** Runs a command in its own process group (ended if the run stops first), stdout ignored, stderr to `stderr`; resolves to its exit code. */
+function inGroup(cmd: string, args: string[], stderr: "inherit" | number): Promise<number> {
     return new Promise((resolve) => {
-        const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", out], detached: true });
+        const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", stderr], detached: true });
         if (child.pid !== undefined) backgroundGroups.add(child.pid);
         let finished = false;
         const done = (code: number) => {
             if (finished) return; // 'error' and 'close' may both come
             finished = true;
             if (child.pid !== undefined) backgroundGroups.delete(child.pid);
-            fs.closeSync(out);
-            resolve({ code, log: logFile });
+            resolve(code);
         };
         child.on("error", () => done(127));
         child.on("close", (code) => done(code ?? 1));
     });
+}
+
+/** Runs a command in the background (its own process group), its stderr into a log file; resolves to its exit code and the log's path. */
+async function background(cmd: string, args: string[]): Promise<{ code: number; log: string }> {
+    const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-bg-")), "stderr.log");
+    const out = fs.openSync(logFile, "w");
+    try {
+        return { code: await inGroup(cmd, args, out), log: logFile };
+    } finally {
+        fs.closeSync(out);
+    }
 }
 
 /** The node fixture's images that need no Go program (debootstrap, pip: network and disk). */
@@ -303,7 +305,7 @@ function startFixtures(): FixtureBuilds {
 /** Nothing to build (--no-setup): every fixture counts as ready. */
 function noFixtures(): FixtureBuilds {
     const done = Promise.resolve();
-    return { ready: new Map((["apiserver", "engine", "sandbox", "jobset", "node", "venv"] as const).map((f) => [f, done])), large: done };
+    return { ready: new Map(FIXTURES.map((f) => [f, done])), large: done };
 }
 
 /** OpenEnv's opencode env source (not on PyPI), as python/tests/conftest.py resolves it. */
@@ -391,9 +393,8 @@ function reportCount(output: string, name: string): number {
     return m ? Number(m[1]) : 0;
 }
 
-/** Node's test runner over one file, its report lines prefixed with the file's name; its counts and the skips it names. */
-async function runTestFile(file: string, reportDir: string): Promise<JobResult> {
-    const label = path.basename(file).replace(/\.test\.ts$/, "");
+/** Node's test runner over one file, its report lines prefixed with `label`; its counts and the skips it names. */
+async function runTestFile(file: string, label: string, reportDir: string): Promise<JobResult> {
     const skipsFile = path.join(reportDir, `skips-${label}.jsonl`);
     const t0 = Date.now();
     const r = await run(
@@ -408,7 +409,7 @@ async function runTestFile(file: string, reportDir: string): Promise<JobResult> 
             `--test-reporter-destination=${skipsFile}`,
             file,
         ],
-        { ...process.env, AGENT_RL_ENGINE_LOCK_SLOTS: String(LIMITS.cluster) },
+        process.env,
         label,
     );
     const seconds = Math.round((Date.now() - t0) / 1000);
@@ -506,22 +507,22 @@ function testJobs(testFiles: readonly string[], python: boolean, reportDir: stri
         const py = await runPython(label, args);
         return { label, code: py.code, seconds: Math.round((Date.now() - t0) / 1000), skips: [], python: py };
     };
-    const tsJob = (file: string) => ({
-        label: path.basename(file).replace(/\.test\.ts$/, ""),
-        needs: fixturesNeeded(path.resolve(ROOT, file)),
-        cluster: TAKES_ENGINE_LOCK.test(fs.readFileSync(path.resolve(ROOT, file), "utf8")),
-        start: () => runTestFile(file, reportDir),
-    });
+    const tsJob = (file: string) => {
+        const label = path.basename(file).replace(/\.test\.ts$/, "");
+        return {
+            label,
+            needs: fixturesNeeded(path.resolve(ROOT, file)),
+            cluster: TAKES_ENGINE_LOCK.test(fs.readFileSync(path.resolve(ROOT, file), "utf8")),
+            start: () => runTestFile(file, label, reportDir),
+        };
+    };
     const ts = testFiles.map(tsJob);
     const clusterNeeds: Fixture[] = ["apiserver", "engine", "sandbox", "venv"];
     return [
-        ...pyCluster.map((f) => ({
-            label: `python-cluster:${path.basename(f, ".py")}`,
-            needs: clusterNeeds,
-            cluster: true,
-            group: "python",
-            start: pyJob(`python-cluster:${path.basename(f, ".py")}`, [f]),
-        })),
+        ...pyCluster.map((f) => {
+            const label = `python-cluster:${path.basename(f, ".py")}`;
+            return { label, needs: clusterNeeds, cluster: true, group: "python", start: pyJob(label, [f]) };
+        }),
         ...ts.filter((j) => j.cluster),
         ...(python
             ? [

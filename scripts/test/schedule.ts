@@ -13,7 +13,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 
 /** What the tests need built: the Go-built fixtures and the trainer-side Python venv. */
-export type Fixture = "apiserver" | "engine" | "sandbox" | "jobset" | "node" | "venv";
+export const FIXTURES = ["apiserver", "engine", "sandbox", "jobset", "node", "venv"] as const;
+export type Fixture = (typeof FIXTURES)[number];
 
 /** How a file (or a module it imports) shows that it needs a fixture: the build script it runs. */
 const NEEDS: ReadonlyArray<readonly [Fixture, RegExp]> = [
