@@ -58,6 +58,8 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_JSON_BYTES = 4 * 1024 * 1024
 #: Seconds a killed job gets between SIGTERM and SIGKILL of its process group.
 KILL_GRACE_SECONDS = 3.0
+#: How long a kill waits, after SIGKILL to a job's process group, for the group's processes to end.
+GROUP_EXIT_SECONDS = 5.0
 
 log = logging.getLogger("agent_rl_sandbox.runtime")
 
@@ -80,6 +82,24 @@ def _kill_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def group_members(pgid: int) -> list[int]:
+    """The pids of process group `pgid` still running (zombies not counted), from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # After the command (in parentheses, which may hold spaces): state, ppid, pgrp.
+        rest = stat[stat.rindex(")") + 2 :].split()
+        if int(rest[2]) == pgid and rest[0] != "Z":
+            members.append(int(entry))
+    return members
 
 
 def _read_capped(f: Any, limit: int) -> str:
@@ -249,8 +269,13 @@ class Job:
             if not self.done.wait(grace):
                 _kill_group(self.proc.pid, signal.SIGKILL)
                 self.done.wait(5.0)
-        # Whatever of its group outlived the leader goes too (e.g. `cmd &` inside the job).
+        # Whatever of its group outlived the leader goes too (e.g. `cmd &` inside the job), and a
+        # killed job is one whose processes are gone: SIGKILL is delivered at once, but a busy
+        # machine may take a moment to end them (seen: a capture proxy still running after kill).
         _kill_group(self.proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + GROUP_EXIT_SECONDS
+        while group_members(self.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
         return self.state()
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_rl_sandbox.runtime import group_members as process_group_members  # noqa: F401 - the tests import it from here
+
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
 
@@ -99,21 +101,6 @@ def processes() -> list[tuple[int, int, str, bytes]]:
         rest = stat[stat.rindex(")") + 2 :].split()
         out.append((int(entry), int(rest[1]), rest[0], cmdline))
     return out
-
-
-def process_group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        rest = stat[stat.rindex(")") + 2 :].split()
-        if int(rest[2]) == pgid and rest[0] != "Z":
-            members.append(int(entry))
-    return members
 
 
 def alive(pid: int) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -218,3 +219,35 @@ def test_init_mode_reaps_orphans_and_stops_on_sigterm(tmp_path):
         assert process_group_members(long_job.pid) == [], "jobs die with the runtime"
     finally:
         stop_process(rt.proc, signal.SIGKILL)
+
+
+def test_kill_returns_only_once_the_jobs_processes_are_gone(monkeypatch):
+    """SIGKILL is delivered at once, but a busy machine may take a moment to end the processes:
+    Job.kill waits (bounded by GROUP_EXIT_SECONDS) until none of the group's is left running."""
+    from agent_rl_sandbox import runtime as rt
+
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    job = rt.Job("j1", proc)
+    seen: list[list[int]] = []
+    real = rt.group_members
+
+    def slow_to_die(pgid: int) -> list[int]:
+        # The group's processes as /proc shows them, with the first two looks finding one still running.
+        members = real(pgid) or ([pgid] if len(seen) < 2 else [])
+        seen.append(members)
+        return members
+
+    monkeypatch.setattr(rt, "group_members", slow_to_die)
+    job.kill(grace=0.5)
+    assert len(seen) >= 3 and seen[-1] == [], "kill looked again until the group was gone"
+    assert real(proc.pid) == []
+    assert job.wait(5)["exit_code"] == 128 + signal.SIGTERM
+
+    # Bounded: a group that never ends holds kill for GROUP_EXIT_SECONDS, not for ever.
+    monkeypatch.setattr(rt, "GROUP_EXIT_SECONDS", 0.3)
+    monkeypatch.setattr(rt, "group_members", lambda pgid: [pgid])
+    proc2 = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    job2 = rt.Job("j2", proc2)
+    started = time.monotonic()
+    job2.kill(grace=0.5)
+    assert 0.3 <= time.monotonic() - started < 3
