@@ -1,13 +1,13 @@
 /**
  * The folder-direction rule (scripts/lint/layers.ts): the rule itself on hand-made cases, and the
- * tree as it is (components/, the stack program index.ts, policy/). Run: node --import tsx --test test/lint-layers.test.ts
+ * tree as it is (components/, the stack program index.ts, policy/); and the file-loop rule. Run: node --import tsx --test test/lint-layers.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { allowed, importsOf, violations } from "../scripts/lint/layers";
+import { allowed, importsOf, loops, violations } from "../scripts/lint/layers";
 
 const c = (p: string) => path.resolve(__dirname, "..", "components", p);
 const root = (p: string) => path.resolve(__dirname, "..", p);
@@ -87,4 +87,65 @@ test("a tree whose program or library imports scripts/ is refused, each import n
 
 test("the tree: every import under components/, of index.ts and of policy/ goes the right way", () => {
     assert.deepEqual(violations(), []);
+});
+
+/** A scratch tree of the given files, removed after `body`. */
+function withTree(files: Record<string, string>, body: (dir: string) => void): void {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "loops-"));
+    try {
+        for (const [rel, text] of Object.entries(files)) {
+            fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+            fs.writeFileSync(path.join(dir, rel), text);
+        }
+        body(dir);
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+}
+
+test("an import loop between files is refused, type-only imports included, each loop named with its files", () => {
+    withTree(
+        {
+            // A loop of three through a type-only import, as config's resolve.ts <- checkpoints.ts <- schema.ts was.
+            "components/config/resolve.ts": 'import { rule } from "./rules";\nexport type Config = { a: number };\n',
+            "components/config/rules.ts": 'import { schema } from "./schema";\nexport const rule = 1;\n',
+            "components/config/schema.ts": 'import type { Config } from "./resolve";\nexport const schema = 2;\n',
+            // A loop of two through a re-export, in the tools.
+            "scripts/a.ts": 'export { b } from "./b";\nexport const a = 1;\n',
+            "scripts/b.ts": 'import { a } from "./a";\nexport const b = a;\n',
+            // One way only: no loop.
+            "components/env/model.ts": "export const port = 1;\n",
+            "components/env/resolve.ts": 'import { port } from "./model";\nimport { rule } from "../config/rules";\n',
+            // A file that names itself is not a loop between files; packages and build output are not read.
+            "components/env/self.ts": 'export const s = 1;\nimport { s as t } from "./self";\n',
+            "node_modules/x/a.ts": 'import { b } from "./b";\n',
+            "node_modules/x/b.ts": 'import { a } from "./a";\n',
+        },
+        (dir) => {
+            assert.deepEqual(loops(dir), [
+                "3 files: components/config/resolve.ts, components/config/rules.ts, components/config/schema.ts (components/config/resolve.ts -> components/config/rules.ts -> components/config/schema.ts -> components/config/resolve.ts)",
+                "2 files: scripts/a.ts, scripts/b.ts (scripts/a.ts -> scripts/b.ts -> scripts/a.ts)",
+            ]);
+        },
+    );
+});
+
+test("a loop group is told by its shortest loop from its first file", () => {
+    // a -> b -> c -> a and a -> c: one group of three; the shortest loop from a is a -> c -> a.
+    withTree(
+        {
+            "components/x/a.ts": 'import { b } from "./b";\nimport { c } from "./c";\n',
+            "components/x/b.ts": 'import { c } from "./c";\n',
+            "components/x/c.ts": 'import { a } from "./a";\n',
+        },
+        (dir) => {
+            assert.deepEqual(loops(dir), [
+                "3 files: components/x/a.ts, components/x/b.ts, components/x/c.ts (components/x/a.ts -> components/x/c.ts -> components/x/a.ts)",
+            ]);
+        },
+    );
+});
+
+test("the tree: no import loop between files", () => {
+    assert.deepEqual(loops(), []);
 });

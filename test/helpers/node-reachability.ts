@@ -8,12 +8,13 @@
 // result must equal what test/helpers/reachability.ts computes from the same manifests, port by
 // port. The pods are stand-ins (python3 listeners on the fixture's sandbox-runtime image): they
 // carry the workloads' labels and ports, not their programs.
-import { HARDENED_CONTAINER } from "./node";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { Node } from "./node";
+import { HARDENED_CONTAINER, type Node, type NodeAddresses } from "./node";
 import { evaluateReachability, type ExtraEndpoint, type Manifest, type Party, type Protocol, type Reachability } from "./reachability";
 import { KUBE_DNS, OTHER_POD } from "./reachability-views";
+
+export type { NodeAddresses } from "./node";
 
 const STANDIN = fs.readFileSync(path.resolve(__dirname, "..", "node", "standin.py"), "utf8");
 const STANDIN_LABEL = "agentrl.test/reachability-standin";
@@ -26,20 +27,6 @@ const EXTRA_POD_PORTS: ReadonlyArray<{ port: number; protocol: Protocol }> = [
     { port: 12345, protocol: "TCP" },
     { port: 12345, protocol: "UDP" },
 ];
-
-/** The outside addresses and the node's own, as test/node/env.sh names them. */
-export interface NodeAddresses {
-    readonly internet: string;
-    readonly metadata: string;
-    readonly apiserverStandin: string;
-    readonly nodeLocalDns: string;
-    readonly linkLocalNeighbour: string;
-    readonly nodeIp: string;
-    readonly apiPort: number;
-    readonly podSubnet: string;
-    /** What the outside listener serves on every outside address. */
-    readonly outsidePorts: ReadonlyArray<{ port: number; protocol: Protocol }>;
-}
 
 /**
  * The endpoints of test/reachability.test.ts at the node's addresses, plus the node's real API

@@ -7,10 +7,24 @@ import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { NodeAddresses } from "./node-reachability";
+import type { Protocol } from "./reachability";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const NODE_SCRIPTS = path.join(REPO_ROOT, "test", "node");
+
+/** The outside addresses and the node's own, as test/node/env.sh names them. */
+export interface NodeAddresses {
+    readonly internet: string;
+    readonly metadata: string;
+    readonly apiserverStandin: string;
+    readonly nodeLocalDns: string;
+    readonly linkLocalNeighbour: string;
+    readonly nodeIp: string;
+    readonly apiPort: number;
+    readonly podSubnet: string;
+    /** What the outside listener serves on every outside address. */
+    readonly outsidePorts: ReadonlyArray<{ port: number; protocol: Protocol }>;
+}
 
 export interface CommandResult {
     readonly code: number;
