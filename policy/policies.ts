@@ -25,9 +25,10 @@ import type {
 import * as pulumi from "@pulumi/pulumi";
 
 // ---------------------------------------------------------------------------------------
-// Shared facts (the platform's own conventions; components/config/names.ts podLabels)
+// Shared facts (the platform's own conventions; components/config/names.ts podLabels). The pack
+// stays standalone (@pulumi/policy only), so these are copies: test/policy-facts.test.ts holds them equal.
 
-/** vLLM's HTTP port (components/training/describe.ts VLLM_PORT). */
+/** vLLM's HTTP port (components/training VLLM_PORT). */
 export const VLLM_PORT = 8000;
 /** NCCL weight-update group port of `trl vllm-serve` (trl GRPOConfig.vllm_group_port). */
 export const TRL_GROUP_PORT = 51216;

@@ -495,7 +495,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
 
 describe("plan: prerequisites the stack refers to but does not create", () => {
     test("each external reference is named with its symptom and a check; Docker lists the NVIDIA runtime", async () => {
-        const { externalPrerequisites } = await import("../components/platform/resolve");
+        const { externalPrerequisites } = await import("../components/platform/prerequisites");
         const { platformNames: namesOf } = await import("../components/config");
         const parse = parseWithTestImages;
         const c = parse(

@@ -1550,7 +1550,7 @@ describe("no kubeconfig, the cluster stack, the printed agent-sandbox check (pur
     });
 
     test("the plan's printed agent-sandbox check uses the controller's label, the one the preflight reads", async () => {
-        const { externalPrerequisites } = await import("../components/platform/resolve");
+        const { externalPrerequisites } = await import("../components/platform/prerequisites");
         const plan = k8sPlan();
         const sandbox = externalPrerequisites(plan.config, plan.names).find((p) => p.what.includes("agent-sandbox"));
         assert.ok(sandbox, "the agent-sandbox prerequisite is listed");

@@ -310,7 +310,7 @@ describe("multi-node: white box (vllm serve on its own node)", () => {
 
 describe("multi-node: prerequisites the stack names but does not create", () => {
     test("JobSet, the GPU nodes with pod-to-pod TCP, ReadWriteMany storage, and Kueue's LocalQueue when queued", async () => {
-        const { externalPrerequisites } = await import("../components/platform/resolve");
+        const { externalPrerequisites } = await import("../components/platform/prerequisites");
         const p = await plan(RECIPE, { target: { kueueQueue: "team-a" } });
         const rows = externalPrerequisites(p.plan.config, p.plan.names);
         const whats = rows.map((r) => r.what);

@@ -6,7 +6,7 @@
  * place the sum is seen before the host is oversubscribed.
  */
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
-import type { PlatformPlan } from "./resolve";
+import type { PlatformPlan } from "./model";
 import { replicaMetricsRelay } from "../env";
 
 /** One group of identical containers. */

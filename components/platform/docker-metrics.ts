@@ -11,7 +11,7 @@
 import { replicaMetricsPath, REPLICA_METRICS_RELAY_PORT } from "../env";
 import { DOCKER_METRICS_HOST_IP, dockerMetricsHostPorts, type DockerMetricsTarget } from "../shared/docker-metrics";
 import { type MetricsPort, type ScrapedPods, STACK_SERIES_LABEL } from "../shared/metrics-pods";
-import type { PlatformPlan } from "./resolve";
+import type { PlatformPlan } from "./model";
 
 type Planned = Pick<PlatformPlan, "config" | "names" | "training" | "ingress" | "envs">;
 

@@ -6,7 +6,7 @@
 import { INGRESS_MTAIL, SESSION_COUNTER, programText, renderVllmMetricsProxy, type ObservedStack } from "../observability";
 import { dnsName, type PlatformNames } from "../config/names";
 import type { MetricsPrograms } from "../shared/metrics-pods";
-import type { PlatformPlan } from "./resolve";
+import type { PlatformPlan } from "./model";
 
 /** The project's own metrics programs, as files for the sidecars' ConfigMaps. */
 export function projectMetricsPrograms(): MetricsPrograms {

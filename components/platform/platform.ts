@@ -4,44 +4,27 @@
  * does phase two (this constructor) register resources, so a failed check never leaves a
  * half-deployed stack.
  */
-import * as docker from "@pulumi/docker";
-import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { ClaimRecords } from "../config/claims";
 import type { PlatformSecrets } from "../config/load";
 import type { Demand } from "../config/resolve";
 import type { EnvCapacity } from "../env/describe";
 import { podLabels } from "../config/names";
-import { podSecurityLabels, ROLE_LABEL } from "../config/tenancy";
 import { EnvSpace } from "../env";
 import { VllmIngress } from "../ingress";
 import { SandboxPool } from "../sandbox";
 import { TrainingNode } from "../training";
 import { Monitors } from "../monitoring";
-import { ADOPT, defaultDenyIngressSpec } from "../shared/kubernetes";
-import type { PlatformPlan } from "./resolve";
+import type { PlatformPlan } from "./model";
 import { Observability } from "../observability";
 import { observabilityObjectNames, observedStack } from "./observability";
+import { registerNamespaces } from "./namespaces";
 
 export interface PlatformArgs {
     /** The resolved plan (from `resolvePlatform`): config, names and component descriptions. */
     readonly plan: PlatformPlan;
     /** The stack's secrets, as secret outputs. */
     readonly secrets: PlatformSecrets;
-}
-
-/**
- * The roles whose namespace the stack makes (Kubernetes): training always; ingress, envs and
- * sandboxes only where something of this stack runs in them (a white-box run has no ingress or
- * sandboxes, an external env deploys nothing, hosted sandboxes run elsewhere).
- */
-export function namespaceRoles(config: PlatformPlan["config"]): Array<keyof PlatformPlan["names"]["namespaces"]> {
-    return [
-        "training" as const,
-        ...(config.ingress.enabled ? (["ingress"] as const) : []),
-        ...(config.envs.some((e) => e.external === undefined) ? (["envs"] as const) : []),
-        ...(config.sandboxes.provider === "agent-sandbox" ? (["sandboxes"] as const) : []),
-    ];
 }
 
 /** What the Platform exports (index.ts returns it as the stack's outputs). */
@@ -87,188 +70,180 @@ export class Platform extends pulumi.ComponentResource {
 
     constructor(name: string, args: PlatformArgs, opts?: pulumi.ComponentResourceOptions) {
         super("agentrl:index:Platform", name, {}, opts);
-        const { plan } = args;
-        const { config, names } = plan;
+        const { plan, secrets } = args;
         const child = { parent: this };
         // Say loudly what the stack relies on but does not create (plan.md lists the same).
         for (const p of plan.prerequisites) pulumi.log.info(`prerequisite: ${p.what} (${p.field}); otherwise ${p.otherwise}; check: ${p.check}`, this);
-        this.namespaces = {};
-        if (config.target.kind === "kubernetes") {
-            const team = config.target.team !== undefined;
-            for (const role of namespaceRoles(config)) {
-                const nsName = names.namespaces[role];
-                // The training namespace holds the checkpoint volume, which outlives the stack: it is
-                // kept on `destroy` (deleting a namespace deletes its claims) and adopted by the next
-                // `up`. The stack's other objects in it are deleted one by one.
-                const keep = role === "training";
-                // A team's namespaces are the cluster stack's (with their Pod Security labels and default-deny policy).
-                const ns = team
-                    ? undefined
-                    : new k8s.core.v1.Namespace(
-                          `${name}-ns-${role}`,
-                          {
-                              metadata: {
-                                  name: nsName,
-                                  ...(keep ? { annotations: { ...ADOPT } } : {}),
-                                  labels: {
-                                      "app.kubernetes.io/part-of": "agent-rl-infra",
-                                      [ROLE_LABEL]: role,
-                                      "agentrl.dev/stack": names.prefix,
-                                      ...podSecurityLabels(role),
-                                  },
-                              },
-                          },
-                          { ...child, retainOnDelete: keep },
-                      );
-                const nsRef: pulumi.Input<string> = ns ? ns.metadata.name : nsName;
-                // The registry credentials, in every namespace the stack makes (a Secret named elsewhere
-                // cannot exist before the first up). Every object given the namespace below waits for it.
-                const registryAuth = args.secrets.registryAuth;
-                const pullSecret = registryAuth
-                    ? new k8s.core.v1.Secret(
-                          `${name}-ns-${role}-pull`,
-                          {
-                              metadata: { name: names.pullSecret, namespace: nsRef, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
-                              type: "kubernetes.io/dockerconfigjson",
-                              stringData: { ".dockerconfigjson": pulumi.secret(registryAuth.dockerConfigJson) },
-                          },
-                          child,
-                      )
-                    : undefined;
-                this.namespaces[role] = pullSecret ? pulumi.all([nsRef, pullSecret.metadata.name]).apply(([n]) => n) : pulumi.output(nsRef);
-                // A standing rule, created with the namespace and outliving runs: no pod in it admits
-                // anything its own policies do not (an old run's pod included). A team's is the cluster stack's.
-                if (ns)
-                    new k8s.networking.v1.NetworkPolicy(
-                        `${name}-ns-${role}-default-deny`,
-                        {
-                            metadata: { name: "default-deny-ingress", namespace: ns.metadata.name, labels: { "app.kubernetes.io/part-of": "agent-rl-infra" } },
-                            spec: defaultDenyIngressSpec(),
-                        },
-                        child,
-                    );
-            }
-        } else {
-            // The training network reaches the internet (model downloads); the sandbox network is
-            // internal: its only other member is the ingress proxy.
-            const training = new docker.Network(`${name}-net-training`, { name: names.networks.training, driver: "bridge", internal: false }, child);
-            this.namespaces.training = training.name;
-            if (plan.config.sandboxes.provider === "docker") {
-                const sandboxes = new docker.Network(`${name}-net-sandboxes`, { name: names.networks.sandboxes, driver: "bridge", internal: true }, child);
-                this.namespaces.sandboxes = sandboxes.name;
-            }
-        }
-
+        this.namespaces = registerNamespaces(name, plan, secrets, child);
         // Creation order, one way: vLLM's Service (Kubernetes) or container (Docker) -> the ingress
         // proxy (awaited Ready) -> the trainer. The ingress component is built first because its
         // sandbox key reaches the trainer and the sandboxes; its proxy waits for vLLM's upstream,
         // which the TrainingNode (built below) registers, through this promise.
         let upstreamRegistered: (r: pulumi.Resource | undefined) => void = () => undefined;
         const upstreamReady = new Promise<pulumi.Resource | undefined>((resolve) => (upstreamRegistered = resolve));
-        const ingress = plan.ingress
-            ? new VllmIngress(
-                  `${name}-ingress`,
-                  {
-                      description: plan.ingress,
-                      suppliedKeys: args.secrets.ingressKeys,
-                      namespace: this.namespaces.ingress,
-                      networks: config.target.kind === "docker" ? { training: this.namespaces.training, sandboxes: this.namespaces.sandboxes } : undefined,
-                      upstreamReady,
-                  },
-                  child,
-              )
-            : undefined;
-        const sandboxKey = ingress?.sandboxKey;
-
-        let sandboxEnv: Record<string, string> = {};
-        let pool: SandboxPool | undefined;
-        if (plan.sandboxes) {
-            if (sandboxKey === undefined) throw new pulumi.RunError("sandboxes need the ingress's sandbox key: enable the ingress");
-            pool = new SandboxPool(
-                `${name}-sandboxes`,
-                {
-                    description: plan.sandboxes,
-                    sandboxKey,
-                    ingress: ingress!.peer,
-                    trainer: {
-                        serviceAccount: names.training.serviceAccount,
-                        namespace: names.namespaces.training,
-                        podLabels: podLabels("trainer", names.training.job),
-                    },
-                    namespace: this.namespaces.sandboxes,
-                    network: this.namespaces.sandboxes,
-                },
-                child,
-            );
-            sandboxEnv = pool.trainerEnv;
-        }
-
+        const ingress = registerIngress(name, plan, secrets, this.namespaces, upstreamReady, child);
+        const pool = registerSandboxPool(name, plan, ingress, this.namespaces, child);
         // Env servers before the trainer, which opens sessions against them as it starts.
-        const envSpaces = plan.envs.map(
-            (description) =>
-                new EnvSpace(
-                    `${name}-env-${description.name}`,
-                    { description, namespace: this.namespaces.envs, network: config.target.kind === "docker" ? this.namespaces.training : undefined },
-                    child,
-                ),
-        );
-
-        const training = new TrainingNode(
-            `${name}-training`,
-            {
-                description: plan.training,
-                hfToken: args.secrets.hfToken,
-                sandboxKey,
-                namespace: this.namespaces.training,
-                network: config.target.kind === "docker" ? this.namespaces.training : undefined,
-                // The trainer opens env sessions, claims sandboxes (through its Role) and hands them the
-                // ingress URL as it starts.
-                waitFor: [...envSpaces, ...(pool ? [pool] : []), ...(ingress ? [ingress] : [])],
-            },
-            child,
-        );
+        const envSpaces = registerEnvSpaces(name, plan, this.namespaces, child);
+        const training = registerTraining(name, plan, secrets, this.namespaces, { envSpaces, pool, ingress }, child);
         upstreamRegistered(training.upstream);
-
-        // observability (form operator): a PodMonitor per scraped pod group, in that group's namespace.
-        if (config.target.kind === "kubernetes" && plan.monitoring && plan.monitoring.podMonitors.length > 0) {
-            const byName = Object.fromEntries(
-                (Object.keys(this.namespaces) as Array<keyof typeof names.namespaces>).map((role) => [names.namespaces[role], this.namespaces[role]!]),
-            );
-            new Monitors(`${name}-monitors`, { description: plan.monitoring, namespaces: byName }, child);
-        }
-        // The run's alert rules and dashboard (Kubernetes objects; on Docker files only: npm run plan).
-        if (config.observability.enabled) {
-            const observed = {
-                settings: config.observability,
-                stack: observedStack(plan),
-                target: config.target.kind,
-                names: observabilityObjectNames(names),
-                dockerTargets: plan.dockerMetrics,
-            };
-            this.observability = new Observability(`${name}-observability`, { ...observed, namespace: this.namespaces.training }, child);
-        }
+        registerMonitors(name, plan, this.namespaces, child);
+        this.observability = registerObservability(name, plan, this.namespaces, child);
         this.training = training;
         this.ingress = ingress;
         this.sandboxes = pool;
         this.envs = Object.fromEntries(envSpaces.map((e, i) => [plan.envs[i].name, e]));
-
-        this.outputs = {
-            target: config.target.kind,
-            layout: config.training.layout,
-            runId: config.runId,
-            namespaces: this.namespaces,
-            demand: config.demand,
-            trainingJob: training.jobName,
-            // Read back by the next up (previous.ts) to refuse a claim change Kubernetes cannot apply.
-            ...(config.target.kind === "kubernetes" ? { claims: training.claims } : {}),
-            vllmInternalUrl: training.internalUrl,
-            gpuLayout: training.gpuLayout,
-            envs: Object.fromEntries(envSpaces.map((e, i) => [plan.envs[i].name, { url: e.url, wsUrl: e.wsUrl, capacity: e.capacity }])),
-            ...(ingress ? { sandboxUrl: ingress.sandboxUrl, ingressKeys: pulumi.secret(pulumi.output(ingress.keys)) } : {}),
-            // Docker: prometheus.yml for a Prometheus on the host (README "Observability"; npm run plan writes it with the rules beside it).
-            ...(this.observability?.prometheusConfigText !== undefined ? { prometheusConfig: this.observability.prometheusConfigText } : {}),
-            ...(plan.sandboxes ? { sandboxPool: { provider: plan.sandboxes.provider, size: plan.sandboxes.poolSize, trainerEnv: sandboxEnv } } : {}),
-        };
+        this.outputs = platformOutputs(plan, this.namespaces, { training, ingress, pool, envSpaces, observability: this.observability });
         this.registerOutputs({ ...this.outputs });
     }
+}
+
+type Namespaces = Record<string, pulumi.Output<string>>;
+type Child = pulumi.ComponentResourceOptions;
+
+/** The authenticated vLLM ingress (black box, or when enabled); its proxy waits for `upstreamReady`. */
+function registerIngress(
+    name: string,
+    plan: PlatformPlan,
+    secrets: PlatformSecrets,
+    namespaces: Namespaces,
+    upstreamReady: Promise<pulumi.Resource | undefined>,
+    child: Child,
+): VllmIngress | undefined {
+    if (!plan.ingress) return undefined;
+    return new VllmIngress(
+        `${name}-ingress`,
+        {
+            description: plan.ingress,
+            suppliedKeys: secrets.ingressKeys,
+            namespace: namespaces.ingress,
+            networks: plan.config.target.kind === "docker" ? { training: namespaces.training, sandboxes: namespaces.sandboxes } : undefined,
+            upstreamReady,
+        },
+        child,
+    );
+}
+
+/** The sandbox pool (black box), reaching vLLM through the ingress with its sandbox key. */
+function registerSandboxPool(
+    name: string,
+    plan: PlatformPlan,
+    ingress: VllmIngress | undefined,
+    namespaces: Namespaces,
+    child: Child,
+): SandboxPool | undefined {
+    if (!plan.sandboxes) return undefined;
+    const sandboxKey = ingress?.sandboxKey;
+    if (sandboxKey === undefined) throw new pulumi.RunError("sandboxes need the ingress's sandbox key: enable the ingress");
+    const names = plan.names;
+    return new SandboxPool(
+        `${name}-sandboxes`,
+        {
+            description: plan.sandboxes,
+            sandboxKey,
+            ingress: ingress!.peer,
+            trainer: {
+                serviceAccount: names.training.serviceAccount,
+                namespace: names.namespaces.training,
+                podLabels: podLabels("trainer", names.training.job),
+            },
+            namespace: namespaces.sandboxes,
+            network: namespaces.sandboxes,
+        },
+        child,
+    );
+}
+
+/** One EnvSpace per env description (on Docker in the training network). */
+function registerEnvSpaces(name: string, plan: PlatformPlan, namespaces: Namespaces, child: Child): EnvSpace[] {
+    return plan.envs.map(
+        (description) =>
+            new EnvSpace(
+                `${name}-env-${description.name}`,
+                { description, namespace: namespaces.envs, network: plan.config.target.kind === "docker" ? namespaces.training : undefined },
+                child,
+            ),
+    );
+}
+
+/** What the trainer waits for: the env servers, the sandbox pool and the ingress. */
+interface TrainerPeers {
+    readonly envSpaces: readonly EnvSpace[];
+    readonly pool: SandboxPool | undefined;
+    readonly ingress: VllmIngress | undefined;
+}
+
+/** The training node (vLLM and the trainer), registered after everything it opens as it starts. */
+function registerTraining(name: string, plan: PlatformPlan, secrets: PlatformSecrets, namespaces: Namespaces, peers: TrainerPeers, child: Child): TrainingNode {
+    const { envSpaces, pool, ingress } = peers;
+    return new TrainingNode(
+        `${name}-training`,
+        {
+            description: plan.training,
+            hfToken: secrets.hfToken,
+            sandboxKey: ingress?.sandboxKey,
+            namespace: namespaces.training,
+            network: plan.config.target.kind === "docker" ? namespaces.training : undefined,
+            // The trainer opens env sessions, claims sandboxes (through its Role) and hands them the
+            // ingress URL as it starts.
+            waitFor: [...envSpaces, ...(pool ? [pool] : []), ...(ingress ? [ingress] : [])],
+        },
+        child,
+    );
+}
+
+/** observability (form operator): a PodMonitor per scraped pod group, in that group's namespace. */
+function registerMonitors(name: string, plan: PlatformPlan, namespaces: Namespaces, child: Child): void {
+    const { config, names } = plan;
+    if (!(config.target.kind === "kubernetes" && plan.monitoring && plan.monitoring.podMonitors.length > 0)) return;
+    const byName = Object.fromEntries(
+        (Object.keys(namespaces) as Array<keyof typeof names.namespaces>).map((role) => [names.namespaces[role], namespaces[role]!]),
+    );
+    new Monitors(`${name}-monitors`, { description: plan.monitoring, namespaces: byName }, child);
+}
+
+/** The run's alert rules and dashboard (Kubernetes objects; on Docker files only: npm run plan). */
+function registerObservability(name: string, plan: PlatformPlan, namespaces: Namespaces, child: Child): Observability | undefined {
+    const { config, names } = plan;
+    if (!config.observability.enabled) return undefined;
+    const observed = {
+        settings: config.observability,
+        stack: observedStack(plan),
+        target: config.target.kind,
+        names: observabilityObjectNames(names),
+        dockerTargets: plan.dockerMetrics,
+    };
+    return new Observability(`${name}-observability`, { ...observed, namespace: namespaces.training }, child);
+}
+
+/** The components the Platform registered, for its outputs. */
+interface Registered {
+    readonly training: TrainingNode;
+    readonly ingress: VllmIngress | undefined;
+    readonly pool: SandboxPool | undefined;
+    readonly envSpaces: readonly EnvSpace[];
+    readonly observability: Observability | undefined;
+}
+
+/** The stack's outputs (index.ts returns them). */
+function platformOutputs(plan: PlatformPlan, namespaces: Namespaces, registered: Registered): PlatformOutputs {
+    const { config } = plan;
+    const { training, ingress, pool, envSpaces, observability } = registered;
+    return {
+        target: config.target.kind,
+        layout: config.training.layout,
+        runId: config.runId,
+        namespaces,
+        demand: config.demand,
+        trainingJob: training.jobName,
+        // Read back by the next up (previous.ts) to refuse a claim change Kubernetes cannot apply.
+        ...(config.target.kind === "kubernetes" ? { claims: training.claims } : {}),
+        vllmInternalUrl: training.internalUrl,
+        gpuLayout: training.gpuLayout,
+        envs: Object.fromEntries(envSpaces.map((e, i) => [plan.envs[i].name, { url: e.url, wsUrl: e.wsUrl, capacity: e.capacity }])),
+        ...(ingress ? { sandboxUrl: ingress.sandboxUrl, ingressKeys: pulumi.secret(pulumi.output(ingress.keys)) } : {}),
+        // Docker: prometheus.yml for a Prometheus on the host (README "Observability"; npm run plan writes it with the rules beside it).
+        ...(observability?.prometheusConfigText !== undefined ? { prometheusConfig: observability.prometheusConfigText } : {}),
+        ...(plan.sandboxes ? { sandboxPool: { provider: plan.sandboxes.provider, size: plan.sandboxes.poolSize, trainerEnv: pool?.trainerEnv ?? {} } } : {}),
+    };
 }

@@ -213,61 +213,103 @@ function checkpointSection(plan: PlatformPlan): string[] {
 }
 
 export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
-    const { config: c, names } = plan;
-    const t = c.training;
-    const d = c.demand;
-    const out: string[] = [];
-    out.push(`# Plan: stack \`${c.stack}\`${c.recipe ? ` (recipe \`${c.recipe}\`)` : ""}`);
-    out.push("");
-    out.push(
-        `Run \`${c.runId}\` of \`${c.model.name}\`@\`${c.model.revision}\` on **${c.target.kind}**, layout **${t.layout}**. ` +
+    return [
+        ...introSection(plan),
+        ...whatRunsWhereSection(plan),
+        ...trainerProgramSection(plan),
+        ...checkpointSection(plan),
+        ...weightSyncSection(plan),
+        ...endpointsSection(plan),
+        ...metricsSection(plan),
+        ...capacitySection(plan),
+        ...ingressSection(plan),
+        ...sandboxesSection(plan),
+        ...dockerHostSection(plan),
+        ...hostAccessSection(plan),
+        ...prerequisitesSection(plan),
+        ...warningsSection(plan),
+        ...topologySection(plan),
+        ...resourcesSection(resources, manifests),
+    ].join("\n");
+}
+
+/** The title, what runs on what, and whether the prod rules hold. */
+function introSection(plan: PlatformPlan): string[] {
+    const c = plan.config;
+    return [
+        `# Plan: stack \`${c.stack}\`${c.recipe ? ` (recipe \`${c.recipe}\`)` : ""}`,
+        "",
+        `Run \`${c.runId}\` of \`${c.model.name}\`@\`${c.model.revision}\` on **${c.target.kind}**, layout **${c.training.layout}**. ` +
             `Made offline under Pulumi's mock runtime: these are the inputs the program sends to the engine; providers did not run (no auto-naming, no waiting, no diffs).`,
-    );
-    out.push("");
-    out.push(
+        "",
         `Prod rules (every image pinned by digest, the model revision pinned; checked by the config before anything registers): **${c.prod ? "on" : "off"}** ` +
             `(${c.prodFromConfig !== undefined ? `config \`prod: ${c.prodFromConfig}\`` : `from the stack name \`${c.stack}\`: set \`prod\` to decide it explicitly`}).` +
             (c.prod ? ` ${POLICY_PACK_NOTE}` : "") +
             (c.target.kind === "kubernetes"
                 ? ` Cluster: ${c.target.context !== undefined ? `context \`${c.target.context}\`` : c.target.kubeconfig !== undefined ? `kubeconfig \`${c.target.kubeconfig}\`` : "kubectl's current context (dev stacks only)"}.`
                 : ""),
-    );
-    out.push("");
-    out.push("## What runs where");
-    out.push("");
-    const rows: Array<Array<string | number>> = [];
+        "",
+    ];
+}
+
+/** Every component with where it runs, then the notes on credentials, DNS, tenancy, lifecycle and queueing. */
+function whatRunsWhereSection(plan: PlatformPlan): string[] {
+    return [
+        "## What runs where",
+        "",
+        table(["component", "where", "GPUs", "replicas", "sessions / sandboxes", "ports"], [...trainingWhereRows(plan), ...servicesWhereRows(plan)]),
+        "",
+        ...registryNote(plan),
+        ...clusterNotes(plan),
+        ...lifecycleNote(plan),
+        ...kueueNote(plan),
+    ];
+}
+
+/** vLLM and the trainer: colocated, one node, or a JobSet across nodes. */
+function trainingWhereRows(plan: PlatformPlan): Array<Array<string | number>> {
+    const { config: c, names } = plan;
+    const t = c.training;
     const where = c.target.kind === "kubernetes" ? names.namespaces.training : names.networks.training;
     const multi = plan.training.multiNode;
-    if (t.layout === "whitebox-colocate") {
-        rows.push(["trainer (vLLM colocated)", where, `${t.trainerGpus}`, 1, "-", "vLLM in-process"]);
-    } else if (multi) {
-        rows.push([
-            `${t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`vllm serve`, trainer image)"}, the JobSet's replicated job \`${multi.vllm.replicatedJob}\` on its own node, started first`,
-            where,
-            `${t.vllmGpus} (TP ${t.vllmGpus})`,
-            1,
-            "-",
-            "8000 + NCCL (trainer pods only)",
-        ]);
-        rows.push([
-            `trainer: the same JobSet's \`${multi.replicatedJob}\` (${multi.nodes} nodes x ${t.numProcesses} processes = ${multi.nodes * t.numProcesses}), started once vLLM is Ready`,
-            where,
-            `${t.trainerGpus} per node, ${multi.nodes * t.trainerGpus} in all`,
-            `${multi.nodes} (one pod per node)`,
-            "-",
-            `${multi.mainProcessPort} rendezvous on rank 0 + NCCL (trainer and vLLM pods only)`,
-        ]);
-    } else {
-        rows.push([t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`vllm serve`, trainer image)", where, `${t.vllmGpus}`, 1, "-", "8000 (private)"]);
-        rows.push([
+    if (t.layout === "whitebox-colocate") return [["trainer (vLLM colocated)", where, `${t.trainerGpus}`, 1, "-", "vLLM in-process"]];
+    if (multi) {
+        return [
+            [
+                `${t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`vllm serve`, trainer image)"}, the JobSet's replicated job \`${multi.vllm.replicatedJob}\` on its own node, started first`,
+                where,
+                `${t.vllmGpus} (TP ${t.vllmGpus})`,
+                1,
+                "-",
+                "8000 + NCCL (trainer pods only)",
+            ],
+            [
+                `trainer: the same JobSet's \`${multi.replicatedJob}\` (${multi.nodes} nodes x ${t.numProcesses} processes = ${multi.nodes * t.numProcesses}), started once vLLM is Ready`,
+                where,
+                `${t.trainerGpus} per node, ${multi.nodes * t.trainerGpus} in all`,
+                `${multi.nodes} (one pod per node)`,
+                "-",
+                `${multi.mainProcessPort} rendezvous on rank 0 + NCCL (trainer and vLLM pods only)`,
+            ],
+        ];
+    }
+    return [
+        [t.layout === "blackbox" ? "vLLM (`vllm serve`)" : "vLLM (`vllm serve`, trainer image)", where, `${t.vllmGpus}`, 1, "-", "8000 (private)"],
+        [
             `trainer (${t.numProcesses} process${t.numProcesses === 1 ? "" : "es"})`,
             where,
             `${t.trainerGpus}`,
             1,
             "-",
             t.layout === "whitebox-server" ? "51216 (NCCL group, private)" : "NCCL (private)",
-        ]);
-    }
+        ],
+    ];
+}
+
+/** The env servers, the ingress and the sandboxes. */
+function servicesWhereRows(plan: PlatformPlan): Array<Array<string | number>> {
+    const { config: c, names } = plan;
+    const rows: Array<Array<string | number>> = [];
     for (const e of c.envs) {
         if (e.external) rows.push([`env \`${e.name}\` (external)`, e.external.url, 0, "-", e.external.sessions, "-"]);
         else
@@ -295,91 +337,109 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
             c.target.kind === "kubernetes" ? names.namespaces.sandboxes : names.networks.sandboxes,
             0,
             c.sandboxes.provider === "hf" ? "hosted" : c.sandboxes.poolSize,
-            `${t.maxInflight} in flight`,
+            `${c.training.maxInflight} in flight`,
             "-",
         ]);
-    out.push(table(["component", "where", "GPUs", "replicas", "sessions / sandboxes", "ports"], rows));
-    out.push("");
-    if (plan.registryAuth !== undefined) {
-        out.push(
-            c.target.kind === "kubernetes"
-                ? `Registry credentials (registryAuth, a secret): the pull Secret \`${names.pullSecret}\` (kubernetes.io/dockerconfigjson) in each of the ${namespaceRoles(c).length} namespaces, referenced by every pod and the trainer's ServiceAccount; registries: ${plan.registryAuth.join(", ")} (values redacted).`
-                : `Registry credentials (registryAuth, a secret): the Docker provider's registryAuth for ${dockerProviderAddresses(plan.registryAuth).join(", ")}, used for every image the stack pulls (values redacted).`,
-        );
-        out.push("");
-    }
-    if (c.target.kind === "kubernetes") {
-        out.push(`DNS egress (target.dns): **${c.target.dns.kind}**: ${dnsEgressText(dnsEgressFor(c.target))}, on 53 UDP+TCP; nothing else there.`);
-        out.push("");
-        out.push(tenancyText(plan));
-        out.push("");
-    }
-    if (multi) {
-        out.push(
-            `Lifecycle (training.nodes > 1): one JobSet holds vLLM and the trainers. The trainers start once vLLM's pod is Ready (its /health); ` +
-                `the run completes when every trainer succeeds, and the JobSet then deletes vLLM's Job, freeing its node. ` +
-                `A trainer's non-zero exit or the deadline fails the run (vLLM goes with it); a vLLM failure restarts vLLM and every trainer, ` +
-                `counted against training.backoffLimit (${plan.training.job.backoffLimit}: ${plan.training.job.backoffLimit === 0 ? "the run ends" : "then the run ends"}); a drained node restarts everything without counting.`,
-        );
-        out.push("");
-    }
-    if (plan.training.kueueQueue !== undefined) {
-        out.push(
-            `Kueue queue: **${plan.training.kueueQueue}** (target.kueueQueue). The trainer's ${multi ? "JobSet" : "Job"} carries \`kueue.x-k8s.io/queue-name: ${plan.training.kueueQueue}\` and is created suspended: ` +
-                `it starts only when Kueue admits it against LocalQueue \`${plan.training.kueueQueue}\` in ${names.namespaces.training} (which the cluster must have; this stack creates no Kueue objects).` +
-                (multi ? " vLLM is a replicated job of the same JobSet: queued and admitted with the trainers, no pod while suspended." : ""),
-        );
-        out.push("");
-    }
-    out.push(...trainerProgramSection(plan));
-    out.push(...checkpointSection(plan));
+    return rows;
+}
+
+/** registryAuth: where the pull credentials go (values redacted). */
+function registryNote(plan: PlatformPlan): string[] {
+    const { config: c, names } = plan;
+    if (plan.registryAuth === undefined) return [];
+    return [
+        c.target.kind === "kubernetes"
+            ? `Registry credentials (registryAuth, a secret): the pull Secret \`${names.pullSecret}\` (kubernetes.io/dockerconfigjson) in each of the ${namespaceRoles(c).length} namespaces, referenced by every pod and the trainer's ServiceAccount; registries: ${plan.registryAuth.join(", ")} (values redacted).`
+            : `Registry credentials (registryAuth, a secret): the Docker provider's registryAuth for ${dockerProviderAddresses(plan.registryAuth).join(", ")}, used for every image the stack pulls (values redacted).`,
+        "",
+    ];
+}
+
+/** Kubernetes: where DNS queries may go, and whose namespaces these are. */
+function clusterNotes(plan: PlatformPlan): string[] {
+    const c = plan.config;
+    if (c.target.kind !== "kubernetes") return [];
+    return [
+        `DNS egress (target.dns): **${c.target.dns.kind}**: ${dnsEgressText(dnsEgressFor(c.target))}, on 53 UDP+TCP; nothing else there.`,
+        "",
+        tenancyText(plan),
+        "",
+    ];
+}
+
+/** training.nodes > 1: how the JobSet starts, ends and fails. */
+function lifecycleNote(plan: PlatformPlan): string[] {
+    if (!plan.training.multiNode) return [];
+    return [
+        `Lifecycle (training.nodes > 1): one JobSet holds vLLM and the trainers. The trainers start once vLLM's pod is Ready (its /health); ` +
+            `the run completes when every trainer succeeds, and the JobSet then deletes vLLM's Job, freeing its node. ` +
+            `A trainer's non-zero exit or the deadline fails the run (vLLM goes with it); a vLLM failure restarts vLLM and every trainer, ` +
+            `counted against training.backoffLimit (${plan.training.job.backoffLimit}: ${plan.training.job.backoffLimit === 0 ? "the run ends" : "then the run ends"}); a drained node restarts everything without counting.`,
+        "",
+    ];
+}
+
+/** target.kueueQueue: the trainer waits, suspended, for Kueue's admission. */
+function kueueNote(plan: PlatformPlan): string[] {
+    const queue = plan.training.kueueQueue;
+    if (queue === undefined) return [];
+    const multi = plan.training.multiNode;
+    return [
+        `Kueue queue: **${queue}** (target.kueueQueue). The trainer's ${multi ? "JobSet" : "Job"} carries \`kueue.x-k8s.io/queue-name: ${queue}\` and is created suspended: ` +
+            `it starts only when Kueue admits it against LocalQueue \`${queue}\` in ${plan.names.namespaces.training} (which the cluster must have; this stack creates no Kueue objects).` +
+            (multi ? " vLLM is a replicated job of the same JobSet: queued and admitted with the trainers, no pod while suspended." : ""),
+        "",
+    ];
+}
+
+/** training.gpuSharing: how the weights reach vLLM, over which GPUs, with which NCCL settings. */
+function weightSyncSection(plan: PlatformPlan): string[] {
+    const c = plan.config;
     const sharing = plan.training.gpuSharing;
-    if (sharing.mode !== "none") {
-        out.push("## Weight sync (NCCL, trainer -> vLLM)");
-        out.push("");
-        const ncclEnv = Object.entries(sharing.env)
-            .map(([k, v]) => `${k}=${v}`)
-            .join(" ");
-        out.push(
-            table(
-                ["setting", "value"],
-                [
-                    ["GPU sharing (training.gpuSharing)", sharing.mode],
-                    ["transport", sharing.transport],
-                    ["expected bandwidth", sharing.bandwidth],
-                    [
-                        "GPUs",
-                        `vLLM ${plan.training.gpuLayout.vllm.join(",")} / trainer ${plan.training.gpuLayout.trainer.join(",")}${sharing.mode === "shared" ? " (CUDA_VISIBLE_DEVICES, PCI bus order)" : ""}`,
-                    ],
-                    [
-                        "pod shape",
-                        multi
-                            ? "vLLM pod on its own node; one trainer pod per node (JobSet)"
-                            : c.target.kind === "kubernetes"
-                              ? sharing.oneContainer
-                                  ? "one container, every GPU; a supervisor starts vLLM, then the trainer"
-                                  : "vLLM native sidecar + trainer, each its own GPUs"
-                              : "two containers, the trainer in vLLM's network and IPC namespaces",
-                    ],
-                    ["NCCL settings (both roles)", ncclEnv || "-"],
-                    [
-                        "NCCL check before vLLM loads (training.ncclCheck)",
-                        sharing.check ? `on: ${sharing.check.sizeGiB} GiB broadcast, ${sharing.check.timeoutSeconds} s limit` : "off",
-                    ],
-                    ...vllmSettingRows(c),
-                ],
-            ),
-        );
-        if (sharing.mode === "shared" && c.target.kind === "docker") {
-            out.push("");
-            out.push(
-                "Both containers can open every training GPU: CUDA_VISIBLE_DEVICES keeps vLLM and the trainer apart, but nothing in the kernel does. Both are this run's trusted code; model-written code runs in env servers and sandboxes, which get no GPU.",
-            );
-        }
-        out.push("");
-    }
-    out.push("## Endpoints");
-    out.push("");
+    if (sharing.mode === "none") return [];
+    const multi = plan.training.multiNode;
+    const ncclEnv = Object.entries(sharing.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(" ");
+    const rows = [
+        ["GPU sharing (training.gpuSharing)", sharing.mode],
+        ["transport", sharing.transport],
+        ["expected bandwidth", sharing.bandwidth],
+        [
+            "GPUs",
+            `vLLM ${plan.training.gpuLayout.vllm.join(",")} / trainer ${plan.training.gpuLayout.trainer.join(",")}${sharing.mode === "shared" ? " (CUDA_VISIBLE_DEVICES, PCI bus order)" : ""}`,
+        ],
+        [
+            "pod shape",
+            multi
+                ? "vLLM pod on its own node; one trainer pod per node (JobSet)"
+                : c.target.kind === "kubernetes"
+                  ? sharing.oneContainer
+                      ? "one container, every GPU; a supervisor starts vLLM, then the trainer"
+                      : "vLLM native sidecar + trainer, each its own GPUs"
+                  : "two containers, the trainer in vLLM's network and IPC namespaces",
+        ],
+        ["NCCL settings (both roles)", ncclEnv || "-"],
+        [
+            "NCCL check before vLLM loads (training.ncclCheck)",
+            sharing.check ? `on: ${sharing.check.sizeGiB} GiB broadcast, ${sharing.check.timeoutSeconds} s limit` : "off",
+        ],
+        ...vllmSettingRows(c),
+    ];
+    const sharedOnDocker =
+        sharing.mode === "shared" && c.target.kind === "docker"
+            ? [
+                  "",
+                  "Both containers can open every training GPU: CUDA_VISIBLE_DEVICES keeps vLLM and the trainer apart, but nothing in the kernel does. Both are this run's trusted code; model-written code runs in env servers and sandboxes, which get no GPU.",
+              ]
+            : [];
+    return ["## Weight sync (NCCL, trainer -> vLLM)", "", table(["setting", "value"], rows), ...sharedOnDocker, ""];
+}
+
+/** Who calls whom at which URL. */
+function endpointsSection(plan: PlatformPlan): string[] {
+    const { config: c, names } = plan;
+    const multi = plan.training.multiNode;
     const endpoints: Array<Array<string>> = [["trainer -> vLLM (internal)", plan.training.internalUrl]];
     if (multi) {
         endpoints.push([
@@ -393,12 +453,21 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         endpoints.push(["sandboxes -> vLLM (ingress)", names.ingress.sandboxUrl]);
         endpoints.push(["ingress -> vLLM upstream", names.training.vllmUpstream]);
     }
-    out.push(table(["who", "URL"], endpoints));
-    out.push("");
-    out.push(...metricsSection(plan));
-    out.push("## Capacity checks");
-    out.push("");
-    const checks: Array<Array<string | number>> = [
+    return ["## Endpoints", "", table(["who", "URL"], endpoints), ""];
+}
+
+/** The capacity math with its numbers, then what changing an env's capacity mid-run does. */
+function capacitySection(plan: PlatformPlan): string[] {
+    const checks = [...trainingChecks(plan), ...envChecks(plan), ...sandboxPoolCheck(plan)];
+    return ["## Capacity checks", "", table(["check", "how", "value", "holds because"], checks), "", ...capacityChangeNote(plan)];
+}
+
+/** Batches and GPUs. */
+function trainingChecks(plan: PlatformPlan): Array<Array<string | number>> {
+    const t = plan.config.training;
+    const d = plan.config.demand;
+    const multi = plan.training.multiNode;
+    return [
         [
             "generation batch",
             `perDeviceTrainBatchSize ${t.perDeviceTrainBatchSize} x numProcesses ${t.numProcesses}${multi ? ` x nodes ${multi.nodes}` : ""} x stepsPerGeneration ${t.stepsPerGeneration}`,
@@ -426,7 +495,13 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
               ]
             : [["GPUs", `vLLM ${t.vllmGpus} + trainer ${t.trainerGpus}`, t.vllmGpus + t.trainerGpus, `<= ${t.gpusOnNode} on the node`]]),
     ];
-    for (const e of c.envs) {
+}
+
+/** Each env's sessions against the run's demand, and how long a half-open session holds a slot. */
+function envChecks(plan: PlatformPlan): Array<Array<string | number>> {
+    const d = plan.config.demand;
+    const checks: Array<Array<string | number>> = [];
+    for (const e of plan.config.envs) {
         if (e.external)
             checks.push([`env \`${e.name}\` sessions`, `external, declared ${e.external.sessions}`, e.external.sessions, `>= ${d.envSessions} live sessions`]);
         else
@@ -439,103 +514,112 @@ export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly Recor
         const env = plan.envs.find((x) => x.name === e.name);
         if (env?.kind === "deployed") checks.push(envKeepaliveRow(env));
     }
-    if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker") {
-        checks.push([
+    return checks;
+}
+
+/** A pool this stack runs: its size against the rollouts in flight. */
+function sandboxPoolCheck(plan: PlatformPlan): Array<Array<string | number>> {
+    const c = plan.config;
+    if (c.sandboxes.provider !== "agent-sandbox" && c.sandboxes.provider !== "docker") return [];
+    return [
+        [
             "sandbox pool",
             `poolSize ${c.sandboxes.poolSize}`,
             c.sandboxes.poolSize,
-            `>= ${t.maxInflight} rollouts in flight (+ ${c.sandboxes.headroom} headroom)`,
-        ]);
-    }
-    out.push(table(["check", "how", "value", "holds because"], checks));
-    out.push("");
+            `>= ${c.training.maxInflight} rollouts in flight (+ ${c.sandboxes.headroom} headroom)`,
+        ],
+    ];
+}
+
+/** Deployed envs: a capacity change restarts their routers and drops live sessions. */
+function capacityChangeNote(plan: PlatformPlan): string[] {
     const routed = plan.envs.filter((x) => x.kind === "deployed").map((x) => `\`${x.name}\``);
-    if (routed.length > 0) {
-        out.push(
-            `Changing an env's capacity mid-run (\`envs.<name>.replicas\`, \`headroomReplicas\`, \`sessionsPerReplica\`) restarts its routers ` +
-                `(env${routed.length === 1 ? "" : "s"} ${routed.join(", ")}): the router config lists the replicas, and ` +
-                (c.target.kind === "kubernetes"
-                    ? "the router Deployment replaces both its pods at once (Recreate), "
-                    : "the router container is replaced (deleted first), ") +
-                `so every live session through them is dropped; \`pulumi up\` returns once the routers serve again. Change capacity between runs.`,
-        );
-        out.push("");
-    }
-    if (plan.ingress) {
-        const i = plan.ingress;
-        out.push("## Ingress");
-        out.push("");
-        out.push(
-            table(
-                ["setting", "value"],
-                [
-                    ["keys (names; values are secret outputs)", i.keyNames.join(", ")],
-                    ["sandboxes use", `${c.ingress.sandboxKey} at ${names.ingress.sandboxUrl}`],
-                    ["exposure", `${i.exposure}${i.host ? ` (${i.host})` : ""}`],
-                    ["TLS ends at", i.tls.terminatedAt],
-                    ["rate limit per key", `${c.ingress.rateLimitPerSecond}/s per replica x ${i.replicas} = ${i.effectiveRateLimitPerSecond}/s`],
-                    [
-                        "allowed routes",
-                        `POST /v1/chat/completions, GET /v1/models${c.ingress.allowCompletions ? ", POST /v1/completions" : ""}${c.ingress.healthUnauthenticated ? ", GET /health (no key)" : ""}`,
-                    ],
-                ],
-            ),
-        );
-        out.push("");
-    }
-    if (plan.sandboxes && plan.sandboxes.provider !== "hf") {
-        out.push("## Sandboxes");
-        out.push("");
-        out.push(table(["setting", "value"], sandboxRows(plan.sandboxes)));
-        out.push("");
-    }
-    out.push(...dockerHostSection(plan));
-    if (plan.training.dockerSocket) {
-        out.push("## Host access");
-        out.push("");
-        out.push(dockerSocketNote(plan.training.dockerSocket.hostPath));
-        out.push("");
-    }
-    if (plan.prerequisites.length > 0) {
-        out.push("## Prerequisites this stack does not create");
-        out.push("");
-        out.push("Nothing checks these before `pulumi up`; each row says what happens without it and how to check it.");
-        out.push("");
-        out.push(
-            table(
-                ["must exist", "field", "otherwise", "check"],
-                plan.prerequisites.map((p) => [p.what, `\`${p.field}\``, p.otherwise, `\`${p.check}\``]),
-            ),
-        );
-        out.push("");
-    }
+    if (routed.length === 0) return [];
+    return [
+        `Changing an env's capacity mid-run (\`envs.<name>.replicas\`, \`headroomReplicas\`, \`sessionsPerReplica\`) restarts its routers ` +
+            `(env${routed.length === 1 ? "" : "s"} ${routed.join(", ")}): the router config lists the replicas, and ` +
+            (plan.config.target.kind === "kubernetes"
+                ? "the router Deployment replaces both its pods at once (Recreate), "
+                : "the router container is replaced (deleted first), ") +
+            `so every live session through them is dropped; \`pulumi up\` returns once the routers serve again. Change capacity between runs.`,
+        "",
+    ];
+}
+
+/** The ingress: keys, exposure, TLS, rate limit, routes. */
+function ingressSection(plan: PlatformPlan): string[] {
+    const { config: c, names } = plan;
+    const i = plan.ingress;
+    if (!i) return [];
+    const rows = [
+        ["keys (names; values are secret outputs)", i.keyNames.join(", ")],
+        ["sandboxes use", `${c.ingress.sandboxKey} at ${names.ingress.sandboxUrl}`],
+        ["exposure", `${i.exposure}${i.host ? ` (${i.host})` : ""}`],
+        ["TLS ends at", i.tls.terminatedAt],
+        ["rate limit per key", `${c.ingress.rateLimitPerSecond}/s per replica x ${i.replicas} = ${i.effectiveRateLimitPerSecond}/s`],
+        [
+            "allowed routes",
+            `POST /v1/chat/completions, GET /v1/models${c.ingress.allowCompletions ? ", POST /v1/completions" : ""}${c.ingress.healthUnauthenticated ? ", GET /health (no key)" : ""}`,
+        ],
+    ];
+    return ["## Ingress", "", table(["setting", "value"], rows), ""];
+}
+
+/** A pool this stack runs (hosted sandboxes have none). */
+function sandboxesSection(plan: PlatformPlan): string[] {
+    if (!plan.sandboxes || plan.sandboxes.provider === "hf") return [];
+    return ["## Sandboxes", "", table(["setting", "value"], sandboxRows(plan.sandboxes)), ""];
+}
+
+/** The trainer's access to the host's Docker socket. */
+function hostAccessSection(plan: PlatformPlan): string[] {
+    if (!plan.training.dockerSocket) return [];
+    return ["## Host access", "", dockerSocketNote(plan.training.dockerSocket.hostPath), ""];
+}
+
+/** What the stack uses but does not create, each with the symptom of its absence and a check. */
+function prerequisitesSection(plan: PlatformPlan): string[] {
+    if (plan.prerequisites.length === 0) return [];
+    return [
+        "## Prerequisites this stack does not create",
+        "",
+        "Nothing checks these before `pulumi up`; each row says what happens without it and how to check it.",
+        "",
+        table(
+            ["must exist", "field", "otherwise", "check"],
+            plan.prerequisites.map((p) => [p.what, `\`${p.field}\``, p.otherwise, `\`${p.check}\``]),
+        ),
+        "",
+    ];
+}
+
+/** The plan's warnings and every deployed env's. */
+function warningsSection(plan: PlatformPlan): string[] {
     const warnings = [...plan.warnings, ...plan.envs.flatMap((e) => (e.kind === "deployed" ? e.warnings : []))];
-    if (warnings.length > 0) {
-        out.push("## Warnings");
-        out.push("");
-        for (const w of warnings) out.push(`- ${w}`);
-        out.push("");
-    }
-    out.push("## Topology");
-    out.push("");
-    out.push("```mermaid");
-    out.push(renderMermaid(plan));
-    out.push("```");
-    out.push("");
-    out.push("## Resources");
-    out.push("");
+    if (warnings.length === 0) return [];
+    return ["## Warnings", "", ...warnings.map((w) => `- ${w}`), ""];
+}
+
+/** The Mermaid diagram. */
+function topologySection(plan: PlatformPlan): string[] {
+    return ["## Topology", "", "```mermaid", renderMermaid(plan), "```", ""];
+}
+
+/** How many resources of each type the program registered. */
+function resourcesSection(resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string[] {
     const counts = new Map<string, number>();
     for (const r of resources) counts.set(r.type, (counts.get(r.type) ?? 0) + 1);
-    out.push(
+    return [
+        "## Resources",
+        "",
         table(
             ["type", "count"],
             [...counts.entries()].sort().map(([k, v]) => [`\`${k}\``, v]),
         ),
-    );
-    out.push("");
-    out.push(`${resources.length} resources registered${manifests.length > 0 ? `, ${manifests.length} Kubernetes objects in manifests/` : ""}.`);
-    out.push("");
-    return out.join("\n");
+        "",
+        `${resources.length} resources registered${manifests.length > 0 ? `, ${manifests.length} Kubernetes objects in manifests/` : ""}.`,
+        "",
+    ];
 }
 
 /** The vLLM server's own settings (training.dtype, training.vllm), as plan.md rows. */
