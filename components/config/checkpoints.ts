@@ -9,11 +9,9 @@
  */
 import { quantityValue } from "../shared/quantity";
 import { CUSTOM_PROGRAM, programFacts } from "./programs";
-import type { PlatformConfig } from "./resolve";
+import type { WeightDtype } from "./terms";
+import type { PlatformConfig } from "./types";
 
-/** Dtypes the trainer may hold its weights in. */
-export const WEIGHT_DTYPES = ["float32", "bfloat16", "float16"] as const;
-export type WeightDtype = (typeof WEIGHT_DTYPES)[number];
 const DTYPE_BYTES: Readonly<Record<WeightDtype, number>> = { float32: 4, bfloat16: 2, float16: 2 };
 
 /**

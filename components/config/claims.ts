@@ -8,7 +8,7 @@
  */
 import { quantityValue } from "../shared/quantity";
 import type { PlatformNames } from "./names";
-import type { PlatformConfig } from "./resolve";
+import type { PlatformConfig } from "./types";
 
 /** One claim as the last `up` made it: where it is, the size it asked for, the class it got. */
 export interface ClaimRecord {

@@ -3,7 +3,7 @@
  * component's NetworkPolicies allow on 53 UDP+TCP, and its checks. Pure: no Pulumi here.
  */
 import { type DnsEgress, KUBE_DNS_EGRESS } from "../shared/kubernetes";
-import type { PlatformConfig } from "./resolve";
+import type { PlatformConfig } from "./types";
 
 /** NodeLocal DNSCache's default listen address (kubernetes cluster/addons/dns/nodelocaldns, __PILLAR__LOCAL__DNS__). */
 export const NODE_LOCAL_DNS_ADDRESS = "169.254.20.10";

@@ -1,5 +1,7 @@
-export { platformSchema, LAYOUTS, DTYPES, type Dtype, type Layout, type PlatformConfigInput, type ParsedConfig } from "./schema";
-export { resolveDefaults, computeDemand, isProdStack, type PlatformConfig, type ResolvedEnv, type Demand } from "./resolve";
+export { LAYOUTS, DTYPES, type Dtype, type Layout } from "./terms";
+export { platformSchema, type PlatformConfigInput, type ParsedConfig } from "./schema";
+export type { PlatformConfig, ResolvedEnv, Demand } from "./types";
+export { resolveDefaults, computeDemand, isProdStack } from "./resolve";
 export {
     validatePlatform,
     DOCKER_BLACKBOX_REFUSED,
@@ -26,7 +28,8 @@ export {
 export { validateProgram, programWarnings, programLabel } from "./program-rules";
 export { claimChangeProblems, type ClaimRecord, type ClaimRecords } from "./claims";
 export { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
-export { parsePlatformConfig, ConfigError, deepMerge, formatZodIssues } from "./parse";
+export { ConfigError, formatZodIssues } from "./errors";
+export { parsePlatformConfig, deepMerge } from "./parse";
 export { IGNORED_SETTINGS, validateTargetSettings, type IgnoredSetting } from "./target-settings";
 export { RECIPES, RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, ALL_RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";
@@ -42,10 +45,6 @@ export { missingPlatformMessage, nearMiss, stackObject, unknownStackKeys, STACK_
 export { loadClusterConfig, loadPlatformConfig, checkSuppliedKeys, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";
 export {
     clusterSchema,
-    parseClusterConfig,
-    clusterOutputs,
-    applyClusterStack,
-    clusterIdentityProblems,
     AGENT_SANDBOX_VERSION,
     AGENT_SANDBOX_MANIFEST_URL,
     SANDBOX_CONTROLLER_LABEL,
@@ -54,7 +53,8 @@ export {
     type ClusterOutputs,
     type TeamQuota,
     type TenantOutputs,
-} from "./cluster";
+} from "./cluster-schema";
+export { parseClusterConfig, clusterOutputs, applyClusterStack, clusterIdentityProblems } from "./cluster";
 export {
     DEPLOYER_RULES,
     OPERATOR_RULES,

@@ -7,8 +7,9 @@ import * as pulumi from "@pulumi/pulumi";
 import { validateKeys } from "./keys";
 import { CONFIG_NAMESPACE, missingPlatformMessage, stackObject, unknownStackKeys } from "./stack-keys";
 import { parseClusterConfig, type ClusterConfig } from "./cluster";
-import { ConfigError, parsePlatformConfig } from "./parse";
-import type { PlatformConfig } from "./resolve";
+import { ConfigError } from "./errors";
+import { parsePlatformConfig } from "./parse";
+import type { PlatformConfig } from "./types";
 
 export { CONFIG_NAMESPACE } from "./stack-keys";
 

@@ -5,7 +5,7 @@
  * ingress and the training node) do not wait for each other.
  */
 import { createHash } from "node:crypto";
-import type { PlatformConfig } from "./resolve";
+import type { PlatformConfig } from "./types";
 import { teamNamespaces } from "./tenancy";
 
 export const MAX_NAME = 63;

@@ -4,7 +4,7 @@
  * and the monitors; this only refuses what they could not carry out, or would carry out unsafely.
  */
 import { platformNames } from "./names";
-import type { PlatformConfig } from "./resolve";
+import type { PlatformConfig } from "./types";
 
 /** Whether the stack deploys the metrics endpoints, monitors, rules and dashboards. */
 export function observabilityEnabled(c: Pick<PlatformConfig, "observability">): boolean {

@@ -4,7 +4,7 @@
  * fixes in code; never silently dropped. The flags themselves are data in programs.ts.
  */
 import { CUSTOM_PROGRAM, type ProgramArgMap, type ProgramFacts, programFacts } from "./programs";
-import type { PlatformConfig } from "./resolve";
+import type { PlatformConfig } from "./types";
 
 /** The model revision every stack gets unless it pins one (schema default). */
 export const DEFAULT_MODEL_REVISION = "main";

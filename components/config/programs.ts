@@ -9,7 +9,7 @@
  * `readFrom: "published-commands"`: the program's source was not readable; only the flags seen in
  * its published command lines are listed, and only those are rendered (plan.md says so).
  */
-import type { Layout } from "./schema";
+import type { Layout } from "./terms";
 
 /** One argparse argument. */
 export interface ProgramFlag {

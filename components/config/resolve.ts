@@ -3,117 +3,15 @@
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
 import { CUSTOM_PROGRAM } from "./programs";
-import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry, type CatalogName, type WsPing } from "./catalog";
-import type { TenantOutputs } from "./cluster";
-import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type GpuSharing, type Layout, type ParsedConfig } from "./schema";
+import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry } from "./catalog";
+import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type ParsedConfig } from "./schema";
+import type { Layout } from "./terms";
+import type { Demand, PlatformConfig, ResolvedEnv } from "./types";
 
-export type TargetKind = "kubernetes" | "docker";
-
-/** Live sessions/sandboxes the training run holds at once (TRL GRPOConfig arithmetic). */
-export interface Demand {
-    /** per_device_train_batch_size x num_processes (all nodes) x steps_per_generation. */
-    readonly generationBatch: number;
-    /** per_device_eval_batch_size x num_processes (all nodes; 0 when eval is off). */
-    readonly evalBatch: number;
-    /** Prompts per generation batch (generationBatch / numGenerations). */
-    readonly promptsPerGeneration: number;
-    /** Sessions an env must hold at once: max(generation batch, eval batch). */
-    readonly envSessions: number;
-}
-
-/** An env server with its catalog entry (or custom fields) and config applied. */
-export interface ResolvedEnv extends Pick<CatalogEntry, "image" | "port" | "healthPath" | "wsPath" | "concurrentSessions" | "sessionsEnvVar"> {
-    readonly name: string;
-    readonly catalog: CatalogName | "custom";
-    readonly sessionsPerReplica: number;
-    /** Replicas deployed (0 for an external env). */
-    readonly replicas: number;
-    readonly headroomReplicas: number;
-    readonly settings: Readonly<Record<string, string>>;
-    readonly cpu: string;
-    readonly memory: string;
-    readonly nonRoot: boolean;
-    /** What replicas may reach besides their router (catalog default, or config). */
-    readonly egress: "dns" | "internet";
-    /** Read-only root filesystem with a /tmp scratch dir of `scratchSize`. */
-    readonly readOnlyRootFilesystem: boolean;
-    readonly scratchSize: string;
-    readonly ephemeralStorage: string;
-    readonly runtimeClassName?: string;
-    readonly terminationGraceSeconds: number;
-    /** Server-side websocket keepalive of the replicas (config, else by layout: defaultWsPing). */
-    readonly wsPing: WsPing;
-    /** The uid/gid the replicas run as when config opts in to non-root (envs.<name>.runAsNonRoot); unset: the image's user. */
-    readonly runAsUser?: number;
-    /** Set when nothing is deployed and the env lives elsewhere. */
-    readonly external?: { readonly url: string; readonly sessions: number };
-    /** Sessions the env holds at once (replicas x sessions, or the external cap). */
-    readonly capacity: number;
-    /** Whether `replicas` was written in config (else sized from the demand). */
-    readonly replicasFromConfig: boolean;
-    /** Whether `sessionsPerReplica` was written in config. */
-    readonly sessionsFromConfig: boolean;
-    /** `concurrentSessions` as written in config (only custom envs may declare it). */
-    readonly concurrentSessionsFromConfig?: boolean;
-}
+/** Kept here too: importers outside this folder name resolve.ts as the home of the resolved types. */
+export type { Demand, PlatformConfig, ResolvedEnv } from "./types";
 
 type Parsed = ParsedConfig;
-
-/** The fully defaulted, typed configuration every component reads. */
-export interface PlatformConfig {
-    readonly stack: string;
-    /** Whether prod rules apply (config `prod`, default: stack `prod` or `prod-*`). */
-    readonly prod: boolean;
-    /** `prod` as written in config (undefined: from the stack name). */
-    readonly prodFromConfig?: boolean;
-    readonly recipe?: string;
-    readonly runId: string;
-    /** The cluster stack this run stack takes its shared objects from (`<org>/<project>/<stack>`). */
-    readonly clusterStack?: string;
-    /**
-     * What the cluster stack's outputs said (applyClusterStack): the cluster's identity (absent offline)
-     * and, with target.team, the team's namespaces, quotas and claim-lifetime bound.
-     */
-    readonly cluster?: { readonly id?: string; readonly tenant?: TenantOutputs };
-    /** The program's preflight step: off, warn or enforce. */
-    readonly preflight: "off" | "warn" | "enforce";
-    readonly target: Parsed["target"] & { readonly namespacePrefix?: string };
-    readonly model: Parsed["model"];
-    readonly images: Parsed["images"] & {
-        readonly vllm: string;
-        /** images.vllm as written (undefined: defaulted). */
-        readonly vllmFromConfig?: string;
-        /** Required: validation refuses a config without it (then this is ""). */
-        readonly trainer: string;
-    };
-    readonly training: Omit<Parsed["training"], "vllmGpus" | "trainerGpus" | "numProcesses" | "stepsPerGeneration" | "gpuSharing" | "argsCheck"> & {
-        readonly layout: Layout;
-        /** Whether the program's own parser checks the command line at pod start (default: named programs). */
-        readonly argsCheck: boolean;
-        readonly vllmGpus: number;
-        readonly trainerGpus: number;
-        readonly numProcesses: number;
-        readonly stepsPerGeneration: number;
-        /**
-         * `none` in colocate (vLLM runs inside the trainer process); `network` with nodes > 1 (vLLM on
-         * a node of its own: the weight update crosses the network).
-         */
-        readonly gpuSharing: GpuSharing | "none" | "network";
-        /** gpuSharing as written in config (undefined: defaulted). */
-        readonly gpuSharingFromConfig?: GpuSharing;
-    };
-    readonly demand: Demand;
-    readonly envs: readonly ResolvedEnv[];
-    readonly sandboxes: Omit<Parsed["sandboxes"], "provider" | "poolSize" | "image"> & {
-        readonly provider: "agent-sandbox" | "docker" | "hf" | "none";
-        readonly poolSize: number;
-        /** Required for agent-sandbox (validation refuses a config without it; then ""). */
-        readonly image: string;
-    };
-    readonly ingress: Omit<Parsed["ingress"], "enabled"> & { readonly enabled: boolean };
-    /** Metrics, alerts and dashboards (components/observability/). */
-    readonly observability: Parsed["observability"];
-}
 
 /** Stacks that may use the ambient kubeconfig context (a developer's own cluster). */
 export function isDevStack(stack: string): boolean {

@@ -5,13 +5,16 @@
  * Secrets are NOT here: they are separate config keys read with `requireSecret`/`getSecret`
  * (see load.ts), because reading them as plain objects would drop the secret marking.
  * Defaults that depend on other fields (e.g. vLLM GPUs by layout) are applied in
- * `resolveDefaults` (defaults.ts), once, after parsing.
+ * `resolveDefaults` (resolve.ts), once, after parsing.
  */
 import { z } from "zod";
 import { CATALOG_NAMES } from "./catalog";
 import { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
-import { WEIGHT_DTYPES } from "./checkpoints";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES } from "./programs";
+import { DTYPES, GPU_SHARING, LAYOUTS, WEIGHT_DTYPES } from "./terms";
+
+/** Kept here too: components/training names schema.ts as the home of Layout. */
+export type { Layout } from "./terms";
 
 /** DNS-1123 subdomain: Kubernetes object names, host names. */
 export const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -23,16 +26,6 @@ const imageRef = z.string().regex(/^[a-z0-9][a-zA-Z0-9._\-/:@]*$/, "must be an i
 export const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/, "must be a Kubernetes quantity such as 500m, 4Gi or 2");
 const posInt = z.number().int().positive();
 const nonNegInt = z.number().int().nonnegative();
-
-/** What AsyncGRPOConfig.dtype takes (trl 1.16 trl/experimental/async_grpo/async_grpo_config.py, field `dtype`). */
-export const DTYPES = ["auto", "bfloat16", "float16", "float32"] as const;
-export type Dtype = (typeof DTYPES)[number];
-
-export const LAYOUTS = ["whitebox-colocate", "whitebox-server", "blackbox"] as const;
-export type Layout = (typeof LAYOUTS)[number];
-/** GPU sharing between vLLM and the trainer (see training.gpuSharing). */
-export const GPU_SHARING = ["shared", "isolated"] as const;
-export type GpuSharing = (typeof GPU_SHARING)[number];
 
 const toleration = z.strictObject({
     key: z.string().optional(),

@@ -4,7 +4,7 @@
  * "What each target ignores" table lists the same rows (test/target-settings.test.ts holds them
  * equal). Defaults of these fields are not refused: they stay unused, and plan.md does not claim them.
  */
-import type { TargetKind } from "./resolve";
+import type { TargetKind } from "./terms";
 
 /** A setting the target does not carry out: why, and what to do instead. */
 export interface IgnoredSetting {

@@ -12,7 +12,8 @@ import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
 import { validateObservability } from "./observability";
-import { isDevStack, totalProcesses, type PlatformConfig, type ResolvedEnv } from "./resolve";
+import { isDevStack, totalProcesses } from "./resolve";
+import type { PlatformConfig, ResolvedEnv } from "./types";
 
 /** Divisors of n, for a helpful "try one of" hint. */
 function divisors(n: number): number[] {

@@ -5,8 +5,8 @@
  * training component renders from `vllmServerSettings`, the config checks with `validateVllmSettings`.
  */
 import { programFacts } from "./programs";
-import type { PlatformConfig } from "./resolve";
-import type { Dtype } from "./schema";
+import type { PlatformConfig } from "./types";
+import type { Dtype } from "./terms";
 
 /**
  * AsyncGRPOConfig.dtype's default in TRL 1.16 (same file): the trainer loads the model in float32 and

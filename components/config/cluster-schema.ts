@@ -1,0 +1,166 @@
+/**
+ * The cluster stack: what every run on a cluster shares, provisioned once by the platform team
+ * (`agent-rl-infra:cluster` instead of `agent-rl-infra:platform` in the stack's config), and
+ * read by run stacks through `clusterStack` (a StackReference to its outputs). Its schema and
+ * its outputs' shape; the rules that read them are in cluster.ts.
+ */
+import { z } from "zod";
+import { DNS_SUBDOMAIN, dnsLabel, quantity } from "./schema";
+import type { Role } from "./tenancy";
+
+/** The agent-sandbox release the run stacks' objects are written for (sandbox CRD fields). */
+export const AGENT_SANDBOX_VERSION = "v0.5.6";
+/** The release manifest: CRDs, controller Deployment and RBAC (agent-sandbox's GitHub release assets). */
+export const AGENT_SANDBOX_MANIFEST_URL = `https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml`;
+/** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v0.5.6). */
+export const SANDBOX_CONTROLLER_LABEL = "app=agent-sandbox-controller";
+/**
+ * agent-sandbox v0.5.6's controller metrics (k8s/controller.yaml: container port `metrics` 8080 on pods
+ * labelled app=agent-sandbox-controller in agent-sandbox-system; cmd/agent-sandbox-controller/main.go:
+ * --metrics-bind-address :8080, controller-runtime's plain-HTTP metrics server on /metrics).
+ */
+export const SANDBOX_CONTROLLER_METRICS = {
+    namespace: "agent-sandbox-system",
+    podLabels: { app: "agent-sandbox-controller" },
+    port: "metrics",
+    path: "/metrics",
+} as const;
+/** Tells a cluster stack's outputs from any other stack's (a run stack pointed at the wrong stack). */
+export const CLUSTER_OUTPUTS_KIND = "agent-rl-infra/cluster";
+
+const objectName = z.string().regex(DNS_SUBDOMAIN, "must be a Kubernetes object name (lower-case DNS subdomain)");
+
+const priorityClass = z.strictObject({
+    /** PriorityClass name. */
+    name: objectName,
+    /** Priority value (higher preempts lower; user classes stay below 1e9). */
+    value: z.number().int().min(-2147483648).max(1000000000),
+    /** `PreemptLowerPriority` (default) or `Never`. */
+    preemptionPolicy: z.enum(["PreemptLowerPriority", "Never"]).default("PreemptLowerPriority"),
+});
+
+/** A team namespace's quota. */
+const teamQuota = z.strictObject({
+    /** GPUs requested at once (the device plugin's resource, `gpuResourceName`). */
+    gpus: z.number().int().nonnegative().optional(),
+    /** CPU requested at once. */
+    cpu: quantity.optional(),
+    /** Memory requested at once. */
+    memory: quantity.optional(),
+    /** Pods at once. */
+    pods: z.number().int().nonnegative().optional(),
+});
+export type TeamQuota = z.output<typeof teamQuota>;
+
+/** An RBAC subject (a user, group or ServiceAccount of the team's CI). */
+const deployer = z.discriminatedUnion("kind", [
+    z.strictObject({ kind: z.literal("User"), name: z.string().min(1) }),
+    z.strictObject({ kind: z.literal("Group"), name: z.string().min(1) }),
+    z.strictObject({ kind: z.literal("ServiceAccount"), name: dnsLabel, namespace: dnsLabel }),
+]);
+
+export const clusterSchema = z.strictObject({
+    /** The cluster. Kubernetes only: a Docker host has nothing shared between runs to provision. */
+    target: z.strictObject({
+        kind: z.literal("kubernetes"),
+        /** kubeconfig context of the cluster (required: never kubectl's current context). */
+        context: z.string().min(1),
+        /** kubeconfig file; default: the ambient one. */
+        kubeconfig: z.string().min(1).optional(),
+    }),
+    /** agent-sandbox (CRDs, controller, RBAC) for every run stack's warm pools. */
+    agentSandbox: z
+        .strictObject({
+            /** Install it. Off when the cluster already has agent-sandbox from elsewhere. */
+            install: z.boolean().default(true),
+            /** Release manifest (URL or local file) of agent-sandbox v0.5.6. Default: the GitHub release asset. */
+            manifest: z.string().min(1).default(AGENT_SANDBOX_MANIFEST_URL),
+        })
+        .prefault({}),
+    /** PriorityClasses run stacks use when they name none: the training pod, and the sandboxes (below training). */
+    priorityClasses: z
+        .strictObject({
+            training: priorityClass.optional(),
+            sandboxes: priorityClass.optional(),
+        })
+        .default({
+            training: { name: "agent-rl-training", value: 100000, preemptionPolicy: "PreemptLowerPriority" },
+            sandboxes: { name: "agent-rl-sandboxes", value: 1000, preemptionPolicy: "Never" },
+        }),
+    /** RuntimeClasses to create, one per handler the nodes' container runtime has (gVisor `runsc`, Kata `kata`). */
+    runtimeClasses: z.array(z.strictObject({ name: dnsLabel, handler: dnsLabel })).default([]),
+    /** The cert-manager issuer run stacks' ingress certificates use (a reference: the issuer itself is cert-manager config). */
+    certIssuer: z
+        .strictObject({
+            name: objectName,
+            kind: z.enum(["Issuer", "ClusterIssuer"]).default("ClusterIssuer"),
+            group: z.string().default("cert-manager.io"),
+        })
+        .optional(),
+    /**
+     * Teams: each gets the four role namespaces of a run (`<team>-training`, `-ingress`, `-envs`,
+     * `-sandboxes`) with their Pod Security levels, a default-deny ingress policy, a quota per role
+     * when limits are given and the sandbox-claim admission policy, so run stacks naming the team
+     * (`target.team`) deploy into them and make nothing cluster-wide. Default: none.
+     */
+    teams: z
+        .array(
+            z.strictObject({
+                /** Team name: the prefix of its namespaces (at most 40 characters). */
+                name: dnsLabel.max(40),
+                /** ResourceQuota per role namespace (omitted role: no quota). Default: none. */
+                quotas: z
+                    .strictObject({
+                        training: teamQuota.optional(),
+                        ingress: teamQuota.optional(),
+                        envs: teamQuota.optional(),
+                        sandboxes: teamQuota.optional(),
+                    })
+                    .default({}),
+                /** The longest a sandbox claim in the team's sandboxes namespace may live (the admission policy's bound); a run's sandboxes.maxLifetimeSeconds must not exceed it. Default: 21600 (6 h). */
+                sandboxMaxLifetimeSeconds: z.number().int().positive().default(21600),
+                /** Who deploys the team's run stacks: a Role with what a run stack needs (DEPLOYER_RULES, README) bound in each of the team's namespaces. Default: none (grant it yourself). */
+                deployers: z.array(deployer).default([]),
+            }),
+        )
+        .default([]),
+    /** Extended resource name of the GPU device plugin (for team GPU quotas). */
+    gpuResourceName: z.string().default("nvidia.com/gpu"),
+    /** A PodMonitor (monitoring.coreos.com/v1) for agent-sandbox's controller, when this stack installs it. */
+    observability: z
+        .strictObject({
+            /** Make the PodMonitor. Default: false. */
+            enabled: z.boolean().default(false),
+            /** Labels on it (what the Prometheus's podMonitorSelector matches). Default: none. */
+            monitorLabels: z.record(z.string(), z.string().max(63)).default({}),
+            /** Scrape interval. Default: 30s. */
+            scrapeInterval: z
+                .string()
+                .regex(/^[1-9][0-9]*(s|m|h)$/, "must be a Prometheus duration such as 30s, 5m or 2h")
+                .default("30s"),
+        })
+        .prefault({}),
+});
+
+export type ClusterConfig = z.output<typeof clusterSchema>;
+
+/** What a cluster stack exports (its stack outputs), and what run stacks read. */
+export interface ClusterOutputs {
+    readonly kind: typeof CLUSTER_OUTPUTS_KIND;
+    readonly agentSandbox: { readonly version: string; readonly installed: boolean };
+    readonly priorityClasses: { readonly training?: string; readonly sandboxes?: string };
+    readonly runtimeClasses: readonly string[];
+    readonly certIssuer?: { readonly name: string; readonly kind: "Issuer" | "ClusterIssuer"; readonly group: string };
+    readonly teams: readonly string[];
+    /** Per team: its namespaces, quotas and claim-lifetime bound (what a run stack with target.team checks). */
+    readonly tenants: Readonly<Record<string, TenantOutputs>>;
+    /** The cluster's identity: the kube-system namespace's UID (absent in the offline plan, which reads no cluster). */
+    readonly clusterId?: string;
+}
+
+/** What a team's run stacks read from the cluster stack. */
+export interface TenantOutputs {
+    readonly namespaces: Readonly<Record<Role, string>>;
+    readonly quotas: Readonly<Partial<Record<Role, TeamQuota>>>;
+    readonly sandboxMaxLifetimeSeconds: number;
+}

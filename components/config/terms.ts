@@ -1,0 +1,20 @@
+/**
+ * The config's vocabulary: the literal sets and small types every other file of this folder shares
+ * (layouts, dtypes, GPU sharing, target kinds). The ground floor: it imports nothing from this folder.
+ */
+
+/** What AsyncGRPOConfig.dtype takes (trl 1.16 trl/experimental/async_grpo/async_grpo_config.py, field `dtype`). */
+export const DTYPES = ["auto", "bfloat16", "float16", "float32"] as const;
+export type Dtype = (typeof DTYPES)[number];
+
+export const LAYOUTS = ["whitebox-colocate", "whitebox-server", "blackbox"] as const;
+export type Layout = (typeof LAYOUTS)[number];
+/** GPU sharing between vLLM and the trainer (see training.gpuSharing). */
+export const GPU_SHARING = ["shared", "isolated"] as const;
+export type GpuSharing = (typeof GPU_SHARING)[number];
+
+/** Dtypes the trainer may hold its weights in. */
+export const WEIGHT_DTYPES = ["float32", "bfloat16", "float16"] as const;
+export type WeightDtype = (typeof WEIGHT_DTYPES)[number];
+
+export type TargetKind = "kubernetes" | "docker";
