@@ -16,7 +16,7 @@
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { podLabels, RUN_LABEL } from "../config/names";
-import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount } from "./describe";
+import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount } from "./model";
 import { ncclCheckSource } from "./nccl-check";
 import { ncclCheckArgv, shellQuote } from "./supervisor";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";

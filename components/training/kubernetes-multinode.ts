@@ -24,7 +24,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
-import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, JOBSET_LABELS, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./describe";
+import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, JOBSET_LABELS, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./model";
 import { trainerEgressRules } from "./egress";
 import { annotationsOf } from "./metrics";
 import { trainingPodBase } from "./pod";
@@ -89,7 +89,7 @@ export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescript
     // policy fits one 8-GPU node). Never restarted in place: a vLLM that exits or fails its liveness
     // probe fails its Job, which the failure policy turns into a restart of the whole JobSet (the
     // trainers' NCCL group with vLLM does not survive a vLLM restart anyway). So its liveness probe
-    // allows VLLM_UNANSWERED_SECONDS without an answer, as the one-node supervisor does (describe.ts).
+    // allows VLLM_UNANSWERED_SECONDS without an answer, as the one-node supervisor does (probes.ts).
     const vllmPod: k8s.types.input.core.v1.PodSpec = {
         restartPolicy: "Never",
         ...trainingPodBase(d),

@@ -8,7 +8,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
 import * as path from "node:path";
-import { CONTAINER, type ContainerDescription, type HttpProbe, KUEUE_QUEUE_LABEL, type SecretName, type TrainingDescription, VLLM_PORT } from "./describe";
+import { CONTAINER, type ContainerDescription, type HttpProbe, KUEUE_QUEUE_LABEL, type SecretName, type TrainingDescription, VLLM_PORT } from "./model";
 import { buildMultiNodeTraining, planMultiNodeJobSet } from "./kubernetes-multinode";
 import { trainerEgressRules } from "./egress";
 import { ncclCheckSource } from "./nccl-check";
