@@ -16,7 +16,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { JOBSET_LABELS } from "../components/training/describe";
+import { JOBSET_LABELS } from "../components/training/model";
 import { planToDir } from "../scripts/lib/plan";
 import { GPU_RESOURCE, type Cluster } from "./helpers/cluster";
 import { recipePlatform, type Engine } from "./helpers/engine";

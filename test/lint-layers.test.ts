@@ -16,10 +16,10 @@ test("the rule: entry -> platform -> component -> config -> shared, never across
     assert.equal(allowed(c("config/resolve.ts"), c("shared/images.ts")), true);
     assert.equal(allowed(c("config/resolve.ts"), c("env/describe.ts")), false, "config may not import a component");
     assert.equal(allowed(c("shared/images.ts"), c("config/names.ts")), false, "shared is the bottom");
-    assert.equal(allowed(c("training/describe.ts"), c("config/names.ts")), true);
-    assert.equal(allowed(c("training/describe.ts"), c("training/supervisor.ts")), true);
-    assert.equal(allowed(c("training/describe.ts"), c("ingress/nginx.ts")), false, "never another component");
-    assert.equal(allowed(c("training/describe.ts"), c("platform/resolve.ts")), false);
+    assert.equal(allowed(c("training/resolve.ts"), c("config/names.ts")), true);
+    assert.equal(allowed(c("training/resolve.ts"), c("training/supervisor.ts")), true);
+    assert.equal(allowed(c("training/resolve.ts"), c("ingress/nginx.ts")), false, "never another component");
+    assert.equal(allowed(c("training/resolve.ts"), c("platform/resolve.ts")), false);
     assert.equal(allowed(c("platform/platform.ts"), c("training/index.ts")), true);
     assert.equal(allowed(c("platform/platform.ts"), root("scripts/lib/plan.ts")), false, "components never import an entry point");
     assert.equal(allowed(root("index.ts"), c("platform/index.ts")), true);
@@ -55,7 +55,7 @@ test("the programs and the library never import scripts/", () => {
 });
 
 test("imports are found in every form and resolved to files", () => {
-    const file = c("training/describe.ts");
+    const file = c("training/resolve.ts");
     const text = `import { a } from "../config/names";\nexport { b } from "./supervisor";\nimport type { C } from "../shared/images";\nconst d = await import("../ingress/nginx");\nimport * as fs from "node:fs";`;
     assert.deepEqual(importsOf(file, text), [c("config/names.ts"), c("training/supervisor.ts"), c("shared/images.ts"), c("ingress/nginx.ts")]);
 });

@@ -12,7 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { MULTI_NODE_RECIPE_NAMES } from "../components/config";
-import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT, VLLM_UNANSWERED_SECONDS } from "../components/training/describe";
+import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT, VLLM_UNANSWERED_SECONDS } from "../components/training/model";
 import { planToDir, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
 import { validateAnyManifest } from "./helpers/crd-schema";
 import { loadManifestSchemas } from "./helpers/k8s-schema";
@@ -199,7 +199,7 @@ describe("multi-node: the trainer JobSet", () => {
                 { periodSeconds: l.periodSeconds, timeoutSeconds: l.timeoutSeconds, failureThreshold: l.failureThreshold },
                 { periodSeconds: 10, timeoutSeconds: 10, failureThreshold: 30 },
             );
-            assert.equal(l.periodSeconds * l.failureThreshold, VLLM_UNANSWERED_SECONDS, "the supervisor's bound (components/training/describe.ts)");
+            assert.equal(l.periodSeconds * l.failureThreshold, VLLM_UNANSWERED_SECONDS, "the supervisor's bound (components/training/model.ts)");
             assert.ok(l.timeoutSeconds <= l.periodSeconds, "a hung probe does not stretch the bound past period x threshold");
         }
     });

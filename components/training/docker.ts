@@ -16,7 +16,7 @@
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { podLabels, RUN_LABEL } from "../config/names";
-import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount } from "./describe";
+import type { ContainerDescription, SecretName, TrainingDescription, VolumeMount } from "./model";
 import { ncclCheckSource } from "./nccl-check";
 import { ncclCheckArgv, shellQuote } from "./supervisor";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
@@ -98,7 +98,127 @@ export interface DockerTrainingResources {
     readonly vllmMetrics?: docker.Container;
 }
 
-/** Registers the run's containers (and their pinned images) as children of `parent`. */
+/** Where the run's containers go, and the image each role pulls (one RemoteImage per distinct reference). */
+interface Scope {
+    readonly name: string;
+    readonly d: TrainingDescription;
+    readonly network: pulumi.Input<string>;
+    readonly provided: Secrets;
+    readonly child: { readonly parent: pulumi.Resource };
+    readonly imageFor: (role: string, ref: string) => docker.RemoteImage;
+}
+
+/** The pinned images, registered on first use, shared by roles that use the same reference. */
+function imageCache(name: string, child: { readonly parent: pulumi.Resource }): (role: string, ref: string) => docker.RemoteImage {
+    const images = new Map<string, docker.RemoteImage>();
+    return (role, ref) => {
+        let img = images.get(ref);
+        if (!img) {
+            img = new docker.RemoteImage(`${name}-image-${role}`, { name: ref, keepLocally: true }, child);
+            images.set(ref, img);
+        }
+        return img;
+    };
+}
+
+/**
+ * What both containers take straight from their description: name, image, command, env, GPUs, limits.
+ * Labels a log shipper keys on (README "Logs"): the pods' app.kubernetes.io/* labels, with the role and the container, and the run.
+ */
+function fromDescription(s: Scope, c: ContainerDescription, image: docker.RemoteImage, role: "vllm" | "trainer") {
+    return {
+        name: c.dockerName,
+        labels: Object.entries({ ...podLabels(role, c.dockerName), [RUN_LABEL]: s.d.runId }).map(([label, value]) => ({ label, value })),
+        image: image.imageId,
+        entrypoints: c.command ? [...c.command] : undefined,
+        command: [...c.args],
+        envs: envList(c, s.provided),
+        deviceRequests: gpuDeviceRequests(c.gpuDevices),
+        cpus: dockerCpus(c.cpu),
+        memory: dockerMemoryMiB(c.memory),
+    };
+}
+
+/** vLLM's health check: python3 is in both the vLLM and the TRL image; curl is not guaranteed. */
+function vllmHealthcheck(d: TrainingDescription, v: ContainerDescription): docker.types.input.ContainerHealthcheck {
+    const health = v.probes!.startup;
+    return {
+        tests: [
+            "CMD",
+            "python3",
+            "-c",
+            `import urllib.request; urllib.request.urlopen('http://localhost:${health.port}${health.path}', timeout=${health.timeoutSeconds})`,
+        ],
+        interval: `${health.periodSeconds}s`,
+        timeout: `${health.timeoutSeconds}s`,
+        // A Docker health check never restarts the container; it only marks it unhealthy.
+        retries: v.probes!.liveness!.failureThreshold,
+        startPeriod: `${d.modelLoadSeconds}s`,
+    };
+}
+
+/** vLLM's container: on the private training network only, its IPC namespace shareable, waited for until healthy. */
+function vllmContainer(s: Scope, v: ContainerDescription): docker.Container {
+    const d = s.d;
+    // ncclCheck (gpuSharing shared: this container sees every training GPU): the check runs
+    // both ranks before vLLM starts; a failure exits the container within seconds.
+    const check = ncclCheckArgv(d);
+    const described = fromDescription(s, v, s.imageFor("vllm", v.image), "vllm");
+    const checked = check
+        ? {
+              entrypoints: ["/bin/sh", "-c", `${check.map(shellQuote).join(" ")} && exec "$@"`, "agentrl-nccl-check", ...(v.command ?? [])],
+              uploads: [{ file: d.gpuSharing.check!.path, content: ncclCheckSource(), executable: true }],
+          }
+        : {};
+    return new docker.Container(
+        `${s.name}-vllm`,
+        {
+            ...described,
+            ...checked,
+            // The trainer joins this IPC namespace (and its /dev/shm): it must be shareable.
+            ipcMode: "shareable",
+            shmSize: quantityToMiB(d.shmSize),
+            // Only the private training network; in black box the alias is the ingress's upstream host.
+            networksAdvanced: [{ name: s.network, aliases: d.ingressAccess ? [d.ingressAccess.serviceName] : [] }],
+            healthcheck: vllmHealthcheck(d, v),
+            // Wait until the model is loaded, so the trainer starts against a healthy server.
+            wait: true,
+            waitTimeout: vllmWaitSeconds(d.modelLoadSeconds),
+            restart: "unless-stopped",
+            volumes: volumes(v.mounts, d),
+            // observability: only the listener's port, on the host's loopback (never 8000).
+            ports: metricsPortsOnly(d.dockerMetrics, v.dockerName),
+            ...HARDENING,
+        },
+        // A new run's vLLM needs the same GPUs: stop the old one first. The engine's own
+        // 20-minute create limit would cut the wait for a slow model load short.
+        { ...s.child, deleteBeforeReplace: true, customTimeouts: vllmCustomTimeouts(d.modelLoadSeconds) },
+    );
+}
+
+/** The trainer's container: in vLLM's network and IPC namespaces where vLLM runs beside it; a run ends, it is never restarted. */
+function trainerContainer(s: Scope, vllm: docker.Container | undefined, waitFor: readonly pulumi.Resource[]): docker.Container {
+    const d = s.d;
+    const t = d.trainer;
+    const shared = vllm ? sharedNamespaceMode(vllm.id) : undefined;
+    return new docker.Container(
+        `${s.name}-trainer`,
+        {
+            ...fromDescription(s, t, s.imageFor("trainer", t.image), "trainer"),
+            // Server layouts: vLLM's network namespace (localhost:8000, NCCL on loopback) and IPC.
+            // Colocate: alone on the private training network, with its own /dev/shm.
+            ...(shared ? { networkMode: shared, ipcMode: shared } : { networksAdvanced: [{ name: s.network }], shmSize: quantityToMiB(d.shmSize) }),
+            // A training run ends: the provider must not expect it to keep running or restart it.
+            mustRun: false,
+            restart: "no",
+            volumes: [...volumes(t.mounts, d), ...(d.dockerSocket ? [{ hostPath: d.dockerSocket.hostPath, containerPath: d.dockerSocket.containerPath }] : [])],
+            ...HARDENING,
+        },
+        { ...s.child, dependsOn: [...(vllm ? [vllm] : []), ...waitFor], deleteBeforeReplace: true },
+    );
+}
+
+/** Registers the run's containers (and their pinned images) as children of `parent`, in this order. */
 export function buildDockerTraining(
     name: string,
     d: TrainingDescription,
@@ -108,84 +228,8 @@ export function buildDockerTraining(
     waitFor: readonly pulumi.Resource[] = [],
 ): DockerTrainingResources {
     const child = { parent };
-    const images = new Map<string, docker.RemoteImage>();
-    const imageFor = (role: string, ref: string) => {
-        let img = images.get(ref);
-        if (!img) {
-            img = new docker.RemoteImage(`${name}-image-${role}`, { name: ref, keepLocally: true }, child);
-            images.set(ref, img);
-        }
-        return img;
-    };
-    const shmSize = quantityToMiB(d.shmSize);
-
-    // What both containers take straight from their description: name, image, command, env, GPUs, limits.
-    // Labels a log shipper keys on (README "Logs"): the pods' app.kubernetes.io/* labels, with the role and the container, and the run.
-    const fromDescription = (c: ContainerDescription, image: docker.RemoteImage, role: "vllm" | "trainer") => ({
-        name: c.dockerName,
-        labels: Object.entries({ ...podLabels(role, c.dockerName), [RUN_LABEL]: d.runId }).map(([label, value]) => ({ label, value })),
-        image: image.imageId,
-        entrypoints: c.command ? [...c.command] : undefined,
-        command: [...c.args],
-        envs: envList(c, provided),
-        deviceRequests: gpuDeviceRequests(c.gpuDevices),
-        cpus: dockerCpus(c.cpu),
-        memory: dockerMemoryMiB(c.memory),
-    });
-
-    let vllm: docker.Container | undefined;
-    if (d.vllm) {
-        const v = d.vllm;
-        // ncclCheck (gpuSharing shared: this container sees every training GPU): the check runs
-        // both ranks before vLLM starts; a failure exits the container within seconds.
-        const check = ncclCheckArgv(d);
-        const described = fromDescription(v, imageFor("vllm", v.image), "vllm");
-        const checked = check
-            ? {
-                  entrypoints: ["/bin/sh", "-c", `${check.map(shellQuote).join(" ")} && exec "$@"`, "agentrl-nccl-check", ...(v.command ?? [])],
-                  uploads: [{ file: d.gpuSharing.check!.path, content: ncclCheckSource(), executable: true }],
-              }
-            : {};
-        const health = v.probes!.startup;
-        vllm = new docker.Container(
-            `${name}-vllm`,
-            {
-                ...described,
-                ...checked,
-                // The trainer joins this IPC namespace (and its /dev/shm): it must be shareable.
-                ipcMode: "shareable",
-                shmSize,
-                // Only the private training network; in black box the alias is the ingress's upstream host.
-                networksAdvanced: [{ name: network, aliases: d.ingressAccess ? [d.ingressAccess.serviceName] : [] }],
-                healthcheck: {
-                    // python3 is in both the vLLM and the TRL image; curl is not guaranteed.
-                    tests: [
-                        "CMD",
-                        "python3",
-                        "-c",
-                        `import urllib.request; urllib.request.urlopen('http://localhost:${health.port}${health.path}', timeout=${health.timeoutSeconds})`,
-                    ],
-                    interval: `${health.periodSeconds}s`,
-                    timeout: `${health.timeoutSeconds}s`,
-                    // A Docker health check never restarts the container; it only marks it unhealthy.
-                    retries: v.probes!.liveness!.failureThreshold,
-                    startPeriod: `${d.modelLoadSeconds}s`,
-                },
-                // Wait until the model is loaded, so the trainer starts against a healthy server.
-                wait: true,
-                waitTimeout: vllmWaitSeconds(d.modelLoadSeconds),
-                restart: "unless-stopped",
-                volumes: volumes(v.mounts, d),
-                // observability: only the listener's port, on the host's loopback (never 8000).
-                ports: metricsPortsOnly(d.dockerMetrics, v.dockerName),
-                ...HARDENING,
-            },
-            // A new run's vLLM needs the same GPUs: stop the old one first. The engine's own
-            // 20-minute create limit would cut the wait for a slow model load short.
-            { ...child, deleteBeforeReplace: true, customTimeouts: vllmCustomTimeouts(d.modelLoadSeconds) },
-        );
-    }
-
+    const s: Scope = { name, d, network, provided, child, imageFor: imageCache(name, child) };
+    const vllm = d.vllm ? vllmContainer(s, d.vllm) : undefined;
     // observability: GET /metrics to vLLM on its loopback and nothing else, as in the pod (training/metrics.ts).
     const listener = d.metrics?.vllm;
     const vllmMetrics =
@@ -194,28 +238,11 @@ export function buildDockerTraining(
                   name,
                   listener,
                   { name: d.vllm.dockerName, container: vllm, namespace: d.namespace },
-                  imageFor("vllm-metrics", listener.image).imageId,
+                  s.imageFor("vllm-metrics", listener.image).imageId,
                   parent,
               )
             : undefined;
-
-    const t = d.trainer;
-    const shared = vllm ? sharedNamespaceMode(vllm.id) : undefined;
-    const trainer = new docker.Container(
-        `${name}-trainer`,
-        {
-            ...fromDescription(t, imageFor("trainer", t.image), "trainer"),
-            // Server layouts: vLLM's network namespace (localhost:8000, NCCL on loopback) and IPC.
-            // Colocate: alone on the private training network, with its own /dev/shm.
-            ...(shared ? { networkMode: shared, ipcMode: shared } : { networksAdvanced: [{ name: network }], shmSize }),
-            // A training run ends: the provider must not expect it to keep running or restart it.
-            mustRun: false,
-            restart: "no",
-            volumes: [...volumes(t.mounts, d), ...(d.dockerSocket ? [{ hostPath: d.dockerSocket.hostPath, containerPath: d.dockerSocket.containerPath }] : [])],
-            ...HARDENING,
-        },
-        { ...child, dependsOn: [...(vllm ? [vllm] : []), ...waitFor], deleteBeforeReplace: true },
-    );
+    const trainer = trainerContainer(s, vllm, waitFor);
     return { trainer, vllm, vllmMetrics };
 }
 

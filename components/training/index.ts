@@ -1,10 +1,10 @@
 export { TrainingNode, type TrainingNodeArgs } from "./training-node";
+export { resolveTrainingNode } from "./resolve";
+export { describeGpuSharing } from "./gpus";
+export { envUrlVar } from "./trainer-env";
 export {
-    resolveTrainingNode,
-    describeGpuSharing,
     NCCL_CHECK_PATH,
     NCCL_CHECK_PORT,
-    envUrlVar,
     VLLM_PORT,
     TRL_GROUP_PORT,
     INTERNAL_VLLM_URL,
@@ -22,8 +22,10 @@ export {
     type ContainerDescription,
     type HttpProbe,
     type SecretName,
-} from "./describe";
+    type Role,
+    type RoleRunner,
+} from "./model";
 export { quantityToMiB, gpuDeviceRequests } from "./docker";
 export { renderSupervisor, oneContainer, ncclCheckArgv, shellQuote, type SupervisorSpec } from "./supervisor";
 export { NCCL_CHECK_SCRIPT, ncclCheckSource } from "./nccl-check";
-export { ROLE_RUNNER, roleRunnerArgv, roleRunnerAt, roleRunnerFiles, type Role, type RoleRunner } from "./role-runner";
+export { ROLE_RUNNER, roleRunnerArgv, roleRunnerAt, roleRunnerFiles } from "./role-runner";

@@ -24,7 +24,15 @@
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
-import { CONTAINER, EXCLUSIVE_TOPOLOGY_ANNOTATION, JOBSET_LABELS, KUEUE_QUEUE_LABEL, type MultiNodeDescription, type TrainingDescription } from "./describe";
+import {
+    CONTAINER,
+    EXCLUSIVE_TOPOLOGY_ANNOTATION,
+    JOBSET_LABELS,
+    KUEUE_QUEUE_LABEL,
+    type MultiNodeDescription,
+    type TrainerEgress,
+    type TrainingDescription,
+} from "./model";
 import { trainerEgressRules } from "./egress";
 import { annotationsOf } from "./metrics";
 import { trainingPodBase } from "./pod";
@@ -73,24 +81,31 @@ function withLabelEnv(c: k8s.types.input.core.v1.Container, m: MultiNodeDescript
 /** A drained or preempted node fails its Job with this pod condition (the nodeDisrupted rule reads it). */
 const FAIL_ON_DISRUPTION = { action: "FailJob", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] } as const;
 
-/** Plans the run's JobSet (pure: registers nothing). */
-export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescription, parts: MultiNodeParts): PlannedJobSet {
-    const trainerLabels = { ...d.podLabels };
-    const vllmLabels = { ...m.vllm.podLabels };
-    const volumes = parts.volumes.map((v) => ({ ...v }));
-    const trainerPod: k8s.types.input.core.v1.PodSpec = {
+/** The trainers' pod: every volume of the one-node pod, JobSet's labels as env. */
+function trainerPodSpec(
+    d: TrainingDescription,
+    m: MultiNodeDescription,
+    parts: MultiNodeParts,
+    volumes: k8s.types.input.core.v1.Volume[],
+): k8s.types.input.core.v1.PodSpec {
+    return {
         // podFailurePolicy requires restartPolicy Never.
         restartPolicy: "Never",
         ...trainingPodBase(d),
         containers: [withLabelEnv(parts.trainer, m)],
         volumes,
     };
-    // vLLM: one pod on a GPU node of its own (tensor parallel over its GPUs, all in one pod: a 32B
-    // policy fits one 8-GPU node). Never restarted in place: a vLLM that exits or fails its liveness
-    // probe fails its Job, which the failure policy turns into a restart of the whole JobSet (the
-    // trainers' NCCL group with vLLM does not survive a vLLM restart anyway). So its liveness probe
-    // allows VLLM_UNANSWERED_SECONDS without an answer, as the one-node supervisor does (describe.ts).
-    const vllmPod: k8s.types.input.core.v1.PodSpec = {
+}
+
+/**
+ * vLLM: one pod on a GPU node of its own (tensor parallel over its GPUs, all in one pod: a 32B
+ * policy fits one 8-GPU node). Never restarted in place: a vLLM that exits or fails its liveness
+ * probe fails its Job, which the failure policy turns into a restart of the whole JobSet (the
+ * trainers' NCCL group with vLLM does not survive a vLLM restart anyway). So its liveness probe
+ * allows VLLM_UNANSWERED_SECONDS without an answer, as the one-node supervisor does (probes.ts).
+ */
+function vllmPodSpec(d: TrainingDescription, parts: MultiNodeParts, volumes: readonly k8s.types.input.core.v1.Volume[]): k8s.types.input.core.v1.PodSpec {
+    return {
         restartPolicy: "Never",
         ...trainingPodBase(d),
         ...(parts.vllmSidecars !== undefined && parts.vllmSidecars.length > 0 ? { initContainers: [...parts.vllmSidecars] } : {}),
@@ -98,6 +113,83 @@ export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescript
         // vLLM mounts no checkpoints and no API token.
         volumes: [...volumes.filter((v) => v.name === "dshm" || v.name === "model-cache"), ...(parts.vllmVolumes ?? [])],
     };
+}
+
+/**
+ * All or nothing, first matching rule wins: a drained node restarts everything without using up
+ * a retry; vLLM's failure (exit, liveness kill) restarts everything, counted against maxRestarts
+ * (= training.backoffLimit: 0 ends the run); a trainer's own non-zero exit and the deadline end
+ * the run at once; anything else restarts everything, counted.
+ */
+function failurePolicy(d: TrainingDescription, m: MultiNodeDescription) {
+    return {
+        maxRestarts: d.job.backoffLimit,
+        rules: [
+            {
+                name: "nodeDisrupted",
+                action: "RestartJobSetAndIgnoreMaxRestarts",
+                onJobFailureReasons: ["PodFailurePolicy"],
+                onJobFailureMessagePatterns: ["DisruptionTarget"],
+            },
+            { name: "vllmFailed", action: "RestartJobSet", targetReplicatedJobs: [m.vllm.replicatedJob] },
+            { name: "trainerFailed", action: "FailJobSet", onJobFailureReasons: ["PodFailurePolicy"], targetReplicatedJobs: [m.replicatedJob] },
+            { name: "deadlineExceeded", action: "FailJobSet", onJobFailureReasons: ["DeadlineExceeded"], targetReplicatedJobs: [m.replicatedJob] },
+        ],
+    };
+}
+
+/** vLLM's replicated job, first: the trainers depend on it (JobSet refuses dependsOn on the first replicated job). */
+function vllmReplicatedJob(d: TrainingDescription, m: MultiNodeDescription, pod: k8s.types.input.core.v1.PodSpec) {
+    const vllmLabels = { ...m.vllm.podLabels };
+    return {
+        name: m.vllm.replicatedJob,
+        replicas: 1,
+        template: {
+            metadata: { labels: vllmLabels },
+            spec: {
+                parallelism: 1,
+                completions: 1,
+                backoffLimit: 0,
+                podFailurePolicy: { rules: [FAIL_ON_DISRUPTION] },
+                template: { metadata: { labels: { ...vllmLabels, ...d.metrics?.stackLabels }, ...annotationsOf(d, "vllm") }, spec: pod },
+            },
+        },
+    };
+}
+
+/**
+ * The trainers' replicated job: one Job per node. Its Jobs are created once vLLM's Job is Ready: its
+ * pod passed the readiness probe on /health, so the model is loaded before any trainer starts.
+ */
+function trainerReplicatedJob(d: TrainingDescription, m: MultiNodeDescription, pod: k8s.types.input.core.v1.PodSpec) {
+    const trainerLabels = { ...d.podLabels };
+    return {
+        name: m.replicatedJob,
+        replicas: m.nodes,
+        dependsOn: [{ name: m.vllm.replicatedJob, status: "Ready" }],
+        template: {
+            metadata: { labels: trainerLabels },
+            spec: {
+                parallelism: 1,
+                completions: 1,
+                // Indexed: the Job controller gives the pod its hostname (<job>-0) under the JobSet's
+                // subdomain; JobSet's webhook defaults it too, set here so it never depends on that.
+                completionMode: "Indexed",
+                // No pod retries inside a node's Job: any failure is the JobSet's to restart, all nodes together.
+                backoffLimit: 0,
+                activeDeadlineSeconds: d.job.activeDeadlineSeconds,
+                podFailurePolicy: {
+                    rules: [{ action: "FailJob", onExitCodes: { containerName: CONTAINER.trainer, operator: "NotIn", values: [0] } }, FAIL_ON_DISRUPTION],
+                },
+                template: { metadata: { labels: { ...trainerLabels, ...d.metrics?.stackLabels }, ...annotationsOf(d, "trainer") }, spec: pod },
+            },
+        },
+    };
+}
+
+/** Plans the run's JobSet (pure: registers nothing). */
+export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescription, parts: MultiNodeParts): PlannedJobSet {
+    const volumes = parts.volumes.map((v) => ({ ...v }));
     const queue = d.kueueQueue;
     const spec = {
         // Kueue's contract: a suspended JobSet with the queue label, which Kueue unsuspends on admission;
@@ -107,75 +199,127 @@ export function planMultiNodeJobSet(d: TrainingDescription, m: MultiNodeDescript
         network: { enableDNSHostnames: true, publishNotReadyAddresses: true },
         // The run is done when every trainer's Job succeeded; the JobSet then deletes vLLM's Job.
         successPolicy: { operator: "All", targetReplicatedJobs: [m.replicatedJob] },
-        // All or nothing, first matching rule wins: a drained node restarts everything without using up
-        // a retry; vLLM's failure (exit, liveness kill) restarts everything, counted against maxRestarts
-        // (= training.backoffLimit: 0 ends the run); a trainer's own non-zero exit and the deadline end
-        // the run at once; anything else restarts everything, counted.
-        failurePolicy: {
-            maxRestarts: d.job.backoffLimit,
-            rules: [
-                {
-                    name: "nodeDisrupted",
-                    action: "RestartJobSetAndIgnoreMaxRestarts",
-                    onJobFailureReasons: ["PodFailurePolicy"],
-                    onJobFailureMessagePatterns: ["DisruptionTarget"],
-                },
-                { name: "vllmFailed", action: "RestartJobSet", targetReplicatedJobs: [m.vllm.replicatedJob] },
-                { name: "trainerFailed", action: "FailJobSet", onJobFailureReasons: ["PodFailurePolicy"], targetReplicatedJobs: [m.replicatedJob] },
-                { name: "deadlineExceeded", action: "FailJobSet", onJobFailureReasons: ["DeadlineExceeded"], targetReplicatedJobs: [m.replicatedJob] },
-            ],
-        },
-        replicatedJobs: [
-            {
-                // First: the trainers depend on it (JobSet refuses dependsOn on the first replicated job).
-                name: m.vllm.replicatedJob,
-                replicas: 1,
-                template: {
-                    metadata: { labels: vllmLabels },
-                    spec: {
-                        parallelism: 1,
-                        completions: 1,
-                        backoffLimit: 0,
-                        podFailurePolicy: { rules: [FAIL_ON_DISRUPTION] },
-                        template: { metadata: { labels: { ...vllmLabels, ...d.metrics?.stackLabels }, ...annotationsOf(d, "vllm") }, spec: vllmPod },
-                    },
-                },
-            },
-            {
-                name: m.replicatedJob,
-                replicas: m.nodes,
-                // The trainers' Jobs are created once vLLM's Job is Ready: its pod passed the readiness
-                // probe on /health, so the model is loaded before any trainer starts.
-                dependsOn: [{ name: m.vllm.replicatedJob, status: "Ready" }],
-                template: {
-                    metadata: { labels: trainerLabels },
-                    spec: {
-                        parallelism: 1,
-                        completions: 1,
-                        // Indexed: the Job controller gives the pod its hostname (<job>-0) under the JobSet's
-                        // subdomain; JobSet's webhook defaults it too, set here so it never depends on that.
-                        completionMode: "Indexed",
-                        // No pod retries inside a node's Job: any failure is the JobSet's to restart, all nodes together.
-                        backoffLimit: 0,
-                        activeDeadlineSeconds: d.job.activeDeadlineSeconds,
-                        podFailurePolicy: {
-                            rules: [
-                                { action: "FailJob", onExitCodes: { containerName: CONTAINER.trainer, operator: "NotIn", values: [0] } },
-                                FAIL_ON_DISRUPTION,
-                            ],
-                        },
-                        template: { metadata: { labels: { ...trainerLabels, ...d.metrics?.stackLabels }, ...annotationsOf(d, "trainer") }, spec: trainerPod },
-                    },
-                },
-            },
-        ],
+        failurePolicy: failurePolicy(d, m),
+        replicatedJobs: [vllmReplicatedJob(d, m, vllmPodSpec(d, parts, volumes)), trainerReplicatedJob(d, m, trainerPodSpec(d, m, parts, volumes))],
     };
     const name = jobSetObjectName(d, spec);
     return {
         name,
         spec,
-        vllmSelector: { ...vllmLabels, [JOBSET_LABELS.jobSetName]: name, [JOBSET_LABELS.replicatedJobName]: m.vllm.replicatedJob },
+        vllmSelector: { ...m.vllm.podLabels, [JOBSET_LABELS.jobSetName]: name, [JOBSET_LABELS.replicatedJobName]: m.vllm.replicatedJob },
     };
+}
+
+/** Where the run's multi-node objects go. */
+interface Scope {
+    readonly name: string;
+    readonly d: TrainingDescription;
+    readonly m: MultiNodeDescription;
+    readonly ns: pulumi.Input<string>;
+    readonly child: { readonly parent: pulumi.Resource };
+}
+
+/** The JobSet itself: one pod per node (each Job holds one pod), vLLM's and each trainer's. */
+function jobSet(s: Scope, planned: PlannedJobSet, dependsOn: readonly pulumi.Resource[]): k8s.apiextensions.CustomResource {
+    const queue = s.d.kueueQueue;
+    return new k8s.apiextensions.CustomResource(
+        `${s.name}-jobset`,
+        {
+            apiVersion: "jobset.x-k8s.io/v1alpha2",
+            kind: "JobSet",
+            metadata: {
+                name: planned.name,
+                namespace: s.ns,
+                labels: { ...s.d.podLabels, ...(queue !== undefined ? { [KUEUE_QUEUE_LABEL]: queue } : {}) },
+                annotations: { ...SKIP_AWAIT, [EXCLUSIVE_TOPOLOGY_ANNOTATION]: s.m.exclusiveTopology },
+            },
+            spec: planned.spec,
+        },
+        {
+            ...s.child,
+            dependsOn: [...dependsOn],
+            // As the one-node Job: a changed spec is a new JobSet (a hash in its name), the old one deleted
+            // first without waiting; the scheduler keeps the new pods Pending until the old ones free the GPUs.
+            deleteBeforeReplace: true,
+            // Kueue unsuspends an admitted JobSet; a later `up` must not suspend it again.
+            ...(queue !== undefined ? { ignoreChanges: ["spec.suspend"] } : {}),
+        },
+    );
+}
+
+/** observability: the scraper on a role's metrics ports alone (vLLM's listener, never its 8000). */
+function scrapeRules(d: TrainingDescription, role: string) {
+    const ports = d.metrics?.scraped.filter((p) => p.role === role).flatMap((p) => p.ports) ?? [];
+    return d.metrics && ports.length > 0 ? [scrapeIngressRule(d.metrics.scraper, ports)] : [];
+}
+
+/**
+ * Ingress: trainer pods from each other (accelerate's rendezvous, NCCL between nodes: every port)
+ * and from vLLM (the weight update's NCCL group, which the trainer hosts); vLLM from the trainer pods
+ * (HTTP and NCCL) and, in black box, from the ingress proxy on its port alone.
+ */
+function ingressPolicies(s: Scope, trainers: k8s.types.input.networking.v1.NetworkPolicyPeer, vllmPods: k8s.types.input.networking.v1.NetworkPolicyPeer): void {
+    const d = s.d;
+    new k8s.networking.v1.NetworkPolicy(
+        `${s.name}-policy`,
+        {
+            metadata: { name: d.jobName, namespace: s.ns, labels: { ...PART_OF } },
+            spec: {
+                podSelector: { matchLabels: { ...d.podLabels } },
+                policyTypes: ["Ingress"],
+                ingress: [{ from: [trainers, vllmPods] }, ...scrapeRules(d, "trainer")],
+            },
+        },
+        s.child,
+    );
+    const access = d.ingressAccess;
+    new k8s.networking.v1.NetworkPolicy(
+        `${s.name}-vllm-policy`,
+        {
+            metadata: { name: `${d.jobName}-vllm`, namespace: s.ns, labels: { ...PART_OF } },
+            spec: {
+                podSelector: { matchLabels: { ...s.m.vllm.podLabels } },
+                policyTypes: ["Ingress"],
+                ingress: [
+                    { from: [trainers] },
+                    ...(access
+                        ? [{ from: [podsInNamespace(access.fromNamespace, access.fromPodLabels)], ports: [{ protocol: "TCP", port: access.port }] }]
+                        : []),
+                    ...scrapeRules(d, "vllm"),
+                ],
+            },
+        },
+        s.child,
+    );
+}
+
+/** Egress: the trainers' allow-list plus each other and vLLM; vLLM: DNS, the trainer pods (NCCL), and the Hub on 443 for the model. */
+function egressPolicies(
+    s: Scope,
+    egress: TrainerEgress,
+    trainers: k8s.types.input.networking.v1.NetworkPolicyPeer,
+    vllmPods: k8s.types.input.networking.v1.NetworkPolicyPeer,
+): void {
+    new k8s.networking.v1.NetworkPolicy(
+        `${s.name}-egress`,
+        {
+            metadata: { name: `${s.d.jobName}-egress`, namespace: s.ns, labels: { ...PART_OF } },
+            spec: { podSelector: { matchLabels: { ...s.d.podLabels } }, policyTypes: ["Egress"], egress: trainerEgressRules(egress, [trainers, vllmPods]) },
+        },
+        s.child,
+    );
+    new k8s.networking.v1.NetworkPolicy(
+        `${s.name}-vllm-egress`,
+        {
+            metadata: { name: `${s.d.jobName}-vllm-egress`, namespace: s.ns, labels: { ...PART_OF } },
+            spec: {
+                podSelector: { matchLabels: { ...s.m.vllm.podLabels } },
+                policyTypes: ["Egress"],
+                egress: [clusterDnsEgress(egress.dns), { to: [trainers] }, publicInternetEgress([HTTPS_PORT])],
+            },
+        },
+        s.child,
+    );
 }
 
 /** Registers the run's JobSet (vLLM and the trainers) and the policies between them; returns the JobSet. */
@@ -187,102 +331,13 @@ export function buildMultiNodeTraining(
     deps: { readonly namespace: pulumi.Input<string>; readonly dependsOn: readonly pulumi.Resource[] },
     parent: pulumi.Resource,
 ): k8s.apiextensions.CustomResource {
-    const child = { parent };
-    const ns = deps.namespace;
-    const trainerLabels = { ...d.podLabels };
-    const vllmLabels = { ...m.vllm.podLabels };
-    const queue = d.kueueQueue;
-    const jobSet = new k8s.apiextensions.CustomResource(
-        `${name}-jobset`,
-        {
-            apiVersion: "jobset.x-k8s.io/v1alpha2",
-            kind: "JobSet",
-            metadata: {
-                name: planned.name,
-                namespace: ns,
-                labels: { ...trainerLabels, ...(queue !== undefined ? { [KUEUE_QUEUE_LABEL]: queue } : {}) },
-                // One pod per node (each Job holds one pod): vLLM's and each trainer's.
-                annotations: { ...SKIP_AWAIT, [EXCLUSIVE_TOPOLOGY_ANNOTATION]: m.exclusiveTopology },
-            },
-            spec: planned.spec,
-        },
-        {
-            ...child,
-            dependsOn: [...deps.dependsOn],
-            // As the one-node Job: a changed spec is a new JobSet (a hash in its name), the old one deleted
-            // first without waiting; the scheduler keeps the new pods Pending until the old ones free the GPUs.
-            deleteBeforeReplace: true,
-            // Kueue unsuspends an admitted JobSet; a later `up` must not suspend it again.
-            ...(queue !== undefined ? { ignoreChanges: ["spec.suspend"] } : {}),
-        },
-    );
-
-    // Ingress: trainer pods from each other (accelerate's rendezvous, NCCL between nodes: every port)
-    // and from vLLM (the weight update's NCCL group, which the trainer hosts); vLLM from the trainer pods
-    // (HTTP and NCCL) and, in black box, from the ingress proxy on its port alone.
-    const trainers = podsInNamespace(d.namespace, trainerLabels);
-    const vllmPods = podsInNamespace(d.namespace, vllmLabels);
-    // observability: the scraper on each pod's metrics ports alone (vLLM's listener, never its 8000).
-    const scrape = (role: string) => {
-        const ports = d.metrics?.scraped.filter((s) => s.role === role).flatMap((s) => s.ports) ?? [];
-        return d.metrics && ports.length > 0 ? [scrapeIngressRule(d.metrics.scraper, ports)] : [];
-    };
-    new k8s.networking.v1.NetworkPolicy(
-        `${name}-policy`,
-        {
-            metadata: { name: d.jobName, namespace: ns, labels: { ...PART_OF } },
-            spec: { podSelector: { matchLabels: trainerLabels }, policyTypes: ["Ingress"], ingress: [{ from: [trainers, vllmPods] }, ...scrape("trainer")] },
-        },
-        child,
-    );
-    const access = d.ingressAccess;
-    new k8s.networking.v1.NetworkPolicy(
-        `${name}-vllm-policy`,
-        {
-            metadata: { name: `${d.jobName}-vllm`, namespace: ns, labels: { ...PART_OF } },
-            spec: {
-                podSelector: { matchLabels: vllmLabels },
-                policyTypes: ["Ingress"],
-                ingress: [
-                    { from: [trainers] },
-                    ...(access
-                        ? [{ from: [podsInNamespace(access.fromNamespace, access.fromPodLabels)], ports: [{ protocol: "TCP", port: access.port }] }]
-                        : []),
-                    ...scrape("vllm"),
-                ],
-            },
-        },
-        child,
-    );
-    const egress = d.egress;
-    if (egress) {
-        new k8s.networking.v1.NetworkPolicy(
-            `${name}-egress`,
-            {
-                metadata: { name: `${d.jobName}-egress`, namespace: ns, labels: { ...PART_OF } },
-                spec: {
-                    podSelector: { matchLabels: trainerLabels },
-                    policyTypes: ["Egress"],
-                    egress: trainerEgressRules(egress, [trainers, vllmPods]),
-                },
-            },
-            child,
-        );
-        // vLLM: DNS, the trainer pods (NCCL), and the Hub on 443 for the model.
-        new k8s.networking.v1.NetworkPolicy(
-            `${name}-vllm-egress`,
-            {
-                metadata: { name: `${d.jobName}-vllm-egress`, namespace: ns, labels: { ...PART_OF } },
-                spec: {
-                    podSelector: { matchLabels: vllmLabels },
-                    policyTypes: ["Egress"],
-                    egress: [clusterDnsEgress(egress.dns), { to: [trainers] }, publicInternetEgress([HTTPS_PORT])],
-                },
-            },
-            child,
-        );
-    }
-    return jobSet;
+    const s: Scope = { name, d, m, ns: deps.namespace, child: { parent } };
+    const made = jobSet(s, planned, deps.dependsOn);
+    const trainers = podsInNamespace(d.namespace, { ...d.podLabels });
+    const vllmPods = podsInNamespace(d.namespace, { ...m.vllm.podLabels });
+    ingressPolicies(s, trainers, vllmPods);
+    if (d.egress) egressPolicies(s, d.egress, trainers, vllmPods);
+    return made;
 }
 
 /** HTTPS: the Hugging Face Hub, where vLLM downloads the model. */

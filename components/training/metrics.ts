@@ -9,31 +9,16 @@ import {
     METRICS_PORTS,
     METRICS_PROGRAM_DIR,
     type MetricsLinks,
-    type MetricsPort,
     type MetricsSidecar,
-    type Scraper,
     type ScrapedPods,
     podAnnotationsOf,
     stackPodLabels,
 } from "../shared/metrics-pods";
+import { podLabels } from "../config/names";
+import type { MultiNodeDescription, TrainingConfig, TrainingLinks, TrainingMetrics, TrainingNames } from "./model";
 
 /** uid/gid of nginx in nginxinc/nginx-unprivileged, the image the listener runs (images.nginx). */
 const NGINX_UID = 101;
-
-export interface TrainingMetrics {
-    /** Who may scrape (observability.scraper). */
-    readonly scraper: Scraper;
-    /** vLLM's metrics-only listener: in the trainer pod on one node, in vLLM's pod with nodes > 1; absent in colocate. */
-    readonly vllm?: MetricsSidecar;
-    /** The trainer container's metrics port. */
-    readonly trainer: MetricsPort;
-    /** The pods a monitor scrapes, with their metrics ports. */
-    readonly scraped: readonly ScrapedPods[];
-    /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
-    readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
-    /** The run stack's pod label (STACK_POD_LABEL), on every scraped pod's template beside its selector labels. */
-    readonly stackLabels: Readonly<Record<string, string>>;
-}
 
 /** vLLM's metrics-only listener: nginx, its config from the programs, pid and temp files in a memory-backed /tmp. */
 function vllmListener(image: string, links: MetricsLinks): MetricsSidecar {
@@ -81,6 +66,29 @@ export function trainingMetrics(args: {
         podAnnotations: podAnnotationsOf(args.links, scraped),
         stackLabels: stackPodLabels(args.links),
     };
+}
+
+/** The training node's metrics with observability.enabled (the Platform hands the scraper and programs in links.metrics). */
+export function observedMetrics(
+    config: TrainingConfig,
+    names: TrainingNames,
+    links: TrainingLinks,
+    node: { readonly vllmServes: boolean; readonly multiNode?: MultiNodeDescription },
+    problems: string[],
+): TrainingMetrics | undefined {
+    const observed = config.observability?.enabled ?? false;
+    if (observed && links.metrics === undefined)
+        problems.push("observability.enabled: the training node needs the scraper and the metrics programs: the Platform must pass links.metrics");
+    return observed && links.metrics !== undefined
+        ? trainingMetrics({
+              links: links.metrics,
+              nginxImage: config.images.nginx,
+              vllmServes: node.vllmServes,
+              namespace: names.namespaces.training,
+              trainerPodLabels: podLabels("trainer", names.training.job),
+              vllmPodLabels: node.multiNode?.vllm.podLabels,
+          })
+        : undefined;
 }
 
 /** form annotations: a pod template's prometheus.io/* annotations (none otherwise). */

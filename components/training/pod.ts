@@ -5,7 +5,7 @@
  */
 import { pullSecretRefs } from "../shared/kubernetes";
 import type * as k8s from "@pulumi/kubernetes";
-import type { TrainingDescription } from "./describe";
+import type { TrainingDescription } from "./model";
 
 export function trainingPodBase(d: TrainingDescription): Omit<k8s.types.input.core.v1.PodSpec, "containers"> {
     return {

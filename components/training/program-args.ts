@@ -5,7 +5,7 @@
  */
 import type { ProgramArgMap, ProgramFacts } from "../config/programs";
 import { DEFAULT_MODEL_REVISION } from "../config/program-rules";
-import type { TrainingConfig } from "./describe";
+import type { TrainingConfig } from "./model";
 
 /** Where the args check sits in the trainer image (trainer/*\/Dockerfile copies it there; not under /opt/agentrl, where the NCCL check and the program files are mounted). */
 export const ARGS_CHECK_PATH = "/usr/local/lib/agentrl/args_check.py";
@@ -85,7 +85,7 @@ export function programArgs(p: ProgramFacts, config: TrainingConfig, links: Prog
 }
 
 /**
- * The launcher of a named program: `python <file>` (the describe step turns it into `accelerate launch
+ * The launcher of a named program: `python <file>` (the resolve step, launcher.ts, turns it into `accelerate launch
  * --num_processes N` for more than one process), or `accelerate launch --config_file <file>`.
  */
 export function programLauncher(p: ProgramFacts, config: TrainingConfig): string[] {

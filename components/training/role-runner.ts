@@ -11,20 +11,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { metricsHttpModule } from "../shared/metrics-http";
 import { METRICS_PROGRAM_DIR, type MetricsFile } from "../shared/metrics-pods";
+import { type GpuSharingDescription, type Role, type RoleRunner, type TrainingConfig, type TrainingMetrics, VLLM_PORT } from "./model";
 
 /** The program on disk (sourcePath) and its file name where it is mounted. */
 export const ROLE_RUNNER = { sourcePath: path.join(__dirname, "role_runner.py"), file: "role_runner.py" } as const;
-
-/** The roles it runs; each is the prefix of its lines (`[vllm] `, `[trainer] `). */
-export type Role = "vllm" | "trainer";
-
-/** How a pod runs the role runner. */
-export interface RoleRunner {
-    /** Its path in the container (METRICS_PROGRAM_DIR/role_runner.py). */
-    readonly path: string;
-    /** observability.enabled: where the trainer's runner serves GET /metrics. @default undefined (no listener) */
-    readonly metricsListen?: string;
-}
 
 /** The role runner mounted at METRICS_PROGRAM_DIR, serving the trainer's metrics on `metricsListen` when given. */
 export function roleRunnerAt(metricsListen?: string): RoleRunner {
@@ -46,4 +36,36 @@ export function roleRunnerArgv(runner: RoleRunner, role: Role, argv: readonly st
             ? ["--metrics-listen", runner.metricsListen, ...(vllmHealthUrl !== undefined ? ["--vllm-health-url", vllmHealthUrl] : [])]
             : [];
     return ["python3", "-I", "-B", runner.path, "--role", role, ...metrics, "--", ...argv];
+}
+
+/** The trainer's role runner, if any, and the trainer's command as it runs (wrapped by the runner where it serves metrics). */
+export interface TrainerRunner {
+    readonly roleRunner?: RoleRunner;
+    readonly command: string[] | undefined;
+}
+
+/**
+ * The role runner: each role of the one container (every line prefixed with its role: supervisor.ts),
+ * whatever observability says; elsewhere it wraps the trainer's command on Kubernetes with observability
+ * on only. The trainer's metrics listener only with observability on.
+ */
+export function trainerRunner(
+    config: TrainingConfig,
+    node: { readonly sharing: GpuSharingDescription; readonly metrics?: TrainingMetrics; readonly vllmServes: boolean; readonly multiNode: boolean },
+    trainerCommand: string[] | undefined,
+    problems: string[],
+): TrainerRunner {
+    const { sharing, metrics } = node;
+    const wrapped = metrics !== undefined && !sharing.oneContainer && config.target.kind === "kubernetes";
+    const roleRunner = sharing.oneContainer || wrapped ? roleRunnerAt(metrics ? `0.0.0.0:${metrics.trainer.port}` : undefined) : undefined;
+    if (wrapped && trainerCommand === undefined)
+        problems.push(
+            "observability.enabled: the trainer's metrics come from a runner that wraps its command line, and training.command is unset (the image's entrypoint runs): set training.command",
+        );
+    const vllmHealth = node.vllmServes && !node.multiNode ? `http://127.0.0.1:${VLLM_PORT}/health` : undefined;
+    const command =
+        wrapped && roleRunner !== undefined && trainerCommand !== undefined
+            ? roleRunnerArgv(roleRunner, "trainer", trainerCommand, vllmHealth)
+            : trainerCommand;
+    return { roleRunner, command };
 }

@@ -21,13 +21,14 @@
  *
  * Pure: builds text and a container description; no Pulumi.
  */
-import type { ContainerDescription, TrainingDescription } from "./describe";
-import { CONTAINER, VLLM_UNANSWERED_SECONDS } from "./describe";
+import type { ContainerDescription, TrainingDescription } from "./model";
+import { CONTAINER, VLLM_UNANSWERED_SECONDS } from "./model";
 import { VLLM_PORT } from "../config/names";
 import { addQuantities } from "../shared/quantity";
-import { type Role, type RoleRunner, roleRunnerArgv } from "./role-runner";
+import type { Role, RoleRunner } from "./model";
+import { roleRunnerArgv } from "./role-runner";
 
-/** The bound the supervisor's watch ends the run on: defined with the probes it replaces (./describe). */
+/** The bound the supervisor's watch ends the run on: defined with the probes it replaces (./model). */
 export { VLLM_UNANSWERED_SECONDS };
 /** Seconds a stopped role gets between SIGTERM and SIGKILL (a hung vLLM may ignore TERM). */
 export const STOP_GRACE_SECONDS = 30;

@@ -5,7 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import type { ClaimRecords } from "../config/claims";
-import type { SecretName, TrainingDescription } from "./describe";
+import type { SecretName, TrainingDescription } from "./model";
 import { buildDockerTraining } from "./docker";
 import { buildKubernetesTraining } from "./kubernetes";
 

@@ -4,7 +4,7 @@
  */
 import { VLLM_PORT } from "../config/names";
 import type { VllmServerSettings } from "../config/vllm-settings";
-import type { TrainingConfig } from "./describe";
+import type { TrainingConfig } from "./model";
 
 /** What both server layouts start with: the model at its revision, on every interface, on vLLM's port. */
 function servedModel(config: TrainingConfig): string[] {

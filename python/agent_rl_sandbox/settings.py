@@ -2,7 +2,7 @@
 
 The TrainingNode sets these env vars on the trainer container from the SandboxPool's
 description (``components/sandbox/describe.ts``, ``trainerEnv``); hosted sandboxes only also get
-the sandbox key from a Secret (``components/training/describe.ts``, ``SECRET_ENV.sandboxKey``). A test renders the
+the sandbox key from a Secret (``components/training/model.ts``, ``SECRET_ENV.sandboxKey``). A test renders the
 real plan and reads it back through this module, so the two sides cannot drift.
 """
 

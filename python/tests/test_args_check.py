@@ -205,7 +205,7 @@ def test_missing_script_and_missing_arguments(tmp_path: Path) -> None:
 
 
 # TRL's own parser over GRPOConfig and ModelConfig, as the white-box contract describes
-# (components/training/describe.ts); runs where trl is installed (the trainer lock venv).
+# (components/training/trl-args.ts); runs where trl is installed (the trainer lock venv).
 TRL_SCRIPT = """
 import pathlib
 from trl import GRPOConfig, ModelConfig, TrlParser
