@@ -149,7 +149,7 @@ const DEPLOYED_SOURCE = "ingressProxySettings() of recipe opencode-blackbox (kub
 async function deployedOverrides(): Promise<{ overrides: LocalProxyOverrides; source: string }> {
     try {
         const config = await import("../components/config");
-        const describe = await import("../components/ingress/describe");
+        const proxySettings = await import("../components/ingress/proxy-settings");
         // The trainer and sandbox images have no default; the proxy settings do not depend on them: placeholders.
         const { parseWithTestImages } = await import("../test/helpers/config");
         const c = parseWithTestImages(
@@ -161,8 +161,8 @@ async function deployedOverrides(): Promise<{ overrides: LocalProxyOverrides; so
             },
             "bench",
         );
-        const s = describe.ingressProxySettings(c, config.platformNames(c));
-        return { overrides: describe.localOverrides(s), source: DEPLOYED_SOURCE };
+        const s = proxySettings.ingressProxySettings(c, config.platformNames(c));
+        return { overrides: proxySettings.localOverrides(s), source: DEPLOYED_SOURCE };
     } catch (e) {
         throw new Error(
             `cannot load the deployed proxy settings (${DEPLOYED_SOURCE}): ${(e as Error).message}. ` +

@@ -1,5 +1,5 @@
 /**
- * The alert rules and the run dashboard (components/observability/describe.ts), checked by the
+ * The alert rules and the run dashboard (components/observability/alerts.ts, dashboard.ts), checked by the
  * real promtool (Debian's prometheus package): `promtool check rules` on the generated groups, and
  * `promtool test rules` with one unit test per alert that fires on its condition and stays silent
  * otherwise, every threshold taken from the config's defaults.

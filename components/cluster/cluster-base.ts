@@ -63,6 +63,156 @@ export function teamClaimBindingSpec(team: string, policyName: string): k8s.type
     };
 }
 
+type Team = ClusterConfig["teams"][number];
+type Role = (typeof ROLES)[number];
+/** The options every child takes: the ClusterBase as its parent. */
+type Child = { readonly parent: pulumi.Resource };
+
+/** The agent-sandbox release (CRDs, controller, RBAC) from its manifest. */
+function agentSandboxRelease(name: string, c: ClusterConfig, child: Child): k8s.yaml.v2.ConfigFile {
+    return new k8s.yaml.v2.ConfigFile(`${name}-agent-sandbox`, { file: c.agentSandbox.manifest }, child);
+}
+
+/** agent-sandbox's controller PodMonitor: in the release's own namespace, once the release (which makes it) is applied. */
+function sandboxControllerPodMonitor(
+    name: string,
+    c: ClusterConfig,
+    release: k8s.yaml.v2.ConfigFile | undefined,
+    child: Child,
+): k8s.apiextensions.CustomResource | undefined {
+    const monitor = c.observability.enabled && release ? sandboxControllerMonitor(c.observability) : undefined;
+    return monitor
+        ? new k8s.apiextensions.CustomResource(
+              `${name}-agent-sandbox-monitor`,
+              {
+                  apiVersion: MONITORING_API_VERSION,
+                  kind: "PodMonitor",
+                  metadata: { name: monitor.name, namespace: monitor.namespace, labels: monitor.labels },
+                  spec: podMonitorSpec(monitor),
+              },
+              { ...child, dependsOn: [release!] },
+          )
+        : undefined;
+}
+
+/** The PriorityClass of one role's pods, where the config names one. */
+function priorityClass(name: string, c: ClusterConfig, role: "training" | "sandboxes", child: Child): k8s.scheduling.v1.PriorityClass | undefined {
+    const pc = c.priorityClasses[role];
+    if (pc === undefined) return undefined;
+    return new k8s.scheduling.v1.PriorityClass(
+        `${name}-priority-${role}`,
+        {
+            metadata: { name: pc.name, labels: PART_OF },
+            value: pc.value,
+            preemptionPolicy: pc.preemptionPolicy,
+            globalDefault: false,
+            description: `agent-rl-infra ${role} pods`,
+        },
+        child,
+    );
+}
+
+/** One RuntimeClass per sandboxing handler of the nodes, by name. */
+function runtimeClasses(name: string, c: ClusterConfig, child: Child): Record<string, k8s.node.v1.RuntimeClass> {
+    return Object.fromEntries(
+        c.runtimeClasses.map((r) => [
+            r.name,
+            new k8s.node.v1.RuntimeClass(`${name}-runtime-${r.name}`, { metadata: { name: r.name, labels: PART_OF }, handler: r.handler }, child),
+        ]),
+    );
+}
+
+/** The team's sandbox claim admission policy and its binding. */
+function teamClaimAdmission(name: string, t: Team, child: Child): void {
+    const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        `${name}-team-${t.name}-claims`,
+        { metadata: { name: `agentrl-${t.name}-sandbox-claims`, labels: { ...PART_OF, [TEAM_LABEL]: t.name } }, spec: teamClaimPolicySpec(t) },
+        child,
+    );
+    new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        `${name}-team-${t.name}-claims-binding`,
+        {
+            metadata: { name: `agentrl-${t.name}-sandbox-claims`, labels: { ...PART_OF, [TEAM_LABEL]: t.name } },
+            spec: teamClaimBindingSpec(t.name, `agentrl-${t.name}-sandbox-claims`),
+        },
+        { ...child, dependsOn: [policy] },
+    );
+}
+
+/** One role namespace of a team, labelled for Pod Security. */
+function roleNamespace(name: string, t: Team, role: Role, labels: Record<string, string>, child: Child): k8s.core.v1.Namespace {
+    // Run stacks keep their checkpoints in the training namespace: a namespace's deletion takes its claims.
+    const keep = role === "training";
+    return new k8s.core.v1.Namespace(
+        `${name}-team-${t.name}-${role}`,
+        { metadata: { name: teamNamespace(t.name, role), labels: { ...labels, ...podSecurityLabels(role) } } },
+        { ...child, retainOnDelete: keep },
+    );
+}
+
+/** The metadata of an object in a role namespace. */
+type InNamespace = (objName: string) => { name: string; namespace: pulumi.Output<string>; labels: Record<string, string> };
+
+/** The namespace's default-deny: no pod of any run admits traffic its own policies do not (an old run's pod included). */
+function defaultDeny(name: string, t: Team, role: Role, inNs: InNamespace, child: Child): void {
+    new k8s.networking.v1.NetworkPolicy(
+        `${name}-team-${t.name}-${role}-default-deny`,
+        { metadata: inNs("default-deny-ingress"), spec: defaultDenyIngressSpec() },
+        child,
+    );
+}
+
+/** The namespace's ResourceQuota, where the team has one for the role. */
+function roleQuota(name: string, c: ClusterConfig, t: Team, role: Role, inNs: InNamespace, child: Child): void {
+    const quota = t.quotas[role];
+    if (quota !== undefined)
+        new k8s.core.v1.ResourceQuota(
+            `${name}-team-${t.name}-${role}-quota`,
+            { metadata: inNs("team-quota"), spec: { hard: teamQuota(quota, c.gpuResourceName) } },
+            child,
+        );
+}
+
+/** The deployers' Role in the namespace and its binding, where the team names deployers. */
+function deployerAccess(name: string, t: Team, role: Role, inNs: InNamespace, child: Child): void {
+    if (t.deployers.length === 0) return;
+    const rules = [...DEPLOYER_RULES, ...(role === "training" ? OPERATOR_RULES : [])].map((r) => ({
+        apiGroups: [...r.apiGroups],
+        resources: [...r.resources],
+        verbs: [...r.verbs],
+    }));
+    const deployerRole = new k8s.rbac.v1.Role(`${name}-team-${t.name}-${role}-deployer`, { metadata: inNs("agentrl-deployer"), rules }, child);
+    new k8s.rbac.v1.RoleBinding(
+        `${name}-team-${t.name}-${role}-deployer`,
+        {
+            metadata: inNs("agentrl-deployer"),
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "agentrl-deployer" },
+            subjects: t.deployers.map((d) =>
+                d.kind === "ServiceAccount"
+                    ? { kind: d.kind, name: d.name, namespace: d.namespace }
+                    : { kind: d.kind, name: d.name, apiGroup: "rbac.authorization.k8s.io" },
+            ),
+        },
+        { ...child, dependsOn: [deployerRole] },
+    );
+}
+
+/** A team's objects: its claim admission, then each role namespace with its default-deny, quota and deployer access. */
+function teamObjects(name: string, c: ClusterConfig, t: Team, child: Child): Record<string, k8s.core.v1.Namespace> {
+    const namespaces: Record<string, k8s.core.v1.Namespace> = {};
+    teamClaimAdmission(name, t, child);
+    for (const role of ROLES) {
+        const labels = { ...PART_OF, [TEAM_LABEL]: t.name, [ROLE_LABEL]: role };
+        const ns = roleNamespace(name, t, role, labels, child);
+        namespaces[teamNamespace(t.name, role)] = ns;
+        const inNs: InNamespace = (objName) => ({ name: objName, namespace: ns.metadata.name, labels });
+        defaultDeny(name, t, role, inNs, child);
+        roleQuota(name, c, t, role, inNs, child);
+        deployerAccess(name, t, role, inNs, child);
+    }
+    return namespaces;
+}
+
 /** What the ClusterBase exports: the config's outputs and the cluster's identity, read from the cluster. */
 export type ClusterBaseOutputs = Omit<ClusterOutputs, "clusterId"> & { readonly clusterId: pulumi.Output<string> };
 
@@ -84,112 +234,12 @@ export class ClusterBase extends pulumi.ComponentResource {
         super("agentrl:cluster:ClusterBase", name, {}, opts);
         const c = args.config;
         const child = { parent: this };
-
-        this.agentSandbox = c.agentSandbox.install ? new k8s.yaml.v2.ConfigFile(`${name}-agent-sandbox`, { file: c.agentSandbox.manifest }, child) : undefined;
-
-        // In the release's own namespace, once the release (which makes it) is applied.
-        const monitor = c.observability.enabled && this.agentSandbox ? sandboxControllerMonitor(c.observability) : undefined;
-        this.sandboxControllerMonitor = monitor
-            ? new k8s.apiextensions.CustomResource(
-                  `${name}-agent-sandbox-monitor`,
-                  {
-                      apiVersion: MONITORING_API_VERSION,
-                      kind: "PodMonitor",
-                      metadata: { name: monitor.name, namespace: monitor.namespace, labels: monitor.labels },
-                      spec: podMonitorSpec(monitor),
-                  },
-                  { ...child, dependsOn: [this.agentSandbox!] },
-              )
-            : undefined;
-
-        const priorityClass = (role: "training" | "sandboxes") => {
-            const pc = c.priorityClasses[role];
-            if (pc === undefined) return undefined;
-            return new k8s.scheduling.v1.PriorityClass(
-                `${name}-priority-${role}`,
-                {
-                    metadata: { name: pc.name, labels: PART_OF },
-                    value: pc.value,
-                    preemptionPolicy: pc.preemptionPolicy,
-                    globalDefault: false,
-                    description: `agent-rl-infra ${role} pods`,
-                },
-                child,
-            );
-        };
-        this.priorityClasses = { training: priorityClass("training"), sandboxes: priorityClass("sandboxes") };
-
-        this.runtimeClasses = Object.fromEntries(
-            c.runtimeClasses.map((r) => [
-                r.name,
-                new k8s.node.v1.RuntimeClass(`${name}-runtime-${r.name}`, { metadata: { name: r.name, labels: PART_OF }, handler: r.handler }, child),
-            ]),
-        );
-
+        this.agentSandbox = c.agentSandbox.install ? agentSandboxRelease(name, c, child) : undefined;
+        this.sandboxControllerMonitor = sandboxControllerPodMonitor(name, c, this.agentSandbox, child);
+        this.priorityClasses = { training: priorityClass(name, c, "training", child), sandboxes: priorityClass(name, c, "sandboxes", child) };
+        this.runtimeClasses = runtimeClasses(name, c, child);
         this.teamNamespaces = {};
-        for (const t of c.teams) {
-            const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                `${name}-team-${t.name}-claims`,
-                { metadata: { name: `agentrl-${t.name}-sandbox-claims`, labels: { ...PART_OF, [TEAM_LABEL]: t.name } }, spec: teamClaimPolicySpec(t) },
-                child,
-            );
-            new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-                `${name}-team-${t.name}-claims-binding`,
-                {
-                    metadata: { name: `agentrl-${t.name}-sandbox-claims`, labels: { ...PART_OF, [TEAM_LABEL]: t.name } },
-                    spec: teamClaimBindingSpec(t.name, `agentrl-${t.name}-sandbox-claims`),
-                },
-                { ...child, dependsOn: [policy] },
-            );
-            for (const role of ROLES) {
-                const nsName = teamNamespace(t.name, role);
-                const labels = { ...PART_OF, [TEAM_LABEL]: t.name, [ROLE_LABEL]: role };
-                // Run stacks keep their checkpoints in the training namespace: a namespace's deletion takes its claims.
-                const keep = role === "training";
-                const ns = new k8s.core.v1.Namespace(
-                    `${name}-team-${t.name}-${role}`,
-                    { metadata: { name: nsName, labels: { ...labels, ...podSecurityLabels(role) } } },
-                    { ...child, retainOnDelete: keep },
-                );
-                this.teamNamespaces[nsName] = ns;
-                const inNs = (objName: string) => ({ name: objName, namespace: ns.metadata.name, labels });
-                // No pod of any run admits traffic its own policies do not (an old run's pod included).
-                new k8s.networking.v1.NetworkPolicy(
-                    `${name}-team-${t.name}-${role}-default-deny`,
-                    { metadata: inNs("default-deny-ingress"), spec: defaultDenyIngressSpec() },
-                    child,
-                );
-                const quota = t.quotas[role];
-                if (quota !== undefined)
-                    new k8s.core.v1.ResourceQuota(
-                        `${name}-team-${t.name}-${role}-quota`,
-                        { metadata: inNs("team-quota"), spec: { hard: teamQuota(quota, c.gpuResourceName) } },
-                        child,
-                    );
-                if (t.deployers.length > 0) {
-                    const rules = [...DEPLOYER_RULES, ...(role === "training" ? OPERATOR_RULES : [])].map((r) => ({
-                        apiGroups: [...r.apiGroups],
-                        resources: [...r.resources],
-                        verbs: [...r.verbs],
-                    }));
-                    const deployerRole = new k8s.rbac.v1.Role(`${name}-team-${t.name}-${role}-deployer`, { metadata: inNs("agentrl-deployer"), rules }, child);
-                    new k8s.rbac.v1.RoleBinding(
-                        `${name}-team-${t.name}-${role}-deployer`,
-                        {
-                            metadata: inNs("agentrl-deployer"),
-                            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "agentrl-deployer" },
-                            subjects: t.deployers.map((d) =>
-                                d.kind === "ServiceAccount"
-                                    ? { kind: d.kind, name: d.name, namespace: d.namespace }
-                                    : { kind: d.kind, name: d.name, apiGroup: "rbac.authorization.k8s.io" },
-                            ),
-                        },
-                        { ...child, dependsOn: [deployerRole] },
-                    );
-                }
-            }
-        }
-
+        for (const t of c.teams) Object.assign(this.teamNamespaces, teamObjects(name, c, t, child));
         // The cluster's identity: run stacks compare it with their own cluster's before anything registers.
         const kubeSystem = k8s.core.v1.Namespace.get(`${name}-kube-system`, "kube-system", child);
         this.outputs = { ...clusterOutputs(c), clusterId: kubeSystem.metadata.uid };

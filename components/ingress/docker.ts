@@ -20,7 +20,8 @@
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
-import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
+import { CHECKSUM_ANNOTATION } from "./model";
+import type { IngressDescription } from "./resolve";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 import { publishedMetricsPorts, registerDockerMetricsSidecar } from "../shared/docker-metrics";
 
@@ -64,21 +65,35 @@ function runtimeTmpfs(d: IngressDescription): Record<string, string> {
     };
 }
 
-/** Registers the pinned image, the two file volumes, the files container and the nginx container as children of `parent`. */
-export function registerDockerIngress(name: string, args: DockerIngressArgs, parent: pulumi.Resource): DockerIngressResources {
-    const d = args.description;
-    const sec = d.security;
-    const child = { parent };
-    const image = new docker.RemoteImage(`${name}-image`, { name: d.image, keepLocally: true }, child);
-    // The shared pod labels (they carry app.kubernetes.io/part-of) also mark the containers and volumes.
-    const labels = Object.entries(d.podLabels).map(([label, value]) => ({ label, value }));
-    const configVolume = new docker.Volume(`${name}-config-volume`, { name: d.names.configVolume, labels }, child);
-    const keysVolume = new docker.Volume(`${name}-keys-volume`, { name: d.names.keysVolume, labels }, child);
-    const m = d.metrics;
-    const logVolume = m ? new docker.Volume(`${name}-access-log-volume`, { name: `${d.names.container}-access-log`, labels }, child) : undefined;
+type Child = { readonly parent: pulumi.Resource };
+type DockerLabels = { label: string; value: string }[];
+/** The volumes the files container fills and the proxy mounts; the access log's only with metrics. */
+interface FileVolumes {
+    readonly config: docker.Volume;
+    readonly keys: docker.Volume;
+    readonly log?: docker.Volume;
+}
 
-    // Created, never started, no network: it exists only so the daemon can copy the uploads into the volumes.
-    const files = new docker.Container(
+/** The config and keys volumes, and the access log's (observability on). */
+function fileVolumes(name: string, d: IngressDescription, labels: DockerLabels, child: Child): FileVolumes {
+    const config = new docker.Volume(`${name}-config-volume`, { name: d.names.configVolume, labels }, child);
+    const keys = new docker.Volume(`${name}-keys-volume`, { name: d.names.keysVolume, labels }, child);
+    const log = d.metrics ? new docker.Volume(`${name}-access-log-volume`, { name: `${d.names.container}-access-log`, labels }, child) : undefined;
+    return { config, keys, log };
+}
+
+/** Created, never started, no network: it exists only so the daemon can copy the uploads into the volumes. */
+function filesContainer(
+    name: string,
+    args: DockerIngressArgs,
+    image: docker.RemoteImage,
+    v: FileVolumes,
+    labels: DockerLabels,
+    child: Child,
+): docker.Container {
+    const d = args.description;
+    const m = d.metrics;
+    return new docker.Container(
         `${name}-files`,
         {
             name: d.names.filesContainer,
@@ -89,9 +104,9 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
             networkMode: "none",
             labels,
             volumes: [
-                { volumeName: configVolume.name, containerPath: d.paths.configDir },
-                { volumeName: keysVolume.name, containerPath: d.paths.keysDir },
-                ...(m && logVolume ? [{ volumeName: logVolume.name, containerPath: m.accessLog.dir }] : []),
+                { volumeName: v.config.name, containerPath: d.paths.configDir },
+                { volumeName: v.keys.name, containerPath: d.paths.keysDir },
+                ...(m && v.log ? [{ volumeName: v.log.name, containerPath: m.accessLog.dir }] : []),
             ],
             uploads: [
                 { file: d.settings.keysFile, content: pulumi.secret(args.keysText), permissions: "0440" },
@@ -103,21 +118,39 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
         // Fixed name: the old one must go before its replacement (uploads change = replacement).
         { ...child, deleteBeforeReplace: true },
     );
+}
 
-    const networksAdvanced: docker.types.input.ContainerNetworksAdvanced[] = [{ name: args.networks.training }];
-    if (args.networks.sandboxes !== undefined) networksAdvanced.push({ name: args.networks.sandboxes });
+/** What the proxy mounts: config and keys read-only, the access log, and the host's TLS files (tls.mode files). */
+function proxyVolumes(d: IngressDescription, v: FileVolumes): docker.types.input.ContainerVolume[] {
     const volumes: docker.types.input.ContainerVolume[] = [
-        { volumeName: configVolume.name, containerPath: d.paths.configDir, readOnly: true },
-        { volumeName: keysVolume.name, containerPath: d.paths.keysDir, readOnly: true },
+        { volumeName: v.config.name, containerPath: d.paths.configDir, readOnly: true },
+        { volumeName: v.keys.name, containerPath: d.paths.keysDir, readOnly: true },
     ];
-    if (m && logVolume) volumes.push({ volumeName: logVolume.name, containerPath: m.accessLog.dir });
+    if (d.metrics && v.log) volumes.push({ volumeName: v.log.name, containerPath: d.metrics.accessLog.dir });
     if (d.tls.proxyTerminates && d.tls.mode === "files") {
         volumes.push(
             { hostPath: d.tls.certFile!, containerPath: d.settings.tlsCertFile, readOnly: true },
             { hostPath: d.tls.keyFile!, containerPath: d.settings.tlsKeyFile, readOnly: true },
         );
     }
-    const container = new docker.Container(
+    return volumes;
+}
+
+/** The nginx container, hardened, on both networks, replaced when its config or keys change. */
+function proxyContainer(
+    name: string,
+    args: DockerIngressArgs,
+    image: docker.RemoteImage,
+    v: FileVolumes,
+    files: docker.Container,
+    labels: DockerLabels,
+    child: Child,
+): docker.Container {
+    const d = args.description;
+    const sec = d.security;
+    const networksAdvanced: docker.types.input.ContainerNetworksAdvanced[] = [{ name: args.networks.training }];
+    if (args.networks.sandboxes !== undefined) networksAdvanced.push({ name: args.networks.sandboxes });
+    return new docker.Container(
         `${name}-proxy`,
         {
             name: d.names.container,
@@ -135,7 +168,7 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
             // The only container on both networks: it reaches vLLM on one and serves the sandboxes on the other.
             networksAdvanced,
             ports: dockerIngressPorts(d),
-            volumes,
+            volumes: proxyVolumes(d, v),
             // A keyed hash, not secret: a new config or key replaces the container, so nginx reads the new files.
             labels: pulumi.output(args.checksum).apply((sum) => [...labels, { label: CHECKSUM_ANNOTATION, value: sum }]),
             healthcheck: dockerIngressHealthcheck(d),
@@ -148,18 +181,34 @@ export function registerDockerIngress(name: string, args: DockerIngressArgs, par
         },
         { ...child, dependsOn: waitFor(args.upstreamReady, [files]), deleteBeforeReplace: true },
     );
-    // observability: the exporter over stub_status on the proxy's loopback, mtail over the access log (read-only).
-    const metrics: docker.Container[] = [];
-    if (m && logVolume) {
-        const main = { name: d.names.container, container, namespace: d.names.namespace };
-        const exporterImage = new docker.RemoteImage(`${name}-${m.exporter.name}-image`, { name: m.exporter.image, keepLocally: true }, child);
-        const mtailImage = new docker.RemoteImage(`${name}-${m.log.name}-image`, { name: m.log.image, keepLocally: true }, child);
-        metrics.push(
-            registerDockerMetricsSidecar(name, m.exporter, main, exporterImage.imageId, parent),
-            registerDockerMetricsSidecar(name, m.log, main, mtailImage.imageId, parent, {
-                volumes: [{ volumeName: logVolume.name, containerPath: m.accessLog.dir, readOnly: true }],
-            }),
-        );
-    }
-    return { container, metrics };
+}
+
+/** observability: the exporter over stub_status on the proxy's loopback, mtail over the access log (read-only). */
+function metricsSidecars(name: string, d: IngressDescription, container: docker.Container, v: FileVolumes, parent: pulumi.Resource): docker.Container[] {
+    const m = d.metrics;
+    const logVolume = v.log;
+    if (!m || !logVolume) return [];
+    const child = { parent };
+    const main = { name: d.names.container, container, namespace: d.names.namespace };
+    const exporterImage = new docker.RemoteImage(`${name}-${m.exporter.name}-image`, { name: m.exporter.image, keepLocally: true }, child);
+    const mtailImage = new docker.RemoteImage(`${name}-${m.log.name}-image`, { name: m.log.image, keepLocally: true }, child);
+    return [
+        registerDockerMetricsSidecar(name, m.exporter, main, exporterImage.imageId, parent),
+        registerDockerMetricsSidecar(name, m.log, main, mtailImage.imageId, parent, {
+            volumes: [{ volumeName: logVolume.name, containerPath: m.accessLog.dir, readOnly: true }],
+        }),
+    ];
+}
+
+/** Registers the pinned image, the two file volumes, the files container and the nginx container as children of `parent`. */
+export function registerDockerIngress(name: string, args: DockerIngressArgs, parent: pulumi.Resource): DockerIngressResources {
+    const d = args.description;
+    const child = { parent };
+    const image = new docker.RemoteImage(`${name}-image`, { name: d.image, keepLocally: true }, child);
+    // The shared pod labels (they carry app.kubernetes.io/part-of) also mark the containers and volumes.
+    const labels = Object.entries(d.podLabels).map(([label, value]) => ({ label, value }));
+    const volumes = fileVolumes(name, d, labels, child);
+    const files = filesContainer(name, args, image, volumes, labels, child);
+    const container = proxyContainer(name, args, image, volumes, files, labels, child);
+    return { container, metrics: metricsSidecars(name, d, container, volumes, parent) };
 }

@@ -1,21 +1,19 @@
 export { VllmIngress, configChecksum, GENERATED_KEY_LENGTH, type VllmIngressArgs } from "./vllm-ingress";
+export { resolveVllmIngress, type IngressDescription } from "./resolve";
+export { ingressProxySettings, localOverrides } from "./proxy-settings";
 export {
-    resolveVllmIngress,
-    ingressProxySettings,
-    localOverrides,
     CHECKSUM_ANNOTATION,
     INGRESS_HTTP_PORT,
     INGRESS_HTTPS_PORT,
     INGRESS_PATHS,
     PUBLIC_HTTPS_PORT,
-    type IngressDescription,
     type IngressConfig,
     type IngressNames,
     type IngressPeerPods,
     type IngressResources,
     type IngressSecurity,
     type IngressTls,
-} from "./describe";
+} from "./model";
 export {
     HTTPROUTE_API_VERSION,
     ingressDeploymentSpec,

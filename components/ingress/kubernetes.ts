@@ -12,7 +12,8 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { waitFor } from "./wait";
 import { imagePullPolicy } from "../shared/images";
-import { CHECKSUM_ANNOTATION, type IngressDescription } from "./describe";
+import { CHECKSUM_ANNOTATION } from "./model";
+import type { IngressDescription } from "./resolve";
 import {
     clusterDnsEgress,
     hardenedServicePod,

@@ -256,14 +256,156 @@ function nginxTest(bin: string, dir: string, configPath: string, errorLogPath: s
     }
 }
 
+/** The keys from exactly one of `keys` / `keysFile`, rendered (throws on bad keys before anything is created). */
+function keysFileText(opts: LocalIngressOptions): string {
+    if ((opts.keys === undefined) === (opts.keysFile === undefined)) throw new Error("startLocalIngress: pass exactly one of keys / keysFile");
+    const keys = opts.keys ?? parseKeysText(fs.readFileSync(opts.keysFile!, "utf8"), opts.keysFile);
+    return renderKeysFile(keys);
+}
+
+/** Writes the keys file (0600) and copies the TLS files into the run's dir. */
+function writeFiles(paths: ReturnType<typeof localPaths>, keysText: string, tls: LocalIngressOptions["tls"]): void {
+    writePrivate(paths.keysFile, keysText);
+    if (tls) {
+        fs.copyFileSync(tls.certFile, paths.tlsCertFile);
+        fs.copyFileSync(tls.keyFile, paths.tlsKeyFile);
+        fs.chmodSync(paths.tlsKeyFile, 0o600);
+    }
+}
+
+/** A started nginx master: its output's tail and its exit code (undefined while it runs), updated as they come. */
+interface RunningNginx {
+    readonly child: ChildProcess;
+    readonly exited: Promise<number | null>;
+    output: string;
+    exitCode: number | null | undefined;
+}
+
+/** Starts nginx in the foreground under setpriv --pdeathsig where there is one, collecting its output. */
+function launchNginx(bin: string, nginxArgs: readonly string[], opts: LocalIngressOptions): RunningNginx {
+    // setpriv --pdeathsig execs nginx in place (same pid) and makes the kernel SIGTERM it if this process dies without stop().
+    const guard = pdeathsigWrapper();
+    const [first, ...rest] = opts.launcher?.([bin, ...nginxArgs]) ?? [bin, ...nginxArgs];
+    const child: ChildProcess = spawn(guard ?? first!, guard ? ["--pdeathsig", "TERM", "--", first!, ...rest] : rest, {
+        stdio: ["ignore", "pipe", "pipe"],
+    });
+    const run = { child, output: "", exitCode: undefined } as {
+        child: ChildProcess;
+        exited: Promise<number | null>;
+        output: string;
+        exitCode: number | null | undefined;
+    };
+    const collect = (b: Buffer) => {
+        if (opts.echoOutput === true) process.stderr.write(b);
+        run.output = (run.output + b.toString("utf8")).slice(-16384);
+    };
+    child.stdout!.on("data", collect);
+    child.stderr!.on("data", collect);
+    run.exited = new Promise<number | null>((resolve) => {
+        child.once("exit", (code, signal) => {
+            run.exitCode = code ?? (signal !== null ? 128 : null);
+            live.delete(child.pid ?? -1);
+            resolve(run.exitCode);
+        });
+        child.once("error", (err) => {
+            run.output += String(err);
+            run.exitCode = -1;
+            resolve(-1);
+        });
+    });
+    return run;
+}
+
+/** stop(), once: SIGTERM the master (SIGKILL after 5 s), kill the workers left, drop the dir; throws if any survives. */
+function stopper(run: RunningNginx, pid: number, cleanupDir: () => void): () => Promise<void> {
+    let stopped: Promise<void> | undefined;
+    return (): Promise<void> => {
+        stopped ??= (async () => {
+            const workers = childPids(pid);
+            if (run.exitCode === undefined) {
+                run.child.kill("SIGTERM"); // fast shutdown: master stops its workers
+                const t = await Promise.race([run.exited.then(() => "exit"), sleep(5000).then(() => "timeout")]);
+                if (t === "timeout") {
+                    run.child.kill("SIGKILL");
+                    await Promise.race([run.exited, sleep(2000)]);
+                }
+            }
+            for (let i = 0; i < 40 && workers.some(isAlive); i++) await sleep(50);
+            for (const w of workers.filter(isAlive)) process.kill(w, "SIGKILL");
+            live.delete(pid);
+            cleanupDir();
+            const survivors = [pid, ...workers].filter(isAlive);
+            if (survivors.length > 0) throw new Error(`nginx processes still alive after stop(): ${survivors.join(", ")}`);
+        })();
+        return stopped;
+    };
+}
+
+/** Waits until the port accepts connections; stops nginx and throws with its output if it exits or the time runs out. */
+async function waitReady(
+    run: RunningNginx,
+    host: string,
+    port: number,
+    readyTimeoutMs: number | undefined,
+    stop: () => Promise<void>,
+    errorLogTail: () => string,
+) {
+    const deadline = Date.now() + (readyTimeoutMs ?? 10000);
+    for (;;) {
+        if (run.exitCode !== undefined) {
+            await stop();
+            throw new Error(`nginx exited during startup (code ${String(run.exitCode)}):\n${run.output}${errorLogTail()}`.trimEnd());
+        }
+        if (await canConnect(host, port)) break;
+        if (Date.now() > deadline) {
+            await stop();
+            throw new Error(
+                `nginx did not accept connections on ${host}:${port} within ${readyTimeoutMs ?? 10000} ms:\n${run.output}${errorLogTail()}`.trimEnd(),
+            );
+        }
+        await sleep(50);
+    }
+}
+
+/** setKeys(): write the new keys file, nginx -t it (restoring the old one on failure), reload and wait for the new workers. */
+function keySetter(
+    bin: string,
+    dir: string,
+    configPath: string,
+    paths: ReturnType<typeof localPaths>,
+    run: RunningNginx,
+    pid: number,
+    errorLogTail: () => string,
+): (next: ReadonlyArray<IngressKey>) => Promise<void> {
+    return async (next) => {
+        const text = renderKeysFile(next);
+        if (run.exitCode !== undefined) throw new Error("setKeys: nginx is not running");
+        const previous = fs.readFileSync(paths.keysFile, "utf8");
+        writePrivate(paths.keysFile, text);
+        try {
+            nginxTest(bin, dir, configPath, paths.errorLog);
+        } catch (e) {
+            writePrivate(paths.keysFile, previous);
+            throw e;
+        }
+        const oldWorkers = childPids(pid);
+        process.kill(pid, "SIGHUP"); // reload: new workers read the new map, old ones finish in-flight requests and exit
+        const until = Date.now() + 10000;
+        for (;;) {
+            const now = childPids(pid);
+            if (now.length > 0 && now.every((w) => !oldWorkers.includes(w)) && oldWorkers.every((w) => !isAlive(w))) return;
+            if (Date.now() > until) throw new Error(`nginx reload did not replace workers within 10 s:\n${errorLogTail()}`);
+            await sleep(25);
+        }
+    };
+}
+
 /** Render the config into a fresh temp dir, nginx -t it, start nginx in the foreground and wait until the port accepts connections. */
 export async function startLocalIngress(opts: LocalIngressOptions): Promise<LocalIngress> {
     const bin = opts.nginxBinary ?? findNginx();
     const { host, port: wantedPort } = parseListen(opts.listen ?? "127.0.0.1:0");
     const upstream = parseUpstream(opts.upstream);
-    if ((opts.keys === undefined) === (opts.keysFile === undefined)) throw new Error("startLocalIngress: pass exactly one of keys / keysFile");
-    const keys = opts.keys ?? parseKeysText(fs.readFileSync(opts.keysFile!, "utf8"), opts.keysFile);
-    const keysText = renderKeysFile(keys); // throws on bad keys before anything is created
+    const keysText = keysFileText(opts);
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vllm-ingress-"));
     // 0711: when started as root, nginx workers run as "nobody" and must traverse dir to reach their temp dirs; keys stay 0600.
@@ -271,12 +413,7 @@ export async function startLocalIngress(opts: LocalIngressOptions): Promise<Loca
     const cleanupDir = () => fs.rmSync(dir, { recursive: true, force: true });
     try {
         const paths = localPaths(dir);
-        writePrivate(paths.keysFile, keysText);
-        if (opts.tls) {
-            fs.copyFileSync(opts.tls.certFile, paths.tlsCertFile);
-            fs.copyFileSync(opts.tls.keyFile, paths.tlsKeyFile);
-            fs.chmodSync(paths.tlsKeyFile, 0o600);
-        }
+        writeFiles(paths, keysText, opts.tls);
         const port = wantedPort === 0 ? await freePort(host) : wantedPort;
         const settings = resolveProxySettings({
             ...(opts.settings ?? {}),
@@ -291,40 +428,13 @@ export async function startLocalIngress(opts: LocalIngressOptions): Promise<Loca
         fs.writeFileSync(configPath, configText, { mode: 0o644 });
         nginxTest(bin, dir, configPath, paths.errorLog);
 
-        const nginxArgs = ["-p", `${dir}/`, "-e", paths.errorLog, "-c", configPath, "-g", "daemon off;"];
-        // setpriv --pdeathsig execs nginx in place (same pid) and makes the kernel SIGTERM it if this process dies without stop().
-        const guard = pdeathsigWrapper();
-        const [first, ...rest] = opts.launcher?.([bin, ...nginxArgs]) ?? [bin, ...nginxArgs];
-        const child: ChildProcess = spawn(guard ?? first!, guard ? ["--pdeathsig", "TERM", "--", first!, ...rest] : rest, {
-            stdio: ["ignore", "pipe", "pipe"],
-        });
-        let output = "";
-        const collect = (b: Buffer) => {
-            if (opts.echoOutput === true) process.stderr.write(b);
-            output = (output + b.toString("utf8")).slice(-16384);
-        };
-        child.stdout!.on("data", collect);
-        child.stderr!.on("data", collect);
-        let exitCode: number | null | undefined;
-        const exited = new Promise<number | null>((resolve) => {
-            child.once("exit", (code, signal) => {
-                exitCode = code ?? (signal !== null ? 128 : null);
-                live.delete(child.pid ?? -1);
-                resolve(exitCode);
-            });
-            child.once("error", (err) => {
-                output += String(err);
-                exitCode = -1;
-                resolve(-1);
-            });
-        });
-        if (child.pid === undefined) {
-            await exited;
-            throw new Error(`failed to start ${bin}: ${output}`);
+        const run = launchNginx(bin, ["-p", `${dir}/`, "-e", paths.errorLog, "-c", configPath, "-g", "daemon off;"], opts);
+        if (run.child.pid === undefined) {
+            await run.exited;
+            throw new Error(`failed to start ${bin}: ${run.output}`);
         }
-        const pid = child.pid;
+        const pid = run.child.pid;
         trackLive(pid, dir);
-
         const errorLogTail = () => {
             try {
                 return fs.readFileSync(paths.errorLog, "utf8").slice(-4000);
@@ -332,67 +442,8 @@ export async function startLocalIngress(opts: LocalIngressOptions): Promise<Loca
                 return "";
             }
         };
-
-        let stopped: Promise<void> | undefined;
-        const stop = (): Promise<void> => {
-            stopped ??= (async () => {
-                const workers = childPids(pid);
-                if (exitCode === undefined) {
-                    child.kill("SIGTERM"); // fast shutdown: master stops its workers
-                    const t = await Promise.race([exited.then(() => "exit"), sleep(5000).then(() => "timeout")]);
-                    if (t === "timeout") {
-                        child.kill("SIGKILL");
-                        await Promise.race([exited, sleep(2000)]);
-                    }
-                }
-                for (let i = 0; i < 40 && workers.some(isAlive); i++) await sleep(50);
-                for (const w of workers.filter(isAlive)) process.kill(w, "SIGKILL");
-                live.delete(pid);
-                cleanupDir();
-                const survivors = [pid, ...workers].filter(isAlive);
-                if (survivors.length > 0) throw new Error(`nginx processes still alive after stop(): ${survivors.join(", ")}`);
-            })();
-            return stopped;
-        };
-
-        const deadline = Date.now() + (opts.readyTimeoutMs ?? 10000);
-        for (;;) {
-            if (exitCode !== undefined) {
-                await stop();
-                throw new Error(`nginx exited during startup (code ${String(exitCode)}):\n${output}${errorLogTail()}`.trimEnd());
-            }
-            if (await canConnect(host, port)) break;
-            if (Date.now() > deadline) {
-                await stop();
-                throw new Error(
-                    `nginx did not accept connections on ${host}:${port} within ${opts.readyTimeoutMs ?? 10000} ms:\n${output}${errorLogTail()}`.trimEnd(),
-                );
-            }
-            await sleep(50);
-        }
-
-        const setKeys = async (next: ReadonlyArray<IngressKey>): Promise<void> => {
-            const text = renderKeysFile(next);
-            if (exitCode !== undefined) throw new Error("setKeys: nginx is not running");
-            const previous = fs.readFileSync(paths.keysFile, "utf8");
-            writePrivate(paths.keysFile, text);
-            try {
-                nginxTest(bin, dir, configPath, paths.errorLog);
-            } catch (e) {
-                writePrivate(paths.keysFile, previous);
-                throw e;
-            }
-            const oldWorkers = childPids(pid);
-            process.kill(pid, "SIGHUP"); // reload: new workers read the new map, old ones finish in-flight requests and exit
-            const until = Date.now() + 10000;
-            for (;;) {
-                const now = childPids(pid);
-                if (now.length > 0 && now.every((w) => !oldWorkers.includes(w)) && oldWorkers.every((w) => !isAlive(w))) return;
-                if (Date.now() > until) throw new Error(`nginx reload did not replace workers within 10 s:\n${errorLogTail()}`);
-                await sleep(25);
-            }
-        };
-
+        const stop = stopper(run, pid, cleanupDir);
+        await waitReady(run, host, port, opts.readyTimeoutMs, stop, errorLogTail);
         return {
             url: `${opts.tls ? "https" : "http"}://${host}:${port}`,
             host,
@@ -405,8 +456,8 @@ export async function startLocalIngress(opts: LocalIngressOptions): Promise<Loca
             errorLogPath: paths.errorLog,
             settings,
             pid,
-            exited,
-            setKeys,
+            exited: run.exited,
+            setKeys: keySetter(bin, dir, configPath, paths, run, pid, errorLogTail),
             stop,
         };
     } catch (e) {

@@ -8,7 +8,7 @@
 import { createHmac } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import type { IngressDescription } from "./describe";
+import type { IngressDescription } from "./resolve";
 import { registerDockerIngress } from "./docker";
 import { registerKubernetesIngress } from "./kubernetes";
 import { renderKeysFile } from "./nginx";

@@ -6,7 +6,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { MonitoringDescription } from "./describe";
+import type { MonitoringDescription } from "./model";
 import { MONITORING_API_VERSION, podMonitorSpec } from "../shared/pod-monitor";
 
 export interface MonitorsArgs {

@@ -1,11 +1,11 @@
 export { SESSION_COUNTER, INGRESS_MTAIL, programText, sessionCounterCommand, type ProgramFile } from "./programs";
 export { renderVllmMetricsProxy, validateVllmMetricsProxy, type VllmMetricsProxySettings } from "./vllm-metrics-proxy";
+export { alertRules, durationSeconds } from "./alerts";
+export { dashboardPanels, grafanaDashboard } from "./dashboard";
+export { selectors } from "./selectors";
 export {
-    alertRules,
-    dashboardPanels,
-    grafanaDashboard,
-    durationSeconds,
-    selectors,
+    RULES_FILE,
+    DASHBOARD_FILE,
     type AlertRule,
     type RuleGroup,
     type Panel,
@@ -13,6 +13,6 @@ export {
     type ObservedStack,
     type EnvPlan,
     type ObservabilitySettings,
-} from "./describe";
-export { Observability, rulesFileText, RULES_FILE, DASHBOARD_FILE, type ObservabilityArgs } from "./observability";
+} from "./model";
+export { Observability, rulesFileText, type ObservabilityArgs } from "./observability";
 export { prometheusConfig, prometheusConfigText, PROMETHEUS_CONFIG_FILE } from "./prometheus-config";

@@ -1,6 +1,6 @@
 /**
  * agentrl:observability:Observability: a run's alert rules and its dashboard, from the stack's
- * observability settings and its plan's capacity numbers (describe.ts). On Kubernetes: with form
+ * observability settings and its plan's capacity numbers (alerts.ts, dashboard.ts). On Kubernetes: with form
  * `operator` a PrometheusRule (monitoring.coreos.com/v1, labelled observability.monitorLabels for
  * the Prometheus's ruleSelector), with form `annotations` a ConfigMap holding the rules file to load
  * by hand; and the dashboard as a ConfigMap labelled observability.dashboardLabels (the Grafana
@@ -11,12 +11,10 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { DockerMetricsTarget } from "../shared/docker-metrics";
-import { alertRules, grafanaDashboard, type ObservabilitySettings, type ObservedStack, type RuleGroup } from "./describe";
+import { alertRules } from "./alerts";
+import { grafanaDashboard } from "./dashboard";
+import { DASHBOARD_FILE, type ObservabilitySettings, type ObservedStack, RULES_FILE, type RuleGroup } from "./model";
 import { prometheusConfigText } from "./prometheus-config";
-
-/** File names of the rules and the dashboard (ConfigMap keys, plan output files). */
-export const RULES_FILE = "agentrl-rules.yaml";
-export const DASHBOARD_FILE = "agentrl-run-dashboard.json";
 
 export interface ObservabilityArgs {
     /** The config's observability key (defaulted). */

@@ -7,8 +7,7 @@
  * `__metrics_path__` (Prometheus docs, configuration.md: "__metrics_path__" of a target). Pure.
  */
 import { DOCKER_METRICS_HOST_IP, type DockerMetricsTarget } from "../shared/docker-metrics";
-import type { ObservabilitySettings, ObservedStack } from "./describe";
-import { RULES_FILE } from "./observability";
+import { type ObservabilitySettings, type ObservedStack, RULES_FILE } from "./model";
 
 /** The file name of the generated config (plan output, stack output prometheusConfig). */
 export const PROMETHEUS_CONFIG_FILE = "prometheus.yml";

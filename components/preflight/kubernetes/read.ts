@@ -91,83 +91,68 @@ export async function connect(t: { readonly kubeconfig?: string; readonly contex
     return { conn, json, jsonpath, items, named, one };
 }
 
-/** Reads what `checkKubernetes` needs, with the stack's kubeconfig and context; every read bounded. */
-export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOptions = {}): Promise<KubernetesFacts> {
-    const t = plan.config.target;
-    if (t.kind !== "kubernetes") throw new Error("readKubernetes: the stack's target is not kubernetes");
-    const { conn, json, jsonpath, items, named, one } = await connect(t, opts);
-    const { context, kubeconfig, server, contexts, version } = conn;
-    if (!version.ok) return unansweredFacts(conn);
-    const needs = kubernetesNeeds(plan);
-    const namespaces = async (): Promise<Read<Record<string, NamespaceFacts | undefined>>> => {
-        const list = await named("namespaces", needs.namespaces);
-        if (!list.ok) return list;
-        const out: Record<string, NamespaceFacts | undefined> = {};
-        for (const ns of needs.namespaces) {
-            if (!list.value.some((n) => n.metadata?.name === ns)) continue;
-            const [quotas, pods, claims] = await Promise.all([
-                json(["get", "resourcequotas", "-n", ns], items),
-                json(
-                    [
-                        "get",
-                        "pods",
-                        "-n",
-                        ns,
-                        "-l",
-                        "app.kubernetes.io/part-of=agent-rl-infra",
-                        "--field-selector=status.phase!=Succeeded,status.phase!=Failed",
-                    ],
-                    items,
-                ),
-                json(["get", "persistentvolumeclaims", "-n", ns], items),
-            ]);
-            if (!quotas.ok) return quotas;
-            out[ns] = { quotas: quotas.value, stackPods: pods.ok ? pods.value : [], claims: claims.ok ? claims.value.map((c) => c.metadata.name) : [] };
-        }
-        return { ok: true, value: out };
-    };
-    // The pull Secret's type and part-of label only (PULL_SECRET_FIELDS names nothing of its data).
-    const readPullSecrets = async (): Promise<Read<Record<string, PullSecretFacts | undefined>>> => {
-        const out: Record<string, PullSecretFacts | undefined> = {};
-        for (const ns of pullSecretNamespaces(plan)) {
-            const r = await jsonpath(["get", "secret", plan.names.pullSecret, "-n", ns, "--ignore-not-found"], PULL_SECRET_FIELDS, parsePullSecretFields);
-            if (!r.ok) return r;
-            out[ns] = r.value;
-        }
-        return { ok: true, value: out };
-    };
-    const [
-        nodes,
-        storageClasses,
-        priorityClasses,
-        runtimeClasses,
-        crds,
-        sandboxControllers,
-        jobSetControllers,
-        localQueue,
-        daemonSets,
-        gateway,
-        issuer,
-        secret,
-        nsFacts,
-        dnsPods,
-        pullSecrets,
-        checkpointClaim,
-        kubeSystemUid,
-    ] = await Promise.all([
+/** A kubectl session (connect) and what the plan needs of the cluster. */
+type Session = Awaited<ReturnType<typeof connect>>;
+type Needs = ReturnType<typeof kubernetesNeeds>;
+
+/** A list read only where the plan needs it (an empty list otherwise). */
+function listIf(k: Session, wanted: unknown, args: readonly string[]): Promise<Read<any[]>> {
+    return wanted ? k.json(args, k.items) : Promise.resolve({ ok: true as const, value: [] as any[] });
+}
+
+/** The stack's namespaces that exist, each with its quotas, the stack's running pods and its claims. */
+async function readNamespaces(k: Session, needs: Needs): Promise<Read<Record<string, NamespaceFacts | undefined>>> {
+    const { json, items } = k;
+    const list = await k.named("namespaces", needs.namespaces);
+    if (!list.ok) return list;
+    const out: Record<string, NamespaceFacts | undefined> = {};
+    for (const ns of needs.namespaces) {
+        if (!list.value.some((n) => n.metadata?.name === ns)) continue;
+        const [quotas, pods, claims] = await Promise.all([
+            json(["get", "resourcequotas", "-n", ns], items),
+            json(
+                ["get", "pods", "-n", ns, "-l", "app.kubernetes.io/part-of=agent-rl-infra", "--field-selector=status.phase!=Succeeded,status.phase!=Failed"],
+                items,
+            ),
+            json(["get", "persistentvolumeclaims", "-n", ns], items),
+        ]);
+        if (!quotas.ok) return quotas;
+        out[ns] = { quotas: quotas.value, stackPods: pods.ok ? pods.value : [], claims: claims.ok ? claims.value.map((c) => c.metadata.name) : [] };
+    }
+    return { ok: true, value: out };
+}
+
+// The pull Secret's type and part-of label only (PULL_SECRET_FIELDS names nothing of its data).
+async function readPullSecrets(k: Session, plan: PlatformPlan): Promise<Read<Record<string, PullSecretFacts | undefined>>> {
+    const out: Record<string, PullSecretFacts | undefined> = {};
+    for (const ns of pullSecretNamespaces(plan)) {
+        const r = await k.jsonpath(["get", "secret", plan.names.pullSecret, "-n", ns, "--ignore-not-found"], PULL_SECRET_FIELDS, parsePullSecretFields);
+        if (!r.ok) return r;
+        out[ns] = r.value;
+    }
+    return { ok: true, value: out };
+}
+
+/** The cluster-wide objects: nodes, storage, priority and runtime classes, CRDs, controllers, the Kueue queue, DaemonSets. */
+function readClusterObjects(k: Session, needs: Needs) {
+    const { json, items, named, one } = k;
+    return Promise.all([
         json(["get", "nodes"], items),
-        needs.storage ? json(["get", "storageclasses.storage.k8s.io"], items) : Promise.resolve({ ok: true as const, value: [] as any[] }),
+        listIf(k, needs.storage, ["get", "storageclasses.storage.k8s.io"]),
         named("priorityclasses.scheduling.k8s.io", Object.keys(needs.priorityClasses)),
         named("runtimeclasses.node.k8s.io", Object.keys(needs.runtimeClasses)),
         named("customresourcedefinitions.apiextensions.k8s.io", needs.crds),
-        needs.sandboxController
-            ? json(["get", "deployments.apps", "-A", "-l", SANDBOX_CONTROLLER_LABEL], items)
-            : Promise.resolve({ ok: true as const, value: [] as any[] }),
-        needs.jobSetController
-            ? json(["get", "deployments.apps", "-A", "-l", JOBSET_CONTROLLER_LABEL], items)
-            : Promise.resolve({ ok: true as const, value: [] as any[] }),
+        listIf(k, needs.sandboxController, ["get", "deployments.apps", "-A", "-l", SANDBOX_CONTROLLER_LABEL]),
+        listIf(k, needs.jobSetController, ["get", "deployments.apps", "-A", "-l", JOBSET_CONTROLLER_LABEL]),
         needs.kueue ? one(["localqueues.kueue.x-k8s.io", needs.kueue.queue, "-n", needs.kueue.namespace]) : Promise.resolve(undefined),
         json(["get", "daemonsets.apps", "-A"], items),
+    ] as const);
+}
+
+/** The ingress's Gateway, certificate issuer and TLS Secret, where the plan names them. */
+function readIngressObjects(k: Session, needs: Needs) {
+    const { json, one } = k;
+    return Promise.all([
         needs.gateway ? one(["gateways.gateway.networking.k8s.io", needs.gateway.name, "-n", needs.gateway.namespace]) : Promise.resolve(undefined),
         needs.issuer && needs.issuer.group === "cert-manager.io"
             ? one(
@@ -182,29 +167,51 @@ export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOpt
                   d.metadata ? { type: String(d.type ?? ""), keys: Object.keys(d.data ?? {}) } : undefined,
               )
             : Promise.resolve(undefined),
-        namespaces(),
-        (() => {
-            const dns = dnsPodSelector(plan);
-            return json(["get", "pods", "-n", dns.namespace, "-l", dns.selector], (d) => items(d).length);
-        })(),
-        plan.registryAuth !== undefined ? readPullSecrets() : Promise.resolve(undefined),
+    ] as const);
+}
+
+/** The stack's own: its namespaces, the cluster DNS pods, pull Secrets, the checkpoint claim, kube-system's UID. */
+function readStackObjects(k: Session, plan: PlatformPlan, needs: Needs) {
+    const { json, items, one } = k;
+    const dns = dnsPodSelector(plan);
+    return Promise.all([
+        readNamespaces(k, needs),
+        json(["get", "pods", "-n", dns.namespace, "-l", dns.selector], (d) => items(d).length),
+        plan.registryAuth !== undefined ? readPullSecrets(k, plan) : Promise.resolve(undefined),
         plan.training.checkpoints
             ? one(["persistentvolumeclaims", plan.training.checkpoints.name, "-n", plan.training.namespace]).then((r) =>
                   r.ok && r.value !== undefined ? { ok: true as const, value: claimFacts(r.value) } : r,
               )
             : Promise.resolve(undefined),
         plan.config.clusterStack !== undefined ? json(["get", "namespace", "kube-system"], (d) => String(d.metadata?.uid ?? "")) : Promise.resolve(undefined),
-    ]);
-    // A missing CRD makes `get <kind>` fail with "the server doesn't have a resource type": that is "not found" here.
-    const noKind = <T>(r: Read<T> | undefined): Read<T | undefined> | undefined =>
-        r && !r.ok && /doesn't have a resource type|the server could not find the requested resource/i.test(r.error) ? { ok: true, value: undefined } : r;
+    ] as const);
+}
+
+// A missing CRD makes `get <kind>` fail with "the server doesn't have a resource type": that is "not found" here.
+function noKind<T>(r: Read<T> | undefined): Read<T | undefined> | undefined {
+    return r && !r.ok && /doesn't have a resource type|the server could not find the requested resource/i.test(r.error) ? { ok: true, value: undefined } : r;
+}
+
+/** Reads what `checkKubernetes` needs, with the stack's kubeconfig and context; every read bounded. */
+export async function readKubernetes(plan: PlatformPlan, opts: KubernetesReadOptions = {}): Promise<KubernetesFacts> {
+    const t = plan.config.target;
+    if (t.kind !== "kubernetes") throw new Error("readKubernetes: the stack's target is not kubernetes");
+    const k = await connect(t, opts);
+    const { conn } = k;
+    if (!conn.version.ok) return unansweredFacts(conn);
+    const needs = kubernetesNeeds(plan);
+    const [
+        [nodes, storageClasses, priorityClasses, runtimeClasses, crds, sandboxControllers, jobSetControllers, localQueue, daemonSets],
+        [gateway, issuer, secret],
+        [nsFacts, dnsPods, pullSecrets, checkpointClaim, kubeSystemUid],
+    ] = await Promise.all([readClusterObjects(k, needs), readIngressObjects(k, needs), readStackObjects(k, plan, needs)]);
     return {
-        context,
-        kubeconfig,
+        context: conn.context,
+        kubeconfig: conn.kubeconfig,
         kubeconfigMissing: conn.kubeconfigMissing,
-        server,
-        contexts,
-        version,
+        server: conn.server,
+        contexts: conn.contexts,
+        version: conn.version,
         nodes,
         storageClasses,
         priorityClasses,

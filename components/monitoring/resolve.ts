@@ -10,17 +10,7 @@ import { dnsName } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
 import { STACK_RELABELING, type ScrapedPods } from "../shared/metrics-pods";
 import type { PodMonitorDescription } from "../shared/pod-monitor";
-
-/** The pod label whose value becomes the targets' `job` (the pods' role: trainer, vllm, vllm-ingress, env-replica, env-router). */
-export const JOB_LABEL = "app.kubernetes.io/name";
-
-export interface MonitoringDescription {
-    readonly form: "operator" | "annotations";
-    readonly scrapeInterval: string;
-    readonly podMonitors: readonly PodMonitorDescription[];
-    /** Every scraped pod group and its ports (plan.md's table; the Docker target publishes the same). */
-    readonly scraped: readonly ScrapedPods[];
-}
+import { JOB_LABEL, type MonitoringDescription } from "./model";
 
 /** Kubernetes: the monitors of the stack's scraped pods. */
 export function resolveMonitoring(observability: PlatformConfig["observability"], scraped: readonly ScrapedPods[]): MonitoringDescription {
