@@ -12,8 +12,8 @@
  */
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
-import { quantityValue, type SandboxDescription } from "./describe";
-import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
+import type { SandboxDescription } from "./model";
+import { dockerCpus, dockerMemoryMiB, quantityValue } from "../shared/quantity";
 
 export interface DockerSandboxArgs {
     readonly description: SandboxDescription;

@@ -12,7 +12,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
 import { claimLifetimePolicySpec, clusterDnsEgress, NAMESPACE_NAME_LABEL, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
-import { SANDBOX_API_VERSION, SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, SANDBOX_KEY_SECRET_KEY, type SandboxDescription } from "./describe";
+import { SANDBOX_API_VERSION, SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, SANDBOX_KEY_SECRET_KEY, type SandboxDescription } from "./model";
 
 /** The ingress pods the sandboxes may call (NetworkPolicy egress target). */
 export interface IngressPeer {

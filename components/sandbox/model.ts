@@ -1,0 +1,200 @@
+/**
+ * The sandbox pool's ground floor: the description types every file of the folder shares, and the
+ * fixed facts (API groups, ports, paths, env var names) the resolve step and both targets read. It
+ * imports nothing from its own folder.
+ */
+import type { DnsEgress } from "../shared/kubernetes";
+import type { PlatformNames } from "../config/names";
+import type { PlatformConfig } from "../config/resolve";
+import { AGENT_SANDBOX_VERSION } from "../config/cluster";
+import { SANDBOX_EXTENSIONS_GROUP } from "../shared/kubernetes";
+
+/**
+ * What the sandbox pool reads of a stack's config: a narrow slice of PlatformConfig, fully defaulted
+ * (`resolveDefaults` applies every default once), so the component can be used without the
+ * Platform by building just these fields.
+ */
+export type SandboxConfig = Pick<PlatformConfig, "runId" | "sandboxes" | "training" | "target">;
+/** The object names the sandbox pool uses (from `platformNames`). */
+export type SandboxNames = Pick<PlatformNames, "ingress" | "namespaces" | "networks" | "prefix" | "sandboxes">;
+
+export { AGENT_SANDBOX_VERSION };
+/** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (served and stored v1beta1 in v0.5.6): one constant in shared/kubernetes.ts. */
+export { SANDBOX_EXTENSIONS_GROUP };
+/** API group of Sandbox (agents.x-k8s.io). */
+export const SANDBOX_CORE_GROUP = "agents.x-k8s.io";
+/** Served and stored version of every agent-sandbox CRD at v0.5.6. */
+export const SANDBOX_API_VERSION = "v1beta1";
+
+/**
+ * Port of the command API inside a sandbox pod, the only port the trainer may reach.
+ * 8888 is agent-sandbox's runtime convention (examples/python-runtime-sandbox serves /execute there).
+ */
+export const SANDBOX_PORT = 8888;
+/**
+ * Env var holding the ingress key, set in the forwarder's container only (never the agent's):
+ * the name OpenEnv's proxy reads (interception.py: --upstream-api-key, else this), which the
+ * platform's secret-env policy already knows (policy/policies.ts PLATFORM_SECRET_ENV).
+ */
+export const SANDBOX_KEY_ENV = "OPENCODE_UPSTREAM_API_KEY";
+/** Env var telling the agent's side where its upstream is: the forwarder on the pod's loopback (the harness passes the same URL as --upstream-url). */
+export const SANDBOX_URL_ENV = "OPENCODE_UPSTREAM_URL";
+/** Key of the sandbox key inside its Secret. */
+export const SANDBOX_KEY_SECRET_KEY = "api-key";
+/**
+ * HOME inside every sandbox: TRL's opencode example's `SANDBOX_HOME = "/root"`, work dir
+ * `/root/workdir` (huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py), so its
+ * script runs unchanged. The harness looks under it for `.opencode/bin/opencode` and
+ * `proxy/interception.py` before downloading them (which the egress policy blocks).
+ */
+export const SANDBOX_HOME = "/root";
+/**
+ * OpenEnv's default `sandbox_home` (envs/opencode_env/config.py): the derived image links it to
+ * SANDBOX_HOME (python/image/install-layout.sh), so scripts on either default find one HOME.
+ */
+export const SANDBOX_HOME_ALIAS = "/home/user";
+/** The derived image's HOME skeleton (opencode, the proxy, the harness's dirs), mirrored into the HOME emptyDir by the runtime at start (python/Dockerfile). */
+export const SANDBOX_HOME_SEED = "/opt/agent-rl/home";
+/** The command runtime in the derived image (python/agent_rl_sandbox/runtime.py, standard library only). */
+export const SANDBOX_RUNTIME_PATH = "/opt/agent-rl/runtime.py";
+/** The runtime's readiness route: it answers once HOME is seeded and it listens. */
+export const SANDBOX_HEALTH_PATH = "/healthz";
+/** The key-holding forwarder in the derived image (python/agent_rl_sandbox/forwarder.py, standard library only). */
+export const SANDBOX_FORWARDER_PATH = "/opt/agent-rl/forwarder.py";
+/** The forwarder's port on the pod's loopback (forwarder.py DEFAULT_PORT); 7000 is the harness's capture proxy, 8888 the runtime. */
+export const SANDBOX_FORWARDER_PORT = 7100;
+
+/** The forwarder's share of a sandbox pod: one stream at a time through Python's stdlib server (bodies up to 16 MiB in memory). */
+export const FORWARDER_CPU = "100m";
+export const FORWARDER_MEMORY = "128Mi";
+
+/** A writable directory on an otherwise read-only root filesystem (emptyDir / tmpfs). */
+export interface WritablePath {
+    readonly name: string;
+    readonly path: string;
+    /** emptyDir sizeLimit / tmpfs size. */
+    readonly sizeLimit: string;
+}
+
+/** How a sandbox process runs: the same on both targets. */
+export interface SandboxSecurity {
+    /** Non-root uid: PSA `restricted` demands runAsNonRoot; the upstream image would run as root. */
+    readonly runAsUser: number;
+    readonly runAsGroup: number;
+    /** Group owning the emptyDirs, so the uid can write them. */
+    readonly fsGroup: number;
+    readonly readOnlyRootFilesystem: true;
+    readonly allowPrivilegeEscalation: false;
+    readonly dropCapabilities: readonly ["ALL"];
+    readonly seccompProfile: "RuntimeDefault";
+    /** HOME, on a writable emptyDir (the image keeps its work dirs under /root, which the uid cannot write). */
+    readonly home: string;
+    /** Working directory, writable. */
+    readonly workingDir: string;
+    readonly writablePaths: readonly WritablePath[];
+    /** Seconds a stopped sandbox gets: short, because a terminating pod still counts against the quota. */
+    readonly terminationGraceSeconds: number;
+}
+
+/**
+ * The key-holding forwarder beside every sandbox (python/agent_rl_sandbox/forwarder.py). The agent
+ * (opencode's bash tool runs the model's commands as the sandbox uid) can read the env and argv of
+ * every process of its uid in its PID namespace, so the key lives in neither: it is in this
+ * container's env only, another container (its own PID and mount namespace; the pod does not share
+ * processes) running as another uid. It forwards POST /v1/chat/completions and GET /v1/models to
+ * the ingress with the key; the harness's capture proxy uses it as upstream with a placeholder key.
+ */
+export interface SandboxForwarder {
+    readonly command: readonly string[];
+    /** Exit 0 once it accepts connections (run in its container: it listens on loopback, which kubelet's httpGet cannot reach). */
+    readonly probeCommand: readonly string[];
+    readonly port: number;
+    /** What the agent's side calls: `--sandbox-vllm-url` of TRL's script, the capture proxy's upstream. */
+    readonly url: string;
+    /** A uid of its own, never the sandbox's. */
+    readonly runAsUser: number;
+    /** Env var holding the key in its container. */
+    readonly keyEnv: string;
+    /** CPU request = limit (counted in the quota beside the sandbox's). */
+    readonly cpu: string;
+    /** Memory request = limit. */
+    readonly memory: string;
+}
+
+/** What the namespace's ResourceQuota allows: warm pool + claimed in-flight sandboxes + headroom. */
+export interface SandboxQuota {
+    /** Live sandbox pods at most: poolSize (warm) + maxInflight (claimed; each claim makes the pool create a replacement) + headroom (pods still terminating). */
+    readonly pods: number;
+    readonly cpu: string;
+    readonly memory: string;
+}
+
+export interface SandboxDescription {
+    readonly provider: PlatformConfig["sandboxes"]["provider"];
+    /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */
+    readonly dns: DnsEgress;
+    /** Kubernetes: image pull Secrets every pod (and ServiceAccount) references; the Platform sets them when the stack has registryAuth. @default [] */
+    readonly imagePullSecrets?: readonly string[];
+
+    readonly runId: string;
+    /** Label key carrying the run id on every sandbox (pods, claims, containers). */
+    readonly runLabel: string;
+    /** Pinned image (prod stacks must pin by digest; see config validateProdPinning). */
+    readonly image: string;
+    /** CPU request = limit per sandbox. */
+    readonly cpu: string;
+    /** Memory request = limit per sandbox. */
+    readonly memory: string;
+    readonly runtimeClassName?: string;
+    /** PriorityClass of the sandbox pods (sandboxes.priorityClassName, or the cluster stack's). */
+    readonly priorityClassName?: string;
+    /** Warm pool size (Kubernetes) / fixed pool size (Docker). */
+    readonly poolSize: number;
+    /** Rollouts in flight = sandboxes claimed at once. */
+    readonly maxInflight: number;
+    readonly headroom: number;
+    /** Longest a claimed sandbox may live; enforced on every claim's shutdownTime. */
+    readonly maxLifetimeSeconds: number;
+    readonly maxWarmWaitSeconds: number;
+    /** Hard kill of a sandbox's process: maxWarmWait + maxLifetime (a warm pod's clock starts before it is claimed). */
+    readonly deadlineSeconds: number;
+    readonly port: number;
+    /** The command runtime every Kubernetes sandbox runs as its main process, and its readiness route on `port`. */
+    readonly runtime: { readonly command: readonly string[]; readonly healthPath: string };
+    readonly security: SandboxSecurity;
+    /** Non-secret env of every sandbox's agent container (the key is never in it: see `forwarder`). */
+    readonly env: Readonly<Record<string, string>>;
+    /** The ingress URL the forwarder calls (vLLM's /v1/chat/completions behind the authenticated proxy). */
+    readonly upstreamUrl: string;
+    /** The key-holding forwarder of every sandbox (agent-sandbox and docker pools). */
+    readonly forwarder: SandboxForwarder;
+    /** Pod labels of every sandbox: the shared podLabels convention plus the run label. */
+    readonly labels: Readonly<Record<string, string>>;
+    readonly quota: SandboxQuota;
+    /**
+     * Kubernetes: the team whose sandboxes namespace the pool runs in (target.team). The cluster
+     * stack then owns the claim-lifetime policy and the namespace's quota and lock-down, and the
+     * pool's policy selects its own sandboxes only (other runs of the team share the namespace).
+     */
+    readonly team?: string;
+    readonly hfFlavor: string;
+    readonly names: {
+        readonly namespace: string;
+        readonly template: string;
+        readonly warmPool: string;
+        readonly keySecret: string;
+        readonly networkPolicy: string;
+        readonly quota: string;
+        readonly role: string;
+        readonly roleBinding: string;
+        /** Cluster-scoped: carries the stack prefix and the run id. */
+        readonly admissionPolicy: string;
+        readonly admissionBinding: string;
+        /** Docker network of the sandboxes (internal; its only other member is the ingress). */
+        readonly network: string;
+        /** Docker container names (empty on other providers). */
+        readonly containers: readonly string[];
+    };
+    /** Env vars for the trainer: how it finds, claims and bounds its sandboxes. */
+    readonly trainerEnv: Readonly<Record<string, string>>;
+}
