@@ -182,31 +182,42 @@ describe("resolveEnvSpace", () => {
             () => resolveEnvSpace(base, forced, platformNames(base)),
             (e: unknown) =>
                 e instanceof ConfigError &&
-                e.problems.some((p) => p.startsWith("envs.coding.concurrentSessions: the coding env serves one session per process")) &&
-                e.problems.some((p) => p.startsWith("envs.coding.sessionsPerReplica: the coding env cannot serve concurrent sessions, got 8: set it to 1")),
+                e.problems.length === 1 &&
+                e.problems[0] ===
+                    "envs.coding.concurrentSessions: only a custom env declares it; the coding env's is known from its server (one session per process): remove the field",
         );
         // A resolved env that slipped past config validation (concurrentSessions false, 4 sessions).
         const c = config("mbpp-whitebox", "kubernetes");
-        const env: ResolvedEnv = { ...envOf(c, "coding"), catalog: "custom", concurrentSessions: false, sessionsPerReplica: 4 };
+        const env: ResolvedEnv = { ...envOf(c, "coding"), catalog: "custom", concurrentSessions: false, sessionsPerReplica: 4, sessionsFromConfig: true };
         assert.throws(
             () => resolveEnvSpace(c, env, platformNames(c)),
             (e: unknown) =>
                 e instanceof ConfigError &&
                 e.problems.length === 1 &&
-                e.problems[0]!.startsWith("envs.coding.sessionsPerReplica: the custom env cannot serve concurrent sessions, got 4"),
+                e.problems[0]!.startsWith(
+                    "envs.coding.sessionsPerReplica: the custom env serves one session per process (it cannot serve concurrent sessions), got 4",
+                ),
         );
     });
 
     test("settings may not set the session cap or the web UI: each problem names the field, all at once", () => {
-        const c = config("wordle-whitebox", "kubernetes", {
-            envs: { wordle: { catalog: "textarena", settings: { MAX_CONCURRENT_ENVS: "64", ENABLE_WEB_INTERFACE: "true" } } },
-            images: { nginx: "nginx:1.25-alpine" },
-        });
+        const reserved = [
+            "envs.wordle.settings.MAX_CONCURRENT_ENVS: the session cap is set from sessionsPerReplica (the router caps each replica at the same number): remove it and set envs.wordle.sessionsPerReplica",
+            "envs.wordle.settings.ENABLE_WEB_INTERFACE: the web UI stays off in training deployments: remove it",
+        ];
+        const settings = { MAX_CONCURRENT_ENVS: "64", ENABLE_WEB_INTERFACE: "true" };
+        // Config validation refuses them (the session rule, components/config/env-sessions.ts)...
         assert.deepEqual(
-            configProblems(() => describeEnv(c, "wordle")),
+            configProblems(() => config("wordle-whitebox", "kubernetes", { envs: { wordle: { catalog: "textarena", settings } } })),
+            reserved,
+        );
+        // ...and the component's own resolve step, with the same messages, for a resolved env forged past it.
+        const c = config("wordle-whitebox", "kubernetes", { images: { nginx: "nginx:1.25-alpine" } });
+        const forged: ResolvedEnv = { ...envOf(c, "wordle"), settings: { ...envOf(c, "wordle").settings, ...settings } };
+        assert.deepEqual(
+            configProblems(() => resolveEnvSpace(c, forged, platformNames(c))),
             [
-                "envs.wordle.settings.MAX_CONCURRENT_ENVS: the session cap is set from sessionsPerReplica (the router caps each replica at the same number): remove it and set envs.wordle.sessionsPerReplica",
-                "envs.wordle.settings.ENABLE_WEB_INTERFACE: the web UI stays off in training deployments: remove it",
+                ...reserved,
                 `images.nginx: the env router re-resolves replica names with "server ... resolve", which needs nginx >= 1.27.3; 'nginx:1.25-alpine' is 1.25: use nginxinc/nginx-unprivileged:1.27-alpine or newer`,
             ],
         );
@@ -812,12 +823,20 @@ describe("server websocket keepalive (envs.<name>.wsPing)", () => {
     });
 
     test("settings may not set the keepalive variables: the message names wsPing", () => {
-        const c = config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "coding", settings: { UVICORN_WS_PING_TIMEOUT: "5" } } } });
+        const problem =
+            "envs.coding.settings.UVICORN_WS_PING_TIMEOUT: the websocket keepalive is set from envs.coding.wsPing: remove it and set envs.coding.wsPing.timeoutSeconds";
+        // Config validation and the component's resolve step share the rule and its message.
         assert.deepEqual(
-            configProblems(() => describeEnv(c, "coding")),
-            [
-                "envs.coding.settings.UVICORN_WS_PING_TIMEOUT: the websocket keepalive is set from envs.coding.wsPing: remove it and set envs.coding.wsPing.timeoutSeconds",
-            ],
+            configProblems(() =>
+                config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "coding", settings: { UVICORN_WS_PING_TIMEOUT: "5" } } } }),
+            ),
+            [problem],
+        );
+        const c = config("mbpp-whitebox", "kubernetes");
+        const forged: ResolvedEnv = { ...envOf(c, "coding"), settings: { UVICORN_WS_PING_TIMEOUT: "5" } };
+        assert.deepEqual(
+            configProblems(() => resolveEnvSpace(c, forged, platformNames(c))),
+            [problem],
         );
     });
 

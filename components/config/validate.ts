@@ -7,11 +7,11 @@
 import { validateCheckpoints } from "./checkpoints";
 import { programLabel, validateProgram } from "./program-rules";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
-import { ENV_CATALOG } from "./catalog";
 import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
 import { validateObservability } from "./observability";
+import { envSessionProblems } from "./env-sessions";
 import { isDevStack, totalProcesses } from "./resolve";
 import type { PlatformConfig, ResolvedEnv } from "./types";
 
@@ -140,52 +140,12 @@ function gcd(a: number, b: number): number {
     return b === 0 ? a : gcd(b, a % b);
 }
 
-/** Replicas needed to hold `sessions` with `perReplica` each, plus headroom. */
-export function replicasFor(sessions: number, perReplica: number, headroom: number): number {
-    return Math.ceil(sessions / perReplica) + headroom;
-}
+/** Replicas needed to hold `sessions` with `perReplica` each, plus headroom (the session rule's, re-exported). */
+export { replicasFor } from "./env-sessions";
 
 export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
-    const f = `envs.${e.name}`;
-    const errors: string[] = [];
-    const demand = c.demand.envSessions;
-    const phase =
-        c.demand.evalBatch > c.demand.generationBatch ? `the eval batch (${c.demand.evalBatch})` : `the generation batch (${c.demand.generationBatch})`;
-    if (e.catalog === "custom" && !e.image) errors.push(`${f}.image: a custom env needs an image that follows the OpenEnv server contract`);
-    if (e.catalog === "custom" && e.external === undefined && e.sessionsFromConfig === false) {
-        errors.push(
-            `${f}.sessionsPerReplica: a custom env must say how many sessions one replica holds (MAX_CONCURRENT_ENVS, 1 when it cannot serve concurrent sessions)`,
-        );
-    }
-    if (e.catalog !== "custom" && e.concurrentSessionsFromConfig !== undefined) {
-        errors.push(
-            `${f}.concurrentSessions: only a custom env declares it; the ${e.catalog} env's is known from its server (${ENV_CATALOG[e.catalog].concurrentSessions ? "it serves concurrent sessions" : "one session per process"}): remove the field`,
-        );
-        return errors;
-    }
-    if (!e.concurrentSessions && e.sessionsPerReplica > 1) {
-        errors.push(
-            `${f}.sessionsPerReplica: the ${e.catalog} env serves one session per process (it cannot serve concurrent sessions), got ${e.sessionsPerReplica}: set it to 1 and scale by replicas (${replicasFor(demand, 1, e.headroomReplicas)} for ${demand} sessions with ${e.headroomReplicas} spare)`,
-        );
-        return errors;
-    }
-    if (e.external) {
-        if (e.external.sessions < demand) {
-            errors.push(
-                `${f}.external.sessions: the external env holds ${e.external.sessions} sessions but training opens ${demand} at once (${phase}): use a server that holds ${demand}, or lower training.perDeviceTrainBatchSize/perDeviceEvalBatchSize`,
-            );
-        }
-        return errors;
-    }
-    const needed = demand + e.headroomReplicas * e.sessionsPerReplica;
-    if (e.capacity < needed) {
-        const replicas = replicasFor(demand, e.sessionsPerReplica, e.headroomReplicas);
-        const sessionsHint = e.concurrentSessions ? ` or sessionsPerReplica to ${Math.ceil(demand / Math.max(1, e.replicas - e.headroomReplicas))}` : "";
-        errors.push(
-            `${f}.replicas: ${e.replicas} replicas x ${e.sessionsPerReplica} sessions = ${e.capacity}, but training opens ${demand} sessions at once (${phase}) plus ${e.headroomReplicas} spare replica(s) of headroom = ${needed}: raise replicas to ${replicas}${sessionsHint}`,
-        );
-    }
-    return errors;
+    const image = e.catalog === "custom" && !e.image ? [`envs.${e.name}.image: a custom env needs an image that follows the OpenEnv server contract`] : [];
+    return [...image, ...envSessionProblems(e, c.demand)];
 }
 
 /**

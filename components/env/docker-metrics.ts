@@ -9,7 +9,7 @@
  */
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";
 import { METRICS_PORTS, METRICS_PROGRAM_DIR, type MetricsSidecar } from "../shared/metrics-pods";
-import type { DeployedEnvDescription } from "./describe";
+import type { DeployedEnvDescription } from "./model";
 
 /** The relay's port in the router's network namespace (the router serves its own port, the responder 8081 on loopback and 9403). */
 export const REPLICA_METRICS_RELAY_PORT = 9404;

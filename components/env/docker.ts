@@ -23,7 +23,7 @@
  */
 import * as docker from "@pulumi/docker";
 import type * as pulumi from "@pulumi/pulumi";
-import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
+import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./model";
 import { dockerCpus, dockerMemoryMiB } from "../shared/quantity";
 import { metricsPortsOnly, registerDockerMetricsSidecar } from "../shared/docker-metrics";
 import { replicaMetricsRelay } from "./docker-metrics";
@@ -75,25 +75,24 @@ export function routerHealthcheck(p: EnvProbe): docker.types.input.ContainerHeal
 
 const HARDENING = { capabilities: { drops: ["ALL"] }, securityOpts: ["no-new-privileges:true"], privileged: false };
 
-/** Registers the pinned images, the replica containers and the router container as children of `parent`. */
-export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent: pulumi.Resource): DockerEnvResources {
-    const d = args.description;
-    const r = d.replicas;
-    const child = { parent };
-    const replicaImage = new docker.RemoteImage(`${name}-image`, { name: r.image, keepLocally: true }, child);
-    const routerImage = new docker.RemoteImage(`${name}-router-image`, { name: d.router.image, keepLocally: true }, child);
-    const envs = Object.entries(r.env)
-        .sort(([a], [b]) => a.localeCompare(b))
-        .map(([k, v]) => `${k}=${v}`);
-    const replicaLabels = [{ label: "app.kubernetes.io/component", value: "env" }, ...Object.entries(r.podLabels).map(([label, value]) => ({ label, value }))];
-    // Replicas and their router only (see the top of this file). Egress `dns` (envs that run
-    // model-written code): an internal network, no route out; `internet`: a plain bridge.
-    const network = new docker.Network(
+type Child = { readonly parent: pulumi.Resource };
+
+/** Docker labels of a container: the env component plus the given pod labels. */
+function containerLabels(podLabels: Readonly<Record<string, string>>): docker.types.input.ContainerLabel[] {
+    return [{ label: "app.kubernetes.io/component", value: "env" }, ...Object.entries(podLabels).map(([label, value]) => ({ label, value }))];
+}
+
+/**
+ * The env's own network: replicas and their router only (see the top of this file). Egress `dns`
+ * (envs that run model-written code): an internal network, no route out; `internet`: a plain bridge.
+ */
+function envNetwork(name: string, d: DeployedEnvDescription, child: Child): docker.Network {
+    return new docker.Network(
         `${name}-network`,
         {
             name: d.replicaNetwork,
             driver: "bridge",
-            internal: r.security.egress === "dns",
+            internal: d.replicas.security.egress === "dns",
             labels: [
                 { label: "app.kubernetes.io/component", value: "env" },
                 { label: "app.kubernetes.io/part-of", value: "agent-rl-infra" },
@@ -101,16 +100,24 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
         },
         child,
     );
+}
 
-    const replicas = r.containerNames.map(
+/** One replica container per name, on the env's network only. */
+function replicaContainers(name: string, d: DeployedEnvDescription, image: docker.RemoteImage, network: docker.Network, child: Child): docker.Container[] {
+    const r = d.replicas;
+    const envs = Object.entries(r.env)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => `${k}=${v}`);
+    const labels = containerLabels(r.podLabels);
+    return r.containerNames.map(
         (containerName, i) =>
             new docker.Container(
                 `${name}-replica-${i}`,
                 {
                     name: containerName,
-                    image: replicaImage.imageId,
+                    image: image.imageId,
                     envs,
-                    labels: replicaLabels,
+                    labels,
                     // Never the training network: vLLM (dev mode in black box) listens there on all interfaces.
                     networksAdvanced: [{ name: network.name }],
                     cpus: dockerCpus(r.cpu),
@@ -134,14 +141,24 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
                 { ...child, deleteBeforeReplace: true },
             ),
     );
+}
 
+/** The router container: the only one on both networks, nginx with its uploaded config. */
+function routerContainer(
+    name: string,
+    d: DeployedEnvDescription,
+    image: docker.RemoteImage,
+    trainingNetwork: pulumi.Input<string>,
+    network: docker.Network,
+    child: Child,
+): docker.Container {
     const rt = d.router;
     const sec = rt.security;
-    const router = new docker.Container(
+    return new docker.Container(
         `${name}-router`,
         {
             name: rt.service,
-            image: routerImage.imageId,
+            image: image.imageId,
             // Replaces the image's entrypoint scripts, which would write to /etc/nginx (ROUTER.md).
             entrypoints: [...rt.command],
             user: `${sec.runAsUser}:${sec.runAsGroup}`,
@@ -151,13 +168,9 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
             tmpfs: { [rt.runDir]: `rw,noexec,nosuid,nodev,size=${dockerMemoryMiB(sec.runDirSizeLimit)}m,uid=${sec.runAsUser},gid=${sec.runAsGroup},mode=0700` },
             uploads: [{ file: rt.configFile, content: rt.configText, permissions: "0444" }],
             // The config's hash: a new config replaces the container (nginx is never reloaded in place).
-            labels: [
-                { label: "app.kubernetes.io/component", value: "env" },
-                ...Object.entries(rt.podLabels).map(([label, value]) => ({ label, value })),
-                { label: ROUTER_CHECKSUM_ANNOTATION, value: rt.configChecksum },
-            ],
+            labels: [...containerLabels(rt.podLabels), { label: ROUTER_CHECKSUM_ANNOTATION, value: rt.configChecksum }],
             // The only container on both: the trainer reaches it on the training network, it reaches the replicas on the env's.
-            networksAdvanced: [{ name: args.network }, { name: network.name }],
+            networksAdvanced: [{ name: trainingNetwork }, { name: network.name }],
             cpus: dockerCpus(rt.cpu),
             memory: dockerMemoryMiB(rt.memory),
             memorySwap: dockerMemoryMiB(rt.memory),
@@ -172,15 +185,22 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
         },
         { ...child, deleteBeforeReplace: true },
     );
-    // nginx reaches it on the router's loopback (127.0.0.1:8081), so it shares the router's network
-    // namespace: a recreated router replaces it too (networkMode changes with the router's id).
-    // A router that merely restarts keeps its namespace. The env's image for python3.
+}
+
+/**
+ * The capacity responder: nginx reaches it on the router's loopback (127.0.0.1:8081), so it shares
+ * the router's network namespace: a recreated router replaces it too (networkMode changes with the
+ * router's id). A router that merely restarts keeps its namespace. The env's image for python3.
+ */
+function responderContainer(name: string, d: DeployedEnvDescription, image: docker.RemoteImage, router: docker.Container, child: Child): docker.Container {
+    const rt = d.router;
+    const sec = rt.security;
     const rs = rt.responder;
-    const responder = new docker.Container(
+    return new docker.Container(
         `${name}-capacity-responder`,
         {
             name: `${rt.service}-responder`,
-            image: replicaImage.imageId,
+            image: image.imageId,
             entrypoints: [...rs.command],
             user: `${sec.runAsUser}:${sec.runAsGroup}`,
             networkMode: router.id.apply((id) => `container:${id}`),
@@ -204,27 +224,52 @@ export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent
         },
         { ...child, deleteBeforeReplace: true },
     );
-    // observability: the same session counter as in the pod, beside each replica, and the relay the host reaches them through.
-    const metrics: docker.Container[] = [];
-    if (d.metrics !== undefined) {
-        const counter = d.metrics.sessions;
-        replicas.forEach((replica, i) => {
-            const containerName = r.containerNames[i]!;
-            metrics.push(
-                registerDockerMetricsSidecar(
-                    `${name}-replica-${i}`,
-                    counter,
-                    { name: containerName, container: replica, namespace: d.namespace },
-                    replicaImage.imageId,
-                    parent,
-                ),
-            );
-        });
-        const relay = replicaMetricsRelay(d);
-        metrics.push(
-            registerDockerMetricsSidecar(`${name}-router`, relay, { name: rt.service, container: router, namespace: d.namespace }, routerImage.imageId, parent),
-        );
-    }
+}
+
+/** observability: the same session counter as in the pod, beside each replica, and the relay the host reaches them through. */
+function metricsContainers(
+    name: string,
+    d: DeployedEnvDescription,
+    images: { readonly replica: docker.RemoteImage; readonly router: docker.RemoteImage },
+    replicas: readonly docker.Container[],
+    router: docker.Container,
+    parent: pulumi.Resource,
+): docker.Container[] {
+    if (d.metrics === undefined) return [];
+    const counter = d.metrics.sessions;
+    const metrics = replicas.map((replica, i) =>
+        registerDockerMetricsSidecar(
+            `${name}-replica-${i}`,
+            counter,
+            { name: d.replicas.containerNames[i]!, container: replica, namespace: d.namespace },
+            images.replica.imageId,
+            parent,
+        ),
+    );
+    const relay = replicaMetricsRelay(d);
+    metrics.push(
+        registerDockerMetricsSidecar(
+            `${name}-router`,
+            relay,
+            { name: d.router.service, container: router, namespace: d.namespace },
+            images.router.imageId,
+            parent,
+        ),
+    );
+    return metrics;
+}
+
+/** Registers the pinned images, the env network, the replica containers, the router and its responder as children of `parent`. */
+export function registerDockerEnvSpace(name: string, args: DockerEnvArgs, parent: pulumi.Resource): DockerEnvResources {
+    const d = args.description;
+    const child = { parent };
+    const replicaImage = new docker.RemoteImage(`${name}-image`, { name: d.replicas.image, keepLocally: true }, child);
+    const routerImage = new docker.RemoteImage(`${name}-router-image`, { name: d.router.image, keepLocally: true }, child);
+    const network = envNetwork(name, d, child);
+    const replicas = replicaContainers(name, d, replicaImage, network, child);
+    const router = routerContainer(name, d, routerImage, args.network, network, child);
+    const responder = responderContainer(name, d, replicaImage, router, child);
+    const metrics = metricsContainers(name, d, { replica: replicaImage, router: routerImage }, replicas, router, parent);
     return { network, replicas, router, responder, metrics };
 }
 

@@ -5,7 +5,7 @@
  * (Kubernetes or Docker) arrives through `opts`.
  */
 import * as pulumi from "@pulumi/pulumi";
-import type { EnvCapacity, EnvDescription } from "./describe";
+import type { EnvCapacity, EnvDescription } from "./model";
 import { registerDockerEnvSpace } from "./docker";
 import { registerKubernetesEnvSpace } from "./kubernetes";
 

@@ -1,10 +1,8 @@
 export { ENV_CATALOG, CATALOG_NAMES, type CatalogEntry, type CatalogName } from "../config/catalog";
 export { EnvSpace, type EnvSpaceArgs } from "./env-space";
+export { resolveEnvSpace, wsUrlOf } from "./resolve";
+export { nginxImageVersion, nginxImageSupportsResolve } from "./nginx-image";
 export {
-    resolveEnvSpace,
-    wsUrlOf,
-    nginxImageVersion,
-    nginxImageSupportsResolve,
     SESSIONS_ENV_VAR,
     WEB_INTERFACE_ENV_VAR,
     KUBERNETES_RESOLVER,
@@ -22,7 +20,7 @@ export {
     type EnvReplicasDescription,
     type EnvRouterDescription,
     type TrainerPods,
-} from "./describe";
+} from "./model";
 export {
     replicaStatefulSetSpec,
     replicaPodSpec,
@@ -44,5 +42,5 @@ export {
     statefulSetReplicaAddresses,
     ROUTER_HEALTH_PATH,
     NGINX_MIN_VERSION_FOR_RESOLVE,
-    type RouterSettings,
 } from "./router";
+export type { RouterSettings } from "./model";

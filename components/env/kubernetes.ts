@@ -12,7 +12,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE } from "./responder";
-import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./describe";
+import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./model";
 import {
     clusterDnsEgress,
     hardenedServicePod,

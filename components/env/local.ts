@@ -320,6 +320,32 @@ async function startIn(settings: LocalRouterSettings, binary: string, version: s
         logToFiles: true,
         capacityResponder: responder?.address,
     };
+    const { configText, args, errorLogPath } = writeCheckedConfig(routerSettings, transformConfig, binary, runDir, responder);
+
+    // daemon off is in the config, so the master stays our child.
+    const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    const logs = (): string => `${output}${readOr(errorLogPath)}`;
+    try {
+        await waitForRouter(`http://127.0.0.1:${port}`, child, startTimeoutMs ?? 10_000, logs);
+    } catch (e) {
+        await stopProcess(child, child.pid !== undefined ? childrenOf(child.pid) : []).catch(() => undefined);
+        responder?.kill();
+        throw e;
+    }
+    return runningRouter({ child, port, configText, runDir, version, errorLogPath, responder });
+}
+
+/** Validates and renders the config into runDir and has `nginx -t` check it; returns nginx's arguments. */
+function writeCheckedConfig(
+    routerSettings: RouterSettings,
+    transformConfig: ((configText: string) => string) | undefined,
+    binary: string,
+    runDir: string,
+    responder: LocalResponder | undefined,
+): { configText: string; args: string[]; errorLogPath: string } {
     const problems = validateRouterSettings(routerSettings);
     if (problems.length > 0) throw new Error(`invalid router settings:\n- ${problems.join("\n- ")}`);
     const rendered = renderRouterConfig(routerSettings);
@@ -328,27 +354,26 @@ async function startIn(settings: LocalRouterSettings, binary: string, version: s
     fs.writeFileSync(confPath, configText);
     const errorLogPath = path.join(runDir, "error.log");
     const args = ["-p", runDir, "-c", confPath, "-e", errorLogPath];
-
     const check = spawnSync(binary, ["-t", ...args], { encoding: "utf8", timeout: 15_000 });
     if (check.status !== 0) {
         responder?.kill();
         throw new Error(`nginx -t rejected the router config (${check.status ?? check.error?.message}):\n${check.stderr}${check.stdout}`);
     }
+    return { configText, args, errorLogPath };
+}
 
-    // daemon off is in the config, so the master stays our child.
-    const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-    child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-    const logs = (): string => `${output}${readOr(errorLogPath)}`;
+/** The handle of a router that answers: its addresses, logs, workers, and a stop that also ends the responder. */
+function runningRouter(r: {
+    readonly child: ChildProcess;
+    readonly port: number;
+    readonly configText: string;
+    readonly runDir: string;
+    readonly version: string;
+    readonly errorLogPath: string;
+    readonly responder: LocalResponder | undefined;
+}): LocalRouter {
+    const { child, port, configText, runDir, version, errorLogPath, responder } = r;
     const url = `http://127.0.0.1:${port}`;
-    try {
-        await waitForRouter(url, child, startTimeoutMs ?? 10_000, logs);
-    } catch (e) {
-        await stopProcess(child, child.pid !== undefined ? childrenOf(child.pid) : []).catch(() => undefined);
-        responder?.kill();
-        throw e;
-    }
     const pid = child.pid ?? 0;
     let workersSeen = childrenOf(pid);
 

@@ -12,29 +12,13 @@ import {
     METRICS_PORTS,
     METRICS_PROGRAM_DIR,
     type MetricsLinks,
-    type MetricsPort,
     type MetricsSidecar,
-    type Scraper,
     type ScrapedPods,
     podAnnotationsOf,
     stackPodLabels,
 } from "../shared/metrics-pods";
 import { metricsHttpModule } from "../shared/metrics-http";
-
-export interface EnvMetrics {
-    readonly scraper: Scraper;
-    /** The session counter beside each replica. */
-    readonly sessions: MetricsSidecar;
-    /** The capacity responder's metrics port in each router pod. */
-    readonly router: MetricsPort;
-    /** The ConfigMap holding the counter's program (mounted by every replica). */
-    readonly configMap: string;
-    readonly scraped: readonly ScrapedPods[];
-    /** form annotations: the prometheus.io/* annotations of each scraped pod group, by role ({} otherwise). */
-    readonly podAnnotations: Readonly<Record<string, Readonly<Record<string, string>>>>;
-    /** The run stack's pod label (STACK_POD_LABEL), on every scraped pod's template beside its selector labels. */
-    readonly stackLabels: Readonly<Record<string, string>>;
-}
+import type { EnvMetrics } from "./model";
 
 export function envMetrics(args: {
     readonly links: MetricsLinks;

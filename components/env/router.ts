@@ -14,45 +14,9 @@
  * Pure functions only: no Pulumi, no I/O.
  */
 
-/** Everything the router needs; the component or the local runner fills it in. */
-export interface RouterSettings {
-    /** Environment name, shown in the capacity error and the config header; letters, digits, `_`, `-`. */
-    readonly envName: string;
-    /** Replica addresses as `host:port`; on Kubernetes `<sts>-<i>.<headless-svc>.<ns>.svc.cluster.local:8000`, on Docker container names. */
-    readonly replicas: readonly string[];
-    /** Sessions one replica holds (its MAX_CONCURRENT_ENVS, k); the router never opens more to one replica. */
-    readonly sessionsPerReplica: number;
-    /** Port the router listens on; the same as the env so clients need no change. @default 8000 */
-    readonly listenPort?: number;
-    /** Address the router binds. @default "0.0.0.0" */
-    readonly listenAddress?: string;
-    /** Longest silence on a websocket session (and longest wait for an HTTP answer), seconds. @default 3600 */
-    readonly readTimeoutSeconds?: number;
-    /** Longest a send to a client or replica may stall, seconds. @default 3600 */
-    readonly sendTimeoutSeconds?: number;
-    /** Longest wait to open a TCP connection to a replica before trying the next, seconds. @default 5 */
-    readonly connectTimeoutSeconds?: number;
-    /** How long a replica whose connection failed is skipped, seconds. @default 10 */
-    readonly failTimeoutSeconds?: number;
-    /** Writable directory for the pid file and nginx temp files (root FS is read-only, nginx runs non-root). @default "/tmp/env-router" */
-    readonly runDir?: string;
-    /** Write error.log and access.log into runDir instead of stderr/stdout. @default false */
-    readonly logToFiles?: boolean;
-    /** nginx worker processes; the shared zone keeps the cap exact for any count. @default 2 */
-    readonly workerProcesses?: number | "auto";
-    /** DNS server for re-resolving replica names at runtime (`server … resolve`, needs nginx >= 1.27.3); unset: names resolve once at start. @default undefined */
-    readonly resolver?: string;
-    /** How long a resolved replica address is trusted when `resolver` is set, seconds. @default 10 */
-    readonly resolverValidSeconds?: number;
-    /**
-     * `host:port` of the capacity responder (capacity_responder.py) beside nginx: at capacity `WS /ws`
-     * is proxied there, which completes the upgrade and sends OpenEnv's CAPACITY_REACHED error frame
-     * with the message below; unset: nginx answers the upgrade with its own 503. @default undefined
-     */
-    readonly capacityResponder?: string;
-    /** Sessions training is planned to hold at once, named in the capacity message. @default undefined */
-    readonly demand?: number;
-}
+import type { RouterSettings } from "./model";
+
+export type { RouterSettings };
 
 /** RouterSettings with every default filled in. */
 export type ResolvedRouterSettings = Required<Omit<RouterSettings, "resolver" | "capacityResponder" | "demand">> & {
@@ -127,15 +91,10 @@ export function splitHostPort(address: string): { host: string; port: number } |
     return { host: m[1] ?? "", port: Number(m[2]) };
 }
 
-/** Every problem with the settings, each naming the field and the fix; empty when usable. */
-export function validateRouterSettings(s: RouterSettings): string[] {
+/** The replicas' problems: none listed, listed twice, a URL, no port, a bad host or port, or "localhost". */
+function replicaAddressProblems(list: RouterSettings["replicas"]): string[] {
     const problems: string[] = [];
-    if (typeof s.envName !== "string" || !ENV_NAME.test(s.envName)) {
-        problems.push(
-            `envName ${JSON.stringify(s.envName)} is not a usable name: use 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit (e.g. "my_env")`,
-        );
-    }
-    const replicas: readonly unknown[] = Array.isArray(s.replicas) ? s.replicas : [];
+    const replicas: readonly unknown[] = Array.isArray(list) ? list : [];
     if (replicas.length === 0) {
         problems.push('replicas is empty: list every replica as host:port (e.g. "echo-0.echo-headless.envs.svc.cluster.local:8000")');
     }
@@ -167,15 +126,12 @@ export function validateRouterSettings(s: RouterSettings): string[] {
             );
         }
     });
-    if (!isPositiveInt(s.sessionsPerReplica)) {
-        problems.push(`sessionsPerReplica ${String(s.sessionsPerReplica)} must be a whole number >= 1: set it to the replica's MAX_CONCURRENT_ENVS`);
-    }
-    if (s.listenPort !== undefined && !isPort(s.listenPort)) {
-        problems.push(`listenPort ${String(s.listenPort)} must be a whole number in 1-65535 (default ${ROUTER_DEFAULT_PORT}, the env's own port)`);
-    }
-    if (s.listenAddress !== undefined && !IPV4.test(s.listenAddress) && !IPV6_BRACKETED.test(s.listenAddress) && s.listenAddress !== "*") {
-        problems.push(`listenAddress "${s.listenAddress}" must be an IPv4 address, a bracketed IPv6 address ("[::]") or "*" (default "0.0.0.0")`);
-    }
+    return problems;
+}
+
+/** The timeouts' problems: whole seconds, a read timeout long enough for an idle session, a connect timeout shorter than it. */
+function timeoutProblems(s: RouterSettings): string[] {
+    const problems: string[] = [];
     const timeouts = [
         ["readTimeoutSeconds", s.readTimeoutSeconds],
         ["sendTimeoutSeconds", s.sendTimeoutSeconds],
@@ -196,6 +152,28 @@ export function validateRouterSettings(s: RouterSettings): string[] {
             `connectTimeoutSeconds ${s.connectTimeoutSeconds} is longer than readTimeoutSeconds ${s.readTimeoutSeconds}: a connect should fail fast (default 5) so a dead replica is skipped`,
         );
     }
+    return problems;
+}
+
+/** Every problem with the settings, each naming the field and the fix; empty when usable. */
+export function validateRouterSettings(s: RouterSettings): string[] {
+    const problems: string[] = [];
+    if (typeof s.envName !== "string" || !ENV_NAME.test(s.envName)) {
+        problems.push(
+            `envName ${JSON.stringify(s.envName)} is not a usable name: use 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit (e.g. "my_env")`,
+        );
+    }
+    problems.push(...replicaAddressProblems(s.replicas));
+    if (!isPositiveInt(s.sessionsPerReplica)) {
+        problems.push(`sessionsPerReplica ${String(s.sessionsPerReplica)} must be a whole number >= 1: set it to the replica's MAX_CONCURRENT_ENVS`);
+    }
+    if (s.listenPort !== undefined && !isPort(s.listenPort)) {
+        problems.push(`listenPort ${String(s.listenPort)} must be a whole number in 1-65535 (default ${ROUTER_DEFAULT_PORT}, the env's own port)`);
+    }
+    if (s.listenAddress !== undefined && !IPV4.test(s.listenAddress) && !IPV6_BRACKETED.test(s.listenAddress) && s.listenAddress !== "*") {
+        problems.push(`listenAddress "${s.listenAddress}" must be an IPv4 address, a bracketed IPv6 address ("[::]") or "*" (default "0.0.0.0")`);
+    }
+    problems.push(...timeoutProblems(s));
     if (s.runDir !== undefined && (!s.runDir.startsWith("/") || NGINX_UNSAFE.test(s.runDir))) {
         problems.push(
             `runDir "${s.runDir}" must be an absolute path without spaces, quotes, ';', '$' or braces (default "/tmp/env-router", mount an emptyDir there)`,

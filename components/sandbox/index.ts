@@ -1,10 +1,8 @@
 export { SandboxPool, type SandboxPoolArgs } from "./sandbox-pool";
+export { resolveSandboxPool } from "./resolve";
+export { sandboxForwarderCommand, sandboxRuntimeCommand } from "./commands";
+export { multiplyQuantity, quantityValue } from "../shared/quantity";
 export {
-    resolveSandboxPool,
-    sandboxForwarderCommand,
-    sandboxRuntimeCommand,
-    multiplyQuantity,
-    quantityValue,
     AGENT_SANDBOX_VERSION,
     SANDBOX_API_VERSION,
     SANDBOX_CORE_GROUP,
@@ -28,7 +26,7 @@ export {
     type SandboxQuota,
     type SandboxSecurity,
     type WritablePath,
-} from "./describe";
+} from "./model";
 export {
     forwarderContainer,
     sandboxClaimBindingSpec,

@@ -12,7 +12,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
 import { claimLifetimePolicySpec, clusterDnsEgress, NAMESPACE_NAME_LABEL, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
-import { SANDBOX_API_VERSION, SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, SANDBOX_KEY_SECRET_KEY, type SandboxDescription } from "./describe";
+import { SANDBOX_API_VERSION, SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, SANDBOX_KEY_SECRET_KEY, type SandboxDescription } from "./model";
 
 /** The ingress pods the sandboxes may call (NetworkPolicy egress target). */
 export interface IngressPeer {
@@ -219,6 +219,28 @@ export interface KubernetesSandboxResources {
     readonly warmPool: k8s.apiextensions.CustomResource;
 }
 
+/** A pool in a namespace of its own: its ResourceQuota and the claim-lifetime admission policy with its binding. */
+function ownQuotaAndClaimPolicy(
+    name: string,
+    d: SandboxDescription,
+    quotaMeta: { name: string; namespace: pulumi.Input<string>; labels: Record<string, string> },
+    labels: Record<string, string>,
+    child: { readonly parent: pulumi.Resource },
+): pulumi.Resource[] {
+    const quota = new k8s.core.v1.ResourceQuota(`${name}-quota`, { metadata: quotaMeta, spec: sandboxQuotaSpec(d) }, child);
+    const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        `${name}-claim-policy`,
+        { metadata: { name: d.names.admissionPolicy, labels }, spec: sandboxClaimPolicySpec(d) },
+        child,
+    );
+    const binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        `${name}-claim-policy-binding`,
+        { metadata: { name: d.names.admissionBinding, labels }, spec: sandboxClaimBindingSpec(d) },
+        { ...child, dependsOn: [policy] },
+    );
+    return [quota, binding];
+}
+
 /** Registers the pool's Kubernetes objects as children of `parent`, named `${name}-<role>`. */
 export function registerKubernetesSandboxPool(name: string, args: KubernetesSandboxArgs, parent: pulumi.Resource): KubernetesSandboxResources {
     const d = args.description;
@@ -238,23 +260,7 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
         child,
     );
     // In a team's namespace the cluster stack's quota and claim policy apply (a quota counts every run's pods).
-    const own =
-        d.team === undefined
-            ? (() => {
-                  const quota = new k8s.core.v1.ResourceQuota(`${name}-quota`, { metadata: meta(d.names.quota), spec: sandboxQuotaSpec(d) }, child);
-                  const policy = new k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                      `${name}-claim-policy`,
-                      { metadata: { name: d.names.admissionPolicy, labels }, spec: sandboxClaimPolicySpec(d) },
-                      child,
-                  );
-                  const binding = new k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-                      `${name}-claim-policy-binding`,
-                      { metadata: { name: d.names.admissionBinding, labels }, spec: sandboxClaimBindingSpec(d) },
-                      { ...child, dependsOn: [policy] },
-                  );
-                  return [quota, binding];
-              })()
-            : [];
+    const own = d.team === undefined ? ownQuotaAndClaimPolicy(name, d, meta(d.names.quota), labels, child) : [];
     const role = new k8s.rbac.v1.Role(`${name}-claimer`, { metadata: meta(d.names.role), rules: sandboxClaimerRules() }, child);
     new k8s.rbac.v1.RoleBinding(
         `${name}-claimer`,

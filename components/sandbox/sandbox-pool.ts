@@ -5,7 +5,7 @@
  * agent-sandbox (Kubernetes), a fixed Docker pool, or nothing (hosted `hf`, `none`).
  */
 import * as pulumi from "@pulumi/pulumi";
-import type { SandboxDescription } from "./describe";
+import type { SandboxDescription } from "./model";
 import { registerDockerSandboxPool } from "./docker";
 import { registerKubernetesSandboxPool, type IngressPeer, type TrainerPeer } from "./kubernetes";
 

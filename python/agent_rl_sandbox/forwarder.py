@@ -46,7 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-#: The forwarder's port on the pod's loopback (components/sandbox/describe.ts SANDBOX_FORWARDER_PORT).
+#: The forwarder's port on the pod's loopback (components/sandbox/model.ts SANDBOX_FORWARDER_PORT).
 DEFAULT_PORT = 7100
 #: Env var holding the ingress key, in the forwarder's container only.
 DEFAULT_KEY_ENV = "AGENT_RL_UPSTREAM_KEY"

@@ -1,7 +1,7 @@
 """The trainer's env contract, read in one place.
 
 The TrainingNode sets these env vars on the trainer container from the SandboxPool's
-description (``components/sandbox/describe.ts``, ``trainerEnv``); hosted sandboxes only also get
+description (``components/sandbox/trainer-env.ts``, ``trainerEnv``); hosted sandboxes only also get
 the sandbox key from a Secret (``components/training/model.ts``, ``SECRET_ENV.sandboxKey``). A test renders the
 real plan and reads it back through this module, so the two sides cannot drift.
 """
@@ -19,7 +19,7 @@ API_KEY_ENV = "SANDBOX_API_KEY"
 #: OpenCodeConfig.api_key's default (huggingface/OpenEnv envs/opencode_env/config.py), the key TRL's
 #: opencode example leaves in place: harmless towards the pod's forwarder, which drops it.
 PLACEHOLDER_API_KEY = "intercepted"
-#: HOME in the pool's sandboxes: TRL's opencode example's SANDBOX_HOME (components/sandbox/describe.ts).
+#: HOME in the pool's sandboxes: TRL's opencode example's SANDBOX_HOME (components/sandbox/model.ts).
 DEFAULT_HOME = "/root"
 #: The API group/version and shutdown policy the official client (k8s-agent-sandbox 1.0.8) hardcodes.
 CLIENT_API_GROUP = "extensions.agents.x-k8s.io"

@@ -1,5 +1,5 @@
 // For python/tests/test_grpo_env_path.py: the env router of a scaled-down mbpp-whitebox stack,
-// rendered by the stack's own resolve step (components/env/describe.ts resolveEnvSpace) and run
+// rendered by the stack's own resolve step (components/env/resolve.ts resolveEnvSpace) and run
 // with a real local nginx (components/env/local.ts startLocalRouter) in front of the replicas the
 // test runs on 127.0.0.1.
 //

@@ -44,7 +44,7 @@ if [ "$uid" = root ]; then exec "$@"; fi
 exec setpriv --reuid "$uid" --regid "$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs "$@"
 """
 
-#: HOME inside the namespace, and the alias that leads to it (components/sandbox/describe.ts).
+#: HOME inside the namespace, and the alias that leads to it (components/sandbox/model.ts).
 HOME = "/root"
 HOME_ALIAS = "/home/user"
 

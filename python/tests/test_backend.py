@@ -337,7 +337,7 @@ POOL_IMAGE = "registry.test/agent-rl-sandbox@sha256:" + "a" * 64
 
 
 def stack_env(**extra: str) -> dict[str, str]:
-    """What the TrainingNode sets on the pool (components/sandbox/describe.ts trainerEnv), trimmed."""
+    """What the TrainingNode sets on the pool (components/sandbox/trainer-env.ts trainerEnv), trimmed."""
     return {
         "SANDBOX_PROVIDER": "agent-sandbox", "SANDBOX_NAMESPACE": "arl-dev-sandboxes", "SANDBOX_WARM_POOL": "sandbox-pool-r1",
         "SANDBOX_RUN_LABEL": "agentrl.dev/run", "SANDBOX_RUN_ID": "r1", "SANDBOX_MAX_LIFETIME_SECONDS": "3600",

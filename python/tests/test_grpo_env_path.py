@@ -5,7 +5,7 @@ What is real: TRL 1.16's GRPOTrainer with `environment_factory` (no vLLM), opene
 get_reward(), client pings off: the seed script train_coding_whitebox_eval.py's pattern), openenv
 0.10's server framework (`create_app`, session cap from MAX_CONCURRENT_ENVS) run with the uvicorn CLI
 as the catalog images run it, with the env vars the stack renders for the replicas
-(components/env/describe.ts: MAX_CONCURRENT_ENVS, ENABLE_WEB_INTERFACE, UVICORN_WS_PING_*), and the
+(components/env/replica-description.ts: MAX_CONCURRENT_ENVS, ENABLE_WEB_INTERFACE, UVICORN_WS_PING_*), and the
 env router: real nginx with the config the stack renders (python/tests/router_up.ts).
 
 Stand-ins, each named: the environment class `CodingStandIn` (grpo_support.py) stands in for the

@@ -10,7 +10,7 @@
 import { HARDENED_CONTAINER } from "./node";
 import { platformNames, podLabels } from "../../components/config/names";
 import { resolveSandboxPool, sandboxNetworkPolicySpec, sandboxTemplateSpec } from "../../components/sandbox";
-import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/describe";
+import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/model";
 import { parseWithTestImages } from "./config";
 
 /** The named test-sizing override: a sandbox's requests shrunk to fit the test node. */

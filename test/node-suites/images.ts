@@ -20,7 +20,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { NON_ROOT_UID } from "../../components/config/catalog";
-import { ROUTER_UID } from "../../components/env/describe";
+import { ROUTER_UID } from "../../components/env/model";
 import { NGINX_MIN_VERSION_FOR_RESOLVE, ROUTER_HEALTH_PATH, ROUTER_NO_REPLICA_CODE } from "../../components/env/router";
 import { planToDir } from "../../scripts/lib/plan";
 import { HARDENED_CONTAINER, type Node, type NodeSession } from "../helpers/node";

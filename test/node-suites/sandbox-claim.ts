@@ -34,7 +34,7 @@ import { after, before, describe, it } from "node:test";
 import YAML from "yaml";
 import { randomBytes } from "node:crypto";
 import { renderKeysFile } from "../../components/ingress/nginx";
-import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/describe";
+import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/model";
 import { planToDir } from "../../scripts/lib/plan";
 import { fixtureCacheDir } from "../helpers/apiserver";
 import { command, imageRefByDigest, type Node, type NodeSession } from "../helpers/node";

@@ -1,16 +1,13 @@
 /**
- * The target-neutral description of a run's sandbox pool: every decision (image, size,
- * security settings, deadlines, quota, names, the trainer's env) is made here, once, from
- * the resolved config and the names. `kubernetes.ts` and `docker.ts` only translate it.
- * Pure: no Pulumi imports.
+ * The sandbox pool's ground floor: the description types every file of the folder shares, and the
+ * fixed facts (API groups, ports, paths, env var names) the resolve step and both targets read. It
+ * imports nothing from its own folder.
  */
-import { dnsEgressFor } from "../config/dns";
 import type { DnsEgress } from "../shared/kubernetes";
-import { dnsName, podLabels, type PlatformNames } from "../config/names";
+import type { PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/resolve";
-import { addQuantities, multiplyQuantity, quantityValue } from "../shared/quantity";
-
 import { AGENT_SANDBOX_VERSION } from "../config/cluster";
+import { SANDBOX_EXTENSIONS_GROUP } from "../shared/kubernetes";
 
 /**
  * What the sandbox pool reads of a stack's config: a narrow slice of PlatformConfig, fully defaulted
@@ -23,7 +20,6 @@ export type SandboxNames = Pick<PlatformNames, "ingress" | "namespaces" | "netwo
 
 export { AGENT_SANDBOX_VERSION };
 /** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (served and stored v1beta1 in v0.5.6): one constant in shared/kubernetes.ts. */
-import { SANDBOX_EXTENSIONS_GROUP } from "../shared/kubernetes";
 export { SANDBOX_EXTENSIONS_GROUP };
 /** API group of Sandbox (agents.x-k8s.io). */
 export const SANDBOX_CORE_GROUP = "agents.x-k8s.io";
@@ -71,19 +67,6 @@ export const SANDBOX_FORWARDER_PORT = 7100;
 /** The forwarder's share of a sandbox pod: one stream at a time through Python's stdlib server (bodies up to 16 MiB in memory). */
 export const FORWARDER_CPU = "100m";
 export const FORWARDER_MEMORY = "128Mi";
-
-/**
- * The forwarder's command: loopback only (the agent's container shares the pod's loopback, nothing
- * outside the pod reaches it), the ingress as upstream, the key from its own container's env.
- */
-export function sandboxForwarderCommand(upstreamUrl: string, port: number = SANDBOX_FORWARDER_PORT): string[] {
-    return ["python3", "-I", SANDBOX_FORWARDER_PATH, "--host", "127.0.0.1", "--port", String(port), "--upstream", upstreamUrl, "--key-env", SANDBOX_KEY_ENV];
-}
-
-/** PID 1 of every Kubernetes sandbox: the runtime (python -I: nothing from the writable HOME, e.g. a planted sitecustomize, is imported). */
-export function sandboxRuntimeCommand(port: number = SANDBOX_PORT): string[] {
-    return ["python3", "-I", SANDBOX_RUNTIME_PATH, "--port", String(port), "--home-seed", SANDBOX_HOME_SEED];
-}
 
 /** A writable directory on an otherwise read-only root filesystem (emptyDir / tmpfs). */
 export interface WritablePath {
@@ -215,140 +198,3 @@ export interface SandboxDescription {
     /** Env vars for the trainer: how it finds, claims and bounds its sandboxes. */
     readonly trainerEnv: Readonly<Record<string, string>>;
 }
-
-/** Resolves a run's sandbox pool from the platform config and names. */
-export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): SandboxDescription {
-    const s = config.sandboxes;
-    const provider = s.provider;
-    const maxInflight = config.training.maxInflight;
-    const pool = names.sandboxes.warmPool;
-    const quotaPods = s.poolSize + maxInflight + s.headroom;
-    const home = SANDBOX_HOME;
-    const workingDir = "/workspace";
-    const security: SandboxSecurity = {
-        runAsUser: s.runAsUser,
-        runAsGroup: s.runAsUser,
-        fsGroup: s.runAsUser,
-        readOnlyRootFilesystem: true,
-        allowPrivilegeEscalation: false,
-        dropCapabilities: ["ALL"],
-        seccompProfile: "RuntimeDefault",
-        home,
-        workingDir,
-        writablePaths: [
-            { name: "home", path: home, sizeLimit: "2Gi" },
-            { name: "workspace", path: workingDir, sizeLimit: "4Gi" },
-            { name: "tmp", path: "/tmp", sizeLimit: "1Gi" },
-        ],
-        terminationGraceSeconds: 5,
-    };
-    const url = names.ingress.sandboxUrl;
-    const forwarderUrl = `http://127.0.0.1:${SANDBOX_FORWARDER_PORT}`;
-    // A uid of its own beside the sandbox's (schema: runAsUser in 1000..2^31-1).
-    const forwarderUid = s.runAsUser < 2147483647 ? s.runAsUser + 1 : s.runAsUser - 1;
-    // Hosted sandboxes (hf) have no forwarder: they call the ingress themselves, with the key the trainer hands them.
-    const agentUpstream = provider === "hf" ? url : forwarderUrl;
-    const env: Record<string, string> = {
-        HOME: home,
-        // Caches and user installs land under HOME, the only writable place besides /tmp and /workspace.
-        XDG_CACHE_HOME: `${home}/.cache`,
-        XDG_CONFIG_HOME: `${home}/.config`,
-        XDG_DATA_HOME: `${home}/.local/share`,
-        PYTHONUSERBASE: `${home}/.local`,
-        [SANDBOX_URL_ENV]: agentUpstream,
-    };
-    const containers = provider === "docker" ? Array.from({ length: s.poolSize }, (_, i) => dnsName([names.sandboxes.template, String(i)])) : [];
-    const common: Record<string, string> = {
-        SANDBOX_PROVIDER: provider,
-        SANDBOX_IMAGE: s.image,
-        SANDBOX_MAX_INFLIGHT: String(maxInflight),
-        SANDBOX_MAX_LIFETIME_SECONDS: String(s.maxLifetimeSeconds),
-        SANDBOX_RUN_LABEL: names.sandboxes.runLabel,
-        SANDBOX_RUN_ID: config.runId,
-        // What the agent's side calls (TRL's --sandbox-vllm-url, OpenCodeConfig.base_url without /v1).
-        SANDBOX_UPSTREAM_URL: agentUpstream,
-    };
-    let trainerEnv: Record<string, string>;
-    if (provider === "agent-sandbox") {
-        trainerEnv = {
-            ...common,
-            SANDBOX_NAMESPACE: names.namespaces.sandboxes,
-            SANDBOX_WARM_POOL: pool,
-            SANDBOX_TEMPLATE: names.sandboxes.template,
-            SANDBOX_API_GROUP: SANDBOX_EXTENSIONS_GROUP,
-            SANDBOX_API_VERSION: SANDBOX_API_VERSION,
-            SANDBOX_SHUTDOWN_POLICY: "Delete",
-            SANDBOX_PORT: String(SANDBOX_PORT),
-            // OpenCodeConfig.sandbox_home: where the harness writes config, task and logs (python/agent_rl_sandbox/settings.py).
-            SANDBOX_HOME: home,
-            SANDBOX_POOL_SIZE: String(s.poolSize),
-            // What a sandbox gets (the backend maps HF flavors onto it: python/agent_rl_sandbox/agent_sandbox.py).
-            SANDBOX_CPU: s.cpu,
-            SANDBOX_MEMORY: s.memory,
-        };
-    } else if (provider === "docker") {
-        trainerEnv = { ...common, SANDBOX_NETWORK: names.networks.sandboxes, SANDBOX_CONTAINERS: containers.join(","), SANDBOX_POOL_SIZE: String(s.poolSize) };
-    } else if (provider === "hf") {
-        trainerEnv = { ...common, SANDBOX_FLAVOR: s.hfFlavor };
-    } else {
-        trainerEnv = { SANDBOX_PROVIDER: "none" };
-    }
-    return {
-        provider,
-        dns: dnsEgressFor(config.target),
-        runId: config.runId,
-        runLabel: names.sandboxes.runLabel,
-        image: s.image,
-        cpu: s.cpu,
-        memory: s.memory,
-        runtimeClassName: s.runtimeClassName,
-        priorityClassName: s.priorityClassName,
-        poolSize: s.poolSize,
-        maxInflight,
-        headroom: s.headroom,
-        maxLifetimeSeconds: s.maxLifetimeSeconds,
-        maxWarmWaitSeconds: s.maxWarmWaitSeconds,
-        deadlineSeconds: s.maxLifetimeSeconds + s.maxWarmWaitSeconds,
-        port: SANDBOX_PORT,
-        runtime: { command: sandboxRuntimeCommand(SANDBOX_PORT), healthPath: SANDBOX_HEALTH_PATH },
-        security,
-        env,
-        upstreamUrl: url,
-        forwarder: {
-            command: sandboxForwarderCommand(url),
-            probeCommand: ["python3", "-I", SANDBOX_FORWARDER_PATH, "--probe", "--port", String(SANDBOX_FORWARDER_PORT)],
-            port: SANDBOX_FORWARDER_PORT,
-            url: forwarderUrl,
-            runAsUser: forwarderUid,
-            keyEnv: SANDBOX_KEY_ENV,
-            cpu: FORWARDER_CPU,
-            memory: FORWARDER_MEMORY,
-        },
-        labels: { ...podLabels("sandbox", pool), [names.sandboxes.runLabel]: config.runId },
-        // Every pod holds the sandbox and its forwarder (Kubernetes counts a native sidecar's requests in the pod's).
-        quota: {
-            pods: quotaPods,
-            cpu: addQuantities(multiplyQuantity(s.cpu, quotaPods), multiplyQuantity(FORWARDER_CPU, quotaPods)),
-            memory: addQuantities(multiplyQuantity(s.memory, quotaPods), multiplyQuantity(FORWARDER_MEMORY, quotaPods)),
-        },
-        ...(config.target.kind === "kubernetes" && config.target.team !== undefined ? { team: config.target.team } : {}),
-        hfFlavor: s.hfFlavor,
-        names: {
-            namespace: names.namespaces.sandboxes,
-            template: names.sandboxes.template,
-            warmPool: pool,
-            keySecret: names.sandboxes.keySecret,
-            networkPolicy: dnsName([pool, "network"]),
-            quota: dnsName([pool, "quota"]),
-            role: dnsName([pool, "claimer"]),
-            roleBinding: dnsName([pool, "claimer"]),
-            admissionPolicy: dnsName([names.prefix, "sandbox-claims", config.runId]),
-            admissionBinding: dnsName([names.prefix, "sandbox-claims", config.runId, "binding"]),
-            network: names.networks.sandboxes,
-            containers,
-        },
-        trainerEnv,
-    };
-}
-
-export { multiplyQuantity, quantityValue };

@@ -1,0 +1,18 @@
+/**
+ * What the processes of a sandbox pod run: the command runtime as PID 1 and the key-holding
+ * forwarder beside it (python/agent_rl_sandbox/runtime.py, forwarder.py). Pure.
+ */
+import { SANDBOX_FORWARDER_PATH, SANDBOX_FORWARDER_PORT, SANDBOX_HOME_SEED, SANDBOX_KEY_ENV, SANDBOX_PORT, SANDBOX_RUNTIME_PATH } from "./model";
+
+/**
+ * The forwarder's command: loopback only (the agent's container shares the pod's loopback, nothing
+ * outside the pod reaches it), the ingress as upstream, the key from its own container's env.
+ */
+export function sandboxForwarderCommand(upstreamUrl: string, port: number = SANDBOX_FORWARDER_PORT): string[] {
+    return ["python3", "-I", SANDBOX_FORWARDER_PATH, "--host", "127.0.0.1", "--port", String(port), "--upstream", upstreamUrl, "--key-env", SANDBOX_KEY_ENV];
+}
+
+/** PID 1 of every Kubernetes sandbox: the runtime (python -I: nothing from the writable HOME, e.g. a planted sitecustomize, is imported). */
+export function sandboxRuntimeCommand(port: number = SANDBOX_PORT): string[] {
+    return ["python3", "-I", SANDBOX_RUNTIME_PATH, "--port", String(port), "--home-seed", SANDBOX_HOME_SEED];
+}

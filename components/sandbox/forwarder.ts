@@ -1,0 +1,37 @@
+/**
+ * The key-holding forwarder beside every sandbox (model.ts SandboxForwarder says why the key lives
+ * there), and where the agent's side sends its model calls. Pure.
+ */
+import { sandboxForwarderCommand } from "./commands";
+import {
+    FORWARDER_CPU,
+    FORWARDER_MEMORY,
+    SANDBOX_FORWARDER_PATH,
+    SANDBOX_FORWARDER_PORT,
+    SANDBOX_KEY_ENV,
+    type SandboxConfig,
+    type SandboxForwarder,
+} from "./model";
+
+/** The forwarder's URL on the pod's loopback. */
+const FORWARDER_URL = `http://127.0.0.1:${SANDBOX_FORWARDER_PORT}`;
+
+/** What the agent's side calls: hosted sandboxes (hf) have no forwarder, they call the ingress themselves with the key the trainer hands them. */
+export function agentUpstreamOf(provider: SandboxConfig["sandboxes"]["provider"], ingressUrl: string): string {
+    return provider === "hf" ? ingressUrl : FORWARDER_URL;
+}
+
+/** The forwarder: loopback only, the ingress as upstream, a uid of its own beside the sandbox's. */
+export function forwarderDescription(s: SandboxConfig["sandboxes"], ingressUrl: string): SandboxForwarder {
+    return {
+        command: sandboxForwarderCommand(ingressUrl),
+        probeCommand: ["python3", "-I", SANDBOX_FORWARDER_PATH, "--probe", "--port", String(SANDBOX_FORWARDER_PORT)],
+        port: SANDBOX_FORWARDER_PORT,
+        url: FORWARDER_URL,
+        // A uid of its own beside the sandbox's (schema: runAsUser in 1000..2^31-1).
+        runAsUser: s.runAsUser < 2147483647 ? s.runAsUser + 1 : s.runAsUser - 1,
+        keyEnv: SANDBOX_KEY_ENV,
+        cpu: FORWARDER_CPU,
+        memory: FORWARDER_MEMORY,
+    };
+}

@@ -1,0 +1,43 @@
+/**
+ * The env vars the trainer gets for its sandboxes: how it finds, claims and bounds them, per
+ * provider (python/agent_rl_sandbox/settings.py reads them). Pure.
+ */
+import { SANDBOX_API_VERSION, SANDBOX_EXTENSIONS_GROUP, SANDBOX_HOME, SANDBOX_PORT, type SandboxConfig, type SandboxNames } from "./model";
+
+export function sandboxTrainerEnv(config: SandboxConfig, names: SandboxNames, agentUpstream: string, containers: readonly string[]): Record<string, string> {
+    const s = config.sandboxes;
+    const provider = s.provider;
+    const common: Record<string, string> = {
+        SANDBOX_PROVIDER: provider,
+        SANDBOX_IMAGE: s.image,
+        SANDBOX_MAX_INFLIGHT: String(config.training.maxInflight),
+        SANDBOX_MAX_LIFETIME_SECONDS: String(s.maxLifetimeSeconds),
+        SANDBOX_RUN_LABEL: names.sandboxes.runLabel,
+        SANDBOX_RUN_ID: config.runId,
+        // What the agent's side calls (TRL's --sandbox-vllm-url, OpenCodeConfig.base_url without /v1).
+        SANDBOX_UPSTREAM_URL: agentUpstream,
+    };
+    if (provider === "agent-sandbox") {
+        return {
+            ...common,
+            SANDBOX_NAMESPACE: names.namespaces.sandboxes,
+            SANDBOX_WARM_POOL: names.sandboxes.warmPool,
+            SANDBOX_TEMPLATE: names.sandboxes.template,
+            SANDBOX_API_GROUP: SANDBOX_EXTENSIONS_GROUP,
+            SANDBOX_API_VERSION: SANDBOX_API_VERSION,
+            SANDBOX_SHUTDOWN_POLICY: "Delete",
+            SANDBOX_PORT: String(SANDBOX_PORT),
+            // OpenCodeConfig.sandbox_home: where the harness writes config, task and logs (python/agent_rl_sandbox/settings.py).
+            SANDBOX_HOME: SANDBOX_HOME,
+            SANDBOX_POOL_SIZE: String(s.poolSize),
+            // What a sandbox gets (the backend maps HF flavors onto it: python/agent_rl_sandbox/agent_sandbox.py).
+            SANDBOX_CPU: s.cpu,
+            SANDBOX_MEMORY: s.memory,
+        };
+    }
+    if (provider === "docker") {
+        return { ...common, SANDBOX_NETWORK: names.networks.sandboxes, SANDBOX_CONTAINERS: containers.join(","), SANDBOX_POOL_SIZE: String(s.poolSize) };
+    }
+    if (provider === "hf") return { ...common, SANDBOX_FLAVOR: s.hfFlavor };
+    return { SANDBOX_PROVIDER: "none" };
+}
