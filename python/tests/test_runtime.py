@@ -17,6 +17,7 @@ from agent_rl_sandbox import RuntimeHandle, SandboxError, SandboxGone
 from agent_rl_sandbox.runtime import MAX_OUTPUT_BYTES
 
 from conftest import alive, process_group_members, processes, start_runtime, stop_process
+from waits import scaled
 
 SECRET = "sk-sandbox-7c1e0d9a4b"
 
@@ -65,7 +66,7 @@ def test_exec_timeout_kills_the_command_and_its_children(runtime, tmp_path):
     assert "timed out after 1s" in r.stderr
     assert took < 5, took
     child = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child), "the whole process group is killed at the timeout"
@@ -213,7 +214,7 @@ def test_init_mode_reaps_orphans_and_stops_on_sigterm(tmp_path):
         assert zombies == []
         long_job = h.start_bg("sleep 300")
         assert stop_process(rt.proc, signal.SIGTERM) == 0
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + scaled(5)
         while process_group_members(long_job.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert process_group_members(long_job.pid) == [], "jobs die with the runtime"
