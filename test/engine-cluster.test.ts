@@ -12,6 +12,7 @@ import { GPU_RESOURCE, type Cluster } from "./helpers/cluster";
 import { changeCount, secretOutputValues, type Engine } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertNoPlainSecrets, assertOk, podGpus, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
+import { scaledSeconds } from "./helpers/waits";
 
 const skip = engineSkipReason();
 
@@ -126,7 +127,7 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
             return s?.items.flatMap((x) => x.endpoints ?? []).filter((e) => e.conditions?.ready).length === 3;
         });
         // Namespace deletion is finalised (namespace controller, pod deletion by kwok, PVC protection).
-        await c.kubectlOk(["delete", "namespace", ns, "--wait=true", "--timeout=90s"]);
+        await c.kubectlOk(["delete", "namespace", ns, "--wait=true", `--timeout=${scaledSeconds(90)}s`]);
         assert.equal(await c.getJson(["namespace", ns]), undefined);
     });
 

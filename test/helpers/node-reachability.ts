@@ -14,6 +14,7 @@ import * as path from "node:path";
 import type { Node } from "./node";
 import { evaluateReachability, type ExtraEndpoint, type Manifest, type Party, type Protocol, type Reachability } from "./reachability";
 import { KUBE_DNS, OTHER_POD } from "./reachability-views";
+import { scaledSeconds } from "./waits";
 
 const STANDIN = fs.readFileSync(path.resolve(__dirname, "..", "node", "standin.py"), "utf8");
 const STANDIN_LABEL = "agentrl.test/reachability-standin";
@@ -186,7 +187,7 @@ export async function measureReachability(
         await apply(pods);
         for (const p of podParties) {
             const w = await node.kubectl(
-                ["-n", p.namespace!, "wait", "--for=condition=Ready", "--timeout=120s", `pod/${podName.get(p.id)}`],
+                ["-n", p.namespace!, "wait", "--for=condition=Ready", `--timeout=${scaledSeconds(120)}s`, `pod/${podName.get(p.id)}`],
                 undefined,
                 130_000,
             );

@@ -75,6 +75,7 @@ except urllib.error.HTTPError as e:
 except OSError as e:
     print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
 `;
+import { scaledSeconds } from "../helpers/waits";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -241,7 +242,7 @@ export function ingressSuite(shared: NodeSession): void {
             await waitReady(trainingNs, "pod/vllm-standin", 180);
             await waitReady(sandboxNs, "pod/sandbox-ingress", 180);
             await waitReady(sandboxNs, "pod/openai-client", 180);
-            const rollout = await node.kubectl(["-n", ingressNs, "rollout", "status", "deployment", "--timeout=180s"], undefined, 190_000);
+            const rollout = await node.kubectl(["-n", ingressNs, "rollout", "status", "deployment", `--timeout=${scaledSeconds(180)}s`], undefined, 190_000);
             if (rollout.code !== 0) {
                 const pods = await node.kubectl(["-n", ingressNs, "get", "pods", "-o", "wide"]);
                 const logs = await node.kubectl(["-n", ingressNs, "logs", "-l", "app.kubernetes.io/name=vllm-ingress", "--tail=20", "--all-containers"]);

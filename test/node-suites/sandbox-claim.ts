@@ -39,6 +39,7 @@ import { planToDir } from "../../scripts/lib/plan";
 import { fixtureCacheDir } from "../helpers/apiserver";
 import { command, imageRefByDigest, type Node, type NodeSession } from "../helpers/node";
 import type { Manifest } from "../helpers/reachability";
+import { scaledSeconds } from "../helpers/waits";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 const RECIPE = "opencode-blackbox";
@@ -150,7 +151,7 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             const crds = fs.readdirSync(crdDir).filter((f) => f.startsWith("agent-sandbox-v0.5.6."));
             assert.equal(crds.length, 4, `the API server fixture's agent-sandbox CRDs in ${crdDir}`);
             for (const f of crds) await node.kubectlOk(["apply", "--server-side", "-f", "-"], fs.readFileSync(path.join(crdDir, f), "utf8"));
-            await node.kubectlOk(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
+            await node.kubectlOk(["wait", "--for=condition=Established", `--timeout=${scaledSeconds(60)}s`, "crd", "--all"]);
             await waitForClaimQuotaMonitor();
 
             const log = fs.openSync(controllerLog, "a");
