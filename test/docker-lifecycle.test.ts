@@ -34,6 +34,7 @@ import { unwrapSecrets } from "./helpers/secrets";
 import { ofType, type RecordedResource } from "./helpers/mock";
 import { skipWithoutNginx } from "./helpers/nginx";
 import { startStubDns, type StubDns } from "./helpers/stub-dns";
+import { scaled } from "./helpers/waits";
 
 const T = { container: "docker:index/container:Container", network: "docker:index/network:Network" } as const;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-lifecycle-"));
@@ -250,7 +251,7 @@ describe("12: real nginx with the Docker ingress config follows vLLM to a new ad
 const missing = dockerdMissing();
 const dockerdSkip = missing !== undefined && !process.env.CI ? `dockerd cannot start: ${missing}` : false;
 
-describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdSkip, timeout: 10 * 60_000 }, () => {
+describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdSkip, timeout: scaled(10 * 60_000) }, () => {
     const session = new DockerdSession();
     let d: Dockerd | undefined;
     let p: PlanResult;

@@ -12,11 +12,11 @@ import { GPU_RESOURCE, type Cluster } from "./helpers/cluster";
 import { changeCount, secretOutputValues, type Engine } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertNoPlainSecrets, assertOk, podGpus, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
-import { scaledSeconds } from "./helpers/waits";
+import { scaled, scaledSeconds } from "./helpers/waits";
 
 const skip = engineSkipReason();
 
-describe("engine harness: simulated cluster and the real engine", { skip, timeout: 20 * 60_000 }, () => {
+describe("engine harness: simulated cluster and the real engine", { skip, timeout: scaled(20 * 60_000) }, () => {
     let cluster: Cluster | undefined;
     let engine: Engine | undefined;
     let release: (() => void) | undefined;

@@ -26,7 +26,7 @@ import {
     teardown,
     startEngineHarness,
 } from "./helpers/engine-checks";
-import { scaledSeconds } from "./helpers/waits";
+import { scaled, scaledSeconds } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const STACK = "staging";
@@ -63,7 +63,7 @@ function stateSummary(stack: EngineStack): string[] {
     return stack.stateResources().map((r: any) => JSON.stringify(norm({ urn: r.urn, id: r.id, inputs: r.inputs, outputs: r.outputs })));
 }
 
-describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout: 90 * 60_000 }, () => {
+describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout: scaled(90 * 60_000) }, () => {
     let cluster: Cluster;
     let engine: Engine;
     let release: (() => void) | undefined;

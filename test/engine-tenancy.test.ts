@@ -15,6 +15,7 @@ import type { Cluster } from "./helpers/cluster";
 import { stackPlatform, type Engine, type EngineStack } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertOk, namesFor, secs, startEngineHarness, teardown } from "./helpers/engine-checks";
+import { scaled } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const UP_MS = 180_000;
@@ -32,7 +33,7 @@ async function waitFor<T>(what: string, ms: number, f: () => Promise<T | undefin
     }
 }
 
-describe("engine: run stacks in a team's namespaces share the team's quota", { skip, timeout: 40 * 60_000 }, () => {
+describe("engine: run stacks in a team's namespaces share the team's quota", { skip, timeout: scaled(40 * 60_000) }, () => {
     let cluster: Cluster;
     let engine: Engine;
     let release: (() => void) | undefined;

@@ -22,6 +22,7 @@ import {
 } from "../components/ingress/nginx";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { selfSignedCert } from "./helpers/tls";
+import { scaled } from "./helpers/waits";
 
 const KEY_A = "kA1.b+c_d~e/f=g-h0123456789abcdef";
 const KEY_B = "Bb2Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0";
@@ -54,7 +55,7 @@ function request(
                 headers: { ...(opts.body !== undefined ? { "content-type": "application/json" } : {}), ...(opts.headers ?? {}) },
                 agent: opts.agent ?? false,
                 ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
-                timeout: 10000,
+                timeout: scaled(10000),
             },
             (res) => {
                 const parts: Buffer[] = [];
@@ -279,7 +280,10 @@ describe("pure rendering and validation", () => {
                                 healthUnauthenticated,
                             }),
                         );
-                        const r = spawnSync("nginx", ["-t", "-q", "-p", `${dir}/`, "-e", paths.errorLog, "-c", conf], { encoding: "utf8", timeout: 15000 });
+                        const r = spawnSync("nginx", ["-t", "-q", "-p", `${dir}/`, "-e", paths.errorLog, "-c", conf], {
+                            encoding: "utf8",
+                            timeout: scaled(15000),
+                        });
                         assert.equal(
                             r.status,
                             0,
@@ -724,7 +728,7 @@ describe("real nginx: streaming, keep-alive, TLS", () => {
                     method: "POST",
                     headers: { ...auth(KEY_A), "content-type": "application/json" },
                     agent: false,
-                    timeout: 10000,
+                    timeout: scaled(10000),
                     ...(ca !== undefined ? { ca } : {}),
                 },
                 (res) => {
@@ -934,7 +938,7 @@ describe("npm run ingress:local (scripts/ingress-local.ts)", () => {
     let keysFile: string;
     const children: Array<ReturnType<typeof spawn>> = [];
     const script = path.join(REPO, "scripts", "ingress-local.ts");
-    const run = (args: string[]) => spawnSync(process.execPath, ["--import", "tsx", script, ...args], { encoding: "utf8", cwd: REPO, timeout: 30000 });
+    const run = (args: string[]) => spawnSync(process.execPath, ["--import", "tsx", script, ...args], { encoding: "utf8", cwd: REPO, timeout: scaled(30000) });
     before(async () => {
         stub = await startStubUpstream();
         dir = makeTempDir();

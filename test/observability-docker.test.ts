@@ -28,6 +28,7 @@ import { freePort } from "./helpers/apiserver";
 import { startProgram } from "./helpers/processes";
 import { policyResources } from "./helpers/guardrails-plan";
 import { runPolicies } from "../policy/run-local";
+import { scaled } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-docker-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -203,10 +204,10 @@ describe("observability on the docker target: prometheus.yml and the rules, thro
         }, async () => {
             const r = await planDocker(recipe);
             const dir = path.join(r.dir, "observability");
-            const config = spawnSync(PROMTOOL!, ["check", "config", path.join(dir, PROMETHEUS_CONFIG_FILE)], { encoding: "utf8", timeout: 30_000 });
+            const config = spawnSync(PROMTOOL!, ["check", "config", path.join(dir, PROMETHEUS_CONFIG_FILE)], { encoding: "utf8", timeout: scaled(30_000) });
             assert.equal(config.status, 0, config.stdout + config.stderr);
             assert.match(config.stdout + config.stderr, /SUCCESS: 1 rule files found/);
-            const rules = spawnSync(PROMTOOL!, ["check", "rules", path.join(dir, RULES_FILE)], { encoding: "utf8", timeout: 30_000 });
+            const rules = spawnSync(PROMTOOL!, ["check", "rules", path.join(dir, RULES_FILE)], { encoding: "utf8", timeout: scaled(30_000) });
             assert.equal(rules.status, 0, rules.stdout + rules.stderr);
             assert.match(rules.stdout, /SUCCESS: [1-9][0-9]* rules found/);
         });
@@ -219,7 +220,7 @@ describe("observability on the docker target: prometheus.yml and the rules, thro
         fs.rmSync(path.join(r.dir, "observability", RULES_FILE));
         const config = spawnSync(PROMTOOL!, ["check", "config", path.join(r.dir, "observability", PROMETHEUS_CONFIG_FILE)], {
             encoding: "utf8",
-            timeout: 30_000,
+            timeout: scaled(30_000),
         });
         assert.notEqual(config.status, 0, config.stdout + config.stderr);
     });
@@ -331,7 +332,7 @@ describe("the replicas' relay config", () => {
         const conf = path.join(dir, "relay.conf");
         // The runtime paths point at the test's own directory (the container's are /tmp).
         fs.writeFileSync(conf, renderReplicaMetricsRelay(["env-a-replica-0", "env-a-replica-1"]).replaceAll("/tmp/", `${dir}/`));
-        const t = spawnSync(NGINX!, ["-t", "-p", dir, "-e", "stderr", "-c", conf], { encoding: "utf8", timeout: 30_000 });
+        const t = spawnSync(NGINX!, ["-t", "-p", dir, "-e", "stderr", "-c", conf], { encoding: "utf8", timeout: scaled(30_000) });
         assert.equal(t.status, 0, t.stdout + t.stderr);
         assert.match(t.stderr, /test is successful/);
     });

@@ -16,6 +16,7 @@ import { platformNames } from "../components/config";
 import { freePort, pidAlive } from "./helpers/apiserver";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { NCCL_CHECK_SCRIPT, ROLE_RUNNER, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
+import { scaled } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -258,7 +259,7 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
     });
 
     test("every line says which role wrote it; the trainer's liveness, step and vLLM health on /metrics; the trainer's exit code", {
-        timeout: 60_000,
+        timeout: scaled(60_000),
     }, async () => {
         const metricsPort = await freePort();
         const seen: Record<string, number>[] = [];
@@ -293,7 +294,9 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         assert.match(r.stderr, /\[trainer\] {2}50%\|# {3}\| 2\/4 \[/);
     });
 
-    test("observability off (the runner without a metrics address): each role's lines still prefixed, no listener flags", { timeout: 60_000 }, async () => {
+    test("observability off (the runner without a metrics address): each role's lines still prefixed, no listener flags", {
+        timeout: scaled(60_000),
+    }, async () => {
         const r = await runSupervisor("/bin/sh", (dir, port) => ({
             ...base(dir, port),
             roleRunner: { path: ROLE_RUNNER.sourcePath },
@@ -311,7 +314,7 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         assert.doesNotMatch(script, /--metrics-listen|--vllm-health-url/);
     });
 
-    test("exit codes, vLLM dying, SIGTERM and a hung vLLM behave as without the runner; nothing is left behind", { timeout: 90_000 }, async () => {
+    test("exit codes, vLLM dying, SIGTERM and a hung vLLM behave as without the runner; nothing is left behind", { timeout: scaled(90_000) }, async () => {
         const metricsPort = await freePort();
         const ok = await runSupervisor("/bin/sh", (dir, port) => ({ ...withRunner(dir, port, metricsPort), trainer: fakeTrainer(dir, 0.2, 3) }));
         assert.equal(ok.code, 3, ok.stderr);

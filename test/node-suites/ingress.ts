@@ -27,6 +27,7 @@ import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_SECRET_KEY } from "../../components
 import { planToDir } from "../../scripts/lib/plan";
 import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
 import type { Manifest } from "../helpers/reachability";
+import { scaledSeconds } from "../helpers/waits";
 
 const RECIPE = "opencode-blackbox";
 /** Kinds applied from the plan as they are (the Secrets get test keys; the Job, claims, sandbox CRs and admission policy are left out). */
@@ -75,7 +76,6 @@ except urllib.error.HTTPError as e:
 except OSError as e:
     print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
 `;
-import { scaledSeconds } from "../helpers/waits";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
