@@ -112,7 +112,7 @@ describe("engine: an env capacity change returns only when the routers serve aga
         });
         let applied = false;
         try {
-            for (const until = Date.now() + 240_000; !settled && Date.now() < until; await sleep(200)) {
+            for (const until = Date.now() + scaled(240_000); !settled && Date.now() < until; await sleep(200)) {
                 if (((await routerDeployment())?.metadata.generation ?? 0) > generation) {
                     applied = true;
                     await sleep(HOLD_MS);

@@ -22,7 +22,7 @@ import {
 } from "../components/env/router";
 import { freePort } from "./helpers/apiserver";
 import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "./helpers/stub-env";
-import { scaled } from "./helpers/waits";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const K = 4;
 const N = 3;
@@ -361,7 +361,7 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
         await closeSession(victim.ws);
         sessions.splice(sessions.indexOf(victim), 1);
         // The replica sees the TCP close a moment after the client does; nginx freed the slot before closing the client.
-        for (let i = 0; i < 100 && target.active() !== K - 1; i++) await new Promise((r) => setTimeout(r, 20));
+        for (let i = 0; i < scaledCount(100) && target.active() !== K - 1; i++) await new Promise((r) => setTimeout(r, 20));
         assert.equal(target.active(), K - 1, summary(stubs));
         const next = await openSession(r.wsUrl);
         assert.equal(next.kind, "open", JSON.stringify(next));

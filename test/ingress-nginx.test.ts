@@ -22,7 +22,7 @@ import {
 } from "../components/ingress/nginx";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { selfSignedCert } from "./helpers/tls";
-import { scaled } from "./helpers/waits";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const KEY_A = "kA1.b+c_d~e/f=g-h0123456789abcdef";
 const KEY_B = "Bb2Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0";
@@ -546,7 +546,7 @@ describe("real nginx: X-Request-Id (vLLM's request id)", () => {
         const raw = seen[0]!.rawHeaders;
         const upstream = raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === "x-request-id");
         let line = "";
-        for (let i = 0; i < 40 && line === ""; i++) {
+        for (let i = 0; i < scaledCount(40) && line === ""; i++) {
             line = fs.readFileSync(ing.accessLogPath, "utf8").slice(logBefore).trim();
             if (line === "") await sleep(25);
         }
@@ -893,7 +893,7 @@ describe("non-root: nginx writes only under runtimeDir", () => {
         const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
         try {
             let up = false;
-            for (let i = 0; i < 100 && !up && child.exitCode === null; i++) {
+            for (let i = 0; i < scaledCount(100) && !up && child.exitCode === null; i++) {
                 up = await new Promise<boolean>((resolve) => {
                     const s = net.connect({ host: "127.0.0.1", port }, () => {
                         s.destroy();
@@ -1019,7 +1019,7 @@ describe("npm run ingress:local (scripts/ingress-local.ts)", () => {
         assert.equal(ok.status, 200, ok.body);
         assert.equal((await request(`http://127.0.0.1:${port}/pause`, { method: "POST", headers: auth(KEY_A), body: "{}" })).status, 404);
         child.kill("SIGTERM");
-        const code = await Promise.race([exited, sleep(10000).then(() => "timeout" as const)]);
+        const code = await Promise.race([exited, sleep(scaled(10_000)).then(() => "timeout" as const)]);
         assert.equal(code, 0, err);
         assert.ok(!fs.existsSync(ready), "run dir removed");
         await assert.rejects(request(`http://127.0.0.1:${port}/v1/models`, { headers: auth(KEY_A) }), /ECONNREFUSED/);

@@ -28,7 +28,7 @@ import { freePort } from "./helpers/apiserver";
 import { startProgram } from "./helpers/processes";
 import { policyResources } from "./helpers/guardrails-plan";
 import { runPolicies } from "../policy/run-local";
-import { scaled } from "./helpers/waits";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-docker-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -267,7 +267,7 @@ describe("observability on the docker target: a real Prometheus reads the genera
             assert.match(inUse, /agentrl_env_sessions_in_use\{namespace=.*agentrl_stack=/);
             // Bounded: scrapes every 1 s.
             let got: Array<{ metric: Record<string, string>; value: [number, string] }> = [];
-            for (let i = 0; i < 60; i++) {
+            for (let i = 0; i < scaledCount(60); i++) {
                 got = await query(inUse);
                 if (got.length === 1 && Number(got[0]!.value[1]) === env.replicas.containerNames.length) break;
                 await new Promise((res) => setTimeout(res, 250));
@@ -278,7 +278,7 @@ describe("observability on the docker target: a real Prometheus reads the genera
             // Every target's `up` series: the sum above can be complete one scrape before the last
             // target's first `up` sample is (measured: 5 of 6 once, in a fresh-clone CI run). Bounded as above.
             let up = await query("up");
-            for (let i = 0; i < 60 && up.length !== env.replicas.containerNames.length + 1; i++) {
+            for (let i = 0; i < scaledCount(60) && up.length !== env.replicas.containerNames.length + 1; i++) {
                 await new Promise((res) => setTimeout(res, 250));
                 up = await query("up");
             }
@@ -383,7 +383,7 @@ describe("the replicas' relay config", () => {
         try {
             // Bounded wait for nginx to listen.
             let up = false;
-            for (let i = 0; i < 50 && !up; i++) {
+            for (let i = 0; i < scaledCount(50) && !up; i++) {
                 up = await ask("GET", "/").then(
                     () => true,
                     async () => {

@@ -49,9 +49,9 @@ function which(bin: string): string | undefined {
 const MTAIL = which("mtail");
 const EXPORTER = which("prometheus-nginx-exporter");
 
-/** Waits (bounded) until `check` holds, else throws the last failure. */
+/** Waits (bounded, scaled by the machine's load: waits.ts) until `check` holds, else throws the last failure. */
 async function eventually(what: string, check: () => Promise<void>, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + scaled(timeoutMs);
     for (;;) {
         try {
             await check();
@@ -603,7 +603,7 @@ describe("the Python programs from their mounted directories (python3 -I -B, onl
         child.stdout.on("data", (d) => (stdout += d));
         child.stderr.on("data", (d) => (stderr += d));
         const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-        await sleep(800);
+        await sleep(scaled(800));
         // The runner's sockets while its role runs (Node's stdio pipes are Unix sockets): none is a TCP listener.
         const inodes = fs
             .readdirSync(`/proc/${child.pid}/fd`)

@@ -16,7 +16,7 @@ import { platformNames } from "../components/config";
 import { freePort, pidAlive } from "./helpers/apiserver";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { NCCL_CHECK_SCRIPT, ROLE_RUNNER, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
-import { scaled } from "./helpers/waits";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -104,7 +104,7 @@ function alive(pidFile: string): boolean {
 }
 
 async function gone(pidFile: string): Promise<boolean> {
-    for (let i = 0; i < 50 && alive(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < scaledCount(50) && alive(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
     return !alive(pidFile);
 }
 
@@ -264,7 +264,7 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         const metricsPort = await freePort();
         const seen: Record<string, number>[] = [];
         const sampling = (async () => {
-            for (let i = 0; i < 80; i++) {
+            for (let i = 0; i < scaledCount(80); i++) {
                 await new Promise((r) => setTimeout(r, 100));
                 try {
                     const m = await scrape(metricsPort);

@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { HARDENED_CONTAINER, type Node, type NodeSession } from "../helpers/node";
-import { scaledSeconds } from "../helpers/waits";
+import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const NS = "gpu-standin-test";
 const ENV = "NVIDIA_VISIBLE_DEVICES";
@@ -124,7 +124,7 @@ export function gpuStandinSuite(shared: NodeSession): void {
             const over = devices - 2 + 1; // one more than the free ones
             await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(gpuPod("too-many-gpus", over)));
             let pod: any;
-            for (let i = 0; i < 60; i++) {
+            for (let i = 0; i < scaledCount(60); i++) {
                 pod = await podJson("too-many-gpus");
                 if (pod.status?.phase && pod.status.phase !== "Pending") break;
                 await sleep(500);

@@ -27,7 +27,7 @@ import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_SECRET_KEY } from "../../components
 import { planToDir } from "../../scripts/lib/plan";
 import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
 import type { Manifest } from "../helpers/reachability";
-import { scaledSeconds } from "../helpers/waits";
+import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const RECIPE = "opencode-blackbox";
 /** Kinds applied from the plan as they are (the Secrets get test keys; the Job, claims, sandbox CRs and admission policy are left out). */
@@ -311,7 +311,7 @@ export function ingressSuite(shared: NodeSession): void {
         it("the ingress's NetworkPolicy: a pod with the trainer's labels in the training namespace is refused (its own egress policy would let it out)", async () => {
             // The stand-in carries the Job pod's labels: its own egress policy lets it reach the ingress's port, the ingress's policy does not admit it.
             let refused = { error: "" } as { error?: string; status?: number };
-            for (let i = 0; i < 10; i++) {
+            for (let i = 0; i < scaledCount(10); i++) {
                 const r = await exec(trainingNs, "vllm-standin", "trainer", ["python3", "-I", "-c", REQUEST_PY, `${ingressUrl}/v1/models`, "GET"]);
                 refused = lastJson(r.stdout);
                 if (refused.error !== undefined) break;
