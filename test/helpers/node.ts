@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { NodeAddresses } from "./node-reachability";
-import { scaled, timeScale } from "./waits";
+import { scaled, TIME_SCALE_ENV, timeScale } from "./waits";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const NODE_SCRIPTS = path.join(REPO_ROOT, "test", "node");
@@ -359,7 +359,9 @@ async function acquireNodeLock(): Promise<void> {
 /** up.sh: the node and its control plane (after another process's node is down); throws with its output when it fails. */
 export async function nodeUp(opts: { readonly env?: NodeJS.ProcessEnv } = {}): Promise<CommandResult> {
     await acquireNodeLock();
-    const r = await command("bash", [path.join(NODE_SCRIPTS, "up.sh")], { timeoutMs: 6 * 60_000, env: opts.env });
+    // up.sh scales its own waits by the same factor (env.sh `scaled`).
+    const env = { ...(opts.env ?? process.env), [TIME_SCALE_ENV]: String(timeScale()) };
+    const r = await command("bash", [path.join(NODE_SCRIPTS, "up.sh")], { timeoutMs: 6 * 60_000, env });
     if (r.code !== 0) throw new Error(`bash test/node/up.sh failed (exit ${r.code}):\n${r.stderr.split("\n").slice(-60).join("\n")}`);
     return r;
 }

@@ -35,7 +35,7 @@ import {
     roleName,
     SCRAPER,
 } from "../helpers/reachability-views";
-import { scaledSeconds } from "../helpers/waits";
+import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -149,7 +149,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             await node.apply(r.objects);
             const t0 = Date.now();
             let status = "";
-            for (let i = 0; i < 360 && status !== "True"; i++) {
+            for (let i = 0; i < scaledCount(360) && status !== "True"; i++) {
                 status = await ready(r.sandboxNamespace, r.sandboxPod);
                 if (status !== "True") await sleep(500);
             }
@@ -219,7 +219,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(r.policy));
             const t0 = Date.now();
             let dropped: { ok: boolean; detail: string } | undefined;
-            for (let i = 0; i < 40; i++) {
+            for (let i = 0; i < scaledCount(40); i++) {
                 const c = await connect("not-trainer");
                 if (!c.ok) {
                     dropped = c;
@@ -242,7 +242,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
 
             await node.kubectlOk(["delete", "-n", r.sandboxNamespace, "networkpolicy", r.policyName]);
             let back: { ok: boolean; detail: string } = { ok: false, detail: "not tried" };
-            for (let i = 0; i < 40 && !back.ok; i++) {
+            for (let i = 0; i < scaledCount(40) && !back.ok; i++) {
                 back = await connect("not-trainer");
                 if (!back.ok) await sleep(500);
             }
@@ -266,7 +266,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             // The controller-manager: each namespace's default ServiceAccount and root CA ConfigMap (the
             // token volume of every pod that mounts one needs it), the Deployment's and StatefulSet's pods.
             let made = "";
-            for (let i = 0; i < 60 && made !== "default kube-root-ca.crt"; i++) {
+            for (let i = 0; i < scaledCount(60) && made !== "default kube-root-ca.crt"; i++) {
                 const sa = await node.kubectl([...ns, "get", "serviceaccount", "default", "-o", "jsonpath={.metadata.name}"]);
                 const cm = await node.kubectl([...ns, "get", "configmap", "kube-root-ca.crt", "-o", "jsonpath={.metadata.name}"]);
                 made = `${sa.stdout.trim()} ${cm.stdout.trim()}`;
