@@ -16,7 +16,7 @@ import { platformNames } from "../components/config";
 import { freePort, pidAlive } from "./helpers/apiserver";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { NCCL_CHECK_SCRIPT, ROLE_RUNNER, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
-import { scaled, scaledCount } from "./helpers/waits";
+import { scaled, scaledCount, scaledSeconds } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -93,7 +93,7 @@ async function runSupervisor(
         const t = setTimeout(() => child.kill("SIGTERM"), opts.sigtermAfterMs);
         child.on("exit", () => clearTimeout(t));
     }
-    const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    const killer = setTimeout(() => child.kill("SIGKILL"), scaled(30_000));
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("exit", (c, s) => resolve([c, s])));
     clearTimeout(killer);
     return { code, signal, stderr, dir };
@@ -156,7 +156,7 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
             const r = await runSupervisor(shell, (dir, port) => ({
                 ...base(dir, port),
                 vllm: fakeVllm(dir, port, { delay: 0.1, exitAfter: 2, exitCode: 9 }),
-                trainer: fakeTrainer(dir, 20, 0),
+                trainer: fakeTrainer(dir, scaledSeconds(20), 0),
             }));
             assert.equal(r.code, 1);
             assert.match(r.stderr, /vLLM exited during training: stopping the trainer/);
@@ -165,7 +165,9 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
         });
 
         test("SIGTERM (pod deletion): both roles stopped, exit 143", async () => {
-            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), trainer: fakeTrainer(dir, 20, 0) }), { sigtermAfterMs: 2500 });
+            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), trainer: fakeTrainer(dir, scaledSeconds(20), 0) }), {
+                sigtermAfterMs: scaled(2500),
+            });
             assert.equal(r.code, 143, r.stderr);
             assert.ok(await gone(path.join(r.dir, "vllm.pid")));
             assert.ok(await gone(path.join(r.dir, "trainer.pid")));
@@ -203,7 +205,7 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
                 vllm: fakeVllm(dir, port, { hangAfter: 1, ignoreTerm: true }),
                 unansweredSeconds: 3,
                 stopGraceSeconds: 2,
-                trainer: fakeTrainer(dir, 25, 0),
+                trainer: fakeTrainer(dir, scaledSeconds(25), 0),
             }));
             const took = (Date.now() - t0) / 1000;
             assert.equal(r.code, 1, r.stderr);
@@ -211,8 +213,8 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
             assert.ok(!fs.existsSync(path.join(r.dir, "trainer.done")), "the trainer did not run on");
             assert.ok(await gone(path.join(r.dir, "trainer.pid")));
             assert.ok(await gone(path.join(r.dir, "vllm.pid")), "vLLM killed after the grace even though it ignores SIGTERM");
-            // Healthy for ~1 s, then 3 s without an answer, 2 s of grace, plus polling slack.
-            assert.ok(took >= 4 && took < 15, `ended after ${took.toFixed(1)} s`);
+            // Healthy for ~1 s, then 3 s without an answer, 2 s of grace (the behaviour), plus polling slack (scaled: waits.ts).
+            assert.ok(took >= 4 && took < 6 + scaledSeconds(9), `ended after ${took.toFixed(1)} s`);
         });
 
         test("a failing NCCL check stops everything before vLLM starts", async () => {
@@ -323,15 +325,19 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         const dying = await runSupervisor("/bin/sh", (dir, port) => ({
             ...withRunner(dir, port, metricsPort),
             vllm: fakeVllm(dir, port, { delay: 0.1, exitAfter: 2, exitCode: 9 }),
-            trainer: fakeTrainer(dir, 20, 0),
+            trainer: fakeTrainer(dir, scaledSeconds(20), 0),
         }));
         assert.equal(dying.code, 1);
         assert.match(dying.stderr, /vLLM exited during training: stopping the trainer/);
         assert.ok(await gone(path.join(dying.dir, "trainer.pid")));
 
-        const term = await runSupervisor("/bin/sh", (dir, port) => ({ ...withRunner(dir, port, metricsPort), trainer: fakeTrainer(dir, 20, 0) }), {
-            sigtermAfterMs: 2500,
-        });
+        const term = await runSupervisor(
+            "/bin/sh",
+            (dir, port) => ({ ...withRunner(dir, port, metricsPort), trainer: fakeTrainer(dir, scaledSeconds(20), 0) }),
+            {
+                sigtermAfterMs: scaled(2500),
+            },
+        );
         assert.equal(term.code, 143, term.stderr);
         assert.ok(await gone(path.join(term.dir, "vllm.pid")));
         assert.ok(await gone(path.join(term.dir, "trainer.pid")));
@@ -342,7 +348,7 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
             vllm: fakeVllm(dir, port, { hangAfter: 1, ignoreTerm: true }),
             unansweredSeconds: 3,
             stopGraceSeconds: 2,
-            trainer: fakeTrainer(dir, 25, 0),
+            trainer: fakeTrainer(dir, scaledSeconds(25), 0),
         }));
         assert.equal(hung.code, 1, hung.stderr);
         assert.ok(await gone(path.join(hung.dir, "trainer.pid")));
