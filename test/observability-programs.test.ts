@@ -35,7 +35,7 @@ import { scrape, startProgram, sampleValue, type Started } from "./helpers/proce
 import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "./helpers/stub-vllm-metrics";
-import { scaled } from "./helpers/waits";
+import { pollUntil, scaled } from "./helpers/waits";
 
 const REPO = path.resolve(__dirname, "..");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-programs-"));
@@ -594,7 +594,8 @@ describe("the Python programs from their mounted directories (python3 -I -B, onl
         const ms = await platformManifests(config("opencode-blackbox", { training: { gpuSharing: "shared" } }));
         const dir = mounted(ms, "role_runner.py");
         assert.deepEqual(fs.readdirSync(dir).sort(), ["metrics_http.py", "role_runner.py"]);
-        const role = "printf 'out one\\nout two\\n'; echo err one >&2; printf ' 10%%|#|1/10 [\\r 20%%|#|2/10 [\\n'; sleep 1.5; echo last";
+        // The role runs for 1.5 s (scaled: waits.ts) after its first lines: the runner is inspected while it runs.
+        const role = `printf 'out one\\nout two\\n'; echo err one >&2; printf ' 10%%|#|1/10 [\\r 20%%|#|2/10 [\\n'; sleep ${scaled(1500) / 1000}; echo last`;
         const child = spawn("python3", ["-I", "-B", path.join(dir, "role_runner.py"), "--role", "trainer", "--", "/bin/sh", "-c", role], {
             stdio: ["ignore", "pipe", "pipe"],
         });
@@ -603,7 +604,7 @@ describe("the Python programs from their mounted directories (python3 -I -B, onl
         child.stdout.on("data", (d) => (stdout += d));
         child.stderr.on("data", (d) => (stderr += d));
         const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-        await sleep(scaled(800));
+        await pollUntil("the role's first lines through the runner", async () => stdout.includes("[trainer] out two\n"), { budgetMs: 10_000, intervalMs: 50 });
         // The runner's sockets while its role runs (Node's stdio pipes are Unix sockets): none is a TCP listener.
         const inodes = fs
             .readdirSync(`/proc/${child.pid}/fd`)
