@@ -114,7 +114,7 @@ const base = (dir: string, port: number): Omit<SupervisorSpec, "trainer"> => ({
     vllmUnset: ["SANDBOX_API_KEY"],
     trainerEnv: { CUDA_VISIBLE_DEVICES: "1" },
     healthUrl: `http://127.0.0.1:${port}/health`,
-    loadSeconds: 20,
+    loadSeconds: scaledSeconds(20), // the stand-in vLLM's start: a budget, scaled (waits.ts)
     pollSeconds: 0.2,
 });
 
