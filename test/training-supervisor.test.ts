@@ -202,7 +202,7 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
             const t0 = Date.now();
             const r = await runSupervisor(shell, (dir, port) => ({
                 ...base(dir, port),
-                vllm: fakeVllm(dir, port, { hangAfter: 1, ignoreTerm: true }),
+                vllm: fakeVllm(dir, port, { hangAfter: scaledSeconds(1), ignoreTerm: true }),
                 unansweredSeconds: 3,
                 stopGraceSeconds: 2,
                 trainer: fakeTrainer(dir, scaledSeconds(25), 0),
@@ -213,8 +213,8 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
             assert.ok(!fs.existsSync(path.join(r.dir, "trainer.done")), "the trainer did not run on");
             assert.ok(await gone(path.join(r.dir, "trainer.pid")));
             assert.ok(await gone(path.join(r.dir, "vllm.pid")), "vLLM killed after the grace even though it ignores SIGTERM");
-            // Healthy for ~1 s, then 3 s without an answer, 2 s of grace (the behaviour), plus polling slack (scaled: waits.ts).
-            assert.ok(took >= 4 && took < 6 + scaledSeconds(9), `ended after ${took.toFixed(1)} s`);
+            // Healthy for ~1 s (scaled: the supervisor must see it healthy once), then 3 s without an answer, 2 s of grace (the behaviour), plus polling slack (scaled).
+            assert.ok(took >= 4 && took < 5 + scaledSeconds(1) + scaledSeconds(9), `ended after ${took.toFixed(1)} s`);
         });
 
         test("a failing NCCL check stops everything before vLLM starts", async () => {
@@ -345,7 +345,7 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         // The supervisor KILLs the runner of a vLLM that ignores SIGTERM: vLLM dies with it (PR_SET_PDEATHSIG).
         const hung = await runSupervisor("/bin/sh", (dir, port) => ({
             ...withRunner(dir, port, metricsPort),
-            vllm: fakeVllm(dir, port, { hangAfter: 1, ignoreTerm: true }),
+            vllm: fakeVllm(dir, port, { hangAfter: scaledSeconds(1), ignoreTerm: true }),
             unansweredSeconds: 3,
             stopGraceSeconds: 2,
             trainer: fakeTrainer(dir, scaledSeconds(25), 0),
