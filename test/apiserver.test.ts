@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { pidAlive, portOpen, serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
+import { scaled } from "./helpers/waits";
 
 const skip = process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false;
 
@@ -142,7 +143,7 @@ spec:
   sandboxTemplateRefs: { name: python-env }
 `;
 
-describe("kube-apiserver fixture", { skip, timeout: 60 * 60_000 }, () => {
+describe("kube-apiserver fixture", { skip, timeout: scaled(60 * 60_000) }, () => {
     let api: ApiServer;
     let tmp: string;
 

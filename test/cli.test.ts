@@ -8,9 +8,14 @@ import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import { REPO_ROOT } from "../scripts/lib/plan";
+import { scaled } from "./helpers/waits";
 
 const cli = (script: string, ...args: string[]) =>
-    spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", script), ...args], { cwd: REPO_ROOT, encoding: "utf8", timeout: 60_000 });
+    spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", script), ...args], {
+        cwd: REPO_ROOT,
+        encoding: "utf8",
+        timeout: scaled(60_000),
+    });
 
 const CLIS = [
     { name: "plan", script: "plan.ts", bad: ["dev", "--bogus"], problem: /^plan: unknown option --bogus\n/ },
@@ -50,7 +55,7 @@ describe("every CLI: --help, bad arguments, the same way", () => {
         const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "preflight.ts"), "cluster", "--json", "--timeout", "2"], {
             cwd: REPO_ROOT,
             encoding: "utf8",
-            timeout: 60_000,
+            timeout: scaled(60_000),
             env: { ...process.env, KUBECONFIG: path.join(REPO_ROOT, "no-such-kubeconfig") },
         });
         assert.equal(r.status, 1, r.stderr);

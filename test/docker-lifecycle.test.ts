@@ -34,6 +34,7 @@ import { unwrapSecrets } from "./helpers/secrets";
 import { ofType, type RecordedResource } from "./helpers/mock";
 import { skipWithoutNginx } from "./helpers/nginx";
 import { startStubDns, type StubDns } from "./helpers/stub-dns";
+import { scaled, scaledCount, scaledSeconds } from "./helpers/waits";
 
 const T = { container: "docker:index/container:Container", network: "docker:index/network:Network" } as const;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-lifecycle-"));
@@ -191,15 +192,16 @@ describe("12: real nginx with the Docker ingress config follows vLLM to a new ad
             req.on("error", reject);
             req.end(JSON.stringify({ model: "m", messages: [] }));
         });
-    /** Asks until `ok` holds (bounded: the resolver's valid time plus a margin). */
+    /** Asks until `ok` holds (bounded: the resolver's valid time, the behaviour, plus a margin scaled by the machine's load). */
     async function until(ok: (r: { status: number; body: string }) => boolean): Promise<{ status: number; body: string; tries: number }> {
         let last = { status: 0, body: "" };
-        for (let tries = 1; tries <= (UPSTREAM_RESOLVER_VALID_SECONDS + 10) * 4; tries++) {
+        const margin = scaledSeconds(10);
+        for (let tries = 1; tries <= (UPSTREAM_RESOLVER_VALID_SECONDS + margin) * 4; tries++) {
             last = await ask();
             if (ok(last)) return { ...last, tries };
             await new Promise((r) => setTimeout(r, 250));
         }
-        assert.fail(`still ${last.status} ${last.body} after ${UPSTREAM_RESOLVER_VALID_SECONDS + 10} s`);
+        assert.fail(`still ${last.status} ${last.body} after ${UPSTREAM_RESOLVER_VALID_SECONDS + margin} s`);
     }
 
     before(async () => {
@@ -250,7 +252,7 @@ describe("12: real nginx with the Docker ingress config follows vLLM to a new ad
 const missing = dockerdMissing();
 const dockerdSkip = missing !== undefined && !process.env.CI ? `dockerd cannot start: ${missing}` : false;
 
-describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdSkip, timeout: 10 * 60_000 }, () => {
+describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdSkip, timeout: scaled(10 * 60_000) }, () => {
     const session = new DockerdSession();
     let d: Dockerd | undefined;
     let p: PlanResult;
@@ -330,7 +332,7 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
             .find((e) => e.startsWith("ENV_ECHO_URL="))!
             .slice("ENV_ECHO_URL=".length);
         let reached = exec(trainer, ["get", `${envUrl}/`]);
-        for (let i = 0; i < 20 && reached.status !== 0; i++) {
+        for (let i = 0; i < scaledCount(20) && reached.status !== 0; i++) {
             await new Promise((r) => setTimeout(r, 250));
             reached = exec(trainer, ["get", `${envUrl}/`]);
         }

@@ -24,6 +24,7 @@ import { createContainer, DockerdSession, startContainer, STANDIN_IMAGE, type Do
 import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
 import { ofType, type RecordedResource } from "./helpers/mock";
 import { TEST_MTAIL_IMAGE } from "./helpers/observability";
+import { scaledCount } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-obs-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -102,7 +103,7 @@ describe("observability on a real dockerd: a sidecar in the main container's nam
         assert.equal((await d!.api("GET", `/containers/${ids.get(sidecar.name)}/json`)).body.HostConfig.NetworkMode, `container:${ids.get(vllm.name)}`);
         // Bounded: the stand-ins start in well under a second; a few tries cover a slow start.
         let got = { status: -1, out: "" };
-        for (let i = 0; i < 10 && got.status !== 0; i++) {
+        for (let i = 0; i < scaledCount(10) && got.status !== 0; i++) {
             got = await fromHost("http://127.0.0.1:19400/metrics");
             if (got.status !== 0) await new Promise((r) => setTimeout(r, 300));
         }

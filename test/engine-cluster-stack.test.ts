@@ -15,6 +15,7 @@ import type { Cluster } from "./helpers/cluster";
 import { changeCount, stackPlatform, type Engine, type EngineStack } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertOk, namesFor, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
+import { scaled } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const UP_MS = 180_000;
@@ -27,7 +28,7 @@ const SANDBOX_CRDS = [
     "sandboxwarmpools.extensions.agents.x-k8s.io",
 ];
 
-describe("engine: two run stacks on one cluster stack", { skip, timeout: 60 * 60_000 }, () => {
+describe("engine: two run stacks on one cluster stack", { skip, timeout: scaled(60 * 60_000) }, () => {
     let cluster: Cluster;
     let engine: Engine;
     let release: (() => void) | undefined;

@@ -12,10 +12,11 @@ import { GPU_RESOURCE, type Cluster } from "./helpers/cluster";
 import { changeCount, secretOutputValues, type Engine } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertNoPlainSecrets, assertOk, podGpus, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
+import { scaled, scaledSeconds } from "./helpers/waits";
 
 const skip = engineSkipReason();
 
-describe("engine harness: simulated cluster and the real engine", { skip, timeout: 20 * 60_000 }, () => {
+describe("engine harness: simulated cluster and the real engine", { skip, timeout: scaled(20 * 60_000) }, () => {
     let cluster: Cluster | undefined;
     let engine: Engine | undefined;
     let release: (() => void) | undefined;
@@ -126,7 +127,7 @@ describe("engine harness: simulated cluster and the real engine", { skip, timeou
             return s?.items.flatMap((x) => x.endpoints ?? []).filter((e) => e.conditions?.ready).length === 3;
         });
         // Namespace deletion is finalised (namespace controller, pod deletion by kwok, PVC protection).
-        await c.kubectlOk(["delete", "namespace", ns, "--wait=true", "--timeout=90s"]);
+        await c.kubectlOk(["delete", "namespace", ns, "--wait=true", `--timeout=${scaledSeconds(90)}s`]);
         assert.equal(await c.getJson(["namespace", ns]), undefined);
     });
 

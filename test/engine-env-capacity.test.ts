@@ -30,6 +30,7 @@ import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { merge, recipePlatform, steps, type Engine, type EngineStack } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertOk, namesFor, secs, startEngineHarness, teardown } from "./helpers/engine-checks";
+import { scaled } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const STACK = "capacity";
@@ -41,7 +42,7 @@ const ROUTER_READY_MS = 5000;
 const HOLD_MS = 3000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-describe("engine: an env capacity change returns only when the routers serve again", { skip, timeout: 30 * 60_000 }, () => {
+describe("engine: an env capacity change returns only when the routers serve again", { skip, timeout: scaled(30 * 60_000) }, () => {
     let cluster: Cluster;
     let engine: Engine;
     let release: (() => void) | undefined;
@@ -111,7 +112,7 @@ describe("engine: an env capacity change returns only when the routers serve aga
         });
         let applied = false;
         try {
-            for (const until = Date.now() + 240_000; !settled && Date.now() < until; await sleep(200)) {
+            for (const until = Date.now() + scaled(240_000); !settled && Date.now() < until; await sleep(200)) {
                 if (((await routerDeployment())?.metadata.generation ?? 0) > generation) {
                     applied = true;
                     await sleep(HOLD_MS);

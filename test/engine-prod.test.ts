@@ -33,6 +33,7 @@ import {
     teardown,
     startEngineHarness,
 } from "./helpers/engine-checks";
+import { scaled } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const STACK = "prod";
@@ -48,7 +49,7 @@ const RUNTIME_CLASS = "gvisor";
 const HF_TOKEN = `hf_prod-sentinel-${randomBytes(16).toString("hex")}`;
 const OPERATORS_KEY = `operators-prod-sentinel-${randomBytes(16).toString("hex")}`;
 
-describe("engine: the prod stack, its policy pack and its cluster prerequisites", { skip, timeout: 90 * 60_000 }, () => {
+describe("engine: the prod stack, its policy pack and its cluster prerequisites", { skip, timeout: scaled(90 * 60_000) }, () => {
     let cluster: Cluster;
     let engine: Engine;
     let release: (() => void) | undefined;

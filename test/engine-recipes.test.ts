@@ -11,6 +11,7 @@ import type { Cluster } from "./helpers/cluster";
 import { changeCount, merge, recipePlatform, steps, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
+import { scaled } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const FIRST_UP_MS = 300_000;
@@ -27,7 +28,7 @@ function timeoutSeconds(v: unknown): number | undefined {
     return s || undefined;
 }
 
-describe("engine: every recipe on Kubernetes", { skip, timeout: 120 * 60_000 }, () => {
+describe("engine: every recipe on Kubernetes", { skip, timeout: scaled(120 * 60_000) }, () => {
     let cluster: Cluster;
     let engine: Engine;
     let release: (() => void) | undefined;

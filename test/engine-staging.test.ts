@@ -26,6 +26,7 @@ import {
     teardown,
     startEngineHarness,
 } from "./helpers/engine-checks";
+import { scaled, scaledSeconds } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const STACK = "staging";
@@ -62,7 +63,7 @@ function stateSummary(stack: EngineStack): string[] {
     return stack.stateResources().map((r: any) => JSON.stringify(norm({ urn: r.urn, id: r.id, inputs: r.inputs, outputs: r.outputs })));
 }
 
-describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout: 90 * 60_000 }, () => {
+describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout: scaled(90 * 60_000) }, () => {
     let cluster: Cluster;
     let engine: Engine;
     let release: (() => void) | undefined;
@@ -79,7 +80,16 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
     /** After a product failure, what a user does: delete the run's Job by hand and run up again. */
     const repairWedgedJob = async (why: string): Promise<void> => {
         const n = names();
-        await cluster.kubectl(["delete", "job", n.training.job, "-n", n.namespaces.training, "--cascade=foreground", "--wait=true", "--timeout=60s"]);
+        await cluster.kubectl([
+            "delete",
+            "job",
+            n.training.job,
+            "-n",
+            n.namespaces.training,
+            "--cascade=foreground",
+            "--wait=true",
+            `--timeout=${scaledSeconds(60)}s`,
+        ]);
         const r = await stack.up(`repair after ${why}`, { timeoutMs: UP_MS });
         log(`repair after ${why}: up ${r.ok ? "succeeded" : `failed: ${r.error?.split("\n").slice(0, 3).join(" ")}`}`);
     };

@@ -15,24 +15,26 @@ import type { Cluster } from "./helpers/cluster";
 import { stackPlatform, type Engine, type EngineStack } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertOk, namesFor, secs, startEngineHarness, teardown } from "./helpers/engine-checks";
+import { scaled } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const UP_MS = 180_000;
 const CLUSTER_REF = "organization/agent-rl-infra/cluster";
 const TEAM = "team-agents";
 
-/** Polls `f` until it returns a value or `ms` pass (bounded). */
+/** Polls `f` until it returns a value or `ms` pass (bounded, scaled by the machine's load: waits.ts). */
 async function waitFor<T>(what: string, ms: number, f: () => Promise<T | undefined>): Promise<T> {
-    const end = Date.now() + ms;
+    const budget = scaled(ms);
+    const end = Date.now() + budget;
     for (;;) {
         const v = await f();
         if (v !== undefined) return v;
-        if (Date.now() > end) assert.fail(`${what}: not within ${ms / 1000} s`);
+        if (Date.now() > end) assert.fail(`${what}: not within ${budget / 1000} s`);
         await new Promise((r) => setTimeout(r, 1000));
     }
 }
 
-describe("engine: run stacks in a team's namespaces share the team's quota", { skip, timeout: 40 * 60_000 }, () => {
+describe("engine: run stacks in a team's namespaces share the team's quota", { skip, timeout: scaled(40 * 60_000) }, () => {
     let cluster: Cluster;
     let engine: Engine;
     let release: (() => void) | undefined;

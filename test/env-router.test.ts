@@ -22,6 +22,7 @@ import {
 } from "../components/env/router";
 import { freePort } from "./helpers/apiserver";
 import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "./helpers/stub-env";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const K = 4;
 const N = 3;
@@ -260,7 +261,7 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
         assert.equal(router?.workerPids().length, 2, router?.errorLog());
     });
 
-    test(`N x k = ${N * K} parallel sessions: exactly k on every replica, no rejection, both workers used`, { timeout: 30_000 }, async () => {
+    test(`N x k = ${N * K} parallel sessions: exactly k on every replica, no rejection, both workers used`, { timeout: scaled(30_000) }, async () => {
         const r = router as LocalRouter;
         const results = await Promise.all(Array.from({ length: N * K }, () => openSession(r.wsUrl)));
         sessions.push(...openOnes(results));
@@ -280,7 +281,7 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
     });
 
     test("session N x k + 1 (and more) gets OpenEnv's CAPACITY_REACHED frame naming env, capacity and fix; no replica sees it", {
-        timeout: 30_000,
+        timeout: scaled(30_000),
     }, async () => {
         const r = router as LocalRouter;
         const extra = await Promise.all(Array.from({ length: 4 }, () => openSession(r.wsUrl)));
@@ -319,7 +320,7 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
         assert.equal(post.headers.get("allow"), "GET");
     });
 
-    test("OpenEnv's own client (openenv 0.10.0) raises the message, not a bare HTTP 503", { timeout: 60_000 }, (t) => {
+    test("OpenEnv's own client (openenv 0.10.0) raises the message, not a bare HTTP 503", { timeout: scaled(60_000) }, (t) => {
         const python = lockVenvPython();
         if (python === undefined) return t.skip(`no trainer-side venv (${LOCK_VENV_HINT})`);
         const script = [
@@ -332,7 +333,7 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
             "except Exception as e:",
             "    print(type(e).__name__ + ': ' + str(e))",
         ].join("\n");
-        const out = spawnSync(python, ["-c", script, (router as LocalRouter).url], { encoding: "utf8", timeout: 50_000 });
+        const out = spawnSync(python, ["-c", script, (router as LocalRouter).url], { encoding: "utf8", timeout: scaled(50_000) });
         assert.equal(out.status, 0, out.stderr);
         assert.equal(out.stdout.trim(), `RuntimeError: Server error: ${capacityMessage(settings)} (code: CAPACITY_REACHED)`);
         for (const s of stubs) assert.equal(s.rejected(), 0, summary(stubs));
@@ -352,7 +353,7 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
         assert.equal(((await own.json()) as { role: string }).role, "router");
     });
 
-    test("closing one session frees its replica and the next session lands there", { timeout: 30_000 }, async () => {
+    test("closing one session frees its replica and the next session lands there", { timeout: scaled(30_000) }, async () => {
         const r = router as LocalRouter;
         const target = stubs[1] as StubEnv;
         const victim = sessions.find((s) => s.replica === target.address);
@@ -360,7 +361,7 @@ describe(`router with 2 workers in front of ${N} replicas x k=${K}`, () => {
         await closeSession(victim.ws);
         sessions.splice(sessions.indexOf(victim), 1);
         // The replica sees the TCP close a moment after the client does; nginx freed the slot before closing the client.
-        for (let i = 0; i < 100 && target.active() !== K - 1; i++) await new Promise((r) => setTimeout(r, 20));
+        for (let i = 0; i < scaledCount(100) && target.active() !== K - 1; i++) await new Promise((r) => setTimeout(r, 20));
         assert.equal(target.active(), K - 1, summary(stubs));
         const next = await openSession(r.wsUrl);
         assert.equal(next.kind, "open", JSON.stringify(next));
@@ -391,7 +392,7 @@ describe("router skips a replica that is down", () => {
         await Promise.all(stubs.map((s) => s.stop()));
     });
 
-    test("sessions go to the live replicas; then the router's capacity frame", { timeout: 30_000 }, async () => {
+    test("sessions go to the live replicas; then the router's capacity frame", { timeout: scaled(30_000) }, async () => {
         const r = router as LocalRouter;
         const live = stubs.slice(0, 2);
         const results = await Promise.all(Array.from({ length: 2 * K }, () => openSession(r.wsUrl)));
@@ -431,7 +432,9 @@ describe("capacity responder down: nginx's own 503 with the capacity body", () =
         await Promise.all(stubs.map((s) => s.stop()));
     });
 
-    test("the full router still refuses, with ROUTER_CAPACITY_REACHED, and ROUTER_NO_REPLICA_AVAILABLE stays distinct", { timeout: 30_000 }, async () => {
+    test("the full router still refuses, with ROUTER_CAPACITY_REACHED, and ROUTER_NO_REPLICA_AVAILABLE stays distinct", {
+        timeout: scaled(30_000),
+    }, async () => {
         const r = router as LocalRouter;
         const first = await openSession(r.wsUrl);
         assert.equal(first.kind, "open");
@@ -473,7 +476,7 @@ describe("control: without the shared zone, 2 workers overfill replicas", () => 
         await Promise.all(stubs.map((s) => s.stop()));
     });
 
-    test("each worker counts alone, so replicas see more than k and reject", { timeout: 30_000 }, async () => {
+    test("each worker counts alone, so replicas see more than k and reject", { timeout: scaled(30_000) }, async () => {
         const r = router as LocalRouter;
         assert.doesNotMatch(r.configText, /zone env_sessions/);
         const results = await Promise.all(Array.from({ length: 2 * N * K }, () => openSession(r.wsUrl)));

@@ -22,6 +22,7 @@ import {
 } from "../components/ingress/nginx";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { selfSignedCert } from "./helpers/tls";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const KEY_A = "kA1.b+c_d~e/f=g-h0123456789abcdef";
 const KEY_B = "Bb2Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0";
@@ -54,7 +55,7 @@ function request(
                 headers: { ...(opts.body !== undefined ? { "content-type": "application/json" } : {}), ...(opts.headers ?? {}) },
                 agent: opts.agent ?? false,
                 ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
-                timeout: 10000,
+                timeout: scaled(10000),
             },
             (res) => {
                 const parts: Buffer[] = [];
@@ -279,7 +280,10 @@ describe("pure rendering and validation", () => {
                                 healthUnauthenticated,
                             }),
                         );
-                        const r = spawnSync("nginx", ["-t", "-q", "-p", `${dir}/`, "-e", paths.errorLog, "-c", conf], { encoding: "utf8", timeout: 15000 });
+                        const r = spawnSync("nginx", ["-t", "-q", "-p", `${dir}/`, "-e", paths.errorLog, "-c", conf], {
+                            encoding: "utf8",
+                            timeout: scaled(15000),
+                        });
                         assert.equal(
                             r.status,
                             0,
@@ -542,7 +546,7 @@ describe("real nginx: X-Request-Id (vLLM's request id)", () => {
         const raw = seen[0]!.rawHeaders;
         const upstream = raw.filter((_, i) => i % 2 === 1 && raw[i - 1]!.toLowerCase() === "x-request-id");
         let line = "";
-        for (let i = 0; i < 40 && line === ""; i++) {
+        for (let i = 0; i < scaledCount(40) && line === ""; i++) {
             line = fs.readFileSync(ing.accessLogPath, "utf8").slice(logBefore).trim();
             if (line === "") await sleep(25);
         }
@@ -724,7 +728,7 @@ describe("real nginx: streaming, keep-alive, TLS", () => {
                     method: "POST",
                     headers: { ...auth(KEY_A), "content-type": "application/json" },
                     agent: false,
-                    timeout: 10000,
+                    timeout: scaled(10000),
                     ...(ca !== undefined ? { ca } : {}),
                 },
                 (res) => {
@@ -889,7 +893,7 @@ describe("non-root: nginx writes only under runtimeDir", () => {
         const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
         try {
             let up = false;
-            for (let i = 0; i < 100 && !up && child.exitCode === null; i++) {
+            for (let i = 0; i < scaledCount(100) && !up && child.exitCode === null; i++) {
                 up = await new Promise<boolean>((resolve) => {
                     const s = net.connect({ host: "127.0.0.1", port }, () => {
                         s.destroy();
@@ -934,7 +938,7 @@ describe("npm run ingress:local (scripts/ingress-local.ts)", () => {
     let keysFile: string;
     const children: Array<ReturnType<typeof spawn>> = [];
     const script = path.join(REPO, "scripts", "ingress-local.ts");
-    const run = (args: string[]) => spawnSync(process.execPath, ["--import", "tsx", script, ...args], { encoding: "utf8", cwd: REPO, timeout: 30000 });
+    const run = (args: string[]) => spawnSync(process.execPath, ["--import", "tsx", script, ...args], { encoding: "utf8", cwd: REPO, timeout: scaled(30000) });
     before(async () => {
         stub = await startStubUpstream();
         dir = makeTempDir();
@@ -1015,7 +1019,7 @@ describe("npm run ingress:local (scripts/ingress-local.ts)", () => {
         assert.equal(ok.status, 200, ok.body);
         assert.equal((await request(`http://127.0.0.1:${port}/pause`, { method: "POST", headers: auth(KEY_A), body: "{}" })).status, 404);
         child.kill("SIGTERM");
-        const code = await Promise.race([exited, sleep(10000).then(() => "timeout" as const)]);
+        const code = await Promise.race([exited, sleep(scaled(10_000)).then(() => "timeout" as const)]);
         assert.equal(code, 0, err);
         assert.ok(!fs.existsSync(ready), "run dir removed");
         await assert.rejects(request(`http://127.0.0.1:${port}/v1/models`, { headers: auth(KEY_A) }), /ECONNREFUSED/);

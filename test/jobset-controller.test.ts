@@ -23,6 +23,7 @@ import { recipePlatform, type Engine } from "./helpers/engine";
 import { assertOk, namesFor, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { jobSetControllerBuild, startJobSetController } from "./helpers/jobset-controller";
+import { scaled } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const RECIPE = { recipe: "opencode-blackbox-32b", target: "kubernetes" } as const;
@@ -45,7 +46,7 @@ const flag = (argv: string[], f: string) => argv[argv.indexOf(f) + 1];
 /** A pod's selector for a replicated job of a JobSet (JobSet's own labels). */
 const ofReplicatedJob = (jobSet: string, replicatedJob: string) => `${JOBSET_LABELS.jobSetName}=${jobSet},${JOBSET_LABELS.replicatedJobName}=${replicatedJob}`;
 
-describe("multi-node recipe on the simulated cluster with the JobSet controller", { skip, timeout: 20 * 60_000 }, () => {
+describe("multi-node recipe on the simulated cluster with the JobSet controller", { skip, timeout: scaled(20 * 60_000) }, () => {
     let cluster: Cluster | undefined;
     let engine: Engine | undefined;
     let release: (() => void) | undefined;

@@ -15,6 +15,7 @@ import { imagesSuite } from "./node-suites/images";
 import { ingressSuite } from "./node-suites/ingress";
 import { sandboxClaimSuite } from "./node-suites/sandbox-claim";
 import { sandboxAndReachabilitySuite } from "./node-suites/sandbox-reachability";
+import { scaled } from "./helpers/waits";
 
 const CI = !!process.env.CI;
 
@@ -42,7 +43,7 @@ const only = onlySuites();
 
 describe("node: one real node, the stack's pods on it", {
     skip: nodeSkipReason(CI),
-    timeout: 90 * 60_000, // the wait for another process's node (helpers/node.ts, 30 min) + the suites (about 10 min) + a venv made under --no-setup
+    timeout: scaled(90 * 60_000), // the wait for another process's node (helpers/node.ts, 30 min) + the suites (about 10 min) + a venv made under --no-setup
 }, () => {
     const shared = new NodeSession();
 

@@ -28,6 +28,7 @@ import { freePort } from "./helpers/apiserver";
 import { startProgram } from "./helpers/processes";
 import { policyResources } from "./helpers/guardrails-plan";
 import { runPolicies } from "../policy/run-local";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-docker-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -203,10 +204,10 @@ describe("observability on the docker target: prometheus.yml and the rules, thro
         }, async () => {
             const r = await planDocker(recipe);
             const dir = path.join(r.dir, "observability");
-            const config = spawnSync(PROMTOOL!, ["check", "config", path.join(dir, PROMETHEUS_CONFIG_FILE)], { encoding: "utf8", timeout: 30_000 });
+            const config = spawnSync(PROMTOOL!, ["check", "config", path.join(dir, PROMETHEUS_CONFIG_FILE)], { encoding: "utf8", timeout: scaled(30_000) });
             assert.equal(config.status, 0, config.stdout + config.stderr);
             assert.match(config.stdout + config.stderr, /SUCCESS: 1 rule files found/);
-            const rules = spawnSync(PROMTOOL!, ["check", "rules", path.join(dir, RULES_FILE)], { encoding: "utf8", timeout: 30_000 });
+            const rules = spawnSync(PROMTOOL!, ["check", "rules", path.join(dir, RULES_FILE)], { encoding: "utf8", timeout: scaled(30_000) });
             assert.equal(rules.status, 0, rules.stdout + rules.stderr);
             assert.match(rules.stdout, /SUCCESS: [1-9][0-9]* rules found/);
         });
@@ -219,7 +220,7 @@ describe("observability on the docker target: prometheus.yml and the rules, thro
         fs.rmSync(path.join(r.dir, "observability", RULES_FILE));
         const config = spawnSync(PROMTOOL!, ["check", "config", path.join(r.dir, "observability", PROMETHEUS_CONFIG_FILE)], {
             encoding: "utf8",
-            timeout: 30_000,
+            timeout: scaled(30_000),
         });
         assert.notEqual(config.status, 0, config.stdout + config.stderr);
     });
@@ -266,7 +267,7 @@ describe("observability on the docker target: a real Prometheus reads the genera
             assert.match(inUse, /agentrl_env_sessions_in_use\{namespace=.*agentrl_stack=/);
             // Bounded: scrapes every 1 s.
             let got: Array<{ metric: Record<string, string>; value: [number, string] }> = [];
-            for (let i = 0; i < 60; i++) {
+            for (let i = 0; i < scaledCount(60); i++) {
                 got = await query(inUse);
                 if (got.length === 1 && Number(got[0]!.value[1]) === env.replicas.containerNames.length) break;
                 await new Promise((res) => setTimeout(res, 250));
@@ -277,7 +278,7 @@ describe("observability on the docker target: a real Prometheus reads the genera
             // Every target's `up` series: the sum above can be complete one scrape before the last
             // target's first `up` sample is (measured: 5 of 6 once, in a fresh-clone CI run). Bounded as above.
             let up = await query("up");
-            for (let i = 0; i < 60 && up.length !== env.replicas.containerNames.length + 1; i++) {
+            for (let i = 0; i < scaledCount(60) && up.length !== env.replicas.containerNames.length + 1; i++) {
                 await new Promise((res) => setTimeout(res, 250));
                 up = await query("up");
             }
@@ -331,7 +332,7 @@ describe("the replicas' relay config", () => {
         const conf = path.join(dir, "relay.conf");
         // The runtime paths point at the test's own directory (the container's are /tmp).
         fs.writeFileSync(conf, renderReplicaMetricsRelay(["env-a-replica-0", "env-a-replica-1"]).replaceAll("/tmp/", `${dir}/`));
-        const t = spawnSync(NGINX!, ["-t", "-p", dir, "-e", "stderr", "-c", conf], { encoding: "utf8", timeout: 30_000 });
+        const t = spawnSync(NGINX!, ["-t", "-p", dir, "-e", "stderr", "-c", conf], { encoding: "utf8", timeout: scaled(30_000) });
         assert.equal(t.status, 0, t.stdout + t.stderr);
         assert.match(t.stderr, /test is successful/);
     });
@@ -382,7 +383,7 @@ describe("the replicas' relay config", () => {
         try {
             // Bounded wait for nginx to listen.
             let up = false;
-            for (let i = 0; i < 50 && !up; i++) {
+            for (let i = 0; i < scaledCount(50) && !up; i++) {
                 up = await ask("GET", "/").then(
                     () => true,
                     async () => {

@@ -35,6 +35,7 @@ import { scrape, startProgram, sampleValue, type Started } from "./helpers/proce
 import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "./helpers/stub-vllm-metrics";
+import { pollUntil, scaled } from "./helpers/waits";
 
 const REPO = path.resolve(__dirname, "..");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-programs-"));
@@ -48,9 +49,9 @@ function which(bin: string): string | undefined {
 const MTAIL = which("mtail");
 const EXPORTER = which("prometheus-nginx-exporter");
 
-/** Waits (bounded) until `check` holds, else throws the last failure. */
+/** Waits (bounded, scaled by the machine's load: waits.ts) until `check` holds, else throws the last failure. */
 async function eventually(what: string, check: () => Promise<void>, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + scaled(timeoutMs);
     for (;;) {
         try {
             await check();
@@ -207,7 +208,7 @@ describe("the ingress's metrics path: JSON log to a file + mtail, stub_status + 
         await upstream?.stop();
     });
 
-    test("responses by status and key name (never the key), durations by key, with the stdout log unchanged", { timeout: 30_000 }, async () => {
+    test("responses by status and key name (never the key), durations by key, with the stdout log unchanged", { timeout: scaled(30_000) }, async () => {
         // mtail reads a file from its end: wait for it to tail the (empty) log nginx created, then send.
         await eventually("mtail tails the log", async () => assert.match(mtail.output(), /Tailing .*access\.json/));
         const chat = (key?: string) =>
@@ -305,7 +306,7 @@ describe("the ingress's JSON access log stays bounded: rotated beside nginx as t
     });
 
     test("three rounds of 10 responses, each past the limit: the file replaced, nginx writing to the new one, mtail counting all 30; stdout holds all 30", {
-        timeout: 60_000,
+        timeout: scaled(60_000),
     }, async () => {
         await eventually("mtail tails the log", async () => assert.match(mtail.output(), /Tailing .*access\.json/));
         for (let round = 1; round <= 3; round++) {
@@ -393,7 +394,7 @@ describe("the session counter beside a real OpenEnv 0.10 server", { skip: python
         return sampleValue(s, SERIES.envSessionsInUse, { env: "coding", replica: "env-coding-replicas-0" });
     }
 
-    test("counts the sessions open now: 0, then 3, then 1 after two close, then 0", { timeout: 60_000 }, async () => {
+    test("counts the sessions open now: 0, then 3, then 1 after two close, then 0", { timeout: scaled(60_000) }, async () => {
         assert.equal(await inUse(), 0);
         const open = [await openSession(), await openSession(), await openSession()];
         assert.equal(await inUse(), 3);
@@ -407,7 +408,9 @@ describe("the session counter beside a real OpenEnv 0.10 server", { skip: python
         await eventually("the last session dropped", async () => assert.equal(await inUse(), 0));
     });
 
-    test("sessions reaped idle cannot be counted: OpenEnv frees the slot but keeps the WebSocket open, and logs nothing", { timeout: 90_000 }, async () => {
+    test("sessions reaped idle cannot be counted: OpenEnv frees the slot but keeps the WebSocket open, and logs nothing", {
+        timeout: scaled(90_000),
+    }, async () => {
         // The same server with its idle reaper on (1 s; OpenEnv 0.10 http_server.py _reap_idle_sessions checks every
         // max(timeout / 4, 5) s), one session per replica, and the counter beside it.
         const port = await freePort();
@@ -514,7 +517,7 @@ describe("the Python programs from their mounted directories (python3 -I -B, onl
         return body;
     }
 
-    test("the env router's capacity responder and the replicas' session counter (observability on)", { timeout: 60_000 }, async () => {
+    test("the env router's capacity responder and the replicas' session counter (observability on)", { timeout: scaled(60_000) }, async () => {
         const ms = await platformManifests(config("mbpp-whitebox", OBSERVABILITY_ON), projectMetricsPrograms());
         const routerDir = mounted(ms, "capacity_responder.py");
         assert.ok(fs.existsSync(path.join(routerDir, "metrics_http.py")), "the shared module beside the responder");
@@ -585,11 +588,14 @@ describe("the Python programs from their mounted directories (python3 -I -B, onl
         }
     });
 
-    test("the shared training container's role runner, observability off: every line says its role, and nothing listens", { timeout: 30_000 }, async () => {
+    test("the shared training container's role runner, observability off: every line says its role, and nothing listens", {
+        timeout: scaled(30_000),
+    }, async () => {
         const ms = await platformManifests(config("opencode-blackbox", { training: { gpuSharing: "shared" } }));
         const dir = mounted(ms, "role_runner.py");
         assert.deepEqual(fs.readdirSync(dir).sort(), ["metrics_http.py", "role_runner.py"]);
-        const role = "printf 'out one\\nout two\\n'; echo err one >&2; printf ' 10%%|#|1/10 [\\r 20%%|#|2/10 [\\n'; sleep 1.5; echo last";
+        // The role runs for 1.5 s (scaled: waits.ts) after its first lines: the runner is inspected while it runs.
+        const role = `printf 'out one\\nout two\\n'; echo err one >&2; printf ' 10%%|#|1/10 [\\r 20%%|#|2/10 [\\n'; sleep ${scaled(1500) / 1000}; echo last`;
         const child = spawn("python3", ["-I", "-B", path.join(dir, "role_runner.py"), "--role", "trainer", "--", "/bin/sh", "-c", role], {
             stdio: ["ignore", "pipe", "pipe"],
         });
@@ -598,7 +604,7 @@ describe("the Python programs from their mounted directories (python3 -I -B, onl
         child.stdout.on("data", (d) => (stdout += d));
         child.stderr.on("data", (d) => (stderr += d));
         const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-        await sleep(800);
+        await pollUntil("the role's first lines through the runner", async () => stdout.includes("[trainer] out two\n"), { budgetMs: 10_000, intervalMs: 50 });
         // The runner's sockets while its role runs (Node's stdio pipes are Unix sockets): none is a TCP listener.
         const inodes = fs
             .readdirSync(`/proc/${child.pid}/fd`)

@@ -43,6 +43,7 @@ import { startProgram, statusOf, type Started } from "./helpers/processes";
 import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "./helpers/stub-vllm-metrics";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const REPO = path.resolve(__dirname, "..");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -280,14 +281,14 @@ describe("a real Prometheus scraping the run's parts", { skip: missing.length > 
         for (let i = 0; ; i++) {
             const up = await query("up");
             if (up.length === targets.length && up.every((r) => r.value[1] === "1")) break;
-            if (i > 100) throw new Error(`targets not all up: ${JSON.stringify(up.map((r) => [r.metric.job, r.value[1]]))}`);
+            if (i > scaledCount(100)) throw new Error(`targets not all up: ${JSON.stringify(up.map((r) => [r.metric.job, r.value[1]]))}`);
             await sleep(200);
         }
         // The third session is refused once Prometheus has scraped the counter at 0 (increase() counts from a first sample).
-        await sleep(1500);
+        await sleep(scaled(1500));
         assert.equal(await open(), "error", "every replica full: CAPACITY_REACHED");
         // A few more scrapes, so rate() windows hold two samples or more.
-        await sleep(4000);
+        await sleep(scaled(4000));
     });
 
     after(async () => {
@@ -358,7 +359,7 @@ describe("a real Prometheus scraping the run's parts", { skip: missing.length > 
             assert.equal(rules.length, alertRules(settings, stack).flatMap((g) => g.rules).length);
             const capacity = rules.find((r) => r.name === "AgentRLEnvCapacityReached")!;
             if (capacity.state === "firing") break;
-            if (i > 50) assert.fail(`AgentRLEnvCapacityReached is ${capacity.state}, not firing`);
+            if (i > scaledCount(50)) assert.fail(`AgentRLEnvCapacityReached is ${capacity.state}, not firing`);
             await sleep(200);
         }
         // Nothing else fires: the trainer has moved within trainerStalledFor, the KV cache is at 0.25, ...

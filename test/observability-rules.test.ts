@@ -28,6 +28,7 @@ import { runUnderMocks } from "../scripts/lib/mockrun";
 import { parseWithTestImages } from "./helpers/config";
 import { defaultObservabilitySettings } from "./helpers/observability";
 import { manifests } from "./helpers/manifests";
+import { scaled } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-rules-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -177,7 +178,7 @@ function promtoolTest(groups: readonly RuleGroup[], tests: readonly Record<strin
     fs.writeFileSync(rulesFile, stringify({ groups }));
     const testFile = path.join(tmp, `${file}.test.yaml`);
     fs.writeFileSync(testFile, stringify({ rule_files: [rulesFile], evaluation_interval: "1m", tests }));
-    const run = spawnSync(PROMTOOL!, ["test", "rules", testFile], { encoding: "utf8", timeout: 60_000 });
+    const run = spawnSync(PROMTOOL!, ["test", "rules", testFile], { encoding: "utf8", timeout: scaled(60_000) });
     return { status: run.status, out: run.stdout + run.stderr };
 }
 
@@ -249,7 +250,7 @@ describe("alert rules from the config", () => {
     }, () => {
         const rulesFile = path.join(tmp, "rules.yaml");
         fs.writeFileSync(rulesFile, stringify({ groups }));
-        const check = spawnSync(PROMTOOL!, ["check", "rules", rulesFile], { encoding: "utf8", timeout: 30_000 });
+        const check = spawnSync(PROMTOOL!, ["check", "rules", rulesFile], { encoding: "utf8", timeout: scaled(30_000) });
         assert.equal(check.status, 0, check.stdout + check.stderr);
         assert.match(check.stdout, new RegExp(`SUCCESS: ${allAlerts(groups).length} rules found`));
         const rule = Object.fromEntries(allAlerts(groups).map((r) => [r.alert, r]));

@@ -12,6 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, test } from "node:test";
 import { writeConsumerProject } from "./helpers/consumer";
+import { scaled } from "./helpers/waits";
 
 const REPO = path.resolve(__dirname, "..");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-pkg-"));
@@ -78,7 +79,9 @@ const RESOLUTIONS = {
     bundler: { module: "esnext", moduleResolution: "bundler" },
 } as const;
 
-test("npm pack: the tarball installs into a fresh project offline, type-checks under node, node16 and bundler, and runs", { timeout: 10 * 60_000 }, () => {
+test("npm pack: the tarball installs into a fresh project offline, type-checks under node, node16 and bundler, and runs", {
+    timeout: scaled(10 * 60_000),
+}, () => {
     const npm = (args: string[], cwd: string) =>
         spawnSync("npm", args, { cwd, encoding: "utf8", env: { ...process.env, npm_config_update_notifier: "false" } });
     const packDir = path.join(tmp, "pack");

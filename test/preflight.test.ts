@@ -71,6 +71,7 @@ import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/confi
 import { type Dockerd, startDockerd } from "./helpers/dockerd";
 import { teardown, startHarnessCluster } from "./helpers/engine-checks";
 import { engineSkipReason } from "./helpers/engine-fixtures";
+import { scaled } from "./helpers/waits";
 
 const REPO = path.resolve(__dirname, "..");
 /** The stacks an unknown stack's message lists (every stacks/Pulumi.<stack>.yaml). */
@@ -242,7 +243,7 @@ describe("CLI arguments", () => {
     });
     test("the process: an unknown stack exits 2 listing the stacks; bad arguments exit 2; --help exits 0", () => {
         const run = (...args: string[]) =>
-            spawnSync(process.execPath, ["--import", "tsx", "scripts/preflight.ts", ...args], { cwd: REPO, encoding: "utf8", timeout: 60_000 });
+            spawnSync(process.execPath, ["--import", "tsx", "scripts/preflight.ts", ...args], { cwd: REPO, encoding: "utf8", timeout: scaled(60_000) });
         const unknown = run("nope");
         assert.equal(unknown.status, 2, unknown.stderr);
         assert.ok(unknown.stderr.includes(`no stack file stacks/Pulumi.nope.yaml: known stacks are ${KNOWN_STACKS}\n`), unknown.stderr);
@@ -1081,7 +1082,7 @@ describe("Docker checks (pure)", () => {
 
 const skip = engineSkipReason();
 
-describe("against the simulated cluster, each prerequisite removed in turn", { skip, timeout: 15 * 60_000 }, () => {
+describe("against the simulated cluster, each prerequisite removed in turn", { skip, timeout: scaled(15 * 60_000) }, () => {
     let cluster: Cluster | undefined;
     let release: (() => void) | undefined;
     let kubectlPath = "";
@@ -1453,7 +1454,7 @@ describe("against the simulated cluster, each prerequisite removed in turn", { s
     });
 });
 
-describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: 10 * 60_000 }, () => {
+describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: scaled(10 * 60_000) }, () => {
     let d: Dockerd | undefined;
     let dataDir = "";
     const config = (over: Record<string, unknown> = {}) =>

@@ -14,6 +14,7 @@ import { addQuantities } from "../components/shared/quantity";
 import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";
 import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
 import { isSecret, unwrapSecrets } from "./helpers/secrets";
+import { scaled, scaledCount } from "./helpers/waits";
 
 const KEY = "sentinel-sandbox-key-7f3a9c";
 const T = {
@@ -623,7 +624,7 @@ describe("SandboxPool with hosted (hf) sandboxes", () => {
 // (test/helpers/apiserver.ts): proves the creationTimestamp assumption, string(timestamp)
 // in the messageExpression, and the binding's namespace selector. Skip with SKIP_APISERVER=1.
 describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false }, () => {
-    it("denies claims without a bounded shutdownTime or the run label, admits good ones", { timeout: 240_000 }, async () => {
+    it("denies claims without a bounded shutdownTime or the run label, admits good ones", { timeout: scaled(240_000) }, async () => {
         const { startApiServer } = await import("./helpers/apiserver");
         const k = await import("../components/sandbox");
         const { sandboxClaimPolicySpec, sandboxClaimBindingSpec } = k;
@@ -668,7 +669,7 @@ describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP
             const run = { "agentrl.dev/run": "r1" };
             // The policy becomes active asynchronously: retry the must-deny case until it is denied.
             let first = await api.kubectl(["create", "-f", "-"], claim("probe", run, undefined));
-            for (let i = 0; i < 60 && first.code === 0; i++) {
+            for (let i = 0; i < scaledCount(60) && first.code === 0; i++) {
                 await api.kubectl(["-n", ns, "delete", "sandboxclaim", "probe", "--wait=false"]);
                 await new Promise((r) => setTimeout(r, 500));
                 first = await api.kubectl(["create", "-f", "-"], claim("probe", run, undefined));

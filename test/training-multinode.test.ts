@@ -16,6 +16,7 @@ import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT, VL
 import { planToDir, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
 import { validateAnyManifest } from "./helpers/crd-schema";
 import { loadManifestSchemas } from "./helpers/k8s-schema";
+import { scaled } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-multinode-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -388,7 +389,7 @@ describe("multi-node recipes", () => {
         const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), file, "--out", path.join(dir, "out")], {
             cwd: REPO_ROOT,
             encoding: "utf8",
-            timeout: 120_000,
+            timeout: scaled(120_000),
         });
         assert.equal(r.status, 0, r.stderr);
         const manifests = fs.readdirSync(path.join(dir, "out", "manifests"));

@@ -16,6 +16,7 @@ import { platformNames } from "../components/config";
 import { freePort, pidAlive } from "./helpers/apiserver";
 import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { NCCL_CHECK_SCRIPT, ROLE_RUNNER, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
+import { scaled, scaledCount, scaledSeconds } from "./helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -92,7 +93,7 @@ async function runSupervisor(
         const t = setTimeout(() => child.kill("SIGTERM"), opts.sigtermAfterMs);
         child.on("exit", () => clearTimeout(t));
     }
-    const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    const killer = setTimeout(() => child.kill("SIGKILL"), scaled(30_000));
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("exit", (c, s) => resolve([c, s])));
     clearTimeout(killer);
     return { code, signal, stderr, dir };
@@ -103,7 +104,7 @@ function alive(pidFile: string): boolean {
 }
 
 async function gone(pidFile: string): Promise<boolean> {
-    for (let i = 0; i < 50 && alive(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < scaledCount(50) && alive(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
     return !alive(pidFile);
 }
 
@@ -113,7 +114,7 @@ const base = (dir: string, port: number): Omit<SupervisorSpec, "trainer"> => ({
     vllmUnset: ["SANDBOX_API_KEY"],
     trainerEnv: { CUDA_VISIBLE_DEVICES: "1" },
     healthUrl: `http://127.0.0.1:${port}/health`,
-    loadSeconds: 20,
+    loadSeconds: scaledSeconds(20), // the stand-in vLLM's start: a budget, scaled (waits.ts)
     pollSeconds: 0.2,
 });
 
@@ -155,7 +156,7 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
             const r = await runSupervisor(shell, (dir, port) => ({
                 ...base(dir, port),
                 vllm: fakeVllm(dir, port, { delay: 0.1, exitAfter: 2, exitCode: 9 }),
-                trainer: fakeTrainer(dir, 20, 0),
+                trainer: fakeTrainer(dir, scaledSeconds(20), 0),
             }));
             assert.equal(r.code, 1);
             assert.match(r.stderr, /vLLM exited during training: stopping the trainer/);
@@ -164,7 +165,9 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
         });
 
         test("SIGTERM (pod deletion): both roles stopped, exit 143", async () => {
-            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), trainer: fakeTrainer(dir, 20, 0) }), { sigtermAfterMs: 2500 });
+            const r = await runSupervisor(shell, (dir, port) => ({ ...base(dir, port), trainer: fakeTrainer(dir, scaledSeconds(20), 0) }), {
+                sigtermAfterMs: scaled(2500),
+            });
             assert.equal(r.code, 143, r.stderr);
             assert.ok(await gone(path.join(r.dir, "vllm.pid")));
             assert.ok(await gone(path.join(r.dir, "trainer.pid")));
@@ -199,10 +202,10 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
             const t0 = Date.now();
             const r = await runSupervisor(shell, (dir, port) => ({
                 ...base(dir, port),
-                vllm: fakeVllm(dir, port, { hangAfter: 1, ignoreTerm: true }),
+                vllm: fakeVllm(dir, port, { hangAfter: scaledSeconds(1), ignoreTerm: true }),
                 unansweredSeconds: 3,
                 stopGraceSeconds: 2,
-                trainer: fakeTrainer(dir, 25, 0),
+                trainer: fakeTrainer(dir, scaledSeconds(25), 0),
             }));
             const took = (Date.now() - t0) / 1000;
             assert.equal(r.code, 1, r.stderr);
@@ -210,8 +213,8 @@ for (const shell of ["/usr/bin/dash", "/usr/bin/bash"].filter((s) => fs.existsSy
             assert.ok(!fs.existsSync(path.join(r.dir, "trainer.done")), "the trainer did not run on");
             assert.ok(await gone(path.join(r.dir, "trainer.pid")));
             assert.ok(await gone(path.join(r.dir, "vllm.pid")), "vLLM killed after the grace even though it ignores SIGTERM");
-            // Healthy for ~1 s, then 3 s without an answer, 2 s of grace, plus polling slack.
-            assert.ok(took >= 4 && took < 15, `ended after ${took.toFixed(1)} s`);
+            // Healthy for ~1 s (scaled: the supervisor must see it healthy once), then 3 s without an answer, 2 s of grace (the behaviour), plus polling slack (scaled).
+            assert.ok(took >= 4 && took < 5 + scaledSeconds(1) + scaledSeconds(9), `ended after ${took.toFixed(1)} s`);
         });
 
         test("a failing NCCL check stops everything before vLLM starts", async () => {
@@ -258,12 +261,12 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
     });
 
     test("every line says which role wrote it; the trainer's liveness, step and vLLM health on /metrics; the trainer's exit code", {
-        timeout: 60_000,
+        timeout: scaled(60_000),
     }, async () => {
         const metricsPort = await freePort();
         const seen: Record<string, number>[] = [];
         const sampling = (async () => {
-            for (let i = 0; i < 80; i++) {
+            for (let i = 0; i < scaledCount(80); i++) {
                 await new Promise((r) => setTimeout(r, 100));
                 try {
                     const m = await scrape(metricsPort);
@@ -293,7 +296,9 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         assert.match(r.stderr, /\[trainer\] {2}50%\|# {3}\| 2\/4 \[/);
     });
 
-    test("observability off (the runner without a metrics address): each role's lines still prefixed, no listener flags", { timeout: 60_000 }, async () => {
+    test("observability off (the runner without a metrics address): each role's lines still prefixed, no listener flags", {
+        timeout: scaled(60_000),
+    }, async () => {
         const r = await runSupervisor("/bin/sh", (dir, port) => ({
             ...base(dir, port),
             roleRunner: { path: ROLE_RUNNER.sourcePath },
@@ -311,7 +316,7 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         assert.doesNotMatch(script, /--metrics-listen|--vllm-health-url/);
     });
 
-    test("exit codes, vLLM dying, SIGTERM and a hung vLLM behave as without the runner; nothing is left behind", { timeout: 90_000 }, async () => {
+    test("exit codes, vLLM dying, SIGTERM and a hung vLLM behave as without the runner; nothing is left behind", { timeout: scaled(90_000) }, async () => {
         const metricsPort = await freePort();
         const ok = await runSupervisor("/bin/sh", (dir, port) => ({ ...withRunner(dir, port, metricsPort), trainer: fakeTrainer(dir, 0.2, 3) }));
         assert.equal(ok.code, 3, ok.stderr);
@@ -320,15 +325,19 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         const dying = await runSupervisor("/bin/sh", (dir, port) => ({
             ...withRunner(dir, port, metricsPort),
             vllm: fakeVllm(dir, port, { delay: 0.1, exitAfter: 2, exitCode: 9 }),
-            trainer: fakeTrainer(dir, 20, 0),
+            trainer: fakeTrainer(dir, scaledSeconds(20), 0),
         }));
         assert.equal(dying.code, 1);
         assert.match(dying.stderr, /vLLM exited during training: stopping the trainer/);
         assert.ok(await gone(path.join(dying.dir, "trainer.pid")));
 
-        const term = await runSupervisor("/bin/sh", (dir, port) => ({ ...withRunner(dir, port, metricsPort), trainer: fakeTrainer(dir, 20, 0) }), {
-            sigtermAfterMs: 2500,
-        });
+        const term = await runSupervisor(
+            "/bin/sh",
+            (dir, port) => ({ ...withRunner(dir, port, metricsPort), trainer: fakeTrainer(dir, scaledSeconds(20), 0) }),
+            {
+                sigtermAfterMs: scaled(2500),
+            },
+        );
         assert.equal(term.code, 143, term.stderr);
         assert.ok(await gone(path.join(term.dir, "vllm.pid")));
         assert.ok(await gone(path.join(term.dir, "trainer.pid")));
@@ -336,10 +345,10 @@ describe("supervisor with the role runner (components/training/role_runner.py)",
         // The supervisor KILLs the runner of a vLLM that ignores SIGTERM: vLLM dies with it (PR_SET_PDEATHSIG).
         const hung = await runSupervisor("/bin/sh", (dir, port) => ({
             ...withRunner(dir, port, metricsPort),
-            vllm: fakeVllm(dir, port, { hangAfter: 1, ignoreTerm: true }),
+            vllm: fakeVllm(dir, port, { hangAfter: scaledSeconds(1), ignoreTerm: true }),
             unansweredSeconds: 3,
             stopGraceSeconds: 2,
-            trainer: fakeTrainer(dir, 25, 0),
+            trainer: fakeTrainer(dir, scaledSeconds(25), 0),
         }));
         assert.equal(hung.code, 1, hung.stderr);
         assert.ok(await gone(path.join(hung.dir, "trainer.pid")));

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent_rl_sandbox.runtime import group_members as process_group_members  # noqa: F401 - the tests import it from here
+from waits import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
@@ -61,6 +62,8 @@ def free_port() -> int:
 
 
 def wait_http(url: str, timeout: float = 15.0, proc: subprocess.Popen | None = None) -> None:
+    """Polls `url` until it answers 200; fails when `proc` exits first or after `timeout` seconds, scaled (waits.py)."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -73,14 +76,14 @@ def wait_http(url: str, timeout: float = 15.0, proc: subprocess.Popen | None = N
         except OSError as e:
             last = e
         time.sleep(0.1)
-    raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")
+    raise TimeoutError(f"{url} did not answer within {timeout:g}s: {last}")
 
 
 def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
     if proc.poll() is None:
         proc.send_signal(sig)
         try:
-            proc.wait(timeout)
+            proc.wait(scaled(timeout))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)

@@ -43,11 +43,12 @@ from openenv.core.harness import ResourceSession, ResourceSessionFactory, Traini
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capture_session import CaptureSessionConfig, opencode_json  # noqa: E402
 from opencode_cli import OFFLINE_ENV, VERSION as OPENCODE_VERSION  # noqa: E402
+from waits import scaled  # noqa: E402
 
 #: The capture proxy's port in the sandbox (OpenEnv's harness uses 7000 too).
 PROXY_PORT = 7000
 PROXY_MODULE = "openenv.core.harness.capture.server"
-#: Seconds the proxy gets to answer /health (its imports take seconds on a busy 2-core machine).
+#: Seconds the proxy gets to answer /health (its imports take seconds on a busy 2-core machine), before the machine's factor (waits.py).
 PROXY_START_S = 120.0
 #: Env var naming a dir where each session writes the TrainingTrace it returned (for the tests).
 TRACE_DIR_ENV = "STANDIN_TRACE_DIR"
@@ -162,7 +163,7 @@ class StandInSessionFactory(ResourceSessionFactory[StandInSession]):
         self.cfg = cfg
         self.backend = backend
         self.sampling = dict(sampling or {})
-        self.sandbox_timeout_s = sandbox_timeout_s if sandbox_timeout_s is not None else int(cfg.agent_timeout_s) + 300
+        self.sandbox_timeout_s = sandbox_timeout_s if sandbox_timeout_s is not None else int(cfg.agent_timeout_s) + round(scaled(300))
 
     def create(self, task: Any, seed: int | None = None, episode_id: str | None = None) -> StandInSession:
         sandbox = self.backend.create(timeout_s=self.sandbox_timeout_s, metadata={"episode_id": episode_id} if episode_id else None)
@@ -213,12 +214,13 @@ class StandInSessionFactory(ResourceSessionFactory[StandInSession]):
         sandbox.write_text(admin_header_path(c), f"Authorization: Bearer {admin}\n")
         job = sandbox.start_bg(cmd, envs={"OPENENV_LLM_API_KEY": c.api_key, "OPENENV_CAPTURE_ADMIN_KEY": admin})
         url = f"http://{host}:{PROXY_PORT}"
-        deadline = time.monotonic() + PROXY_START_S
+        bound = scaled(PROXY_START_S)
+        deadline = time.monotonic() + bound
         while sandbox.exec(f"curl -sf {url}/health", timeout=5).exit_code != 0:
             if time.monotonic() > deadline:
                 seen = sandbox.exec(f"tail -c 2000 {shlex.quote(log)}; ls -la {shlex.quote(c.path('logs/agent'))}", timeout=10)
                 job.kill()
-                raise RuntimeError(f"the capture proxy did not answer on {url} within {PROXY_START_S:g}s:\n{seen.stdout}{seen.stderr}")
+                raise RuntimeError(f"the capture proxy did not answer on {url} within {bound:g}s:\n{seen.stdout}{seen.stderr}")
             time.sleep(0.3)
         return url, job
 
@@ -242,11 +244,12 @@ def build_factory(
     sandbox_timeout_s: int | None = None,
     backend: Any = None,
 ) -> StandInSessionFactory:
-    """What `HarnessRolloutWorker(harness_session_factory=partial(build_factory, ...))` calls with `sampling=`."""
+    """What `HarnessRolloutWorker(harness_session_factory=partial(build_factory, ...))` calls with `sampling=`
+    (the agent's and the default sandbox's budgets scaled, waits.py)."""
     from agent_rl_sandbox import opencode_config_kwargs
     from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
 
-    cfg = CaptureSessionConfig(**opencode_config_kwargs(), model=model, agent_timeout_s=agent_timeout_s, disabled_tools=["webfetch", "question", "task"])
+    cfg = CaptureSessionConfig(**opencode_config_kwargs(), model=model, agent_timeout_s=scaled(agent_timeout_s), disabled_tools=["webfetch", "question", "task"])
     return StandInSessionFactory(cfg=cfg, backend=backend if backend is not None else AgentSandboxBackend.from_env(), sampling=sampling, sandbox_timeout_s=sandbox_timeout_s)
 
 
@@ -283,11 +286,13 @@ def make_worker(*, model: str, num_generations: int, prompts: list[str], factory
 
 
 def take_groups(worker: Any, groups: int, timeout_s: float) -> list[Any]:
-    """RolloutSamples until `groups` distinct groups have arrived (a group's samples arrive together)."""
+    """RolloutSamples until `groups` distinct groups have arrived (a group's samples arrive together),
+    within `timeout_s` scaled (waits.py)."""
     import queue
 
     samples: list[Any] = []
     seen: set[int] = set()
+    timeout_s = scaled(timeout_s)
     deadline = time.monotonic() + timeout_s
     while len(seen) < groups:
         worker.check_health(stale_after_s=timeout_s)
@@ -295,7 +300,7 @@ def take_groups(worker: Any, groups: int, timeout_s: float) -> list[Any]:
             s = worker.rollout_buffer.get(timeout=min(1.0, max(0.01, deadline - time.monotonic())))
         except queue.Empty:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{len(seen)} of {groups} groups within {timeout_s}s") from None
+                raise TimeoutError(f"{len(seen)} of {groups} groups within {timeout_s:g}s") from None
             continue
         samples.append(s)
         seen.add(s.group_id)

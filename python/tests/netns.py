@@ -16,6 +16,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from waits import scaled
+
 
 def missing_prerequisite() -> str | None:
     """Why a namespace cannot be made here, or None."""
@@ -28,7 +30,7 @@ def missing_prerequisite() -> str | None:
 
 
 def _run(*argv: str) -> None:
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=scaled(30))
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({r.returncode}): {r.stderr.strip()}")
 
@@ -51,8 +53,8 @@ class Namespace:
 
     def delete(self) -> None:
         # Deleting the namespace deletes its veth end, and with it the host's.
-        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=30)
-        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True, timeout=30)
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=scaled(30))
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True, timeout=scaled(30))
 
 
 def create(tag: int) -> Namespace:

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from waits import scaled
+
 VERSION = "1.18.33"
 PACKAGES = (f"opencode-ai@{VERSION}", f"opencode-linux-x64@{VERSION}")
 
@@ -68,7 +70,7 @@ def install() -> Path:
             ["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--no-save", "--prefix", str(root), *PACKAGES],
             check=True, stdout=subprocess.DEVNULL,
         )
-        out = subprocess.run([str(binary_path(root)), "--version"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([str(binary_path(root)), "--version"], capture_output=True, text=True, timeout=scaled(60))
         if out.returncode != 0 or out.stdout.strip() != VERSION:
             raise RuntimeError(f"opencode --version gave {out.returncode} {out.stdout!r} {out.stderr[-500:]!r}, expected {VERSION}")
         (root / ".complete").touch()

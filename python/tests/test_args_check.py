@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from waits import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS_CHECK = REPO / "components/training/args/args_check.py"
@@ -95,7 +96,7 @@ def write_script(tmp_path: Path, body: str, name: str = "train.py") -> Path:
 
 def run_check(script: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(ARGS_CHECK), str(script), *argv], capture_output=True, text=True, timeout=60, cwd=script.parent
+        [sys.executable, str(ARGS_CHECK), str(script), *argv], capture_output=True, text=True, timeout=scaled(60), cwd=script.parent
     )
 
 
@@ -110,7 +111,7 @@ def test_accepted_command_line_exits_0_and_nothing_after_the_parse_runs(tmp_path
 def test_the_same_script_run_directly_does_the_work(tmp_path: Path) -> None:
     # The control for the test above: without the check the marker is written.
     script = write_script(tmp_path, SEED_LIKE)
-    subprocess.run([sys.executable, str(script), "--dataset-size", "42"], check=True, timeout=60)
+    subprocess.run([sys.executable, str(script), "--dataset-size", "42"], check=True, timeout=scaled(60))
     assert (tmp_path / "ran-past-parse").read_text() == "trained Qwen/Qwen3-1.7B"
 
 
@@ -191,7 +192,7 @@ def test_script_imports_resolve_from_its_own_folder(tmp_path: Path) -> None:
     # `python script.py` puts the script's folder first on sys.path; the check does the same.
     (tmp_path / "helper_args.py").write_text("import argparse\ndef parser():\n    p = argparse.ArgumentParser()\n    p.add_argument('--x')\n    return p\n")
     script = write_script(tmp_path, "import helper_args\nhelper_args.parser().parse_args()\n")
-    r = subprocess.run([sys.executable, str(ARGS_CHECK), str(script), "--x", "1"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    r = subprocess.run([sys.executable, str(ARGS_CHECK), str(script), "--x", "1"], capture_output=True, text=True, timeout=scaled(60), cwd=REPO)
     assert r.returncode == 0, r.stderr
 
 
@@ -199,7 +200,7 @@ def test_missing_script_and_missing_arguments(tmp_path: Path) -> None:
     r = run_check(tmp_path / "absent.py")
     assert r.returncode == 2
     assert "absent.py: no such file" in r.stderr
-    r = subprocess.run([sys.executable, str(ARGS_CHECK)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, str(ARGS_CHECK)], capture_output=True, text=True, timeout=scaled(60))
     assert r.returncode == 2
     assert "usage: python args_check.py <script.py>" in r.stderr
 
@@ -228,7 +229,7 @@ def test_real_trl_parser(tmp_path: Path, argv: list[str], code: int, message: st
     script = write_script(tmp_path, TRL_SCRIPT)
     # GRPOConfig's __post_init__ runs inside the parse and refuses bf16 (its default) without a GPU.
     argv = ["--output_dir", str(tmp_path / "out"), "--bf16", "false", *argv]
-    r = subprocess.run([sys.executable, str(ARGS_CHECK), str(script), *argv], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    r = subprocess.run([sys.executable, str(ARGS_CHECK), str(script), *argv], capture_output=True, text=True, timeout=scaled(300), cwd=tmp_path)
     assert r.returncode == code, r.stdout + r.stderr[-3000:]
     assert message in (r.stdout if code == 0 else r.stderr)
     assert not (tmp_path / "ran-past-parse").exists()
@@ -239,7 +240,7 @@ def test_then_exec_runs_the_whole_command_once_the_script_accepts_it(tmp_path: P
     script = write_script(tmp_path, SEED_LIKE)
     # `python -X utf8 <script>` stands for a launcher with its own words before the script.
     command = [sys.executable, "-X", "utf8", str(script), "--dataset-size", "42", "--model", "m"]
-    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", *command], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", *command], capture_output=True, text=True, timeout=scaled(60), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "ran-past-parse").read_text() == "trained m", "the exec'd command did the work"
 
@@ -247,13 +248,13 @@ def test_then_exec_runs_the_whole_command_once_the_script_accepts_it(tmp_path: P
 def test_then_exec_refused_command_never_starts(tmp_path: Path) -> None:
     script = write_script(tmp_path, SEED_LIKE)
     command = [sys.executable, str(script), "--max_steps", "42"]
-    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", *command], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", *command], capture_output=True, text=True, timeout=scaled(60), cwd=tmp_path)
     assert r.returncode == 2
     assert "unrecognized arguments: --max_steps 42" in r.stderr
     assert not (tmp_path / "ran-past-parse").exists(), "a refused command line never starts the program"
 
 
 def test_then_exec_without_a_script_is_refused(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", "accelerate", "launch"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, str(ARGS_CHECK), "--then-exec", "accelerate", "launch"], capture_output=True, text=True, timeout=scaled(60))
     assert r.returncode == 2
     assert "no script (a word ending in .py) in the command: accelerate launch" in r.stderr

@@ -22,6 +22,7 @@ from agent_rl_sandbox import agent_sandbox
 from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend, metadata_labels
 
 from conftest import PYTHON_DIR, alive, free_port
+from waits import scaled
 
 
 @dataclass
@@ -187,7 +188,7 @@ def test_one_client_per_thread_and_kill_from_any_thread(rec, runtime):
 
     # All four alive at once: Python reuses a finished thread's ident, so a thread that ended before
     # another started would look like the same thread (seen on a loaded machine: 2 distinct of 4).
-    together = threading.Barrier(4, timeout=30)
+    together = threading.Barrier(4, timeout=scaled(30))
 
     def create() -> None:
         h = b.create()
@@ -312,7 +313,7 @@ def test_a_rollout_child_releases_its_sandboxes_when_its_parent_dies(tmp_path, m
     )
     child = json.loads(proc.stdout.readline())["child"]
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while not (out.exists() and "child" in out.read_text()):
             assert time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "child did not start"
             time.sleep(0.1)

@@ -32,6 +32,7 @@ from agent_rl_sandbox import AgentSandboxSettings, SandboxGone, shutdown
 from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
 
 import sandbox_root
+from waits import scaled, wait_for  # noqa: F401 - test_rollout_worker.py imports wait_for from here
 from conftest import REPO, stop_process, wait_http
 from test_opencode_e2e import (
     KEY,
@@ -53,17 +54,6 @@ LOCK_WAIT_SECONDS = 3600
 
 CLAIMS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxclaims")
 SANDBOXES = ("agents.x-k8s.io", "v1beta1", "sandboxes")
-
-
-def wait_for(what: str, check, timeout: float = 60.0, interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise TimeoutError(f"{what}: not within {timeout}s (last: {last!r})")
 
 
 class PodNetwork:
@@ -136,8 +126,9 @@ def cluster(tmp_path_factory):
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
     # The plan prints its own notes on stdout first: wait for the READY (or SKIP) line. First the
     # engine tests' lock (LOCKED; another run's engine test file may hold it for minutes), at most
-    # LOCK_WAIT_SECONDS; then the cluster, at most 600 s.
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    # LOCK_WAIT_SECONDS; then the cluster, at most 600 s; both scaled (test/helpers/waits.ts's rule).
+    lock_wait, cluster_wait = scaled(LOCK_WAIT_SECONDS), scaled(600)
+    deadline = time.monotonic() + lock_wait
     line = ""
     locked = False
     while not line.startswith(("READY ", "SKIP")):
@@ -145,11 +136,11 @@ def cluster(tmp_path_factory):
             line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
         except queue.Empty:
             stop_process(proc)
-            what = "cluster did not come up in 600s" if locked else f"the engine tests' lock not free within {LOCK_WAIT_SECONDS}s"
+            what = f"cluster did not come up in {cluster_wait:g}s" if locked else f"the engine tests' lock not free within {lock_wait:g}s"
             pytest.fail(f"{what}:\n{log_path.read_text()[-4000:]}")
         if line.strip() == "LOCKED" and not locked:
             locked = True
-            deadline = time.monotonic() + 600
+            deadline = time.monotonic() + cluster_wait
         if proc.poll() is not None and lines.empty() and not line.startswith(("READY ", "SKIP")):
             pytest.fail(f"cluster_up exited with {proc.returncode}:\n{log_path.read_text()[-4000:]}")
     if line.startswith("SKIP"):
@@ -314,7 +305,7 @@ def test_a_black_box_session_end_to_end_through_the_real_controller(cluster, tra
             assert claim["metadata"]["name"] == claim_name and claim["metadata"]["labels"]["agentrl.dev/episode_id"] == "e2e"
             pod_name = session.sandbox.exec('echo "$POD_NAME"').stdout.strip()
             assert c["net"].runtimes[pod_name][0] in session.sandbox.base_url, "the session runs in the claimed pod's runtime"
-            assert session.wait_for_completion(timeout_s=60) == 0
+            assert session.wait_for_completion(timeout_s=scaled(60)) == 0
             (turn,) = session.fetch_proxy_trace()
             check_captured_turn(turn, model)
             assert session.verify() == 1.0
@@ -348,7 +339,7 @@ def test_openenvs_factory_runs_a_black_box_session_end_to_end_through_the_real_c
         claim_name = session.sandbox.sandbox_id
         try:
             assert [cl["metadata"]["name"] for cl in claims(c)] == [claim_name]
-            assert session.wait_for_completion(timeout_s=60) == 0
+            assert session.wait_for_completion(timeout_s=scaled(60)) == 0
             (turn,) = session.fetch_proxy_trace()
             assert turn["per_token_logps"][0] == pytest.approx(-0.1)
             (req,) = model.requests

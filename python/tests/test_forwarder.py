@@ -37,6 +37,7 @@ from agent_rl_sandbox.forwarder import REDACTED, Redactor
 
 import sandbox_root
 from conftest import REPO, free_port, stop_process, wait_http
+from waits import scaled
 from test_plan_contract import container, fake_stock_home, forwarder, plain_env, plan_facts
 
 KEY = "sk-ingress-5b8e1f0c9d2a7e4b"
@@ -143,7 +144,7 @@ def start_forwarder(facts: dict, upstream: str, tmp: Path) -> tuple[subprocess.P
     log = open(tmp / "forwarder.log", "wb")
     proc = subprocess.Popen(argv, env={"PATH": SYSTEM_PATH, key_ref["name"]: KEY}, stdout=log, stderr=subprocess.STDOUT, preexec_fn=as_uid(uid))
     log.close()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + scaled(15)
     probe = [PYTHON3, str(script), "--probe", "--port", str(port)]
     while subprocess.run(probe).returncode != 0:
         assert proc.poll() is None and time.monotonic() < deadline, (tmp / "forwarder.log").read_text()
@@ -179,7 +180,7 @@ for method, path, body in attempts:
         "Authorization": "Bearer agent-made-up-token", "Cookie": "c=agent", "X-Forwarded-For": "1.2.3.4",
         **({"Content-Type": "application/json"} if data else {})})
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=scaled(10)) as r:
             rec = {"status": r.status, "headers": dict(r.headers.items()), "body": r.read().decode(errors="replace")}
     except urllib.error.HTTPError as e:
         rec = {"status": e.code, "headers": dict(e.headers.items()), "body": e.read().decode(errors="replace")}
@@ -199,7 +200,7 @@ def run_as_the_agent(h: RuntimeHandle, forwarder_url: str) -> tuple[str, dict]:
         assert agent.wait(60) == 0, h.read_text("/tmp/workspace/err.txt")
         text = h.read_text("/tmp/workspace/out.json")
         # Files: everything the agent's uid can read where a key could have been put.
-        found = h.exec('grep -rslF -e "$NEEDLE" /tmp /root /home/user /opt /etc /run /var/tmp /dev/shm 2>/dev/null; true', envs={"NEEDLE": KEY}, timeout=120)
+        found = h.exec('grep -rslF -e "$NEEDLE" /tmp /root /home/user /opt /etc /run /var/tmp /dev/shm 2>/dev/null; true', envs={"NEEDLE": KEY}, timeout=scaled(120))
         return text + found.stdout, json.loads(text)
     finally:
         proxy.kill()
@@ -272,7 +273,7 @@ def test_the_forwarder_streams_sse_through_and_hides_its_errors(tmp_path):
     stub = StubUpstream()
     fwd, port, _uid = start_forwarder(facts, stub.url, tmp_path)
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(20))
         conn.request("POST", "/v1/chat/completions", body=json.dumps({"stream": True}), headers={"Content-Type": "application/json"})
         resp = conn.getresponse()
         assert resp.status == 200 and resp.getheader("Content-Type") == "text/event-stream"
@@ -293,7 +294,7 @@ def test_the_forwarder_streams_sse_through_and_hides_its_errors(tmp_path):
     # An unreachable upstream: a 502 that names the error's class, nothing more.
     dead, port, _uid = start_forwarder(facts, f"http://127.0.0.1:{free_port()}", tmp_path)
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(20))
         conn.request("GET", "/v1/models")
         resp = conn.getresponse()
         body = resp.read().decode()

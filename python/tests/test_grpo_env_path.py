@@ -42,6 +42,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, alive, free_port, stop_process, wait_http
+from waits import scaled
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
@@ -73,7 +74,8 @@ pytestmark = pytest.mark.skipif(_prerequisites() is not None, reason=_prerequisi
 
 
 def _read_ready(proc: subprocess.Popen, what: str, timeout: float = READY_TIMEOUT_S) -> dict:
-    """The JSON after `READY ` on the helper's stdout, bounded by timeout."""
+    """The JSON after `READY ` on the helper's stdout, bounded by timeout (scaled, waits.py)."""
+    timeout = scaled(timeout)
     out: dict = {}
 
     def read() -> None:
@@ -87,7 +89,7 @@ def _read_ready(proc: subprocess.Popen, what: str, timeout: float = READY_TIMEOU
     t.join(timeout)
     if "facts" not in out:
         stop_process(proc)
-        raise RuntimeError(f"{what} did not get ready within {timeout}s (exit {proc.poll()}):\n{proc.stderr.read() if proc.poll() is not None else ''}")
+        raise RuntimeError(f"{what} did not get ready within {timeout:g}s (exit {proc.poll()}):\n{proc.stderr.read() if proc.poll() is not None else ''}")
     return out["facts"]
 
 
@@ -338,7 +340,7 @@ def _readline(proc: subprocess.Popen, timeout: float) -> str:
     out: list[str] = []
     t = threading.Thread(target=lambda: out.append(proc.stdout.readline()), daemon=True)
     t.start()
-    t.join(timeout)
+    t.join(scaled(timeout))
     return out[0].strip() if out else ""
 
 

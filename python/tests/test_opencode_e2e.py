@@ -45,6 +45,7 @@ import sandbox_root
 import test_backend as tb
 from capture_session import CaptureSessionConfig, CaptureSessionDriver
 from conftest import OPENENV_SRC, REPO, free_port, openenv_source_missing, processes, stop_process, wait_http
+from waits import scaled
 from test_plan_contract import plan_facts
 
 KEY = "sk-sandboxes-3f9d2c7a1b5e4d6f"
@@ -82,7 +83,7 @@ req = urllib.request.Request(provider["baseURL"].rstrip("/") + "/chat/completion
                              headers={"Content-Type": "application/json", "Authorization": "Bearer " + provider["apiKey"]})
 print(json.dumps({"type": "step_start"}), flush=True)
 try:
-    with urllib.request.urlopen(req, timeout=30) as r:
+    with urllib.request.urlopen(req, timeout=scaled(30)) as r:
         reply = json.load(r)["choices"][0]["message"]["content"]
 except urllib.error.HTTPError as e:
     print(json.dumps({"type": "error", "status": e.code, "body": e.read().decode()[:300]}), flush=True)
@@ -147,7 +148,7 @@ def start_ingress(tmp: Path, upstream: str) -> tuple[subprocess.Popen, str, Path
         ["npm", "run", "--silent", "ingress:local", "--", "--listen", f"127.0.0.1:{port}", "--upstream", upstream, "--keys-file", str(keys)],
         cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while "ingress:local ready" not in log.read_text(errors="replace"):
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_group(proc)
@@ -250,7 +251,7 @@ def factory_for(stack, api_key: str, backend=None):
         return VerifyResult(env_reward=1.0 if ok else 0.0, done=True)
 
     kwargs = opencode_config_kwargs({**stack["env"], "SANDBOX_API_KEY": api_key})
-    config = OpenCodeConfig(**kwargs, model="stub/model-1", agent_timeout_s=60, disabled_tools=["webfetch", "question"])
+    config = OpenCodeConfig(**kwargs, model="stub/model-1", agent_timeout_s=scaled(60), disabled_tools=["webfetch", "question"])
     backend = backend or AgentSandboxBackend.from_env(stack["env"], client_factory=tb.fake_client, handle_sigterm=False)
     return OpenCodeSessionFactory(config=config, sandbox_backend=backend, mode="transparent_proxy", verifier=verifier)
 
@@ -263,7 +264,7 @@ def verify_solution(sandbox) -> float:
 def driver_for(env: dict[str, str], api_key: str, backend=None) -> CaptureSessionDriver:
     """The session driver with the trainer's config (the same kwargs the factory's config takes)."""
     kwargs = opencode_config_kwargs({**env, "SANDBOX_API_KEY": api_key})
-    cfg = CaptureSessionConfig(**kwargs, model="stub/model-1", agent_timeout_s=60)
+    cfg = CaptureSessionConfig(**kwargs, model="stub/model-1", agent_timeout_s=scaled(60))
     backend = backend or AgentSandboxBackend.from_env(env, client_factory=tb.fake_client, handle_sigterm=False)
     return CaptureSessionDriver(cfg, backend, verifier=verify_solution)
 
@@ -289,7 +290,7 @@ def test_a_session_runs_through_openenvs_capture_proxy_and_the_ingress_with_the_
     session = driver.create("Write solution.py that adds two numbers from stdin.", episode_id="ep1")
     claim = session.sandbox.sandbox_id
     try:
-        assert session.wait_for_completion(timeout_s=60) == 0
+        assert session.wait_for_completion(timeout_s=scaled(60)) == 0
         # While the proxy runs with the key in its env: no process shows it on its command line.
         assert [pid for pid, _pp, _st, cmdline in processes() if KEY.encode() in cmdline] == []
         (turn,) = session.fetch_proxy_trace()
@@ -312,7 +313,7 @@ def test_a_session_runs_through_openenvs_capture_proxy_and_the_ingress_with_the_
 def test_a_wrong_key_is_refused_at_the_ingress_behind_openenvs_capture_proxy(stack):
     session = driver_for(stack["env"], "sk-not-a-valid-key-000000").create("Write solution.py.")
     try:
-        session.wait_for_completion(timeout_s=60)  # the agent's exit status is tee's (the run command's pipe)
+        session.wait_for_completion(timeout_s=scaled(60))  # the agent's exit status is tee's (the run command's pipe)
         assert stack["model"].requests == [], "nothing reached the model"
         events = [json.loads(line) for line in session.fetch_trace().splitlines() if line.startswith("{")]
         # The proxy answers an upstream auth failure as a gateway error (it never hands the agent a 401).
@@ -330,7 +331,7 @@ def test_openenvs_factory_runs_a_session_through_its_proxy_and_the_ingress_with_
     session = factory.create("Write solution.py that adds two numbers from stdin.", episode_id="ep1")
     claim = session.sandbox.sandbox_id
     try:
-        assert session.wait_for_completion(timeout_s=60) == 0
+        assert session.wait_for_completion(timeout_s=scaled(60)) == 0
         # While the proxy runs with the key in its env: no process shows it on its command line.
         assert [pid for pid, _pp, _st, cmdline in processes() if KEY.encode() in cmdline] == []
         trace = session.fetch_proxy_trace()
@@ -362,7 +363,7 @@ def test_openenvs_factory_with_a_wrong_key_is_refused_at_the_ingress(stack):
     factory = factory_for(stack, "sk-not-a-valid-key-000000")
     session = factory.create("Write solution.py.")
     try:
-        session.wait_for_completion(timeout_s=60)
+        session.wait_for_completion(timeout_s=scaled(60))
         assert stack["model"].requests == [], "nothing reached the model"
         events = [json.loads(line) for line in session.fetch_trace().splitlines() if line.startswith("{")]
         assert any(e.get("type") == "error" and e.get("status") == 401 for e in events), events

@@ -21,13 +21,14 @@ from agent_rl_sandbox.settings import API_KEY_ENV, PLACEHOLDER_API_KEY, Settings
 
 import sandbox_root
 from conftest import REPO, free_port, stop_process, wait_http
+from waits import scaled
 
 
 @lru_cache(maxsize=None)
 def plan_facts(max_lifetime: int = 3600) -> dict:
     if shutil.which("node") is None or not (REPO / "node_modules/tsx").exists():
         pytest.skip("node and the repo's node_modules (npm ci) are needed to render the plan")
-    out = subprocess.run(["node", "--import", "tsx", "python/tests/plan_facts.ts", str(max_lifetime)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(["node", "--import", "tsx", "python/tests/plan_facts.ts", str(max_lifetime)], cwd=REPO, capture_output=True, text=True, timeout=scaled(120))
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

@@ -51,15 +51,23 @@ from conftest import PYTHON_DIR, REPO, alive
 from stub_model import BASH_COMMAND, FINAL_ANSWER, SOLUTION, StubModel
 from test_controller import claims, wait_for, warm_pool_full
 from test_opencode_e2e import KEY, _require, sandbox_path, start_ingress, stop_group
+from waits import scaled
 
 TESTS_DIR = Path(__file__).resolve().parent
 MODEL = "stub/model-1"
-#: Seconds from SIGTERM to the trainer until none of its claims is left (measured here: 0.15 s).
+#: Seconds from SIGTERM to the trainer until none of its claims is left (measured here: 0.15 s). The
+#: behaviour under test: not scaled (waits.py).
 SIGTERM_BOUND_S = 20.0
-#: Seconds after that until every process of the trainer's group has exited (the rollout child, multiprocessing's resource tracker).
+#: Seconds after that until every process of the trainer's group has exited (the rollout child, multiprocessing's resource tracker); not scaled.
 EXIT_BOUND_S = 15.0
-#: The claim lifetime the SIGKILL case asks for (sandbox_timeout_s), and the slack allowed around it.
-SHORT_LIFETIME_S = 45
+#: Seconds from the trainer's start until both rollouts hold a claim and opencode waits on the model
+#: (a claim, the capture proxy's start, opencode's first call), before the machine's factor (waits.py).
+SETUP_S = 180
+#: The claim lifetime the SIGKILL case asks for (sandbox_timeout_s): it must outlive that setup, which
+#: runs inside it (a fixed 45 s lifetime on a busy machine expired while the capture proxy was still
+#: starting: SandboxGone), and 20 s more to kill the trainer and see the claims stay.
+SHORT_LIFETIME_S = round(scaled(SETUP_S)) + 20
+#: The slack allowed around the claims' shutdownTime.
 EXPIRY_SLACK_S = 20.0
 
 
@@ -156,7 +164,7 @@ def test_opencode_binary_has_the_offline_switches_it_is_started_with():
     data = binary.read_bytes()
     missing = [name for name in opencode_cli.OFFLINE_ENV if name.encode() not in data]
     assert missing == []
-    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=scaled(60))
     assert out.stdout.strip() == opencode_cli.VERSION
 
 
@@ -174,7 +182,7 @@ def test_the_stub_model_streams_opencode_through_one_bash_call_and_a_final_answe
         }))
         env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "OPENCODE_CONFIG": str(cfg), **opencode_cli.OFFLINE_ENV,
                "HTTP_PROXY": harness_standin.NO_ROUTE, "HTTPS_PROXY": harness_standin.NO_ROUTE, "NO_PROXY": "127.0.0.1"}
-        out = subprocess.run([str(binary), "run", "--format", "json", "Write solution.py adding two numbers."], cwd=work, env=env, capture_output=True, text=True, timeout=180)
+        out = subprocess.run([str(binary), "run", "--format", "json", "Write solution.py adding two numbers."], cwd=work, env=env, capture_output=True, text=True, timeout=scaled(180))
         assert out.returncode == 0, out.stderr[-2000:]
         events = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
         tools = [e["part"] for e in events if e["type"] == "tool_use"]
@@ -251,16 +259,16 @@ def test_sigterm_to_the_trainer_mid_rollout_deletes_its_claims(stack, where):
     s["model"].hold.clear()  # the first tool-call turn of each rollout waits: mid-rollout
     proc, log = start_trainer(s, *(["--backend-in-trainer"] if where == "backend-in-trainer" else []))
     try:
-        wait_for("two claims, opencode waiting on the model", lambda: len(run_claims(c)) == 2 and s["model"].holding.is_set() or None, timeout=180)
+        wait_for("two claims, opencode waiting on the model", lambda: len(run_claims(c)) == 2 and s["model"].holding.is_set() or None, timeout=SETUP_S)
         members = group_members(proc.pid)
         assert len(members) >= 2, "the trainer and its rollout child"
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        wait_for("the trainer's claims deleted", lambda: not run_claims(c) or None, timeout=SIGTERM_BOUND_S, interval=0.1)
+        wait_for("the trainer's claims deleted", lambda: not run_claims(c) or None, timeout=SIGTERM_BOUND_S, interval=0.1, scale=False)
         took = time.monotonic() - t0
         print(f"{where}: claims deleted {took:.2f}s after SIGTERM")
-        proc.wait(30)
-        wait_for("trainer and rollout child exited", lambda: not [p for p in members if alive(p)] or None, timeout=EXIT_BOUND_S, interval=0.1)
+        proc.wait(scaled(30))
+        wait_for("trainer and rollout child exited", lambda: not [p for p in members if alive(p)] or None, timeout=EXIT_BOUND_S, interval=0.1, scale=False)
     except BaseException:
         print(log.read_text(errors="replace")[-4000:])
         raise
@@ -277,7 +285,7 @@ def test_claims_of_a_sigkilled_trainer_expire_at_their_shutdown_time(stack):
     s["model"].hold.clear()
     proc, log = start_trainer(s, "--sandbox-timeout", str(SHORT_LIFETIME_S))
     try:
-        live = wait_for("two claims, opencode waiting on the model", lambda: (lambda cl: cl if len(cl) == 2 and s["model"].holding.is_set() else None)(run_claims(c)), timeout=180)
+        live = wait_for("two claims, opencode waiting on the model", lambda: (lambda cl: cl if len(cl) == 2 and s["model"].holding.is_set() else None)(run_claims(c)), timeout=SETUP_S)
         kill_group(proc)
         killed_at = datetime.now(timezone.utc)
         ends = {cl["metadata"]["name"]: ts(cl["spec"]["lifecycle"]["shutdownTime"]) for cl in live}

@@ -17,6 +17,7 @@ from agent_rl_sandbox import RuntimeHandle, SandboxError, SandboxGone
 from agent_rl_sandbox.runtime import MAX_OUTPUT_BYTES
 
 from conftest import alive, process_group_members, processes, start_runtime, stop_process
+from waits import scaled
 
 SECRET = "sk-sandbox-7c1e0d9a4b"
 
@@ -65,7 +66,7 @@ def test_exec_timeout_kills_the_command_and_its_children(runtime, tmp_path):
     assert "timed out after 1s" in r.stderr
     assert took < 5, took
     child = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child), "the whole process group is killed at the timeout"
@@ -82,7 +83,7 @@ def test_background_job_pid_wait_and_exit_code(runtime, tmp_path):
     h = handle(runtime)
     out = tmp_path / "bg.txt"
     job = h.start_bg(f'echo "$$ $GREETING" > {out}; exit 3', envs={"GREETING": "hi"})
-    assert job.wait(timeout=10) == 3
+    assert job.wait(timeout=scaled(10)) == 3
     pid, greeting = out.read_text().split()
     assert (int(pid), greeting) == (job.pid, "hi")
     # A finished job keeps its exit code.
@@ -101,7 +102,7 @@ def test_background_wait_times_out_then_kill_ends_the_whole_group(runtime, tmp_p
     started = time.monotonic()
     job.kill()
     assert time.monotonic() - started < 5
-    assert job.wait(timeout=5) == 128 + signal.SIGTERM
+    assert job.wait(timeout=scaled(5)) == 128 + signal.SIGTERM
     assert process_group_members(job.pid) == []
     job.kill()  # idempotent
 
@@ -113,7 +114,7 @@ def test_a_job_ignoring_sigterm_is_killed(runtime):
     started = time.monotonic()
     job.kill()
     assert time.monotonic() - started < 8
-    assert job.wait(timeout=5) == 128 + signal.SIGKILL
+    assert job.wait(timeout=scaled(5)) == 128 + signal.SIGKILL
     assert process_group_members(job.pid) == []
 
 
@@ -206,14 +207,14 @@ def test_init_mode_reaps_orphans_and_stops_on_sigterm(tmp_path):
         h = handle(rt)
         # Orphans (double fork) are reparented to the init (a child subreaper) and reaped there.
         job = h.start_bg("(sleep 0.5 &) ; (sleep 0.5 &) ; exit 0")
-        assert job.wait(timeout=10) == 0
-        time.sleep(1.5)
+        assert job.wait(timeout=scaled(10)) == 0
+        time.sleep(scaled(1.5))  # the orphans' 0.5 s sleeps ended and were reaped
         init_pid = rt.proc.pid
         zombies = [pid for pid, ppid, state, _ in processes() if ppid == init_pid and state == "Z"]
         assert zombies == []
         long_job = h.start_bg("sleep 300")
         assert stop_process(rt.proc, signal.SIGTERM) == 0
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + scaled(5)
         while process_group_members(long_job.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert process_group_members(long_job.pid) == [], "jobs die with the runtime"

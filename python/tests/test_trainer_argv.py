@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from waits import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS_CHECK_PATH = "/usr/local/lib/agentrl/args_check.py"
@@ -26,7 +27,7 @@ TYPES = {"str": str, "int": int, "float": float}
 @lru_cache(maxsize=1)
 def cases() -> list[dict]:
     out = subprocess.run(
-        ["node", "--import", "tsx", "python/tests/trainer_argv.ts"], cwd=REPO, capture_output=True, text=True, timeout=180
+        ["node", "--import", "tsx", "python/tests/trainer_argv.ts"], cwd=REPO, capture_output=True, text=True, timeout=scaled(180)
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)

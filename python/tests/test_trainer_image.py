@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port
+from waits import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 TRAINER = REPO / "trainer"
@@ -68,7 +69,7 @@ def publish_seeds(root: Path, commit: str = COMMIT) -> dict[str, bytes]:
 def fetch(base: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SEED_", "TRL_"))}
     return subprocess.run(
-        ["bash", str(FETCH), *args], capture_output=True, text=True, timeout=60, env={**clean, "AGENTRL_FETCH_BASE_URL": base, **env}
+        ["bash", str(FETCH), *args], capture_output=True, text=True, timeout=scaled(60), env={**clean, "AGENTRL_FETCH_BASE_URL": base, **env}
     )
 
 
@@ -199,7 +200,7 @@ def test_requirements_resolve_with_vllm_0_29(tmp_path: Path) -> None:
     r = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--disable-pip-version-check",
          "--report", str(report), "-r", str(TRAINER / "requirements.txt"), "vllm==0.29.0"],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True, text=True, timeout=scaled(900),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     chosen = {re.sub(r"[-_.]+", "-", i["metadata"]["name"]).lower(): i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
@@ -241,10 +242,10 @@ def stub_image(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, di
     stub_wheel(wheels, "wants-new-triton", "1.0", ("triton>=3.9",))
     stub_wheel(wheels, "wants-new-dep", "1.0", ("dep-x==2.0",))
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=scaled(120))
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
            "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
-    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels), "vllm==0.29.0", "triton==3.0"], check=True, env=env, timeout=120)
+    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels), "vllm==0.29.0", "triton==3.0"], check=True, env=env, timeout=scaled(120))
     return venv, wheels, env
 
 
@@ -253,7 +254,7 @@ def install_lock(stub_image: tuple[Path, Path, dict[str, str]], tmp_path: Path, 
     reqs = tmp_path / "requirements.txt"
     reqs.write_text(requirement + "\n")
     return subprocess.run(
-        ["bash", str(TRAINER / "install-lock.sh"), str(reqs), "--no-index", "--find-links", str(wheels)], capture_output=True, text=True, env=env, timeout=300
+        ["bash", str(TRAINER / "install-lock.sh"), str(reqs), "--no-index", "--find-links", str(wheels)], capture_output=True, text=True, env=env, timeout=scaled(300)
     )
 
 
@@ -300,7 +301,7 @@ def test_fsdp2_config_launches_fsdp_version_2(tmp_path: Path) -> None:
     r = subprocess.run(
         [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(TRAINER / "blackbox/fsdp2.yaml"),
          "--num_machines", "1", "--num_processes", "2", "--machine_rank", "0", "--main_process_port", str(free_port()), str(script)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        capture_output=True, text=True, timeout=scaled(300), cwd=tmp_path,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     # Both ranks write to the same pipe at exit: their lines can arrive run together
@@ -425,7 +426,7 @@ STANDIN_OPENCODE_ENV = {
 
 
 def use_agent_sandbox(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(USE_AGENT_SANDBOX), str(path)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, str(USE_AGENT_SANDBOX), str(path)], capture_output=True, text=True, timeout=scaled(60))
 
 
 def test_the_change_swaps_the_backend_line_and_the_script_then_runs_on_the_pool(tmp_path: Path) -> None:
@@ -445,11 +446,11 @@ def test_the_change_swaps_the_backend_line_and_the_script_then_runs_on_the_pool(
         (tmp_path / "site" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "site" / name).write_text(text)
     env = {**os.environ, **stack_env(), "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO / "python")])}
-    ran = subprocess.run([sys.executable, str(script), POOL_IMAGE], capture_output=True, text=True, timeout=120, env=env)
+    ran = subprocess.run([sys.executable, str(script), POOL_IMAGE], capture_output=True, text=True, timeout=scaled(120), env=env)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert json.loads(ran.stdout.splitlines()[-1]) == {"type": "AgentSandboxBackend", "image": POOL_IMAGE, "pool": "sandbox-pool-r1"}
     # TRL's default --sandbox-image (the hosted one) is not the pool's: refused, naming both.
-    other = subprocess.run([sys.executable, str(script), "ghcr.io/huggingface/openenv-opencode-sandbox:latest"], capture_output=True, text=True, timeout=120, env=env)
+    other = subprocess.run([sys.executable, str(script), "ghcr.io/huggingface/openenv-opencode-sandbox:latest"], capture_output=True, text=True, timeout=scaled(120), env=env)
     assert other.returncode != 0 and POOL_IMAGE in other.stderr and "openenv-opencode-sandbox:latest" in other.stderr
 
 

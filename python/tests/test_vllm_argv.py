@@ -25,6 +25,7 @@ from functools import lru_cache
 import pytest
 
 from test_trainer_argv import case_id, cases
+from waits import scaled
 
 PARSE_PY = r"""
 import json, sys, traceback
@@ -75,7 +76,7 @@ def parsed() -> dict[str, dict]:
     control = lines[0] + [UNKNOWN_FLAG]
     env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR"}
     r = subprocess.run(
-        [sys.executable, "-c", PARSE_PY], input=json.dumps([*lines, control]), env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", PARSE_PY], input=json.dumps([*lines, control]), env=env, capture_output=True, text=True, timeout=scaled(600)
     )
     results = [line for line in r.stdout.splitlines() if line.startswith("RESULT ")]
     assert r.returncode == 0 and results, f"the vLLM parse (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"

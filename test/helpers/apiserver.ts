@@ -12,6 +12,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseAllDocuments } from "yaml";
+import { scaled, scaledCount, scaledSeconds } from "./waits";
 
 export const K8S_VERSION = "v1.36.3";
 
@@ -152,11 +153,13 @@ function run(
             stderr += d;
             if (opts.inheritStderr) process.stderr.write(d);
         });
-        const timer = opts.timeoutMs
+        // A budget for a command that makes progress: scaled by the machine's load (waits.ts).
+        const timeoutMs = opts.timeoutMs ? scaled(opts.timeoutMs) : 0;
+        const timer = timeoutMs
             ? setTimeout(() => {
                   child.kill("SIGKILL");
-                  stderr += `\n[timeout after ${opts.timeoutMs} ms]`;
-              }, opts.timeoutMs)
+                  stderr += `\n[timeout after ${timeoutMs} ms]`;
+              }, timeoutMs)
             : undefined;
         child.on("error", (err) => {
             if (timer) clearTimeout(timer);
@@ -340,7 +343,7 @@ async function makeCredentials(
  */
 export async function startApiServer(options: StartOptions = {}): Promise<ApiServer> {
     const timeoutMs = options.timeoutMs ?? 180_000;
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + scaled(timeoutMs);
     const cacheDir = await ensureBinaries();
     const bin = (b: string) => path.join(cacheDir, "bin", b);
 
@@ -437,7 +440,7 @@ export async function startApiServer(options: StartOptions = {}): Promise<ApiSer
             return problems;
         };
         let problems = await check();
-        for (let i = 0; i < 50 && problems.length; i++) {
+        for (let i = 0; i < scaledCount(50) && problems.length; i++) {
             await sleep(100);
             problems = await check();
         }
@@ -570,7 +573,7 @@ export async function startApiServer(options: StartOptions = {}): Promise<ApiSer
         if (options.installCrds ?? true) {
             const crdDir = path.join(cacheDir, "crds");
             await kubectlOk(["apply", "--server-side", "--field-manager=agent-rl-test-fixture", "-f", crdDir]);
-            await kubectlOk(["wait", "--for=condition=Established", "--timeout=120s", "crd", "--all"]);
+            await kubectlOk(["wait", "--for=condition=Established", `--timeout=${scaledSeconds(120)}s`, "crd", "--all"]);
         }
         return api;
     } catch (e) {
@@ -661,7 +664,7 @@ export async function serverDryRun(api: ApiServer, manifestsDir: string): Promis
                 await api.kubectl([
                     "wait",
                     "--for=condition=Established",
-                    "--timeout=60s",
+                    `--timeout=${scaledSeconds(60)}s`,
                     ...group.filter((o) => o.kind === "CustomResourceDefinition").map((o) => `crd/${o.name}`),
                 ]);
             }

@@ -11,6 +11,7 @@ import * as https from "node:https";
 import * as path from "node:path";
 import { freePort, startApiServer, type ApiServer, type CommandResult } from "./apiserver";
 import { engineFixtures, type EngineFixtures } from "./engine-fixtures";
+import { scaled } from "./waits";
 
 /** The GPU node's extended resource and labels (as the NVIDIA device plugin / GPU feature discovery set them). */
 export const GPU_RESOURCE = "nvidia.com/gpu";
@@ -96,7 +97,7 @@ export interface Cluster {
     pauseControllers(): void;
     /** Lets the paused controllers run again (SIGCONT); a no-op when they are not paused. */
     resumeControllers(): void;
-    /** Polls `check` until it returns a truthy value or `timeoutMs` passes; then throws `what` with the last value. */
+    /** Polls `check` until it returns a truthy value or `timeoutMs` (scaled, waits.ts) passes; then throws `what` with the last value. */
     waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
     /** Stops every process, removes the temp dir, verifies nothing is left (throws otherwise). */
     stop(): Promise<void>;
@@ -368,7 +369,7 @@ function nodeObject(name: string, labels: Record<string, string>, allocatable: R
  */
 export async function startCluster(options: ClusterOptions = {}, fixtures?: EngineFixtures): Promise<Cluster> {
     const timeoutMs = options.timeoutMs ?? 240_000;
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + scaled(timeoutMs);
     const fx = fixtures ?? (await engineFixtures({ build: true }));
     if (!fx.ok) throw new Error(`engine fixtures are not available: ${fx.reason}`);
     const api = await startApiServer({ timeoutMs, installCrds: options.crds ?? true });
@@ -460,8 +461,9 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
             }
             return JSON.parse(r.stdout) as T;
         };
-        const waitFor = async <T>(what: string, check: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> => {
-            const until = Date.now() + ms;
+        /** Polls `check` until it is truthy, until the time `until` (a scaled deadline). */
+        const waitUntil = async <T>(what: string, check: () => Promise<T | undefined | false>, until: number): Promise<T> => {
+            const ms = until - Date.now();
             let last: unknown;
             for (;;) {
                 try {
@@ -475,6 +477,10 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
                 await sleep(500);
             }
         };
+        const waitFor = <T>(what: string, check: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> =>
+            waitUntil(what, check, Date.now() + scaled(ms));
+        /** The start's own deadline, or 10 s (scaled) when less is left. */
+        const startDeadline = () => Math.max(Date.now() + scaled(10_000), deadline);
 
         // The three servers answer /healthz.
         for (const [name, port, proc] of [
@@ -509,7 +515,7 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
         // kwok reports the nodes Ready; the not-ready taint the TaintNodesByCondition admission
         // plugin puts on every new node is removed by the node lifecycle controller on a real
         // cluster, which is not run here (it would evict pods whenever kwok's heartbeat lags).
-        await waitFor(
+        await waitUntil(
             "kwok to report every node Ready",
             async () => {
                 const list = await getJson<{ items: any[] }>(["nodes"]);
@@ -519,7 +525,7 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
                     list.items.every((n) => (n.status?.conditions ?? []).some((c: any) => c.type === "Ready" && c.status === "True"))
                 );
             },
-            Math.max(10_000, deadline - Date.now()),
+            startDeadline(),
         );
         await kubectlOk(["taint", "nodes", "--all", "node.kubernetes.io/not-ready-"]).catch(() => undefined);
         await waitFor("no node to carry the not-ready taint", async () => {
@@ -572,10 +578,10 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
         if (prereqs.length) await kubectlOk(["create", "-f", "-"], prereqs.map((p) => JSON.stringify(p)).join("\n"));
 
         // The controller-manager works: it gave the default namespace its ServiceAccount.
-        await waitFor(
+        await waitUntil(
             "the serviceaccount controller to create default/default",
             async () => (await getJson(["serviceaccount", "default", "-n", "default"])) !== undefined,
-            Math.max(10_000, deadline - Date.now()),
+            startDeadline(),
         );
 
         const pods = async (namespace: string, selector?: string): Promise<any[]> =>
@@ -635,7 +641,7 @@ export function runCommand(cmd: string, args: string[], env?: NodeJS.ProcessEnv,
         let stderr = "";
         child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
         child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-        const timer = timeoutMs ? setTimeout(() => child.kill("SIGKILL"), timeoutMs) : undefined;
+        const timer = timeoutMs ? setTimeout(() => child.kill("SIGKILL"), scaled(timeoutMs)) : undefined;
         child.on("error", (err) => reject(new Error(`cannot run ${cmd}: ${err.message}`)));
         child.on("close", (code, signal) => {
             if (timer) clearTimeout(timer);

@@ -21,6 +21,7 @@ import * as path from "node:path";
 import type { TestContext } from "node:test";
 import type { RecordedResource } from "../../scripts/lib/mockrun";
 import { unwrapSecrets } from "./secrets";
+import { scaled, scaledCount } from "./waits";
 
 /** The stand-in image every test container runs (entrypoint: the stand-in binary). */
 export const STANDIN_IMAGE = "agentrl-standin:test";
@@ -88,7 +89,7 @@ function run(cmd: string, args: readonly string[], opts: { input?: string; timeo
     const r = spawnSync(cmd, [...args], {
         encoding: "utf8",
         input: opts.input,
-        timeout: opts.timeoutMs ?? 60_000,
+        timeout: scaled(opts.timeoutMs ?? 60_000),
         env: opts.env,
         cwd: opts.cwd,
         maxBuffer: 64 * 1024 * 1024,
@@ -106,7 +107,7 @@ function apiCall(socket: string, method: string, apiPath: string, body?: unknown
                 socketPath: socket,
                 method,
                 path: apiPath,
-                timeout: timeoutMs,
+                timeout: scaled(timeoutMs),
                 headers: payload ? { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } : {},
             },
             (res) => {
@@ -124,7 +125,7 @@ function apiCall(socket: string, method: string, apiPath: string, body?: unknown
                 });
             },
         );
-        req.on("timeout", () => req.destroy(new Error(`${method} ${apiPath}: no answer in ${timeoutMs} ms`)));
+        req.on("timeout", () => req.destroy(new Error(`${method} ${apiPath}: no answer in ${scaled(timeoutMs)} ms`)));
         req.on("error", reject);
         req.end(payload);
     });
@@ -231,9 +232,9 @@ export async function startDockerd(opts: DockerdOptions = {}): Promise<Dockerd> 
                 for (const c of Array.isArray(list.body) ? list.body : [])
                     await apiCall(socket, "DELETE", `/containers/${c.Id}?force=1&v=1`, undefined, 30_000).catch(() => undefined);
                 killGroup("SIGTERM");
-                for (let i = 0; i < 100 && exited === undefined; i++) await sleep(200);
+                for (let i = 0; i < scaledCount(100) && exited === undefined; i++) await sleep(200);
                 if (exited === undefined) killGroup("SIGKILL");
-                for (let i = 0; i < 25 && exited === undefined; i++) await sleep(200);
+                for (let i = 0; i < scaledCount(25) && exited === undefined; i++) await sleep(200);
             }
         } finally {
             process.off("exit", onExit);
@@ -242,7 +243,8 @@ export async function startDockerd(opts: DockerdOptions = {}): Promise<Dockerd> 
         }
     };
 
-    const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
+    const startBudget = scaled(opts.startTimeoutMs ?? 60_000);
+    const deadline = Date.now() + startBudget;
     let ready = false;
     while (Date.now() < deadline && exited === undefined) {
         if (fs.existsSync(socket)) {
@@ -255,7 +257,7 @@ export async function startDockerd(opts: DockerdOptions = {}): Promise<Dockerd> 
         await sleep(250);
     }
     if (!ready) {
-        const why = exited !== undefined ? `dockerd exited (${String(exited)})` : `dockerd did not answer on ${socket} in ${opts.startTimeoutMs ?? 60_000} ms`;
+        const why = exited !== undefined ? `dockerd exited (${String(exited)})` : `dockerd did not answer on ${socket} in ${startBudget} ms`;
         const daemonLog = tail(log);
         await stop();
         throw new Error(`${why}:\n${daemonLog}`);

@@ -12,6 +12,7 @@ import { GPU_RESOURCE, startCluster } from "./cluster";
 import type { Engine, EngineStack, OpResult } from "./engine";
 import { createEngine, plainSecretsIn } from "./engine";
 import { engineFixtures, type EngineFixtures } from "./engine-fixtures";
+import { scaled } from "./waits";
 
 /** The object names the program computes for a stack's platform config. */
 export function namesFor(stack: string, platform: Record<string, unknown>): PlatformNames {
@@ -156,7 +157,7 @@ export async function acquireEngineLock(timeoutMs = 3 * 3600_000): Promise<() =>
     const base = path.join(cacheHome, "agent-rl-infra", ".engine-tests.lock");
     const dirs = Array.from({ length: engineLockSlots() }, (_, i) => (i === 0 ? base : `${base}.${i + 1}`));
     fs.mkdirSync(path.dirname(base), { recursive: true });
-    const until = Date.now() + timeoutMs;
+    const until = Date.now() + scaled(timeoutMs);
     for (;;) {
         let anyAlive = false;
         for (const dir of dirs) {

@@ -14,6 +14,7 @@ import YAML from "yaml";
 import { RECIPES } from "../../components/config";
 import { runCommand } from "./cluster";
 import type { EngineFixtures } from "./engine-fixtures";
+import { scaled, scaledCount } from "./waits";
 
 export const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const PROJECT = "agent-rl-infra";
@@ -386,7 +387,8 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
         };
 
         const run = async (op: OpResult["op"], label: string | undefined, o: OpOptions = {}): Promise<OpResult> => {
-            const timeoutMs = o.timeoutMs ?? 300_000;
+            // A budget for the engine's progress: scaled by the machine's load (waits.ts).
+            const timeoutMs = scaled(o.timeoutMs ?? 300_000);
             const abort = new AbortController();
             const events: EngineEvent[] = [];
             let output = "";
@@ -437,7 +439,7 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
                 (v) => ({ ok: true as const, v }),
                 (e: Error) => ({ ok: false as const, e }),
             );
-            let res = await Promise.race([settled, unrefSleep(timeoutMs + 60_000).then(() => undefined)]);
+            let res = await Promise.race([settled, unrefSleep(timeoutMs + scaled(60_000)).then(() => undefined)]);
             clearTimeout(timer);
             if (res === undefined) {
                 for (const pid of leftovers()) {
@@ -468,7 +470,7 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
             restoreRejections();
             timings.push({ stack: name, op, label: label ?? op, ms, ok: result.ok });
             // The CLI and its plugins exit with the operation.
-            for (let i = 0; i < 50 && leftovers().length; i++) await sleep(100);
+            for (let i = 0; i < scaledCount(50) && leftovers().length; i++) await sleep(100);
             return result;
         };
 
@@ -506,7 +508,7 @@ export async function createEngine(fx: Extract<EngineFixtures, { ok: true }>, cl
         if (disposed) return;
         disposed = true;
         let left = leftovers();
-        for (let i = 0; i < 50 && left.length; i++) {
+        for (let i = 0; i < scaledCount(50) && left.length; i++) {
             await sleep(100);
             left = leftovers();
         }

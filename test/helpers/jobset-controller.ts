@@ -15,13 +15,14 @@ import YAML from "yaml";
 import { freePort } from "./apiserver";
 import type { Cluster } from "./cluster";
 import { selfSignedCert } from "./tls";
+import { scaled } from "./waits";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const JOBSET_BUILD_SCRIPT = path.join(REPO_ROOT, "test", "jobset-controller", "build.sh");
 
 /** The built controller's directory (build.sh prints it last), or why there is none. */
 export function jobSetControllerBuild(): { ok: true; dir: string } | { ok: false; reason: string } {
-    const r = spawnSync("bash", [JOBSET_BUILD_SCRIPT], { encoding: "utf8", timeout: 30 * 60_000 });
+    const r = spawnSync("bash", [JOBSET_BUILD_SCRIPT], { encoding: "utf8", timeout: scaled(30 * 60_000) });
     const dir = (r.stdout ?? "").trim().split("\n").pop() ?? "";
     if (r.status !== 0 || !fs.existsSync(path.join(dir, "bin", "jobset-controller")))
         return {

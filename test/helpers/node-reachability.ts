@@ -13,6 +13,7 @@ import * as path from "node:path";
 import { HARDENED_CONTAINER, type Node, type NodeAddresses } from "./node";
 import { evaluateReachability, type ExtraEndpoint, type Manifest, type Party, type Protocol, type Reachability } from "./reachability";
 import { KUBE_DNS, OTHER_POD } from "./reachability-views";
+import { scaledCount, scaledSeconds } from "./waits";
 
 export type { NodeAddresses } from "./node";
 
@@ -141,7 +142,7 @@ function standinPod(p: Party, name: string, nodeName: string, image: string, a: 
  * Applies `manifests`' Namespaces and NetworkPolicies, runs a stand-in per pod group, measures
  * every path, and removes the stand-ins and the policies again (the namespaces stay: deleting
  * them would wait for the controller-manager's finalization, and the next case reuses them). Measures up to `attempts`
- * times, 2 s apart, while the policies settle; the last measurement is returned.
+ * times (8 by default, scaled: waits.ts), 2 s apart, while the policies settle; the last measurement is returned.
  */
 export async function measureReachability(
     node: Node,
@@ -153,7 +154,7 @@ export async function measureReachability(
     const r = evaluateReachability(manifests, { endpoints, podCidrs: [a.podSubnet] });
     const podParties = r.parties.filter((p) => p.kind === "pods");
     const sources = podParties.filter((p) => p.asSource);
-    const maxAttempts = opts.attempts ?? 8;
+    const maxAttempts = opts.attempts ?? scaledCount(8);
     const namespaces = [
         ...manifests.filter((m) => m.kind === "Namespace"),
         ...extraNamespaces(r.parties, manifests).map((name) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name } })),
@@ -173,7 +174,7 @@ export async function measureReachability(
         await apply(pods);
         for (const p of podParties) {
             const w = await node.kubectl(
-                ["-n", p.namespace!, "wait", "--for=condition=Ready", "--timeout=120s", `pod/${podName.get(p.id)}`],
+                ["-n", p.namespace!, "wait", "--for=condition=Ready", `--timeout=${scaledSeconds(120)}s`, `pod/${podName.get(p.id)}`],
                 undefined,
                 130_000,
             );

@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { Protocol } from "./reachability";
+import { scaled, TIME_SCALE_ENV, timeScale } from "./waits";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const NODE_SCRIPTS = path.join(REPO_ROOT, "test", "node");
@@ -32,7 +33,7 @@ export interface CommandResult {
     readonly stderr: string;
 }
 
-/** Runs a command (never throws on a non-zero exit); killed (SIGKILL) after `timeoutMs`. */
+/** Runs a command (never throws on a non-zero exit); killed (SIGKILL) after `timeoutMs`, scaled (waits.ts). */
 export function command(
     cmd: string,
     args: readonly string[],
@@ -42,7 +43,7 @@ export function command(
         const child = spawn(cmd, args, {
             stdio: ["pipe", "pipe", "pipe"],
             env: opts.env ?? process.env,
-            timeout: opts.timeoutMs ?? 60_000,
+            timeout: scaled(opts.timeoutMs ?? 60_000),
             killSignal: "SIGKILL",
         });
         let stdout = "";
@@ -213,12 +214,24 @@ export interface Node {
     logTail(daemon: string, lines?: number): string;
 }
 
+/**
+ * The unscaled budget that outlives kubectl's own `--timeout=Ns` (already scaled by the caller) by
+ * 10 s, so kubectl reports its own timeout instead of being killed first; 0 without one.
+ */
+export function outlivesKubectlTimeout(args: readonly string[]): number {
+    const m = args.map((a) => /^--timeout=(\d+)s$/.exec(a)).find((x) => x !== null);
+    return m ? Math.ceil((Number(m[1]) * 1000) / timeScale()) + 10_000 : 0;
+}
+
 let execSeq = 0;
 
 export function nodeHandle(names: NodeNames): Node {
     const kubeconfig = path.join(names.work, "kubeconfig");
     const kubectl = (args: readonly string[], input?: string, timeoutMs = 60_000) =>
-        command("ip", ["netns", "exec", names.netns, path.join(names.k8sCache, "bin", "kubectl"), "--kubeconfig", kubeconfig, ...args], { input, timeoutMs });
+        command("ip", ["netns", "exec", names.netns, path.join(names.k8sCache, "bin", "kubectl"), "--kubeconfig", kubeconfig, ...args], {
+            input,
+            timeoutMs: Math.max(timeoutMs, outlivesKubectlTimeout(args)),
+        });
     return {
         names,
         kubectl,
@@ -351,8 +364,8 @@ async function acquireNodeLock(): Promise<void> {
             fs.rmSync(NODE_LOCK, { force: true });
             continue;
         }
-        if (Date.now() - t0 > NODE_LOCK_WAIT_MS)
-            throw new Error(`the node is held by pid ${holder} (${NODE_LOCK}) for over ${NODE_LOCK_WAIT_MS / 60_000} minutes`);
+        if (Date.now() - t0 > scaled(NODE_LOCK_WAIT_MS))
+            throw new Error(`the node is held by pid ${holder} (${NODE_LOCK}) for over ${scaled(NODE_LOCK_WAIT_MS) / 60_000} minutes`);
         await new Promise((r) => setTimeout(r, 1000));
     }
 }
@@ -360,7 +373,9 @@ async function acquireNodeLock(): Promise<void> {
 /** up.sh: the node and its control plane (after another process's node is down); throws with its output when it fails. */
 export async function nodeUp(opts: { readonly env?: NodeJS.ProcessEnv } = {}): Promise<CommandResult> {
     await acquireNodeLock();
-    const r = await command("bash", [path.join(NODE_SCRIPTS, "up.sh")], { timeoutMs: 6 * 60_000, env: opts.env });
+    // up.sh scales its own waits by the same factor (env.sh `scaled`).
+    const env = { ...(opts.env ?? process.env), [TIME_SCALE_ENV]: String(timeScale()) };
+    const r = await command("bash", [path.join(NODE_SCRIPTS, "up.sh")], { timeoutMs: 6 * 60_000, env });
     if (r.code !== 0) throw new Error(`bash test/node/up.sh failed (exit ${r.code}):\n${r.stderr.split("\n").slice(-60).join("\n")}`);
     return r;
 }
@@ -448,7 +463,7 @@ export class NodeSession {
         for (;;) {
             const left = (await list()).filter((n) => made.includes(n));
             if (left.length === 0) return;
-            if (Date.now() - t0 > 150_000) throw new Error(`namespaces ${left.join(", ")} not deleted after 150 s`);
+            if (Date.now() - t0 > scaled(150_000)) throw new Error(`namespaces ${left.join(", ")} not deleted after ${scaled(150_000) / 1000} s`);
             for (const ns of left) await this.node.kubectl(["-n", ns, "delete", "pods", "--all", "--grace-period=0", "--force", "--wait=false"]);
             await new Promise((r) => setTimeout(r, 2000));
         }

@@ -15,11 +15,14 @@ with GenericEnvClient(base_url=sys.argv[1]).sync() as env:
 print(json.dumps(out, default=str))
 `;
 
-/** GET a URL (argv[1]): the status on the first line, then the body; a connection failure exits 1 (python3's urllib: the image has no curl). */
+/**
+ * GET a URL (argv[1]) within argv[2] seconds (5 when not given): the status on the first line, then
+ * the body; a connection failure exits 1 (python3's urllib: the image has no curl).
+ */
 export const GET_PY = `
 import sys, urllib.request, urllib.error
 try:
-    r = urllib.request.urlopen(sys.argv[1], timeout=5)
+    r = urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2]) if len(sys.argv) > 2 else 5)
     print(r.status); print(r.read().decode())
 except urllib.error.HTTPError as e:
     print(e.code); print(e.read().decode())

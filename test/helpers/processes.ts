@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import * as http from "node:http";
+import { scaled } from "./waits";
 
 export interface Started {
     readonly pid: number;
@@ -17,7 +18,7 @@ export interface Started {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Starts `bin args` and waits (at most `timeoutMs`) until `readyUrl` answers `readyStatus`;
+ * Starts `bin args` and waits (at most `timeoutMs`, scaled: waits.ts) until `readyUrl` answers `readyStatus`;
  * throws with the program's output if it exits or does not answer in time.
  */
 export async function startProgram(
@@ -48,14 +49,15 @@ export async function startProgram(
         })();
         return stopped;
     };
-    const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
+    const budget = scaled(opts.timeoutMs ?? 15_000);
+    const deadline = Date.now() + budget;
     for (;;) {
         if (spawnError !== undefined) throw new Error(`${bin} could not start: ${spawnError.message}`);
         if (child.exitCode !== null) throw new Error(`${bin} exited (${child.exitCode}) before ${opts.readyUrl} answered:\n${output}`);
         if ((await statusOf(opts.readyUrl)) === (opts.readyStatus ?? 200)) break;
         if (Date.now() > deadline) {
             await stop();
-            throw new Error(`${bin} did not answer ${opts.readyUrl} within ${opts.timeoutMs ?? 15_000} ms:\n${output}`);
+            throw new Error(`${bin} did not answer ${opts.readyUrl} within ${budget} ms:\n${output}`);
         }
         await sleep(100);
     }

@@ -2,6 +2,7 @@
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { scaled } from "./waits";
 
 /** Writes cert.pem and key.pem (P-256, one day) into `dir` with openssl; `ca` is the cert itself. */
 export function selfSignedCert(dir: string): { certFile: string; keyFile: string; ca: string } {
@@ -28,7 +29,7 @@ export function selfSignedCert(dir: string): { certFile: string; keyFile: string
             "-out",
             certFile,
         ],
-        { encoding: "utf8", timeout: 20000 },
+        { encoding: "utf8", timeout: scaled(20_000) },
     );
     if (r.status !== 0) throw new Error(`openssl failed (apt-get install -y openssl): ${r.stderr ?? r.error?.message}`);
     return { certFile, keyFile, ca: fs.readFileSync(certFile, "utf8") };

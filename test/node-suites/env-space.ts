@@ -22,6 +22,7 @@ import { planToDir } from "../../scripts/lib/plan";
 import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
 import { GET_PY, SESSION_PY } from "../helpers/openenv-session";
 import type { Manifest } from "../helpers/reachability";
+import { pollUntil, scaledSeconds } from "../helpers/waits";
 
 const RECIPE = "wordle-whitebox";
 const ENV = "wordle";
@@ -42,7 +43,8 @@ function nodeStackOverride(node: Node): Record<string, unknown> {
     };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A pod's failed name lookup (python3's urllib): CoreDNS not answering yet, not a policy's refusal. */
+const NAME_LOOKUP_FAILED = /Name or service not known|name resolution/;
 
 export function envSpaceSuite(shared: NodeSession): void {
     describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv session through its router, its policies measured`, () => {
@@ -79,6 +81,23 @@ export function envSpaceSuite(shared: NodeSession): void {
         const exec = (ns: string, pod: string, container: string, argv: readonly string[], timeoutMs?: number) =>
             podExec(node, ns, pod, container, argv, timeoutMs);
 
+        /**
+         * GET_PY from a pod, tried again (every second, up to 60 s scaled) while the pod's name lookup
+         * fails: the lookup waits on CoreDNS, which a busy machine slows; a policy's refusal is a
+         * timeout or a refused connection, never a failed lookup (the pods' DNS egress stays open).
+         */
+        const getFromPod = async (pod: string, url: string) => {
+            let last = { code: 1, out: "not tried", stdout: "" };
+            return await pollUntil(
+                `${pod} -> ${url}: a name lookup that answers`,
+                async () => {
+                    last = await exec(trainingNs, pod, "client", ["python3", "-I", "-c", GET_PY, url, String(scaledSeconds(5))]);
+                    return NAME_LOOKUP_FAILED.test(last.out) ? undefined : last;
+                },
+                { budgetMs: 60_000, intervalMs: 1000, describe: () => last.out },
+            );
+        };
+
         /** A pod on the OpenEnv image (openenv's client) in the training namespace, with these labels. */
         const clientPod = (name: string, labels: Record<string, string>) => openenvClientPod(node, name, trainingNs, labels);
 
@@ -92,7 +111,7 @@ export function envSpaceSuite(shared: NodeSession): void {
             await node.kubectlOk(["apply", "-f", "-"], kubectlList(applied.filter((m) => m.kind !== "Namespace")));
             for (const w of [...byKind("StatefulSet"), ...byKind("Deployment")]) {
                 const what = `${w.kind.toLowerCase()}/${w.metadata.name}`;
-                const r = await node.kubectl(["-n", w.metadata.namespace, "rollout", "status", what, "--timeout=240s"], undefined, 250_000);
+                const r = await node.kubectl(["-n", w.metadata.namespace, "rollout", "status", what, `--timeout=${scaledSeconds(240)}s`]);
                 if (r.code !== 0) {
                     const pods = await node.kubectl(["-n", w.metadata.namespace, "get", "pods", "-o", "wide"]);
                     const events = await node.kubectl(["-n", w.metadata.namespace, "get", "events", "--sort-by=.lastTimestamp"]);
@@ -122,15 +141,19 @@ export function envSpaceSuite(shared: NodeSession): void {
                 "the deployed config names replicas by pod DNS name, with resolve",
             );
             await node.kubectlOk(["apply", "-f", "-"], kubectlList([clientPod("trainer-standin", trainerLabels)]));
-            await node.kubectlOk(["-n", trainingNs, "wait", "--for=condition=Ready", "--timeout=90s", "pod/trainer-standin"]);
+            await node.kubectlOk(["-n", trainingNs, "wait", "--for=condition=Ready", `--timeout=${scaledSeconds(90)}s`, "pod/trainer-standin"]);
             // The router re-resolves replica names every `resolver ... valid=10s` (ROUTER.md): a name that
             // had no record when the router started (its replica not yet Ready) is found within that.
             const tr = Date.now();
             let health = { code: 1, out: "not tried", stdout: "" };
-            for (let i = 0; i < 40 && health.stdout.split("\n")[0] !== "200"; i++) {
-                health = await exec(trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", GET_PY, `${envUrl}/health`]);
-                if (health.stdout.split("\n")[0] !== "200") await sleep(1000);
-            }
+            await pollUntil(
+                `GET ${envUrl}/health through the router: 200`,
+                async () => {
+                    health = await exec(trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", GET_PY, `${envUrl}/health`, String(scaledSeconds(5))]);
+                    return health.stdout.split("\n")[0] === "200";
+                },
+                { budgetMs: 40_000, intervalMs: 1000, describe: () => health.out },
+            ).catch(() => undefined);
             assert.equal(health.stdout.split("\n")[0], "200", `GET ${envUrl}/health through the router: ${health.out}`);
             process.stderr.write(`# the router reached a replica ${((Date.now() - tr) / 1000).toFixed(1)} s after the env space was Ready\n`);
             const t0 = Date.now();
@@ -148,7 +171,7 @@ export function envSpaceSuite(shared: NodeSession): void {
                     .map((p: any) => p.status.podIP),
             );
             let proxied: string[] = [];
-            for (let i = 0; i < 20 && proxied.length === 0; i++) {
+            const readLog = async () => {
                 const logs = await node.kubectl([
                     "-n",
                     envNs,
@@ -160,8 +183,9 @@ export function envSpaceSuite(shared: NodeSession): void {
                     "--tail=-1",
                 ]);
                 proxied = [...logs.stdout.matchAll(/GET \/ws[^\n]* replica=([0-9.]+):\d+/g)].map((m) => m[1]!);
-                if (proxied.length === 0) await sleep(500);
-            }
+                return proxied.length > 0;
+            };
+            await pollUntil("the router's access log", readLog, { budgetMs: 10_000, intervalMs: 500 }).catch(() => undefined);
             assert.ok(proxied.length > 0, "the router logged the session's replica");
             for (const ip of proxied) assert.ok(replicaIps.has(ip), `proxied to ${ip}, a replica pod (${[...replicaIps].join(", ")})`);
         });
@@ -169,19 +193,19 @@ export function envSpaceSuite(shared: NodeSession): void {
         it("the policies, measured: a pod without the trainer's labels is refused by the router; the trainer stand-in cannot reach a replica directly", async () => {
             assert.ok(envUrl, "needs the env space from the first test");
             await node.kubectlOk(["apply", "-f", "-"], kubectlList([clientPod("not-trainer", { "app.kubernetes.io/name": "not-trainer" })]));
-            await node.kubectlOk(["-n", trainingNs, "wait", "--for=condition=Ready", "--timeout=90s", "pod/not-trainer"]);
+            await node.kubectlOk(["-n", trainingNs, "wait", "--for=condition=Ready", `--timeout=${scaledSeconds(90)}s`, "pod/not-trainer"]);
             const health = `${envUrl}/health`;
-            const allowed = await exec(trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", GET_PY, health]);
+            const allowed = await getFromPod("trainer-standin", health);
             assert.equal(allowed.code, 0, `trainer stand-in -> ${health}: ${allowed.out}`);
             assert.equal(allowed.stdout.split("\n")[0], "200", allowed.out);
-            const refused = await exec(trainingNs, "not-trainer", "client", ["python3", "-I", "-c", GET_PY, health]);
+            const refused = await getFromPod("not-trainer", health);
             // Refused by the policy, not a name that failed to resolve (its DNS egress stays open).
             assert.notEqual(refused.code, 0, `not-trainer -> ${health} must be refused: ${refused.out}`);
             assert.match(refused.out, /timed out|Connection refused/, refused.out);
             assert.doesNotMatch(refused.out, /Name or service not known|name resolution/, refused.out);
             const sts = byKind("StatefulSet")[0]!;
             const replica0 = `http://${sts.metadata.name}-0.${sts.spec.serviceName}.${envNs}.svc.cluster.local:8000/health`;
-            const direct = await exec(trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", GET_PY, replica0]);
+            const direct = await getFromPod("trainer-standin", replica0);
             assert.notEqual(direct.code, 0, `trainer stand-in -> ${replica0} directly must be refused: ${direct.out}`);
             assert.match(direct.out, /timed out|Connection refused/, direct.out);
             assert.doesNotMatch(direct.out, /Name or service not known|name resolution/, direct.out);

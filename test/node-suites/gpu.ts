@@ -11,6 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { HARDENED_CONTAINER, type Node, type NodeSession } from "../helpers/node";
+import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const NS = "gpu-standin-test";
 const ENV = "NVIDIA_VISIBLE_DEVICES";
@@ -72,7 +73,7 @@ export function gpuStandinSuite(shared: NodeSession): void {
         const runGpuPod = async (name: string, gpus: number): Promise<{ ids: string[]; devNvidia: string }> => {
             await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(gpuPod(name, gpus)));
             const t0 = Date.now();
-            const w = await node.kubectl(["-n", NS, "wait", "--for=condition=Ready", "--timeout=90s", `pod/${name}`], undefined, 100_000);
+            const w = await node.kubectl(["-n", NS, "wait", "--for=condition=Ready", `--timeout=${scaledSeconds(90)}s`, `pod/${name}`], undefined, 100_000);
             if (w.code !== 0) {
                 const d = await node.kubectl(["-n", NS, "describe", "pod", name]);
                 assert.fail(
@@ -123,7 +124,7 @@ export function gpuStandinSuite(shared: NodeSession): void {
             const over = devices - 2 + 1; // one more than the free ones
             await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(gpuPod("too-many-gpus", over)));
             let pod: any;
-            for (let i = 0; i < 60; i++) {
+            for (let i = 0; i < scaledCount(60); i++) {
                 pod = await podJson("too-many-gpus");
                 if (pod.status?.phase && pod.status.phase !== "Pending") break;
                 await sleep(500);
@@ -144,14 +145,14 @@ export function gpuStandinSuite(shared: NodeSession): void {
         it("after the pod is deleted its devices are free again: a pod requesting all of them runs", async () => {
             assert.equal(firstIds.length, 2, "needs the 2-GPU pod from the test before");
             const t0 = Date.now();
-            await node.kubectlOk(["-n", NS, "delete", "pod", "two-gpus", "--wait=true", "--timeout=60s"]);
+            await node.kubectlOk(["-n", NS, "delete", "pod", "two-gpus", "--wait=true", `--timeout=${scaledSeconds(60)}s`]);
             process.stderr.write(`# two-gpus deleted in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
             const seen = await runGpuPod("all-gpus", devices);
             assert.equal(seen.ids.length, devices, `${ENV}=${seen.ids.join(",")}`);
             assert.equal(new Set(seen.ids).size, devices, `distinct: ${seen.ids.join(",")}`);
             for (const id of seen.ids) assert.match(id, FAKE_ID);
             for (const id of firstIds) assert.ok(seen.ids.includes(id), `${id}, the deleted pod's, is allocated again`);
-            await node.kubectlOk(["-n", NS, "delete", "pod", "all-gpus", "--wait=true", "--timeout=60s"]);
+            await node.kubectlOk(["-n", NS, "delete", "pod", "all-gpus", "--wait=true", `--timeout=${scaledSeconds(60)}s`]);
         });
     });
 }

@@ -25,6 +25,7 @@ import { NGINX_MIN_VERSION_FOR_RESOLVE, ROUTER_HEALTH_PATH, ROUTER_NO_REPLICA_CO
 import { planToDir } from "../../scripts/lib/plan";
 import { HARDENED_CONTAINER, type Node, type NodeSession } from "../helpers/node";
 import { GET_PY, SESSION_PY } from "../helpers/openenv-session";
+import { scaled } from "../helpers/waits";
 
 const RECIPE = "wordle-whitebox";
 const ENV = "wordle";
@@ -134,7 +135,7 @@ export function imagesSuite(shared: NodeSession): void {
         const waitReady = async (pod: string, seconds = 180): Promise<number> => {
             const t0 = Date.now();
             let status = "";
-            while (Date.now() - t0 < seconds * 1000) {
+            while (Date.now() - t0 < scaled(seconds * 1000)) {
                 status = (await node.kubectl(["-n", ns, "get", "pod", pod, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).stdout.trim();
                 if (status === "True") return (Date.now() - t0) / 1000;
                 await sleep(500);

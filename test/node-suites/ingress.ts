@@ -27,6 +27,7 @@ import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_SECRET_KEY } from "../../components
 import { planToDir } from "../../scripts/lib/plan";
 import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
 import type { Manifest } from "../helpers/reachability";
+import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const RECIPE = "opencode-blackbox";
 /** Kinds applied from the plan as they are (the Secrets get test keys; the Job, claims, sandbox CRs and admission policy are left out). */
@@ -241,7 +242,7 @@ export function ingressSuite(shared: NodeSession): void {
             await waitReady(trainingNs, "pod/vllm-standin", 180);
             await waitReady(sandboxNs, "pod/sandbox-ingress", 180);
             await waitReady(sandboxNs, "pod/openai-client", 180);
-            const rollout = await node.kubectl(["-n", ingressNs, "rollout", "status", "deployment", "--timeout=180s"], undefined, 190_000);
+            const rollout = await node.kubectl(["-n", ingressNs, "rollout", "status", "deployment", `--timeout=${scaledSeconds(180)}s`], undefined, 190_000);
             if (rollout.code !== 0) {
                 const pods = await node.kubectl(["-n", ingressNs, "get", "pods", "-o", "wide"]);
                 const logs = await node.kubectl(["-n", ingressNs, "logs", "-l", "app.kubernetes.io/name=vllm-ingress", "--tail=20", "--all-containers"]);
@@ -310,7 +311,7 @@ export function ingressSuite(shared: NodeSession): void {
         it("the ingress's NetworkPolicy: a pod with the trainer's labels in the training namespace is refused (its own egress policy would let it out)", async () => {
             // The stand-in carries the Job pod's labels: its own egress policy lets it reach the ingress's port, the ingress's policy does not admit it.
             let refused = { error: "" } as { error?: string; status?: number };
-            for (let i = 0; i < 10; i++) {
+            for (let i = 0; i < scaledCount(10); i++) {
                 const r = await exec(trainingNs, "vllm-standin", "trainer", ["python3", "-I", "-c", REQUEST_PY, `${ingressUrl}/v1/models`, "GET"]);
                 refused = lastJson(r.stdout);
                 if (refused.error !== undefined) break;

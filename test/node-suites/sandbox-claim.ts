@@ -39,6 +39,7 @@ import { planToDir } from "../../scripts/lib/plan";
 import { fixtureCacheDir } from "../helpers/apiserver";
 import { command, imageRefByDigest, type Node, type NodeSession } from "../helpers/node";
 import type { Manifest } from "../helpers/reachability";
+import { scaled, scaledSeconds } from "../helpers/waits";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 const RECIPE = "opencode-blackbox";
@@ -150,7 +151,7 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             const crds = fs.readdirSync(crdDir).filter((f) => f.startsWith("agent-sandbox-v0.5.6."));
             assert.equal(crds.length, 4, `the API server fixture's agent-sandbox CRDs in ${crdDir}`);
             for (const f of crds) await node.kubectlOk(["apply", "--server-side", "-f", "-"], fs.readFileSync(path.join(crdDir, f), "utf8"));
-            await node.kubectlOk(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
+            await node.kubectlOk(["wait", "--for=condition=Established", `--timeout=${scaledSeconds(60)}s`, "crd", "--all"]);
             await waitForClaimQuotaMonitor();
 
             const log = fs.openSync(controllerLog, "a");
@@ -250,7 +251,7 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             await node.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
             const key = "count/sandboxclaims.extensions.agents.x-k8s.io";
             const t0 = Date.now();
-            for (let i = 0; Date.now() - t0 < 150_000; i++) {
+            for (let i = 0; Date.now() - t0 < scaled(150_000); i++) {
                 const name = `probe-${i}`;
                 await node.apply({ apiVersion: "v1", kind: "ResourceQuota", metadata: { name, namespace: ns }, spec: { hard: { [key]: "1" } } });
                 await sleep(3000);
@@ -262,7 +263,7 @@ export function sandboxClaimSuite(shared: NodeSession): void {
                 }
                 await node.kubectl(["-n", ns, "delete", "resourcequota", name, "--wait=false"]);
             }
-            assert.fail(`the quota controller did not count ${key} within 150 s of the CRDs`);
+            assert.fail(`the quota controller did not count ${key} within ${scaled(150_000) / 1000} s of the CRDs`);
         };
 
         const controllerTail = () => {
@@ -277,14 +278,14 @@ export function sandboxClaimSuite(shared: NodeSession): void {
         it("the controller fills the warm pool: its pod, made from the SandboxTemplate and placed by the scheduler, comes Ready behind its probes", async () => {
             const t0 = Date.now();
             let ready: any[] = [];
-            while (Date.now() - t0 < 180_000) {
+            while (Date.now() - t0 < scaled(180_000)) {
                 ready = (await sandboxPods()).filter((p) => p.status?.conditions?.some((c: any) => c.type === "Ready" && c.status === "True"));
                 if (ready.length > 0) break;
                 await sleep(1000);
             }
             if (ready.length === 0) {
                 const all = await node.kubectl(["-n", sandboxNs, "get", "sandboxwarmpools,sandboxes,pods,events", "-o", "wide"]);
-                assert.fail(`no warm sandbox Ready after 180 s:\n${all.stdout}${all.stderr}\ncontroller:\n${controllerTail()}`);
+                assert.fail(`no warm sandbox Ready after ${scaled(180_000) / 1000} s:\n${all.stdout}${all.stderr}\ncontroller:\n${controllerTail()}`);
             }
             const pod = ready[0];
             assert.equal(pod.spec.nodeName, node.names.nodeName, "placed on the node by the scheduler");
@@ -307,7 +308,7 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             const counted = Object.keys(quota.spec.hard).filter((k) => k.startsWith("count/"));
             assert.ok(counted.length > 0, `object counts in ${JSON.stringify(quota.spec.hard)}`);
             let used: Record<string, string> = {};
-            while (Date.now() - quotaApplied < 60_000) {
+            while (Date.now() - quotaApplied < scaled(60_000)) {
                 used = JSON.parse(await node.kubectlOk(["-n", sandboxNs, "get", "resourcequota", quota.metadata.name, "-o", "json"])).status?.used ?? {};
                 if (counted.every((k) => k in used)) break;
                 await sleep(500);
@@ -360,12 +361,13 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             JSON.parse(await node.kubectlOk(["-n", trainingNs, "get", "pods", "-l", `batch.kubernetes.io/job-name=${name}`, "-o", "json"])).items;
         const jobCondition = async (name: string, types: readonly string[], boundMs: number): Promise<any> => {
             const t0 = Date.now();
+            const bound = scaled(boundMs);
             do {
                 const j = JSON.parse(await node.kubectlOk(["-n", trainingNs, "get", "job", name, "-o", "json"]));
                 const c = (j.status?.conditions ?? []).find((x: any) => types.includes(x.type) && x.status === "True");
                 if (c !== undefined) return c;
-                if (Date.now() - t0 < boundMs) await sleep(1000);
-            } while (Date.now() - t0 < boundMs);
+                if (Date.now() - t0 < bound) await sleep(1000);
+            } while (Date.now() - t0 < bound);
             return undefined;
         };
         const jobLogs = async (name: string) => (await node.kubectl(["-n", trainingNs, "logs", `job/${name}`, "--tail=-1"])).stdout;
@@ -392,11 +394,11 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             const t0 = Date.now();
             await node.kubectlOk(["apply", "--server-side", "-f", "-"], JSON.stringify(j));
             let ready: any;
-            while (Date.now() - t0 < 180_000 && ready === undefined) {
+            while (Date.now() - t0 < scaled(180_000) && ready === undefined) {
                 ready = (await jobPods(name)).find((p) => p.status?.conditions?.some((c: any) => c.type === "Ready" && c.status === "True"));
                 if (ready === undefined) await sleep(1000);
             }
-            if (ready === undefined) assert.fail(`the training pod was not Ready within 180 s:\n${await jobState(name)}`);
+            if (ready === undefined) assert.fail(`the training pod was not Ready within ${scaled(180_000) / 1000} s:\n${await jobState(name)}`);
             process.stderr.write(`# training pod ${ready.metadata.name} Ready ${((Date.now() - t0) / 1000).toFixed(1)} s after the Job was applied\n`);
             assert.equal(ready.spec.nodeName, node.names.nodeName);
             assert.deepEqual(
@@ -408,7 +410,7 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             // The stand-in writes its results, then waits for the release; a Job that ends first failed.
             const resultFile = path.join(hostOut, "standin-result.json");
             let ended: any;
-            while (Date.now() - t0 < 420_000 && !fs.existsSync(resultFile) && ended === undefined) {
+            while (Date.now() - t0 < scaled(420_000) && !fs.existsSync(resultFile) && ended === undefined) {
                 ended = await jobCondition(name, ["Complete", "Failed"], 0);
                 if (ended === undefined) await sleep(1000);
             }

@@ -35,6 +35,7 @@ import {
     roleName,
     SCRAPER,
 } from "../helpers/reachability-views";
+import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -148,7 +149,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             await node.apply(r.objects);
             const t0 = Date.now();
             let status = "";
-            for (let i = 0; i < 360 && status !== "True"; i++) {
+            for (let i = 0; i < scaledCount(360) && status !== "True"; i++) {
                 status = await ready(r.sandboxNamespace, r.sandboxPod);
                 if (status !== "True") await sleep(500);
             }
@@ -166,7 +167,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             const statuses = [...(pod.status.initContainerStatuses ?? []), ...pod.status.containerStatuses];
             for (const s of statuses) assert.ok(s.ready && s.state.running, `container ${s.name} ready and running: ${JSON.stringify(s.state)}`);
             for (const client of ["trainer-standin", "not-trainer"]) {
-                await node.kubectlOk(["-n", r.trainerNamespace, "wait", "--for=condition=Ready", "--timeout=90s", `pod/${client}`]);
+                await node.kubectlOk(["-n", r.trainerNamespace, "wait", "--for=condition=Ready", `--timeout=${scaledSeconds(90)}s`, `pod/${client}`]);
                 cid[client] = await containerId(r.trainerNamespace, client, "client");
             }
             cid.sandbox = await containerId(r.sandboxNamespace, r.sandboxPod, r.sandboxContainer);
@@ -218,7 +219,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             await node.kubectlOk(["apply", "-f", "-"], JSON.stringify(r.policy));
             const t0 = Date.now();
             let dropped: { ok: boolean; detail: string } | undefined;
-            for (let i = 0; i < 40; i++) {
+            for (let i = 0; i < scaledCount(40); i++) {
                 const c = await connect("not-trainer");
                 if (!c.ok) {
                     dropped = c;
@@ -241,7 +242,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
 
             await node.kubectlOk(["delete", "-n", r.sandboxNamespace, "networkpolicy", r.policyName]);
             let back: { ok: boolean; detail: string } = { ok: false, detail: "not tried" };
-            for (let i = 0; i < 40 && !back.ok; i++) {
+            for (let i = 0; i < scaledCount(40) && !back.ok; i++) {
                 back = await connect("not-trainer");
                 if (!back.ok) await sleep(500);
             }
@@ -265,7 +266,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             // The controller-manager: each namespace's default ServiceAccount and root CA ConfigMap (the
             // token volume of every pod that mounts one needs it), the Deployment's and StatefulSet's pods.
             let made = "";
-            for (let i = 0; i < 60 && made !== "default kube-root-ca.crt"; i++) {
+            for (let i = 0; i < scaledCount(60) && made !== "default kube-root-ca.crt"; i++) {
                 const sa = await node.kubectl([...ns, "get", "serviceaccount", "default", "-o", "jsonpath={.metadata.name}"]);
                 const cm = await node.kubectl([...ns, "get", "configmap", "kube-root-ca.crt", "-o", "jsonpath={.metadata.name}"]);
                 made = `${sa.stdout.trim()} ${cm.stdout.trim()}`;
@@ -277,10 +278,10 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
                 `the controller-manager made neither or one: ${made}\n${node.logTail("kube-controller-manager", 20)}`,
             );
             for (const what of [`deployment/${k.web.deployment}`, `statefulset/${k.stateful.statefulSet}`]) {
-                const r = await node.kubectl([...ns, "rollout", "status", what, "--timeout=120s"], undefined, 130_000);
+                const r = await node.kubectl([...ns, "rollout", "status", what, `--timeout=${scaledSeconds(120)}s`], undefined, 130_000);
                 assert.equal(r.code, 0, `${what} rolled out: ${r.stdout}${r.stderr}\n${(await node.kubectl([...ns, "get", "pods", "-o", "wide"])).stdout}`);
             }
-            await node.kubectlOk([...ns, "wait", "--for=condition=Ready", "--timeout=90s", `pod/${k.client}`]);
+            await node.kubectlOk([...ns, "wait", "--for=condition=Ready", `--timeout=${scaledSeconds(90)}s`, `pod/${k.client}`]);
             process.stderr.write(`# cluster check: every pod Ready ${((Date.now() - t0) / 1000).toFixed(1)} s after kubectl apply\n`);
             const pods: Array<{ name: string; ip: string; node: string }> = JSON.parse(await node.kubectlOk([...ns, "get", "pods", "-o", "json"])).items.map(
                 (p: any) => ({ name: p.metadata.name, ip: p.status.podIP, node: p.spec.nodeName }),
@@ -337,7 +338,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             assert.notEqual(outside.code, 0, `example.com must not resolve: ${outside.out}`);
             assert.match(outside.out, /socket\.gaierror/, outside.out);
             // The namespace controller finalizes a deleted namespace.
-            const del = await node.kubectl(["delete", "namespace", k.namespace, "--timeout=90s"], undefined, 100_000);
+            const del = await node.kubectl(["delete", "namespace", k.namespace, `--timeout=${scaledSeconds(90)}s`], undefined, 100_000);
             assert.equal(del.code, 0, `namespace ${k.namespace} deleted: ${del.stdout}${del.stderr}`);
         });
 

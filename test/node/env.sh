@@ -86,3 +86,6 @@ host_iptables() { { iptables-save; ipset list -n; } 2>/dev/null | sed '/^#/d; s/
 # secs T0: seconds since T0 (a `date +%s.%N` value), one decimal.
 secs() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.1f", t1 - t0 }'; }
 mark() { local s; s=$(secs "$T0"); printf '%s %s\n' "$s" "$1" >> "$W/timeline"; log "+${s}s $1"; }
+# scaled N: N (seconds or tries) stretched by the tests' wait factor (AGENT_RL_TEST_TIME_SCALE, set
+# by test/helpers/waits.ts; 1 when unset), rounded up: a busy machine slows what these loops wait on.
+scaled() { awk -v n="$1" -v f="${AGENT_RL_TEST_TIME_SCALE:-1}" 'BEGIN { x = n * f; printf "%d\n", (x == int(x)) ? x : int(x) + 1 }'; }

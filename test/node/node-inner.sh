@@ -15,8 +15,8 @@ start() { # NAME CMD...
   setsid "$@" > "$W/logs/$name.log" 2>&1 < /dev/null &
   echo $! > "$W/pids/$name.pid"
 }
-wait_for() { # NAME TIMEOUT_S CHECK...
-  local name=$1 timeout=$2 i; shift 2
+wait_for() { # NAME TIMEOUT_S CHECK... (TIMEOUT_S scaled: env.sh)
+  local name=$1 timeout i; timeout=$(scaled "$2"); shift 2
   for ((i = 0; i < timeout * 4; i++)); do
     "$@" >/dev/null 2>&1 && { mark "$name ready"; return 0; }
     kill -0 "$(cat "$W/pids/$name.pid")" 2>/dev/null || { tail -30 "$W/logs/$name.log" >&2; log "ERROR: $name exited"; return 1; }

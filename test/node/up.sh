@@ -190,7 +190,7 @@ EOF
 unshare --mount --propagation slave nsenter --net="/run/netns/$NETNS" \
   env W="$W" T0="$T0" UP_UNTIL="$UP_UNTIL" bash "$NODE_HERE/node-inner.sh" > "$W/logs/node-inner.log" 2>&1 &
 inner=$!
-for _ in $(seq 1 1800); do [[ -f "$W/inner.done" ]] && break; kill -0 "$inner" 2>/dev/null || break; sleep 0.25; done
+for _ in $(seq 1 "$(scaled 1800)"); do [[ -f "$W/inner.done" ]] && break; kill -0 "$inner" 2>/dev/null || break; sleep 0.25; done
 cat "$W/logs/node-inner.log" >&2
 [[ "$(cat "$W/inner.done" 2>/dev/null)" == ok ]] || { log "ERROR: the node's daemons did not all come up (above)"; exit 1; }
 ctr_ version >/dev/null
@@ -217,7 +217,7 @@ for img in "${imports[@]}"; do
 done
 [[ "$UP_UNTIL" == containerd ]] && exit 0
 
-for _ in $(seq 1 240); do
+for _ in $(seq 1 "$(scaled 240)"); do
   [[ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && break
   sleep 0.5
 done
@@ -229,7 +229,7 @@ mark "node $NODE_NAME Ready"
 # Service's address routed to it by kube-proxy.
 CLUSTER_DOMAIN="$CLUSTER_DOMAIN" CLUSTER_DNS_IP="$CLUSTER_DNS_IP" COREDNS_IMAGE="$COREDNS_IMAGE" \
   envsubst '${CLUSTER_DOMAIN} ${CLUSTER_DNS_IP} ${COREDNS_IMAGE}' < "$NODE_HERE/cluster-dns.yaml" | kc apply -f - >&2
-kc -n kube-system rollout status deployment/coredns --timeout=120s >&2 || {
+kc -n kube-system rollout status deployment/coredns --timeout="$(scaled 120)s" >&2 || {
   kc -n kube-system get pods -o wide >&2 || true; kc -n kube-system describe pods -l k8s-app=kube-dns | tail -30 >&2 || true
   log "ERROR: CoreDNS not Ready"; exit 1; }
 mark "cluster DNS Ready ($CLUSTER_DNS_IP)"
