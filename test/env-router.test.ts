@@ -18,8 +18,8 @@ import {
     statefulSetReplicaAddresses,
     validateRouterSettings,
     versionAtLeast,
-    type RouterSettings,
 } from "../components/env/router";
+import type { RouterSettings } from "../components/env/model";
 import { freePort } from "./helpers/apiserver";
 import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "./helpers/stub-env";
 import { scaled, scaledCount } from "./helpers/waits";

@@ -14,7 +14,7 @@ const root = (p: string) => path.resolve(__dirname, "..", p);
 
 test("the rule: entry -> platform -> component -> config -> shared, never across components", () => {
     assert.equal(allowed(c("config/resolve.ts"), c("shared/images.ts")), true);
-    assert.equal(allowed(c("config/resolve.ts"), c("env/describe.ts")), false, "config may not import a component");
+    assert.equal(allowed(c("config/resolve.ts"), c("env/resolve.ts")), false, "config may not import a component");
     assert.equal(allowed(c("shared/images.ts"), c("config/names.ts")), false, "shared is the bottom");
     assert.equal(allowed(c("training/resolve.ts"), c("config/names.ts")), true);
     assert.equal(allowed(c("training/resolve.ts"), c("training/supervisor.ts")), true);
@@ -47,7 +47,7 @@ test("the programs and the library never import scripts/", () => {
     assert.equal(allowed(root("index.ts"), root("scripts/lib/preflight/run.ts")), false, "the stack program imports no CLI library");
     assert.equal(allowed(c("index.ts"), root("scripts/lib/plan.ts")), false, "nor does the package's face");
     assert.equal(allowed(root("policy/policies.ts"), root("scripts/lib/plan.ts")), false, "nor the policy pack");
-    assert.equal(allowed(c("env/describe.ts"), root("scripts/lib/mockrun.ts")), false);
+    assert.equal(allowed(c("env/resolve.ts"), root("scripts/lib/mockrun.ts")), false);
     assert.equal(allowed(root("index.ts"), root("bench/lib.ts")), false);
     assert.equal(allowed(root("scripts/plan.ts"), root("scripts/lib/plan.ts")), true, "the CLIs use their own libraries");
     assert.equal(allowed(root("test/plan.test.ts"), root("scripts/lib/plan.ts")), true);

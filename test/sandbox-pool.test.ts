@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { evaluate } from "@marcbachmann/cel-js";
 import { parseDockerPoolConfig, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
-import type { PlatformConfig } from "../components/config/resolve";
+import type { PlatformConfig } from "../components/config/types";
 import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
 import { addQuantities } from "../components/shared/quantity";
 import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";

@@ -8,7 +8,8 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { clusterOutputs, SANDBOX_CONTROLLER_METRICS, type ClusterConfig, type ClusterOutputs, type TeamQuota } from "../config/cluster";
+import { clusterOutputs } from "../config/cluster";
+import { SANDBOX_CONTROLLER_METRICS, type ClusterConfig, type ClusterOutputs, type TeamQuota } from "../config/cluster-schema";
 import { MONITORING_API_VERSION, podMonitorSpec, type PodMonitorDescription } from "../shared/pod-monitor";
 import { DEPLOYER_RULES, OPERATOR_RULES, podSecurityLabels, ROLE_LABEL, ROLES, TEAM_LABEL, teamNamespace } from "../config/tenancy";
 import { RUN_LABEL } from "../config/names";

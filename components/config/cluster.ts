@@ -8,16 +8,6 @@ import { ConfigError, formatZodIssues } from "./errors";
 import { teamNamespaces } from "./tenancy";
 import type { PlatformConfig } from "./types";
 
-/** Kept here too: importers outside this folder name cluster.ts as the home of the cluster stack's shape. */
-export {
-    AGENT_SANDBOX_VERSION,
-    type ClusterConfig,
-    type ClusterOutputs,
-    SANDBOX_CONTROLLER_LABEL,
-    SANDBOX_CONTROLLER_METRICS,
-    type TeamQuota,
-} from "./cluster-schema";
-
 /** Parses and cross-checks a cluster stack's config; throws ConfigError with every problem. */
 export function parseClusterConfig(raw: unknown): ClusterConfig {
     const moved = movedTeamQuotas(raw);

@@ -9,7 +9,7 @@
  * (OpenEnv src/openenv/core/env_server/http_server.py, each env's server/app.py).
  */
 import { ENV_CATALOG, WS_PING_ENV_VARS } from "./catalog";
-import type { Demand, ResolvedEnv } from "./resolve";
+import type { Demand, ResolvedEnv } from "./types";
 
 /** Env var OpenEnv servers read their per-process session cap from (each env's server/app.py). */
 export const SESSIONS_ENV_VAR = "MAX_CONCURRENT_ENVS";

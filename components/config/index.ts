@@ -6,12 +6,12 @@ export {
     validatePlatform,
     DOCKER_BLACKBOX_REFUSED,
     deployedImages,
-    replicasFor,
     exampleImageProblems,
     placeholderImages,
     ALLOW_EXAMPLE_IMAGES_ENV,
     PLACEHOLDER_REGISTRY,
 } from "./validate";
+export { replicasFor } from "./env-sessions";
 export { PROGRAMS, PROGRAM_NAMES, CUSTOM_PROGRAM, programFacts, type ProgramFacts, type ProgramFlag, type ProgramName } from "./programs";
 export { dnsEgressFor, validateDns, NODE_LOCAL_DNS_ADDRESS, METADATA_ADDRESS } from "./dns";
 export { validateObservability, observabilityEnabled } from "./observability";

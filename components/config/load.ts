@@ -6,7 +6,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { validateKeys } from "./keys";
 import { CONFIG_NAMESPACE, missingPlatformMessage, stackObject, unknownStackKeys } from "./stack-keys";
-import { parseClusterConfig, type ClusterConfig } from "./cluster";
+import { parseClusterConfig } from "./cluster";
+import type { ClusterConfig } from "./cluster-schema";
 import { ConfigError } from "./errors";
 import { parsePlatformConfig } from "./parse";
 import type { PlatformConfig } from "./types";

@@ -11,9 +11,6 @@ import { validateTargetSettings } from "./target-settings";
 import { validatePlatform } from "./validate";
 import { ConfigError, formatZodIssues } from "./errors";
 
-/** Kept here too: importers outside this folder name parse.ts as the home of the config error. */
-export { ConfigError, formatZodIssues } from "./errors";
-
 function isPlainObject(v: unknown): v is Record<string, unknown> {
     return typeof v === "object" && v !== null && !Array.isArray(v);
 }

@@ -8,9 +8,6 @@ import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type ParsedConfig } from "./sc
 import type { Layout } from "./terms";
 import type { Demand, PlatformConfig, ResolvedEnv } from "./types";
 
-/** Kept here too: importers outside this folder name resolve.ts as the home of the resolved types. */
-export type { Demand, PlatformConfig, ResolvedEnv } from "./types";
-
 type Parsed = ParsedConfig;
 
 /** Stacks that may use the ambient kubeconfig context (a developer's own cluster). */

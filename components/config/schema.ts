@@ -13,9 +13,6 @@ import { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES } from "./programs";
 import { DTYPES, GPU_SHARING, LAYOUTS, WEIGHT_DTYPES } from "./terms";
 
-/** Kept here too: components/training names schema.ts as the home of Layout. */
-export type { Layout } from "./terms";
-
 /** DNS-1123 subdomain: Kubernetes object names, host names. */
 export const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** DNS-1123 label: what every name derived from it must stay. */

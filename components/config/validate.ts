@@ -140,9 +140,6 @@ function gcd(a: number, b: number): number {
     return b === 0 ? a : gcd(b, a % b);
 }
 
-/** Replicas needed to hold `sessions` with `perReplica` each, plus headroom (the session rule's, re-exported). */
-export { replicasFor } from "./env-sessions";
-
 export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
     const image = e.catalog === "custom" && !e.image ? [`envs.${e.name}.image: a custom env needs an image that follows the OpenEnv server contract`] : [];
     return [...image, ...envSessionProblems(e, c.demand)];

@@ -3,7 +3,7 @@
  * plan shows. Whether those numbers are enough is the session rule's (config/env-sessions.ts,
  * shared with config validation), so the message is the same wherever it is caught. Pure.
  */
-import type { ResolvedEnv } from "../config/resolve";
+import type { ResolvedEnv } from "../config/types";
 import { envSessionProblems } from "../config/env-sessions";
 import type { EnvCapacity, EnvConfig } from "./model";
 

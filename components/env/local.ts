@@ -16,8 +16,8 @@ import {
     splitHostPort,
     validateRouterSettings,
     versionAtLeast,
-    type RouterSettings,
 } from "./router";
+import type { RouterSettings } from "./model";
 import { CAPACITY_RESPONDER_SCRIPT_PATH, responderCommand } from "./responder";
 
 /** Router settings for a local run; address, run dir and log files are chosen here. */

@@ -10,7 +10,7 @@
  *   (router.ts, ROUTER.md) that caps every replica at k sessions.
  */
 import type { PlatformNames } from "../config/names";
-import type { PlatformConfig, ResolvedEnv } from "../config/resolve";
+import type { PlatformConfig, ResolvedEnv } from "../config/types";
 import type { IdleReaper, WsPing } from "../config/catalog";
 import type { DnsEgress } from "../shared/kubernetes";
 import { DOCKER_EMBEDDED_DNS } from "../shared/docker";

@@ -10,7 +10,7 @@
  *   serves one session per process (each env's server/app.py).
  */
 import { dnsName, podLabels } from "../config/names";
-import type { ResolvedEnv } from "../config/resolve";
+import type { ResolvedEnv } from "../config/types";
 import { ENV_CATALOG, NON_ROOT_UID, WS_PING_ENV_VARS, type CatalogEntry } from "../config/catalog";
 import { imagePullPolicy } from "../shared/images";
 import {

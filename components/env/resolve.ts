@@ -6,9 +6,9 @@
  * (capacity.ts, replica-description.ts, router-description.ts, nginx-image.ts); this file lists them.
  */
 import { dnsEgressFor } from "../config/dns";
-import { ConfigError } from "../config/parse";
+import { ConfigError } from "../config/errors";
 import { dnsName, podLabels } from "../config/names";
-import type { ResolvedEnv } from "../config/resolve";
+import type { ResolvedEnv } from "../config/types";
 import type { MetricsLinks } from "../shared/metrics-pods";
 import { envMetrics } from "./metrics";
 import { validateRouterSettings } from "./router";

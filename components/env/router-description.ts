@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { podLabels } from "../config/names";
-import type { ResolvedEnv } from "../config/resolve";
+import type { ResolvedEnv } from "../config/types";
 import { imagePullPolicy } from "../shared/images";
 import { METRICS_PORTS } from "../shared/metrics-pods";
 import { metricsHttpModule } from "../shared/metrics-http";

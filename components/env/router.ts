@@ -16,8 +16,6 @@
 
 import type { RouterSettings } from "./model";
 
-export type { RouterSettings };
-
 /** RouterSettings with every default filled in. */
 export type ResolvedRouterSettings = Required<Omit<RouterSettings, "resolver" | "capacityResponder" | "demand">> & {
     readonly resolver: string | undefined;

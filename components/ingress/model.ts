@@ -4,7 +4,7 @@
  * parts. Imports nothing from its folder.
  */
 import type { PlatformNames } from "../config/names";
-import type { PlatformConfig } from "../config/resolve";
+import type { PlatformConfig } from "../config/types";
 
 // The listen ports are decided once, in names.ts, which also builds the sandbox URLs with them.
 export { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";

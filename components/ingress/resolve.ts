@@ -7,7 +7,7 @@
  */
 import { dnsEgressFor } from "../config/dns";
 import { dnsName, podLabels, vllmPodLabels } from "../config/names";
-import { ConfigError } from "../config/parse";
+import { ConfigError } from "../config/errors";
 import type { DockerMetricsTarget } from "../shared/docker-metrics";
 import type { DnsEgress } from "../shared/kubernetes";
 import type { MetricsLinks } from "../shared/metrics-pods";

@@ -7,7 +7,7 @@
  * Pure: no Pulumi.
  */
 import { dnsName } from "../config/names";
-import type { PlatformConfig } from "../config/resolve";
+import type { PlatformConfig } from "../config/types";
 import { STACK_RELABELING, type ScrapedPods } from "../shared/metrics-pods";
 import type { PodMonitorDescription } from "../shared/pod-monitor";
 import { JOB_LABEL, type MonitoringDescription } from "./model";

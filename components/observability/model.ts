@@ -4,7 +4,7 @@
  * Imports nothing from its folder, so the pure renderers (alerts.ts, dashboard.ts, prometheus-config.ts)
  * and the component (observability.ts) all stand on it without loading one another.
  */
-import type { PlatformConfig } from "../config/resolve";
+import type { PlatformConfig } from "../config/types";
 
 /** File names of the rules and the dashboard (ConfigMap keys, plan output files). */
 export const RULES_FILE = "agentrl-rules.yaml";

@@ -4,7 +4,7 @@
  * prerequisites.ts, docker-host.ts) and the component (platform.ts). Imports nothing from this folder.
  */
 import type { PlatformNames } from "../config/names";
-import type { PlatformConfig } from "../config/resolve";
+import type { PlatformConfig } from "../config/types";
 import type { EnvDescription } from "../env";
 import type { IngressDescription } from "../ingress";
 import type { SandboxDescription } from "../sandbox";

@@ -40,7 +40,7 @@ export function observedStack(plan: Pick<PlatformPlan, "config" | "names" | "env
                 demand: e.capacity.demand,
             })),
         vllm: plan.training.metrics?.vllm !== undefined,
-        // The role runner serves them on Kubernetes (training/describe.ts); Docker's trainer runs bare.
+        // The role runner serves them on Kubernetes (training/role-runner.ts); Docker's trainer runs bare.
         trainer: plan.training.metrics !== undefined && plan.config.target.kind === "kubernetes",
         ingress: plan.ingress !== undefined,
         sandboxPool:

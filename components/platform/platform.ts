@@ -7,7 +7,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { ClaimRecords } from "../config/claims";
 import type { PlatformSecrets } from "../config/load";
-import type { Demand } from "../config/resolve";
+import type { Demand } from "../config/types";
 import type { EnvCapacity } from "../env/model";
 import { podLabels } from "../config/names";
 import { EnvSpace } from "../env";

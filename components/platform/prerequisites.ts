@@ -2,8 +2,8 @@
  * What a stack uses but neither creates nor checks: each external reference of a config, with the
  * symptom of its absence and a command that checks it (plan.md lists them, `pulumi up` logs them).
  */
-import { SANDBOX_CONTROLLER_LABEL } from "../config/cluster";
-import type { PlatformConfig } from "../config/resolve";
+import { SANDBOX_CONTROLLER_LABEL } from "../config/cluster-schema";
+import type { PlatformConfig } from "../config/types";
 import { AGENT_SANDBOX_VERSION } from "../sandbox";
 import type { PlatformPlan, Prerequisite } from "./model";
 

@@ -1,8 +1,8 @@
 import * as docker from "@pulumi/docker";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { ClusterConfig } from "../config/cluster";
-import type { PlatformConfig } from "../config/resolve";
+import type { ClusterConfig } from "../config/cluster-schema";
+import type { PlatformConfig } from "../config/types";
 import { dockerProviderAddresses, type RegistryAuth } from "../config/load";
 
 /** The target's provider, handed to the Platform through `opts.providers`. */

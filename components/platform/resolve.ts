@@ -3,10 +3,10 @@
  * every component's target-neutral description; any problem anywhere ends the run here,
  * all problems together, before the first resource is registered.
  */
-import { ConfigError } from "../config/parse";
+import { ConfigError } from "../config/errors";
 import { tenantQuotaProblems } from "./tenancy";
 import { platformNames, validateNames, type PlatformNames } from "../config/names";
-import type { PlatformConfig } from "../config/resolve";
+import type { PlatformConfig } from "../config/types";
 import { resolveEnvSpace, type EnvDescription } from "../env";
 import { resolveVllmIngress, type IngressDescription } from "../ingress";
 import { resolveSandboxPool, type SandboxDescription } from "../sandbox";

@@ -4,7 +4,7 @@
  * share the quota, so a run that fits alone may still wait for another's pods (Kubernetes refuses
  * the pods over the quota: "exceeded quota"); one that cannot fit even alone is refused here.
  */
-import type { PlatformConfig } from "../config/resolve";
+import type { PlatformConfig } from "../config/types";
 import { quantityValue } from "../shared/quantity";
 import type { SandboxDescription } from "../sandbox";
 

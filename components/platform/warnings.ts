@@ -4,7 +4,7 @@
  */
 import type { PlatformNames } from "../config/names";
 import { programWarnings } from "../config/program-rules";
-import type { PlatformConfig } from "../config/resolve";
+import type { PlatformConfig } from "../config/types";
 import { placeholderImageWarnings } from "../config/validate";
 
 /** Every warning of a config: env restarts, the ingress certificate the sandboxes must trust, programs, placeholder images. */

@@ -5,8 +5,8 @@
  */
 import type { DnsEgress } from "../shared/kubernetes";
 import type { PlatformNames } from "../config/names";
-import type { PlatformConfig } from "../config/resolve";
-import { AGENT_SANDBOX_VERSION } from "../config/cluster";
+import type { PlatformConfig } from "../config/types";
+import { AGENT_SANDBOX_VERSION } from "../config/cluster-schema";
 import { SANDBOX_EXTENSIONS_GROUP } from "../shared/kubernetes";
 
 /**

@@ -4,8 +4,8 @@
  * live one file each above it, `resolve.ts` lists them, `kubernetes.ts` / `docker.ts` translate.
  */
 import type { PlatformNames } from "../config/names";
-import type { PlatformConfig } from "../config/resolve";
-import type { Layout } from "../config/schema";
+import type { PlatformConfig } from "../config/types";
+import type { Layout } from "../config/terms";
 import type { DockerMetricsTarget } from "../shared/docker-metrics";
 import type { DnsEgress } from "../shared/kubernetes";
 import type { MetricsFile, MetricsLinks, MetricsPort, MetricsSidecar, ScrapedPods, Scraper } from "../shared/metrics-pods";

@@ -4,7 +4,7 @@
  * file named for it (the steps below); `kubernetes.ts` and `docker.ts` only translate this description.
  */
 import { dnsName, podLabels } from "../config/names";
-import { ConfigError } from "../config/parse";
+import { ConfigError } from "../config/errors";
 import { programFacts } from "../config/programs";
 import { trainerEgress } from "./egress";
 import { gpuSplit } from "./gpus";

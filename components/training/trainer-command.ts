@@ -32,7 +32,7 @@ function scriptArguments(config: TrainingConfig, program: ProgramFacts | undefin
     const outputDir = runOutputDir(config.runId);
     let scriptArgs: string[];
     // What the agent's side of a sandbox calls: its pod's key-holding forwarder where the pool has one
-    // (SANDBOX_UPSTREAM_URL, components/sandbox/describe.ts), else the ingress itself (hosted sandboxes).
+    // (SANDBOX_UPSTREAM_URL, components/sandbox/trainer-env.ts), else the ingress itself (hosted sandboxes).
     const sandboxVllmUrl = links.sandbox?.trainerEnv.SANDBOX_UPSTREAM_URL ?? links.sandbox?.url;
     if (program !== undefined) {
         // A named program: its own flags only (components/config/programs.ts); refusals were made in config.

@@ -210,7 +210,7 @@ build_nginx() {
   [[ -n "$v" && "$(printf '%s\n%s\n' "$NGINX_MIN_VERSION" "$v" | sort -V | head -1)" == "$NGINX_MIN_VERSION" ]] ||
     { log "ERROR: Debian $NGINX_SUITE's nginx is '${v:-unknown}', the env router needs >= $NGINX_MIN_VERSION"; exit 1; }
   # The unprivileged image's user: nginx, uid and gid 101 (what the stack's pods run as:
-  # components/ingress/describe.ts runAsUser, components/env/describe.ts ROUTER_UID).
+  # components/ingress/model.ts runAsUser, components/env/model.ts ROUTER_UID).
   if chroot "$r" getent passwd 101 >/dev/null || chroot "$r" getent group 101 >/dev/null; then
     log "ERROR: uid or gid 101 is taken in the $NGINX_SUITE rootfs: $(chroot "$r" getent passwd 101; chroot "$r" getent group 101)"; exit 1
   fi
