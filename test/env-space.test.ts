@@ -902,3 +902,17 @@ describe("non-root replicas (envs.<name>.runAsNonRoot)", () => {
         assert.deepEqual(deployed(b.description).warnings, []);
     });
 });
+
+test("the capacity rule is config's: the env component resolves an env sized under its demand (the router tests run what the check prevents)", () => {
+    const c = config("mbpp-whitebox", "kubernetes");
+    const env = envOf(c, "coding");
+    const under: ResolvedEnv = { ...env, replicas: 1, capacity: env.sessionsPerReplica };
+    const d = resolveEnvSpace(c, under, platformNames(c));
+    assert.equal(d.capacity.replicas, 1);
+    assert.ok(d.capacity.sessions < d.capacity.required, `${d.capacity.sessions} sessions against ${d.capacity.required} required`);
+    // The same sizing in a stack is refused, with the rule's message (components/config/env-sessions.ts).
+    assert.match(
+        configProblems(() => config("mbpp-whitebox", "kubernetes", { envs: { coding: { catalog: "coding", replicas: 1 } } })).join("\n"),
+        /^envs\.coding\.replicas: 1 replicas x 1 sessions = 1, but training opens 16 sessions at once/m,
+    );
+});

@@ -24,13 +24,24 @@ export function replicasFor(sessions: number, perReplica: number, headroom: numb
 /**
  * Every session problem of one env, each naming the field and the fix: its declarations first
  * (a wrong one stops there, so no capacity message follows from it), then its capacity, then the
- * settings that would override what the platform sets.
+ * settings that would override what the platform sets. Config validation runs this.
  */
 export function envSessionProblems(e: ResolvedEnv, demand: Demand): string[] {
-    return [...declarationOrCapacityProblems(e, demand), ...reservedSettingProblems(e)];
+    const declared = declarationProblems(e, demand);
+    return [...declared.problems, ...(declared.final ? [] : capacityProblems(e, demand)), ...reservedSettingProblems(e)];
 }
 
-function declarationOrCapacityProblems(e: ResolvedEnv, demand: Demand): string[] {
+/**
+ * What one env declares about its sessions, without its capacity: the env component's own check
+ * (a component used alone may be sized under its demand on purpose, as the router tests do to run
+ * what the config check prevents; the capacity rule is the config's).
+ */
+export function envDeclarationProblems(e: ResolvedEnv, demand: Demand): string[] {
+    return [...declarationProblems(e, demand).problems, ...reservedSettingProblems(e)];
+}
+
+/** The declaration problems; `final` when one of them makes the capacity numbers meaningless. */
+function declarationProblems(e: ResolvedEnv, demand: Demand): { readonly problems: string[]; readonly final: boolean } {
     const f = `envs.${e.name}`;
     const errors: string[] = [];
     const sessions = demand.envSessions;
@@ -44,15 +55,15 @@ function declarationOrCapacityProblems(e: ResolvedEnv, demand: Demand): string[]
         errors.push(
             `${f}.concurrentSessions: only a custom env declares it; the ${e.catalog} env's is known from its server (${ENV_CATALOG[e.catalog].concurrentSessions ? "it serves concurrent sessions" : "one session per process"}): remove the field`,
         );
-        return errors;
+        return { problems: errors, final: true };
     }
     if (!e.concurrentSessions && e.sessionsPerReplica > 1) {
         errors.push(
             `${f}.sessionsPerReplica: the ${e.catalog} env serves one session per process (it cannot serve concurrent sessions), got ${e.sessionsPerReplica}: set it to 1 and scale by replicas (${replicasFor(sessions, 1, e.headroomReplicas)} for ${sessions} sessions with ${e.headroomReplicas} spare)`,
         );
-        return errors;
+        return { problems: errors, final: true };
     }
-    return [...errors, ...capacityProblems(e, demand)];
+    return { problems: errors, final: false };
 }
 
 /** The capacity rule: replicas x sessions >= demand + one replica of headroom; an external env: its sessions >= demand. */

@@ -1,10 +1,10 @@
 /**
  * What one env holds: the sessions per replica it can really serve, and the capacity numbers the
- * plan shows. Whether those numbers are enough is the session rule's (config/env-sessions.ts,
- * shared with config validation), so the message is the same wherever it is caught. Pure.
+ * plan shows. What it declares is checked by the session rule (config/env-sessions.ts, shared
+ * with config validation), so a message is the same wherever it is caught. Pure.
  */
 import type { ResolvedEnv } from "../config/types";
-import { envSessionProblems } from "../config/env-sessions";
+import { envDeclarationProblems } from "../config/env-sessions";
 import type { EnvCapacity, EnvConfig } from "./model";
 
 /** Sessions one replica holds (the router's cap k): an env without concurrent sessions holds 1, whatever config says. */
@@ -12,9 +12,9 @@ export function sessionsPerReplicaOf(env: ResolvedEnv): number {
     return env.concurrentSessions ? env.sessionsPerReplica : 1;
 }
 
-/** The session rule's problems for this env, each naming the field and the fix. */
+/** What this env declares about its sessions, checked by the session rule; its capacity is config's check (config/validate.ts). */
 export function sessionProblems(config: EnvConfig, env: ResolvedEnv): string[] {
-    return envSessionProblems(env, config.demand);
+    return envDeclarationProblems(env, config.demand);
 }
 
 /** The capacity rule, as numbers for the plan: replicas x sessions >= demand + one replica of headroom. */

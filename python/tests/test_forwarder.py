@@ -180,7 +180,7 @@ for method, path, body in attempts:
         "Authorization": "Bearer agent-made-up-token", "Cookie": "c=agent", "X-Forwarded-For": "1.2.3.4",
         **({"Content-Type": "application/json"} if data else {})})
     try:
-        with urllib.request.urlopen(req, timeout=scaled(10)) as r:
+        with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_S) as r:
             rec = {"status": r.status, "headers": dict(r.headers.items()), "body": r.read().decode(errors="replace")}
     except urllib.error.HTTPError as e:
         rec = {"status": e.code, "headers": dict(e.headers.items()), "body": e.read().decode(errors="replace")}
@@ -194,7 +194,8 @@ def run_as_the_agent(h: RuntimeHandle, forwarder_url: str) -> tuple[str, dict]:
     """The harness's shape: the capture proxy as one background job (placeholder key, as
     OpenCodeConfig.api_key leaves it), opencode as another, whose bash tool runs the probe."""
     proxy = h.start_bg("exec sleep 120", envs={"OPENCODE_UPSTREAM_API_KEY": "intercepted"})
-    h.write_text("/tmp/workspace/probe.py", AGENT_PROBE)
+    # The probe runs as the agent, without this module: its request timeout is written in, scaled here.
+    h.write_text("/tmp/workspace/probe.py", AGENT_PROBE.replace("REQUEST_TIMEOUT_S", repr(scaled(10))))
     agent = h.start_bg(f"bash -c 'python3 /tmp/workspace/probe.py {forwarder_url} > /tmp/workspace/out.json 2> /tmp/workspace/err.txt'")
     try:
         assert agent.wait(60) == 0, h.read_text("/tmp/workspace/err.txt")

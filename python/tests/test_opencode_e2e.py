@@ -83,7 +83,7 @@ req = urllib.request.Request(provider["baseURL"].rstrip("/") + "/chat/completion
                              headers={"Content-Type": "application/json", "Authorization": "Bearer " + provider["apiKey"]})
 print(json.dumps({"type": "step_start"}), flush=True)
 try:
-    with urllib.request.urlopen(req, timeout=scaled(30)) as r:
+    with urllib.request.urlopen(req, timeout=MODEL_TIMEOUT_S) as r:
         reply = json.load(r)["choices"][0]["message"]["content"]
 except urllib.error.HTTPError as e:
     print(json.dumps({"type": "error", "status": e.code, "body": e.read().decode()[:300]}), flush=True)
@@ -187,7 +187,8 @@ def build_image(tmp: Path) -> Path:
     """The Dockerfile's layout on a stock HOME holding the opencode stand-in and OpenEnv's real proxy (when OPENENV_SRC has it)."""
     stock = tmp / "stock-root"
     (stock / ".opencode/bin").mkdir(parents=True)
-    (stock / ".opencode/bin/opencode").write_text(FAKE_OPENCODE)
+    # The stand-in runs in the sandbox, without this module: its model timeout is written in, scaled here.
+    (stock / ".opencode/bin/opencode").write_text(FAKE_OPENCODE.replace("MODEL_TIMEOUT_S", repr(scaled(30))))
     (stock / ".opencode/bin/opencode").chmod(0o755)
     (stock / "proxy").mkdir()
     proxy = OPENENV_SRC / "opencode_env/sandbox/interception.py"
