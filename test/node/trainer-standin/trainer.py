@@ -88,6 +88,26 @@ def step(result: dict, name: str, fn) -> object:
         return None
 
 
+#: Tries of the agent side's call (SANDBOX_MODEL_PAUSE_S apart): see sandbox_chat.
+SANDBOX_MODEL_TRIES = 30
+SANDBOX_MODEL_PAUSE_S = 2
+
+
+def sandbox_chat(handle, chat: str) -> str:
+    """The agent side's call, through the forwarder and the ingress to this pod's vLLM. The ingress
+    reaches vLLM through this pod's Service, which lists the pod only once it is Ready (its readiness
+    probe, every 5 s, after vLLM's health), and a busy node may take longer to program that endpoint
+    than this stand-in takes to claim a sandbox: until then the call fails, so it is tried again. The
+    last failure's output is kept in the error, so the test names it."""
+    last = None
+    for _ in range(SANDBOX_MODEL_TRIES):
+        last = handle.exec(chat, timeout=60)
+        if last.exit_code == 0 and last.stdout.strip():
+            return last.stdout.strip()
+        time.sleep(SANDBOX_MODEL_PAUSE_S)
+    raise RuntimeError(f"no answer in {SANDBOX_MODEL_TRIES} tries: exit {last.exit_code}, stdout {last.stdout.strip()!r}, stderr {last.stderr.strip()[-500:]!r}")
+
+
 def main() -> int:
     with open(FACTS) as f:
         facts = json.load(f)
@@ -108,7 +128,7 @@ def main() -> int:
         step(result, "sandbox_id", lambda: handle.exec("id -u").stdout.strip())
         step(result, "sandbox_root", lambda: handle.exec("touch /probe-root 2>&1; echo exit=$?").stdout.strip())
         chat = f"python3 -c {shlex.quote(CHAT_PY)} {shlex.quote(args.sandbox_vllm_url)} {shlex.quote(args.model)}"
-        step(result, "sandbox_model", lambda: handle.exec(chat, timeout=60).stdout.strip())
+        step(result, "sandbox_model", lambda: sandbox_chat(handle, chat))
         step(result, "killed", lambda: handle.kill() is None)
     if backend is not None:
         step(result, "released", backend.close)
