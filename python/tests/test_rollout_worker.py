@@ -44,6 +44,7 @@ from pathlib import Path
 import pytest
 
 import harness_standin
+from agent_rl_sandbox.settings import AgentSandboxSettings
 import opencode_cli
 import sandbox_root
 import test_controller
@@ -65,7 +66,8 @@ EXIT_BOUND_S = 15.0
 SETUP_S = 180
 #: The claim lifetime the SIGKILL case asks for (sandbox_timeout_s): it must outlive that setup, which
 #: runs inside it (a fixed 45 s lifetime on a busy machine expired while the capture proxy was still
-#: starting: SandboxGone), and 20 s more to kill the trainer and see the claims stay.
+#: starting: SandboxGone), and 20 s more to kill the trainer and see the claims stay; at most the
+#: stack's claim lifetime, which the backend caps every claim at (short_lifetime_s).
 SHORT_LIFETIME_S = round(scaled(SETUP_S)) + 20
 #: The slack allowed around the claims' shutdownTime.
 EXPIRY_SLACK_S = 20.0
@@ -278,23 +280,30 @@ def test_sigterm_to_the_trainer_mid_rollout_deletes_its_claims(stack, where):
     assert c["net"].errors == []
 
 
+def short_lifetime_s(env: dict[str, str]) -> int:
+    """SHORT_LIFETIME_S within the stack's claim lifetime (AgentSandboxBackend caps sandbox_timeout_s
+    there: a busy machine's factor once asked for 686 s and got the stack's 540)."""
+    return min(SHORT_LIFETIME_S, AgentSandboxSettings.from_env(env).claim_lifetime_seconds)
+
+
 def test_claims_of_a_sigkilled_trainer_expire_at_their_shutdown_time(stack):
     """SIGKILL of the trainer's whole process group (the container dies): nothing deletes the claims,
-    the controller does at their shutdownTime (SHORT_LIFETIME_S after creation here)."""
+    the controller does at their shutdownTime (short_lifetime_s after creation here)."""
     s, c = stack, stack["c"]
     s["model"].hold.clear()
-    proc, log = start_trainer(s, "--sandbox-timeout", str(SHORT_LIFETIME_S))
+    lifetime = short_lifetime_s(s["env"])
+    proc, log = start_trainer(s, "--sandbox-timeout", str(lifetime))
     try:
         live = wait_for("two claims, opencode waiting on the model", lambda: (lambda cl: cl if len(cl) == 2 and s["model"].holding.is_set() else None)(run_claims(c)), timeout=SETUP_S)
         kill_group(proc)
         killed_at = datetime.now(timezone.utc)
         ends = {cl["metadata"]["name"]: ts(cl["spec"]["lifecycle"]["shutdownTime"]) for cl in live}
         for cl in live:
-            assert (ts(cl["spec"]["lifecycle"]["shutdownTime"]) - ts(cl["metadata"]["creationTimestamp"])).total_seconds() == pytest.approx(SHORT_LIFETIME_S, abs=2)
+            assert (ts(cl["spec"]["lifecycle"]["shutdownTime"]) - ts(cl["metadata"]["creationTimestamp"])).total_seconds() == pytest.approx(lifetime, abs=2)
         assert min(ends.values()) > killed_at, "the claims outlive the trainer"
         time.sleep(3)
         assert {cl["metadata"]["name"] for cl in run_claims(c)} == set(ends), "no one deleted them"
-        wait_for("the claims expired", lambda: not run_claims(c) or None, timeout=SHORT_LIFETIME_S + EXPIRY_SLACK_S, interval=0.5)
+        wait_for("the claims expired", lambda: not run_claims(c) or None, timeout=lifetime + EXPIRY_SLACK_S, interval=0.5)
         gone_at = datetime.now(timezone.utc)
         print(f"claims gone {(gone_at - max(ends.values())).total_seconds():+.1f}s from their shutdownTime")
         assert gone_at >= min(ends.values()), "deleted at their shutdownTime, not before"
