@@ -15,24 +15,12 @@ import type { Cluster } from "./helpers/cluster";
 import { stackPlatform, type Engine, type EngineStack } from "./helpers/engine";
 import { engineSkipReason } from "./helpers/engine-fixtures";
 import { assertOk, namesFor, secs, startEngineHarness, teardown } from "./helpers/engine-checks";
-import { scaled } from "./helpers/waits";
+import { pollUntil, scaled } from "./helpers/waits";
 
 const skip = engineSkipReason();
 const UP_MS = 180_000;
 const CLUSTER_REF = "organization/agent-rl-infra/cluster";
 const TEAM = "team-agents";
-
-/** Polls `f` until it returns a value or `ms` pass (bounded, scaled by the machine's load: waits.ts). */
-async function waitFor<T>(what: string, ms: number, f: () => Promise<T | undefined>): Promise<T> {
-    const budget = scaled(ms);
-    const end = Date.now() + budget;
-    for (;;) {
-        const v = await f();
-        if (v !== undefined) return v;
-        if (Date.now() > end) assert.fail(`${what}: not within ${budget / 1000} s`);
-        await new Promise((r) => setTimeout(r, 1000));
-    }
-}
 
 describe("engine: run stacks in a team's namespaces share the team's quota", { skip, timeout: scaled(40 * 60_000) }, () => {
     let cluster: Cluster;
@@ -101,10 +89,11 @@ describe("engine: run stacks in a team's namespaces share the team's quota", { s
         );
         const n = namesFor("run-a", a.platform());
         assert.equal(n.namespaces.training, `${TEAM}-training`);
-        const pod = await waitFor("run a's trainer pod", 60_000, async () => {
+        const trainerPod = async () => {
             const pods = await cluster.getJson(["pods", "-n", n.namespaces.training, "-l", `job-name=${up.outputs?.trainingJob?.value}`]);
             return pods?.items?.[0];
-        });
+        };
+        const pod = await pollUntil("run a's trainer pod", trainerPod, { budgetMs: 60_000, intervalMs: 1000 });
         log(`run a up: ${secs(up.ms)}; its trainer pod ${pod.metadata.name} created`);
     });
 
@@ -121,7 +110,7 @@ describe("engine: run stacks in a team's namespaces share the team's quota", { s
             const events = await cluster.getJson(["events", "-n", n.namespaces.training]);
             return (events?.items ?? []).find((e: any) => e.involvedObject?.name === job && /exceeded quota/.test(e.message ?? ""));
         };
-        const refused = await waitFor("the quota's refusal of run b's trainer pod", 90_000, refusal).catch(async (e) => {
+        const refused = await pollUntil("the quota's refusal of run b's trainer pod", refusal, { budgetMs: 90_000, intervalMs: 1000 }).catch(async (e) => {
             const events = await cluster.getJson(["events", "-n", n.namespaces.training]);
             const quota = await cluster.getJson(["resourcequota", "team-quota", "-n", n.namespaces.training]);
             const pods = await cluster.getJson(["pods", "-n", n.namespaces.training]);
