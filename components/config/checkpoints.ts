@@ -146,9 +146,14 @@ export function checkpointNeed(c: PlatformConfig): CheckpointNeed | undefined {
  * on the recipe may set hubRepoId); older runs are pruned with `npm run checkpoints`.
  */
 export function recipeCheckpointSize(c: PlatformConfig, runs: number): string {
-    const need = checkpointNeed({ ...c, training: { ...c.training, hubRepoId: c.training.hubRepoId ?? "recipe/push" } });
+    const need = checkpointNeed(withHubPush(c));
     if (need === undefined) throw new Error(`recipeCheckpointSize: no parameter count for ${c.model.name}`);
     return giCeil(need.runBytes * runs);
+}
+
+/** The config as if it pushed to the Hub (a push saves the model on the volume first): what a stack on it may set. */
+export function withHubPush(c: PlatformConfig): PlatformConfig {
+    return { ...c, training: { ...c.training, hubRepoId: c.training.hubRepoId ?? "recipe/push" } };
 }
 
 /** Every problem of the checkpoint settings, together. */

@@ -9,6 +9,18 @@ import type { PlatformConfig } from "./types";
 /** The model revision every stack gets unless it pins one (schema default). */
 export const DEFAULT_MODEL_REVISION = "main";
 
+/**
+ * Whether TRL's GRPOConfig batch rule binds the stack's trainer: the generation batch
+ * (per-device batch x processes x steps per generation) and the eval batch must each be divisible
+ * by num_generations (trl/trainer/grpo_config.py). GRPOTrainer (the white-box layouts) has it;
+ * AsyncGRPO (layout blackbox) has none: a micro-batch may hold fewer groups than rows
+ * (trl/experimental/async_grpo/async_grpo_trainer.py, the micro-batch partitioning). Validation
+ * and plan.md's capacity rows both ask this, so a row never claims a rule the check skips.
+ */
+export function grpoBatchRuleApplies(t: Pick<PlatformConfig["training"], "layout">): boolean {
+    return t.layout !== "blackbox";
+}
+
 type BatchField = "perDeviceTrainBatchSize" | "gradientAccumulationSteps" | "numGenerations" | "perDeviceEvalBatchSize";
 const BATCH_FIELDS: readonly BatchField[] = ["perDeviceTrainBatchSize", "gradientAccumulationSteps", "numGenerations", "perDeviceEvalBatchSize"];
 
@@ -100,7 +112,8 @@ export function programWarnings(c: PlatformConfig): string[] {
         );
     }
     const unknown = BATCH_FIELDS.filter((f) => !(p.args as ProgramArgMap)[f] && p.fixed[f] === undefined);
-    if (unknown.length > 0) {
+    // The batch sizes the env sessions; a stack with no env has none to size.
+    if (unknown.length > 0 && c.envs.length > 0) {
         warnings.push(
             `${label} takes no flag for ${unknown.join(", ")} and its own values are not published: the env sessions are sized for the stack's (${unknown.map((f) => `${f} ${t[f]}`).join(", ")}); check them against the script before a long run`,
         );

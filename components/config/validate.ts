@@ -5,7 +5,8 @@
  * num_generations, and so must the eval batch.
  */
 import { validateCheckpoints } from "./checkpoints";
-import { programLabel, validateProgram } from "./program-rules";
+import { imageSource } from "./image-sources";
+import { grpoBatchRuleApplies, programLabel, validateProgram } from "./program-rules";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
 import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
@@ -115,9 +116,7 @@ export function validateTrainer(c: PlatformConfig): string[] {
 
 export function validateBatches(c: PlatformConfig): string[] {
     const t = c.training;
-    // GRPOConfig's divisibility rules; AsyncGRPO (black box) has none: a micro-batch may hold fewer groups
-    // than rows (trl/experimental/async_grpo/async_grpo_trainer.py, the micro-batch partitioning).
-    if (t.layout === "blackbox") return [];
+    if (!grpoBatchRuleApplies(t)) return [];
     const { generationBatch, evalBatch } = c.demand;
     const errors: string[] = [];
     // TRL's num_processes is the whole run's: processes per node x nodes (shown only when nodes > 1).
@@ -386,7 +385,7 @@ export function placeholderImages(c: PlatformConfig): Array<{ field: string; ima
 export function placeholderImageWarnings(c: PlatformConfig): string[] {
     return placeholderImages(c).map(
         (i) =>
-            `${i.field}: ${i.image} is the example registry (${PLACEHOLDER_REGISTRY}), which holds no image: build and push your own (trainer/README.md) and name it; a real \`pulumi up\` refuses it`,
+            `${i.field}: ${i.image} is the example registry (${PLACEHOLDER_REGISTRY}), which holds no image: ${imageSource(c, i.field)}, push it to your registry and name it; a real \`pulumi up\` refuses it`,
     );
 }
 
@@ -397,7 +396,7 @@ export const ALLOW_EXAMPLE_IMAGES_ENV = "AGENT_RL_ALLOW_EXAMPLE_IMAGES";
 export function exampleImageProblems(c: PlatformConfig): string[] {
     return placeholderImages(c).map(
         (i) =>
-            `${i.field}: ${i.image} is in the example registry ${PLACEHOLDER_REGISTRY}, which holds no image: push your image (trainer/README.md) and set ${i.field} to it`,
+            `${i.field}: ${i.image} is in the example registry ${PLACEHOLDER_REGISTRY}, which holds no image: ${imageSource(c, i.field)}, push it to your registry and set ${i.field} to it`,
     );
 }
 

@@ -3,7 +3,9 @@
  * diagram of the topology. Built from the resolved plan (the same data the program used)
  * and the resources the program registered.
  */
-import { checkpointNeed, describeNeed, programCheckpoints } from "../../components/config/checkpoints";
+import { type CheckpointNeed, checkpointNeed, describeNeed, programCheckpoints, withHubPush } from "../../components/config/checkpoints";
+import { grpoBatchRuleApplies } from "../../components/config/program-rules";
+import { type CatalogName, ENV_CATALOG, OPENENV_UPSTREAM } from "../../components/config/catalog";
 import { programFacts } from "../../components/config/programs";
 import { vllmServerSettings } from "../../components/config/vllm-settings";
 import { dnsEgressFor } from "../../components/config/dns";
@@ -92,11 +94,12 @@ export function dockerSocketNote(socket: string): string {
 }
 
 /** The plan row saying how long a client gone without closing (half-open) holds an env slot. */
-function envKeepaliveRow(env: DeployedEnvDescription): Array<string | number> {
+function envKeepaliveRow(env: DeployedEnvDescription, catalog: string): Array<string | number> {
     const r = env.replicas;
+    const app = catalog in ENV_CATALOG ? `${OPENENV_UPSTREAM.repo} ${ENV_CATALOG[catalog as CatalogName].upstream.app}` : "its app";
     const reaper =
         r.idleReaper.kind === "none"
-            ? "the image has no idle reaper (its server/app.py sets no session_timeout)"
+            ? `the image has no idle reaper (${app} sets no session_timeout)`
             : r.idleReaper.kind === "env"
               ? `or its idle reaper (${r.idleReaper.envVar}) when shorter`
               : "custom image: only if it runs the uvicorn CLI or reads UVICORN_WS_PING_*";
@@ -200,16 +203,25 @@ function checkpointSection(plan: PlatformPlan): string[] {
     const rows: string[][] = [
         ["volume (training.checkpoints.size)", `${t.checkpoints.size}, shared by the stack's runs: each writes ${CHECKPOINT_ROOT}/<runId>`],
         ["what the program writes", writes.why],
-        [
-            "one run needs",
-            need === undefined
-                ? `unknown: no parameter count for ${c.model.name} (set training.checkpoints.parameters for the size check)`
-                : `${need.runSize} = ${describeNeed(need)}; the volume holds ${Math.floor(quantityValue(t.checkpoints.size) / need.runBytes)} such run(s)`,
-        ],
+        ["one run needs", oneRunNeed(plan.config, need)],
         ["resume (training.resumeFromCheckpoint)", resume],
         ["copy out / prune", `npm run checkpoints -- ${c.stack} (prints the commands: a helper pod on the claim, kubectl cp / the host directory)`],
     ];
     return ["## Checkpoints", "", table(["setting", "value"], rows), ""];
+}
+
+/** The checkpoint rule's need for one run, and how many such runs the volume holds; a run that writes nothing says so. */
+function oneRunNeed(c: PlatformConfig, need: CheckpointNeed | undefined): string {
+    if (need === undefined) return `unknown: no parameter count for ${c.model.name} (set training.checkpoints.parameters for the size check)`;
+    const runs = (n: CheckpointNeed) => `the volume holds ${Math.floor(quantityValue(c.training.checkpoints.size) / n.runBytes)} such run(s)`;
+    if (need.runBytes > 0) return `${need.runSize} = ${describeNeed(need)}; ${runs(need)}`;
+    const push = checkpointNeed(withHubPush(c));
+    return (
+        "nothing: the program saves no checkpoint and the stack sets no training.hubRepoId, so this run leaves the volume empty" +
+        (push !== undefined && push.runBytes > 0
+            ? `; with training.hubRepoId set, the push's local copy needs ${push.runSize} = ${describeNeed(push)}; ${runs(push)}`
+            : "")
+    );
 }
 
 export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
@@ -458,13 +470,23 @@ function endpointsSection(plan: PlatformPlan): string[] {
 
 /** The capacity math with its numbers, then what changing an env's capacity mid-run does. */
 function capacitySection(plan: PlatformPlan): string[] {
-    const checks = [...trainingChecks(plan), ...envChecks(plan), ...sandboxPoolCheck(plan)];
-    return ["## Capacity checks", "", table(["check", "how", "value", "holds because"], checks), "", ...capacityChangeNote(plan)];
+    const checks = [...batchChecks(plan), ...gpuChecks(plan), ...envChecks(plan), ...sandboxPoolCheck(plan)];
+    return ["## Capacity checks", "", table(["check", "how", "value", "holds because"], checks), "", ...noBatchRuleNote(plan), ...capacityChangeNote(plan)];
 }
 
-/** Batches and GPUs. */
-function trainingChecks(plan: PlatformPlan): Array<Array<string | number>> {
+/** The black box: TRL's batch rule does not bind AsyncGRPO, so no batch row claims it (validation skips it too). */
+function noBatchRuleNote(plan: PlatformPlan): string[] {
+    if (grpoBatchRuleApplies(plan.config.training)) return [];
+    return [
+        `No batch row: TRL's rule that the generation and eval batches divide by numGenerations (GRPOConfig) does not bind layout ${plan.config.training.layout}: AsyncGRPO has none (a micro-batch may hold fewer groups than rows), and validation does not check it.`,
+        "",
+    ];
+}
+
+/** The generation and eval batches against numGenerations, where TRL's GRPOConfig rule binds the trainer. */
+function batchChecks(plan: PlatformPlan): Array<Array<string | number>> {
     const t = plan.config.training;
+    if (!grpoBatchRuleApplies(t)) return [];
     const d = plan.config.demand;
     const multi = plan.training.multiNode;
     return [
@@ -482,6 +504,14 @@ function trainingChecks(plan: PlatformPlan): Array<Array<string | number>> {
             d.evalBatch,
             d.evalBatch > 0 ? `divisible by numGenerations ${t.numGenerations}` : "-",
         ],
+    ];
+}
+
+/** GPUs per node, or per role and node count across a JobSet. */
+function gpuChecks(plan: PlatformPlan): Array<Array<string | number>> {
+    const t = plan.config.training;
+    const multi = plan.training.multiNode;
+    return [
         ...(multi
             ? [
                   ["trainer GPUs per node", `trainerGpus ${t.trainerGpus} (numProcesses ${t.numProcesses})`, t.trainerGpus, `<= ${t.gpusOnNode} on a node`],
@@ -512,7 +542,7 @@ function envChecks(plan: PlatformPlan): Array<Array<string | number>> {
                 `>= ${d.envSessions} live sessions (max of generation ${d.generationBatch} and eval ${d.evalBatch}) + ${e.headroomReplicas} spare replica (${e.headroomReplicas * e.sessionsPerReplica}) = ${d.envSessions + e.headroomReplicas * e.sessionsPerReplica}`,
             ]);
         const env = plan.envs.find((x) => x.name === e.name);
-        if (env?.kind === "deployed") checks.push(envKeepaliveRow(env));
+        if (env?.kind === "deployed") checks.push(envKeepaliveRow(env, e.catalog));
     }
     return checks;
 }
@@ -583,7 +613,8 @@ function prerequisitesSection(plan: PlatformPlan): string[] {
     return [
         "## Prerequisites this stack does not create",
         "",
-        "Nothing checks these before `pulumi up`; each row says what happens without it and how to check it.",
+        `The offline plan reads no ${plan.config.target.kind === "kubernetes" ? "cluster" : "host"}, so it checks none of these: \`npm run preflight -- <stack>\` checks them against the live target before \`pulumi up\`` +
+            ` (the stack's \`preflight\` setting, now \`${plan.config.preflight}\`, runs the same checks at \`pulumi up\`: \`warn\` logs, \`enforce\` stops). Each row says what happens without it and how to check it by hand.`,
         "",
         table(
             ["must exist", "field", "otherwise", "check"],
@@ -672,7 +703,7 @@ function metricsSection(plan: PlatformPlan): string[] {
                         }`
                       : 'through the pods\' prometheus.io/* annotations (README "Observability" has the scrape job)'
               }.`
-            : `A Prometheus on the Docker host scrapes these every ${m.scrapeInterval}, on the host's loopback (observability/prometheus.yml; README "Observability").`,
+            : `A Prometheus on the Docker host scrapes these every ${m.scrapeInterval}, on the host's loopback (observability/prometheus.yml beside this plan.md; README "Observability").`,
     );
     out.push("");
     if (!k8s) {
