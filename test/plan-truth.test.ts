@@ -199,7 +199,7 @@ export function namedHost(stackFileText: string): { gpus: number; cpus: number; 
 
 /** plan.md's Docker host totals: the total row and the GPUs line. */
 export function dockerHostTotals(md: string): { containers: number; cpus: number; memoryGiB: number; gpus: number } {
-    const total = /^\| \*\*total\*\* \| (\d+) \|  \|  \| \*\*([\d.]+)\*\* \| \*\*([\d.]+) (GiB|MiB)\*\* \|$/m.exec(md);
+    const total = /^\| \*\*total\*\* \| (\d+) \| {2}\| {2}\| \*\*([\d.]+)\*\* \| \*\*([\d.]+) (GiB|MiB)\*\* \|$/m.exec(md);
     assert.ok(total, "plan.md has the Docker host total row");
     const gpus = /^GPUs: (none|(\d+) \(host devices)/m.exec(md);
     assert.ok(gpus, "plan.md names the GPUs the stack takes");

@@ -283,13 +283,21 @@ describe("multi-node: the trainer JobSet", () => {
         assert.match(md, /the run completes when every trainer succeeds, and the JobSet then deletes vLLM's Job, freeing its node/);
         assert.match(md, /\| trainer ranks -> rank 0 \(accelerate --main_process_ip\) \| <jobset>-node-0-0\.<jobset>:29500 /);
         assert.match(md, /\| GPU nodes \| 2 trainer nodes \+ 1 vLLM node \| 3 \| 24 GPUs in all/);
-        assert.match(md, /\| generation batch \| perDeviceTrainBatchSize 4 x numProcesses 8 x nodes 2 x stepsPerGeneration 4 \| 256 \|/);
+        // AsyncGRPO (the black box) has no batch rule: no batch row claims one (test/plan-truth.test.ts scans every plan).
+        assert.doesNotMatch(md, /\| generation batch \|/);
+        assert.match(md, /No batch row: TRL's rule .* does not bind layout blackbox/);
     });
 });
 
 describe("multi-node: white box (vllm serve on its own node)", () => {
     test("the trainer joins the NCCL group at vLLM's Service; vLLM runs TP over its node", async () => {
+        const at = n;
         const p = await plan({ recipe: "mbpp-whitebox", target: "kubernetes" }, SERVER_OVERRIDE);
+        // GRPOTrainer's batch rule counts every node's processes.
+        assert.match(
+            fs.readFileSync(path.join(tmp, String(at), "plan.md"), "utf8"),
+            /\| generation batch \| perDeviceTrainBatchSize 2 x numProcesses 8 x nodes 2 x stepsPerGeneration 2 \| 64 \| divisible by numGenerations 8: 8 prompts per generation \|/,
+        );
         const js = one(p, "JobSet");
         const c = trainerPod(js).containers[0];
         const args: string[] = c.args;
