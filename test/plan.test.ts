@@ -265,7 +265,10 @@ describe("plan: secrets never reach the output", () => {
         );
         assert.ok(ok.manifests.some((m) => m.kind === "Job"));
         assert.doesNotMatch(fs.readFileSync(path.join(tmp, "hub-ok", "plan.md"), "utf8"), /planned with placeholders/);
-        const missing = await planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: path.join(tmp, "hub-missing"), platformOverride: override });
+        const missing = await planToDir(
+            { recipe: "mbpp-whitebox", target: "kubernetes" },
+            { outDir: path.join(tmp, "hub-missing"), platformOverride: override },
+        );
         assert.ok(missing.manifests.some((m) => m.kind === "Job"));
         assert.match(fs.readFileSync(path.join(tmp, "hub-missing", "plan.md"), "utf8"), /Secrets not set, planned with placeholders:\*\* `hfToken`/);
     });

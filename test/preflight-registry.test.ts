@@ -238,7 +238,9 @@ describe("the CLI's stack loading: registryAuth in the stack file", () => {
             () => stackFile("plain", JSON.stringify({ auths: { "registry.test": { auth: "c2VjcmV0" } } })),
             (e: Error) =>
                 e instanceof StackError &&
-                /agent-rl-infra:registryAuth: the private-registry credentials .* holds it in plain text \(value not shown\).*pulumi config set --secret registryAuth/.test(e.message) &&
+                /agent-rl-infra:registryAuth: the private-registry credentials .* holds it in plain text \(value not shown\).*pulumi config set --secret registryAuth/.test(
+                    e.message,
+                ) &&
                 !e.message.includes("c2VjcmV0"),
         );
     });

@@ -18,6 +18,7 @@ import {
     credentialKind,
     isSecretConfigKey,
     isSecretEnvName,
+    MULTI_NODE_RECIPE_NAMES,
     parsePlatformConfig,
     plainSecretProblems,
     RECIPES,
@@ -97,7 +98,8 @@ interface Source {
 function sources(): Source[] {
     const out: Source[] = [];
     for (const recipe of ALL_RECIPE_NAMES) {
-        for (const target of ["kubernetes", "docker"] as const) {
+        // A multi-node recipe is refused on Docker (one GPU host): it has no Docker plan to check.
+        for (const target of MULTI_NODE_RECIPE_NAMES.includes(recipe) ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const)) {
             let platform = recipePlatform(recipe, target);
             if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") platform = { ...platform, ...HOSTED_SANDBOXES_ON_DOCKER };
             out.push({ name: `recipe-${recipe}-${target}`, platform, cluster: false });
@@ -141,22 +143,42 @@ describe("the secret keys: one list", () => {
 
     test("a plain secret is named with the command that encrypts it, never its value", () => {
         const value = "hf_plainPLAINplain0123456789abcdef";
-        const problems = plainSecretProblems([`${NS}:platform`, `${NS}:hfToken`, `${NS}:ingressKey-operators`, `${NS}:registryAuth`], (k) => k === `${NS}:registryAuth`, "stacks/Pulumi.x.yaml");
+        const problems = plainSecretProblems(
+            [`${NS}:platform`, `${NS}:hfToken`, `${NS}:ingressKey-operators`, `${NS}:registryAuth`],
+            (k) => k === `${NS}:registryAuth`,
+            "stacks/Pulumi.x.yaml",
+        );
         assert.equal(problems.length, 2);
-        assert.match(problems[0]!, /^agent-rl-infra:hfToken: the Hugging Face token .* is a secret, and stacks\/Pulumi\.x\.yaml holds it in plain text \(value not shown\): .*store it encrypted with pulumi config set --secret hfToken /);
-        assert.match(problems[1]!, /^agent-rl-infra:ingressKey-operators: the ingress key 'operators' is a secret, .*pulumi config set --secret ingressKey-operators "\$\(openssl rand -hex 32\)"/);
+        assert.match(
+            problems[0]!,
+            /^agent-rl-infra:hfToken: the Hugging Face token .* is a secret, and stacks\/Pulumi\.x\.yaml holds it in plain text \(value not shown\): .*store it encrypted with pulumi config set --secret hfToken /,
+        );
+        assert.match(
+            problems[1]!,
+            /^agent-rl-infra:ingressKey-operators: the ingress key 'operators' is a secret, .*pulumi config set --secret ingressKey-operators "\$\(openssl rand -hex 32\)"/,
+        );
         assert.ok(problems.every((p) => !p.includes(value)));
     });
 
     test("the program refuses a secret key the stack file holds in plain text, and accepts it encrypted", async () => {
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const program = require(path.join(REPO_ROOT, "index.ts"));
-        const config = { [`${NS}:platform`]: JSON.stringify(withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "docker" } })), [`${NS}:hfToken`]: "hf_plainPLAINplain0123456789abcdef" };
+        const config = {
+            [`${NS}:platform`]: JSON.stringify(withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "docker" } })),
+            [`${NS}:hfToken`]: "hf_plainPLAINplain0123456789abcdef",
+        };
         const plain = await runUnderMocks(program, { stack: "dev", config, secretKeys: [] });
         assert.ok(plain.error, "a plain hfToken stops the program");
-        assert.match((plain.error as Error).message, /agent-rl-infra:hfToken: .*stacks\/Pulumi\.dev\.yaml holds it in plain text \(value not shown\).*pulumi config set --secret hfToken/);
+        assert.match(
+            (plain.error as Error).message,
+            /agent-rl-infra:hfToken: .*stacks\/Pulumi\.dev\.yaml holds it in plain text \(value not shown\).*pulumi config set --secret hfToken/,
+        );
         assert.ok(!(plain.error as Error).message.includes("hf_plainPLAIN"));
-        assert.equal(plain.resources.length, 0, "nothing registers");
+        assert.deepEqual(
+            plain.resources.map((r) => r.type).filter((t) => t !== "pulumi:pulumi:Stack"),
+            [],
+            "nothing registers but the stack itself",
+        );
         const encrypted = await runUnderMocks(program, { stack: "dev", config, secretKeys: [`${NS}:hfToken`] });
         assert.equal(encrypted.error, undefined);
     });
@@ -172,7 +194,12 @@ describe("every recipe (both targets) and every example stack, every secret key 
             const file = stackFileWith(s, "plain", values);
             const outDir = path.join(tmp, "out-plain", s.name);
             await assert.rejects(plan(s, file, outDir), (e: Error) => {
-                for (const k of keys) assert.match(e.message, new RegExp(`${NS}:${k}: .* holds it in plain text \\(value not shown\\).*pulumi config set --secret ${k}`), `${s.name}: ${k}`);
+                for (const k of keys)
+                    assert.match(
+                        e.message,
+                        new RegExp(`${NS}:${k}: .* holds it in plain text \\(value not shown\\).*pulumi config set --secret ${k}`),
+                        `${s.name}: ${k}`,
+                    );
                 for (const v of Object.values(values)) assert.ok(!e.message.includes(v), `${s.name}: the message shows no value`);
                 return true;
             });
@@ -216,9 +243,33 @@ describe("credentials written into the platform object", () => {
     const withTraining = (training: Record<string, unknown>) => ({ ...base, training });
 
     test("env names: PASSWORD/PASSWD/APIKEY/TOKEN/SECRET/CREDENTIAL anywhere in the name, not only as a suffix", () => {
-        for (const n of ["PGPASSWORD", "OPENAI_APIKEY", "OPENAI_API_KEY", "HF_TOKEN", "GITHUB_TOKEN", "MYSQL_PWD", "DB_PASSWD", "AWS_SECRET_ACCESS_KEY", "GOOGLE_CREDENTIALS", "SLACK_TOKEN_VALUE", "ANTHROPIC_API_KEY", "api_key", "HUGGINGFACEHUB_API_TOKEN"])
+        for (const n of [
+            "PGPASSWORD",
+            "OPENAI_APIKEY",
+            "OPENAI_API_KEY",
+            "HF_TOKEN",
+            "GITHUB_TOKEN",
+            "MYSQL_PWD",
+            "DB_PASSWD",
+            "AWS_SECRET_ACCESS_KEY",
+            "GOOGLE_CREDENTIALS",
+            "SLACK_TOKEN_VALUE",
+            "ANTHROPIC_API_KEY",
+            "api_key",
+            "HUGGINGFACEHUB_API_TOKEN",
+        ])
             assert.ok(isSecretEnvName(n), n);
-        for (const n of ["TOKENIZERS_PARALLELISM", "MAX_TOKENS", "MAX_TOKENS_PER_STEP", "NCCL_DEBUG", "TEXTARENA_ENV_ID", "MONKEY", "VLLM_LOGGING_LEVEL", "CUDA_VISIBLE_DEVICES", "KEYBOARD_LAYOUT"])
+        for (const n of [
+            "TOKENIZERS_PARALLELISM",
+            "MAX_TOKENS",
+            "MAX_TOKENS_PER_STEP",
+            "NCCL_DEBUG",
+            "TEXTARENA_ENV_ID",
+            "MONKEY",
+            "VLLM_LOGGING_LEVEL",
+            "CUDA_VISIBLE_DEVICES",
+            "KEYBOARD_LAYOUT",
+        ])
             assert.ok(!isSecretEnvName(n), n);
     });
 
@@ -236,7 +287,7 @@ describe("credentials written into the platform object", () => {
         ])
             assert.ok(credentialKind(v) !== undefined, v);
         for (const v of [
-            "registry.example.com/agent-rl/trainer:1@sha256:" + "a".repeat(64),
+            `registry.example.com/agent-rl/trainer:1@sha256:${"a".repeat(64)}`,
             "Qwen/Qwen3-8B",
             "https://huggingface.co/spaces/x/y",
             "http://user@proxy:3128",
@@ -250,11 +301,22 @@ describe("credentials written into the platform object", () => {
 
     test("the issue's three: PGPASSWORD, OPENAI_APIKEY and a proxy URL with a password are refused, naming the field and never the value", () => {
         const problems = problemsOf(
-            withTraining({ extraEnv: { PGPASSWORD: "pw12345", OPENAI_APIKEY: "k", HTTPS_PROXY: "http://u:hunter2@proxy:3128", TOKENIZERS_PARALLELISM: "false" } }),
+            withTraining({
+                extraEnv: { PGPASSWORD: "pw12345", OPENAI_APIKEY: "k", HTTPS_PROXY: "http://u:hunter2@proxy:3128", TOKENIZERS_PARALLELISM: "false" },
+            }),
         );
-        assert.ok(problems.some((p) => /^training\.extraEnv\.PGPASSWORD: looks like a secret .*only hfToken, registryAuth and the ingress keys are carried as secrets/.test(p)), problems.join("\n"));
+        assert.ok(
+            problems.some((p) =>
+                /^training\.extraEnv\.PGPASSWORD: looks like a secret .*only hfToken, registryAuth and the ingress keys are carried as secrets/.test(p),
+            ),
+            problems.join("\n"),
+        );
         assert.ok(problems.some((p) => /^training\.extraEnv\.OPENAI_APIKEY: looks like a secret/.test(p)));
-        assert.ok(problems.some((p) => /^training\.extraEnv\.HTTPS_PROXY: looks like a URL with a password in it .*value not shown.*without its user:password part/.test(p)));
+        assert.ok(
+            problems.some((p) =>
+                /^training\.extraEnv\.HTTPS_PROXY: looks like a URL with a password in it .*value not shown.*without its user:password part/.test(p),
+            ),
+        );
         assert.ok(!problems.some((p) => p.includes("TOKENIZERS_PARALLELISM")));
         assert.ok(problems.every((p) => !p.includes("hunter2") && !p.includes("pw12345")));
     });
@@ -265,7 +327,10 @@ describe("credentials written into the platform object", () => {
             ...withTraining({ extraArgs: ["--hub-token", token], vllm: { extraEnv: { LOG: `sk-${"x".repeat(24)}` } } }),
             envs: { coding: { settings: { UPSTREAM: "https://bot:pw@git.example.com/r.git" } } },
         });
-        assert.ok(problems.some((p) => /^training\.extraArgs\[1\]: looks like a Hugging Face token \(hf_\.\.\.\) \(value not shown\)/.test(p)), problems.join("\n"));
+        assert.ok(
+            problems.some((p) => /^training\.extraArgs\[1\]: looks like a Hugging Face token \(hf_\.\.\.\) \(value not shown\)/.test(p)),
+            problems.join("\n"),
+        );
         assert.ok(problems.some((p) => /^training\.vllm\.extraEnv\.LOG: looks like an API key \(sk-/.test(p)));
         assert.ok(problems.some((p) => /^envs\.coding\.settings\.UPSTREAM: looks like a URL with a password/.test(p)));
         assert.ok(problems.every((p) => !p.includes(token)));
@@ -273,9 +338,18 @@ describe("credentials written into the platform object", () => {
 
     test("a stack secret key inside platform names the stack secret and its command, not 'unknown field'", () => {
         const problems = problemsOf({ ...base, hfToken: "x", training: { HF_TOKEN: "y" }, ingress: { "ingressKey-operators": "z" } });
-        assert.ok(problems.includes("hfToken: hfToken is a stack secret, not a field of platform (value not shown): remove it from the platform object and store it encrypted with pulumi config set --secret hfToken"), problems.join("\n"));
+        assert.ok(
+            problems.includes(
+                "hfToken: hfToken is a stack secret, not a field of platform (value not shown): remove it from the platform object and store it encrypted with pulumi config set --secret hfToken",
+            ),
+            problems.join("\n"),
+        );
         assert.ok(problems.some((p) => /^training\.HF_TOKEN: hfToken is a stack secret/.test(p)));
-        assert.ok(problems.some((p) => /^ingress\.ingressKey-operators: ingressKey-operators is a stack secret, .*pulumi config set --secret ingressKey-operators/.test(p)));
+        assert.ok(
+            problems.some((p) =>
+                /^ingress\.ingressKey-operators: ingressKey-operators is a stack secret, .*pulumi config set --secret ingressKey-operators/.test(p),
+            ),
+        );
         assert.ok(!problems.some((p) => /unknown field|Unrecognized key/i.test(p)), problems.join("\n"));
     });
 });
@@ -287,7 +361,10 @@ describe("the offline plan without Pulumi secrets set up", () => {
         for (const target of ["kubernetes", "docker"] as const) {
             const result = await planToDir({ recipe: "mbpp-whitebox", target }, { outDir, platformOverride: override });
             const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
-            assert.match(md, /\*\*Secrets not set, planned with placeholders:\*\* `hfToken`\. .*`pulumi up` refuses the stack until you run `pulumi config set --secret hfToken`/);
+            assert.match(
+                md,
+                /\*\*Secrets not set, planned with placeholders:\*\* `hfToken`\. .*`pulumi up` refuses the stack until you run `pulumi config set --secret hfToken`/,
+            );
             if (target === "kubernetes") assert.ok(result.manifests.some((m) => m.kind === "Secret" && m.stringData?.HF_TOKEN === "<redacted>"));
             assertNoneIn(outDir, { hfToken: "plan-placeholder-hfToken" }, `hub placeholder ${target}`);
         }
@@ -295,6 +372,9 @@ describe("the offline plan without Pulumi secrets set up", () => {
         const program = require(path.join(REPO_ROOT, "index.ts"));
         const raw = withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "docker" }, ...override });
         const up = await runUnderMocks(program, { stack: "dev", config: { [`${NS}:platform`]: JSON.stringify(raw) } });
-        assert.match(String((up.error as Error)?.message), /hfToken: training\.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken/);
+        assert.match(
+            String((up.error as Error)?.message),
+            /hfToken: training\.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken/,
+        );
     });
 });

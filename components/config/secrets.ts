@@ -22,7 +22,9 @@ const PURPOSE: Readonly<Record<(typeof SECRET_STACK_KEYS)[number], string>> = {
 
 /** Whether a key of the namespace (without `agent-rl-infra:`) holds a secret. */
 export function isSecretConfigKey(key: string): boolean {
-    return (SECRET_STACK_KEYS as readonly string[]).includes(key) || (key.startsWith(INGRESS_KEY_CONFIG_PREFIX) && key.length > INGRESS_KEY_CONFIG_PREFIX.length);
+    return (
+        (SECRET_STACK_KEYS as readonly string[]).includes(key) || (key.startsWith(INGRESS_KEY_CONFIG_PREFIX) && key.length > INGRESS_KEY_CONFIG_PREFIX.length)
+    );
 }
 
 function purposeOf(key: string): string {
@@ -119,7 +121,8 @@ function misplacedSecretKey(field: string): string | undefined {
     const n = field.toLowerCase().replace(/[-_]/g, "");
     if (n === "hftoken" || n === "huggingfacetoken") return "hfToken";
     if (n === "registryauth") return "registryAuth";
-    if (n.startsWith("ingresskey") && n.length > "ingresskey".length) return `${INGRESS_KEY_CONFIG_PREFIX}${field.slice(field.search(/key[-_]?/i) + 3).replace(/^[-_]/, "")}`;
+    const ingress = /^ingress[-_]?key[-_](.+)$/i.exec(field);
+    if (ingress !== null) return `${INGRESS_KEY_CONFIG_PREFIX}${ingress[1]}`;
     return undefined;
 }
 

@@ -81,7 +81,9 @@ export function loadStack(stack: string, file?: string): LoadedStack {
             plan: resolvePlatform(config, {
                 hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined,
                 // Encrypted (the only form accepted): its registries are not known here; the program's preflight reads them.
-                registryAuth: cfg.secretKeys.includes(`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`) ? [] : registriesOf(cfg.config[`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`]),
+                registryAuth: cfg.secretKeys.includes(`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`)
+                    ? []
+                    : registriesOf(cfg.config[`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`]),
             }),
         };
     });

@@ -144,7 +144,9 @@ export function recipePlatform(recipe: string, target: "kubernetes" | "docker"):
         runId: "demo",
         target: k8s ? { kind: target, context: "recipe-plan" } : { kind: target },
         images: { trainer: `${RECIPE_PLAN_REGISTRY}/${recipe}-trainer:plan` },
-        ...(k8s && RECIPES[recipe as RecipeName]?.training.layout === "blackbox" ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } } : {}),
+        ...(k8s && RECIPES[recipe as RecipeName]?.training.layout === "blackbox"
+            ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } }
+            : {}),
     };
 }
 
@@ -180,6 +182,12 @@ function secretValues(cfg: StackConfig, result: RecordedResource[]): string[] {
     }
     // Longest first: a value that holds another is scrubbed whole.
     return [...values].filter((v) => v.length >= 4).sort((a, b) => b.length - a.length);
+}
+
+function scrub(text: string, secrets: readonly string[]): string {
+    let out = text;
+    for (const s of secrets) out = out.split(s).join(REDACTED);
+    return out;
 }
 
 /** A Docker-style env entry `NAME=value`. */
