@@ -316,7 +316,7 @@ describe("config: every validation message names the field and the fix", () => {
                 envs: { coding: { settings: { DB_PASSWORD: "y" } } },
             }),
             expect: [
-                /^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove it; only hfToken and the ingress keys are carried as secrets$/,
+                /^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove it; only hfToken, registryAuth and the ingress keys are carried as secrets \(pulumi config set --secret\)$/,
                 /^training\.extraEnv\.openai_api_key: looks like a secret/,
                 /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret/,
             ],

@@ -35,7 +35,7 @@ import {
     pulledImages,
 } from "../components/preflight/registry";
 import type { Finding } from "../components/preflight/report";
-import { loadStack } from "../scripts/lib/load-stack";
+import { loadStack, StackError } from "../scripts/lib/load-stack";
 import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 
 const k8sConfig = (over: Record<string, unknown> = {}): PlatformConfig =>
@@ -233,12 +233,16 @@ describe("the CLI's stack loading: registryAuth in the stack file", () => {
         );
         assert.equal(checkPullSecret(plan, {})?.status, "ok", "the pull Secret's check needs only its name");
     });
-    test("in plain text: its registries are read, never its values", () => {
-        const plan = stackFile("plain", JSON.stringify({ auths: { "registry.test": { auth: "c2VjcmV0" } } }));
-        assert.deepEqual(plan.registryAuth, ["registry.test"]);
-        const f = checkRegistryCredentials(plan, "kubernetes");
-        assert.match(f.found, /no registryAuth entry serves images\.nginx/);
-        assert.ok(!JSON.stringify(f).includes("c2VjcmV0"));
+    test("in plain text: refused, naming the key and the command that encrypts it, never the value", () => {
+        assert.throws(
+            () => stackFile("plain", JSON.stringify({ auths: { "registry.test": { auth: "c2VjcmV0" } } })),
+            (e: Error) =>
+                e instanceof StackError &&
+                /agent-rl-infra:registryAuth: the private-registry credentials .* holds it in plain text \(value not shown\).*pulumi config set --secret registryAuth/.test(
+                    e.message,
+                ) &&
+                !e.message.includes("c2VjcmV0"),
+        );
     });
 });
 

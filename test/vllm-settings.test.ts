@@ -178,7 +178,7 @@ describe("vLLM extra flags and env", () => {
             configProblems(() => parse(raw("blackbox", { vllm: { extraArgs: ["Qwen/Qwen3-4B"], extraEnv: { WANDB_API_KEY: "x" } } }))),
             [
                 "training.vllm.extraArgs: 'Qwen/Qwen3-4B' is not a flag; each entry is a --flag or the value after one (the model is model.name)",
-                "training.vllm.extraEnv.WANDB_API_KEY: looks like a secret (name ends in _KEY/_TOKEN/_SECRET/_PASSWORD), but training.vllm.extraEnv is plain text in the stack file and the pod spec: remove it; only hfToken and the ingress keys are carried as secrets",
+                "training.vllm.extraEnv.WANDB_API_KEY: looks like a secret (its name holds PASSWORD, PASSWD, SECRET, CREDENTIAL, TOKEN, APIKEY/API_KEY or ends in KEY), but training.vllm.extraEnv is plain text in the stack file and the pod spec: remove it; only hfToken, registryAuth and the ingress keys are carried as secrets (pulumi config set --secret)",
             ],
         );
         assert.deepEqual(

@@ -42,6 +42,18 @@ export {
     type RegistryAuth,
 } from "./load";
 export { missingPlatformMessage, nearMiss, stackObject, unknownStackKeys, STACK_KEYS } from "./stack-keys";
+export {
+    credentialKind,
+    INGRESS_KEY_CONFIG_PREFIX,
+    isSecretConfigKey,
+    isSecretEnvName,
+    plainSecretProblems,
+    platformSecretProblems,
+    requiredSecretKeys,
+    SECRET_STACK_KEYS,
+    secretPlaceholder,
+    setSecretCommand,
+} from "./secrets";
 export { loadClusterConfig, loadPlatformConfig, checkSuppliedKeys, ingressKeyConfigKey, toRunError, CONFIG_NAMESPACE, type PlatformSecrets } from "./load";
 export {
     clusterSchema,

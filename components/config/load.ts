@@ -10,6 +10,7 @@ import { parseClusterConfig } from "./cluster";
 import type { ClusterConfig } from "./cluster-schema";
 import { ConfigError } from "./errors";
 import { parsePlatformConfig } from "./parse";
+import { plainSecretProblems } from "./secrets";
 import type { PlatformConfig } from "./types";
 
 export { CONFIG_NAMESPACE } from "./stack-keys";
@@ -44,6 +45,21 @@ export function ingressKeyConfigKey(name: string): string {
     return `ingressKey-${name}`;
 }
 
+/**
+ * Whether the stack file holds a config key encrypted: the language host hands the program the keys
+ * the CLI decrypted (PULUMI_CONFIG_SECRET_KEYS; @pulumi/pulumi runtime/config.ts `isConfigSecret`,
+ * internal, present in 3.x). Without it nothing can tell, and nothing is refused.
+ */
+function configIsSecret(fullKey: string): boolean {
+    const isConfigSecret = (pulumi.runtime as unknown as { isConfigSecret?: (k: string) => boolean }).isConfigSecret;
+    return isConfigSecret === undefined ? true : isConfigSecret(fullKey);
+}
+
+/** Secret keys the stack file holds in plain text: refused, naming the command that encrypts each. */
+function plainSecrets(all: Readonly<Record<string, string>>): string[] {
+    return plainSecretProblems(Object.keys(all), configIsSecret, stackFile());
+}
+
 /** Turns config problems into the clean, trace-free error Pulumi prints. */
 export function toRunError(e: unknown): never {
     if (e instanceof ConfigError) throw new pulumi.RunError(e.message);
@@ -62,7 +78,7 @@ export function loadClusterConfig(): ClusterConfig | undefined {
         throw new pulumi.RunError(
             `${stackFile()} sets both ${CONFIG_NAMESPACE}:cluster and ${CONFIG_NAMESPACE}:platform: a stack is a cluster stack or a run stack; move one into a stack of its own (run stacks point at the cluster stack with clusterStack)`,
         );
-    const problems = unknownStackKeys(Object.keys(pulumi.runtime.allConfig()));
+    const problems = [...unknownStackKeys(Object.keys(pulumi.runtime.allConfig())), ...plainSecrets(pulumi.runtime.allConfig())];
     const obj = stackObject("cluster", raw, stackFile());
     if ("problem" in obj) problems.push(obj.problem);
     try {
@@ -79,7 +95,7 @@ export function loadPlatformConfig(): { config: PlatformConfig; secrets: Platfor
     const raw = cfg.get("platform");
     if (raw === undefined) throw new pulumi.RunError(missingPlatformMessage(stackFile(), Object.keys(all)));
     // Every problem at once: keys that are no setting (a misspelled secret), the platform object, the supplied keys.
-    const problems = unknownStackKeys(Object.keys(all));
+    const problems = [...unknownStackKeys(Object.keys(all)), ...plainSecrets(all)];
     const obj = stackObject("platform", raw, stackFile());
     let config: PlatformConfig | undefined;
     if ("problem" in obj) problems.push(obj.problem);

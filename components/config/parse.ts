@@ -10,6 +10,7 @@ import { platformSchema } from "./schema";
 import { validateTargetSettings } from "./target-settings";
 import { validatePlatform } from "./validate";
 import { ConfigError, formatZodIssues } from "./errors";
+import { platformSecretProblems } from "./secrets";
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
     return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -47,13 +48,16 @@ function movedFields(raw: unknown): string[] {
 
 /** Parses, defaults and cross-checks a stack's raw config; throws ConfigError with every problem. */
 export function parsePlatformConfig(raw: unknown, stack: string): PlatformConfig {
-    const { merged, problems } = applyRecipe(raw);
-    problems.push(...movedFields(merged));
-    if (problems.length > 0) throw new ConfigError(problems);
+    const recipe = applyRecipe(raw);
+    // A secret written into the platform object (a stack key named as one, a credential value): reported with every other problem.
+    const secrets = platformSecretProblems(recipe.merged);
+    const merged = secrets.value;
+    const problems = [...recipe.problems, ...movedFields(merged)];
+    if (problems.length > 0) throw new ConfigError([...problems, ...secrets.problems]);
     const parsed = platformSchema.safeParse(merged, { reportInput: true });
-    if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues));
+    if (!parsed.success) throw new ConfigError([...secrets.problems, ...formatZodIssues(parsed.error.issues)]);
     const config = resolveDefaults(parsed.data, stack);
-    const errors = [...validateTargetSettings(merged, config.target.kind), ...validatePlatform(config)];
+    const errors = [...secrets.problems, ...validateTargetSettings(merged, config.target.kind), ...validatePlatform(config)];
     if (errors.length > 0) throw new ConfigError(errors);
     return config;
 }

@@ -12,6 +12,7 @@ import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
 import { validateObservability } from "./observability";
+import { isSecretEnvName } from "./secrets";
 import { envSessionProblems } from "./env-sessions";
 import { isDevStack, totalProcesses } from "./resolve";
 import type { PlatformConfig, ResolvedEnv } from "./types";
@@ -304,10 +305,7 @@ export function validateProdPinning(c: PlatformConfig): string[] {
     return errors;
 }
 
-/** Env var names that hold secrets (the policy pack's no-plain-secrets rule uses the same test). */
-const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD)$|^HF_TOKEN$/i;
-
-/** Plain-text env maps must not carry secrets: stack files and pod specs keep them in clear. */
+/** Plain-text env maps must not carry secrets: stack files and pod specs keep them in clear (values are checked in secrets.ts). */
 export function validatePlainEnv(c: PlatformConfig): string[] {
     const plain: Array<[string, Readonly<Record<string, string>>]> = [
         ["training.extraEnv", c.training.extraEnv],
@@ -316,10 +314,10 @@ export function validatePlainEnv(c: PlatformConfig): string[] {
     ];
     return plain.flatMap(([field, env]) =>
         Object.keys(env)
-            .filter((k) => SECRET_NAME.test(k))
+            .filter((k) => isSecretEnvName(k))
             .map(
                 (k) =>
-                    `${field}.${k}: looks like a secret (name ends in _KEY/_TOKEN/_SECRET/_PASSWORD), but ${field} is plain text in the stack file and the pod spec: remove it; only hfToken and the ingress keys are carried as secrets`,
+                    `${field}.${k}: looks like a secret (its name holds PASSWORD, PASSWD, SECRET, CREDENTIAL, TOKEN, APIKEY/API_KEY or ends in KEY), but ${field} is plain text in the stack file and the pod spec: remove it; only hfToken, registryAuth and the ingress keys are carried as secrets (pulumi config set --secret)`,
             ),
     );
 }

@@ -14,6 +14,7 @@ import {
     missingPlatformMessage,
     parseClusterConfig,
     parsePlatformConfig,
+    plainSecretProblems,
     type PlatformConfig,
     stackObject,
     unknownStackKeys,
@@ -49,7 +50,7 @@ export function loadStack(stack: string, file?: string): LoadedStack {
     const where = cfg.file ?? stack;
     const invalid = (problems: readonly string[]) =>
         new StackError(`stack ${stack}'s config is invalid (npm run plan -- ${stack} says the same):\n${new ConfigError(problems).message}`, false);
-    const problems = unknownStackKeys(Object.keys(cfg.config));
+    const problems = [...unknownStackKeys(Object.keys(cfg.config)), ...plainSecretProblems(Object.keys(cfg.config), (k) => cfg.secretKeys.includes(k), where)];
     const clusterRaw = cfg.config[`${CONFIG_NAMESPACE}:cluster`];
     const raw = cfg.config[`${CONFIG_NAMESPACE}:platform`];
     if (raw === undefined && clusterRaw === undefined) throw new StackError(missingPlatformMessage(where, Object.keys(cfg.config)), false);
@@ -79,7 +80,10 @@ export function loadStack(stack: string, file?: string): LoadedStack {
             config,
             plan: resolvePlatform(config, {
                 hfToken: cfg.config[`${CONFIG_NAMESPACE}:hfToken`] !== undefined,
-                registryAuth: registriesOf(cfg.config[`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`]),
+                // Encrypted (the only form accepted): its registries are not known here; the program's preflight reads them.
+                registryAuth: cfg.secretKeys.includes(`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`)
+                    ? []
+                    : registriesOf(cfg.config[`${CONFIG_NAMESPACE}:${REGISTRY_AUTH_KEY}`]),
             }),
         };
     });

@@ -10,7 +10,7 @@ import { programFacts } from "../../components/config/programs";
 import { vllmServerSettings } from "../../components/config/vllm-settings";
 import { dnsEgressFor } from "../../components/config/dns";
 import type { DnsEgress } from "../../components/shared/kubernetes";
-import { dockerProviderAddresses, type PlatformConfig } from "../../components/config";
+import { dockerProviderAddresses, setSecretCommand, type PlatformConfig } from "../../components/config";
 import { quantityValue } from "../../components/shared/quantity";
 import { CHECKPOINT_ROOT } from "../../components/training";
 import type { DeployedEnvDescription } from "../../components/env";
@@ -224,9 +224,16 @@ function oneRunNeed(c: PlatformConfig, need: CheckpointNeed | undefined): string
     );
 }
 
-export function renderPlanMarkdown(plan: PlatformPlan, resources: readonly RecordedResource[], manifests: ReadonlyArray<Record<string, any>>): string {
+export function renderPlanMarkdown(
+    plan: PlatformPlan,
+    resources: readonly RecordedResource[],
+    manifests: ReadonlyArray<Record<string, any>>,
+    /** Secrets the stack needs and does not set, planned with placeholders (scripts/lib/plan.ts). */
+    placeholderSecrets: readonly string[] = [],
+): string {
     return [
         ...introSection(plan),
+        ...placeholderSecretsSection(placeholderSecrets),
         ...whatRunsWhereSection(plan),
         ...trainerProgramSection(plan),
         ...checkpointSection(plan),
@@ -260,6 +267,16 @@ function introSection(plan: PlatformPlan): string[] {
             (c.target.kind === "kubernetes"
                 ? ` Cluster: ${c.target.context !== undefined ? `context \`${c.target.context}\`` : c.target.kubeconfig !== undefined ? `kubeconfig \`${c.target.kubeconfig}\`` : "kubectl's current context (dev stacks only)"}.`
                 : ""),
+        "",
+    ];
+}
+
+/** The secrets planned with placeholders: what `pulumi up` needs set first. */
+function placeholderSecretsSection(keys: readonly string[]): string[] {
+    if (keys.length === 0) return [];
+    return [
+        `**Secrets not set, planned with placeholders:** ${keys.map((k) => `\`${k}\``).join(", ")}. The config needs ${keys.length === 1 ? "it" : "them"}` +
+            `${keys.includes("hfToken") ? " (`hfToken`: `training.hubRepoId` pushes to the Hub)" : ""}; \`pulumi up\` refuses the stack until you run ${keys.map((k) => `\`${setSecretCommand(k)}\``).join(" and ")} (docs/design/secrets.md).`,
         "",
     ];
 }

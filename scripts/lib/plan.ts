@@ -23,7 +23,14 @@ import {
     REGISTRY_AUTH_KEY,
     clusterOutputs,
     CONFIG_NAMESPACE,
+    ConfigError,
     ingressKeyConfigKey,
+    isSecretConfigKey,
+    isSecretEnvName,
+    plainSecretProblems,
+    requiredSecretKeys,
+    secretPlaceholder,
+    SECRET_STACK_KEYS,
     missingPlatformMessage,
     parseClusterConfig,
     parsePlatformConfig,
@@ -109,7 +116,7 @@ export function readStackFile(stack: string, file?: string): StackConfig {
         const key = k.includes(":") ? k : `${CONFIG_NAMESPACE}:${k}`;
         if (isObj(v) && typeof v.secure === "string" && Object.keys(v).length === 1) {
             // Encrypted in the stack file; the plan never decrypts: a placeholder stands in.
-            config[key] = `plan-placeholder-${key.split(":")[1]}`;
+            config[key] = secretPlaceholder(key.slice(key.indexOf(":") + 1));
             secretKeys.push(key);
         } else {
             config[key] = typeof v === "string" ? v : JSON.stringify(v);
@@ -124,25 +131,30 @@ export function knownStacks(): string[] {
     return fs.existsSync(dir) ? fs.readdirSync(dir).flatMap((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1] ?? []) : [];
 }
 
-function configForSource(source: PlanSource): StackConfig {
-    if ("stack" in source) return readStackFile(source.stack, source.stackFile);
-    // A recipe plan never deploys: its Kubernetes target names a placeholder context (stacks
-    // other than dev must name their cluster).
-    // Its images are placeholders too: the trainer image holds the user's script, the agent-sandbox
-    // image is built from python/Dockerfile; neither exists publicly.
-    const k8s = source.target === "kubernetes";
-    const platform = {
-        recipe: source.recipe,
+/**
+ * A recipe plan's platform object: the recipe on its defaults. It never deploys: its Kubernetes target
+ * names a placeholder context (stacks other than dev must name their cluster), and its images are
+ * placeholders too: the trainer image holds the user's script, the agent-sandbox image is built from
+ * python/Dockerfile; neither exists publicly.
+ */
+export function recipePlatform(recipe: string, target: "kubernetes" | "docker"): Record<string, unknown> {
+    const k8s = target === "kubernetes";
+    return {
+        recipe,
         runId: "demo",
-        target: k8s ? { kind: source.target, context: "recipe-plan" } : { kind: source.target },
-        images: { trainer: `${RECIPE_PLAN_REGISTRY}/${source.recipe}-trainer:plan` },
-        ...(k8s && RECIPES[source.recipe as RecipeName]?.training.layout === "blackbox"
+        target: k8s ? { kind: target, context: "recipe-plan" } : { kind: target },
+        images: { trainer: `${RECIPE_PLAN_REGISTRY}/${recipe}-trainer:plan` },
+        ...(k8s && RECIPES[recipe as RecipeName]?.training.layout === "blackbox"
             ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } }
             : {}),
     };
+}
+
+function configForSource(source: PlanSource): StackConfig {
+    if ("stack" in source) return readStackFile(source.stack, source.stackFile);
     return {
         stack: `${source.recipe}-${source.target === "kubernetes" ? "k8s" : "docker"}`,
-        config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(platform) },
+        config: { [`${CONFIG_NAMESPACE}:platform`]: JSON.stringify(recipePlatform(source.recipe, source.target)) },
         secretKeys: [],
     };
 }
@@ -155,18 +167,44 @@ export function kubernetesGvk(type: string): { apiVersion: string; kind: string 
     return { apiVersion: group === "core" ? version : `${group}/${version}`, kind };
 }
 
-/** Every string value a secret holds, to scrub from all output. */
+/**
+ * Every value a secret holds, to scrub from all output: each secret config key's value (the one list,
+ * components/config/secrets.ts, whether or not the stack file encrypted it), every key the run marked
+ * secret, each generated (random) value, and the base64 of each (a Secret's data, a registry auth).
+ */
 function secretValues(cfg: StackConfig, result: RecordedResource[]): string[] {
     const values = new Set<string>();
-    for (const k of cfg.secretKeys) if (cfg.config[k]) values.add(cfg.config[k]);
+    for (const [k, v] of Object.entries(cfg.config)) if (cfg.secretKeys.includes(k) || isSecretConfigKey(k.slice(k.indexOf(":") + 1))) values.add(v);
     for (const r of result) if (r.type.startsWith("random:")) values.add(`mock-random-${r.name}`);
-    return [...values].filter((v) => v.length >= 4);
+    for (const v of [...values]) {
+        values.add(Buffer.from(v).toString("base64"));
+        values.add(JSON.stringify(v).slice(1, -1));
+    }
+    // Longest first: a value that holds another is scrubbed whole.
+    return [...values].filter((v) => v.length >= 4).sort((a, b) => b.length - a.length);
 }
 
 function scrub(text: string, secrets: readonly string[]): string {
     let out = text;
     for (const s of secrets) out = out.split(s).join(REDACTED);
     return out;
+}
+
+/** A Docker-style env entry `NAME=value`. */
+const ENV_ENTRY = /^([A-Za-z_][A-Za-z0-9_]*)=([\s\S]*)$/;
+
+/**
+ * A string the program marked secret (a Pulumi secret input), as the plan shows it: the known
+ * secret values in it redacted; one with none of them (a secret of unknown origin) redacted whole,
+ * but for a `NAME=value` env entry of a plain name, whose value is not secret (an env list is
+ * marked secret as a whole when one entry is).
+ */
+function redactSecretString(s: string, secrets: readonly string[]): string {
+    const scrubbed = scrub(s, secrets);
+    if (scrubbed !== s) return scrubbed;
+    const env = ENV_ENTRY.exec(s);
+    if (env === null) return REDACTED;
+    return isSecretEnvName(env[1]!) ? `${env[1]}=${REDACTED}` : s;
 }
 
 /** A Kubernetes Secret's values never reach the plan, whatever they are. */
@@ -188,15 +226,17 @@ const REDACTED_DOCKER_CONFIG = JSON.stringify({ auths: { [REDACTED]: { auth: RED
 
 /**
  * Drops what only Pulumi sees (secret wrappers, undefined values, empty helpers) so the manifest
- * is what kubectl would get: a secret is its value, keys and all (its values are redacted after:
- * a Secret's data by redactSecretObject, every known secret value by scrub).
+ * is what kubectl would get: a secret is its value, keys and all, with every string in it redacted
+ * (redactSecretString) when `secrets` is given (the plan's files; tests read it raw); a Secret's data is
+ * redacted whole by redactSecretObject, and every known secret value anywhere by scrub.
  */
-function clean(v: unknown): unknown {
-    if (isSecret(v)) return clean(v.value);
-    if (Array.isArray(v)) return v.map(clean);
+function clean(v: unknown, secrets?: readonly string[], inSecret = false): unknown {
+    if (isSecret(v)) return clean(v.value, secrets, true);
+    if (typeof v === "string" && secrets !== undefined) return inSecret ? redactSecretString(v, secrets) : scrub(v, secrets);
+    if (Array.isArray(v)) return v.map((x) => clean(x, secrets, inSecret));
     if (isObj(v)) {
         const out: Record<string, unknown> = {};
-        for (const [k, x] of Object.entries(v)) if (x !== undefined && x !== null) out[k] = clean(x);
+        for (const [k, x] of Object.entries(v)) if (x !== undefined && x !== null) out[k] = clean(x, secrets, inSecret);
         return out;
     }
     return v;
@@ -204,12 +244,12 @@ function clean(v: unknown): unknown {
 
 const KIND_ORDER = ["Namespace", "CustomResourceDefinition", "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim", "Role", "RoleBinding"];
 
-export function manifestsOf(resources: readonly RecordedResource[]): Array<Record<string, any>> {
+export function manifestsOf(resources: readonly RecordedResource[], secrets?: readonly string[]): Array<Record<string, any>> {
     const out: Array<Record<string, any>> = [];
     for (const r of resources) {
         const gvk = kubernetesGvk(r.type);
         if (!gvk || !r.custom) continue;
-        out.push(clean({ ...r.inputs, apiVersion: r.inputs.apiVersion ?? gvk.apiVersion, kind: r.inputs.kind ?? gvk.kind }) as Record<string, any>);
+        out.push(clean({ ...r.inputs, apiVersion: r.inputs.apiVersion ?? gvk.apiVersion, kind: r.inputs.kind ?? gvk.kind }, secrets) as Record<string, any>);
     }
     const rank = (k: string) => (KIND_ORDER.includes(k) ? KIND_ORDER.indexOf(k) : KIND_ORDER.length);
     return out.sort((a, b) => rank(a.kind) - rank(b.kind));
@@ -261,6 +301,8 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
         throw new PlanError(`stack ${cfg.stack} is a cluster stack (${CONFIG_NAMESPACE}:cluster): plan it with planClusterToDir (npm run plan does)`);
     // The program names the file `pulumi up` reads; the plan knows the one it was given.
     if (cfg.config[`${CONFIG_NAMESPACE}:platform`] === undefined) throw new PlanError(missingPlatformMessage(cfg.file ?? cfg.stack, Object.keys(cfg.config)));
+    refusePlainSecrets(cfg);
+    const placeholders = placeholdRequiredSecrets(cfg);
     const run = await runUnderMocks(runProgram(), {
         stack: cfg.stack,
         config: cfg.config,
@@ -283,7 +325,7 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
 
     const { files, write } = outputDir(opts.outDir, (text) => scrub(text, secrets));
 
-    const manifests = manifestsOf(run.resources).map(redactSecretObject);
+    const manifests = manifestsOf(run.resources, secrets).map(redactSecretObject);
     if (config.target.kind === "kubernetes") {
         writeManifests(write, manifests);
     } else {
@@ -293,11 +335,11 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
             if (!m) continue;
             write(
                 path.join("docker", `${String(i++).padStart(3, "0")}-${m[2].toLowerCase()}-${r.name}.json`),
-                `${JSON.stringify({ type: r.type, name: r.name, inputs: clean(r.inputs) }, null, 2)}\n`,
+                `${JSON.stringify({ type: r.type, name: r.name, inputs: clean(r.inputs, secrets) }, null, 2)}\n`,
             );
         }
     }
-    write("plan.md", renderPlanMarkdown(plan, run.resources, manifests));
+    write("plan.md", renderPlanMarkdown(plan, run.resources, manifests, placeholders));
     // observability: the rules and the dashboard as files (Docker: for the host's Prometheus and Grafana; README "Observability").
     if (config.observability.enabled) {
         const observed = observedStack(plan);
@@ -309,6 +351,32 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
     }
     const scrubbedManifests = manifests.map((m) => JSON.parse(scrub(JSON.stringify(m), secrets)));
     return { stack: cfg.stack, plan, resources: run.resources, manifests: scrubbedManifests, files };
+}
+
+/** A stack file's secret keys in plain text stop the plan, as they stop the program, naming the file read. */
+function refusePlainSecrets(cfg: StackConfig): void {
+    const problems = plainSecretProblems(Object.keys(cfg.config), (k) => cfg.secretKeys.includes(k), cfg.file ?? cfg.stack);
+    if (problems.length > 0) throw new PlanError(new ConfigError(problems).message);
+}
+
+/**
+ * The secrets the config needs before `pulumi up` (hfToken for training.hubRepoId) and the stack
+ * file does not set: the plan stands a placeholder in, as for a `secure:` value, so a stack plans
+ * before anyone sets up Pulumi secrets; plan.md names them. Returns their keys.
+ */
+function placeholdRequiredSecrets(cfg: StackConfig): string[] {
+    let config: PlatformConfig;
+    try {
+        config = parsePlatformConfig(JSON.parse(cfg.config[`${CONFIG_NAMESPACE}:platform`]!), cfg.stack);
+    } catch {
+        return []; // the program reports a bad config, with every problem
+    }
+    const missing = requiredSecretKeys(config).filter((k) => cfg.config[`${CONFIG_NAMESPACE}:${k}`] === undefined);
+    for (const k of missing) {
+        cfg.config[`${CONFIG_NAMESPACE}:${k}`] = secretPlaceholder(k);
+        cfg.secretKeys.push(`${CONFIG_NAMESPACE}:${k}`);
+    }
+    return missing;
 }
 
 /** Whether a stack file is a cluster stack (config agent-rl-infra:cluster). */
@@ -361,6 +429,7 @@ export async function planClusterToDir(
     const cfg = readStackFile(source.stack, source.stackFile);
     const raw = cfg.config[`${CONFIG_NAMESPACE}:cluster`];
     if (raw === undefined) throw new PlanError(`stack ${cfg.stack} is not a cluster stack (no ${CONFIG_NAMESPACE}:cluster)`);
+    refusePlainSecrets(cfg);
     const run = await runUnderMocks(runProgram(), { stack: cfg.stack, config: cfg.config, secretKeys: cfg.secretKeys });
     if (run.error) {
         if (pulumi.RunError.isInstance(run.error)) throw new PlanError((run.error as Error).message);
@@ -368,8 +437,9 @@ export async function planClusterToDir(
     }
     const config = parseClusterConfig(JSON.parse(raw));
     const outputs = clusterOutputs(config);
-    const { files, write } = outputDir(opts.outDir, (text) => text);
-    const manifests = manifestsOf(run.resources);
+    const secrets = secretValues(cfg, run.resources);
+    const { files, write } = outputDir(opts.outDir, (text) => scrub(text, secrets));
+    const manifests = manifestsOf(run.resources, secrets).map(redactSecretObject);
     writeManifests(write, manifests);
     const lines = [
         `# Cluster stack ${cfg.stack}`,
@@ -409,9 +479,9 @@ export async function planClusterToDir(
     return { stack: cfg.stack, config, outputs, resources: run.resources, manifests, files };
 }
 
-/** Config keys of every secret a stack can have (for tests and docs). */
+/** Config keys of every secret a stack can have (for tests and docs): the secret stack keys and one per ingress key. */
 export function secretConfigKeys(config: PlatformConfig): string[] {
-    return ["hfToken", ...config.ingress.keys.map(ingressKeyConfigKey)];
+    return [...SECRET_STACK_KEYS, ...config.ingress.keys.map(ingressKeyConfigKey)];
 }
 
 /** The registries a registryAuth value names (undefined when unset: no registry credentials). */

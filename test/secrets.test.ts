@@ -1,0 +1,380 @@
+/**
+ * The stack's secrets (docs/design/secrets.md): one list of secret config keys, refused in plain text
+ * by the program, the offline plan and the preflight's stack loading, each with the command that
+ * encrypts it; no secret value (nor its base64 or JSON-escaped form) in any file a plan writes, for
+ * every recipe on both targets and every example stack; env names and values that look like a
+ * credential refused wherever the platform object names them; a stack secret written into the
+ * platform object named as one; the offline plan of a stack that needs a secret it does not set.
+ */
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, describe, test } from "node:test";
+import YAML from "yaml";
+import {
+    ALL_RECIPE_NAMES,
+    ConfigError,
+    credentialKind,
+    isSecretConfigKey,
+    isSecretEnvName,
+    MULTI_NODE_RECIPE_NAMES,
+    parsePlatformConfig,
+    plainSecretProblems,
+    RECIPES,
+    SECRET_STACK_KEYS,
+    secretPlaceholder,
+    STACK_KEYS,
+} from "../components/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, withTestImages } from "./helpers/config";
+import { runUnderMocks } from "../scripts/lib/mockrun";
+import { loadStack, StackError } from "../scripts/lib/load-stack";
+import { planClusterToDir, planToDir, recipePlatform, REPO_ROOT, secretConfigKeys } from "../scripts/lib/plan";
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-secrets-"));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const NS = "agent-rl-infra";
+
+function problemsOf(raw: unknown): string[] {
+    try {
+        parsePlatformConfig(raw, "dev");
+        return [];
+    } catch (e) {
+        if (e instanceof ConfigError) return [...e.problems];
+        throw e;
+    }
+}
+
+const walk = (d: string): string[] =>
+    fs.existsSync(d) ? fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)])) : [];
+
+// ---------------------------------------------------------------------------------------
+// Sentinels: values that look like the real thing (the value checks must not refuse them as config,
+// and a leak of any form of them must be found).
+
+const REGISTRY_PASSWORD = "SENTINEL-registry-password-9f8e7d";
+const REGISTRY_BASIC = Buffer.from(`robot:${REGISTRY_PASSWORD}`).toString("base64");
+
+/** A value per secret key of a stack: the key list is the program's (secretConfigKeys). */
+function sentinelsFor(keys: readonly string[]): Record<string, string> {
+    return Object.fromEntries(
+        keys.map((k) => [
+            k,
+            k === "hfToken"
+                ? "hf_SENTINELwalkToken0123456789abcdefXYZ"
+                : k === "registryAuth"
+                  ? JSON.stringify({ auths: { "registry.internal.example": { auth: REGISTRY_BASIC } } })
+                  : `SENTINEL-${k}-0123456789abcdef`,
+        ]),
+    );
+}
+
+/** Every form a value could be written in: itself, base64, JSON-escaped; for registryAuth, its credential too. */
+function formsOf(key: string, value: string): string[] {
+    const forms = [value, Buffer.from(value).toString("base64"), JSON.stringify(value).slice(1, -1)];
+    if (key === "registryAuth") forms.push(REGISTRY_BASIC, REGISTRY_PASSWORD);
+    return forms;
+}
+
+function assertNoneIn(outDir: string, values: Readonly<Record<string, string>>, what: string): void {
+    const files = walk(outDir);
+    assert.ok(files.length > 0, `${what}: the plan wrote files`);
+    for (const f of files) {
+        const text = fs.readFileSync(f, "utf8");
+        for (const [k, v] of Object.entries(values)) {
+            for (const form of formsOf(k, v)) assert.ok(!text.includes(form), `${what}: ${path.relative(outDir, f)} holds ${k} (a form of its value)`);
+        }
+    }
+}
+
+/** Every run source the walk plans: each recipe on each target (black boxes on Docker with hosted sandboxes), each example run stack. */
+interface Source {
+    readonly name: string;
+    readonly platform: Record<string, unknown>;
+    readonly cluster: boolean;
+}
+
+function sources(): Source[] {
+    const out: Source[] = [];
+    for (const recipe of ALL_RECIPE_NAMES) {
+        // A multi-node recipe is refused on Docker (one GPU host): it has no Docker plan to check.
+        for (const target of MULTI_NODE_RECIPE_NAMES.includes(recipe) ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const)) {
+            let platform = recipePlatform(recipe, target);
+            if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") platform = { ...platform, ...HOSTED_SANDBOXES_ON_DOCKER };
+            out.push({ name: `recipe-${recipe}-${target}`, platform, cluster: false });
+        }
+    }
+    for (const f of fs.readdirSync(path.join(REPO_ROOT, "stacks")).filter((x) => /^Pulumi\..+\.yaml$/.test(x))) {
+        const doc = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, "stacks", f), "utf8"));
+        const cluster = doc.config[`${NS}:cluster`] !== undefined;
+        out.push({ name: f.slice("Pulumi.".length, -".yaml".length), platform: doc.config[cluster ? `${NS}:cluster` : `${NS}:platform`], cluster });
+    }
+    return out;
+}
+
+/** The secret keys the program reads for a source: every one of the list, an ingress key per name. */
+function secretKeysOf(s: Source): string[] {
+    if (s.cluster) return [...SECRET_STACK_KEYS];
+    return secretConfigKeys(parsePlatformConfig(s.platform, s.name));
+}
+
+/** A stack file of the source with its secret keys set, as `entry` writes each. */
+function stackFileWith(s: Source, dir: string, entries: Readonly<Record<string, unknown>>): string {
+    const file = path.join(tmp, dir, `Pulumi.${s.name}.yaml`);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const config: Record<string, unknown> = { [`${NS}:${s.cluster ? "cluster" : "platform"}`]: s.platform };
+    for (const [k, v] of Object.entries(entries)) config[`${NS}:${k}`] = v;
+    fs.writeFileSync(file, YAML.stringify({ config }));
+    return file;
+}
+
+async function plan(s: Source, file: string, outDir: string, secrets?: Record<string, string>): Promise<void> {
+    if (s.cluster) await planClusterToDir({ stack: s.name, stackFile: file }, { outDir });
+    else await planToDir({ stack: s.name, stackFile: file }, { outDir, ...(secrets ? { secrets } : {}) });
+}
+
+describe("the secret keys: one list", () => {
+    test("every secret stack key is a stack key; ingress keys by prefix; platform and cluster are not secrets", () => {
+        for (const k of SECRET_STACK_KEYS) assert.ok((STACK_KEYS as readonly string[]).includes(k), k);
+        assert.ok(isSecretConfigKey("hfToken") && isSecretConfigKey("registryAuth") && isSecretConfigKey("ingressKey-sandboxes"));
+        assert.ok(!isSecretConfigKey("platform") && !isSecretConfigKey("cluster") && !isSecretConfigKey("ingressKey-"));
+    });
+
+    test("a plain secret is named with the command that encrypts it, never its value", () => {
+        const value = "hf_plainPLAINplain0123456789abcdef";
+        const problems = plainSecretProblems(
+            [`${NS}:platform`, `${NS}:hfToken`, `${NS}:ingressKey-operators`, `${NS}:registryAuth`],
+            (k) => k === `${NS}:registryAuth`,
+            "stacks/Pulumi.x.yaml",
+        );
+        assert.equal(problems.length, 2);
+        assert.match(
+            problems[0]!,
+            /^agent-rl-infra:hfToken: the Hugging Face token .* is a secret, and stacks\/Pulumi\.x\.yaml holds it in plain text \(value not shown\): .*store it encrypted with pulumi config set --secret hfToken /,
+        );
+        assert.match(
+            problems[1]!,
+            /^agent-rl-infra:ingressKey-operators: the ingress key 'operators' is a secret, .*pulumi config set --secret ingressKey-operators "\$\(openssl rand -hex 32\)"/,
+        );
+        assert.ok(problems.every((p) => !p.includes(value)));
+    });
+
+    test("the program refuses a secret key the stack file holds in plain text, and accepts it encrypted", async () => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const program = require(path.join(REPO_ROOT, "index.ts"));
+        const config = {
+            [`${NS}:platform`]: JSON.stringify(withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "docker" } })),
+            [`${NS}:hfToken`]: "hf_plainPLAINplain0123456789abcdef",
+        };
+        const plain = await runUnderMocks(program, { stack: "dev", config, secretKeys: [] });
+        assert.ok(plain.error, "a plain hfToken stops the program");
+        assert.match(
+            (plain.error as Error).message,
+            /agent-rl-infra:hfToken: .*stacks\/Pulumi\.dev\.yaml holds it in plain text \(value not shown\).*pulumi config set --secret hfToken/,
+        );
+        assert.ok(!(plain.error as Error).message.includes("hf_plainPLAIN"));
+        assert.deepEqual(
+            plain.resources.map((r) => r.type).filter((t) => t !== "pulumi:pulumi:Stack"),
+            [],
+            "nothing registers but the stack itself",
+        );
+        const encrypted = await runUnderMocks(program, { stack: "dev", config, secretKeys: [`${NS}:hfToken`] });
+        assert.equal(encrypted.error, undefined);
+    });
+});
+
+describe("every recipe (both targets) and every example stack, every secret key set", () => {
+    const all = sources();
+
+    test("(a) in plain text: the plan and the preflight's loading refuse it, naming each key and its command, and write nothing", async () => {
+        for (const s of all) {
+            const keys = secretKeysOf(s);
+            const values = sentinelsFor(keys);
+            const file = stackFileWith(s, "plain", values);
+            const outDir = path.join(tmp, "out-plain", s.name);
+            await assert.rejects(plan(s, file, outDir), (e: Error) => {
+                for (const k of keys)
+                    assert.match(
+                        e.message,
+                        new RegExp(`${NS}:${k}: .* holds it in plain text \\(value not shown\\).*pulumi config set --secret ${k}`),
+                        `${s.name}: ${k}`,
+                    );
+                for (const v of Object.values(values)) assert.ok(!e.message.includes(v), `${s.name}: the message shows no value`);
+                return true;
+            });
+            assert.equal(walk(outDir).length, 0, `${s.name}: nothing written`);
+            assert.throws(
+                () => loadStack(s.name, file),
+                (e: Error) => e instanceof StackError && keys.every((k) => e.message.includes(`pulumi config set --secret ${k}`)),
+                `${s.name}: the preflight's loading refuses it too`,
+            );
+        }
+    });
+
+    test("(b) as secure: the plan runs on placeholders, and no placeholder (nor its base64) is in any file", async () => {
+        for (const s of all) {
+            const keys = secretKeysOf(s);
+            const file = stackFileWith(s, "secure", Object.fromEntries(keys.map((k) => [k, { secure: "v1:AAAAplanTestCiphertext" }])));
+            const outDir = path.join(tmp, "out-secure", s.name);
+            await plan(s, file, outDir);
+            assertNoneIn(outDir, Object.fromEntries(keys.map((k) => [k, secretPlaceholder(k)])), `${s.name} (secure:)`);
+        }
+    });
+
+    test("(b) decrypted values the program reads: none in any file, in any form (manifests, container JSON, uploads, plan.md, prometheus.yml)", async () => {
+        for (const s of all) {
+            const keys = secretKeysOf(s);
+            const values = sentinelsFor(keys);
+            const file = stackFileWith(s, "decrypted", {});
+            const outDir = path.join(tmp, "out-decrypted", s.name);
+            if (s.cluster) continue; // a cluster stack reads no secret: its secure: plan above is the case
+            const result = await planToDir({ stack: s.name, stackFile: file }, { outDir, secrets: values });
+            // The program did receive them (else this proves nothing).
+            const sent = JSON.stringify(result.resources.map((r) => r.inputs));
+            assert.ok(sent.includes(values.hfToken!), `${s.name}: hfToken reached the program's inputs`);
+            assertNoneIn(outDir, values, s.name);
+        }
+    });
+});
+
+describe("credentials written into the platform object", () => {
+    const base = withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "kubernetes", context: "c" } }) as Record<string, unknown>;
+    const withTraining = (training: Record<string, unknown>) => ({ ...base, training });
+
+    test("env names: PASSWORD/PASSWD/APIKEY/TOKEN/SECRET/CREDENTIAL anywhere in the name, not only as a suffix", () => {
+        for (const n of [
+            "PGPASSWORD",
+            "OPENAI_APIKEY",
+            "OPENAI_API_KEY",
+            "HF_TOKEN",
+            "GITHUB_TOKEN",
+            "MYSQL_PWD",
+            "DB_PASSWD",
+            "AWS_SECRET_ACCESS_KEY",
+            "GOOGLE_CREDENTIALS",
+            "SLACK_TOKEN_VALUE",
+            "ANTHROPIC_API_KEY",
+            "api_key",
+            "HUGGINGFACEHUB_API_TOKEN",
+        ])
+            assert.ok(isSecretEnvName(n), n);
+        for (const n of [
+            "TOKENIZERS_PARALLELISM",
+            "MAX_TOKENS",
+            "MAX_TOKENS_PER_STEP",
+            "NCCL_DEBUG",
+            "TEXTARENA_ENV_ID",
+            "MONKEY",
+            "VLLM_LOGGING_LEVEL",
+            "CUDA_VISIBLE_DEVICES",
+            "KEYBOARD_LAYOUT",
+        ])
+            assert.ok(!isSecretEnvName(n), n);
+    });
+
+    test("values: a URL with a password, and known token prefixes; not image digests, model names or a URL without a password", () => {
+        for (const v of [
+            "http://proxyuser:hunter2@proxy.internal:3128",
+            "postgres://app:pw@db/x",
+            "hf_abcdefghijklmnopqrstuvwxyz012345",
+            "sk-proj-abcdefghijklmnopqrstuvwxyz",
+            "sk-ant-api03-abcdefghijklmnopqrstu",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "AKIAIOSFODNN7EXAMPLE",
+            "xoxb-123456789012-abcdefghij",
+            "--api-key=sk-abcdefghijklmnopqrstuvwxyz",
+        ])
+            assert.ok(credentialKind(v) !== undefined, v);
+        for (const v of [
+            `registry.example.com/agent-rl/trainer:1@sha256:${"a".repeat(64)}`,
+            "Qwen/Qwen3-8B",
+            "https://huggingface.co/spaces/x/y",
+            "http://user@proxy:3128",
+            "hf_transfer",
+            "sk-learn",
+            "openai/gpt-oss-20b",
+            "AKIA",
+        ])
+            assert.equal(credentialKind(v), undefined, v);
+    });
+
+    test("the issue's three: PGPASSWORD, OPENAI_APIKEY and a proxy URL with a password are refused, naming the field and never the value", () => {
+        const problems = problemsOf(
+            withTraining({
+                extraEnv: { PGPASSWORD: "pw12345", OPENAI_APIKEY: "k", HTTPS_PROXY: "http://u:hunter2@proxy:3128", TOKENIZERS_PARALLELISM: "false" },
+            }),
+        );
+        assert.ok(
+            problems.some((p) =>
+                /^training\.extraEnv\.PGPASSWORD: looks like a secret .*only hfToken, registryAuth and the ingress keys are carried as secrets/.test(p),
+            ),
+            problems.join("\n"),
+        );
+        assert.ok(problems.some((p) => /^training\.extraEnv\.OPENAI_APIKEY: looks like a secret/.test(p)));
+        assert.ok(
+            problems.some((p) =>
+                /^training\.extraEnv\.HTTPS_PROXY: looks like a URL with a password in it .*value not shown.*without its user:password part/.test(p),
+            ),
+        );
+        assert.ok(!problems.some((p) => p.includes("TOKENIZERS_PARALLELISM")));
+        assert.ok(problems.every((p) => !p.includes("hunter2") && !p.includes("pw12345")));
+    });
+
+    test("a token anywhere (extraArgs, env settings, the vLLM's env) is refused by its path", () => {
+        const token = "hf_abcdefghijklmnopqrstuvwxyz012345";
+        const problems = problemsOf({
+            ...withTraining({ extraArgs: ["--hub-token", token], vllm: { extraEnv: { LOG: `sk-${"x".repeat(24)}` } } }),
+            envs: { coding: { settings: { UPSTREAM: "https://bot:pw@git.example.com/r.git" } } },
+        });
+        assert.ok(
+            problems.some((p) => /^training\.extraArgs\[1\]: looks like a Hugging Face token \(hf_\.\.\.\) \(value not shown\)/.test(p)),
+            problems.join("\n"),
+        );
+        assert.ok(problems.some((p) => /^training\.vllm\.extraEnv\.LOG: looks like an API key \(sk-/.test(p)));
+        assert.ok(problems.some((p) => /^envs\.coding\.settings\.UPSTREAM: looks like a URL with a password/.test(p)));
+        assert.ok(problems.every((p) => !p.includes(token)));
+    });
+
+    test("a stack secret key inside platform names the stack secret and its command, not 'unknown field'", () => {
+        const problems = problemsOf({ ...base, hfToken: "x", training: { HF_TOKEN: "y" }, ingress: { "ingressKey-operators": "z" } });
+        assert.ok(
+            problems.includes(
+                "hfToken: hfToken is a stack secret, not a field of platform (value not shown): remove it from the platform object and store it encrypted with pulumi config set --secret hfToken",
+            ),
+            problems.join("\n"),
+        );
+        assert.ok(problems.some((p) => /^training\.HF_TOKEN: hfToken is a stack secret/.test(p)));
+        assert.ok(
+            problems.some((p) =>
+                /^ingress\.ingressKey-operators: ingressKey-operators is a stack secret, .*pulumi config set --secret ingressKey-operators/.test(p),
+            ),
+        );
+        assert.ok(!problems.some((p) => /unknown field|Unrecognized key/i.test(p)), problems.join("\n"));
+    });
+});
+
+describe("the offline plan without Pulumi secrets set up", () => {
+    test("hubRepoId without hfToken plans on a placeholder, plan.md says what up needs; the program itself still refuses", async () => {
+        const outDir = path.join(tmp, "hub-placeholder");
+        const override = { training: { hubRepoId: "acme/qwen-mbpp" } };
+        for (const target of ["kubernetes", "docker"] as const) {
+            const result = await planToDir({ recipe: "mbpp-whitebox", target }, { outDir, platformOverride: override });
+            const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+            assert.match(
+                md,
+                /\*\*Secrets not set, planned with placeholders:\*\* `hfToken`\. .*`pulumi up` refuses the stack until you run `pulumi config set --secret hfToken`/,
+            );
+            if (target === "kubernetes") assert.ok(result.manifests.some((m) => m.kind === "Secret" && m.stringData?.HF_TOKEN === "<redacted>"));
+            assertNoneIn(outDir, { hfToken: "plan-placeholder-hfToken" }, `hub placeholder ${target}`);
+        }
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const program = require(path.join(REPO_ROOT, "index.ts"));
+        const raw = withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "docker" }, ...override });
+        const up = await runUnderMocks(program, { stack: "dev", config: { [`${NS}:platform`]: JSON.stringify(raw) } });
+        assert.match(
+            String((up.error as Error)?.message),
+            /hfToken: training\.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken/,
+        );
+    });
+});
