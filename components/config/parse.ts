@@ -9,7 +9,8 @@ import type { PlatformConfig } from "./types";
 import { platformSchema } from "./schema";
 import { validateTargetSettings } from "./target-settings";
 import { validatePlatform } from "./validate";
-import { ConfigError, formatZodIssues } from "./errors";
+import { ConfigError } from "./errors";
+import { aboutDropped, checkAgainstSchema } from "./refused-values";
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
     return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -50,10 +51,12 @@ export function parsePlatformConfig(raw: unknown, stack: string): PlatformConfig
     const { merged, problems } = applyRecipe(raw);
     problems.push(...movedFields(merged));
     if (problems.length > 0) throw new ConfigError(problems);
-    const parsed = platformSchema.safeParse(merged, { reportInput: true });
-    if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues));
-    const config = resolveDefaults(parsed.data, stack);
-    const errors = [...validateTargetSettings(merged, config.target.kind), ...validatePlatform(config)];
+    // Every problem at once: what the schema refuses is set aside, and the cross-field checks run over the rest.
+    const checked = checkAgainstSchema(platformSchema, merged);
+    if (checked.data === undefined) throw new ConfigError(checked.problems);
+    const config = resolveDefaults(checked.data, stack);
+    const rules = [...validateTargetSettings(merged, config.target.kind), ...validatePlatform(config)];
+    const errors = [...checked.problems, ...rules.filter((p) => !aboutDropped(p, checked.dropped))];
     if (errors.length > 0) throw new ConfigError(errors);
     return config;
 }
