@@ -25,7 +25,9 @@ export function planUsage(recipes: ReadonlyArray<{ name: string; description: st
         "recipes (--recipe <name>):",
         ...recipes.map((r) => `  ${r.name.padEnd(width)}  ${r.description}`),
         "",
-        stacks.length > 0 ? `stacks found in stacks/: ${stacks.join(", ")}` : "stacks found in stacks/: none (write stacks/Pulumi.<stack>.yaml, or plan a file by its path)",
+        stacks.length > 0
+            ? `stacks found in stacks/: ${stacks.join(", ")}`
+            : "stacks found in stacks/: none (write stacks/Pulumi.<stack>.yaml, or plan a file by its path)",
     ].join("\n");
 }
 
@@ -94,4 +96,12 @@ async function main(): Promise<number> {
 }
 
 if (require.main === module)
-    runCli("plan", planUsage(ALL_RECIPE_NAMES.map((name) => ({ name, description: RECIPES[name].description })), knownStacks()), main, (e) => (e instanceof PlanError ? `plan failed: ${e.message}` : undefined));
+    runCli(
+        "plan",
+        planUsage(
+            ALL_RECIPE_NAMES.map((name) => ({ name, description: RECIPES[name].description })),
+            knownStacks(),
+        ),
+        main,
+        (e) => (e instanceof PlanError ? `plan failed: ${e.message}` : undefined),
+    );

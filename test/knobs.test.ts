@@ -76,7 +76,9 @@ describe("the published knobs render on every program that takes them", () => {
         const raw = { recipe: "mbpp-whitebox", ...K8S, training: { program: "custom", command: ["python", "/app/train.py"], evalSize: 0, ...knobs } };
         const args = trlParserArgs(parseWithTestImages(raw, "test"), "/out", "VLLM");
         assert.deepEqual(
-            ["--learning_rate", "--warmup_steps", "--temperature", "--lr_scheduler_type", "--num_train_epochs", "--seed", "--max_completion_length"].map((f) => after(args, f)),
+            ["--learning_rate", "--warmup_steps", "--temperature", "--lr_scheduler_type", "--num_train_epochs", "--seed", "--max_completion_length"].map((f) =>
+                after(args, f),
+            ),
             ["0.000002", "0.1", "0.9", "cosine", "2", "5", "512"],
         );
         assert.deepEqual(problems(deepMerge(raw, { training: { maxStaleness: 2 } })), [
@@ -117,17 +119,14 @@ describe("training.extraArgs is checked against the program's facts", () => {
     });
 
     test("type, choices, store_true, missing values, strays, repeats and misspellings: each its own line", () => {
-        assert.deepEqual(
-            extra(["--eval-steps", "five", "--num-generations-eval", "2.5", "--logging-steps", "--eval-step", "3", "oops", "--eval-steps", "4"]),
-            [
-                "training.extraArgs: --eval-steps takes a whole number (argparse type=int), got 'five'",
-                "training.extraArgs: --num-generations-eval takes a whole number (argparse type=int), got '2.5'",
-                "training.extraArgs: --logging-steps takes a value: add it after --logging-steps",
-                `training.extraArgs: --eval-step is not a flag of ${label} (its flags: ${flags}): did you mean --eval-steps?`,
-                "training.extraArgs: 'oops' is not a flag and follows no flag that takes a value: each entry is a --flag or the value after one",
-                "training.extraArgs: --eval-steps is given twice (argparse keeps the last): keep one",
-            ],
-        );
+        assert.deepEqual(extra(["--eval-steps", "five", "--num-generations-eval", "2.5", "--logging-steps", "--eval-step", "3", "oops", "--eval-steps", "4"]), [
+            "training.extraArgs: --eval-steps takes a whole number (argparse type=int), got 'five'",
+            "training.extraArgs: --num-generations-eval takes a whole number (argparse type=int), got '2.5'",
+            "training.extraArgs: --logging-steps takes a value: add it after --logging-steps",
+            `training.extraArgs: --eval-step is not a flag of ${label} (its flags: ${flags}): did you mean --eval-steps?`,
+            "training.extraArgs: 'oops' is not a flag and follows no flag that takes a value: each entry is a --flag or the value after one",
+            "training.extraArgs: --eval-steps is given twice (argparse keeps the last): keep one",
+        ]);
     });
 
     test("a switch takes no value; a misspelled flag gets its near miss", () => {
@@ -152,9 +151,13 @@ describe("extraArgProblems: argparse's reading of types and choices", () => {
         args: {},
     };
     test("float: Python's float() syntax (exponents, a leading dot, inf) passes; words do not", () => {
-        assert.deepEqual(extraArgProblems(made, "made.py", ["--beta", "1e-3", "--beta=.5"]), ["training.extraArgs: --beta is given twice (argparse keeps the last): keep one"]);
+        assert.deepEqual(extraArgProblems(made, "made.py", ["--beta", "1e-3", "--beta=.5"]), [
+            "training.extraArgs: --beta is given twice (argparse keeps the last): keep one",
+        ]);
         assert.deepEqual(extraArgProblems(made, "made.py", ["--beta", "inf"]), []);
-        assert.deepEqual(extraArgProblems(made, "made.py", ["--beta", "0.1.2"]), ["training.extraArgs: --beta takes a number (argparse type=float), got '0.1.2'"]);
+        assert.deepEqual(extraArgProblems(made, "made.py", ["--beta", "0.1.2"]), [
+            "training.extraArgs: --beta takes a number (argparse type=float), got '0.1.2'",
+        ]);
     });
     test("choices: one of them", () => {
         assert.deepEqual(extraArgProblems(made, "made.py", ["--loss", "dapo"]), []);
@@ -166,12 +169,18 @@ describe("docs/guides/knobs.md", () => {
     test("its knob table says, for every knob and program, the flag the facts map (or refused) and a custom script's TRL flag", () => {
         const md = fs.readFileSync(path.join(__dirname, "..", "docs", "guides", "knobs.md"), "utf8");
         const header = md.split("\n").find((l) => l.startsWith("| setting | MBPP eval seed"))!;
-        const columns = header.split("|").slice(2, -2).map((c) => /`(\w+)`/.exec(c)![1]);
+        const columns = header
+            .split("|")
+            .slice(2, -2)
+            .map((c) => /`(\w+)`/.exec(c)![1]);
         assert.deepEqual(columns, Object.keys(programs));
         for (const f of KNOB_FIELDS) {
             const row = md.split("\n").find((l) => l.startsWith(`| \`training.${f}\` |`));
             assert.ok(row, `a row for training.${f}`);
-            const cells = row.split("|").slice(2, -1).map((c) => c.trim());
+            const cells = row
+                .split("|")
+                .slice(2, -1)
+                .map((c) => c.trim());
             columns.forEach((name, i) => {
                 const flag = (programs[name].args as Record<string, string | undefined>)[f];
                 if (flag === undefined) assert.equal(cells[i], "refused", `${f} on ${name}`);

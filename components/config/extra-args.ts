@@ -20,8 +20,7 @@ const PY_FLOAT = /^\s*[-+]?((\d(_?\d)*)?\.?\d(_?\d)*([eE][-+]?\d(_?\d)*)?|\d(_?\
 function valueProblem(flag: string, spec: ProgramFlag, value: string): string | undefined {
     if (spec.type === "int" && !PY_INT.test(value)) return `${FIELD}: ${flag} takes a whole number (argparse type=int), got '${value}'`;
     if (spec.type === "float" && !PY_FLOAT.test(value)) return `${FIELD}: ${flag} takes a number (argparse type=float), got '${value}'`;
-    if (spec.choices !== undefined && !spec.choices.includes(value))
-        return `${FIELD}: ${flag} takes one of ${spec.choices.join(", ")}, got '${value}'`;
+    if (spec.choices !== undefined && !spec.choices.includes(value)) return `${FIELD}: ${flag} takes one of ${spec.choices.join(", ")}, got '${value}'`;
     return undefined;
 }
 
@@ -30,14 +29,15 @@ function renderedFrom(p: ProgramFacts, flag: string): string {
     const keys = (Object.keys(p.args) as (keyof ProgramArgMap)[]).filter((k) => p.args[k] === flag);
     const sources = keys.map((k) => ARG_SOURCES[k]);
     const setting = sources.find((s) => "setting" in s);
-    if (setting !== undefined && "setting" in setting) return `rendered by the platform from ${setting.setting}: set ${setting.setting} instead of passing ${flag}`;
+    if (setting !== undefined && "setting" in setting)
+        return `rendered by the platform from ${setting.setting}: set ${setting.setting} instead of passing ${flag}`;
     const platform = sources.find((s) => "platform" in s);
     return `rendered by the platform (${platform !== undefined && "platform" in platform ? platform.platform : "from the stack"}): remove it`;
 }
 
 /** Every problem of `extraArgs` for program `p` (named `label` in messages), in order. */
 export function extraArgProblems(p: ProgramFacts, label: string, extraArgs: readonly string[]): string[] {
-    const rendered = new Set<string>(Object.values(p.args));
+    const rendered = new Set(Object.values(p.args) as string[]);
     const flags = Object.keys(p.flags);
     const errors: string[] = [];
     const seen = new Set<string>();

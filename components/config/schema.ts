@@ -261,7 +261,9 @@ const training = z.strictObject({
         .number()
         .positive()
         .optional()
-        .describe("Peak learning rate (`--learning-rate`; a custom script's `--learning_rate`). Default: the program's (the MBPP eval seed 1e-6, opencode 1e-5)."),
+        .describe(
+            "Peak learning rate (`--learning-rate`; a custom script's `--learning_rate`). Default: the program's (the MBPP eval seed 1e-6, opencode 1e-5).",
+        ),
     warmupSteps: z
         .number()
         .nonnegative()
@@ -270,11 +272,7 @@ const training = z.strictObject({
         .describe(
             "Linear warmup (transformers 5 `--warmup_steps`: whole steps, or a fraction of the run below 1). A custom script only: no named program has a flag for it.",
         ),
-    temperature: z
-        .number()
-        .positive()
-        .optional()
-        .describe("Sampling temperature of the rollouts (`--temperature`). Default: the program's (1.0)."),
+    temperature: z.number().positive().optional().describe("Sampling temperature of the rollouts (`--temperature`). Default: the program's (1.0)."),
     lrSchedulerType: z
         .string()
         .regex(/^[a-z_]+$/, "must be a transformers scheduler name such as linear, cosine or constant_with_warmup")

@@ -112,7 +112,8 @@ export function factsWalkProblems(
             const { config, problems } = parseFor(deepMerge(base, sample.patch));
             if (config === undefined) {
                 // The program's layout may not allow the sample (vllmServerUrl on a colocate-only script): then it is not its flag to render.
-                if (!("setting" in source) || !problems.some((l) => l.startsWith("training.layout:"))) out.push(`${name}: setting ${key}: ${problems.join("; ")}`);
+                if (!("setting" in source) || !problems.some((l) => l.startsWith("training.layout:")))
+                    out.push(`${name}: setting ${key}: ${problems.join("; ")}`);
                 continue;
             }
             const args = render(p, config, WALK_LINKS);
