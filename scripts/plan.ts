@@ -9,12 +9,27 @@
  * trace), 2 bad arguments (an unknown stack lists the stacks).
  */
 import * as path from "node:path";
-import { ALL_RECIPE_NAMES } from "../components/config";
+import { ALL_RECIPE_NAMES, RECIPES } from "../components/config";
 import { checkHelp, runCli, UsageError } from "./lib/cli";
 import { isClusterStack, knownStacks, PlanError, planClusterToDir, planToDir, type PlanSource, UnknownStackError } from "./lib/plan";
 
 const USAGE =
     "usage: npm run plan -- <stack | path/to/Pulumi.<stack>.yaml> [--out DIR]\n       npm run plan -- --recipe <name> [--target kubernetes|docker] [--out DIR]";
+
+/** The usage with what there is to plan: every recipe with its one line, and the stacks found in stacks/. */
+export function planUsage(recipes: ReadonlyArray<{ name: string; description: string }>, stacks: readonly string[]): string {
+    const width = Math.max(0, ...recipes.map((r) => r.name.length));
+    return [
+        USAGE,
+        "",
+        "recipes (--recipe <name>):",
+        ...recipes.map((r) => `  ${r.name.padEnd(width)}  ${r.description}`),
+        "",
+        stacks.length > 0
+            ? `stacks found in stacks/: ${stacks.join(", ")}`
+            : "stacks found in stacks/: none (write stacks/Pulumi.<stack>.yaml, or plan a file by its path)",
+    ].join("\n");
+}
 
 export function parsePlanArgs(argv: readonly string[]): { source: PlanSource; outDir: string } {
     checkHelp(argv);
@@ -80,4 +95,13 @@ async function main(): Promise<number> {
     }
 }
 
-if (require.main === module) runCli("plan", USAGE, main, (e) => (e instanceof PlanError ? `plan failed: ${e.message}` : undefined));
+if (require.main === module)
+    runCli(
+        "plan",
+        planUsage(
+            ALL_RECIPE_NAMES.map((name) => ({ name, description: RECIPES[name].description })),
+            knownStacks(),
+        ),
+        main,
+        (e) => (e instanceof PlanError ? `plan failed: ${e.message}` : undefined),
+    );

@@ -47,6 +47,12 @@ describe("every CLI: --help, bad arguments, the same way", () => {
             assert.match(r.stderr, /no stack file stacks\/Pulumi\.nosuchstack\.yaml: known stacks are cluster, dev, prod, staging/);
         }
     });
+    test("plan --help lists the recipes and the stacks found", () => {
+        const r = cli("plan.ts", "--help");
+        assert.match(r.stdout, /\nrecipes \(--recipe <name>\):\n {2}mbpp-whitebox /);
+        assert.match(r.stdout, /\n {2}opencode-blackbox-32b /);
+        assert.match(r.stdout, /\nstacks found in stacks\/: cluster, dev, .*\n$/);
+    });
     test("no arguments: plan and preflight both name every stack, cluster included", () => {
         assert.match(cli("plan.ts").stderr, /^plan: name a stack \(cluster, dev, prod, staging\) or --recipe <name>/);
         assert.match(cli("preflight.ts").stderr, /^preflight: name a stack \(cluster, dev, prod, staging\) or a stack file/);

@@ -293,6 +293,8 @@ describe("config: every validation message names the field and the fix", () => {
             expect: [
                 /^ingress\.host: must be a DNS host name such as vllm\.example\.com \(no scheme, no port\)$/,
                 /^ingress\.tls\.certFile: must be an absolute path on the Docker host$/,
+                // The schema's refusals no longer hide the cross-field checks: the Docker black box's pool is refused too.
+                /^sandboxes\.provider: the docker sandbox pool /,
             ],
         },
         {
@@ -341,7 +343,7 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "a misspelt field",
             raw: withOverride({ training: { perDeviceTrainBatchsize: 8 } }),
-            expect: [/^training\.perDeviceTrainBatchsize: unknown field: remove it or check its spelling$/],
+            expect: [/^training\.perDeviceTrainBatchsize: unknown field: did you mean training\.perDeviceTrainBatchSize\? rename it$/],
         },
         {
             what: "a wrong type",

@@ -302,10 +302,10 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
     it("a trainer setting changed under the same runId: up succeeds, never two trainers of one run", async () => {
         needFirstUp();
         const n = names();
-        await stack.setPlatform(merge(platform(), { training: { extraArgs: ["--temperature", "0.9"] } }));
+        await stack.setPlatform(merge(platform(), { training: { temperature: 0.9 } }));
         const up = await stack.up("trainer setting", { timeoutMs: UP_MS });
         if (!up.ok) await repairWedgedJob("trainer setting");
-        assertOk(up, "up after changing training.extraArgs under the same runId");
+        assertOk(up, "up after changing training.temperature under the same runId");
         // One live Job of the run, whose pod runs the new args; the old Job's pod stops (its grace period) and is not replaced.
         const pod = await assertTrainingPlaced(cluster, n.namespaces.training, n.training.job, 2);
         assert.ok(JSON.stringify(pod.spec.containers).includes("--temperature"), "the live pod runs the changed trainer args");

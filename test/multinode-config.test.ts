@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, deepMerge, MULTI_NODE_RECIPE_NAMES, platformNames, RECIPE_NAMES } from "../components/config";
+import { ConfigError, DOCKER_BLACKBOX_REFUSED, deepMerge, MULTI_NODE_RECIPE_NAMES, platformNames, RECIPE_NAMES } from "../components/config";
 import { resolveTrainingNode } from "../components/training";
 import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 
@@ -93,8 +93,10 @@ describe("multi-node config: the recipe and its defaults", () => {
 
     test("target.kueueQueue is a Kubernetes field", () => {
         assert.equal(parsePlatformConfig(over({ target: { kueueQueue: "team-a" } }), "test").target.kind, "kubernetes");
+        // The rest of the file is still checked: the Docker black box's default pool is refused beside the unknown field.
         assert.deepEqual(problems({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker", kueueQueue: "team-a" } }), [
             "target.kueueQueue: unknown field: remove it or check its spelling",
+            DOCKER_BLACKBOX_REFUSED,
         ]);
         assert.deepEqual(problems(over({ target: { kueueQueue: "Team A" } })), [
             "target.kueueQueue: must be lower-case letters, digits and '-', starting and ending with a letter or digit",

@@ -1011,7 +1011,7 @@ describe("the Job's name under the same run id", () => {
     test("the same spec gives the same name; any pod-template change (extraArgs, hfToken set later) a new one, so the replacement never meets the terminating Job", async () => {
         const base = await jobName({});
         assert.equal(await jobName({}), base, "deterministic");
-        assert.notEqual(await jobName({ training: { extraArgs: ["--seed", "7"] } }), base);
+        assert.notEqual(await jobName({ training: { extraArgs: ["--sandbox-flavor", "cpu-upgrade"] } }), base);
         assert.notEqual(await jobName({}, HF_SENTINEL), base, "HF_TOKEN appears in the pod template");
         for (const n of [base, await jobName({}, HF_SENTINEL)]) assert.match(n, /^train-run-007-[0-9a-f]{8}$/);
     });

@@ -5,6 +5,7 @@
  */
 import { AGENT_SANDBOX_VERSION, CLUSTER_OUTPUTS_KIND, type ClusterConfig, type ClusterOutputs, clusterSchema } from "./cluster-schema";
 import { ConfigError, formatZodIssues } from "./errors";
+import { fieldsAt } from "./schema-walk";
 import { teamNamespaces } from "./tenancy";
 import type { PlatformConfig } from "./types";
 
@@ -13,7 +14,7 @@ export function parseClusterConfig(raw: unknown): ClusterConfig {
     const moved = movedTeamQuotas(raw);
     if (moved.length > 0) throw new ConfigError(moved);
     const parsed = clusterSchema.safeParse(raw, { reportInput: true });
-    if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues).map((p) => `cluster ${p}`));
+    if (!parsed.success) throw new ConfigError(formatZodIssues(parsed.error.issues, (path) => fieldsAt(clusterSchema, path, raw)).map((p) => `cluster ${p}`));
     const c = parsed.data;
     const problems: string[] = [];
     const dup = <T>(xs: readonly T[], key: (x: T) => string) => xs.map(key).filter((k, i, all) => all.indexOf(k) !== i);

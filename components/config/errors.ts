@@ -1,8 +1,9 @@
 /**
  * How a config problem is reported: ConfigError (one line per problem, each naming the field and
- * the fix) and zod's issues turned into such lines. Pure; imports nothing from this folder.
+ * the fix) and zod's issues turned into such lines. Pure.
  */
 import type { z } from "zod";
+import { nearMiss } from "./near-miss";
 
 /** A configuration that cannot be deployed; `problems` holds one line per problem. */
 export class ConfigError extends Error {
@@ -27,14 +28,36 @@ function fieldPath(path: ReadonlyArray<PropertyKey>): string {
     return path.length === 0 ? "(root)" : path.map(String).join(".");
 }
 
-/** One line per zod issue, naming the field and the fix. */
-export function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+/** The field an unknown key at `field` most likely meant (its near miss among the fields known there). */
+function meant(field: string, key: string, known: readonly string[]): string | undefined {
+    const near = nearMiss(key, known);
+    return near === undefined ? undefined : field === "(root)" ? near : `${field}.${near}`;
+}
+
+/** The line for an unknown key: its near miss among the fields known there, when it has one. */
+export function unknownFieldMessage(field: string, key: string, known: readonly string[]): string {
+    const at = field === "(root)" ? key : `${field}.${key}`;
+    const near = meant(field, key, known);
+    return near === undefined ? `${at}: unknown field: remove it or check its spelling` : `${at}: unknown field: did you mean ${near}? rename it`;
+}
+
+/**
+ * One line per zod issue, naming the field and the fix. `fieldsAt` gives the field names an object
+ * at a path takes (components/config/schema-walk.ts), for the near miss of an unknown key.
+ */
+export function formatZodIssues(issues: readonly z.core.$ZodIssue[], fieldsAt: (path: ReadonlyArray<PropertyKey>) => readonly string[] = () => []): string[] {
+    // A required field written under a misspelled name (runID for runId) is one problem: the rename.
+    const misspelled = new Set(
+        issues.flatMap((issue) => (issue.code === "unrecognized_keys" ? issue.keys.map((k) => meant(fieldPath(issue.path), k, fieldsAt(issue.path))) : [])),
+    );
     return issues.flatMap((issue) => {
         const field = fieldPath(issue.path);
         if (issue.code === "unrecognized_keys") {
-            return issue.keys.map((k) => `${field === "(root)" ? k : `${field}.${k}`}: unknown field: remove it or check its spelling`);
+            const known = fieldsAt(issue.path);
+            return issue.keys.map((k) => unknownFieldMessage(field, k, known));
         }
         if (issue.code === "invalid_type" && (issue as { input?: unknown }).input === undefined) {
+            if (misspelled.has(field)) return [];
             return [`${field}: required: ${REQUIRED_HINTS[field] ?? `set ${field} (expected ${issue.expected})`}`];
         }
         if (issue.code === "invalid_type") {

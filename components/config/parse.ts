@@ -9,7 +9,8 @@ import type { PlatformConfig } from "./types";
 import { platformSchema } from "./schema";
 import { validateTargetSettings } from "./target-settings";
 import { validatePlatform } from "./validate";
-import { ConfigError, formatZodIssues } from "./errors";
+import { ConfigError } from "./errors";
+import { aboutDropped, checkAgainstSchema } from "./refused-values";
 import { platformSecretProblems } from "./secrets";
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -54,10 +55,12 @@ export function parsePlatformConfig(raw: unknown, stack: string): PlatformConfig
     const merged = secrets.value;
     const problems = [...recipe.problems, ...movedFields(merged)];
     if (problems.length > 0) throw new ConfigError([...problems, ...secrets.problems]);
-    const parsed = platformSchema.safeParse(merged, { reportInput: true });
-    if (!parsed.success) throw new ConfigError([...secrets.problems, ...formatZodIssues(parsed.error.issues)]);
-    const config = resolveDefaults(parsed.data, stack);
-    const errors = [...secrets.problems, ...validateTargetSettings(merged, config.target.kind), ...validatePlatform(config)];
+    // Every problem at once: what the schema refuses is set aside, and the cross-field checks run over the rest.
+    const checked = checkAgainstSchema(platformSchema, merged);
+    if (checked.data === undefined) throw new ConfigError([...secrets.problems, ...checked.problems]);
+    const config = resolveDefaults(checked.data, stack);
+    const rules = [...validateTargetSettings(merged, config.target.kind), ...validatePlatform(config)];
+    const errors = [...secrets.problems, ...checked.problems, ...rules.filter((p) => !aboutDropped(p, checked.dropped))];
     if (errors.length > 0) throw new ConfigError(errors);
     return config;
 }

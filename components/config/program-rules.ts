@@ -3,6 +3,8 @@
  * program has no flag for is refused (naming the field), or checked against the value the program
  * fixes in code; never silently dropped. The flags themselves are data in programs.ts.
  */
+import { extraArgProblems } from "./extra-args";
+import { KNOB_FIELDS, KNOBS } from "./program-settings";
 import { CUSTOM_PROGRAM, type ProgramArgMap, type ProgramFacts, programFacts } from "./programs";
 import type { PlatformConfig } from "./types";
 
@@ -36,7 +38,7 @@ function flagList(p: ProgramFacts): string {
 /** Every problem of a stack's training settings for its program, together. */
 export function validateProgram(c: PlatformConfig): string[] {
     const t = c.training;
-    if (t.program === CUSTOM_PROGRAM) return [];
+    if (t.program === CUSTOM_PROGRAM) return customKnobProblems(c);
     const p = programFacts(t.program);
     if (p === undefined) return [`training.program: unknown program '${t.program}'`];
     const label = programLabel(p);
@@ -57,6 +59,11 @@ export function validateProgram(c: PlatformConfig): string[] {
         errors.push(
             `training.stepsPerGeneration: ${label} leaves TRL's steps_per_generation at gradient_accumulation_steps (${t.gradientAccumulationSteps}); it has no flag for ${t.stepsPerGeneration}: remove stepsPerGeneration`,
         );
+    }
+    for (const f of KNOB_FIELDS) {
+        if (t[f] === undefined || has(f)) continue;
+        const known = p.readFrom === "published-commands" ? " (its command line is known from published examples only)" : "";
+        noFlag(f, `remove it: the program uses its own value${known}`);
     }
     if (t.trackioProject !== undefined && !has("trackioProject")) noFlag("trackioProject", "remove it (set trackioSpaceId for where metrics go)");
     if (t.evalSize > 0 && !has("evalSize")) noFlag("evalSize", "set it to 0");
@@ -82,18 +89,16 @@ export function validateProgram(c: PlatformConfig): string[] {
     return errors;
 }
 
-/** training.extraArgs for a named program: every flag must be one of its own and not one the platform sets. */
-function extraArgProblems(p: ProgramFacts, label: string, extraArgs: readonly string[]): string[] {
-    const rendered = new Set(Object.values(p.args));
-    const errors: string[] = [];
-    for (const a of extraArgs) {
-        if (!a.startsWith("--")) continue;
-        const flag = a.split("=")[0];
-        if (p.flags[flag] === undefined) errors.push(`training.extraArgs: ${flag} is not a flag of ${label} (its flags: ${flagList(p)}): remove it`);
-        else if (rendered.has(flag))
-            errors.push(`training.extraArgs: ${flag} is rendered by the platform from the stack's settings: set the setting instead of passing ${flag}`);
-    }
-    return errors;
+/** A custom script's knobs: each renders as its TRL field, which the layout's TRL config must have. */
+function customKnobProblems(c: PlatformConfig): string[] {
+    const t = c.training;
+    return KNOB_FIELDS.flatMap((f) => {
+        const layouts = KNOBS[f].layouts;
+        if (t[f] === undefined || layouts === undefined || layouts.includes(t.layout)) return [];
+        return [
+            `training.${f}: a custom script gets it as ${KNOBS[f].trl}, a field of TRL's AsyncGRPOConfig (layout ${layouts.join(" or ")}); the ${t.layout} layout's GRPOConfig has none: remove it`,
+        ];
+    });
 }
 
 /**

@@ -72,6 +72,12 @@ export interface ProgramArgMap {
     /** store_true flag. */
     readonly gradientCheckpointing?: string;
     readonly learningRate?: string;
+    readonly warmupSteps?: string;
+    readonly temperature?: string;
+    readonly lrSchedulerType?: string;
+    readonly numEpochs?: string;
+    readonly seed?: string;
+    readonly maxStaleness?: string;
 }
 
 /** Batch settings a program fixes in code (no flag): the capacity math must use these. */
@@ -201,6 +207,8 @@ export const PROGRAMS = {
             hubModelId: "--hub-model-id",
             maxCompletionLength: "--max-completion-length",
             learningRate: "--learning-rate",
+            lrSchedulerType: "--lr-scheduler-type",
+            numEpochs: "--num-epochs",
         },
         fixed: {},
         checkpoints: SEED_CHECKPOINTS,
@@ -319,6 +327,9 @@ export const PROGRAMS = {
             maxSteps: "--max-steps",
             nPrompts: "--n-prompts",
             learningRate: "--learning-rate",
+            temperature: "--temperature",
+            maxStaleness: "--max-staleness",
+            seed: "--seed",
             outputDir: "--output-dir",
             trackioProject: "--project",
             trackioSpaceId: "--trackio-space-id",

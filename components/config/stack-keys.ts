@@ -5,37 +5,15 @@
  * so a typo gets the same message wherever it is read.
  */
 
+import { nearMiss } from "./near-miss";
+
+export { nearMiss } from "./near-miss";
+
 export const CONFIG_NAMESPACE = "agent-rl-infra";
 
 /** Every key a stack file may set in the namespace (`ingressKey-<name>` besides, per ingress key). */
 export const STACK_KEYS = ["platform", "cluster", "hfToken", "registryAuth"] as const;
 const INGRESS_KEY_PREFIX = "ingressKey-";
-
-/** Edit distance (insert, delete, substitute, swap two neighbours), case-insensitive. */
-function distance(a: string, b: string): number {
-    const x = a.toLowerCase();
-    const y = b.toLowerCase();
-    const d: number[][] = Array.from({ length: x.length + 1 }, (_, i) => Array.from({ length: y.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-    for (let i = 1; i <= x.length; i++) {
-        for (let j = 1; j <= y.length; j++) {
-            const cost = x[i - 1] === y[j - 1] ? 0 : 1;
-            d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
-            if (i > 1 && j > 1 && x[i - 1] === y[j - 2] && x[i - 2] === y[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-        }
-    }
-    return d[x.length][y.length];
-}
-
-/** The candidate `word` is most likely a misspelling of (at most 2 edits, fewer for short words), or undefined. */
-export function nearMiss(word: string, candidates: readonly string[]): string | undefined {
-    const limit = word.length <= 4 ? 1 : 2;
-    let best: { c: string; d: number } | undefined;
-    for (const c of candidates) {
-        const d = distance(word, c);
-        if (d <= limit && (best === undefined || d < best.d)) best = { c, d };
-    }
-    return best?.c;
-}
 
 /** The namespace's keys of a config map (`agent-rl-infra:hfTokn` -> `hfTokn`); other namespaces are not ours. */
 function ownKeys(configKeys: readonly string[]): string[] {

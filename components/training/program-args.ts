@@ -72,9 +72,17 @@ export function programArgs(p: ProgramFacts, config: TrainingConfig, links: Prog
         put(a.maxInflight, t.maxInflight);
     }
     put(a.maxSteps, t.maxSteps);
+    // The knobs (components/config/program-settings.ts KNOBS); config refused any the program has no flag for.
     put(a.maxCompletionLength, t.maxCompletionLength);
     put(a.optim, t.optim);
     on(a.gradientCheckpointing, t.gradientCheckpointing);
+    put(a.learningRate, t.learningRate);
+    put(a.warmupSteps, t.warmupSteps);
+    put(a.temperature, t.temperature);
+    put(a.lrSchedulerType, t.lrSchedulerType);
+    put(a.numEpochs, t.numEpochs);
+    put(a.seed, t.seed);
+    put(a.maxStaleness, t.maxStaleness);
     put(a.trackioProject, t.trackioProject);
     put(a.trackioSpaceId, t.trackioSpaceId);
     if (t.hubRepoId !== undefined) {

@@ -28,6 +28,7 @@
  *   OpenEnv's `OpenCodeConfig(api_key=...)`, whose in-sandbox proxy sends it upstream).
  */
 import { DEFAULT_KEEP_LAST } from "../config/checkpoints";
+import { KNOB_FIELDS, KNOBS } from "../config/program-settings";
 import { vllmServerSettings } from "../config/vllm-settings";
 import { TRL_GROUP_PORT, type TrainingConfig } from "./model";
 
@@ -84,9 +85,11 @@ export function trlParserArgs(config: TrainingConfig, outputDir: string, vllmUrl
     // Retention on the shared volume (transformers rotates the oldest out after each save).
     args.push("--save_total_limit", String(t.checkpoints.keepLast ?? DEFAULT_KEEP_LAST));
     if (t.maxSteps !== undefined) args.push("--max_steps", String(t.maxSteps));
-    if (t.maxCompletionLength !== undefined) args.push("--max_completion_length", String(t.maxCompletionLength));
-    if (t.optim !== undefined) args.push("--optim", t.optim);
-    if (t.gradientCheckpointing !== undefined) args.push("--gradient_checkpointing", String(t.gradientCheckpointing));
+    // The knobs, as their TRL fields (components/config/program-settings.ts KNOBS; config refused a field the layout's config lacks).
+    for (const f of KNOB_FIELDS) {
+        const value = t[f];
+        if (value !== undefined) args.push(KNOBS[f].trl, String(value));
+    }
     if (t.hubRepoId !== undefined) args.push("--push_to_hub", "true", "--hub_model_id", t.hubRepoId);
     if (t.trackioProject !== undefined) args.push("--report_to", "trackio", "--project", t.trackioProject);
     if (t.trackioSpaceId !== undefined) args.push("--trackio_space_id", t.trackioSpaceId);
