@@ -289,7 +289,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.checkpoints": {
         default: "enabled, `100Gi` (recipes: at least 3 runs by the rule, never below their earlier size)",
-        meaning: "checkpoint/output volume, shared by the stack's runs (each writes `/checkpoints/<runId>`); a size below what one run writes is refused (see [Checkpoints](training-node.md#checkpoints-size-resume-retention-the-way-out))",
+        meaning: "checkpoint/output volume, shared by the stack's runs (each writes `/checkpoints/<runId>`); a size below what one run writes is refused (see [Checkpoints](../guides/operating-a-run.md#checkpoints-size-resume-retention-the-way-out))",
     },
     "training.checkpoints.keepLast": {
         default: "2 (custom script)",
