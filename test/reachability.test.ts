@@ -60,7 +60,11 @@ describe("reachability: the rendered policies allow exactly the paths docs/desig
         test(`${recipe} on kubernetes`, async () => {
             const { r } = await reachabilityOf(recipe);
             const computed = reachabilityTable(r, { name: roleName, include: concernsStack }).trim();
-            assert.equal(computed, readmeTable(recipe), `docs/design/network-paths.md's table for ${recipe} differs from what the policies allow; computed:\n${computed}`);
+            assert.equal(
+                computed,
+                readmeTable(recipe),
+                `docs/design/network-paths.md's table for ${recipe} differs from what the policies allow; computed:\n${computed}`,
+            );
         });
     }
 });
@@ -212,7 +216,11 @@ describe("reachability: observability on, the scraper reaches the metrics ports 
         test(`${recipe} with observability: the network-paths table`, async () => {
             const r = await observedReachability(recipe);
             const computed = reachabilityTable(r, { name: roleName, include: concernsStack }).trim();
-            assert.equal(computed, readmeTable(`${recipe}+observability`), `docs/design/network-paths.md's table for ${recipe}+observability differs; computed:\n${computed}`);
+            assert.equal(
+                computed,
+                readmeTable(`${recipe}+observability`),
+                `docs/design/network-paths.md's table for ${recipe}+observability differs; computed:\n${computed}`,
+            );
         });
     }
 

@@ -35,25 +35,28 @@ export const CLUSTER_SECTIONS: Readonly<Record<string, string>> = {
 
 /** Every field of `agent-rl-infra:platform`, by path (`envs.<name>.image`). */
 export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
-    "recipe": {
+    recipe: {
         default: "-",
-        meaning: "start from a recipe ([recipes](stack-file.md#recipes)): every field but `runId` and `target` comes from it, and the stack overrides what it writes",
+        meaning:
+            "start from a recipe ([recipes](stack-file.md#recipes)): every field but `runId` and `target` comes from it, and the stack overrides what it writes",
     },
-    "runId": {
+    runId: {
         default: "required",
         meaning: "DNS label, <= 24 chars; names the Job and labels sandboxes; a new run is a new id",
     },
-    "preflight": {
+    preflight: {
         default: "`off`",
         meaning: "check the live target before anything registers: `warn` logs what is missing, `enforce` stops the up (see [Preflight](preflight.md))",
     },
-    "clusterStack": {
+    clusterStack: {
         default: "-",
-        meaning: "(k8s) `<org>/<project>/<stack>` of the [cluster stack](../guides/platform-teams.md#the-cluster-stack) this run uses: its PriorityClasses (where the run names none), RuntimeClasses, agent-sandbox install and cert-manager issuer; references it lacks are refused",
+        meaning:
+            "(k8s) `<org>/<project>/<stack>` of the [cluster stack](../guides/platform-teams.md#the-cluster-stack) this run uses: its PriorityClasses (where the run names none), RuntimeClasses, agent-sandbox install and cert-manager issuer; references it lacks are refused",
     },
-    "prod": {
+    prod: {
         default: "`true` for stacks `prod` / `prod-*`",
-        meaning: "prod rules, checked by the config before anything registers: every deployed image pinned by digest, the model revision pinned. The policy pack is a separate step: its policies block an update only when the command names it, `pulumi up --policy-pack policy --policy-pack-config policy/config.prod.json` ([The policy pack](../design/security-model.md#the-policy-pack)); nothing checks that it ran; shown in plan.md",
+        meaning:
+            "prod rules, checked by the config before anything registers: every deployed image pinned by digest, the model revision pinned. The policy pack is a separate step: its policies block an update only when the command names it, `pulumi up --policy-pack policy --policy-pack-config policy/config.prod.json` ([The policy pack](../design/security-model.md#the-policy-pack)); nothing checks that it ran; shown in plan.md",
     },
     "target.kind": {
         default: "required",
@@ -61,19 +64,23 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "target.namespacePrefix": {
         default: "`arl-<stack>`",
-        meaning: "(k8s) namespaces are `<prefix>-training`, `-ingress`, `-envs`, `-sandboxes`; with `target.team`, the prefix of the stack's object names instead",
+        meaning:
+            "(k8s) namespaces are `<prefix>-training`, `-ingress`, `-envs`, `-sandboxes`; with `target.team`, the prefix of the stack's object names instead",
     },
     "target.team": {
         default: "-",
-        meaning: "(k8s, needs `clusterStack`) deploy into the team's namespaces the cluster stack made (`<team>-training`, `-ingress`, `-envs`, `-sandboxes`): the stack makes no namespace and nothing cluster-wide, its object names carry `namespacePrefix`, the team's quotas and claim-lifetime bound apply. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
+        meaning:
+            "(k8s, needs `clusterStack`) deploy into the team's namespaces the cluster stack made (`<team>-training`, `-ingress`, `-envs`, `-sandboxes`): the stack makes no namespace and nothing cluster-wide, its object names carry `namespacePrefix`, the team's quotas and claim-lifetime bound apply. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
     },
     "target.kubeconfig": {
         default: "- (this or `context`: required but on `dev` / `dev-*` stacks)",
-        meaning: "(k8s) kubeconfig file of the cluster (default: the ambient one). One of `kubeconfig` and `context` must be set on every stack but `dev` / `dev-*`, so staging and prod never deploy to whatever kubectl points at",
+        meaning:
+            "(k8s) kubeconfig file of the cluster (default: the ambient one). One of `kubeconfig` and `context` must be set on every stack but `dev` / `dev-*`, so staging and prod never deploy to whatever kubectl points at",
     },
     "target.context": {
         default: "- (this or `kubeconfig`: required but on `dev` / `dev-*` stacks)",
-        meaning: "(k8s) kubeconfig context of the cluster. One of `kubeconfig` and `context` must be set on every stack but `dev` / `dev-*`, so staging and prod never deploy to whatever kubectl points at",
+        meaning:
+            "(k8s) kubeconfig context of the cluster. One of `kubeconfig` and `context` must be set on every stack but `dev` / `dev-*`, so staging and prod never deploy to whatever kubectl points at",
     },
     "target.nodeSelector": {
         default: "`{}`",
@@ -101,11 +108,13 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "target.kueueQueue": {
         default: "-",
-        meaning: "(k8s) Kueue LocalQueue (in the training namespace) the trainer is submitted to: its Job / JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended until Kueue admits it. See [More than one node](../guides/multi-node.md)",
+        meaning:
+            "(k8s) Kueue LocalQueue (in the training namespace) the trainer is submitted to: its Job / JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended until Kueue admits it. See [More than one node](../guides/multi-node.md)",
     },
     "target.dns": {
         default: "`{kind: kube-dns}`; node-local: `addresses` [169.254.20.10]",
-        meaning: "(k8s) where the stack's pods send DNS queries: `{kind: kube-dns}`, `{kind: node-local, addresses?}` (NodeLocal DNSCache, default address `169.254.20.10`), or `{kind: selector, namespace, podLabels}`; each NetworkPolicy allows exactly that on 53 UDP+TCP (single addresses as `/32`; the metadata address refused). See [Network paths](../design/network-paths.md)",
+        meaning:
+            "(k8s) where the stack's pods send DNS queries: `{kind: kube-dns}`, `{kind: node-local, addresses?}` (NodeLocal DNSCache, default address `169.254.20.10`), or `{kind: selector, namespace, podLabels}`; each NetworkPolicy allows exactly that on 53 UDP+TCP (single addresses as `/32`; the metadata address refused). See [Network paths](../design/network-paths.md)",
     },
     "target.host": {
         default: "`unix:///var/run/docker.sock`",
@@ -125,11 +134,13 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "images.vllm": {
         default: "`vllm/vllm-openai:v0.29.0`",
-        meaning: "vLLM image for black box where vLLM has its own container (Docker, or Kubernetes with `gpuSharing: isolated`); refused where it would not be deployed. The default is the lock's vLLM, the trainer images' (TRL 1.16 takes `vllm>=0.22,<=0.31`, openenv 0.10 beside it at most 0.29), so the weight-transfer client and server are one version",
+        meaning:
+            "vLLM image for black box where vLLM has its own container (Docker, or Kubernetes with `gpuSharing: isolated`); refused where it would not be deployed. The default is the lock's vLLM, the trainer images' (TRL 1.16 takes `vllm>=0.22,<=0.31`, openenv 0.10 beside it at most 0.29), so the weight-transfer client and server are one version",
     },
     "images.trainer": {
         default: "required",
-        meaning: "trainer image: TRL 1.16 and the training program (`trainer/*/Dockerfile` builds it for the named programs), plus vLLM where the layout runs vLLM from it (white box; black box on Kubernetes with `gpuSharing: shared`): TRL 1.16 takes 0.22-0.31, and beside openenv 0.10 only up to 0.29 (vLLM 0.30 needs `mcp>=2`, openenv's fastmcp `mcp<2`). The example registry `registry.example.com` is warned in plan.md and refused by a real `pulumi up`",
+        meaning:
+            "trainer image: TRL 1.16 and the training program (`trainer/*/Dockerfile` builds it for the named programs), plus vLLM where the layout runs vLLM from it (white box; black box on Kubernetes with `gpuSharing: shared`): TRL 1.16 takes 0.22-0.31, and beside openenv 0.10 only up to 0.29 (vLLM 0.30 needs `mcp>=2`, openenv's fastmcp `mcp<2`). The example registry `registry.example.com` is warned in plan.md and refused by a real `pulumi up`",
     },
     "images.nginx": {
         default: "`nginxinc/nginx-unprivileged:1.27-alpine`",
@@ -141,7 +152,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "images.mtail": {
         default: "- (required with `observability` on and the ingress deployed)",
-        meaning: "`observability` on: mtail beside each ingress proxy, reading its JSON access log. google/mtail publishes binaries only, so build one (`FROM debian:trixie-slim`, `apt-get install mtail`) and name it",
+        meaning:
+            "`observability` on: mtail beside each ingress proxy, reading its JSON access log. google/mtail publishes binaries only, so build one (`FROM debian:trixie-slim`, `apt-get install mtail`) and name it",
     },
     "training.layout": {
         default: "required",
@@ -153,7 +165,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.nodes": {
         default: "1",
-        meaning: "trainer nodes; > 1 (layouts `whitebox-server`, `blackbox`; Kubernetes only) runs the trainer as a JobSet, one pod per node, and vLLM on a node of its own; `trainerGpus`, `vllmGpus` default to `gpusOnNode` and `numProcesses` counts per node. See [More than one node](../guides/multi-node.md)",
+        meaning:
+            "trainer nodes; > 1 (layouts `whitebox-server`, `blackbox`; Kubernetes only) runs the trainer as a JobSet, one pod per node, and vLLM on a node of its own; `trainerGpus`, `vllmGpus` default to `gpusOnNode` and `numProcesses` counts per node. See [More than one node](../guides/multi-node.md)",
     },
     "training.vllmGpus": {
         default: "0 colocate, else 1",
@@ -197,11 +210,13 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.program": {
         default: "`custom` (every recipe names one)",
-        meaning: "the training program whose own command line is rendered: `train_coding_whitebox_eval`, `train_coding_whitebox`, `train_wordle_whitebox`, `opencode_hf_sandbox`, or `custom` (your script, TrlParser flags). See [The trainer program](training-node.md#the-trainer-program)",
+        meaning:
+            "the training program whose own command line is rendered: `train_coding_whitebox_eval`, `train_coding_whitebox`, `train_wordle_whitebox`, `opencode_hf_sandbox`, or `custom` (your script, TrlParser flags). See [The trainer program](training-node.md#the-trainer-program)",
     },
     "training.argsCheck": {
         default: "true for a named program, false for `custom`",
-        meaning: "run the program's own parser over the rendered command line at pod start (`/usr/local/lib/agentrl/args_check.py` in the trainer image), so a flag it does not take fails the pod in seconds with the parser's message",
+        meaning:
+            "run the program's own parser over the rendered command line at pod start (`/usr/local/lib/agentrl/args_check.py` in the trainer image), so a flag it does not take fails the pod in seconds with the parser's message",
     },
     "training.maxSteps": {
         default: "program's",
@@ -213,11 +228,13 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.accelerateConfig": {
         default: "none",
-        meaning: "an accelerate config file in the trainer image (`accelerate launch --config_file`), e.g. `/app/fsdp2.yaml` from `trainer/blackbox/Dockerfile`",
+        meaning:
+            "an accelerate config file in the trainer image (`accelerate launch --config_file`), e.g. `/app/fsdp2.yaml` from `trainer/blackbox/Dockerfile`",
     },
     "training.optim": {
         default: "program's",
-        meaning: "`--optim`: the optimizer, a transformers optimizer name (black box: the published 8B run used `paged_adamw_8bit` with gradient checkpointing)",
+        meaning:
+            "`--optim`: the optimizer, a transformers optimizer name (black box: the published 8B run used `paged_adamw_8bit` with gradient checkpointing)",
     },
     "training.gradientCheckpointing": {
         default: "program's",
@@ -245,19 +262,23 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.dtype": {
         default: "the program's: `float32` (TRL 1.16's `AsyncGRPOConfig.dtype`)",
-        meaning: "black box only: the one dtype of the trainer and vLLM (`vllm serve --dtype`, and `--dtype` to a `custom` AsyncGRPO script); AsyncGRPO asks for vLLM in the trainer's dtype. Refused for TRL's opencode script when not `float32` (it has no dtype flag) and in the white-box layouts (GRPOConfig has no dtype flag; both roles load the model's own dtype)",
+        meaning:
+            "black box only: the one dtype of the trainer and vLLM (`vllm serve --dtype`, and `--dtype` to a `custom` AsyncGRPO script); AsyncGRPO asks for vLLM in the trainer's dtype. Refused for TRL's opencode script when not `float32` (it has no dtype flag) and in the white-box layouts (GRPOConfig has no dtype flag; both roles load the model's own dtype)",
     },
     "training.vllm.toolCallParser": {
         default: "`hermes` for `Qwen/*`, `qwen3_coder` for `Qwen/Qwen3-Coder*`; required for other models",
-        meaning: "black box: vLLM's `--tool-call-parser` (with `--enable-auto-tool-choice`), one of vLLM 0.29's parsers (`llama3_json`, `mistral`, `openai`, ...); refused in the white-box layouts",
+        meaning:
+            "black box: vLLM's `--tool-call-parser` (with `--enable-auto-tool-choice`), one of vLLM 0.29's parsers (`llama3_json`, `mistral`, `openai`, ...); refused in the white-box layouts",
     },
     "training.vllm.extraArgs": {
         default: "`[]`",
-        meaning: "more `vllm serve` flags (prefix caching, LoRA, `--max-num-seqs`, ...) appended after the platform's (layouts `whitebox-server`, `blackbox`; refused in colocate, where vLLM runs inside the script). Refused, naming the setting to use: the flags the platform renders or the weight sync needs (`--host`, `--port`, `--api-key`, `--weight-transfer-config`, `--logprobs-mode`, `--return-tokens-as-token-ids`, `--max-model-len`, `--tensor-parallel-size`, `--dtype`, `--tool-call-parser`, `--config`, ... in `components/config/vllm-settings.ts`), the env vars `VLLM_SERVER_DEV_MODE`, `VLLM_API_KEY`, `CUDA_VISIBLE_DEVICES`, `HF_HOME`, `HF_TOKEN`, and `NCCL_*` (set those in `training.extraEnv`, which reaches both roles). plan.md lists them under \"Weight sync\"",
+        meaning:
+            'more `vllm serve` flags (prefix caching, LoRA, `--max-num-seqs`, ...) appended after the platform\'s (layouts `whitebox-server`, `blackbox`; refused in colocate, where vLLM runs inside the script). Refused, naming the setting to use: the flags the platform renders or the weight sync needs (`--host`, `--port`, `--api-key`, `--weight-transfer-config`, `--logprobs-mode`, `--return-tokens-as-token-ids`, `--max-model-len`, `--tensor-parallel-size`, `--dtype`, `--tool-call-parser`, `--config`, ... in `components/config/vllm-settings.ts`), the env vars `VLLM_SERVER_DEV_MODE`, `VLLM_API_KEY`, `CUDA_VISIBLE_DEVICES`, `HF_HOME`, `HF_TOKEN`, and `NCCL_*` (set those in `training.extraEnv`, which reaches both roles). plan.md lists them under "Weight sync"',
     },
     "training.vllm.extraEnv": {
         default: "`{}`",
-        meaning: "more non-secret env vars of the vLLM server (layouts `whitebox-server`, `blackbox`; refused in colocate). Refused, naming the setting to use: `VLLM_SERVER_DEV_MODE`, `VLLM_API_KEY`, `CUDA_VISIBLE_DEVICES`, `HF_HOME`, `HF_TOKEN`, and `NCCL_*` (set those in `training.extraEnv`, which reaches both roles). plan.md lists them under \"Weight sync\"",
+        meaning:
+            'more non-secret env vars of the vLLM server (layouts `whitebox-server`, `blackbox`; refused in colocate). Refused, naming the setting to use: `VLLM_SERVER_DEV_MODE`, `VLLM_API_KEY`, `CUDA_VISIBLE_DEVICES`, `HF_HOME`, `HF_TOKEN`, and `NCCL_*` (set those in `training.extraEnv`, which reaches both roles). plan.md lists them under "Weight sync"',
     },
     "training.modelLoadSeconds": {
         default: "1200",
@@ -265,11 +286,13 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.activeDeadlineSeconds": {
         default: "21600",
-        meaning: "(k8s) hard limit on the run (Job `activeDeadlineSeconds`); refused on Docker (see [What each target ignores](stack-file.md#what-each-target-ignores))",
+        meaning:
+            "(k8s) hard limit on the run (Job `activeDeadlineSeconds`); refused on Docker (see [What each target ignores](stack-file.md#what-each-target-ignores))",
     },
     "training.backoffLimit": {
         default: "0",
-        meaning: "(k8s) pod retries for failures other than the trainer's own exit (a non-zero trainer exit fails the Job at once; node drains are ignored); refused on Docker, which does not restart the trainer",
+        meaning:
+            "(k8s) pod retries for failures other than the trainer's own exit (a non-zero trainer exit fails the Job at once; node drains are ignored); refused on Docker, which does not restart the trainer",
     },
     "training.shmSize": {
         default: "`16Gi`",
@@ -277,11 +300,13 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.gpuSharing": {
         default: "`shared` (layouts with a separate vLLM)",
-        meaning: "how vLLM and the trainer share the node's GPUs, which decides the NCCL transport of the weight update: `shared` (every role sees every training GPU, `CUDA_VISIBLE_DEVICES` splits them: P2P/NVLink) or `isolated` (each container only its own GPUs: NCCL over shared memory). See [GPU sharing and the weight sync](../design/gpu-sharing.md)",
+        meaning:
+            "how vLLM and the trainer share the node's GPUs, which decides the NCCL transport of the weight update: `shared` (every role sees every training GPU, `CUDA_VISIBLE_DEVICES` splits them: P2P/NVLink) or `isolated` (each container only its own GPUs: NCCL over shared memory). See [GPU sharing and the weight sync](../design/gpu-sharing.md)",
     },
     "training.ncclCheck": {
         default: "`false`",
-        meaning: "run the NCCL check (1 GiB broadcast between the two GPU sets, rendered NCCL settings) before vLLM loads, so a broken setup fails in seconds; needs `gpuSharing: shared`",
+        meaning:
+            "run the NCCL check (1 GiB broadcast between the two GPU sets, rendered NCCL settings) before vLLM loads, so a broken setup fails in seconds; needs `gpuSharing: shared`",
     },
     "training.modelCache": {
         default: "enabled, `200Gi`",
@@ -289,7 +314,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.checkpoints": {
         default: "enabled, `100Gi` (recipes: at least 3 runs by the rule, never below their earlier size)",
-        meaning: "checkpoint/output volume, shared by the stack's runs (each writes `/checkpoints/<runId>`); a size below what one run writes is refused (see [Checkpoints](../guides/operating-a-run.md#checkpoints-size-resume-retention-the-way-out))",
+        meaning:
+            "checkpoint/output volume, shared by the stack's runs (each writes `/checkpoints/<runId>`); a size below what one run writes is refused (see [Checkpoints](../guides/operating-a-run.md#checkpoints-size-resume-retention-the-way-out))",
     },
     "training.checkpoints.keepLast": {
         default: "2 (custom script)",
@@ -305,7 +331,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.resumeFromCheckpoint": {
         default: "false",
-        meaning: "`true`: this run's latest *complete* checkpoint; `<runId>`: that run's latest complete one; `<runId>/checkpoint-<step>`: exactly that one. Refused for a program that cannot resume",
+        meaning:
+            "`true`: this run's latest *complete* checkpoint; `<runId>`: that run's latest complete one; `<runId>/checkpoint-<step>`: exactly that one. Refused for a program that cannot resume",
     },
     "training.hubRepoId": {
         default: "-",
@@ -325,7 +352,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.egress.restrict": {
         default: "true",
-        meaning: "(k8s) lock the trainer pod's egress to DNS, this stack's env routers / ingress / sandboxes, the API server when it claims sandboxes, and public addresses on 443; false: no egress policy",
+        meaning:
+            "(k8s) lock the trainer pod's egress to DNS, this stack's env routers / ingress / sandboxes, the API server when it claims sandboxes, and public addresses on 443; false: no egress policy",
     },
     "training.egress.apiServerCidrs": {
         default: "- (any private address on 443/6443)",
@@ -389,7 +417,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "envs.<name>.egress": {
         default: "catalog's (custom: `dns`)",
-        meaning: "what replicas may reach besides their router: `dns` only, or `internet` (DNS + public addresses, never private ranges or the metadata service)",
+        meaning:
+            "what replicas may reach besides their router: `dns` only, or `internet` (DNS + public addresses, never private ranges or the metadata service)",
     },
     "envs.<name>.readOnlyRootFilesystem": {
         default: "true for `coding`",
@@ -401,7 +430,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "envs.<name>.wsPing": {
         default: "60 s / 300 s colocated, else 20 s / 20 s",
-        meaning: "`{intervalSeconds, timeoutSeconds}`: the replicas' websocket keepalive (`UVICORN_WS_PING_*`); frees a vanished client's slot within their sum",
+        meaning:
+            "`{intervalSeconds, timeoutSeconds}`: the replicas' websocket keepalive (`UVICORN_WS_PING_*`); frees a vanished client's slot within their sum",
     },
     "envs.<name>.runAsNonRoot": {
         default: "false",
@@ -417,7 +447,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "sandboxes.provider": {
         default: "by layout/target",
-        meaning: "`agent-sandbox` (k8s), `hf` (hosted), `none`; `docker` (the docker target's black-box default) is refused for now: set `hf` or use a Kubernetes target ([why](../guides/docker-gpu-host.md#docker-black-box-hosted-sandboxes-only-for-now))",
+        meaning:
+            "`agent-sandbox` (k8s), `hf` (hosted), `none`; `docker` (the docker target's black-box default) is refused for now: set `hf` or use a Kubernetes target ([why](../guides/docker-gpu-host.md#docker-black-box-hosted-sandboxes-only-for-now))",
     },
     "sandboxes.image": {
         default: "agent-sandbox: required; docker/hf: OpenEnv's opencode sandbox `:latest`",
@@ -493,7 +524,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "ingress.tls.mode": {
         default: "`none`",
-        meaning: "`secret` (a k8s TLS Secret you provide), `cert-manager` (the stack requests a Certificate for the proxy's names), `files` (Docker host), `none` (in-cluster HTTP)",
+        meaning:
+            "`secret` (a k8s TLS Secret you provide), `cert-manager` (the stack requests a Certificate for the proxy's names), `files` (Docker host), `none` (in-cluster HTTP)",
     },
     "ingress.tls.issuer": {
         default: "- (its `kind`: ClusterIssuer, `group`: cert-manager.io)",
@@ -541,15 +573,18 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "observability.enabled": {
         default: "false",
-        meaning: "metrics endpoints in every pod (Docker: container) that can serve them, the scrape rule in every NetworkPolicy (k8s), monitors (k8s) or prometheus.yml (Docker), alert rules and dashboards (see [Observability](../guides/observability.md)); off, nothing of it is rendered. Turning it on or off changes the pods: the run restarts and env sessions drop, as any trainer or env change does",
+        meaning:
+            "metrics endpoints in every pod (Docker: container) that can serve them, the scrape rule in every NetworkPolicy (k8s), monitors (k8s) or prometheus.yml (Docker), alert rules and dashboards (see [Observability](../guides/observability.md)); off, nothing of it is rendered. Turning it on or off changes the pods: the run restarts and env sessions drop, as any trainer or env change does",
     },
     "observability.form": {
         default: "`operator`",
-        meaning: "(k8s) `operator`: PodMonitors (`monitoring.coreos.com/v1`) and PrometheusRules; `annotations`: `prometheus.io/scrape`, `port`, `path` pod annotations for a Prometheus that discovers pods itself (one port per pod: see [Observability](../guides/observability.md)); refused on Docker",
+        meaning:
+            "(k8s) `operator`: PodMonitors (`monitoring.coreos.com/v1`) and PrometheusRules; `annotations`: `prometheus.io/scrape`, `port`, `path` pod annotations for a Prometheus that discovers pods itself (one port per pod: see [Observability](../guides/observability.md)); refused on Docker",
     },
     "observability.scraper.namespace": {
         default: "`monitoring`",
-        meaning: "(k8s) namespace of the Prometheus pods the NetworkPolicies admit on the metrics ports (and nowhere else); one of the stack's own namespaces is refused",
+        meaning:
+            "(k8s) namespace of the Prometheus pods the NetworkPolicies admit on the metrics ports (and nowhere else); one of the stack's own namespaces is refused",
     },
     "observability.scraper.podLabels": {
         default: "`{app.kubernetes.io/name: prometheus}`",
@@ -557,10 +592,11 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "observability.monitorLabels": {
         default: "`{}`",
-        meaning: "(k8s, form `operator`) labels on the PodMonitors and PrometheusRules, what the Prometheus's `podMonitorSelector` / `ruleSelector` match (e.g. `release: kube-prometheus-stack`)",
+        meaning:
+            "(k8s, form `operator`) labels on the PodMonitors and PrometheusRules, what the Prometheus's `podMonitorSelector` / `ruleSelector` match (e.g. `release: kube-prometheus-stack`)",
     },
     "observability.dashboardLabels": {
-        default: "`{grafana_dashboard: \"1\"}`",
+        default: '`{grafana_dashboard: "1"}`',
         meaning: "labels on the dashboard ConfigMaps (the Grafana dashboard sidecar's label)",
     },
     "observability.scrapeInterval": {
@@ -569,7 +605,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "observability.hostPortBase": {
         default: "19400",
-        meaning: "(Docker) the first host port of the metrics ports, all on 127.0.0.1: +0 vLLM's listener, +1 / +2 the ingress's exporter / mtail, then from +10 two per deployed env in name order (its router's responder, its replicas' relay); refused on Kubernetes; a last port above 65535, or one that is the ingress's published port, is refused (see [Observability](../guides/observability.md))",
+        meaning:
+            "(Docker) the first host port of the metrics ports, all on 127.0.0.1: +0 vLLM's listener, +1 / +2 the ingress's exporter / mtail, then from +10 two per deployed env in name order (its router's responder, its replicas' relay); refused on Kubernetes; a last port above 65535, or one that is the ingress's published port, is refused (see [Observability](../guides/observability.md))",
     },
     "observability.alerts.for": {
         default: "`5m`",
@@ -617,55 +654,61 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "target.kubeconfig": {
         default: "ambient",
-        meaning: "kubeconfig file. When set, the kubernetes provider copies it, credentials included, to `$TMPDIR/kubeconfig<N>` (mode 0600) at every `pulumi` run and never removes it (pulumi-kubernetes `provider/pkg/provider/util.go` `writeKubeconfigToFile`, called from `provider.go`'s Configure for its Helm settings; read in the provider source the engine tests build, `provider/v4@v4.0.0-20260115033456-f47bc2d6f199`); left unset (the ambient `KUBECONFIG`), no copy is made. Where runs share a machine, run `pulumi` with `TMPDIR` on a private directory you clean",
+        meaning:
+            "kubeconfig file. When set, the kubernetes provider copies it, credentials included, to `$TMPDIR/kubeconfig<N>` (mode 0600) at every `pulumi` run and never removes it (pulumi-kubernetes `provider/pkg/provider/util.go` `writeKubeconfigToFile`, called from `provider.go`'s Configure for its Helm settings; read in the provider source the engine tests build, `provider/v4@v4.0.0-20260115033456-f47bc2d6f199`); left unset (the ambient `KUBECONFIG`), no copy is made. Where runs share a machine, run `pulumi` with `TMPDIR` on a private directory you clean",
     },
     "agentSandbox.install": {
         default: "true",
         meaning: "install agent-sandbox v0.5.6 (CRDs, controller, RBAC)",
     },
     "agentSandbox.manifest": {
-        default: "the v0.5.6 release asset",
+        default: "`https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml` (the v0.5.6 release asset)",
         meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
     },
     "priorityClasses.training": {
-        default: "`agent-rl-training` (100000)",
+        default: "`agent-rl-training` (100000, PreemptLowerPriority)",
         meaning: "`{name, value, preemptionPolicy?}`: the PriorityClass of the training pods of run stacks that name none; omit it to not create one",
     },
     "priorityClasses.sandboxes": {
-        default: "`agent-rl-sandboxes` (1000, `Never` preempts)",
+        default: "`agent-rl-sandboxes` (1000, `Never` preempts; a class written here: PreemptLowerPriority)",
         meaning: "`{name, value, preemptionPolicy?}`: the PriorityClass of the sandbox pods of run stacks that name none; omit it to not create one",
     },
-    "runtimeClasses": {
+    runtimeClasses: {
         default: "[]",
         meaning: "`{ name, handler }` per sandboxing handler the nodes' runtime has (`runsc` for gVisor, `kata`)",
     },
-    "certIssuer": {
-        default: "-",
+    certIssuer: {
+        default: "- (its `kind`: ClusterIssuer, `group`: cert-manager.io)",
         meaning: "`{ name, kind }` of the cert-manager issuer run stacks' ingress certificates use (a reference: the issuer is cert-manager's config)",
     },
-    "teams": {
+    teams: {
         default: "[]",
-        meaning: "`{ name, quotas?, sandboxMaxLifetimeSeconds?, deployers? }` per team: the four role namespaces of a run, `<name>-training`, `-ingress`, `-envs`, `-sandboxes` (`name` at most 40 characters), each with its Pod Security labels and a default-deny ingress policy, and the team's sandbox-claim admission policy. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
+        meaning:
+            "`{ name, quotas?, sandboxMaxLifetimeSeconds?, deployers? }` per team: the four role namespaces of a run, `<name>-training`, `-ingress`, `-envs`, `-sandboxes` (`name` at most 40 characters), each with its Pod Security labels and a default-deny ingress policy, and the team's sandbox-claim admission policy. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
     },
     "teams[].quotas": {
         default: "{}",
-        meaning: "`{ training?, ingress?, envs?, sandboxes? }`, each `{ gpus, cpu, memory, pods }`: a ResourceQuota in that role's namespace (`requests.<gpuResourceName>` for GPUs); shared by every run of the team. The old one-namespace `quota` is refused with where it went",
+        meaning:
+            "`{ training?, ingress?, envs?, sandboxes? }`, each `{ gpus, cpu, memory, pods }`: a ResourceQuota in that role's namespace (`requests.<gpuResourceName>` for GPUs); shared by every run of the team. The old one-namespace `quota` is refused with where it went",
     },
     "teams[].sandboxMaxLifetimeSeconds": {
         default: "21600",
-        meaning: "the longest a sandbox claim in `<name>-sandboxes` may live (the admission policy's bound, any run); a run's `sandboxes.maxLifetimeSeconds` above it is refused",
+        meaning:
+            "the longest a sandbox claim in `<name>-sandboxes` may live (the admission policy's bound, any run); a run's `sandboxes.maxLifetimeSeconds` above it is refused",
     },
     "teams[].deployers": {
         default: "[]",
-        meaning: "RBAC subjects (`{kind: User|Group, name}` or `{kind: ServiceAccount, name, namespace}`) who deploy the team's run stacks: a Role `agentrl-deployer` with the rights below (and, in the training namespace, what `npm run checkpoints` needs) bound in each of the team's namespaces",
+        meaning:
+            "RBAC subjects (`{kind: User|Group, name}` or `{kind: ServiceAccount, name, namespace}`) who deploy the team's run stacks: a Role `agentrl-deployer` with the rights below (and, in the training namespace, what `npm run checkpoints` needs) bound in each of the team's namespaces",
     },
-    "gpuResourceName": {
+    gpuResourceName: {
         default: "`nvidia.com/gpu`",
         meaning: "the device plugin's resource, for team GPU quotas",
     },
     "observability.enabled": {
         default: "false",
-        meaning: "with `agentSandbox.install`: a PodMonitor `agent-sandbox-controller` in `agent-sandbox-system` for the controller's metrics (container port `metrics` 8080, `/metrics`: claims, warm vs cold, startup latency); needs the Prometheus Operator's CRDs",
+        meaning:
+            "with `agentSandbox.install`: a PodMonitor `agent-sandbox-controller` in `agent-sandbox-system` for the controller's metrics (container port `metrics` 8080, `/metrics`: claims, warm vs cold, startup latency); needs the Prometheus Operator's CRDs",
     },
     "observability.monitorLabels": {
         default: "`{}`",

@@ -41,11 +41,13 @@ export function nodesAt(schema: JsonSchema, fieldPath: string): JsonSchema[] {
     for (const raw of fieldPath.split(".")) {
         const isArray = raw.endsWith("[]");
         const key = isArray ? raw.slice(0, -2) : raw;
-        nodes = nodes.flatMap((n) => branches(n)).flatMap((n) => {
-            if (key === "<name>") return typeof n.additionalProperties === "object" ? [n.additionalProperties as JsonSchema] : [];
-            const child = (n.properties as Record<string, JsonSchema> | undefined)?.[key];
-            return child === undefined ? [] : [child];
-        });
+        nodes = nodes
+            .flatMap((n) => branches(n))
+            .flatMap((n) => {
+                if (key === "<name>") return typeof n.additionalProperties === "object" ? [n.additionalProperties as JsonSchema] : [];
+                const child = (n.properties as Record<string, JsonSchema> | undefined)?.[key];
+                return child === undefined ? [] : [child];
+            });
         if (isArray) nodes = nodes.flatMap((n) => branches(n)).flatMap((n) => (typeof n.items === "object" ? [n.items as JsonSchema] : []));
     }
     return nodes;
@@ -81,7 +83,8 @@ export function overRecipe(node: JsonSchema): JsonSchema {
             const kept = v.filter((name: string) => props[name]?.const !== undefined);
             if (kept.length > 0) copy.required = kept;
         } else if (Array.isArray(v)) copy[k] = v.map((x) => (typeof x === "object" && x !== null ? overRecipe(x as JsonSchema) : x));
-        else if (typeof v === "object" && v !== null) copy[k] = k === "properties" ? mapValues(v as Record<string, JsonSchema>, overRecipe) : overRecipe(v as JsonSchema);
+        else if (typeof v === "object" && v !== null)
+            copy[k] = k === "properties" ? mapValues(v as Record<string, JsonSchema>, overRecipe) : overRecipe(v as JsonSchema);
         else copy[k] = v;
     }
     return copy;
@@ -134,11 +137,15 @@ export function stackFileJsonSchema(): JsonSchema {
                     [key("hfToken")]: { ...secret, description: "Hugging Face token (gated models, Hub pushes): pulumi config set --secret hfToken hf_..." },
                     [key("registryAuth")]: {
                         ...secret,
-                        description: 'Private-registry credentials for every image the stack pulls: a Docker config.json ({"auths": {...}}), pulumi config set --secret registryAuth "$(cat config.json)"',
+                        description:
+                            'Private-registry credentials for every image the stack pulls: a Docker config.json ({"auths": {...}}), pulumi config set --secret registryAuth "$(cat config.json)"',
                     },
                 },
                 patternProperties: {
-                    [`^${CONFIG_NAMESPACE}:ingressKey-.+$`]: { ...secret, description: "An ingress bearer key supplied instead of generated: pulumi config set --secret ingressKey-<name> <key>" },
+                    [`^${CONFIG_NAMESPACE}:ingressKey-.+$`]: {
+                        ...secret,
+                        description: "An ingress bearer key supplied instead of generated: pulumi config set --secret ingressKey-<name> <key>",
+                    },
                 },
                 // This project's keys are exactly these; other namespaces (kubernetes:, pulumi:) are not ours.
                 propertyNames: {

@@ -46,7 +46,8 @@ function table(schema: JsonSchema, docs: Readonly<Record<string, FieldDoc>>, sec
         if (rows.length === 0) continue;
         if (section !== "") out.push(`${level} \`${section}\``, "");
         out.push(line, "", "| field | type | default | meaning |", "| --- | --- | --- | --- |");
-        for (const [p, d] of rows) out.push(`| \`${p}\` | ${cell([...new Set(nodesAt(schema, p).map(typeText))].join(" or "))} | ${cell(d.default)} | ${cell(d.meaning)} |`);
+        for (const [p, d] of rows)
+            out.push(`| \`${p}\` | ${cell([...new Set(nodesAt(schema, p).map(typeText))].join(" or "))} | ${cell(d.default)} | ${cell(d.meaning)} |`);
         out.push("");
     }
     return out;

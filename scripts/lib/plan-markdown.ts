@@ -718,7 +718,7 @@ function metricsSection(plan: PlatformPlan): string[] {
                                       .join(", ")})`
                                 : ""
                         }`
-                      : 'through the pods\' prometheus.io/* annotations (docs/guides/observability.md has the scrape job)'
+                      : "through the pods' prometheus.io/* annotations (docs/guides/observability.md has the scrape job)"
               }.`
             : `A Prometheus on the Docker host scrapes these every ${m.scrapeInterval}, on the host's loopback (observability/prometheus.yml beside this plan.md; docs/guides/observability.md).`,
     );

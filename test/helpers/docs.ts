@@ -30,7 +30,13 @@ export function fencedBlocks(text: string): Array<{ info: string; body: string }
     const re = /^( *)```([^\n`]*)\n([\s\S]*?)^\1```\s*$/gm;
     for (const m of text.matchAll(re)) {
         const indent = m[1]!.length;
-        out.push({ info: m[2]!.trim(), body: m[3]!.split("\n").map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length))).join("\n") });
+        out.push({
+            info: m[2]!.trim(),
+            body: m[3]!
+                .split("\n")
+                .map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)))
+                .join("\n"),
+        });
     }
     return out;
 }
@@ -89,7 +95,12 @@ export function docCommands(): Array<{ doc: string; script: string; args: string
         fencedBlocks(readDoc(doc))
             .filter((b) => b.info === "sh")
             .flatMap((b) => b.body.split("\n"))
-            .map((l) => l.replace(/^\$ /, "").replace(/\s+#.*$/, "").trim())
+            .map((l) =>
+                l
+                    .replace(/^\$ /, "")
+                    .replace(/\s+#.*$/, "")
+                    .trim(),
+            )
             .flatMap((line) => {
                 const m = /^npm run ([a-z:]+)(?: -- (.*))?$/.exec(line);
                 return m === null ? [] : [{ doc, script: m[1]!, args: (m[2] ?? "").split(/\s+/).filter((a) => a !== ""), line }];

@@ -361,7 +361,11 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
                         name: roleName,
                         include: (from, to) => concernsStack(from, to) && ![from.name, to.name].some((n) => n === APISERVER_NODE || n === OLD_RUN),
                     }).trim();
-                    assert.equal(computed, readmeTable(c.readme), `${c.label}: the matrix at the node's addresses differs from docs/design/network-paths.md's table`);
+                    assert.equal(
+                        computed,
+                        readmeTable(c.readme),
+                        `${c.label}: the matrix at the node's addresses differs from docs/design/network-paths.md's table`,
+                    );
                 }
                 if (manifests.some((x) => x.metadata?.name === OLD_RUN)) {
                     const old = m.r.parties.find((p) => p.name === OLD_RUN)!;
