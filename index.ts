@@ -28,7 +28,7 @@ export = async () => {
     try {
         const config = await withClusterStack("agentrl", written);
         plan = resolvePlatform(config, { hfToken: secrets.hfToken !== undefined, registryAuth: secrets.registryAuth?.registries });
-        // A real up never deploys the README's example registry (plan.md and previews only warn);
+        // A real up never deploys the docs' example registry (plan.md and previews only warn);
         // the engine tests' harness, whose simulated pods pull nothing, sets the variable.
         if (!pulumi.runtime.isDryRun() && process.env[ALLOW_EXAMPLE_IMAGES_ENV] !== "1") {
             const refused = exampleImageProblems(config);

@@ -209,10 +209,10 @@ describe("guardrails: custom resources (agent-sandbox v0.5.6, Gateway API v1)", 
 });
 
 describe("guardrails: the schema version is pinned", () => {
-    test("README states Kubernetes 1.36 (kubernetes-models 5.1), and package.json pins kubernetes-models 5.1.0", async () => {
+    test("docs/guides/kubernetes.md states Kubernetes 1.36 (kubernetes-models 5.1), and package.json pins kubernetes-models 5.1.0", async () => {
         const fs = await import("node:fs");
         const root = path.resolve(__dirname, "..");
-        const readme = fs.readFileSync(path.join(root, "README.md"), "utf8");
+        const readme = fs.readFileSync(path.join(root, "docs", "guides", "kubernetes.md"), "utf8");
         assert.match(readme, /\*\*1\.36\*\* API schema \(`kubernetes-models` 5\.1\)/);
         const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
         assert.equal(pkg.devDependencies["kubernetes-models"], "5.1.0");

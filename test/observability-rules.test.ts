@@ -408,7 +408,7 @@ describe("the trainer's series: which runner serves them", () => {
                 hfToken: false,
             },
         );
-        // Off: each line still says which role wrote it (README "Logs"), but no listener and no port declared.
+        // Off: each line still says which role wrote it (docs/guides/observability.md "Logs"), but no listener and no port declared.
         const offContainer = oneContainer(off.training);
         assert.match(offContainer.command![2]!, /python3 -I -B \/opt\/agentrl\/observability\/role_runner\.py --role vllm -- /);
         assert.match(offContainer.command![2]!, /role_runner\.py --role trainer -- /);

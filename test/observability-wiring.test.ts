@@ -447,7 +447,7 @@ describe("observability: monitors", () => {
             ms.filter((m) => m.kind === "PodMonitor"),
             [],
         );
-        // The documented scrape job copies this label onto every target (README "Observability").
+        // The documented scrape job copies this label onto every target (docs/guides/observability.md).
         for (const p of podsOf(ms)) if (metricsPortsOf(p).length > 0) assert.equal(p.labels[STACK_POD_LABEL], "arl-staging", `${p.kind} ${p.name}`);
         const annotationsOf = (kind: string, r: string) => {
             const m = ms.find((x) => x.kind === kind && x.spec.template.metadata.labels["app.kubernetes.io/name"] === r)!;

@@ -103,10 +103,11 @@ test("npm pack: the tarball installs into a fresh project offline, type-checks u
         "dist/components/training/role_runner.py",
         "dist/components/observability/session_counter.py",
         "dist/components/shared/metrics_http.py",
+        "schema/stack-config.schema.json",
     ])
         assert.ok(files.includes(f), `the tarball holds ${f}`);
     assert.deepEqual(
-        files.filter((f) => !f.startsWith("dist/components/") && f !== "package.json" && f !== "README.md"),
+        files.filter((f) => !f.startsWith("dist/components/") && f !== "package.json" && f !== "README.md" && f !== "schema/stack-config.schema.json"),
         [],
         "nothing but the built library (no tests, scripts, stacks or the stack program)",
     );

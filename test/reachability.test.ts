@@ -1,7 +1,7 @@
 /**
  * Who may reach whom, computed from the NetworkPolicies every Kubernetes recipe renders
  * (test/helpers/reachability.ts evaluates them as Kubernetes does), against the table of paths
- * the system needs, written in the README: any path the policies allow that the README does
+ * the system needs, written in docs/design/network-paths.md: any path the policies allow that the doc does
  * not list fails, and so does a listed path they do not allow.
  * Run: node --import tsx --test test/reachability.test.ts
  */
@@ -55,12 +55,16 @@ async function reachabilityOf(
     return { r: evaluateReachability(manifests, { endpoints, podCidrs: POD_CIDRS }), manifests };
 }
 
-describe("reachability: the rendered policies allow exactly the paths the README lists", () => {
+describe("reachability: the rendered policies allow exactly the paths docs/design/network-paths.md lists", () => {
     for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
         test(`${recipe} on kubernetes`, async () => {
             const { r } = await reachabilityOf(recipe);
             const computed = reachabilityTable(r, { name: roleName, include: concernsStack }).trim();
-            assert.equal(computed, readmeTable(recipe), `README.md's table for ${recipe} differs from what the policies allow; computed:\n${computed}`);
+            assert.equal(
+                computed,
+                readmeTable(recipe),
+                `docs/design/network-paths.md's table for ${recipe} differs from what the policies allow; computed:\n${computed}`,
+            );
         });
     }
 });
@@ -209,10 +213,14 @@ function scrapeProblems(r: Reachability): string[] {
 
 describe("reachability: observability on, the scraper reaches the metrics ports and nothing else", () => {
     for (const recipe of ["mbpp-whitebox", "opencode-blackbox", "opencode-blackbox-32b"]) {
-        test(`${recipe} with observability: the README's table`, async () => {
+        test(`${recipe} with observability: the network-paths table`, async () => {
             const r = await observedReachability(recipe);
             const computed = reachabilityTable(r, { name: roleName, include: concernsStack }).trim();
-            assert.equal(computed, readmeTable(`${recipe}+observability`), `README.md's table for ${recipe}+observability differs; computed:\n${computed}`);
+            assert.equal(
+                computed,
+                readmeTable(`${recipe}+observability`),
+                `docs/design/network-paths.md's table for ${recipe}+observability differs; computed:\n${computed}`,
+            );
         });
     }
 

@@ -1,138 +1,161 @@
 /**
- * The docs against the code: README.md's settings table states every default the zod schema
- * applies (so a default cannot drift), names no field the schema lacks, and the docs hold no
- * claim the code contradicts (each case below is one that did).
+ * The docs against the code: README.md stays a few screens, every link between README.md and docs/
+ * resolves (files and headings), every `npm run plan` command in their shell blocks plans (every
+ * stack file a guide shows included), the other commands name a script and a stack that exist, and
+ * the docs hold no claim the code contradicts (each case below is one that did). The configuration
+ * reference and the JSON Schema are test/schema-docs.test.ts's.
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import { platformSchema } from "../components/config";
+import { HelpRequested } from "../scripts/lib/cli";
+import { isClusterStack, knownStacks, planClusterToDir, planToDir } from "../scripts/lib/plan";
+import { parsePlanArgs } from "../scripts/plan";
+import { parsePreflightArgs } from "../scripts/preflight";
+import { anchors, docCommands, docFiles, docStacks, localLinks, readDoc, REPO } from "./helpers/docs";
 
-const REPO = path.resolve(__dirname, "..");
 const read = (rel: string) => fs.readFileSync(path.join(REPO, rel), "utf8");
 const README = read("README.md");
-
-interface SchemaField {
-    readonly path: string;
-    /** The default zod applies (a `.default()`, or a `.prefault()` object's own value), when there is one. */
-    readonly default?: { readonly value: unknown };
-}
-
-/** Every field path of a zod schema (records as `<name>`), with its default. */
-export function schemaFields(schema: unknown, at = "", inherited?: { value: unknown }, out: SchemaField[] = []): SchemaField[] {
-    const def = (schema as { _zod: { def: Record<string, any> } })._zod.def;
-    const here = (value: unknown) => ({ value });
-    switch (def.type) {
-        case "optional":
-        case "nullable":
-            return schemaFields(def.innerType, at, inherited, out);
-        case "default":
-            return schemaFields(def.innerType, at, here(typeof def.defaultValue === "function" ? def.defaultValue() : def.defaultValue), out);
-        case "prefault": {
-            const v = typeof def.defaultValue === "function" ? def.defaultValue() : def.defaultValue;
-            return schemaFields(def.innerType, at, here(v), out);
-        }
-        case "object": {
-            if (at !== "") out.push({ path: at, ...(inherited ? { default: inherited } : {}) });
-            const given = inherited?.value as Record<string, unknown> | undefined;
-            for (const [k, v] of Object.entries(def.shape as Record<string, unknown>)) {
-                const p = at === "" ? k : `${at}.${k}`;
-                const before = out.length;
-                schemaFields(v, p, undefined, out);
-                // A prefault object's own values are the defaults of its fields (training.modelCache.size: 200Gi).
-                if (given !== undefined && given[k] !== undefined && out[before]?.path === p && out[before]!.default === undefined)
-                    out[before] = { path: p, default: { value: given[k] } };
-            }
-            return out;
-        }
-        case "record":
-            out.push({ path: at, ...(inherited ? { default: inherited } : {}) });
-            return schemaFields(def.valueType, `${at}.<name>`, undefined, out);
-        case "union":
-            for (const o of def.options) schemaFields(o, at, inherited, out);
-            return out;
-        default:
-            out.push({ path: at, ...(inherited ? { default: inherited } : {}) });
-            return out;
-    }
-}
-
-interface Row {
-    readonly fields: string[];
-    readonly defaultCell: string;
-}
-
-/** The rows of README's `### Fields` table: the field names of each (`a.b`/`c` is a.c) and its default cell. */
-function fieldRows(readme: string): Row[] {
-    const start = readme.indexOf("### Fields\n");
-    assert.ok(start >= 0, "README has a ### Fields section");
-    const lines = readme.slice(start).split("\n").slice(1);
-    const end = lines.findIndex((l) => /^#{1,3} /.test(l));
-    return (end < 0 ? lines : lines.slice(0, end))
-        .filter((l) => /^\| `/.test(l))
-        .map((l) => {
-            const cells = l.split(/(?<!\\)\|/).map((c) => c.trim());
-            const names = [...cells[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
-            const first = names[0]!;
-            const prefix = first.includes(".") ? first.slice(0, first.lastIndexOf(".") + 1) : "";
-            return { fields: names.map((n, i) => (i === 0 || n.includes(".") ? n : `${prefix}${n}`)), defaultCell: cells[2]!.replace(/\\\|/g, "|") };
-        });
-}
-
-/** A default as the table writes it. */
-function written(v: unknown): string {
-    return Array.isArray(v) ? `[${v.join(", ")}]` : String(v);
-}
-
-const plain = (s: string) => s.replace(/[`*]/g, "").trim();
 const regexLiteral = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-describe("README settings table against the zod schema", () => {
-    const fields = schemaFields(platformSchema);
-    const known = new Set(fields.map((f) => f.path));
-    const rows = fieldRows(README);
-
-    test("every row names fields the schema has", () => {
+describe("README.md is a few screens; the rest is docs/", () => {
+    test("README.md has at most 250 lines, none over 200 characters outside code and tables", () => {
+        const lines = README.split("\n");
+        assert.ok(lines.length <= 250, `README.md has ${lines.length} lines`);
         assert.deepEqual(
-            rows.flatMap((r) => r.fields).filter((f) => !known.has(f)),
+            lines.filter((l) => l.length > 200 && !l.startsWith("|")).map((l) => l.slice(0, 60)),
             [],
         );
     });
 
-    test("every field with a default has a row (its own or its parent's), and the row states that default", () => {
+    test("README.md names the two commands and where to go next", () => {
+        assert.match(README, /npm run plan -- dev/);
+        assert.match(README, /^npm test\b/m);
+        assert.match(README, /\(docs\/README\.md\)/);
+        for (const guide of ["mbpp-whitebox-eval", "mbpp-whitebox", "wordle-whitebox", "opencode-blackbox", "kubernetes", "docker-gpu-host", "platform-teams"])
+            assert.match(README, new RegExp(`\\(docs/guides/${guide}\\.md\\)`), guide);
+    });
+});
+
+describe("links between README.md and docs/ resolve", () => {
+    const files = docFiles();
+
+    test("every relative link names a file that exists, and every #anchor a heading of that file", () => {
         const problems: string[] = [];
-        for (const f of fields) {
-            if (f.default === undefined) continue;
-            const v = f.default.value;
-            // Objects are stated through their fields' rows.
-            if (typeof v === "object" && v !== null && !Array.isArray(v)) continue;
-            const own = rows.find((r) => r.fields.includes(f.path));
-            if (own !== undefined) {
-                // Several fields in one row: their defaults in the same order, split by ", " or " / ".
-                const cell = plain(own.defaultCell);
-                const parts = own.fields.length > 1 ? cell.split(/, | \/ /) : [cell];
-                const mine = own.fields.length > 1 && parts.length === own.fields.length ? parts[own.fields.indexOf(f.path)]! : cell;
-                if (!new RegExp(`^${regexLiteral(written(v))}(?![\\w.])`).test(mine))
-                    problems.push(`${f.path}: the schema's default is ${written(v)}, the README says '${own.defaultCell}'`);
-                continue;
+        for (const doc of files) {
+            for (const link of localLinks(readDoc(doc))) {
+                const [target, anchor] = link.split("#") as [string, string | undefined];
+                const file = target === "" ? doc : path.normalize(path.join(path.dirname(doc), target));
+                if (!fs.existsSync(path.join(REPO, file))) {
+                    problems.push(`${doc}: ${link}: no file ${file}`);
+                    continue;
+                }
+                if (anchor !== undefined && anchor !== "" && file.endsWith(".md") && !anchors(read(file)).has(anchor))
+                    problems.push(`${doc}: ${link}: ${file} has no heading #${anchor}`);
             }
-            const parent = rows.find((r) => r.fields.some((p) => f.path.startsWith(`${p}.`)));
-            if (parent === undefined) {
-                problems.push(`${f.path}: default ${written(v)}, but no README row names it or its parent`);
-                continue;
-            }
-            // A parent row ("enabled, 200Gi", "2 CPU, 4Gi") names each value default of its fields.
-            if (typeof v !== "boolean" && !new RegExp(`(^|[^\\w.])${regexLiteral(written(v))}(?![\\w.])`).test(plain(parent.defaultCell)))
-                problems.push(`${f.path}: the schema's default is ${written(v)}, the parent row ${parent.fields[0]} says '${parent.defaultCell}'`);
         }
         assert.deepEqual(problems, []);
     });
 
-    test("the comparison can fail: a changed default is caught", () => {
-        const row = rows.find((r) => r.fields.includes("training.numGenerations"))!;
-        assert.equal(plain(row.defaultCell), written(fields.find((f) => f.path === "training.numGenerations")!.default!.value));
-        assert.notEqual(plain(row.defaultCell), "16");
+    test("every file under docs/ is reached from docs/README.md or README.md", () => {
+        const reached = new Set<string>();
+        for (const from of ["README.md", "docs/README.md"])
+            for (const link of localLinks(read(from))) reached.add(path.normalize(path.join(path.dirname(from), link.split("#")[0]!)));
+        assert.deepEqual(
+            files.filter((f) => f.startsWith("docs/") && f !== "docs/README.md" && !reached.has(f)),
+            [],
+        );
+    });
+
+    test("the check can fail: a link to a missing heading is found", () => {
+        assert.ok(anchors(read("docs/reference/stack-file.md")).has("what-each-target-ignores"));
+        assert.ok(!anchors(read("docs/reference/stack-file.md")).has("what-each-target-ignore"));
+    });
+});
+
+describe("the commands in README.md and docs/", () => {
+    const commands = docCommands();
+    const stacks = docStacks();
+    const scripts = Object.keys(JSON.parse(read("package.json")).scripts as Record<string, string>);
+    const placeholder = (args: readonly string[]) => args.some((a) => /[<>]/.test(a));
+
+    test("every `npm run` names a script of package.json", () => {
+        assert.ok(commands.length >= 10, `found ${commands.length} commands`);
+        assert.deepEqual(
+            commands.filter((c) => !scripts.includes(c.script)).map((c) => `${c.doc}: ${c.line}`),
+            [],
+        );
+    });
+
+    test("every `npm run preflight` of a stack names a stack of stacks/ (its live target is not here: the preflight's own tests run it)", () => {
+        const known = knownStacks();
+        for (const c of commands.filter((c) => c.script === "preflight" && !placeholder(c.args))) {
+            const args = parsePreflightArgs(c.args);
+            assert.ok(known.includes(args.stack), `${c.doc}: ${c.line}: no stack ${args.stack} in stacks/`);
+        }
+    });
+
+    test("every guide's stack file is named once", () => {
+        const names = stacks.map((s) => s.name);
+        assert.deepEqual(
+            names.filter((n, i) => names.indexOf(n) !== i),
+            [],
+        );
+        for (const g of ["mbpp-whitebox-eval", "mbpp-whitebox", "wordle-whitebox", "opencode-blackbox"])
+            assert.ok(
+                stacks.some((s) => s.doc === `docs/guides/${g}.md`),
+                `docs/guides/${g}.md shows a stack file`,
+            );
+    });
+
+    test("every `npm run plan` command plans (a guide's stack file for path/to/Pulumi.<name>.yaml), and every stack file a guide shows plans", async () => {
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docs-plan-"));
+        try {
+            const files = new Map<string, string>();
+            for (const s of stacks) {
+                const dir = fs.mkdtempSync(path.join(tmp, "stack-"));
+                const file = path.join(dir, `Pulumi.${s.name}.yaml`);
+                fs.writeFileSync(file, s.text);
+                files.set(s.name, file);
+            }
+            const runs: string[][] = [];
+            for (const c of commands.filter((c) => c.script === "plan")) {
+                const args = c.args.map((a) => {
+                    const m = /^path\/to\/Pulumi\.([a-z0-9-]+)\.yaml$/.exec(a);
+                    return m !== null && files.has(m[1]!) ? files.get(m[1]!)! : a;
+                });
+                if (placeholder(args)) continue;
+                runs.push(args);
+            }
+            // Every guide's stack file, as `npm run plan -- path/to/Pulumi.<name>.yaml` would plan it.
+            for (const f of files.values()) if (!runs.some((r) => r.includes(f))) runs.push([f]);
+            assert.ok(runs.length >= 8, `planned ${runs.length}`);
+            const problems: string[] = [];
+            for (const [i, argv] of runs.entries()) {
+                let parsed: ReturnType<typeof parsePlanArgs>;
+                try {
+                    parsed = parsePlanArgs(argv);
+                } catch (e) {
+                    if (e instanceof HelpRequested) continue;
+                    problems.push(`npm run plan -- ${argv.join(" ")}: ${(e as Error).message}`);
+                    continue;
+                }
+                const outDir = path.join(tmp, `out-${i}`);
+                try {
+                    if ("stack" in parsed.source && isClusterStack(parsed.source)) await planClusterToDir(parsed.source, { outDir });
+                    else await planToDir(parsed.source, { outDir });
+                    assert.ok(fs.existsSync(path.join(outDir, "plan.md")));
+                } catch (e) {
+                    problems.push(`npm run plan -- ${argv.join(" ")}: ${(e as Error).message.slice(0, 400)}`);
+                }
+            }
+            assert.deepEqual(problems, []);
+        } finally {
+            fs.rmSync(tmp, { recursive: true, force: true });
+        }
     });
 });
 
@@ -147,23 +170,33 @@ describe("docs say what the code does", () => {
         );
     });
 
-    test("the Quickstart: a user's first steps (plan, trainer image, pulumi up with the passphrase) before the contributor's npm test", () => {
+    test("the Quickstart: a user's first step is the offline plan, the contributor's npm test comes after it", () => {
         const quick = README.slice(README.indexOf("## Quickstart"), README.indexOf("\n## ", README.indexOf("## Quickstart") + 5));
         const user = quick.slice(0, quick.indexOf("### Contributors"));
         assert.ok(quick.includes("### Contributors"), "a Contributors part of its own");
         assert.match(user, /npm run plan -- dev/);
         assert.match(user, /images\.trainer/);
-        assert.match(user, /PULUMI_CONFIG_PASSPHRASE/);
-        assert.match(user, /pulumi up/);
         assert.doesNotMatch(user, /npm test/, "the user's steps do not start with the 45-minute contributor suite");
         assert.match(quick.slice(quick.indexOf("### Contributors")), /npm test/);
     });
 
+    test("the deploy steps (trainer image, pulumi up with the passphrase) are in the Docker and Kubernetes guides", () => {
+        for (const guide of ["docs/guides/docker-gpu-host.md", "docs/guides/kubernetes.md"]) {
+            const text = read(guide);
+            assert.match(text, /PULUMI_CONFIG_PASSPHRASE/, guide);
+            assert.match(text, /npm run preflight -- /, guide);
+            assert.match(text, /^pulumi up$/m, guide);
+        }
+        assert.match(read("docs/guides/docker-gpu-host.md"), /images\.trainer/);
+    });
+
     test("the policy-pack claim says what is enforced and where, not 'mandatory' as a given", () => {
-        assert.doesNotMatch(README, /the policy pack mandatory/);
-        const prod = fieldRows(README).find((r) => r.fields.includes("prod"))!;
-        assert.ok(prod);
-        const line = README.split("\n").find((l) => l.startsWith("| `prod` |"))!;
+        const docs = docFiles().map(readDoc).join("\n");
+        assert.doesNotMatch(docs, /the policy pack mandatory/);
+        const line = read("docs/reference/configuration.md")
+            .split("\n")
+            .find((l) => l.startsWith("| `prod` |"))!;
+        assert.ok(line);
         assert.match(line, /--policy-pack-config policy\/config\.prod\.json/);
         assert.match(line, /nothing checks that it ran/);
     });
@@ -192,8 +225,6 @@ describe("docs say what the code does", () => {
 
 describe("plan.md's prod line", () => {
     test("a prod plan says the policy pack runs only when the command names it; a dev plan does not claim it", async () => {
-        const os = await import("node:os");
-        const { planToDir } = await import("../scripts/lib/plan");
         const { POLICY_PACK_NOTE } = await import("../scripts/lib/plan-markdown");
         const out = fs.mkdtempSync(path.join(os.tmpdir(), "arl-readme-plan-"));
         try {

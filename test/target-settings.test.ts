@@ -1,6 +1,6 @@
 /**
  * Per-target truth: a setting a target does not carry out is refused there when written (with
- * why and the fix), accepted on the other target, and listed in the README's table.
+ * why and the fix), accepted on the other target, and listed in docs/reference/stack-file.md's table.
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -101,11 +101,11 @@ describe("target settings: refused where they are not carried out", () => {
     });
 });
 
-describe("target settings: the README's table is the code's", () => {
-    test("README 'What each target ignores' lists exactly IGNORED_SETTINGS", () => {
-        const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
-        const start = readme.indexOf("### What each target ignores");
-        assert.ok(start >= 0, "README has a 'What each target ignores' section");
+describe("target settings: the docs' table is the code's", () => {
+    test("docs/reference/stack-file.md 'What each target ignores' lists exactly IGNORED_SETTINGS", () => {
+        const readme = fs.readFileSync(path.join(__dirname, "..", "docs", "reference", "stack-file.md"), "utf8");
+        const start = readme.indexOf("## What each target ignores");
+        assert.ok(start >= 0, "docs/reference/stack-file.md has a 'What each target ignores' section");
         const section = readme.slice(start).split("\n").slice(1);
         const end = section.findIndex((l) => /^#{1,3} /.test(l));
         const rows = (end < 0 ? section : section.slice(0, end))

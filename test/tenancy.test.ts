@@ -303,7 +303,7 @@ describe("the deployer's Role covers what a run stack creates", () => {
         }
         const missing = [...used].filter((k) => !granted.has(k));
         assert.deepEqual(missing, [], `kinds a team run stack creates that its deployer may not: ${missing.join(", ")}`);
-        // No right for a kind no recipe renders in team mode, but the optional ones a setting brings (README lists each).
+        // No right for a kind no recipe renders in team mode, but the optional ones a setting brings (docs/guides/platform-teams.md lists each).
         const optional = new Set(["cert-manager.io/certificates", "gateway.networking.k8s.io/httproutes"]);
         assert.deepEqual(
             [...granted].filter((k) => !used.has(k) && !optional.has(k)),

@@ -963,7 +963,7 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
 
     test("ncclCheck on kubernetes: the script in a ConfigMap, mounted read-only, run by the supervisor before vLLM", async () => {
         const b = await build("blackbox", "kubernetes", { training: { ncclCheck: true } });
-        // Beside the pod's programs ConfigMap (the role runner, README "Logs").
+        // Beside the pod's programs ConfigMap (the role runner, docs/guides/observability.md "Logs").
         const cm = b.update.resources.find((r) => r.type === "kubernetes:core/v1:ConfigMap" && r.inputs.metadata.name === "train-run-007-nccl-check")!.inputs;
         assert.equal(cm.data["nccl_check.py"], ncclCheckSource());
         const pod = jobPod(b.update.resources);

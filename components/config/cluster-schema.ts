@@ -119,7 +119,7 @@ export const clusterSchema = z.strictObject({
                     .default({}),
                 /** The longest a sandbox claim in the team's sandboxes namespace may live (the admission policy's bound); a run's sandboxes.maxLifetimeSeconds must not exceed it. Default: 21600 (6 h). */
                 sandboxMaxLifetimeSeconds: z.number().int().positive().default(21600),
-                /** Who deploys the team's run stacks: a Role with what a run stack needs (DEPLOYER_RULES, README) bound in each of the team's namespaces. Default: none (grant it yourself). */
+                /** Who deploys the team's run stacks: a Role with what a run stack needs (DEPLOYER_RULES, docs/guides/platform-teams.md) bound in each of the team's namespaces. Default: none (grant it yourself). */
                 deployers: z.array(deployer).default([]),
             }),
         )

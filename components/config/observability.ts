@@ -1,5 +1,5 @@
 /**
- * The observability setting's checks (README "Observability"): pure, every problem collected, each
+ * The observability setting's checks (docs/guides/observability.md): pure, every problem collected, each
  * naming the field and the fix. What the setting deploys is decided by the components' resolve steps
  * and the monitors; this only refuses what they could not carry out, or would carry out unsafely.
  */

@@ -136,7 +136,7 @@ export interface ProgramCheckpointFacts {
 const SEEDS = "huggingface:sergiopaniego/rl-envs-youtube-livestream-4-scripts";
 const SEEDS_READ = "main (read 2026-12-01; the index gave no commit)";
 /**
- * The seeds' launch commands set it (README: `hf jobs uv run ... -e VLLM_USE_FLASHINFER_SAMPLER=0`);
+ * The seeds' launch commands set it (the seeds' README: `hf jobs uv run ... -e VLLM_USE_FLASHINFER_SAMPLER=0`);
  * the scripts never read it: the colocated vLLM engine does.
  */
 const SEED_ENV = { VLLM_USE_FLASHINFER_SAMPLER: "0" } as const;
@@ -355,7 +355,7 @@ export const PROGRAMS = {
 
 export type ProgramName = keyof typeof PROGRAMS;
 export const PROGRAM_NAMES = Object.keys(PROGRAMS) as ProgramName[];
-/** `custom`: the user's own script, with the TrlParser flag contract (README "Your own training script"). */
+/** `custom`: the user's own script, with the TrlParser flag contract (docs/reference/training-node.md "The trainer program"). */
 export const CUSTOM_PROGRAM = "custom";
 
 export function programFacts(name: string): ProgramFacts | undefined {

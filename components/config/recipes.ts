@@ -1,6 +1,6 @@
 /**
  * Recipes: typed presets that reproduce the published runs (numbers from the seeds, see
- * README "Recipes"). A stack names one and overrides fields; the merge happens before
+ * docs/reference/stack-file.md "Recipes"). A stack names one and overrides fields; the merge happens before
  * parsing, so a recipe goes through exactly the same checks as a hand-written stack.
  */
 import type { PlatformConfigInput } from "./schema";

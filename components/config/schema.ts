@@ -225,7 +225,7 @@ const training = z.strictObject({
      * (components/config/programs.ts: its flags, file and source): `train_coding_whitebox_eval`,
      * `train_coding_whitebox`, `train_wordle_whitebox` (the seeds' white-box scripts),
      * `opencode_hf_sandbox` (TRL's black-box opencode trainer), or `custom`: your own script in
-     * `training.command`, given the TrlParser flag contract (README "Your own training script").
+     * `training.command`, given the TrlParser flag contract (docs/reference/training-node.md "The trainer program").
      * Default: custom.
      */
     program: z.enum([...PROGRAM_NAMES, CUSTOM_PROGRAM]).default(CUSTOM_PROGRAM),
@@ -534,7 +534,7 @@ const labelMap = z.record(
 );
 
 /**
- * Metrics, alerts and dashboards (components/observability/, README "Observability"). Off by
+ * Metrics, alerts and dashboards (components/observability/, docs/guides/observability.md). Off by
  * default. Every threshold below is an alert's condition; each has its default stated.
  */
 const observability = z.strictObject({
@@ -607,8 +607,8 @@ export const platformSchema = z.strictObject({
         .optional(),
     /**
      * Whether prod rules apply (images pinned by digest, model revision pinned), checked by the config.
-     * The policy pack's prod config is a separate step the command must name (README "The policy
-     * pack"). Default: true for a stack named `prod` or `prod-*`.
+     * The policy pack's prod config is a separate step the command must name (docs/design/security-model.md "The
+     * policy pack"). Default: true for a stack named `prod` or `prod-*`.
      */
     prod: z.boolean().optional(),
     /**

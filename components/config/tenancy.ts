@@ -2,7 +2,7 @@
  * Teams on a shared cluster: the role namespaces a cluster stack makes for each team, their Pod
  * Security levels, and what a run stack's deployer must be allowed in them. One table read by the
  * cluster stack (which makes the namespaces, quotas, admission policy and the deployer's Role),
- * the run stack (which deploys into them, `target.team`) and the README.
+ * the run stack (which deploys into them, `target.team`) and docs/guides/platform-teams.md.
  */
 
 /** The namespaces of a run, by role. */

@@ -372,7 +372,7 @@ export function validateRequiredImages(c: PlatformConfig): string[] {
     return errors;
 }
 
-/** The example registry of the README and the stack files: no image is there. */
+/** The example registry of the docs and the stack files: no image is there. */
 export const PLACEHOLDER_REGISTRY = "registry.example.com";
 
 /** Images that still name the example registry (plan.md warns; a real `up` refuses them, see index.ts). */

@@ -12,7 +12,7 @@ export function sel(matchers: Readonly<Record<string, string>>): string {
 
 /**
  * The matchers of one part's series of this stack: its namespace and the stack's label, since a
- * team's run stacks share the team's namespaces (README "Teams") and `namespace` alone would sum them.
+ * team's run stacks share the team's namespaces (docs/guides/platform-teams.md "Teams") and `namespace` alone would sum them.
  */
 export function ownSeries(s: ObservedStack, part: keyof ObservedStack["namespaces"], extra: Readonly<Record<string, string>> = {}): string {
     return sel({ namespace: s.namespaces[part], [STACK_SERIES_LABEL]: s.stack, ...extra });

@@ -115,7 +115,7 @@ export function dockerMetricsPortProblems(p: Planned, targets: readonly DockerMe
     return problems;
 }
 
-/** What plan.md and the README list: each target's host address and what serves it. */
+/** What plan.md and docs/guides/observability.md list: each target's host address and what serves it. */
 export function dockerMetricsAddress(t: DockerMetricsTarget): string {
     return `${DOCKER_METRICS_HOST_IP}:${t.hostPort}${t.path}`;
 }

@@ -242,7 +242,7 @@ function platformOutputs(plan: PlatformPlan, namespaces: Namespaces, registered:
         gpuLayout: training.gpuLayout,
         envs: Object.fromEntries(envSpaces.map((e, i) => [plan.envs[i].name, { url: e.url, wsUrl: e.wsUrl, capacity: e.capacity }])),
         ...(ingress ? { sandboxUrl: ingress.sandboxUrl, ingressKeys: pulumi.secret(pulumi.output(ingress.keys)) } : {}),
-        // Docker: prometheus.yml for a Prometheus on the host (README "Observability"; npm run plan writes it with the rules beside it).
+        // Docker: prometheus.yml for a Prometheus on the host (docs/guides/observability.md; npm run plan writes it with the rules beside it).
         ...(observability?.prometheusConfigText !== undefined ? { prometheusConfig: observability.prometheusConfigText } : {}),
         ...(plan.sandboxes ? { sandboxPool: { provider: plan.sandboxes.provider, size: plan.sandboxes.poolSize, trainerEnv: pool?.trainerEnv ?? {} } } : {}),
     };

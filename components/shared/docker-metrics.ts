@@ -1,5 +1,5 @@
 /**
- * The docker target's metrics (observability.enabled, README "Observability"): the same sidecars the
+ * The docker target's metrics (observability.enabled, docs/guides/observability.md): the same sidecars the
  * Kubernetes pods run (metrics-pods.ts MetricsSidecar), each a container of its own in the network
  * namespace of the container it watches (`container:<id>`, as the pod's containers share one), and the
  * metrics ports published on the host's loopback only, where a Prometheus on the host scrapes them.

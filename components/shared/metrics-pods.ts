@@ -129,7 +129,7 @@ export function podAnnotationsOf(links: MetricsLinks, scraped: readonly ScrapedP
  * form `annotations`: `prometheus.io/scrape` and `prometheus.io/path` on every pod with metrics, and
  * `prometheus.io/port` only where the pod has exactly one metrics port. The convention has room for one
  * port per pod; pods with several (the training pod's listener and trainer, the ingress's exporter and
- * mtail) are scraped by the job README "Observability" gives, which keeps every container port named
+ * mtail) are scraped by the job docs/guides/observability.md gives, which keeps every container port named
  * `metrics-*` of an annotated pod. With only the classic port-rewriting job, those pods' other ports
  * would be tried too (and refused by their policies), so that job is not enough for them.
  */

@@ -123,7 +123,7 @@ function imageCache(name: string, child: { readonly parent: pulumi.Resource }): 
 
 /**
  * What both containers take straight from their description: name, image, command, env, GPUs, limits.
- * Labels a log shipper keys on (README "Logs"): the pods' app.kubernetes.io/* labels, with the role and the container, and the run.
+ * Labels a log shipper keys on (docs/guides/observability.md "Logs"): the pods' app.kubernetes.io/* labels, with the role and the container, and the run.
  */
 function fromDescription(s: Scope, c: ContainerDescription, image: docker.RemoteImage, role: "vllm" | "trainer") {
     return {

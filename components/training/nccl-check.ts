@@ -1,7 +1,7 @@
 /**
  * The NCCL weight-sync check script (gpu/nccl_check.py, torch only) as text, for the
  * Kubernetes ConfigMap / Docker upload that puts it at NCCL_CHECK_PATH in the training pod.
- * Users can run the same file by hand: see the README's "GPU sharing and the weight sync".
+ * Users can run the same file by hand: see docs/design/gpu-sharing.md.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";

@@ -33,7 +33,7 @@ import { vllmServerSettings } from "../config/vllm-settings";
 import { TRL_GROUP_PORT, type TrainingConfig } from "./model";
 
 /**
- * A custom script's arguments: the TrlParser flag contract (README "Your own training script"): TRL's
+ * A custom script's arguments: the TrlParser flag contract (docs/reference/training-node.md "The trainer program"): TRL's
  * `GRPOConfig` (white box) or `AsyncGRPOConfig` (black box) fields with underscores, plus the seeds'
  * dashed `--dataset-size` / `--eval-size`.
  */

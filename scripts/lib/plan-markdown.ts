@@ -17,7 +17,7 @@ import type { DeployedEnvDescription } from "../../components/env";
 import { dockerHostNeeds, dockerMetricsAddress, formatMiB, namespaceRoles, type PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
 
-/** What the policy pack enforces and where (README "The policy pack"): only when the command names it. */
+/** What the policy pack enforces and where (docs/design/security-model.md "The policy pack"): only when the command names it. */
 export const POLICY_PACK_NOTE =
     "The policy pack (policy/) blocks a violation only when the command names it: `pulumi up --policy-pack policy --policy-pack-config policy/config.prod.json`; nothing in the stack checks that it ran.";
 
@@ -89,7 +89,7 @@ export function dockerSocketNote(socket: string): string {
         `Whoever controls the trainer's image or script controls the Docker daemon, which is **root on the GPU host** ` +
         `(it can start a privileged container or bind-mount \`/\`): trust the trainer image as you trust the host's admins. ` +
         `Sandboxes, env servers, vLLM and the ingress never get the socket. No narrower path is deployed ` +
-        `(a socket proxy allowing only exec into the pool's labelled containers would be one; see the README).`
+        `(a socket proxy allowing only exec into the pool's labelled containers would be one).`
     );
 }
 
@@ -119,7 +119,7 @@ function trainerProgramSection(plan: PlatformPlan): string[] {
     const command = [...(trainer.command ?? []), ...trainer.args].map((w) => (/^[A-Za-z0-9_./:=,@%+$()-]+$/.test(w) ? w : `'${w}'`)).join(" ");
     const rows: string[][] =
         p === undefined
-            ? [["program (training.program)", `custom: your script, given the TrlParser flag contract (README "The trainer program")`]]
+            ? [["program (training.program)", `custom: your script, given the TrlParser flag contract (docs/reference/training-node.md "The trainer program")`]]
             : [
                   ["program (training.program)", `${t.program}: ${p.description}`],
                   ["source", `${p.source.repo} ${p.source.path} @ ${p.source.revision}`],
@@ -718,9 +718,9 @@ function metricsSection(plan: PlatformPlan): string[] {
                                       .join(", ")})`
                                 : ""
                         }`
-                      : 'through the pods\' prometheus.io/* annotations (README "Observability" has the scrape job)'
+                      : "through the pods' prometheus.io/* annotations (docs/guides/observability.md has the scrape job)"
               }.`
-            : `A Prometheus on the Docker host scrapes these every ${m.scrapeInterval}, on the host's loopback (observability/prometheus.yml beside this plan.md; README "Observability").`,
+            : `A Prometheus on the Docker host scrapes these every ${m.scrapeInterval}, on the host's loopback (observability/prometheus.yml beside this plan.md; docs/guides/observability.md).`,
     );
     out.push("");
     if (!k8s) {

@@ -340,7 +340,7 @@ export async function planToDir(source: PlanSource, opts: PlanOptions): Promise<
         }
     }
     write("plan.md", renderPlanMarkdown(plan, run.resources, manifests, placeholders));
-    // observability: the rules and the dashboard as files (Docker: for the host's Prometheus and Grafana; README "Observability").
+    // observability: the rules and the dashboard as files (Docker: for the host's Prometheus and Grafana; docs/guides/observability.md).
     if (config.observability.enabled) {
         const observed = observedStack(plan);
         write(path.join("observability", RULES_FILE), rulesFileText(alertRules(config.observability, observed)));

@@ -1,7 +1,8 @@
 /**
  * How the reachability tests name and select what test/helpers/reachability.ts computes, shared by
  * the computed check (test/reachability.test.ts) and the measured one on the real node
- * (test/node-suites/sandbox-reachability.ts): role names, the paths that concern the stack, the README's tables, and
+ * (test/node-suites/sandbox-reachability.ts): role names, the paths that concern the stack, the tables of
+ * docs/design/network-paths.md, and
  * the stand-ins the policies talk about (the scraper and its decoys, DNS of each shape).
  */
 import * as fs from "node:fs";
@@ -10,7 +11,7 @@ import { parseWithTestImages } from "./config";
 import { OBSERVABILITY_ON, platformManifests } from "./observability";
 import type { ExtraEndpoint, Manifest, Party } from "./reachability";
 
-const README = path.resolve(__dirname, "..", "..", "README.md");
+const NETWORK_PATHS = path.resolve(__dirname, "..", "..", "docs", "design", "network-paths.md");
 
 /** Stack pods by role (the env ones by instance, so two envs stay apart); endpoints by name. */
 export function roleName(p: Party): string {
@@ -23,11 +24,11 @@ export function roleName(p: Party): string {
 /** Paths that concern the stack: from or to one of its pods (the other pod, or a scraper, reaching the internet is not ours). */
 export const concernsStack = (from: Party, to: Party): boolean => [from, to].some((p) => p.kind === "pods" && p.origin !== "endpoint");
 
-/** The README's table for a recipe, between `<!-- reachability:<recipe> -->` and `<!-- /reachability -->`; throws when there is none. */
+/** The table of docs/design/network-paths.md for a recipe, between `<!-- reachability:<recipe> -->` and `<!-- /reachability -->`; throws when there is none. */
 export function readmeTable(recipe: string): string {
-    const text = fs.readFileSync(README, "utf8");
+    const text = fs.readFileSync(NETWORK_PATHS, "utf8");
     const start = text.indexOf(`<!-- reachability:${recipe} -->`);
-    if (start < 0) throw new Error(`README.md has no reachability table for ${recipe}`);
+    if (start < 0) throw new Error(`docs/design/network-paths.md has no reachability table for ${recipe}`);
     const end = text.indexOf("<!-- /reachability -->", start);
     return text.slice(text.indexOf("\n", start) + 1, end).trim();
 }

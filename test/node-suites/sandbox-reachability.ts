@@ -9,7 +9,7 @@
 // ("trainer-standin"), the other client a busybox pod without them. Then every single-node
 // recipe's reachability matrix (and each DNS shape, and observability on) is measured with real
 // connections between stand-in pods carrying the workloads' labels and ports, and to the outside
-// addresses (test/helpers/node-reachability.ts), against the computed matrix and the README's
+// addresses (test/helpers/node-reachability.ts), against the computed matrix and docs/design/network-paths.md's
 // tables. Run on test/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
@@ -50,7 +50,7 @@ async function planned(recipe: string, platformOverride?: Record<string, unknown
 
 interface MeasuredCase {
     readonly label: string;
-    /** The README table this case's computed matrix must equal (without the node's API server and the old run's pod). */
+    /** The docs/design/network-paths.md table this case's computed matrix must equal (without the node's API server and the old run's pod). */
     readonly readme?: string;
     readonly manifests: () => Promise<Manifest[]>;
     /** Endpoints beyond nodeEndpoints' (at the node's addresses). */
@@ -343,7 +343,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
         });
 
         for (const [i, c] of MEASURED.entries()) {
-            it(`reachability measured, ${c.label}: every path each pod opens equals what the policies compute${c.readme ? ", and the README's table" : ""}`, async () => {
+            it(`reachability measured, ${c.label}: every path each pod opens equals what the policies compute${c.readme ? ", and the network-paths table" : ""}`, async () => {
                 const a = node.names.addresses;
                 const manifests = await c.manifests();
                 const m = await measureReachability(node, manifests, [...nodeEndpoints(a), ...(c.extraEndpoints?.(a) ?? [])], a, {
@@ -361,7 +361,11 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
                         name: roleName,
                         include: (from, to) => concernsStack(from, to) && ![from.name, to.name].some((n) => n === APISERVER_NODE || n === OLD_RUN),
                     }).trim();
-                    assert.equal(computed, readmeTable(c.readme), `${c.label}: the matrix at the node's addresses differs from README.md's table`);
+                    assert.equal(
+                        computed,
+                        readmeTable(c.readme),
+                        `${c.label}: the matrix at the node's addresses differs from docs/design/network-paths.md's table`,
+                    );
                 }
                 if (manifests.some((x) => x.metadata?.name === OLD_RUN)) {
                     const old = m.r.parties.find((p) => p.name === OLD_RUN)!;

@@ -1,0 +1,721 @@
+/**
+ * The words of the configuration reference: for every field of a stack's config (`platformSchema`,
+ * schema.ts) and of a cluster stack's (`clusterSchema`, cluster-schema.ts), its default as a person
+ * states it and what it means. Data only. The reference (docs/reference/configuration.md) and the
+ * stack file's JSON Schema (schema/stack-config.schema.json, the editor's hover text) are generated
+ * from the zod schemas with these words (`npm run schema`, scripts/schema.ts); test/schema-docs.test.ts
+ * fails when a schema field has no entry here (its own or an ancestor's), when an entry names a field
+ * the schema lacks, when a default written here is not the one zod applies, and when a generated file
+ * differs from what the script writes. Links are relative to docs/reference/.
+ */
+
+/** One field: its default as written for a person (`-`: none; `required`), and what it means. */
+export interface FieldDoc {
+    readonly default: string;
+    readonly meaning: string;
+}
+
+/** The top-level sections of the reference, in order, with a line each (a stack's config). */
+export const PLATFORM_SECTIONS: Readonly<Record<string, string>> = {
+    "": "The run itself: its recipe, id, prod rules and cluster stack.",
+    target: "Where it runs: a Kubernetes cluster (`kind: kubernetes`) or one Docker GPU host (`kind: docker`). (k8s) and (docker) mark fields of one kind.",
+    model: "The model trained and served.",
+    images: "The images the stack deploys.",
+    training: "The training node: layout, GPUs, batch, the program's settings, vLLM, volumes.",
+    envs: "OpenEnv environment servers, by name (`envs.<name>`).",
+    sandboxes: "Sandboxes for black-box rollouts.",
+    ingress: "The authenticated vLLM ingress.",
+    observability: "Metrics, alerts and dashboards (off by default).",
+};
+
+/** The top-level sections of a cluster stack's config (`agent-rl-infra:cluster`). */
+export const CLUSTER_SECTIONS: Readonly<Record<string, string>> = {
+    "": "What every run on one cluster shares, provisioned once by the platform team.",
+};
+
+/** Every field of `agent-rl-infra:platform`, by path (`envs.<name>.image`). */
+export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
+    recipe: {
+        default: "-",
+        meaning:
+            "start from a recipe ([recipes](stack-file.md#recipes)): every field but `runId` and `target` comes from it, and the stack overrides what it writes",
+    },
+    runId: {
+        default: "required",
+        meaning: "DNS label, <= 24 chars; names the Job and labels sandboxes; a new run is a new id",
+    },
+    preflight: {
+        default: "`off`",
+        meaning: "check the live target before anything registers: `warn` logs what is missing, `enforce` stops the up (see [Preflight](preflight.md))",
+    },
+    clusterStack: {
+        default: "-",
+        meaning:
+            "(k8s) `<org>/<project>/<stack>` of the [cluster stack](../guides/platform-teams.md#the-cluster-stack) this run uses: its PriorityClasses (where the run names none), RuntimeClasses, agent-sandbox install and cert-manager issuer; references it lacks are refused",
+    },
+    prod: {
+        default: "`true` for stacks `prod` / `prod-*`",
+        meaning:
+            "prod rules, checked by the config before anything registers: every deployed image pinned by digest, the model revision pinned. The policy pack is a separate step: its policies block an update only when the command names it, `pulumi up --policy-pack policy --policy-pack-config policy/config.prod.json` ([The policy pack](../design/security-model.md#the-policy-pack)); nothing checks that it ran; shown in plan.md",
+    },
+    "target.kind": {
+        default: "required",
+        meaning: "`kubernetes` or `docker`",
+    },
+    "target.namespacePrefix": {
+        default: "`arl-<stack>`",
+        meaning:
+            "(k8s) namespaces are `<prefix>-training`, `-ingress`, `-envs`, `-sandboxes`; with `target.team`, the prefix of the stack's object names instead",
+    },
+    "target.team": {
+        default: "-",
+        meaning:
+            "(k8s, needs `clusterStack`) deploy into the team's namespaces the cluster stack made (`<team>-training`, `-ingress`, `-envs`, `-sandboxes`): the stack makes no namespace and nothing cluster-wide, its object names carry `namespacePrefix`, the team's quotas and claim-lifetime bound apply. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
+    },
+    "target.kubeconfig": {
+        default: "- (this or `context`: required but on `dev` / `dev-*` stacks)",
+        meaning:
+            "(k8s) kubeconfig file of the cluster (default: the ambient one). One of `kubeconfig` and `context` must be set on every stack but `dev` / `dev-*`, so staging and prod never deploy to whatever kubectl points at",
+    },
+    "target.context": {
+        default: "- (this or `kubeconfig`: required but on `dev` / `dev-*` stacks)",
+        meaning:
+            "(k8s) kubeconfig context of the cluster. One of `kubeconfig` and `context` must be set on every stack but `dev` / `dev-*`, so staging and prod never deploy to whatever kubectl points at",
+    },
+    "target.nodeSelector": {
+        default: "`{}`",
+        meaning: "(k8s) placement of the GPU training pod: its nodeSelector",
+    },
+    "target.tolerations": {
+        default: "`[]`",
+        meaning: "(k8s) placement of the GPU training pod: its tolerations",
+    },
+    "target.gpuResourceName": {
+        default: "`nvidia.com/gpu`",
+        meaning: "(k8s) extended resource of the GPU device plugin",
+    },
+    "target.gpuProduct": {
+        default: "-",
+        meaning: "(k8s) pins `nvidia.com/gpu.product` (e.g. `NVIDIA-H200`)",
+    },
+    "target.priorityClassName": {
+        default: "-",
+        meaning: "(k8s) priority of the training pod",
+    },
+    "target.storageClassName": {
+        default: "cluster default",
+        meaning: "(k8s) class of the model-cache and checkpoint volumes (with `training.nodes` > 1 it must provide ReadWriteMany)",
+    },
+    "target.kueueQueue": {
+        default: "-",
+        meaning:
+            "(k8s) Kueue LocalQueue (in the training namespace) the trainer is submitted to: its Job / JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended until Kueue admits it. See [More than one node](../guides/multi-node.md)",
+    },
+    "target.dns": {
+        default: "`{kind: kube-dns}`; node-local: `addresses` [169.254.20.10]",
+        meaning:
+            "(k8s) where the stack's pods send DNS queries: `{kind: kube-dns}`, `{kind: node-local, addresses?}` (NodeLocal DNSCache, default address `169.254.20.10`), or `{kind: selector, namespace, podLabels}`; each NetworkPolicy allows exactly that on 53 UDP+TCP (single addresses as `/32`; the metadata address refused). See [Network paths](../design/network-paths.md)",
+    },
+    "target.host": {
+        default: "`unix:///var/run/docker.sock`",
+        meaning: "(docker) daemon of the GPU host (`ssh://user@gpu-host`)",
+    },
+    "target.dataDir": {
+        default: "`/srv/agent-rl`",
+        meaning: "(docker) host dir for model cache, checkpoints, TLS and secret files",
+    },
+    "model.name": {
+        default: "required",
+        meaning: "Hugging Face model id",
+    },
+    "model.revision": {
+        default: "`main`",
+        meaning: "commit sha or tag; prod requires a pinned revision",
+    },
+    "images.vllm": {
+        default: "`vllm/vllm-openai:v0.29.0`",
+        meaning:
+            "vLLM image for black box where vLLM has its own container (Docker, or Kubernetes with `gpuSharing: isolated`); refused where it would not be deployed. The default is the lock's vLLM, the trainer images' (TRL 1.16 takes `vllm>=0.22,<=0.31`, openenv 0.10 beside it at most 0.29), so the weight-transfer client and server are one version",
+    },
+    "images.trainer": {
+        default: "required",
+        meaning:
+            "trainer image: TRL 1.16 and the training program (`trainer/*/Dockerfile` builds it for the named programs), plus vLLM where the layout runs vLLM from it (white box; black box on Kubernetes with `gpuSharing: shared`): TRL 1.16 takes 0.22-0.31, and beside openenv 0.10 only up to 0.29 (vLLM 0.30 needs `mcp>=2`, openenv's fastmcp `mcp<2`). The example registry `registry.example.com` is warned in plan.md and refused by a real `pulumi up`",
+    },
+    "images.nginx": {
+        default: "`nginxinc/nginx-unprivileged:1.27-alpine`",
+        meaning: "ingress proxy and env routers; with `observability` on also vLLM's metrics-only listener",
+    },
+    "images.nginxExporter": {
+        default: "`nginx/nginx-prometheus-exporter:1.4.0`",
+        meaning: "`observability` on: the exporter beside each ingress proxy, reading its `stub_status` on loopback",
+    },
+    "images.mtail": {
+        default: "- (required with `observability` on and the ingress deployed)",
+        meaning:
+            "`observability` on: mtail beside each ingress proxy, reading its JSON access log. google/mtail publishes binaries only, so build one (`FROM debian:trixie-slim`, `apt-get install mtail`) and name it",
+    },
+    "training.layout": {
+        default: "required",
+        meaning: "`whitebox-colocate`, `whitebox-server`, `blackbox`",
+    },
+    "training.gpusOnNode": {
+        default: "required",
+        meaning: "GPUs on the node (with `nodes` > 1: on each GPU node)",
+    },
+    "training.nodes": {
+        default: "1",
+        meaning:
+            "trainer nodes; > 1 (layouts `whitebox-server`, `blackbox`; Kubernetes only) runs the trainer as a JobSet, one pod per node, and vLLM on a node of its own; `trainerGpus`, `vllmGpus` default to `gpusOnNode` and `numProcesses` counts per node. See [More than one node](../guides/multi-node.md)",
+    },
+    "training.vllmGpus": {
+        default: "0 colocate, else 1",
+        meaning: "GPUs for vLLM",
+    },
+    "training.trainerGpus": {
+        default: "the rest",
+        meaning: "GPUs for the trainer",
+    },
+    "training.numProcesses": {
+        default: "`trainerGpus`",
+        meaning: "trainer processes",
+    },
+    "training.perDeviceTrainBatchSize": {
+        default: "8",
+        meaning: "TRL `per_device_train_batch_size`",
+    },
+    "training.gradientAccumulationSteps": {
+        default: "1",
+        meaning: "TRL `gradient_accumulation_steps`",
+    },
+    "training.stepsPerGeneration": {
+        default: "`gradientAccumulationSteps`",
+        meaning: "TRL `steps_per_generation`",
+    },
+    "training.numGenerations": {
+        default: "8",
+        meaning: "TRL `num_generations`",
+    },
+    "training.perDeviceEvalBatchSize": {
+        default: "8",
+        meaning: "TRL `per_device_eval_batch_size`",
+    },
+    "training.datasetSize": {
+        default: "**required**",
+        meaning: "training problems/prompts; never defaulted",
+    },
+    "training.evalSize": {
+        default: "0",
+        meaning: "held-out eval problems; 0 turns eval (and its batch check) off",
+    },
+    "training.program": {
+        default: "`custom` (every recipe names one)",
+        meaning:
+            "the training program whose own command line is rendered: `train_coding_whitebox_eval`, `train_coding_whitebox`, `train_wordle_whitebox`, `opencode_hf_sandbox`, or `custom` (your script, TrlParser flags). See [The trainer program](training-node.md#the-trainer-program)",
+    },
+    "training.argsCheck": {
+        default: "true for a named program, false for `custom`",
+        meaning:
+            "run the program's own parser over the rendered command line at pod start (`/usr/local/lib/agentrl/args_check.py` in the trainer image), so a flag it does not take fails the pod in seconds with the parser's message",
+    },
+    "training.maxSteps": {
+        default: "program's",
+        meaning: "training steps; refused for a program without a step flag (the seeds' scripts: the run's length follows `datasetSize` and their one epoch)",
+    },
+    "training.command": {
+        default: "none",
+        meaning: "`custom` only: the command starting your script inside the trainer image; refused for a named program (it brings its own)",
+    },
+    "training.accelerateConfig": {
+        default: "none",
+        meaning:
+            "an accelerate config file in the trainer image (`accelerate launch --config_file`), e.g. `/app/fsdp2.yaml` from `trainer/blackbox/Dockerfile`",
+    },
+    "training.optim": {
+        default: "program's",
+        meaning:
+            "`--optim`: the optimizer, a transformers optimizer name (black box: the published 8B run used `paged_adamw_8bit` with gradient checkpointing)",
+    },
+    "training.gradientCheckpointing": {
+        default: "program's",
+        meaning: "`--gradient-checkpointing`: recompute activations in the backward pass (less GPU memory, slower steps)",
+    },
+    "training.maxCompletionLength": {
+        default: "program's",
+        meaning: "`--max-completion-length`: the longest completion, in tokens",
+    },
+    "training.extraArgs": {
+        default: "`[]`",
+        meaning: "more trainer arguments, appended (for a named program: its own flags only, none the platform renders)",
+    },
+    "training.extraEnv": {
+        default: "`{}`",
+        meaning: "more non-secret env vars of the trainer (reaches both roles: `NCCL_*` go here); may not shadow the names the platform sets",
+    },
+    "training.maxModelLen": {
+        default: "model's",
+        meaning: "vLLM `--max-model-len`",
+    },
+    "training.gpuMemoryUtilization": {
+        default: "0.9",
+        meaning: "vLLM GPU memory fraction (server and black-box layouts; colocate keeps TRL's colocate default, 0.3, since training shares the GPU)",
+    },
+    "training.dtype": {
+        default: "the program's: `float32` (TRL 1.16's `AsyncGRPOConfig.dtype`)",
+        meaning:
+            "black box only: the one dtype of the trainer and vLLM (`vllm serve --dtype`, and `--dtype` to a `custom` AsyncGRPO script); AsyncGRPO asks for vLLM in the trainer's dtype. Refused for TRL's opencode script when not `float32` (it has no dtype flag) and in the white-box layouts (GRPOConfig has no dtype flag; both roles load the model's own dtype)",
+    },
+    "training.vllm.toolCallParser": {
+        default: "`hermes` for `Qwen/*`, `qwen3_coder` for `Qwen/Qwen3-Coder*`; required for other models",
+        meaning:
+            "black box: vLLM's `--tool-call-parser` (with `--enable-auto-tool-choice`), one of vLLM 0.29's parsers (`llama3_json`, `mistral`, `openai`, ...); refused in the white-box layouts",
+    },
+    "training.vllm.extraArgs": {
+        default: "`[]`",
+        meaning:
+            'more `vllm serve` flags (prefix caching, LoRA, `--max-num-seqs`, ...) appended after the platform\'s (layouts `whitebox-server`, `blackbox`; refused in colocate, where vLLM runs inside the script). Refused, naming the setting to use: the flags the platform renders or the weight sync needs (`--host`, `--port`, `--api-key`, `--weight-transfer-config`, `--logprobs-mode`, `--return-tokens-as-token-ids`, `--max-model-len`, `--tensor-parallel-size`, `--dtype`, `--tool-call-parser`, `--config`, ... in `components/config/vllm-settings.ts`), the env vars `VLLM_SERVER_DEV_MODE`, `VLLM_API_KEY`, `CUDA_VISIBLE_DEVICES`, `HF_HOME`, `HF_TOKEN`, and `NCCL_*` (set those in `training.extraEnv`, which reaches both roles). plan.md lists them under "Weight sync"',
+    },
+    "training.vllm.extraEnv": {
+        default: "`{}`",
+        meaning:
+            'more non-secret env vars of the vLLM server (layouts `whitebox-server`, `blackbox`; refused in colocate). Refused, naming the setting to use: `VLLM_SERVER_DEV_MODE`, `VLLM_API_KEY`, `CUDA_VISIBLE_DEVICES`, `HF_HOME`, `HF_TOKEN`, and `NCCL_*` (set those in `training.extraEnv`, which reaches both roles). plan.md lists them under "Weight sync"',
+    },
+    "training.modelLoadSeconds": {
+        default: "1200",
+        meaning: "how long vLLM may take to load before its startup probe gives up",
+    },
+    "training.activeDeadlineSeconds": {
+        default: "21600",
+        meaning:
+            "(k8s) hard limit on the run (Job `activeDeadlineSeconds`); refused on Docker (see [What each target ignores](stack-file.md#what-each-target-ignores))",
+    },
+    "training.backoffLimit": {
+        default: "0",
+        meaning:
+            "(k8s) pod retries for failures other than the trainer's own exit (a non-zero trainer exit fails the Job at once; node drains are ignored); refused on Docker, which does not restart the trainer",
+    },
+    "training.shmSize": {
+        default: "`16Gi`",
+        meaning: "memory-backed `/dev/shm`",
+    },
+    "training.gpuSharing": {
+        default: "`shared` (layouts with a separate vLLM)",
+        meaning:
+            "how vLLM and the trainer share the node's GPUs, which decides the NCCL transport of the weight update: `shared` (every role sees every training GPU, `CUDA_VISIBLE_DEVICES` splits them: P2P/NVLink) or `isolated` (each container only its own GPUs: NCCL over shared memory). See [GPU sharing and the weight sync](../design/gpu-sharing.md)",
+    },
+    "training.ncclCheck": {
+        default: "`false`",
+        meaning:
+            "run the NCCL check (1 GiB broadcast between the two GPU sets, rendered NCCL settings) before vLLM loads, so a broken setup fails in seconds; needs `gpuSharing: shared`",
+    },
+    "training.modelCache": {
+        default: "enabled, `200Gi`",
+        meaning: "model cache volume",
+    },
+    "training.checkpoints": {
+        default: "enabled, `100Gi` (recipes: at least 3 runs by the rule, never below their earlier size)",
+        meaning:
+            "checkpoint/output volume, shared by the stack's runs (each writes `/checkpoints/<runId>`); a size below what one run writes is refused (see [Checkpoints](../guides/operating-a-run.md#checkpoints-size-resume-retention-the-way-out))",
+    },
+    "training.checkpoints.keepLast": {
+        default: "2 (custom script)",
+        meaning: "checkpoints a custom script keeps (`--save_total_limit`); refused for a named program (no flag)",
+    },
+    "training.checkpoints.parameters": {
+        default: "known for the recipes' models",
+        meaning: "the model's parameter count, for the size check",
+    },
+    "training.checkpoints.dtype": {
+        default: "the program's dtype (custom: float32)",
+        meaning: "the trainer's weight dtype, for the size check",
+    },
+    "training.resumeFromCheckpoint": {
+        default: "false",
+        meaning:
+            "`true`: this run's latest *complete* checkpoint; `<runId>`: that run's latest complete one; `<runId>/checkpoint-<step>`: exactly that one. Refused for a program that cannot resume",
+    },
+    "training.hubRepoId": {
+        default: "-",
+        meaning: "push the model to `<owner>/<name>`",
+    },
+    "training.trackioProject": {
+        default: "-",
+        meaning: "trackio metrics: the project",
+    },
+    "training.trackioSpaceId": {
+        default: "-",
+        meaning: "trackio metrics: the Space they sync to",
+    },
+    "training.maxInflight": {
+        default: "8",
+        meaning: "black box: rollouts in flight (one sandbox each)",
+    },
+    "training.egress.restrict": {
+        default: "true",
+        meaning:
+            "(k8s) lock the trainer pod's egress to DNS, this stack's env routers / ingress / sandboxes, the API server when it claims sandboxes, and public addresses on 443; false: no egress policy",
+    },
+    "training.egress.apiServerCidrs": {
+        default: "- (any private address on 443/6443)",
+        meaning: "(k8s) the API server's addresses, to narrow the trainer's API egress",
+    },
+    "training.trainerCpu": {
+        default: "8",
+        meaning: "CPU of the trainer container, request = limit",
+    },
+    "training.trainerMemory": {
+        default: "64Gi",
+        meaning: "memory of the trainer container, request = limit",
+    },
+    "training.vllmCpu": {
+        default: "8",
+        meaning: "CPU of the vLLM container, request = limit",
+    },
+    "training.vllmMemory": {
+        default: "64Gi",
+        meaning: "memory of the vLLM container, request = limit",
+    },
+    "envs.<name>.catalog": {
+        default: "required",
+        meaning: "`coding`, `textarena`, `opencode`, `echo` (images `ghcr.io/huggingface/openenv-<name>:sha-4026f15`), or `custom`",
+    },
+    "envs.<name>.image": {
+        default: "catalog's",
+        meaning: "image (required for custom); pin by digest",
+    },
+    "envs.<name>.concurrentSessions": {
+        default: "catalog's",
+        meaning: "custom env: serves several sessions per process",
+    },
+    "envs.<name>.sessionsPerReplica": {
+        default: "catalog's",
+        meaning: "`MAX_CONCURRENT_ENVS`; 1 for envs without concurrent sessions",
+    },
+    "envs.<name>.replicas": {
+        default: "demand / sessions + headroom",
+        meaning: "replicas",
+    },
+    "envs.<name>.headroomReplicas": {
+        default: "1",
+        meaning: "spare replicas so a node drain keeps capacity",
+    },
+    "envs.<name>.settings": {
+        default: "catalog's",
+        meaning: "the env's own env vars (e.g. `TEXTARENA_ENV_ID`)",
+    },
+    "envs.<name>.resources": {
+        default: "2 CPU, 4Gi",
+        meaning: "per replica, requests = limits",
+    },
+    "envs.<name>.terminationGraceSeconds": {
+        default: "300",
+        meaning: "time open websocket sessions get on shutdown",
+    },
+    "envs.<name>.external": {
+        default: "-",
+        meaning: "`{url, sessions}`: use an existing server, deploy nothing",
+    },
+    "envs.<name>.egress": {
+        default: "catalog's (custom: `dns`)",
+        meaning:
+            "what replicas may reach besides their router: `dns` only, or `internet` (DNS + public addresses, never private ranges or the metadata service)",
+    },
+    "envs.<name>.readOnlyRootFilesystem": {
+        default: "true for `coding`",
+        meaning: "read-only root with a `/tmp` scratch dir (envs that run the model's code)",
+    },
+    "envs.<name>.scratchSize": {
+        default: "1Gi",
+        meaning: "size of that `/tmp`",
+    },
+    "envs.<name>.wsPing": {
+        default: "60 s / 300 s colocated, else 20 s / 20 s",
+        meaning:
+            "`{intervalSeconds, timeoutSeconds}`: the replicas' websocket keepalive (`UVICORN_WS_PING_*`); frees a vanished client's slot within their sum",
+    },
+    "envs.<name>.runAsNonRoot": {
+        default: "false",
+        meaning: "run the replicas as uid 65532 (read-only root, `HOME=/tmp`) instead of the image's root",
+    },
+    "envs.<name>.ephemeralStorage": {
+        default: "8Gi",
+        meaning: "ephemeral storage per replica, requests = limits",
+    },
+    "envs.<name>.runtimeClassName": {
+        default: "-",
+        meaning: "(k8s) RuntimeClass of the replicas (gVisor, Kata); it must exist",
+    },
+    "sandboxes.provider": {
+        default: "by layout/target",
+        meaning:
+            "`agent-sandbox` (k8s), `hf` (hosted), `none`; `docker` (the docker target's black-box default) is refused for now: set `hf` or use a Kubernetes target ([why](../guides/docker-gpu-host.md#docker-black-box-hosted-sandboxes-only-for-now))",
+    },
+    "sandboxes.image": {
+        default: "agent-sandbox: required; docker/hf: OpenEnv's opencode sandbox `:latest`",
+        meaning: "agent-sandbox: the image `python/Dockerfile` builds (the runtime on 8888); pin by digest",
+    },
+    "sandboxes.runAsUser": {
+        default: "65532",
+        meaning: "uid and gid sandboxes run as (a high, unused one)",
+    },
+    "sandboxes.cpu": {
+        default: "1",
+        meaning: "CPU per sandbox, request = limit",
+    },
+    "sandboxes.memory": {
+        default: "2Gi",
+        meaning: "memory per sandbox, request = limit",
+    },
+    "sandboxes.runtimeClassName": {
+        default: "-",
+        meaning: "(k8s) RuntimeClass for gVisor/Kata isolation; refused on Docker",
+    },
+    "sandboxes.headroom": {
+        default: "2",
+        meaning: "warm sandboxes beyond the rollouts in flight",
+    },
+    "sandboxes.poolSize": {
+        default: "`maxInflight + headroom`",
+        meaning: "warm pool (or Docker pool) size",
+    },
+    "sandboxes.maxLifetimeSeconds": {
+        default: "3600",
+        meaning: "hard maximum lifetime of a claimed sandbox",
+    },
+    "sandboxes.maxWarmWaitSeconds": {
+        default: "21600",
+        meaning: "longest a warm sandbox waits unclaimed",
+    },
+    "sandboxes.priorityClassName": {
+        default: "the cluster stack's, else none",
+        meaning: "(k8s) PriorityClass of the sandbox pods (below training)",
+    },
+    "sandboxes.hfFlavor": {
+        default: "`cpu-basic`",
+        meaning: "hosted sandboxes' hardware",
+    },
+    "ingress.enabled": {
+        default: "on for black box",
+        meaning: "the authenticated vLLM ingress",
+    },
+    "ingress.keys": {
+        default: "`[sandboxes, operators]`",
+        meaning: "bearer key names; several valid at once for rotation",
+    },
+    "ingress.sandboxKey": {
+        default: "`sandboxes`",
+        meaning: "key handed to the trainer for the sandboxes",
+    },
+    "ingress.allowCompletions": {
+        default: "false",
+        meaning: "also allow `POST /v1/completions`",
+    },
+    "ingress.healthUnauthenticated": {
+        default: "false",
+        meaning: "`GET /health` without a key (load balancers)",
+    },
+    "ingress.exposure": {
+        default: "`cluster`",
+        meaning: "`cluster` (ClusterIP), `loadbalancer`, `httproute` (Gateway API)",
+    },
+    "ingress.host": {
+        default: "-",
+        meaning: "public host name (external exposure)",
+    },
+    "ingress.tls.mode": {
+        default: "`none`",
+        meaning:
+            "`secret` (a k8s TLS Secret you provide), `cert-manager` (the stack requests a Certificate for the proxy's names), `files` (Docker host), `none` (in-cluster HTTP)",
+    },
+    "ingress.tls.issuer": {
+        default: "- (its `kind`: ClusterIssuer, `group`: cert-manager.io)",
+        meaning: "`{name, kind: Issuer|ClusterIssuer, group}`: who signs the certificate (mode `cert-manager`)",
+    },
+    "ingress.tls.secretName": {
+        default: "-",
+        meaning: "(k8s) the TLS Secret in the ingress namespace: mode `secret` (required), or where mode `cert-manager` writes (default `vllm-ingress-tls`)",
+    },
+    "ingress.tls.certFile": {
+        default: "-",
+        meaning: "(docker) the certificate file on the host (mode `files`)",
+    },
+    "ingress.tls.keyFile": {
+        default: "-",
+        meaning: "(docker) the key file on the host (mode `files`)",
+    },
+    "ingress.tls.publiclyTrusted": {
+        default: "false",
+        meaning: "the certificate is publicly trusted (required for hosted sandboxes)",
+    },
+    "ingress.gateway": {
+        default: "-",
+        meaning: "`{name, namespace, sectionName?}` parent Gateway for `httproute`",
+    },
+    "ingress.replicas": {
+        default: "2",
+        meaning: "(k8s) proxy replicas; refused on Docker (one container)",
+    },
+    "ingress.maxBodySize": {
+        default: "`4m`",
+        meaning: "largest request body",
+    },
+    "ingress.rateLimitPerSecond": {
+        default: "50",
+        meaning: "requests per second per key, **per proxy replica**",
+    },
+    "ingress.rateLimitBurst": {
+        default: "100",
+        meaning: "burst above the rate per key, **per proxy replica**",
+    },
+    "ingress.readTimeoutSeconds": {
+        default: "600",
+        meaning: "long generations",
+    },
+    "observability.enabled": {
+        default: "false",
+        meaning:
+            "metrics endpoints in every pod (Docker: container) that can serve them, the scrape rule in every NetworkPolicy (k8s), monitors (k8s) or prometheus.yml (Docker), alert rules and dashboards (see [Observability](../guides/observability.md)); off, nothing of it is rendered. Turning it on or off changes the pods: the run restarts and env sessions drop, as any trainer or env change does",
+    },
+    "observability.form": {
+        default: "`operator`",
+        meaning:
+            "(k8s) `operator`: PodMonitors (`monitoring.coreos.com/v1`) and PrometheusRules; `annotations`: `prometheus.io/scrape`, `port`, `path` pod annotations for a Prometheus that discovers pods itself (one port per pod: see [Observability](../guides/observability.md)); refused on Docker",
+    },
+    "observability.scraper.namespace": {
+        default: "`monitoring`",
+        meaning:
+            "(k8s) namespace of the Prometheus pods the NetworkPolicies admit on the metrics ports (and nowhere else); one of the stack's own namespaces is refused",
+    },
+    "observability.scraper.podLabels": {
+        default: "`{app.kubernetes.io/name: prometheus}`",
+        meaning: "(k8s) labels of those pods (the Operator's Prometheus pods carry the default); empty is refused",
+    },
+    "observability.monitorLabels": {
+        default: "`{}`",
+        meaning:
+            "(k8s, form `operator`) labels on the PodMonitors and PrometheusRules, what the Prometheus's `podMonitorSelector` / `ruleSelector` match (e.g. `release: kube-prometheus-stack`)",
+    },
+    "observability.dashboardLabels": {
+        default: '`{grafana_dashboard: "1"}`',
+        meaning: "labels on the dashboard ConfigMaps (the Grafana dashboard sidecar's label)",
+    },
+    "observability.scrapeInterval": {
+        default: "`30s`",
+        meaning: "scrape interval of the monitors (and of the Docker target's prometheus.yml)",
+    },
+    "observability.hostPortBase": {
+        default: "19400",
+        meaning:
+            "(Docker) the first host port of the metrics ports, all on 127.0.0.1: +0 vLLM's listener, +1 / +2 the ingress's exporter / mtail, then from +10 two per deployed env in name order (its router's responder, its replicas' relay); refused on Kubernetes; a last port above 65535, or one that is the ingress's published port, is refused (see [Observability](../guides/observability.md))",
+    },
+    "observability.alerts.for": {
+        default: "`5m`",
+        meaning: "how long an alert's condition holds before it fires",
+    },
+    "observability.alerts.envSessionsFraction": {
+        default: "0.9",
+        meaning: "env sessions in use above this fraction of a replica's capacity",
+    },
+    "observability.alerts.ingressUnauthorizedPerSecond": {
+        default: "1",
+        meaning: "ingress 401 responses per second (a wrong or revoked key)",
+    },
+    "observability.alerts.ingressRateLimitedPerSecond": {
+        default: "1",
+        meaning: "ingress 429 responses per second (the rate limit is too low for the run)",
+    },
+    "observability.alerts.vllmKvCacheUsage": {
+        default: "0.9",
+        meaning: "vLLM KV-cache usage above this fraction",
+    },
+    "observability.alerts.vllmQueueGrowingFor": {
+        default: "`10m`",
+        meaning: "vLLM's waiting requests growing for this long",
+    },
+    "observability.alerts.trainerStalledFor": {
+        default: "`15m`",
+        meaning: "no trainer step for this long",
+    },
+    "observability.alerts.sandboxClaimLatencySeconds": {
+        default: "30",
+        meaning: "sandbox claim-to-ready latency (p90) above this many seconds",
+    },
+};
+
+/** Every field of `agent-rl-infra:cluster`, by path (`teams[].quotas`). */
+export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
+    "target.kind": {
+        default: "required",
+        meaning: "`kubernetes` only: a Docker host has nothing shared between runs to provision",
+    },
+    "target.context": {
+        default: "required",
+        meaning: "kubeconfig context of the cluster: required (never kubectl's current one)",
+    },
+    "target.kubeconfig": {
+        default: "ambient",
+        meaning:
+            "kubeconfig file. When set, the kubernetes provider copies it, credentials included, to `$TMPDIR/kubeconfig<N>` (mode 0600) at every `pulumi` run and never removes it (pulumi-kubernetes `provider/pkg/provider/util.go` `writeKubeconfigToFile`, called from `provider.go`'s Configure for its Helm settings; read in the provider source the engine tests build, `provider/v4@v4.0.0-20260115033456-f47bc2d6f199`); left unset (the ambient `KUBECONFIG`), no copy is made. Where runs share a machine, run `pulumi` with `TMPDIR` on a private directory you clean",
+    },
+    "agentSandbox.install": {
+        default: "true",
+        meaning: "install agent-sandbox v0.5.6 (CRDs, controller, RBAC)",
+    },
+    "agentSandbox.manifest": {
+        default: "`https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml` (the v0.5.6 release asset)",
+        meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
+    },
+    "priorityClasses.training": {
+        default: "`agent-rl-training` (100000, PreemptLowerPriority)",
+        meaning: "`{name, value, preemptionPolicy?}`: the PriorityClass of the training pods of run stacks that name none; omit it to not create one",
+    },
+    "priorityClasses.sandboxes": {
+        default: "`agent-rl-sandboxes` (1000, `Never` preempts; a class written here: PreemptLowerPriority)",
+        meaning: "`{name, value, preemptionPolicy?}`: the PriorityClass of the sandbox pods of run stacks that name none; omit it to not create one",
+    },
+    runtimeClasses: {
+        default: "[]",
+        meaning: "`{ name, handler }` per sandboxing handler the nodes' runtime has (`runsc` for gVisor, `kata`)",
+    },
+    certIssuer: {
+        default: "- (its `kind`: ClusterIssuer, `group`: cert-manager.io)",
+        meaning: "`{ name, kind }` of the cert-manager issuer run stacks' ingress certificates use (a reference: the issuer is cert-manager's config)",
+    },
+    teams: {
+        default: "[]",
+        meaning:
+            "`{ name, quotas?, sandboxMaxLifetimeSeconds?, deployers? }` per team: the four role namespaces of a run, `<name>-training`, `-ingress`, `-envs`, `-sandboxes` (`name` at most 40 characters), each with its Pod Security labels and a default-deny ingress policy, and the team's sandbox-claim admission policy. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
+    },
+    "teams[].quotas": {
+        default: "{}",
+        meaning:
+            "`{ training?, ingress?, envs?, sandboxes? }`, each `{ gpus, cpu, memory, pods }`: a ResourceQuota in that role's namespace (`requests.<gpuResourceName>` for GPUs); shared by every run of the team. The old one-namespace `quota` is refused with where it went",
+    },
+    "teams[].sandboxMaxLifetimeSeconds": {
+        default: "21600",
+        meaning:
+            "the longest a sandbox claim in `<name>-sandboxes` may live (the admission policy's bound, any run); a run's `sandboxes.maxLifetimeSeconds` above it is refused",
+    },
+    "teams[].deployers": {
+        default: "[]",
+        meaning:
+            "RBAC subjects (`{kind: User|Group, name}` or `{kind: ServiceAccount, name, namespace}`) who deploy the team's run stacks: a Role `agentrl-deployer` with the rights below (and, in the training namespace, what `npm run checkpoints` needs) bound in each of the team's namespaces",
+    },
+    gpuResourceName: {
+        default: "`nvidia.com/gpu`",
+        meaning: "the device plugin's resource, for team GPU quotas",
+    },
+    "observability.enabled": {
+        default: "false",
+        meaning:
+            "with `agentSandbox.install`: a PodMonitor `agent-sandbox-controller` in `agent-sandbox-system` for the controller's metrics (container port `metrics` 8080, `/metrics`: claims, warm vs cold, startup latency); needs the Prometheus Operator's CRDs",
+    },
+    "observability.monitorLabels": {
+        default: "`{}`",
+        meaning: "labels of the controller's PodMonitor (what the Prometheus's `podMonitorSelector` matches)",
+    },
+    "observability.scrapeInterval": {
+        default: "`30s`",
+        meaning: "scrape interval of the controller's PodMonitor",
+    },
+};
