@@ -244,6 +244,34 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
         default: "program's",
         meaning: "`--max-completion-length`: the longest completion, in tokens",
     },
+    "training.learningRate": {
+        default: "program's",
+        meaning: "`--learning-rate` (a custom script's `--learning_rate`): the peak learning rate (the MBPP eval seed's own default 1e-6, opencode's 1e-5)",
+    },
+    "training.warmupSteps": {
+        default: "program's",
+        meaning: "transformers' `--warmup_steps`: whole steps, or a fraction of the run below 1; a custom script only (no named program has a flag for it)",
+    },
+    "training.temperature": {
+        default: "program's",
+        meaning: "`--temperature`: the rollouts' sampling temperature",
+    },
+    "training.lrSchedulerType": {
+        default: "program's",
+        meaning: "`--lr-scheduler-type`: a transformers SchedulerType such as `linear` or `cosine`",
+    },
+    "training.numEpochs": {
+        default: "program's",
+        meaning: "`--num-epochs` (a custom script's `--num_train_epochs`): passes over the dataset",
+    },
+    "training.seed": {
+        default: "program's",
+        meaning: "`--seed`: the random seed (the opencode program's dataset shuffle and TRL's)",
+    },
+    "training.maxStaleness": {
+        default: "program's",
+        meaning: "black box: `--max-staleness` (AsyncGRPO), how many policy versions old a rollout may be when trained on",
+    },
     "training.extraArgs": {
         default: "`[]`",
         meaning: "more trainer arguments, appended (for a named program: its own flags only, none the platform renders)",

@@ -257,34 +257,20 @@ const training = z.strictObject({
     maxCompletionLength: posInt.optional(),
     // The optimisation and sampling knobs (docs/guides/knobs.md): each renders as the program's own flag
     // (components/config/program-settings.ts), and is refused for a program that has none.
-    learningRate: z
-        .number()
-        .positive()
-        .optional()
-        .describe(
-            "Peak learning rate (`--learning-rate`; a custom script's `--learning_rate`). Default: the program's (the MBPP eval seed 1e-6, opencode 1e-5).",
-        ),
+    learningRate: z.number().positive().optional(),
     warmupSteps: z
         .number()
         .nonnegative()
         .refine((n) => Number.isInteger(n) || n < 1, "must be a whole number of steps or a fraction of the run below 1, such as 0.1")
-        .optional()
-        .describe(
-            "Linear warmup (transformers 5 `--warmup_steps`: whole steps, or a fraction of the run below 1). A custom script only: no named program has a flag for it.",
-        ),
-    temperature: z.number().positive().optional().describe("Sampling temperature of the rollouts (`--temperature`). Default: the program's (1.0)."),
+        .optional(),
+    temperature: z.number().positive().optional(),
     lrSchedulerType: z
         .string()
         .regex(/^[a-z_]+$/, "must be a transformers scheduler name such as linear, cosine or constant_with_warmup")
-        .optional()
-        .describe("Learning-rate schedule (`--lr-scheduler-type`, a transformers SchedulerType such as linear or cosine). Default: the program's."),
-    numEpochs: posInt
-        .optional()
-        .describe("Passes over the dataset (`--num-epochs`; a custom script's `--num_train_epochs`). Default: the program's (1 for the MBPP eval seed)."),
-    seed: nonNegInt.optional().describe("Random seed (`--seed`: the opencode program's dataset shuffle and TRL's). Default: the program's."),
-    maxStaleness: nonNegInt
-        .optional()
-        .describe("Black box: how many policy versions old a rollout may be when trained on (`--max-staleness`, AsyncGRPO). Default: the program's (4)."),
+        .optional(),
+    numEpochs: posInt.optional(),
+    seed: nonNegInt.optional(),
+    maxStaleness: nonNegInt.optional(),
     /** Extra non-secret env vars for the trainer. */
     extraEnv: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
     /**
