@@ -18,6 +18,7 @@
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
+import { request } from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -108,7 +109,12 @@ describe("env router: the session cap holds on every path that can upgrade, in f
 
     /** Sessions the real server opened and has not closed (its environment's own open/close events). */
     const openOnReplica = (): number => {
-        const lines = fs.existsSync(events) ? fs.readFileSync(events, "utf8").split("\n").filter((l) => l.trim() !== "") : [];
+        const lines = fs.existsSync(events)
+            ? fs
+                  .readFileSync(events, "utf8")
+                  .split("\n")
+                  .filter((l) => l.trim() !== "")
+            : [];
         let n = 0;
         for (const l of lines) n += (JSON.parse(l) as { event: string }).event === "open" ? 1 : -1;
         return n;
@@ -189,8 +195,19 @@ describe("env router: the session cap holds on every path that can upgrade, in f
         assert.equal(health.headers.get(ROUTER_REPLICA_HEADER), replica);
         const reset = await fetch(`${http}/reset`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
         assert.equal(reset.status, 200, await reset.clone().text());
-        const refused = await fetch(`${http}/ws%0A`, { headers: { upgrade: "websocket", connection: "Upgrade" } });
+        // A plain upgrade request (fetch refuses an Upgrade header): the router's 400 with its body.
+        const refused = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+            const req = request(`${http}/ws%0A`, { headers: { upgrade: "websocket", connection: "Upgrade" } }, (res) => {
+                let body = "";
+                res.setEncoding("utf8");
+                res.on("data", (c: string) => (body += c));
+                res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+            });
+            req.on("upgrade", () => reject(new Error("the router switched protocols on /ws%0A")));
+            req.on("error", reject);
+            req.end();
+        });
         assert.equal(refused.status, 400);
-        assert.equal(await refused.text(), routerErrorBodies({ envName: "coding", replicas: [replica], sessionsPerReplica: 1 }).upgradeRefused);
+        assert.equal(refused.body, routerErrorBodies({ envName: "coding", replicas: [replica], sessionsPerReplica: 1 }).upgradeRefused);
     });
 });

@@ -694,7 +694,17 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
 
         test("capacity responder container: its --probe mode as the health check", () => {
             const rc = ofType(b.update.resources, T.container).find((c) => String(c.inputs.name).endsWith("-responder"))!.inputs;
-            assert.deepEqual(rc.healthcheck.tests, ["CMD", "python3", "-I", "-B", "/etc/env-router/capacity_responder.py", "--probe", "127.0.0.1:8081", "--timeout", "2"]);
+            assert.deepEqual(rc.healthcheck.tests, [
+                "CMD",
+                "python3",
+                "-I",
+                "-B",
+                "/etc/env-router/capacity_responder.py",
+                "--probe",
+                "127.0.0.1:8081",
+                "--timeout",
+                "2",
+            ]);
         });
 
         test("router process: routerCommand as uid 101 with a tmpfs run dir, restarted unless stopped, a health check, nothing published", () => {

@@ -37,6 +37,11 @@ export function responderCommand(args: {
  * argv of the responder's exec probe: the script's --probe mode, GET /responder/health on its
  * loopback listener (a kubelet httpGet probe goes to the pod's address, where nothing listens).
  */
-export function responderProbeCommand(args: { readonly python?: string; readonly scriptPath: string; readonly address: string; readonly timeoutSeconds: number }): string[] {
+export function responderProbeCommand(args: {
+    readonly python?: string;
+    readonly scriptPath: string;
+    readonly address: string;
+    readonly timeoutSeconds: number;
+}): string[] {
     return [args.python ?? "python3", "-I", "-B", args.scriptPath, "--probe", args.address, "--timeout", String(args.timeoutSeconds)];
 }

@@ -62,6 +62,9 @@ export function routerSettingsOf(
     };
 }
 
+/** Seconds the responder's probe waits for its health answer (python's start comes on top). */
+const RESPONDER_PROBE_TIMEOUT_SECONDS = 2;
+
 /** The capacity responder beside nginx, in the env's own image; with metrics on, its counter on the router pod's metrics port. */
 function responderDescription(env: ResolvedEnv, settings: RouterSettings, metricsOn: boolean): CapacityResponderDescription {
     const scriptFile = `${ROUTER_CONFIG_DIR}/${RESPONDER_SCRIPT_FILE}`;
@@ -92,9 +95,6 @@ function responderDescription(env: ResolvedEnv, settings: RouterSettings, metric
         },
     };
 }
-
-/** Seconds the responder's probe waits for its health answer (python's start comes on top). */
-const RESPONDER_PROBE_TIMEOUT_SECONDS = 2;
 
 /** sha256 over every file the router reads: any of them changed replaces the router (never reloaded in place). */
 function configChecksum(configText: string, responder: CapacityResponderDescription): string {

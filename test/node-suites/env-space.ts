@@ -156,7 +156,11 @@ export function envSpaceSuite(shared: NodeSession): void {
                 seccompProfile: { type: "RuntimeDefault" },
             });
             const env = (spec: any) => spec.containers.find((c: any) => c.name === "env");
-            assert.deepEqual(env(podSpec).securityContext, env(coding.spec.template.spec).securityContext, "container securityContext: the coding env's default");
+            assert.deepEqual(
+                env(podSpec).securityContext,
+                env(coding.spec.template.spec).securityContext,
+                "container securityContext: the coding env's default",
+            );
             assert.equal(env(podSpec).securityContext.readOnlyRootFilesystem, true);
             const probe = [
                 "import errno, glob, json, os",
@@ -199,8 +203,22 @@ export function envSpaceSuite(shared: NodeSession): void {
             // The router pods' capacity responder: exec probes rendered, and Ready behind them on the node.
             const router = byKind("Deployment")[0]!;
             const rc = router.spec.template.spec.containers.find((c: any) => c.name === "capacity-responder");
-            for (const p of ["readinessProbe", "livenessProbe"]) assert.ok(rc[p]?.exec?.command?.includes("--probe"), `capacity-responder ${p}: ${JSON.stringify(rc[p])}`);
-            const pods = JSON.parse(await node.kubectlOk(["-n", envNs, "get", "pods", "-l", Object.entries(router.spec.selector.matchLabels).map(([k, v]) => `${k}=${v}`).join(","), "-o", "json"])).items;
+            for (const p of ["readinessProbe", "livenessProbe"])
+                assert.ok(rc[p]?.exec?.command?.includes("--probe"), `capacity-responder ${p}: ${JSON.stringify(rc[p])}`);
+            const pods = JSON.parse(
+                await node.kubectlOk([
+                    "-n",
+                    envNs,
+                    "get",
+                    "pods",
+                    "-l",
+                    Object.entries(router.spec.selector.matchLabels)
+                        .map(([k, v]) => `${k}=${v}`)
+                        .join(","),
+                    "-o",
+                    "json",
+                ]),
+            ).items;
             assert.equal(pods.length, router.spec.replicas, "the router pods");
             for (const p of pods) {
                 const s = p.status.containerStatuses.find((c: any) => c.name === "capacity-responder");
