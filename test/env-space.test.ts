@@ -36,11 +36,22 @@ const T = {
 };
 
 /** Which env each recipe deploys, and what it must get. */
-const RECIPE_ENV: Record<Recipe, { env: string; k: number; replicas: number; demand: number; settings: Record<string, string> }> = {
+const RECIPE_ENV: Record<
+    Recipe,
+    { env: string; k: number; replicas: number; demand: number; settings: Record<string, string>; nonRootEnv: Record<string, string> }
+> = {
     // 8 x 4 = 32 live sessions, 8 per replica: 4 + 1 headroom.
-    "wordle-whitebox": { env: "wordle", k: 8, replicas: 5, demand: 32, settings: { TEXTARENA_ENV_ID: "Wordle-v0", TEXTARENA_NUM_PLAYERS: "1" } },
+    "wordle-whitebox": {
+        env: "wordle",
+        k: 8,
+        replicas: 5,
+        demand: 32,
+        settings: { TEXTARENA_ENV_ID: "Wordle-v0", TEXTARENA_NUM_PLAYERS: "1" },
+        nonRootEnv: {},
+    },
     // 8 x 2 = 16 live sessions, coding_env holds 1: 16 + 1 headroom.
-    "mbpp-whitebox": { env: "coding", k: 1, replicas: 17, demand: 16, settings: {} },
+    // Model code: uid 65532 by default, HOME on the scratch dir.
+    "mbpp-whitebox": { env: "coding", k: 1, replicas: 17, demand: 16, settings: {}, nonRootEnv: { HOME: "/tmp" } },
 };
 
 function config(recipe: Recipe, target: Target, extra: Record<string, unknown> = {}): PlatformConfig {
@@ -324,6 +335,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.equal(pod.containers.length, 1);
             assert.deepEqual(envList(container), {
                 ...expected.settings,
+                ...expected.nonRootEnv,
                 ...COLOCATE_PING_ENV,
                 ENABLE_WEB_INTERFACE: "false",
                 MAX_CONCURRENT_ENVS: String(expected.k),
@@ -625,6 +637,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             for (const c of replicaContainers()) {
                 assert.deepEqual(dockerEnv(c), {
                     ...expected.settings,
+                    ...expected.nonRootEnv,
                     ...COLOCATE_PING_ENV,
                     ENABLE_WEB_INTERFACE: "false",
                     MAX_CONCURRENT_ENVS: String(expected.k),
