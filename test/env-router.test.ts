@@ -20,6 +20,7 @@ import {
     versionAtLeast,
 } from "../components/env/router";
 import type { RouterSettings } from "../components/env/model";
+import { CAPACITY_RESPONDER_SCRIPT_PATH, responderProbeCommand } from "../components/env/responder";
 import { freePort } from "./helpers/apiserver";
 import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "./helpers/stub-env";
 import { scaled, scaledCount } from "./helpers/waits";
@@ -432,14 +433,21 @@ describe("capacity responder down: nginx's own 503 with the capacity body", () =
         await Promise.all(stubs.map((s) => s.stop()));
     });
 
-    test("the full router still refuses, with ROUTER_CAPACITY_REACHED, and ROUTER_NO_REPLICA_AVAILABLE stays distinct", {
+    test("the full router still refuses, with ROUTER_CAPACITY_REACHED, and ROUTER_NO_REPLICA_AVAILABLE stays distinct; the responder's probe fails", {
         timeout: scaled(30_000),
     }, async () => {
         const r = router as LocalRouter;
         const first = await openSession(r.wsUrl);
         assert.equal(first.kind, "open");
+        // Its probe (the pod's exec readiness/liveness, Docker's healthcheck): healthy while it serves, failing once it is gone.
+        const [py, ...probeArgs] = responderProbeCommand({ scriptPath: CAPACITY_RESPONDER_SCRIPT_PATH, address: r.responder!.address, timeoutSeconds: 2 });
+        const healthy = spawnSync(py!, probeArgs, { encoding: "utf8", timeout: scaled(10_000) });
+        assert.equal(healthy.status, 0, `probe of a serving responder: ${healthy.stderr}`);
         r.responder?.kill();
         await new Promise((done) => setTimeout(done, 200));
+        const gone = spawnSync(py!, probeArgs, { encoding: "utf8", timeout: scaled(10_000) });
+        assert.equal(gone.status, 1, `probe of a killed responder: ${gone.stderr}`);
+        assert.match(gone.stderr, /capacity-responder: probe 127\.0\.0\.1:\d+: .*(refused|Connection)/);
         const extra = await openSession(r.wsUrl);
         assert.equal(extra.kind, "router-refused", JSON.stringify(extra));
         if (extra.kind === "router-refused") {

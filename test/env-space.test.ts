@@ -36,11 +36,22 @@ const T = {
 };
 
 /** Which env each recipe deploys, and what it must get. */
-const RECIPE_ENV: Record<Recipe, { env: string; k: number; replicas: number; demand: number; settings: Record<string, string> }> = {
+const RECIPE_ENV: Record<
+    Recipe,
+    { env: string; k: number; replicas: number; demand: number; settings: Record<string, string>; nonRootEnv: Record<string, string> }
+> = {
     // 8 x 4 = 32 live sessions, 8 per replica: 4 + 1 headroom.
-    "wordle-whitebox": { env: "wordle", k: 8, replicas: 5, demand: 32, settings: { TEXTARENA_ENV_ID: "Wordle-v0", TEXTARENA_NUM_PLAYERS: "1" } },
+    "wordle-whitebox": {
+        env: "wordle",
+        k: 8,
+        replicas: 5,
+        demand: 32,
+        settings: { TEXTARENA_ENV_ID: "Wordle-v0", TEXTARENA_NUM_PLAYERS: "1" },
+        nonRootEnv: {},
+    },
     // 8 x 2 = 16 live sessions, coding_env holds 1: 16 + 1 headroom.
-    "mbpp-whitebox": { env: "coding", k: 1, replicas: 17, demand: 16, settings: {} },
+    // Model code: uid 65532 by default, HOME on the scratch dir.
+    "mbpp-whitebox": { env: "coding", k: 1, replicas: 17, demand: 16, settings: {}, nonRootEnv: { HOME: "/tmp" } },
 };
 
 function config(recipe: Recipe, target: Target, extra: Record<string, unknown> = {}): PlatformConfig {
@@ -324,6 +335,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.equal(pod.containers.length, 1);
             assert.deepEqual(envList(container), {
                 ...expected.settings,
+                ...expected.nonRootEnv,
                 ...COLOCATE_PING_ENV,
                 ENABLE_WEB_INTERFACE: "false",
                 MAX_CONCURRENT_ENVS: String(expected.k),
@@ -347,11 +359,16 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(container.resources.limits, container.resources.requests);
         });
 
-        test("replica pod: hardened, but no runAsNonRoot (OpenEnv images run as root)", () => {
+        test("replica pod: hardened; the coding env (model code) runs as uid 65532 by default, Wordle as the image's user", () => {
             const { pod, container } = replicaPod();
+            const runsCode = recipe === "mbpp-whitebox";
             assert.equal(pod.automountServiceAccountToken, false);
-            assert.equal(pod.securityContext.runAsNonRoot, undefined, "OpenEnv images run as root");
-            assert.equal(container.securityContext.runAsNonRoot, undefined);
+            // Model-written code never runs as root by default (envs.<name>.runAsNonRoot defaults to true there).
+            assert.equal(pod.securityContext.runAsNonRoot, runsCode ? true : undefined, "OpenEnv images run as root unless made non-root");
+            assert.equal(pod.securityContext.runAsUser, runsCode ? 65532 : undefined);
+            assert.equal(pod.securityContext.runAsGroup, runsCode ? 65532 : undefined);
+            assert.equal(pod.securityContext.fsGroup, runsCode ? 65532 : undefined, "fsGroup: the scratch emptyDir writable for that uid");
+            assert.equal(container.securityContext.runAsNonRoot, runsCode ? true : undefined);
             assert.deepEqual(container.securityContext.capabilities, { drop: ["ALL"] });
             assert.equal(container.securityContext.allowPrivilegeEscalation, false);
             assert.deepEqual(container.securityContext.seccompProfile, { type: "RuntimeDefault" });
@@ -479,6 +496,17 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
                 ),
             );
             assert.match(d.router.configText, /proxy_pass http:\/\/127\.0\.0\.1:8081;/);
+        });
+
+        test("capacity responder: readiness and liveness probes, an exec of its --probe mode on its loopback listener (checkov CKV_K8S_8/9)", () => {
+            const { pod } = routerDeployment();
+            const rc = pod.containers[1];
+            const command = ["python3", "-I", "-B", "/etc/env-router/capacity_responder.py", "--probe", "127.0.0.1:8081", "--timeout", "2"];
+            for (const probe of ["readinessProbe", "livenessProbe"]) {
+                assert.deepEqual(rc[probe].exec, { command }, probe);
+                assert.equal(rc[probe].httpGet, undefined, `${probe}: an httpGet goes to the pod's address, where the responder does not listen`);
+                assert.ok(rc[probe].timeoutSeconds > 2, `${probe}: the kubelet waits longer than the script's own 2 s`);
+            }
         });
 
         test("router container: unprivileged nginx running routerCommand, probes on the router's own route", () => {
@@ -609,6 +637,7 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             for (const c of replicaContainers()) {
                 assert.deepEqual(dockerEnv(c), {
                     ...expected.settings,
+                    ...expected.nonRootEnv,
                     ...COLOCATE_PING_ENV,
                     ENABLE_WEB_INTERFACE: "false",
                     MAX_CONCURRENT_ENVS: String(expected.k),
@@ -674,6 +703,21 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
                 ["/etc/env-router/capacity_responder.py", "/etc/env-router/responder.json", "/etc/env-router/metrics_http.py"],
             );
             assert.deepEqual(rc.entrypoints, [...d.router.responder.command]);
+        });
+
+        test("capacity responder container: its --probe mode as the health check", () => {
+            const rc = ofType(b.update.resources, T.container).find((c) => String(c.inputs.name).endsWith("-responder"))!.inputs;
+            assert.deepEqual(rc.healthcheck.tests, [
+                "CMD",
+                "python3",
+                "-I",
+                "-B",
+                "/etc/env-router/capacity_responder.py",
+                "--probe",
+                "127.0.0.1:8081",
+                "--timeout",
+                "2",
+            ]);
         });
 
         test("router process: routerCommand as uid 101 with a tmpfs run dir, restarted unless stopped, a health check, nothing published", () => {
@@ -855,17 +899,32 @@ describe("server websocket keepalive (envs.<name>.wsPing)", () => {
 });
 
 describe("non-root replicas (envs.<name>.runAsNonRoot)", () => {
-    test("default: the coding env runs as root, and the plan warning says what contains it", () => {
-        const k = deployed(describeEnv(config("mbpp-whitebox", "kubernetes"), "coding"));
+    test("default: the coding env (model code) runs as uid 65532 with a read-only root, HOME on the scratch dir, no warning; Wordle as the image's user", () => {
+        for (const target of ["kubernetes", "docker"] as const) {
+            const k = deployed(describeEnv(config("mbpp-whitebox", target), "coding"));
+            assert.equal(k.replicas.security.user, "uid 65532", target);
+            assert.equal(k.replicas.security.runAsUser, 65532, target);
+            assert.equal(k.replicas.security.runAsNonRoot, true, target);
+            assert.equal(k.replicas.security.readOnlyRootFilesystem, true, target);
+            assert.equal(k.replicas.env.HOME, "/tmp", target);
+            assert.deepEqual(k.warnings, [], target);
+        }
+        const w = deployed(describeEnv(config("wordle-whitebox", "kubernetes"), "wordle"));
+        assert.equal(w.replicas.security.runAsUser, undefined, "Wordle runs no model code: the image's user");
+        assert.deepEqual(w.warnings, []);
+    });
+
+    test("explicit opt-out (runAsNonRoot: false): root, still a read-only root; the plan warning says what contains it and how to undo it", () => {
+        const optOut = { envs: { coding: { catalog: "coding", runAsNonRoot: false } } };
+        const k = deployed(describeEnv(config("mbpp-whitebox", "kubernetes", optOut), "coding"));
         assert.equal(k.replicas.security.user, "root");
         assert.equal(k.replicas.security.runAsUser, undefined);
+        assert.equal(k.replicas.security.readOnlyRootFilesystem, true, "the opt-out leaves the read-only root");
         assert.deepEqual(k.warnings, [
-            "env coding runs the model's code as root (the OpenEnv image has no USER); it is contained by a read-only root filesystem (writable: /tmp, 1Gi), every capability dropped, no privilege escalation, seccomp RuntimeDefault, egress to cluster DNS only (NetworkPolicy). Set envs.coding.runAsNonRoot: true to run it as uid 65532 (not yet tried against the real image)",
+            "env coding runs the model's code as root (envs.coding.runAsNonRoot: false; the OpenEnv image has no USER); it is contained by a read-only root filesystem (writable: /tmp, 1Gi), every capability dropped, no privilege escalation, seccomp RuntimeDefault, egress to cluster DNS only (NetworkPolicy). Remove the opt-out to run it as uid 65532, the default for an env that runs model code",
         ]);
-        const d = deployed(describeEnv(config("mbpp-whitebox", "docker"), "coding"));
+        const d = deployed(describeEnv(config("mbpp-whitebox", "docker", optOut), "coding"));
         assert.match(d.warnings[0] ?? "", /no-new-privileges, Docker's default seccomp profile, no route out \(an internal Docker network with its router\)/);
-        // Wordle runs no model code: no warning.
-        assert.deepEqual(deployed(describeEnv(config("wordle-whitebox", "kubernetes"), "wordle")).warnings, []);
     });
 
     test("opt-in: uid/gid 65532 with fsGroup, runAsNonRoot, HOME on the scratch dir, read-only root; no warning", async () => {
@@ -889,8 +948,8 @@ describe("non-root replicas (envs.<name>.runAsNonRoot)", () => {
         for (const m of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(m), [], m.kind);
     });
 
-    test("opt-in on Docker: the container runs as 65532:65532", async () => {
-        const c = config("mbpp-whitebox", "docker", { envs: { coding: { catalog: "coding", runAsNonRoot: true } } });
+    test("default on Docker for the coding env: the container runs as 65532:65532 with a read-only root", async () => {
+        const c = config("mbpp-whitebox", "docker");
         const b = await build(c, "coding");
         const names = new Set(deployed(b.description).replicas.containerNames);
         const replicas = ofType(b.update.resources, T.container).filter((r) => names.has(String(r.inputs.name)));

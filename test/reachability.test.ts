@@ -17,6 +17,7 @@ import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manif
 import {
     concernsStack,
     DECOYS,
+    ELSEWHERE_NAMESPACE,
     KUBE_DNS,
     OLD_RUN,
     OTHER_POD,
@@ -24,9 +25,12 @@ import {
     OWN_DNS_SHAPE,
     observedManifests,
     oldRunJob,
+    reachedFromElsewhere,
     readmeTable,
     roleName,
     SCRAPER,
+    trainerElsewhere,
+    widenTrainerPeers,
 } from "./helpers/reachability-views";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-reach-"));
@@ -104,6 +108,27 @@ describe("reachability: what the issue promises", () => {
             "nothing may open a connection to it, vLLM's 8000 included",
         );
     });
+});
+
+describe("reachability: a pod elsewhere with the trainer's labels reaches nothing of the stack (the trainer peers' namespaceSelector matters)", () => {
+    for (const recipe of RECIPE_NAMES) {
+        test(`${recipe}: the trainer reaches the stack, its look-alike in namespace ${ELSEWHERE_NAMESPACE} nothing; widened to {}, it would`, async () => {
+            const first = await reachabilityOf(recipe);
+            const decoy = trainerElsewhere(first.manifests);
+            assert.ok(decoy, `${recipe} has a trainer Job`);
+            const endpoints = [...ENDPOINTS, decoy];
+            const r = evaluateReachability(first.manifests, { endpoints, podCidrs: POD_CIDRS });
+            const trainer = r.parties.find((p) => p.origin === "Job")!;
+            assert.ok(
+                r.connections.some((c) => c.from === trainer.id && stackPods(r).some((p) => p.id === c.to && p.id !== trainer.id)),
+                `${recipe}: the trainer itself reaches a pod of the stack (else the look-alike proves nothing)`,
+            );
+            assert.deepEqual(reachedFromElsewhere(r), [], `${recipe}: the trainer's look-alike in ${ELSEWHERE_NAMESPACE}`);
+            // The mutation the look-alike exists for: every namespaceSelector+podSelector peer widened to any namespace.
+            const widened = evaluateReachability(widenTrainerPeers(first.manifests), { endpoints, podCidrs: POD_CIDRS });
+            assert.notDeepEqual(reachedFromElsewhere(widened), [], `${recipe}: widened peers must let the look-alike in`);
+        });
+    }
 });
 
 /** Every pod group of the stack (not the cluster's own pods). */

@@ -117,7 +117,8 @@ export interface CatalogEntry {
     readonly nonRoot: boolean;
     /**
      * Whether the server executes code the model wrote (the coding envs run it in-process): such
-     * replicas get a read-only root filesystem with a sized scratch dir, and DNS-only egress.
+     * replicas run as uid 65532 (envs.<name>.runAsNonRoot defaults to true) with a read-only root
+     * filesystem and a sized scratch dir, and DNS-only egress.
      */
     readonly runsModelCode: boolean;
     /** What the replicas may reach besides the router that calls them: `dns` only, or DNS + the public `internet` (never private ranges or the metadata service). */

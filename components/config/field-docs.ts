@@ -462,8 +462,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
             "`{intervalSeconds, timeoutSeconds}`: the replicas' websocket keepalive (`UVICORN_WS_PING_*`); frees a vanished client's slot within their sum",
     },
     "envs.<name>.runAsNonRoot": {
-        default: "false",
-        meaning: "run the replicas as uid 65532 (read-only root, `HOME=/tmp`) instead of the image's root",
+        default: "true for `coding` (envs that run the model's code), else false",
+        meaning: "run the replicas as uid 65532 (read-only root, `HOME=/tmp`) instead of the image's root; `false` on `coding` is the opt-out (plan.md warns)",
     },
     "envs.<name>.ephemeralStorage": {
         default: "8Gi",

@@ -39,6 +39,9 @@ function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand, lay
     const entry: CatalogEntry | undefined = e.catalog === "custom" ? undefined : ENV_CATALOG[e.catalog];
     const concurrentSessions = e.concurrentSessions ?? entry?.concurrentSessions ?? false;
     const sessionsPerReplica = e.sessionsPerReplica ?? entry?.defaultSessions ?? 1;
+    // Model-written code never runs as root unless config opts out (docs/design/env-hardening.md).
+    const runsModelCode = entry?.runsModelCode ?? false;
+    const runAsNonRoot = e.runAsNonRoot ?? runsModelCode;
     const base = {
         name,
         catalog: e.catalog,
@@ -55,13 +58,13 @@ function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand, lay
         memory: e.resources.memory,
         nonRoot: entry?.nonRoot ?? false,
         egress: e.egress ?? entry?.egress ?? "dns",
-        readOnlyRootFilesystem: e.readOnlyRootFilesystem ?? ((entry?.runsModelCode ?? false) || e.runAsNonRoot),
+        readOnlyRootFilesystem: e.readOnlyRootFilesystem ?? (runsModelCode || runAsNonRoot),
         scratchSize: e.scratchSize,
         ephemeralStorage: e.ephemeralStorage,
         runtimeClassName: e.runtimeClassName,
         terminationGraceSeconds: e.terminationGraceSeconds,
         wsPing: e.wsPing ?? defaultWsPing(layout),
-        runAsUser: e.runAsNonRoot ? NON_ROOT_UID : undefined,
+        runAsUser: runAsNonRoot ? NON_ROOT_UID : undefined,
         replicasFromConfig: e.replicas !== undefined,
         sessionsFromConfig: e.sessionsPerReplica !== undefined,
         concurrentSessionsFromConfig: e.concurrentSessions,

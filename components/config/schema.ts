@@ -400,10 +400,12 @@ const envServer = z.strictObject({
     wsPing: z.strictObject({ intervalSeconds: posInt, timeoutSeconds: posInt }).optional(),
     /**
      * Run the replicas as uid/gid 65532 instead of the image's user (the OpenEnv images have no USER:
-     * root). Opt-in until the image is tried that way: implies a read-only root filesystem unless
-     * set otherwise, and HOME at the /tmp scratch dir (caches, NLTK data).
+     * root): implies a read-only root filesystem unless set otherwise, and HOME at the /tmp scratch
+     * dir (caches, NLTK data). Default: true for envs that run model-written code (coding), else
+     * false. `false` on such an env is the explicit opt-out: it runs as root, and the plan warns
+     * what contains it (docs/design/env-hardening.md).
      */
-    runAsNonRoot: z.boolean().default(false),
+    runAsNonRoot: z.boolean().optional(),
     /** Ephemeral storage (writable layer, logs, scratch) request = limit per replica. */
     ephemeralStorage: quantity.default("8Gi"),
     /** RuntimeClass of the replicas (e.g. gvisor) on Kubernetes; it must exist on the cluster. */

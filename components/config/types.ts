@@ -43,7 +43,7 @@ export interface ResolvedEnv extends Pick<CatalogEntry, "image" | "port" | "heal
     readonly terminationGraceSeconds: number;
     /** Server-side websocket keepalive of the replicas (config, else by layout: defaultWsPing). */
     readonly wsPing: WsPing;
-    /** The uid/gid the replicas run as when config opts in to non-root (envs.<name>.runAsNonRoot); unset: the image's user. */
+    /** The uid/gid the replicas run as when non-root (envs.<name>.runAsNonRoot, by default true for envs that run model code); unset: the image's user. */
     readonly runAsUser?: number;
     /** Set when nothing is deployed and the env lives elsewhere. */
     readonly external?: { readonly url: string; readonly sessions: number };

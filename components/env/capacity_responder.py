@@ -18,7 +18,12 @@ agentrl_env_capacity_reached_total{env}, one per CAPACITY_REACHED frame sent (a 
 not a session refused and is not counted). The refusals are counted here, where they happen, rather
 than parsed out of nginx's log. At most 8 scrapes at once, each head read within --timeout.
 
+With --probe host:port it is its own container's probe instead (the kubelet's exec probe: the
+responder listens on loopback, which an httpGet probe from the node cannot reach): GET
+/responder/health on that address, exit 0 on a 200 within --timeout, else 1 with the reason.
+
 Usage: capacity_responder.py --listen 127.0.0.1:8081 --config responder.json [--metrics-listen 0.0.0.0:9403]
+       capacity_responder.py --probe 127.0.0.1:8081 [--timeout 2]
 responder.json: {"ws_frame": {...}, "http_body": "...", "env": "..."} (router.ts renders it).
 Exit codes: 0 on SIGTERM/SIGINT, 1 when --listen or --metrics-listen cannot be bound, 2 on a bad
 command line or config (message on stderr).
@@ -217,6 +222,23 @@ class Server(socketserver.ThreadingTCPServer):
         log("error on a connection from %s: %s" % (client_address[0], sys.exc_info()[1]))
 
 
+def probe(address, timeout_s):
+    """0 when the responder at address answers GET /responder/health with 200 within timeout_s; 1 otherwise (reason on stderr)."""
+    try:
+        with socket.create_connection(address, timeout=timeout_s) as sock:
+            sock.settimeout(timeout_s)
+            sock.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n" % (HEALTH_PATH, address[0], address[1])).encode("latin-1"))
+            head = read_head(sock)
+    except OSError as e:
+        log("probe %s:%d: %s" % (address[0], address[1], e))
+        return 1
+    status = head.split(b"\r\n", 1)[0].decode("latin-1") if head is not None else "no complete response head"
+    if not status.startswith("HTTP/1.1 200 "):
+        log("probe %s:%d: %s" % (address[0], address[1], status))
+        return 1
+    return 0
+
+
 def load_config(path):
     with open(path, encoding="utf-8") as f:
         cfg = json.load(f)
@@ -230,12 +252,20 @@ def load_config(path):
 
 def main(argv):
     p = argparse.ArgumentParser(description="Answers an env router's over-capacity websocket sessions with OpenEnv's CAPACITY_REACHED frame.")
-    p.add_argument("--listen", required=True, help="host:port to bind, e.g. 127.0.0.1:8081 (loopback: only nginx beside it calls)")
-    p.add_argument("--config", required=True, help="JSON rendered by router.ts (renderResponderConfig)")
+    p.add_argument("--listen", help="host:port to bind, e.g. 127.0.0.1:8081 (loopback: only nginx beside it calls); required unless --probe")
+    p.add_argument("--config", help="JSON rendered by router.ts (renderResponderConfig); required unless --probe")
+    p.add_argument("--probe", help="host:port of a running responder: check its health route and exit (0 healthy, 1 not)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds for reading a request head and for the close handshake")
     p.add_argument("--max-connections", type=int, default=64, help="connections handled at once")
     p.add_argument("--metrics-listen", help="host:port to serve GET /metrics on (agentrl_env_capacity_reached_total), e.g. 0.0.0.0:9403; unset: no metrics")
     args = p.parse_args(argv)
+    if args.probe is not None:
+        target = metrics_http.host_port(args.probe)
+        if target is None:
+            p.error("--probe must be host:port, e.g. 127.0.0.1:8081")
+        return probe(target, args.timeout)
+    if args.listen is None or args.config is None:
+        p.error("--listen and --config are required (or --probe host:port)")
     listen = metrics_http.host_port(args.listen)
     if listen is None:
         p.error("--listen must be host:port")

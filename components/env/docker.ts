@@ -129,7 +129,7 @@ function replicaContainers(name: string, d: DeployedEnvDescription, image: docke
                     waitTimeout: r.probes.startup.periodSeconds * r.probes.startup.failureThreshold + 60,
                     restart: "unless-stopped",
                     destroyGraceSeconds: r.terminationGraceSeconds,
-                    // Opt-in non-root (envs.<name>.runAsNonRoot); otherwise the image's user (root for OpenEnv images).
+                    // Non-root (envs.<name>.runAsNonRoot: the default for envs that run model code); otherwise the image's user (root for OpenEnv images).
                     ...(r.security.runAsUser !== undefined ? { user: `${r.security.runAsUser}:${r.security.runAsUser}` } : {}),
                     // Read-only root with a sized /tmp (envs that run model-written code), as on Kubernetes.
                     ...(r.security.readOnlyRootFilesystem
@@ -218,6 +218,13 @@ function responderContainer(name: string, d: DeployedEnvDescription, image: dock
             cpus: dockerCpus(rs.cpu),
             memory: dockerMemoryMiB(rs.memory),
             memorySwap: dockerMemoryMiB(rs.memory),
+            // Its probe (the script's --probe mode on its loopback listener), as the Kubernetes pod's liveness.
+            healthcheck: {
+                tests: ["CMD", ...rs.probes.command],
+                interval: `${rs.probes.liveness.periodSeconds}s`,
+                timeout: `${rs.probes.liveness.timeoutSeconds}s`,
+                retries: rs.probes.liveness.failureThreshold,
+            },
             restart: "unless-stopped",
             destroyGraceSeconds: 5,
             ...HARDENING,

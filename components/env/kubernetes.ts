@@ -12,7 +12,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE } from "./responder";
-import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe } from "./model";
+import { REPLICA_SCRATCH_PATH, ROUTER_CHECKSUM_ANNOTATION, type DeployedEnvDescription, type EnvProbe, type ExecProbeTiming } from "./model";
 import {
     clusterDnsEgress,
     hardenedServicePod,
@@ -32,6 +32,10 @@ function objectLabels(d: DeployedEnvDescription): Record<string, string> {
 
 function httpProbe(p: EnvProbe): k8s.types.input.core.v1.Probe {
     return { httpGet: { path: p.path, port: p.port }, periodSeconds: p.periodSeconds, timeoutSeconds: p.timeoutSeconds, failureThreshold: p.failureThreshold };
+}
+
+function execProbe(command: readonly string[], t: ExecProbeTiming): k8s.types.input.core.v1.Probe {
+    return { exec: { command: [...command] }, periodSeconds: t.periodSeconds, timeoutSeconds: t.timeoutSeconds, failureThreshold: t.failureThreshold };
 }
 
 /** The replicas' pod template body. */
@@ -55,7 +59,7 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
         terminationGracePeriodSeconds: r.terminationGraceSeconds,
         securityContext: {
             ...(sec.runAsNonRoot ? { runAsNonRoot: true } : {}),
-            // Opt-in non-root: fsGroup makes the scratch emptyDir writable for that uid.
+            // Non-root (envs.<name>.runAsNonRoot, default for envs that run model code): fsGroup makes the scratch emptyDir writable for that uid.
             ...(sec.runAsUser !== undefined ? { runAsUser: sec.runAsUser, runAsGroup: sec.runAsUser, fsGroup: sec.runAsUser } : {}),
             seccompProfile: { type: sec.seccompProfile },
         },
@@ -76,7 +80,7 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
                 startupProbe: httpProbe(r.probes.startup),
                 readinessProbe: httpProbe(r.probes.readiness),
                 livenessProbe: httpProbe(r.probes.liveness),
-                // OpenEnv images run as root unless config opts in (runAsNonRoot); either way no privilege gain and no capabilities.
+                // OpenEnv images run as root unless runAsNonRoot (the default for envs that run model code); either way no privilege gain and no capabilities.
                 ...(sec.readOnlyRootFilesystem ? { volumeMounts: [{ name: "scratch", mountPath: REPLICA_SCRATCH_PATH }] } : {}),
                 securityContext: {
                     ...(sec.runAsNonRoot ? { runAsNonRoot: true } : {}),
@@ -168,6 +172,9 @@ export function routerPodSpec(d: DeployedEnvDescription): k8s.types.input.core.v
                 // observability: the responder's own metrics port (its CAPACITY_REACHED counter).
                 ...(d.metrics ? { ports: [{ name: d.metrics.router.name, containerPort: d.metrics.router.port, protocol: "TCP" }] } : {}),
                 resources: { requests: { cpu: r.responder.cpu, memory: r.responder.memory }, limits: { cpu: r.responder.cpu, memory: r.responder.memory } },
+                // exec: it listens on loopback, which the kubelet's httpGet (to the pod's address) cannot reach.
+                readinessProbe: execProbe(r.responder.probes.command, r.responder.probes.readiness),
+                livenessProbe: execProbe(r.responder.probes.command, r.responder.probes.liveness),
                 securityContext: restrictedContainerSecurity(sec),
                 volumeMounts: [{ name: "config", mountPath: r.configDir, readOnly: true }],
             },

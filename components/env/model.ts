@@ -89,9 +89,9 @@ export interface EnvCapacity {
 
 /** How an env replica's process runs. */
 export interface ReplicaSecurity {
-    /** When the image runs as a non-root user (catalog) or config opts in (runAsUser set); OpenEnv images run as root. */
+    /** When the image runs as a non-root user (catalog) or runAsUser is set (envs.<name>.runAsNonRoot); OpenEnv images run as root. */
     readonly runAsNonRoot: boolean;
-    /** uid and gid (also fsGroup) the replicas run as when config opts in (envs.<name>.runAsNonRoot); unset: the image's user. */
+    /** uid and gid (also fsGroup) the replicas run as when non-root (envs.<name>.runAsNonRoot, default for envs that run model code); unset: the image's user. */
     readonly runAsUser?: number;
     /** The user the process runs as, for the plan: `uid <n>`, or the image's (`root` for every catalog image). */
     readonly user: string;
@@ -224,6 +224,23 @@ export interface CapacityResponderDescription {
     /** Requests = limits. */
     readonly cpu: string;
     readonly memory: string;
+    /**
+     * Its readiness and liveness probes: an exec of the script's --probe mode (it listens on
+     * loopback only, so an httpGet probe from the node could not reach it). Kubernetes runs them;
+     * on Docker the same command is the container's healthcheck.
+     */
+    readonly probes: {
+        readonly command: readonly string[];
+        readonly readiness: ExecProbeTiming;
+        readonly liveness: ExecProbeTiming;
+    };
+}
+
+/** When and how patiently an exec probe runs. */
+export interface ExecProbeTiming {
+    readonly periodSeconds: number;
+    readonly timeoutSeconds: number;
+    readonly failureThreshold: number;
 }
 
 /** The trainer pods a router admits (Kubernetes NetworkPolicy). */

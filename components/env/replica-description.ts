@@ -29,8 +29,9 @@ export function catalogEntry(env: ResolvedEnv): CatalogEntry | undefined {
 }
 
 /**
- * The plan warning for an env that runs the model's code as root: what contains it instead, read
- * from what the targets render (kubernetes.ts / docker.ts), and the opt-in that would change it.
+ * The plan warning for an env that runs the model's code as root (only after the explicit opt-out,
+ * envs.<name>.runAsNonRoot: false): what contains it instead, read from what the targets render
+ * (kubernetes.ts / docker.ts), and how to undo the opt-out.
  */
 export function rootCodeWarning(name: string, target: "kubernetes" | "docker", sec: ReplicaSecurity): string | undefined {
     if (sec.runAsNonRoot) return undefined;
@@ -49,7 +50,7 @@ export function rootCodeWarning(name: string, target: "kubernetes" | "docker", s
               : "egress to the internet (a plain bridge)",
         ...(sec.runtimeClassName !== undefined && target === "kubernetes" ? [`runtimeClass ${sec.runtimeClassName}`] : []),
     ];
-    return `env ${name} runs the model's code as root (the OpenEnv image has no USER); it is contained by ${contained.join(", ")}. Set envs.${name}.runAsNonRoot: true to run it as uid ${NON_ROOT_UID} (not yet tried against the real image)`;
+    return `env ${name} runs the model's code as root (envs.${name}.runAsNonRoot: false; the OpenEnv image has no USER); it is contained by ${contained.join(", ")}. Remove the opt-out to run it as uid ${NON_ROOT_UID}, the default for an env that runs model code`;
 }
 
 /** The plan warnings of an env's replicas (model code running as root, and what contains it). */

@@ -32,3 +32,16 @@ export function responderCommand(args: {
     const metrics = args.metricsListen !== undefined ? ["--metrics-listen", args.metricsListen] : [];
     return [args.python ?? "python3", "-I", "-B", args.scriptPath, "--listen", args.listen, "--config", args.configPath, ...metrics];
 }
+
+/**
+ * argv of the responder's exec probe: the script's --probe mode, GET /responder/health on its
+ * loopback listener (a kubelet httpGet probe goes to the pod's address, where nothing listens).
+ */
+export function responderProbeCommand(args: {
+    readonly python?: string;
+    readonly scriptPath: string;
+    readonly address: string;
+    readonly timeoutSeconds: number;
+}): string[] {
+    return [args.python ?? "python3", "-I", "-B", args.scriptPath, "--probe", args.address, "--timeout", String(args.timeoutSeconds)];
+}

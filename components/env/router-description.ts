@@ -8,7 +8,7 @@ import type { ResolvedEnv } from "../config/types";
 import { imagePullPolicy } from "../shared/images";
 import { METRICS_PORTS } from "../shared/metrics-pods";
 import { metricsHttpModule } from "../shared/metrics-http";
-import { capacityResponderScript, RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE, responderCommand } from "./responder";
+import { capacityResponderScript, RESPONDER_CONFIG_FILE, RESPONDER_SCRIPT_FILE, responderCommand, responderProbeCommand } from "./responder";
 import {
     CAPACITY_RESPONDER_ADDRESS,
     ROUTER_HEALTH_PATH,
@@ -62,6 +62,9 @@ export function routerSettingsOf(
     };
 }
 
+/** Seconds the responder's probe waits for its health answer (python's start comes on top). */
+const RESPONDER_PROBE_TIMEOUT_SECONDS = 2;
+
 /** The capacity responder beside nginx, in the env's own image; with metrics on, its counter on the router pod's metrics port. */
 function responderDescription(env: ResolvedEnv, settings: RouterSettings, metricsOn: boolean): CapacityResponderDescription {
     const scriptFile = `${ROUTER_CONFIG_DIR}/${RESPONDER_SCRIPT_FILE}`;
@@ -84,6 +87,12 @@ function responderDescription(env: ResolvedEnv, settings: RouterSettings, metric
         modules: [metricsHttpModule()],
         cpu: "100m",
         memory: "64Mi",
+        probes: {
+            command: responderProbeCommand({ scriptPath: scriptFile, address: CAPACITY_RESPONDER_ADDRESS, timeoutSeconds: RESPONDER_PROBE_TIMEOUT_SECONDS }),
+            // The kubelet's timeout is longer than the script's own, so a slow answer ends as the script's reason, not a kill.
+            readiness: { periodSeconds: 10, timeoutSeconds: RESPONDER_PROBE_TIMEOUT_SECONDS + 3, failureThreshold: 3 },
+            liveness: { periodSeconds: 20, timeoutSeconds: RESPONDER_PROBE_TIMEOUT_SECONDS + 3, failureThreshold: 3 },
+        },
     };
 }
 

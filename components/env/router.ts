@@ -33,6 +33,13 @@ export const ROUTER_HEALTH_PATH = "/router/health";
 export const ROUTER_CAPACITY_CODE = "ROUTER_CAPACITY_REACHED";
 /** Error code in the router's 503 body when no replica accepts a connection at all. */
 export const ROUTER_NO_REPLICA_CODE = "ROUTER_NO_REPLICA_AVAILABLE";
+/**
+ * Error code in the router's 400 body for a websocket upgrade outside the exact session route:
+ * only `= /ws` counts sessions (max_conns), so no other path may upgrade (ROUTER.md, "Upgrades").
+ */
+export const ROUTER_UPGRADE_REFUSED_CODE = "ROUTER_UPGRADE_REFUSED";
+/** The one path a websocket session may open on (OpenEnv's `/ws`); the session cap is applied there. */
+export const ROUTER_SESSION_PATH = "/ws";
 /** Response header naming the replica (`host:port`) a request or session was sent to. */
 export const ROUTER_REPLICA_HEADER = "X-Env-Replica";
 
@@ -208,7 +215,11 @@ function q(text: string): string {
 }
 
 /** The JSON bodies the router answers with itself; exported so tests and clients agree on them. */
-export function routerErrorBodies(s: Pick<RouterSettings, "envName" | "replicas" | "sessionsPerReplica">): { capacity: string; noReplica: string } {
+export function routerErrorBodies(s: Pick<RouterSettings, "envName" | "replicas" | "sessionsPerReplica">): {
+    capacity: string;
+    noReplica: string;
+    upgradeRefused: string;
+} {
     const replicas = s.replicas.length;
     const sessions = replicas * s.sessionsPerReplica;
     return {
@@ -225,6 +236,11 @@ export function routerErrorBodies(s: Pick<RouterSettings, "envName" | "replicas"
             code: ROUTER_NO_REPLICA_CODE,
             env: s.envName,
             replicas,
+        }),
+        upgradeRefused: JSON.stringify({
+            error: `env '${s.envName}': websocket sessions open only at exactly ${ROUTER_SESSION_PATH}; an upgrade on any other path is refused (the session cap is counted there alone)`,
+            code: ROUTER_UPGRADE_REFUSED_CODE,
+            env: s.envName,
         }),
     };
 }
@@ -342,6 +358,10 @@ export function renderRouterConfig(settings: RouterSettings): string {
         `        add_header ${ROUTER_REPLICA_HEADER} $upstream_addr always;`,
         "        add_header X-Env-Router-Worker $pid always;",
     ].join("\n");
+    // Stateless HTTP: the client's Upgrade and Connection never reach a replica (no protocol switch there).
+    const proxyHttp = proxyCommon
+        .replace("proxy_set_header Upgrade $http_upgrade;", 'proxy_set_header Upgrade "";')
+        .replace("proxy_set_header Connection $connection_upgrade;", "proxy_set_header Connection close;");
     const resolverLine =
         s.resolver !== undefined
             ? `    # Re-resolve replica names at runtime (server ... resolve, nginx >= ${NGINX_MIN_VERSION_FOR_RESOLVE}).\n    resolver ${s.resolver.trim()} valid=${s.resolverValidSeconds}s ipv6=off;\n    resolver_timeout 5s;\n`
@@ -416,7 +436,7 @@ ${serverLines(false)}
             return 200 ${q(JSON.stringify({ status: "healthy", role: "router", env: s.envName, replicas: replicaCount, sessionsPerReplica: s.sessionsPerReplica }))};
         }
 
-        location = /ws {
+        location = ${ROUTER_SESSION_PATH} {
             proxy_pass http://${SESSIONS_UPSTREAM};
 ${proxyCommon.replace(/^ {8}/gm, "            ")}
             # Retry another replica only when the connection failed; a replica's own HTTP error
@@ -430,8 +450,14 @@ ${proxyCommon.replace(/^ {8}/gm, "            ")}
 ${sessionsUnavailable(s, bodies)}
 
         location / {
+            # Only "location = ${ROUTER_SESSION_PATH}" counts sessions (max_conns). Any other path that could upgrade
+            # (e.g. "/ws%0A": the server's route regex matches "/ws" and a trailing newline) would
+            # open a session outside the cap, so an upgrade here is refused and none is forwarded.
+            if ($http_upgrade != "") {
+                return 400 ${q(bodies.upgradeRefused)};
+            }
             proxy_pass http://${HTTP_UPSTREAM};
-${proxyCommon.replace(/^ {8}/gm, "            ")}
+${proxyHttp.replace(/^ {8}/gm, "            ")}
             # Non-idempotent requests (POST /step) are never re-sent once a replica got them.
             proxy_next_upstream error timeout;
             proxy_next_upstream_tries ${replicaCount};

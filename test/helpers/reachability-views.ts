@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseWithTestImages } from "./config";
 import { OBSERVABILITY_ON, platformManifests } from "./observability";
-import type { ExtraEndpoint, Manifest, Party } from "./reachability";
+import type { ExtraEndpoint, Manifest, Party, Reachability } from "./reachability";
 
 const NETWORK_PATHS = path.resolve(__dirname, "..", "..", "docs", "design", "network-paths.md");
 
@@ -75,4 +75,46 @@ export function oldRunJob(manifests: readonly Manifest[]): Manifest {
 /** Every Kubernetes object a staging stack of `recipe` registers with observability on (the Platform under the mocks). */
 export function observedManifests(recipe: string): Promise<Manifest[]> {
     return platformManifests(parseWithTestImages({ recipe, runId: "r1", target: { kind: "kubernetes", context: "test" }, ...OBSERVABILITY_ON }, "staging"));
+}
+
+/** The name of a pod in another namespace that carries the trainer's pod labels (trainerElsewhere). */
+export const TRAINER_ELSEWHERE = "trainer-elsewhere";
+/** Its namespace: one the stack does not make, with no policy of its own. */
+export const ELSEWHERE_NAMESPACE = "elsewhere";
+
+/**
+ * A pod outside the training namespace with every label the trainer's pods carry (the Job's
+ * template labels and the Job controller's): a policy whose trainer peer lost its
+ * namespaceSelector (widened to {}, or dropped) admits it, so a matrix without such a pod cannot
+ * tell the two apart. Undefined when the manifests hold no trainer Job (the JobSet recipe).
+ */
+export function trainerElsewhere(manifests: readonly Manifest[]): ExtraEndpoint | undefined {
+    const job = manifests.find((m) => m.kind === "Job" && m.metadata?.name !== OLD_RUN);
+    if (!job) return undefined;
+    const name: string = job.metadata.name;
+    return {
+        name: TRAINER_ELSEWHERE,
+        namespace: ELSEWHERE_NAMESPACE,
+        labels: { ...job.spec.template.metadata.labels, "batch.kubernetes.io/job-name": name, "job-name": name },
+        role: "source",
+    };
+}
+
+/** The stack's pods (not the endpoints) the trainer-elsewhere pod reaches: must be none. */
+export function reachedFromElsewhere(r: Reachability): string[] {
+    const stackPod = new Set(r.parties.filter((p) => p.kind === "pods" && p.origin !== "endpoint").map((p) => p.id));
+    const from = `${ELSEWHERE_NAMESPACE}/${TRAINER_ELSEWHERE}`;
+    return [...new Set(r.connections.filter((c) => c.from === from && stackPod.has(c.to)).map((c) => `${c.to} (${r.portsBetween(c.from, c.to)})`))];
+}
+
+/** The same manifests with every NetworkPolicy peer that pairs a namespaceSelector with a podSelector widened to any namespace ({}): the mutation the pod above must catch. */
+export function widenTrainerPeers(manifests: readonly Manifest[]): Manifest[] {
+    const widen = (rules: any[] | undefined, key: "from" | "to") =>
+        rules?.map((rule) => ({
+            ...rule,
+            [key]: rule[key]?.map((peer: any) => (peer.namespaceSelector && peer.podSelector ? { ...peer, namespaceSelector: {} } : peer)),
+        }));
+    return manifests.map((m) =>
+        m.kind === "NetworkPolicy" ? { ...m, spec: { ...m.spec, ingress: widen(m.spec?.ingress, "from"), egress: widen(m.spec?.egress, "to") } } : m,
+    );
 }

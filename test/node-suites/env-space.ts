@@ -12,7 +12,10 @@
 // its pod DNS name (`server ... resolve` through CoreDNS, within its resolver's `valid` period after
 // the replicas are Ready: it starts before they are); and the policies, measured: a pod without
 // the trainer's labels is refused by the router, the trainer stand-in cannot reach a replica
-// directly. Run on test/node.test.ts's node.
+// directly. The replicas run non-root with a read-only root (runAsNonRoot in the override: the
+// default of envs that run model code, whose rendered securityContext they are checked to equal),
+// measured in the running pods; the router's capacity responder is Ready behind its exec probes.
+// Run on test/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -36,6 +39,9 @@ function nodeStackOverride(node: Node): Record<string, unknown> {
         envs: {
             [ENV]: {
                 image: imageRefByDigest(node.names, "openenv-echo"),
+                // Non-root with a read-only root, as every env that runs model code gets by default (the
+                // coding env; the test below checks the rendered securityContext is that default's).
+                runAsNonRoot: true,
                 resources: { cpu: "100m", memory: "256Mi" },
                 ephemeralStorage: "512Mi",
             },
@@ -129,6 +135,94 @@ export function envSpaceSuite(shared: NodeSession): void {
                     assert.equal(c.imagePullPolicy, "IfNotPresent", `${p.metadata.name}/${c.name}: the plan's pull policy for a digest`);
                 }
                 for (const s of p.status.containerStatuses) assert.ok(s.ready && s.state.running, `${p.metadata.name}/${s.name} ready and running`);
+            }
+        });
+
+        it("the replicas run non-root (uid 65532, every process) with a read-only root, as the coding env's default renders them; the capacity responder Ready behind its exec probes", async () => {
+            assert.ok(envNs, "needs the env space from the first test");
+            const sts = byKind("StatefulSet")[0]!;
+            // What mbpp-whitebox renders for its coding env (model code) by default, with no override.
+            const codingDir = fs.mkdtempSync(path.join(planDir, "coding-"));
+            const coding = (await planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir: codingDir })).manifests.find(
+                (m: Manifest) => m.kind === "StatefulSet",
+            ) as Manifest;
+            const podSpec = sts.spec.template.spec;
+            assert.deepEqual(podSpec.securityContext, coding.spec.template.spec.securityContext, "pod securityContext: the coding env's default");
+            assert.deepEqual(podSpec.securityContext, {
+                runAsNonRoot: true,
+                runAsUser: 65532,
+                runAsGroup: 65532,
+                fsGroup: 65532,
+                seccompProfile: { type: "RuntimeDefault" },
+            });
+            const env = (spec: any) => spec.containers.find((c: any) => c.name === "env");
+            assert.deepEqual(
+                env(podSpec).securityContext,
+                env(coding.spec.template.spec).securityContext,
+                "container securityContext: the coding env's default",
+            );
+            assert.equal(env(podSpec).securityContext.readOnlyRootFilesystem, true);
+            const probe = [
+                "import errno, glob, json, os",
+                'out = {"uid": os.getuid(), "gid": os.getgid(), "home": os.environ.get("HOME")}',
+                "uids = set()",
+                'for st in glob.glob("/proc/[0-9]*/status"):',
+                "    try:",
+                "        uids.update(int(x) for line in open(st) if line.startswith('Uid:') for x in line.split()[1:])",
+                "    except OSError:",
+                "        pass",
+                'out["process_uids"] = sorted(uids)',
+                'for p in ["/probe-ro", "/app/probe-ro", "/app/env/probe-ro", "/tmp/probe-rw"]:',
+                "    try:",
+                '        open(p, "w").close()',
+                '        out[p] = "written"',
+                "    except OSError as e:",
+                "        out[p] = errno.errorcode.get(e.errno, str(e.errno))",
+                "print(json.dumps(out))",
+            ].join("\n");
+            for (let i = 0; i < sts.spec.replicas; i++) {
+                const pod = `${sts.metadata.name}-${i}`;
+                const r = await exec(envNs, pod, "env", ["python3", "-I", "-c", probe]);
+                assert.equal(r.code, 0, `${pod}: ${r.out}`);
+                const got = JSON.parse(r.stdout.trim().split("\n").pop()!);
+                assert.deepEqual(
+                    got,
+                    {
+                        uid: 65532,
+                        gid: 65532,
+                        home: "/tmp",
+                        process_uids: [65532],
+                        "/probe-ro": "EROFS",
+                        "/app/probe-ro": "EROFS",
+                        "/app/env/probe-ro": "EROFS",
+                        "/tmp/probe-rw": "written",
+                    },
+                    `${pod}: no process as root, the root (and the app) read-only, /tmp the scratch dir`,
+                );
+            }
+            // The router pods' capacity responder: exec probes rendered, and Ready behind them on the node.
+            const router = byKind("Deployment")[0]!;
+            const rc = router.spec.template.spec.containers.find((c: any) => c.name === "capacity-responder");
+            for (const p of ["readinessProbe", "livenessProbe"])
+                assert.ok(rc[p]?.exec?.command?.includes("--probe"), `capacity-responder ${p}: ${JSON.stringify(rc[p])}`);
+            const pods = JSON.parse(
+                await node.kubectlOk([
+                    "-n",
+                    envNs,
+                    "get",
+                    "pods",
+                    "-l",
+                    Object.entries(router.spec.selector.matchLabels)
+                        .map(([k, v]) => `${k}=${v}`)
+                        .join(","),
+                    "-o",
+                    "json",
+                ]),
+            ).items;
+            assert.equal(pods.length, router.spec.replicas, "the router pods");
+            for (const p of pods) {
+                const s = p.status.containerStatuses.find((c: any) => c.name === "capacity-responder");
+                assert.ok(s?.ready === true, `${p.metadata.name}/capacity-responder Ready behind its exec readiness probe: ${JSON.stringify(s)}`);
             }
         });
 

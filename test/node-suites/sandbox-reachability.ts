@@ -10,7 +10,9 @@
 // recipe's reachability matrix (and each DNS shape, and observability on) is measured with real
 // connections between stand-in pods carrying the workloads' labels and ports, and to the outside
 // addresses (test/helpers/node-reachability.ts), against the computed matrix and docs/design/network-paths.md's
-// tables. Run on test/node.test.ts's node.
+// tables; every case also measures a pod in another namespace that carries the trainer's labels
+// (reachability-views.ts trainerElsewhere), which must reach nothing of the stack. Run on
+// test/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -26,14 +28,18 @@ import { type ExtraEndpoint, type Manifest, reachabilityTable } from "../helpers
 import {
     concernsStack,
     DECOYS,
+    ELSEWHERE_NAMESPACE,
     OLD_RUN,
     OWN_DNS,
     OWN_DNS_SHAPE,
     observedManifests,
     oldRunJob,
+    reachedFromElsewhere,
     readmeTable,
     roleName,
     SCRAPER,
+    TRAINER_ELSEWHERE,
+    trainerElsewhere,
 } from "../helpers/reachability-views";
 import { scaledCount, scaledSeconds } from "../helpers/waits";
 
@@ -346,7 +352,11 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             it(`reachability measured, ${c.label}: every path each pod opens equals what the policies compute${c.readme ? ", and the network-paths table" : ""}`, async () => {
                 const a = node.names.addresses;
                 const manifests = await c.manifests();
-                const m = await measureReachability(node, manifests, [...nodeEndpoints(a), ...(c.extraEndpoints?.(a) ?? [])], a, {
+                // A pod in another namespace with the trainer's labels: measured too, so a trainer peer whose
+                // namespaceSelector were widened to {} would show here as the look-alike reaching the stack.
+                const decoy = trainerElsewhere(manifests);
+                assert.ok(decoy, `${c.label}: the manifests hold a trainer Job`);
+                const m = await measureReachability(node, manifests, [...nodeEndpoints(a), ...(c.extraEndpoints?.(a) ?? []), decoy], a, {
                     tag: `m${i}`,
                     image: node.names.runtimeImage,
                 });
@@ -354,12 +364,14 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
                     `# ${c.label}: ${m.pods} stand-in pods Ready in ${m.seconds.podsReady.toFixed(1)} s; ${m.probes} probes (${m.open} open) in ${m.seconds.measured.toFixed(1)} s, ${m.attempts} attempt(s)\n`,
                 );
                 assert.deepEqual(m.mismatches, [], `${c.label}: measured on the node differs from the computed matrix`);
+                assert.deepEqual(reachedFromElsewhere(m.r), [], `${c.label}: a pod in ${ELSEWHERE_NAMESPACE} with the trainer's labels reaches the stack`);
                 // Not vacuous: some paths open, some refused.
                 assert.ok(m.open > 0 && m.open < m.probes, `${m.open} of ${m.probes} open`);
                 if (c.readme) {
                     const computed = reachabilityTable(m.r, {
                         name: roleName,
-                        include: (from, to) => concernsStack(from, to) && ![from.name, to.name].some((n) => n === APISERVER_NODE || n === OLD_RUN),
+                        include: (from, to) =>
+                            concernsStack(from, to) && ![from.name, to.name].some((n) => n === APISERVER_NODE || n === OLD_RUN || n === TRAINER_ELSEWHERE),
                     }).trim();
                     assert.equal(
                         computed,
