@@ -80,7 +80,10 @@ describe("the memory model against the H200 calibration", () => {
         assert.equal(ok.length, 15);
         for (const m of ok) {
             const err = (estimate(m) / GIB - m.peak_device_gib!) / m.peak_device_gib!;
-            assert.ok(Math.abs(err) <= 0.15, `${m.shape}: estimate ${(estimate(m) / GIB).toFixed(1)} GiB vs measured ${m.peak_device_gib!.toFixed(1)} GiB (${(err * 100).toFixed(1)}%)`);
+            assert.ok(
+                Math.abs(err) <= 0.15,
+                `${m.shape}: estimate ${(estimate(m) / GIB).toFixed(1)} GiB vs measured ${m.peak_device_gib!.toFixed(1)} GiB (${(err * 100).toFixed(1)}%)`,
+            );
         }
     });
 
@@ -124,7 +127,9 @@ const REFUSAL =
     "training.gpuMemory: the trainer needs an estimated 128.5 GiB per GPU, more than the 79.4 GiB it has on NVIDIA-A100-SXM4-80GB (79.4 GiB usable) (the whole GPU): " +
     "Qwen/Qwen3-8B, float32, paged_adamw_8bit, batch 4 x (512 prompt + 4096 completion) tokens, gradient checkpointing on = " +
     "weights 30.5 + gradients 30.5 + paged optimizer state 19.1 + activations 47.1 + CUDA context and slack 1.4 GiB. " +
-    "Settings that fit: training.dtype: bfloat16 (59.3 GiB); or, if you know better (e.g. CPU offload), set training.gpuMemory.enforce: false to deploy anyway";
+    "Settings that fit: your own script (program custom) with training.dtype: bfloat16 (opencode_hf_sandbox trains in float32 only) (59.3 GiB); " +
+    "training.trainerGpus: 4 with an FSDP accelerate config in training.accelerateConfig (e.g. /app/fsdp2.yaml in the black-box trainer image): the state sharded over 4 processes (72.2 GiB per GPU); " +
+    "or, if you know better (e.g. CPU offload), set training.gpuMemory.enforce: false to deploy anyway";
 
 describe("the config check", () => {
     test("the black-box recipe on an 80 GB GPU is refused with the numbers and the settings that fit", () => {
@@ -134,11 +139,13 @@ describe("the config check", () => {
         );
     });
 
-    test("the setting it names does fit: the recipe in bfloat16 passes on the 80 GB GPU", () => {
+    test("the sharding it names does fit: the recipe with 4 FSDP trainer GPUs passes on the 80 GB GPU", () => {
+        const sharded = { training: { gpusOnNode: 5, trainerGpus: 4, accelerateConfig: "/app/fsdp2.yaml" } };
         assert.deepEqual(
-            configProblems(() => onProduct("opencode-blackbox", A100, { training: { dtype: "bfloat16" } })),
+            configProblems(() => onProduct("opencode-blackbox", A100, sharded)),
             [],
         );
+        assert.equal(gpuMemoryPlan(onProduct("opencode-blackbox", A100, sharded)).trainerShape!.shards, 4);
     });
 
     test("the black-box recipe passes on an H200 (target.gpuProduct, or the recipe's own product on Docker)", () => {
@@ -169,13 +176,16 @@ describe("the config check", () => {
     test("training.gpuMemory.gib wins over the product; a smaller GPU also refuses vLLM with what would fit", () => {
         const problems = configProblems(() => onProduct("opencode-blackbox", "NVIDIA-H200", { training: { gpuMemory: { gib: 40 } } }));
         assert.equal(problems.length, 2);
-        assert.match(problems[0]!, /^training\.gpuMemory: the trainer needs an estimated 128\.5 GiB per GPU, more than the 40\.0 GiB it has on training\.gpuMemory\.gib 40 /);
+        assert.match(
+            problems[0]!,
+            /^training\.gpuMemory: the trainer needs an estimated 128\.5 GiB per GPU, more than the 40\.0 GiB it has on training\.gpuMemory\.gib 40 /,
+        );
         assert.match(problems[0]!, /No single setting fits: combine them/);
         assert.equal(
             problems[1],
             "training.gpuMemory: vLLM needs an estimated 42.5 GiB per GPU to start, more than the 36.0 GiB it may take on training.gpuMemory.gib 40 (--gpu-memory-utilization 0.9 of the GPU): " +
                 "weights 30.5 + KV cache of one 32768-token sequence 9.0 + vLLM overhead 3.0 (float32, TP 1) GiB. " +
-                "Settings that fit: training.maxModelLen: 9879 or less; training.dtype: bfloat16; training.vllmGpus: 2 (tensor parallel); or, if you know better (e.g. CPU offload), set training.gpuMemory.enforce: false to deploy anyway",
+                "Settings that fit: training.maxModelLen: 9055 or less; your own script (program custom) with training.dtype: bfloat16 (opencode_hf_sandbox trains in float32 only); training.vllmGpus: 2 (tensor parallel); or, if you know better (e.g. CPU offload), set training.gpuMemory.enforce: false to deploy anyway",
         );
     });
 
@@ -215,13 +225,17 @@ describe("plan.md's GPU memory section", () => {
     test("the white-box colocate recipe: the trainer gets the GPU less TRL's 0.3, vLLM the 0.3", () => {
         const c = parseWithTestImages({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } }, "dev");
         const md = gpuMemorySection(c).join("\n");
-        assert.match(md, /\| trainer \| 1 GPU shared with vLLM, per GPU \| 17\.9 GiB = .*batch 8 x \(1024 prompt \+ 1024 completion\).* \| 55\.6 GiB \(the GPU less vLLM's colocated share 0\.3\) \| fits, 37\.7 GiB to spare \|/);
+        assert.match(
+            md,
+            /\| trainer \| 1 GPU shared with vLLM, per GPU \| 17\.9 GiB = .*batch 8 x \(1024 prompt \+ 1024 completion\).* \| 55\.6 GiB \(the GPU less vLLM's colocated share 0\.3\) \| fits, 37\.7 GiB to spare \|/,
+        );
         assert.match(md, /\| vLLM \| inside the trainer process \| .* \| 23\.8 GiB \(TRL's colocate share 0\.3 of the GPU\) \|/);
     });
 
-    test("the refusal is in the section when the check refuses", () => {
-        const md = gpuMemorySection(onProduct("opencode-blackbox", A100)).join("\n");
-        assert.ok(md.includes(`Refused by the config check:\n- ${REFUSAL}`));
+    test("the refusal is in the section when the check refuses (a config the check would refuse, as a preview sees it)", () => {
+        const c = onProduct("opencode-blackbox", A100, { training: { gpuMemory: { enforce: false } } });
+        const md = gpuMemorySection({ ...c, training: { ...c.training, gpuMemory: { ...c.training.gpuMemory, enforce: undefined } } }).join("\n");
+        assert.ok(md.includes(`Refused by the config check:\n- ${REFUSAL}`), md);
     });
 });
 
@@ -231,9 +245,11 @@ describe("the preflight reads the GPU nodes' labels", () => {
         spec: { taints: [] },
         status: { allocatable: { cpu: "192", memory: "2Ti", "nvidia.com/gpu": "8" }, conditions: [{ type: "Ready", status: "True" }] },
     });
-    /** The recipe with no product pinned and the override on, so the config parses and the preflight decides. */
+    /** The recipe with no target.gpuProduct (no nodeSelector on the product): the recipe's own H200 passes the config check, the nodes decide. */
     const plan = () =>
-        resolvePlatform(onProduct("opencode-blackbox", "NVIDIA-H200", { target: { gpuProduct: undefined }, training: { gpuMemory: { product: undefined } } }), { hfToken: true });
+        resolvePlatform(parseWithTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "c" } }, "dev"), {
+            hfToken: true,
+        });
 
     test("nvidia.com/gpu.memory (MiB) wins over the product; the product table otherwise", () => {
         assert.deepEqual(nodeGpuGiB(gpuNode("a", { "nvidia.com/gpu.memory": "81920", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB" })), {
@@ -247,11 +263,17 @@ describe("the preflight reads the GPU nodes' labels", () => {
     test("an H200 node: ok; an A100 node: fail with the settings that fit; no label: warn", () => {
         const h200 = checkGpuMemory(plan(), [gpuNode("h", { "nvidia.com/gpu.product": "NVIDIA-H200" })])!;
         assert.equal(h200.status, "ok");
-        assert.match(h200.found, /^each role fits on h \(nvidia\.com\/gpu\.product=NVIDIA-H200: 139\.8 GiB per GPU\): trainer 128\.5 of 139\.8 GiB, vllm 42\.5 of 125\.8 GiB$/);
+        assert.match(
+            h200.found,
+            /^each role fits on h \(nvidia\.com\/gpu\.product=NVIDIA-H200: 139\.8 GiB per GPU\): trainer 128\.5 of 139\.8 GiB, vllm 42\.5 of 125\.8 GiB$/,
+        );
         const a100 = checkGpuMemory(plan(), [gpuNode("h", { "nvidia.com/gpu.product": "NVIDIA-H200" }), gpuNode("a", { "nvidia.com/gpu.product": A100 })])!;
         assert.equal(a100.status, "fail");
-        assert.match(a100.found, /^on a \(nvidia\.com\/gpu\.product=NVIDIA-A100-SXM4-80GB: 79\.4 GiB per GPU\), the smallest GPU the training pod can land on: trainer 128\.5 of 79\.4 GiB/);
-        assert.match(a100.fix, /Settings that fit: training\.dtype: bfloat16 \(59\.3 GiB\)/);
+        assert.match(
+            a100.found,
+            /^on a \(nvidia\.com\/gpu\.product=NVIDIA-A100-SXM4-80GB: 79\.4 GiB per GPU\), the smallest GPU the training pod can land on: trainer 128\.5 of 79\.4 GiB/,
+        );
+        assert.match(a100.fix, /Settings that fit: your own script \(program custom\) with training\.dtype: bfloat16 .*\(59\.3 GiB\)/);
         const none = checkGpuMemory(plan(), [gpuNode("x", {})])!;
         assert.equal(none.status, "warn");
         assert.match(none.fix, /GPU feature discovery/);
@@ -259,7 +281,10 @@ describe("the preflight reads the GPU nodes' labels", () => {
 });
 
 describe("the Docker preflight reads the host's nvidia-smi", () => {
-    const plan = () => resolvePlatform(parseWithTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "dev"), { hfToken: true });
+    const plan = () =>
+        resolvePlatform(parseWithTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "dev"), {
+            hfToken: true,
+        });
 
     test("nvidia-smi's csv lines", () => {
         assert.deepEqual(parseNvidiaSmi("NVIDIA H200, 143771\nNVIDIA A100-SXM4-80GB, 81920\n\ngarbage\n"), [
@@ -277,7 +302,7 @@ describe("the Docker preflight reads the host's nvidia-smi", () => {
         const mixed = checkDockerGpuMemory(plan(), { ok: true, value: [h200, a100] })!;
         assert.equal(mixed.status, "fail");
         assert.match(mixed.found, /^on GPU 1 NVIDIA A100-SXM4-80GB \(81920 MiB: 79\.4 GiB usable\): trainer 128\.5 of 79\.4 GiB/);
-        assert.match(mixed.fix, /Settings that fit: training\.dtype: bfloat16 \(59\.3 GiB\)/);
+        assert.match(mixed.fix, /Settings that fit: your own script \(program custom\) with training\.dtype: bfloat16 .*\(59\.3 GiB\)/);
         assert.equal(checkDockerGpuMemory(plan(), { ok: true, value: [h200, h200, a100] })!.status, "ok");
         const broken = checkDockerGpuMemory(plan(), { ok: false, error: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" })!;
         assert.equal(broken.status, "warn");

@@ -117,9 +117,9 @@ export interface GpuMemoryPlan {
     readonly roles: readonly RoleFit[];
 }
 
-/** Every role's estimate against its GPU. */
-export function gpuMemoryPlan(c: PlatformConfig): GpuMemoryPlan {
-    const gpu = gpuMemorySource(c);
+/** Every role's estimate against its GPU (`on`: a GPU read from the target, instead of the config's). */
+export function gpuMemoryPlan(c: PlatformConfig, on?: GpuMemorySource): GpuMemoryPlan {
+    const gpu = on ?? gpuMemorySource(c);
     const model = modelFactsOf(c);
     if (model === undefined) return { gpu, roles: [] };
     const colocate = c.training.layout === "whitebox-colocate";
@@ -187,6 +187,17 @@ function largest(upTo: number, fits: (n: number) => boolean): number | undefined
     return lo;
 }
 
+/**
+ * The black box's bf16 setting: training.dtype, which a named program that fixes its dtype refuses
+ * (TRL's opencode script trains in AsyncGRPO's float32): then your own script with it.
+ */
+function bfloat16Setting(c: PlatformConfig): string {
+    const fixed = programFacts(c.training.program)?.trainerDtype;
+    return fixed === undefined
+        ? "training.dtype: bfloat16"
+        : `your own script (program ${CUSTOM_PROGRAM}) with training.dtype: bfloat16 (${c.training.program} trains in ${fixed} only)`;
+}
+
 /** Single settings that bring the trainer within `budget`, each with its estimate. */
 export function trainerFixes(c: PlatformConfig, s: TrainerShape, budget: number): string[] {
     const fixes: string[] = [];
@@ -194,7 +205,7 @@ export function trainerFixes(c: PlatformConfig, s: TrainerShape, budget: number)
     const add = (setting: string, x: Partial<TrainerShape>) => {
         if (peak(x) <= budget) fixes.push(`${setting} (${gib(peak(x))} GiB)`);
     };
-    if (s.dtype === "float32" && c.training.layout === "blackbox") add("training.dtype: bfloat16", { dtype: "bfloat16" });
+    if (s.dtype === "float32" && c.training.layout === "blackbox") add(bfloat16Setting(c), { dtype: "bfloat16" });
     if (!/8bit/.test(s.optim) && takes(c, "optim")) add("training.optim: paged_adamw_8bit", { optim: "paged_adamw_8bit" });
     if (!s.gradientCheckpointing && takes(c, "gradientCheckpointing")) add("training.gradientCheckpointing: true", { gradientCheckpointing: true });
     if (takes(c, "maxCompletionLength")) {
@@ -204,8 +215,14 @@ export function trainerFixes(c: PlatformConfig, s: TrainerShape, budget: number)
     const fixedBatch = programFacts(c.training.program)?.fixed.perDeviceTrainBatchSize !== undefined;
     if (!fixedBatch && s.batch > 1) {
         const b = largest(s.batch - 1, (batch) => peak({ batch }) <= budget);
-        if (b !== undefined) fixes.push(`training.perDeviceTrainBatchSize: ${b} (${gib(peak({ batch: b }))} GiB; raise gradientAccumulationSteps to keep the batch)`);
+        if (b !== undefined)
+            fixes.push(`training.perDeviceTrainBatchSize: ${b} (${gib(peak({ batch: b }))} GiB; raise gradientAccumulationSteps to keep the batch)`);
     }
+    const shards = [2, 4, 8, 16].find((n) => n > s.shards && peak({ shards: n }) <= budget);
+    if (shards !== undefined)
+        fixes.push(
+            `training.trainerGpus: ${shards} with an FSDP accelerate config in training.accelerateConfig (e.g. /app/fsdp2.yaml in the black-box trainer image): the state sharded over ${shards} processes (${gib(peak({ shards }))} GiB per GPU)`,
+        );
     return fixes;
 }
 
@@ -220,7 +237,7 @@ export function vllmFixes(c: PlatformConfig, s: VllmShape, gpuBytes: number): st
     const len = largest(s.maxModelLen - 1, (maxModelLen) => fits({ maxModelLen }));
     if (len !== undefined) fixes.push(`training.maxModelLen: ${len} or less`);
     if (s.utilization < 0.95 && fits({ utilization: 0.95 })) fixes.push("training.gpuMemoryUtilization: 0.95");
-    if (s.dtype === "float32" && fits({ dtype: "bfloat16" })) fixes.push("training.dtype: bfloat16");
+    if (s.dtype === "float32" && fits({ dtype: "bfloat16" })) fixes.push(bfloat16Setting(c));
     for (const tp of [2, 4, 8]) {
         if (tp > s.tensorParallel && fits({ tensorParallel: tp })) {
             fixes.push(`training.vllmGpus: ${tp} (tensor parallel)`);
@@ -232,10 +249,13 @@ export function vllmFixes(c: PlatformConfig, s: VllmShape, gpuBytes: number): st
 
 const OVERRIDE = "or, if you know better (e.g. CPU offload), set training.gpuMemory.enforce: false to deploy anyway";
 
-/** The refusals: a role whose estimate exceeds its GPU budget, with the numbers and what would fit. */
-export function validateGpuMemory(c: PlatformConfig): string[] {
-    if (c.training.gpuMemory.enforce === false) return [];
-    const plan = gpuMemoryPlan(c);
+/**
+ * The refusals: a role whose estimate exceeds its GPU budget, with the numbers and what would fit.
+ * `on` (the preflight: a GPU read from the target) checks even with training.gpuMemory.enforce false.
+ */
+export function validateGpuMemory(c: PlatformConfig, on?: GpuMemorySource): string[] {
+    if (c.training.gpuMemory.enforce === false && on === undefined) return [];
+    const plan = gpuMemoryPlan(c, on);
     const gpu = plan.gpu;
     if (gpu === undefined) return [];
     const problems: string[] = [];

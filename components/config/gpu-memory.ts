@@ -108,7 +108,13 @@ export function trainerMemory(s: TrainerShape): TrainerMemory {
         overhead: CALIBRATION.overheadGiB * GIB,
     };
     const peak =
-        parts.weights + parts.gradients + parts.optimizer + parts.optimizerPaged + Math.max(parts.activations, parts.stepTemporary) + parts.gathered + parts.overhead;
+        parts.weights +
+        parts.gradients +
+        parts.optimizer +
+        parts.optimizerPaged +
+        Math.max(parts.activations, parts.stepTemporary) +
+        parts.gathered +
+        parts.overhead;
     return { ...parts, peak };
 }
 

@@ -383,7 +383,11 @@ export function checkDockerGpuMemory(plan: PlatformPlan, gpus: NonNullable<Docke
     if (used.length === 0) return undefined;
     const smallest = used.reduce((a, b) => (b.mib < a.mib ? b : a));
     const index = gpus.value.indexOf(smallest);
-    return gpuMemoryFinding(plan, `GPU ${index} ${smallest.name} (${smallest.mib} MiB: ${usableGiB(smallest.mib).toFixed(1)} GiB usable)`, usableGiB(smallest.mib));
+    return gpuMemoryFinding(
+        plan,
+        `GPU ${index} ${smallest.name} (${smallest.mib} MiB: ${usableGiB(smallest.mib).toFixed(1)} GiB usable)`,
+        usableGiB(smallest.mib),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

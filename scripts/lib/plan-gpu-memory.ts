@@ -21,7 +21,11 @@ export function gpuMemorySection(c: PlatformConfig): string[] {
     const head = ["## GPU memory", ""];
     const plan = gpuMemoryPlan(c);
     if (plan.model === undefined || plan.trainer === undefined || plan.trainerShape === undefined || plan.vllm === undefined || plan.vllmShape === undefined) {
-        return [...head, `No estimate: ${c.model.name} is not in the model table (components/config/model-facts.ts); give its config.json numbers in training.gpuMemory.model.`, ""];
+        return [
+            ...head,
+            `No estimate: ${c.model.name} is not in the model table (components/config/model-facts.ts); give its config.json numbers in training.gpuMemory.model.`,
+            "",
+        ];
     }
     const t = c.training;
     const gpu = plan.gpu === undefined ? "unknown: set target.gpuProduct, training.gpuMemory.product or training.gpuMemory.gib" : plan.gpu.what;
@@ -53,11 +57,12 @@ export function gpuMemorySection(c: PlatformConfig): string[] {
                   `vLLM's KV cache (${gib(v.kvPerToken * 1024)} GiB per 1k tokens per GPU) holds ${v.sequencesAtFullLength} sequence(s) at the full ${plan.vllmShape.maxModelLen} tokens; ${plan.vllmShape.concurrency} run at once${v.sequencesAtFullLength < plan.vllmShape.concurrency ? ": long ones queue or are preempted (shorter sequences share the cache)" : ""}.`,
               ];
     const refused = validateGpuMemory(c);
-    const check = t.gpuMemory.enforce === false
-        ? ["training.gpuMemory.enforce is false: a misfit is not refused."]
-        : refused.length > 0
-          ? ["Refused by the config check:", ...refused.map((p) => `- ${p}`)]
-          : ["The config check refuses a role whose estimate exceeds its budget (training.gpuMemory.enforce: false overrides)."];
+    const check =
+        t.gpuMemory.enforce === false
+            ? ["training.gpuMemory.enforce is false: a misfit is not refused."]
+            : refused.length > 0
+              ? ["Refused by the config check:", ...refused.map((p) => `- ${p}`)]
+              : ["The config check refuses a role whose estimate exceeds its budget (training.gpuMemory.enforce: false overrides)."];
     return [
         ...head,
         table(["role", "GPUs", "estimated peak", "budget", "fit"], rows),
