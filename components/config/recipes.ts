@@ -35,6 +35,8 @@ export const RECIPES = {
             // 42 steps = 170 prompts / 4 per step over the script's one epoch: it has no step flag.
             program: "train_coding_whitebox_eval",
             checkpoints: { size: SEED_CHECKPOINTS },
+            // The seeds' jobs ran on HF Jobs' a100-large (one A100 80 GB): the memory check sizes for it.
+            gpuMemory: { product: "NVIDIA-A100-SXM4-80GB" },
         },
         envs: { coding: { catalog: "coding" } },
     },
@@ -53,6 +55,8 @@ export const RECIPES = {
             datasetSize: 170,
             program: "train_coding_whitebox",
             checkpoints: { size: SEED_CHECKPOINTS },
+            // The seeds' jobs ran on HF Jobs' a100-large (one A100 80 GB): the memory check sizes for it.
+            gpuMemory: { product: "NVIDIA-A100-SXM4-80GB" },
         },
         envs: { coding: { catalog: "coding" } },
     },
@@ -72,6 +76,8 @@ export const RECIPES = {
             datasetSize: 2000,
             program: "train_wordle_whitebox",
             checkpoints: { size: SEED_CHECKPOINTS },
+            // The seeds' jobs ran on HF Jobs' a100-large (one A100 80 GB): the memory check sizes for it.
+            gpuMemory: { product: "NVIDIA-A100-SXM4-80GB" },
         },
         envs: { wordle: { catalog: "textarena", sessionsPerReplica: 8, settings: { TEXTARENA_ENV_ID: "Wordle-v0" } } },
     },
@@ -103,6 +109,8 @@ export const RECIPES = {
             maxCompletionLength: 4096,
             // save_strategy="no": only a push's local copy, fp32 8.2B = 32.8 GB; room for 3 runs.
             checkpoints: { size: "110Gi" },
+            // The published run's GPUs (H200): the memory check sizes for them (an 80 GB GPU cannot hold this trainer).
+            gpuMemory: { product: "NVIDIA-H200" },
         },
         sandboxes: { headroom: 2, cpu: "2", memory: "4Gi" },
         ingress: { enabled: true },
@@ -142,6 +150,8 @@ export const RECIPES = {
             vllmMemory: "512Gi",
             // The rule needs 440Gi for 3 runs; the 2Ti this recipe deployed with is kept (a claim cannot shrink).
             checkpoints: { size: "2Ti" },
+            // The published run's GPUs (H200): the memory check sizes for them (an 80 GB GPU cannot hold this trainer).
+            gpuMemory: { product: "NVIDIA-H200" },
         },
         sandboxes: { headroom: 4, cpu: "2", memory: "4Gi" },
         ingress: { enabled: true },

@@ -301,6 +301,44 @@ const training = z.strictObject({
     maxModelLen: posInt.optional(),
     /** vLLM --gpu-memory-utilization. */
     gpuMemoryUtilization: z.number().gt(0).lte(1).default(0.9),
+    /**
+     * The GPU memory check (components/config/gpu-memory.ts, docs/design/gpu-memory.md): each role's
+     * estimated peak per GPU against the GPU's memory, refused before deploy when it cannot fit.
+     */
+    gpuMemory: z
+        .strictObject({
+            /**
+             * The GPU the run is sized for, as its `nvidia.com/gpu.product` label (e.g. NVIDIA-H200,
+             * NVIDIA-A100-SXM4-80GB). Default: target.gpuProduct (Kubernetes). Its memory comes from
+             * the table in components/config/gpu-products.ts.
+             */
+            product: z.string().min(1).optional(),
+            /** Usable memory of one GPU in GiB (what torch reports as total), for a product the table lacks; wins over product. */
+            gib: z.number().positive().optional(),
+            /**
+             * false: an estimate above the GPU's memory is a warning in plan.md instead of a refusal
+             * (for a setup the estimate does not know, e.g. CPU offload). Default: true.
+             */
+            enforce: z.boolean().optional(),
+            /** Prompt tokens per sequence, added to the completion length for the trainer's activations. Default: the program's. */
+            promptTokens: posInt.optional(),
+            /** A model the table does not know: the numbers of its config.json. */
+            model: z
+                .strictObject({
+                    layers: posInt,
+                    hidden: posInt,
+                    intermediate: posInt,
+                    heads: posInt,
+                    kvHeads: posInt,
+                    headDim: posInt,
+                    vocab: posInt,
+                    tiedEmbeddings: z.boolean(),
+                    /** max_position_embeddings: vLLM's max model length when training.maxModelLen is unset. */
+                    maxPositions: posInt,
+                })
+                .optional(),
+        })
+        .prefault({}),
     /** Seconds vLLM may take to load the model before its startup probe gives up. */
     modelLoadSeconds: posInt.min(60).default(1200),
     /** Hard limit on the whole run (Job activeDeadlineSeconds). */

@@ -5,6 +5,7 @@
  * num_generations, and so must the eval batch.
  */
 import { validateCheckpoints } from "./checkpoints";
+import { validateGpuMemory } from "./gpu-fit";
 import { imageSource } from "./image-sources";
 import { grpoBatchRuleApplies, programLabel, validateProgram } from "./program-rules";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
@@ -410,6 +411,7 @@ export function validatePlatform(c: PlatformConfig): string[] {
         ...validateProgram(c),
         ...validateVllmSettings(c),
         ...validateCheckpoints(c),
+        ...validateGpuMemory(c),
         ...validateBatches(c),
         ...c.envs.flatMap((e) => validateEnv(c, e)),
         ...validateSandboxes(c),

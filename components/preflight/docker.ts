@@ -13,6 +13,8 @@ import type { PlatformPlan } from "../platform";
 import { type DockerHostNeeds, dockerHostNeeds, formatMiB, type HostShare } from "../platform/docker-host";
 import { checkpointNeed, describeNeed } from "../config/checkpoints";
 import { quantityValue } from "../shared/quantity";
+import { usableGiB } from "../config/gpu-products";
+import { GPU_MEMORY_CHECK, gpuMemoryFinding } from "./gpu-memory";
 import { checkRegistryCredentials } from "./registry";
 import { fail, type Finding, human, ok, type Read, warn } from "./report";
 
@@ -48,6 +50,8 @@ export interface DockerFacts {
     readonly containers: Read<ReadonlyArray<{ readonly name: string; readonly ports: readonly PublishedPort[] }>>;
     /** Local socket only: host ports (ip:port) something on this machine already listens on. */
     readonly localPortsInUse?: readonly string[];
+    /** Local socket only: the host's GPUs as nvidia-smi lists them (name, memory.total in MiB), or why not. */
+    readonly gpus?: Read<ReadonlyArray<{ readonly name: string; readonly mib: number }>>;
     /** Free space under dataDir: measured (local socket), or why not. */
     readonly disk: { readonly checkedPath: string; readonly freeBytes: number } | { readonly unchecked: string };
 }
@@ -348,11 +352,42 @@ export function checkDocker(plan: PlatformPlan, f: DockerFacts): Finding[] {
             warn("NVIDIA runtime", `docker info failed: ${firstLine(f.info.error)} (unchecked)`, "run docker info on the host and look for the nvidia runtime"),
         );
     }
+    if (f.gpus) {
+        const memory = checkDockerGpuMemory(plan, f.gpus);
+        if (memory) out.push(memory);
+    }
     out.push(checkDataDir(plan, f.disk));
     const space = checkCheckpointSpace(plan, f.disk);
     if (space) out.push(space);
     out.push(checkRegistryCredentials(plan, "docker"), checkPorts(plan, f));
     return out;
+}
+
+/** `nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits` lines as GPUs. */
+export function parseNvidiaSmi(text: string): Array<{ name: string; mib: number }> {
+    return text
+        .split("\n")
+        .map((l) => /^(.+),\s*(\d+)\s*$/.exec(l.trim()))
+        .flatMap((m) => (m ? [{ name: m[1]!.trim(), mib: Number(m[2]) }] : []));
+}
+
+/** The stack's roles against the smallest of the host GPUs it uses (devices 0..n-1). */
+export function checkDockerGpuMemory(plan: PlatformPlan, gpus: NonNullable<DockerFacts["gpus"]>): Finding | undefined {
+    if (!gpus.ok)
+        return warn(
+            GPU_MEMORY_CHECK,
+            `nvidia-smi on the host failed: ${firstLine(gpus.error)} (unchecked)`,
+            "run nvidia-smi --query-gpu=name,memory.total --format=csv on the host and set training.gpuMemory.product or training.gpuMemory.gib",
+        );
+    const used = gpus.value.slice(0, gpusNeeded(plan));
+    if (used.length === 0) return undefined;
+    const smallest = used.reduce((a, b) => (b.mib < a.mib ? b : a));
+    const index = gpus.value.indexOf(smallest);
+    return gpuMemoryFinding(
+        plan,
+        `GPU ${index} ${smallest.name} (${smallest.mib} MiB: ${usableGiB(smallest.mib).toFixed(1)} GiB usable)`,
+        usableGiB(smallest.mib),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -472,5 +507,12 @@ export async function readDocker(plan: PlatformPlan, opts: DockerReadOptions = {
         localPortsInUse = [];
         for (const w of publishedPorts(plan)) if (w.protocol === "tcp" && (await portInUse(w.ip, w.port))) localPortsInUse.push(`${w.ip}:${w.port}`);
     }
-    return { host, version, info, containers, localPortsInUse, disk };
+    let gpus: DockerFacts["gpus"];
+    if (local) {
+        const smi = await runDocker(process.env.NVIDIA_SMI ?? "nvidia-smi", ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"], timeoutMs);
+        // No nvidia-smi on this machine: no GPU driver here, which the NVIDIA runtime check reports; no finding.
+        if (smi.code === 0) gpus = { ok: true, value: parseNvidiaSmi(smi.stdout) };
+        else if (!smi.stderr.startsWith("cannot run ")) gpus = { ok: false, error: smi.stderr || `nvidia-smi exited ${smi.code}` };
+    }
+    return { host, version, info, containers, localPortsInUse, disk, gpus };
 }

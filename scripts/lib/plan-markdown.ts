@@ -16,6 +16,7 @@ import { CHECKPOINT_ROOT } from "../../components/training";
 import type { DeployedEnvDescription } from "../../components/env";
 import { dockerHostNeeds, dockerMetricsAddress, formatMiB, namespaceRoles, type PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
+import { gpuMemorySection } from "./plan-gpu-memory";
 
 /** What the policy pack enforces and where (docs/design/security-model.md "The policy pack"): only when the command names it. */
 export const POLICY_PACK_NOTE =
@@ -237,6 +238,7 @@ export function renderPlanMarkdown(
         ...whatRunsWhereSection(plan),
         ...trainerProgramSection(plan),
         ...checkpointSection(plan),
+        ...gpuMemorySection(plan.config),
         ...weightSyncSection(plan),
         ...endpointsSection(plan),
         ...metricsSection(plan),

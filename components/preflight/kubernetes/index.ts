@@ -16,6 +16,7 @@ import type { KubernetesFacts } from "./facts";
 import { checkCertManager, checkGateway, checkTlsSecret } from "./ingress";
 import { kubernetesNeeds } from "./needs";
 import { checkGpuNodes, checkPriorityClass, checkRuntimeClass, checkStorage } from "./nodes";
+import { checkGpuMemory } from "./gpu-memory";
 import { checkPullSecret } from "./pull-secret";
 import { checkQuotas } from "./quota";
 import { checkClusterIdentity, checkTeamNamespaces } from "./identity";
@@ -36,6 +37,7 @@ export {
 } from "./facts";
 export { checkCertManager, checkGateway, checkTlsSecret } from "./ingress";
 export * from "./needs";
+export { checkGpuMemory, nodeGpuGiB } from "./gpu-memory";
 export { checkGpuNodes, checkPriorityClass, checkRuntimeClass, checkStorage, nodeMisfits, tolerates } from "./nodes";
 export { checkPullSecret, DOCKER_CONFIG_JSON, PULL_SECRET_FIELDS, parsePullSecretFields, pullSecretNamespaces } from "./pull-secret";
 export { checkQuotas } from "./quota";
@@ -57,6 +59,8 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
     const needs = kubernetesNeeds(plan);
     const out: Finding[] = [conn, checkVersion(f.version.value)];
     out.push(...(f.nodes.ok ? checkGpuNodes(plan, f.nodes.value) : [unreadable("GPU node", "nodes", f.nodes)]));
+    const memory = f.nodes.ok ? checkGpuMemory(plan, f.nodes.value) : undefined;
+    if (memory) out.push(memory);
     if (needs.storage)
         out.push(...(f.storageClasses.ok ? checkStorage(plan, f.storageClasses.value) : [unreadable("StorageClass", "storageclasses", f.storageClasses)]));
     if (plan.training.checkpoints && f.checkpointClaim) {
