@@ -284,6 +284,34 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
         default: "model's",
         meaning: "vLLM `--max-model-len`",
     },
+    "training.gpuMemory": {
+        default: "`{}`",
+        meaning:
+            "the GPU memory check: the trainer's and vLLM's estimated peak per GPU against one GPU's memory; a clear misfit is refused with the settings that would fit (see [GPU memory](../design/gpu-memory.md))",
+    },
+    "training.gpuMemory.product": {
+        default: "target.gpuProduct (Kubernetes), else the recipe's",
+        meaning:
+            "the GPU the run is sized for, as its `nvidia.com/gpu.product` label (e.g. `NVIDIA-H200`, `NVIDIA-A100-SXM4-80GB`); its memory comes from components/config/gpu-products.ts",
+    },
+    "training.gpuMemory.gib": {
+        default: "none",
+        meaning: "usable memory of one GPU in GiB (what torch reports as total), for a product the table lacks; wins over product",
+    },
+    "training.gpuMemory.enforce": {
+        default: "true",
+        meaning:
+            "false: an estimate above the GPU's memory is a plan.md warning instead of a refusal (for a setup the estimate does not know, e.g. CPU offload)",
+    },
+    "training.gpuMemory.promptTokens": {
+        default: "program's",
+        meaning: "prompt tokens per sequence, added to the completion length for the trainer's activations",
+    },
+    "training.gpuMemory.model": {
+        default: "known for the recipes' models",
+        meaning:
+            "a model the table does not know: the numbers of its config.json (layers, hidden, intermediate, heads, kvHeads, headDim, vocab, tiedEmbeddings, maxPositions)",
+    },
     "training.gpuMemoryUtilization": {
         default: "0.9",
         meaning: "vLLM GPU memory fraction (server and black-box layouts; colocate keeps TRL's colocate default, 0.3, since training shares the GPU)",
