@@ -110,10 +110,27 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
     assert.equal(forwarder.restartPolicy, "Always", "a native sidecar: up before the agent's container, as long as the pod");
     assert.deepEqual(forwarder.resources, { requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "100m", memory: "128Mi" } });
     assert.equal(forwarder.volumeMounts, undefined, "no volume shared with the agent's container");
-    assert.deepEqual(forwarder.ports, [{ name: "trace", containerPort: 7101, protocol: "TCP" }], "the trace port, for the trainer (the model routes are on loopback)");
+    assert.deepEqual(
+        forwarder.ports,
+        [{ name: "trace", containerPort: 7101, protocol: "TCP" }],
+        "the trace port, for the trainer (the model routes are on loopback)",
+    );
     assert.deepEqual(
         forwarder.command.slice(3),
-        ["--host", "127.0.0.1", "--port", "7100", "--trace-host", "0.0.0.0", "--trace-port", "7101", "--upstream", d.upstreamUrl, "--key-env", "OPENCODE_UPSTREAM_API_KEY"],
+        [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "7100",
+            "--trace-host",
+            "0.0.0.0",
+            "--trace-port",
+            "7101",
+            "--upstream",
+            d.upstreamUrl,
+            "--key-env",
+            "OPENCODE_UPSTREAM_API_KEY",
+        ],
         "model routes on loopback, the trace on the pod IP",
     );
     for (const c of [forwarder, ...spec.containers]) {

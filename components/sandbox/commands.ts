@@ -2,7 +2,15 @@
  * What the processes of a sandbox pod run: the command runtime as PID 1 and the key-holding
  * forwarder beside it (python/agent_rl_sandbox/runtime.py, forwarder.py). Pure.
  */
-import { SANDBOX_FORWARDER_PATH, SANDBOX_FORWARDER_PORT, SANDBOX_HOME_SEED, SANDBOX_KEY_ENV, SANDBOX_PORT, SANDBOX_RUNTIME_PATH, SANDBOX_TRACE_PORT } from "./model";
+import {
+    SANDBOX_FORWARDER_PATH,
+    SANDBOX_FORWARDER_PORT,
+    SANDBOX_HOME_SEED,
+    SANDBOX_KEY_ENV,
+    SANDBOX_PORT,
+    SANDBOX_RUNTIME_PATH,
+    SANDBOX_TRACE_PORT,
+} from "./model";
 
 /**
  * The forwarder's command: the model routes on loopback only (the agent's container shares the pod's loopback,

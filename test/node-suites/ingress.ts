@@ -397,14 +397,19 @@ export function ingressSuite(shared: NodeSession): void {
                 return lastJson(r.stdout) as { found: string[]; files: number; unreadable: number };
             };
             const agent = await search("sandbox-ingress", "sandbox");
-            process.stderr.write(`# the agent's uid searched ${agent.files} files (${agent.unreadable} unreadable), env and /proc: ${JSON.stringify(agent.found)}\n`);
+            process.stderr.write(
+                `# the agent's uid searched ${agent.files} files (${agent.unreadable} unreadable), env and /proc: ${JSON.stringify(agent.found)}\n`,
+            );
             assert.ok(agent.files > 1000, `the search walked the container's whole root: ${agent.files} files`);
             assert.deepEqual(agent.found, [], "the key's value, readable by the agent's uid");
             // CONTROLS: the forwarder's own container (the key in its PID 1's environ) and the Secret mounted in the agent's container.
             const fwd = await search("sandbox-ingress", "forwarder");
             assert.ok(fwd.found.includes("/proc/1/environ"), `the forwarder's container: ${JSON.stringify(fwd.found)}`);
             const leaky = await search("sandbox-leaky", "sandbox");
-            assert.ok(leaky.found.some((p) => p.startsWith("/var/run/leak/")), `the Secret mounted in the agent's container: ${JSON.stringify(leaky.found)}`);
+            assert.ok(
+                leaky.found.some((p) => p.startsWith("/var/run/leak/")),
+                `the Secret mounted in the agent's container: ${JSON.stringify(leaky.found)}`,
+            );
         });
 
         it(`the trainer reads the forwarder's trace on the pod IP's port ${SANDBOX_TRACE_PORT}; the agent's side is refused it`, async () => {
@@ -415,7 +420,10 @@ export function ingressSuite(shared: NodeSession): void {
             const standin = one("Job").spec.template.spec.containers[0].name;
             const trainer = lastJson((await exec(trainingNs, "vllm-standin", standin, ["python3", "-I", "-c", TRACE_PY, url])).stdout);
             assert.equal(trainer.status, 200, JSON.stringify(trainer));
-            assert.ok(trainer.header.calls >= 1 && trainer.header.recorded === trainer.header.calls, `the call through the forwarder is recorded: ${JSON.stringify(trainer.header)}`);
+            assert.ok(
+                trainer.header.calls >= 1 && trainer.header.recorded === trainer.header.calls,
+                `the call through the forwarder is recorded: ${JSON.stringify(trainer.header)}`,
+            );
             for (const u of [url, `http://127.0.0.1:${SANDBOX_TRACE_PORT}/trace`]) {
                 const agent = lastJson((await exec(sandboxNs, "sandbox-ingress", "sandbox", ["python3", "-I", "-c", TRACE_PY, u])).stdout);
                 assert.equal(agent.status, 403, `${u} from the agent's container: ${JSON.stringify(agent)}`);
