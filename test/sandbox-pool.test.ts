@@ -110,6 +110,29 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
     assert.equal(forwarder.restartPolicy, "Always", "a native sidecar: up before the agent's container, as long as the pod");
     assert.deepEqual(forwarder.resources, { requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "100m", memory: "128Mi" } });
     assert.equal(forwarder.volumeMounts, undefined, "no volume shared with the agent's container");
+    assert.deepEqual(
+        forwarder.ports,
+        [{ name: "trace", containerPort: 7101, protocol: "TCP" }],
+        "the trace port, for the trainer (the model routes are on loopback)",
+    );
+    assert.deepEqual(
+        forwarder.command.slice(3),
+        [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "7100",
+            "--trace-host",
+            "0.0.0.0",
+            "--trace-port",
+            "7101",
+            "--upstream",
+            d.upstreamUrl,
+            "--key-env",
+            "OPENCODE_UPSTREAM_API_KEY",
+        ],
+        "model routes on loopback, the trace on the pod IP",
+    );
     for (const c of [forwarder, ...spec.containers]) {
         const sc = c.securityContext;
         assert.equal(sc.allowPrivilegeEscalation, false);
@@ -160,6 +183,7 @@ describe("resolveSandboxPool", () => {
             SANDBOX_API_VERSION: "v1beta1",
             SANDBOX_SHUTDOWN_POLICY: "Delete",
             SANDBOX_PORT: "8888",
+            SANDBOX_TRACE_PORT: "7101",
             SANDBOX_HOME: "/root",
             SANDBOX_POOL_SIZE: "10",
             SANDBOX_CPU: "2",
@@ -267,7 +291,10 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         assert.deepEqual(np.spec.ingress, [
             {
                 from: [{ namespaceSelector: ns(names.namespaces.training), podSelector: { matchLabels: podLabels("trainer", names.training.job) } }],
-                ports: [{ protocol: "TCP", port: 8888 }],
+                ports: [
+                    { protocol: "TCP", port: 8888 },
+                    { protocol: "TCP", port: 7101 },
+                ],
             },
         ]);
     });

@@ -108,6 +108,8 @@ function trainerEgressPeers(
     if (ingress) egressPeers.push({ what: "vLLM ingress", ...ingress.peer });
     if (sandboxes && config.sandboxes.provider === "agent-sandbox") {
         egressPeers.push({ what: "sandboxes", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: sandboxes.port });
+        // The forwarders' trace port (docs/design/sandbox-trust.md): the trainer reads the training trace there.
+        egressPeers.push({ what: "sandbox traces", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: sandboxes.forwarder.tracePort });
     }
     return egressPeers;
 }

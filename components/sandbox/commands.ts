@@ -2,14 +2,39 @@
  * What the processes of a sandbox pod run: the command runtime as PID 1 and the key-holding
  * forwarder beside it (python/agent_rl_sandbox/runtime.py, forwarder.py). Pure.
  */
-import { SANDBOX_FORWARDER_PATH, SANDBOX_FORWARDER_PORT, SANDBOX_HOME_SEED, SANDBOX_KEY_ENV, SANDBOX_PORT, SANDBOX_RUNTIME_PATH } from "./model";
+import {
+    SANDBOX_FORWARDER_PATH,
+    SANDBOX_FORWARDER_PORT,
+    SANDBOX_HOME_SEED,
+    SANDBOX_KEY_ENV,
+    SANDBOX_PORT,
+    SANDBOX_RUNTIME_PATH,
+    SANDBOX_TRACE_PORT,
+} from "./model";
 
 /**
- * The forwarder's command: loopback only (the agent's container shares the pod's loopback, nothing
- * outside the pod reaches it), the ingress as upstream, the key from its own container's env.
+ * The forwarder's command: the model routes on loopback only (the agent's container shares the pod's loopback,
+ * nothing outside the pod reaches it), the trace on the pod IP for the trainer, the ingress as upstream, the key
+ * from its own container's env.
  */
-export function sandboxForwarderCommand(upstreamUrl: string, port: number = SANDBOX_FORWARDER_PORT): string[] {
-    return ["python3", "-I", SANDBOX_FORWARDER_PATH, "--host", "127.0.0.1", "--port", String(port), "--upstream", upstreamUrl, "--key-env", SANDBOX_KEY_ENV];
+export function sandboxForwarderCommand(upstreamUrl: string, port: number = SANDBOX_FORWARDER_PORT, tracePort: number = SANDBOX_TRACE_PORT): string[] {
+    return [
+        "python3",
+        "-I",
+        SANDBOX_FORWARDER_PATH,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--trace-host",
+        "0.0.0.0",
+        "--trace-port",
+        String(tracePort),
+        "--upstream",
+        upstreamUrl,
+        "--key-env",
+        SANDBOX_KEY_ENV,
+    ];
 }
 
 /** PID 1 of every Kubernetes sandbox: the runtime (python -I: nothing from the writable HOME, e.g. a planted sitecustomize, is imported). */

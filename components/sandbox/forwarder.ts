@@ -9,6 +9,7 @@ import {
     SANDBOX_FORWARDER_PATH,
     SANDBOX_FORWARDER_PORT,
     SANDBOX_KEY_ENV,
+    SANDBOX_TRACE_PORT,
     type SandboxConfig,
     type SandboxForwarder,
 } from "./model";
@@ -27,6 +28,7 @@ export function forwarderDescription(s: SandboxConfig["sandboxes"], ingressUrl: 
         command: sandboxForwarderCommand(ingressUrl),
         probeCommand: ["python3", "-I", SANDBOX_FORWARDER_PATH, "--probe", "--port", String(SANDBOX_FORWARDER_PORT)],
         port: SANDBOX_FORWARDER_PORT,
+        tracePort: SANDBOX_TRACE_PORT,
         url: FORWARDER_URL,
         // A uid of its own beside the sandbox's (schema: runAsUser in 1000..2^31-1).
         runAsUser: s.runAsUser < 2147483647 ? s.runAsUser + 1 : s.runAsUser - 1,

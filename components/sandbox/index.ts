@@ -18,6 +18,7 @@ export {
     SANDBOX_KEY_ENV,
     SANDBOX_PORT,
     SANDBOX_RUNTIME_PATH,
+    SANDBOX_TRACE_PORT,
     SANDBOX_URL_ENV,
     type SandboxDescription,
     type SandboxForwarder,

@@ -55,6 +55,8 @@ export function forwarderContainer(d: SandboxDescription): Record<string, unknow
         imagePullPolicy: imagePullPolicy(d.image),
         restartPolicy: "Always",
         command: [...f.command],
+        // The trace port (the model routes are on loopback, which needs no port): the trainer reads the trace here.
+        ports: [{ name: "trace", containerPort: f.tracePort, protocol: "TCP" }],
         env: [{ name: f.keyEnv, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } }],
         // Run in its container: the forwarder listens on loopback, which kubelet's httpGet/tcpSocket (pod IP) cannot reach.
         startupProbe: { exec: { command: [...f.probeCommand] }, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 30 },
@@ -129,7 +131,7 @@ export function sandboxWarmPoolSpec(d: SandboxDescription): Record<string, unkno
     return { sandboxTemplateRef: { name: d.names.template }, replicas: d.poolSize, updateStrategy: { type: "OnReplenish" } };
 }
 
-/** NetworkPolicy: egress only to cluster DNS and the ingress pods; ingress only from the trainer pods, on the command port. */
+/** NetworkPolicy: egress only to cluster DNS and the ingress pods; ingress only from the trainer pods, on the command port and the forwarder's trace port. */
 export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: IngressPeer, trainer: TrainerPeer): k8s.types.input.networking.v1.NetworkPolicySpec {
     return {
         // Every pod in the stack's sandboxes namespace, so a leftover sandbox of an earlier run (other labels)
@@ -145,7 +147,10 @@ export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: Ingress
                         podSelector: { matchLabels: { ...trainer.podLabels } },
                     },
                 ],
-                ports: [{ protocol: "TCP", port: d.port }],
+                ports: [
+                    { protocol: "TCP", port: d.port },
+                    { protocol: "TCP", port: d.forwarder.tracePort },
+                ],
             },
         ],
         egress: [

@@ -63,8 +63,18 @@ export const SANDBOX_HEALTH_PATH = "/healthz";
 export const SANDBOX_FORWARDER_PATH = "/opt/agent-rl/forwarder.py";
 /** The forwarder's port on the pod's loopback (forwarder.py DEFAULT_PORT); 7000 is the harness's capture proxy, 8888 the runtime. */
 export const SANDBOX_FORWARDER_PORT = 7100;
+/**
+ * The forwarder's trace port on the pod IP (forwarder.py DEFAULT_TRACE_PORT): the token ids and logprobs of every
+ * completion it relayed, read by the trainer (`GET /trace`), refused to callers inside the pod. The NetworkPolicy
+ * admits the trainer pods to it beside the runtime's port (docs/design/sandbox-trust.md).
+ */
+export const SANDBOX_TRACE_PORT = 7101;
 
-/** The forwarder's share of a sandbox pod: one stream at a time through Python's stdlib server (bodies up to 16 MiB in memory). */
+/**
+ * The forwarder's share of a sandbox pod. Its memory is bounded by forwarder.py's caps, not by traffic: bodies are
+ * streamed (never held whole), at most 4 requests at once (each holding at most a 4 MiB answer for the trace), the
+ * trace at most 16 MiB; measured under nine 16 MiB bodies at once and a 200-connection burst (python/tests/test_forwarder_bounds.py).
+ */
 export const FORWARDER_CPU = "100m";
 export const FORWARDER_MEMORY = "128Mi";
 
@@ -109,6 +119,8 @@ export interface SandboxForwarder {
     /** Exit 0 once it accepts connections (run in its container: it listens on loopback, which kubelet's httpGet cannot reach). */
     readonly probeCommand: readonly string[];
     readonly port: number;
+    /** The trace port on the pod IP (the trainer reads `GET /trace` there; callers inside the pod are refused). */
+    readonly tracePort: number;
     /** What the agent's side calls: `--sandbox-vllm-url` of TRL's script, the capture proxy's upstream. */
     readonly url: string;
     /** A uid of its own, never the sandbox's. */

@@ -2,7 +2,7 @@
  * The env vars the trainer gets for its sandboxes: how it finds, claims and bounds them, per
  * provider (python/agent_rl_sandbox/settings.py reads them). Pure.
  */
-import { SANDBOX_API_VERSION, SANDBOX_EXTENSIONS_GROUP, SANDBOX_HOME, SANDBOX_PORT, type SandboxConfig, type SandboxNames } from "./model";
+import { SANDBOX_API_VERSION, SANDBOX_EXTENSIONS_GROUP, SANDBOX_HOME, SANDBOX_PORT, SANDBOX_TRACE_PORT, type SandboxConfig, type SandboxNames } from "./model";
 
 export function sandboxTrainerEnv(config: SandboxConfig, names: SandboxNames, agentUpstream: string, containers: readonly string[]): Record<string, string> {
     const s = config.sandboxes;
@@ -27,6 +27,8 @@ export function sandboxTrainerEnv(config: SandboxConfig, names: SandboxNames, ag
             SANDBOX_API_VERSION: SANDBOX_API_VERSION,
             SANDBOX_SHUTDOWN_POLICY: "Delete",
             SANDBOX_PORT: String(SANDBOX_PORT),
+            // The forwarder's trace port on the same pod IP: the trace the trainer trains on (python/agent_rl_sandbox/handle.py fetch_trace).
+            SANDBOX_TRACE_PORT: String(SANDBOX_TRACE_PORT),
             // OpenCodeConfig.sandbox_home: where the harness writes config, task and logs (python/agent_rl_sandbox/settings.py).
             SANDBOX_HOME: SANDBOX_HOME,
             SANDBOX_POOL_SIZE: String(s.poolSize),

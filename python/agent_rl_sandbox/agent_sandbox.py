@@ -228,7 +228,15 @@ class AgentSandboxBackend:
                 # its registry entry (list_active_sandboxes prunes closed ones).
                 sandbox.close_connection()
                 client.list_active_sandboxes()
-            handle = RuntimeHandle(url, sandbox_id=claim, on_kill=release, env=envs, lifetime_seconds=lifetime - (time.monotonic() - started))
+            handle = RuntimeHandle(
+                url,
+                sandbox_id=claim,
+                on_kill=release,
+                env=envs,
+                lifetime_seconds=lifetime - (time.monotonic() - started),
+                trace_url=self._trace_url(url),
+                max_read_bytes=self.settings.max_read_bytes,
+            )
             self._await_runtime(handle)
             log.info("claimed sandbox %s (%s) for %ds", claim, url, lifetime)
             return handle
@@ -248,6 +256,12 @@ class AgentSandboxBackend:
             # The template sets service: true, so each sandbox has a headless Service.
             host = sandbox.get_service_fqdn() or f"{sandbox.sandbox_id}.{self.settings.namespace}.svc.cluster.local"
         return f"http://{host}:{port}"
+
+    def _trace_url(self, runtime_url: str) -> str | None:
+        """The forwarder's trace port on the runtime's host (same pod IP); None when the pool has none."""
+        if not self.settings.trace_port:
+            return None
+        return f"{runtime_url.rsplit(':', 1)[0]}:{self.settings.trace_port}"
 
     @staticmethod
     def _await_runtime(handle: RuntimeHandle) -> None:

@@ -25,6 +25,13 @@ SHORT_REQUEST_SECONDS = 30.0
 WAIT_POLL_SECONDS = 5.0
 #: Consecutive transport failures a background wait tolerates before giving up.
 WAIT_TRANSPORT_RETRIES = 3
+#: Largest answer read from a sandbox (settings.max_read_bytes, SANDBOX_MAX_READ_BYTES): a file, a
+#: command's output (the runtime cuts each stream at 8 MiB, JSON escaping may grow it), the trace.
+DEFAULT_MAX_READ_BYTES = 64 * 1024 * 1024
+#: Piece size of a streamed read.
+READ_PIECE_BYTES = 1024 * 1024
+#: Largest upload the runtime accepts (runtime.py MAX_FILE_BYTES): refused here before sending.
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -49,16 +56,37 @@ class SandboxGone(SandboxError):
     """The sandbox was killed (claim deleted) or is shutting down."""
 
 
+class SandboxAnswerTooLarge(SandboxError):
+    """An answer from the sandbox went past the read cap: nothing of it is returned."""
+
+
+def read_capped(resp: http.client.HTTPResponse, limit: int, what: str) -> bytes:
+    """The whole body of `resp`, read in pieces; past `limit` bytes it stops and raises, so memory
+    never holds more than `limit` (a declared Content-Length over it is refused before reading)."""
+    declared = resp.getheader("Content-Length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise SandboxAnswerTooLarge(f"{what}: the answer is {int(declared)} bytes, over the {limit}-byte read cap (SANDBOX_MAX_READ_BYTES)", status=resp.status)
+    data = bytearray()
+    while True:
+        piece = resp.read(min(READ_PIECE_BYTES, limit + 1 - len(data)))
+        if not piece:
+            return bytes(data)
+        data += piece
+        if len(data) > limit:
+            raise SandboxAnswerTooLarge(f"{what}: the answer went past the {limit}-byte read cap (SANDBOX_MAX_READ_BYTES)", status=resp.status)
+
+
 class RuntimeClient:
     """JSON over HTTP to one runtime, a new connection per request."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES) -> None:
         parts = urlsplit(base_url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"runtime URL must be http://host:port, got {base_url!r}")
         self.base_url = base_url.rstrip("/")
         self._host = parts.hostname
         self._port = parts.port or 80
+        self.max_read_bytes = max_read_bytes
 
     def request(self, method: str, path: str, *, body: bytes | None = None, json_body: Any = None, timeout: float) -> tuple[int, bytes]:
         data = json.dumps(json_body).encode() if json_body is not None else body
@@ -67,7 +95,7 @@ class RuntimeClient:
         try:
             conn.request(method, path, body=data if data is not None else (b"" if method in ("POST", "PUT") else None), headers=headers)
             resp = conn.getresponse()
-            return resp.status, resp.read()
+            return resp.status, read_capped(resp, self.max_read_bytes, f"{method} {path.split('?')[0]}")
         except (OSError, http.client.HTTPException) as e:
             # The path may name a file; never the body (env values, file contents).
             raise SandboxError(f"{method} {self.base_url}{path.split('?')[0]} failed: {type(e).__name__}: {e}") from e
@@ -147,8 +175,11 @@ class RuntimeHandle:
         on_kill: Callable[[], None] | None = None,
         env: Mapping[str, str] | None = None,
         lifetime_seconds: float | None = None,
+        trace_url: str | None = None,
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
     ) -> None:
-        self.client = RuntimeClient(base_url)
+        self.client = RuntimeClient(base_url, max_read_bytes=max_read_bytes)
+        self._trace = RuntimeClient(trace_url, max_read_bytes=max_read_bytes) if trace_url else None
         self._sandbox_id = sandbox_id
         self._on_kill = on_kill
         self._env = dict(env or {})
@@ -204,7 +235,10 @@ class RuntimeHandle:
 
     def write_text(self, path: str, content: str) -> None:
         self.check_alive()
-        self.client.call("PUT", f"/files?path={quote(path, safe='')}", body=content.encode("utf-8"), timeout=SHORT_REQUEST_SECONDS)
+        data = content.encode("utf-8")
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise SandboxError(f"PUT /files: {len(data)} bytes, over the runtime's {MAX_UPLOAD_BYTES}-byte upload cap", status=413)
+        self.client.call("PUT", f"/files?path={quote(path, safe='')}", body=data, timeout=SHORT_REQUEST_SECONDS)
 
     def read_text(self, path: str) -> str:
         self.check_alive()
@@ -220,6 +254,24 @@ class RuntimeHandle:
         self.check_alive()
         data = self.client.call("GET", f"/exists?path={quote(path, safe='')}", timeout=SHORT_REQUEST_SECONDS)
         return bool(json.loads(data)["exists"])
+
+    def fetch_trace(self) -> dict[str, Any]:
+        """The forwarder's record of every completion the sandbox's agent side got (forwarder.py
+        ``GET /trace``): ``{"calls", "recorded", "dropped", "restarts", "complete", "entries"}``, each
+        entry ``{"seq", "status", "model", "prompt_token_ids", "choices": [{"index", "token_ids",
+        "logprobs", "finish_reason"}]}``. It comes from the forwarder's uid, not through the runtime,
+        which runs as the agent's: train on this, not on what the in-sandbox capture proxy says."""
+        self.check_alive()
+        if self._trace is None:
+            raise SandboxError(f"sandbox {self._sandbox_id}: no trace port (SANDBOX_TRACE_PORT)")
+        lines = self._trace.call("GET", "/trace", timeout=SHORT_REQUEST_SECONDS).splitlines()
+        if not lines:
+            raise SandboxError(f"sandbox {self._sandbox_id}: the forwarder answered an empty trace")
+        header = json.loads(lines[0])
+        entries = [json.loads(line) for line in lines[1:] if line.strip()]
+        if len(entries) != header.get("recorded"):
+            raise SandboxError(f"sandbox {self._sandbox_id}: the trace announced {header.get('recorded')} entries and carried {len(entries)}")
+        return {**header, "entries": entries}
 
     def kill(self) -> None:
         """Releases the sandbox once (idempotent); later calls on the handle raise ``SandboxGone``."""

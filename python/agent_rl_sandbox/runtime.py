@@ -6,8 +6,10 @@ what the trainer's sandbox backend needs (OpenEnv opencode env, ``sandbox/base.p
 - ``POST /jobs``   {cmd, env, cwd}          -> {id, pid}          (background job)
 - ``GET  /jobs/<id>?wait=S``                -> {id, pid, running, exit_code} (long poll <= 30 s)
 - ``POST /jobs/<id>/kill``                  -> same, after SIGTERM then SIGKILL of its process group
-- ``PUT  /files?path=P`` (body: bytes)      write, parent directories created
-- ``GET  /files?path=P``                    read (404 when missing)
+- ``PUT  /files?path=P`` (body: bytes)      write, parent directories created (streamed, <= 64 MiB)
+- ``GET  /files?path=P``                    read (404 when missing; a regular file only, streamed,
+                                            413 past --max-read-bytes, 32 MiB by default, by its size:
+                                            a sparse ``truncate -s 768M`` file is refused unread)
 - ``GET  /exists?path=P``                   -> {exists}
 
 Why not agent-sandbox's own runtime (examples/python-runtime-sandbox, v0.5.6): its /execute
@@ -27,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import io
 import json
 import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -52,8 +56,14 @@ TIMEOUT_EXIT_CODE = 124
 MAX_WAIT_SECONDS = 30.0
 #: Output kept per stream of one exec (the rest is cut, with a marker): bounds the runtime's memory.
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
-#: Largest file body accepted by PUT /files.
+#: Largest file body accepted by PUT /files (streamed to the file, never held whole).
 MAX_FILE_BYTES = 64 * 1024 * 1024
+#: Largest file served by GET /files (--max-read-bytes): decided by the file's size before reading
+#: (sparse files included), and never more sent than that size. The trainer's own cap
+#: (handle.py DEFAULT_MAX_READ_BYTES, 64 MiB) is above it.
+MAX_READ_BYTES = 32 * 1024 * 1024
+#: Piece size of streamed file reads and writes.
+PIECE_BYTES = 1024 * 1024
 #: Largest JSON request body.
 MAX_JSON_BYTES = 4 * 1024 * 1024
 #: Seconds a killed job gets between SIGTERM and SIGKILL of its process group.
@@ -116,10 +126,11 @@ def _read_capped(f: Any, limit: int) -> str:
 class Runtime:
     """The state behind the HTTP API: base env, working dir, background jobs."""
 
-    def __init__(self, *, workdir: str, base_env: dict[str, str], max_exec_seconds: float) -> None:
+    def __init__(self, *, workdir: str, base_env: dict[str, str], max_exec_seconds: float, max_read_bytes: int = MAX_READ_BYTES) -> None:
         self.workdir = workdir
         self.base_env = dict(base_env)
         self.max_exec_seconds = max_exec_seconds
+        self.max_read_bytes = max_read_bytes
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
@@ -212,12 +223,22 @@ class Runtime:
             job.kill(grace=0.5)
 
     # --- files ------------------------------------------------------------------------------
-    def write_file(self, path: str, data: bytes) -> None:
+    def write_file(self, path: str, data: Any, length: int | None = None) -> None:
+        """Writes `data` (bytes, or a stream of which `length` bytes are copied in pieces) to `path`."""
         target = self.resolve(path)
         try:
             os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
             with open(target, "wb") as f:
-                f.write(data)
+                if isinstance(data, (bytes, bytearray)):
+                    f.write(data)
+                    return
+                left = int(length or 0)
+                while left > 0:
+                    piece = data.read(min(PIECE_BYTES, left))
+                    if not piece:
+                        raise RequestError(HTTPStatus.BAD_REQUEST, f"the body of {path!r} ended {left} bytes early")
+                    f.write(piece)
+                    left -= len(piece)
         except IsADirectoryError:
             raise RequestError(HTTPStatus.BAD_REQUEST, f"{path!r} is a directory") from None
         except PermissionError as e:
@@ -226,16 +247,43 @@ class Runtime:
             raise RequestError(HTTPStatus.CONFLICT, f"cannot write {path!r}: {e.strerror}") from None
 
     def read_file(self, path: str) -> bytes:
+        """The whole file, for callers that want bytes (the HTTP route streams with open_file)."""
+        f, size = self.open_file(path)
+        with f:
+            return f.read(size) if size else f.read()
+
+    def open_file(self, path: str) -> tuple[Any, int]:
+        """`path` opened for a bounded read, and how many bytes to send: a regular file only (a FIFO
+        would block, /dev/zero never end); its size decides, before any byte is read, so a sparse file
+        of 768 MiB (no blocks, nothing counted against the emptyDir) is refused as what it claims to be.
+        A size-0 regular file (procfs) is read up to the cap + 1 to see."""
         target = self.resolve(path)
         try:
-            with open(target, "rb") as f:
-                return f.read()
+            # Non-blocking: opening a FIFO must not wait for a writer (it is refused below, unread).
+            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
         except FileNotFoundError:
             raise RequestError(HTTPStatus.NOT_FOUND, f"{path!r} does not exist") from None
-        except IsADirectoryError:
-            raise RequestError(HTTPStatus.BAD_REQUEST, f"{path!r} is a directory") from None
         except PermissionError as e:
             raise RequestError(HTTPStatus.FORBIDDEN, f"cannot read {path!r}: {e.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise RequestError(HTTPStatus.BAD_REQUEST, f"{path!r} is a directory")
+            if not stat.S_ISREG(st.st_mode):
+                raise RequestError(HTTPStatus.BAD_REQUEST, f"{path!r} is not a regular file")
+            if st.st_size > self.max_read_bytes:
+                raise RequestError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"{path!r} is {st.st_size} bytes, over the {self.max_read_bytes}-byte read cap (--max-read-bytes)")
+            f = os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+        if st.st_size > 0:
+            return f, st.st_size
+        with f:
+            data = f.read(self.max_read_bytes + 1)
+        if len(data) > self.max_read_bytes:
+            raise RequestError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"{path!r} reads past the {self.max_read_bytes}-byte read cap (--max-read-bytes)")
+        return io.BytesIO(data), len(data)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(self.resolve(path))
@@ -301,14 +349,33 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _body(self, limit: int) -> bytes:
+    def _length(self, limit: int) -> int:
         length = self.headers.get("Content-Length")
         if length is None:
             raise RequestError(HTTPStatus.LENGTH_REQUIRED, "Content-Length required")
         n = int(length)
         if n < 0 or n > limit:
             raise RequestError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {limit} bytes")
-        return self.rfile.read(n)
+        return n
+
+    def _body(self, limit: int) -> bytes:
+        return self.rfile.read(self._length(limit))
+
+    def _send_file(self, f: Any, size: int) -> None:
+        """Exactly `size` bytes of `f`, in pieces; a file that shrank meanwhile ends the connection short."""
+        with f:
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            left = size
+            while left > 0:
+                piece = f.read(min(PIECE_BYTES, left))
+                if not piece:
+                    self.close_connection = True
+                    return
+                self.wfile.write(piece)
+                left -= len(piece)
 
     def _json(self) -> dict[str, Any]:
         try:
@@ -345,10 +412,11 @@ class Handler(BaseHTTPRequestHandler):
                 self._body(MAX_JSON_BYTES)
                 self._send(status, rt.job(parts[1]).kill())
             elif method == "PUT" and route == "/files":
-                rt.write_file(self._path_arg(query), self._body(MAX_FILE_BYTES))
+                path = self._path_arg(query)
+                rt.write_file(path, self.rfile, self._length(MAX_FILE_BYTES))
                 self._send(status, {"ok": True})
             elif method == "GET" and route == "/files":
-                self._send(status, raw=rt.read_file(self._path_arg(query)))
+                self._send_file(*rt.open_file(self._path_arg(query)))
             elif method == "GET" and route == "/exists":
                 self._send(status, {"exists": rt.exists(self._path_arg(query))})
             else:
@@ -449,6 +517,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--home-seed", default=os.environ.get("SANDBOX_HOME_SEED"), help="image dir mirrored into $HOME before listening")
     p.add_argument("--workdir", default=None, help="working dir of commands without cwd (default: the runtime's)")
     p.add_argument("--max-exec-seconds", type=float, default=6 * 3600, help="upper bound of any one exec")
+    p.add_argument("--max-read-bytes", type=int, default=MAX_READ_BYTES, help="largest file GET /files serves (by its size, sparse files included)")
     init = p.add_mutually_exclusive_group()
     init.add_argument("--init", dest="init", action="store_true", default=None, help="fork and reap as init (default: when PID 1)")
     init.add_argument("--no-init", dest="init", action="store_false")
@@ -471,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("bash is not on PATH: commands run as bash -c")
         return 2
     workdir = os.path.abspath(args.workdir or os.getcwd())
-    runtime = Runtime(workdir=workdir, base_env=dict(os.environ), max_exec_seconds=args.max_exec_seconds)
+    runtime = Runtime(workdir=workdir, base_env=dict(os.environ), max_exec_seconds=args.max_exec_seconds, max_read_bytes=args.max_read_bytes)
     server = RuntimeServer((args.host, args.port), runtime)
 
     def stop(_sig: int, _frame: Any) -> None:

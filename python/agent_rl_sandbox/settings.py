@@ -49,6 +49,11 @@ class AgentSandboxSettings:
     max_lifetime_seconds: int
     #: The runtime's port in every sandbox pod.
     port: int = 8888
+    #: The forwarder's trace port on the same pod IP (0: the pool has none, fetch_trace refuses).
+    trace_port: int = 7101
+    #: Largest answer read from a sandbox (a file, a command's output, the trace): enforced while
+    #: streaming, so a sparse or endless file costs the trainer at most this much memory.
+    max_read_bytes: int = 64 * 1024 * 1024
     #: HOME inside the sandbox (OpenCodeConfig.sandbox_home); /home/user leads there too.
     home: str = DEFAULT_HOME
     #: Where the agent's side of a sandbox reaches vLLM: its pod's forwarder (http://127.0.0.1:7100);
@@ -108,11 +113,13 @@ class AgentSandboxSettings:
         run_id = need("SANDBOX_RUN_ID")
         max_lifetime = number("SANDBOX_MAX_LIFETIME_SECONDS")
         port = number("SANDBOX_PORT", 8888)
+        trace_port = number("SANDBOX_TRACE_PORT", 7101)
+        max_read = number("SANDBOX_MAX_READ_BYTES", 64 * 1024 * 1024)
         home = env.get("SANDBOX_HOME", "") or DEFAULT_HOME
         upstream = env.get("SANDBOX_UPSTREAM_URL", "")
         values: dict[str, Any] = dict(
             namespace=namespace, warm_pool=warm_pool, run_label=run_label, run_id=run_id,
-            max_lifetime_seconds=max_lifetime, port=port, home=home, upstream_url=upstream,
+            max_lifetime_seconds=max_lifetime, port=port, trace_port=trace_port, max_read_bytes=max_read, home=home, upstream_url=upstream,
             image=env.get("SANDBOX_IMAGE", ""), cpu=env.get("SANDBOX_CPU", ""), memory=env.get("SANDBOX_MEMORY", ""),
         )
         values.update(overrides)
@@ -132,6 +139,10 @@ class AgentSandboxSettings:
             )
         if not 0 < self.port < 65536:
             problems.append(f"port {self.port} out of range")
+        if not 0 <= self.trace_port < 65536:
+            problems.append(f"trace port {self.trace_port} out of range")
+        if self.max_read_bytes < 1024 * 1024:
+            problems.append(f"max read bytes {self.max_read_bytes} is under 1 MiB (SANDBOX_MAX_READ_BYTES)")
         if not self.home.startswith("/"):
             problems.append(f"home {self.home!r} is not absolute")
         if problems:

@@ -137,6 +137,8 @@ def start_forwarder(facts: dict, upstream: str, tmp: Path) -> tuple[subprocess.P
     script = readable_copy_of_the_forwarder()
     argv[argv.index("/opt/agent-rl/forwarder.py")] = str(script)
     argv[argv.index("--port") + 1] = str(port)
+    if "--trace-port" in argv:
+        argv[argv.index("--trace-port") + 1] = str(free_port())
     argv[argv.index("--upstream") + 1] = upstream
     (key_ref,) = f["env"]
     assert "secretKeyRef" in key_ref["valueFrom"]

@@ -155,6 +155,10 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
                 "isolation",
                 `runc (the docker target sets no runtime), uid ${sb.security.runAsUser}, every capability dropped, no-new-privileges, read-only root, only the internal sandbox network`,
             ],
+            [
+                "training trace",
+                `each forwarder (uid ${sb.forwarder.runAsUser}) records the model's token ids and logprobs on TCP ${sb.forwarder.tracePort}, but the Docker trainer reaches its sandboxes by \`docker exec\` only: the trace it trains on is the in-sandbox capture proxy's, which the agent's uid can rewrite (docs/design/sandbox-trust.md)`,
+            ],
             run,
         ];
     }
@@ -164,7 +168,21 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
         ["pod deadline", `${sb.deadlineSeconds} s (warm wait ${sb.maxWarmWaitSeconds} s + lifetime)`],
         ["quota", `${sb.quota.pods} pods, ${sb.quota.cpu} CPU, ${sb.quota.memory}`],
         ["isolation", sb.runtimeClassName ? `runtimeClass ${sb.runtimeClassName}` : "runc (set sandboxes.runtimeClassName for gVisor/Kata)"],
+        [
+            "training trace",
+            `recorded by each pod's forwarder (uid ${sb.forwarder.runAsUser}, ports held from before the agent starts), read by the trainer on TCP ${sb.forwarder.tracePort}; refused from inside the pod (docs/design/sandbox-trust.md)`,
+        ],
         run,
+    ];
+}
+
+/** Hosted sandboxes: nothing of theirs can be hidden from the agent, and nothing checks the trace. */
+function hostedSandboxesSection(): string[] {
+    return [
+        "## Sandboxes (hosted)",
+        "",
+        "Hosted sandboxes (`sandboxes.provider: hf`) run OpenEnv's capture proxy as the agent's own uid, with no forwarder: the agent can read the proxy's memory and environment, rewrite the token ids and logprobs it records, kill it and answer on its port. The trace the trainer trains on is whatever the sandbox returns. Use `agent-sandbox` where the trace must be the model's (docs/design/sandbox-trust.md).",
+        "",
     ];
 }
 
@@ -616,7 +634,8 @@ function ingressSection(plan: PlatformPlan): string[] {
 
 /** A pool this stack runs (hosted sandboxes have none). */
 function sandboxesSection(plan: PlatformPlan): string[] {
-    if (!plan.sandboxes || plan.sandboxes.provider === "hf") return [];
+    if (!plan.sandboxes) return [];
+    if (plan.sandboxes.provider === "hf") return hostedSandboxesSection();
     return ["## Sandboxes", "", table(["setting", "value"], sandboxRows(plan.sandboxes)), ""];
 }
 

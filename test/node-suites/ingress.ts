@@ -23,7 +23,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { renderKeysFile } from "../../components/ingress/nginx";
-import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/model";
+import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_SECRET_KEY, SANDBOX_TRACE_PORT } from "../../components/sandbox/model";
 import { planToDir } from "../../scripts/lib/plan";
 import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
 import type { Manifest } from "../helpers/reachability";
@@ -73,6 +73,58 @@ try:
 except urllib.error.HTTPError as e:
     text = e.read().decode()
     print(json.dumps({"status": e.code, "model": model(text), "body": text[:300]}))
+except OSError as e:
+    print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
+`;
+
+/**
+ * The key's value looked for everywhere the caller's uid can read: its env, every /proc/<pid>/environ and cmdline,
+ * and every regular file under / (os.walk crosses into every mount: the emptyDirs, /dev/shm, /etc/hosts..., /proc and
+ * /sys aside, whose per-process files are read above). The key comes hex-encoded on argv,
+ * so the probe's own command line does not hold it. Prints {found, files, unreadable}.
+ */
+const KEY_SEARCH_PY = `
+import json, os, sys
+key = bytes.fromhex(sys.argv[1])
+found, files, unreadable = [], 0, 0
+if any(key in v.encode() for v in os.environ.values()):
+    found.append("env")
+for pid in os.listdir("/proc"):
+    for part in ("environ", "cmdline"):
+        try:
+            with open(f"/proc/{pid}/{part}", "rb") as f:
+                if key in f.read():
+                    found.append(f"/proc/{pid}/{part}")
+        except OSError:
+            pass
+for root, dirs, names in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/sys")]
+    for name in names:
+        path = os.path.join(root, name)
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        files += 1
+        try:
+            with open(path, "rb") as f:
+                tail = b""
+                while piece := f.read(1 << 20):
+                    if key in tail + piece:
+                        found.append(path)
+                        break
+                    tail = piece[-len(key):]
+        except OSError:
+            unreadable += 1
+print(json.dumps({"found": sorted(set(found)), "files": files, "unreadable": unreadable}))
+`;
+
+/** GET of the forwarder's trace port (python3's urllib): the status and the first line (the header). */
+const TRACE_PY = `
+import json, sys, urllib.request, urllib.error
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
+        print(json.dumps({"status": r.status, "header": json.loads(r.read().decode().splitlines()[0])}))
+except urllib.error.HTTPError as e:
+    print(json.dumps({"status": e.code, "body": e.read().decode()[:200]}))
 except OSError as e:
     print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
 `;
@@ -146,6 +198,7 @@ export function ingressSuite(shared: NodeSession): void {
                     stubConfig,
                     vllmStandinPod(job),
                     sandboxPod(template),
+                    leakySandboxPod(template),
                     clientPod("openai-client", sandboxNs, { app: "openai-client" }),
                 ],
             });
@@ -217,6 +270,33 @@ export function ingressSuite(shared: NodeSession): void {
             };
         };
 
+        /**
+         * CONTROL for the key search: the same pod with the key Secret mounted as a volume in the agent's container (the
+         * mistake issue 42's held-out review found every behavioural test blind to). Not the pool's labels: no policy change.
+         */
+        const leakySandboxPod = (template: Manifest) => {
+            const pod = sandboxPod(template);
+            const [c, ...rest] = pod.spec.containers;
+            const secret = byKind("Secret").find((x) => x.metadata.namespace === sandboxNs)!;
+            return {
+                ...pod,
+                metadata: { name: "sandbox-leaky", namespace: sandboxNs, labels: { app: "sandbox-leaky" } },
+                spec: {
+                    ...pod.spec,
+                    containers: [
+                        {
+                            ...c,
+                            // Small: the node has 2 CPUs; the search needs little.
+                            resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { cpu: "100m", memory: "128Mi" } },
+                            volumeMounts: [...c.volumeMounts, { name: "leak", mountPath: "/var/run/leak", readOnly: true }],
+                        },
+                        ...rest,
+                    ],
+                    volumes: [...pod.spec.volumes, { name: "leak", secret: { secretName: secret.metadata.name } }],
+                },
+            };
+        };
+
         const clientPod = (name: string, namespace: string, labels: Record<string, string>) =>
             openenvClientPod(node, name, namespace, labels, node.names.nodeName);
         const exec = (ns: string, pod: string, container: string, argv: readonly string[], timeoutMs?: number) =>
@@ -241,6 +321,7 @@ export function ingressSuite(shared: NodeSession): void {
             const t0 = Date.now();
             await waitReady(trainingNs, "pod/vllm-standin", 180);
             await waitReady(sandboxNs, "pod/sandbox-ingress", 180);
+            await waitReady(sandboxNs, "pod/sandbox-leaky", 180);
             await waitReady(sandboxNs, "pod/openai-client", 180);
             const rollout = await node.kubectl(["-n", ingressNs, "rollout", "status", "deployment", `--timeout=${scaledSeconds(180)}s`], undefined, 190_000);
             if (rollout.code !== 0) {
@@ -306,6 +387,50 @@ export function ingressSuite(shared: NodeSession): void {
             const out = lastJson(r.stdout);
             assert.equal(out.status, 200, r.out);
             assert.equal(out.model, model, `the stand-in's reply, through the forwarder and the ingress: ${out.body}`);
+        });
+
+        it("the agent's uid finds the key's value nowhere it can read: env, every mounted file, /proc (the forwarder's container and a pod with the Secret mounted do: the search is not blind)", async () => {
+            const hex = Buffer.from(sandboxesKey).toString("hex");
+            const search = async (pod: string, container: string) => {
+                const r = await exec(sandboxNs, pod, container, ["python3", "-I", "-c", KEY_SEARCH_PY, hex], 300_000);
+                assert.equal(r.code, 0, r.out);
+                return lastJson(r.stdout) as { found: string[]; files: number; unreadable: number };
+            };
+            const agent = await search("sandbox-ingress", "sandbox");
+            process.stderr.write(
+                `# the agent's uid searched ${agent.files} files (${agent.unreadable} unreadable), env and /proc: ${JSON.stringify(agent.found)}\n`,
+            );
+            assert.ok(agent.files > 1000, `the search walked the container's whole root: ${agent.files} files`);
+            assert.deepEqual(agent.found, [], "the key's value, readable by the agent's uid");
+            // CONTROLS: the forwarder's own container (the key in its PID 1's environ) and the Secret mounted in the agent's container.
+            const fwd = await search("sandbox-ingress", "forwarder");
+            assert.ok(fwd.found.includes("/proc/1/environ"), `the forwarder's container: ${JSON.stringify(fwd.found)}`);
+            const leaky = await search("sandbox-leaky", "sandbox");
+            assert.ok(
+                leaky.found.some((p) => p.includes("/leak/")),
+                `the Secret mounted in the agent's container: ${JSON.stringify(leaky.found)}`,
+            );
+        });
+
+        it(`the trainer reads the forwarder's trace on the pod IP's port ${SANDBOX_TRACE_PORT}; the agent's side is refused it`, async () => {
+            const ip = await node.kubectl(["-n", sandboxNs, "get", "pod", "sandbox-ingress", "-o", "jsonpath={.status.podIP}"]);
+            assert.equal(ip.code, 0, ip.stderr);
+            const url = `http://${ip.stdout.trim()}:${SANDBOX_TRACE_PORT}/trace`;
+            // The vLLM stand-in carries the training pod's labels in the training namespace: the trainer, as the NetworkPolicy sees it.
+            const standin = one("Job").spec.template.spec.containers[0].name;
+            const trainer = lastJson((await exec(trainingNs, "vllm-standin", standin, ["python3", "-I", "-c", TRACE_PY, url])).stdout);
+            assert.equal(trainer.status, 200, JSON.stringify(trainer));
+            assert.ok(
+                trainer.header.calls >= 1 && trainer.header.recorded === trainer.header.calls,
+                `the call through the forwarder is recorded: ${JSON.stringify(trainer.header)}`,
+            );
+            for (const u of [url, `http://127.0.0.1:${SANDBOX_TRACE_PORT}/trace`]) {
+                const agent = lastJson((await exec(sandboxNs, "sandbox-ingress", "sandbox", ["python3", "-I", "-c", TRACE_PY, u])).stdout);
+                assert.equal(agent.status, 403, `${u} from the agent's container: ${JSON.stringify(agent)}`);
+            }
+            // Another pod of the sandboxes namespace (no trainer labels): the NetworkPolicy drops it.
+            const other = lastJson((await exec(sandboxNs, "openai-client", "client", ["python3", "-I", "-c", TRACE_PY, url])).stdout);
+            assert.match(other.error ?? JSON.stringify(other), /timed out|refused|TimeoutError/i, JSON.stringify(other));
         });
 
         it("the ingress's NetworkPolicy: a pod with the trainer's labels in the training namespace is refused (its own egress policy would let it out)", async () => {

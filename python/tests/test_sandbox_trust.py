@@ -1,0 +1,467 @@
+"""The training trace, as the agent would attack it: read it, rewrite it, replace its recorder,
+take its ports. And the forwarder's bounds: large bodies, a connection burst.
+
+The pod is a network namespace the test makes (netns.py): the forwarder runs there with the
+template's exact command as its own uid, the agent's commands run there as the sandbox uid,
+and the trainer is this process, on the host's end of the veth pair (another address, as another
+pod is). The model is stub_model.StubModel, a STAND-IN for vLLM (token ids and logprobs the way
+vLLM returns them), on the host's end.
+
+Each attack is checked against a control, so the probe is not blind: the harness's capture proxy as
+it runs today, a process of the agent's uid on its port (a stand-in: `python3 -m http.server`), which
+the same attacks kill and replace.
+
+On main's code (before the trace port and the supervisor): no trace port (the trace tests fail
+at their first read), and killing the forwarder's one process frees its port to the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import netns
+import sandbox_root
+from agent_rl_sandbox import RuntimeHandle, SandboxError
+from conftest import free_port, stop_process
+from stub_model import StubModel
+from test_forwarder import PYTHON3, SYSTEM_PATH, readable_copy_of_the_forwarder, start_forwarder
+from test_plan_contract import forwarder, plan_facts
+from waits import scaled, wait_for
+
+KEY = "sk-ingress-trace-3f1a9c"
+MiB = 1024 * 1024
+
+needs_root = pytest.mark.skipif(
+    netns.missing_prerequisite() is not None or sandbox_root.available() is not None or PYTHON3 is None,
+    reason=str(netns.missing_prerequisite() or sandbox_root.available() or "no python3 on the system PATH"),
+)
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def as_uid(uid: int) -> list[str]:
+    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps=-all", "--no-new-privs"]
+
+
+class Pod:
+    """One sandbox pod: a network namespace with the forwarder (its uid, the template's command)."""
+
+    def __init__(self, tmp: Path, upstream_host: str | None = None) -> None:
+        facts = plan_facts()
+        f = forwarder(facts)
+        spec = facts["template"]["podTemplate"]["spec"]
+        self.agent_uid = spec["securityContext"]["runAsUser"]
+        self.fwd_uid = f["securityContext"]["runAsUser"]
+        assert self.fwd_uid != self.agent_uid
+        self.ns = netns.create(os.getpid() % 240 + 7)
+        self.model = StubModel(host=self.ns.host_ip)
+        argv = list(f["command"])
+        self.port = int(flag(argv, "--port"))
+        self.trace_port = int(flag(argv, "--trace-port")) if "--trace-port" in argv else 7101
+        argv[0] = PYTHON3
+        argv[argv.index("/opt/agent-rl/forwarder.py")] = str(readable_copy_of_the_forwarder())
+        argv[argv.index("--upstream") + 1] = upstream_host or self.model.url
+        (key_ref,) = f["env"]
+        self.log_path = tmp / "forwarder.log"
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            self.ns.exec_argv(*as_uid(self.fwd_uid), *argv),
+            env={"PATH": SYSTEM_PATH, key_ref["name"]: KEY},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        wait_for("the forwarder listens", lambda: self.proc.poll() is not None or self.listening(self.port), 15)
+        assert self.proc.poll() is None, self.log_path.read_text()
+
+    def listening(self, port: int) -> bool:
+        return self.agent("import socket,sys\ntry:\n socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=1).close()\nexcept OSError:\n sys.exit(1)", str(port)).returncode == 0
+
+    def agent(self, code: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        """`code` run by the agent: python3 in the pod's network namespace, as the sandbox uid."""
+        return subprocess.run(
+            self.ns.exec_argv(*as_uid(self.agent_uid), PYTHON3, "-I", "-c", code, *args),
+            env={"PATH": SYSTEM_PATH},
+            capture_output=True,
+            text=True,
+            timeout=scaled(timeout),
+        )
+
+    def agent_json(self, code: str, *args: str, timeout: float = 30) -> object:
+        r = self.agent(code, *args, timeout=timeout)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def forwarder_pids(self) -> list[int]:
+        """The forwarder's processes: the one ip-netns-exec/setpriv became, and its children."""
+        top = self.proc.pid
+        kids = Path(f"/proc/{top}/task/{top}/children").read_text().split()
+        return [top, *map(int, kids)]
+
+    def trace(self) -> dict:
+        """What the trainer reads: the trace port on the pod's address, through the backend's handle."""
+        h = RuntimeHandle(f"http://{self.ns.ns_ip}:1", sandbox_id="pod", trace_url=f"http://{self.ns.ns_ip}:{self.trace_port}")
+        return h.fetch_trace()
+
+    def close(self) -> None:
+        stop_process(self.proc)
+        self.model.stop()
+        self.ns.delete()
+
+
+@pytest.fixture
+def pod(tmp_path):
+    p = Pod(tmp_path)
+    yield p
+    p.close()
+
+
+#: The agent's model calls (opencode through the capture proxy, or straight): one JSON, one SSE.
+AGENT_CALLS = r'''
+import json, sys, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/v1/chat/completions"
+got = []
+for stream in (False, True):
+    body = {"model": "stub/model-1", "messages": [{"role": "user", "content": f"call {len(got)}"}], "logprobs": True, "return_token_ids": True, "stream": stream}
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        raw = r.read()
+    if not stream:
+        a = json.loads(raw)
+        got.append({"prompt": a["prompt_token_ids"], "ids": a["choices"][0]["token_ids"], "lps": [c["logprob"] for c in a["choices"][0]["logprobs"]["content"]]})
+    else:
+        ids, lps, prompt = [], [], None
+        for line in raw.decode().splitlines():
+            if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                c = json.loads(line[5:])
+                prompt = c.get("prompt_token_ids", prompt)
+                for ch in c["choices"]:
+                    ids += ch.get("token_ids") or []
+                    lps += [x["logprob"] for x in (ch.get("logprobs") or {}).get("content") or []]
+        got.append({"prompt": prompt, "ids": ids, "lps": lps})
+print(json.dumps(got))
+'''
+
+#: The agent reads the trace from inside the pod: loopback and the pod's own address.
+AGENT_READS_TRACE = r'''
+import json, sys, urllib.request, urllib.error
+out = {}
+for host in ("127.0.0.1", sys.argv[2]):
+    try:
+        with urllib.request.urlopen(f"http://{host}:{sys.argv[1]}/trace", timeout=10) as r:
+            out[host] = [r.status, r.read().decode()[:200]]
+    except urllib.error.HTTPError as e:
+        out[host] = [e.code, e.read().decode()[:200]]
+    except OSError as e:
+        out[host] = [type(e).__name__, ""]
+print(json.dumps(out))
+'''
+
+#: The agent goes after a process: signals, its memory, its env; and after its port: every bind it can try.
+AGENT_ATTACKS = r'''
+import ctypes, errno, json, os, signal, socket, sys, time
+pids = [int(p) for p in sys.argv[1].split(",")]
+port = int(sys.argv[2])
+out = {"kill": {}, "mem": {}, "ptrace": {}, "bind": {}}
+libc = ctypes.CDLL(None, use_errno=True)
+for pid in pids:
+    try:
+        with open(f"/proc/{pid}/mem", "rb") as f:
+            out["mem"][pid] = "read"
+    except OSError as e:
+        out["mem"][pid] = errno.errorcode.get(e.errno, str(e.errno))
+    rc = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH
+    out["ptrace"][pid] = "attached" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+    try:
+        os.kill(pid, signal.SIGKILL)
+        out["kill"][pid] = "killed"
+    except OSError as e:
+        out["kill"][pid] = errno.errorcode.get(e.errno, str(e.errno))
+for pid in [p for p in pids if out["kill"][p] == "killed"]:
+    for _ in range(500):  # bounded: until it is gone or a zombie (its sockets closed)
+        try:
+            if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        except OSError:
+            break
+        time.sleep(0.01)
+held = []
+for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET, "0.0.0.0"), (socket.AF_INET, sys.argv[3]), (socket.AF_INET6, "::")):
+    for opts in ((), ("SO_REUSEADDR",), ("SO_REUSEADDR", "SO_REUSEPORT")):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        for o in opts:
+            s.setsockopt(socket.SOL_SOCKET, getattr(socket, o), 1)
+        try:
+            s.bind((host, port))
+            s.listen(8)
+            out["bind"][f"{host} {'+'.join(opts) or '-'}"] = "bound"
+            held.append(s)
+        except OSError as e:
+            out["bind"][f"{host} {'+'.join(opts) or '-'}"] = errno.errorcode.get(e.errno, str(e.errno))
+            s.close()
+print(json.dumps(out))
+'''
+
+#: The agent's bind loop while the forwarder's serving process is down: bounded, it reports the first success.
+AGENT_RACES = r'''
+import json, socket, sys, time
+port, tries = int(sys.argv[1]), int(sys.argv[2])
+print("racing", flush=True)
+for i in range(tries):
+    for host in ("127.0.0.1", "0.0.0.0"):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            s.listen(8)
+            print(json.dumps({"bound": host, "try": i}))
+            sys.exit(0)
+        except OSError:
+            s.close()
+    time.sleep(0.002)
+print(json.dumps({"bound": None, "tries": tries}))
+'''
+
+
+@needs_root
+def test_the_trace_is_what_the_model_answered_and_only_the_trainer_reads_it(pod):
+    calls = pod.agent_json(AGENT_CALLS, str(pod.port))
+    t = pod.trace()
+    assert (t["calls"], t["recorded"], t["dropped"], t["restarts"], t["complete"]) == (2, 2, 0, 0, True), t
+    for got, entry in zip(calls, t["entries"]):
+        (choice,) = entry["choices"]
+        assert entry["prompt_token_ids"] == got["prompt"] and choice["token_ids"] == got["ids"] and choice["logprobs"] == got["lps"]
+        assert entry["status"] == 200 and choice["finish_reason"] == "stop"
+    # From inside the pod (the agent's side), loopback or the pod's address: refused.
+    seen = pod.agent_json(AGENT_READS_TRACE, str(pod.trace_port), pod.ns.ns_ip)
+    for host, (status, body) in seen.items():
+        assert status == 403 and "for the trainer" in body, (host, status, body)
+    # The trace port serves nothing else, and nothing that writes.
+    for method in ("POST", "PUT", "DELETE"):
+        req = urllib.request.Request(f"http://{pod.ns.ns_ip}:{pod.trace_port}/trace", data=b"{}", method=method)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=scaled(10))
+        assert e.value.code in (404, 501), (method, e.value.code)
+    assert pod.trace()["entries"] == t["entries"], "nothing the agent did changed the trace"
+
+
+class AgentUidProxy:
+    """CONTROL: the capture proxy as the harness runs it today, a process of the agent's uid on its
+    port in the pod (a stand-in: the standard library's http.server)."""
+
+    def __init__(self, p: Pod, port: int) -> None:
+        self.port = port
+        self.proc = subprocess.Popen(
+            p.ns.exec_argv(*as_uid(p.agent_uid), PYTHON3, "-I", "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", "/"),
+            env={"PATH": SYSTEM_PATH},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for("the control proxy listens", lambda: p.listening(port), 15)
+
+
+@needs_root
+def test_the_agent_can_neither_kill_nor_read_nor_bind_over_the_recorder(pod):
+    pod.agent_json(AGENT_CALLS, str(pod.port))
+    control = AgentUidProxy(pod, free_port())
+    try:
+        seen = pod.agent_json(AGENT_ATTACKS, ",".join(map(str, [control.proc.pid])), str(control.port), pod.ns.ns_ip)
+        # CONTROL: the agent kills a process of its own uid and takes its port.
+        assert seen["kill"][str(control.proc.pid)] == "killed", seen
+        assert "bound" in seen["bind"].values(), seen
+    finally:
+        stop_process(control.proc)
+    pids = pod.forwarder_pids()
+    for port in (pod.port, pod.trace_port):
+        seen = pod.agent_json(AGENT_ATTACKS, ",".join(map(str, pids)), str(port), pod.ns.ns_ip)
+        assert set(seen["kill"].values()) == {"EPERM"}, seen
+        assert set(seen["mem"].values()) <= {"EACCES", "EPERM"} and set(seen["ptrace"].values()) == {"EPERM"}, seen
+        taken = {k for k, v in seen["bind"].items() if v == "bound"}
+        if port == pod.port:
+            # The model port is 127.0.0.1's: a socket on the pod IP's port 7100 takes nothing (no one calls it there);
+            # every bind that would receive loopback's connections (127.0.0.1, 0.0.0.0, ::) is refused.
+            taken = {k for k in taken if not k.startswith(pod.ns.ns_ip + " ")}
+        assert not taken, (port, seen["bind"])
+    t = pod.trace()
+    assert pod.forwarder_pids() == pids and (t["calls"], t["recorded"], t["complete"]) == (2, 2, True), t
+
+
+@needs_root
+def test_the_ports_stay_held_when_the_serving_process_dies(pod):
+    pod.agent_json(AGENT_CALLS, str(pod.port))
+    pids = pod.forwarder_pids()
+    # The serving process: the supervisor's child (on main's code, the forwarder's only process).
+    serving = pids[-1]
+    racer = subprocess.Popen(
+        pod.ns.exec_argv(*as_uid(pod.agent_uid), PYTHON3, "-I", "-c", AGENT_RACES, str(pod.port), "1500"),
+        env={"PATH": SYSTEM_PATH},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert racer.stdout.readline().strip() == "racing"
+    os.kill(serving, signal.SIGKILL)  # as the kernel's OOM killer would
+    out, _ = racer.communicate(timeout=scaled(60))
+    assert json.loads(out)["bound"] is None, f"the agent took the forwarder's port: {out}"
+    wait_for("the forwarder serves again", lambda: pod.listening(pod.port) and len(pod.forwarder_pids()) == len(pids), 15)
+    # It serves again on the same socket, and the trace says what was lost.
+    calls = pod.agent_json(AGENT_CALLS, str(pod.port))
+    t = pod.trace()
+    assert (t["restarts"], t["complete"], t["recorded"]) == (1, False, 2), t
+    assert t["entries"][0]["choices"][0]["token_ids"] == calls[0]["ids"]
+    assert "serving again on the same sockets (restart 1)" in pod.log_path.read_text()
+
+
+# --- the forwarder's bounds -----------------------------------------------------------------------
+class SlowSink:
+    """An upstream that reads each body slowly, then answers a small JSON: requests pile up in the forwarder."""
+
+    def __init__(self) -> None:
+        self.bodies: list[int] = []
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _answer(self) -> None:
+                data = b'{"object": "list", "data": []}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._answer()
+
+            def do_POST(self) -> None:  # noqa: N802
+                left, n = int(self.headers.get("Content-Length", "0")), 0
+                while left > 0:
+                    piece = self.rfile.read(min(left, 256 * 1024))
+                    if not piece:
+                        break
+                    left -= len(piece)
+                    n += len(piece)
+                    time.sleep(0.01)
+                sink.bodies.append(n)
+                self._answer()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def pss_mib(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+def tree(pid: int) -> list[int]:
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [pid, *(p for k in kids for p in tree(int(k)))]
+
+
+@pytest.fixture
+def loopback_forwarder(tmp_path):
+    """The template's forwarder on this machine's loopback, as its own uid (no namespace: the bounds are about memory and sockets)."""
+    sink = SlowSink()
+    proc, port, _uid = start_forwarder(plan_facts(), sink.url, tmp_path)
+    yield proc, port, sink
+    stop_process(proc)
+    sink.stop()
+
+
+def post(port: int, size: int, *, body: bool = True) -> int:
+    """One POST of `size` bytes (or its headers only), on a raw socket; the answer's status."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=scaled(120))
+    try:
+        s.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode())
+        piece = b"a" * MiB
+        left = size if body else 0
+        try:
+            while left > 0:
+                s.sendall(piece[: min(left, MiB)])
+                left -= min(left, MiB)
+        except OSError:
+            pass  # refused before the body was read
+        status = s.makefile("rb").readline().split()
+        return int(status[1]) if len(status) > 1 else 0
+    finally:
+        s.close()
+
+
+@needs_root
+def test_large_bodies_stay_below_the_forwarders_memory_limit(loopback_forwarder):
+    proc, port, sink = loopback_forwarder
+    from agent_rl_sandbox.forwarder import MAX_BODY_BYTES
+
+    # Nine 16 MiB bodies at once: on main's code, 21 MB to 168 MB (over the 128Mi limit).
+    peak = [pss_mib(tree(proc.pid))]
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda: results.append(post(port, MAX_BODY_BYTES))) for _ in range(9)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        peak.append(pss_mib(tree(proc.pid)))
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    assert results == [200] * 9 and sink.bodies == [MAX_BODY_BYTES] * 9, (results, sink.bodies)
+    assert max(peak) < 64, f"the forwarder's memory peaked at {max(peak):.0f} MiB (limit 128Mi)"
+    assert post(port, MAX_BODY_BYTES + 1, body=False) == 413
+
+
+@needs_root
+def test_a_connection_burst_is_queued_not_reset(loopback_forwarder):
+    _proc, port, _sink = loopback_forwarder
+    results: list[str] = []
+    lock = threading.Lock()
+
+    def one() -> None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=scaled(60)) as r:
+                outcome = str(r.status)
+        except Exception as e:  # noqa: BLE001 - the outcome is counted
+            outcome = type(e).__name__ + ("" if not getattr(e, "reason", None) else f":{type(e.reason).__name__}")
+        with lock:
+            results.append(outcome)
+
+    # 200 at once (issue 42: a backlog of 5 reset 23 of them).
+    threads = [threading.Thread(target=one) for _ in range(200)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(scaled(120))
+    failed = [r for r in results if r != "200"]
+    assert len(results) == 200 and not failed, f"{len(failed)} of 200 failed: {sorted(set(failed))}"
