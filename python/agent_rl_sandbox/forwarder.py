@@ -25,6 +25,12 @@ upstream (never its ``Authorization``, ``Cookie`` or ``Host``); only ``Content-T
 every byte that comes back (body and headers), so an upstream that echoes its request cannot
 hand it over either. Logs carry method, route, status and duration only.
 
+Per-rollout keys (docs/design/rollout-keys.md): with ``--key-port`` the forwarder also accepts, once,
+``PUT /rollout-key`` on the pod's address: the trainer delivers the key it minted for this claim
+right after the claim is Ready, before the agent runs anything, and the listener then closes. That
+key replaces the env's (which may then be absent: requests get 503 until the delivery) and is held,
+attached and redacted exactly as the env's was.
+
 Standard library only, like ``runtime.py``: it runs on the sandbox image's own Python.
 """
 
@@ -35,6 +41,7 @@ import http.client
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import ssl
@@ -50,6 +57,10 @@ from urllib.parse import urlsplit
 DEFAULT_PORT = 7100
 #: Env var holding the ingress key, in the forwarder's container only.
 DEFAULT_KEY_ENV = "AGENT_RL_UPSTREAM_KEY"
+#: Where the trainer delivers the rollout's own key at claim time (``--key-port``; docs/design/rollout-keys.md).
+KEY_DELIVERY_PATH = "/rollout-key"
+#: The shape of a rollout key (rollout_keys.py KEY_RE); nothing else is accepted there.
+ROLLOUT_KEY_RE = re.compile(r"^rk1\.[A-Za-z0-9_-]{43}$")
 #: The routes the sandboxes may call (the ingress's allow-list for sandbox keys).
 ROUTES = frozenset({("POST", "/v1/chat/completions"), ("GET", "/v1/models")})
 #: Request headers passed upstream; every other header of the caller is dropped.
@@ -95,8 +106,9 @@ class Upstream:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"upstream must be an http(s) URL, got {url!r}")
-        if not key or any(c in key for c in "\r\n\0"):
-            raise ValueError("the upstream key must be non-empty, without CR, LF or NUL")
+        # "" only while a rollout key is awaited (--key-port): requests get 503 until it is delivered.
+        if any(c in key for c in "\r\n\0"):
+            raise ValueError("the upstream key must be without CR, LF or NUL")
         self.scheme = parts.scheme
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -165,6 +177,10 @@ class Handler(BaseHTTPRequestHandler):
                 self._reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body must be 0..{MAX_BODY_BYTES} bytes")
                 return HTTPStatus.REQUEST_ENTITY_TOO_LARGE
             body = self.rfile.read(length)
+        if not up.key:
+            self.close_connection = True
+            self._reply(HTTPStatus.SERVICE_UNAVAILABLE, "no key yet: the rollout's key is delivered when the sandbox is claimed")
+            return HTTPStatus.SERVICE_UNAVAILABLE
         headers = {h: self.headers[h] for h in REQUEST_HEADERS if self.headers.get(h)}
         # Set last, whatever the caller sent: the caller's Authorization was never copied.
         headers["Authorization"] = f"Bearer {up.key}"
@@ -243,6 +259,65 @@ class ForwarderServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
 
 
+class KeyDeliveryHandler(BaseHTTPRequestHandler):
+    """``PUT /rollout-key`` with the rollout's key as the body, once: the key replaces the upstream's,
+    and the listener closes. Never answers with a key; anything else is 404."""
+
+    server: "KeyDeliveryServer"
+    protocol_version = "HTTP/1.1"
+    server_version = "forwarder"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        pass
+
+    def _status(self, status: HTTPStatus) -> None:
+        self.close_connection = True
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_PUT(self) -> None:  # noqa: N802
+        raw = self.headers.get("Content-Length") or "0"
+        length = int(raw) if raw.isdigit() else -1
+        if urlsplit(self.path).path != KEY_DELIVERY_PATH or not 0 < length <= 256:
+            self._status(HTTPStatus.NOT_FOUND)
+            return
+        key = self.rfile.read(length).decode("ascii", "replace").strip()
+        if not ROLLOUT_KEY_RE.match(key):
+            self._status(HTTPStatus.BAD_REQUEST)
+            return
+        if not self.server.deliver(key):
+            self._status(HTTPStatus.CONFLICT)
+            return
+        log.info("rollout key delivered")
+        self._status(HTTPStatus.NO_CONTENT)
+        # One delivery per pod (a claim is one rollout): the port closes behind it.
+        threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._status(HTTPStatus.NOT_FOUND)
+
+
+class KeyDeliveryServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], upstream: Upstream) -> None:
+        self.upstream = upstream
+        self._lock = threading.Lock()
+        self._delivered = False
+        super().__init__(address, KeyDeliveryHandler)
+
+    def deliver(self, key: str) -> bool:
+        with self._lock:
+            if self._delivered:
+                return False
+            self._delivered = True
+            self.upstream.key = key
+            return True
+
+
 def probe(host: str, port: int, timeout: float = 1.0) -> bool:
     """True when something accepts TCP on host:port (the sidecar's startup probe, run in its container)."""
     try:
@@ -258,6 +333,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=DEFAULT_PORT)
     p.add_argument("--upstream", help="the ingress URL (its /v1/chat/completions and /v1/models are called)")
     p.add_argument("--key-env", default=DEFAULT_KEY_ENV, help="env var holding the ingress key (never a flag: argv is readable)")
+    p.add_argument("--key-host", default="0.0.0.0", help="where the trainer delivers the rollout's key (the pod's address)")
+    p.add_argument("--key-port", type=int, default=0, help="accept the rollout's key once on this port (0: none; the env key only)")
     p.add_argument("--probe", action="store_true", help="exit 0 when the forwarder accepts connections, else 1")
     return p.parse_args(argv)
 
@@ -268,8 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if probe(args.host, args.port) else 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s forwarder %(message)s", stream=sys.stderr)
     key = os.environ.pop(args.key_env, "")
-    if not args.upstream or not key:
-        log.error("needs --upstream and the key in $%s", args.key_env)
+    if not args.upstream or not (key or args.key_port):
+        log.error("needs --upstream and the key in $%s (or --key-port to receive the rollout's)", args.key_env)
         return 2
     try:
         upstream = Upstream(args.upstream, key)
@@ -277,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", e)
         return 2
     server = ForwarderServer((args.host, args.port), upstream)
+    if args.key_port:
+        delivery = KeyDeliveryServer((args.key_host, args.key_port), upstream)
+        threading.Thread(target=delivery.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True).start()
 
     def stop(_sig: int, _frame: Any) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
