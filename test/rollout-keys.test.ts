@@ -6,10 +6,13 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
 import * as path from "node:path";
+import { platformNames } from "../components/config";
 import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { hostedSandboxKeyWarnings } from "../components/platform/warnings";
 import { renderNginxConfig, validateProxySettings } from "../components/ingress/nginx";
 import { ROLLOUT_KEY_PATTERN } from "../components/ingress/rollout-keys";
 import { startProgram, type Started } from "./helpers/processes";
+import { parseWithTestImages } from "./helpers/config";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { pollUntil, scaled } from "./helpers/waits";
 
@@ -123,6 +126,25 @@ describe("per-rollout keys: rendering", () => {
     });
 });
 
+describe("hosted sandboxes: the plan says what the agent can do with the key it can read", () => {
+    const k8s = { kind: "kubernetes", context: "test" };
+    const exposed = { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } };
+    test("hf: the routes, the rate, the reach and the fix are named", () => {
+        const config = parseWithTestImages({ runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed }, "staging");
+        const [w, ...rest] = hostedSandboxKeyWarnings(config, platformNames(config));
+        assert.equal(rest.length, 0);
+        assert.match(w!, /can read the ingress key 'sandboxes'/);
+        assert.match(w!, /from anywhere that reaches https:\/\/vllm\.example\.com/);
+        assert.match(w!, /call POST \/v1\/chat\/completions, GET \/v1\/models at 200 requests\/s \(burst 1000\) per ingress replica/);
+        assert.match(w!, /pulumi config set --secret ingressKey-sandboxes/);
+        assert.match(w!, /cannot reach vLLM's other routes/);
+    });
+    test("agent-sandbox pools: no such warning (the forwarder holds the key)", () => {
+        const config = parseWithTestImages({ runId: "r1", target: k8s, recipe: "opencode-blackbox" }, "staging");
+        assert.deepEqual(hostedSandboxKeyWarnings(config, platformNames(config)), []);
+    });
+});
+
 describe("per-rollout keys: real nginx and verifier on loopback", () => {
     let stub: StubUpstream;
     let verifier: Verifier;
@@ -177,7 +199,7 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
         const limited = burst.filter((r) => r.status === 429).length;
         assert.ok(limited >= 15, `the noisy rollout is limited: ${burst.map((r) => r.status).join(",")}`);
         // The quiet rollout's normal calls (within its own burst): none is throttled.
-        const quietStatuses = [];
+        const quietStatuses: number[] = [];
         for (let i = 0; i < 3; i++) quietStatuses.push((await chat(quiet)).status);
         assert.deepEqual(quietStatuses, [200, 200, 200]);
 

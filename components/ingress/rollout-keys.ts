@@ -67,6 +67,8 @@ export function rolloutVerifyLocation(verifier: string, resolved: boolean): stri
         "            }",
         ...(resolved ? [`            set $ingress_verifier_host ${verifier};`] : []),
         `            proxy_pass http://${target}${ROLLOUT_VERIFY_PATH};`,
+        // A subrequest of a POST: the verifier serves GET only, and gets no body.
+        "            proxy_method GET;",
         "            proxy_pass_request_body off;",
         "            proxy_http_version 1.1;",
         // proxy_set_header here replaces every server-level one (nginx inherits them only when a level sets none).

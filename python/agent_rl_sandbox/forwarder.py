@@ -293,7 +293,7 @@ class KeyDeliveryHandler(BaseHTTPRequestHandler):
         log.info("rollout key delivered")
         self._status(HTTPStatus.NO_CONTENT)
         # One delivery per pod (a claim is one rollout): the port closes behind it.
-        threading.Thread(target=self.server.shutdown, daemon=True).start()
+        threading.Thread(target=self.server.close, daemon=True).start()
 
     def do_GET(self) -> None:  # noqa: N802
         self._status(HTTPStatus.NOT_FOUND)
@@ -308,6 +308,11 @@ class KeyDeliveryServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._delivered = False
         super().__init__(address, KeyDeliveryHandler)
+
+    def close(self) -> None:
+        """Stops serving and closes the listening socket (connections are refused from then on)."""
+        self.shutdown()
+        self.server_close()
 
     def deliver(self, key: str) -> bool:
         with self._lock:
