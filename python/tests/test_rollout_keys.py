@@ -21,7 +21,7 @@ from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
 from agent_rl_sandbox.rollout_keys import KEY_RE, KeyTable, MintRefused, RolloutKeysClient
 from agent_rl_sandbox.settings import AgentSandboxSettings, SettingsError
 
-from conftest import PYTHON_DIR, free_port, stop_process, runtime  # noqa: F401 (fixture)
+from conftest import PYTHON_DIR, free_port, stop_process
 from test_backend import fake_client, rec  # noqa: F401 (fixture)
 from waits import scaled, wait_for
 
@@ -236,7 +236,7 @@ def test_rollout_keys_need_their_port_and_admin_key():
     assert ADMIN_KEY not in repr(s)
 
 
-def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revokes_it_when_the_claim_ends(rec, runtime, verifier, ingress):  # noqa: F811
+def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revokes_it_when_the_claim_ends(rec, runtime, verifier, ingress):
     key_ports = [free_port(), free_port()]
     forwarders = [start_forwarder(ingress.port, p) for p in key_ports]
     try:
