@@ -107,7 +107,7 @@ describe("per-rollout keys: rendering", () => {
     test("without a verifier the config is the operators'-keys config of before (no auth_request, limit keyed on the key's name)", () => {
         const text = renderNginxConfig({ upstream: "vllm:8000" });
         assert.ok(!text.includes("auth_request"));
-        assert.ok(!text.includes("rollout"));
+        assert.ok(!text.includes("ingress_rollout") && !text.includes("rollout-key") && !text.includes("@ingress_401"));
         assert.ok(text.includes("limit_req_zone $ingress_key_name zone=ingress_per_key"));
     });
 
@@ -130,12 +130,17 @@ describe("hosted sandboxes: the plan says what the agent can do with the key it 
     const k8s = { kind: "kubernetes", context: "test" };
     const exposed = { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } };
     test("hf: the routes, the rate, the reach and the fix are named", () => {
-        const config = parseWithTestImages({ runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed }, "staging");
+        // The recipe's own limits (opencode-blackbox sets them), read back from the config.
+        const config = parseWithTestImages(
+            { runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed },
+            "staging",
+        );
         const [w, ...rest] = hostedSandboxKeyWarnings(config, platformNames(config));
         assert.equal(rest.length, 0);
         assert.match(w!, /can read the ingress key 'sandboxes'/);
         assert.match(w!, /from anywhere that reaches https:\/\/vllm\.example\.com/);
-        assert.match(w!, /call POST \/v1\/chat\/completions, GET \/v1\/models at 200 requests\/s \(burst 1000\) per ingress replica/);
+        const { rateLimitPerSecond: rate, rateLimitBurst: burst } = config.ingress;
+        assert.ok(w!.includes(`call POST /v1/chat/completions, GET /v1/models at ${rate} requests/s (burst ${burst}) per ingress replica`), w);
         assert.match(w!, /pulumi config set --secret ingressKey-sandboxes/);
         assert.match(w!, /cannot reach vLLM's other routes/);
     });
@@ -149,6 +154,16 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
     let stub: StubUpstream;
     let verifier: Verifier;
     let ing: LocalIngress;
+    /** The access log once it holds `text` (nginx logs a request after answering it). */
+    const logWith = (text: string) =>
+        pollUntil(
+            `the access log holds ${text}`,
+            async () => {
+                const log = fs.readFileSync(ing.accessLogPath, "utf8");
+                return log.includes(text) ? log : undefined;
+            },
+            { budgetMs: 5000, intervalMs: 50 },
+        );
     const chat = (key: string) => request(`${ing.url}/v1/chat/completions`, { method: "POST", headers: bearer(key), body: CHAT_BODY });
 
     before(async () => {
@@ -185,9 +200,9 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
         assert.equal(refused.status, 401, refused.body);
         assert.equal((JSON.parse(refused.body) as { error: { type: string } }).error.type, "authentication_error");
         assert.equal(stub.requests.length, before + 2, "nothing reached vLLM after the revocation");
-        // The log names the rollout and never the key.
-        const log = fs.readFileSync(ing.accessLogPath, "utf8");
-        assert.ok(log.includes('"key":"rollout"') && log.includes('"rollout":"rollout-a"'));
+        // The log names the rollout and never the key (nginx writes the line after the response: polled).
+        const log = await logWith('"key":"rollout"');
+        assert.ok(log.includes('"rollout":"rollout-a"'));
         assert.ok(!log.includes(key.slice(4)));
     });
 
@@ -259,8 +274,7 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
         assert.equal((await chat(forged)).status, 401);
         assert.equal((await chat("not-a-key-of-anyone-0123456789")).status, 401);
         assert.equal((await chat(OPERATOR_KEY)).status, 200);
-        const log = fs.readFileSync(ing.accessLogPath, "utf8");
-        assert.ok(log.includes('"key":"operator"'));
+        await logWith('"key":"operator"');
         // The verifier gone: rollout keys fail closed (500), the operators' keys never ask it.
         const key = await verifier.mint("rollout-down", 600);
         await verifier.program.stop();

@@ -55,7 +55,17 @@ export function localOverrides(settings: ResolvedProxySettings): LocalProxyOverr
     const out: Record<string, unknown> = { ...settings };
     // upstreamResolver names the deployment's DNS (Docker's), which a local run does not have; rolloutKeyVerifier the deployment's verifier.
     // The metrics log's file and stub_status are the deployment's (an emptyDir, the pod's loopback); a local run asks for its own.
-    for (const f of [...PROXY_PATH_FIELDS, "listenAddress", "listenPort", "upstream", "upstreamResolver", "rolloutKeyVerifier", "tlsEnabled", "metricsAccessLog", "stubStatusListen"])
+    for (const f of [
+        ...PROXY_PATH_FIELDS,
+        "listenAddress",
+        "listenPort",
+        "upstream",
+        "upstreamResolver",
+        "rolloutKeyVerifier",
+        "tlsEnabled",
+        "metricsAccessLog",
+        "stubStatusListen",
+    ])
         delete out[f];
     return out as LocalProxyOverrides;
 }

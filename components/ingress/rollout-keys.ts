@@ -44,12 +44,7 @@ export function rolloutKeyMaps(): string[] {
 /** Where the verifier is reached: an upstream group with keep-alive, or (with a resolver) a name looked up per request. */
 export function rolloutVerifierUpstream(verifier: string, resolved: boolean): string[] {
     if (resolved) return [];
-    return [
-        "    upstream ingress_rollout_verifier {",
-        `        server ${verifier} max_fails=0;`,
-        "        keepalive 32;",
-        "    }",
-    ];
+    return ["    upstream ingress_rollout_verifier {", `        server ${verifier} max_fails=0;`, "        keepalive 32;", "    }"];
 }
 
 /**
