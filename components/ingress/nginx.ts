@@ -7,6 +7,7 @@
 
 import { validateKeys, type IngressKey } from "../config/keys";
 import { INGRESS_LIMIT_DEFAULTS } from "../config/ingress-defaults";
+import { rolloutKeyMaps, rolloutRouteLines, rolloutVerifierUpstream, rolloutVerifyLocation } from "./rollout-keys";
 
 export { validateKeys, type IngressKey };
 
@@ -32,6 +33,13 @@ export interface ProxySettings {
      * Service's address never changes). @default undefined
      */
     readonly upstreamResolver?: string;
+    /**
+     * The per-rollout key verifier as "host:port" (python/agent_rl_sandbox/rollout_keys.py, docs/design/rollout-keys.md):
+     * a Bearer key of the rollout-key shape (`rk1.` + 43 characters) is then accepted on the authenticated routes while
+     * the verifier says it is live (auth_request), and rate-limited on its own. Operators' keys work as before.
+     * Unset: only the keys file's keys. @default undefined
+     */
+    readonly rolloutKeyVerifier?: string;
     /** Path of the keys file (output of renderKeysFile) included at http level; it defines $ingress_key_name. @default "/etc/nginx/keys/keys.conf" */
     readonly keysFile?: string;
     /** Also allow POST /v1/completions (legacy text completions). @default false */
@@ -77,7 +85,10 @@ export interface ProxySettings {
 }
 
 /** Settings with every default filled in (upstreamResolver stays optional: unset means resolve once at start). */
-export type ResolvedProxySettings = Required<Omit<ProxySettings, "upstreamResolver">> & { readonly upstreamResolver: string | undefined };
+export type ResolvedProxySettings = Required<Omit<ProxySettings, "upstreamResolver" | "rolloutKeyVerifier">> & {
+    readonly upstreamResolver: string | undefined;
+    readonly rolloutKeyVerifier: string | undefined;
+};
 
 /** Seconds nginx trusts a resolved upstream address when upstreamResolver is set (Docker's DNS answers with TTL 600). */
 export const UPSTREAM_RESOLVER_VALID_SECONDS = 5;
@@ -90,6 +101,7 @@ export const PROXY_DEFAULTS: Omit<ResolvedProxySettings, "upstream"> = {
     tlsCertFile: "/etc/nginx/tls/tls.crt",
     tlsKeyFile: "/etc/nginx/tls/tls.key",
     upstreamResolver: undefined,
+    rolloutKeyVerifier: undefined,
     keysFile: "/etc/nginx/keys/keys.conf",
     allowCompletions: false,
     healthUnauthenticated: false,
@@ -200,6 +212,13 @@ export function validateProxySettings(s: ProxySettings): string[] {
                 `stubStatusListen: "${String(r.stubStatusListen)}" must be a loopback "127.x.y.z:port" other than the listen port (e.g. "127.0.0.1:9114"), or "off": stub_status is read by the exporter beside nginx, never by a client`,
             );
     }
+    if (r.rolloutKeyVerifier !== undefined) {
+        const m = typeof r.rolloutKeyVerifier === "string" ? /^(.+):(\d+)$/.exec(r.rolloutKeyVerifier) : null;
+        if (!m || !HOST_RE.test(m[1]!) || !isInt(Number(m[2]), 1, 65535))
+            errs.push(
+                `rolloutKeyVerifier: "${String(r.rolloutKeyVerifier)}" must be "host:port" of the rollout key verifier (e.g. "trainer.rl.svc.cluster.local:7200"), or unset for operators' keys only`,
+            );
+    }
     if (r.upstreamResolver !== undefined) {
         const servers = typeof r.upstreamResolver === "string" ? r.upstreamResolver.trim().split(/\s+/) : [];
         if (servers.length === 0 || servers.some((a) => !RESOLVER_RE.test(a))) {
@@ -267,6 +286,7 @@ function jsonError(code: number, type: string, message: string): string {
 const E = {
     400: jsonError(400, "invalid_request_error", "bad request"),
     401: jsonError(401, "authentication_error", "missing or invalid API key: send Authorization: Bearer <key>"),
+    403: jsonError(403, "permission_error", "this key may not call this route"),
     404: jsonError(404, "not_found_error", "not found: only the allow-listed OpenAI routes are served"),
     405: jsonError(405, "invalid_request_error", "method not allowed on this route"),
     413: jsonError(413, "invalid_request_error", "request body too large"),
@@ -278,7 +298,7 @@ const E = {
     504: jsonError(504, "server_error", "upstream model server timed out"),
 } as const;
 
-function routeLocation(route: Route, upstreamHost: string): string[] {
+function routeLocation(route: Route, upstreamHost: string, rolloutKeys: boolean): string[] {
     const isLong = route.path !== "/health" && route.path !== "/v1/models";
     const lines = [
         `        location = ${route.path} {`,
@@ -289,7 +309,8 @@ function routeLocation(route: Route, upstreamHost: string): string[] {
     ];
     if (route.authenticated) {
         lines.push(
-            '            if ($ingress_key_name = "") {',
+            // With rollout keys, a header of the rollout-key shape passes here and is checked by the verifier below.
+            `            if (${rolloutKeys ? "$ingress_limit_key" : "$ingress_key_name"} = "") {`,
             "                add_header WWW-Authenticate 'Bearer realm=\"vllm-ingress\"' always;",
             `                return 401 ${E[401]};`,
             "            }",
@@ -302,6 +323,7 @@ function routeLocation(route: Route, upstreamHost: string): string[] {
         "            }",
     );
     if (route.authenticated) lines.push("            limit_req zone=ingress_per_key burst=$BURST nodelay;");
+    if (route.authenticated && rolloutKeys) lines.push(...rolloutRouteLines());
     lines.push(
         "            # proxy_pass with a variable sends exactly this URI and never appends the client's query string (nginx proxy_pass docs).",
         `            set $ingress_upstream_uri ${route.path};`,
@@ -398,6 +420,10 @@ function requestIdMaps(): string[] {
 /** The log-safe path map, the JSON log format and the access logs. */
 function accessLogs(r: ResolvedProxySettings, routes: readonly Route[]): string[] {
     const accessLog = r.accessLog === "off" ? "off" : `${r.accessLog} ingress`;
+    const rolloutKeys = r.rolloutKeyVerifier !== undefined;
+    const keyField = rolloutKeys ? "$ingress_client_name" : "$ingress_key_name";
+    // With rollout keys, which rollout a request came from (never its key).
+    const rolloutField = rolloutKeys ? ',"rollout":"$ingress_rollout_id"' : "";
     return [
         '    # Log-safe path: only allow-listed paths are logged verbatim, anything else as "other" (a key pasted into a URL never reaches the log).',
         "    map $uri $ingress_log_path {",
@@ -405,11 +431,11 @@ function accessLogs(r: ResolvedProxySettings, routes: readonly Route[]): string[
         ...routes.map((rt) => `        ${rt.path} ${rt.path};`),
         "    }",
         "    # Never log $request, $request_uri, $args or $http_authorization: they may carry the key.",
-        '    log_format ingress escape=json \'{"time":"$time_iso8601","remote":"$remote_addr","key":"$ingress_key_name",\'',
+        `    log_format ingress escape=json '{"time":"$time_iso8601","remote":"$remote_addr","key":"${keyField}",'`,
         '        \'"method":"$request_method","path":"$ingress_log_path","status":$status,"bytes_in":$request_length,\'',
         '        \'"bytes_out":$bytes_sent,"request_time":$request_time,"upstream_connect_time":"$upstream_connect_time",\'',
         '        \'"upstream_time":"$upstream_response_time","request_id":"$ingress_request_id",\'',
-        '        \'"client_request_id":"$ingress_client_request_id","ingress_request_id":"$request_id"}\';',
+        `        '"client_request_id":"$ingress_client_request_id","ingress_request_id":"$request_id"${rolloutField}}';`,
         // "access_log off" cancels every access_log of its level (nginx ngx_http_log_module docs): then the metrics one alone.
         ...(r.accessLog === "off" && r.metricsAccessLog !== "off" ? [] : [`    access_log ${accessLog};`]),
         ...(r.metricsAccessLog === "off" ? [] : [`    access_log ${r.metricsAccessLog} ingress;`]),
@@ -419,9 +445,10 @@ function accessLogs(r: ResolvedProxySettings, routes: readonly Route[]): string[
 
 /** The per-key rate limit zone. */
 function rateLimitZone(r: ResolvedProxySettings): string[] {
+    const key = r.rolloutKeyVerifier !== undefined ? "$ingress_limit_key" : "$ingress_key_name";
     return [
         "    # Per-key rate limit; the empty key (unauthenticated) is never counted (nginx limit_req docs), those requests get 401 first.",
-        `    limit_req_zone $ingress_key_name zone=ingress_per_key:10m rate=${r.rateLimitPerSecond}r/s;`,
+        `    limit_req_zone ${key} zone=ingress_per_key:10m rate=${r.rateLimitPerSecond}r/s;`,
         "    limit_req_status 429;",
         "    limit_req_log_level warn;",
         "",
@@ -496,8 +523,18 @@ function proxyDefaults(r: ResolvedProxySettings): string[] {
 }
 
 /** JSON bodies for the errors nginx itself produces, and the deny-by-default location. */
-function errorPages(): string[] {
+function errorPages(rolloutKeys: boolean): string[] {
+    // A refused rollout key: the verifier's 401/403 come back through auth_request as error pages.
+    const rolloutPages = rolloutKeys
+        ? [
+              "        error_page 401 @ingress_401;",
+              "        error_page 403 @ingress_403;",
+              `        location @ingress_401 { add_header WWW-Authenticate 'Bearer realm="vllm-ingress"' always; return 401 ${E[401]}; }`,
+              `        location @ingress_403 { return 403 ${E[403]}; }`,
+          ]
+        : [];
     return [
+        ...rolloutPages,
         "        # JSON bodies for errors nginx itself produces (body too large, rate limit, upstream down, bad request).",
         "        # 400 goes to a URI, not a named location: a request line nginx cannot parse has no URI to keep, and a named",
         '        # location would then fail with 500 ("empty URI in redirect to named location").',
@@ -532,7 +569,8 @@ function routeLocations(r: ResolvedProxySettings, routes: readonly Route[]): str
     const upstreamHost = r.upstreamResolver !== undefined ? "$ingress_upstream_host" : "vllm_upstream";
     // nginx refuses "burst=0" ([emerg] invalid burst value): no burst parameter is nginx's burst of 0.
     const burst = r.rateLimitBurst === 0 ? "" : ` burst=${r.rateLimitBurst}`;
-    return routes.flatMap((rt) => [...routeLocation(rt, upstreamHost).map((l) => l.replace(" burst=$BURST", burst)), ""]);
+    const rolloutKeys = r.rolloutKeyVerifier !== undefined;
+    return routes.flatMap((rt) => [...routeLocation(rt, upstreamHost, rolloutKeys).map((l) => l.replace(" burst=$BURST", burst)), ""]);
 }
 
 /** Render a complete nginx.conf (events + http). It includes `keysFile` and never contains a key itself. */
@@ -546,14 +584,17 @@ export function renderNginxConfig(s: ProxySettings): string {
         ...mainContext(r, dir),
         ...httpSettings(r, dir),
         ...requestIdMaps(),
+        ...(r.rolloutKeyVerifier !== undefined ? rolloutKeyMaps() : []),
         ...accessLogs(r, routes),
         ...rateLimitZone(r),
         ...upstreamBlock(r),
+        ...(r.rolloutKeyVerifier !== undefined ? rolloutVerifierUpstream(r.rolloutKeyVerifier, r.upstreamResolver !== undefined) : []),
         "",
         ...stubStatusServer(r),
         ...serverHead(r),
         ...proxyDefaults(r),
-        ...errorPages(),
+        ...errorPages(r.rolloutKeyVerifier !== undefined),
+        ...(r.rolloutKeyVerifier !== undefined ? [...rolloutVerifyLocation(r.rolloutKeyVerifier, r.upstreamResolver !== undefined), ""] : []),
         ...routeLocations(r, routes),
         "    }",
         "}",

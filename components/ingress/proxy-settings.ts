@@ -53,9 +53,19 @@ export function ingressProxySettings(config: IngressConfig, names: IngressNames)
 /** The settings `startLocalIngress` accepts, taken from the deployed ones (everything but paths, listen, upstream, TLS). */
 export function localOverrides(settings: ResolvedProxySettings): LocalProxyOverrides {
     const out: Record<string, unknown> = { ...settings };
-    // upstreamResolver names the deployment's DNS (Docker's), which a local run does not have.
+    // upstreamResolver names the deployment's DNS (Docker's), which a local run does not have; rolloutKeyVerifier the deployment's verifier.
     // The metrics log's file and stub_status are the deployment's (an emptyDir, the pod's loopback); a local run asks for its own.
-    for (const f of [...PROXY_PATH_FIELDS, "listenAddress", "listenPort", "upstream", "upstreamResolver", "tlsEnabled", "metricsAccessLog", "stubStatusListen"])
+    for (const f of [
+        ...PROXY_PATH_FIELDS,
+        "listenAddress",
+        "listenPort",
+        "upstream",
+        "upstreamResolver",
+        "rolloutKeyVerifier",
+        "tlsEnabled",
+        "metricsAccessLog",
+        "stubStatusListen",
+    ])
         delete out[f];
     return out as LocalProxyOverrides;
 }

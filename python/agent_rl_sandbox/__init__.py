@@ -1,7 +1,8 @@
 """agent-rl-infra's sandbox side: an OpenEnv sandbox backend on the agent-sandbox warm pool
 (``AgentSandboxBackend``, a drop-in for OpenEnv's ``HFSandboxBackend``), the runtime that serves
-it inside every sandbox (``runtime.py``), the key-holding forwarder beside it (``forwarder.py``;
-both standard library only), and the trainer's env contract (``settings.py``).
+it inside every sandbox (``runtime.py``), the key-holding forwarder beside it (``forwarder.py``),
+the per-rollout key verifier and its client (``rollout_keys.py``; all three standard library only),
+and the trainer's env contract (``settings.py``).
 
 Only the backend needs the Kubernetes client; importing this package does not load it.
 """

@@ -18,6 +18,7 @@ still live when the process exits or gets SIGTERM (``shutdown.py``). If all of t
 
 from __future__ import annotations
 
+import http.client
 import logging
 import re
 import threading
@@ -27,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 from . import shutdown
 from .handle import RuntimeHandle, SandboxError, SandboxGone
+from .rollout_keys import MAX_TTL_SECONDS, RolloutKeyError, RolloutKeysClient
 from .settings import AgentSandboxSettings
 
 log = logging.getLogger("agent_rl_sandbox")
@@ -43,6 +45,8 @@ DELETE_ATTEMPTS = 3
 #: was refused, test/node-suites/sandbox-claim.ts). Nothing was created, so the same claim is retried.
 QUOTA_NOT_COUNTED_RETRY_SECONDS = 60.0
 DELETE_REQUEST_SECONDS = 10.0
+#: Where a sandbox pod's forwarder takes its rollout's key (forwarder.py KEY_DELIVERY_PATH).
+FORWARDER_KEY_PATH = "/rollout-key"
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$")
 
 ClientFactory = Callable[[AgentSandboxSettings], Any]
@@ -197,7 +201,11 @@ class AgentSandboxBackend:
                 return
             released.set()
             shutdown.unregister(key)
-            self._delete_claim(claim)
+            try:
+                # The rollout ended: its key is refused from now on (a no-op when none was minted).
+                self._revoke_rollout_key(claim)
+            finally:
+                self._delete_claim(claim)
 
         # Registered before the API call: a SIGTERM during the Ready wait still deletes it.
         shutdown.register(key, release)
@@ -222,7 +230,8 @@ class AgentSandboxBackend:
                     log.info("claim %s refused until the namespace's ResourceQuota counts claims: retrying", claim)
                     time.sleep(1.0)
             try:
-                url = self._runtime_url(sandbox)
+                host = self._pod_host(sandbox)
+                url = f"http://{host}:{s.port}"
             finally:
                 # This backend talks to the runtime itself; drop the client's own connection and
                 # its registry entry (list_active_sandboxes prunes closed ones).
@@ -238,6 +247,8 @@ class AgentSandboxBackend:
                 max_read_bytes=self.settings.max_read_bytes,
             )
             self._await_runtime(handle)
+            if s.rollout_keys_url:
+                self._deliver_rollout_key(claim, host, lifetime)
             log.info("claimed sandbox %s (%s) for %ds", claim, url, lifetime)
             return handle
         except BaseException:
@@ -247,15 +258,40 @@ class AgentSandboxBackend:
                 log.warning("deleting claim %s after a failed create: %s", claim, e)
             raise
 
-    def _runtime_url(self, sandbox: Any) -> str:
-        port = self.settings.port
+    def _pod_host(self, sandbox: Any) -> str:
         ip = sandbox.get_pod_ip()
         if ip:
-            host = f"[{ip}]" if ":" in ip else ip
-        else:
-            # The template sets service: true, so each sandbox has a headless Service.
-            host = sandbox.get_service_fqdn() or f"{sandbox.sandbox_id}.{self.settings.namespace}.svc.cluster.local"
-        return f"http://{host}:{port}"
+            return f"[{ip}]" if ":" in ip else ip
+        # The template sets service: true, so each sandbox has a headless Service.
+        return sandbox.get_service_fqdn() or f"{sandbox.sandbox_id}.{self.settings.namespace}.svc.cluster.local"
+
+    def _rollout_keys(self) -> RolloutKeysClient:
+        s = self.settings
+        return RolloutKeysClient(s.rollout_keys_url, s.rollout_admin_key, timeout=DELETE_REQUEST_SECONDS)
+
+    def _deliver_rollout_key(self, claim: str, host: str, lifetime: int) -> None:
+        """Mints this claim's key (it expires with the claim) and hands it to the pod's forwarder, before
+        the agent runs anything; the key never passes through the runtime (the agent's uid)."""
+        rollout_key = self._rollout_keys().mint(claim, min(lifetime, MAX_TTL_SECONDS))
+        conn = http.client.HTTPConnection(host.strip("[]"), self.settings.forwarder_key_port, timeout=DELETE_REQUEST_SECONDS)
+        try:
+            conn.request("PUT", FORWARDER_KEY_PATH, body=rollout_key.encode(), headers={"Content-Type": "text/plain"})
+            status = conn.getresponse().status
+        except (OSError, http.client.HTTPException) as e:
+            raise SandboxError(f"sandbox {claim}: its forwarder did not take the rollout key: {type(e).__name__}") from None
+        finally:
+            conn.close()
+        if status != 204:
+            raise SandboxError(f"sandbox {claim}: its forwarder refused the rollout key ({status}): a forwarder takes one key per pod")
+
+    def _revoke_rollout_key(self, claim: str) -> None:
+        if not self.settings.rollout_keys_url:
+            return
+        try:
+            self._rollout_keys().revoke(claim)
+        except RolloutKeyError as e:
+            # The claim is still deleted; the key then lives until its expiry (the claim's lifetime).
+            log.warning("%s", e)
 
     def _trace_url(self, runtime_url: str) -> str | None:
         """The forwarder's trace port on the runtime's host (same pod IP); None when the pool has none."""

@@ -50,6 +50,14 @@ Bounded: request bodies are streamed upstream (never held whole) up to ``MAX_BOD
 answer is held up to ``MAX_RECORD_BYTES`` and the whole trace up to ``MAX_TRACE_BYTES`` (past
 either, the entry is counted in ``dropped`` instead).
 
+Per-rollout keys (docs/design/rollout-keys.md): with ``--key-port`` the forwarder also accepts, once,
+``PUT /rollout-key`` on the pod's address: the trainer delivers the key it minted for this claim
+right after the claim is Ready, before the agent runs anything, and the listener then closes. That
+key replaces the env's (which may then be absent: requests get 503 until the delivery) and is held,
+attached and redacted exactly as the env's was. The supervisor takes the delivery (it outlives the
+serving child) and hands the key to the serving child through a pipe; a child started later
+inherits it.
+
 Standard library only, like ``runtime.py``: it runs on the sandbox image's own Python.
 """
 
@@ -62,6 +70,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import ssl
@@ -79,6 +88,10 @@ DEFAULT_PORT = 7100
 DEFAULT_TRACE_PORT = 7101
 #: Env var holding the ingress key, in the forwarder's container only.
 DEFAULT_KEY_ENV = "AGENT_RL_UPSTREAM_KEY"
+#: Where the trainer delivers the rollout's own key at claim time (``--key-port``; docs/design/rollout-keys.md).
+KEY_DELIVERY_PATH = "/rollout-key"
+#: The shape of a rollout key (rollout_keys.py KEY_RE); nothing else is accepted there.
+ROLLOUT_KEY_RE = re.compile(r"^rk1\.[A-Za-z0-9_-]{43}$")
 #: The routes the sandboxes may call (the ingress's allow-list for sandbox keys).
 ROUTES = frozenset({("POST", "/v1/chat/completions"), ("GET", "/v1/models")})
 #: The route whose answers are the training trace.
@@ -143,8 +156,9 @@ class Upstream:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"upstream must be an http(s) URL, got {url!r}")
-        if not key or any(c in key for c in "\r\n\0"):
-            raise ValueError("the upstream key must be non-empty, without CR, LF or NUL")
+        # "" only while a rollout key is awaited (--key-port): requests get 503 until it is delivered.
+        if any(c in key for c in "\r\n\0"):
+            raise ValueError("the upstream key must be without CR, LF or NUL")
         self.scheme = parts.scheme
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -348,6 +362,10 @@ class Handler(BaseHTTPRequestHandler):
     def _forward(self, method: str, route: str) -> int:
         up = self.server.upstream
         body: BodyReader | None = None
+        if not up.key:
+            self.close_connection = True
+            self._reply(HTTPStatus.SERVICE_UNAVAILABLE, "no key yet: the rollout's key is delivered when the sandbox is claimed")
+            return HTTPStatus.SERVICE_UNAVAILABLE
         headers = {h: self.headers[h] for h in REQUEST_HEADERS if self.headers.get(h)}
         if method == "POST":
             body, length, refused = self._body()
@@ -551,6 +569,70 @@ class TraceServer(BoundedServer):
         super().__init__(sock, TraceHandler, 2)
 
 
+class KeyDeliveryHandler(BaseHTTPRequestHandler):
+    """``PUT /rollout-key`` with the rollout's key as the body, once: the key replaces the upstream's,
+    and the listener closes. Never answers with a key; anything else is 404."""
+
+    server: "KeyDeliveryServer"
+    protocol_version = "HTTP/1.1"
+    server_version = "forwarder"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        pass
+
+    def _status(self, status: HTTPStatus) -> None:
+        self.close_connection = True
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_PUT(self) -> None:  # noqa: N802
+        raw = self.headers.get("Content-Length") or "0"
+        length = int(raw) if raw.isdigit() else -1
+        if urlsplit(self.path).path != KEY_DELIVERY_PATH or not 0 < length <= 256:
+            self._status(HTTPStatus.NOT_FOUND)
+            return
+        key = self.rfile.read(length).decode("ascii", "replace").strip()
+        if not ROLLOUT_KEY_RE.match(key):
+            self._status(HTTPStatus.BAD_REQUEST)
+            return
+        if not self.server.deliver(key):
+            self._status(HTTPStatus.CONFLICT)
+            return
+        log.info("rollout key delivered")
+        self._status(HTTPStatus.NO_CONTENT)
+        # One delivery per pod (a claim is one rollout): the port closes behind it.
+        threading.Thread(target=self.server.close, daemon=True).start()
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._status(HTTPStatus.NOT_FOUND)
+
+
+class KeyDeliveryServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], upstream: Upstream) -> None:
+        self.upstream = upstream
+        self._lock = threading.Lock()
+        self._delivered = False
+        super().__init__(address, KeyDeliveryHandler)
+
+    def close(self) -> None:
+        """Stops serving and closes the listening socket (connections are refused from then on)."""
+        self.shutdown()
+        self.server_close()
+
+    def deliver(self, key: str) -> bool:
+        with self._lock:
+            if self._delivered:
+                return False
+            self._delivered = True
+            self.upstream.key = key
+            return True
+
+
 def probe(host: str, port: int, timeout: float = 1.0) -> bool:
     """True when something accepts TCP on host:port (the sidecar's startup probe, run in its container)."""
     try:
@@ -568,12 +650,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--trace-port", type=int, default=DEFAULT_TRACE_PORT, help="0: no trace port")
     p.add_argument("--upstream", help="the ingress URL (its /v1/chat/completions and /v1/models are called)")
     p.add_argument("--key-env", default=DEFAULT_KEY_ENV, help="env var holding the ingress key (never a flag: argv is readable)")
+    p.add_argument("--key-host", default="0.0.0.0", help="where the trainer delivers the rollout's key (the pod's address)")
+    p.add_argument("--key-port", type=int, default=0, help="accept the rollout's key once on this port (0: none; the env key only)")
     p.add_argument("--probe", action="store_true", help="exit 0 when the forwarder accepts connections, else 1")
     return p.parse_args(argv)
 
 
-def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, restarts: int) -> int:
+def read_keys(fd: int, upstream: Upstream) -> None:
+    """The serving child's end of the supervisor's key pipe: each line is the rollout's key."""
+    with os.fdopen(fd, "rb") as f:
+        for line in f:
+            key = line.rstrip(b"\n").decode("utf-8", "replace")
+            if key and not any(c in key for c in "\r\n\0"):
+                upstream.key = key
+
+
+def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, restarts: int, keys: int | None = None) -> int:
     """The serving child: both servers on the supervisor's sockets until SIGTERM."""
+    if keys is not None:
+        threading.Thread(target=read_keys, args=(keys, upstream), daemon=True).start()
     try:
         # The kernel's first pick under memory pressure: this child, never the supervisor holding the ports.
         with open("/proc/self/oom_score_adj", "w") as f:
@@ -599,7 +694,58 @@ def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstre
     return 0
 
 
-def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Upstream) -> int:
+class KeyHandOver:
+    """The supervisor's side of a delivered rollout key: kept for every later child, written to the current one's pipe."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        self.lock = threading.Lock()
+        self.pipe = -1
+        self.listener: socket.socket | None = None  # the delivery port's socket, the supervisor's alone
+
+    def close_in_child(self) -> None:
+        """In a new child: the delivery socket and the pipe's write end are the supervisor's (else the port would outlive its close)."""
+        if self.listener is not None:
+            self.listener.close()
+        if self.pipe >= 0:
+            os.close(self.pipe)
+
+    def child_pipe(self) -> int:
+        """A new pipe for the next child; returns its read end (the write end replaces the last child's)."""
+        r, w = os.pipe()
+        with self.lock:
+            if self.pipe >= 0:
+                os.close(self.pipe)
+            self.pipe = w
+        return r
+
+    def deliver(self, key: str) -> None:
+        with self.lock:
+            self.upstream.key = key
+            if self.pipe >= 0:
+                try:
+                    os.write(self.pipe, key.encode() + b"\n")
+                except OSError:
+                    pass  # the child is gone: the next one inherits upstream.key
+
+
+class SupervisorKeyServer(KeyDeliveryServer):
+    """The one-time delivery, taken by the supervisor and handed to the serving child."""
+
+    def __init__(self, address: tuple[str, int], hand_over: KeyHandOver) -> None:
+        self.hand_over = hand_over
+        super().__init__(address, hand_over.upstream)
+
+    def deliver(self, key: str) -> bool:
+        with self._lock:
+            if self._delivered:
+                return False
+            self._delivered = True
+        self.hand_over.deliver(key)
+        return True
+
+
+def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, hand_over: KeyHandOver | None = None) -> int:
     """Holds the sockets for the forwarder's whole life and keeps one serving child on them."""
     stopping = False
     child = 0
@@ -617,9 +763,14 @@ def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Up
     signal.signal(signal.SIGINT, stop)
     restarts = 0
     while True:
+        keys = hand_over.child_pipe() if hand_over is not None else None
         child = os.fork()
         if child == 0:
-            os._exit(serve(forward, traced, upstream, restarts))
+            if hand_over is not None:
+                hand_over.close_in_child()
+            os._exit(serve(forward, traced, upstream, restarts, keys))
+        if keys is not None:
+            os.close(keys)
         while True:
             try:
                 _pid, status = os.waitpid(child, 0)
@@ -639,8 +790,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if probe(args.host, args.port) else 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s forwarder %(message)s", stream=sys.stderr)
     key = os.environ.pop(args.key_env, "")
-    if not args.upstream or not key:
-        log.error("needs --upstream and the key in $%s", args.key_env)
+    if not args.upstream or not (key or args.key_port):
+        log.error("needs --upstream and the key in $%s (or --key-port to receive the rollout's)", args.key_env)
         return 2
     try:
         upstream = Upstream(args.upstream, key)
@@ -659,7 +810,17 @@ def main(argv: list[str] | None = None) -> int:
         args.host, forward.getsockname()[1], " ".join(sorted(r for _m, r in ROUTES)), args.upstream,
         f"{args.trace_host}:{traced.getsockname()[1]}" if traced is not None else "no port",
     )
-    return supervise(forward, traced, upstream)
+    hand_over = None
+    if args.key_port:
+        hand_over = KeyHandOver(upstream)
+        try:
+            delivery = SupervisorKeyServer((args.key_host, args.key_port), hand_over)
+            hand_over.listener = delivery.socket
+        except OSError as e:
+            log.error("cannot listen for the rollout key: %s", e)
+            return 2
+        threading.Thread(target=delivery.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True).start()
+    return supervise(forward, traced, upstream, hand_over)
 
 
 if __name__ == "__main__":

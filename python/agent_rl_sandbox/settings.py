@@ -19,6 +19,8 @@ API_KEY_ENV = "SANDBOX_API_KEY"
 #: OpenCodeConfig.api_key's default (huggingface/OpenEnv envs/opencode_env/config.py), the key TRL's
 #: opencode example leaves in place: harmless towards the pod's forwarder, which drops it.
 PLACEHOLDER_API_KEY = "intercepted"
+#: The rollout key verifier's admin key (secret env of the trainer; docs/design/rollout-keys.md).
+ROLLOUT_ADMIN_KEY_ENV = "SANDBOX_ROLLOUT_ADMIN_KEY"
 #: HOME in the pool's sandboxes: TRL's opencode example's SANDBOX_HOME (components/sandbox/model.ts).
 DEFAULT_HOME = "/root"
 #: The API group/version and shutdown policy the official client (k8s-agent-sandbox 1.0.8) hardcodes.
@@ -70,6 +72,12 @@ class AgentSandboxSettings:
     lifetime_margin_seconds: int = 60
     #: Extra claim labels (every claim also carries run_label=run_id).
     extra_labels: Mapping[str, str] = field(default_factory=dict)
+    #: Per-rollout keys: the verifier's admin URL ("" = off: the pods' forwarders hold the pool's key).
+    rollout_keys_url: str = ""
+    #: The port each sandbox pod's forwarder takes its rollout's key on, once (forwarder.py --key-port).
+    forwarder_key_port: int = 0
+    #: The verifier's admin key (secret: never in a repr or a log).
+    rollout_admin_key: str = field(default="", repr=False)
 
     @property
     def claim_lifetime_seconds(self) -> int:
@@ -121,6 +129,9 @@ class AgentSandboxSettings:
             namespace=namespace, warm_pool=warm_pool, run_label=run_label, run_id=run_id,
             max_lifetime_seconds=max_lifetime, port=port, trace_port=trace_port, max_read_bytes=max_read, home=home, upstream_url=upstream,
             image=env.get("SANDBOX_IMAGE", ""), cpu=env.get("SANDBOX_CPU", ""), memory=env.get("SANDBOX_MEMORY", ""),
+            rollout_keys_url=env.get("SANDBOX_ROLLOUT_KEYS_URL", ""),
+            forwarder_key_port=number("SANDBOX_FORWARDER_KEY_PORT", 0) if env.get("SANDBOX_FORWARDER_KEY_PORT") else 0,
+            rollout_admin_key=env.get(ROLLOUT_ADMIN_KEY_ENV, ""),
         )
         values.update(overrides)
         if problems:
@@ -145,6 +156,11 @@ class AgentSandboxSettings:
             problems.append(f"max read bytes {self.max_read_bytes} is under 1 MiB (SANDBOX_MAX_READ_BYTES)")
         if not self.home.startswith("/"):
             problems.append(f"home {self.home!r} is not absolute")
+        if self.rollout_keys_url:
+            if not 0 < self.forwarder_key_port < 65536:
+                problems.append("SANDBOX_FORWARDER_KEY_PORT: per-rollout keys (SANDBOX_ROLLOUT_KEYS_URL) need the port the forwarders take the key on")
+            if len(self.rollout_admin_key) < 16:
+                problems.append(f"{ROLLOUT_ADMIN_KEY_ENV}: per-rollout keys (SANDBOX_ROLLOUT_KEYS_URL) need the verifier's admin key (16+ characters)")
         if problems:
             raise SettingsError(problems)
 

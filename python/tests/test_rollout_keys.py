@@ -1,0 +1,264 @@
+"""Per-rollout keys (docs/design/rollout-keys.md): the verifier's table and its two listeners, the
+forwarder taking its rollout's key once at claim time, and the backend minting it at claim and
+revoking it when the claim ends. Everything on loopback: the verifier and the forwarder run as the
+real programs (python -I <file>), the ingress is a recording stand-in (the real nginx path is
+test/rollout-keys.test.ts), the agent-sandbox client the recording stand-in of test_backend.py."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
+from agent_rl_sandbox.rollout_keys import KEY_RE, KeyTable, MintRefused, RolloutKeysClient
+from agent_rl_sandbox.settings import AgentSandboxSettings, SettingsError
+
+from conftest import PYTHON_DIR, free_port, stop_process
+from test_backend import fake_client, rec  # noqa: F401 (fixture)
+from waits import scaled, wait_for
+
+ADMIN_KEY = "admin-key-for-the-test-0123456789"
+VERIFIER = PYTHON_DIR / "agent_rl_sandbox" / "rollout_keys.py"
+FORWARDER = PYTHON_DIR / "agent_rl_sandbox" / "forwarder.py"
+
+
+def call(port: int, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> tuple[int, dict, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(10))
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        conn.close()
+
+
+def verify(port: int, key: str, uri: str = "/v1/chat/completions", method: str = "POST") -> tuple[int, dict]:
+    status, headers, _ = call(port, "GET", "/verify", {"Authorization": f"Bearer {key}", "X-Original-URI": uri, "X-Original-Method": method})
+    return status, headers
+
+
+def wait_port(port: int, proc: subprocess.Popen) -> None:
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited with {proc.returncode}: {proc.stderr.read().decode() if proc.stderr else ''}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    wait_for(f"127.0.0.1:{port} accepts connections", up, timeout=15)
+
+
+@pytest.fixture
+def verifier():
+    vport, aport = free_port(), free_port()
+    env = {**os.environ, "AGENT_RL_ROLLOUT_ADMIN_KEY": ADMIN_KEY}
+    proc = subprocess.Popen(
+        [sys.executable, "-I", str(VERIFIER), "--verify-host", "127.0.0.1", "--verify-port", str(vport), "--admin-port", str(aport)],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
+    wait_port(vport, proc)
+    wait_port(aport, proc)
+    yield {"verify": vport, "admin": aport, "proc": proc, "client": RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY)}
+    stop_process(proc)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_table_mints_verifies_revokes_and_expires():
+    clock = Clock()
+    t = KeyTable(clock=clock)
+    a = t.mint("r-a", 60)
+    assert KEY_RE.match(a) and t.rollout_of(a) == "r-a"
+    a2 = t.mint("r-a", 60)
+    assert t.rollout_of(a) is None and t.rollout_of(a2) == "r-a", "minting again for a rollout revokes its earlier key"
+    assert t.revoke("r-a") and not t.revoke("r-a")
+    assert t.rollout_of(a2) is None
+    b = t.mint("r-b", 5)
+    clock.now += 4.9
+    assert t.rollout_of(b) == "r-b"
+    clock.now += 0.1
+    assert t.rollout_of(b) is None and t.live() == 0, "expired at its ttl, and dropped"
+    assert t.rollout_of("rk1." + "A" * 43) is None
+    assert t.rollout_of("") is None and t.rollout_of("Bearer x") is None
+
+
+def test_the_table_refuses_bad_ids_ttls_and_a_full_table_with_the_reason():
+    t = KeyTable(max_live=2, clock=Clock())
+    for rollout, ttl, message in [
+        ("", 60, "rollout: must match"),
+        ("a/b", 60, "rollout: must match"),
+        ("x" * 129, 60, "rollout: must match"),
+        ("ok", 0, "ttl_seconds: must be an integer in 1..86400"),
+        ("ok", 86401, "ttl_seconds"),
+        ("ok", True, "ttl_seconds"),
+        ("ok", "60", "ttl_seconds"),
+    ]:
+        with pytest.raises(MintRefused, match=message):
+            t.mint(rollout, ttl)
+    t.mint("one", 60)
+    t.mint("two", 60)
+    with pytest.raises(MintRefused, match="2 rollout keys are live") as e:
+        t.mint("three", 60)
+    assert e.value.status == 429
+    t.revoke("one")
+    t.mint("three", 60)
+
+
+def test_the_verifier_answers_per_key_and_route_and_its_admin_api_needs_the_admin_key(verifier):
+    vport, aport, client = verifier["verify"], verifier["admin"], verifier["client"]
+    assert call(aport, "POST", "/rollouts", {"Content-Type": "application/json"}, b'{"rollout":"x"}')[0] == 401
+    assert call(aport, "POST", "/rollouts", {"Authorization": "Bearer wrong-admin-key-000000"}, b'{"rollout":"x"}')[0] == 401
+    assert call(vport, "POST", "/rollouts", {"Authorization": f"Bearer {ADMIN_KEY}"}, b'{"rollout":"x"}')[0] == 501, "no admin API on the verify port"
+    status, _, body = call(aport, "POST", "/rollouts", {"Authorization": f"Bearer {ADMIN_KEY}", "Content-Type": "application/json"}, b'{"rollout":"a b"}')
+    assert status == 400 and b"rollout: must match" in body
+    key = client.mint("rollout-1", 600)
+    assert verify(vport, key)[0] == 204 and verify(vport, key)[1]["X-Rollout-Id"] == "rollout-1"
+    assert verify(vport, key, "/v1/models", "GET")[0] == 204
+    for uri, method in [("/pause", "POST"), ("/metrics", "GET"), ("/v1/chat/completions", "GET"), ("/update_weights", "POST")]:
+        assert verify(vport, key, uri, method)[0] == 403, (uri, method)
+    status, _, body = call(aport, "GET", "/rollouts", {"Authorization": f"Bearer {ADMIN_KEY}"})
+    assert status == 200 and json.loads(body) == {"live": 1} and key.encode() not in body
+    client.revoke("rollout-1")
+    client.revoke("rollout-1")  # idempotent
+    assert verify(vport, key)[0] == 401
+    out = verifier["proc"]
+    stop_process(out)
+    log = out.stderr.read().decode()
+    assert "rollout-1" in log and key[4:] not in log and ADMIN_KEY not in log, "the log names rollouts, never a key"
+
+
+class RecordingIngress:
+    """The ingress stand-in: records the Authorization of each call and answers 200."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        seen = self.seen
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a) -> None:
+                pass
+
+            def _ok(self) -> None:
+                seen.append(self.headers.get("Authorization", ""))
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_GET = do_POST = _ok
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def ingress():
+    ing = RecordingIngress()
+    yield ing
+    ing.stop()
+
+
+def start_forwarder(upstream_port: int, key_port: int, env_key: str | None = None) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_UPSTREAM_KEY"}
+    if env_key is not None:
+        env["AGENT_RL_UPSTREAM_KEY"] = env_key
+    proc = subprocess.Popen(
+        [sys.executable, "-I", str(FORWARDER), "--port", str(port), "--upstream", f"http://127.0.0.1:{upstream_port}",
+         "--key-host", "127.0.0.1", "--key-port", str(key_port), "--trace-port", "0"],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
+    wait_port(port, proc)
+    wait_port(key_port, proc)
+    return proc, port
+
+
+def test_the_forwarder_takes_its_rollouts_key_once_and_then_closes_the_port(ingress):
+    key_port = free_port()
+    proc, port = start_forwarder(ingress.port, key_port)
+    try:
+        status, _, body = call(port, "GET", "/v1/models")
+        assert status == 503 and b"no key yet" in body and ingress.seen == [], "nothing goes upstream without a key"
+        assert call(key_port, "GET", "/rollout-key")[0] == 404
+        assert call(key_port, "PUT", "/rollout-key", {}, b"not-a-rollout-key-0123456789")[0] == 400
+        assert call(key_port, "PUT", "/other", {}, b"x")[0] == 404
+        key = "rk1." + "k" * 43
+        assert call(key_port, "PUT", "/rollout-key", {}, key.encode())[0] == 204
+        # The port closes behind the delivery: a second key cannot replace it.
+        def closed() -> bool:
+            try:
+                return call(key_port, "PUT", "/rollout-key", {}, ("rk1." + "z" * 43).encode())[0] == 409
+            except OSError:
+                return True
+
+        wait_for("the delivery port refuses a second key", closed, timeout=10)
+        assert call(port, "GET", "/v1/models", {"Authorization": "Bearer intercepted"})[0] == 200
+        assert ingress.seen == [f"Bearer {key}"]
+    finally:
+        stop_process(proc)
+
+
+def test_rollout_keys_need_their_port_and_admin_key():
+    base = dict(namespace="ns", warm_pool="p", run_label="agentrl.dev/run", run_id="r1", max_lifetime_seconds=3600)
+    with pytest.raises(SettingsError) as e:
+        AgentSandboxSettings(**base, rollout_keys_url="http://127.0.0.1:7201")
+    assert [p.split(":")[0] for p in e.value.problems] == ["SANDBOX_FORWARDER_KEY_PORT", "SANDBOX_ROLLOUT_ADMIN_KEY"]
+    s = AgentSandboxSettings(**base, rollout_keys_url="http://127.0.0.1:7201", forwarder_key_port=7101, rollout_admin_key=ADMIN_KEY)
+    assert ADMIN_KEY not in repr(s)
+
+
+def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revokes_it_when_the_claim_ends(rec, runtime, verifier, ingress):
+    key_ports = [free_port(), free_port()]
+    forwarders = [start_forwarder(ingress.port, p) for p in key_ports]
+    try:
+        handles = []
+        for p in key_ports:
+            s = AgentSandboxSettings(
+                namespace="arl-dev-sandboxes", warm_pool="sandbox-pool-r1", run_label="agentrl.dev/run", run_id="r1",
+                max_lifetime_seconds=3600, port=runtime.port,
+                rollout_keys_url=f"http://127.0.0.1:{verifier['admin']}", forwarder_key_port=p, rollout_admin_key=ADMIN_KEY,
+            )
+            handles.append(AgentSandboxBackend(s, client_factory=fake_client, handle_sigterm=False).create(timeout_s=600))
+        for _proc, port in forwarders:
+            assert call(port, "POST", "/v1/chat/completions", {"Content-Type": "application/json"}, b"{}")[0] == 200
+        keys = [a.removeprefix("Bearer ") for a in ingress.seen]
+        assert len(set(keys)) == 2 and all(KEY_RE.match(k) for k in keys), "one key per claim"
+        assert [verify(verifier["verify"], k)[1].get("X-Rollout-Id") for k in keys] == [h.sandbox_id for h in handles]
+        handles[0].kill()
+        assert verify(verifier["verify"], keys[0])[0] == 401, "the ended claim's key is refused"
+        assert verify(verifier["verify"], keys[1])[0] == 204, "the other claim's key still works"
+        handles[1].kill()
+        assert verify(verifier["verify"], keys[1])[0] == 401
+        assert [n for n, _ns, _t in rec.deleted] == [h.sandbox_id for h in handles]
+    finally:
+        for proc, _port in forwarders:
+            stop_process(proc)

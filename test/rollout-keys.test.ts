@@ -1,0 +1,284 @@
+// Per-rollout keys against a real nginx and the real verifier (python/agent_rl_sandbox/rollout_keys.py), all on
+// 127.0.0.1. vLLM is the stub upstream (test/helpers/stub-upstream.ts, a stand-in). Needs nginx (nginx-light) and python3.
+import { after, before, describe, test } from "node:test";
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as net from "node:net";
+import * as path from "node:path";
+import { platformNames } from "../components/config";
+import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { hostedSandboxKeyWarnings } from "../components/platform/warnings";
+import { renderNginxConfig, validateProxySettings } from "../components/ingress/nginx";
+import { ROLLOUT_KEY_PATTERN } from "../components/ingress/rollout-keys";
+import { startProgram, type Started } from "./helpers/processes";
+import { parseWithTestImages } from "./helpers/config";
+import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
+import { pollUntil, scaled } from "./helpers/waits";
+
+const REPO = path.resolve(__dirname, "..");
+const VERIFIER = path.join(REPO, "python/agent_rl_sandbox/rollout_keys.py");
+const ADMIN_KEY = "admin-key-for-the-test-0123456789";
+const OPERATOR_KEY = "operator-key-0123456789abcdef";
+const OTHER_OPERATOR_KEY = "other-operator-key-0123456789ab";
+const CHAT_BODY = JSON.stringify({ model: "stub-model", messages: [{ role: "user", content: "hi" }] });
+
+interface Resp {
+    status: number;
+    headers: http.IncomingHttpHeaders;
+    body: string;
+}
+
+function request(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Resp> {
+    return new Promise((resolve, reject) => {
+        const req = http.request(
+            url,
+            {
+                method: opts.method ?? "GET",
+                headers: { ...(opts.body !== undefined ? { "content-type": "application/json" } : {}), ...(opts.headers ?? {}) },
+                agent: false,
+                timeout: scaled(10000),
+            },
+            (res) => {
+                const parts: Buffer[] = [];
+                res.on("data", (b: Buffer) => parts.push(b));
+                res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString("utf8") }));
+                res.on("error", reject);
+            },
+        );
+        req.on("timeout", () => req.destroy(new Error(`timeout: ${url}`)));
+        req.on("error", reject);
+        req.end(opts.body);
+    });
+}
+
+function freePort(): Promise<number> {
+    return new Promise((resolve, reject) => {
+        const s = net.createServer();
+        s.once("error", reject);
+        s.listen(0, "127.0.0.1", () => {
+            const port = (s.address() as net.AddressInfo).port;
+            s.close(() => resolve(port));
+        });
+    });
+}
+
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** A running verifier: its admin API (mint, revoke) as the trainer calls it. */
+interface Verifier {
+    readonly program: Started;
+    readonly verifyAddress: string;
+    mint(rollout: string, ttlSeconds: number): Promise<string>;
+    revoke(rollout: string): Promise<number>;
+}
+
+async function startVerifier(): Promise<Verifier> {
+    const verifyPort = await freePort();
+    const adminPort = await freePort();
+    const program = await startProgram(
+        "python3",
+        ["-I", VERIFIER, "--verify-host", "127.0.0.1", "--verify-port", String(verifyPort), "--admin-port", String(adminPort)],
+        // GET /verify without a key answers 401 once it listens.
+        { readyUrl: `http://127.0.0.1:${verifyPort}/verify`, readyStatus: 401, env: { ...process.env, AGENT_RL_ROLLOUT_ADMIN_KEY: ADMIN_KEY } },
+    );
+    const admin = `http://127.0.0.1:${adminPort}`;
+    return {
+        program,
+        verifyAddress: `127.0.0.1:${verifyPort}`,
+        async mint(rollout, ttlSeconds) {
+            const r = await request(`${admin}/rollouts`, {
+                method: "POST",
+                headers: bearer(ADMIN_KEY),
+                body: JSON.stringify({ rollout, ttl_seconds: ttlSeconds }),
+            });
+            assert.equal(r.status, 201, r.body);
+            const key = (JSON.parse(r.body) as { key: string }).key;
+            assert.match(key, new RegExp(`^${ROLLOUT_KEY_PATTERN}$`));
+            return key;
+        },
+        async revoke(rollout) {
+            return (await request(`${admin}/rollouts/${rollout}`, { method: "DELETE", headers: bearer(ADMIN_KEY) })).status;
+        },
+    };
+}
+
+describe("per-rollout keys: rendering", () => {
+    test("without a verifier the config is the operators'-keys config of before (no auth_request, limit keyed on the key's name)", () => {
+        const text = renderNginxConfig({ upstream: "vllm:8000" });
+        assert.ok(!text.includes("auth_request"));
+        assert.ok(!text.includes("ingress_rollout") && !text.includes("rollout-key") && !text.includes("@ingress_401"));
+        assert.ok(text.includes("limit_req_zone $ingress_key_name zone=ingress_per_key"));
+    });
+
+    test("with a verifier: auth_request on every authenticated route, the limit keyed per rollout key, the verifier's address validated", () => {
+        const text = renderNginxConfig({ upstream: "vllm:8000", rolloutKeyVerifier: "trainer.rl.svc.cluster.local:7200", allowCompletions: true });
+        assert.equal(text.match(/auth_request \/_ingress\/rollout-key;/g)?.length, 3, "chat, completions, models");
+        assert.ok(text.includes("limit_req_zone $ingress_limit_key zone=ingress_per_key"));
+        assert.ok(text.includes("server trainer.rl.svc.cluster.local:7200 max_fails=0;"));
+        assert.deepEqual(validateProxySettings({ upstream: "v:1", rolloutKeyVerifier: "http://x:1/verify" }), [
+            'rolloutKeyVerifier: "http://x:1/verify" must be "host:port" of the rollout key verifier (e.g. "trainer.rl.svc.cluster.local:7200"), or unset for operators\' keys only',
+        ]);
+        // Docker: the verifier's name is looked up per request like vLLM's.
+        const docker = renderNginxConfig({ upstream: "vllm:8000", upstreamResolver: "127.0.0.11", rolloutKeyVerifier: "trainer:7200" });
+        assert.ok(docker.includes("set $ingress_verifier_host trainer:7200;"));
+        assert.ok(docker.includes("proxy_pass http://$ingress_verifier_host/verify;"));
+    });
+});
+
+describe("hosted sandboxes: the plan says what the agent can do with the key it can read", () => {
+    const k8s = { kind: "kubernetes", context: "test" };
+    const exposed = { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } };
+    test("hf: the routes, the rate, the reach and the fix are named", () => {
+        // The recipe's own limits (opencode-blackbox sets them), read back from the config.
+        const config = parseWithTestImages(
+            { runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed },
+            "staging",
+        );
+        const [w, ...rest] = hostedSandboxKeyWarnings(config, platformNames(config));
+        assert.equal(rest.length, 0);
+        assert.match(w!, /can read the ingress key 'sandboxes'/);
+        assert.match(w!, /from anywhere that reaches https:\/\/vllm\.example\.com/);
+        const { rateLimitPerSecond: rate, rateLimitBurst: burst } = config.ingress;
+        assert.ok(w!.includes(`call POST /v1/chat/completions, GET /v1/models at ${rate} requests/s (burst ${burst}) per ingress replica`), w);
+        assert.match(w!, /pulumi config set --secret ingressKey-sandboxes/);
+        assert.match(w!, /cannot reach vLLM's other routes/);
+    });
+    test("agent-sandbox pools: no such warning (the forwarder holds the key)", () => {
+        const config = parseWithTestImages({ runId: "r1", target: k8s, recipe: "opencode-blackbox" }, "staging");
+        assert.deepEqual(hostedSandboxKeyWarnings(config, platformNames(config)), []);
+    });
+});
+
+describe("per-rollout keys: real nginx and verifier on loopback", () => {
+    let stub: StubUpstream;
+    let verifier: Verifier;
+    let ing: LocalIngress;
+    /** The access log once it holds `text` (nginx logs a request after answering it). */
+    const logWith = (text: string) =>
+        pollUntil(
+            `the access log holds ${text}`,
+            async () => {
+                const log = fs.readFileSync(ing.accessLogPath, "utf8");
+                return log.includes(text) ? log : undefined;
+            },
+            { budgetMs: 5000, intervalMs: 50 },
+        );
+    const chat = (key: string) => request(`${ing.url}/v1/chat/completions`, { method: "POST", headers: bearer(key), body: CHAT_BODY });
+
+    before(async () => {
+        stub = await startStubUpstream();
+        verifier = await startVerifier();
+        ing = await startLocalIngress({
+            upstream: stub.url,
+            keys: [
+                { name: "operator", key: OPERATOR_KEY },
+                { name: "other-operator", key: OTHER_OPERATOR_KEY },
+            ],
+            // A small rate so a bounded loop drives one key past it: 1 r/s, burst 3.
+            settings: { rolloutKeyVerifier: verifier.verifyAddress, rateLimitPerSecond: 1, rateLimitBurst: 3 },
+        });
+    });
+    after(async () => {
+        await ing?.stop();
+        await verifier?.program.stop();
+        await stub?.stop();
+    });
+
+    test("a rollout's key works while the rollout lives and is refused once it ended (revoked)", async () => {
+        const key = await verifier.mint("rollout-a", 600);
+        const before = stub.requests.length;
+        const ok = await chat(key);
+        assert.equal(ok.status, 200, ok.body);
+        const seen = stub.requests.slice(before);
+        assert.equal(seen.length, 1);
+        assert.equal(seen[0]!.headers.authorization, undefined, "the key never reaches vLLM");
+        assert.equal((await request(`${ing.url}/v1/models`, { headers: bearer(key) })).status, 200);
+
+        assert.equal(await verifier.revoke("rollout-a"), 204);
+        const refused = await chat(key);
+        assert.equal(refused.status, 401, refused.body);
+        assert.equal((JSON.parse(refused.body) as { error: { type: string } }).error.type, "authentication_error");
+        assert.equal(stub.requests.length, before + 2, "nothing reached vLLM after the revocation");
+        // The log names the rollout and never the key (nginx writes the line after the response: polled).
+        const log = await logWith('"key":"rollout"');
+        assert.ok(log.includes('"rollout":"rollout-a"'));
+        assert.ok(!log.includes(key.slice(4)));
+    });
+
+    test("one rollout driven past its limit leaves another rollout's normal calls unthrottled (and shows a shared key would not)", async () => {
+        const noisy = await verifier.mint("rollout-noisy", 600);
+        const quiet = await verifier.mint("rollout-quiet", 600);
+        // Bounded: 20 calls at once from the noisy rollout.
+        const burst = await Promise.all(Array.from({ length: 20 }, () => chat(noisy)));
+        const limited = burst.filter((r) => r.status === 429).length;
+        assert.ok(limited >= 15, `the noisy rollout is limited: ${burst.map((r) => r.status).join(",")}`);
+        // The quiet rollout's normal calls (within its own burst): none is throttled.
+        const quietStatuses: number[] = [];
+        for (let i = 0; i < 3; i++) quietStatuses.push((await chat(quiet)).status);
+        assert.deepEqual(quietStatuses, [200, 200, 200]);
+
+        // Control, today's model: two sandboxes sharing one key share its bucket.
+        await Promise.all(Array.from({ length: 20 }, () => chat(OTHER_OPERATOR_KEY)));
+        assert.equal((await chat(OTHER_OPERATOR_KEY)).status, 429, "a shared key's bucket is spent by whoever spends it");
+    });
+
+    test("a rollout key on a non-inference route is refused, by nginx and by the verifier", async () => {
+        const key = await verifier.mint("rollout-routes", 600);
+        const before = stub.requests.length;
+        for (const [method, route] of [
+            ["POST", "/pause"],
+            ["GET", "/metrics"],
+            ["POST", "/update_weights"],
+            ["POST", "/v1/tokenize"],
+            ["GET", "/rollouts"],
+            ["GET", "/_ingress/rollout-key"],
+        ] as const) {
+            const r = await request(`${ing.url}${route}`, { method, headers: bearer(key), ...(method === "POST" ? { body: "{}" } : {}) });
+            assert.equal(r.status, 404, `${method} ${route}: ${r.body}`);
+        }
+        assert.equal(stub.requests.length, before, "nothing reached vLLM");
+        // The verifier's own scope check (if a route were ever added to nginx without it): 403.
+        const direct = await request(`http://${verifier.verifyAddress}/verify`, {
+            headers: { ...bearer(key), "x-original-uri": "/pause", "x-original-method": "POST" },
+        });
+        assert.equal(direct.status, 403);
+        const allowed = await request(`http://${verifier.verifyAddress}/verify`, {
+            headers: { ...bearer(key), "x-original-uri": "/v1/chat/completions", "x-original-method": "POST" },
+        });
+        assert.equal(allowed.status, 204);
+        assert.equal(allowed.headers["x-rollout-id"], "rollout-routes");
+    });
+
+    test("an expired key is refused without a revocation", async () => {
+        const key = await verifier.mint("rollout-short", 2);
+        // The first call may already be past 2 s on a loaded machine: only the refusal after expiry is asserted.
+        const statuses = [(await chat(key)).status];
+        await pollUntil(
+            "the expired key is refused",
+            async () => {
+                const s = (await chat(key)).status;
+                statuses.push(s);
+                return s === 401;
+            },
+            { budgetMs: 10_000, intervalMs: 1100 },
+        );
+        assert.ok(
+            statuses.every((s) => s === 200 || s === 401),
+            statuses.join(","),
+        );
+    });
+
+    test("forged and unknown keys are refused; the operators' keys work as before, with or without the verifier", async () => {
+        const forged = `rk1.${"A".repeat(43)}`;
+        assert.equal((await chat(forged)).status, 401);
+        assert.equal((await chat("not-a-key-of-anyone-0123456789")).status, 401);
+        assert.equal((await chat(OPERATOR_KEY)).status, 200);
+        await logWith('"key":"operator"');
+        // The verifier gone: rollout keys fail closed (500), the operators' keys never ask it.
+        const key = await verifier.mint("rollout-down", 600);
+        await verifier.program.stop();
+        assert.equal((await chat(key)).status, 500);
+        assert.equal((await chat(OPERATOR_KEY)).status, 200);
+    });
+});
