@@ -44,6 +44,8 @@ const SERVER_OVERRIDE = {
         // Your own script with TrlParser flags (the seeds' scripts are one-GPU programs).
         program: "custom",
         command: ["python", "/app/train_grpo.py"],
+        // 32.8B in fp32 with AdamW fits no 80 GB GPU unsharded (the GPU memory check refuses it): FSDP over the trainer GPUs.
+        accelerateConfig: "/app/fsdp2.yaml",
         // 32.8B in fp32 with AdamW, 2 kept + 1 being written + the final model (components/config/checkpoints.ts): 1467Gi.
         checkpoints: { size: "1500Gi" },
     },
