@@ -318,9 +318,9 @@ describe("config: every validation message names the field and the fix", () => {
                 envs: { coding: { settings: { DB_PASSWORD: "y" } } },
             }),
             expect: [
-                /^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove it; only hfToken, registryAuth and the ingress keys are carried as secrets \(pulumi config set --secret\)$/,
+                /^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove the value; pass it as a reference instead: WANDB_API_KEY: \{ secret: envSecret-<name> \} and pulumi config set --secret envSecret-<name>$/,
                 /^training\.extraEnv\.openai_api_key: looks like a secret/,
-                /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret/,
+                /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret .*env settings take no secret/,
             ],
         },
         {

@@ -16,6 +16,7 @@ import {
     ALL_RECIPE_NAMES,
     ConfigError,
     credentialKind,
+    deepMerge,
     isSecretConfigKey,
     isSecretEnvName,
     MULTI_NODE_RECIPE_NAMES,
@@ -110,7 +111,23 @@ function sources(): Source[] {
         const cluster = doc.config[`${NS}:cluster`] !== undefined;
         out.push({ name: f.slice("Pulumi.".length, -".yaml".length), platform: doc.config[cluster ? `${NS}:cluster` : `${NS}:platform`], cluster });
     }
-    return out;
+    return out.map((s) => (s.cluster ? s : { ...s, platform: withSecretRefs(s.platform, s.name) }));
+}
+
+/**
+ * A run source whose env maps reference stack secrets (`{ secret: envSecret-<name> }`): the trainer's
+ * under a secret-looking name, vLLM's (where a separate vLLM runs) under a neutral one, so both the
+ * name rule and the known-value scrub of the plan writer are exercised.
+ */
+function withSecretRefs(platform: Record<string, unknown>, stack: string): Record<string, unknown> {
+    const colocate = parsePlatformConfig(platform, stack).training.layout === "whitebox-colocate";
+    const refs = {
+        training: {
+            extraEnv: { DB_PASSWORD: { secret: "envSecret-db" } },
+            ...(colocate ? {} : { vllm: { extraEnv: { UPSTREAM_DSN: { secret: "envSecret-dsn" } } } }),
+        },
+    };
+    return deepMerge(platform, refs) as Record<string, unknown>;
 }
 
 /** The secret keys the program reads for a source: every one of the list, an ingress key per name. */
@@ -233,6 +250,7 @@ describe("every recipe (both targets) and every example stack, every secret key 
             // The program did receive them (else this proves nothing).
             const sent = JSON.stringify(result.resources.map((r) => r.inputs));
             assert.ok(sent.includes(values.hfToken!), `${s.name}: hfToken reached the program's inputs`);
+            assert.ok(sent.includes(values["envSecret-db"]!), `${s.name}: the referenced envSecret-db reached the program's inputs`);
             assertNoneIn(outDir, values, s.name);
         }
     });
@@ -307,7 +325,7 @@ describe("credentials written into the platform object", () => {
         );
         assert.ok(
             problems.some((p) =>
-                /^training\.extraEnv\.PGPASSWORD: looks like a secret .*only hfToken, registryAuth and the ingress keys are carried as secrets/.test(p),
+                /^training\.extraEnv\.PGPASSWORD: looks like a secret .*pass it as a reference instead: PGPASSWORD: \{ secret: envSecret-<name> \}/.test(p),
             ),
             problems.join("\n"),
         );
@@ -375,6 +393,117 @@ describe("the offline plan without Pulumi secrets set up", () => {
         assert.match(
             String((up.error as Error)?.message),
             /hfToken: training\.hubRepoId pushes to the Hub, which needs a token: pulumi config set --secret hfToken/,
+        );
+    });
+});
+
+describe("secrets in env maps, only as references ({ secret: envSecret-<name> })", () => {
+    const refs = {
+        training: { extraEnv: { DB_PASSWORD: { secret: "envSecret-db" } }, vllm: { extraEnv: { UPSTREAM_DSN: { secret: "envSecret-dsn" } } } },
+    };
+    const values = { "envSecret-db": "SENTINEL-db-password-4c3b2a", "envSecret-dsn": "SENTINEL-dsn-value-8d7e6f" };
+    const env = (container: Record<string, any>, name: string) => (container.env as Array<Record<string, any>>).find((e) => e.name === name);
+
+    test("Kubernetes: a Secret per referenced key and secretKeyRef in the trainer and vLLM; Docker: a secret env entry; no value in any file", async () => {
+        for (const target of ["kubernetes", "docker"] as const) {
+            const outDir = path.join(tmp, `refs-${target}`);
+            const result = await planToDir(
+                { recipe: "opencode-blackbox", target },
+                {
+                    outDir,
+                    secrets: values,
+                    platformOverride: deepMerge(refs, target === "docker" ? HOSTED_SANDBOXES_ON_DOCKER : {}) as Record<string, unknown>,
+                },
+            );
+            const sent = JSON.stringify(result.resources.map((r) => r.inputs));
+            for (const v of Object.values(values)) assert.ok(sent.includes(v), `${target}: the value reached the program's inputs`);
+            assertNoneIn(outDir, values, `references on ${target}`);
+            const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+            assert.match(md, /UPSTREAM_DSN=<secret envSecret-dsn>/);
+            assert.ok(!md.includes("Secrets not set"), "every referenced key was set");
+            if (target === "kubernetes") {
+                for (const [key, name] of [
+                    ["db", "DB_PASSWORD"],
+                    ["dsn", "UPSTREAM_DSN"],
+                ] as const) {
+                    const secret = result.manifests.find((m) => m.kind === "Secret" && m.metadata.name === `env-secret-${key}`);
+                    assert.ok(secret, `the Secret env-secret-${key}`);
+                    assert.deepEqual(secret.stringData, { value: "<redacted>" });
+                    const containers = result.manifests.flatMap((m) => (m.kind === "Job" ? m.spec.template.spec.containers : []));
+                    const refd = containers.filter((c: Record<string, any>) => env(c, name) !== undefined);
+                    assert.ok(refd.length > 0, `${name} reaches a container`);
+                    for (const c of refd) assert.deepEqual(env(c, name), { name, valueFrom: { secretKeyRef: { name: `env-secret-${key}`, key: "value" } } });
+                }
+            } else {
+                const trainerJson = walk(path.join(outDir, "docker")).find((f) => f.endsWith("-container-agentrl-training-trainer.json"))!;
+                const vllmJson = walk(path.join(outDir, "docker")).find((f) => f.endsWith("-container-agentrl-training-vllm.json"))!;
+                assert.match(fs.readFileSync(trainerJson, "utf8"), /"DB_PASSWORD=<redacted>"/);
+                assert.match(fs.readFileSync(vllmJson, "utf8"), /"UPSTREAM_DSN=<redacted>"/);
+                assert.ok(!fs.readFileSync(vllmJson, "utf8").includes("DB_PASSWORD"), "vLLM gets only its own references");
+            }
+        }
+    });
+
+    test("a reference not set: the offline plan stands placeholders in and says so; the program refuses it, naming the field and the command", async () => {
+        for (const target of ["kubernetes", "docker"] as const) {
+            const outDir = path.join(tmp, `refs-unset-${target}`);
+            await planToDir(
+                { recipe: "opencode-blackbox", target },
+                { outDir, platformOverride: deepMerge(refs, target === "docker" ? HOSTED_SANDBOXES_ON_DOCKER : {}) as Record<string, unknown> },
+            );
+            const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+            assert.match(
+                md,
+                /\*\*Secrets not set, planned with placeholders:\*\* `envSecret-db`, `envSecret-dsn`\. .*`pulumi config set --secret envSecret-db`/,
+            );
+            assertNoneIn(
+                outDir,
+                { "envSecret-db": secretPlaceholder("envSecret-db"), "envSecret-dsn": secretPlaceholder("envSecret-dsn") },
+                `placeholders ${target}`,
+            );
+        }
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const program = require(path.join(REPO_ROOT, "index.ts"));
+        const raw = deepMerge(withTestImages({ recipe: "opencode-blackbox", runId: "r-1", target: { kind: "kubernetes", context: "c" } }), refs);
+        const up = await runUnderMocks(program, { stack: "dev", config: { [`${NS}:platform`]: JSON.stringify(raw), [`${NS}:envSecret-dsn`]: "x" } });
+        const message = String((up.error as Error)?.message);
+        assert.match(
+            message,
+            /training\.extraEnv\.DB_PASSWORD: references the stack secret envSecret-db, which stacks\/Pulumi\.dev\.yaml does not set: set it with pulumi config set --secret envSecret-db/,
+        );
+        assert.ok(!message.includes("envSecret-dsn,"), "a set reference is not named");
+    });
+
+    test("a referenced key in plain text is refused like every secret key, naming the command", () => {
+        assert.ok(isSecretConfigKey("envSecret-db") && !isSecretConfigKey("envSecret-"));
+        const problems = plainSecretProblems([`${NS}:envSecret-db`, `${NS}:platform`], () => false, "stacks/Pulumi.dev.yaml");
+        assert.equal(problems.length, 1);
+        assert.match(
+            problems[0]!,
+            /^agent-rl-infra:envSecret-db: the env secret 'db' \(referenced by an extraEnv entry\) is a secret, and stacks\/Pulumi\.dev\.yaml holds it in plain text \(value not shown\).*pulumi config set --secret envSecret-db /,
+        );
+    });
+
+    test("the config edge: a reference passes the name rule; a reference to no envSecret-<name> key and references in env settings are refused", () => {
+        const base = withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "kubernetes", context: "c" } }) as Record<string, unknown>;
+        assert.deepEqual(problemsOf({ ...base, training: { extraEnv: { PGPASSWORD: { secret: "envSecret-pg" } } } }), []);
+        const bad = problemsOf({ ...base, training: { extraEnv: { A: { secret: "hfToken" }, B: { secret: "envSecret-Upper" }, C: { secretKeyRef: "x" } } } });
+        assert.ok(
+            bad.some((p) => /^training\.extraEnv\.A/.test(p) && p.includes("envSecret-<name>")),
+            bad.join("\n"),
+        );
+        assert.ok(
+            bad.some((p) => /^training\.extraEnv\.B/.test(p)),
+            bad.join("\n"),
+        );
+        assert.ok(
+            bad.some((p) => /^training\.extraEnv\.C/.test(p)),
+            bad.join("\n"),
+        );
+        const settings = problemsOf({ ...base, envs: { coding: { settings: { DB_PASSWORD: { secret: "envSecret-db" } } } } });
+        assert.ok(
+            settings.some((p) => /^envs\.coding\.settings\.DB_PASSWORD/.test(p)),
+            settings.join("\n"),
         );
     });
 });

@@ -278,7 +278,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.extraEnv": {
         default: "`{}`",
-        meaning: "more non-secret env vars of the trainer (reaches both roles: `NCCL_*` go here); may not shadow the names the platform sets",
+        meaning:
+            "more env vars of the trainer (reaches both roles: `NCCL_*` go here); may not shadow the names the platform sets. A value is plain text, or a secret as a reference `{ secret: envSecret-<name> }` to the stack secret set with `pulumi config set --secret envSecret-<name>` (Kubernetes: a Secret and `secretKeyRef`; Docker: a secret env; docs/design/secrets.md)",
     },
     "training.maxModelLen": {
         default: "model's",
@@ -334,7 +335,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "training.vllm.extraEnv": {
         default: "`{}`",
         meaning:
-            'more non-secret env vars of the vLLM server (layouts `whitebox-server`, `blackbox`; refused in colocate). Refused, naming the setting to use: `VLLM_SERVER_DEV_MODE`, `VLLM_API_KEY`, `CUDA_VISIBLE_DEVICES`, `HF_HOME`, `HF_TOKEN`, and `NCCL_*` (set those in `training.extraEnv`, which reaches both roles). plan.md lists them under "Weight sync"',
+            'more env vars of the vLLM server (layouts `whitebox-server`, `blackbox`; refused in colocate); a secret only as a reference `{ secret: envSecret-<name> }`, as in `training.extraEnv`. Refused, naming the setting to use: `VLLM_SERVER_DEV_MODE`, `VLLM_API_KEY`, `CUDA_VISIBLE_DEVICES`, `HF_HOME`, `HF_TOKEN`, and `NCCL_*` (set those in `training.extraEnv`, which reaches both roles). plan.md lists them under "Weight sync"',
     },
     "training.modelLoadSeconds": {
         default: "1200",

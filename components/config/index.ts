@@ -44,7 +44,15 @@ export {
 export { missingPlatformMessage, nearMiss, stackObject, unknownStackKeys, STACK_KEYS } from "./stack-keys";
 export {
     credentialKind,
+    ENV_SECRET_PREFIX,
+    envSecretRefs,
+    type EnvValue,
     INGRESS_KEY_CONFIG_PREFIX,
+    isSecretRef,
+    missingEnvSecretProblems,
+    plainEnv,
+    secretRefEnv,
+    type SecretRef,
     isSecretConfigKey,
     isSecretEnvName,
     plainSecretProblems,

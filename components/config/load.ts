@@ -10,7 +10,7 @@ import { parseClusterConfig } from "./cluster";
 import type { ClusterConfig } from "./cluster-schema";
 import { ConfigError } from "./errors";
 import { parsePlatformConfig } from "./parse";
-import { plainSecretProblems } from "./secrets";
+import { ENV_SECRET_PREFIX, envSecretRefs, missingEnvSecretProblems, plainSecretProblems } from "./secrets";
 import type { PlatformConfig } from "./types";
 
 export { CONFIG_NAMESPACE } from "./stack-keys";
@@ -29,6 +29,8 @@ export interface PlatformSecrets {
      * Docker config.json / dockerconfigjson, and the registries it names (not secret: host names).
      */
     readonly registryAuth?: RegistryAuth;
+    /** The stack secrets env maps reference (`{ secret: envSecret-<name> }`), by config key. */
+    readonly envSecrets?: Readonly<Record<string, pulumi.Output<string>>>;
 }
 
 /** Registry credentials: the dockerconfigjson (secret) and the registries its `auths` name. */
@@ -107,7 +109,7 @@ export function loadPlatformConfig(): { config: PlatformConfig; secrets: Platfor
             problems.push(...e.problems);
         }
     }
-    if (config !== undefined) problems.push(...checkSuppliedKeys(config.ingress.keys, all));
+    if (config !== undefined) problems.push(...checkSuppliedKeys(config.ingress.keys, all), ...missingEnvSecretProblems(config, Object.keys(all), stackFile()));
     if (problems.length > 0 || config === undefined) toRunError(new ConfigError(problems));
     const ingressKeys: Record<string, pulumi.Output<string>> = {};
     for (const name of config.ingress.keys) {
@@ -118,7 +120,9 @@ export function loadPlatformConfig(): { config: PlatformConfig; secrets: Platfor
     if (registryProblems.problems.length > 0) toRunError(new ConfigError(registryProblems.problems));
     const dockerConfigJson = cfg.getSecret(REGISTRY_AUTH_KEY);
     const registryAuth = dockerConfigJson !== undefined ? { dockerConfigJson, registries: registryProblems.registries } : undefined;
-    return { config, secrets: { hfToken: cfg.getSecret("hfToken"), ingressKeys, ...(registryAuth ? { registryAuth } : {}) } };
+    const envSecrets: Record<string, pulumi.Output<string>> = {};
+    for (const { key } of envSecretRefs(config)) if (key.startsWith(ENV_SECRET_PREFIX)) envSecrets[key] = cfg.requireSecret(key);
+    return { config, secrets: { hfToken: cfg.getSecret("hfToken"), ingressKeys, ...(registryAuth ? { registryAuth } : {}), envSecrets } };
 }
 
 /**

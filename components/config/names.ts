@@ -58,6 +58,8 @@ export interface PlatformNames {
         readonly hfSecret: string;
         /** Kubernetes Secret holding the sandboxes' ingress key for the trainer. */
         readonly sandboxKeySecret: string;
+        /** Prefix of the Kubernetes Secret of each referenced `envSecret-<name>` (`<prefix>-<name>`). */
+        readonly envSecretPrefix: string;
         /** Model cache volume (shared by runs of the stack). */
         readonly modelCache: string;
         /** Checkpoint volume (shared by runs so a new run can resume). */
@@ -145,6 +147,7 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             serviceAccount: local("trainer"),
             hfSecret: local("hf-token"),
             sandboxKeySecret: local("trainer", "sandbox-key"),
+            envSecretPrefix: local("env-secret"),
             modelCache: local("model-cache"),
             checkpoints: local("checkpoints"),
             vllmUpstream,

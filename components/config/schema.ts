@@ -168,7 +168,20 @@ const trainerEgress = z.strictObject({
     apiServerCidrs: z.array(ipv4Cidr).min(1).optional(),
 });
 
-const envVars = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string());
+/**
+ * A secret env var's value: a reference to the stack's secret config key `envSecret-<name>`
+ * (`pulumi config set --secret envSecret-<name>`), never the value (docs/design/secrets.md).
+ */
+const secretRef = z.strictObject({
+    secret: z
+        .string()
+        .regex(
+            /^envSecret-[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$/,
+            "must name a stack secret key envSecret-<name> (<name>: lower-case letters, digits and '-'), set with pulumi config set --secret envSecret-<name>",
+        ),
+});
+/** Env vars: a plain (non-secret) string, or `{ secret: envSecret-<name> }` for a secret. */
+const envVars = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.union([z.string(), secretRef]));
 
 /** The vLLM server's own settings, where one runs (layouts whitebox-server and blackbox). */
 const vllmServer = z.strictObject({
@@ -178,7 +191,7 @@ const vllmServer = z.strictObject({
      * (components/config/vllm-settings.ts RESERVED_VLLM_FLAGS).
      */
     extraArgs: z.array(z.string()).default([]),
-    /** Extra non-secret env vars of the vLLM server (reserved names and NCCL_* refused: NCCL_* go in training.extraEnv). */
+    /** Extra env vars of the vLLM server (reserved names and NCCL_* refused: NCCL_* go in training.extraEnv); a secret only as `{ secret: envSecret-<name> }`. */
     extraEnv: envVars.default({}),
     /**
      * vLLM's `--tool-call-parser` (black box): the agent's tool calls are parsed by vLLM, per model family.
@@ -271,8 +284,8 @@ const training = z.strictObject({
     numEpochs: posInt.optional(),
     seed: nonNegInt.optional(),
     maxStaleness: nonNegInt.optional(),
-    /** Extra non-secret env vars for the trainer. */
-    extraEnv: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+    /** Extra env vars for the trainer; a secret only as `{ secret: envSecret-<name> }`. */
+    extraEnv: envVars.default({}),
     /**
      * How vLLM and the trainer share the node's GPUs, which decides the NCCL transport of the
      * weight update (layouts with a separate vLLM only). `shared`: each role's process sees every

@@ -6,9 +6,11 @@
  * here is refused in plain text, read with getSecret and redacted from every plan file at once.
  * Pure: no messages ever hold a value.
  */
-import { CONFIG_NAMESPACE, type STACK_KEYS } from "./stack-keys";
+import { CONFIG_NAMESPACE, ENV_SECRET_PREFIX, type STACK_KEYS } from "./stack-keys";
 
-/** The stack keys that hold a secret (besides every `ingressKey-<name>`); each is also a STACK_KEYS entry. */
+export { ENV_SECRET_PREFIX } from "./stack-keys";
+
+/** The stack keys that hold a secret (besides every `ingressKey-<name>` and `envSecret-<name>`); each is also a STACK_KEYS entry. */
 export const SECRET_STACK_KEYS = ["hfToken", "registryAuth"] as const satisfies ReadonlyArray<(typeof STACK_KEYS)[number]>;
 
 /** Prefix of an operator-supplied ingress key (`ingressKey-sandboxes`, `ingressKey-operators`, ...). */
@@ -23,18 +25,20 @@ const PURPOSE: Readonly<Record<(typeof SECRET_STACK_KEYS)[number], string>> = {
 /** Whether a key of the namespace (without `agent-rl-infra:`) holds a secret. */
 export function isSecretConfigKey(key: string): boolean {
     return (
-        (SECRET_STACK_KEYS as readonly string[]).includes(key) || (key.startsWith(INGRESS_KEY_CONFIG_PREFIX) && key.length > INGRESS_KEY_CONFIG_PREFIX.length)
+        (SECRET_STACK_KEYS as readonly string[]).includes(key) ||
+        [INGRESS_KEY_CONFIG_PREFIX, ENV_SECRET_PREFIX].some((prefix) => key.startsWith(prefix) && key.length > prefix.length)
     );
 }
 
 function purposeOf(key: string): string {
+    if (key.startsWith(ENV_SECRET_PREFIX)) return `the env secret '${key.slice(ENV_SECRET_PREFIX.length)}' (referenced by an extraEnv entry)`;
     return PURPOSE[key as keyof typeof PURPOSE] ?? `the ingress key '${key.slice(INGRESS_KEY_CONFIG_PREFIX.length)}'`;
 }
 
 /** The command that stores a secret key encrypted in the stack file. */
 export function setSecretCommand(key: string): string {
     if (key === "registryAuth") return `pulumi config set --secret registryAuth "$(cat config.json)"`;
-    if (key === "hfToken") return "pulumi config set --secret hfToken";
+    if (key === "hfToken" || key.startsWith(ENV_SECRET_PREFIX)) return `pulumi config set --secret ${key}`;
     return `pulumi config set --secret ${key} "$(openssl rand -hex 32)"`;
 }
 
@@ -69,8 +73,61 @@ export function secretPlaceholder(key: string): string {
 }
 
 /** The secret keys a config needs set before `pulumi up` (the offline plan stands placeholders in for them). */
-export function requiredSecretKeys(config: { readonly training: { readonly hubRepoId?: string } }): string[] {
-    return config.training.hubRepoId !== undefined ? ["hfToken"] : [];
+export function requiredSecretKeys(config: EnvMapsConfig & { readonly training: { readonly hubRepoId?: string } }): string[] {
+    const refs = [...new Set(envSecretRefs(config).map((r) => r.key))];
+    return [...(config.training.hubRepoId !== undefined ? ["hfToken"] : []), ...refs];
+}
+
+// ---------------------------------------------------------------------------------------
+// Secret references in env maps
+
+/** An env map entry that takes its value from the stack's secret config key `secret` (`envSecret-<name>`). */
+export interface SecretRef {
+    readonly secret: string;
+}
+
+/** An env map's value: plain text, or a reference to a stack secret. */
+export type EnvValue = string | SecretRef;
+
+/** The env maps that take references. */
+export interface EnvMapsConfig {
+    readonly training: { readonly extraEnv: Readonly<Record<string, EnvValue>>; readonly vllm: { readonly extraEnv: Readonly<Record<string, EnvValue>> } };
+}
+
+export function isSecretRef(v: EnvValue): v is SecretRef {
+    return typeof v !== "string";
+}
+
+/** The plain-text entries of an env map. */
+export function plainEnv(env: Readonly<Record<string, EnvValue>>): Record<string, string> {
+    return Object.fromEntries(Object.entries(env).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
+}
+
+/** The referenced entries of an env map: env var name -> stack secret key. */
+export function secretRefEnv(env: Readonly<Record<string, EnvValue>>): Record<string, string> {
+    return Object.fromEntries(Object.entries(env).flatMap(([k, v]) => (isSecretRef(v) ? [[k, v.secret]] : [])));
+}
+
+/** Every secret reference of the config's env maps, with the field that holds it. */
+export function envSecretRefs(config: EnvMapsConfig): Array<{ readonly field: string; readonly key: string }> {
+    const maps: Array<[string, Readonly<Record<string, EnvValue>>]> = [
+        ["training.extraEnv", config.training.extraEnv],
+        ["training.vllm.extraEnv", config.training.vllm.extraEnv],
+    ];
+    return maps.flatMap(([field, env]) => Object.entries(secretRefEnv(env)).map(([name, key]) => ({ field: `${field}.${name}`, key })));
+}
+
+/**
+ * One line per reference to a stack secret the stack file does not set (`configKeys` fully qualified):
+ * the field, the key, and the command that sets it.
+ */
+export function missingEnvSecretProblems(config: EnvMapsConfig, configKeys: readonly string[], stackFile: string): string[] {
+    return envSecretRefs(config)
+        .filter((r) => !configKeys.includes(`${CONFIG_NAMESPACE}:${r.key}`))
+        .map(
+            (r) =>
+                `${r.field}: references the stack secret ${r.key}, which ${stackFile} does not set: set it with ${setSecretCommand(r.key)} (or remove the reference)`,
+        );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -140,7 +197,7 @@ export function platformSecretProblems(raw: unknown): { readonly value: unknown;
             if (kind !== undefined)
                 problems.push(
                     `${path}: looks like ${kind} (value not shown), and a stack file is plain text that every plan and manifest copies: remove it; ` +
-                        `the stack carries secrets only as its secret keys (${SECRET_STACK_KEYS.join(", ")}, ${INGRESS_KEY_CONFIG_PREFIX}<name>, set with pulumi config set --secret)` +
+                        `the stack carries secrets only as its secret keys (${SECRET_STACK_KEYS.join(", ")}, ${INGRESS_KEY_CONFIG_PREFIX}<name>, and ${ENV_SECRET_PREFIX}<name> that an extraEnv entry references as { secret: ${ENV_SECRET_PREFIX}<name> }; set with pulumi config set --secret)` +
                         `${kind.startsWith("a URL") ? ", so name the endpoint without its user:password part" : ""}; rotate it if the file was shared`,
                 );
             return v;

@@ -11,9 +11,11 @@ export { nearMiss } from "./near-miss";
 
 export const CONFIG_NAMESPACE = "agent-rl-infra";
 
-/** Every key a stack file may set in the namespace (`ingressKey-<name>` besides, per ingress key). */
+/** Every key a stack file may set in the namespace (`ingressKey-<name>` and `envSecret-<name>` besides). */
 export const STACK_KEYS = ["platform", "cluster", "hfToken", "registryAuth"] as const;
 const INGRESS_KEY_PREFIX = "ingressKey-";
+/** Prefix of a secret an env map references (`training.extraEnv.X: { secret: envSecret-<name> }`). */
+export const ENV_SECRET_PREFIX = "envSecret-";
 
 /** The namespace's keys of a config map (`agent-rl-infra:hfTokn` -> `hfTokn`); other namespaces are not ours. */
 function ownKeys(configKeys: readonly string[]): string[] {
@@ -27,14 +29,18 @@ function ownKeys(configKeys: readonly string[]): string[] {
  */
 export function unknownStackKeys(configKeys: readonly string[]): string[] {
     return ownKeys(configKeys)
-        .filter((k) => !(STACK_KEYS as readonly string[]).includes(k) && !(k.startsWith(INGRESS_KEY_PREFIX) && k.length > INGRESS_KEY_PREFIX.length))
+        .filter(
+            (k) =>
+                !(STACK_KEYS as readonly string[]).includes(k) &&
+                ![INGRESS_KEY_PREFIX, ENV_SECRET_PREFIX].some((prefix) => k.startsWith(prefix) && k.length > prefix.length),
+        )
         .map((k) => {
             const dash = k.indexOf("-");
             const near =
                 nearMiss(k, STACK_KEYS) ??
                 (dash > 0 && nearMiss(k.slice(0, dash + 1), [INGRESS_KEY_PREFIX]) ? `${INGRESS_KEY_PREFIX}${k.slice(dash + 1)}` : undefined);
             const fix = near !== undefined ? `did you mean ${CONFIG_NAMESPACE}:${near}? rename it` : "remove it";
-            return `${CONFIG_NAMESPACE}:${k}: not a setting of this project (the keys are ${STACK_KEYS.join(", ")} and ${INGRESS_KEY_PREFIX}<name>): ${fix} (pulumi config rm ${k}${near !== undefined ? `, then pulumi config set${near === "platform" || near === "cluster" ? "" : " --secret"} ${near} ...` : ""})`;
+            return `${CONFIG_NAMESPACE}:${k}: not a setting of this project (the keys are ${STACK_KEYS.join(", ")}, ${INGRESS_KEY_PREFIX}<name> and ${ENV_SECRET_PREFIX}<name>): ${fix} (pulumi config rm ${k}${near !== undefined ? `, then pulumi config set${near === "platform" || near === "cluster" ? "" : " --secret"} ${near} ...` : ""})`;
         });
 }
 

@@ -13,7 +13,7 @@ import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
 import { validateObservability } from "./observability";
-import { isSecretEnvName } from "./secrets";
+import { isSecretEnvName, plainEnv } from "./secrets";
 import { envSessionProblems } from "./env-sessions";
 import { isDevStack, totalProcesses } from "./resolve";
 import type { PlatformConfig, ResolvedEnv } from "./types";
@@ -306,11 +306,14 @@ export function validateProdPinning(c: PlatformConfig): string[] {
     return errors;
 }
 
-/** Plain-text env maps must not carry secrets: stack files and pod specs keep them in clear (values are checked in secrets.ts). */
+/**
+ * Plain-text env map entries must not carry secrets: stack files and pod specs keep them in clear (values
+ * are checked in secrets.ts); a secret goes in as a reference (`{ secret: envSecret-<name> }`), which passes.
+ */
 export function validatePlainEnv(c: PlatformConfig): string[] {
     const plain: Array<[string, Readonly<Record<string, string>>]> = [
-        ["training.extraEnv", c.training.extraEnv],
-        ["training.vllm.extraEnv", c.training.vllm.extraEnv],
+        ["training.extraEnv", plainEnv(c.training.extraEnv)],
+        ["training.vllm.extraEnv", plainEnv(c.training.vllm.extraEnv)],
         ...c.envs.map((e): [string, Readonly<Record<string, string>>] => [`envs.${e.name}.settings`, e.settings]),
     ];
     return plain.flatMap(([field, env]) =>
@@ -318,7 +321,11 @@ export function validatePlainEnv(c: PlatformConfig): string[] {
             .filter((k) => isSecretEnvName(k))
             .map(
                 (k) =>
-                    `${field}.${k}: looks like a secret (its name holds PASSWORD, PASSWD, SECRET, CREDENTIAL, TOKEN, APIKEY/API_KEY or ends in KEY), but ${field} is plain text in the stack file and the pod spec: remove it; only hfToken, registryAuth and the ingress keys are carried as secrets (pulumi config set --secret)`,
+                    `${field}.${k}: looks like a secret (its name holds PASSWORD, PASSWD, SECRET, CREDENTIAL, TOKEN, APIKEY/API_KEY or ends in KEY), but ${field} is plain text in the stack file and the pod spec: remove the value; ${
+                        field.startsWith("envs.")
+                            ? "env settings take no secret (only hfToken, registryAuth and the ingress keys are carried as secrets)"
+                            : `pass it as a reference instead: ${k}: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>`
+                    }`,
             ),
     );
 }

@@ -7,6 +7,7 @@
 import { programFacts } from "./programs";
 import type { PlatformConfig } from "./types";
 import type { Dtype } from "./terms";
+import type { EnvValue } from "./secrets";
 
 /**
  * AsyncGRPOConfig.dtype's default in TRL 1.16 (same file): the trainer loads the model in float32 and
@@ -136,7 +137,8 @@ export interface VllmServerSettings {
     /** `--tool-call-parser` (black box only). */
     readonly toolCallParser?: string;
     readonly extraArgs: readonly string[];
-    readonly extraEnv: Readonly<Record<string, string>>;
+    /** Plain values, or references to a stack secret (`{ secret: envSecret-<name> }`). */
+    readonly extraEnv: Readonly<Record<string, EnvValue>>;
 }
 
 /**

@@ -182,6 +182,7 @@ function registerTraining(name: string, plan: PlatformPlan, secrets: PlatformSec
             description: plan.training,
             hfToken: secrets.hfToken,
             sandboxKey: ingress?.sandboxKey,
+            envSecrets: secrets.envSecrets,
             namespace: namespaces.training,
             network: plan.config.target.kind === "docker" ? namespaces.training : undefined,
             // The trainer opens env sessions, claims sandboxes (through its Role) and hands them the

@@ -2,6 +2,7 @@
  * Which GPUs each role gets and how the two share them: vLLM takes the first host indices, the trainer
  * the next ones, and the sharing mode decides what each container sees and NCCL's transport. Pure.
  */
+import { plainEnv } from "../config/secrets";
 import { NCCL_CHECK_PATH, NCCL_CHECK_PORT, type GpuSharingDescription, type TrainingConfig } from "./model";
 
 /** Host GPU indices per role, every training GPU, and how the roles share them. */
@@ -25,7 +26,7 @@ export function gpuSplit(config: TrainingConfig, multiNode: boolean): GpuSplit {
     const t = config.training;
     const vllm = t.layout === "whitebox-colocate" ? [] : range(0, t.vllmGpus);
     const trainer = range(multiNode ? 0 : vllm.length, t.trainerGpus);
-    return { vllm, trainer, all: [...vllm, ...trainer], sharing: describeGpuSharing(t.gpuSharing, config.target.kind, t.ncclCheck, t.extraEnv) };
+    return { vllm, trainer, all: [...vllm, ...trainer], sharing: describeGpuSharing(t.gpuSharing, config.target.kind, t.ncclCheck, plainEnv(t.extraEnv)) };
 }
 
 /**

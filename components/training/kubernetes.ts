@@ -165,7 +165,7 @@ function secrets(s: Scope, provided: Secrets): pulumi.Resource[] {
         const ref = d.secrets[secret];
         made.push(
             new k8s.core.v1.Secret(
-                `${s.name}-${secret === "hfToken" ? "hf-token" : "sandbox-key"}`,
+                `${s.name}-${secret === "hfToken" ? "hf-token" : secret === "sandboxKey" ? "sandbox-key" : secret.toLowerCase()}`,
                 {
                     metadata: { name: ref.name, namespace: s.ns, labels: { ...PART_OF } },
                     type: "Opaque",

@@ -68,8 +68,11 @@ export const DOCKER_SOCKET = "/var/run/docker.sock";
 /** Secret env var names, decided once for both targets. */
 export const SECRET_ENV = { hfToken: "HF_TOKEN", sandboxKey: "SANDBOX_API_KEY" } as const;
 
+/** A stack secret an extraEnv entry references (`{ secret: envSecret-<name> }`), by its config key. */
+export type EnvSecretKey = `envSecret-${string}`;
+
 /** The secrets a container may read; the component gets their values through its args. */
-export type SecretName = keyof typeof SECRET_ENV;
+export type SecretName = keyof typeof SECRET_ENV | EnvSecretKey;
 
 /**
  * Seconds without any answer from vLLM's `/health` after which the run ends (issue 26 point 8): the

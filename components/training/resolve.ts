@@ -67,7 +67,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         shmSize: config.training.shmSize,
         modelCache: volumes.modelCache,
         checkpoints: volumes.checkpoints,
-        secrets: secretRefs(names),
+        secrets: secretRefs(names, config),
         requiredSecrets: requiredSecrets(config),
         job: { backoffLimit: config.training.backoffLimit, activeDeadlineSeconds: config.training.activeDeadlineSeconds },
         multiNode,

@@ -3,6 +3,7 @@
  * training.extraEnv may not set them), the user's extra env, and the NCCL settings of the GPU split.
  */
 import type { ProgramFacts } from "../config/programs";
+import { plainEnv } from "../config/secrets";
 import { type GpuSplit, visibleDevices } from "./gpus";
 import { DOCKER_SOCKET, type MultiNodeDescription, type SecretName, type TrainingConfig, type TrainingLinks } from "./model";
 import { modelCacheEnv, runOutputDir } from "./volumes";
@@ -78,7 +79,7 @@ export function trainerEnv(
     reservedEnv: Readonly<Record<string, string>>,
     multiNode?: MultiNodeDescription,
 ): Record<string, string> {
-    return omit({ ...gpus.sharing.env, ...config.training.extraEnv, ...reservedEnv }, Object.keys(multiNode?.labelEnv ?? {}));
+    return omit({ ...gpus.sharing.env, ...plainEnv(config.training.extraEnv), ...reservedEnv }, Object.keys(multiNode?.labelEnv ?? {}));
 }
 
 function omit(env: Readonly<Record<string, string>>, keys: readonly string[]): Record<string, string> {

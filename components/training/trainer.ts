@@ -16,7 +16,7 @@ import {
     type VolumeMount,
 } from "./model";
 import { trainerRunner } from "./role-runner";
-import { trainerSecretEnv } from "./secrets";
+import { referencedSecretEnv, trainerSecretEnv } from "./secrets";
 import { trainerCommand } from "./trainer-command";
 import { dockerSocketOf, extraEnvProblems, reservedTrainerEnv, trainerEnv } from "./trainer-env";
 
@@ -46,8 +46,9 @@ export function trainerOf(config: TrainingConfig, names: TrainingNames, links: T
     const command = trainerCommand(config, parts.program, { vllmUrl: parts.vllmUrl, links, multiNode }, problems);
     const dockerSocket = dockerSocketOf(config, links);
     const reservedEnv = reservedTrainerEnv(config, links, { program: parts.program, vllmUrl: parts.vllmUrl, gpus, multiNode, dockerSocket });
-    const secretEnv = trainerSecretEnv(config);
-    problems.push(...extraEnvProblems(config, gpus, reservedEnv, secretEnv));
+    const platformSecretEnv = trainerSecretEnv(config);
+    problems.push(...extraEnvProblems(config, gpus, reservedEnv, platformSecretEnv));
+    const secretEnv = { ...referencedSecretEnv(t.extraEnv), ...platformSecretEnv };
     const runner = trainerRunner(
         config,
         { sharing: gpus.sharing, metrics, vllmServes: parts.vllmServes, multiNode: multiNode !== undefined },

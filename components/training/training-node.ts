@@ -5,7 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import type { ClaimRecords } from "../config/claims";
-import type { SecretName, TrainingDescription } from "./model";
+import type { EnvSecretKey, SecretName, TrainingDescription } from "./model";
 import { buildDockerTraining } from "./docker";
 import { buildKubernetesTraining } from "./kubernetes";
 
@@ -16,6 +16,11 @@ export interface TrainingNodeArgs {
     readonly hfToken?: pulumi.Input<string>;
     /** The ingress key sandboxes use (secret); the trainer gets it as SANDBOX_API_KEY. Required in black box. @default none */
     readonly sandboxKey?: pulumi.Input<string>;
+    /**
+     * The stack secrets extraEnv entries reference (`{ secret: envSecret-<name> }`), by config key (secret
+     * values); each referenced one is required. @default {}
+     */
+    readonly envSecrets?: Readonly<Record<string, pulumi.Input<string>>>;
     /** Docker only: the private training network (created by the Platform). Required on Docker. */
     readonly network?: pulumi.Input<string>;
     /** Kubernetes: the training namespace (the Platform's Namespace output, so the objects wait for it). @default description.namespace */
@@ -54,13 +59,16 @@ export class TrainingNode extends pulumi.ComponentResource {
         const provided: Partial<Record<SecretName, pulumi.Input<string>>> = {};
         if (args.hfToken !== undefined) provided.hfToken = pulumi.secret(args.hfToken);
         if (args.sandboxKey !== undefined) provided.sandboxKey = pulumi.secret(args.sandboxKey);
+        for (const [key, value] of Object.entries(args.envSecrets ?? {})) provided[key as EnvSecretKey] = pulumi.secret(value);
         const missing = d.requiredSecrets.filter((s) => provided[s] === undefined);
         if (missing.length > 0) {
-            const why: Record<SecretName, string> = {
-                hfToken: "hfToken: training.hubRepoId pushes to the Hub: set the secret with `pulumi config set --secret hfToken`",
-                sandboxKey: "sandboxKey: the black-box trainer hands the ingress key to each sandbox: the Platform must pass the ingress's sandbox key",
-            };
-            throw new pulumi.RunError(`TrainingNode ${name}: missing secret(s):\n${missing.map((s) => `  - ${why[s]}`).join("\n")}`);
+            const why = (s: SecretName): string =>
+                s === "hfToken"
+                    ? "hfToken: training.hubRepoId pushes to the Hub: set the secret with `pulumi config set --secret hfToken`"
+                    : s === "sandboxKey"
+                      ? "sandboxKey: the black-box trainer hands the ingress key to each sandbox: the Platform must pass the ingress's sandbox key"
+                      : `${s}: an extraEnv entry references it: set the secret with \`pulumi config set --secret ${s}\``;
+            throw new pulumi.RunError(`TrainingNode ${name}: missing secret(s):\n${missing.map((s) => `  - ${why(s)}`).join("\n")}`);
         }
 
         let jobName: pulumi.Output<string>;

@@ -12,7 +12,8 @@ import { containerDevices, type GpuSplit, visibleDevices } from "./gpus";
 import { CONTAINER, type ContainerDescription, type MultiNodeDescription, type TrainingConfig, type TrainingNames, VLLM_PORT, type VolumeMount } from "./model";
 import { healthProbes } from "./probes";
 import { modelSource } from "./program-args";
-import { hfSecretEnv } from "./secrets";
+import { plainEnv } from "../config/secrets";
+import { hfSecretEnv, referencedSecretEnv } from "./secrets";
 import { blackboxServerArgs, whiteboxServerArgs } from "./vllm-args";
 import { modelCacheEnv } from "./volumes";
 
@@ -34,7 +35,7 @@ export function vllmContainer(config: TrainingConfig, names: TrainingNames, part
     const vllmBase = {
         name: CONTAINER.vllm,
         dockerName: names.training.vllm,
-        secretEnv: hfSecretEnv(),
+        secretEnv: { ...referencedSecretEnv(vllmSettings.extraEnv), ...hfSecretEnv() },
         gpus: gpus.vllm.length,
         gpuDevices: containerDevices(gpus, gpus.vllm),
         ports: [VLLM_PORT],
@@ -58,7 +59,7 @@ export function vllmContainer(config: TrainingConfig, names: TrainingNames, part
                 ...gpus.sharing.env,
                 ...visibleDevices(gpus, gpus.vllm),
                 ...(program?.env ?? {}),
-                ...vllmSettings.extraEnv,
+                ...plainEnv(vllmSettings.extraEnv),
                 VLLM_SERVER_DEV_MODE: "1",
             },
             probes: healthProbes("/health", t.modelLoadSeconds, parts.multiNode !== undefined),
@@ -72,7 +73,7 @@ export function vllmContainer(config: TrainingConfig, names: TrainingNames, part
             args: blackboxServerArgs(config, vllmSettings, servedNames),
             // Dev mode opens the weight-transfer routes the AsyncGRPO trainer calls; only here, and
             // only reachable on loopback / through the ingress allow-list.
-            env: { ...cacheEnv, ...gpus.sharing.env, ...visibleDevices(gpus, gpus.vllm), ...vllmSettings.extraEnv, VLLM_SERVER_DEV_MODE: "1" },
+            env: { ...cacheEnv, ...gpus.sharing.env, ...visibleDevices(gpus, gpus.vllm), ...plainEnv(vllmSettings.extraEnv), VLLM_SERVER_DEV_MODE: "1" },
             probes: healthProbes("/health", t.modelLoadSeconds, parts.multiNode !== undefined),
         };
     }

@@ -10,7 +10,7 @@ import { programFacts } from "../../components/config/programs";
 import { vllmServerSettings } from "../../components/config/vllm-settings";
 import { dnsEgressFor } from "../../components/config/dns";
 import type { DnsEgress } from "../../components/shared/kubernetes";
-import { dockerProviderAddresses, setSecretCommand, type PlatformConfig } from "../../components/config";
+import { dockerProviderAddresses, ENV_SECRET_PREFIX, setSecretCommand, type PlatformConfig } from "../../components/config";
 import { quantityValue } from "../../components/shared/quantity";
 import { CHECKPOINT_ROOT } from "../../components/training";
 import type { DeployedEnvDescription } from "../../components/env";
@@ -296,7 +296,8 @@ function placeholderSecretsSection(keys: readonly string[]): string[] {
     if (keys.length === 0) return [];
     return [
         `**Secrets not set, planned with placeholders:** ${keys.map((k) => `\`${k}\``).join(", ")}. The config needs ${keys.length === 1 ? "it" : "them"}` +
-            `${keys.includes("hfToken") ? " (`hfToken`: `training.hubRepoId` pushes to the Hub)" : ""}; \`pulumi up\` refuses the stack until you run ${keys.map((k) => `\`${setSecretCommand(k)}\``).join(" and ")} (docs/design/secrets.md).`,
+            `${keys.includes("hfToken") ? " (`hfToken`: `training.hubRepoId` pushes to the Hub)" : ""}` +
+            `${keys.some((k) => k.startsWith(ENV_SECRET_PREFIX)) ? " (`envSecret-*`: an extraEnv entry references it)" : ""}; \`pulumi up\` refuses the stack until you run ${keys.map((k) => `\`${setSecretCommand(k)}\``).join(" and ")} (docs/design/secrets.md).`,
         "",
     ];
 }
@@ -695,7 +696,7 @@ function resourcesSection(resources: readonly RecordedResource[], manifests: Rea
 function vllmSettingRows(c: PlatformConfig): string[][] {
     const v = vllmServerSettings(c);
     const env = Object.entries(v.extraEnv)
-        .map(([k, value]) => `${k}=${value}`)
+        .map(([k, value]) => (typeof value === "string" ? `${k}=${value}` : `${k}=<secret ${value.secret}>`))
         .join(" ");
     return [
         ["dtype, vLLM and trainer (training.dtype)", v.dtype !== undefined ? `\`--dtype ${v.dtype}\`` : "the model's own (vLLM `auto`)"],

@@ -25,6 +25,7 @@ import {
     CONFIG_NAMESPACE,
     ConfigError,
     ingressKeyConfigKey,
+    envSecretRefs,
     isSecretConfigKey,
     isSecretEnvName,
     plainSecretProblems,
@@ -481,7 +482,7 @@ export async function planClusterToDir(
 
 /** Config keys of every secret a stack can have (for tests and docs): the secret stack keys and one per ingress key. */
 export function secretConfigKeys(config: PlatformConfig): string[] {
-    return [...SECRET_STACK_KEYS, ...config.ingress.keys.map(ingressKeyConfigKey)];
+    return [...SECRET_STACK_KEYS, ...config.ingress.keys.map(ingressKeyConfigKey), ...new Set(envSecretRefs(config).map((r) => r.key))];
 }
 
 /** The registries a registryAuth value names (undefined when unset: no registry credentials). */
