@@ -36,9 +36,9 @@ describe("stack keys (pure)", () => {
                 "agent-rl-infra:replicas",
             ]),
             [
-                "agent-rl-infra:hfTokn: not a setting of this project (the keys are platform, cluster, hfToken, registryAuth and ingressKey-<name>): did you mean agent-rl-infra:hfToken? rename it (pulumi config rm hfTokn, then pulumi config set --secret hfToken ...)",
-                "agent-rl-infra:ingresKey-ops: not a setting of this project (the keys are platform, cluster, hfToken, registryAuth and ingressKey-<name>): did you mean agent-rl-infra:ingressKey-ops? rename it (pulumi config rm ingresKey-ops, then pulumi config set --secret ingressKey-ops ...)",
-                "agent-rl-infra:replicas: not a setting of this project (the keys are platform, cluster, hfToken, registryAuth and ingressKey-<name>): remove it (pulumi config rm replicas)",
+                "agent-rl-infra:hfTokn: not a setting of this project (the keys are platform, cluster, hfToken, registryAuth, ingressKey-<name> and envSecret-<name>): did you mean agent-rl-infra:hfToken? rename it (pulumi config rm hfTokn, then pulumi config set --secret hfToken ...)",
+                "agent-rl-infra:ingresKey-ops: not a setting of this project (the keys are platform, cluster, hfToken, registryAuth, ingressKey-<name> and envSecret-<name>): did you mean agent-rl-infra:ingressKey-ops? rename it (pulumi config rm ingresKey-ops, then pulumi config set --secret ingressKey-ops ...)",
+                "agent-rl-infra:replicas: not a setting of this project (the keys are platform, cluster, hfToken, registryAuth, ingressKey-<name> and envSecret-<name>): remove it (pulumi config rm replicas)",
             ],
         );
     });
