@@ -187,7 +187,7 @@ export function validateNames(n: PlatformNames): string[] {
 }
 
 /** Roles whose pods other components select (NetworkPolicies, Services). */
-export type PodRole = "trainer" | "vllm" | "vllm-ingress" | "env-replica" | "env-router" | "sandbox";
+export type PodRole = "trainer" | "vllm" | "vllm-ingress" | "rollout-keys" | "env-replica" | "env-router" | "sandbox";
 
 /**
  * The one object that makes both a selector and the pod labels, so they cannot drift

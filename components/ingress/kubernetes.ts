@@ -14,6 +14,7 @@ import { waitFor } from "./wait";
 import { imagePullPolicy } from "../shared/images";
 import { CHECKSUM_ANNOTATION } from "./model";
 import type { IngressDescription } from "./resolve";
+import { registerKubernetesVerifier, verifierEgressRule } from "./verifier-kubernetes";
 import {
     clusterDnsEgress,
     hardenedServicePod,
@@ -166,6 +167,8 @@ export function ingressNetworkPolicySpec(d: IngressDescription): k8s.types.input
                 ],
                 ports: [{ protocol: "TCP", port: d.upstream.port }],
             },
+            // agent-sandbox pools: the per-rollout key verifier on its verify port.
+            ...(d.rolloutKeys ? [verifierEgressRule(d, d.rolloutKeys)] : []),
         ],
     };
 }
@@ -212,6 +215,8 @@ export interface KubernetesIngressArgs {
     readonly checksum: pulumi.Output<string>;
     /** Resolves to what serves vLLM; the Deployment waits for it (nginx resolves the vLLM Service name at start). */
     readonly upstreamReady?: Promise<pulumi.Resource | undefined>;
+    /** The verifier's admin key (secret; required when description.rolloutKeys is set). */
+    readonly rolloutAdminKey?: pulumi.Output<string>;
 }
 
 export interface KubernetesIngressResources {
@@ -245,6 +250,10 @@ export function registerKubernetesIngress(name: string, args: KubernetesIngressA
     const policy = new k8s.networking.v1.NetworkPolicy(`${name}-network`, { metadata: meta(d.names.networkPolicy), spec: ingressNetworkPolicySpec(d) }, child);
     // tls.mode cert-manager: the Certificate for the proxy's Service names (and the public host),
     // written by cert-manager into the Secret the pods mount; the pods start once it exists.
+    // agent-sandbox pools: the per-rollout key verifier; nginx resolves its Service name at start, so it waits for it.
+    const verifier =
+        d.rolloutKeys && args.rolloutAdminKey ? registerKubernetesVerifier(name, d, d.rolloutKeys, args.rolloutAdminKey, meta, parent) : [];
+    if (d.rolloutKeys && !args.rolloutAdminKey) throw new pulumi.RunError(`VllmIngress ${name}: the rollout key verifier needs its admin key`);
     const cert = d.tls.certificate;
     const certificate = cert
         ? new k8s.apiextensions.CustomResource(
@@ -269,7 +278,14 @@ export function registerKubernetesIngress(name: string, args: KubernetesIngressA
         { metadata: meta(d.names.deployment), spec: ingressDeploymentSpec(d, args.checksum) },
         {
             ...child,
-            dependsOn: waitFor(args.upstreamReady, [config, keys, policy, ...(certificate ? [certificate] : []), ...(metricsConfig ? [metricsConfig] : [])]),
+            dependsOn: waitFor(args.upstreamReady, [
+                config,
+                keys,
+                policy,
+                ...verifier,
+                ...(certificate ? [certificate] : []),
+                ...(metricsConfig ? [metricsConfig] : []),
+            ]),
         },
     );
     if (d.replicas > 1) {

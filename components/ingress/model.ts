@@ -17,6 +17,8 @@ export { INGRESS_HTTP_PORT, INGRESS_HTTPS_PORT } from "../config/names";
 export type IngressConfig = Pick<PlatformConfig, "target" | "ingress" | "images" | "training"> & {
     /** Metrics endpoints (observability.enabled). @default off */
     readonly observability?: Pick<PlatformConfig["observability"], "enabled">;
+    /** The sandbox pool: with agent-sandbox on Kubernetes the ingress renders the per-rollout key verifier (verifier.ts). @default none */
+    readonly sandboxes?: Pick<PlatformConfig["sandboxes"], "provider" | "image">;
 };
 /** The object names the ingress uses (from `platformNames`). */
 export type IngressNames = Pick<PlatformNames, "ingress" | "namespaces" | "networks" | "training">;

@@ -8,6 +8,7 @@ import { INGRESS_ACCESS_LOG_FILE, INGRESS_STUB_STATUS } from "../shared/metrics"
 import type { LocalProxyOverrides } from "./local";
 import { INGRESS_PATHS, type IngressConfig, type IngressNames } from "./model";
 import { PROXY_PATH_FIELDS, resolveProxySettings, type ResolvedProxySettings } from "./nginx";
+import { rolloutKeyVerifier } from "./verifier";
 
 /** Whether the proxy feeds the metrics sidecars (observability on, either target: ingress/metrics.ts). */
 function metricsPath(config: IngressConfig): boolean {
@@ -19,6 +20,7 @@ export function ingressProxySettings(config: IngressConfig, names: IngressNames)
     const i = config.ingress;
     // exposure httproute: TLS ends at the Gateway and tls.mode must be none (checked in resolveVllmIngress).
     const tlsEnabled = i.tls.mode !== "none";
+    const verifier = rolloutKeyVerifier(config, names);
     return resolveProxySettings({
         listenAddress: "0.0.0.0",
         listenPort: tlsEnabled ? INGRESS_HTTPS_PORT : INGRESS_HTTP_PORT,
@@ -31,6 +33,8 @@ export function ingressProxySettings(config: IngressConfig, names: IngressNames)
         // is fixed, so nginx resolves it once and keeps its connections alive.
         upstreamResolver: config.target.kind === "docker" ? DOCKER_EMBEDDED_DNS : undefined,
         keysFile: `${INGRESS_PATHS.keysDir}/${INGRESS_PATHS.keysFileName}`,
+        // agent-sandbox pools on Kubernetes: rollout keys are asked of the verifier (docs/design/rollout-keys.md).
+        ...(verifier ? { rolloutKeyVerifier: verifier.verifyAddress } : {}),
         allowCompletions: i.allowCompletions,
         healthUnauthenticated: i.healthUnauthenticated,
         maxBodySize: i.maxBodySize,

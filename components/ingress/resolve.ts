@@ -27,6 +27,7 @@ import {
 import { allowedRoutes, renderNginxConfig, validateProxySettings, type ResolvedProxySettings, type Route } from "./nginx";
 import { ingressProxySettings } from "./proxy-settings";
 import { ingressTls } from "./tls";
+import { rolloutKeyVerifier, rolloutKeysApply, type RolloutKeyVerifier } from "./verifier";
 
 export interface IngressDescription {
     readonly target: "kubernetes" | "docker";
@@ -106,6 +107,8 @@ export interface IngressDescription {
     readonly metrics?: IngressMetrics;
     /** Docker, observability.enabled: the metrics ports its containers publish on the host's loopback (set by the Platform, platform/docker-metrics.ts). @default [] */
     readonly dockerMetrics?: readonly DockerMetricsTarget[];
+    /** Kubernetes with an agent-sandbox pool: the per-rollout key verifier nginx asks (verifier.ts); absent elsewhere. */
+    readonly rolloutKeys?: RolloutKeyVerifier;
 }
 
 /** Every problem of the ingress's config, each naming its field and the fix. */
@@ -121,6 +124,8 @@ function ingressProblems(config: IngressConfig, settings: ResolvedProxySettings,
     }
     if (!i.keys.includes(i.sandboxKey)) problems.push(`ingress.sandboxKey: '${i.sandboxKey}' is not one of ingress.keys (${i.keys.join(", ")})`);
     problems.push(...validateProxySettings(settings).map((p) => `ingress (proxy settings): ${p}`));
+    if (rolloutKeysApply(config) && !config.sandboxes?.image)
+        problems.push("sandboxes.image: the per-rollout key verifier runs from the pool's sandbox image (python/Dockerfile): set sandboxes.image");
     if ((config.observability?.enabled ?? false) && metricsLinks === undefined)
         problems.push(
             "observability.enabled: the ingress needs the scraper and the metrics programs: the Platform must pass them (resolveVllmIngress's metricsLinks)",
@@ -233,5 +238,6 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames, m
         dockerPublishIp: exposed ? "0.0.0.0" : "127.0.0.1",
         names: objectNames(names),
         metrics,
+        rolloutKeys: rolloutKeyVerifier(config, names),
     };
 }

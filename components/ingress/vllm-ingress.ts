@@ -12,6 +12,7 @@ import type { IngressDescription } from "./resolve";
 import { registerDockerIngress } from "./docker";
 import { registerKubernetesIngress } from "./kubernetes";
 import { renderKeysFile } from "./nginx";
+import { VERIFIER_ADMIN_KEY_LENGTH } from "./verifier";
 
 export interface VllmIngressArgs {
     /** The resolved ingress (from `resolveVllmIngress(config, names)`). */
@@ -58,6 +59,8 @@ export class VllmIngress extends pulumi.ComponentResource {
     public readonly namespace: pulumi.Output<string>;
     /** The proxy pods as a NetworkPolicy peer (namespace, pod labels, container port), for the SandboxPool. */
     public readonly peer: { readonly namespace: string; readonly podLabels: Readonly<Record<string, string>>; readonly port: number };
+    /** The rollout key verifier's admin key (secret), where the verifier is rendered (agent-sandbox pools on Kubernetes). */
+    public readonly rolloutAdminKey?: pulumi.Output<string>;
 
     constructor(name: string, args: VllmIngressArgs, opts?: pulumi.ComponentResourceOptions) {
         super("agentrl:ingress:VllmIngress", name, {}, opts);
@@ -88,9 +91,19 @@ export class VllmIngress extends pulumi.ComponentResource {
         const salt = new random.RandomPassword(`${name}-checksum-salt`, { length: 32, special: false }, child);
         const checksum = pulumi.unsecret(pulumi.all([salt.result, keysText]).apply(([s, k]) => configChecksum(s, d.configText, k)));
 
+        // agent-sandbox pools: the verifier's admin key, generated and kept as a Pulumi secret (never in a plan).
+        const rolloutAdminKey = d.rolloutKeys
+            ? pulumi.secret(
+                  new random.RandomPassword(`${name}-rollout-keys-admin-key`, { length: VERIFIER_ADMIN_KEY_LENGTH, special: false }, child).result,
+              )
+            : undefined;
         if (d.target === "kubernetes") {
             const namespace = args.namespace ?? d.names.namespace;
-            const { service } = registerKubernetesIngress(name, { description: d, namespace, keysText, checksum, upstreamReady: args.upstreamReady }, this);
+            const { service } = registerKubernetesIngress(
+                name,
+                { description: d, namespace, keysText, checksum, upstreamReady: args.upstreamReady, rolloutAdminKey },
+                this,
+            );
             this.serviceName = service.metadata.name;
             this.namespace = service.metadata.namespace;
         } else {
@@ -112,6 +125,7 @@ export class VllmIngress extends pulumi.ComponentResource {
         this.sandboxKey = keys[d.sandboxKeyName]!;
         this.port = d.port;
         this.peer = d.peer;
+        this.rolloutAdminKey = rolloutAdminKey;
         this.registerOutputs({
             sandboxUrl: this.sandboxUrl,
             keys: this.keys,
