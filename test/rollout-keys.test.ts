@@ -12,9 +12,14 @@ import { hostedSandboxKeyWarnings } from "../components/platform/warnings";
 import { renderNginxConfig, validateProxySettings } from "../components/ingress/nginx";
 import { ROLLOUT_KEY_PATTERN } from "../components/ingress/rollout-keys";
 import { startProgram, type Started } from "./helpers/processes";
-import { parseWithTestImages } from "./helpers/config";
+import { skipWithoutNginx } from "./helpers/nginx";
+import { parseDockerPoolConfig, parseWithTestImages } from "./helpers/config";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { pollUntil, scaled } from "./helpers/waits";
+import { localOverrides, resolveVllmIngress, VllmIngress, type IngressDescription } from "../components/ingress";
+import { VERIFIER_PATH } from "../components/ingress/verifier";
+import { runBoth, type RecordedResource } from "./helpers/mock";
+import { manifests } from "./helpers/manifests";
 
 const REPO = path.resolve(__dirname, "..");
 const VERIFIER = path.join(REPO, "python/agent_rl_sandbox/rollout_keys.py");
@@ -280,5 +285,151 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
         await verifier.program.stop();
         assert.equal((await chat(key)).status, 500);
         assert.equal((await chat(OPERATOR_KEY)).status, 200);
+    });
+});
+
+/** An opencode-blackbox stack on Kubernetes (agent-sandbox pool) or with another sandbox provider / target. */
+function blackbox(over: Record<string, unknown> = {}) {
+    return parseWithTestImages({ runId: "r1", target: { kind: "kubernetes", context: "test" }, recipe: "opencode-blackbox", ...over }, "staging");
+}
+
+/** The ingress plan (its Kubernetes manifests) of a config, from a mock run of the component. */
+async function ingressPlan(d: IngressDescription): Promise<{ objects: Array<Record<string, any>>; resources: readonly RecordedResource[] }> {
+    const run = await runBoth(() => {
+        new VllmIngress("ing", { description: d });
+    });
+    return { objects: manifests(run.update.resources), resources: run.update.resources };
+}
+
+const byKind = (objects: Array<Record<string, any>>, kind: string, name: string) => {
+    const found = objects.filter((o) => o.kind === kind && o.metadata?.name === name);
+    assert.equal(found.length, 1, `${kind} ${name}: ${objects.map((o) => `${o.kind}/${o.metadata?.name}`).join(" ")}`);
+    return found[0]!;
+};
+
+describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", () => {
+    test("opencode-blackbox on Kubernetes: one verifier (Deployment, Service, admin Secret, NetworkPolicy) and nginx asks it", async () => {
+        const config = blackbox();
+        const names = platformNames(config);
+        const d = resolveVllmIngress(config, names);
+        const v = d.rolloutKeys!;
+        assert.ok(v, "rendered by default on agent-sandbox pools");
+        assert.equal(v.names.deployment, `${names.ingress.deployment}-rollout-keys`);
+        const { objects } = await ingressPlan(d);
+        const dep = byKind(objects, "Deployment", v.names.deployment);
+        assert.equal(dep.spec.replicas, 1, "one table of live keys: every nginx replica asks the same process");
+        assert.equal(dep.spec.strategy.type, "Recreate");
+        const c = dep.spec.template.spec.containers[0];
+        assert.equal(c.image, config.sandboxes.image);
+        assert.equal(c.securityContext.runAsNonRoot, true);
+        assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+        assert.deepEqual(c.securityContext.capabilities.drop, ["ALL"]);
+        assert.ok(c.readinessProbe.tcpSocket && c.livenessProbe.tcpSocket && c.resources.limits.memory);
+        assert.ok(!c.command.some((a: string) => a.includes("mock-random")), "the admin key is never a flag");
+        const svc = byKind(objects, "Service", v.names.service);
+        assert.deepEqual(
+            svc.spec.ports.map((p: { port: number }) => p.port),
+            [7200, 7201],
+        );
+        // nginx's config names that Service, and the ingress's egress reaches its pods on the verify port only.
+        const nginxConf = byKind(objects, "ConfigMap", names.ingress.config).data["nginx.conf"] as string;
+        assert.ok(nginxConf.includes(`server ${v.names.service}.${names.namespaces.ingress}.svc.cluster.local:7200 max_fails=0;`));
+        const ingressEgress = byKind(objects, "NetworkPolicy", d.names.networkPolicy).spec.egress as Array<Record<string, any>>;
+        assert.ok(ingressEgress.some((r) => r.ports?.[0]?.port === 7200 && r.to[0].podSelector.matchLabels["app.kubernetes.io/name"] === "rollout-keys"));
+        const vp = byKind(objects, "NetworkPolicy", v.names.networkPolicy).spec;
+        assert.deepEqual(vp.egress, [], "the verifier sends nothing");
+        assert.deepEqual(
+            vp.ingress.map((r: any) => [r.from[0].podSelector.matchLabels["app.kubernetes.io/name"], r.ports[0].port]),
+            [
+                ["vllm-ingress", 7200],
+                ["trainer", 7201],
+            ],
+        );
+    });
+
+    test("not rendered on Docker or for hosted sandboxes (no claim backend / no per-claim config there), and the config is unchanged", () => {
+        for (const config of [
+            blackbox({
+                sandboxes: { provider: "hf" },
+                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
+            }),
+            parseDockerPoolConfig({ runId: "r1", target: { kind: "docker" }, recipe: "opencode-blackbox" }, "dev"),
+        ]) {
+            const d = resolveVllmIngress(config, platformNames(config));
+            assert.equal(d.rolloutKeys, undefined, config.sandboxes.provider);
+            assert.ok(!d.configText.includes("auth_request"));
+        }
+    });
+
+    describe("the rendered nginx and verifier, run on loopback: mint, call, revoke, refused", { skip: skipWithoutNginx }, () => {
+        let stub: StubUpstream;
+        let verifierProgram: Started | undefined;
+        let ing: LocalIngress | undefined;
+        after(async () => {
+            await ing?.stop();
+            await verifierProgram?.stop();
+            await stub?.stop();
+        });
+
+        test("the plan's verifier command, env and admin Secret, the plan's nginx settings", async () => {
+            const config = blackbox();
+            const names = platformNames(config);
+            const d = resolveVllmIngress(config, names);
+            const v = d.rolloutKeys!;
+            const { objects } = await ingressPlan(d);
+            // nginx: the ConfigMap is renderNginxConfig of these settings; a local run keeps them all but paths,
+            // listen, upstream and the verifier's address (the Service's DNS name, which loopback does not have).
+            const conf = byKind(objects, "ConfigMap", names.ingress.config).data["nginx.conf"] as string;
+            assert.equal(conf, d.configText);
+            const c = byKind(objects, "Deployment", v.names.deployment).spec.template.spec.containers[0];
+            const secret = byKind(objects, "Secret", v.names.secret);
+            const env: Record<string, string> = {};
+            for (const e of c.env as Array<{ name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }>) {
+                assert.equal(e.valueFrom.secretKeyRef.name, secret.metadata.name);
+                env[e.name] = secret.stringData[e.valueFrom.secretKeyRef.key];
+            }
+            const adminKey = Object.values(env)[0]!;
+            assert.ok(adminKey.length >= 16);
+            // The verifier as rendered; only the listen addresses and the script's path are this machine's.
+            const verifyPort = await freePort();
+            const adminPort = await freePort();
+            const local: Record<string, string> = {
+                [VERIFIER_PATH]: VERIFIER,
+                "0.0.0.0": "127.0.0.1",
+                [String(v.verifyPort)]: String(verifyPort),
+                [String(v.adminPort)]: String(adminPort),
+            };
+            const [bin, ...args] = (c.command as string[]).map((a) => local[a] ?? a);
+            verifierProgram = await startProgram(bin!, args, {
+                readyUrl: `http://127.0.0.1:${verifyPort}/verify`,
+                readyStatus: 401,
+                env: { PATH: process.env.PATH, ...env },
+            });
+            stub = await startStubUpstream();
+            ing = await startLocalIngress({
+                upstream: stub.url,
+                keys: [{ name: "operator", key: OPERATOR_KEY }],
+                settings: { ...localOverrides(d.settings), rolloutKeyVerifier: `127.0.0.1:${verifyPort}` },
+            });
+            const admin = `http://127.0.0.1:${adminPort}`;
+            const minted = await request(`${admin}/rollouts`, {
+                method: "POST",
+                headers: bearer(adminKey),
+                body: JSON.stringify({ rollout: "r1-claim", ttl_seconds: 600 }),
+            });
+            assert.equal(minted.status, 201, minted.body);
+            const key = (JSON.parse(minted.body) as { key: string }).key;
+            const call = () => request(`${ing!.url}/v1/chat/completions`, { method: "POST", headers: bearer(key), body: CHAT_BODY });
+            assert.equal((await call()).status, 200);
+            assert.equal((await request(`${admin}/rollouts/r1-claim`, { method: "DELETE", headers: bearer(adminKey) })).status, 204);
+            assert.equal((await call()).status, 401, "refused once its rollout ended");
+            // A wrong admin key mints nothing.
+            const wrong = await request(`${admin}/rollouts`, {
+                method: "POST",
+                headers: bearer(`${adminKey}x`),
+                body: JSON.stringify({ rollout: "r2", ttl_seconds: 60 }),
+            });
+            assert.equal(wrong.status, 401);
+        });
     });
 });

@@ -251,8 +251,7 @@ export function registerKubernetesIngress(name: string, args: KubernetesIngressA
     // tls.mode cert-manager: the Certificate for the proxy's Service names (and the public host),
     // written by cert-manager into the Secret the pods mount; the pods start once it exists.
     // agent-sandbox pools: the per-rollout key verifier; nginx resolves its Service name at start, so it waits for it.
-    const verifier =
-        d.rolloutKeys && args.rolloutAdminKey ? registerKubernetesVerifier(name, d, d.rolloutKeys, args.rolloutAdminKey, meta, parent) : [];
+    const verifier = d.rolloutKeys && args.rolloutAdminKey ? registerKubernetesVerifier(name, d, d.rolloutKeys, args.rolloutAdminKey, meta, parent) : [];
     if (d.rolloutKeys && !args.rolloutAdminKey) throw new pulumi.RunError(`VllmIngress ${name}: the rollout key verifier needs its admin key`);
     const cert = d.tls.certificate;
     const certificate = cert

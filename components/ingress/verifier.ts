@@ -42,7 +42,10 @@ export interface RolloutKeyVerifier {
     readonly trainer: IngressPeerPods;
     /** uid/gid of the sandbox image's user (python/Dockerfile USER 65532). */
     readonly runAsUser: number;
-    readonly resources: { readonly requests: { readonly cpu: string; readonly memory: string }; readonly limits: { readonly cpu: string; readonly memory: string } };
+    readonly resources: {
+        readonly requests: { readonly cpu: string; readonly memory: string };
+        readonly limits: { readonly cpu: string; readonly memory: string };
+    };
     readonly names: { readonly deployment: string; readonly service: string; readonly secret: string; readonly networkPolicy: string };
 }
 

@@ -93,9 +93,7 @@ export class VllmIngress extends pulumi.ComponentResource {
 
         // agent-sandbox pools: the verifier's admin key, generated and kept as a Pulumi secret (never in a plan).
         const rolloutAdminKey = d.rolloutKeys
-            ? pulumi.secret(
-                  new random.RandomPassword(`${name}-rollout-keys-admin-key`, { length: VERIFIER_ADMIN_KEY_LENGTH, special: false }, child).result,
-              )
+            ? pulumi.secret(new random.RandomPassword(`${name}-rollout-keys-admin-key`, { length: VERIFIER_ADMIN_KEY_LENGTH, special: false }, child).result)
             : undefined;
         if (d.target === "kubernetes") {
             const namespace = args.namespace ?? d.names.namespace;
