@@ -256,6 +256,30 @@ describe("every recipe (both targets) and every example stack, every secret key 
     });
 });
 
+describe("the rollout key verifier's admin key (agent-sandbox pools)", () => {
+    test("every Kubernetes black-box plan holds the verifier's Secret, and the admin key in no file, in any form", async () => {
+        const withPool = sources().filter((s) => !s.cluster && parsePlatformConfig(s.platform, s.name).sandboxes.provider === "agent-sandbox");
+        assert.ok(withPool.length >= 3, withPool.map((s) => s.name).join(", "));
+        for (const s of withPool) {
+            const outDir = path.join(tmp, "out-admin-key", s.name);
+            const keys = secretKeysOf(s);
+            const file = stackFileWith(s, "admin-key", {});
+            const result = await planToDir({ stack: s.name, stackFile: file }, { outDir, secrets: sentinelsFor(keys) });
+            const admin = result.resources.filter((r) => r.type === "random:index/randomPassword:RandomPassword" && r.name.endsWith("-rollout-keys-admin-key"));
+            assert.equal(admin.length, 1, `${s.name}: one generated admin key`);
+            const value = `mock-random-${admin[0]!.name}`;
+            // The program did put it into the verifier's Secret (else this proves nothing).
+            const secret = result.resources.find((r) => r.type === "kubernetes:core/v1:Secret" && r.name.endsWith("-rollout-keys-admin"));
+            assert.ok(secret && JSON.stringify(secret.inputs).includes(value), `${s.name}: the admin key reached the Secret's inputs`);
+            assert.ok(
+                walk(outDir).some((f) => fs.readFileSync(f, "utf8").includes("rollout-keys-admin")),
+                `${s.name}: the plan shows the Secret`,
+            );
+            assertNoneIn(outDir, { rolloutAdminKey: value }, s.name);
+        }
+    });
+});
+
 describe("credentials written into the platform object", () => {
     const base = withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "kubernetes", context: "c" } }) as Record<string, unknown>;
     const withTraining = (training: Record<string, unknown>) => ({ ...base, training });
