@@ -629,6 +629,14 @@ function ingressSection(plan: PlatformPlan): string[] {
             "allowed routes",
             `POST /v1/chat/completions, GET /v1/models${c.ingress.allowCompletions ? ", POST /v1/completions" : ""}${c.ingress.healthUnauthenticated ? ", GET /health (no key)" : ""}`,
         ],
+        ...(i.rolloutKeys
+            ? [
+                  [
+                      "per-rollout keys",
+                      `on (agent-sandbox pool): nginx asks the verifier ${i.rolloutKeys.names.deployment} (one replica, ${i.rolloutKeys.verifyAddress}) about every \`rk1.\` key; its admin key is a generated secret. The trainer does not mint keys yet, so the sandboxes still use ${c.ingress.sandboxKey} (docs/design/rollout-keys.md)`,
+                  ],
+              ]
+            : []),
     ];
     return ["## Ingress", "", table(["setting", "value"], rows), ""];
 }
