@@ -78,7 +78,12 @@ interface Built {
     c: PlatformConfig;
     names: PlatformNames;
     d: IngressDescription;
+    /** The rollout key verifier's resources (agent-sandbox pools; test/rollout-keys.test.ts checks them), kept apart from the proxy's. */
+    verifier: RecordedResource[];
 }
+
+/** A run without the verifier's resources: the tests below are about the proxy's objects. */
+const withoutVerifier = (run: MockRunResult): MockRunResult => ({ ...run, resources: run.resources.filter((r) => !r.name.includes("-rollout-keys-")) });
 
 async function build(c: PlatformConfig, supplied: Record<string, string> = { sandboxes: SENTINEL }): Promise<Built> {
     const names = platformNames(c);
@@ -100,7 +105,14 @@ async function build(c: PlatformConfig, supplied: Record<string, string> = { san
             port: ing.port,
         };
     });
-    return { ...runs, c, names, d };
+    return {
+        update: withoutVerifier(runs.update),
+        preview: withoutVerifier(runs.preview),
+        verifier: runs.update.resources.filter((r) => r.name.includes("-rollout-keys-")),
+        c,
+        names,
+        d,
+    };
 }
 
 const podSpecOf = (dep: RecordedResource) => unwrapSecrets(dep.inputs).spec.template.spec;
@@ -142,7 +154,8 @@ describe("resolveVllmIngress", () => {
         assert.equal(d.configText, renderNginxConfig(ingressProxySettings(c, names)));
         assert.deepEqual(d.command, ["nginx", "-e", "stderr", "-c", "/etc/nginx/ingress/nginx.conf", "-g", "daemon off;"]);
         assert.ok(d.configText.includes("include /etc/nginx/keys/keys.conf;"), "keys come from the included file");
-        assert.ok(!d.configText.includes("~^Bearer"), "no key map entry in the config text");
+        // The only Bearer map entry is the rollout-key shape (agent-sandbox pools: rollout-keys.ts), never a key.
+        assert.deepEqual(d.configText.match(/"~\^Bearer [^"]*"/g) ?? [], ['"~^Bearer (rk1\\.[A-Za-z0-9_-]{43})$"'], "no key map entry in the config text");
     });
 
     test("two keys (sandboxes, operators), the sandbox URL and the proxy's pod labels", () => {
@@ -350,6 +363,16 @@ describe("kubernetes, exposure cluster (defaults)", () => {
                 ],
                 ports: [{ protocol: "TCP", port: 8000 }],
             },
+            // agent-sandbox pool: the rollout key verifier's pods on its verify port (test/rollout-keys.test.ts).
+            {
+                to: [
+                    {
+                        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": b.names.namespaces.ingress } },
+                        podSelector: { matchLabels: podLabels("rollout-keys", `${b.names.ingress.deployment}-rollout-keys`) },
+                    },
+                ],
+                ports: [{ protocol: "TCP", port: 7200 }],
+            },
         ]);
     });
 
@@ -371,6 +394,10 @@ describe("kubernetes, exposure cluster (defaults)", () => {
             assert.deepEqual(objs.map((o) => o.kind).sort(), ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Secret", "Service"]);
             for (const o of objs) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
         }
+        // The verifier's objects too (agent-sandbox pool): a Deployment, a Secret, a NetworkPolicy, a Service.
+        const v = manifests(b.verifier);
+        assert.deepEqual(v.map((o) => o.kind).sort(), ["Deployment", "NetworkPolicy", "Secret", "Service"]);
+        for (const o of v) assert.deepEqual(validateManifestStrict(o), [], `${o.kind} ${o.metadata?.name}`);
     });
 
     test("one replica: no PodDisruptionBudget (minAvailable 1 of 1 would block every drain)", async () => {
@@ -636,6 +663,9 @@ describe("docker, TLS from host files", () => {
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/** A loopback address in place of the verifier's Service (nginx resolves it at start; nothing is asked there by an operator's key). */
+const LOCAL_VERIFIER = "127.0.0.1:7299";
+
 describe("real nginx: the component's config is what ingress:local serves", {
     skip: skipWithoutNginx,
 }, () => {
@@ -646,7 +676,12 @@ describe("real nginx: the component's config is what ingress:local serves", {
         stub = await startStubUpstream();
         const c = config({ allowCompletions: true, rateLimitPerSecond: 77, rateLimitBurst: 33, maxBodySize: "2m", readTimeoutSeconds: 300 });
         d = resolveVllmIngress(c, platformNames(c));
-        ing = await startLocalIngress({ upstream: stub.url, keys: [{ name: "sandboxes", key: SENTINEL }], settings: localOverrides(d.settings) });
+        // The verifier's address is the deployment's (its Service's DNS name): the local run names a loopback one.
+        ing = await startLocalIngress({
+            upstream: stub.url,
+            keys: [{ name: "sandboxes", key: SENTINEL }],
+            settings: { ...localOverrides(d.settings), rolloutKeyVerifier: LOCAL_VERIFIER },
+        });
     });
     after(async () => {
         await ing?.stop();
@@ -662,7 +697,9 @@ describe("real nginx: the component's config is what ingress:local serves", {
             .split(`listen ${d.settings.listenAddress}:${d.settings.listenPort}`)
             .join(`listen ${ing.settings.listenAddress}:${ing.settings.listenPort}`)
             .split(d.settings.upstream)
-            .join(ing.settings.upstream);
+            .join(ing.settings.upstream)
+            .split(d.settings.rolloutKeyVerifier!)
+            .join(LOCAL_VERIFIER);
         assert.equal(mapped, ing.configText);
     });
 
