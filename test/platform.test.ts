@@ -52,7 +52,10 @@ describe("Platform", () => {
             resolvePlatform(withEnv).envs[0],
         );
         assert.deepEqual(
-            resolveVllmIngress(pick(config, ["target", "ingress", "images", "training"]), pick(names, ["ingress", "namespaces", "networks", "training"])),
+            resolveVllmIngress(
+                pick(config, ["target", "ingress", "images", "training", "sandboxes"]),
+                pick(names, ["ingress", "namespaces", "networks", "training"]),
+            ),
             plan.ingress,
         );
         assert.deepEqual(
