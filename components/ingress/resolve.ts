@@ -27,7 +27,7 @@ import {
 import { allowedRoutes, renderNginxConfig, validateProxySettings, type ResolvedProxySettings, type Route } from "./nginx";
 import { ingressProxySettings } from "./proxy-settings";
 import { ingressTls } from "./tls";
-import { rolloutKeyVerifier, rolloutKeysApply, type RolloutKeyVerifier } from "./verifier";
+import { rolloutKeyVerifier, type RolloutKeyVerifier } from "./verifier";
 
 export interface IngressDescription {
     readonly target: "kubernetes" | "docker";
@@ -124,8 +124,6 @@ function ingressProblems(config: IngressConfig, settings: ResolvedProxySettings,
     }
     if (!i.keys.includes(i.sandboxKey)) problems.push(`ingress.sandboxKey: '${i.sandboxKey}' is not one of ingress.keys (${i.keys.join(", ")})`);
     problems.push(...validateProxySettings(settings).map((p) => `ingress (proxy settings): ${p}`));
-    if (rolloutKeysApply(config) && !config.sandboxes?.image)
-        problems.push("sandboxes.image: the per-rollout key verifier runs from the pool's sandbox image (python/Dockerfile): set sandboxes.image");
     if ((config.observability?.enabled ?? false) && metricsLinks === undefined)
         problems.push(
             "observability.enabled: the ingress needs the scraper and the metrics programs: the Platform must pass them (resolveVllmIngress's metricsLinks)",

@@ -26,7 +26,7 @@ export const VERIFIER_ADMIN_KEY_LENGTH = 48;
 
 /** The verifier as rendered: image, command, ports, who reaches it, names. */
 export interface RolloutKeyVerifier {
-    /** The pool's sandbox image (python/Dockerfile puts rollout_keys.py at VERIFIER_PATH). */
+    /** The pool's sandbox image (python/Dockerfile puts rollout_keys.py at VERIFIER_PATH; the config requires it for agent-sandbox). */
     readonly image: string;
     /** The full command line (the admin key comes from env, never a flag). */
     readonly command: readonly string[];
