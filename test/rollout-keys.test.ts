@@ -347,6 +347,12 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
         );
     });
 
+    test("the sandbox image the verifier runs from installs rollout_keys.py where the command looks, and runs it at build", () => {
+        const dockerfile = fs.readFileSync(path.join(REPO, "python/Dockerfile"), "utf8");
+        assert.ok(dockerfile.includes(`install -m 0444 /tmp/rollout_keys.py ${VERIFIER_PATH}`), "python/Dockerfile installs the verifier");
+        assert.ok(dockerfile.includes(`python3 -I ${VERIFIER_PATH} --help`), "the build runs it as the pod does (python3 -I, standard library only)");
+    });
+
     test("not rendered on Docker or for hosted sandboxes (no claim backend / no per-claim config there), and the config is unchanged", () => {
         for (const config of [
             blackbox({
