@@ -255,6 +255,11 @@ class RuntimeHandle:
         data = self.client.call("GET", f"/exists?path={quote(path, safe='')}", timeout=SHORT_REQUEST_SECONDS)
         return bool(json.loads(data)["exists"])
 
+    @property
+    def has_trace(self) -> bool:
+        """Whether this sandbox's pool has a forwarder trace port (settings ``trace_port``; 0: none)."""
+        return self._trace is not None
+
     def fetch_trace(self) -> dict[str, Any]:
         """The forwarder's record of every completion the sandbox's agent side got (forwarder.py
         ``GET /trace``): ``{"calls", "recorded", "dropped", "restarts", "complete", "entries"}``, each

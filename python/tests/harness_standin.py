@@ -17,8 +17,8 @@ from that factory's code:
   the sandbox with the ingress key in its env, mints a capture session carrying the training
   `sampling` policy (the proxy enforces it on every upstream call), and starts `opencode run
   --format json <instruction>` with the proxy as its only provider and opencode's offline switches.
-- `wait_for_completion()`, `fetch_training_trace()` (the proxy's trace entries as a validated
-  `TrainingTrace`), `verify()` (runs solution.py in the sandbox), `close()` (agent, proxy, claim).
+- `wait_for_completion()`, `fetch_training_trace()` (the forwarder's record, cross-checked against the
+  proxy's trace entries, as a validated `TrainingTrace`: agent_rl_sandbox/trusted_trace.py), `verify()` (runs solution.py in the sandbox), `close()` (agent, proxy, claim).
 
 `run_trainer()` (``python harness_standin.py trainer ...``) is the trainer process the SIGTERM and
 SIGKILL tests signal: it builds the same worker and waits for groups.
@@ -39,6 +39,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from openenv.core.harness import ResourceSession, ResourceSessionFactory, TrainingTrace, VerifyResult
+
+from agent_rl_sandbox.trusted_trace import UntrustedTrace, trusted_entries
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capture_session import CaptureSessionConfig, opencode_json  # noqa: E402
@@ -120,14 +122,33 @@ class StandInSession(ResourceSession):
         return json.loads(r.stdout)
 
     def fetch_training_trace(self) -> TrainingTrace:
-        out = self._proxy_get(f"/sessions/{self.capture_id}/trace_entries")
-        if "entries" not in out:
-            raise ValueError(f"the capture proxy has no trainable trace for this session: {out}")
-        trace = TrainingTrace.from_entries(out["entries"])
+        """The forwarder's record (`RuntimeHandle.fetch_trace()`, another uid than the agent's),
+        cross-checked against the capture proxy's (trusted_trace.py): the proxy's entries are the
+        agent's to rewrite. A missing, restarted or partial forwarder record raises UntrustedTrace
+        (the rollout fails). Only a pool without a trace port (SANDBOX_TRACE_PORT=0: the stand-in
+        pod network of test_rollout_worker, which starts no forwarder) trains on the proxy's."""
+        proxy: Any
+        try:
+            out = self._proxy_get(f"/sessions/{self.capture_id}/trace_entries")
+            proxy = out["entries"] if isinstance(out, dict) and isinstance(out.get("entries"), list) else out
+        except Exception as e:  # noqa: BLE001 - the agent may have killed or replaced the proxy
+            proxy = f"{type(e).__name__}: {e}"
+        check = None
+        if getattr(self.sandbox, "has_trace", False):
+            try:
+                forwarder = self.sandbox.fetch_trace()
+            except Exception as e:  # noqa: BLE001 - no record: nothing trustworthy to train on
+                raise UntrustedTrace(f"sandbox {self.sandbox.sandbox_id}: the forwarder's trace could not be read: {e}") from e
+            entries, check = trusted_entries(forwarder, proxy, rollout=str(self.episode_id or self.capture_id))
+        elif isinstance(proxy, list):
+            entries = proxy
+        else:
+            raise ValueError(f"the capture proxy has no trainable trace for this session: {proxy}")
+        trace = TrainingTrace.from_entries(entries)
         if (d := os.environ.get(TRACE_DIR_ENV)):
             Path(d, f"{self.episode_id or self.capture_id}.json").write_text(json.dumps({
                 "claim": self.sandbox.sandbox_id, "trace": trace.model_dump(mode="json"),
-                "opencode": self.agent_log(),
+                "opencode": self.agent_log(), "check": check.__dict__ if check else None,
             }))
         return trace
 

@@ -111,6 +111,9 @@ def stack(cluster, tmp_path, monkeypatch):
         # key-holding forwarder beside it (the plan's SANDBOX_UPSTREAM_URL names that forwarder).
         "SANDBOX_UPSTREAM_URL": ingress_url,
         "SANDBOX_API_KEY": KEY,
+        # Nor a forwarder's trace port: the stand-in factory trains on the capture proxy's record only
+        # on such a pool (test_trusted_trace.py covers the forwarder's record winning over the proxy's).
+        "SANDBOX_TRACE_PORT": "0",
         # In a pod the official client reads the mounted ServiceAccount token; here, its kubeconfig.
         "KUBECONFIG": c["trainerKubeconfig"],
         harness_standin.TRACE_DIR_ENV: str(traces),

@@ -1,0 +1,137 @@
+"""The training trace of a black-box rollout, taken from the forwarder's record, not the agent's.
+
+OpenEnv's capture proxy runs inside the sandbox as the agent's uid: its trace entries (token ids,
+logprobs) are the agent's to rewrite, and the proxy itself the agent's to replace. The forwarder
+(``forwarder.py``, another uid) records every completion it relays and serves it to the trainer
+(``RuntimeHandle.fetch_trace()``). ``trusted_entries`` turns that record into the entries
+``openenv.core.harness.TrainingTrace.from_entries`` takes (OpenEnv 0.10.0,
+``openenv/core/harness/training.py``), using the proxy's entries only as a cross-check:
+
+- every token id and logprob trained on is the forwarder's;
+- a forwarder record that is missing, restarted (``restarts`` > 0), short (``dropped`` > 0) or not
+  ``complete`` raises ``UntrustedTrace``: the rollout is discarded, never trained on the proxy's;
+- the proxy's entries select which of the forwarder's calls are trained (the proxy leaves out
+  auxiliary calls and retries) only while every one of them matches a forwarder call exactly (same
+  prompt ids, completion ids and logprobs, in order). Any disagreement (a rewritten, invented or
+  unreadable proxy record) is counted, logged, and the proxy's selection is dropped with it: every
+  call the forwarder recorded is trained.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class UntrustedTrace(ValueError):
+    """The forwarder's record cannot be trained on: the rollout is to be discarded."""
+
+
+@dataclass
+class TraceCheck:
+    """What the cross-check found. ``disagreements`` names each proxy entry that the forwarder contradicts."""
+
+    forwarder_calls: int = 0
+    proxy_entries: int = 0
+    disagreements: list[str] = field(default_factory=list)
+    #: Forwarder calls the proxy's record does not name (auxiliary calls, or the agent's own direct calls).
+    unclaimed: int = 0
+    #: "proxy" (the proxy's selection, verified) or "forwarder" (every forwarder call: the proxy disagreed).
+    selected_by: str = "proxy"
+
+
+def forwarder_calls(trace: Any) -> list[dict[str, Any]]:
+    """The forwarder's trainable calls (status 200, one choice with as many logprobs as token ids), in
+    order; raises UntrustedTrace when the record cannot be trusted whole."""
+    if not isinstance(trace, dict) or not isinstance(trace.get("entries"), list):
+        raise UntrustedTrace(f"no forwarder trace: {str(trace)[:200]}")
+    if trace.get("restarts", 0) != 0:
+        raise UntrustedTrace(f"the forwarder restarted {trace.get('restarts')} time(s) during the rollout: calls before it are lost and its port was open to the agent")
+    if trace.get("dropped", 0) != 0:
+        raise UntrustedTrace(f"the forwarder dropped {trace.get('dropped')} answer(s) (over its trace caps): the record is partial")
+    if trace.get("complete") is not True:
+        raise UntrustedTrace(f"the forwarder's trace is not complete: {dict((k, v) for k, v in trace.items() if k != 'entries')}")
+    calls = []
+    for e in trace["entries"]:
+        choices = e.get("choices") or []
+        if e.get("status") != 200 or len(choices) != 1:
+            continue
+        c = choices[0]
+        ids, lps = c.get("token_ids") or [], c.get("logprobs") or []
+        if not ids or len(ids) != len(lps):
+            continue
+        calls.append({"seq": e["seq"], "model": e.get("model"), "prompt_token_ids": list(e.get("prompt_token_ids") or []),
+                      "completion_token_ids": list(ids), "per_token_logps": [float(x) for x in lps], "finish_reason": c.get("finish_reason")})
+    return calls
+
+
+def _same_logps(a: list[float], b: list[float]) -> bool:
+    return len(a) == len(b) and all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(a, b))
+
+
+def _match(proxy: list[dict[str, Any]], calls: list[dict[str, Any]], check: TraceCheck) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Pairs each proxy entry with the next forwarder call of the same prompt ids; records every mismatch."""
+    pairs, cursor = [], 0
+    for i, p in enumerate(proxy):
+        prompt = p.get("prompt_token_ids") if isinstance(p, dict) else None
+        j = next((k for k in range(cursor, len(calls)) if calls[k]["prompt_token_ids"] == prompt), None)
+        if j is None:
+            check.disagreements.append(f"proxy entry {i}: no forwarder call has its prompt token ids")
+            continue
+        f = calls[j]
+        cursor = j + 1
+        if p.get("completion_token_ids") != f["completion_token_ids"]:
+            check.disagreements.append(f"proxy entry {i} (forwarder call {f['seq']}): completion token ids differ")
+        elif not _same_logps(list(p.get("per_token_logps") or []), f["per_token_logps"]):
+            check.disagreements.append(f"proxy entry {i} (forwarder call {f['seq']}): logprobs differ")
+        pairs.append((p, f))
+    return pairs
+
+
+def _entry(f: dict[str, Any], p: dict[str, Any] | None) -> dict[str, Any]:
+    meta = dict(p.get("metadata") or {}) if p else {}
+    proxy_node = meta.pop("node_id", None)
+    return {
+        "prompt_token_ids": f["prompt_token_ids"],
+        "completion_token_ids": f["completion_token_ids"],
+        "per_token_logps": f["per_token_logps"],
+        "loss_mask": [0] * len(f["prompt_token_ids"]) + [1] * len(f["completion_token_ids"]),
+        # request/response are diagnostics (messages for reward functions and viewers), never trained on.
+        "request": dict(p.get("request") or {}) if p else {},
+        "response": dict(p.get("response") or {}) if p else {"choices": [{"finish_reason": f["finish_reason"]}]},
+        "metadata": {**meta, "node_id": f"forwarder-{f['seq']}", "forwarder_seq": f["seq"], "proxy_node_id": proxy_node,
+                     "model": f["model"], "finish_reason": f["finish_reason"], "trace_source": "forwarder"},
+    }
+
+
+def trusted_entries(trace: Any, proxy_entries: Any, *, rollout: str = "") -> tuple[list[dict[str, Any]], TraceCheck]:
+    """TrainingTrace entries built from the forwarder's ``trace`` (``fetch_trace()``), cross-checked
+    against the capture proxy's ``proxy_entries`` (a list, or None/anything else when the proxy could
+    not be read). Raises UntrustedTrace when the forwarder's record is not whole."""
+    calls = forwarder_calls(trace)
+    check = TraceCheck(forwarder_calls=len(calls))
+    if not isinstance(proxy_entries, list):
+        check.disagreements.append(f"the capture proxy's record is unreadable: {str(proxy_entries)[:200]}")
+        pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    else:
+        check.proxy_entries = len(proxy_entries)
+        pairs = _match(proxy_entries, calls, check)
+    claimed = {f["seq"] for _p, f in pairs}
+    check.unclaimed = sum(1 for f in calls if f["seq"] not in claimed)
+    if check.disagreements:
+        check.selected_by = "forwarder"
+        by_seq = {f["seq"]: p for p, f in pairs}
+        entries = [_entry(f, by_seq.get(f["seq"])) for f in calls]
+        log.warning("rollout %s: the capture proxy's trace disagrees with the forwarder's (%d): training on the forwarder's %d call(s): %s",
+                    rollout, len(check.disagreements), len(calls), "; ".join(check.disagreements[:5]))
+    else:
+        entries = [_entry(f, p) for p, f in pairs]
+        if check.unclaimed:
+            log.info("rollout %s: %d forwarder call(s) not in the proxy's selection (auxiliary or the agent's own)", rollout, check.unclaimed)
+    return entries, check

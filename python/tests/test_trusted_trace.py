@@ -1,0 +1,214 @@
+"""What the trainer trains on when the agent forges the capture proxy's trace, as the agent would.
+
+The pod is test_sandbox_trust's: a network namespace the test makes, the forwarder there with the
+template's exact command as its own uid, the agent's commands as the sandbox uid, the trainer on the
+host's end of the veth pair, and stub_model.StubModel as a STAND-IN for vLLM. The capture proxy is a
+STAND-IN too (OpenEnv's serves `/sessions/<id>/trace_entries`; here a process of the agent's uid serves
+whatever JSON file the agent writes: the proxy runs as the agent's uid, so its record is the agent's
+to rewrite, and its port the agent's to serve). The session is the stand-in factory's
+(harness_standin.StandInSession), whose `fetch_training_trace()` is what TRL's HarnessRolloutWorker
+trains on; its sandbox reads the forwarder's trace through RuntimeHandle.fetch_trace() and runs the
+trainer's `exec` (the curl to the proxy) in the pod.
+
+On main's code (the stand-in trained on the proxy's entries): the forged token ids and logprobs
+reach the trainer, and a restarted or stopped forwarder goes unnoticed (checked: the three pod
+tests fail there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from agent_rl_sandbox import ExecResult, RuntimeHandle
+from capture_session import CaptureSessionConfig
+from conftest import free_port, stop_process
+from harness_standin import StandInSession
+from test_forwarder import PYTHON3, SYSTEM_PATH
+from test_sandbox_trust import AGENT_CALLS, Pod, as_uid, needs_root
+from waits import scaled, wait_for
+
+#: The capture proxy STAND-IN, as the agent's uid: GET anything answers {"entries": <the file's JSON>}.
+AGENT_PROXY = r'''
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"entries": json.load(open(sys.argv[2]))}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+#: The agent rewrites the proxy's record: every token id and logprob, and one turn it never had.
+AGENT_FORGES = r'''
+import json, sys
+entries = json.load(open(sys.argv[1]))
+for e in entries:
+    e["completion_token_ids"] = [7] * len(e["completion_token_ids"])
+    e["per_token_logps"] = [0.0] * len(e["per_token_logps"])
+entries.append({**entries[0], "prompt_token_ids": [1, 2, 3], "loss_mask": [0, 0, 0] + [1] * len(entries[0]["completion_token_ids"]),
+                "metadata": {"node_id": "invented"}})
+json.dump(entries, open(sys.argv[1], "w"))
+'''
+
+
+class PodSandbox(RuntimeHandle):
+    """The session's sandbox: the forwarder's trace from the pod's trace port (RuntimeHandle's own
+    fetch_trace), the trainer's `exec` run in the pod (the runtime's stand-in: bash in the namespace)."""
+
+    def __init__(self, pod: Pod) -> None:
+        super().__init__(f"http://{pod.ns.ns_ip}:1", sandbox_id="pod", trace_url=f"http://{pod.ns.ns_ip}:{pod.trace_port}")
+        self.pod = pod
+
+    def exec(self, cmd: str, *, envs=None, cwd=None, timeout=60) -> ExecResult:
+        r = subprocess.run(self.pod.ns.exec_argv("bash", "-c", cmd), capture_output=True, text=True, timeout=scaled(timeout))
+        return ExecResult(exit_code=r.returncode, stdout=r.stdout, stderr=r.stderr)
+
+
+def honest_entries(calls: list[dict]) -> list[dict]:
+    """What OpenEnv's proxy records for the agent's calls (contract.py to_trace_entries' fields)."""
+    return [{"prompt_token_ids": c["prompt"], "completion_token_ids": c["ids"], "per_token_logps": c["lps"],
+             "loss_mask": [0] * len(c["prompt"]) + [1] * len(c["ids"]), "request": {}, "response": {},
+             "metadata": {"node_id": f"n{i}"}} for i, c in enumerate(calls)]
+
+
+@pytest.fixture
+def rollout(tmp_path):
+    """The pod, the agent's two model calls through the forwarder, the agent's proxy serving its honest
+    record from a file the agent owns, and the trainer's session."""
+    pod = Pod(tmp_path)
+    shared = Path(tempfile.mkdtemp(prefix="trusted-trace-"))
+    proxy = None
+    try:
+        shared.chmod(0o777)
+        calls = pod.agent_json(AGENT_CALLS, str(pod.port))
+        record = shared / "trace_entries.json"
+        record.write_text(json.dumps(honest_entries(calls)))
+        os.chown(record, pod.agent_uid, pod.agent_uid)
+        port = free_port()
+        proxy = subprocess.Popen(pod.ns.exec_argv(*as_uid(pod.agent_uid), PYTHON3, "-I", "-c", AGENT_PROXY, str(port), str(record)),
+                                 env={"PATH": SYSTEM_PATH}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for("the agent's proxy listens", lambda: pod.listening(port), 15)
+        cfg = CaptureSessionConfig(base_url="unused", api_key="unused", model="stub/model-1", sandbox_home=str(tmp_path))
+        (tmp_path / "logs/agent").mkdir(parents=True)
+        (tmp_path / "logs/agent/.capture-admin").write_text("Authorization: Bearer unused\n")
+        session = StandInSession(PodSandbox(pod), cfg, f"http://127.0.0.1:{port}", None, "s1", "e1")
+        yield dict(pod=pod, calls=calls, record=record, session=session, proxy=proxy)
+    finally:
+        if proxy is not None:
+            stop_process(proxy)
+        pod.close()
+        for f in shared.iterdir():
+            f.unlink()
+        shared.rmdir()
+
+
+def trained(session: StandInSession) -> list[tuple[list[int], list[int], list[float]]]:
+    return [(t.prompt_token_ids, t.completion_token_ids, t.per_token_logps) for t in session.fetch_training_trace().turns]
+
+
+def truth(calls: list[dict]) -> list[tuple[list[int], list[int], list[float]]]:
+    return [(c["prompt"], c["ids"], c["lps"]) for c in calls]
+
+
+@needs_root
+def test_a_rewritten_proxy_trace_reaches_the_trainer_as_the_forwarders(rollout, caplog):
+    s, calls = rollout["session"], rollout["calls"]
+    # Honest: the proxy's record and the forwarder's agree; the trainer gets the model's tokens.
+    assert trained(s) == truth(calls)
+    # The agent rewrites the proxy's record (its uid owns it, as it owns OpenEnv's proxy's memory).
+    r = rollout["pod"].agent(AGENT_FORGES, str(rollout["record"]))
+    assert r.returncode == 0, r.stderr
+    forged = json.loads(rollout["record"].read_text())
+    assert forged[0]["completion_token_ids"] != calls[0]["ids"] and len(forged) == 3, "the forgery took"
+    with caplog.at_level("WARNING"):
+        got = trained(s)
+    assert got == truth(calls), "the trainer trains on the forwarder's token ids and logprobs, not the forged ones"
+    assert "disagrees with the forwarder's (3)" in caplog.text, caplog.text
+
+
+@needs_root
+def test_a_replaced_proxy_does_not_decide_what_is_trained(rollout):
+    # The agent kills the proxy (its own uid) and nothing answers on its port any more.
+    rollout["proxy"].send_signal(signal.SIGKILL)
+    rollout["proxy"].wait(timeout=scaled(10))
+    assert trained(rollout["session"]) == truth(rollout["calls"])
+
+
+@needs_root
+def test_a_restarted_or_missing_forwarder_record_fails_the_rollout(rollout):
+    from agent_rl_sandbox.trusted_trace import UntrustedTrace
+
+    pod = rollout["pod"]
+    os.kill(pod.forwarder_pids()[-1], signal.SIGKILL)  # the serving child, as the OOM killer would
+    def restarted() -> bool:
+        try:
+            return pod.trace()["restarts"] == 1
+        except Exception:  # noqa: BLE001 - the new child is not serving yet
+            return False
+
+    wait_for("the forwarder serves again", restarted, 15)
+    with pytest.raises(UntrustedTrace, match="restarted 1 time"):
+        rollout["session"].fetch_training_trace()
+    stop_process(pod.proc)  # no forwarder at all: no record
+    wait_for("the trace port closed", lambda: not pod.listening(pod.trace_port), 15)
+    with pytest.raises(UntrustedTrace, match="could not be read"):
+        rollout["session"].fetch_training_trace()
+
+
+# --- the cross-check itself (pure) -------------------------------------------------------------
+def forwarder_trace(*calls: tuple[list[int], list[int], list[float]], **header) -> dict:
+    entries = [{"seq": i + 1, "status": 200, "model": "m", "prompt_token_ids": p,
+                "choices": [{"index": 0, "token_ids": ids, "logprobs": lps, "finish_reason": "stop"}]} for i, (p, ids, lps) in enumerate(calls)]
+    return {"calls": len(entries), "recorded": len(entries), "dropped": 0, "restarts": 0, "complete": True, "entries": entries, **header}
+
+
+def proxy_entry(p: list[int], ids: list[int], lps: list[float], node: str) -> dict:
+    return {"prompt_token_ids": p, "completion_token_ids": ids, "per_token_logps": lps, "loss_mask": [0] * len(p) + [1] * len(ids),
+            "metadata": {"node_id": node}}
+
+
+A = ([1, 2], [3, 4], [-0.1, -0.2])
+AUX = ([9], [8], [-0.5])
+B = ([1, 2, 3, 4, 5], [6], [-0.3])
+
+
+def test_an_agreeing_proxy_selects_the_turns_and_the_forwarder_supplies_them():
+    from agent_rl_sandbox.trusted_trace import trusted_entries
+
+    entries, check = trusted_entries(forwarder_trace(A, AUX, B), [proxy_entry(*A, "a"), proxy_entry(*B, "b")])
+    assert [(e["prompt_token_ids"], e["completion_token_ids"], e["per_token_logps"]) for e in entries] == [A, B]
+    assert (check.selected_by, check.disagreements, check.unclaimed) == ("proxy", [], 1)
+    assert [e["metadata"]["proxy_node_id"] for e in entries] == ["a", "b"]
+    assert entries[1]["loss_mask"] == [0] * 5 + [1]
+
+
+def test_a_disagreeing_proxy_loses_its_selection_and_every_forwarder_call_is_trained():
+    from agent_rl_sandbox.trusted_trace import trusted_entries
+
+    entries, check = trusted_entries(forwarder_trace(A, AUX, B), [proxy_entry(A[0], A[1], [0.0, 0.0], "a"), proxy_entry(*B, "b")])
+    assert [(e["prompt_token_ids"], e["completion_token_ids"], e["per_token_logps"]) for e in entries] == [A, AUX, B]
+    assert check.selected_by == "forwarder" and check.disagreements == ["proxy entry 0 (forwarder call 1): logprobs differ"]
+    _, check = trusted_entries(forwarder_trace(A), "ConnectionRefused")
+    assert check.disagreements == ["the capture proxy's record is unreadable: ConnectionRefused"]
+
+
+@pytest.mark.parametrize(("header", "message"), [
+    ({"restarts": 2}, "restarted 2 time"),
+    ({"dropped": 1, "complete": False}, "dropped 1 answer"),
+    ({"complete": False}, "not complete"),
+])
+def test_a_forwarder_record_that_is_not_whole_is_refused(header, message):
+    from agent_rl_sandbox.trusted_trace import UntrustedTrace, trusted_entries
+
+    with pytest.raises(UntrustedTrace, match=message):
+        trusted_entries(forwarder_trace(A, **header), [proxy_entry(*A, "a")])
+    with pytest.raises(UntrustedTrace, match="no forwarder trace"):
+        trusted_entries(None, [])
