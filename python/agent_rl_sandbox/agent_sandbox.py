@@ -26,7 +26,7 @@ import time
 import uuid
 from typing import Any, Callable, Mapping
 
-from . import shutdown
+from . import shutdown, trusted_trace
 from .handle import RuntimeHandle, SandboxError, SandboxGone
 from .rollout_keys import MAX_TTL_SECONDS, RolloutKeyError, RolloutKeysClient
 from .settings import AgentSandboxSettings
@@ -250,6 +250,7 @@ class AgentSandboxBackend:
             if s.rollout_keys_url:
                 self._deliver_rollout_key(claim, host, lifetime)
             log.info("claimed sandbox %s (%s) for %ds", claim, url, lifetime)
+            trusted_trace.note_claimed(handle)
             return handle
         except BaseException:
             try:

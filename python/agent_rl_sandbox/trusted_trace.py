@@ -16,20 +16,28 @@ logprobs) are the agent's to rewrite, and the proxy itself the agent's to replac
   unreadable proxy record) is counted, logged, and the proxy's selection is dropped with it: every
   call the forwarder recorded is trained.
 
-Standard library only.
+``ForwarderTracedFactory`` applies this to any OpenEnv session factory whose ``create()`` claims its
+sandbox through ``AgentSandboxBackend`` (the backend notes the handle it returns): its sessions'
+``fetch_training_trace()`` (what TRL's ``HarnessRolloutWorker`` trains on in loop-owning mode) is
+rebuilt from the forwarder's record. ``UntrustedTrace`` is a RuntimeError on purpose: TRL 1.16
+(trl/experimental/async_grpo/openenv_harness.py ``_run_session``) scores a rollout that raises one
+as unscorable and goes on, while a ValueError there is a capture-contract error that stops the worker.
+
+Standard library only (OpenEnv's ``TrainingTrace`` is imported when a trace is built).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 
-class UntrustedTrace(ValueError):
+class UntrustedTrace(RuntimeError):
     """The forwarder's record cannot be trained on: the rollout is to be discarded."""
 
 
@@ -68,6 +76,8 @@ def forwarder_calls(trace: Any) -> list[dict[str, Any]]:
             continue
         calls.append({"seq": e["seq"], "model": e.get("model"), "prompt_token_ids": list(e.get("prompt_token_ids") or []),
                       "completion_token_ids": list(ids), "per_token_logps": [float(x) for x in lps], "finish_reason": c.get("finish_reason")})
+    if not calls:
+        raise UntrustedTrace(f"the forwarder recorded no trainable call ({trace.get('calls')} call(s) in all)")
     return calls
 
 
@@ -135,3 +145,81 @@ def trusted_entries(trace: Any, proxy_entries: Any, *, rollout: str = "") -> tup
         if check.unclaimed:
             log.info("rollout %s: %d forwarder call(s) not in the proxy's selection (auxiliary or the agent's own)", rollout, check.unclaimed)
     return entries, check
+
+
+# --- the factory wrapper ---------------------------------------------------------------------------
+_claims = threading.local()
+
+
+def note_claimed(handle: Any) -> None:
+    """Called by AgentSandboxBackend.create with the handle it returns: a ForwarderTracedFactory.create
+    running in this thread learns which sandbox its session got."""
+    seen = getattr(_claims, "handles", None)
+    if seen is not None:
+        seen.append(handle)
+
+
+class ForwarderTracedSession:
+    """A session whose ``fetch_training_trace()`` is the forwarder's record (everything else is the inner session's)."""
+
+    def __init__(self, inner: Any, sandbox: Any) -> None:
+        self._inner = inner
+        self._sandbox = sandbox
+        #: The last cross-check (TraceCheck), for metrics and tests.
+        self.trace_check: TraceCheck | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def wait_for_completion(self, timeout_s: float | None = None) -> int:
+        return self._inner.wait_for_completion(timeout_s)
+
+    def fetch_training_trace(self) -> Any:
+        from openenv.core.harness import TrainingTrace
+
+        proxy: Any
+        try:
+            proxy = self._inner.fetch_training_trace().to_trace_entries()
+        except Exception as e:  # noqa: BLE001 - the agent may have killed, replaced or garbled the proxy
+            proxy = f"{type(e).__name__}: {e}"
+        sandbox_id = getattr(self._sandbox, "sandbox_id", "?")
+        try:
+            forwarder = self._sandbox.fetch_trace()
+        except Exception as e:  # noqa: BLE001 - no record: nothing trustworthy to train on
+            raise UntrustedTrace(f"sandbox {sandbox_id}: the forwarder's trace could not be read: {e}") from e
+        entries, self.trace_check = trusted_entries(forwarder, proxy, rollout=str(sandbox_id))
+        return TrainingTrace.from_entries(entries)
+
+    def verify(self, *args: Any, **kwargs: Any) -> Any:
+        return self._inner.verify(*args, **kwargs)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class ForwarderTracedFactory:
+    """Wraps an OpenEnv ResourceSessionFactory: its sessions train on the forwarder's record. A pool
+    without a trace port (``SANDBOX_TRACE_PORT=0``) gets the inner session unchanged, with a warning."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def create(self, task: Any, seed: int | None = None, episode_id: str | None = None) -> Any:
+        _claims.handles = []
+        try:
+            session = self.inner.create(task, seed=seed, episode_id=episode_id)
+            handles = _claims.handles
+        finally:
+            _claims.handles = None
+        if len(handles) != 1:
+            session.close()
+            raise UntrustedTrace(f"the session factory claimed {len(handles)} sandbox(es) through AgentSandboxBackend in create(), not 1: no forwarder record to train on")
+        (handle,) = handles
+        if not getattr(handle, "has_trace", False):
+            log.warning("sandbox %s: the pool has no forwarder trace port (SANDBOX_TRACE_PORT=0): training on the in-sandbox proxy's trace, which the agent can rewrite",
+                        getattr(handle, "sandbox_id", "?"))
+            return session
+        return ForwarderTracedSession(session, handle)

@@ -11,14 +11,16 @@ from that factory's code:
 
 - `build_factory(*, sampling, ...)`: what the worker calls (module level: TRL pickles it into its
   spawned rollout child). It makes the backend with `AgentSandboxBackend.from_env()` (the env the
-  TrainingNode sets on the trainer) unless one is passed in.
+  TrainingNode sets on the trainer) unless one is passed in, and wraps the factory in
+  `agent_rl_sandbox.trusted_trace.ForwarderTracedFactory`: the trainer trains on the forwarder's
+  record of the rollout, the proxy's being the agent's to rewrite.
 - `create(task, seed=, episode_id=)`: claims a sandbox, checks the real opencode CLI is in it,
   starts OpenEnv's capture proxy (`openenv.core.harness.capture.server`, PyPI's openenv 0.10.0) in
   the sandbox with the ingress key in its env, mints a capture session carrying the training
   `sampling` policy (the proxy enforces it on every upstream call), and starts `opencode run
   --format json <instruction>` with the proxy as its only provider and opencode's offline switches.
-- `wait_for_completion()`, `fetch_training_trace()` (the forwarder's record, cross-checked against the
-  proxy's trace entries, as a validated `TrainingTrace`: agent_rl_sandbox/trusted_trace.py), `verify()` (runs solution.py in the sandbox), `close()` (agent, proxy, claim).
+- `wait_for_completion()`, `fetch_training_trace()` (the proxy's trace entries as a validated
+  `TrainingTrace`), `verify()` (runs solution.py in the sandbox), `close()` (agent, proxy, claim).
 
 `run_trainer()` (``python harness_standin.py trainer ...``) is the trainer process the SIGTERM and
 SIGKILL tests signal: it builds the same worker and waits for groups.
@@ -39,8 +41,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from openenv.core.harness import ResourceSession, ResourceSessionFactory, TrainingTrace, VerifyResult
-
-from agent_rl_sandbox.trusted_trace import UntrustedTrace, trusted_entries
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capture_session import CaptureSessionConfig, opencode_json  # noqa: E402
@@ -122,33 +122,14 @@ class StandInSession(ResourceSession):
         return json.loads(r.stdout)
 
     def fetch_training_trace(self) -> TrainingTrace:
-        """The forwarder's record (`RuntimeHandle.fetch_trace()`, another uid than the agent's),
-        cross-checked against the capture proxy's (trusted_trace.py): the proxy's entries are the
-        agent's to rewrite. A missing, restarted or partial forwarder record raises UntrustedTrace
-        (the rollout fails). Only a pool without a trace port (SANDBOX_TRACE_PORT=0: the stand-in
-        pod network of test_rollout_worker, which starts no forwarder) trains on the proxy's."""
-        proxy: Any
-        try:
-            out = self._proxy_get(f"/sessions/{self.capture_id}/trace_entries")
-            proxy = out["entries"] if isinstance(out, dict) and isinstance(out.get("entries"), list) else out
-        except Exception as e:  # noqa: BLE001 - the agent may have killed or replaced the proxy
-            proxy = f"{type(e).__name__}: {e}"
-        check = None
-        if getattr(self.sandbox, "has_trace", False):
-            try:
-                forwarder = self.sandbox.fetch_trace()
-            except Exception as e:  # noqa: BLE001 - no record: nothing trustworthy to train on
-                raise UntrustedTrace(f"sandbox {self.sandbox.sandbox_id}: the forwarder's trace could not be read: {e}") from e
-            entries, check = trusted_entries(forwarder, proxy, rollout=str(self.episode_id or self.capture_id))
-        elif isinstance(proxy, list):
-            entries = proxy
-        else:
-            raise ValueError(f"the capture proxy has no trainable trace for this session: {proxy}")
-        trace = TrainingTrace.from_entries(entries)
+        out = self._proxy_get(f"/sessions/{self.capture_id}/trace_entries")
+        if "entries" not in out:
+            raise ValueError(f"the capture proxy has no trainable trace for this session: {out}")
+        trace = TrainingTrace.from_entries(out["entries"])
         if (d := os.environ.get(TRACE_DIR_ENV)):
             Path(d, f"{self.episode_id or self.capture_id}.json").write_text(json.dumps({
                 "claim": self.sandbox.sandbox_id, "trace": trace.model_dump(mode="json"),
-                "opencode": self.agent_log(), "check": check.__dict__ if check else None,
+                "opencode": self.agent_log(),
             }))
         return trace
 
@@ -264,14 +245,17 @@ def build_factory(
     agent_timeout_s: float = 120.0,
     sandbox_timeout_s: int | None = None,
     backend: Any = None,
-) -> StandInSessionFactory:
+) -> Any:
     """What `HarnessRolloutWorker(harness_session_factory=partial(build_factory, ...))` calls with `sampling=`
     (the agent's and the default sandbox's budgets scaled, waits.py)."""
     from agent_rl_sandbox import opencode_config_kwargs
     from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
+    from agent_rl_sandbox.trusted_trace import ForwarderTracedFactory
 
     cfg = CaptureSessionConfig(**opencode_config_kwargs(), model=model, agent_timeout_s=scaled(agent_timeout_s), disabled_tools=["webfetch", "question", "task"])
-    return StandInSessionFactory(cfg=cfg, backend=backend if backend is not None else AgentSandboxBackend.from_env(), sampling=sampling, sandbox_timeout_s=sandbox_timeout_s)
+    inner = StandInSessionFactory(cfg=cfg, backend=backend if backend is not None else AgentSandboxBackend.from_env(), sampling=sampling, sandbox_timeout_s=sandbox_timeout_s)
+    # The trainer trains on the forwarder's record, the proxy's only a cross-check (trusted_trace.py).
+    return ForwarderTracedFactory(inner)
 
 
 # --- the worker, as a trainer builds it -------------------------------------------------------

@@ -10,9 +10,9 @@ to rewrite, and its port the agent's to serve). The session is the stand-in fact
 trains on; its sandbox reads the forwarder's trace through RuntimeHandle.fetch_trace() and runs the
 trainer's `exec` (the curl to the proxy) in the pod.
 
-On main's code (the stand-in trained on the proxy's entries): the forged token ids and logprobs
-reach the trainer, and a restarted or stopped forwarder goes unnoticed (checked: the three pod
-tests fail there).
+On main's code (the stand-in trained on the proxy's entries; checked by running these three pod
+tests with ForwarderTracedSession.fetch_training_trace returning the inner session's): the forged
+token ids and logprobs reach the trainer, and a restarted or stopped forwarder goes unnoticed.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import pytest
 from agent_rl_sandbox import ExecResult, RuntimeHandle
 from capture_session import CaptureSessionConfig
 from conftest import free_port, stop_process
+from agent_rl_sandbox.trusted_trace import ForwarderTracedFactory, ForwarderTracedSession, UntrustedTrace, note_claimed, trusted_entries
 from harness_standin import StandInSession
 from test_forwarder import PYTHON3, SYSTEM_PATH
 from test_sandbox_trust import AGENT_CALLS, Pod, as_uid, needs_root
@@ -99,7 +100,9 @@ def rollout(tmp_path):
         cfg = CaptureSessionConfig(base_url="unused", api_key="unused", model="stub/model-1", sandbox_home=str(tmp_path))
         (tmp_path / "logs/agent").mkdir(parents=True)
         (tmp_path / "logs/agent/.capture-admin").write_text("Authorization: Bearer unused\n")
-        session = StandInSession(PodSandbox(pod), cfg, f"http://127.0.0.1:{port}", None, "s1", "e1")
+        sandbox = PodSandbox(pod)
+        # What ForwarderTracedFactory.create returns for the stand-in factory's session on this sandbox.
+        session = ForwarderTracedSession(StandInSession(sandbox, cfg, f"http://127.0.0.1:{port}", None, "s1", "e1"), sandbox)
         yield dict(pod=pod, calls=calls, record=record, session=session, proxy=proxy)
     finally:
         if proxy is not None:
@@ -110,7 +113,7 @@ def rollout(tmp_path):
         shared.rmdir()
 
 
-def trained(session: StandInSession) -> list[tuple[list[int], list[int], list[float]]]:
+def trained(session: ForwarderTracedSession) -> list[tuple[list[int], list[int], list[float]]]:
     return [(t.prompt_token_ids, t.completion_token_ids, t.per_token_logps) for t in session.fetch_training_trace().turns]
 
 
@@ -132,6 +135,8 @@ def test_a_rewritten_proxy_trace_reaches_the_trainer_as_the_forwarders(rollout, 
         got = trained(s)
     assert got == truth(calls), "the trainer trains on the forwarder's token ids and logprobs, not the forged ones"
     assert "disagrees with the forwarder's (3)" in caplog.text, caplog.text
+    check = s.trace_check
+    assert (check.selected_by, len(check.disagreements), check.forwarder_calls, check.proxy_entries) == ("forwarder", 3, 2, 3), check
 
 
 @needs_root
@@ -144,8 +149,6 @@ def test_a_replaced_proxy_does_not_decide_what_is_trained(rollout):
 
 @needs_root
 def test_a_restarted_or_missing_forwarder_record_fails_the_rollout(rollout):
-    from agent_rl_sandbox.trusted_trace import UntrustedTrace
-
     pod = rollout["pod"]
     os.kill(pod.forwarder_pids()[-1], signal.SIGKILL)  # the serving child, as the OOM killer would
     def restarted() -> bool:
@@ -181,8 +184,6 @@ B = ([1, 2, 3, 4, 5], [6], [-0.3])
 
 
 def test_an_agreeing_proxy_selects_the_turns_and_the_forwarder_supplies_them():
-    from agent_rl_sandbox.trusted_trace import trusted_entries
-
     entries, check = trusted_entries(forwarder_trace(A, AUX, B), [proxy_entry(*A, "a"), proxy_entry(*B, "b")])
     assert [(e["prompt_token_ids"], e["completion_token_ids"], e["per_token_logps"]) for e in entries] == [A, B]
     assert (check.selected_by, check.disagreements, check.unclaimed) == ("proxy", [], 1)
@@ -191,8 +192,6 @@ def test_an_agreeing_proxy_selects_the_turns_and_the_forwarder_supplies_them():
 
 
 def test_a_disagreeing_proxy_loses_its_selection_and_every_forwarder_call_is_trained():
-    from agent_rl_sandbox.trusted_trace import trusted_entries
-
     entries, check = trusted_entries(forwarder_trace(A, AUX, B), [proxy_entry(A[0], A[1], [0.0, 0.0], "a"), proxy_entry(*B, "b")])
     assert [(e["prompt_token_ids"], e["completion_token_ids"], e["per_token_logps"]) for e in entries] == [A, AUX, B]
     assert check.selected_by == "forwarder" and check.disagreements == ["proxy entry 0 (forwarder call 1): logprobs differ"]
@@ -206,9 +205,42 @@ def test_a_disagreeing_proxy_loses_its_selection_and_every_forwarder_call_is_tra
     ({"complete": False}, "not complete"),
 ])
 def test_a_forwarder_record_that_is_not_whole_is_refused(header, message):
-    from agent_rl_sandbox.trusted_trace import UntrustedTrace, trusted_entries
-
     with pytest.raises(UntrustedTrace, match=message):
         trusted_entries(forwarder_trace(A, **header), [proxy_entry(*A, "a")])
     with pytest.raises(UntrustedTrace, match="no forwarder trace"):
         trusted_entries(None, [])
+    with pytest.raises(UntrustedTrace, match="no trainable call"):
+        trusted_entries(forwarder_trace(), [])
+
+
+class FakeFactory:
+    """A factory that claims `n` sandboxes the way AgentSandboxBackend.create reports them."""
+
+    def __init__(self, handles: list) -> None:
+        self.handles = handles
+        self.closed = 0
+
+    def create(self, task, seed=None, episode_id=None):
+        for h in self.handles:
+            note_claimed(h)
+        outer = self
+
+        class Session:
+            def close(self):
+                outer.closed += 1
+
+        return Session()
+
+
+def test_the_factory_wraps_the_session_of_the_one_sandbox_it_claimed():
+    traced = RuntimeHandle("http://127.0.0.1:1", sandbox_id="a", trace_url="http://127.0.0.1:2")
+    untraced = RuntimeHandle("http://127.0.0.1:1", sandbox_id="b")
+    s = ForwarderTracedFactory(FakeFactory([traced])).create("task")
+    assert isinstance(s, ForwarderTracedSession) and s._sandbox is traced
+    assert not isinstance(ForwarderTracedFactory(FakeFactory([untraced])).create("task"), ForwarderTracedSession)
+    for handles in ([], [traced, traced]):
+        f = FakeFactory(handles)
+        with pytest.raises(UntrustedTrace, match=f"claimed {len(handles)} sandbox"):
+            ForwarderTracedFactory(f).create("task")
+        assert f.closed == 1
+    note_claimed(traced)  # outside a create(): nothing noted, nothing kept
