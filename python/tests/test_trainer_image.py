@@ -389,32 +389,41 @@ def test_every_path_the_platform_renders_is_in_an_image() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The one documented change to TRL's opencode trainer (trainer/use_agent_sandbox.py)
+# The documented changes to TRL's opencode trainer (trainer/use_agent_sandbox.py)
 
 USE_AGENT_SANDBOX = TRAINER / "use_agent_sandbox.py"
-#: The two lines of huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py @0a942020 the change
-#: touches (facts: its OpenEnv import, and the backend argument in build_factory, trailing comment included).
+#: The three lines of huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py @0a942020 the change
+#: touches (facts: its OpenEnv import, the backend argument in build_factory, trailing comment included, and
+#: build_factory's return).
 TRL_IMPORT = "from opencode_env.sandbox import HFSandboxBackend, SandboxHandle"
 TRL_BACKEND_LINE = "        sandbox_backend=HFSandboxBackend(image=image, flavor=flavor),  # each rollout = its own remote HF sandbox"
+TRL_RETURN_LINE = "    return OpencodeTaskFactory(inner)"
 
 #: A script of the published shape, written for this test (not TRL's code): the import, a factory
-#: built in a module-level function from HFSandboxBackend(image=, flavor=), and a main that builds it.
+#: built in a module-level function from HFSandboxBackend(image=, flavor=) and returned inside the
+#: script's own adapter, and a main that builds it.
 SHAPED_SCRIPT = f'''
 import json, sys
 {TRL_IMPORT}
 from opencode_env.harness import OpenCodeSessionFactory
 
 
+class OpencodeTaskFactory:
+    def __init__(self, inner):
+        self._inner = inner
+
+
 def build_factory(image, flavor):
-    return OpenCodeSessionFactory(
+    inner = OpenCodeSessionFactory(
 {TRL_BACKEND_LINE}
     )
+{TRL_RETURN_LINE}
 
 
 if __name__ == "__main__":
     f = build_factory(sys.argv[1], "cpu-basic")
-    b = f.sandbox_backend
-    print(json.dumps({{"type": type(b).__name__, "image": b.image, "pool": b.settings.warm_pool}}))
+    b = f._inner.sandbox_backend
+    print(json.dumps({{"type": type(b).__name__, "image": b.image, "pool": b.settings.warm_pool, "factory": type(f).__name__}}))
 '''
 
 #: Stand-ins for OpenEnv's git-only opencode_env (named as such): just what the shaped script imports.
@@ -438,17 +447,22 @@ def test_the_change_swaps_the_backend_line_and_the_script_then_runs_on_the_pool(
     assert r.returncode == 0, r.stderr
     after = script.read_text().splitlines()
     before = SHAPED_SCRIPT.splitlines()
-    changed = [(b, a) for b, a in zip(before, [line for line in after if line != "from agent_rl_sandbox import AgentSandboxBackend"]) if b != a]
-    assert changed == [(TRL_BACKEND_LINE, "        sandbox_backend=AgentSandboxBackend(image=image, flavor=flavor),  # the stack's sandbox pool (agent-rl-infra)")]
-    assert after[after.index(TRL_IMPORT) + 1] == "from agent_rl_sandbox import AgentSandboxBackend"
-    assert len(after) == len(before) + 1
+    added = ["from agent_rl_sandbox import AgentSandboxBackend", "from agent_rl_sandbox.trusted_trace import ForwarderTracedFactory"]
+    changed = [(b, a) for b, a in zip(before, [line for line in after if line not in added]) if b != a]
+    assert changed == [
+        (TRL_BACKEND_LINE, "        sandbox_backend=AgentSandboxBackend(image=image, flavor=flavor),  # the stack's sandbox pool (agent-rl-infra)"),
+        (TRL_RETURN_LINE, "    return ForwarderTracedFactory(OpencodeTaskFactory(inner))  # train on the forwarder's trace (agent-rl-infra)"),
+    ]
+    i = after.index(TRL_IMPORT)
+    assert after[i + 1 : i + 3] == added
+    assert len(after) == len(before) + 2
     for name, text in STANDIN_OPENCODE_ENV.items():
         (tmp_path / "site" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "site" / name).write_text(text)
     env = {**os.environ, **stack_env(), "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO / "python")])}
     ran = subprocess.run([sys.executable, str(script), POOL_IMAGE], capture_output=True, text=True, timeout=scaled(120), env=env)
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert json.loads(ran.stdout.splitlines()[-1]) == {"type": "AgentSandboxBackend", "image": POOL_IMAGE, "pool": "sandbox-pool-r1"}
+    assert json.loads(ran.stdout.splitlines()[-1]) == {"type": "AgentSandboxBackend", "image": POOL_IMAGE, "pool": "sandbox-pool-r1", "factory": "ForwarderTracedFactory"}
     # TRL's default --sandbox-image (the hosted one) is not the pool's: refused, naming both.
     other = subprocess.run([sys.executable, str(script), "ghcr.io/huggingface/openenv-opencode-sandbox:latest"], capture_output=True, text=True, timeout=scaled(120), env=env)
     assert other.returncode != 0 and POOL_IMAGE in other.stderr and "openenv-opencode-sandbox:latest" in other.stderr
@@ -460,6 +474,7 @@ def test_the_change_swaps_the_backend_line_and_the_script_then_runs_on_the_pool(
         (SHAPED_SCRIPT.replace(TRL_BACKEND_LINE, "        sandbox_backend=E2BSandboxBackend(),"), "found 0"),
         (SHAPED_SCRIPT.replace(TRL_BACKEND_LINE, TRL_BACKEND_LINE + "\n" + TRL_BACKEND_LINE), "found 2"),
         (SHAPED_SCRIPT.replace(TRL_IMPORT, "from opencode_env import sandbox"), "import ... HFSandboxBackend ...' line, found 0"),
+        (SHAPED_SCRIPT.replace(TRL_RETURN_LINE, "    return inner"), "'return OpencodeTaskFactory(inner)' line, found 0"),
     ],
 )
 def test_the_change_refuses_a_script_it_was_not_written_for_and_leaves_it(tmp_path: Path, text: str, found: str) -> None:
