@@ -121,7 +121,8 @@ class AgentSandboxSettings:
         run_id = need("SANDBOX_RUN_ID")
         max_lifetime = number("SANDBOX_MAX_LIFETIME_SECONDS")
         port = number("SANDBOX_PORT", 8888)
-        trace_port = number("SANDBOX_TRACE_PORT", 7101)
+        # "0": the pool has no forwarder trace port (the field's documented value; number() takes positives only).
+        trace_port = 0 if env.get("SANDBOX_TRACE_PORT") == "0" else number("SANDBOX_TRACE_PORT", 7101)
         max_read = number("SANDBOX_MAX_READ_BYTES", 64 * 1024 * 1024)
         home = env.get("SANDBOX_HOME", "") or DEFAULT_HOME
         upstream = env.get("SANDBOX_UPSTREAM_URL", "")
