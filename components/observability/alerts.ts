@@ -58,7 +58,7 @@ function envRules(a: Alerts, s: ObservedStack, labels: RuleLabels): RuleGroup {
                 for: a.for,
                 labels,
                 annotations: {
-                    summary: "env {{ $labels.env }}: sessions in use above " + `${a.envSessionsFraction * 100}% of capacity`,
+                    summary: `env {{ $labels.env }}: sessions in use above ${a.envSessionsFraction * 100}% of capacity`,
                     description:
                         "The next burst may meet CAPACITY_REACHED. Raise envs.{{ $labels.env }}.replicas or sessionsPerReplica between runs, or lower the batch.",
                 },
@@ -88,7 +88,7 @@ function ingressRules(a: Alerts, s: ObservedStack, labels: RuleLabels): RuleGrou
                 for: a.for,
                 labels,
                 annotations: {
-                    summary: "ingress: 401 responses above " + `${a.ingressUnauthorizedPerSecond}/s`,
+                    summary: `ingress: 401 responses above ${a.ingressUnauthorizedPerSecond}/s`,
                     description:
                         "Clients send no key or a wrong one (key {{ $labels.key }}): a sandbox pool with a rotated or revoked key. Check the pool's key Secret against the ingress's keys.",
                 },
@@ -99,7 +99,7 @@ function ingressRules(a: Alerts, s: ObservedStack, labels: RuleLabels): RuleGrou
                 for: a.for,
                 labels,
                 annotations: {
-                    summary: "ingress: key {{ $labels.key }} rate-limited above " + `${a.ingressRateLimitedPerSecond}/s`,
+                    summary: `ingress: key {{ $labels.key }} rate-limited above ${a.ingressRateLimitedPerSecond}/s`,
                     description: "Rollouts are refused with 429: raise ingress.rateLimitPerSecond / rateLimitBurst for the run's concurrency, or lower it.",
                 },
             },
