@@ -25,7 +25,7 @@ import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
 import { startLocalRouter, type LocalRouter } from "../components/env/local";
 import { ROUTER_CAPACITY_CODE, ROUTER_REPLICA_HEADER, ROUTER_UPGRADE_REFUSED_CODE, routerErrorBodies, renderRouterConfig } from "../components/env/router";
-import { freePort } from "./helpers/apiserver";
+import { freePort } from "./helpers/http";
 import { skipWithoutNginx } from "./helpers/nginx";
 import { startProgram, type Started } from "./helpers/processes";
 import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";

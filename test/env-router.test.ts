@@ -21,7 +21,7 @@ import {
 } from "../components/env/router";
 import type { RouterSettings } from "../components/env/model";
 import { CAPACITY_RESPONDER_SCRIPT_PATH, responderProbeCommand } from "../components/env/responder";
-import { freePort } from "./helpers/apiserver";
+import { freePort } from "./helpers/http";
 import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "./helpers/stub-env";
 import { scaled, scaledCount } from "./helpers/waits";
 

@@ -20,6 +20,7 @@ import {
     validateProxySettings,
     type ProxySettings,
 } from "../components/ingress/nginx";
+import { request } from "./helpers/http";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { selfSignedCert } from "./helpers/tls";
 import { scaled, scaledCount } from "./helpers/waits";
@@ -33,42 +34,6 @@ const CHAT_BODY = JSON.stringify({ model: "stub-model", messages: [{ role: "user
 const REPO = path.resolve(__dirname, "..");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Resp {
-    status: number;
-    headers: http.IncomingHttpHeaders;
-    body: string;
-}
-
-/** One HTTP(S) request with node:http; `agent: false` = fresh connection. */
-function request(
-    url: string,
-    opts: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false; ca?: string } = {},
-): Promise<Resp> {
-    const u = new URL(url);
-    const mod = u.protocol === "https:" ? https : http;
-    return new Promise((resolve, reject) => {
-        const req = mod.request(
-            u,
-            {
-                method: opts.method ?? "GET",
-                headers: { ...(opts.body !== undefined ? { "content-type": "application/json" } : {}), ...(opts.headers ?? {}) },
-                agent: opts.agent ?? false,
-                ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
-                timeout: scaled(10000),
-            },
-            (res) => {
-                const parts: Buffer[] = [];
-                res.on("data", (b: Buffer) => parts.push(b));
-                res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString("utf8") }));
-                res.on("error", reject);
-            },
-        );
-        req.on("timeout", () => req.destroy(new Error(`timeout: ${url}`)));
-        req.on("error", reject);
-        req.end(opts.body);
-    });
-}
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 

@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, DOCKER_BLACKBOX_REFUSED, deepMerge, MULTI_NODE_RECIPE_NAMES, platformNames, RECIPE_NAMES } from "../components/config";
+import { DOCKER_BLACKBOX_REFUSED, deepMerge, MULTI_NODE_RECIPE_NAMES, platformNames, RECIPE_NAMES } from "../components/config";
 import { resolveTrainingNode } from "../components/training";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 
 const K8S = { kind: "kubernetes", context: "test" } as const;
 const base = { recipe: "opencode-blackbox-32b", runId: "r1", target: K8S };
@@ -33,15 +33,7 @@ const serverBase = {
     envs: { coding: { catalog: "coding" } },
 };
 
-function problems(raw: unknown): string[] {
-    try {
-        parsePlatformConfig(raw, "test");
-        return [];
-    } catch (e) {
-        if (e instanceof ConfigError) return [...e.problems];
-        throw e;
-    }
-}
+const problems = (raw: unknown): string[] => configProblems(() => parsePlatformConfig(raw, "test"));
 
 /** Problems of the config plus the training node's own resolve step (where the command is checked). */
 function resolveProblems(raw: unknown): string[] {
@@ -49,13 +41,9 @@ function resolveProblems(raw: unknown): string[] {
     if (found.length > 0) return found;
     const c = parsePlatformConfig(raw, "test");
     const names = platformNames(c);
-    try {
-        resolveTrainingNode(c, names, { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: "agent-sandbox", trainerEnv: {} } });
-        return [];
-    } catch (e) {
-        if (e instanceof ConfigError) return [...e.problems];
-        throw e;
-    }
+    return configProblems(() =>
+        resolveTrainingNode(c, names, { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: "agent-sandbox", trainerEnv: {} } }),
+    );
 }
 
 const over = (override: Record<string, unknown>, from: Record<string, unknown> = base) => deepMerge(from, override);

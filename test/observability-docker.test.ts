@@ -24,7 +24,7 @@ import { runUnderMocks, type RecordedResource } from "../scripts/lib/mockrun";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseDockerPoolConfig, parseWithTestImages } from "./helpers/config";
 import { TEST_MTAIL_IMAGE } from "./helpers/observability";
 import { startStubDns } from "./helpers/stub-dns";
-import { freePort } from "./helpers/apiserver";
+import { freePort } from "./helpers/http";
 import { startProgram } from "./helpers/processes";
 import { policyResources } from "./helpers/guardrails-plan";
 import { runPolicies } from "../policy/run-local";

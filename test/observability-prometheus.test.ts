@@ -36,7 +36,7 @@ import {
 } from "../components/observability";
 import { STACK_POD_LABEL, STACK_RELABELING, STACK_SERIES_LABEL, podLabelMeta } from "../components/shared/metrics-pods";
 import { ROLE_RUNNER } from "../components/training";
-import { freePort } from "./helpers/apiserver";
+import { freePort } from "./helpers/http";
 import { defaultObservabilitySettings } from "./helpers/observability";
 import { skipWithoutNginx } from "./helpers/nginx";
 import { startProgram, statusOf, type Started } from "./helpers/processes";

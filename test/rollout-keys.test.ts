@@ -3,19 +3,18 @@
 import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
-import * as http from "node:http";
-import * as net from "node:net";
 import * as path from "node:path";
 import { platformNames } from "../components/config";
 import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
 import { hostedSandboxKeyWarnings } from "../components/platform/warnings";
 import { renderNginxConfig, validateProxySettings } from "../components/ingress/nginx";
 import { ROLLOUT_KEY_PATTERN } from "../components/ingress/rollout-keys";
+import { freePort, request } from "./helpers/http";
 import { startProgram, type Started } from "./helpers/processes";
 import { skipWithoutNginx } from "./helpers/nginx";
 import { parseDockerPoolConfig, parseWithTestImages } from "./helpers/config";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
-import { pollUntil, scaled } from "./helpers/waits";
+import { pollUntil } from "./helpers/waits";
 import { localOverrides, resolveVllmIngress, VllmIngress, type IngressDescription } from "../components/ingress";
 import { VERIFIER_PATH } from "../components/ingress/verifier";
 import { runBoth, type RecordedResource } from "./helpers/mock";
@@ -27,46 +26,6 @@ const ADMIN_KEY = "admin-key-for-the-test-0123456789";
 const OPERATOR_KEY = "operator-key-0123456789abcdef";
 const OTHER_OPERATOR_KEY = "other-operator-key-0123456789ab";
 const CHAT_BODY = JSON.stringify({ model: "stub-model", messages: [{ role: "user", content: "hi" }] });
-
-interface Resp {
-    status: number;
-    headers: http.IncomingHttpHeaders;
-    body: string;
-}
-
-function request(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Resp> {
-    return new Promise((resolve, reject) => {
-        const req = http.request(
-            url,
-            {
-                method: opts.method ?? "GET",
-                headers: { ...(opts.body !== undefined ? { "content-type": "application/json" } : {}), ...(opts.headers ?? {}) },
-                agent: false,
-                timeout: scaled(10000),
-            },
-            (res) => {
-                const parts: Buffer[] = [];
-                res.on("data", (b: Buffer) => parts.push(b));
-                res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString("utf8") }));
-                res.on("error", reject);
-            },
-        );
-        req.on("timeout", () => req.destroy(new Error(`timeout: ${url}`)));
-        req.on("error", reject);
-        req.end(opts.body);
-    });
-}
-
-function freePort(): Promise<number> {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.once("error", reject);
-        s.listen(0, "127.0.0.1", () => {
-            const port = (s.address() as net.AddressInfo).port;
-            s.close(() => resolve(port));
-        });
-    });
-}
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 

@@ -14,7 +14,6 @@ import { after, describe, test } from "node:test";
 import YAML from "yaml";
 import {
     ALL_RECIPE_NAMES,
-    ConfigError,
     credentialKind,
     deepMerge,
     isSecretConfigKey,
@@ -27,7 +26,7 @@ import {
     secretPlaceholder,
     STACK_KEYS,
 } from "../components/config";
-import { HOSTED_SANDBOXES_ON_DOCKER, withTestImages } from "./helpers/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, withTestImages } from "./helpers/config";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { loadStack, StackError } from "../scripts/lib/load-stack";
 import { planClusterToDir, planToDir, recipePlatform, REPO_ROOT, secretConfigKeys } from "../scripts/lib/plan";
@@ -37,15 +36,7 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 const NS = "agent-rl-infra";
 
-function problemsOf(raw: unknown): string[] {
-    try {
-        parsePlatformConfig(raw, "dev");
-        return [];
-    } catch (e) {
-        if (e instanceof ConfigError) return [...e.problems];
-        throw e;
-    }
-}
+const problemsOf = (raw: unknown): string[] => configProblems(() => parsePlatformConfig(raw, "dev"));
 
 const walk = (d: string): string[] =>
     fs.existsSync(d) ? fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)])) : [];

@@ -21,7 +21,7 @@ import { applyRecipe } from "../../components/config/parse";
 import { ConfigError, parsePlatformConfig, platformNames, platformSchema, resolveDefaults, type PlatformConfig } from "../../components/config";
 import { resolveEnvSpace } from "../../components/env";
 import { startLocalRouter, type LocalRouter } from "../../components/env/local";
-import { withTestImages } from "../../test/helpers/config";
+import { configProblems, withTestImages } from "../../test/helpers/config";
 
 interface Args {
     readonly replicas: number;
@@ -57,15 +57,7 @@ function stackConfig(a: Args): unknown {
     });
 }
 
-function configProblems(raw: unknown): string[] {
-    try {
-        parsePlatformConfig(raw, "dev");
-        return [];
-    } catch (e) {
-        if (e instanceof ConfigError) return [...e.problems];
-        throw e;
-    }
-}
+const problemsOf = (raw: unknown): string[] => configProblems(() => parsePlatformConfig(raw, "dev"));
 
 /** parsePlatformConfig without its last step (validatePlatform): only for rendering a refused stack. */
 function parseUnchecked(raw: unknown): PlatformConfig {
@@ -79,7 +71,7 @@ function parseUnchecked(raw: unknown): PlatformConfig {
 async function main(): Promise<number> {
     const a = JSON.parse(process.argv[2] ?? "{}") as Args;
     const raw = stackConfig(a);
-    const problems = configProblems(raw);
+    const problems = problemsOf(raw);
     if (problems.length > 0 && !a.bypassCheck) {
         process.stderr.write(`router_up: the stack's config check refuses it:\n- ${problems.join("\n- ")}\n`);
         return 2;

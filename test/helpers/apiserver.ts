@@ -12,6 +12,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseAllDocuments } from "yaml";
+import { freePort } from "./http";
 import { scaled, scaledCount, scaledSeconds } from "./waits";
 
 export const K8S_VERSION = "v1.36.3";
@@ -173,20 +174,6 @@ function run(
             /* child may exit before reading stdin */
         });
         child.stdin.end(opts.input ?? "");
-    });
-}
-
-/** A TCP port free on 127.0.0.1 right now (the OS picks it). */
-export function freePort(): Promise<number> {
-    return new Promise((resolve, reject) => {
-        const srv = net.createServer();
-        srv.unref();
-        srv.on("error", reject);
-        srv.listen(0, "127.0.0.1", () => {
-            const addr = srv.address();
-            const port = typeof addr === "object" && addr ? addr.port : 0;
-            srv.close(() => resolve(port));
-        });
     });
 }
 

@@ -9,7 +9,8 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as https from "node:https";
 import * as path from "node:path";
-import { freePort, startApiServer, type ApiServer, type CommandResult } from "./apiserver";
+import { startApiServer, type ApiServer, type CommandResult } from "./apiserver";
+import { freePort } from "./http";
 import { engineFixtures, type EngineFixtures } from "./engine-fixtures";
 import { scaled } from "./waits";
 

@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import YAML from "yaml";
-import { freePort } from "./apiserver";
+import { freePort } from "./http";
 import type { Cluster } from "./cluster";
 import { selfSignedCert } from "./tls";
 import { scaled } from "./waits";
