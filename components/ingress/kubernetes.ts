@@ -24,6 +24,7 @@ import {
     pullSecretRefs,
     restrictedContainerSecurity,
     scrapeIngressRule,
+    tcpProbes,
 } from "../shared/kubernetes";
 
 /** Gateway API group/version of HTTPRoute (v1 since Gateway API v1.0). */
@@ -88,7 +89,6 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
         mounts.push({ name: "access-log", mountPath: m.accessLog.dir });
     }
     // No HTTP probe: every allow-listed path needs a key or reaches vLLM; a TCP check proves nginx accepts connections.
-    const tcp = { tcpSocket: { port: d.portName } };
     return {
         // The proxy never talks to the API server; replicas spread over nodes.
         ...hardenedServicePod(sec, d.podLabels),
@@ -102,8 +102,7 @@ export function ingressPodSpec(d: IngressDescription): k8s.types.input.core.v1.P
                 ports: [{ name: d.portName, containerPort: d.port, protocol: "TCP" }],
                 resources: { requests: { ...d.resources.requests }, limits: { ...d.resources.limits } },
                 securityContext: restrictedContainerSecurity(sec),
-                readinessProbe: { ...tcp, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2 },
-                livenessProbe: { ...tcp, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
+                ...tcpProbes(d.portName),
                 volumeMounts: mounts,
             },
             ...(m

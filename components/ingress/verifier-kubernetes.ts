@@ -7,7 +7,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
-import { hardenedServicePod, podsInNamespace, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
+import { hardenedServicePod, podsInNamespace, pullSecretRefs, restrictedContainerSecurity, tcpProbes } from "../shared/kubernetes";
 import type { IngressDescription } from "./resolve";
 import { VERIFIER_ADMIN_KEY_SECRET_KEY, type RolloutKeyVerifier } from "./verifier";
 
@@ -28,7 +28,6 @@ function verifierSecurity(v: RolloutKeyVerifier) {
 export function verifierPodSpec(d: IngressDescription, v: RolloutKeyVerifier): k8s.types.input.core.v1.PodSpec {
     const sec = verifierSecurity(v);
     // GET /verify without a key is 401 (not a success for an HTTP probe): a TCP check proves it accepts connections.
-    const tcp = { tcpSocket: { port: "verify" } };
     return {
         ...hardenedServicePod(sec, v.podLabels),
         ...pullSecretRefs(d.imagePullSecrets),
@@ -45,8 +44,7 @@ export function verifierPodSpec(d: IngressDescription, v: RolloutKeyVerifier): k
                 ],
                 resources: { requests: { ...v.resources.requests }, limits: { ...v.resources.limits } },
                 securityContext: restrictedContainerSecurity(sec),
-                readinessProbe: { ...tcp, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2 },
-                livenessProbe: { ...tcp, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
+                ...tcpProbes("verify"),
             },
         ],
     };

@@ -266,3 +266,15 @@ export function claimLifetimePolicySpec(r: ClaimLifetimeRule): k8s.types.input.a
         ],
     };
 }
+
+/**
+ * Probes for a server whose every HTTP path needs a key (or reaches an upstream): a TCP check proves it
+ * accepts connections. Ready after 5 s of answers, restarted after 30 s without.
+ */
+export function tcpProbes(port: string): Pick<k8s.types.input.core.v1.Container, "readinessProbe" | "livenessProbe"> {
+    const tcp = { tcpSocket: { port } };
+    return {
+        readinessProbe: { ...tcp, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2 },
+        livenessProbe: { ...tcp, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
+    };
+}
