@@ -609,15 +609,53 @@ class KeyDeliveryHandler(BaseHTTPRequestHandler):
         self._status(HTTPStatus.NOT_FOUND)
 
 
+class KeyHandOver:
+    """The supervisor's side of a delivered rollout key: kept for every later child, written to the current one's pipe."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        self.lock = threading.Lock()
+        self.pipe = -1
+        self.listener: socket.socket | None = None  # the delivery port's socket (KeyDeliveryServer), the supervisor's alone
+
+    def close_in_child(self) -> None:
+        """In a new child: the delivery socket and the pipe's write end are the supervisor's (else the port would outlive its close)."""
+        if self.listener is not None:
+            self.listener.close()
+        if self.pipe >= 0:
+            os.close(self.pipe)
+
+    def child_pipe(self) -> int:
+        """A new pipe for the next child; returns its read end (the write end replaces the last child's)."""
+        r, w = os.pipe()
+        with self.lock:
+            if self.pipe >= 0:
+                os.close(self.pipe)
+            self.pipe = w
+        return r
+
+    def deliver(self, key: str) -> None:
+        with self.lock:
+            self.upstream.key = key
+            if self.pipe >= 0:
+                try:
+                    os.write(self.pipe, key.encode() + b"\n")
+                except OSError:
+                    pass  # the child is gone: the next one inherits upstream.key
+
+
 class KeyDeliveryServer(ThreadingHTTPServer):
+    """The one-time delivery, taken by the supervisor and handed to the serving child (KeyHandOver)."""
+
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], upstream: Upstream) -> None:
-        self.upstream = upstream
+    def __init__(self, address: tuple[str, int], hand_over: KeyHandOver) -> None:
+        self.hand_over = hand_over
         self._lock = threading.Lock()
         self._delivered = False
         super().__init__(address, KeyDeliveryHandler)
+        hand_over.listener = self.socket
 
     def close(self) -> None:
         """Stops serving and closes the listening socket (connections are refused from then on)."""
@@ -629,8 +667,8 @@ class KeyDeliveryServer(ThreadingHTTPServer):
             if self._delivered:
                 return False
             self._delivered = True
-            self.upstream.key = key
-            return True
+        self.hand_over.deliver(key)
+        return True
 
 
 def probe(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -692,57 +730,6 @@ def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstre
     for t in threads:
         t.join(5)
     return 0
-
-
-class KeyHandOver:
-    """The supervisor's side of a delivered rollout key: kept for every later child, written to the current one's pipe."""
-
-    def __init__(self, upstream: Upstream) -> None:
-        self.upstream = upstream
-        self.lock = threading.Lock()
-        self.pipe = -1
-        self.listener: socket.socket | None = None  # the delivery port's socket, the supervisor's alone
-
-    def close_in_child(self) -> None:
-        """In a new child: the delivery socket and the pipe's write end are the supervisor's (else the port would outlive its close)."""
-        if self.listener is not None:
-            self.listener.close()
-        if self.pipe >= 0:
-            os.close(self.pipe)
-
-    def child_pipe(self) -> int:
-        """A new pipe for the next child; returns its read end (the write end replaces the last child's)."""
-        r, w = os.pipe()
-        with self.lock:
-            if self.pipe >= 0:
-                os.close(self.pipe)
-            self.pipe = w
-        return r
-
-    def deliver(self, key: str) -> None:
-        with self.lock:
-            self.upstream.key = key
-            if self.pipe >= 0:
-                try:
-                    os.write(self.pipe, key.encode() + b"\n")
-                except OSError:
-                    pass  # the child is gone: the next one inherits upstream.key
-
-
-class SupervisorKeyServer(KeyDeliveryServer):
-    """The one-time delivery, taken by the supervisor and handed to the serving child."""
-
-    def __init__(self, address: tuple[str, int], hand_over: KeyHandOver) -> None:
-        self.hand_over = hand_over
-        super().__init__(address, hand_over.upstream)
-
-    def deliver(self, key: str) -> bool:
-        with self._lock:
-            if self._delivered:
-                return False
-            self._delivered = True
-        self.hand_over.deliver(key)
-        return True
 
 
 def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, hand_over: KeyHandOver | None = None) -> int:
@@ -814,8 +801,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.key_port:
         hand_over = KeyHandOver(upstream)
         try:
-            delivery = SupervisorKeyServer((args.key_host, args.key_port), hand_over)
-            hand_over.listener = delivery.socket
+            delivery = KeyDeliveryServer((args.key_host, args.key_port), hand_over)
         except OSError as e:
             log.error("cannot listen for the rollout key: %s", e)
             return 2
