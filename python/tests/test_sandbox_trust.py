@@ -89,7 +89,7 @@ class Pod:
         assert self.proc.poll() is None, self.log_path.read_text()
 
     def listening(self, port: int) -> bool:
-        return self.agent("import socket,sys\ntry:\n socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=1).close()\nexcept OSError:\n sys.exit(1)", str(port)).returncode == 0
+        return self.agent(AGENT_CONNECTS, str(port)).returncode == 0
 
     def agent(self, code: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """`code` run by the agent: python3 in the pod's network namespace, as the sandbox uid."""
@@ -130,6 +130,15 @@ def pod(tmp_path):
     p.close()
 
 
+#: The agent connects to a loopback port: exit 0 when something accepts (the in-pod bound scaled as the test's).
+AGENT_CONNECTS = """
+import socket, sys
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=CONNECT_TIMEOUT_S).close()
+except OSError:
+    sys.exit(1)
+""".replace("CONNECT_TIMEOUT_S", repr(scaled(1)))
+
 #: The agent's model calls (opencode through the capture proxy, or straight): one JSON, one SSE.
 AGENT_CALLS = r'''
 import json, sys, urllib.request
@@ -138,7 +147,7 @@ got = []
 for stream in (False, True):
     body = {"model": "stub/model-1", "messages": [{"role": "user", "content": f"call {len(got)}"}], "logprobs": True, "return_token_ids": True, "stream": stream}
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
+    with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_S) as r:
         raw = r.read()
     if not stream:
         a = json.loads(raw)
@@ -154,7 +163,8 @@ for stream in (False, True):
                     lps += [x["logprob"] for x in (ch.get("logprobs") or {}).get("content") or []]
         got.append({"prompt": prompt, "ids": ids, "lps": lps})
 print(json.dumps(got))
-'''
+'''.replace("REQUEST_TIMEOUT_S", repr(scaled(30)))
+
 
 #: The agent reads the trace from inside the pod: loopback and the pod's own address.
 AGENT_READS_TRACE = r'''
@@ -162,14 +172,15 @@ import json, sys, urllib.request, urllib.error
 out = {}
 for host in ("127.0.0.1", sys.argv[2]):
     try:
-        with urllib.request.urlopen(f"http://{host}:{sys.argv[1]}/trace", timeout=10) as r:
+        with urllib.request.urlopen(f"http://{host}:{sys.argv[1]}/trace", timeout=REQUEST_TIMEOUT_S) as r:
             out[host] = [r.status, r.read().decode()[:200]]
     except urllib.error.HTTPError as e:
         out[host] = [e.code, e.read().decode()[:200]]
     except OSError as e:
         out[host] = [type(e).__name__, ""]
 print(json.dumps(out))
-'''
+'''.replace("REQUEST_TIMEOUT_S", repr(scaled(10)))
+
 
 #: The agent goes after a process: signals, its memory, its env; and after its port: every bind it can try.
 AGENT_ATTACKS = r'''

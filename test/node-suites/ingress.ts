@@ -121,7 +121,7 @@ print(json.dumps({"found": sorted(set(found)), "files": files, "unreadable": unr
 const TRACE_PY = `
 import json, sys, urllib.request, urllib.error
 try:
-    with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
+    with urllib.request.urlopen(sys.argv[1], timeout=${scaledSeconds(10)}) as r:
         print(json.dumps({"status": r.status, "header": json.loads(r.read().decode().splitlines()[0])}))
 except urllib.error.HTTPError as e:
     print(json.dumps({"status": e.code, "body": e.read().decode()[:200]}))
