@@ -195,7 +195,7 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "black box without sandboxes",
             raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "none" } }),
-            expect: [/^sandboxes\.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to agent-sandbox or hf$/],
+            expect: [/^sandboxes\.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to agent-sandbox$/],
         },
         {
             what: "white box with sandboxes and an ingress",
@@ -206,26 +206,53 @@ describe("config: every validation message names the field and the fix", () => {
             what: "agent-sandbox on the docker target",
             raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, sandboxes: { provider: "agent-sandbox" } },
             expect: [
-                /^sandboxes\.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider hf \(OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet\), or a Kubernetes target$/,
+                /^sandboxes\.provider: agent-sandbox runs on Kubernetes, but the target is docker: use a Kubernetes target \(the docker sandbox pool is refused; hosted sandboxes, provider hf, only with sandboxes\.acceptForgeableTrace\)$/,
             ],
+        },
+        {
+            what: "hosted (hf) sandboxes without accepting a trace the agent can forge",
+            raw: withOverride({
+                recipe: "opencode-blackbox",
+                sandboxes: { provider: "hf" },
+                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
+            }),
+            expect: [
+                /^sandboxes\.provider: hosted \(hf\) sandboxes let the agent forge what is trained on: OpenEnv's capture proxy records the token ids and logprobs as the agent's own uid, which can rewrite them, kill the proxy and answer on its port, and read the ingress key from its environment\. Use a Kubernetes target with provider agent-sandbox \(the forwarder records the trace and holds the key out of the agent's reach\), or set sandboxes\.acceptForgeableTrace: true to run hosted sandboxes anyway \(an evaluation, a trusted agent\)$/,
+            ],
+        },
+        {
+            what: "hosted (hf) sandboxes on the docker target without accepting a forgeable trace",
+            raw: {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "docker" },
+                sandboxes: { provider: "hf" },
+                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true } },
+            },
+            expect: [/^sandboxes\.provider: hosted \(hf\) sandboxes let the agent forge what is trained on: /],
+        },
+        {
+            what: "acceptForgeableTrace on a provider that records the trace out of the agent's reach",
+            raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "agent-sandbox", acceptForgeableTrace: true } }),
+            expect: [/^sandboxes\.acceptForgeableTrace: only hosted \(hf\) sandboxes need it \(provider is agent-sandbox\): remove it$/],
         },
         {
             what: "black box on the docker target's default sandbox pool (refused for now)",
             raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } },
             expect: [
-                /^sandboxes\.provider: the docker sandbox pool \(the default for layout blackbox on the docker target\) is not available yet: no sandbox backend drives it, so a black-box run would open no sandbox\. Use a Kubernetes target \(provider agent-sandbox, the default there\), or set provider to hf \(OpenEnv's hosted sandboxes\)$/,
+                /^sandboxes\.provider: the docker sandbox pool \(the default for layout blackbox on the docker target\) is refused: no sandbox backend drives it, and a Docker trainer could not read the forwarder's trace, so it would train on the in-sandbox capture proxy's, which the agent's uid can rewrite\. Use a Kubernetes target \(provider agent-sandbox, the default there: the forwarder holds the key and records the trace out of the agent's reach\)$/,
             ],
         },
         {
             what: "black box without sandboxes on the docker target",
             raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, sandboxes: { provider: "none" } },
             expect: [
-                /^sandboxes\.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to hf \(OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet\), or use a Kubernetes target$/,
+                /^sandboxes\.provider: the black-box layout runs one sandbox per in-flight rollout: use a Kubernetes target \(provider agent-sandbox; the docker sandbox pool is refused\)$/,
             ],
         },
         {
             what: "hosted sandboxes with an in-cluster ingress",
-            raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "hf" } }),
+            raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "hf", acceptForgeableTrace: true } }),
             expect: [
                 /^ingress\.exposure: hosted \(hf\) sandboxes call vLLM from outside the cluster/,
                 /^ingress\.tls\.publiclyTrusted: hosted \(hf\) sandboxes need a publicly trusted certificate/,
@@ -303,7 +330,7 @@ describe("config: every validation message names the field and the fix", () => {
                 recipe: "opencode-blackbox",
                 runId: "r1",
                 target: { kind: "docker" },
-                sandboxes: { provider: "hf" },
+                sandboxes: { provider: "hf", acceptForgeableTrace: true },
                 ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { publiclyTrusted: true } },
             },
             expect: [

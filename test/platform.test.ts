@@ -96,7 +96,7 @@ describe("Platform namespaces: only for the roles the stack deploys", () => {
             what: "black box on hosted (hf) sandboxes: no sandboxes namespace",
             raw: {
                 recipe: "opencode-blackbox",
-                sandboxes: { provider: "hf" },
+                sandboxes: { provider: "hf", acceptForgeableTrace: true },
                 ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
             },
             roles: ["training", "ingress"],

@@ -96,7 +96,7 @@ describe("hosted sandboxes: the plan says what the agent can do with the key it 
     test("hf: the routes, the rate, the reach and the fix are named", () => {
         // The recipe's own limits (opencode-blackbox sets them), read back from the config.
         const config = parseWithTestImages(
-            { runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed },
+            { runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf", acceptForgeableTrace: true }, ingress: exposed },
             "staging",
         );
         const [w, ...rest] = hostedSandboxKeyWarnings(config, platformNames(config));
@@ -315,7 +315,7 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
     test("not rendered on Docker or for hosted sandboxes (no claim backend / no per-claim config there), and the config is unchanged", () => {
         for (const config of [
             blackbox({
-                sandboxes: { provider: "hf" },
+                sandboxes: { provider: "hf", acceptForgeableTrace: true },
                 ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
             }),
             parseDockerPoolConfig({ runId: "r1", target: { kind: "docker" }, recipe: "opencode-blackbox" }, "dev"),

@@ -629,7 +629,7 @@ describe("SandboxPool on Docker", () => {
 describe("SandboxPool with hosted (hf) sandboxes", () => {
     it("deploys nothing and hands the trainer image, flavor and in-flight limit", async () => {
         const c = config({
-            sandboxes: { provider: "hf", hfFlavor: "cpu-upgrade" },
+            sandboxes: { provider: "hf", hfFlavor: "cpu-upgrade", acceptForgeableTrace: true },
             ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "tls", publiclyTrusted: true } },
         });
         const { update, pool } = await build(c);

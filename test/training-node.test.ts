@@ -769,7 +769,7 @@ describe("Docker black box with the Docker sandbox pool (refused by the config f
         assert.ok(!JSON.stringify(vllm.inputs).includes("docker.sock"), "vLLM never gets the socket");
 
         const hosted = await build("blackbox", "docker", {
-            sandboxes: { provider: "hf" },
+            sandboxes: { provider: "hf", acceptForgeableTrace: true },
             ingress: {
                 exposure: "loadbalancer",
                 host: "vllm.example.com",

@@ -505,7 +505,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "sandboxes.provider": {
         default: "by layout/target",
         meaning:
-            "`agent-sandbox` (k8s), `hf` (hosted), `none`; `docker` (the docker target's black-box default) is refused for now: set `hf` or use a Kubernetes target ([why](../guides/docker-gpu-host.md#docker-black-box-hosted-sandboxes-only-for-now))",
+            "`agent-sandbox` (k8s), `hf` (hosted, refused unless `acceptForgeableTrace`), `none`; `docker` (the docker target's black-box default) is refused: use a Kubernetes target ([why](../guides/docker-gpu-host.md#docker-black-box-refused))",
     },
     "sandboxes.image": {
         default: "agent-sandbox: required; docker/hf: OpenEnv's opencode sandbox `:latest`",
@@ -550,6 +550,11 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "sandboxes.hfFlavor": {
         default: "`cpu-basic`",
         meaning: "hosted sandboxes' hardware",
+    },
+    "sandboxes.acceptForgeableTrace": {
+        default: "false",
+        meaning:
+            "`hf` only: run hosted sandboxes although the agent can rewrite the trace that is trained on and read the ingress key; without it `hf` is refused ([why](../design/sandbox-trust.md#hosted-sandboxes-sandboxesprovider-hf))",
     },
     "ingress.enabled": {
         default: "on for black box",

@@ -5,6 +5,7 @@ export { resolveDefaults, computeDemand, isProdStack } from "./resolve";
 export {
     validatePlatform,
     DOCKER_BLACKBOX_REFUSED,
+    HOSTED_BLACKBOX_REFUSED,
     deployedImages,
     exampleImageProblems,
     placeholderImages,

@@ -500,6 +500,11 @@ const sandboxes = z.strictObject({
     priorityClassName: z.string().optional(),
     /** Hosted sandboxes only: the hardware flavor. */
     hfFlavor: z.string().default("cpu-basic"),
+    /**
+     * Hosted sandboxes only: run them although the agent can forge what is trained on and read its
+     * ingress key (docs/design/sandbox-trust.md). Without it, provider hf is refused.
+     */
+    acceptForgeableTrace: z.boolean().default(false),
 });
 
 const ingress = z.strictObject({

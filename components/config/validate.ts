@@ -148,10 +148,21 @@ export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
 
 /**
  * The docker sandbox pool (components/sandbox/docker.ts) runs the stock image's `sleep`: no runtime serves in it and no
- * sandbox backend drives it, so a black-box run on it would open no sandbox. Refused until a Docker backend exists.
+ * sandbox backend drives it, so a black-box run on it would open no sandbox. And a Docker trainer reaches its sandboxes
+ * by `docker exec` only, so it could not read the forwarder's trace: it would train on the in-sandbox capture proxy's,
+ * which runs as the agent's uid (docs/design/sandbox-trust.md). Refused until a backend reads the forwarder's record.
  */
 export const DOCKER_BLACKBOX_REFUSED =
-    "sandboxes.provider: the docker sandbox pool (the default for layout blackbox on the docker target) is not available yet: no sandbox backend drives it, so a black-box run would open no sandbox. Use a Kubernetes target (provider agent-sandbox, the default there), or set provider to hf (OpenEnv's hosted sandboxes)";
+    "sandboxes.provider: the docker sandbox pool (the default for layout blackbox on the docker target) is refused: no sandbox backend drives it, and a Docker trainer could not read the forwarder's trace, so it would train on the in-sandbox capture proxy's, which the agent's uid can rewrite. Use a Kubernetes target (provider agent-sandbox, the default there: the forwarder holds the key and records the trace out of the agent's reach)";
+
+/**
+ * Hosted sandboxes run OpenEnv's capture proxy as the agent's uid, with the ingress key in its environment: the agent
+ * can read the key and rewrite, replace or invent the token ids and logprobs the trainer trains on
+ * (docs/design/sandbox-trust.md). No recorder outside the sandbox exists yet, so hf is refused unless the stack says
+ * it accepts that.
+ */
+export const HOSTED_BLACKBOX_REFUSED =
+    "sandboxes.provider: hosted (hf) sandboxes let the agent forge what is trained on: OpenEnv's capture proxy records the token ids and logprobs as the agent's own uid, which can rewrite them, kill the proxy and answer on its port, and read the ingress key from its environment. Use a Kubernetes target with provider agent-sandbox (the forwarder records the trace and holds the key out of the agent's reach), or set sandboxes.acceptForgeableTrace: true to run hosted sandboxes anyway (an evaluation, a trusted agent)";
 
 export function validateSandboxes(c: PlatformConfig): string[] {
     const s = c.sandboxes;
@@ -159,20 +170,24 @@ export function validateSandboxes(c: PlatformConfig): string[] {
     const errors: string[] = [];
     if (t.layout === "blackbox" && s.provider === "none") {
         errors.push(
-            `sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: set provider to ${c.target.kind === "kubernetes" ? "agent-sandbox or hf" : "hf (OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet), or use a Kubernetes target"}`,
+            `sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: ${c.target.kind === "kubernetes" ? "set provider to agent-sandbox" : "use a Kubernetes target (provider agent-sandbox; the docker sandbox pool is refused)"}`,
         );
     }
     if (t.layout === "blackbox" && s.provider === "docker" && c.target.kind === "docker") errors.push(DOCKER_BLACKBOX_REFUSED);
+    if (s.provider === "hf" && !s.acceptForgeableTrace) errors.push(HOSTED_BLACKBOX_REFUSED);
+    if (s.provider !== "hf" && s.acceptForgeableTrace) {
+        errors.push(`sandboxes.acceptForgeableTrace: only hosted (hf) sandboxes need it (provider is ${s.provider}): remove it`);
+    }
     if (t.layout !== "blackbox" && s.provider !== "none") {
         errors.push(`sandboxes.provider: only the black-box layout uses sandboxes (layout is ${t.layout}): remove sandboxes.provider or set it to none`);
     }
     if (s.provider === "agent-sandbox" && c.target.kind !== "kubernetes") {
         errors.push(
-            `sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use provider hf (OpenEnv's hosted sandboxes; the docker sandbox pool is not available yet), or a Kubernetes target`,
+            `sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use a Kubernetes target (the docker sandbox pool is refused; hosted sandboxes, provider hf, only with sandboxes.acceptForgeableTrace)`,
         );
     }
     if (s.provider === "docker" && c.target.kind !== "docker") {
-        errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox or hf`);
+        errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox`);
     }
     if ((s.provider === "agent-sandbox" || s.provider === "docker") && s.poolSize < t.maxInflight) {
         errors.push(

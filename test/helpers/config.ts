@@ -48,7 +48,7 @@ export function configProblems(f: () => unknown): string[] {
  * refused, config DOCKER_BLACKBOX_REFUSED), with what hosted sandboxes need of the ingress.
  */
 export const HOSTED_SANDBOXES_ON_DOCKER = {
-    sandboxes: { provider: "hf" },
+    sandboxes: { provider: "hf", acceptForgeableTrace: true },
     ingress: {
         exposure: "loadbalancer",
         host: "vllm.example.com",
