@@ -227,7 +227,11 @@ describe("config: every validation message names the field and the fix", () => {
                 runId: "r1",
                 target: { kind: "docker" },
                 sandboxes: { provider: "hf" },
-                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true } },
+                ingress: {
+                    exposure: "loadbalancer",
+                    host: "vllm.example.com",
+                    tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true },
+                },
             },
             expect: [/^sandboxes\.provider: hosted \(hf\) sandboxes let the agent forge what is trained on: /],
         },

@@ -181,7 +181,7 @@ function hostedSandboxesSection(): string[] {
     return [
         "## Sandboxes (hosted)",
         "",
-        "Hosted sandboxes (`sandboxes.provider: hf`) run OpenEnv's capture proxy as the agent's own uid, with no forwarder: the agent can read the proxy's memory and environment, rewrite the token ids and logprobs it records, kill it and answer on its port. The trace the trainer trains on is whatever the sandbox returns. Use `agent-sandbox` where the trace must be the model's (docs/design/sandbox-trust.md).",
+        "Hosted sandboxes (`sandboxes.provider: hf`) run OpenEnv's capture proxy as the agent's own uid, with no forwarder: the agent can read the proxy's memory and environment, rewrite the token ids and logprobs it records, kill it and answer on its port. The trace the trainer trains on is whatever the sandbox returns. This stack runs them because it sets `sandboxes.acceptForgeableTrace: true` (without it `hf` is refused). Use `agent-sandbox` where the trace must be the model's (docs/design/sandbox-trust.md).",
         "",
     ];
 }
