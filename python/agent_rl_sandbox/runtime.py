@@ -2,7 +2,9 @@
 what the trainer's sandbox backend needs (OpenEnv opencode env, ``sandbox/base.py``):
 
 - ``GET  /healthz``                    ready (HOME seeded, listening): the pod's readiness probe
-- ``POST /exec``   {cmd, env, cwd, timeout} -> {exit_code, stdout, stderr, timed_out}  (``bash -c cmd``)
+- ``POST /exec``   {cmd, env, cwd, timeout} -> {exit_code, stdout, stderr, timed_out}  (``bash -c cmd``;
+                                            each stream kept up to --max-output-bytes, 8 MiB by default,
+                                            in memory and on disk alike; the rest counted and cut)
 - ``POST /jobs``   {cmd, env, cwd}          -> {id, pid}          (background job)
 - ``GET  /jobs/<id>?wait=S``                -> {id, pid, running, exit_code} (long poll <= 30 s)
 - ``POST /jobs/<id>/kill``                  -> same, after SIGTERM then SIGKILL of its process group
@@ -33,6 +35,7 @@ import io
 import json
 import logging
 import os
+import select
 import shutil
 import signal
 import stat
@@ -54,8 +57,11 @@ DEFAULT_PORT = 8888
 TIMEOUT_EXIT_CODE = 124
 #: Longest long-poll of GET /jobs/<id>?wait=S; the client loops, so a wait is never one long request.
 MAX_WAIT_SECONDS = 30.0
-#: Output kept per stream of one exec (the rest is cut, with a marker): bounds the runtime's memory.
+#: Output kept per stream of one exec (--max-output-bytes; the rest is counted, discarded while the
+#: command runs, and reported with a marker): bounds the runtime's memory and its spool on disk.
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+#: Longest the runtime reads a stream after its command has ended (a background child may hold it open).
+DRAIN_SECONDS = 1.0
 #: Largest file body accepted by PUT /files (streamed to the file, never held whole).
 MAX_FILE_BYTES = 64 * 1024 * 1024
 #: Largest file served by GET /files (--max-read-bytes): decided by the file's size before reading
@@ -112,25 +118,85 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def _read_capped(f: Any, limit: int) -> str:
-    f.seek(0, os.SEEK_END)
-    size = f.tell()
-    f.seek(0)
-    data = f.read(limit)
-    text = data.decode("utf-8", errors="replace")
-    if size > limit:
-        text += f"\n[output cut: {size - limit} more bytes]"
-    return text
+class OutputSpool:
+    """One stream of an exec: a pipe read by a thread that keeps the first `limit` bytes in an unlinked
+    temp file (memory stays bounded) and counts and discards the rest, so the spool on disk never
+    passes `limit` however much the command prints (`yes` for hours, or a sparse file cat'ed)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = tempfile.TemporaryFile()
+        self.size = 0
+        self._stop = threading.Event()
+        self.read_fd, self.write_fd = os.pipe()
+        self._thread = threading.Thread(target=self._pump, name="exec-output", daemon=True)
+
+    def start(self) -> None:
+        """After the child has its copy of the write end: ours closes, so EOF comes when the command's do."""
+        os.close(self.write_fd)
+        self._thread.start()
+
+    def _take(self, chunk: bytes) -> None:
+        room = self.limit - self.size
+        if room > 0:
+            self.kept.write(chunk[:room])
+        self.size += len(chunk)
+
+    def _pump(self) -> None:
+        drain_until: float | None = None
+        try:
+            while True:
+                if drain_until is None and self._stop.is_set():
+                    drain_until = time.monotonic() + DRAIN_SECONDS
+                if drain_until is not None and time.monotonic() > drain_until:
+                    return
+                ready, _, _ = select.select([self.read_fd], [], [], 0.1)
+                if not ready:
+                    if drain_until is not None:
+                        return  # nothing more buffered after the command ended
+                    continue
+                chunk = os.read(self.read_fd, PIECE_BYTES)
+                if not chunk:
+                    return
+                self._take(chunk)
+        finally:
+            os.close(self.read_fd)  # a background child still writing gets EPIPE, not a growing spool
+
+    def text(self) -> str:
+        """Once the command has ended: what it printed (up to the cap), with a marker for the rest."""
+        self._stop.set()
+        self._thread.join()
+        self.kept.seek(0)
+        text = self.kept.read(self.limit).decode("utf-8", errors="replace")
+        self.kept.close()
+        if self.size > self.limit:
+            text += f"\n[output cut: {self.size - self.limit} more bytes]"
+        return text
+
+    def abandon(self) -> None:
+        """The command never started: close both ends."""
+        os.close(self.write_fd)
+        os.close(self.read_fd)
+        self.kept.close()
 
 
 class Runtime:
     """The state behind the HTTP API: base env, working dir, background jobs."""
 
-    def __init__(self, *, workdir: str, base_env: dict[str, str], max_exec_seconds: float, max_read_bytes: int = MAX_READ_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        workdir: str,
+        base_env: dict[str, str],
+        max_exec_seconds: float,
+        max_read_bytes: int = MAX_READ_BYTES,
+        max_output_bytes: int | None = None,
+    ) -> None:
         self.workdir = workdir
         self.base_env = dict(base_env)
         self.max_exec_seconds = max_exec_seconds
         self.max_read_bytes = max_read_bytes
+        self.max_output_bytes = MAX_OUTPUT_BYTES if max_output_bytes is None else max_output_bytes
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
@@ -180,20 +246,28 @@ class Runtime:
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise RequestError(HTTPStatus.BAD_REQUEST, "timeout must be a positive number of seconds or null")
         limit = min(float(timeout), self.max_exec_seconds) if timeout is not None else self.max_exec_seconds
-        # Output goes to unlinked temp files, not pipes: memory stays bounded and a command that
-        # leaves a background child holding its stdout cannot block the answer.
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
-            timed_out = False
-            try:
-                code = signal_exit_code(proc.wait(timeout=limit))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc.pid, signal.SIGKILL)
-                proc.wait()
-                code = TIMEOUT_EXIT_CODE
-            stdout = _read_capped(out, MAX_OUTPUT_BYTES)
-            stderr = _read_capped(err, MAX_OUTPUT_BYTES)
+        # Output goes through pipes into capped spools (OutputSpool): memory and disk stay bounded, and a
+        # command that leaves a background child holding its stdout cannot block the answer (the spool
+        # stops reading DRAIN_SECONDS after the command ends).
+        out, err = OutputSpool(self.max_output_bytes), OutputSpool(self.max_output_bytes)
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out.write_fd, stderr=err.write_fd, start_new_session=True)
+        except BaseException:
+            out.abandon()
+            err.abandon()
+            raise
+        out.start()
+        err.start()
+        timed_out = False
+        try:
+            code = signal_exit_code(proc.wait(timeout=limit))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code = TIMEOUT_EXIT_CODE
+        stdout = out.text()
+        stderr = err.text()
         if timed_out:
             stderr += f"\n[timed out after {limit:g}s]"
         return {"exit_code": code, "stdout": stdout, "stderr": stderr, "timed_out": timed_out}
@@ -518,6 +592,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--workdir", default=None, help="working dir of commands without cwd (default: the runtime's)")
     p.add_argument("--max-exec-seconds", type=float, default=6 * 3600, help="upper bound of any one exec")
     p.add_argument("--max-read-bytes", type=int, default=MAX_READ_BYTES, help="largest file GET /files serves (by its size, sparse files included)")
+    p.add_argument("--max-output-bytes", type=int, default=MAX_OUTPUT_BYTES, help="output kept per stream of one exec, in memory and on disk (the rest is discarded as it comes, and counted)")
     init = p.add_mutually_exclusive_group()
     init.add_argument("--init", dest="init", action="store_true", default=None, help="fork and reap as init (default: when PID 1)")
     init.add_argument("--no-init", dest="init", action="store_false")
@@ -539,8 +614,17 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("bash") is None:
         log.error("bash is not on PATH: commands run as bash -c")
         return 2
+    if args.max_output_bytes < 1 or args.max_read_bytes < 1:
+        log.error("--max-output-bytes and --max-read-bytes must be positive byte counts")
+        return 2
     workdir = os.path.abspath(args.workdir or os.getcwd())
-    runtime = Runtime(workdir=workdir, base_env=dict(os.environ), max_exec_seconds=args.max_exec_seconds, max_read_bytes=args.max_read_bytes)
+    runtime = Runtime(
+        workdir=workdir,
+        base_env=dict(os.environ),
+        max_exec_seconds=args.max_exec_seconds,
+        max_read_bytes=args.max_read_bytes,
+        max_output_bytes=args.max_output_bytes,
+    )
     server = RuntimeServer((args.host, args.port), runtime)
 
     def stop(_sig: int, _frame: Any) -> None:

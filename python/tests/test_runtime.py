@@ -79,6 +79,60 @@ def test_exec_output_is_capped(runtime):
     assert r.stdout.endswith("[output cut: 1000 more bytes]")
 
 
+def spool_bytes_on_disk(pid: int, spool_dir: Path) -> int:
+    """Disk blocks held by the runtime's open, unlinked files under `spool_dir` (its exec spools)."""
+    total = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+            if target.startswith(str(spool_dir)) and target.endswith("(deleted)"):
+                total += os.stat(fd).st_blocks * 512
+        except OSError:
+            continue  # closed meanwhile
+    return total
+
+
+def test_exec_output_spool_on_disk_stays_at_the_cap(tmp_path):
+    """A command that prints far past the cap: the spool holds the cap, not what it printed.
+    On main's code (output to unlinked temp files read after the command) it held all 48 MiB."""
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    rt = start_runtime(tmp_path, env={"TMPDIR": str(spool_dir)})
+    try:
+        ready, go = tmp_path / "printed", tmp_path / "go"
+        printed = 48 * 1024 * 1024
+        result: dict = {}
+        cmd = f"head -c {printed} /dev/zero; touch {ready}; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.05; done"
+        t = threading.Thread(target=lambda: result.setdefault("r", handle(rt).exec(cmd)))
+        t.start()
+        deadline = time.monotonic() + scaled(30)
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), "the command printed its 48 MiB"
+        held = spool_bytes_on_disk(rt.proc.pid, spool_dir)
+        go.touch()
+        t.join(scaled(60))
+        r = result["r"]
+        assert r.exit_code == 0 and r.stdout.endswith(f"[output cut: {printed - MAX_OUTPUT_BYTES} more bytes]")
+        assert held <= MAX_OUTPUT_BYTES + 1024 * 1024, f"the spool held {held} bytes on disk for a {MAX_OUTPUT_BYTES}-byte cap"
+    finally:
+        stop_process(rt.proc)
+
+
+def test_exec_answers_when_a_background_child_keeps_printing(runtime):
+    """`yes &` outlives the command and holds its stdout: the answer comes anyway, the kept output is
+    capped, and the child's writes end at EPIPE once the runtime stops reading (no endless spool)."""
+    started = time.monotonic()
+    r = handle(runtime).exec("yes & echo $! >&2; echo done >&2")
+    assert time.monotonic() - started < scaled(10)
+    assert r.exit_code == 0 and r.stderr.endswith("done\n") and len(r.stdout) <= MAX_OUTPUT_BYTES + 100, r.stderr
+    pid = int(r.stderr.split()[0])
+    deadline = time.monotonic() + scaled(10)
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid), "the background writer ended at EPIPE"
+
+
 def test_background_job_pid_wait_and_exit_code(runtime, tmp_path):
     h = handle(runtime)
     out = tmp_path / "bg.txt"
