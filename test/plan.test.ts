@@ -335,9 +335,20 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             field: /images\.trainer: prod stacks pin every image by digest/,
         },
         {
-            what: "Docker black box on the docker sandbox pool (refused for now)",
+            what: "Docker black box on the docker sandbox pool (refused)",
             platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } },
-            field: /sandboxes\.provider: the docker sandbox pool \(the default for layout blackbox on the docker target\) is not available yet/,
+            field: /sandboxes\.provider: the docker sandbox pool \(the default for layout blackbox on the docker target\) is refused: .*could not read the forwarder's trace/,
+        },
+        {
+            what: "hosted (hf) sandboxes without accepting a forgeable trace",
+            platform: {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "docker" },
+                ...HOSTED_SANDBOXES_ON_DOCKER,
+                sandboxes: { provider: "hf" },
+            },
+            field: /sandboxes\.provider: hosted \(hf\) sandboxes let the agent forge what is trained on: .*set sandboxes\.acceptForgeableTrace: true/,
         },
         {
             what: "dataset size missing",
