@@ -351,8 +351,34 @@ describe("config: every validation message names the field and the fix", () => {
             expect: [
                 /^training\.extraEnv\.WANDB_API_KEY: looks like a secret .*: remove the value; pass it as a reference instead: WANDB_API_KEY: \{ secret: envSecret-<name> \} and pulumi config set --secret envSecret-<name>$/,
                 /^training\.extraEnv\.openai_api_key: looks like a secret/,
-                /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret .*env settings take no secret/,
+                /^envs\.coding\.settings\.DB_PASSWORD: looks like a secret .*: remove the value; pass it as a reference to an existing Kubernetes Secret in the env's namespace instead: DB_PASSWORD: \{ secretKeyRef: \{ name: <Secret>, key: <key> \} \} \(Kubernetes target only\)$/,
             ],
+        },
+        {
+            what: "an env setting from a Kubernetes Secret on the docker target",
+            raw: {
+                recipe: "mbpp-whitebox",
+                runId: "r1",
+                target: { kind: "docker" },
+                envs: { coding: { settings: { DB_PASSWORD: { secretKeyRef: { name: "coding-db", key: "password" } } } } },
+            },
+            expect: [
+                /^envs\.coding\.settings\.DB_PASSWORD: secretKeyRef names a Kubernetes Secret, and the docker target has none: use a Kubernetes target, or leave the setting out \(a Docker env takes no secret\)$/,
+            ],
+        },
+        {
+            what: "a secretKeyRef that names no Secret, or carries more than name and key",
+            raw: withOverride({
+                envs: {
+                    coding: {
+                        settings: {
+                            A_PASSWORD: { secretKeyRef: { name: "Not_A_Name", key: "k" } },
+                            B_KEY: { secretKeyRef: { name: "s", key: "k" }, value: "x" },
+                        },
+                    },
+                },
+            }),
+            expect: [/^envs\.coding\.settings\.A_PASSWORD/, /^envs\.coding\.settings\.B_KEY/],
         },
         {
             what: "dataset size missing (never defaulted)",

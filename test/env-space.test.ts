@@ -211,6 +211,29 @@ describe("resolveEnvSpace", () => {
         );
     });
 
+    test("a setting from an existing Kubernetes Secret: a secretKeyRef in the replica's env, its value nowhere; reserved names refused there too", async () => {
+        const ref = { secretKeyRef: { name: "coding-db", key: "password" } };
+        const c = config("mbpp-whitebox", "kubernetes", { envs: { coding: { settings: { DB_PASSWORD: ref, DB_HOST: "db" } } } });
+        assert.deepEqual(envOf(c, "coding").secretSettings, { DB_PASSWORD: ref.secretKeyRef });
+        assert.equal(envOf(c, "coding").settings.DB_PASSWORD, undefined);
+        const b = await build(c, "coding");
+        const container = single(b.update.resources, T.sts).inputs.spec.template.spec.containers[0];
+        const entry = container.env.find((e: { name: string }) => e.name === "DB_PASSWORD");
+        assert.deepEqual(entry, { name: "DB_PASSWORD", valueFrom: { secretKeyRef: ref.secretKeyRef } });
+        assert.equal(envList(container).DB_HOST, "db");
+        const names = container.env.map((e: { name: string }) => e.name);
+        assert.deepEqual(names, [...names].sort(), "env sorted by name, references among them");
+        for (const m of manifests(b.update.resources)) assert.deepEqual(validateManifestStrict(m), [], m.kind);
+        assert.deepEqual(
+            configProblems(() =>
+                config("wordle-whitebox", "kubernetes", { envs: { wordle: { catalog: "textarena", settings: { MAX_CONCURRENT_ENVS: ref } } } }),
+            ),
+            [
+                "envs.wordle.settings.MAX_CONCURRENT_ENVS: the session cap is set from sessionsPerReplica (the router caps each replica at the same number): remove it and set envs.wordle.sessionsPerReplica",
+            ],
+        );
+    });
+
     test("settings may not set the session cap or the web UI: each problem names the field, all at once", () => {
         const reserved = [
             "envs.wordle.settings.MAX_CONCURRENT_ENVS: the session cap is set from sessionsPerReplica (the router caps each replica at the same number): remove it and set envs.wordle.sessionsPerReplica",

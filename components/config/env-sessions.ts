@@ -92,7 +92,7 @@ function reservedSettingProblems(e: ResolvedEnv): string[] {
     const f = `envs.${e.name}`;
     const problems: string[] = [];
     for (const reserved of new Set([SESSIONS_ENV_VAR, WEB_INTERFACE_ENV_VAR, ...(e.sessionsEnvVar !== undefined ? [e.sessionsEnvVar] : [])])) {
-        if (reserved in e.settings) {
+        if (reserved in e.settings || reserved in e.secretSettings) {
             problems.push(
                 reserved === WEB_INTERFACE_ENV_VAR
                     ? `${f}.settings.${reserved}: the web UI stays off in training deployments: remove it`
@@ -101,7 +101,7 @@ function reservedSettingProblems(e: ResolvedEnv): string[] {
         }
     }
     for (const [field, name] of Object.entries(WS_PING_ENV_VARS)) {
-        if (name in e.settings) {
+        if (name in e.settings || name in e.secretSettings) {
             problems.push(`${f}.settings.${name}: the websocket keepalive is set from ${f}.wsPing: remove it and set ${f}.wsPing.${field}Seconds`);
         }
     }

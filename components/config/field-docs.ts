@@ -458,7 +458,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "envs.<name>.settings": {
         default: "catalog's",
-        meaning: "the env's own env vars (e.g. `TEXTARENA_ENV_ID`)",
+        meaning:
+            "the env's own env vars (e.g. `TEXTARENA_ENV_ID`); a secret only as `{ secretKeyRef: { name, key } }`, a key of an existing Secret in the env's namespace (Kubernetes; refused on Docker), never as text",
     },
     "envs.<name>.resources": {
         default: "2 CPU, 4Gi",

@@ -6,6 +6,7 @@ import { CUSTOM_PROGRAM } from "./programs";
 import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry } from "./catalog";
 import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type ParsedConfig } from "./schema";
 import type { Layout } from "./terms";
+import { plainSettings, secretKeyRefSettings } from "./secrets";
 import type { Demand, PlatformConfig, ResolvedEnv } from "./types";
 
 type Parsed = ParsedConfig;
@@ -53,7 +54,8 @@ function resolveEnv(name: string, e: Parsed["envs"][string], demand: Demand, lay
         sessionsEnvVar: entry?.sessionsEnvVar ?? (concurrentSessions ? "MAX_CONCURRENT_ENVS" : undefined),
         sessionsPerReplica,
         headroomReplicas: e.headroomReplicas,
-        settings: { ...(entry?.settings ?? {}), ...e.settings },
+        settings: { ...(entry?.settings ?? {}), ...plainSettings(e.settings) },
+        secretSettings: secretKeyRefSettings(e.settings),
         cpu: e.resources.cpu,
         memory: e.resources.memory,
         nonRoot: entry?.nonRoot ?? false,

@@ -428,8 +428,25 @@ const envServer = z.strictObject({
     replicas: posInt.optional(),
     /** Spare replicas beyond the demand, so a node drain keeps capacity. */
     headroomReplicas: nonNegInt.default(1),
-    /** The env's own settings (e.g. TEXTARENA_ENV_ID), as env vars. */
-    settings: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+    /**
+     * The env's own settings (e.g. TEXTARENA_ENV_ID), as env vars: plain text, or (Kubernetes) a
+     * reference to a key of an existing Secret in the env's namespace, `{ secretKeyRef: { name, key } }`,
+     * the only way a secret reaches an env (the value never enters the stack, the plan or the manifest).
+     */
+    settings: z
+        .record(
+            z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
+            z.union([
+                z.string(),
+                z.strictObject({
+                    secretKeyRef: z.strictObject({
+                        name: z.string().regex(DNS_SUBDOMAIN, "must be a Kubernetes Secret name (lower-case DNS subdomain)"),
+                        key: z.string().regex(/^[-._a-zA-Z0-9]{1,253}$/, "must be a key of the Secret (letters, digits, '-', '_', '.')"),
+                    }),
+                }),
+            ]),
+        )
+        .default({}),
     /** CPU/memory per replica. */
     resources: resources.prefault({}),
     /** Seconds open websocket sessions get to finish when a replica stops. */

@@ -130,6 +130,21 @@ export function missingEnvSecretProblems(config: EnvMapsConfig, configKeys: read
         );
 }
 
+/** An env setting's value: plain text, or a key of an existing Kubernetes Secret in the env's namespace. */
+export type SettingValue = string | { readonly secretKeyRef: { readonly name: string; readonly key: string } };
+
+/** The plain-text settings of an env. */
+export function plainSettings(settings: Readonly<Record<string, SettingValue>>): Record<string, string> {
+    return Object.fromEntries(Object.entries(settings).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])));
+}
+
+/** The settings taken from an existing Kubernetes Secret: env var -> (Secret, key). */
+export function secretKeyRefSettings(settings: Readonly<Record<string, SettingValue>>): Record<string, { readonly name: string; readonly key: string }> {
+    return Object.fromEntries(
+        Object.entries(settings).flatMap(([k, v]) => (typeof v === "string" ? [] : [[k, { name: v.secretKeyRef.name, key: v.secretKeyRef.key }]])),
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Names and values that look like a credential
 

@@ -21,6 +21,12 @@ export interface Demand {
     readonly envSessions: number;
 }
 
+/** A key of an existing Kubernetes Secret. */
+export interface SecretKeyRef {
+    readonly name: string;
+    readonly key: string;
+}
+
 /** An env server with its catalog entry (or custom fields) and config applied. */
 export interface ResolvedEnv extends Pick<CatalogEntry, "image" | "port" | "healthPath" | "wsPath" | "concurrentSessions" | "sessionsEnvVar"> {
     readonly name: string;
@@ -29,7 +35,10 @@ export interface ResolvedEnv extends Pick<CatalogEntry, "image" | "port" | "heal
     /** Replicas deployed (0 for an external env). */
     readonly replicas: number;
     readonly headroomReplicas: number;
+    /** Plain-text settings (catalog defaults, then config). */
     readonly settings: Readonly<Record<string, string>>;
+    /** Settings taken from a key of an existing Kubernetes Secret in the env's namespace (env var -> Secret, key). */
+    readonly secretSettings: Readonly<Record<string, SecretKeyRef>>;
     readonly cpu: string;
     readonly memory: string;
     readonly nonRoot: boolean;

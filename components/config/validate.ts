@@ -326,23 +326,35 @@ export function validateProdPinning(c: PlatformConfig): string[] {
  * are checked in secrets.ts); a secret goes in as a reference (`{ secret: envSecret-<name> }`), which passes.
  */
 export function validatePlainEnv(c: PlatformConfig): string[] {
+    const refsOnDocker =
+        c.target.kind === "docker"
+            ? c.envs.flatMap((e) =>
+                  Object.keys(e.secretSettings).map(
+                      (k) =>
+                          `envs.${e.name}.settings.${k}: secretKeyRef names a Kubernetes Secret, and the docker target has none: use a Kubernetes target, or leave the setting out (a Docker env takes no secret)`,
+                  ),
+              )
+            : [];
     const plain: Array<[string, Readonly<Record<string, string>>]> = [
         ["training.extraEnv", plainEnv(c.training.extraEnv)],
         ["training.vllm.extraEnv", plainEnv(c.training.vllm.extraEnv)],
         ...c.envs.map((e): [string, Readonly<Record<string, string>>] => [`envs.${e.name}.settings`, e.settings]),
     ];
-    return plain.flatMap(([field, env]) =>
-        Object.keys(env)
-            .filter((k) => isSecretEnvName(k))
-            .map(
-                (k) =>
-                    `${field}.${k}: looks like a secret (its name holds PASSWORD, PASSWD, SECRET, CREDENTIAL, TOKEN, APIKEY/API_KEY or ends in KEY), but ${field} is plain text in the stack file and the pod spec: remove the value; ${
-                        field.startsWith("envs.")
-                            ? "env settings take no secret (only hfToken, registryAuth and the ingress keys are carried as secrets)"
-                            : `pass it as a reference instead: ${k}: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>`
-                    }`,
-            ),
-    );
+    return [
+        ...refsOnDocker,
+        ...plain.flatMap(([field, env]) =>
+            Object.keys(env)
+                .filter((k) => isSecretEnvName(k))
+                .map(
+                    (k) =>
+                        `${field}.${k}: looks like a secret (its name holds PASSWORD, PASSWD, SECRET, CREDENTIAL, TOKEN, APIKEY/API_KEY or ends in KEY), but ${field} is plain text in the stack file and the pod spec: remove the value; ${
+                            field.startsWith("envs.")
+                                ? `pass it as a reference to an existing Kubernetes Secret in the env's namespace instead: ${k}: { secretKeyRef: { name: <Secret>, key: <key> } } (Kubernetes target only)`
+                                : `pass it as a reference instead: ${k}: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>`
+                        }`,
+                ),
+        ),
+    ];
 }
 
 /** Kubernetes stacks other than dev name their cluster: never whatever kubectl points at. */

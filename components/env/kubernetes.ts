@@ -73,9 +73,16 @@ export function replicaPodSpec(d: DeployedEnvDescription): k8s.types.input.core.
                 image: r.image,
                 imagePullPolicy: r.imagePullPolicy,
                 ports: [{ name: "http", containerPort: r.port, protocol: "TCP" }],
-                env: Object.entries(r.env)
+                env: [
+                    ...Object.entries(r.env).map(([name, value]): [string, k8s.types.input.core.v1.EnvVar] => [name, { name, value }]),
+                    // The Secret's value never enters the program: the kubelet reads it (settings' secretKeyRef).
+                    ...Object.entries(r.secretEnv).map(([name, ref]): [string, k8s.types.input.core.v1.EnvVar] => [
+                        name,
+                        { name, valueFrom: { secretKeyRef: { name: ref.name, key: ref.key } } },
+                    ]),
+                ]
                     .sort(([a], [b]) => a.localeCompare(b))
-                    .map(([name, value]) => ({ name, value })),
+                    .map(([, v]) => v),
                 resources: { requests: resources, limits: resources },
                 startupProbe: httpProbe(r.probes.startup),
                 readinessProbe: httpProbe(r.probes.readiness),

@@ -143,6 +143,8 @@ export interface EnvReplicasDescription {
     readonly wsPath: string;
     /** Every env var of a replica: the env's settings, ENABLE_WEB_INTERFACE=false, MAX_CONCURRENT_ENVS. */
     readonly env: Readonly<Record<string, string>>;
+    /** Env vars from a key of an existing Secret in the env's namespace (settings' secretKeyRef; Kubernetes only). */
+    readonly secretEnv: Readonly<Record<string, { readonly name: string; readonly key: string }>>;
     /** CPU request = limit. */
     readonly cpu: string;
     /** Memory request = limit. */

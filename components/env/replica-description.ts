@@ -152,6 +152,7 @@ export function replicasDescription(
         healthPath: env.healthPath,
         wsPath: env.wsPath,
         env: envVars,
+        secretEnv: env.secretSettings,
         cpu: env.cpu,
         memory: env.memory,
         probes: replicaProbes(env),
