@@ -378,7 +378,17 @@ describe("config: every validation message names the field and the fix", () => {
                     },
                 },
             }),
-            expect: [/^envs\.coding\.settings\.A_PASSWORD/, /^envs\.coding\.settings\.B_KEY/],
+            expect: [
+                /^envs\.coding\.settings\.A_PASSWORD\.secretKeyRef\.name: must be a Kubernetes Secret name \(lower-case DNS subdomain\)$/,
+                /^envs\.coding\.settings\.B_KEY\.value: unknown field/,
+            ],
+        },
+        {
+            what: "a stack secret reference in env settings (extraEnv's form)",
+            raw: withOverride({ envs: { coding: { settings: { DB_PASSWORD: { secret: "envSecret-db" } } } } }),
+            expect: [
+                /^envs\.coding\.settings\.DB_PASSWORD: must be a string, or \{ secretKeyRef: \{ name, key \} \}: a key of an existing Kubernetes Secret in the env's namespace \(env settings take no stack secret reference\)$/,
+            ],
         },
         {
             what: "dataset size missing (never defaulted)",

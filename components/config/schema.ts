@@ -436,15 +436,20 @@ const envServer = z.strictObject({
     settings: z
         .record(
             z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
-            z.union([
-                z.string(),
-                z.strictObject({
-                    secretKeyRef: z.strictObject({
-                        name: z.string().regex(DNS_SUBDOMAIN, "must be a Kubernetes Secret name (lower-case DNS subdomain)"),
-                        key: z.string().regex(/^[-._a-zA-Z0-9]{1,253}$/, "must be a key of the Secret (letters, digits, '-', '_', '.')"),
+            z.union(
+                [
+                    z.string(),
+                    z.strictObject({
+                        secretKeyRef: z.strictObject({
+                            name: z.string().regex(DNS_SUBDOMAIN, "must be a Kubernetes Secret name (lower-case DNS subdomain)"),
+                            key: z.string().regex(/^[-._a-zA-Z0-9]{1,253}$/, "must be a key of the Secret (letters, digits, '-', '_', '.')"),
+                        }),
                     }),
-                }),
-            ]),
+                ],
+                {
+                    error: "must be a string, or { secretKeyRef: { name, key } }: a key of an existing Kubernetes Secret in the env's namespace (env settings take no stack secret reference)",
+                },
+            ),
         )
         .default({}),
     /** CPU/memory per replica. */
