@@ -38,7 +38,8 @@ if [[ ! -f "$openenv_src/opencode_env/harness.py" && "${AGENT_RL_REQUIRE_E2E:-}"
   fi
 fi
 cd "$here/.."
-# The whole python/ tree unless the arguments name test files or directories themselves.
-targets=(python)
+# The whole python/ tree unless the arguments name test files or directories themselves; not
+# python/harbor_tests (Python 3.13 with harbor: test/harbor/run-tests.sh runs them in their own venv).
+targets=(python --ignore=python/harbor_tests)
 for a in "$@"; do [[ "$a" != -* && -e "$a" ]] && { targets=(); break; }; done
 exec env PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest "${targets[@]}" "$@"

@@ -31,6 +31,8 @@ test("fixturesNeeded: every import form, followed through files; a build script 
         fs.writeFileSync(path.join(dir, "e.ts"), '// runs bash python/run-tests.sh --venv-only\nimport "node:fs";\nimport "zod";\n');
         assert.deepEqual(fixturesNeeded(path.join(dir, "a.ts")), ["engine"]);
         assert.deepEqual(fixturesNeeded(path.join(dir, "e.ts")), ["venv"]);
+        fs.writeFileSync(path.join(dir, "h.ts"), "// runs bash test/harbor/run-tests.sh\n");
+        assert.deepEqual(fixturesNeeded(path.join(dir, "h.ts")), ["harbor"]);
         assert.deepEqual(fixturesNeeded(path.join(dir, "lib", "b.ts")), ["engine"]);
     } finally {
         fs.rmSync(dir, { recursive: true, force: true });

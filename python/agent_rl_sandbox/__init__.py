@@ -4,7 +4,8 @@ it inside every sandbox (``runtime.py``), the key-holding forwarder beside it (`
 the per-rollout key verifier and its client (``rollout_keys.py``; all three standard library only),
 and the trainer's env contract (``settings.py``).
 
-Only the backend needs the Kubernetes client; importing this package does not load it.
+Only the backend needs the Kubernetes client, and only the Harbor environment (``harbor_env.py``,
+``AgentSandboxEnvironment``) needs harbor (Python >= 3.12); importing this package loads neither.
 """
 
 from .handle import ExecResult, RuntimeBgJob, RuntimeHandle, SandboxError, SandboxGone
@@ -12,6 +13,7 @@ from .settings import AgentSandboxSettings, SettingsError, opencode_config_kwarg
 
 __all__ = [
     "AgentSandboxBackend",
+    "AgentSandboxEnvironment",
     "AgentSandboxSettings",
     "ExecResult",
     "RuntimeBgJob",
@@ -28,4 +30,8 @@ def __getattr__(name: str):  # PEP 562: the backend (and k8s-agent-sandbox) load
         from .agent_sandbox import AgentSandboxBackend
 
         return AgentSandboxBackend
+    if name == "AgentSandboxEnvironment":  # Harbor's environment: needs harbor (Python >= 3.12)
+        from .harbor_env import AgentSandboxEnvironment
+
+        return AgentSandboxEnvironment
     raise AttributeError(name)

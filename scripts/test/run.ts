@@ -13,8 +13,9 @@
  *    real engine, agent-sandbox and JobSet controllers; as root on Linux the node fixture,
  *    test/node/build.sh: forky's containerd 2 unpacked, kubelet, kube-proxy, controller-manager,
  *    scheduler, CoreDNS, the GPU stand-in device plugin, kube-router's NetworkPolicy controller,
- *    the images), and the Python venv of the trainer-side lock (python/run-tests.sh --venv-only;
- *    vLLM + TRL + openenv, about 8 GB), all started at once in the background (startFixtures says
+ *    the images), the Python venv of the trainer-side lock (python/run-tests.sh --venv-only;
+ *    vLLM + TRL + openenv, about 8 GB), and the Harbor fixture (test/harbor/build.sh: Debian trixie's
+ *    python3.13 unpacked, a venv with harbor 0.25.0 and openenv 0.10.0), all started at once in the background (startFixtures says
  *    in which order they follow each other).
  * 3. Meanwhile `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), then the tests as jobs (testJobs: each TypeScript file, the Python
@@ -291,7 +292,10 @@ function startFixtures(): FixtureBuilds {
               ),
           )
         : Promise.resolve(log("node fixture: not built (needs root on Linux; test/node.test.ts skips)"));
+    // Debian trixie's python3.13 and the harbor 0.25 venv (network and disk, about 1 CPU-minute).
+    const harbor = buildStep("Harbor fixture (trixie's python3.13, the harbor 0.25 venv)", "bash", ["test/harbor/build.sh"]);
     const ready = new Map<Fixture, Promise<void>>([
+        ["harbor", harbor],
         ["apiserver", apiserver],
         ["engine", engine],
         ["sandbox", sandbox],
@@ -459,10 +463,13 @@ interface PythonRun {
     readonly noOpenenv: string | undefined;
 }
 
-/** python/run-tests.sh with `args` (files, --ignore); without OpenEnv's source, the tests that need it are deselected. */
-async function runPython(lane: string, args: readonly string[]): Promise<PythonRun> {
-    const pyArgs = ["python/run-tests.sh", "-q", "-rs", ...args];
-    const noOpenenv = openenvSourceMissing();
+/**
+ * python/run-tests.sh with `args` (files, --ignore); without OpenEnv's source, the tests that need it are deselected.
+ * `script`: test/harbor/run-tests.sh for the Harbor environment's tests (Python 3.13), which need no OpenEnv source.
+ */
+async function runPython(lane: string, args: readonly string[], script = "python/run-tests.sh"): Promise<PythonRun> {
+    const pyArgs = [script, "-q", "-rs", ...args];
+    const noOpenenv = script === "python/run-tests.sh" ? openenvSourceMissing() : undefined;
     if (noOpenenv !== undefined) pyArgs.push("-m", "not openenv_source");
     const t0 = Date.now();
     const py = await run("bash", pyArgs, { ...process.env, CI: CI ? "true" : (process.env.CI ?? "") }, lane);
@@ -502,9 +509,9 @@ function pythonReport(runs: readonly PythonRun[]): { failed: boolean; summary: s
  */
 function testJobs(testFiles: readonly string[], python: boolean, reportDir: string): Array<JobSpec & { start(): Promise<JobResult> }> {
     const pyCluster = python ? pythonClusterFiles() : [];
-    const pyJob = (label: string, args: readonly string[]) => async (): Promise<JobResult> => {
+    const pyJob = (label: string, args: readonly string[], script?: string) => async (): Promise<JobResult> => {
         const t0 = Date.now();
-        const py = await runPython(label, args);
+        const py = await runPython(label, args, script);
         return { label, code: py.code, seconds: Math.round((Date.now() - t0) / 1000), skips: [], python: py };
     };
     const tsJob = (file: string) => {
@@ -536,6 +543,8 @@ function testJobs(testFiles: readonly string[], python: boolean, reportDir: stri
                           pyCluster.map((f) => `--ignore=${f}`),
                       ),
                   },
+                  // The Harbor environment under harbor 0.25 (python/harbor_tests, Python 3.13).
+                  { label: "python-harbor", needs: ["harbor"] as Fixture[], cluster: false, start: pyJob("python-harbor", [], "test/harbor/run-tests.sh") },
               ]
             : []),
         ...ts.filter((j) => !j.cluster && j.label === "node"),

@@ -12,8 +12,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-/** What the tests need built: the Go-built fixtures and the trainer-side Python venv. */
-export const FIXTURES = ["apiserver", "engine", "sandbox", "jobset", "node", "venv"] as const;
+/** What the tests need built: the Go-built fixtures, the trainer-side Python venv and the Harbor venv (Python 3.13). */
+export const FIXTURES = ["apiserver", "engine", "sandbox", "jobset", "node", "venv", "harbor"] as const;
 export type Fixture = (typeof FIXTURES)[number];
 
 /** How a file (or a module it imports) shows that it needs a fixture: the build script it runs. */
@@ -24,6 +24,7 @@ const NEEDS: ReadonlyArray<readonly [Fixture, RegExp]> = [
     ["jobset", /test\/jobset-controller\/build\.sh|"jobset-controller", "build\.sh"/],
     ["node", /test\/node\/build\.sh|NODE_SCRIPTS, "build\.sh"/],
     ["venv", /python\/run-tests\.sh/],
+    ["harbor", /test\/harbor\/(build|run-tests)\.sh/],
 ];
 
 /** Relative import specifiers of a TypeScript/JavaScript source, in every form (static, dynamic, re-export). */
