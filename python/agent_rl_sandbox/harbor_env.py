@@ -257,3 +257,21 @@ class AgentSandboxEnvironment(BaseEnvironment):
             archive.write_bytes(data)
             with tarfile.open(archive, "r:gz") as tf:
                 tf.extractall(path=target, filter=transfer_tar_filter)
+
+
+#: How Harbor's CLI and config name this environment (``--environment-import-path``, ``EnvironmentConfig.import_path``).
+IMPORT_PATH = "agent_rl_sandbox.harbor_env:AgentSandboxEnvironment"
+
+
+def on_the_pool(trial_config: Any) -> Any:
+    """A Harbor ``TrialConfig`` (as openenv 0.10's ``openenv.harbor.rollout.build_trial_config``
+    makes it) with its environment moved onto the stack's pool: ``import_path`` set to this class,
+    ``type`` cleared, everything else kept.
+
+    The smallest adapter for upstreams that name a sandbox by ``type=`` only (Harbor's
+    ``EnvironmentConfig.type`` is an ``EnvironmentType`` enum, so a custom name fails validation):
+    openenv.harbor's ``build_trial_config`` and TRL's ``trl.experimental.harbor`` (``HarborEnv``,
+    ``EnvironmentConfig(type=environment_type)``). docs/guides/harbor.md names the one-line upstream
+    change that would make it unneeded."""
+    env = trial_config.environment
+    return trial_config.model_copy(update={"environment": env.model_copy(update={"type": None, "import_path": IMPORT_PATH})})

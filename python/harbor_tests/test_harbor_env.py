@@ -164,3 +164,30 @@ def test_the_package_still_imports_without_harbor():
     code = "import sys; sys.modules['harbor'] = None; from agent_rl_sandbox import AgentSandboxEnvironment"
     out = subprocess.run([sys.executable, "-c", code], cwd=TESTS.parent, capture_output=True, text=True, timeout=60)
     assert "agent_rl_sandbox.harbor_env needs harbor (pip install harbor==0.25.0; Python >= 3.12)" in out.stderr
+
+
+@pytest.mark.parametrize("harness", ["opencode", "mini-swe-agent"])
+def test_openenvs_trial_config_moved_onto_the_pool_loads_this_environment(tmp_path, harness):
+    """openenv 0.10's own build_trial_config (type= only) through the adapter, then Harbor's factory."""
+    from harbor.environments.factory import EnvironmentFactory as Factory
+    from openenv.harbor.rollout import build_trial_config
+
+    from agent_rl_sandbox.harbor_env import IMPORT_PATH as PATH, on_the_pool
+
+    task = tmp_path / "task"
+    (task / "environment").mkdir(parents=True)
+    config = build_trial_config(
+        task_dir=task, harness=harness, sandbox="docker", intercept_url="http://127.0.0.1:7000/v1", session_id="oe-1",
+        model="stub/model-1", trial_name="t1", trials_dir=tmp_path / "trials",
+    )
+    assert config.environment.type == "docker" and config.environment.import_path is None
+    moved = on_the_pool(config)
+    assert moved.environment.type is None and moved.environment.import_path == PATH == IMPORT_PATH
+    assert moved.agent == config.agent and moved.environment.delete == config.environment.delete
+    (tmp_path / "trial").mkdir()
+    env = Factory.create_environment_from_config(
+        config=moved.environment.model_copy(update={"kwargs": {"settings": settings(), "environ": {}, "client_factory": tb.fake_client, "handle_sigterm": False}}),
+        environment_dir=task / "environment", environment_name="t", session_id="t1__env", trial_paths=TrialPaths(trial_dir=tmp_path / "trial"),
+        task_env_config=TaskEnvironmentConfig(docker_image=POOL_IMAGE), network_policy=ALLOW_FORWARDER,
+    )
+    assert isinstance(env, AgentSandboxEnvironment)
