@@ -73,8 +73,8 @@ class AgentSandboxEnvironment(BaseEnvironment):
 
     Extra keyword arguments (Harbor's ``--ek key=value`` / ``EnvironmentConfig.kwargs``):
     ``settings`` (an ``AgentSandboxSettings``; default from the env), ``environ`` (the env to read
-    instead of ``os.environ``), ``client_factory`` (the official client's factory; tests pass the
-    trainer ServiceAccount's), ``handle_sigterm`` (default true: the backend deletes live claims on
+    instead of ``os.environ``), ``client_factory`` (the official client's factory, or its
+    ``"module:function"`` name; tests pass the trainer ServiceAccount's), ``handle_sigterm`` (default true: the backend deletes live claims on
     SIGTERM), ``lifetime_s`` (the claim's lifetime; default the task's agent + verifier timeouts,
     capped by the stack's maximum).
     """
@@ -84,12 +84,17 @@ class AgentSandboxEnvironment(BaseEnvironment):
         *args: Any,
         settings: AgentSandboxSettings | None = None,
         environ: Mapping[str, str] | None = None,
-        client_factory: ClientFactory | None = None,
+        client_factory: ClientFactory | str | None = None,
         handle_sigterm: bool = True,
         lifetime_s: int | None = None,
         **kwargs: Any,
     ) -> None:
         env = os.environ if environ is None else environ
+        if isinstance(client_factory, str):  # "module:function", as Harbor's --ek passes it
+            import importlib
+
+            module, _, attr = client_factory.partition(":")
+            client_factory = getattr(importlib.import_module(module), attr)
         # Set before BaseEnvironment.__init__: it calls _validate_definition and the network checks.
         base = settings if settings is not None else AgentSandboxSettings.from_env(env)
         self._pools = task_pools(env, base.image, base.warm_pool)
@@ -166,6 +171,14 @@ class AgentSandboxEnvironment(BaseEnvironment):
         metadata = {"harbor-session": _LABEL_VALUE.sub("-", self.session_id)[:63].strip("-_.")}
         self._handle = await asyncio.to_thread(self._backend.create, timeout_s=self._lifetime(), metadata=metadata)
         self.logger.info(f"claimed {self._handle.sandbox_id} for {self.session_id}")
+        # Harbor's output dirs (/logs/agent, /logs/verifier, /logs/artifacts), as other remote providers make them.
+        targets = self._mount_targets(writable_only=True)
+        made = await self.ensure_dirs(targets)
+        if made is not None and made.return_code != 0:
+            raise SandboxError(
+                f"{self._handle.sandbox_id}: cannot make Harbor's dirs {targets} (exit {made.return_code}: {(made.stderr or '').strip()}): "
+                "the pool's pods have a read-only root; the task image or the pool's template must provide them writable"
+            )
         await self._upload_environment_dir_after_start()
 
     async def stop(self, delete: bool) -> None:

@@ -191,3 +191,93 @@ def test_openenvs_trial_config_moved_onto_the_pool_loads_this_environment(tmp_pa
         task_env_config=TaskEnvironmentConfig(docker_image=POOL_IMAGE), network_policy=ALLOW_FORWARDER,
     )
     assert isinstance(env, AgentSandboxEnvironment)
+
+
+#: A pod's view of / for a runtime on this machine: a private mount namespace where / is a writable
+#: overlay of the host's (writes land in a tmpfs and vanish with the namespace), so Harbor's fixed
+#: paths (/logs, /tests, /solution) can be made as the task image would hold them, nothing of the
+#: host changes. /opt carries the overlay's layers (as python/tests/sandbox_root.py uses /opt).
+POD_ROOT = r"""set -e
+mount -t tmpfs -o mode=0755 tmpfs /opt
+mkdir /opt/upper /opt/work /opt/root
+mount -t overlay overlay -o lowerdir=/,upperdir=/opt/upper,workdir=/opt/work /opt/root
+for d in proc sys dev; do mount --rbind /$d /opt/root/$d; done
+mkdir -p /opt/root/logs /opt/root/tests /opt/root/solution
+exec chroot /opt/root "$@"
+"""
+
+
+def start_runtime_in_pod_root(tmp: Path):
+    """conftest.start_runtime's runtime, its argv run under POD_ROOT (needs root: unshare -m)."""
+    import os
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.fail("this test needs root and unshare (a private mount namespace for the runtime's / overlay)")
+    real_popen = subprocess.Popen
+
+    def popen(argv, *a, **kw):
+        return real_popen(["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", *argv], *a, **kw)
+
+    rt_conftest.subprocess.Popen = popen
+    try:
+        return rt_conftest.start_runtime(tmp)
+    finally:
+        rt_conftest.subprocess.Popen = real_popen
+
+
+def write_task(root: Path) -> Path:
+    """A minimal Harbor task, named here: `add-two` (the oracle writes /root/answer.txt; the verifier
+    checks it and writes Harbor's reward file). Its image is the pool's; its network, the forwarder only."""
+    task = root / "add-two"
+    for d in ("environment", "solution", "tests"):
+        (task / d).mkdir(parents=True)
+    (task / "instruction.md").write_text("Write the sum of 2 and 3 to /root/answer.txt.\n")
+    (task / "task.toml").write_text(
+        'version = "1.0"\n[agent]\ntimeout_sec = 120\n[verifier]\ntimeout_sec = 120\n'
+        f'[environment]\ndocker_image = "{POOL_IMAGE}"\nnetwork_mode = "allowlist"\nallowed_hosts = ["127.0.0.1"]\n'
+    )
+    (task / "solution/solve.sh").write_text("#!/bin/bash\necho $((2 + 3)) > /root/answer.txt\n")
+    (task / "tests/test.sh").write_text(
+        '#!/bin/bash\nif [ "$(cat /root/answer.txt)" = 5 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n'
+    )
+    return task
+
+
+def test_a_harbor_trial_of_the_oracle_agent_runs_on_the_pool_and_its_reward_comes_back(tmp_path):
+    """Harbor's own Trial (start, the oracle agent, the verifier, stop) through this environment,
+    loaded by import path; the claim through the recording stand-in, the commands in a real runtime."""
+    from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
+    from harbor.trial.trial import Trial
+
+    tb.REC = tb.Recorder()
+    (tmp_path / "rt").mkdir()
+    runtime = start_runtime_in_pod_root(tmp_path / "rt")
+    try:
+        s = settings(runtime.port)
+        environ = {
+            "SANDBOX_PROVIDER": "agent-sandbox", "SANDBOX_NAMESPACE": s.namespace, "SANDBOX_WARM_POOL": s.warm_pool,
+            "SANDBOX_RUN_LABEL": s.run_label, "SANDBOX_RUN_ID": s.run_id, "SANDBOX_MAX_LIFETIME_SECONDS": "3600",
+            "SANDBOX_PORT": str(runtime.port), "SANDBOX_TRACE_PORT": "0", "SANDBOX_IMAGE": POOL_IMAGE,
+            "SANDBOX_UPSTREAM_URL": "http://127.0.0.1:7100",
+        }
+        config = TrialConfig(
+            task=TaskConfig(path=write_task(tmp_path)),
+            agent=AgentConfig(name="oracle"),
+            environment=EnvironmentConfig(import_path=IMPORT_PATH, kwargs={"environ": environ, "client_factory": "test_backend:fake_client", "handle_sigterm": False}),
+            trials_dir=tmp_path / "trials",
+        )
+
+        async def run():
+            trial = await Trial.create(config)
+            return await trial.run()
+
+        result = asyncio.run(run())
+        assert result.exception_info is None, result.exception_info
+        assert result.verifier_result is not None and result.verifier_result.rewards == {"reward": 1}
+        (claim,) = tb.REC.claims
+        assert [d[0] for d in tb.REC.deleted] == [claim["claim_name"]], "the trial's claim was deleted"
+        assert shutdown.live() == []
+    finally:
+        rt_conftest.stop_process(runtime.proc)
