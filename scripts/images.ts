@@ -1,0 +1,117 @@
+/**
+ * npm run images: build and push every image a stack needs, then name them by digest in its stack file.
+ *
+ *   npm run images -- lock [image...]        fill images/lock.json (trust on first use; read, then commit it)
+ *   npm run images -- <stack> [--to <registry>/<path>] [--registry-auth-file <config.json>]
+ *
+ * A CLI beside plan and preflight, not an image resource of the stack: the images are inputs of the
+ * stack's plan (which stays offline and needs no Docker), and one set of images serves many run
+ * stacks; so they are built once, recorded by digest in the stack file (what `pulumi config set`
+ * writes), and the plan and `pulumi up` read them as any other config.
+ */
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
+import { CONFIG_NAMESPACE } from "../components/config";
+import { parseImage } from "../components/preflight/registry";
+import { type Built, buildAndPush, neededImages } from "./lib/images/build";
+import { fillLock, ImageStepError } from "./lib/images/lock-step";
+import { IMAGE_NAMES, type ImageName, REPO_ROOT } from "./lib/images/pins";
+import { checkHelp, runCli, UsageError } from "./lib/cli";
+import { loadRunStack, StackError } from "./lib/load-stack";
+
+const USAGE = [
+    "usage: npm run images -- lock [image...]   record base digests and script sha256s in images/lock.json (trust on first use)",
+    "       npm run images -- <stack | path/to/Pulumi.<stack>.yaml> [--to <registry>/<path>] [--registry-auth-file <config.json>]",
+    `images: ${IMAGE_NAMES.join(", ")}`,
+].join("\n");
+
+export type ImagesArgs =
+    | { readonly kind: "lock"; readonly images: readonly ImageName[] }
+    | { readonly kind: "build"; readonly stack: string; readonly stackFile?: string; readonly to?: string; readonly registryAuthFile?: string };
+
+export function parseImagesArgs(argv: readonly string[]): ImagesArgs {
+    checkHelp(argv);
+    if (argv[0] === "lock") {
+        const images = argv.slice(1);
+        for (const i of images)
+            if (!(IMAGE_NAMES as readonly string[]).includes(i)) throw new UsageError(`unknown image ${i}: known are ${IMAGE_NAMES.join(", ")}`);
+        return { kind: "lock", images: (images.length > 0 ? images : IMAGE_NAMES) as ImageName[] };
+    }
+    let stack: string | undefined;
+    let to: string | undefined;
+    let registryAuthFile: string | undefined;
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i] as string;
+        const value = () => {
+            const v = argv[++i];
+            if (v === undefined || v.startsWith("--")) throw new UsageError(`${a} needs a value`);
+            return v;
+        };
+        if (a === "--to") to = value();
+        else if (a === "--registry-auth-file") registryAuthFile = value();
+        else if (a.startsWith("-")) throw new UsageError(`unknown option ${a}`);
+        else if (stack === undefined) stack = a;
+        else throw new UsageError(`unexpected argument ${a}: give one stack`);
+    }
+    if (stack === undefined) throw new UsageError("name a stack (or 'lock')");
+    let stackFile: string | undefined;
+    if (stack.endsWith(".yaml")) {
+        const m = /^Pulumi\.([A-Za-z0-9._-]+)\.yaml$/.exec(path.basename(stack));
+        if (!m) throw new UsageError(`a stack file must be named Pulumi.<stack>.yaml, got ${stack}`);
+        stackFile = path.resolve(stack);
+        stack = m[1] as string;
+    }
+    if (to !== undefined && !/^[a-z0-9.-]+(:\d+)?(\/[a-z0-9._-]+)+$/.test(to)) throw new UsageError(`--to must be <registry host>/<path>, got ${to}`);
+    return { kind: "build", stack, ...(stackFile ? { stackFile } : {}), ...(to ? { to } : {}), ...(registryAuthFile ? { registryAuthFile } : {}) };
+}
+
+/** The stack's registryAuth: from a file, else decrypted by Pulumi (`pulumi config get`), which alone holds the passphrase. */
+export function readRegistryAuth(stack: string, file?: string): string {
+    if (file !== undefined) return fs.readFileSync(file, "utf8");
+    const r = spawnSync("pulumi", ["config", "get", "registryAuth", "--stack", stack, "--cwd", REPO_ROOT], { encoding: "utf8", timeout: 60_000 });
+    if (r.status !== 0 || r.stdout.trim() === "")
+        throw new ImageStepError(
+            `stack ${stack}: could not read registryAuth with 'pulumi config get registryAuth --stack ${stack}' (${(r.stderr || String(r.error ?? "")).trim().split("\n")[0] ?? ""}): set it (pulumi config set --secret registryAuth "$(cat config.json)") or pass --registry-auth-file <config.json>`,
+        );
+    return r.stdout.trim();
+}
+
+/** Names each built image by digest in the stack file (comments and order kept, as `pulumi config set --path` would set them). */
+export function writeImageRefs(stackFile: string, refs: ReadonlyArray<{ field: readonly string[]; ref: string }>): void {
+    const doc = YAML.parseDocument(fs.readFileSync(stackFile, "utf8"));
+    for (const { field, ref } of refs) doc.setIn(["config", `${CONFIG_NAMESPACE}:platform`, ...field], ref);
+    fs.writeFileSync(stackFile, doc.toString());
+}
+
+/** Where a stack's images go: --to, else the directory of its current images.trainer. */
+function destination(args: { to?: string }, trainer: string | undefined): string {
+    if (args.to !== undefined) return args.to;
+    if (trainer === undefined) throw new UsageError("the stack names no images.trainer to take the registry from: pass --to <registry>/<path>");
+    const { registry, repository } = parseImage(trainer);
+    return `${registry}/${path.posix.dirname(repository)}`;
+}
+
+async function main(): Promise<number> {
+    const args = parseImagesArgs(process.argv.slice(2));
+    const log = (l: string) => process.stderr.write(`images: ${l}\n`);
+    if (args.kind === "lock") {
+        await fillLock(args.images, { pinsRoot: REPO_ROOT, root: REPO_ROOT, log });
+        log("images/lock.json written: read what it names (the scripts at their commits), then commit it");
+        return 0;
+    }
+    const { config } = loadRunStack(args.stack, args.stackFile);
+    const to = destination(args, config.images.trainer);
+    const dockerConfigJson = readRegistryAuth(args.stack, args.registryAuthFile);
+    const built: Array<Built & { field: readonly string[] }> = [];
+    for (const need of neededImages(config))
+        built.push({ ...(await buildAndPush(need.image, { root: REPO_ROOT, to, dockerConfigJson, log })), field: need.field });
+    const stackFile = args.stackFile ?? path.join(REPO_ROOT, "stacks", `Pulumi.${args.stack}.yaml`);
+    writeImageRefs(stackFile, built);
+    for (const b of built) process.stdout.write(`${b.field.join(".")}: ${b.ref}${b.pushed ? "" : " (already pushed)"}\n`);
+    log(`${path.relative(process.cwd(), stackFile)} names them by digest: npm run plan -- ${args.stack}`);
+    return 0;
+}
+
+if (require.main === module) runCli("images", USAGE, main, (e) => (e instanceof ImageStepError || e instanceof StackError ? e.message : undefined));

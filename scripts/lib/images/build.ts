@@ -1,0 +1,139 @@
+/**
+ * The build step: which images a stack needs, and each one built from this repository's Dockerfile
+ * with its pinned inputs, pushed to the user's registry with the stack's registryAuth, and named by
+ * digest. The tag is a hash of every input (the Dockerfile, each file it copies, every build ARG), so
+ * a second run with the same inputs finds the tag in the registry and builds and pushes nothing.
+ */
+import { createHash } from "node:crypto";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { PlatformConfig } from "../../../components/config";
+import { ImageStepError } from "./lock-step";
+import { buildArgs, type ImageName, LOCK_COMMAND, readLock, readPins } from "./pins";
+import { credentialsFor, manifestDigest, RegistryError } from "./registry";
+import { parseImage } from "../../../components/preflight/registry";
+
+/** An image a stack needs and the stack field that names it. */
+export interface NeededImage {
+    readonly image: ImageName;
+    /** The field's path under the stack's platform object. */
+    readonly field: readonly string[];
+}
+
+/** The images this repository builds that a stack runs: from its layout, sandbox provider and observability. */
+export function neededImages(c: PlatformConfig): NeededImage[] {
+    const out: NeededImage[] = [{ image: c.training.layout === "blackbox" ? "trainer-blackbox" : "trainer-whitebox", field: ["images", "trainer"] }];
+    if (c.sandboxes.provider === "agent-sandbox") out.push({ image: "sandbox", field: ["sandboxes", "image"] });
+    if (c.observability.enabled && c.ingress.enabled) out.push({ image: "mtail", field: ["images", "mtail"] });
+    return out;
+}
+
+/** The files a Dockerfile's COPY lines take from the context (no --from stage copies), as context paths. */
+export function copiedFiles(dockerfile: string): string[] {
+    const files: string[] = [];
+    for (const line of dockerfile.split("\n")) {
+        const words = line.trim().split(/\s+/);
+        if (words[0]?.toUpperCase() !== "COPY" || words.some((w) => w.startsWith("--from"))) continue;
+        const rest = words.slice(1).filter((w) => !w.startsWith("--"));
+        files.push(...rest.slice(0, -1));
+    }
+    return [...new Set(files)];
+}
+
+export interface BuildOptions {
+    /** The repository root: the Dockerfiles and what they copy. */
+    readonly root: string;
+    /** Where images/*.pins.json and images/lock.json are. @default root */
+    readonly pinsRoot?: string;
+    /** `<registry>/<path>`: each image is pushed as `<to>/<image>`. */
+    readonly to: string;
+    /** The stack's registryAuth (a Docker config.json). */
+    readonly dockerConfigJson: string;
+    /** Context files replaced by another file (a test's named stand-ins), by context path. @default {} */
+    readonly replace?: Readonly<Record<string, string>>;
+    /** `docker build --network` (a test's loopback script server). @default the daemon's default */
+    readonly buildNetwork?: string;
+    readonly log?: (line: string) => void;
+}
+
+export interface Built {
+    readonly image: ImageName;
+    /** `<to>/<image>@sha256:...` */
+    readonly ref: string;
+    /** `<to>/<image>:inputs-<hash>`: the tag the inputs hash names. */
+    readonly tag: string;
+    /** Whether this run built and pushed it (false: the registry had the tag). */
+    readonly pushed: boolean;
+}
+
+function docker(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 3_600_000): { status: number; out: string } {
+    const r = spawnSync("docker", [...args], { encoding: "utf8", env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 });
+    return { status: r.status ?? 125, out: `${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? String(r.error) : ""}` };
+}
+
+/** Builds and pushes one image, or finds it already pushed; throws ImageStepError naming what failed. */
+export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<Built> {
+    const log = o.log ?? (() => undefined);
+    const pinsRoot = o.pinsRoot ?? o.root;
+    const pins = readPins(image, pinsRoot);
+    const { args, problems } = buildArgs(pins, readLock(pinsRoot));
+    if (problems.length > 0) throw new ImageStepError(`${image}: refused, the lock is not filled for it:\n  ${problems.join("\n  ")}`);
+    const target = `${o.to.replace(/\/$/, "")}/${image}`;
+    const registry = parseImage(target).registry;
+    if (credentialsFor(o.dockerConfigJson, registry) === undefined)
+        throw new ImageStepError(`${image}: registryAuth holds no credentials for ${registry} (auths["${registry}"]): the push needs them`);
+
+    // The context: the Dockerfile and exactly the files it copies (what each Dockerfile.dockerignore sends).
+    const dockerfile = fs.readFileSync(path.join(o.root, pins.dockerfile), "utf8");
+    const contextDir = path.join(o.root, pins.context);
+    const hash = createHash("sha256").update(`dockerfile\0${dockerfile}\0`);
+    const ctx = fs.mkdtempSync(path.join(os.tmpdir(), `agentrl-image-${image}-`));
+    try {
+        fs.writeFileSync(path.join(ctx, "Dockerfile"), dockerfile);
+        for (const rel of copiedFiles(dockerfile).sort()) {
+            const from = o.replace?.[rel] ?? path.join(contextDir, rel);
+            if (!fs.existsSync(from)) throw new ImageStepError(`${image}: ${pins.dockerfile} copies ${rel}, which is not under ${pins.context}/`);
+            const body = fs.readFileSync(from);
+            hash.update(`file\0${rel}\0${body.length}\0`).update(body);
+            fs.mkdirSync(path.dirname(path.join(ctx, rel)), { recursive: true });
+            fs.writeFileSync(path.join(ctx, rel), body, { mode: fs.statSync(from).mode & 0o777 });
+        }
+        for (const k of Object.keys(args).sort()) hash.update(`arg\0${k}=${args[k]}\0`);
+        const tag = `${target}:inputs-${hash.digest("hex").slice(0, 24)}`;
+
+        // The registry first: a wrong password fails here, before any build; a tag it holds is this build.
+        const existing = await manifestDigest(tag, o.dockerConfigJson).catch((e: unknown) => {
+            throw e instanceof RegistryError ? new ImageStepError(`${image}: ${e.message}`) : e;
+        });
+        if (existing !== undefined) {
+            log(`${image}: ${tag} already pushed (${existing}): same inputs, nothing to build`);
+            return { image, ref: `${target}@${existing}`, tag, pushed: false };
+        }
+
+        const config = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-docker-config-"));
+        try {
+            fs.writeFileSync(path.join(config, "config.json"), o.dockerConfigJson, { mode: 0o600 });
+            const env = { ...process.env, DOCKER_CONFIG: config };
+            const buildArgv = ["build", "-f", path.join(ctx, "Dockerfile"), "-t", tag, ...(o.buildNetwork ? ["--network", o.buildNetwork] : [])];
+            for (const [k, v] of Object.entries(args)) buildArgv.push("--build-arg", `${k}=${v}`);
+            log(`${image}: docker build ${pins.dockerfile} -> ${tag}`);
+            const b = docker([...buildArgv, ctx], env);
+            if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
+            log(`${image}: docker push ${tag}`);
+            const p = docker(["push", tag], env);
+            if (p.status !== 0) throw new ImageStepError(`${image}: docker push ${tag} failed (exit ${p.status}):\n${p.out.slice(-3000)}`);
+        } finally {
+            fs.rmSync(config, { recursive: true, force: true });
+        }
+        const digest = await manifestDigest(tag, o.dockerConfigJson);
+        if (digest === undefined) throw new ImageStepError(`${image}: pushed ${tag}, but ${registry} does not list it`);
+        return { image, ref: `${target}@${digest}`, tag, pushed: true };
+    } finally {
+        fs.rmSync(ctx, { recursive: true, force: true });
+    }
+}
+
+/** The lock's fix for a refused build, for the CLI's usage text. */
+export const LOCK_HINT = `${LOCK_COMMAND} [image...]`;
