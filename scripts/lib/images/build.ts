@@ -118,6 +118,9 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             const env = { ...process.env, DOCKER_CONFIG: config };
             const buildArgv = ["build", "-f", path.join(ctx, "Dockerfile"), "-t", tag, ...(o.buildNetwork ? ["--network", o.buildNetwork] : [])];
             for (const [k, v] of Object.entries(args)) buildArgv.push("--build-arg", `${k}=${v}`);
+            // A script mirror (fetch-scripts.sh): not an input, the scripts' digests are checked either way.
+            const mirror = process.env.AGENTRL_FETCH_BASE_URL;
+            if (mirror && dockerfile.includes("ARG AGENTRL_FETCH_BASE_URL")) buildArgv.push("--build-arg", `AGENTRL_FETCH_BASE_URL=${mirror}`);
             log(`${image}: docker build ${pins.dockerfile} -> ${tag}`);
             const b = docker([...buildArgv, ctx], env);
             if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
