@@ -3,7 +3,8 @@
  * `npm ci && npm test`. In order:
  *
  * 1. Prerequisites: nginx (nginx-light), openssl, Prometheus with promtool (prometheus), mtail,
- *    nginx-prometheus-exporter (prometheus-nginx-exporter), a Docker engine (docker.io), Python >= 3.11
+ *    nginx-prometheus-exporter (prometheus-nginx-exporter), a Docker engine (docker.io), a registry with
+ *    htpasswd (docker-registry, apache2-utils; as root), Python >= 3.11
  *    with venv, Go >= 1.26. Missing Debian packages are installed (as root, with apt-get);
  *    otherwise the run stops at once with one message listing what is missing and the command
  *    that gets it.
@@ -136,6 +137,13 @@ const PREREQUISITES: readonly Prerequisite[] = [
         present: () => which("dockerd") !== undefined && which("docker") !== undefined,
         apt: ["docker.io"],
         manual: "apt-get install -y docker.io",
+    },
+    {
+        what: "a registry and htpasswd (the image step's real build, push and pull: test/images-build.test.ts)",
+        present: () => which("docker-registry") !== undefined && which("htpasswd") !== undefined && which("debootstrap") !== undefined,
+        apt: ["docker-registry", "apache2-utils", "debootstrap"],
+        manual: "apt-get install -y docker-registry apache2-utils debootstrap",
+        onlyAsRoot: true,
     },
     {
         what: "Python >= 3.11 with venv (the sandbox backend's tests)",
