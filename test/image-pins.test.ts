@@ -9,6 +9,11 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
+import { neededImages } from "../scripts/lib/images/build";
+import { parseImagesArgs } from "../scripts/images";
+import { knownStacks } from "../scripts/lib/plan";
+import { loadRunStack } from "../scripts/lib/load-stack";
+import { docCommands } from "./helpers/docs";
 import { factSources, pyprojectOpenenvRevisions, repositoryRevisionProblems, revisionProblems } from "../scripts/lib/images/facts";
 import { buildArgs, IMAGE_NAMES, type ImagePins, type LockFile, pinnedArgs, readLock, readPins, REPO_ROOT } from "../scripts/lib/images/pins";
 
@@ -144,5 +149,26 @@ describe("the lock", () => {
             `images/lock.json images.trainer-blackbox.args.TRL_SHA256_OPENCODE_HF_SANDBOX: '${"E".repeat(64)}' is not a sha256 (64 lowercase hex)`,
             "images/lock.json images.trainer-blackbox.args.EXTRA: no source of images/trainer-blackbox.pins.json pins it: remove it or run 'npm run images -- lock trainer-blackbox'",
         ]);
+    });
+});
+
+describe("npm run images", () => {
+    test("a stack needs the trainer image of its layout, and the sandbox image on an agent-sandbox pool", () => {
+        assert.deepEqual(neededImages(loadRunStack("dev").config), [{ image: "trainer-whitebox", field: ["images", "trainer"] }]);
+        assert.deepEqual(neededImages(loadRunStack("staging").config), [
+            { image: "trainer-blackbox", field: ["images", "trainer"] },
+            { image: "sandbox", field: ["sandboxes", "image"] },
+        ]);
+    });
+
+    test("every `npm run images` in the docs parses, and names a stack of stacks/ or the lock step", () => {
+        const commands = docCommands().filter((c) => c.script === "images");
+        assert.ok(commands.length >= 2, "docs/guides/images.md shows the lock and the build");
+        for (const c of commands) {
+            const a = parseImagesArgs(c.args);
+            if (a.kind === "build") assert.ok(knownStacks().includes(a.stack), `${c.doc}: ${c.line}`);
+        }
+        assert.throws(() => parseImagesArgs(["lock", "trainer"]), /unknown image trainer: known are trainer-whitebox, trainer-blackbox, sandbox, mtail/);
+        assert.throws(() => parseImagesArgs(["dev", "--to", "https://registry.example.com"]), /--to must be <registry host>\/<path>/);
     });
 });
