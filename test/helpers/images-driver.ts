@@ -1,17 +1,19 @@
 /**
  * Runs the image step's lock or build inside the test dockerd's network namespace (started under
  * `nsenter --net=...` by test/images-build.test.ts), where the test registry listens on loopback.
- * It serves the pinned scripts and the Hub's commit list from loopback itself (the build's RUN steps
- * reach it through `docker build --network host`, the daemon's namespace), then prints one JSON line:
+ * It serves the pinned scripts and the Hub's commit list from loopback (python3 -m http.server; the
+ * build's RUN steps reach it through `docker build --network host`, the daemon's namespace), then
+ * prints one JSON line:
  * { ok: true, result } or { ok: false, message }.
  *   node --import tsx test/helpers/images-driver.ts <request.json>
  */
 import * as fs from "node:fs";
-import * as http from "node:http";
+import { spawn } from "node:child_process";
 import * as path from "node:path";
 import { buildAndPush } from "../../scripts/lib/images/build";
 import { fillLock } from "../../scripts/lib/images/lock-step";
 import type { ImageName } from "../../scripts/lib/images/pins";
+import { scaledCount } from "./waits";
 
 export interface DriverRequest {
     readonly mode: "lock" | "build";
@@ -27,29 +29,34 @@ export interface DriverRequest {
     readonly hubCommits: Record<string, Array<{ id: string; date: string }>>;
 }
 
+/** The port of the script server in the daemon's namespace (the test's own: nothing else listens there). */
+const SCRIPTS_PORT = 8765;
+
 async function main(): Promise<void> {
     const req = JSON.parse(fs.readFileSync(process.argv[2] as string, "utf8")) as DriverRequest;
-    const server = http.createServer((q, r) => {
-        const url = decodeURIComponent((q.url ?? "/").split("?")[0] as string);
-        const hub = /^\/api\/models\/(.+)\/commits\/([^/]+)$/.exec(url);
-        if (hub) {
-            const commits = req.hubCommits[hub[1] as string];
-            r.writeHead(commits ? 200 : 404, { "content-type": "application/json" }).end(JSON.stringify(commits ?? { error: "no such repo" }));
-            return;
-        }
-        const file = path.join(req.scriptsDir, path.normalize(url));
-        if (!file.startsWith(req.scriptsDir) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-            r.writeHead(404).end("not found");
-            return;
-        }
-        r.writeHead(200).end(fs.readFileSync(file));
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    // The Hub's commit lists as files where the Hub serves them.
+    for (const [repo, commits] of Object.entries(req.hubCommits)) {
+        const file = path.join(req.scriptsDir, "api", "models", repo, "commits", "main");
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        fs.writeFileSync(file, JSON.stringify(commits));
+    }
+    // A server of its own process: the lock and the build block this one (spawnSync) while the
+    // scripts are fetched from it.
+    const server = spawn("python3", ["-m", "http.server", String(SCRIPTS_PORT), "--bind", "127.0.0.1", "--directory", req.scriptsDir], { stdio: "ignore" });
+    const base = `http://127.0.0.1:${SCRIPTS_PORT}`;
+    let up = false;
+    for (let i = 0; i < scaledCount(100) && !up; i++) {
+        up = await fetch(`${base}/`, { signal: AbortSignal.timeout(2_000) }).then(
+            () => true,
+            () => false,
+        );
+        if (!up) await new Promise((r) => setTimeout(r, 200));
+    }
     process.env.AGENTRL_FETCH_BASE_URL = base;
     process.env.AGENTRL_HF_ENDPOINT = base;
     const log = (l: string) => process.stderr.write(`driver: ${l}\n`);
     try {
+        if (!up) throw new Error(`the script server did not answer on ${base}`);
         const result =
             req.mode === "lock"
                 ? await fillLock(req.images, { pinsRoot: req.pinsRoot, root: req.root, dockerConfigJson: req.dockerConfigJson, log })
@@ -70,7 +77,7 @@ async function main(): Promise<void> {
     } catch (e) {
         process.stdout.write(`${JSON.stringify({ ok: false, message: (e as Error).message })}\n`);
     } finally {
-        server.close();
+        server.kill("SIGKILL");
     }
 }
 

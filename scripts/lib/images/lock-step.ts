@@ -39,7 +39,7 @@ export async function resolveHubCommit(source: PinnedSource, hubUrl = process.en
 
 /** The `--build-arg K=V` lines trainer/fetch-scripts.sh --print prints for a set at a commit. */
 export function scriptDigests(root: string, set: string, commit: string): Record<string, string> {
-    const r = spawnSync("bash", [path.join(root, "trainer", "fetch-scripts.sh"), "--print", set, commit], { encoding: "utf8", timeout: 300_000 });
+    const r = spawnSync("bash", [path.join(root, "trainer", "fetch-scripts.sh"), "--print", set, commit], { encoding: "utf8", timeout: 120_000 });
     if (r.status !== 0) throw new ImageStepError(`trainer/fetch-scripts.sh --print ${set} ${commit} failed:\n${r.stderr}`);
     const out: Record<string, string> = {};
     for (const line of r.stdout.split("\n")) {
