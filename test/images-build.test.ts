@@ -223,6 +223,12 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             assert.equal(b.pushed, true, b.image);
             assert.match(b.ref, new RegExp(`^127\\.0\\.0\\.1:5000/agent-rl/${b.image}@sha256:[0-9a-f]{64}$`));
         }
+        // The real Dockerfile steps ran: the scripts checked at the lock's commit, the (stand-in) lock installed on the held vllm.
+        assert.match(
+            first.stderr,
+            new RegExp(`trainer-whitebox: fetch-scripts: /app/train_wordle_whitebox\\.py \\(seed at ${SEED_COMMIT}, sha256 verified\\)`),
+        );
+        assert.match(first.stderr, /trainer-whitebox: install-lock: holding 1 packages of the base image \(vllm==0\.29\.0, \)/);
         refs = Object.fromEntries(first.result.map((b: { image: string; ref: string }) => [b.image, b.ref]));
         const again = drive({
             mode: "build",

@@ -124,6 +124,8 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             log(`${image}: docker build ${pins.dockerfile} -> ${tag}`);
             const b = docker([...buildArgv, ctx], env);
             if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
+            // What the pinned steps said: each script's commit and digest check, the lock's install on the base.
+            for (const line of b.out.split("\n")) if (/^(fetch-scripts|install-lock): /.test(line)) log(`${image}: ${line}`);
             log(`${image}: docker push ${tag}`);
             const p = docker(["push", tag], env);
             if (p.status !== 0) throw new ImageStepError(`${image}: docker push ${tag} failed (exit ${p.status}):\n${p.out.slice(-3000)}`);
