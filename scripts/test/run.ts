@@ -583,7 +583,7 @@ function testJobs(testFiles: readonly string[], python: boolean, reportDir: stri
 
 /** Services tests start: any of these alive and started during this run is a leftover. */
 const SERVICE =
-    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-proxy|coredns|kube-router-netpol|gpu-standin|nginx|prometheus|prometheus-nginx-exporter|mtail|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
+    /(^|\/)(etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|dockerd|containerd|kubelet|kube-proxy|coredns|kube-router-netpol|gpu-standin|nginx|prometheus|prometheus-nginx-exporter|mtail|docker-registry|pulumi|pulumi-resource-[a-z]+|pulumi-language-[a-z]+|agent-sandbox-controller|jobset-controller)(\s|$)|agent_rl_sandbox\.runtime|(session_counter|role_runner)\.py/;
 
 interface ProcessRow {
     readonly pid: number;
