@@ -11,9 +11,10 @@
  */
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
-import { CONFIG_NAMESPACE } from "../components/config";
+import { CONFIG_NAMESPACE, type PlatformConfig } from "../components/config";
 import { parseImage } from "../components/preflight/registry";
 import { type Built, buildAndPush, neededImages } from "./lib/images/build";
 import { fillLock, ImageStepError } from "./lib/images/lock-step";
@@ -78,11 +79,58 @@ export function readRegistryAuth(stack: string, file?: string): string {
     return r.stdout.trim();
 }
 
+/** Sets one config field, making its parent a map where the file leaves it empty (`images:` with nothing under it). */
+function setField(doc: YAML.Document, field: readonly string[], value: string): void {
+    const p = ["config", `${CONFIG_NAMESPACE}:platform`, ...field];
+    for (let i = 2; i < p.length; i++) if (!YAML.isMap(doc.getIn(p.slice(0, i), true))) doc.setIn(p.slice(0, i), doc.createNode({}));
+    doc.setIn(p, value);
+}
+
 /** Names each built image by digest in the stack file (comments and order kept, as `pulumi config set --path` would set them). */
 export function writeImageRefs(stackFile: string, refs: ReadonlyArray<{ field: readonly string[]; ref: string }>): void {
     const doc = YAML.parseDocument(fs.readFileSync(stackFile, "utf8"));
-    for (const { field, ref } of refs) doc.setIn(["config", `${CONFIG_NAMESPACE}:platform`, ...field], ref);
+    for (const { field, ref } of refs) setField(doc, field, ref);
     fs.writeFileSync(stackFile, doc.toString());
+}
+
+/** The fields the image step fills: a stack may leave them out before its first build. */
+const FILLED_FIELDS: ReadonlyArray<readonly string[]> = [
+    ["images", "trainer"],
+    ["sandboxes", "image"],
+    ["images", "mtail"],
+];
+
+/**
+ * The stack's config, as `npm run plan` reads it; when it does not load, once more with a placeholder
+ * (`<to>/unbuilt:placeholder`) in each image field the step fills that the file leaves out, so a
+ * stack can name its images for the first time through this step. The first error stands when the
+ * placeholders do not help.
+ */
+export function loadForImages(stack: string, stackFile: string, to: string | undefined): PlatformConfig {
+    try {
+        return loadRunStack(stack, stackFile).config;
+    } catch (first) {
+        if (!(first instanceof StackError) || first.unknownStack || to === undefined) throw first;
+        const doc = YAML.parseDocument(fs.readFileSync(stackFile, "utf8"));
+        const key = `${CONFIG_NAMESPACE}:platform`;
+        let added = false;
+        for (const field of FILLED_FIELDS)
+            if (doc.getIn(["config", key, ...field]) === undefined) {
+                setField(doc, field, `${to}/unbuilt:placeholder`);
+                added = true;
+            }
+        if (!added) throw first;
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-images-stack-"));
+        try {
+            const copy = path.join(dir, path.basename(stackFile));
+            fs.writeFileSync(copy, doc.toString());
+            return loadRunStack(stack, copy).config;
+        } catch {
+            throw first;
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    }
 }
 
 /** Where a stack's images go: --to, else the directory of its current images.trainer. */
@@ -101,13 +149,13 @@ async function main(): Promise<number> {
         log("images/lock.json written: read what it names (the scripts at their commits), then commit it");
         return 0;
     }
-    const { config } = loadRunStack(args.stack, args.stackFile);
+    const stackFile = args.stackFile ?? path.join(REPO_ROOT, "stacks", `Pulumi.${args.stack}.yaml`);
+    const config = loadForImages(args.stack, stackFile, args.to);
     const to = destination(args, config.images.trainer);
     const dockerConfigJson = readRegistryAuth(args.stack, args.registryAuthFile);
     const built: Array<Built & { field: readonly string[] }> = [];
     for (const need of neededImages(config))
         built.push({ ...(await buildAndPush(need.image, { root: REPO_ROOT, to, dockerConfigJson, log })), field: need.field });
-    const stackFile = args.stackFile ?? path.join(REPO_ROOT, "stacks", `Pulumi.${args.stack}.yaml`);
     writeImageRefs(stackFile, built);
     for (const b of built) process.stdout.write(`${b.field.join(".")}: ${b.ref}${b.pushed ? "" : " (already pushed)"}\n`);
     log(`${path.relative(process.cwd(), stackFile)} names them by digest: npm run plan -- ${args.stack}`);

@@ -7,10 +7,11 @@
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import { neededImages } from "../scripts/lib/images/build";
-import { parseImagesArgs } from "../scripts/images";
+import { loadForImages, parseImagesArgs, writeImageRefs } from "../scripts/images";
 import { knownStacks } from "../scripts/lib/plan";
 import { loadRunStack } from "../scripts/lib/load-stack";
 import { docCommands } from "./helpers/docs";
@@ -170,5 +171,35 @@ describe("npm run images", () => {
         }
         assert.throws(() => parseImagesArgs(["lock", "trainer"]), /unknown image trainer: known are trainer-whitebox, trainer-blackbox, sandbox, mtail/);
         assert.throws(() => parseImagesArgs(["dev", "--to", "https://registry.example.com"]), /--to must be <registry host>\/<path>/);
+    });
+});
+
+describe("a stack that names no image yet", () => {
+    test("loads with placeholders for the fields the step fills, and needs the same images", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-images-pins-"));
+        try {
+            const file = path.join(dir, "Pulumi.staging.yaml");
+            const text = fs
+                .readFileSync(path.join(REPO_ROOT, "stacks", "Pulumi.staging.yaml"), "utf8")
+                .replace(/^ {4}images:\n {6}trainer: .*\n/m, "")
+                .replace(/^ {6}image: registry\.example\.com\/agent-rl\/opencode-sandbox.*\n/m, "");
+            fs.writeFileSync(file, text);
+            assert.throws(() => loadRunStack("staging", file), /sandboxes\.image: required for the agent-sandbox pool/);
+            assert.throws(() => loadForImages("staging", file, undefined), /sandboxes\.image: required/, "without --to there is no placeholder");
+            const config = loadForImages("staging", file, "registry.example.com/agent-rl");
+            assert.deepEqual(
+                neededImages(config).map((n) => n.image),
+                ["trainer-blackbox", "sandbox"],
+            );
+            writeImageRefs(file, [
+                { field: ["images", "trainer"], ref: `registry.example.com/agent-rl/trainer-blackbox@sha256:${"a".repeat(64)}` },
+                { field: ["sandboxes", "image"], ref: `registry.example.com/agent-rl/sandbox@sha256:${"b".repeat(64)}` },
+            ]);
+            const loaded = loadRunStack("staging", file).config;
+            assert.equal(loaded.images.trainer, `registry.example.com/agent-rl/trainer-blackbox@sha256:${"a".repeat(64)}`);
+            assert.equal(loaded.sandboxes.image, `registry.example.com/agent-rl/sandbox@sha256:${"b".repeat(64)}`);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
     });
 });
