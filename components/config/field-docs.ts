@@ -153,7 +153,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "images.mtail": {
         default: "- (required with `observability` on and the ingress deployed)",
         meaning:
-            "`observability` on: mtail beside each ingress proxy, reading its JSON access log. google/mtail publishes binaries only, so build one (`FROM debian:trixie-slim`, `apt-get install mtail`) and name it",
+            "`observability` on: mtail beside each ingress proxy, reading its JSON access log. google/mtail publishes binaries only: `npm run images -- <stack>` builds `images/mtail/Dockerfile` (Debian bookworm's mtail) and names it here by digest",
     },
     "training.layout": {
         default: "required",

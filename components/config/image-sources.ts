@@ -20,6 +20,6 @@ export function imageSource(c: PlatformConfig, field: string): string {
             ? "build your env server (the OpenEnv server contract: components/env/README.md)"
             : `copy ${ENV_CATALOG[env.catalog].image} (the catalog's image: remove envs.${env.name}.image to use it)`;
     if (field === "images.vllm") return `copy ${DEFAULT_VLLM_IMAGE} (the default: remove images.vllm to use it)`;
-    if (field === "images.mtail") return "build one (FROM debian:trixie-slim, apt-get install mtail)";
+    if (field === "images.mtail") return "build images/mtail/Dockerfile (npm run images -- <stack>, docs/guides/images.md)";
     return `copy the public image ${field} defaults to (remove ${field} to use it)`;
 }

@@ -44,7 +44,7 @@ export function validateObservability(c: PlatformConfig): string[] {
     }
     if (c.ingress.enabled && c.images.mtail === undefined) {
         errors.push(
-            "images.mtail: required with observability on and the ingress deployed: mtail turns the ingress's JSON access log into its per-status and per-key series, and google/mtail publishes binaries only, no image: build one (FROM debian:trixie-slim, apt-get install mtail; its binary at /usr/bin/mtail) and set images.mtail (pinned by digest in prod)",
+            "images.mtail: required with observability on and the ingress deployed: mtail turns the ingress's JSON access log into its per-status and per-key series, and google/mtail publishes binaries only, no image: npm run images -- <stack> builds images/mtail/Dockerfile (Debian bookworm's mtail, its binary at /usr/bin/mtail) and sets images.mtail by digest",
         );
     }
     return errors;
