@@ -58,6 +58,8 @@ export interface PlatformNames {
         readonly hfSecret: string;
         /** Kubernetes Secret holding the sandboxes' ingress key for the trainer. */
         readonly sandboxKeySecret: string;
+        /** Kubernetes Secret holding the rollout-key verifier's admin key for the trainer (agent-sandbox pools). */
+        readonly rolloutAdminKeySecret: string;
         /** Prefix of the Kubernetes Secret of each referenced `envSecret-<name>` (`<prefix>-<name>`). */
         readonly envSecretPrefix: string;
         /** Model cache volume (shared by runs of the stack). */
@@ -147,6 +149,7 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             serviceAccount: local("trainer"),
             hfSecret: local("hf-token"),
             sandboxKeySecret: local("trainer", "sandbox-key"),
+            rolloutAdminKeySecret: local("trainer", "rollout-admin-key"),
             envSecretPrefix: local("env-secret"),
             modelCache: local("model-cache"),
             checkpoints: local("checkpoints"),

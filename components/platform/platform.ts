@@ -182,6 +182,8 @@ function registerTraining(name: string, plan: PlatformPlan, secrets: PlatformSec
             description: plan.training,
             hfToken: secrets.hfToken,
             sandboxKey: ingress?.sandboxKey,
+            // agent-sandbox pools on Kubernetes: the trainer mints per-rollout keys at the verifier (docs/design/rollout-keys.md).
+            rolloutAdminKey: ingress?.rolloutAdminKey,
             envSecrets: secrets.envSecrets,
             namespace: namespaces.training,
             network: plan.config.target.kind === "docker" ? namespaces.training : undefined,

@@ -10,7 +10,7 @@ import type { PlatformConfig } from "../config/types";
 import { resolveEnvSpace, type EnvDescription } from "../env";
 import { resolveVllmIngress, type IngressDescription } from "../ingress";
 import { resolveSandboxPool, type SandboxDescription } from "../sandbox";
-import { resolveTrainingNode, type EgressPeer, type TrainingDescription } from "../training";
+import { resolveTrainingNode, type EgressPeer, type TrainingDescription, type TrainingLinks } from "../training";
 import type { MetricsLinks, ScrapedPods } from "../shared/metrics-pods";
 import { resolveMonitoring, type MonitoringDescription } from "../monitoring";
 import { projectMetricsPrograms } from "./observability";
@@ -85,12 +85,38 @@ function resolveComponents(config: PlatformConfig, names: PlatformNames, metrics
     const training = collect(problems, () =>
         resolveTrainingNode(config, names, {
             envUrls,
-            sandbox: sandboxes ? { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: sandboxes.trainerEnv } : undefined,
+            sandbox: sandboxes ? sandboxLink(names, config, ingress, sandboxes, problems) : undefined,
             egressPeers,
             metrics,
         }),
     );
     return { envs, ingress, sandboxes, training };
+}
+
+/**
+ * What the trainer gets of the sandbox pool. Agent-sandbox pools on Kubernetes: the ingress renders the per-rollout
+ * key verifier and the pool's forwarders take a key on their delivery port, so the trainer mints one per claim
+ * (docs/design/rollout-keys.md): the verifier's admin URL beside the pool's env, and its admin key as a secret.
+ */
+function sandboxLink(
+    names: PlatformNames,
+    config: PlatformConfig,
+    ingress: IngressDescription | undefined,
+    sandboxes: SandboxDescription,
+    problems: string[],
+): NonNullable<TrainingLinks["sandbox"]> {
+    const base = { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: sandboxes.trainerEnv };
+    const verifier = ingress?.rolloutKeys;
+    const keyPort = sandboxes.forwarder.keyPort;
+    if ((verifier === undefined) !== (keyPort === undefined)) {
+        // Both sides are decided by the same rule (Kubernetes + agent-sandbox); a drift would leave keys unminted or undeliverable.
+        problems.push(
+            `sandboxes: the rollout-key verifier is ${verifier ? "rendered" : "not rendered"} but the forwarders ${keyPort ? "take" : "do not take"} a rollout key: both or neither`,
+        );
+        return base;
+    }
+    if (verifier === undefined) return base;
+    return { ...base, trainerEnv: { ...sandboxes.trainerEnv, SANDBOX_ROLLOUT_KEYS_URL: verifier.adminUrl }, mintsRolloutKeys: true };
 }
 
 /** Who the trainer talks to inside the stack (its egress allow-list on Kubernetes). */
@@ -106,6 +132,9 @@ function trainerEgressPeers(
             egressPeers.push({ what: `env ${e.name} router`, namespace: e.namespace, podLabels: e.router.podLabels, port: e.router.port });
     }
     if (ingress) egressPeers.push({ what: "vLLM ingress", ...ingress.peer });
+    // The per-rollout key verifier's admin port: the trainer mints and revokes there (its NetworkPolicy admits only the trainer).
+    const verifier = ingress?.rolloutKeys;
+    if (verifier) egressPeers.push({ what: "rollout key verifier", namespace: ingress!.names.namespace, podLabels: verifier.podLabels, port: verifier.adminPort });
     if (sandboxes && config.sandboxes.provider === "agent-sandbox") {
         egressPeers.push({ what: "sandboxes", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: sandboxes.port });
         // The forwarders' trace port (docs/design/sandbox-trust.md): the trainer reads the training trace there.

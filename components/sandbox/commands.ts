@@ -17,7 +17,12 @@ import {
  * nothing outside the pod reaches it), the trace on the pod IP for the trainer, the ingress as upstream, the key
  * from its own container's env.
  */
-export function sandboxForwarderCommand(upstreamUrl: string, port: number = SANDBOX_FORWARDER_PORT, tracePort: number = SANDBOX_TRACE_PORT): string[] {
+export function sandboxForwarderCommand(
+    upstreamUrl: string,
+    port: number = SANDBOX_FORWARDER_PORT,
+    tracePort: number = SANDBOX_TRACE_PORT,
+    keyPort?: number,
+): string[] {
     return [
         "python3",
         "-I",
@@ -34,6 +39,8 @@ export function sandboxForwarderCommand(upstreamUrl: string, port: number = SAND
         upstreamUrl,
         "--key-env",
         SANDBOX_KEY_ENV,
+        // Agent-sandbox pools: the rollout's key, delivered once by the trainer on the pod IP (docs/design/rollout-keys.md).
+        ...(keyPort !== undefined ? ["--key-host", "0.0.0.0", "--key-port", String(keyPort)] : []),
     ];
 }
 

@@ -56,7 +56,11 @@ export function forwarderContainer(d: SandboxDescription): Record<string, unknow
         restartPolicy: "Always",
         command: [...f.command],
         // The trace port (the model routes are on loopback, which needs no port): the trainer reads the trace here.
-        ports: [{ name: "trace", containerPort: f.tracePort, protocol: "TCP" }],
+        ports: [
+            { name: "trace", containerPort: f.tracePort, protocol: "TCP" },
+            // The trainer hands the rollout's key over here once (agent-sandbox pools; the port closes after it).
+            ...(f.keyPort !== undefined ? [{ name: "rollout-key", containerPort: f.keyPort, protocol: "TCP" }] : []),
+        ],
         env: [{ name: f.keyEnv, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } }],
         // Run in its container: the forwarder listens on loopback, which kubelet's httpGet/tcpSocket (pod IP) cannot reach.
         startupProbe: { exec: { command: [...f.probeCommand] }, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 30 },
@@ -131,7 +135,7 @@ export function sandboxWarmPoolSpec(d: SandboxDescription): Record<string, unkno
     return { sandboxTemplateRef: { name: d.names.template }, replicas: d.poolSize, updateStrategy: { type: "OnReplenish" } };
 }
 
-/** NetworkPolicy: egress only to cluster DNS and the ingress pods; ingress only from the trainer pods, on the command port and the forwarder's trace port. */
+/** NetworkPolicy: egress only to cluster DNS and the ingress pods; ingress only from the trainer pods, on the command port and the forwarder's trace and rollout-key ports. */
 export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: IngressPeer, trainer: TrainerPeer): k8s.types.input.networking.v1.NetworkPolicySpec {
     return {
         // Every pod in the stack's sandboxes namespace, so a leftover sandbox of an earlier run (other labels)
@@ -150,6 +154,7 @@ export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: Ingress
                 ports: [
                     { protocol: "TCP", port: d.port },
                     { protocol: "TCP", port: d.forwarder.tracePort },
+                    ...(d.forwarder.keyPort !== undefined ? [{ protocol: "TCP", port: d.forwarder.keyPort }] : []),
                 ],
             },
         ],

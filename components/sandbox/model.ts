@@ -69,6 +69,12 @@ export const SANDBOX_FORWARDER_PORT = 7100;
  * admits the trainer pods to it beside the runtime's port (docs/design/sandbox-trust.md).
  */
 export const SANDBOX_TRACE_PORT = 7101;
+/**
+ * The forwarder's rollout-key delivery port on the pod IP (forwarder.py `--key-port`), on Kubernetes agent-sandbox
+ * pools: the trainer PUTs the claim's per-rollout key there once, before the agent runs, and the port closes
+ * (docs/design/rollout-keys.md). 7101 is the trace port. The NetworkPolicy admits only the trainer pods to it.
+ */
+export const SANDBOX_KEY_PORT = 7102;
 
 /**
  * The forwarder's share of a sandbox pod. Its memory is bounded by forwarder.py's caps, not by traffic: bodies are
@@ -121,6 +127,11 @@ export interface SandboxForwarder {
     readonly port: number;
     /** The trace port on the pod IP (the trainer reads `GET /trace` there; callers inside the pod are refused). */
     readonly tracePort: number;
+    /**
+     * Kubernetes agent-sandbox pools: the one-time rollout-key delivery port on the pod IP (`--key-port`), which the
+     * trainer mints a key for each claim and hands over on. Absent elsewhere (Docker has no claim backend). @default undefined
+     */
+    readonly keyPort?: number;
     /** What the agent's side calls: `--sandbox-vllm-url` of TRL's script, the capture proxy's upstream. */
     readonly url: string;
     /** A uid of its own, never the sandbox's. */

@@ -41,7 +41,7 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
         security: sandboxSecurity(s),
         env: sandboxAgentEnv(agentUpstream),
         upstreamUrl: url,
-        forwarder: forwarderDescription(s, url),
+        forwarder: forwarderDescription(config, url),
         labels: { ...podLabels("sandbox", names.sandboxes.warmPool), [names.sandboxes.runLabel]: config.runId },
         quota: sandboxQuota(s, config.training.maxInflight),
         ...(config.target.kind === "kubernetes" && config.target.team !== undefined ? { team: config.target.team } : {}),

@@ -2,7 +2,17 @@
  * The env vars the trainer gets for its sandboxes: how it finds, claims and bounds them, per
  * provider (python/agent_rl_sandbox/settings.py reads them). Pure.
  */
-import { SANDBOX_API_VERSION, SANDBOX_EXTENSIONS_GROUP, SANDBOX_HOME, SANDBOX_PORT, SANDBOX_TRACE_PORT, type SandboxConfig, type SandboxNames } from "./model";
+import { takesRolloutKeys } from "./forwarder";
+import {
+    SANDBOX_API_VERSION,
+    SANDBOX_EXTENSIONS_GROUP,
+    SANDBOX_HOME,
+    SANDBOX_KEY_PORT,
+    SANDBOX_PORT,
+    SANDBOX_TRACE_PORT,
+    type SandboxConfig,
+    type SandboxNames,
+} from "./model";
 
 export function sandboxTrainerEnv(config: SandboxConfig, names: SandboxNames, agentUpstream: string, containers: readonly string[]): Record<string, string> {
     const s = config.sandboxes;
@@ -29,6 +39,9 @@ export function sandboxTrainerEnv(config: SandboxConfig, names: SandboxNames, ag
             SANDBOX_PORT: String(SANDBOX_PORT),
             // The forwarder's trace port on the same pod IP: the trace the trainer trains on (python/agent_rl_sandbox/handle.py fetch_trace).
             SANDBOX_TRACE_PORT: String(SANDBOX_TRACE_PORT),
+            // The forwarder's one-time rollout-key port on the same pod IP (python/agent_rl_sandbox/agent_sandbox.py
+            // _deliver_rollout_key); the verifier's admin URL comes from the ingress (platform/resolve.ts).
+            ...(takesRolloutKeys(config) ? { SANDBOX_FORWARDER_KEY_PORT: String(SANDBOX_KEY_PORT) } : {}),
             // OpenCodeConfig.sandbox_home: where the harness writes config, task and logs (python/agent_rl_sandbox/settings.py).
             SANDBOX_HOME: SANDBOX_HOME,
             SANDBOX_POOL_SIZE: String(s.poolSize),

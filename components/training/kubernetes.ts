@@ -151,6 +151,12 @@ function serviceAccount(s: Scope): k8s.core.v1.ServiceAccount {
     );
 }
 
+/** The Pulumi name suffix of a training Secret. */
+function secretResourceSuffix(secret: SecretName): string {
+    const fixed: Partial<Record<SecretName, string>> = { hfToken: "hf-token", sandboxKey: "sandbox-key", rolloutAdminKey: "rollout-admin-key" };
+    return fixed[secret] ?? secret.toLowerCase();
+}
+
 /**
  * Only the Secrets a container references: the black-box trainer on the agent-sandbox pool gets
  * no ingress key (the sandbox pod's forwarder holds it), so no copy of it lands in training's namespace.
@@ -165,7 +171,7 @@ function secrets(s: Scope, provided: Secrets): pulumi.Resource[] {
         const ref = d.secrets[secret];
         made.push(
             new k8s.core.v1.Secret(
-                `${s.name}-${secret === "hfToken" ? "hf-token" : secret === "sandboxKey" ? "sandbox-key" : secret.toLowerCase()}`,
+                `${s.name}-${secretResourceSuffix(secret)}`,
                 {
                     metadata: { name: ref.name, namespace: s.ns, labels: { ...PART_OF } },
                     type: "Opaque",

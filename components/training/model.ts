@@ -66,7 +66,7 @@ export const CONTAINER = { vllm: "vllm", trainer: "trainer" } as const;
 /** The Docker daemon's socket on the GPU host (Docker's default). */
 export const DOCKER_SOCKET = "/var/run/docker.sock";
 /** Secret env var names, decided once for both targets. */
-export const SECRET_ENV = { hfToken: "HF_TOKEN", sandboxKey: "SANDBOX_API_KEY" } as const;
+export const SECRET_ENV = { hfToken: "HF_TOKEN", sandboxKey: "SANDBOX_API_KEY", rolloutAdminKey: "SANDBOX_ROLLOUT_ADMIN_KEY" } as const;
 
 /** A stack secret an extraEnv entry references (`{ secret: envSecret-<name> }`), by its config key. */
 export type EnvSecretKey = `envSecret-${string}`;
@@ -94,6 +94,12 @@ export interface TrainingLinks {
         readonly provider: string;
         /** The pool's env vars for the trainer (non-secret). */
         readonly trainerEnv: Readonly<Record<string, string>>;
+        /**
+         * The trainer mints a key per rollout at the ingress's verifier (docs/design/rollout-keys.md): it reads the
+         * verifier's admin key as SANDBOX_ROLLOUT_ADMIN_KEY (a Secret of its own namespace; the Platform passes the
+         * value); the URL and the forwarders' port are in trainerEnv. @default false
+         */
+        readonly mintsRolloutKeys?: boolean;
     };
     /** Pods of this stack the trainer must reach (for its egress policy). @default [] */
     readonly egressPeers?: readonly EgressPeer[];

@@ -68,7 +68,7 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         modelCache: volumes.modelCache,
         checkpoints: volumes.checkpoints,
         secrets: secretRefs(names, config),
-        requiredSecrets: requiredSecrets(config),
+        requiredSecrets: requiredSecrets(config, links),
         job: { backoffLimit: config.training.backoffLimit, activeDeadlineSeconds: config.training.activeDeadlineSeconds },
         multiNode,
         kueueQueue: config.target.kind === "kubernetes" ? config.target.kueueQueue : undefined,

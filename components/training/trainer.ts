@@ -46,7 +46,7 @@ export function trainerOf(config: TrainingConfig, names: TrainingNames, links: T
     const command = trainerCommand(config, parts.program, { vllmUrl: parts.vllmUrl, links, multiNode }, problems);
     const dockerSocket = dockerSocketOf(config, links);
     const reservedEnv = reservedTrainerEnv(config, links, { program: parts.program, vllmUrl: parts.vllmUrl, gpus, multiNode, dockerSocket });
-    const platformSecretEnv = trainerSecretEnv(config);
+    const platformSecretEnv = trainerSecretEnv(config, links);
     problems.push(...extraEnvProblems(config, gpus, reservedEnv, platformSecretEnv));
     const secretEnv = { ...referencedSecretEnv(t.extraEnv), ...platformSecretEnv };
     const runner = trainerRunner(
