@@ -134,11 +134,16 @@ function trainerEgressPeers(
     if (ingress) egressPeers.push({ what: "vLLM ingress", ...ingress.peer });
     // The per-rollout key verifier's admin port: the trainer mints and revokes there (its NetworkPolicy admits only the trainer).
     const verifier = ingress?.rolloutKeys;
-    if (verifier) egressPeers.push({ what: "rollout key verifier", namespace: ingress!.names.namespace, podLabels: verifier.podLabels, port: verifier.adminPort });
+    if (verifier)
+        egressPeers.push({ what: "rollout key verifier", namespace: ingress.names.namespace, podLabels: verifier.podLabels, port: verifier.adminPort });
     if (sandboxes && config.sandboxes.provider === "agent-sandbox") {
         egressPeers.push({ what: "sandboxes", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: sandboxes.port });
         // The forwarders' trace port (docs/design/sandbox-trust.md): the trainer reads the training trace there.
         egressPeers.push({ what: "sandbox traces", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: sandboxes.forwarder.tracePort });
+        // The forwarders' one-time rollout-key port (docs/design/rollout-keys.md): the trainer hands each claim its key there.
+        const keyPort = sandboxes.forwarder.keyPort;
+        if (keyPort !== undefined)
+            egressPeers.push({ what: "sandbox rollout keys", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: keyPort });
     }
     return egressPeers;
 }
