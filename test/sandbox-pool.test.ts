@@ -112,8 +112,11 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
     assert.equal(forwarder.volumeMounts, undefined, "no volume shared with the agent's container");
     assert.deepEqual(
         forwarder.ports,
-        [{ name: "trace", containerPort: 7101, protocol: "TCP" }],
-        "the trace port, for the trainer (the model routes are on loopback)",
+        [
+            { name: "trace", containerPort: 7101, protocol: "TCP" },
+            { name: "rollout-key", containerPort: 7102, protocol: "TCP" },
+        ],
+        "the trace port and the one-time rollout-key port, for the trainer (the model routes are on loopback)",
     );
     assert.deepEqual(
         forwarder.command.slice(3),
@@ -130,8 +133,12 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
             d.upstreamUrl,
             "--key-env",
             "OPENCODE_UPSTREAM_API_KEY",
+            "--key-host",
+            "0.0.0.0",
+            "--key-port",
+            "7102",
         ],
-        "model routes on loopback, the trace on the pod IP",
+        "model routes on loopback, the trace and the rollout-key delivery on the pod IP",
     );
     for (const c of [forwarder, ...spec.containers]) {
         const sc = c.securityContext;
@@ -184,6 +191,7 @@ describe("resolveSandboxPool", () => {
             SANDBOX_SHUTDOWN_POLICY: "Delete",
             SANDBOX_PORT: "8888",
             SANDBOX_TRACE_PORT: "7101",
+            SANDBOX_FORWARDER_KEY_PORT: "7102",
             SANDBOX_HOME: "/root",
             SANDBOX_POOL_SIZE: "10",
             SANDBOX_CPU: "2",
@@ -294,6 +302,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
                 ports: [
                     { protocol: "TCP", port: 8888 },
                     { protocol: "TCP", port: 7101 },
+                    { protocol: "TCP", port: 7102 },
                 ],
             },
         ]);

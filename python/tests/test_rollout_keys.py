@@ -13,6 +13,8 @@ import socket
 import subprocess
 import sys
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -262,3 +264,132 @@ def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revo
     finally:
         for proc, _port in forwarders:
             stop_process(proc)
+
+
+# --- the rendered path: the plan's commands and env, the real nginx -------------------------------------------------
+
+#: The stack's ingress.rateLimitPerSecond / rateLimitBurst for this run: small, so a bounded loop drives one
+#: rollout past it (the rendered limit_req, not a test setting of nginx).
+RATE_PER_SECOND, RATE_BURST = 1, 3
+
+
+def localized(argv: list[str], subst: dict[str, str]) -> list[str]:
+    """A rendered command with only what loopback cannot have replaced (addresses, ports, the file's path)."""
+    return [subst.get(a, a) for a in argv]
+
+
+@pytest.fixture
+def rendered_path(tmp_path):
+    """The opencode black-box stack on Kubernetes as rendered: the verifier (the plan's command and admin-key env),
+    nginx (the plan's settings, python/tests/rollout_path_up.ts), a vLLM stand-in (RecordingIngress), and the plan's
+    trainer env and forwarder command for the test to run."""
+    upstream = RecordingIngress()
+    vport, aport = free_port(), free_port()
+    log = tmp_path / "rollout_path_up.log"
+    up = subprocess.Popen(
+        ["node", "--import", "tsx", "python/tests/rollout_path_up.ts",
+         json.dumps({"upstream": f"http://127.0.0.1:{upstream.port}", "verifyPort": vport,
+                     "rateLimitPerSecond": RATE_PER_SECOND, "rateLimitBurst": RATE_BURST})],
+        cwd=PYTHON_DIR.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(log, "wb"), text=True,
+    )
+    procs: list[subprocess.Popen] = []
+    try:
+        line = ""
+        # The plan prints its own notes first: read up to the READY line (bounded by the process's end).
+        while not line.startswith("READY "):
+            line = up.stdout.readline()
+            if not line and up.poll() is not None:
+                pytest.fail(f"rollout_path_up exited with {up.returncode}:\n{log.read_text()[-4000:]}")
+        facts = json.loads(line[len("READY "):])
+        v = facts["verifierCommand"]
+        verify_port, admin_port = v[v.index("--verify-port") + 1], v[v.index("--admin-port") + 1]
+        verifier_proc = subprocess.Popen(
+            localized(v, {"/opt/agent-rl/rollout_keys.py": str(VERIFIER), "0.0.0.0": "127.0.0.1", verify_port: str(vport), admin_port: str(aport)}),
+            env={"PATH": os.environ["PATH"], facts["verifierAdminKeyEnv"]: ADMIN_KEY},
+            stderr=subprocess.PIPE,
+        )
+        procs.append(verifier_proc)
+        wait_port(vport, verifier_proc)
+        wait_port(aport, verifier_proc)
+        yield dict(facts=facts, upstream=upstream, verify=vport, admin=aport, procs=procs)
+    finally:
+        for p in procs:
+            stop_process(p)
+        up.stdin.close()
+        try:
+            up.wait(scaled(30))
+        except subprocess.TimeoutExpired:
+            stop_process(up)
+        upstream.stop()
+
+
+def start_rendered_forwarder(facts: dict, ingress_url: str) -> tuple[subprocess.Popen, int, int]:
+    """The sandbox template's forwarder command, on loopback (its ports free ones, the ingress the local nginx)."""
+    cmd = facts["forwarderCommand"]
+    port, key_port = free_port(), free_port()
+    subst = {
+        "/opt/agent-rl/forwarder.py": str(FORWARDER),
+        "0.0.0.0": "127.0.0.1",
+        cmd[cmd.index("--port") + 1]: str(port),
+        cmd[cmd.index("--trace-port") + 1]: "0",
+        cmd[cmd.index("--key-port") + 1]: str(key_port),
+        cmd[cmd.index("--upstream") + 1]: ingress_url,
+    }
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_UPSTREAM_KEY"}
+    proc = subprocess.Popen(localized(cmd, subst), env=env, stderr=subprocess.PIPE)
+    wait_port(port, proc)
+    wait_port(key_port, proc)
+    return proc, port, key_port
+
+
+def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_rollout_at_its_limit_leaves_another_unthrottled(rec, runtime, rendered_path):
+    r = rendered_path
+    facts = r["facts"]
+    env, secret_env = facts["trainerEnv"], facts["trainerSecretEnv"]
+    # What the plan gives the trainer: the verifier's admin URL, the forwarders' key port, the admin key as a secret.
+    assert env["SANDBOX_ROLLOUT_KEYS_URL"].endswith(":7201") and env["SANDBOX_FORWARDER_KEY_PORT"] == "7102"
+    assert secret_env.get("SANDBOX_ROLLOUT_ADMIN_KEY") == "rolloutAdminKey" and "SANDBOX_ROLLOUT_ADMIN_KEY" not in env
+    cmd = facts["forwarderCommand"]
+    assert cmd[cmd.index("--key-port") + 1] == env["SANDBOX_FORWARDER_KEY_PORT"] and cmd[cmd.index("--key-host") + 1] == "0.0.0.0"
+
+    forwarders = [start_rendered_forwarder(facts, facts["url"]) for _ in range(2)]
+    r["procs"].extend(p for p, _port, _kp in forwarders)
+    handles = []
+    for _proc, _port, key_port in forwarders:
+        trainer_env = {
+            **env,
+            # Only what loopback changes: the verifier's admin port, this pod's key port and the runtime's port.
+            "SANDBOX_ROLLOUT_KEYS_URL": f"http://127.0.0.1:{r['admin']}",
+            "SANDBOX_FORWARDER_KEY_PORT": str(key_port),
+            "SANDBOX_PORT": str(runtime.port),
+            "SANDBOX_TRACE_PORT": "0",
+            "SANDBOX_ROLLOUT_ADMIN_KEY": ADMIN_KEY,
+        }
+        backend = AgentSandboxBackend(AgentSandboxSettings.from_env(trainer_env), client_factory=fake_client, handle_sigterm=False)
+        handles.append(backend.create(timeout_s=600))
+    (_pa, noisy, _ka), (_pb, quiet, _kb) = forwarders
+
+    def chat(port: int) -> int:
+        return call(port, "POST", "/v1/chat/completions", {"Content-Type": "application/json"}, b'{"model":"m","messages":[]}')[0]
+
+    assert chat(noisy) == 200 and chat(quiet) == 200, "each claim's forwarder calls the ingress with its rollout's key"
+    assert r["upstream"].seen[-2:] == ["", ""], "nginx strips the key: it never reaches vLLM"
+
+    # One sandbox drives its rollout past the rendered limit (1 r/s, burst 3): a bounded burst of 12 calls.
+    time.sleep(RATE_BURST / RATE_PER_SECOND + 0.5)  # both buckets refilled
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(pool.map(lambda _i: chat(noisy), range(12)))
+    assert statuses.count(429) >= 6, statuses
+    # ... while the other sandbox's normal calls (within its own burst) all pass.
+    assert [chat(quiet) for _ in range(RATE_BURST)] == [200] * RATE_BURST
+
+    # The noisy rollout ends: its key is refused at the ingress from the next call on, the other still works.
+    handles[0].kill()
+    time.sleep(RATE_BURST / RATE_PER_SECOND + 0.5)
+    before = len(r["upstream"].seen)
+    assert chat(noisy) == 401, "the ended rollout's key is refused by the ingress"
+    assert len(r["upstream"].seen) == before, "nothing reached vLLM with it"
+    assert chat(quiet) == 200
+    handles[1].kill()
+    assert chat(quiet) == 401
+    assert [n for n, _ns, _t in rec.deleted] == [h.sandbox_id for h in handles]
