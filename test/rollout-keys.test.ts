@@ -18,6 +18,7 @@ import { pollUntil } from "./helpers/waits";
 import { localOverrides, resolveVllmIngress, VllmIngress, type IngressDescription } from "../components/ingress";
 import { VERIFIER_PATH } from "../components/ingress/verifier";
 import { runBoth, type RecordedResource } from "./helpers/mock";
+import { Platform, resolvePlatform } from "../components/platform";
 import { manifests } from "./helpers/manifests";
 
 const REPO = path.resolve(__dirname, "..");
@@ -303,6 +304,68 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
                 ["vllm-ingress", 7200],
                 ["trainer", 7201],
             ],
+        );
+    });
+
+    test("the trainer mints: its admin key from a Secret of its namespace holding the verifier's key, its URL, its egress, the forwarders' key port", async () => {
+        const config = blackbox();
+        const names = platformNames(config);
+        const plan = resolvePlatform(config);
+        const v = plan.ingress!.rolloutKeys!;
+        const run = await runBoth(() => {
+            new Platform("agentrl", { plan, secrets: { ingressKeys: {} } });
+        });
+        const objects = manifests(run.update.resources);
+        const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
+        const job = ofKind("Job")[0]!;
+        const trainer = job.spec.template.spec.containers.find((c: any) => c.name === "trainer");
+        const env = Object.fromEntries((trainer.env as any[]).map((e) => [e.name, e]));
+        // The admin key: a secretKeyRef to the training namespace's own Secret, never a plain value, holding the verifier's key.
+        const ref = env.SANDBOX_ROLLOUT_ADMIN_KEY.valueFrom.secretKeyRef;
+        assert.equal(env.SANDBOX_ROLLOUT_ADMIN_KEY.value, undefined);
+        assert.equal(ref.name, names.training.rolloutAdminKeySecret);
+        const trainerSecret = byKind(objects, "Secret", ref.name);
+        assert.equal(trainerSecret.metadata.namespace, names.namespaces.training);
+        const verifierSecret = byKind(objects, "Secret", v.names.secret);
+        assert.equal(trainerSecret.stringData[ref.key], verifierSecret.stringData["admin-key"], "the trainer's copy is the verifier's admin key");
+        assert.ok(String(trainerSecret.stringData[ref.key]).length >= 16);
+        assert.equal(env.SANDBOX_ROLLOUT_KEYS_URL.value, `http://${v.names.service}.${names.namespaces.ingress}.svc.cluster.local:7201`);
+        assert.equal(env.SANDBOX_FORWARDER_KEY_PORT.value, "7102");
+        // No other container of the stack reads the admin key.
+        const readers = objects.flatMap((o) =>
+            [
+                ...(o.spec?.template?.spec?.containers ?? []),
+                ...(o.spec?.podTemplate?.spec?.containers ?? []),
+                ...(o.spec?.podTemplate?.spec?.initContainers ?? []),
+            ]
+                .filter((c: any) => (c.env ?? []).some((e: any) => [ref.name, v.names.secret].includes(e.valueFrom?.secretKeyRef?.name)))
+                .map((c: any) => `${o.metadata.name}/${c.name}`),
+        );
+        assert.deepEqual(readers.sort(), [`${job.metadata.name}/trainer`, `${v.names.deployment}/verifier`].sort());
+        // The trainer's egress reaches the verifier on its admin port; the verifier admits the trainer there and only there.
+        const trainerEgress = ofKind("NetworkPolicy")
+            .filter((p) => p.spec.podSelector.matchLabels?.["app.kubernetes.io/name"] === "trainer")
+            .flatMap((p) => p.spec.egress ?? []);
+        assert.ok(trainerEgress.some((r: any) => r.ports?.[0]?.port === 7201 && r.to[0].podSelector.matchLabels["app.kubernetes.io/name"] === "rollout-keys"));
+        const vp = byKind(objects, "NetworkPolicy", v.names.networkPolicy).spec;
+        const admits7201 = vp.ingress.filter((r: any) => r.ports.some((p: any) => p.port === 7201));
+        assert.deepEqual(
+            admits7201.map((r: any) =>
+                r.from.map((f: any) => [f.namespaceSelector.matchLabels["kubernetes.io/metadata.name"], f.podSelector.matchLabels["app.kubernetes.io/name"]]),
+            ),
+            [[[names.namespaces.training, "trainer"]]],
+        );
+        // The sandbox template's forwarder takes the key on the pod IP; the sandboxes' policy admits only the trainer to 7102.
+        const template = ofKind("SandboxTemplate")[0]!;
+        const forwarder = template.spec.podTemplate.spec.initContainers[0];
+        assert.deepEqual(forwarder.command.slice(forwarder.command.indexOf("--key-host")), ["--key-host", "0.0.0.0", "--key-port", "7102"]);
+        const sp = byKind(objects, "NetworkPolicy", plan.sandboxes!.names.networkPolicy).spec;
+        const admits7102 = sp.ingress.filter((r: any) => r.ports.some((p: any) => p.port === 7102));
+        assert.deepEqual(
+            admits7102.map((r: any) =>
+                r.from.map((f: any) => [f.namespaceSelector.matchLabels["kubernetes.io/metadata.name"], f.podSelector.matchLabels["app.kubernetes.io/name"]]),
+            ),
+            [[[names.namespaces.training, "trainer"]]],
         );
     });
 
