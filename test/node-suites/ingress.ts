@@ -156,9 +156,9 @@ export function ingressSuite(shared: NodeSession): void {
             node = shared.node;
             planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-ingress-"));
             const plan = await planToDir({ recipe: RECIPE, target: "kubernetes" }, { outDir: planDir, platformOverride: nodeIngressOverride(node) });
-            // The per-rollout key verifier's Deployment is left out: nothing mints rollout keys yet (the trainer side is
-            // not wired: docs/design/rollout-keys.md), and the fixture's runtime image is not the pool's sandbox image
-            // that holds its script. Its Service stays (nginx resolves its name when it starts); operators' and the
+            // The per-rollout key verifier's Deployment is left out: the fixture's runtime image is not the pool's sandbox
+            // image that holds its script (python/Dockerfile; test/node/images.sh installs the runtime and forwarder only),
+            // and no trainer runs here to mint (the rendered mint path runs on loopback: python/tests/test_rollout_keys.py). Its Service stays (nginx resolves its name when it starts); operators' and the
             // sandboxes' keys pass without asking it.
             manifests = plan.manifests.filter((m) => !(m.kind === "Deployment" && isVerifier(m)));
             const deployment = one("Deployment");
@@ -184,7 +184,14 @@ export function ingressSuite(shared: NodeSession): void {
                             ]),
                         },
                     };
-                assert.equal(s.metadata.namespace, sandboxNs, `Secret ${s.metadata.name}: only the ingress's keys and the sandboxes' key`);
+                // The trainer's copy of the verifier's admin key (it mints rollout keys): a test value, read by no pod here but
+                // referenced by the Job's container, whose env the vLLM stand-in keeps.
+                if (s.metadata.namespace === trainingNs) return { ...s, stringData: { [Object.keys(s.stringData)[0]!]: testKey("rollout-admin") } };
+                assert.equal(
+                    s.metadata.namespace,
+                    sandboxNs,
+                    `Secret ${s.metadata.name}: only the ingress's keys, the trainer's admin key and the sandboxes' key`,
+                );
                 return { ...s, stringData: { [SANDBOX_KEY_SECRET_KEY]: sandboxesKey } };
             });
             const stubConfig = {
