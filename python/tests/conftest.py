@@ -55,6 +55,17 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(f"EXCLUDED {item.nodeid}: {reason}")
 
 
+#: The trainer env of per-rollout keys (docs/design/rollout-keys.md): the verifier's admin URL and the forwarders' key port.
+ROLLOUT_KEY_ENV = ("SANDBOX_ROLLOUT_KEYS_URL", "SANDBOX_FORWARDER_KEY_PORT")
+
+
+def without_rollout_keys(env: dict[str, str]) -> dict[str, str]:
+    """The plan's trainer env for a test that starts no key-taking forwarder beside its sandboxes (nowhere to
+    deliver a rollout key) and no verifier: the sandboxes call the ingress with the pool's key, as before per-rollout
+    keys. The rollout-key path itself: test_rollout_keys.py (rendered_path) and test_opencode_e2e.py (forwarded)."""
+    return {k: v for k, v in env.items() if k not in ROLLOUT_KEY_ENV}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -4,7 +4,7 @@
 //
 // Argument: one JSON object { upstream, verifyPort, rateLimitPerSecond, rateLimitBurst }: the stack's
 // ingress.rateLimitPerSecond / rateLimitBurst (config fields, so the rendered limit is the one driven).
-// Prints one line `READY <json>` ({url, trainerEnv, trainerSecretEnv, forwarderCommand, verifierCommand,
+// Prints one line `READY <json>` ({url, accessLog, trainerEnv, trainerSecretEnv, forwarderCommand, verifierCommand,
 // verifierAdminKeyEnv}), then holds nginx until stdin closes (or SIGTERM), then stops it.
 // Only what a loopback run cannot have is replaced: nginx's listen address and paths, its upstream, and the
 // verifier's address (the plan's is the Service's cluster DNS name), as localOverrides does.
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     process.stdin.resume();
     const facts = {
         url: ing.url,
+        accessLog: ing.accessLogPath,
         trainerEnv: plan.training.trainer.env,
         trainerSecretEnv: plan.training.trainer.secretEnv,
         forwarderCommand: template.podTemplate.spec.initContainers[0]!.command,

@@ -33,7 +33,7 @@ from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
 
 import sandbox_root
 from waits import scaled, wait_for  # noqa: F401 - test_rollout_worker.py imports wait_for from here
-from conftest import REPO, stop_process, wait_http
+from conftest import REPO, stop_process, wait_http, without_rollout_keys
 from test_opencode_e2e import (
     KEY,
     StubModel,
@@ -147,6 +147,8 @@ def cluster(tmp_path_factory):
         proc.wait(30)
         _require(line.strip())
     facts = json.loads(line[len("READY "):])
+    # The pod network here starts each pod's runtime only: no forwarder takes a rollout key (conftest.without_rollout_keys).
+    facts["trainerEnv"] = without_rollout_keys(facts["trainerEnv"])
 
     from kubernetes import client, config
 

@@ -44,8 +44,8 @@ from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
 import sandbox_root
 import test_backend as tb
 from capture_session import CaptureSessionConfig, CaptureSessionDriver
-from conftest import OPENENV_SRC, REPO, free_port, openenv_source_missing, processes, stop_process, wait_http
-from waits import scaled
+from conftest import OPENENV_SRC, REPO, free_port, openenv_source_missing, processes, stop_process, wait_http, without_rollout_keys
+from waits import scaled, wait_for
 from test_plan_contract import plan_facts
 
 KEY = "sk-sandboxes-3f9d2c7a1b5e4d6f"
@@ -229,7 +229,8 @@ def stack(request, tmp_path, monkeypatch):
     runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=None), env=env, stdout=open(runtime_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)
-        trainer_env = {**facts["trainerEnv"], "SANDBOX_PORT": str(port), "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
+        # Straight to the ingress with the pool's key (no forwarder, no verifier here: `forwarded` runs the production path).
+        trainer_env = {**without_rollout_keys(facts["trainerEnv"]), "SANDBOX_PORT": str(port), "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
         yield dict(env=trainer_env, model=model, ingress_log=ingress_log, runtime_log=runtime_log, runtime=runtime)
     finally:
         stop_process(runtime)
@@ -239,6 +240,84 @@ def stack(request, tmp_path, monkeypatch):
             pass
         stop_group(ingress)
         model.stop()
+
+
+@pytest.fixture
+def forwarded(tmp_path):
+    """The production path of an agent-sandbox pool on Kubernetes, as rendered: the sandbox pod's runtime and its
+    key-holding forwarder (the template's commands), the trainer's env (no key of its own: the backend mints the
+    claim's rollout key at the verifier and hands it to the forwarder), the verifier and nginx as the plan renders them
+    (test_rollout_keys.rendered_path_up), the stub model behind. Only ports and addresses are this machine's."""
+    from test_rollout_keys import rendered_path_up, rendered_trainer_env, start_rendered_forwarder
+
+    if (why := sandbox_root.available()) is not None:
+        _require(f"sandbox root: {why}")
+    require_proxy_port()
+    tb.REC = tb.Recorder()
+    facts = plan_facts()
+    (container,) = facts["template"]["podTemplate"]["spec"]["containers"]
+    image_root = build_image(tmp_path)
+    model = StubModel()
+    try:
+        with rendered_path_up(tmp_path, model.url, 50, 100) as r:
+            forwarder, forwarder_port, key_port = start_rendered_forwarder(r["facts"], r["facts"]["url"])
+            r["procs"].append(forwarder)
+            port = free_port()
+            argv = list(container["command"])
+            argv[argv.index("--port") + 1] = str(port)
+            argv += ["--host", "127.0.0.1"]
+            env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+            env["PATH"] = sandbox_path()
+            runtime_log = tmp_path / "runtime.log"
+            runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=None), env=env, stdout=open(runtime_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)
+                trainer_env = rendered_trainer_env(r, key_port, port)
+                # The plan's upstream for the agent's side is the pod's forwarder on loopback; here its port is a free one.
+                planned = trainer_env["SANDBOX_UPSTREAM_URL"]
+                assert planned == "http://127.0.0.1:7100", planned
+                trainer_env["SANDBOX_UPSTREAM_URL"] = f"http://127.0.0.1:{forwarder_port}"
+                assert "SANDBOX_API_KEY" not in trainer_env, "the trainer holds no key on the pool"
+                yield dict(env=trainer_env, model=model, access_log=Path(r["facts"]["accessLog"]), forwarder_port=forwarder_port, runtime_log=runtime_log)
+            finally:
+                stop_process(runtime)
+                try:
+                    os.killpg(runtime.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    finally:
+        model.stop()
+
+
+def test_a_session_runs_through_the_pods_forwarder_with_the_rollout_key_the_backend_minted_and_it_is_refused_after(forwarded):
+    """The black-box rollout as a production sandbox runs it: the capture proxy calls the pod's forwarder with
+    OpenEnv's placeholder key, the forwarder attaches the claim's rollout key, the ingress asks the verifier."""
+    import http.client
+
+    s = forwarded
+    driver = driver_for(s["env"], "")  # no SANDBOX_API_KEY: the harness's placeholder, as the plan has it
+    session = driver.create("Write solution.py that adds two numbers from stdin.", episode_id="ep1")
+    claim = session.sandbox.sandbox_id
+    try:
+        assert session.wait_for_completion(timeout_s=scaled(60)) == 0
+        (turn,) = session.fetch_proxy_trace()
+        check_captured_turn(turn, s["model"])
+        assert session.verify() == 1.0
+        # The ingress let the call through as the claim's rollout (the verifier's X-Rollout-Id), not as an operator key.
+        wait_for("the access log names the claim's rollout", lambda: f'"rollout":"{claim}"' in s["access_log"].read_text(errors="replace"), timeout=10)
+        # No process shows a rollout key on its command line (the forwarder got it over its delivery port).
+        assert [pid for pid, _pp, _st, cmdline in processes() if b"rk1." in cmdline] == []
+    finally:
+        session.close()
+    assert [n for n, _, _ in tb.REC.deleted] == [claim], "closing the session deleted the claim"
+    # The rollout ended: the forwarder's key is revoked, and the ingress refuses it from the next call on.
+    conn = http.client.HTTPConnection("127.0.0.1", s["forwarder_port"], timeout=scaled(10))
+    try:
+        conn.request("POST", "/v1/chat/completions", body=b'{"model":"stub/model-1","messages":[]}', headers={"Content-Type": "application/json"})
+        assert conn.getresponse().status == 401
+    finally:
+        conn.close()
+    assert len(s["model"].requests) == 1, "nothing more reached the model"
 
 
 def factory_for(stack, api_key: str, backend=None):

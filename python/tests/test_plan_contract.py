@@ -47,6 +47,11 @@ def forwarder(facts: dict) -> dict:
     return f
 
 
+def pod_env(facts: dict) -> dict[str, str]:
+    """The env a trainer pod sees: the plain env and each secret env var from its Secret (a test value here)."""
+    return {**facts["trainerEnv"], **{name: f"test-value-of-{secret}-0123456789" for name, secret in facts["trainerSecretEnv"].items()}}
+
+
 def flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
@@ -54,7 +59,7 @@ def flag(argv: list[str], name: str) -> str:
 def test_the_trainer_env_is_exactly_what_the_backend_reads():
     facts = plan_facts()
     env = facts["trainerEnv"]
-    s = AgentSandboxSettings.from_env(env)
+    s = AgentSandboxSettings.from_env(pod_env(facts))
     c = container(facts)
     assert (s.namespace, s.warm_pool, s.run_label, s.run_id) == ("arl-dev-sandboxes", env["SANDBOX_WARM_POOL"], "agentrl.dev/run", "r1")
     assert s.port == c["ports"][0]["containerPort"] == c["readinessProbe"]["httpGet"]["port"]
@@ -63,6 +68,10 @@ def test_the_trainer_env_is_exactly_what_the_backend_reads():
     assert (s.image, s.cpu, s.memory) == (facts["sandboxImage"], c["resources"]["limits"]["cpu"], c["resources"]["limits"]["memory"])
     # The trainer holds no key on the pool: each pod's forwarder does.
     assert API_KEY_ENV not in facts["trainerSecretEnv"] and API_KEY_ENV not in env
+    # Per-rollout keys: the verifier's admin URL, the forwarder's delivery port, the admin key from the trainer's Secret.
+    assert s.rollout_keys_url == env["SANDBOX_ROLLOUT_KEYS_URL"] and s.rollout_keys_url.endswith(":7201")
+    assert s.forwarder_key_port == int(flag(forwarder(facts)["command"], "--key-port")) == 7102
+    assert facts["trainerSecretEnv"]["SANDBOX_ROLLOUT_ADMIN_KEY"] == "rolloutAdminKey" and "SANDBOX_ROLLOUT_ADMIN_KEY" not in env
     kwargs = opencode_config_kwargs(env)
     assert kwargs == {"base_url": env["SANDBOX_UPSTREAM_URL"] + "/v1", "api_key": PLACEHOLDER_API_KEY, "sandbox_home": s.home}
 
@@ -78,7 +87,7 @@ def test_trls_script_calls_the_pods_forwarder_and_runs_unchanged_on_the_pool():
     # The one changed line: AgentSandboxBackend(image=image, flavor=flavor) with the script's own values.
     image, flavor = flag(argv, "--sandbox-image"), "cpu-basic"  # the script's --sandbox-flavor default; the stack passes none
     assert "--sandbox-flavor" not in argv
-    backend = AgentSandboxBackend(image=image, flavor=flavor, handle_sigterm=False, settings=AgentSandboxSettings.from_env(env))
+    backend = AgentSandboxBackend(image=image, flavor=flavor, handle_sigterm=False, settings=AgentSandboxSettings.from_env(pod_env(facts)))
     assert backend.image == facts["sandboxImage"]
 
 
@@ -86,7 +95,7 @@ def test_the_claim_lifetime_fits_the_admission_policy():
     # The policy's bound is the one number the trainer's lifetime must stay under.
     for max_lifetime in (600, 3600):
         facts = plan_facts(max_lifetime)
-        s = AgentSandboxSettings.from_env(facts["trainerEnv"])
+        s = AgentSandboxSettings.from_env(pod_env(facts))
         bound = [v for v in facts["claimPolicy"]["validations"] if "duration(" in v["expression"]]
         assert f"duration('{max_lifetime}s')" in bound[0]["expression"]
         assert 0 < s.claim_lifetime_seconds < max_lifetime

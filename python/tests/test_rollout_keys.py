@@ -6,6 +6,7 @@ test/rollout-keys.test.ts), the agent-sandbox client the recording stand-in of t
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -278,18 +279,16 @@ def localized(argv: list[str], subst: dict[str, str]) -> list[str]:
     return [subst.get(a, a) for a in argv]
 
 
-@pytest.fixture
-def rendered_path(tmp_path):
-    """The opencode black-box stack on Kubernetes as rendered: the verifier (the plan's command and admin-key env),
-    nginx (the plan's settings, python/tests/rollout_path_up.ts), a vLLM stand-in (RecordingIngress), and the plan's
-    trainer env and forwarder command for the test to run."""
-    upstream = RecordingIngress()
+@contextlib.contextmanager
+def rendered_path_up(tmp_path, upstream_url: str, rate_per_second: int, rate_burst: int):
+    """The opencode black-box stack on Kubernetes as rendered: the verifier (the plan's command and admin-key env) and
+    nginx (the plan's settings with this ingress.rateLimitPerSecond / rateLimitBurst, python/tests/rollout_path_up.ts)
+    in front of `upstream_url`, and the plan's trainer env and forwarder command for the test to run."""
     vport, aport = free_port(), free_port()
     log = tmp_path / "rollout_path_up.log"
     up = subprocess.Popen(
         ["node", "--import", "tsx", "python/tests/rollout_path_up.ts",
-         json.dumps({"upstream": f"http://127.0.0.1:{upstream.port}", "verifyPort": vport,
-                     "rateLimitPerSecond": RATE_PER_SECOND, "rateLimitBurst": RATE_BURST})],
+         json.dumps({"upstream": upstream_url, "verifyPort": vport, "rateLimitPerSecond": rate_per_second, "rateLimitBurst": rate_burst})],
         cwd=PYTHON_DIR.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(log, "wb"), text=True,
     )
     procs: list[subprocess.Popen] = []
@@ -311,7 +310,7 @@ def rendered_path(tmp_path):
         procs.append(verifier_proc)
         wait_port(vport, verifier_proc)
         wait_port(aport, verifier_proc)
-        yield dict(facts=facts, upstream=upstream, verify=vport, admin=aport, procs=procs)
+        yield dict(facts=facts, verify=vport, admin=aport, procs=procs)
     finally:
         for p in procs:
             stop_process(p)
@@ -320,6 +319,28 @@ def rendered_path(tmp_path):
             up.wait(scaled(30))
         except subprocess.TimeoutExpired:
             stop_process(up)
+
+
+def rendered_trainer_env(r: dict, key_port: int, runtime_port: int) -> dict[str, str]:
+    """The plan's trainer env with only what loopback changes: the verifier's admin port, this pod's key port, the
+    runtime's port, no trace port (the trusted trace is test_trusted_trace.py's); the admin key as its Secret gives it."""
+    return {
+        **r["facts"]["trainerEnv"],
+        "SANDBOX_ROLLOUT_KEYS_URL": f"http://127.0.0.1:{r['admin']}",
+        "SANDBOX_FORWARDER_KEY_PORT": str(key_port),
+        "SANDBOX_PORT": str(runtime_port),
+        "SANDBOX_TRACE_PORT": "0",
+        "SANDBOX_ROLLOUT_ADMIN_KEY": ADMIN_KEY,
+    }
+
+
+@pytest.fixture
+def rendered_path(tmp_path):
+    upstream = RecordingIngress()
+    try:
+        with rendered_path_up(tmp_path, f"http://127.0.0.1:{upstream.port}", RATE_PER_SECOND, RATE_BURST) as r:
+            yield {**r, "upstream": upstream}
+    finally:
         upstream.stop()
 
 
@@ -356,15 +377,7 @@ def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_roll
     r["procs"].extend(p for p, _port, _kp in forwarders)
     handles = []
     for _proc, _port, key_port in forwarders:
-        trainer_env = {
-            **env,
-            # Only what loopback changes: the verifier's admin port, this pod's key port and the runtime's port.
-            "SANDBOX_ROLLOUT_KEYS_URL": f"http://127.0.0.1:{r['admin']}",
-            "SANDBOX_FORWARDER_KEY_PORT": str(key_port),
-            "SANDBOX_PORT": str(runtime.port),
-            "SANDBOX_TRACE_PORT": "0",
-            "SANDBOX_ROLLOUT_ADMIN_KEY": ADMIN_KEY,
-        }
+        trainer_env = rendered_trainer_env(r, key_port, runtime.port)
         backend = AgentSandboxBackend(AgentSandboxSettings.from_env(trainer_env), client_factory=fake_client, handle_sigterm=False)
         handles.append(backend.create(timeout_s=600))
     (_pa, noisy, _ka), (_pb, quiet, _kb) = forwarders
