@@ -633,7 +633,7 @@ function ingressSection(plan: PlatformPlan): string[] {
             ? [
                   [
                       "per-rollout keys",
-                      `on (agent-sandbox pool): nginx asks the verifier ${i.rolloutKeys.names.deployment} (one replica, ${i.rolloutKeys.verifyAddress}) about every \`rk1.\` key; its admin key is a generated secret. The trainer does not mint keys yet, so the sandboxes still use ${c.ingress.sandboxKey} (docs/design/rollout-keys.md)`,
+                      `on (agent-sandbox pool): nginx asks the verifier ${i.rolloutKeys.names.deployment} (one replica, ${i.rolloutKeys.verifyAddress}) about every \`rk1.\` key; its admin key is a generated secret, read by the verifier and the trainer only. The trainer mints a key per claim (${i.rolloutKeys.adminUrl}), hands it to the claim's forwarder and revokes it when the claim ends: each rollout has its own rate-limit bucket, and its key is refused once the rollout ends. The forwarders keep ${c.ingress.sandboxKey} as a fallback until the delivery (docs/design/rollout-keys.md)`,
                   ],
               ]
             : []),
