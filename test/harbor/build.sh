@@ -37,6 +37,7 @@ TRIXIE_PACKAGES=(
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+. "$here/../lib/debian-suite.sh"
 reqs="$repo/python/requirements-harbor.txt"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
 stamp_content="trixie=${TRIXIE_PACKAGES[*]} requirements=$(sha256sum "$reqs" | cut -c1-12)"
@@ -66,20 +67,8 @@ trap 'rm -rf "$out"' EXIT
 
 # --- trixie's python3.13, unpacked ------------------------------------------------------------
 apt_dir="$out/.trixie-apt"
-mkdir -p "$apt_dir"/{lists/partial,archives/partial,sources}
-cat > "$apt_dir/sources/trixie.sources" <<'EOS'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOS
-apt_opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt_dir/sources"
-  -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache::Archives=$apt_dir/archives"
-  -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Architecture=amd64)
 t0=$(date +%s)
-apt-get "${apt_opts[@]}" update -qq
-(cd "$apt_dir/archives" && apt-get "${apt_opts[@]}" download "${TRIXIE_PACKAGES[@]}" 2>&1 | grep -v 'unsandboxed as root' >&2) ||
+debian_suite_download trixie "$apt_dir" "${TRIXIE_PACKAGES[@]}" ||
   { log "ERROR: apt-get download of trixie's packages failed (a pinned version gone from the archive? update TRIXIE_PACKAGES)"; exit 1; }
 root="$out/root"
 mkdir -p "$root"

@@ -24,6 +24,7 @@
 # Prints each part's wall time and CPU-seconds (user+sys).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/debian-suite.sh"
 out="$NODE_DIR"
 blog() { printf '[node/build] %s\n' "$*" >&2; }
 
@@ -71,20 +72,8 @@ part_current() { [[ "${FORCE:-0}" != 1 && -f "$out/$1" && "$(cat "$out/$1")" == 
 
 # --- containerd 2 from Debian forky -----------------------------------------------------------
 fetch_containerd() {
-  local apt_dir="$out/.forky-apt" apt_opts
-  rm -rf "$apt_dir"; mkdir -p "$apt_dir"/{lists/partial,archives/partial,sources}
-  cat > "$apt_dir/sources/forky.sources" <<'EOS'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: forky
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOS
-  apt_opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt_dir/sources"
-    -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache::Archives=$apt_dir/archives"
-    -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Architecture=amd64)
-  apt-get "${apt_opts[@]}" update -qq
-  (cd "$apt_dir/archives" && apt-get "${apt_opts[@]}" download "containerd=$CONTAINERD_DEB_VERSION")
+  local apt_dir="$out/.forky-apt"
+  debian_suite_download forky "$apt_dir" "containerd=$CONTAINERD_DEB_VERSION"
   rm -rf "$out/containerd.new"
   dpkg-deb -x "$apt_dir/archives/containerd_${CONTAINERD_DEB_VERSION//:/%3a}_amd64.deb" "$out/containerd.new"
   "$out/containerd.new/usr/bin/containerd" --version
