@@ -39,10 +39,10 @@ const run = (over: Record<string, unknown> = {}): PlatformConfig =>
     );
 
 describe("cluster stack config", () => {
-    it("defaults: agent-sandbox installed from the v0.5.6 release, two PriorityClasses (sandboxes below training, never preempting)", () => {
+    it("defaults: agent-sandbox installed from the v1.0.1 release, two PriorityClasses (sandboxes below training, never preempting)", () => {
         const c = parseClusterConfig(CLUSTER);
         assert.equal(c.agentSandbox.install, true);
-        assert.equal(c.agentSandbox.manifest, "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml");
+        assert.equal(c.agentSandbox.manifest, "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml");
         assert.ok(c.priorityClasses.training!.value > c.priorityClasses.sandboxes!.value);
         assert.equal(c.priorityClasses.sandboxes!.preemptionPolicy, "Never");
         assert.deepEqual([c.runtimeClasses, c.teams], [[], []]);
@@ -81,7 +81,7 @@ describe("cluster stack config", () => {
         );
         assert.deepEqual(out, {
             kind: "agent-rl-infra/cluster",
-            agentSandbox: { version: "v0.5.6", installed: true },
+            agentSandbox: { version: "v1.0.1", installed: true },
             priorityClasses: { training: "agent-rl-training", sandboxes: "agent-rl-sandboxes" },
             runtimeClasses: ["gvisor"],
             certIssuer: { name: "ca", kind: "ClusterIssuer", group: "cert-manager.io" },
@@ -130,10 +130,10 @@ describe("a run stack on a cluster stack", () => {
 
     it("refuses a RuntimeClass the cluster stack does not make, and agent-sandbox it does not install", () => {
         const problems = configProblems(() =>
-            applyClusterStack(run({ sandboxes: { runtimeClassName: "kata" } }), { ...outputs, agentSandbox: { version: "v0.5.6", installed: false } }),
+            applyClusterStack(run({ sandboxes: { runtimeClassName: "kata" } }), { ...outputs, agentSandbox: { version: "v1.0.1", installed: false } }),
         );
         assert.deepEqual(problems, [
-            `sandboxes.provider: agent-sandbox, but the cluster stack '${REF}' does not install it: set agentSandbox.install true there (or install agent-sandbox v0.5.6 by hand and say so with the preflight)`,
+            `sandboxes.provider: agent-sandbox, but the cluster stack '${REF}' does not install it: set agentSandbox.install true there (or install agent-sandbox v1.0.1 by hand and say so with the preflight)`,
             `sandboxes.runtimeClassName: 'kata' is not a RuntimeClass of the cluster stack '${REF}' (it has: gvisor): add { name: kata, handler: <the nodes' handler> } to its runtimeClasses, or use one it has`,
         ]);
     });
@@ -195,7 +195,7 @@ describe("the program: a cluster stack and a run stack on it, under mocks", () =
                 ...team.map(() => "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding agentrl-deployer"),
                 "kubernetes:scheduling.k8s.io/v1:PriorityClass agent-rl-sandboxes",
                 "kubernetes:scheduling.k8s.io/v1:PriorityClass agent-rl-training",
-                "kubernetes:yaml/v2:ConfigFile https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v0.5.6/sandbox-with-extensions.yaml",
+                "kubernetes:yaml/v2:ConfigFile https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml",
             ].sort(),
         );
         const quota = r.resources.find((x) => x.type === "kubernetes:core/v1:ResourceQuota" && x.inputs.metadata.namespace === "team-agents-training")!;

@@ -2,7 +2,7 @@
  * Guardrails: every Kubernetes object of every stack, every recipe on Kubernetes and the
  * ingress exposure variants passes a strict schema check: built-in kinds against the
  * Kubernetes 1.36 API schema (kubernetes-models 5.1.0) with unknown fields as errors,
- * custom resources (agent-sandbox v0.5.6, Gateway API v1 HTTPRoute) against what
+ * custom resources (agent-sandbox v1.0.1, Gateway API v1 HTTPRoute) against what
  * test/helpers/crd-schema.ts encodes (apiVersion/kind, required fields, enums, known fields).
  * Run: node --import tsx --test test/guardrails-schema.test.ts
  */
@@ -98,7 +98,7 @@ const template = {
     },
 };
 
-describe("guardrails: custom resources (agent-sandbox v0.5.6, Gateway API v1)", () => {
+describe("guardrails: custom resources (agent-sandbox v1.0.1, Gateway API v1)", () => {
     test("a valid SandboxTemplate passes; its pod spec is checked strictly as a core PodSpec", () => {
         assert.deepEqual(validateCustomResource(template), []);
         const bad = structuredClone(template) as any;

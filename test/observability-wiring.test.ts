@@ -493,7 +493,7 @@ describe("observability: the cluster stack's PodMonitor for agent-sandbox's cont
         return manifests(r.resources).filter((m) => m.kind === "PodMonitor");
     };
 
-    test("on, with agent-sandbox installed: the controller's metrics port (v0.5.6 k8s/controller.yaml) in agent-sandbox-system", async () => {
+    test("on, with agent-sandbox installed: the controller's metrics port (v1.0.1 k8s/controller.yaml, as v0.5.6) in agent-sandbox-system", async () => {
         const [pm, ...rest] = await run({ ...CLUSTER, observability: { enabled: true, monitorLabels: { release: "prom" } } });
         assert.deepEqual(rest, []);
         assert.deepEqual(pm!.metadata, {

@@ -55,6 +55,7 @@ import {
     checkRuntimeClass,
     checkSandboxController,
     checkSandboxCrds,
+    preV1SandboxMarks,
     checkStorage,
     checkTlsSecret,
     checkVersion,
@@ -633,14 +634,14 @@ describe("Kubernetes checks (pure)", () => {
             kata: ["envs.echo.runtimeClassName"],
         });
     });
-    test("agent-sandbox CRDs: the v0.5.6 schema; missing; an older schema", () => {
+    test("agent-sandbox CRDs: the v1.0.1 schema; missing; an older schema", () => {
         const crds = sandboxCrds(plan);
-        assertFinding(checkSandboxCrds(plan, crds), "ok", /4 CRDs serve v1beta1 with the v0\.5\.6 fields the stack and the trainer use/);
+        assertFinding(checkSandboxCrds(plan, crds), "ok", /4 CRDs serve v1beta1 with the v1\.0\.1 fields the stack and the trainer use/);
         assertFinding(
             checkSandboxCrds(plan, []),
             "fail",
             /agent-sandbox is not installed \(sandboxes\.agents\.x-k8s\.io, .* missing\)/,
-            /install agent-sandbox v0\.5\.6 .*kubectl apply --server-side -f https:\/\/github\.com\/kubernetes-sigs\/agent-sandbox\/releases\/download\/v0\.5\.6\/sandbox-with-extensions\.yaml/,
+            /install agent-sandbox v1\.0\.1 .*kubectl apply --server-side -f https:\/\/github\.com\/kubernetes-sigs\/agent-sandbox\/releases\/download\/v1\.0\.1\/sandbox-with-extensions\.yaml/,
         );
         const older = crds.map((c) =>
             c.metadata.name.startsWith("sandboxtemplates.")
@@ -654,15 +655,51 @@ describe("Kubernetes checks (pure)", () => {
         assertFinding(
             checkSandboxCrds(plan, older),
             "fail",
-            /the schema does not match v0\.5\.6: sandboxtemplates\.extensions\.agents\.x-k8s\.io v1beta1 has no spec\.volumeClaimTemplatesPolicy/,
+            /the schema does not match v1\.0\.1: sandboxtemplates\.extensions\.agents\.x-k8s\.io v1beta1 has no spec\.volumeClaimTemplatesPolicy/,
         );
         const alphaOnly = crds.map((c) => (c.metadata.name.startsWith("sandboxclaims.") ? crd(c.metadata.name, ["warmpool"], [], { version: "v1alpha1" }) : c));
-        assertFinding(checkSandboxCrds(plan, alphaOnly), "fail", /sandboxclaims\.extensions\.agents\.x-k8s\.io does not serve v1beta1/);
+        assertFinding(
+            checkSandboxCrds(plan, alphaOnly),
+            "fail",
+            /an agent-sandbox release before v1\.0 is installed: sandboxclaims\.extensions\.agents\.x-k8s\.io serves v1alpha1$/,
+        );
         const noScale = crds.map((c) =>
             c.metadata.name.startsWith("sandboxwarmpools.") ? crd(c.metadata.name, ["replicas", "sandboxTemplateRef", "updateStrategy"], []) : c,
         );
         assertFinding(checkSandboxCrds(plan, noScale), "fail", /sandboxwarmpools\.extensions\.agents\.x-k8s\.io v1beta1 has no scale subresource/);
         assertFinding(checkSandboxCrds(plan, []), "fail", /agent-sandbox is not installed/, /with the cluster stack \(agentSandbox\.install\)/);
+    });
+    test("agent-sandbox CRDs: a v0.5.x install (v1alpha1 served, conversion webhook, objects stored as v1alpha1) is refused, naming the migration", () => {
+        // What agent-sandbox v0.5.6's k8s/crds say on every CRD: v1beta1 (storage) and v1alpha1 served, conversion through the controller's webhook.
+        const v05 = (c: any, stored: readonly string[] = ["v1beta1"]) => ({
+            ...c,
+            spec: {
+                ...c.spec,
+                versions: [...c.spec.versions, { name: "v1alpha1", served: true, storage: false, schema: { openAPIV3Schema: { properties: {} } } }],
+                conversion: { strategy: "Webhook", webhook: { conversionReviewVersions: ["v1"] } },
+            },
+            status: { storedVersions: stored },
+        });
+        const crds = sandboxCrds(plan);
+        const f = checkSandboxCrds(plan, crds.map((c) => v05(c)));
+        assertFinding(
+            f,
+            "fail",
+            /^an agent-sandbox release before v1\.0 is installed: sandboxes\.agents\.x-k8s\.io serves v1alpha1; sandboxes\.agents\.x-k8s\.io converts through a webhook; /,
+            /^agent-sandbox v0\.5\.x is not supported: upgrade to v1\.0\.1: `pulumi up` the cluster stack \(agentSandbox\.install; docs\/guides\/platform-teams\.md, "Upgrading agent-sandbox from v0\.5\.x"\) or by hand \(kubectl apply --server-side --force-conflicts -f https:\/\/github\.com\/kubernetes-sigs\/agent-sandbox\/releases\/download\/v1\.0\.1\/sandbox-with-extensions\.yaml, then delete the v0\.5\.x webhook Service, Secret, Role and RoleBinding in agent-sandbox-system\)$/,
+        );
+        assert.doesNotMatch(f.fix, /storedVersions/, "nothing stored as v1alpha1: no storage migration asked for");
+        // Objects still stored as v1alpha1: the v0.5 storage migration comes first (a v1.0 CRD cannot be applied over them).
+        const stored = crds.map((c) => (c.metadata.name.startsWith("sandboxclaims.") ? v05(c, ["v1alpha1", "v1beta1"]) : v05(c)));
+        assertFinding(
+            checkSandboxCrds(plan, stored),
+            "fail",
+            /sandboxclaims\.extensions\.agents\.x-k8s\.io has objects stored as v1alpha1/,
+            /^agent-sandbox v0\.5\.x is not supported: first migrate the stored objects to v1beta1 and prune v1alpha1 from each CRD's status\.storedVersions \(agent-sandbox v0\.5\.2 docs\/api-migration-guide\.md\), then upgrade to v1\.0\.1/,
+        );
+        // The v1.0 CRDs (v1beta1 only, no conversion, stored v1beta1) pass.
+        assertFinding(checkSandboxCrds(plan, crds.map((c) => ({ ...c, status: { storedVersions: ["v1beta1"] } }))), "ok", /4 CRDs serve v1beta1/);
+        assert.deepEqual(preV1SandboxMarks({ metadata: { name: "x" }, spec: { versions: [{ name: "v1beta1", served: true }] } }), []);
     });
     test("agent-sandbox controller: none, not available, without --extensions, available", () => {
         const dep = (available: number, args = ["--leader-elect=true", "--extensions"]) => ({
@@ -1100,7 +1137,7 @@ describe("against the simulated cluster, each prerequisite removed in turn", { s
                     containers: [
                         {
                             name: "agent-sandbox-controller",
-                            image: "registry.test/agent-sandbox-controller:v0.5.6",
+                            image: "registry.test/agent-sandbox-controller:v1.0.1",
                             args: ["--leader-elect=true", "--extensions"],
                         },
                     ],

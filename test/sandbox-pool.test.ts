@@ -1,6 +1,6 @@
 // SandboxPool under Pulumi mocks, per target: hardening of every sandbox, the NetworkPolicy,
 // the claim admission policy (its exact CEL run with @marcbachmann/cel-js), quota, RBAC, the
-// key's path, resource count vs pool size, and agent-sandbox v0.5.6 CRD requirements.
+// key's path, resource count vs pool size, and agent-sandbox v1.0.1 CRD requirements.
 import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -33,7 +33,7 @@ const T = {
     pool: "agentrl:sandbox:SandboxPool",
 };
 
-// What agent-sandbox v0.5.6's CRDs require (extensions.agents.x-k8s.io, served+stored v1beta1), encoded here.
+// What agent-sandbox v1.0.1's CRDs require (extensions.agents.x-k8s.io, served+stored v1beta1), encoded here.
 const CRD = {
     apiVersion: "extensions.agents.x-k8s.io/v1beta1",
     SandboxTemplate: {
@@ -218,7 +218,7 @@ describe("resolveSandboxPool", () => {
 });
 
 describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
-    it("creates agent-sandbox objects that carry every field their v0.5.6 CRD requires", async () => {
+    it("creates agent-sandbox objects that carry every field their v1.0.1 CRD requires", async () => {
         const { update, preview, description: d } = await build(config());
         for (const run of [update, preview]) {
             for (const kind of ["SandboxTemplate", "SandboxWarmPool"] as const) {
@@ -231,7 +231,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
                     const v = get(r.inputs, p.split("."));
                     if (v !== undefined) assert.ok(allowed.includes(v as string), `${kind} ${p}=${String(v)} not in ${allowed.join("|")}`);
                 }
-                for (const k of Object.keys(r.inputs.spec)) assert.ok(CRD[kind].known.includes(k), `${kind} spec.${k} is not a v0.5.6 field`);
+                for (const k of Object.keys(r.inputs.spec)) assert.ok(CRD[kind].known.includes(k), `${kind} spec.${k} is not a v1.0.1 field`);
             }
             const template = single(run.resources, T.template);
             const pool = single(run.resources, T.warmPool);
@@ -736,7 +736,7 @@ describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP
                 JSON.stringify({ spec: { lifecycle: { shutdownTime: new Date(Date.now() + 3600_000).toISOString().replace(/\.\d+Z$/, "Z") } } }),
             ]);
             assert.notEqual(extend.code, 0, "extending beyond the maximum is denied");
-            // The agent-sandbox objects pass the real v0.5.6 CRDs (strict field validation), and the
+            // The agent-sandbox objects pass the real v1.0.1 CRDs (strict field validation), and the
             // sandbox pod passes Pod Security "restricted".
             const names = platformNames(c);
             const { ingress, trainer } = peers(names);

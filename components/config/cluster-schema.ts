@@ -9,13 +9,13 @@ import { DNS_SUBDOMAIN, dnsLabel, quantity } from "./schema";
 import type { Role } from "./tenancy";
 
 /** The agent-sandbox release the run stacks' objects are written for (sandbox CRD fields). */
-export const AGENT_SANDBOX_VERSION = "v0.5.6";
+export const AGENT_SANDBOX_VERSION = "v1.0.1";
 /** The release manifest: CRDs, controller Deployment and RBAC (agent-sandbox's GitHub release assets). */
 export const AGENT_SANDBOX_MANIFEST_URL = `https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml`;
-/** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v0.5.6). */
+/** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v1.0.1 as v0.5.6). */
 export const SANDBOX_CONTROLLER_LABEL = "app=agent-sandbox-controller";
 /**
- * agent-sandbox v0.5.6's controller metrics (k8s/controller.yaml: container port `metrics` 8080 on pods
+ * agent-sandbox v1.0.1's controller metrics, as in v0.5.6 (k8s/controller.yaml: container port `metrics` 8080 on pods
  * labelled app=agent-sandbox-controller in agent-sandbox-system; cmd/agent-sandbox-controller/main.go:
  * --metrics-bind-address :8080, controller-runtime's plain-HTTP metrics server on /metrics).
  */
@@ -73,7 +73,7 @@ export const clusterSchema = z.strictObject({
         .strictObject({
             /** Install it. Off when the cluster already has agent-sandbox from elsewhere. */
             install: z.boolean().default(true),
-            /** Release manifest (URL or local file) of agent-sandbox v0.5.6. Default: the GitHub release asset. */
+            /** Release manifest (URL or local file) of agent-sandbox v1.0.1. Default: the GitHub release asset. */
             manifest: z.string().min(1).default(AGENT_SANDBOX_MANIFEST_URL),
         })
         .prefault({}),

@@ -10,7 +10,7 @@
  *   vllm:kv_cache_usage_perc, vllm:prompt_tokens_total, vllm:generation_tokens_total,
  *   vllm:num_preemptions_total, vllm:prefix_cache_queries_total, vllm:prefix_cache_hits_total,
  *   vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds (histograms).
- * - agent-sandbox v0.5.6 controller (internal/metrics/metrics.go, sandbox_collector.go):
+ * - agent-sandbox v1.0.1 controller, as v0.5.6 (internal/metrics/metrics.go, sandbox_collector.go):
  *   agent_sandboxes{ready_condition, owned_by, sandbox_template, launch_type, ...} (a count per
  *   group), agent_sandbox_claim_startup_latency_ms{launch_type, sandbox_template} (histogram, ms).
  *   Its own `namespace` label becomes exported_namespace when the controller's pod is scraped, so

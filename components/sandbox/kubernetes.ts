@@ -1,5 +1,5 @@
 /**
- * The sandbox pool on Kubernetes, with kubernetes-sigs/agent-sandbox v0.5.6: one
+ * The sandbox pool on Kubernetes, with kubernetes-sigs/agent-sandbox v1.0.1: one
  * SandboxTemplate + one SandboxWarmPool (the pool size is a number, so the Pulumi resource
  * count never grows with it), plus what agent-sandbox does not give: a NetworkPolicy that
  * allows only DNS and the ingress, an admission policy that bounds every claim's lifetime,

@@ -19,11 +19,11 @@ export type SandboxConfig = Pick<PlatformConfig, "runId" | "sandboxes" | "traini
 export type SandboxNames = Pick<PlatformNames, "ingress" | "namespaces" | "networks" | "prefix" | "sandboxes">;
 
 export { AGENT_SANDBOX_VERSION };
-/** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (served and stored v1beta1 in v0.5.6): one constant in shared/kubernetes.ts. */
+/** API group of SandboxTemplate / SandboxWarmPool / SandboxClaim (served and stored v1beta1; the only version from v1.0.0 on): one constant in shared/kubernetes.ts. */
 export { SANDBOX_EXTENSIONS_GROUP };
 /** API group of Sandbox (agents.x-k8s.io). */
 export const SANDBOX_CORE_GROUP = "agents.x-k8s.io";
-/** Served and stored version of every agent-sandbox CRD at v0.5.6. */
+/** Served and stored version of every agent-sandbox CRD at v1.0.1 (v1alpha1 was removed in v1.0.0). */
 export const SANDBOX_API_VERSION = "v1beta1";
 
 /**

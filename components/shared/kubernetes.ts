@@ -203,7 +203,7 @@ export function scrapeIngressRule(scraper: Scraper, ports: readonly MetricsPort[
     };
 }
 
-/** API group of SandboxClaim / SandboxTemplate / SandboxWarmPool (agent-sandbox v0.5.6, extensions.agents.x-k8s.io). */
+/** API group of SandboxClaim / SandboxTemplate / SandboxWarmPool (agent-sandbox v1.0.1, extensions.agents.x-k8s.io; the same group and v1beta1 since v0.5). */
 export const SANDBOX_EXTENSIONS_GROUP = "extensions.agents.x-k8s.io";
 
 /** CEL: the claim sets spec.lifecycle.shutdownTime. */

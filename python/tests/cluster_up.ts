@@ -1,5 +1,5 @@
 // For python/tests/test_controller.py: a simulated cluster (test/helpers/cluster.ts: API server,
-// controller-manager, scheduler, kwok) running the REAL agent-sandbox v0.5.6 controller
+// controller-manager, scheduler, kwok) running the REAL agent-sandbox v1.0.1 controller
 // (test/sandbox-controller/build.sh), with the project's own rendered objects for the sandbox side
 // applied: namespaces, the trainer's ServiceAccount, the SandboxTemplate, SandboxWarmPool,
 // claim admission policy + binding, Role + RoleBinding, ResourceQuota, NetworkPolicy and key
@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
+import { AGENT_SANDBOX_VERSION } from "../../components/config";
 import { planToDir, REPO_ROOT } from "../../scripts/lib/plan";
 import { startCluster, type Cluster } from "../../test/helpers/cluster";
 import { engineFixtures } from "../../test/helpers/engine-fixtures";
@@ -32,7 +33,7 @@ function controllerDir(build: boolean): string | undefined {
     const script = path.join(REPO_ROOT, "test/sandbox-controller/build.sh");
     if (!build) {
         const cache = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "agent-rl-infra");
-        const done = fs.existsSync(cache) ? fs.readdirSync(cache).filter((d) => d.startsWith("sandbox-controller-v0.5.6-") && fs.existsSync(path.join(cache, d, ".complete"))) : [];
+        const done = fs.existsSync(cache) ? fs.readdirSync(cache).filter((d) => d.startsWith(`sandbox-controller-${AGENT_SANDBOX_VERSION}-`) && fs.existsSync(path.join(cache, d, ".complete"))) : [];
         if (done.length === 0) return undefined;
     }
     // Idempotent: prints the (already) complete directory as its last line.
@@ -87,7 +88,7 @@ async function main(): Promise<number> {
         cluster.api.startProcess(
             "agent-sandbox-controller",
             path.join(ctlDir, "bin/agent-sandbox-controller"),
-            [`--kubeconfig=${kc}`, "--extensions", "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-webhook=false"],
+            [`--kubeconfig=${kc}`, "--extensions", "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"],
             { env: { KUBECONFIG: kc } },
         );
         // Namespaces first (and the policy before the pool, as the component's dependsOn orders them).

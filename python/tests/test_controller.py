@@ -1,4 +1,4 @@
-"""The backend against the REAL agent-sandbox v0.5.6 controller, authenticated as the trainer's
+"""The backend against the REAL agent-sandbox v1.0.1 controller, authenticated as the trainer's
 ServiceAccount, on a simulated cluster with the project's rendered sandbox objects applied
 (python/tests/cluster_up.ts: API server, controller-manager, scheduler, kwok as the kubelets).
 

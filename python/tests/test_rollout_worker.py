@@ -7,7 +7,7 @@ drives it (`start()`, samples from `rollout_buffer`, `stop()`), no GPU:
     HarnessRolloutWorker (its spawned rollout child)
       -> harness_standin.build_factory(sampling=...)   STAND-IN for OpenEnv's git-only opencode_env
       -> AgentSandboxBackend.from_env() (the env the TrainingNode sets, the trainer's ServiceAccount)
-      -> the REAL agent-sandbox v0.5.6 controller on the simulated cluster (test_controller.py's
+      -> the REAL agent-sandbox v1.0.1 controller on the simulated cluster (test_controller.py's
          fixture: API server, kwok pods, each pod's runtime started with the pod's own command)
       -> in the claimed sandbox: OpenEnv 0.10's capture proxy and the REAL opencode CLI from npm
          (opencode-ai@1.18.33, opencode_cli.py), offline switches on, no route but the proxy's

@@ -14,7 +14,10 @@ set -euo pipefail
 
 K8S_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
-AGENT_SANDBOX_VERSION=v0.5.6
+AGENT_SANDBOX_VERSION=v1.0.1
+# The release a cluster stack upgrades from (test/engine-cluster-stack.test.ts): its CRDs go to
+# crds-previous/, which no test installs wholesale (crds/ is applied as one directory).
+AGENT_SANDBOX_PREVIOUS_VERSION=v0.5.6
 GATEWAY_API_VERSION=v1.6.3
 CERT_MANAGER_VERSION=v1.21.2
 JOBSET_VERSION=v0.10.1
@@ -29,19 +32,23 @@ cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
 out="${AGENT_RL_K8S_CACHE_DIR:-$cache_root/k8s-$K8S_VERSION}"
 # Two stamps: .complete for the binaries (a change of a version or of go.sum rebuilds them),
 # crds/.complete for the CRDs (a change of a CRD version only refreshes crds/, in seconds).
+# The binaries do not depend on agent-sandbox: its version is in the CRD stamp only. A binaries
+# stamp written before that (with an agent-sandbox= word) is read without that word, so a
+# checkout on either side of the change reuses the same kube-apiserver build.
 go_sum="go.sum=$(sha256sum "$here/go.sum" | cut -c1-16)"
-stamp_content="k8s=$K8S_VERSION etcd=$ETCD_VERSION agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION $go_sum"
-crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION jobset=$JOBSET_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION"
+stamp_content="k8s=$K8S_VERSION etcd=$ETCD_VERSION gateway-api=$GATEWAY_API_VERSION $go_sum"
+crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION agent-sandbox-previous=$AGENT_SANDBOX_PREVIOUS_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION jobset=$JOBSET_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION"
 
 log() { printf '[apiserver/build] %s\n' "$*" >&2; }
 
 bins_up_to_date() {
-  [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" ]] || return 1
+  [[ -f "$out/.complete" && "$(sed 's/ agent-sandbox=[^ ]*//' "$out/.complete")" == "$stamp_content" ]] || return 1
   local f
   for f in bin/kube-apiserver bin/kubectl bin/etcd; do [[ -x "$out/$f" ]] || return 1; done
 }
 crds_up_to_date() {
-  [[ -f "$out/crds/.complete" && "$(cat "$out/crds/.complete")" == "$crd_stamp" ]] && compgen -G "$out/crds/*.yaml" >/dev/null
+  [[ -f "$out/crds/.complete" && "$(cat "$out/crds/.complete")" == "$crd_stamp" ]] && compgen -G "$out/crds/*.yaml" >/dev/null &&
+    compgen -G "$out/crds-previous/agent-sandbox-$AGENT_SANDBOX_PREVIOUS_VERSION.*.yaml" >/dev/null
 }
 up_to_date() { bins_up_to_date && crds_up_to_date; }
 if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then log "up to date: $out"; exit 0; fi
@@ -109,12 +116,22 @@ install_crds() { # <dir to fill>
   prometheus_operator_crds "$into"
   printf '%s' "$crd_stamp" > "$into/.complete"
 }
+install_previous_crds() { # <dir to fill>
+  local into="$1" dir f
+  dir="$(module_dir "sigs.k8s.io/agent-sandbox@$AGENT_SANDBOX_PREVIOUS_VERSION")"
+  mkdir -p "$into"
+  for f in "$dir"/k8s/crds/*.yaml; do install -m 0644 "$f" "$into/agent-sandbox-$AGENT_SANDBOX_PREVIOUS_VERSION.$(basename "$f")"; done
+  compgen -G "$into/agent-sandbox-$AGENT_SANDBOX_PREVIOUS_VERSION.*.yaml" >/dev/null || { log "ERROR: no CRDs in $dir/k8s/crds"; return 1; }
+}
 
 # Binaries current, CRDs not: refresh crds/ only (swapped in whole).
 if [[ "${FORCE:-0}" != 1 ]] && bins_up_to_date; then
   new_crds="$(mktemp -d "$out/.crds.XXXXXX")"
   install_crds "$new_crds" || { rm -rf "$new_crds"; exit 1; }
-  chmod 755 "$new_crds"
+  new_previous="$(mktemp -d "$out/.crds-previous.XXXXXX")"
+  install_previous_crds "$new_previous" || { rm -rf "$new_crds" "$new_previous"; exit 1; }
+  chmod 755 "$new_crds" "$new_previous"
+  rm -rf "$out/crds-previous"; mv "$new_previous" "$out/crds-previous"
   rm -rf "$out/crds.old"; [[ -d "$out/crds" ]] && mv "$out/crds" "$out/crds.old"
   mv "$new_crds" "$out/crds"; rm -rf "$out/crds.old"
   log "CRDs refreshed: $crd_stamp"
@@ -168,6 +185,7 @@ build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kubectl k8s.io/kubernetes/cmd/kubectl
 
 install_crds "$tmp/crds"
+install_previous_crds "$tmp/crds-previous"
 
 "$tmp/bin/kube-apiserver" --version >&2
 "$tmp/bin/etcd" --version >&2

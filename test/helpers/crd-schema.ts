@@ -2,7 +2,8 @@
  * Schema checks for the custom resources the project creates, with no cluster and no CRD
  * files: what the project relies on (apiVersion/kind, required fields, enums, known
  * fields, formats) is encoded here, from
- * - kubernetes-sigs/agent-sandbox v0.5.6 CRDs (served and stored v1beta1):
+ * - kubernetes-sigs/agent-sandbox v1.0.1 CRDs (served and stored v1beta1, the only version; the spec fields
+ *   are those of v0.5.6, whose v1alpha1 and conversion webhook v1.0.0 removed):
  *   `extensions.agents.x-k8s.io` SandboxTemplate, SandboxWarmPool, SandboxClaim, and
  *   `agents.x-k8s.io` Sandbox;
  * - Gateway API v1 `gateway.networking.k8s.io/v1` HTTPRoute (standard channel).
@@ -85,7 +86,7 @@ const npRule = (dir: "ingress" | "egress"): Schema =>
         `/spec/${dir}/0`,
     );
 
-/** agent-sandbox v0.5.6, extensions.agents.x-k8s.io/v1beta1 SandboxTemplate. */
+/** agent-sandbox v1.0.1, extensions.agents.x-k8s.io/v1beta1 SandboxTemplate. */
 const sandboxTemplateSpec = obj(
     {
         podTemplate,
@@ -99,7 +100,7 @@ const sandboxTemplateSpec = obj(
     ["podTemplate"],
 );
 
-/** agent-sandbox v0.5.6, extensions.agents.x-k8s.io/v1beta1 SandboxWarmPool. */
+/** agent-sandbox v1.0.1, extensions.agents.x-k8s.io/v1beta1 SandboxWarmPool. */
 const sandboxWarmPoolSpec = obj(
     {
         replicas: int({ minimum: 0, maximum: 2 ** 31 - 1 }),
@@ -109,7 +110,7 @@ const sandboxWarmPoolSpec = obj(
     ["sandboxTemplateRef"],
 );
 
-/** agent-sandbox v0.5.6, extensions.agents.x-k8s.io/v1beta1 SandboxClaim. */
+/** agent-sandbox v1.0.1, extensions.agents.x-k8s.io/v1beta1 SandboxClaim. */
 const sandboxClaimSpec = obj(
     {
         warmPoolRef: obj({ name: str({ minLength: 1 }) }, ["name"]),
@@ -125,7 +126,7 @@ const sandboxClaimSpec = obj(
     ["warmPoolRef"],
 );
 
-/** agent-sandbox v0.5.6, agents.x-k8s.io/v1beta1 Sandbox. */
+/** agent-sandbox v1.0.1, agents.x-k8s.io/v1beta1 Sandbox. */
 const sandboxSpec = obj(
     {
         podTemplate,

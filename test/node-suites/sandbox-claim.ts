@@ -1,4 +1,4 @@
-// A sandbox claimed through the REAL agent-sandbox v0.5.6 controller on the real node (issue #29
+// A sandbox claimed through the REAL agent-sandbox v1.0.1 controller on the real node (issue #29
 // point 3), then the plan's training Job run as rendered. The controller
 // (test/sandbox-controller/build.sh) runs in the node's network namespace against its API server,
 // with the API server fixture's agent-sandbox CRDs. The opencode-blackbox plan is applied as `npm run
@@ -36,7 +36,7 @@ import { randomBytes } from "node:crypto";
 import { renderKeysFile } from "../../components/ingress/nginx";
 import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/model";
 import { planToDir } from "../../scripts/lib/plan";
-import { fixtureCacheDir } from "../helpers/apiserver";
+import { agentSandboxCrdFiles } from "../helpers/agent-sandbox-manifest";
 import { command, imageRefByDigest, type Node, type NodeSession } from "../helpers/node";
 import type { Manifest } from "../helpers/reachability";
 import { scaled, scaledSeconds } from "../helpers/waits";
@@ -147,10 +147,7 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             const ctlDir = await buildDir("test/sandbox-controller/build.sh", [], "the agent-sandbox controller");
             venv = await buildDir("python/run-tests.sh", ["--venv-only"], "the trainer-side venv");
 
-            const crdDir = path.join(fixtureCacheDir(), "crds");
-            const crds = fs.readdirSync(crdDir).filter((f) => f.startsWith("agent-sandbox-v0.5.6."));
-            assert.equal(crds.length, 4, `the API server fixture's agent-sandbox CRDs in ${crdDir}`);
-            for (const f of crds) await node.kubectlOk(["apply", "--server-side", "-f", "-"], fs.readFileSync(path.join(crdDir, f), "utf8"));
+            for (const f of agentSandboxCrdFiles()) await node.kubectlOk(["apply", "--server-side", "-f", "-"], fs.readFileSync(f, "utf8"));
             await node.kubectlOk(["wait", "--for=condition=Established", `--timeout=${scaledSeconds(60)}s`, "crd", "--all"]);
             await waitForClaimQuotaMonitor();
 
@@ -167,7 +164,6 @@ export function sandboxClaimSuite(shared: NodeSession): void {
                     "--leader-elect=false",
                     "--metrics-bind-address=0",
                     "--health-probe-bind-address=0",
-                    "--enable-webhook=false",
                 ],
                 { stdio: ["ignore", log, log] },
             );

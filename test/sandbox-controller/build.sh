@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the agent-sandbox controller test fixture (see README.md next to this file):
-#   bin/agent-sandbox-controller   sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller v0.5.6
-# into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/sandbox-controller-v0.5.6-<go.sum hash>/.
+#   bin/agent-sandbox-controller   sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller v1.0.1
+# into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/sandbox-controller-v1.0.1-<go.sum hash>/.
 #
 # Contract: logs go to stderr; the LAST line of stdout is the output directory
 # (also when it was already complete). Idempotent: exits at once when that
@@ -9,7 +9,7 @@
 # rebuilds; AGENT_RL_SANDBOX_CONTROLLER_CACHE_DIR sets the output directory.
 set -euo pipefail
 
-AGENT_SANDBOX_VERSION=v0.5.6
+AGENT_SANDBOX_VERSION=v1.0.1
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"

@@ -25,10 +25,46 @@ function servedSchema(crd: any, version: string): any {
     return v;
 }
 
+/**
+ * What marks an agent-sandbox v0.5.x install on a CRD (pure): it still serves a version other than
+ * v1beta1 (v1alpha1, removed in v1.0.0), converts through the controller's webhook (v1.0.0 removed
+ * it: `+kubebuilder:conversion:strategy=Webhook` is gone from extensions/api/v1beta1), or has
+ * objects stored in another version (status.storedVersions, which a v1.0 CRD cannot be applied over).
+ */
+export function preV1SandboxMarks(crd: any): string[] {
+    const name = crd?.metadata?.name ?? "?";
+    const others = (crd?.spec?.versions ?? []).filter((v: any) => v.served && v.name !== SANDBOX_API_VERSION).map((v: any) => v.name);
+    const stored = (crd?.status?.storedVersions ?? []).filter((v: string) => v !== SANDBOX_API_VERSION);
+    const strategy = crd?.spec?.conversion?.strategy;
+    return [
+        ...(others.length > 0 ? [`${name} serves ${others.join(", ")}`] : []),
+        ...(strategy === "Webhook" ? [`${name} converts through a webhook`] : []),
+        ...(stored.length > 0 ? [`${name} has objects stored as ${stored.join(", ")}`] : []),
+    ];
+}
+
+/** The steps from a v0.5.x install to this release (agent-sandbox docs/api-migration-guide.md at v1.0.1). */
+export function sandboxMigrationFix(storedOld: boolean): string {
+    const prune = storedOld
+        ? "first migrate the stored objects to v1beta1 and prune v1alpha1 from each CRD's status.storedVersions (agent-sandbox v0.5.2 docs/api-migration-guide.md), then "
+        : "";
+    return (
+        `agent-sandbox v0.5.x is not supported: ${prune}upgrade to ${AGENT_SANDBOX_VERSION}: \`pulumi up\` the cluster stack ` +
+        `(agentSandbox.install; docs/guides/platform-teams.md, "Upgrading agent-sandbox from v0.5.x") or by hand ` +
+        `(kubectl apply --server-side --force-conflicts -f ${AGENT_SANDBOX_MANIFEST_URL}, then delete the v0.5.x webhook Service, Secret, Role and RoleBinding in agent-sandbox-system)`
+    );
+}
+
 export function checkSandboxCrds(plan: PlatformPlan | undefined, crds: readonly any[]): Finding {
     const check = "agent-sandbox CRDs";
     const expect = sandboxCrdExpectations(plan);
     const install = `kubectl apply --server-side -f ${AGENT_SANDBOX_MANIFEST_URL}`;
+    const installed = expect.map((e) => crds.find((c) => c.metadata?.name === e.name)).filter((c) => c !== undefined);
+    const marks = installed.flatMap(preV1SandboxMarks);
+    if (marks.length > 0) {
+        const storedOld = installed.some((c) => (c.status?.storedVersions ?? []).some((v: string) => v !== SANDBOX_API_VERSION));
+        return fail(check, `an agent-sandbox release before v1.0 is installed: ${marks.join("; ")}`, sandboxMigrationFix(storedOld));
+    }
     const problems: string[] = [];
     for (const e of expect) {
         const crd = crds.find((c) => c.metadata?.name === e.name);

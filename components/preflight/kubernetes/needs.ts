@@ -10,7 +10,7 @@ import { SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, sandboxTemplateSpec, sand
 import { addQuantities, multiplyQuantity } from "../../shared/quantity";
 import { value } from "../report";
 
-/** agent-sandbox v0.5.6 CRDs (k8s/crds of the release) and the fields the stack and the trainer's client use in the served version. */
+/** agent-sandbox v1.0.1 CRDs (k8s/crds of the release) and the fields the stack and the trainer's client use in the served version. */
 export function sandboxCrdExpectations(
     /** The run stack's plan; without one (the cluster stack) the fields every pool uses. */
     plan: PlatformPlan | undefined,
