@@ -681,7 +681,10 @@ describe("Kubernetes checks (pure)", () => {
             status: { storedVersions: stored },
         });
         const crds = sandboxCrds(plan);
-        const f = checkSandboxCrds(plan, crds.map((c) => v05(c)));
+        const f = checkSandboxCrds(
+            plan,
+            crds.map((c) => v05(c)),
+        );
         assertFinding(
             f,
             "fail",
@@ -698,7 +701,14 @@ describe("Kubernetes checks (pure)", () => {
             /^agent-sandbox v0\.5\.x is not supported: first migrate the stored objects to v1beta1 and prune v1alpha1 from each CRD's status\.storedVersions \(agent-sandbox v0\.5\.2 docs\/api-migration-guide\.md\), then upgrade to v1\.0\.1/,
         );
         // The v1.0 CRDs (v1beta1 only, no conversion, stored v1beta1) pass.
-        assertFinding(checkSandboxCrds(plan, crds.map((c) => ({ ...c, status: { storedVersions: ["v1beta1"] } }))), "ok", /4 CRDs serve v1beta1/);
+        assertFinding(
+            checkSandboxCrds(
+                plan,
+                crds.map((c) => ({ ...c, status: { storedVersions: ["v1beta1"] } })),
+            ),
+            "ok",
+            /4 CRDs serve v1beta1/,
+        );
         assert.deepEqual(preV1SandboxMarks({ metadata: { name: "x" }, spec: { versions: [{ name: "v1beta1", served: true }] } }), []);
     });
     test("agent-sandbox controller: none, not available, without --extensions, available", () => {

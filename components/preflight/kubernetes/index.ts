@@ -21,7 +21,16 @@ import { checkPullSecret } from "./pull-secret";
 import { checkQuotas } from "./quota";
 import { checkClusterIdentity, checkTeamNamespaces } from "./identity";
 
-export { checkCni, checkJobSet, checkJobSetController, checkKueue, checkSandboxController, checkSandboxCrds, preV1SandboxMarks, sandboxMigrationFix } from "./addons";
+export {
+    checkCni,
+    checkJobSet,
+    checkJobSetController,
+    checkKueue,
+    checkSandboxController,
+    checkSandboxCrds,
+    preV1SandboxMarks,
+    sandboxMigrationFix,
+} from "./addons";
 export { checkCheckpointVolume, ruleText } from "./checkpoints";
 export { checkClusterStack, clusterStackCrds, readClusterStack, type ClusterStackFacts } from "./cluster-stack";
 export { checkConnection, checkVersion, MIN_KUBERNETES } from "./connection";
