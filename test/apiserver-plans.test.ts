@@ -131,7 +131,7 @@ const REGISTRY_AUTH = JSON.stringify({ auths: { "registry.internal.example": { a
 const variants: Array<{ name: string; source: PlanSource; override?: Record<string, unknown>; secrets?: Record<string, string> }> = [
     ...kubernetesStacks.map((stack) => ({ name: `stack ${stack}`, source: { stack } })),
     ...RECIPE_NAMES.map((recipe) => ({ name: `recipe ${recipe}`, source: { recipe, target: "kubernetes" as const } })),
-    // Multi-node recipes: the JobSet against JobSet v0.10.1's CRD (from its Go module, test/apiserver/build.sh).
+    // Multi-node recipes: the JobSet against JobSet v0.12.0's CRD (from its Go module, test/apiserver/build.sh).
     ...MULTI_NODE_RECIPE_NAMES.map((recipe) => ({ name: `recipe ${recipe}`, source: { recipe, target: "kubernetes" as const } })),
     {
         name: "opencode-blackbox-32b queued on Kueue (suspended JobSet with the queue label)",

@@ -1,6 +1,6 @@
 // The multi-node recipe on the simulated cluster with the real JobSet controller (issue 18):
 // opencode-blackbox-32b's training objects, as planned, are created on a kwok cluster of three
-// 8-GPU nodes running JobSet v0.10.1 (test/helpers/jobset-controller.ts, webhooks included). The
+// 8-GPU nodes running JobSet v0.12.0 (test/helpers/jobset-controller.ts, webhooks included). The
 // JobSet reconciles into vLLM's pod first, then (once it is Ready) one trainer pod per node on distinct
 // GPU nodes, each with its rank and the rank-0 address; vLLM lands on the third node and its Service
 // selects that pod alone. The run's lifecycle (issue 26): when the trainers finish, or one fails, the

@@ -2,7 +2,7 @@
  * Multi-node training on Kubernetes under Pulumi mocks (issue 18): the trainer as a JobSet, one pod
  * per node with its rank and the rank-0 address from JobSet's labels, vLLM as the same JobSet's first
  * replicated job behind its Service (the trainers wait for it, the run completes on the trainers), the all-or-nothing failure policy, exclusive placement, the Kueue option on the
- * JobSet and on the one-node Job, and every object against its schema (JobSet v0.10.1, Kubernetes 1.36).
+ * JobSet and on the one-node Job, and every object against its schema (JobSet v0.12.0, Kubernetes 1.36).
  * Run: node --import tsx --test test/training-multinode.test.ts
  */
 import assert from "node:assert/strict";
@@ -266,7 +266,7 @@ describe("multi-node: the trainer JobSet", () => {
         );
     });
 
-    test("every object holds to its schema (JobSet v0.10.1 CRD, Kubernetes 1.36 strictly)", () => {
+    test("every object holds to its schema (JobSet v0.12.0 CRD, Kubernetes 1.36 strictly)", () => {
         const problems = p.manifests.flatMap((m) => validateAnyManifest(m).map((x) => `${m.kind} ${m.metadata?.name}: ${x}`));
         assert.deepEqual(problems, []);
     });

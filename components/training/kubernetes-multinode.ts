@@ -1,13 +1,13 @@
 /**
  * Kubernetes translation of a multi-node TrainingDescription (training.nodes > 1): one JobSet
- * (jobset.x-k8s.io/v1alpha2, JobSet v0.10.1) holding vLLM (its first replicated job, one pod on a
+ * (jobset.x-k8s.io/v1alpha2, JobSet v0.12.0) holding vLLM (its first replicated job, one pod on a
  * node of its own) and the trainer (one-pod Jobs, one per node), so Kueue queues and admits both as
  * one workload and vLLM's node is freed when the run ends; vLLM's ClusterIP Service selects that pod;
  * NetworkPolicies open exactly trainer <-> trainer and trainer <-> vLLM (every port: NCCL picks its
  * own), plus the ingress proxy to vLLM's port in black box. Decides nothing new: ports, flags and env
  * come from the description.
  *
- * JobSet facts used (kubernetes-sigs/jobset v0.10.1): every pod carries the labels
+ * JobSet facts used (kubernetes-sigs/jobset v0.12.0): every pod carries the labels
  * `jobset.sigs.k8s.io/jobset-name`, `jobset.sigs.k8s.io/replicatedjob-name` and `jobset.sigs.k8s.io/job-index`
  * (labelAndAnnotateObject in pkg/controllers/jobset_controller.go, keys in api/jobset/v1alpha2/jobset_types.go);
  * with `network.enableDNSHostnames` the controller creates a headless Service named after the JobSet and
@@ -120,6 +120,17 @@ function vllmPodSpec(d: TrainingDescription, parts: MultiNodeParts, volumes: rea
  * a retry; vLLM's failure (exit, liveness kill) restarts everything, counted against maxRestarts
  * (= training.backoffLimit: 0 ends the run); a trainer's own non-zero exit and the deadline end
  * the run at once; anything else restarts everything, counted.
+ *
+ * What JobSet v0.12.0 adds and why it is not used (api/jobset/v1alpha2/jobset_types.go, pkg/features):
+ * - RestartJob / RestartJobAndIgnoreMaxRestarts recreate only the failed Job. The trainer ranks are one
+ *   torch.distributed group: a rank recreated alone cannot rejoin the others' collectives, so a trainer
+ *   failure must restart them all. vLLM recreated alone comes back with the base weights and without
+ *   the weight-sync group the trainer opened to it, and the trainer does not reopen it: the run would
+ *   go on generating with stale weights. Both stay all-or-nothing (RestartJobSet).
+ * - restartStrategy InPlaceRestart (restart healthy pods' containers instead of recreating the Jobs)
+ *   is behind the InPlaceRestart feature gate, alpha and off by default in v0.12.0, and needs an agent
+ *   in every pod that holds the processes at a barrier until all pods reach the new attempt: nothing in
+ *   the trainer or vLLM images is that agent. The default strategy (Recreate) stays.
  */
 function failurePolicy(d: TrainingDescription, m: MultiNodeDescription) {
     return {

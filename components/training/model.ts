@@ -40,7 +40,7 @@ export const INTERNAL_VLLM_URL = `http://localhost:${VLLM_PORT}`;
 /** accelerate's rendezvous port on the rank-0 trainer pod (accelerate launch --main_process_port; its default). */
 export const MAIN_PROCESS_PORT = 29500;
 /**
- * JobSet v0.10.1 labels on every pod it creates (jobset api/jobset/v1alpha2/jobset_types.go):
+ * JobSet v0.12.0 labels on every pod it creates (jobset api/jobset/v1alpha2/jobset_types.go):
  * the JobSet's name and the index of the pod's Job within its replicated job (= the machine rank,
  * one pod per Job).
  */

@@ -20,7 +20,7 @@ AGENT_SANDBOX_VERSION=v1.0.1
 AGENT_SANDBOX_PREVIOUS_VERSION=v0.5.6
 GATEWAY_API_VERSION=v1.6.3
 CERT_MANAGER_VERSION=v1.21.2
-JOBSET_VERSION=v0.10.1
+JOBSET_VERSION=v0.12.0
 # github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring (the Go types the CRDs are
 # generated from; the proxy serves this module, not the repository's root module), and the
 # controller-gen release prometheus-operator's own CRDs of that line are generated with.

@@ -8,7 +8,7 @@
  *   `agents.x-k8s.io` Sandbox;
  * - Gateway API v1 `gateway.networking.k8s.io/v1` HTTPRoute (standard channel).
  * - cert-manager v1.21.2 `cert-manager.io/v1` Certificate.
- * - JobSet v0.10.1 `jobset.x-k8s.io/v1alpha2` JobSet.
+ * - JobSet v0.12.0 `jobset.x-k8s.io/v1alpha2` JobSet.
  * - the Prometheus Operator v0.95.2 `monitoring.coreos.com/v1` PodMonitor and PrometheusRule (the
  *   fields the project writes, from pkg/apis/monitoring v1/podmonitor_types.go, prometheusrule_types.go,
  *   prometheus_types.go's RelabelConfig and types.go's Duration pattern).
@@ -270,7 +270,7 @@ function httpRouteRules(spec: any): string[] {
 }
 
 /**
- * JobSet v0.10.1, jobset.x-k8s.io/v1alpha2 JobSet (served and stored; config/components/crd/bases/
+ * JobSet v0.12.0, jobset.x-k8s.io/v1alpha2 JobSet (served and stored; config/components/crd/bases/
  * jobset.x-k8s.io_jobsets.yaml in the sigs.k8s.io/jobset module). Each replicated job embeds a batch/v1
  * JobTemplateSpec, checked strictly as a Job.
  */
@@ -286,12 +286,12 @@ const jobSetSpec = obj({
     coordinator: obj({ replicatedJob: str(), jobIndex: int(), podIndex: int() }, ["replicatedJob"]),
     failurePolicy: obj({
         maxRestarts: int({ minimum: 0 }),
-        restartStrategy: str({ enum: ["Recreate", "BlockingRecreate"] }),
+        restartStrategy: str({ enum: ["Recreate", "BlockingRecreate", "InPlaceRestart"] }),
         rules: arr(
             obj(
                 {
                     name: str({ pattern: RULE_NAME }),
-                    action: str({ enum: ["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"] }),
+                    action: str({ enum: ["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts", "RestartJob", "RestartJobAndIgnoreMaxRestarts"] }),
                     onJobFailureReasons: arr(str()),
                     onJobFailureMessagePatterns: arr(str()),
                     targetReplicatedJobs: arr(str()),

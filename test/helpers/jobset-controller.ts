@@ -1,5 +1,5 @@
 /**
- * The real JobSet controller (sigs.k8s.io/jobset v0.10.1, built by test/jobset-controller/build.sh)
+ * The real JobSet controller (sigs.k8s.io/jobset v0.12.0, built by test/jobset-controller/build.sh)
  * against the simulated cluster (test/helpers/cluster.ts), with its webhooks: the JobSet
  * defaulting/validation and the pod webhooks that carry exclusive placement. The controller serves
  * them on 127.0.0.1 with a throwaway certificate (its own cert rotation, which patches a Service's

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the JobSet controller test fixture (see README.md next to this file):
-#   bin/jobset-controller   sigs.k8s.io/jobset v0.10.1 (its main package is the module root)
+#   bin/jobset-controller   sigs.k8s.io/jobset v0.12.0 (its main package is the module root)
 #   webhook/*.yaml          the module's webhook configurations and their kustomize patches
 #                           (config/components/webhook), for a test to point at the controller
-# into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/jobset-controller-v0.10.1-<go.mod+go.sum hash>/.
+# into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/jobset-controller-v0.12.0-<go.mod+go.sum hash>/.
 #
 # Contract: logs go to stderr; the LAST line of stdout is the output directory
 # (also when it was already complete). Idempotent: exits at once when that
@@ -11,7 +11,7 @@
 # rebuilds; AGENT_RL_JOBSET_CONTROLLER_CACHE_DIR sets the output directory.
 set -euo pipefail
 
-JOBSET_VERSION=v0.10.1
+JOBSET_VERSION=v0.12.0
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"

@@ -154,7 +154,7 @@ export function checkJobSet(crds: readonly any[]): Finding {
 /** training.nodes > 1: JobSet's controller (and its webhooks, which do the exclusive placement) must run. */
 export function checkJobSetController(deployments: readonly any[]): Finding {
     const check = "JobSet controller";
-    const install = `install JobSet v0.10.1 (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL})`;
+    const install = `install JobSet v0.12.0 (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL})`;
     if (deployments.length === 0)
         return fail(check, `no Deployment labelled ${JOBSET_CONTROLLER_LABEL} in any namespace: the trainer's JobSet would never get pods`, install);
     const available = deployments.find((d) => (d.status?.availableReplicas ?? 0) >= 1);
