@@ -189,7 +189,7 @@ describe("config: every validation message names the field and the fix", () => {
             what: "black box pool smaller than the rollouts in flight",
             raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { poolSize: 4 } }),
             expect: [
-                /^sandboxes\.poolSize: the pool holds 4 sandboxes but 8 rollouts are in flight \(training\.maxInflight\): raise poolSize to at least 10 or lower maxInflight$/,
+                /^sandboxes\.poolSize: the pool holds 4 sandboxes but a burst claims 8 at once \(training\.maxInflight 8 x 1 rollout worker \(TRL's async GRPO runs rollouts on the main process only(, not on all \d+ trainer processes)?\)\): every burst would wait for 4 cold starts; raise poolSize to at least 10 \(the burst \+ sandboxes\.headroom 2\), or unset it \(that is the default\), or lower training\.maxInflight$/,
             ],
         },
         {

@@ -725,7 +725,8 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
         meaning: "install agent-sandbox v1.0.1 (CRDs, controller, RBAC); a cluster stack deployed on v0.5.x upgrades in place (docs/guides/platform-teams.md)",
     },
     "agentSandbox.manifest": {
-        default: "`https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml` (the v1.0.1 release asset: core and extensions in one, the controller declared once)",
+        default:
+            "`https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml` (the v1.0.1 release asset: core and extensions in one, the controller declared once)",
         meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
     },
     "priorityClasses.training": {

@@ -2,6 +2,7 @@
  * Applies the defaults that depend on other fields, once, with `??` (0 is a value), and
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
+import { poolSizing } from "./pool-size";
 import { CUSTOM_PROGRAM } from "./programs";
 import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry } from "./catalog";
 import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type ParsedConfig } from "./schema";
@@ -100,6 +101,13 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
     const demand = computeDemand(training);
     const defaultProvider = t.layout !== "blackbox" ? "none" : p.target.kind === "kubernetes" ? "agent-sandbox" : "docker";
     const provider = p.sandboxes.provider ?? defaultProvider;
+    const sizing = poolSizing({
+        maxInflight: training.maxInflight,
+        headroom: p.sandboxes.headroom,
+        rolloutsOnMainProcess: t.program !== CUSTOM_PROGRAM,
+        numProcesses,
+        nodes: t.nodes,
+    });
     return {
         stack,
         prod: p.prod ?? isProdStack(stack),
@@ -117,7 +125,8 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
         sandboxes: {
             ...p.sandboxes,
             provider,
-            poolSize: p.sandboxes.poolSize ?? training.maxInflight + p.sandboxes.headroom,
+            poolSize: p.sandboxes.poolSize ?? sizing.size,
+            sizing,
             image: p.sandboxes.image ?? (provider === "agent-sandbox" ? "" : STOCK_SANDBOX_IMAGE),
         },
         ingress: { ...p.ingress, enabled: p.ingress.enabled ?? t.layout === "blackbox" },

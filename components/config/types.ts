@@ -4,6 +4,7 @@
  */
 import type { CatalogEntry, CatalogName, WsPing } from "./catalog";
 import type { TenantOutputs } from "./cluster-schema";
+import type { PoolSizing } from "./pool-size";
 import type { ParsedConfig } from "./schema";
 import type { GpuSharing, Layout } from "./terms";
 
@@ -114,6 +115,8 @@ export interface PlatformConfig {
     readonly sandboxes: Omit<Parsed["sandboxes"], "provider" | "poolSize" | "image"> & {
         readonly provider: "agent-sandbox" | "docker" | "hf" | "none";
         readonly poolSize: number;
+        /** The pool the run needs: its burst of claims and the refill margin (pool-size.ts). */
+        readonly sizing: PoolSizing;
         /** Required for agent-sandbox (validation refuses a config without it; then ""). */
         readonly image: string;
     };

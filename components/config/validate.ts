@@ -12,6 +12,7 @@ import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
 import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
+import { poolSizeProblems } from "./pool-size";
 import { validateObservability } from "./observability";
 import { isSecretEnvName, plainEnv } from "./secrets";
 import { envSessionProblems } from "./env-sessions";
@@ -189,11 +190,7 @@ export function validateSandboxes(c: PlatformConfig): string[] {
     if (s.provider === "docker" && c.target.kind !== "docker") {
         errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox`);
     }
-    if ((s.provider === "agent-sandbox" || s.provider === "docker") && s.poolSize < t.maxInflight) {
-        errors.push(
-            `sandboxes.poolSize: the pool holds ${s.poolSize} sandboxes but ${t.maxInflight} rollouts are in flight (training.maxInflight): raise poolSize to at least ${t.maxInflight + s.headroom} or lower maxInflight`,
-        );
-    }
+    if (s.provider === "agent-sandbox" || s.provider === "docker") errors.push(...poolSizeProblems(s.poolSize, s.sizing));
     if (s.provider === "hf") {
         if (c.ingress.exposure === "cluster") {
             errors.push(

@@ -7,6 +7,7 @@ import type { DnsEgress } from "../shared/kubernetes";
 import type { PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/types";
 import { AGENT_SANDBOX_VERSION } from "../config/cluster-schema";
+import type { PoolSizing } from "../config/pool-size";
 import { SANDBOX_EXTENSIONS_GROUP } from "../shared/kubernetes";
 
 /**
@@ -173,6 +174,8 @@ export interface SandboxDescription {
     readonly priorityClassName?: string;
     /** Warm pool size (Kubernetes) / fixed pool size (Docker). */
     readonly poolSize: number;
+    /** The pool the run needs: its burst of claims (maxInflight x rollout workers) and the refill margin. */
+    readonly sizing: PoolSizing;
     /** Rollouts in flight = sandboxes claimed at once. */
     readonly maxInflight: number;
     readonly headroom: number;

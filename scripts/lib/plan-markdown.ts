@@ -139,7 +139,16 @@ function trainerProgramSection(plan: PlatformPlan): string[] {
 
 /** The pool's settings as its target carries them out (Docker has no claims, admission policy or quota). */
 function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
+    const z = sb.sizing;
     const pool = ["pool", `${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each`];
+    const sizing = [
+        "pool sized by the run",
+        `burst ${z.burst} claims at once = ${z.perWorker} in flight (training.maxInflight) x ${z.workersWhy}; ` +
+            `+ ${z.margin} refill margin (sandboxes.headroom) = ${z.size}` +
+            (sb.poolSize === z.size
+                ? ""
+                : `; the pool is ${sb.poolSize} (sandboxes.poolSize), ${sb.poolSize > z.size ? `${sb.poolSize - z.size} above` : `${z.size - sb.poolSize} below: a burst leaves ${sb.poolSize - z.burst} warm`}`),
+    ];
     const run = ["run label", `${sb.runLabel}=${sb.runId}`];
     if (sb.provider === "docker") {
         return [
@@ -147,6 +156,7 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
                 "pool",
                 `${sb.poolSize} containers, fixed (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each (Docker limits)`,
             ],
+            sizing,
             [
                 "lifetime",
                 `each container ends ${sb.deadlineSeconds} s after it starts (its PID 1 is \`sleep ${sb.deadlineSeconds}\`, restart no): warm wait ${sb.maxWarmWaitSeconds} s + lifetime ${sb.maxLifetimeSeconds} s; no per-claim limit`,
@@ -164,6 +174,7 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
     }
     return [
         pool,
+        sizing,
         ["claimed lifetime", `<= ${sb.maxLifetimeSeconds} s (admission policy on every claim)`],
         ["pod deadline", `${sb.deadlineSeconds} s (warm wait ${sb.maxWarmWaitSeconds} s + lifetime)`],
         ["quota", `${sb.quota.pods} pods, ${sb.quota.cpu} CPU, ${sb.quota.memory}`],
