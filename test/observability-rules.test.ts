@@ -72,7 +72,7 @@ const a = settings.alerts;
 const buckets = (les: Record<string, string>) =>
     Object.fromEntries(
         Object.entries(les).map(([le, v]) => [
-            `agent_sandbox_claim_startup_latency_ms_bucket{sandbox_template="obs-sandbox",launch_type="cold",le="${le}"}`,
+            `agent_sandbox_claim_controller_startup_latency_ms_bucket{sandbox_template="obs-sandbox",launch_type="cold",le="${le}"}`,
             v,
         ]),
     );

@@ -512,7 +512,7 @@ const sandboxes = z.strictObject({
     runAsUser: z.number().int().min(1000).max(2147483647).default(65532),
     /** Warm sandboxes kept ready beyond the rollouts in flight. */
     headroom: nonNegInt.default(2),
-    /** Warm pool size (or Docker pool size). Default: maxInflight + headroom. */
+    /** Warm pool size (or Docker pool size). Default: the run's burst (maxInflight x rollout workers, pool-size.ts) + headroom. */
     poolSize: posInt.optional(),
     /** Hard maximum lifetime of a claimed sandbox, in seconds. */
     maxLifetimeSeconds: posInt.default(3600),

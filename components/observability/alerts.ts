@@ -12,7 +12,11 @@
  *   vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds (histograms).
  * - agent-sandbox v1.0.1 controller, as v0.5.6 (internal/metrics/metrics.go, sandbox_collector.go):
  *   agent_sandboxes{ready_condition, owned_by, sandbox_template, launch_type, ...} (a count per
- *   group), agent_sandbox_claim_startup_latency_ms{launch_type, sandbox_template} (histogram, ms).
+ *   group), agent_sandbox_claim_controller_startup_latency_ms{launch_type, sandbox_template} (histogram,
+ *   ms, from the controller's first sight of a claim, its agents.x-k8s.io/controller-first-observed-at
+ *   annotation, to Ready; every claim). Not agent_sandbox_claim_startup_latency_ms: it is recorded only
+ *   for claims a mutating webhook stamped (agents.x-k8s.io/webhook-first-observed-at), which no
+ *   release manifest installs (extensions/controllers/sandboxclaim_controller.go recordClaimStartupLatency).
  *   Its own `namespace` label becomes exported_namespace when the controller's pod is scraped, so
  *   the stack's sandboxes are selected by their template's name.
  * - nginx-prometheus-exporter 0.11 (collector/nginx.go): nginx_up, nginx_connections_active,
@@ -177,7 +181,7 @@ function sandboxRules(a: Alerts, s: ObservedStack, pool: NonNullable<ObservedSta
             },
             {
                 alert: "AgentRLSandboxClaimSlow",
-                expr: `histogram_quantile(0.9, sum by (le) (rate(agent_sandbox_claim_startup_latency_ms_bucket${q.claims}[10m]))) / 1000 > ${a.sandboxClaimLatencySeconds}`,
+                expr: `histogram_quantile(0.9, sum by (le) (rate(agent_sandbox_claim_controller_startup_latency_ms_bucket${q.claims}[10m]))) / 1000 > ${a.sandboxClaimLatencySeconds}`,
                 for: a.for,
                 labels,
                 annotations: {

@@ -92,11 +92,11 @@ function sandboxPanels(a: Alerts, q: Selectors, pool: NonNullable<ObservedStack[
             part: "sandboxes",
             queries: [
                 {
-                    expr: `histogram_quantile(0.5, sum by (le, launch_type) (rate(agent_sandbox_claim_startup_latency_ms_bucket${q.claims}[10m]))) / 1000`,
+                    expr: `histogram_quantile(0.5, sum by (le, launch_type) (rate(agent_sandbox_claim_controller_startup_latency_ms_bucket${q.claims}[10m]))) / 1000`,
                     legend: "p50 {{launch_type}}",
                 },
                 {
-                    expr: `histogram_quantile(0.9, sum by (le, launch_type) (rate(agent_sandbox_claim_startup_latency_ms_bucket${q.claims}[10m]))) / 1000`,
+                    expr: `histogram_quantile(0.9, sum by (le, launch_type) (rate(agent_sandbox_claim_controller_startup_latency_ms_bucket${q.claims}[10m]))) / 1000`,
                     legend: "p90 {{launch_type}}",
                 },
             ],
