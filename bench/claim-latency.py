@@ -1,5 +1,5 @@
 """Warm-pool claim to first command (bench/claim-latency.ts runs it): the backend
-(AgentSandboxBackend, the trainer's ServiceAccount) against the REAL agent-sandbox v0.5.6
+(AgentSandboxBackend, the trainer's ServiceAccount) against the REAL agent-sandbox v1.0.1
 controller on the simulated cluster of python/tests/test_controller.py (kwok pods, each pod's
 runtime started with the pod's own command at a loopback IP). kwok starts no container, so this
 measures the controller and the backend, not a pod start.

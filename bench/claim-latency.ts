@@ -1,5 +1,5 @@
 // Claim latency (npm run bench -- --only claim-latency): a warm-pool claim through the backend (AgentSandboxBackend,
-// the trainer's ServiceAccount) to its first command, p50 and p99, against the real agent-sandbox v0.5.6 controller on
+// the trainer's ServiceAccount) to its first command, p50 and p99, against the real agent-sandbox v1.0.1 controller on
 // the simulated cluster (bench/claim-latency.py reuses python/tests/test_controller.py's cluster and pod network). kwok
 // starts no container: the figure measures the controller and the backend, not a pod start. Bounded by a sample count
 // and the bench's deadline. Needs root (the pods' mount namespaces), the trainer-side lock's venv and the engine and
@@ -45,7 +45,7 @@ export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise
         "**Measures the controller and the backend, not a pod start** (kwok runs no container; each pod's runtime was started",
         `before the pod was claimed). Read beside agent-sandbox's published warm-adoption figure of ${PUBLISHED_ADOPTION_MS} (p50-p99)`,
         "on a real cluster. One claim at a time on a full warm pool of " +
-            `${f.pool_size}: \`AgentSandboxBackend.create()\` (claim with the run label and lifetime, the real v0.5.6 controller's`,
+            `${f.pool_size}: \`AgentSandboxBackend.create()\` (claim with the run label and lifetime, the real v1.0.1 controller's`,
         'adoption, Ready, the runtime\'s health) then the first `exec("true")` through the runtime; the refill wait is not timed.',
         "",
         table(
