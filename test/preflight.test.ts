@@ -1636,6 +1636,15 @@ describe("no kubeconfig, the cluster stack, the printed agent-sandbox check (pur
         assertFinding(there["agent-sandbox"], "warn", /already exist: agent-sandbox is installed from elsewhere/, /set agentSandbox\.install false/);
         assertFinding(there.JobSet, "ok", /serves v1alpha2/);
         assertFinding(there.Kueue, "ok", /exists/);
+        // A v0.5.x install with objects stored as v1alpha1: the v1.0 CRDs this stack applies would be refused.
+        const stored = crds.map((c) => (c.metadata.name.startsWith("sandboxclaims.") ? { ...c, status: { storedVersions: ["v1alpha1", "v1beta1"] } } : c));
+        const old = byCheck(checkClusterStack(cluster(), { ...answered, crds: { ok: true, value: stored }, sandboxControllers: { ok: true, value: [] } }));
+        assertFinding(
+            old["agent-sandbox"],
+            "fail",
+            /^an agent-sandbox release before v1\.0 is installed: sandboxclaims\.extensions\.agents\.x-k8s\.io has objects stored as v1alpha1$/,
+            /first migrate the stored objects to v1beta1 and prune v1alpha1/,
+        );
     });
     test("cluster stack using an installed agent-sandbox: its CRDs and controller must be there; the certIssuer must exist", () => {
         const c = cluster({ agentSandbox: { install: false }, certIssuer: { name: "internal-ca" } });

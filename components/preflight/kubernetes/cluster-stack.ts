@@ -8,7 +8,7 @@
  */
 import type { ClusterConfig } from "../../config";
 import { fail, type Finding, ok, warn } from "../report";
-import { checkJobSet, checkSandboxController, checkSandboxCrds, crdProblems } from "./addons";
+import { checkJobSet, checkSandboxController, checkSandboxCrds, crdProblems, preV1SandboxMarks, sandboxMigrationFix } from "./addons";
 import { checkConnection, checkVersion } from "./connection";
 import type { ConnectionFacts } from "./facts";
 import {
@@ -54,7 +54,17 @@ export function checkClusterStack(config: ClusterConfig, f: ClusterStackFacts, t
     const crds = f.crds.value;
     const sandboxCrds = sandboxCrdExpectations(undefined).map((e) => e.name);
     const present = sandboxCrds.filter((n) => crds.some((c) => c.metadata?.name === n));
-    if (config.agentSandbox.install) {
+    // Objects stored as a version v1.0 dropped: the API server refuses the v1.0 CRDs this stack applies.
+    const storedOld = crds.filter((c) => sandboxCrds.includes(c.metadata?.name) && preV1SandboxMarks(c).some((m) => m.includes(" has objects stored as ")));
+    if (config.agentSandbox.install && storedOld.length > 0) {
+        out.push(
+            fail(
+                "agent-sandbox",
+                `an agent-sandbox release before v1.0 is installed: ${storedOld.flatMap(preV1SandboxMarks).join("; ")}`,
+                sandboxMigrationFix(true),
+            ),
+        );
+    } else if (config.agentSandbox.install) {
         out.push(
             present.length === 0
                 ? ok("agent-sandbox", "not installed yet: this stack installs it (agentSandbox.install)")
