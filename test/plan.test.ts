@@ -524,7 +524,7 @@ describe("plan: prerequisites the stack refers to but does not create", () => {
         assert.equal(by("target.priorityClassName")?.check, "kubectl get priorityclass training-high");
         assert.equal(by("target.storageClassName")?.check, "kubectl get storageclass fast");
         assert.equal(by("sandboxes.runtimeClassName")?.check, "kubectl get runtimeclass gvisor");
-        assert.match(by("sandboxes.provider")!.what, /agent-sandbox v0\.5\.6 CRDs and controller/);
+        assert.match(by("sandboxes.provider")!.what, /agent-sandbox v1\.0\.1 CRDs and controller/);
         assert.equal(by("ingress.tls.issuer")?.check, "kubectl get issuer internal-ca -n arl-test-ingress");
         assert.match(by("target.gpuResourceName")!.otherwise, /Pending/);
         const shared = parse(

@@ -522,7 +522,7 @@ describe("Kubernetes checks (pure)", () => {
             checkJobSetController([]),
             "fail",
             /no Deployment labelled app\.kubernetes\.io\/part-of=jobset,app\.kubernetes\.io\/component=manager .*never get pods/,
-            /install JobSet v0\.10\.1/,
+            /install JobSet v0\.12\.0/,
         );
         const dep = (available: number) => ({
             metadata: { name: "jobset-controller-manager", namespace: "jobset-system" },
@@ -1323,8 +1323,8 @@ describe("against the simulated cluster, each prerequisite removed in turn", { s
             assertFinding(
                 only(await preflight(), "agent-sandbox CRDs"),
                 "fail",
-                /the schema does not match v0\.5\.6: sandboxwarmpools\.extensions\.agents\.x-k8s\.io missing/,
-                /install agent-sandbox v0\.5\.6/,
+                /the schema does not match v1\.0\.1: sandboxwarmpools\.extensions\.agents\.x-k8s\.io missing/,
+                /install agent-sandbox v1\.0\.1/,
             );
         } finally {
             await cluster!.kubectlOk(["create", "-f", path.join(crdDir, file)]);
