@@ -533,7 +533,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
         meaning: "warm sandboxes beyond the rollouts in flight",
     },
     "sandboxes.poolSize": {
-        default: "the run's burst + headroom: `maxInflight` x rollout workers (1 for the named TRL programs, which run rollouts on the main process; every trainer process for a custom program) + `headroom`; a pool below the burst is refused",
+        default:
+            "the run's burst + headroom: `maxInflight` x rollout workers (1 for the named TRL programs, which run rollouts on the main process; every trainer process for a custom program) + `headroom`; a pool below the burst is refused",
         meaning: "warm pool (or Docker pool) size",
     },
     "sandboxes.maxLifetimeSeconds": {
