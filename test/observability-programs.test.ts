@@ -32,7 +32,7 @@ import { OBSERVABILITY_ON } from "./helpers/observability";
 import { pidAlive } from "./helpers/apiserver";
 import { freePort } from "./helpers/http";
 import { skipWithoutNginx } from "./helpers/nginx";
-import { scrape, startProgram, sampleValue, type Started } from "./helpers/processes";
+import { sampleValue, scrape, startProgram, type Started, stopAll } from "./helpers/processes";
 import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "./helpers/stub-vllm-metrics";
@@ -104,8 +104,10 @@ describe("the metrics-only nginx in front of a vLLM-shaped stand-in", { skip: sk
         nginx = await startProgram("nginx", ["-p", dir, "-c", conf, "-e", "stderr", "-g", "daemon off;"], { readyUrl: `${base}/metrics` });
     });
     after(async () => {
-        await nginx?.stop();
-        await standIn?.stop();
+        await stopAll(
+            () => nginx?.stop(),
+            () => standIn?.stop(),
+        );
     });
 
     test("GET /metrics is vLLM's own exposition", async () => {
@@ -203,10 +205,12 @@ describe("the ingress's metrics path: JSON log to a file + mtail, stub_status + 
         );
     });
     after(async () => {
-        await exporter?.stop();
-        await mtail?.stop();
-        await ing?.stop();
-        await upstream?.stop();
+        await stopAll(
+            () => exporter?.stop(),
+            () => mtail?.stop(),
+            () => ing?.stop(),
+            () => upstream?.stop(),
+        );
     });
 
     test("responses by status and key name (never the key), durations by key, with the stdout log unchanged", { timeout: scaled(30_000) }, async () => {
@@ -300,10 +304,14 @@ describe("the ingress's JSON access log stays bounded: rotated beside nginx as t
         );
     });
     after(async () => {
-        await mtail?.stop();
-        await ing?.stop();
-        await upstream?.stop();
-        if (dir !== "") fs.rmSync(dir, { recursive: true, force: true });
+        await stopAll(
+            () => mtail?.stop(),
+            () => ing?.stop(),
+            () => upstream?.stop(),
+            async () => {
+                if (dir !== "") fs.rmSync(dir, { recursive: true, force: true });
+            },
+        );
     });
 
     test("three rounds of 10 responses, each past the limit: the file replaced, nginx writing to the new one, mtail counting all 30; stdout holds all 30", {

@@ -208,12 +208,19 @@ function pdeathsigWrapper(): string | null {
     return pdeathsig;
 }
 
+/** The process exists and is not a zombie (a SIGKILLed worker whose master is gone stays one until init reaps it). */
 function isAlive(pid: number): boolean {
     try {
         process.kill(pid, 0);
-        return true;
     } catch (e) {
         return (e as NodeJS.ErrnoException).code === "EPERM";
+    }
+    try {
+        // /proc/<pid>/stat: "pid (comm) S ...": the state follows the last ')'.
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+        return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+    } catch {
+        return process.platform !== "linux"; // gone between the two reads on Linux; no /proc elsewhere
     }
 }
 
@@ -332,6 +339,8 @@ function stopper(run: RunningNginx, pid: number, cleanupDir: () => void): () => 
             }
             for (let i = 0; i < 40 && workers.some(isAlive); i++) await sleep(50);
             for (const w of workers.filter(isAlive)) process.kill(w, "SIGKILL");
+            // SIGKILL is delivered at once but the exit is not: wait, by progress, for the kernel to finish it.
+            for (let i = 0; i < 40 && [pid, ...workers].some(isAlive); i++) await sleep(50);
             live.delete(pid);
             cleanupDir();
             const survivors = [pid, ...workers].filter(isAlive);

@@ -423,6 +423,9 @@ async function runTestFile(file: string, label: string, reportDir: string): Prom
             "--import",
             "tsx",
             "--test",
+            // Exit once every test and hook has finished: a handle a failed hook left open (a stub
+            // server) would otherwise keep the file's process, and the whole run, waiting for ever.
+            "--test-force-exit",
             "--test-reporter=spec",
             "--test-reporter-destination=stdout",
             `--test-reporter=${path.join(ROOT, "scripts", "test", "skips-reporter.mjs")}`,

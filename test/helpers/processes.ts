@@ -114,3 +114,20 @@ export function sampleValue(samples: readonly Sample[], name: string, labels: Re
     if (hit.length > 1) throw new Error(`${name}${JSON.stringify(labels)} matches ${hit.length} samples`);
     return hit[0]?.value;
 }
+
+/**
+ * Stops every one of them, in order, even when an earlier stop throws, then throws the first
+ * error: an after() hook that stopped at its first failure would leave the rest (a listening stub
+ * server keeps the test file's process alive for ever).
+ */
+export async function stopAll(...stops: ReadonlyArray<(() => Promise<unknown>) | undefined>): Promise<void> {
+    const errors: unknown[] = [];
+    for (const stop of stops) {
+        try {
+            await stop?.();
+        } catch (e) {
+            errors.push(e);
+        }
+    }
+    if (errors.length > 0) throw errors[0];
+}
