@@ -77,7 +77,7 @@ function multiNode(config: PlatformConfig, t: KubernetesTarget): Prerequisite[] 
     const gpu = t.gpuResourceName;
     return [
         {
-            what: "the JobSet v0.10.x controller and CRD (jobset.x-k8s.io/v1alpha2), with its webhooks",
+            what: "the JobSet controller and CRD, v0.10 or later (tested: v0.12.0; jobset.x-k8s.io/v1alpha2), with its webhooks",
             field: "training.nodes",
             otherwise:
                 "`pulumi up` fails on the unknown JobSet kind, or, with the CRD but no controller, the trainer never gets a pod (and without its pod webhook two trainer pods may share a node)",
