@@ -4,15 +4,24 @@
 // with the API server fixture's agent-sandbox CRDs. The opencode-blackbox plan is applied as `npm run
 // plan` renders it, all but the Job (Namespaces, ServiceAccount, the claim admission policy and
 // binding, Role, RoleBinding, ResourceQuota, NetworkPolicies, ConfigMaps, claims, Services, PDB,
-// SandboxTemplate, SandboxWarmPool, the ingress Deployment), with a named test override
-// (nodeClaimOverride: the fixture's images by digest, a one-sandbox pool, one ingress replica, the
-// training pod sized for this 2-CPU node) and test keys in the Secrets the plan redacts. The warm
-// pool's pod is made by the controller and scheduled by the node's scheduler.
+// SandboxTemplate, SandboxWarmPool, the ingress Deployment and the per-rollout key verifier's
+// Deployment), with a named test override (nodeClaimOverride: the fixture's images by digest, a
+// one-sandbox pool, one ingress replica, the training pod sized for this 2-CPU node) and test keys in
+// the Secrets the plan redacts: the ingress's keys file, the sandboxes' key, and ONE test admin key in
+// both the verifier's admin Secret (ingress namespace) and the trainer's copy of it (training
+// namespace), as the Platform gives both the same key. The verifier runs from the pool's sandbox image
+// as rendered (the fixture's runtime image carries rollout_keys.py where python/Dockerfile puts it).
+// The warm pool's pod is made by the controller and scheduled by the node's scheduler.
 // 1. The project's own backend (python/agent_rl_sandbox, AgentSandboxBackend, from the trainer-side
 //    venv), authenticated as the trainer's ServiceAccount with the env the plan gives the trainer,
-//    claims a sandbox and runs commands in it through its runtime, and releases it. Stand-in, named:
-//    the trainer is this test's process in the node's network namespace (it reaches the runtime from
-//    the node's address, which the pool's policy lets through as node-local traffic).
+//    claims a sandbox (minting its rollout key at the verifier and delivering it to the pod's
+//    forwarder), runs commands in it through its runtime, and releases it (revoking the key). Stand-in,
+//    named: the trainer is this test's process in the node's network namespace (it reaches the runtime,
+//    the forwarder's key port, the verifier and the ingress from the node's address, which the policies
+//    let through as node-local traffic; that namespace has no cluster DNS, so the verifier's admin URL
+//    is its Service's ClusterIP in place of its name). The minted key (captured by wrapping the
+//    backend's mint call) passes the ingress's check while the claim is held and gets 401 once it is
+//    released.
 // 2. The training Job as rendered: its supervisor starts `vllm serve`, waits for /health, runs the
 //    args check on the trainer's command line and then the trainer, in one container behind the
 //    Job's startup and readiness probes. Stand-ins, named: the trainer image (test/node/images.sh
@@ -20,7 +29,7 @@
 //    serves python/tests/stub_model.py, and at /app/opencode_hf_sandbox.py a trainer whose parser is
 //    built from the program's recorded facts and which, from inside the pod, calls vLLM, claims a
 //    sandbox with the backend and has the sandbox's agent side call the model through its forwarder
-//    and the ingress); the PersistentVolumes (hostPath directories of this test, bound to the plan's
+//    and the ingress, with the rollout key the trainer minted for the claim); the PersistentVolumes (hostPath directories of this test, bound to the plan's
 //    claims: no provisioner here). A copy of the Job with a flag the program does not have must fail
 //    at the args check, before the trainer runs.
 // The sandbox image is the runtime image (python/Dockerfile's steps without the stock opencode
@@ -34,7 +43,9 @@ import { after, before, describe, it } from "node:test";
 import YAML from "yaml";
 import { randomBytes } from "node:crypto";
 import { renderKeysFile } from "../../components/ingress/nginx";
+import { VERIFIER_ADMIN_KEY_ENV } from "../../components/ingress/verifier";
 import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/model";
+import { SECRET_ENV } from "../../components/training/model";
 import { planToDir } from "../../scripts/lib/plan";
 import { agentSandboxCrdFiles } from "../helpers/agent-sandbox-manifest";
 import { command, imageRefByDigest, type Node, type NodeSession } from "../helpers/node";
@@ -62,10 +73,35 @@ function nodeClaimOverride(node: Node): Record<string, unknown> {
 /** A test key in the keys' alphabet (components/config/keys.ts). */
 const testKey = (name: string) => `node-${name}-${randomBytes(16).toString("hex")}`;
 
-/** The backend as the trainer uses it: claim, run commands, release; one JSON line. */
+/**
+ * The backend as the trainer uses it: claim, run commands, release; one JSON line. The key the backend
+ * mints for the claim is captured (the real mint call, wrapped) and sent to the ingress (argv[1]: its
+ * ClusterIP URL) while the claim is held and after its release; a forged key of the same shape too.
+ * The verifier's count of live keys (its admin API, the trainer's admin key) before and after.
+ */
 const CLAIM_PY = `
-import json, time
+import base64, json, os, secrets, sys, time, urllib.error, urllib.request
+from agent_rl_sandbox import rollout_keys
 from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
+ingress = sys.argv[1]
+minted = []
+real_mint = rollout_keys.RolloutKeysClient.mint
+def mint(self, rollout, ttl_seconds):
+    key = real_mint(self, rollout, ttl_seconds)
+    minted.append((rollout, key))
+    return key
+rollout_keys.RolloutKeysClient.mint = mint
+def status(url, key=None):
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + key} if key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+def live():
+    return json.loads(urllib.request.urlopen(urllib.request.Request(os.environ["SANDBOX_ROLLOUT_KEYS_URL"] + "/rollouts",
+        headers={"Authorization": "Bearer " + os.environ["SANDBOX_ROLLOUT_ADMIN_KEY"]}), timeout=20).read())["live"]
+forged = "rk1." + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
 backend = AgentSandboxBackend.from_env()
 t0 = time.monotonic()
 h = backend.create(timeout_s=300)
@@ -77,8 +113,15 @@ h.write_text("/workspace/solution.py", "print(sum(map(int, input().split())))\\n
 run = h.exec("echo '2 3' | python3 solution.py", cwd="/workspace")
 out = {"claim": h.sandbox_id, "url": h.base_url, "claimed_s": round(claimed, 1),
        "id": ident.stdout.split(), "root": root.stdout.strip(), "home": home.stdout.strip(), "run": run.stdout.strip(), "run_exit": run.exit_code}
+out["minted_for"] = [r for r, _ in minted]
+key = minted[-1][1] if minted else None
+out["live_held"] = live()
+out["held"] = status(ingress + "/v1/models", key) if key else None
+out["forged"] = status(ingress + "/v1/models", forged)
 h.kill()
 out["close_failures"] = backend.close()
+out["live_released"] = live()
+out["released"] = status(ingress + "/v1/models", key) if key else None
 print(json.dumps(out))
 `;
 
@@ -99,8 +142,40 @@ export function sandboxClaimSuite(shared: NodeSession): void {
         let quotaApplied = 0;
         let trainingNs = "";
         let pvRoot = "";
+        let ingressNs = "";
+        let ingressUrl = "";
+        let verifierAdminUrl = "";
         const sandboxesKey = testKey("sandboxes");
+        /** The verifier's admin key: one value in its own Secret and in the trainer's copy (the Platform passes one key to both). */
+        const rolloutAdminKey = testKey("rollout-admin");
         const pvNames: string[] = [];
+
+        /** The per-rollout key verifier's objects (components/ingress/verifier.ts: `<ingress>-rollout-keys`). */
+        const isVerifier = (m: Manifest) => String(m.metadata?.name ?? "").endsWith("-rollout-keys");
+        const verifierDeployment = () => {
+            const d = manifests.filter((m) => m.kind === "Deployment" && isVerifier(m));
+            assert.equal(d.length, 1, `the ${RECIPE} plan has one rollout-key verifier Deployment`);
+            return d[0]!;
+        };
+        /** The Secret and key a pod's container reads `env` from (its secretKeyRef). */
+        const secretRef = (spec: any, env: string): { name: string; key: string } => {
+            const ref = spec.containers.flatMap((c: any) => c.env ?? []).find((e: any) => e.name === env)?.valueFrom?.secretKeyRef;
+            assert.ok(typeof ref?.name === "string" && typeof ref?.key === "string", `${env} comes from a secretKeyRef: ${JSON.stringify(ref)}`);
+            return { name: ref.name, key: ref.key };
+        };
+        /** GET <verifier admin>/rollouts with the trainer's admin key, from the node's network namespace: the live keys' count. */
+        const liveRolloutKeys = async (): Promise<number> => {
+            const py = `import json, sys, urllib.request\nreq = urllib.request.Request(sys.argv[1] + "/rollouts", headers={"Authorization": "Bearer " + sys.argv[2]})\nprint(json.loads(urllib.request.urlopen(req, timeout=20).read())["live"])`;
+            const r = await command(
+                "ip",
+                ["netns", "exec", node.names.netns, path.join(venv, "bin", "python"), "-I", "-c", py, verifierAdminUrl, rolloutAdminKey],
+                {
+                    timeoutMs: 60_000,
+                },
+            );
+            assert.equal(r.code, 0, `GET ${verifierAdminUrl}/rollouts: ${r.stdout}${r.stderr}`);
+            return Number(r.stdout.trim());
+        };
 
         /**
          * STAND-INS for what a provisioner would make: one hostPath PersistentVolume per claim of the
@@ -182,18 +257,36 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             const sa = plan.training.serviceAccount;
             trainerEnv = { ...plan.training.trainer.env };
             // The whole plan but the Job (applied by its own test): namespaces, accounts and
-            // admission policies first, the ingress Deployment last (its nginx resolves the vLLM
-            // Service's name when it starts). The Secrets the plan redacts get test keys.
-            const ingressNs = plan.names.namespaces.ingress;
+            // admission policies first, the Deployments last (the ingress's nginx resolves the vLLM
+            // and verifier Services' names when it starts). The Secrets the plan redacts get test keys:
+            // the two admin-key Secrets are found by the secretKeyRefs of the pods that read them.
+            ingressNs = plan.names.namespaces.ingress;
+            const verifierSecret = secretRef(verifierDeployment().spec.template.spec, VERIFIER_ADMIN_KEY_ENV);
+            const trainerSecret = secretRef(job().spec.template.spec, SECRET_ENV.rolloutAdminKey);
             const keysFile = renderKeysFile([{ name: "sandboxes", key: sandboxesKey }]);
+            const is = (m: Manifest, ns: string, ref: { name: string }) => m.metadata.namespace === ns && m.metadata.name === ref.name;
             const wanted = manifests
                 .filter((m) => m.kind !== "Job")
                 .map((m) => {
                     if (m.kind !== "Secret") return m;
+                    if (is(m, ingressNs, verifierSecret)) return { ...m, stringData: { [verifierSecret.key]: rolloutAdminKey } };
+                    if (is(m, trainingNs, trainerSecret)) return { ...m, stringData: { [trainerSecret.key]: rolloutAdminKey } };
                     if (m.metadata.namespace === ingressNs) return { ...m, stringData: { [Object.keys(m.stringData)[0]!]: keysFile } };
-                    assert.equal(m.metadata.namespace, sandboxNs, `Secret ${m.metadata.name}: only the ingress's keys and the sandboxes' key`);
+                    assert.equal(
+                        m.metadata.namespace,
+                        sandboxNs,
+                        `Secret ${m.metadata.namespace}/${m.metadata.name}: only the ingress's keys, the verifier's and the trainer's admin key and the sandboxes' key`,
+                    );
                     return { ...m, stringData: { [SANDBOX_KEY_SECRET_KEY]: sandboxesKey } };
                 });
+            for (const [ns, ref] of [
+                [ingressNs, verifierSecret],
+                [trainingNs, trainerSecret],
+            ] as const)
+                assert.ok(
+                    wanted.some((m) => m.kind === "Secret" && is(m, ns, ref)),
+                    `the plan renders the Secret ${ns}/${ref.name} that a pod reads its admin key from`,
+                );
             const rank = (k: string) => {
                 const i = ["Namespace", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "PersistentVolume"].indexOf(k);
                 return i !== -1 ? i : k === "Deployment" ? 99 : 9;
@@ -201,6 +294,23 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             for (const m of [...wanted, ...persistentVolumeStandins(trainingNs)].sort((a, b) => rank(a.kind) - rank(b.kind)))
                 await node.kubectlOk(["apply", "--server-side", "-f", "-"], JSON.stringify(m));
             quotaApplied = Date.now();
+
+            // This process stands in for the trainer in the node's network namespace, which has no
+            // cluster DNS: the verifier's admin URL and the ingress by their Services' ClusterIPs.
+            const clusterUrl = async (svc: Manifest, port: number) =>
+                `http://${(await node.kubectlOk(["-n", svc.metadata.namespace, "get", "service", svc.metadata.name, "-o", "jsonpath={.spec.clusterIP}"])).trim()}:${port}`;
+            const verifierService = manifests.find((m) => m.kind === "Service" && isVerifier(m));
+            assert.ok(verifierService, "the plan's verifier Service");
+            const adminPort = verifierService.spec.ports.find((p: any) => p.name === "admin");
+            assert.equal(
+                trainerEnv.SANDBOX_ROLLOUT_KEYS_URL,
+                `http://${verifierService.metadata.name}.${ingressNs}.svc.cluster.local:${adminPort.port}`,
+                "the trainer's env names the verifier's admin port",
+            );
+            verifierAdminUrl = await clusterUrl(verifierService, adminPort.port);
+            const ingressService = manifests.find((m) => m.kind === "Service" && m.metadata.namespace === ingressNs && !isVerifier(m));
+            assert.ok(ingressService, "the plan's ingress Service");
+            ingressUrl = await clusterUrl(ingressService, ingressService.spec.ports[0].port);
 
             // The trainer's ServiceAccount token, as its pod's projected volume gives it.
             const token = (await node.kubectlOk(["-n", trainingNs, "create", "token", sa, "--duration=1h"])).trim();
@@ -318,13 +428,51 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             );
         });
 
-        it("the backend claims it as the trainer, runs commands as uid 65532 on a read-only root with a writable HOME, and its release deletes the claim", async () => {
-            const r = await command("ip", ["netns", "exec", node.names.netns, path.join(venv, "bin", "python"), "-B", "-c", CLAIM_PY], {
+        it("the per-rollout key verifier's Deployment as rendered (rollout_keys.py from the pool's sandbox image, the admin key from its Secret) comes Ready behind its probes, with no key live", async () => {
+            const d = verifierDeployment();
+            const rollout = await node.kubectl(
+                ["-n", ingressNs, "rollout", "status", "deployment", d.metadata.name, `--timeout=${scaledSeconds(180)}s`],
+                undefined,
+                scaled(190_000),
+            );
+            if (rollout.code !== 0) {
+                const state = await node.kubectl(["-n", ingressNs, "get", "pods,events", "-o", "wide"]);
+                const logs = await node.kubectl(["-n", ingressNs, "logs", `deployment/${d.metadata.name}`, "--tail=20"]);
+                assert.fail(`the verifier not rolled out: ${rollout.stdout}${rollout.stderr}\n${state.stdout}\n${logs.stdout}${logs.stderr}`);
+            }
+            const pods = JSON.parse(
+                await node.kubectlOk([
+                    "-n",
+                    ingressNs,
+                    "get",
+                    "pods",
+                    "-l",
+                    Object.entries(d.spec.selector.matchLabels)
+                        .map(([k, v]) => `${k}=${v}`)
+                        .join(","),
+                    "-o",
+                    "json",
+                ]),
+            ).items;
+            assert.equal(pods.length, 1, "one verifier pod (one table of live keys)");
+            assert.deepEqual(
+                pods[0].spec.containers.map((c: any) => c.image),
+                d.spec.template.spec.containers.map((c: any) => c.image),
+                "the Deployment's image (the pool's sandbox image, by digest)",
+            );
+            assert.equal(await liveRolloutKeys(), 0, "no key live before any claim (and the trainer's admin key is the verifier's)");
+        });
+
+        it("the backend claims it as the trainer (minting the claim's rollout key and delivering it to the pod's forwarder), runs commands as uid 65532 on a read-only root with a writable HOME, and its release deletes the claim and revokes the key (401 at the ingress)", async () => {
+            const r = await command("ip", ["netns", "exec", node.names.netns, path.join(venv, "bin", "python"), "-B", "-c", CLAIM_PY, ingressUrl], {
                 timeoutMs: 420_000, // create() waits up to 300 s for the claim, then the commands
                 env: {
                     PATH: process.env.PATH ?? "/usr/bin:/bin",
                     HOME: dir,
                     ...trainerEnv,
+                    // What the pod gets from its Secret (the test admin key) and, for the node's namespace without cluster DNS, the verifier by ClusterIP.
+                    [SECRET_ENV.rolloutAdminKey]: rolloutAdminKey,
+                    SANDBOX_ROLLOUT_KEYS_URL: verifierAdminUrl,
                     KUBECONFIG: trainerKubeconfig,
                     PYTHONPATH: path.join(REPO_ROOT, "python"),
                 },
@@ -343,11 +491,24 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             assert.equal(out.run, "5", "a program written through the runtime runs");
             assert.equal(out.close_failures, 0);
             assert.match(out.claim, new RegExp(`^${RUN_ID}-[0-9a-f]{12}$`));
+            // The rollout key: minted once for this claim (create() returned only after the forwarder took it: 204).
+            assert.deepEqual(out.minted_for, [out.claim], "one rollout key minted, for the claim");
+            assert.equal(out.live_held, 1, "the verifier holds the claim's key while it is held");
+            // No vLLM runs yet (the Job comes later): a key the ingress accepts reaches the upstream and gets its 502; a refused one 401.
+            assert.equal(out.forged, 401, "a forged key of the rollout-key shape: refused by the verifier");
+            assert.equal(out.held, 502, "the claim's key while held: accepted by the ingress (then no vLLM yet: 502)");
+            assert.equal(out.live_released, 0, "the release revoked the key at the verifier");
+            assert.equal(out.released, 401, "the claim's key after the release: refused at the ingress");
             // The release deleted the claim; the controller then removes its sandbox and pod.
             const claims = JSON.parse(await node.kubectlOk(["-n", sandboxNs, "get", "sandboxclaims", "-o", "json"])).items.map((c: any) => c.metadata.name);
             assert.ok(!claims.includes(out.claim), `claim ${out.claim} deleted: ${claims.join(", ")}`);
         });
 
+        const ingressDeployment = () => {
+            const d = manifests.filter((m) => m.kind === "Deployment" && m.metadata.namespace === ingressNs && !isVerifier(m));
+            assert.equal(d.length, 1, `the ${RECIPE} plan has one ingress Deployment`);
+            return d[0]!;
+        };
         const job = () => {
             const jobs = manifests.filter((m) => m.kind === "Job");
             assert.equal(jobs.length, 1, `the ${RECIPE} plan has one training Job`);
@@ -426,6 +587,20 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             );
             assert.equal(result.released, 0, `the claim released: ${detail}`);
             assert.equal(result.ok, true, detail);
+            // The forwarder called the ingress with the key the trainer minted for this claim (not the pool's key):
+            // the ingress's access log names the rollout of each call that came with a rollout key.
+            const nginxLog = (await node.kubectl(["-n", ingressNs, "logs", `deployment/${ingressDeployment().metadata.name}`, "-c", "nginx", "--tail=-1"]))
+                .stdout;
+            const calls = nginxLog
+                .split("\n")
+                .filter((l) => l.startsWith("{"))
+                .map((l) => JSON.parse(l))
+                .filter((e) => e.rollout === result.claim);
+            assert.ok(
+                calls.some((e) => e.key === "rollout" && e.path === "/v1/chat/completions" && e.status === 200),
+                `the ingress logged the sandbox's call with the rollout key of ${result.claim}: ${JSON.stringify(calls)}\n${nginxLog.split("\n").slice(-10).join("\n")}`,
+            );
+            assert.equal(await liveRolloutKeys(), 0, "the trainer's release revoked the claim's key at the verifier");
 
             fs.writeFileSync(path.join(hostOut, "release"), "");
             const done = await jobCondition(name, ["Complete", "Failed"], 120_000);

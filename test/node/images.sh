@@ -5,8 +5,11 @@
 #                            links; the pod sandbox ("pause") image and the test client
 #   sandbox-runtime.oci.tar  localhost/arl-node/sandbox-runtime:fixture: Debian bookworm minbase
 #                            + python3 (debootstrap), laid out by the project's own
-#                            python/image/install-layout.sh with the runtime and forwarder, and the
-#                            user, env, workdir and command of python/Dockerfile. The base is not
+#                            python/image/install-layout.sh with the runtime and forwarder, the
+#                            per-rollout key verifier at /opt/agent-rl/rollout_keys.py (as
+#                            python/Dockerfile installs it: the ingress's rollout-keys Deployment runs
+#                            it from the pool's sandbox image), and the user, env, workdir and
+#                            command of python/Dockerfile. The base is not
 #                            OpenEnv's opencode sandbox image (no registry here): its opencode is a
 #                            stand-in script, named as such.
 #   nginx.oci.tar            localhost/arl-node/nginx:fixture: a STAND-IN for the stack's
@@ -179,16 +182,17 @@ build_sandbox_runtime() {
   chmod 755 "$stock/.opencode/bin/opencode"
   sh "$REPO_ROOT/python/image/install-layout.sh" "$stock" "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" \
     "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" "$r"
+  install -m 0444 "$REPO_ROOT/python/agent_rl_sandbox/rollout_keys.py" "$r/opt/agent-rl/rollout_keys.py"
   mkdir -p "$r/workspace"; rm -rf "$stock"
   # python/Dockerfile's own checks, run in the rootfs.
-  chroot "$r" sh -c 'command -v bash python3 >/dev/null && python3 -I /opt/agent-rl/runtime.py --help >/dev/null && python3 -I /opt/agent-rl/forwarder.py --help >/dev/null'
+  chroot "$r" sh -c 'command -v bash python3 >/dev/null && python3 -I /opt/agent-rl/runtime.py --help >/dev/null && python3 -I /opt/agent-rl/forwarder.py --help >/dev/null && python3 -I /opt/agent-rl/rollout_keys.py --help >/dev/null'
   oci_archive "$r" "$out/sandbox-runtime.oci.tar" "$RUNTIME_IMAGE" \
     '{"User":"65532:65532","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","HOME=/root","SANDBOX_HOME_SEED=/opt/agent-rl/home"],"WorkingDir":"/workspace","ExposedPorts":{"8888/tcp":{}},"Cmd":["python3","-I","/opt/agent-rl/runtime.py","--port","8888","--home-seed","/opt/agent-rl/home"]}'
   rm -rf "$r"
   log "sandbox-runtime image laid out and archived in $(secs "$t0")s ($(du -h "$out/sandbox-runtime.oci.tar" | cut -f1))"
 }
 rt_stamp="bookworm-minbase+python3 src=$(cat "$REPO_ROOT/python/agent_rl_sandbox/runtime.py" "$REPO_ROOT/python/agent_rl_sandbox/forwarder.py" \
-  "$REPO_ROOT/python/image/install-layout.sh" | sha256sum | cut -c1-16) fn=$(fn_hash build_sandbox_runtime)"
+  "$REPO_ROOT/python/agent_rl_sandbox/rollout_keys.py" "$REPO_ROOT/python/image/install-layout.sh" | sha256sum | cut -c1-16) fn=$(fn_hash build_sandbox_runtime)"
 if stale sandbox-runtime "$rt_stamp"; then build_sandbox_runtime; printf '%s' "$rt_stamp" > "$out/sandbox-runtime.stamp"; fi
 
 # --- nginx (stand-in for nginxinc/nginx-unprivileged) -------------------------------------------
