@@ -156,10 +156,10 @@ export function ingressSuite(shared: NodeSession): void {
             node = shared.node;
             planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-ingress-"));
             const plan = await planToDir({ recipe: RECIPE, target: "kubernetes" }, { outDir: planDir, platformOverride: nodeIngressOverride(node) });
-            // The per-rollout key verifier's Deployment is left out: the fixture's runtime image is not the pool's sandbox
-            // image that holds its script (python/Dockerfile; test/node/images.sh installs the runtime and forwarder only),
-            // and no trainer runs here to mint (the rendered mint path runs on loopback: python/tests/test_rollout_keys.py). Its Service stays (nginx resolves its name when it starts); operators' and the
-            // sandboxes' keys pass without asking it.
+            // The per-rollout key verifier's Deployment is left out: no trainer runs here to mint (the verifier runs, and
+            // the trainer mints through it, in the sandbox-claim suite; on loopback: python/tests/test_rollout_keys.py),
+            // and this override does not pin the pool's sandbox image that runs it. Its Service stays (nginx resolves its
+            // name when it starts); operators' and the sandboxes' keys pass without asking it.
             manifests = plan.manifests.filter((m) => !(m.kind === "Deployment" && isVerifier(m)));
             const deployment = one("Deployment");
             ingressNs = deployment.metadata.namespace;
@@ -173,7 +173,17 @@ export function ingressSuite(shared: NodeSession): void {
             model = /vllm\s+serve\s+(\S+)/.exec(JSON.stringify(job.spec.template.spec.containers[0].command))?.[1] ?? "";
             assert.ok(model !== "", "the Job's command runs `vllm serve <model>`");
 
+            // The verifier's admin key (its Secret, named by the left-out Deployment's secretKeyRef) and the trainer's copy
+            // of it: one test value, as the Platform gives both one key. Not the keys file.
+            const verifierSecret = plan.manifests
+                .filter((m) => m.kind === "Deployment" && isVerifier(m))
+                .flatMap((m) => m.spec.template.spec.containers.flatMap((c: any) => c.env ?? []))
+                .find((e: any) => e.valueFrom?.secretKeyRef)?.valueFrom.secretKeyRef;
+            assert.ok(verifierSecret, "the verifier reads its admin key from a Secret");
+            const rolloutAdminKey = testKey("rollout-admin");
             const secrets = byKind("Secret").map((s) => {
+                if (s.metadata.namespace === ingressNs && s.metadata.name === verifierSecret.name)
+                    return { ...s, stringData: { [verifierSecret.key]: rolloutAdminKey } };
                 if (s.metadata.namespace === ingressNs)
                     return {
                         ...s,
@@ -186,7 +196,7 @@ export function ingressSuite(shared: NodeSession): void {
                     };
                 // The trainer's copy of the verifier's admin key (it mints rollout keys): a test value, read by no pod here but
                 // referenced by the Job's container, whose env the vLLM stand-in keeps.
-                if (s.metadata.namespace === trainingNs) return { ...s, stringData: { [Object.keys(s.stringData)[0]!]: testKey("rollout-admin") } };
+                if (s.metadata.namespace === trainingNs) return { ...s, stringData: { [Object.keys(s.stringData)[0]!]: rolloutAdminKey } };
                 assert.equal(
                     s.metadata.namespace,
                     sandboxNs,
