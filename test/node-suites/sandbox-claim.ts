@@ -499,6 +499,9 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             assert.equal(out.held, 502, "the claim's key while held: accepted by the ingress (then no vLLM yet: 502)");
             assert.equal(out.live_released, 0, "the release revoked the key at the verifier");
             assert.equal(out.released, 401, "the claim's key after the release: refused at the ingress");
+            process.stderr.write(
+                `# rollout key of ${out.claim}: live ${out.live_held} while held, ingress ${out.held} (no vLLM yet); after release live ${out.live_released}, ingress ${out.released}; a forged one ${out.forged}\n`,
+            );
             // The release deleted the claim; the controller then removes its sandbox and pod.
             const claims = JSON.parse(await node.kubectlOk(["-n", sandboxNs, "get", "sandboxclaims", "-o", "json"])).items.map((c: any) => c.metadata.name);
             assert.ok(!claims.includes(out.claim), `claim ${out.claim} deleted: ${claims.join(", ")}`);
@@ -601,6 +604,9 @@ export function sandboxClaimSuite(shared: NodeSession): void {
                 `the ingress logged the sandbox's call with the rollout key of ${result.claim}: ${JSON.stringify(calls)}\n${nginxLog.split("\n").slice(-10).join("\n")}`,
             );
             assert.equal(await liveRolloutKeys(), 0, "the trainer's release revoked the claim's key at the verifier");
+            process.stderr.write(
+                `# the ingress logged ${calls.length} call(s) with the rollout key of ${result.claim}: ${calls.map((e) => `${e.path} ${e.status}`).join(", ")}\n`,
+            );
 
             fs.writeFileSync(path.join(hostOut, "release"), "");
             const done = await jobCondition(name, ["Complete", "Failed"], 120_000);
