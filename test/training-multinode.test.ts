@@ -325,7 +325,10 @@ describe("multi-node: prerequisites the stack names but does not create", () => 
         const p = await plan(RECIPE, { target: { kueueQueue: "team-a" } });
         const rows = externalPrerequisites(p.plan.config, p.plan.names);
         const whats = rows.map((r) => r.what);
-        assert.ok(whats.includes("the JobSet controller and CRD, v0.10 or later (tested: v0.12.0; jobset.x-k8s.io/v1alpha2), with its webhooks"), whats.join("\n"));
+        assert.ok(
+            whats.includes("the JobSet controller and CRD, v0.10 or later (tested: v0.12.0; jobset.x-k8s.io/v1alpha2), with its webhooks"),
+            whats.join("\n"),
+        );
         assert.ok(
             whats.some((w) =>
                 /^3 GPU nodes with 8 nvidia\.com\/gpu each \(2 for the trainer, one for vLLM\), with TCP open between pods on every port/.test(w),
