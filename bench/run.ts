@@ -1,9 +1,10 @@
-// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session|claim-latency] [--quick] [--no-diagnose] [--out FILE]
+// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session|claim-latency] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128]
 // Runs the benchmarks of issue "Benchmarks" and writes bench/results.md: the machine, the date, and every figure as a
 // ratio measured side by side in this one run. Not part of `npm test`. Bounded: a hard deadline (4 min 45 s) stops
 // everything; every child (wrk, nginx, stub, plan children) is stopped on success, failure, SIGINT and SIGTERM.
 // `--only engine` (the real Pulumi engine on the simulated cluster, bench/engine.ts) takes far longer (its own limit,
-// 50 min) and replaces only its section of bench/results.md; a default run keeps the last engine section.
+// 50 min) and replaces only its section of bench/results.md; a default run keeps the last engine section. `--only claim-latency`
+// (claims at 1, 8, 32 and 128 at once on the simulated cluster, bench/claim-latency.ts) has its own limit too (20 min).
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -16,6 +17,7 @@ import { runScalingBench } from "./scaling";
 
 const HARD_LIMIT_MS = 285_000;
 const ENGINE_HARD_LIMIT_MS = 50 * 60_000;
+const CLAIM_HARD_LIMIT_MS = 20 * 60_000;
 const ENGINE_SECTION = "## 4. Engine timings";
 
 /** The engine section of a results file (from its heading to the next "## " heading or the end), or undefined. */
@@ -31,10 +33,12 @@ interface Args {
     quick: boolean;
     diagnose: boolean;
     out: string | undefined;
+    /** Claims at once for the claim-latency bench. */
+    levels: number[] | undefined;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-    const a: Args = { only: undefined, quick: false, diagnose: true, out: undefined };
+    const a: Args = { only: undefined, quick: false, diagnose: true, out: undefined, levels: undefined };
     for (let i = 0; i < argv.length; i++) {
         const x = argv[i];
         if (x === "--only") {
@@ -48,9 +52,14 @@ function parseArgs(argv: readonly string[]): Args {
             const v = argv[++i];
             if (v === undefined) throw new Error("--out needs a file");
             a.out = v;
+        } else if (x === "--levels") {
+            const v = argv[++i] ?? "";
+            const levels = v.split(",").map(Number);
+            if (v === "" || levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1000)) throw new Error(`--levels ${v}: expected claims at once, e.g. 1,8,32,128`);
+            a.levels = levels;
         } else
             throw new Error(
-                `unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine|env-session|claim-latency] [--quick] [--no-diagnose] [--out FILE]`,
+                `unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine|env-session|claim-latency] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128]`,
             );
     }
     return a;
@@ -70,7 +79,7 @@ async function shutdown(code: number, why: string): Promise<never> {
 async function main(): Promise<number> {
     const args = parseArgs(process.argv.slice(2));
     const started = Date.now();
-    const limit = args.only === "engine" ? ENGINE_HARD_LIMIT_MS : HARD_LIMIT_MS;
+    const limit = args.only === "engine" ? ENGINE_HARD_LIMIT_MS : args.only === "claim-latency" ? CLAIM_HARD_LIMIT_MS : HARD_LIMIT_MS;
     const deadline = started + limit - 10_000;
     const watchdog = setTimeout(() => void shutdown(1, `hard limit of ${limit / 1000} s reached`), limit);
     const log = (line: string) => process.stderr.write(`[${fmt((Date.now() - started) / 1000, 1)} s] ${line}\n`);
@@ -131,7 +140,9 @@ async function main(): Promise<number> {
         );
     }
     if (args.only === "claim-latency") {
-        await section("claim-latency", "## 6. Sandbox claim latency", () => runClaimLatencyBench({ deadline, log, ...(args.quick ? { samples: 10 } : {}) }));
+        await section("claim-latency", "## 6. Sandbox claims under load", () =>
+            runClaimLatencyBench({ deadline, log, ...(args.quick ? { levels: [1, 8], samples: 8 } : {}), ...(args.levels ? { levels: args.levels } : {}) }),
+        );
     }
     if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file
     await cleanupAll();

@@ -12,6 +12,7 @@
 // usage (repo root): node --import tsx python/tests/cluster_up.ts
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
@@ -28,6 +29,31 @@ const OVERRIDE = {
     training: { maxInflight: 2 },
     sandboxes: { poolSize: 2, headroom: 1, maxLifetimeSeconds: 600, cpu: "100m", memory: "128Mi" },
 };
+/** The claim bench's levels (AGENT_RL_POOL_LEVELS, e.g. "1,8,32,128": claims at once). */
+const LEVELS_ENV = "AGENT_RL_POOL_LEVELS";
+
+/** The bench's override at `maxInflight` claims at once: the pool and its quota as the rule sizes them (no poolSize). */
+function levelOverride(maxInflight: number) {
+    return { runId: RUN_ID, training: { maxInflight }, sandboxes: { maxLifetimeSeconds: 600, cpu: "100m", memory: "128Mi" } };
+}
+
+/** AGENT_RL_POOL_LEVELS as numbers, or undefined when unset; a bad value is refused with the variable named. */
+function poolLevels(raw: string | undefined): number[] | undefined {
+    if (raw === undefined || raw.trim() === "") return undefined;
+    const levels = raw.split(",").map((x) => Number(x.trim()));
+    if (levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1000))
+        throw new Error(`${LEVELS_ENV}=${JSON.stringify(raw)}: expected claims at once as comma-separated integers from 1 to 1000, e.g. 1,8,32,128`);
+    return levels;
+}
+
+/** A loopback port nobody listens on now (the controller's metrics). */
+async function freePort(): Promise<number> {
+    const srv = net.createServer();
+    await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+    const port = (srv.address() as net.AddressInfo).port;
+    await new Promise<void>((resolve) => srv.close(() => resolve()));
+    return port;
+}
 
 function controllerDir(build: boolean): string | undefined {
     const script = path.join(REPO_ROOT, "test/sandbox-controller/build.sh");
@@ -67,9 +93,27 @@ async function main(): Promise<number> {
     };
     process.on("SIGTERM", () => void stop().then(() => process.exit(0)));
     try {
-        const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-ctl-plan-"));
-        const { plan, manifests } = await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir, platformOverride: OVERRIDE });
-        fs.rmSync(outDir, { recursive: true, force: true });
+        const levels = poolLevels(process.env[LEVELS_ENV]);
+        const planAt = async (platformOverride: object) => {
+            const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "sandbox-ctl-plan-"));
+            try {
+                return await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir, platformOverride });
+            } finally {
+                fs.rmSync(outDir, { recursive: true, force: true });
+            }
+        };
+        // The bench: each level's pool and quota exactly as its plan renders them; the cluster starts at the first level.
+        const levelPlans = [];
+        for (const c of levels ?? []) {
+            const r = await planAt(levelOverride(c));
+            const ns = r.plan.names.namespaces.sandboxes;
+            const quota = r.manifests.find((m) => m.kind === "ResourceQuota" && m.metadata?.namespace === ns);
+            const pool = r.manifests.find((m) => m.kind === "SandboxWarmPool");
+            if (!quota || !pool) throw new Error(`the plan at maxInflight ${c} renders no ResourceQuota or SandboxWarmPool in ${ns}`);
+            const s = r.plan.sandboxes!;
+            levelPlans.push({ concurrency: c, poolSize: s.poolSize, replicas: pool.spec.replicas, burst: s.sizing.burst, headroom: s.sizing.margin, quota: quota.spec.hard });
+        }
+        const { plan, manifests } = await planAt(levels ? levelOverride(levels[0]!) : OVERRIDE);
         const sandboxesNs = plan.names.namespaces.sandboxes;
         const trainingNs = plan.names.namespaces.training;
         const sa = plan.training.serviceAccount;
@@ -83,12 +127,16 @@ async function main(): Promise<number> {
                 (m.kind === "ServiceAccount" && m.metadata?.namespace === trainingNs && m.metadata?.name === sa),
         );
 
-        cluster = await startCluster({ cpuNodes: 2, volumes: 0 }, fx);
+        // kwok leaves the sandbox pods Running and not Ready: the test's pod network (test_controller.py PodNetwork)
+        // makes each Ready once its runtime answers at the address it writes, as a kubelet's readiness probe would.
+        cluster = await startCluster({ cpuNodes: 2, volumes: 0, slowNamespaces: [sandboxesNs] }, fx);
         const kc = cluster.kubeconfig;
+        // The bench reads the controller's own claim metrics (agent_sandbox_claim_*; plain HTTP on loopback).
+        const metricsPort = levels ? await freePort() : undefined;
         cluster.api.startProcess(
             "agent-sandbox-controller",
             path.join(ctlDir, "bin/agent-sandbox-controller"),
-            [`--kubeconfig=${kc}`, "--extensions", "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"],
+            [`--kubeconfig=${kc}`, "--extensions", "--leader-elect=false", `--metrics-bind-address=${metricsPort ? `127.0.0.1:${metricsPort}` : "0"}`, "--health-probe-bind-address=0"],
             { env: { KUBECONFIG: kc } },
         );
         // Namespaces first (and the policy before the pool, as the component's dependsOn orders them).
@@ -115,6 +163,9 @@ async function main(): Promise<number> {
             maxLifetimeSeconds: plan.sandboxes!.maxLifetimeSeconds,
             applied: ordered.map((m) => `${m.kind}/${m.metadata?.name}`),
             controllerLog: path.join(cluster.api.dir, "agent-sandbox-controller.log"),
+            quota: plan.sandboxes!.names.quota,
+            levels: levelPlans,
+            controllerMetrics: metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : undefined,
         };
         process.stdout.write(`READY ${JSON.stringify(facts)}\n`);
         // Hold until the test closes stdin.

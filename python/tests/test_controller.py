@@ -23,7 +23,8 @@ import queue
 import subprocess
 import threading
 import time
-from datetime import datetime
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -56,11 +57,19 @@ CLAIMS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxclaims")
 SANDBOXES = ("agents.x-k8s.io", "v1beta1", "sandboxes")
 
 
+#: Pods whose container the pod network starts at once (a kubelet starts its pods' containers in
+#: parallel; more than a few here only queue on this machine's cores).
+POD_STARTERS = 6
+
+
 class PodNetwork:
     """The part of the kubelet kwok does not play: each sandbox pod's container (the runtime, with
-    the pod's command and env, on the image layout) at a loopback IP written into the pod's status."""
+    the pod's command and env, on the image layout) at a loopback IP written into the pod's status,
+    and the pod's Ready condition once that runtime answers, as its readiness probe would (kwok
+    leaves the sandboxes namespace's pods Running and not Ready: cluster_up.ts). Up to
+    POD_STARTERS containers start at once."""
 
-    def __init__(self, core, namespace: str, image_root: Path, logs: Path) -> None:
+    def __init__(self, core, namespace: str, image_root: Path, logs: Path, starters: int = POD_STARTERS) -> None:
         self.core = core
         self.namespace = namespace
         self.image_root = image_root
@@ -68,7 +77,11 @@ class PodNetwork:
         self.runtimes: dict[str, tuple[str, subprocess.Popen]] = {}
         self.errors: list[str] = []
         self._next = 2
+        self._lock = threading.Lock()
+        self._starting: set[str] = set()
+        self._failed: set[str] = set()
         self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=starters, thread_name_prefix="pod-start")
         self._thread = threading.Thread(target=self._loop, name="pod-network", daemon=True)
         self._thread.start()
 
@@ -81,34 +94,84 @@ class PodNetwork:
 
     def _sync(self) -> None:
         pods = {p.metadata.name: p for p in self.core.list_namespaced_pod(self.namespace).items}
-        for name, (_ip, proc) in list(self.runtimes.items()):
-            if name not in pods:  # the pod is gone: so is its container
-                stop_process(proc)
+        with self._lock:
+            gone = [(name, proc) for name, (_ip, proc) in self.runtimes.items() if name not in pods]
+            for name, _proc in gone:  # the pod is gone: so is its container
                 del self.runtimes[name]
+        for _name, proc in gone:
+            self._pool.submit(stop_process, proc)
         for name, pod in pods.items():
             if pod.metadata.deletion_timestamp or not pod.status.pod_ip:
                 continue
+            with self._lock:
+                if name in self._starting or name in self._failed:
+                    continue
+                known = self.runtimes.get(name)
+                if known is None:
+                    self._starting.add(name)
+            if known is None:
+                self._pool.submit(self._start, name, pod)
+            elif not self._ready_at(pod, known[0]):
+                self._publish(name, known[0])
+
+    def _start(self, name: str, pod) -> None:
+        """Starts one pod's container, then publishes its address and readiness."""
+        proc = None
+        try:
             (c,) = pod.spec.containers
-            if name not in self.runtimes:
+            with self._lock:
                 ip = f"127.0.{self._next // 250}.{self._next % 250 + 2}"
                 self._next += 1
-                env = {e.name: e.value for e in c.env or [] if e.value is not None}
-                env.update(PATH=sandbox_path(), POD_NAME=name)
-                argv = [*c.command, "--host", ip]
-                log = open(self.logs / f"{name}.log", "wb")
+            env = {e.name: e.value for e in c.env or [] if e.value is not None}
+            env.update(PATH=sandbox_path(), POD_NAME=name)
+            argv = [*c.command, "--host", ip]
+            with open(self.logs / f"{name}.log", "wb") as log:
                 proc = subprocess.Popen(sandbox_root.command(self.image_root, argv, uid=None), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-                log.close()
+            with self._lock:
                 self.runtimes[name] = (ip, proc)
-                wait_http(f"http://{ip}:{c.ports[0].container_port}/healthz", proc=proc)
-            ip = self.runtimes[name][0]
-            if pod.status.pod_ip != ip:
-                # A JSON merge patch: a strategic one would merge podIPs by ip and keep kwok's address too.
-                self.core.patch_namespaced_pod_status(name, self.namespace, {"status": {"podIP": ip, "podIPs": [{"ip": ip}]}}, _content_type="application/merge-patch+json")
+            wait_http(f"http://{ip}:{c.ports[0].container_port}/healthz", proc=proc)
+            self._publish(name, ip)
+        except Exception as e:  # noqa: BLE001 - reported by the tests; not retried
+            with self._lock:
+                # The pod was deleted while its container started (_sync stopped it): not an error.
+                deleted = proc is not None and self.runtimes.get(name, ("", None))[1] is not proc
+                if not deleted:
+                    self.runtimes.pop(name, None)
+                    self._failed.add(name)
+            if proc is not None and not deleted:
+                stop_process(proc)
+            if not deleted and not self._stop.is_set():
+                self.errors.append(f"pod {name}: {type(e).__name__}: {e}")
+        finally:
+            with self._lock:
+                self._starting.discard(name)
+
+    @staticmethod
+    def _ready_at(pod, ip: str) -> bool:
+        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+        return pod.status.pod_ip == ip and ready
+
+    def _publish(self, name: str, ip: str) -> None:
+        """The pod's address and its Ready condition (what the kubelet writes once the readiness probe passes)."""
+        from kubernetes.client import ApiException
+
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = [{"type": t, "status": "True", "lastTransitionTime": now} for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
+        # A JSON merge patch: a strategic one would merge podIPs by ip and keep kwok's address too.
+        body = {"status": {"podIP": ip, "podIPs": [{"ip": ip}], "conditions": conditions}}
+        try:
+            self.core.patch_namespaced_pod_status(name, self.namespace, body, _content_type="application/merge-patch+json")
+        except ApiException as e:
+            if e.status != 404:  # deleted meanwhile: nothing to publish
+                raise
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(10)
-        for _ip, proc in self.runtimes.values():
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            procs = [proc for _ip, proc in self.runtimes.values()]
+        for proc in procs:
             stop_process(proc)
 
 
@@ -254,6 +317,41 @@ def test_the_trainer_claims_a_warm_sandbox_runs_in_it_and_deletes_the_claim(clus
     wait_for("the claimed pod deleted", lambda: pod_name not in {p.metadata.name for p in c["core"].list_namespaced_pod(c["sandboxesNamespace"]).items} or None, timeout=60)
     refilled = wait_for("the warm pool refilled", lambda: warm_pool_full(c), timeout=120)
     assert sandbox not in refilled
+    assert c["net"].errors == []
+
+
+WARM_POOLS = ("extensions.agents.x-k8s.io", "v1beta1", "sandboxwarmpools")
+
+
+def test_a_claim_on_a_drained_pool_waits_for_a_cold_sandbox_instead_of_failing(cluster, trainer):
+    """A drained pool is slower, never a failure: with no warm sandbox left (the pool scaled to 0 and
+    empty), the claim takes the controller's cold path (a new Sandbox and pod) and create() waits for
+    it within the backend's claim wait (ready_timeout_seconds) instead of failing."""
+    c = cluster
+    ns = c["sandboxesNamespace"]
+    pods = lambda: {p.metadata.name for p in c["core"].list_namespaced_pod(ns).items}  # noqa: E731
+    warm_before = set(wait_for("the warm pool Ready at loopback IPs", lambda: warm_pool_full(c), timeout=120))
+    c["custom"].patch_namespaced_custom_object(*WARM_POOLS[:2], ns, WARM_POOLS[2], c["warmPool"], {"spec": {"replicas": 0}})
+    try:
+        wait_for("the pool drained (no sandbox pod left)", lambda: not pods() or None, timeout=120)
+        assert ready_warm_sandboxes(c) == []
+        started = time.monotonic()
+        h = trainer.create(timeout_s=300, metadata={"episode_id": "cold"})
+        try:
+            assert time.monotonic() - started < AgentSandboxSettings.from_env(c["trainerEnv"]).ready_timeout_seconds
+            (claim,) = claims(c)
+            sandbox = claim["status"]["sandbox"]["name"]
+            assert sandbox not in warm_before
+            sb = c["custom"].get_namespaced_custom_object(*SANDBOXES[:2], ns, SANDBOXES[2], sandbox)
+            assert sb["metadata"]["labels"]["agents.x-k8s.io/launch-type"] == "cold"
+            pod_name = h.exec('echo "$POD_NAME"').stdout.strip()
+            assert c["net"].runtimes[pod_name][0] in h.base_url, "the handle reaches the cold pod's runtime"
+        finally:
+            h.kill()
+        wait_for("the claim deleted", lambda: not claims(c) or None, timeout=30)
+    finally:
+        c["custom"].patch_namespaced_custom_object(*WARM_POOLS[:2], ns, WARM_POOLS[2], c["warmPool"], {"spec": {"replicas": c["poolSize"]}})
+    wait_for("the warm pool refilled", lambda: warm_pool_full(c), timeout=120)
     assert c["net"].errors == []
 
 
