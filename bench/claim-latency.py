@@ -167,7 +167,17 @@ class Bench:
         self.c["custom"].patch_namespaced_custom_object(*WARM_POOLS[:2], self.ns, WARM_POOLS[2], self.c["warmPool"], {"spec": {"replicas": n}})
 
     def warm(self) -> int:
-        return len(tc.ready_warm_sandboxes(self.c))
+        """Sandboxes the pool still owns (not adopted by a claim), Ready at an address this machine serves."""
+        items = self.c["custom"].list_namespaced_custom_object(*tc.SANDBOXES[:2], self.ns, tc.SANDBOXES[2])["items"]
+        n = 0
+        for s in items:
+            meta, st = s["metadata"], s.get("status") or {}
+            if meta.get("deletionTimestamp") or not any(o.get("kind") == "SandboxWarmPool" for o in meta.get("ownerReferences") or []):
+                continue
+            ready = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions", []))
+            ips = [p if isinstance(p, str) else p.get("ip") for p in st.get("podIPs", [])]
+            n += ready and bool(ips) and all(ip.startswith("127.") for ip in ips)
+        return n
 
     def pods(self) -> int:
         return len(self.c["core"].list_namespaced_pod(self.ns).items)
