@@ -78,7 +78,7 @@ export function bucketQuantile(buckets: Record<string, number>, q: number): stri
     const bounds = Object.entries(buckets)
         .map(([le, n]) => [le === "+Inf" ? Infinity : Number(le), n] as const)
         .sort((a, b) => a[0] - b[0]);
-    const total = bounds.at(-1)?.[1] ?? 0;
+    const total = bounds[bounds.length - 1]?.[1] ?? 0;
     if (total === 0) return "n/a";
     const hit = bounds.find(([, n]) => n >= q * total)!;
     return hit[0] === Infinity ? "> 240000" : `<= ${hit[0]}`;

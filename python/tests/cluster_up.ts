@@ -103,7 +103,7 @@ async function main(): Promise<number> {
             }
         };
         // The bench: each level's pool and quota exactly as its plan renders them; the cluster starts at the first level.
-        const levelPlans = [];
+        const levelPlans: Array<Record<string, unknown>> = [];
         for (const c of levels ?? []) {
             const r = await planAt(levelOverride(c));
             const ns = r.plan.names.namespaces.sandboxes;
