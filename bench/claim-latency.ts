@@ -69,8 +69,7 @@ export const PUBLISHED = [
 ];
 
 const ms = (v: number) => fmt(v, 0);
-const values = (claims: readonly Claim[], key: keyof Claim) =>
-    claims.filter((c) => c.ok && typeof c[key] === "number").map((c) => c[key] as number);
+const values = (claims: readonly Claim[], key: keyof Claim) => claims.filter((c) => c.ok && typeof c[key] === "number").map((c) => c[key] as number);
 const p50p99 = (v: readonly number[]) => (v.length === 0 ? "n/a" : `${ms(quantile(v, 0.5))} / ${ms(quantile(v, 0.99))}`);
 
 /** The smallest bucket bound holding the q-quantile of a Prometheus histogram's (cumulative) bucket deltas. */
@@ -167,7 +166,7 @@ export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise
         "## 6. Sandbox claims under load",
         "",
         "**Simulated cluster: kwok pods, not real pod starts.** The real agent-sandbox v1.0.1 controller and the project's backend",
-        "(`AgentSandboxBackend.create()` as the trainer's ServiceAccount, then the first `exec(\"true\")` through the runtime) on the",
+        '(`AgentSandboxBackend.create()` as the trainer\'s ServiceAccount, then the first `exec("true")` through the runtime) on the',
         "API server fixture; kwok runs no container, and a sandbox pod becomes Ready when the test's pod network has started its",
         `runtime (runtime.py, a process on this machine, ${f.pod_starters} at a time) and it answers. The pool and its ResourceQuota at each`,
         "level are what the plan renders for `training.maxInflight` = that level (pool = burst + headroom). Each burst releases all",
@@ -175,11 +174,25 @@ export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise
         "",
         "Pool sized by the rule:",
         "",
-        table(CLAIM_HEADER, claimRows(done, (l) => l.sized, (l) => `${l.replicas} (${l.burst} + ${l.headroom})`)),
+        table(
+            CLAIM_HEADER,
+            claimRows(
+                done,
+                (l) => l.sized,
+                (l) => `${l.replicas} (${l.burst} + ${l.headroom})`,
+            ),
+        ),
         "",
         "Pool drained (scaled to 0 and empty: every claim takes the controller's cold path, a pod start):",
         "",
-        table(CLAIM_HEADER, claimRows(done, (l) => l.drained, () => "0")),
+        table(
+            CLAIM_HEADER,
+            claimRows(
+                done,
+                (l) => l.drained,
+                () => "0",
+            ),
+        ),
         "",
         "Refill (sandboxes Ready at their runtimes' addresses; polled every 0.3 s):",
         "",
@@ -204,7 +217,15 @@ export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise
     const v32 = at32?.sized ? values(at32.sized, "total_ms") : [];
     if (at32?.sized?.length) {
         const failed = at32.sized.filter((c) => !c.ok).length;
-        checks.push(atMost(`claim to first command p99 at 32 at once, pool sized by the rule (${v32.length} claims, ${failed} failed)`, failed ? Infinity : quantile(v32, 0.99), 1000, " ms", 0));
+        checks.push(
+            atMost(
+                `claim to first command p99 at 32 at once, pool sized by the rule (${v32.length} claims, ${failed} failed)`,
+                failed ? Infinity : quantile(v32, 0.99),
+                1000,
+                " ms",
+                0,
+            ),
+        );
     }
     if (r.code !== 0) o.log(`claim-latency: bench/claim-latency.py exited ${r.code}:\n${r.err.slice(-2000)}`);
     return { markdown, checks };

@@ -55,7 +55,8 @@ function parseArgs(argv: readonly string[]): Args {
         } else if (x === "--levels") {
             const v = argv[++i] ?? "";
             const levels = v.split(",").map(Number);
-            if (v === "" || levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1000)) throw new Error(`--levels ${v}: expected claims at once, e.g. 1,8,32,128`);
+            if (v === "" || levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1000))
+                throw new Error(`--levels ${v}: expected claims at once, e.g. 1,8,32,128`);
             a.levels = levels;
         } else
             throw new Error(
