@@ -304,7 +304,7 @@ def main(levels: list[int], samples: int, budget_s: float) -> int:
     t0 = time.monotonic()
     fixture = tc.cluster.__wrapped__(_TmpFactory())
     c = next(fixture)
-    out: dict = {"levels": [], "cluster_up_s": time.monotonic() - t0, "pod_starters": tc.POD_STARTERS, "errors": [], "not_run": []}
+    out: dict = {"levels": [], "cluster_up_s": time.monotonic() - t0, "pod_starters": tc.POD_STARTERS, "controller_args": c.get("controllerArgs", []), "errors": [], "not_run": []}
     try:
         tc.TRAINER_KUBECONFIG = c["trainerKubeconfig"]
         backend = AgentSandboxBackend.from_env(c["trainerEnv"], client_factory=timed_client, handle_sigterm=False)

@@ -56,6 +56,7 @@ interface Figures {
     readonly levels: Level[];
     readonly cluster_up_s: number;
     readonly pod_starters: number;
+    readonly controller_args: string[];
     readonly errors: string[];
     readonly not_run: number[];
     readonly net_errors: string[];
@@ -202,7 +203,7 @@ export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise
         "",
         ...done.flatMap((l) => [controllerLine(l, "controller_sized"), controllerLine(l, "controller_drained")].filter((x) => x).map((x) => `- ${x}`)),
         "",
-        `Cluster start ${fmt(f.cluster_up_s, 0)} s.${f.not_run.length ? ` Not run (deadline): ${f.not_run.join(", ")} at once.` : ""}`,
+        `Controller flags beyond the fixture's: ${f.controller_args.length ? f.controller_args.map((a) => `\`${a}\``).join(" ") : "none (upstream defaults)"}. Cluster start ${fmt(f.cluster_up_s, 0)} s.${f.not_run.length ? ` Not run (deadline): ${f.not_run.join(", ")} at once.` : ""}`,
         ...(f.errors.length ? ["", "Stopped early:", "", ...f.errors.map((e) => `- ${e}`)] : []),
         ...(errors.length ? ["", `Failed claims (${errors.length}; first 5):`, "", ...errors.slice(0, 5).map((e) => `- ${e}`)] : []),
         ...(f.net_errors.length ? ["", "Pod network errors:", "", ...f.net_errors.slice(0, 5).map((e) => `- ${e}`)] : []),

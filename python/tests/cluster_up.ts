@@ -31,6 +31,8 @@ const OVERRIDE = {
 };
 /** The claim bench's levels (AGENT_RL_POOL_LEVELS, e.g. "1,8,32,128": claims at once). */
 const LEVELS_ENV = "AGENT_RL_POOL_LEVELS";
+/** Extra flags for the agent-sandbox controller (the bench's tuning runs), space-separated. */
+const CONTROLLER_ARGS_ENV = "AGENT_RL_SANDBOX_CONTROLLER_ARGS";
 
 /** The bench's override at `maxInflight` claims at once: the pool and its quota as the rule sizes them (no poolSize). */
 function levelOverride(maxInflight: number) {
@@ -133,10 +135,21 @@ async function main(): Promise<number> {
         const kc = cluster.kubeconfig;
         // The bench reads the controller's own claim metrics (agent_sandbox_claim_*; plain HTTP on loopback).
         const metricsPort = levels ? await freePort() : undefined;
+        // The bench may try the controller's own tuning flags (e.g. --sandbox-warm-pool-replenish-delay=1s).
+        const extraArgs = (process.env[CONTROLLER_ARGS_ENV] ?? "").split(/\s+/).filter((a) => a !== "");
+        const badArg = extraArgs.find((a) => !a.startsWith("--"));
+        if (badArg !== undefined) throw new Error(`${CONTROLLER_ARGS_ENV}: ${JSON.stringify(badArg)} is not a --flag of agent-sandbox-controller`);
         cluster.api.startProcess(
             "agent-sandbox-controller",
             path.join(ctlDir, "bin/agent-sandbox-controller"),
-            [`--kubeconfig=${kc}`, "--extensions", "--leader-elect=false", `--metrics-bind-address=${metricsPort ? `127.0.0.1:${metricsPort}` : "0"}`, "--health-probe-bind-address=0"],
+            [
+                `--kubeconfig=${kc}`,
+                "--extensions",
+                "--leader-elect=false",
+                `--metrics-bind-address=${metricsPort ? `127.0.0.1:${metricsPort}` : "0"}`,
+                "--health-probe-bind-address=0",
+                ...extraArgs,
+            ],
             { env: { KUBECONFIG: kc } },
         );
         // Namespaces first (and the policy before the pool, as the component's dependsOn orders them).
@@ -166,6 +179,7 @@ async function main(): Promise<number> {
             quota: plan.sandboxes!.names.quota,
             levels: levelPlans,
             controllerMetrics: metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : undefined,
+            controllerArgs: extraArgs,
         };
         process.stdout.write(`READY ${JSON.stringify(facts)}\n`);
         // Hold until the test closes stdin.
