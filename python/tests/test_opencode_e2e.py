@@ -26,6 +26,7 @@ with the opencode.json the harness writes, and writes the reply to solution.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -204,6 +205,29 @@ def sandbox_path() -> str:
     return f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
 
 
+@contextlib.contextmanager
+def planned_runtime(tmp: Path, container: dict, image_root: Path):
+    """The sandbox runtime started with the pool template's command and env on the image layout, on a free loopback
+    port; yields (process, port, log) once it answers /healthz, and stops its whole group after."""
+    port = free_port()
+    argv = list(container["command"])
+    argv[argv.index("--port") + 1] = str(port)
+    argv += ["--host", "127.0.0.1"]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    env["PATH"] = sandbox_path()
+    log = tmp / "runtime.log"
+    runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=None), env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)
+        yield runtime, port, log
+    finally:
+        stop_process(runtime)
+        try:
+            os.killpg(runtime.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @pytest.fixture
 def stack(request, tmp_path, monkeypatch):
     """Stub model, ingress, and a sandbox runtime on the image layout; yields what the trainer sees."""
@@ -219,25 +243,12 @@ def stack(request, tmp_path, monkeypatch):
 
     model = StubModel()
     ingress, ingress_url, ingress_log = start_ingress(tmp_path, model.url)
-    port = free_port()
-    argv = list(container["command"])
-    argv[argv.index("--port") + 1] = str(port)
-    argv += ["--host", "127.0.0.1"]
-    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    env["PATH"] = sandbox_path()
-    runtime_log = tmp_path / "runtime.log"
-    runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=None), env=env, stdout=open(runtime_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)
-        # Straight to the ingress with the pool's key (no forwarder, no verifier here: `forwarded` runs the production path).
-        trainer_env = {**without_rollout_keys(facts["trainerEnv"]), "SANDBOX_PORT": str(port), "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
-        yield dict(env=trainer_env, model=model, ingress_log=ingress_log, runtime_log=runtime_log, runtime=runtime)
+        with planned_runtime(tmp_path, container, image_root) as (runtime, port, runtime_log):
+            # Straight to the ingress with the pool's key (no forwarder, no verifier here: `forwarded` runs the production path).
+            trainer_env = {**without_rollout_keys(facts["trainerEnv"]), "SANDBOX_PORT": str(port), "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
+            yield dict(env=trainer_env, model=model, ingress_log=ingress_log, runtime_log=runtime_log, runtime=runtime)
     finally:
-        stop_process(runtime)
-        try:
-            os.killpg(runtime.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         stop_group(ingress)
         model.stop()
 
@@ -262,16 +273,7 @@ def forwarded(tmp_path):
         with rendered_path_up(tmp_path, model.url, 50, 100) as r:
             forwarder, forwarder_port, key_port = start_rendered_forwarder(r["facts"], r["facts"]["url"])
             r["procs"].append(forwarder)
-            port = free_port()
-            argv = list(container["command"])
-            argv[argv.index("--port") + 1] = str(port)
-            argv += ["--host", "127.0.0.1"]
-            env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-            env["PATH"] = sandbox_path()
-            runtime_log = tmp_path / "runtime.log"
-            runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=None), env=env, stdout=open(runtime_log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-            try:
-                wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)
+            with planned_runtime(tmp_path, container, image_root) as (_runtime, port, runtime_log):
                 trainer_env = rendered_trainer_env(r, key_port, port)
                 # The plan's upstream for the agent's side is the pod's forwarder on loopback; here its port is a free one.
                 planned = trainer_env["SANDBOX_UPSTREAM_URL"]
@@ -279,12 +281,6 @@ def forwarded(tmp_path):
                 trainer_env["SANDBOX_UPSTREAM_URL"] = f"http://127.0.0.1:{forwarder_port}"
                 assert "SANDBOX_API_KEY" not in trainer_env, "the trainer holds no key on the pool"
                 yield dict(env=trainer_env, model=model, access_log=Path(r["facts"]["accessLog"]), forwarder_port=forwarder_port, runtime_log=runtime_log)
-            finally:
-                stop_process(runtime)
-                try:
-                    os.killpg(runtime.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
     finally:
         model.stop()
 
