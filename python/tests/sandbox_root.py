@@ -82,6 +82,11 @@ def host_root_paths() -> list[str]:
     return sorted(keep)
 
 
-def command(image_root: Path, argv: list[str], *, uid: int | None) -> list[str]:
+def command(image_root: Path, argv: list[str], *, uid: int | None, own_pids: bool = False) -> list[str]:
+    """The argv that runs `argv` in a sandbox root. With `own_pids` it also gets its own PID namespace,
+    as a pod's container has: `argv` is its pid 1, and when the returned process (unshare) dies, by any
+    signal, the kernel kills everything started inside (what a kubelet's container stop does to
+    background processes of an exec, which leave the runtime's process group)."""
     keep = ":".join(host_root_paths())
-    return ["unshare", "-m", "--propagation", "private", "bash", "-c", SETUP, "sandbox-root", str(image_root), "root" if uid is None else str(uid), keep, *argv]
+    pids = ["--pid", "--kill-child"] if own_pids else []
+    return ["unshare", "-m", *pids, "--propagation", "private", "bash", "-c", SETUP, "sandbox-root", str(image_root), "root" if uid is None else str(uid), keep, *argv]

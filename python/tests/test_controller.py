@@ -19,7 +19,9 @@ unless AGENT_RL_BUILD_FIXTURES=1 (builds them; large) or AGENT_RL_REQUIRE_E2E=1 
 from __future__ import annotations
 
 import json
+import os
 import queue
+import signal
 import subprocess
 import threading
 import time
@@ -34,7 +36,7 @@ from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
 
 import sandbox_root
 from waits import scaled, wait_for  # noqa: F401 - test_rollout_worker.py imports wait_for from here
-from conftest import REPO, stop_process, wait_http, without_rollout_keys
+from conftest import REPO, processes, stop_process, wait_http, without_rollout_keys
 from test_opencode_e2e import (
     KEY,
     StubModel,
@@ -75,6 +77,11 @@ class PodNetwork:
         self.image_root = image_root
         self.logs = logs
         self.runtimes: dict[str, tuple[str, subprocess.Popen]] = {}
+        #: Every container ever started: stop() ends whichever still runs (a stop queued for a deleted
+        #: pod may not have run yet).
+        self.started: list[subprocess.Popen] = []
+        #: Each container's PID namespace (`ns/pid` link): left_running() finds what outlived stop().
+        self.namespaces: set[str] = set()
         self.errors: list[str] = []
         self._next = 2
         self._lock = threading.Lock()
@@ -99,7 +106,7 @@ class PodNetwork:
             for name, _proc in gone:  # the pod is gone: so is its container
                 del self.runtimes[name]
         for _name, proc in gone:
-            self._pool.submit(stop_process, proc)
+            self._pool.submit(stop_container, proc)
         for name, pod in pods.items():
             if pod.metadata.deletion_timestamp or not pod.status.pod_ip:
                 continue
@@ -126,9 +133,11 @@ class PodNetwork:
             env.update(PATH=sandbox_path(), POD_NAME=name)
             argv = [*c.command, "--host", ip]
             with open(self.logs / f"{name}.log", "wb") as log:
-                proc = subprocess.Popen(sandbox_root.command(self.image_root, argv, uid=None), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen(sandbox_root.command(self.image_root, argv, uid=None, own_pids=True), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             with self._lock:
+                self.started.append(proc)
                 self.runtimes[name] = (ip, proc)
+            self.namespaces.add(wait_for(f"pod {name}'s PID namespace", lambda: pid_namespace_of_child(proc), timeout=15, interval=0.05))
             wait_http(f"http://{ip}:{c.ports[0].container_port}/healthz", proc=proc)
             self._publish(name, ip)
         except Exception as e:  # noqa: BLE001 - reported by the tests; not retried
@@ -139,7 +148,7 @@ class PodNetwork:
                     self.runtimes.pop(name, None)
                     self._failed.add(name)
             if proc is not None and not deleted:
-                stop_process(proc)
+                stop_container(proc)
             if not deleted and not self._stop.is_set():
                 self.errors.append(f"pod {name}: {type(e).__name__}: {e}")
         finally:
@@ -170,9 +179,56 @@ class PodNetwork:
         self._thread.join(10)
         self._pool.shutdown(wait=True, cancel_futures=True)
         with self._lock:
-            procs = [proc for _ip, proc in self.runtimes.values()]
+            procs = list(self.started)
         for proc in procs:
-            stop_process(proc)
+            stop_container(proc)
+
+    def left_running(self) -> list[str]:
+        """Command lines of processes still running in a container's PID namespace (a stopped
+        container's namespace holds none: every process in it is killed with its pid 1)."""
+        left = []
+        for pid, _ppid, state, cmdline in processes():
+            try:
+                ns = os.readlink(f"/proc/{pid}/ns/pid")
+            except OSError:
+                continue
+            if ns in self.namespaces and state != "Z":
+                left.append(f"{pid}: " + cmdline.replace(b"\0", b" ").decode(errors="replace"))
+        return left
+
+
+def container_init(proc: subprocess.Popen) -> int | None:
+    """The pid of unshare's forked child (the container's pid 1), once it exists."""
+    try:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:
+        return None
+    return int(children[0]) if children else None
+
+
+def pid_namespace_of_child(proc: subprocess.Popen) -> str | None:
+    """The PID namespace of the container's pid 1, once it exists."""
+    pid = container_init(proc)
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") if pid is not None else None
+    except OSError:
+        return None
+
+
+def stop_container(proc: subprocess.Popen) -> None:
+    """What a kubelet does to a container: SIGTERM to its pid 1 (unshare does not pass signals on; the
+    runtime handles SIGTERM, which a namespace's pid 1 only gets when it has a handler), then SIGKILL
+    past the grace period. When pid 1 ends, the kernel kills every other process in the namespace."""
+    if proc.poll() is None and (pid := container_init(proc)) is not None:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(scaled(10))
+    except subprocess.TimeoutExpired:
+        proc.kill()  # --kill-child: SIGKILL to pid 1, forced even from outside the namespace
+        proc.wait(5)
 
 
 @pytest.fixture(scope="module")
@@ -225,11 +281,19 @@ def cluster(tmp_path_factory):
         yield facts
     finally:
         net.stop()
+        # A pod's container leaves nothing behind: not its runtime, not what its execs started in the
+        # background (OpenEnv's capture server, a `cmd &`), as a kubelet stopping the container ensures.
+        try:
+            wait_for("the pod network's containers to end", lambda: not net.left_running(), timeout=30)
+            left = []
+        except TimeoutError:
+            left = net.left_running()
         proc.stdin.close()
         try:
             proc.wait(180)
         except subprocess.TimeoutExpired:
             stop_process(proc)
+        assert left == [], f"processes outlived their pod's container: {left}"
 
 
 #: The trainer ServiceAccount's kubeconfig (set by the cluster fixture). In a pod the official client
