@@ -1,8 +1,12 @@
 /**
  * Runs the image step's lock or build inside the test dockerd's network namespace (started under
  * `nsenter --net=...` by test/images-build.test.ts), where the test registry listens on loopback.
- * It serves the pinned scripts and the Hub's commit list from loopback (python3 -m http.server; the
- * build's RUN steps reach it through `docker build --network host`, the daemon's namespace), then
+ * It serves, from loopback, everything the builds fetch (python3 -m http.server over the test's
+ * directory; the build's RUN steps reach it through `docker build --network host`, the daemon's
+ * namespace), and points the image step's source overrides at it (SOURCE_OVERRIDES,
+ * scripts/lib/images/build.ts): the pinned scripts and the Hub's commit list where huggingface.co and
+ * raw.githubusercontent.com serve them, the stand-in OpenEnv repository (git's dumb HTTP) at
+ * /huggingface/OpenEnv.git, the PyPI subset at /simple and the Debian subset at /debian. Then it
  * prints one JSON line:
  * { ok: true, result } or { ok: false, message }.
  *   node --import tsx test/helpers/images-driver.ts <request.json>
@@ -22,8 +26,9 @@ export interface DriverRequest {
     readonly root: string;
     readonly to: string;
     readonly dockerConfigJson: string;
-    readonly replace?: Record<string, string>;
-    /** Served at /<path>: the scripts as huggingface.co and raw.githubusercontent.com lay them out. */
+    /** Per image: context files replaced by the test's stand-ins (BuildOptions.replace). */
+    readonly replace?: Partial<Record<ImageName, Record<string, string>>>;
+    /** Served at /<path>: the scripts as huggingface.co and raw.githubusercontent.com lay them out, and the mirrors above. */
     readonly scriptsDir: string;
     /** Served at /api/models/<repo>/commits/<branch>. */
     readonly hubCommits: Record<string, Array<{ id: string; date: string }>>;
@@ -54,25 +59,31 @@ async function main(): Promise<void> {
     }
     process.env.AGENTRL_FETCH_BASE_URL = base;
     process.env.AGENTRL_HF_ENDPOINT = base;
+    process.env.AGENTRL_OPENENV_GIT_URL = `${base}/huggingface/OpenEnv.git`;
+    process.env.AGENTRL_PIP_INDEX_URL = `${base}/simple`;
+    process.env.AGENTRL_DEBIAN_MIRROR = base;
     const log = (l: string) => process.stderr.write(`driver: ${l}\n`);
     try {
         if (!up) throw new Error(`the script server did not answer on ${base}`);
-        const result =
-            req.mode === "lock"
-                ? await fillLock(req.images, { pinsRoot: req.pinsRoot, root: req.root, dockerConfigJson: req.dockerConfigJson, log })
-                : await Promise.all(
-                      req.images.map((image) =>
-                          buildAndPush(image, {
-                              root: req.root,
-                              pinsRoot: req.pinsRoot,
-                              to: req.to,
-                              dockerConfigJson: req.dockerConfigJson,
-                              replace: req.replace ?? {},
-                              buildNetwork: "host",
-                              log,
-                          }),
-                      ),
-                  );
+        let result: unknown;
+        if (req.mode === "lock") result = await fillLock(req.images, { pinsRoot: req.pinsRoot, root: req.root, dockerConfigJson: req.dockerConfigJson, log });
+        else {
+            // One after the other, in the order asked (as npm run images builds them).
+            const built = [];
+            for (const image of req.images)
+                built.push(
+                    await buildAndPush(image, {
+                        root: req.root,
+                        pinsRoot: req.pinsRoot,
+                        to: req.to,
+                        dockerConfigJson: req.dockerConfigJson,
+                        replace: req.replace?.[image] ?? {},
+                        buildNetwork: "host",
+                        log,
+                    }),
+                );
+            result = built;
+        }
         process.stdout.write(`${JSON.stringify({ ok: true, result })}\n`);
     } catch (e) {
         process.stdout.write(`${JSON.stringify({ ok: false, message: (e as Error).message })}\n`);

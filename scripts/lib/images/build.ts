@@ -1,8 +1,9 @@
 /**
  * The build step: which images a stack needs, and each one built from this repository's Dockerfile
  * with its pinned inputs, pushed to the user's registry with the stack's registryAuth, and named by
- * digest. The tag is a hash of every input (the Dockerfile, each file it copies, every build ARG), so
- * a second run with the same inputs finds the tag in the registry and builds and pushes nothing.
+ * digest. The tag is a hash of every input (the Dockerfile, each file it copies, every build ARG and
+ * every source override), so a second run with the same inputs finds the tag in the registry and
+ * builds and pushes nothing.
  */
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
@@ -20,6 +21,31 @@ export interface NeededImage {
     readonly image: ImageName;
     /** The field's path under the stack's platform object. */
     readonly field: readonly string[];
+}
+
+/**
+ * Where an upstream is fetched from during a build, when not from its public host: the Dockerfile's
+ * build ARG and the image step's environment variable that sets it (a mirror; the tests' loopback
+ * servers). Passed only to a Dockerfile that declares the ARG. What arrives is checked as without a
+ * mirror (a script by its sha256, OpenEnv by its commit, Debian's archive by its signatures); a
+ * package index is not checked beyond the lock's versions, so every override is part of the
+ * inputs' hash: an image built from another source gets another tag.
+ */
+export const SOURCE_OVERRIDES = [
+    { arg: "AGENTRL_FETCH_BASE_URL", env: "AGENTRL_FETCH_BASE_URL", replaces: "https://huggingface.co and https://raw.githubusercontent.com (trainer/fetch-scripts.sh)" },
+    { arg: "OPENENV_GIT_URL", env: "AGENTRL_OPENENV_GIT_URL", replaces: "https://github.com/huggingface/OpenEnv.git (trainer/blackbox/Dockerfile)" },
+    { arg: "PIP_INDEX_URL", env: "AGENTRL_PIP_INDEX_URL", replaces: "PyPI (the trainer Dockerfiles' pip steps)" },
+    { arg: "DEBIAN_MIRROR", env: "AGENTRL_DEBIAN_MIRROR", replaces: "http://deb.debian.org (images/mtail/Dockerfile)" },
+] as const;
+
+/** The source overrides set in `env` that a Dockerfile declares, as build ARGs. */
+export function sourceArgs(dockerfile: string, env: NodeJS.ProcessEnv): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const o of SOURCE_OVERRIDES) {
+        const v = env[o.env];
+        if (v !== undefined && v !== "" && new RegExp(`^ARG ${o.arg}\\b`, "m").test(dockerfile)) out[o.arg] = v;
+    }
+    return out;
 }
 
 /** The images this repository builds that a stack runs: from its layout, sandbox provider and observability. */
@@ -101,6 +127,8 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             fs.writeFileSync(path.join(ctx, rel), body, { mode: fs.statSync(from).mode & 0o777 });
         }
         for (const k of Object.keys(args).sort()) hash.update(`arg\0${k}=${args[k]}\0`);
+        const sources = sourceArgs(dockerfile, process.env);
+        for (const k of Object.keys(sources).sort()) hash.update(`source\0${k}=${sources[k]}\0`);
         const tag = `${target}:inputs-${hash.digest("hex").slice(0, 24)}`;
 
         // The registry first: a wrong password fails here, before any build; a tag it holds is this build.
@@ -117,15 +145,14 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             fs.writeFileSync(path.join(config, "config.json"), o.dockerConfigJson, { mode: 0o600 });
             const env = { ...process.env, DOCKER_CONFIG: config };
             const buildArgv = ["build", "-f", path.join(ctx, "Dockerfile"), "-t", tag, ...(o.buildNetwork ? ["--network", o.buildNetwork] : [])];
-            for (const [k, v] of Object.entries(args)) buildArgv.push("--build-arg", `${k}=${v}`);
-            // A script mirror (fetch-scripts.sh): not an input, the scripts' digests are checked either way.
-            const mirror = process.env.AGENTRL_FETCH_BASE_URL;
-            if (mirror && dockerfile.includes("ARG AGENTRL_FETCH_BASE_URL")) buildArgv.push("--build-arg", `AGENTRL_FETCH_BASE_URL=${mirror}`);
-            log(`${image}: docker build ${pins.dockerfile} -> ${tag}`);
+            for (const [k, v] of Object.entries({ ...args, ...sources })) buildArgv.push("--build-arg", `${k}=${v}`);
+            log(`${image}: docker build ${pins.dockerfile} -> ${tag}${Object.keys(sources).length > 0 ? ` (from ${Object.entries(sources).map(([k, v]) => `${k}=${v}`).join(", ")})` : ""}`);
             const b = docker([...buildArgv, ctx], env);
             if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
-            // What the pinned steps said: each script's commit and digest check, the lock's install on the base.
-            for (const line of b.out.split("\n")) if (/^(fetch-scripts|install-lock): /.test(line)) log(`${image}: ${line}`);
+            // What the pinned steps said: each script's commit and digest check, the lock's install on the
+            // base, what pip installed, the change to TRL's script, the mtail Debian gave.
+            for (const line of b.out.split("\n"))
+                if (/^(fetch-scripts|install-lock|use_agent_sandbox): |^Successfully installed |^mtail version /.test(line)) log(`${image}: ${line}`);
             log(`${image}: docker push ${tag}`);
             const p = docker(["push", tag], env);
             if (p.status !== 0) throw new ImageStepError(`${image}: docker push ${tag} failed (exit ${p.status}):\n${p.out.slice(-3000)}`);
