@@ -511,7 +511,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         assert.match(black, /^opencode_env\.harness openenv\.core\.harness\n2\n2\n/);
         for (const f of ["opencode_hf_sandbox.py", "fsdp2.yaml"]) assert.ok(black.includes(f), `${f} in ${black}`);
         // mtail: Debian's binary, unprivileged.
-        const mtail = d.docker(["run", "--rm", "--network", "none", "--entrypoint", "sh", refs.mtail as string, "-c", "id -u && /usr/bin/mtail --version"]).stdout;
+        const mtail = d.docker(["run", "--rm", "--network", "none", "--entrypoint", "sh", refs.mtail as string, "-c", "id -u && /usr/bin/mtail --version 2>&1"]).stdout;
         assert.match(mtail, /^65534\nmtail version 3\.0\.0~rc50/);
     });
 
