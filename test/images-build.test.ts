@@ -114,8 +114,8 @@ function which(bin: string): boolean {
 function missing(): string | undefined {
     const d = dockerdMissing();
     if (d) return d;
-    const bins = ["docker-registry", "htpasswd", "nsenter", "debootstrap", "git", "gpgv"].filter((b) => !which(b));
-    return bins.length > 0 ? `missing ${bins.join(", ")}: apt-get install -y docker-registry apache2-utils util-linux debootstrap git gpgv` : undefined;
+    const bins = ["docker-registry", "htpasswd", "nsenter", "debootstrap", "git", "gpgv", "xz"].filter((b) => !which(b));
+    return bins.length > 0 ? `missing ${bins.join(", ")}: apt-get install -y docker-registry apache2-utils util-linux debootstrap git gpgv xz-utils` : undefined;
 }
 const auth = (password: string) => JSON.stringify({ auths: { [REGISTRY]: { auth: Buffer.from(`${USER}:${password}`).toString("base64") } } });
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
