@@ -32,7 +32,11 @@ export interface NeededImage {
  * inputs' hash: an image built from another source gets another tag.
  */
 export const SOURCE_OVERRIDES = [
-    { arg: "AGENTRL_FETCH_BASE_URL", env: "AGENTRL_FETCH_BASE_URL", replaces: "https://huggingface.co and https://raw.githubusercontent.com (trainer/fetch-scripts.sh)" },
+    {
+        arg: "AGENTRL_FETCH_BASE_URL",
+        env: "AGENTRL_FETCH_BASE_URL",
+        replaces: "https://huggingface.co and https://raw.githubusercontent.com (trainer/fetch-scripts.sh)",
+    },
     { arg: "OPENENV_GIT_URL", env: "AGENTRL_OPENENV_GIT_URL", replaces: "https://github.com/huggingface/OpenEnv.git (trainer/blackbox/Dockerfile)" },
     { arg: "PIP_INDEX_URL", env: "AGENTRL_PIP_INDEX_URL", replaces: "PyPI (the trainer Dockerfiles' pip steps)" },
     { arg: "DEBIAN_MIRROR", env: "AGENTRL_DEBIAN_MIRROR", replaces: "http://deb.debian.org (images/mtail/Dockerfile)" },
@@ -146,7 +150,15 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             const env = { ...process.env, DOCKER_CONFIG: config };
             const buildArgv = ["build", "-f", path.join(ctx, "Dockerfile"), "-t", tag, ...(o.buildNetwork ? ["--network", o.buildNetwork] : [])];
             for (const [k, v] of Object.entries({ ...args, ...sources })) buildArgv.push("--build-arg", `${k}=${v}`);
-            log(`${image}: docker build ${pins.dockerfile} -> ${tag}${Object.keys(sources).length > 0 ? ` (from ${Object.entries(sources).map(([k, v]) => `${k}=${v}`).join(", ")})` : ""}`);
+            log(
+                `${image}: docker build ${pins.dockerfile} -> ${tag}${
+                    Object.keys(sources).length > 0
+                        ? ` (from ${Object.entries(sources)
+                              .map(([k, v]) => `${k}=${v}`)
+                              .join(", ")})`
+                        : ""
+                }`,
+            );
             const b = docker([...buildArgv, ctx], env);
             if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
             // What the pinned steps said: each script's commit and digest check, the lock's install on the
