@@ -384,6 +384,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             new RegExp(`trainer-whitebox: fetch-scripts: /app/train_wordle_whitebox\\.py \\(seed at ${SEED_COMMIT}, sha256 verified\\)`),
         );
         assert.match(first.stderr, /trainer-whitebox: install-lock: holding 1 packages of the base image \(vllm==0\.29\.0, \)/);
+        assert.match(first.stderr, /trainer-whitebox: install-lock: installed requirements\.txt on vllm==0\.29\.0, +\(held packages unchanged\)/);
         for (const b of first.result) refs[b.image] = b.ref;
         const again = drive({
             mode: "build",
@@ -443,6 +444,11 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         );
         // install-lock.sh twice on the held vllm: the (stand-in) lock from the PyPI subset, then OpenEnv from git.
         assert.equal(built.stderr.match(/trainer-blackbox: install-lock: holding 1 packages of the base image \(vllm==0\.29\.0, \)/g)?.length, 2);
+        for (const file of ["requirements", "openenv-git"])
+            assert.match(
+                built.stderr,
+                new RegExp(`trainer-blackbox: install-lock: installed ${file}\\.txt on vllm==0\\.29\\.0, +\\(held packages unchanged\\)`),
+            );
         assert.match(built.stderr, /trainer-blackbox: Successfully installed .*\bk8s-agent-sandbox-1\.0\.8\b/);
         assert.match(built.stderr, /trainer-blackbox: Successfully installed openenv-0\.10\.0 openenv-opencode-env-0\.1\.0\n/);
         assert.match(built.stderr, /trainer-blackbox: use_agent_sandbox: \/app\/opencode_hf_sandbox\.py: HFSandboxBackend -> AgentSandboxBackend/);

@@ -98,6 +98,8 @@ export interface Built {
     readonly pushed: boolean;
 }
 
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
 function docker(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 3_600_000): { status: number; out: string } {
     const r = spawnSync("docker", [...args], { encoding: "utf8", env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 });
     return { status: r.status ?? 125, out: `${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? String(r.error) : ""}` };
@@ -163,7 +165,8 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
             // What the pinned steps said: each script's commit and digest check, the lock's install on the
             // base, what pip installed, the change to TRL's script, the mtail Debian gave.
-            for (const line of b.out.split("\n"))
+            // The classic builder wraps a step's stderr in colour codes: a stdout line after it starts with a reset.
+            for (const line of b.out.split("\n").map((l) => l.replace(ANSI_COLOUR, "")))
                 if (/^(fetch-scripts|install-lock|use_agent_sandbox): |^Successfully installed |^mtail version /.test(line)) log(`${image}: ${line}`);
             log(`${image}: docker push ${tag}`);
             const p = docker(["push", tag], env);
