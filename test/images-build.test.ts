@@ -171,7 +171,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
     let openenvCommit: string;
 
     /** Runs the driver in the daemon's network namespace. */
-    function drive(req: Omit<DriverRequest, "pinsRoot" | "root" | "scriptsDir" | "hubCommits">): {
+    function drive(req: Omit<DriverRequest, "pinsRoot" | "root" | "scriptsDir" | "hubCommits"> & { pinsRoot?: string }): {
         ok: boolean;
         result?: any;
         message?: string;
@@ -179,8 +179,8 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
     } {
         const file = path.join(scratch, `request-${Date.now()}.json`);
         const full: DriverRequest = {
-            ...req,
             pinsRoot,
+            ...req,
             root: REPO_ROOT,
             scriptsDir,
             hubCommits: {
@@ -542,6 +542,28 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             "id -u && /usr/bin/mtail --version 2>&1",
         ]).stdout;
         assert.match(mtail, /^65534\nmtail version 3\.0\.0~rc50/);
+    });
+
+    test("pins and lock naming an OpenEnv commit the source does not hold fail the build, naming the commit", () => {
+        // OpenEnv's real commit, which the stand-in repository does not hold, in both the pins and the lock.
+        const other = path.join(scratch, "pins-other-openenv");
+        fs.mkdirSync(path.join(other, "images"), { recursive: true });
+        for (const f of fs.readdirSync(path.join(pinsRoot, "images"))) fs.copyFileSync(path.join(pinsRoot, "images", f), path.join(other, "images", f));
+        const pinsFile = path.join(other, "images", "trainer-blackbox.pins.json");
+        fs.writeFileSync(pinsFile, fs.readFileSync(pinsFile, "utf8").replaceAll(openenvCommit, OPENENV_REVISION));
+        const lockFile = path.join(other, "images", "lock.json");
+        fs.writeFileSync(lockFile, fs.readFileSync(lockFile, "utf8").replaceAll(openenvCommit, OPENENV_REVISION));
+        const r = drive({
+            mode: "build",
+            images: ["trainer-blackbox"],
+            pinsRoot: other,
+            to: `${REGISTRY}/elsewhere`,
+            dockerConfigJson: auth(PASSWORD),
+            replace: replace(),
+        });
+        assert.equal(r.ok, false);
+        assert.match(r.message ?? "", /^trainer-blackbox: docker build -f trainer\/blackbox\/Dockerfile failed/);
+        assert.ok(r.message?.includes(OPENENV_REVISION), r.message);
     });
 
     test("a changed script fails the build naming the file and both digests", () => {
