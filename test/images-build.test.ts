@@ -45,6 +45,7 @@ import { planToDir } from "../scripts/lib/plan";
 import { loadForImages, writeImageRefs } from "../scripts/images";
 import { type Dockerd, dockerdMissing, startDockerd } from "./helpers/dockerd";
 import type { DriverRequest } from "./helpers/images-driver";
+import { runWatched } from "./helpers/processes";
 import { scaled, scaledCount } from "./helpers/waits";
 
 const REGISTRY = "127.0.0.1:5000";
@@ -122,9 +123,14 @@ function missing(): string | undefined {
 const auth = (password: string) => JSON.stringify({ auths: { [REGISTRY]: { auth: Buffer.from(`${USER}:${password}`).toString("base64") } } });
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
-/** Runs a fixture script of test/images, failing with its stderr. */
-function fixture(script: string, args: readonly string[]): void {
-    const r = spawnSync("bash", [path.join(__dirname, "images", script), ...args], { encoding: "utf8", timeout: scaled(1_200_000) });
+const STANDIN_CACHE = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "agent-rl-infra", "images-standin");
+/** Runs a fixture script of test/images, bounded by its progress (its output and its download logs), failing with its stderr. */
+async function fixture(script: string, args: readonly string[]): Promise<void> {
+    const r = await runWatched(`test/images/${script} ${args[0]}`, "bash", [path.join(__dirname, "images", script), ...args], {
+        stallMs: 180_000,
+        budgetMs: 1_200_000,
+        watch: ["debootstrap.log", "pypi.log"].map((f) => path.join(STANDIN_CACHE, f)),
+    });
     assert.equal(r.status, 0, `test/images/${script}: ${r.stderr}`);
     if (r.stderr.trim()) process.stderr.write(r.stderr);
 }
@@ -135,6 +141,7 @@ function standinOpenenv(dir: string, served: string): string {
         const r = spawnSync("git", ["-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", ...args], {
             cwd,
             encoding: "utf8",
+            timeout: scaled(60_000),
             env: {
                 ...process.env,
                 GIT_AUTHOR_NAME: "stand-in",
@@ -170,13 +177,17 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
     let scriptsDir: string;
     let openenvCommit: string;
 
-    /** Runs the driver in the daemon's network namespace. */
-    function drive(req: Omit<DriverRequest, "pinsRoot" | "root" | "scriptsDir" | "hubCommits"> & { pinsRoot?: string }): {
+    /**
+     * Runs the driver in the daemon's network namespace, bounded by its progress: what it logs and
+     * every line docker prints (its .progress file); a build that goes silent (a fetch that never
+     * ends) is killed and fails naming the step and docker's last lines.
+     */
+    async function drive(req: Omit<DriverRequest, "pinsRoot" | "root" | "scriptsDir" | "hubCommits"> & { pinsRoot?: string }): Promise<{
         ok: boolean;
         result?: any;
         message?: string;
         stderr: string;
-    } {
+    }> {
         const file = path.join(scratch, `request-${Date.now()}.json`);
         const full: DriverRequest = {
             pinsRoot,
@@ -191,15 +202,16 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             },
         };
         fs.writeFileSync(file, JSON.stringify(full));
-        const r = spawnSync(
+        const r = await runWatched(
+            `the image step's ${req.mode} of ${req.images.join(", ")}`,
             "nsenter",
             [`--net=${netns}`, "--", process.execPath, "--import", "tsx", path.join(__dirname, "helpers", "images-driver.ts"), file],
             {
-                encoding: "utf8",
+                stallMs: 180_000,
+                budgetMs: 900_000,
+                watch: [`${file}.progress`],
                 cwd: REPO_ROOT,
-                timeout: scaled(900_000),
                 env: { ...process.env, DOCKER_HOST: `unix://${d.socket}`, DOCKER_BUILDKIT: "0" },
-                maxBuffer: 64 * 1024 * 1024,
             },
         );
         const line = r.stdout.trim().split("\n").pop() ?? "";
@@ -216,7 +228,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         const pid = fs.readFileSync(path.join(path.dirname(d.socket), "dockerd.pid"), "utf8").trim();
         netns = `/proc/${pid}/ns/net`;
         // The registry, with htpasswd (bcrypt) auth, on the daemon's loopback.
-        const htpasswd = spawnSync("htpasswd", ["-Bbn", USER, PASSWORD], { encoding: "utf8" });
+        const htpasswd = spawnSync("htpasswd", ["-Bbn", USER, PASSWORD], { encoding: "utf8", timeout: scaled(60_000) });
         assert.equal(htpasswd.status, 0, htpasswd.stderr);
         fs.writeFileSync(path.join(scratch, "htpasswd"), htpasswd.stdout);
         fs.writeFileSync(
@@ -235,16 +247,21 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         });
         let status = "";
         for (let i = 0; i < scaledCount(100) && status !== "401"; i++) {
-            status = spawnSync("nsenter", [`--net=${netns}`, "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", `http://${REGISTRY}/v2/`], {
-                encoding: "utf8",
-            }).stdout;
+            status = spawnSync(
+                "nsenter",
+                [`--net=${netns}`, "--", "curl", "-s", "--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}", `http://${REGISTRY}/v2/`],
+                {
+                    encoding: "utf8",
+                    timeout: scaled(10_000),
+                },
+            ).stdout;
             if (status !== "401") await new Promise((r) => setTimeout(r, 200));
         }
         assert.equal(status, "401", `the registry did not ask for credentials on ${REGISTRY}:\n${fs.readFileSync(path.join(scratch, "registry.log"), "utf8")}`);
 
         // The stand-in bases, pushed under their stand-in names (the CLI's own login: the daemon's config dir).
-        fixture("standin-base.sh", ["trainer", path.join(scratch, "base-trainer.tar")]);
-        fixture("standin-base.sh", ["sandbox", path.join(scratch, "base-sandbox.tar")]);
+        await fixture("standin-base.sh", ["trainer", path.join(scratch, "base-trainer.tar")]);
+        await fixture("standin-base.sh", ["sandbox", path.join(scratch, "base-sandbox.tar")]);
         fs.mkdirSync(path.join(path.dirname(d.socket), "cli"), { recursive: true });
         fs.writeFileSync(path.join(path.dirname(d.socket), "cli", "config.json"), auth(PASSWORD));
         d.docker(["import", path.join(scratch, "base-trainer.tar"), STANDIN_VLLM], { timeoutMs: 600_000 });
@@ -263,11 +280,16 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         fs.mkdirSync(path.dirname(path.join(scriptsDir, TRL_SCRIPT)), { recursive: true });
         fs.writeFileSync(path.join(scriptsDir, TRL_SCRIPT), STANDIN_TRL_SCRIPT);
         openenvCommit = standinOpenenv(path.join(scratch, "openenv-standin"), path.join(scriptsDir, "huggingface", "OpenEnv.git"));
-        fixture("pypi-subset.sh", [path.join(scriptsDir, "pypi"), path.join(REPO_ROOT, "trainer", "requirements.txt"), "k8s-agent-sandbox", "setuptools"]);
+        await fixture("pypi-subset.sh", [
+            path.join(scriptsDir, "pypi"),
+            path.join(REPO_ROOT, "trainer", "requirements.txt"),
+            "k8s-agent-sandbox",
+            "setuptools",
+        ]);
         fs.symlinkSync(path.join(scriptsDir, "pypi", "simple"), path.join(scriptsDir, "simple"));
         // mtail and its Depends (Debian bookworm's mtail 3.0.0~rc50: adduser, tzdata, init-system-helpers, libc6):
         // those a minbase lacks, as a slim image lacks them, are fetched from the mirror too.
-        fixture("debian-subset.sh", [path.join(scriptsDir, "debian-subset"), "bookworm", "mtail", "adduser", "tzdata", "init-system-helpers"]);
+        await fixture("debian-subset.sh", [path.join(scriptsDir, "debian-subset"), "bookworm", "mtail", "adduser", "tzdata", "init-system-helpers"]);
         fs.symlinkSync(path.join(scriptsDir, "debian-subset", "debian"), path.join(scriptsDir, "debian"));
         fs.writeFileSync(path.join(scratch, "requirements-standin.txt"), "# STAND-IN trainer lock (test/images-build.test.ts): nothing to install\n");
         fs.writeFileSync(
@@ -330,8 +352,8 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         );
     });
 
-    test("the lock step records each base by digest, the seeds' commit as of the facts' day, each script's sha256 and the pinned OpenEnv commit", () => {
-        const r = drive({ mode: "lock", images: ["trainer-whitebox", "sandbox"], to: "", dockerConfigJson: auth(PASSWORD) });
+    test("the lock step records each base by digest, the seeds' commit as of the facts' day, each script's sha256 and the pinned OpenEnv commit", async () => {
+        const r = await drive({ mode: "lock", images: ["trainer-whitebox", "sandbox"], to: "", dockerConfigJson: auth(PASSWORD) });
         assert.ok(r.ok, `${r.message}\n${r.stderr}`);
         const lock = readLock(pinsRoot) as LockFile;
         const pushed = d.docker(["inspect", "--format", "{{index .RepoDigests 0}}", STANDIN_VLLM]).stdout.trim();
@@ -343,7 +365,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         // The images it was not asked to lock keep the repository's (unfilled) entries.
         assert.equal(lock.images["trainer-blackbox"].args.TRL_SHA256_OPENCODE_HF_SANDBOX, null);
 
-        const rest = drive({ mode: "lock", images: ["trainer-blackbox", "mtail"], to: "", dockerConfigJson: auth(PASSWORD) });
+        const rest = await drive({ mode: "lock", images: ["trainer-blackbox", "mtail"], to: "", dockerConfigJson: auth(PASSWORD) });
         assert.ok(rest.ok, `${rest.message}\n${rest.stderr}`);
         const next = readLock(pinsRoot) as LockFile;
         assert.deepEqual(next.images["trainer-whitebox"], lock.images["trainer-whitebox"]);
@@ -355,8 +377,8 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         assert.match(next.images.mtail.base ?? "", /^127\.0\.0\.1:5000\/standin\/debian:bookworm-slim@sha256:[0-9a-f]{64}$/);
     });
 
-    test("a wrong registry password fails before any build, naming the registry and the user", () => {
-        const r = drive({ mode: "build", images: ["sandbox"], to: `${REGISTRY}/agent-rl`, dockerConfigJson: auth("wrong-password") });
+    test("a wrong registry password fails before any build, naming the registry and the user", async () => {
+        const r = await drive({ mode: "build", images: ["sandbox"], to: `${REGISTRY}/agent-rl`, dockerConfigJson: auth("wrong-password") });
         assert.equal(r.ok, false);
         assert.equal(
             r.message,
@@ -365,8 +387,8 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
     });
 
     const refs: Record<string, string> = {};
-    test("builds the white-box trainer and the sandbox image from the real Dockerfiles and pushes them; the same inputs push nothing new", () => {
-        const first = drive({
+    test("builds the white-box trainer and the sandbox image from the real Dockerfiles and pushes them; the same inputs push nothing new", async () => {
+        const first = await drive({
             mode: "build",
             images: ["trainer-whitebox", "sandbox"],
             to: `${REGISTRY}/agent-rl`,
@@ -386,7 +408,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         assert.match(first.stderr, /trainer-whitebox: install-lock: holding 1 packages of the base image \(vllm==0\.29\.0, \)/);
         assert.match(first.stderr, /trainer-whitebox: install-lock: installed requirements\.txt on vllm==0\.29\.0, +\(held packages unchanged\)/);
         for (const b of first.result) refs[b.image] = b.ref;
-        const again = drive({
+        const again = await drive({
             mode: "build",
             images: ["trainer-whitebox", "sandbox"],
             to: `${REGISTRY}/agent-rl`,
@@ -418,7 +440,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             needs.map((n) => n.image),
             ["trainer-blackbox", "sandbox", "mtail"],
         );
-        const built = drive({
+        const built = await drive({
             mode: "build",
             images: needs.map((n) => n.image),
             to: `${REGISTRY}/agent-rl`,
@@ -544,7 +566,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         assert.match(mtail, /^65534\nmtail version 3\.0\.0~rc50/);
     });
 
-    test("pins and lock naming an OpenEnv commit the source does not hold fail the build, naming the commit", () => {
+    test("pins and lock naming an OpenEnv commit the source does not hold fail the build, naming the commit", async () => {
         // OpenEnv's real commit, which the stand-in repository does not hold, in both the pins and the lock.
         const other = path.join(scratch, "pins-other-openenv");
         fs.mkdirSync(path.join(other, "images"), { recursive: true });
@@ -553,7 +575,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         fs.writeFileSync(pinsFile, fs.readFileSync(pinsFile, "utf8").replaceAll(openenvCommit, OPENENV_REVISION));
         const lockFile = path.join(other, "images", "lock.json");
         fs.writeFileSync(lockFile, fs.readFileSync(lockFile, "utf8").replaceAll(openenvCommit, OPENENV_REVISION));
-        const r = drive({
+        const r = await drive({
             mode: "build",
             images: ["trainer-blackbox"],
             pinsRoot: other,
@@ -563,15 +585,22 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         });
         assert.equal(r.ok, false);
         assert.match(r.message ?? "", /^trainer-blackbox: docker build -f trainer\/blackbox\/Dockerfile failed/);
-        assert.ok(r.message?.includes(OPENENV_REVISION), r.message);
+        // The source's own answer (git's smart HTTP, as GitHub gives it), through pip's clone at that commit.
+        assert.ok(r.message?.includes(`not our ref ${OPENENV_REVISION}`), r.message);
     });
 
-    test("a changed script fails the build naming the file and both digests", () => {
+    test("a changed script fails the build naming the file and both digests", async () => {
         const file = path.join(scriptsDir, SEEDS, "resolve", SEED_COMMIT, "train_wordle_whitebox.py");
         const pinned = sha256(fs.readFileSync(file, "utf8"));
         fs.appendFileSync(file, "# changed upstream after the lock\n");
         // Another repository, so the inputs' tag is not found and the build runs.
-        const r = drive({ mode: "build", images: ["trainer-whitebox"], to: `${REGISTRY}/elsewhere`, dockerConfigJson: auth(PASSWORD), replace: replace() });
+        const r = await drive({
+            mode: "build",
+            images: ["trainer-whitebox"],
+            to: `${REGISTRY}/elsewhere`,
+            dockerConfigJson: auth(PASSWORD),
+            replace: replace(),
+        });
         assert.equal(r.ok, false);
         assert.match(r.message ?? "", /^trainer-whitebox: docker build -f trainer\/whitebox\/Dockerfile failed/);
         assert.ok(

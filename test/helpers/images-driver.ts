@@ -1,13 +1,14 @@
 /**
  * Runs the image step's lock or build inside the test dockerd's network namespace (started under
  * `nsenter --net=...` by test/images-build.test.ts), where the test registry listens on loopback.
- * It serves, from loopback, everything the builds fetch (python3 -m http.server over the test's
+ * It serves, from loopback, everything the builds fetch (test/images/serve.py over the test's
  * directory; the build's RUN steps reach it through `docker build --network host`, the daemon's
  * namespace), and points the image step's source overrides at it (SOURCE_OVERRIDES,
  * scripts/lib/images/build.ts): the pinned scripts and the Hub's commit list where huggingface.co and
- * raw.githubusercontent.com serve them, the stand-in OpenEnv repository (git's dumb HTTP) at
- * /huggingface/OpenEnv.git, the PyPI subset at /simple and the Debian subset at /debian. Then it
- * prints one JSON line:
+ * raw.githubusercontent.com serve them, the stand-in OpenEnv repository (git's smart HTTP, as GitHub
+ * serves it) at /huggingface/OpenEnv.git, the PyPI subset at /simple and the Debian subset at
+ * /debian. Every line docker build and docker push print goes to <request.json>.progress as it
+ * comes (the test's sign that the build goes on). Then it prints one JSON line:
  * { ok: true, result } or { ok: false, message }.
  *   node --import tsx test/helpers/images-driver.ts <request.json>
  */
@@ -47,7 +48,11 @@ async function main(): Promise<void> {
     }
     // A server of its own process: the lock and the build block this one (spawnSync) while the
     // scripts are fetched from it.
-    const server = spawn("python3", ["-m", "http.server", String(SCRIPTS_PORT), "--bind", "127.0.0.1", "--directory", req.scriptsDir], { stdio: "ignore" });
+    const server = spawn("python3", [path.join(__dirname, "..", "images", "serve.py"), String(SCRIPTS_PORT), req.scriptsDir], {
+        stdio: ["ignore", "ignore", "inherit"],
+    });
+    const progressFile = fs.openSync(`${process.argv[2]}.progress`, "a");
+    const progress = (l: string) => fs.writeSync(progressFile, `${l}\n`);
     const base = `http://127.0.0.1:${SCRIPTS_PORT}`;
     let up = false;
     for (let i = 0; i < scaledCount(100) && !up; i++) {
@@ -80,6 +85,7 @@ async function main(): Promise<void> {
                         replace: req.replace?.[image] ?? {},
                         buildNetwork: "host",
                         log,
+                        progress,
                     }),
                 );
             result = built;
@@ -89,6 +95,7 @@ async function main(): Promise<void> {
         process.stdout.write(`${JSON.stringify({ ok: false, message: (e as Error).message })}\n`);
     } finally {
         server.kill("SIGKILL");
+        fs.closeSync(progressFile);
     }
 }
 

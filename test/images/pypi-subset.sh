@@ -8,7 +8,8 @@
 #   pypi-subset.sh <out> <constraints.txt> <requirement>...
 #
 # leaves <out> -> a cached directory holding simple/<project>/<wheel> and lock.txt (one name==version
-# per wheel, sorted). Cached under ~/.cache/agent-rl-infra/images-standin by a stamp of this script,
+# per wheel, sorted). pip's log (a line per project it collects and file it downloads: the test's
+# sign of progress) is $cache/pypi.log. Cached under ~/.cache/agent-rl-infra/images-standin by a stamp of this script,
 # the constraints and the requirements, under a flock; idempotent.
 set -euo pipefail
 out="$1"
@@ -30,7 +31,7 @@ if [[ ! -f "$dir/lock.txt" ]]; then
   platforms=()
   for minor in $(seq 36 -1 17); do platforms+=(--platform "manylinux_2_${minor}_x86_64"); done
   platforms+=(--platform manylinux2014_x86_64)
-  python3 -m pip download --quiet --disable-pip-version-check --no-cache-dir --only-binary=:all: \
+  python3 -m pip download --progress-bar off --disable-pip-version-check --no-cache-dir --only-binary=:all: \
     --python-version 3.11 --implementation cp --abi cp311 "${platforms[@]}" \
     -c "$constraints" -d "$dir.new/wheels" "$@" >"$cache/pypi.log" 2>&1 ||
     { tail -20 "$cache/pypi.log" >&2; echo "pypi-subset: pip download failed (log: $cache/pypi.log)" >&2; exit 1; }

@@ -6,7 +6,7 @@
  * builds and pushes nothing.
  */
 import { createHash } from "node:crypto";
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -86,6 +86,8 @@ export interface BuildOptions {
     /** `docker build --network` (a test's loopback script server). @default the daemon's default */
     readonly buildNetwork?: string;
     readonly log?: (line: string) => void;
+    /** Every line docker build and docker push print, as they print it (a caller's sign that the build goes on). */
+    readonly progress?: (line: string) => void;
 }
 
 export interface Built {
@@ -100,14 +102,48 @@ export interface Built {
 
 const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
 
-function docker(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 3_600_000): { status: number; out: string } {
-    const r = spawnSync("docker", [...args], { encoding: "utf8", env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 });
-    return { status: r.status ?? 125, out: `${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? String(r.error) : ""}` };
+/** Runs the docker CLI, each line it prints passed to `progress` as it comes; SIGKILL after `timeoutMs`. */
+function docker(
+    args: readonly string[],
+    env: NodeJS.ProcessEnv,
+    progress: (line: string) => void,
+    timeoutMs = 3_600_000,
+): Promise<{ status: number; out: string }> {
+    return new Promise((resolve) => {
+        const child = spawn("docker", [...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        let partial = "";
+        const take = (d: Buffer) => {
+            const text = d.toString("utf8");
+            out += text;
+            // What the caller reads afterwards: the last 64 MiB at most.
+            if (out.length > 128 * 1024 * 1024) out = out.slice(-64 * 1024 * 1024);
+            const lines = (partial + text).split("\n");
+            partial = lines.pop() ?? "";
+            for (const l of lines) progress(l.replace(ANSI_COLOUR, ""));
+        };
+        child.stdout.on("data", take);
+        child.stderr.on("data", take);
+        const timer = setTimeout(() => {
+            out += `\n(docker ${args[0]}: killed after ${timeoutMs} ms)`;
+            child.kill("SIGKILL");
+        }, timeoutMs);
+        child.once("error", (e) => {
+            clearTimeout(timer);
+            resolve({ status: 125, out: `${out}${String(e)}` });
+        });
+        child.once("close", (code) => {
+            clearTimeout(timer);
+            if (partial !== "") progress(partial.replace(ANSI_COLOUR, ""));
+            resolve({ status: code ?? 125, out });
+        });
+    });
 }
 
 /** Builds and pushes one image, or finds it already pushed; throws ImageStepError naming what failed. */
 export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<Built> {
     const log = o.log ?? (() => undefined);
+    const progress = o.progress ?? (() => undefined);
     const pinsRoot = o.pinsRoot ?? o.root;
     const pins = readPins(image, pinsRoot);
     const { args, problems } = buildArgs(pins, readLock(pinsRoot));
@@ -161,7 +197,7 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
                         : ""
                 }`,
             );
-            const b = docker([...buildArgv, ctx], env);
+            const b = await docker([...buildArgv, ctx], env, progress);
             if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
             // What the pinned steps said: each script's commit and digest check, the lock's install on the
             // base, what pip installed, the change to TRL's script, the mtail Debian gave.
@@ -169,7 +205,7 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             for (const line of b.out.split("\n").map((l) => l.replace(ANSI_COLOUR, "")))
                 if (/^(fetch-scripts|install-lock|use_agent_sandbox): |^Successfully installed |^mtail version /.test(line)) log(`${image}: ${line}`);
             log(`${image}: docker push ${tag}`);
-            const p = docker(["push", tag], env);
+            const p = await docker(["push", tag], env, progress);
             if (p.status !== 0) throw new ImageStepError(`${image}: docker push ${tag} failed (exit ${p.status}):\n${p.out.slice(-3000)}`);
         } finally {
             fs.rmSync(config, { recursive: true, force: true });
