@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A subset of PyPI for test/images-build.test.ts, served from loopback as a simple index (PEP 503:
-# one directory per normalized project name, its wheels listed by python3 -m http.server): the real
+# one directory per normalized project name, its wheels listed as python3 -m http.server lists a directory: test/images/serve.py): the real
 # wheels of the requirements named, and of everything they need, at the versions the constraints
 # file pins (the trainer lock), for the stand-in bases' Python (CPython 3.11 on x86_64 glibc).
 # Downloaded with pip from PyPI once; nothing here is a stand-in.
