@@ -16,7 +16,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { CONFIG_NAMESPACE, type PlatformConfig } from "../components/config";
 import { parseImage } from "../components/preflight/registry";
-import { type Built, buildAndPush, neededImages } from "./lib/images/build";
+import { type Built, buildAndPush, neededImages, SOURCE_OVERRIDES } from "./lib/images/build";
 import { fillLock, ImageStepError } from "./lib/images/lock-step";
 import { IMAGE_NAMES, type ImageName, REPO_ROOT } from "./lib/images/pins";
 import { checkHelp, runCli, UsageError } from "./lib/cli";
@@ -26,6 +26,8 @@ const USAGE = [
     "usage: npm run images -- lock [image...]   record base digests and script sha256s in images/lock.json (trust on first use)",
     "       npm run images -- <stack | path/to/Pulumi.<stack>.yaml> [--to <registry>/<path>] [--registry-auth-file <config.json>]",
     `images: ${IMAGE_NAMES.join(", ")}`,
+    "mirrors (environment; each is part of the images' input hash):",
+    ...SOURCE_OVERRIDES.map((o) => `  ${o.env}  replaces ${o.replaces}`),
 ].join("\n");
 
 export type ImagesArgs =

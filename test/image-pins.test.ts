@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { neededImages } from "../scripts/lib/images/build";
+import { neededImages, SOURCE_OVERRIDES, sourceArgs } from "../scripts/lib/images/build";
 import { loadForImages, parseImagesArgs, writeImageRefs } from "../scripts/images";
 import { knownStacks } from "../scripts/lib/plan";
 import { loadRunStack } from "../scripts/lib/load-stack";
@@ -160,6 +160,26 @@ describe("npm run images", () => {
             { image: "trainer-blackbox", field: ["images", "trainer"] },
             { image: "sandbox", field: ["sandboxes", "image"] },
         ]);
+    });
+
+    test("a mirror reaches only a Dockerfile that declares its ARG, and every one is declared by a Dockerfile of the images", () => {
+        const env = {
+            AGENTRL_FETCH_BASE_URL: "http://mirror.example/scripts",
+            AGENTRL_OPENENV_GIT_URL: "http://mirror.example/OpenEnv.git",
+            AGENTRL_PIP_INDEX_URL: "http://mirror.example/simple",
+            AGENTRL_DEBIAN_MIRROR: "http://mirror.example",
+        };
+        const dockerfile = (image: string) => fs.readFileSync(path.join(REPO_ROOT, readPins(image as (typeof IMAGE_NAMES)[number]).dockerfile), "utf8");
+        assert.deepEqual(sourceArgs(dockerfile("trainer-blackbox"), env), {
+            AGENTRL_FETCH_BASE_URL: env.AGENTRL_FETCH_BASE_URL,
+            OPENENV_GIT_URL: env.AGENTRL_OPENENV_GIT_URL,
+            PIP_INDEX_URL: env.AGENTRL_PIP_INDEX_URL,
+        });
+        assert.deepEqual(sourceArgs(dockerfile("mtail"), env), { DEBIAN_MIRROR: env.AGENTRL_DEBIAN_MIRROR });
+        assert.deepEqual(sourceArgs(dockerfile("sandbox"), env), {});
+        assert.deepEqual(sourceArgs(dockerfile("trainer-blackbox"), { AGENTRL_PIP_INDEX_URL: "" }), {}, "empty: not set");
+        const declared = IMAGE_NAMES.flatMap((n) => Object.keys(sourceArgs(dockerfile(n), env)));
+        for (const o of SOURCE_OVERRIDES) assert.ok(declared.includes(o.arg), `${o.arg} is declared by no Dockerfile`);
     });
 
     test("every `npm run images` in the docs parses, and names a stack of stacks/ or the lock step", () => {

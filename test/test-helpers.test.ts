@@ -1,11 +1,15 @@
 // The shared test helpers themselves: manifests() takes apiVersion/kind from the type token and
 // refuses a resource whose own inputs disagree, and the secret helpers read the mock monitor's
-// wrapper. Run: node --import tsx --test test/test-helpers.test.ts
+// wrapper; runWatched kills a silent process group and names it. Run: node --import tsx --test test/test-helpers.test.ts
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { before, describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { manifests } from "./helpers/manifests";
+import { runWatched } from "./helpers/processes";
 import type { RecordedResource } from "./helpers/mock";
 import { isSecret, sentAsSecret, unwrapSecrets } from "./helpers/secrets";
 
@@ -76,5 +80,36 @@ describe("secrets", () => {
         const inputs = { stringData: secret({ "keys.conf": "k" }), data: { plain: "p" } };
         assert.equal(sentAsSecret(inputs, ["stringData", "keys.conf"]), true);
         assert.equal(sentAsSecret(inputs, ["data", "plain"]), false);
+    });
+});
+
+describe("runWatched", () => {
+    test("a run that keeps printing, or keeps growing a watched file, ends normally with its output and status", async () => {
+        const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-watched-")), "log");
+        // Silent on stdout for 8 s, its log growing every 0.5 s: progress, with a 1 s bound.
+        const r = await runWatched("a growing log", "sh", ["-c", `for i in $(seq 16); do echo $i >>${log}; sleep 0.5; done; echo done; exit 3`], {
+            stallMs: 1000,
+            budgetMs: 60_000,
+            watch: [log],
+        });
+        assert.deepEqual([r.status, r.stdout], [3, "done\n"]);
+        fs.rmSync(path.dirname(log), { recursive: true });
+    });
+
+    test("a run that goes silent is killed, with its children, and fails naming it and its last output", async () => {
+        const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-watched-")), "pid");
+        const t0 = Date.now();
+        await assert.rejects(
+            runWatched("the stuck step", "sh", ["-c", `echo fetching; sleep 600 & echo $! >${pidFile}; wait`], { stallMs: 1000, budgetMs: 60_000 }),
+            (e: Error) => {
+                assert.match(e.message, /^the stuck step: no progress for \d+ s \(bound \d+ ms: no output\); killed\. Its last output:\nfetching$/);
+                return true;
+            },
+        );
+        assert.ok(Date.now() - t0 < 30_000, "killed long before the child's 600 s");
+        // The backgrounded child (its process group) is gone too: no process, or a zombie its new parent has not reaped yet.
+        const stat = `/proc/${Number(fs.readFileSync(pidFile, "utf8"))}/stat`;
+        if (fs.existsSync(stat)) assert.match(fs.readFileSync(stat, "utf8"), /^\d+ \(sleep\) Z /);
+        fs.rmSync(path.dirname(pidFile), { recursive: true });
     });
 });

@@ -139,10 +139,10 @@ const PREREQUISITES: readonly Prerequisite[] = [
         manual: "apt-get install -y docker.io",
     },
     {
-        what: "a registry and htpasswd (the image step's real build, push and pull: test/images-build.test.ts)",
-        present: () => which("docker-registry") !== undefined && which("htpasswd") !== undefined && which("debootstrap") !== undefined,
-        apt: ["docker-registry", "apache2-utils", "debootstrap"],
-        manual: "apt-get install -y docker-registry apache2-utils debootstrap",
+        what: "a registry and htpasswd, debootstrap, git, gpgv and xz (the image step's real build, push and pull: test/images-build.test.ts)",
+        present: () => ["docker-registry", "htpasswd", "debootstrap", "git", "gpgv", "xz"].every((b) => which(b) !== undefined),
+        apt: ["docker-registry", "apache2-utils", "debootstrap", "git", "gpgv", "xz-utils"],
+        manual: "apt-get install -y docker-registry apache2-utils debootstrap git gpgv xz-utils",
         onlyAsRoot: true,
     },
     {

@@ -4,6 +4,7 @@
  * its own pid (TERM, then KILL after 3 s).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
 import * as http from "node:http";
 import { scaled } from "./waits";
 
@@ -130,4 +131,83 @@ export async function stopAll(...stops: ReadonlyArray<(() => Promise<unknown>) |
         }
     }
     if (errors.length > 0) throw errors[0];
+}
+
+export interface WatchedResult {
+    readonly status: number | null;
+    readonly stdout: string;
+    readonly stderr: string;
+}
+
+/**
+ * Runs `bin args` to its end, bounded by its progress: its output and the growth of the `watch`
+ * files (a log it writes) count as progress; after `scaled(stallMs)` without any, its whole process
+ * group is killed (SIGKILL) and this throws naming `what`, the silence and the last lines it printed.
+ * `budgetMs` (scaled) bounds the whole run the same way, as a backstop.
+ */
+export async function runWatched(
+    what: string,
+    bin: string,
+    args: readonly string[],
+    opts: {
+        readonly stallMs: number;
+        readonly budgetMs: number;
+        readonly watch?: readonly string[];
+        readonly env?: NodeJS.ProcessEnv;
+        readonly cwd?: string;
+    },
+): Promise<WatchedResult> {
+    const child = spawn(bin, [...args], { stdio: ["ignore", "pipe", "pipe"], env: opts.env ?? process.env, cwd: opts.cwd, detached: true });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+    const size = (f: string) => {
+        try {
+            return fs.statSync(f).size;
+        } catch {
+            return 0;
+        }
+    };
+    const mark = () => stdout.length + stderr.length + (opts.watch ?? []).reduce((n, f) => n + size(f), 0);
+    const stall = scaled(opts.stallMs);
+    const budget = scaled(opts.budgetMs);
+    const started = Date.now();
+    let last = mark();
+    let lastAt = started;
+    let killed: string | undefined;
+    const closed = new Promise<number | null>((resolve, reject) => {
+        child.once("error", reject);
+        child.once("close", (code) => resolve(code));
+    });
+    const timer = setInterval(() => {
+        const now = Date.now();
+        const m = mark();
+        if (m !== last) [last, lastAt] = [m, now];
+        const why =
+            now - lastAt > stall
+                ? `no progress for ${Math.round((now - lastAt) / 1000)} s (bound ${stall} ms: no output${opts.watch?.length ? ` and no growth of ${opts.watch.join(", ")}` : ""})`
+                : now - started > budget
+                  ? `still running after ${budget} ms`
+                  : undefined;
+        if (why !== undefined && killed === undefined) {
+            killed = why;
+            try {
+                process.kill(-(child.pid as number), "SIGKILL");
+            } catch {
+                // already gone
+            }
+        }
+    }, 1000);
+    try {
+        const status = await closed;
+        if (killed !== undefined) {
+            const tail = (s: string) => s.trimEnd().split("\n").slice(-15).join("\n");
+            const logs = (opts.watch ?? []).filter((f) => fs.existsSync(f)).map((f) => `${f}:\n${tail(fs.readFileSync(f, "utf8"))}`);
+            throw new Error(`${what}: ${killed}; killed. Its last output:\n${tail(`${stdout}${stderr}`)}${logs.length ? `\n${logs.join("\n")}` : ""}`);
+        }
+        return { status, stdout, stderr };
+    } finally {
+        clearInterval(timer);
+    }
 }

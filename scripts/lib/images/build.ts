@@ -1,11 +1,12 @@
 /**
  * The build step: which images a stack needs, and each one built from this repository's Dockerfile
  * with its pinned inputs, pushed to the user's registry with the stack's registryAuth, and named by
- * digest. The tag is a hash of every input (the Dockerfile, each file it copies, every build ARG), so
- * a second run with the same inputs finds the tag in the registry and builds and pushes nothing.
+ * digest. The tag is a hash of every input (the Dockerfile, each file it copies, every build ARG and
+ * every source override), so a second run with the same inputs finds the tag in the registry and
+ * builds and pushes nothing.
  */
 import { createHash } from "node:crypto";
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -20,6 +21,35 @@ export interface NeededImage {
     readonly image: ImageName;
     /** The field's path under the stack's platform object. */
     readonly field: readonly string[];
+}
+
+/**
+ * Where an upstream is fetched from during a build, when not from its public host: the Dockerfile's
+ * build ARG and the image step's environment variable that sets it (a mirror; the tests' loopback
+ * servers). Passed only to a Dockerfile that declares the ARG. What arrives is checked as without a
+ * mirror (a script by its sha256, OpenEnv by its commit, Debian's archive by its signatures); a
+ * package index is not checked beyond the lock's versions, so every override is part of the
+ * inputs' hash: an image built from another source gets another tag.
+ */
+export const SOURCE_OVERRIDES = [
+    {
+        arg: "AGENTRL_FETCH_BASE_URL",
+        env: "AGENTRL_FETCH_BASE_URL",
+        replaces: "https://huggingface.co and https://raw.githubusercontent.com (trainer/fetch-scripts.sh)",
+    },
+    { arg: "OPENENV_GIT_URL", env: "AGENTRL_OPENENV_GIT_URL", replaces: "https://github.com/huggingface/OpenEnv.git (trainer/blackbox/Dockerfile)" },
+    { arg: "PIP_INDEX_URL", env: "AGENTRL_PIP_INDEX_URL", replaces: "PyPI (the trainer Dockerfiles' pip steps)" },
+    { arg: "DEBIAN_MIRROR", env: "AGENTRL_DEBIAN_MIRROR", replaces: "http://deb.debian.org (images/mtail/Dockerfile)" },
+] as const;
+
+/** The source overrides set in `env` that a Dockerfile declares, as build ARGs. */
+export function sourceArgs(dockerfile: string, env: NodeJS.ProcessEnv): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const o of SOURCE_OVERRIDES) {
+        const v = env[o.env];
+        if (v !== undefined && v !== "" && new RegExp(`^ARG ${o.arg}\\b`, "m").test(dockerfile)) out[o.arg] = v;
+    }
+    return out;
 }
 
 /** The images this repository builds that a stack runs: from its layout, sandbox provider and observability. */
@@ -56,6 +86,8 @@ export interface BuildOptions {
     /** `docker build --network` (a test's loopback script server). @default the daemon's default */
     readonly buildNetwork?: string;
     readonly log?: (line: string) => void;
+    /** Every line docker build and docker push print, as they print it (a caller's sign that the build goes on). */
+    readonly progress?: (line: string) => void;
 }
 
 export interface Built {
@@ -68,14 +100,50 @@ export interface Built {
     readonly pushed: boolean;
 }
 
-function docker(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 3_600_000): { status: number; out: string } {
-    const r = spawnSync("docker", [...args], { encoding: "utf8", env, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 });
-    return { status: r.status ?? 125, out: `${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? String(r.error) : ""}` };
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
+/** Runs the docker CLI, each line it prints passed to `progress` as it comes; SIGKILL after `timeoutMs`. */
+function docker(
+    args: readonly string[],
+    env: NodeJS.ProcessEnv,
+    progress: (line: string) => void,
+    timeoutMs = 3_600_000,
+): Promise<{ status: number; out: string }> {
+    return new Promise((resolve) => {
+        const child = spawn("docker", [...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+        let out = "";
+        let partial = "";
+        const take = (d: Buffer) => {
+            const text = d.toString("utf8");
+            out += text;
+            // What the caller reads afterwards: the last 64 MiB at most.
+            if (out.length > 128 * 1024 * 1024) out = out.slice(-64 * 1024 * 1024);
+            const lines = (partial + text).split("\n");
+            partial = lines.pop() ?? "";
+            for (const l of lines) progress(l.replace(ANSI_COLOUR, ""));
+        };
+        child.stdout.on("data", take);
+        child.stderr.on("data", take);
+        const timer = setTimeout(() => {
+            out += `\n(docker ${args[0]}: killed after ${timeoutMs} ms)`;
+            child.kill("SIGKILL");
+        }, timeoutMs);
+        child.once("error", (e) => {
+            clearTimeout(timer);
+            resolve({ status: 125, out: `${out}${String(e)}` });
+        });
+        child.once("close", (code) => {
+            clearTimeout(timer);
+            if (partial !== "") progress(partial.replace(ANSI_COLOUR, ""));
+            resolve({ status: code ?? 125, out });
+        });
+    });
 }
 
 /** Builds and pushes one image, or finds it already pushed; throws ImageStepError naming what failed. */
 export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<Built> {
     const log = o.log ?? (() => undefined);
+    const progress = o.progress ?? (() => undefined);
     const pinsRoot = o.pinsRoot ?? o.root;
     const pins = readPins(image, pinsRoot);
     const { args, problems } = buildArgs(pins, readLock(pinsRoot));
@@ -101,6 +169,8 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             fs.writeFileSync(path.join(ctx, rel), body, { mode: fs.statSync(from).mode & 0o777 });
         }
         for (const k of Object.keys(args).sort()) hash.update(`arg\0${k}=${args[k]}\0`);
+        const sources = sourceArgs(dockerfile, process.env);
+        for (const k of Object.keys(sources).sort()) hash.update(`source\0${k}=${sources[k]}\0`);
         const tag = `${target}:inputs-${hash.digest("hex").slice(0, 24)}`;
 
         // The registry first: a wrong password fails here, before any build; a tag it holds is this build.
@@ -117,17 +187,25 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             fs.writeFileSync(path.join(config, "config.json"), o.dockerConfigJson, { mode: 0o600 });
             const env = { ...process.env, DOCKER_CONFIG: config };
             const buildArgv = ["build", "-f", path.join(ctx, "Dockerfile"), "-t", tag, ...(o.buildNetwork ? ["--network", o.buildNetwork] : [])];
-            for (const [k, v] of Object.entries(args)) buildArgv.push("--build-arg", `${k}=${v}`);
-            // A script mirror (fetch-scripts.sh): not an input, the scripts' digests are checked either way.
-            const mirror = process.env.AGENTRL_FETCH_BASE_URL;
-            if (mirror && dockerfile.includes("ARG AGENTRL_FETCH_BASE_URL")) buildArgv.push("--build-arg", `AGENTRL_FETCH_BASE_URL=${mirror}`);
-            log(`${image}: docker build ${pins.dockerfile} -> ${tag}`);
-            const b = docker([...buildArgv, ctx], env);
+            for (const [k, v] of Object.entries({ ...args, ...sources })) buildArgv.push("--build-arg", `${k}=${v}`);
+            log(
+                `${image}: docker build ${pins.dockerfile} -> ${tag}${
+                    Object.keys(sources).length > 0
+                        ? ` (from ${Object.entries(sources)
+                              .map(([k, v]) => `${k}=${v}`)
+                              .join(", ")})`
+                        : ""
+                }`,
+            );
+            const b = await docker([...buildArgv, ctx], env, progress);
             if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
-            // What the pinned steps said: each script's commit and digest check, the lock's install on the base.
-            for (const line of b.out.split("\n")) if (/^(fetch-scripts|install-lock): /.test(line)) log(`${image}: ${line}`);
+            // What the pinned steps said: each script's commit and digest check, the lock's install on the
+            // base, what pip installed, the change to TRL's script, the mtail Debian gave.
+            // The classic builder wraps a step's stderr in colour codes: a stdout line after it starts with a reset.
+            for (const line of b.out.split("\n").map((l) => l.replace(ANSI_COLOUR, "")))
+                if (/^(fetch-scripts|install-lock|use_agent_sandbox): |^Successfully installed |^mtail version /.test(line)) log(`${image}: ${line}`);
             log(`${image}: docker push ${tag}`);
-            const p = docker(["push", tag], env);
+            const p = await docker(["push", tag], env, progress);
             if (p.status !== 0) throw new ImageStepError(`${image}: docker push ${tag} failed (exit ${p.status}):\n${p.out.slice(-3000)}`);
         } finally {
             fs.rmSync(config, { recursive: true, force: true });
