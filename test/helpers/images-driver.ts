@@ -46,8 +46,8 @@ async function main(): Promise<void> {
         fs.mkdirSync(path.dirname(file), { recursive: true });
         fs.writeFileSync(file, JSON.stringify(commits));
     }
-    // A server of its own process: the lock and the build block this one (spawnSync) while the
-    // scripts are fetched from it.
+    // A server of its own process: the lock step blocks this one (spawnSync) while the scripts are
+    // fetched from it.
     const server = spawn("python3", [path.join(__dirname, "..", "images", "serve.py"), String(SCRIPTS_PORT), req.scriptsDir], {
         stdio: ["ignore", "ignore", "inherit"],
     });
