@@ -18,9 +18,9 @@
  *     changes).
  *   - OpenEnv: a git repository made here (STANDIN_OPENENV) under OpenEnv's package names (openenv at
  *     the root, openenv-opencode-env in envs/opencode_env) holding only the modules the Dockerfile's
- *     import check names, committed, served over git's smart HTTP as GitHub serves it (test/images/serve.py); the test's pins name its commit
- *     instead of OpenEnv's 86a180e (as they name the stand-in bases), so the Dockerfile's pip install
- *     from git at a full commit runs for real.
+ *     import check names, committed, served over git's smart HTTP as GitHub serves it
+ *     (test/images/serve.py); the test's pins name its commit instead of OpenEnv's 86a180e (as they
+ *     name the stand-in bases), so the Dockerfile's pip install from git at a full commit runs for real.
  *   - the trainer lock (trainer/requirements.txt, the heavy pip set): for the white-box trainer an
  *     empty stand-in lock; for the black-box trainer the part of the real lock its own checks import
  *     (k8s-agent-sandbox and what it needs, setuptools for the builds), as real wheels of PyPI served
