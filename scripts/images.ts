@@ -155,9 +155,11 @@ async function main(): Promise<number> {
     const config = loadForImages(args.stack, stackFile, args.to);
     const to = destination(args, config.images.trainer);
     const dockerConfigJson = readRegistryAuth(args.stack, args.registryAuthFile);
+    // docker's own lines as it prints them: a real trainer build runs for many minutes.
+    const progress = (l: string) => process.stderr.write(`images:   | ${l}\n`);
     const built: Array<Built & { field: readonly string[] }> = [];
     for (const need of neededImages(config))
-        built.push({ ...(await buildAndPush(need.image, { root: REPO_ROOT, to, dockerConfigJson, log })), field: need.field });
+        built.push({ ...(await buildAndPush(need.image, { root: REPO_ROOT, to, dockerConfigJson, log, progress })), field: need.field });
     writeImageRefs(stackFile, built);
     for (const b of built) process.stdout.write(`${b.field.join(".")}: ${b.ref}${b.pushed ? "" : " (already pushed)"}\n`);
     log(`${path.relative(process.cwd(), stackFile)} names them by digest: npm run plan -- ${args.stack}`);
