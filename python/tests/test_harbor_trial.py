@@ -69,7 +69,7 @@ mkdir /opt/upper /opt/work /opt/root
 mount -t overlay overlay -o lowerdir=/,upperdir=/opt/upper,workdir=/opt/work /opt/root
 for d in proc sys dev; do mount --rbind /$d /opt/root/$d; done
 mkdir -p /opt/root/logs /opt/root/tests /opt/root/solution /opt/root/installed-agent
-exec chroot /opt/root "$@"
+exec /usr/sbin/chroot /opt/root "$@"
 """
 
 
