@@ -236,7 +236,8 @@ def trial_config(*, task_dir: Path, agent: str, model: str, session_id: str, tri
     config = on_the_pool(config)
     import_path, offline = AGENTS[agent]
     no_route = {"HTTP_PROXY": NO_ROUTE, "HTTPS_PROXY": NO_ROUTE, "http_proxy": NO_ROUTE, "https_proxy": NO_ROUTE, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-    agent_cfg = config.agent.model_copy(update={"import_path": import_path, "env": {**config.agent.env, **offline, **no_route}})
+    # The name too: Harbor's AgentFactory takes a registered name ("opencode") over import_path.
+    agent_cfg = config.agent.model_copy(update={"name": import_path, "import_path": import_path, "env": {**config.agent.env, **offline, **no_route}})
     capture = {"session_id": session_id, "port": capture_port, "model": model, "sampling": sampling}
     env_cfg = config.environment.model_copy(update={"import_path": CAPTURED_IMPORT_PATH, "kwargs": {**config.environment.kwargs, "capture": capture, "trace_out": str(trace_out)}})
     return config.model_copy(update={"agent": agent_cfg, "environment": env_cfg})
