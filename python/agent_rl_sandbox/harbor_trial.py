@@ -52,7 +52,7 @@ from harbor.environments.base import BaseEnvironment
 
 from .harbor_env import AgentSandboxEnvironment, on_the_pool
 from .settings import opencode_config_kwargs
-from .trusted_trace import UntrustedTrace, trusted_entries
+from .trusted_trace import trusted_entries
 
 log = logging.getLogger("agent_rl_sandbox.harbor_trial")
 
@@ -159,9 +159,11 @@ class CapturedPoolEnvironment(AgentSandboxEnvironment):
         bound = float(c.get("start_s") or PROXY_START_S)
         deadline = time.monotonic() + bound
         while h.exec(f"curl -sf {self._proxy_url}/health", timeout=10).exit_code != 0:
-            if time.monotonic() > deadline:
+            exited = _exit_code(self._proxy_job)
+            if exited is not None or time.monotonic() > deadline:
                 seen = h.exec(f"tail -c 2000 {proxy_log}", timeout=10)
-                raise RuntimeError(f"{h.sandbox_id}: the capture proxy did not answer on {self._proxy_url} within {bound:g}s:\n{seen.stdout}{seen.stderr}")
+                why = f"exited {exited}" if exited is not None else f"did not answer within {bound:g}s"
+                raise RuntimeError(f"{h.sandbox_id}: the capture proxy on {self._proxy_url} {why}:\n{seen.stdout}{seen.stderr}")
             time.sleep(0.3)
         body = json.dumps({"session_id": c["session_id"], **({"sampling": c["sampling"]} if c.get("sampling") else {})})
         r = h.exec(f"curl -sf -X POST -H @{self._admin_header} -H 'Content-Type: application/json' --data {shlex.quote(body)} {self._proxy_url}/sessions", timeout=60)
@@ -192,7 +194,7 @@ class CapturedPoolEnvironment(AgentSandboxEnvironment):
             try:
                 entries, check = trusted_entries(h.fetch_trace(), proxy, rollout=h.sandbox_id)
                 out.update(source="forwarder", entries=entries, check=check.__dict__)
-            except (UntrustedTrace, OSError, ValueError) as e:
+            except Exception as e:  # noqa: BLE001 - no whole forwarder record: nothing trustworthy to train on (UntrustedTrace, or the read failed)
                 out.update(source="forwarder", entries=None, error=f"{type(e).__name__}: {e}")
         elif isinstance(proxy, list):
             self.logger.warning(f"{h.sandbox_id}: the pool has no forwarder trace port (SANDBOX_TRACE_PORT=0): the trace is the in-sandbox proxy's, which the agent can rewrite")
@@ -215,6 +217,14 @@ class CapturedPoolEnvironment(AgentSandboxEnvironment):
                     pass
                 self._proxy_job = None
         await super().stop(delete)
+
+
+def _exit_code(job: Any) -> int | None:
+    """The background job's exit code, or None while it runs."""
+    try:
+        return job.wait(timeout=0.05)
+    except TimeoutError:
+        return None
 
 
 #: How Harbor loads it (the trial config's environment import path).
