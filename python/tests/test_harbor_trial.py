@@ -10,6 +10,8 @@
          and runs it (its install step replaced by a check: PreinstalledOpenCode, PreinstalledMiniSweAgent):
            opencode 1.18.33 (the real binary from npm, opencode_cli.py)
            mini-swe-agent 2.4.6 (PyPI, with litellm: the Harbor fixture's agents/mini-swe-agent venv)
+      -> the pod's key-holding forwarder (the template's command, pod_netns.py), whose record of the
+         model's answers is what is trained on (the proxy's only a cross-check: trusted_trace.py)
       -> the project's ingress (nginx, npm run ingress:local, the pool's key)
       -> stub_model.StubModel: STAND-IN for vLLM (token ids and logprobs as vLLM returns them).
 
@@ -20,11 +22,11 @@ Stand-ins, named: the model (stub_model.py), the sandbox image (the pods' runtim
 machine in a private mount namespace over a writable overlay of `/`, standing in for a task image
 with Harbor's writable dirs; its PATH holds the pre-installed agents: the opencode fixture's binary
 and the Harbor fixture's mini-swe-agent venv, standing in for an image that carries them), the
-kubelet (test_controller.PodNetwork) and the tokenizer (grpo_support, unused in loop-owning mode).
-The simulated pods run the runtime only, no key-holding forwarder (as test_rollout_worker.py's):
-the capture proxy holds the pool's key and the trace is the proxy's (`source == "capture-proxy"`);
-on a pool with the forwarder's trace port the same code trains on the forwarder's record
-(trusted_trace.trusted_entries; test_trusted_trace.py covers that record).
+kubelet (test_controller.PodNetwork, with pod_netns.ForwardedPodNetwork's namespaces: the forwarder
+runs as root there and holds the pool's key, not a per-rollout one) and the tokenizer (grpo_support,
+unused in loop-owning mode). With POD_FORWARDERS = False the pods share this machine's loopback and
+run the runtime only (as test_rollout_worker.py's): the capture proxy then holds the pool's key and
+the trace is the proxy's (`source == "capture-proxy"`).
 
 Skipped like test_controller.py when the fixtures are not built (AGENT_RL_BUILD_FIXTURES=1 builds
 them, AGENT_RL_REQUIRE_E2E=1 makes a skip a failure).
@@ -42,12 +44,14 @@ from pathlib import Path
 import pytest
 
 import harness_standin
+import netns
 import opencode_cli
+import pod_netns
 import sandbox_root
 import test_controller
 from conftest import PYTHON_DIR, REPO, free_port, processes
 from stub_model import BASH_COMMAND, SOLUTION, SUBMIT_COMMAND, StubModel
-from test_controller import claims, wait_for, warm_pool_full
+from test_controller import SANDBOXES, claims, wait_for
 from test_opencode_e2e import KEY, _require, sandbox_path, start_ingress, stop_group
 from test_rollout_worker import build_image_with_opencode
 from waits import scaled
@@ -58,6 +62,11 @@ AGENTS = ["opencode", "mini-swe-agent"]
 AGENT_TIMEOUT_S = 240
 #: mini-swe-agent's steps: the solution, the submit (and room for one format retry).
 STEP_LIMIT = 4
+#: Each simulated pod in a network namespace with its runtime and the template's forwarder
+#: (pod_netns.py): the model path and the trace are the pod's forwarder's. False: the pods share this
+#: machine's loopback and run the runtime only (as test_rollout_worker.py's), the capture proxy holds
+#: the pool's key and the trace is the proxy's.
+POD_FORWARDERS = True
 
 #: A pod's view of / for the runtime on this machine: a private mount namespace where / is a writable
 #: overlay of the host's (writes land in a tmpfs and vanish with the namespace), so Harbor's fixed paths
@@ -99,8 +108,25 @@ def pod_path(h) -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, harbor):
-    """test_controller.py's simulated cluster; the pods' runtime in an overlay root holding the agents."""
+def model_path(tmp_path_factory):
+    """The stub model (the vLLM stand-in) and the ingress in front of it, for the whole module: the pods'
+    forwarders are started with the ingress's address."""
+    tmp = tmp_path_factory.mktemp("model-path")
+    model = StubModel(MODEL)
+    ingress, url, log = start_ingress(tmp, model.url)
+    try:
+        yield {"model": model, "url": url, "port": int(url.rsplit(":", 1)[1]), "log": log}
+    finally:
+        model.stop()
+        stop_group(ingress)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, harbor, model_path):
+    """test_controller.py's simulated cluster; the pods' runtime in an overlay root holding the agents,
+    each pod in a network namespace with its forwarder (POD_FORWARDERS)."""
+    if POD_FORWARDERS and (why := netns.missing_prerequisite()) is not None:
+        _require(why)
     original_command = sandbox_root.command
     original_keep = sandbox_root.host_root_paths
 
@@ -116,7 +142,21 @@ def cluster(tmp_path_factory, harbor):
         mp.setattr(sandbox_root, "command", command)
         mp.setattr(sandbox_root, "host_root_paths", keep)
         mp.setattr(test_controller, "sandbox_path", lambda: pod_path(harbor))
+        if POD_FORWARDERS:
+            mp.setattr(test_controller, "PodNetwork", functools.partial(pod_netns.ForwardedPodNetwork, ingress_port=model_path["port"], key=KEY))
         yield from test_controller.cluster.__wrapped__(tmp_path_factory)
+    if POD_FORWARDERS:
+        assert pod_netns.namespaces() == [], "every pod's namespace is gone with the cluster"
+
+
+def warm_pool_ready(c) -> list[str] | None:
+    """The warm pool's Sandboxes Ready at an address, unclaimed, as many as the pool's size (test_controller's check, any address)."""
+    items = c["custom"].list_namespaced_custom_object(*SANDBOXES[:2], c["sandboxesNamespace"], SANDBOXES[2])["items"]
+    claimed = {cl["status"].get("sandbox", {}).get("name") for cl in claims(c) if cl.get("status")}
+    ready = [s["metadata"]["name"] for s in items
+             if any(x["type"] == "Ready" and x["status"] == "True" for x in (s.get("status") or {}).get("conditions", []))
+             and (s.get("status") or {}).get("podIPs") and s["metadata"]["name"] not in claimed and not s["metadata"].get("deletionTimestamp")]
+    return ready if len(ready) >= c["poolSize"] else None
 
 
 def write_task(root: Path, image: str) -> Path:
@@ -138,31 +178,33 @@ def write_task(root: Path, image: str) -> Path:
 
 
 @pytest.fixture
-def stack(cluster, harbor, tmp_path, monkeypatch):
-    """Stub model + ingress, a full warm pool, the task, and the trainer's env (set on this process too:
-    TRL's spawned rollout child and the Harbor processes inherit it, as a trainer pod's processes do)."""
+def stack(cluster, harbor, model_path, tmp_path, monkeypatch):
+    """A full warm pool, the task, and the trainer's env (set on this process too: TRL's spawned rollout
+    child and the Harbor processes inherit it, as a trainer pod's processes do)."""
     c = cluster
-    wait_for("the warm pool Ready", lambda: warm_pool_full(c), timeout=180)
-    model = StubModel(MODEL)
-    ingress, ingress_url, ingress_log = start_ingress(tmp_path, model.url)
+    wait_for("the warm pool Ready", lambda: warm_pool_ready(c), timeout=180)
+    model = model_path["model"]
+    seen = len(model.chat_requests())
     env = {
         **c["trainerEnv"],
-        # Straight to the ingress with the pool's key: the simulated pods run no forwarder (module docstring).
-        "SANDBOX_UPSTREAM_URL": ingress_url,
-        "SANDBOX_API_KEY": KEY,
-        "SANDBOX_TRACE_PORT": "0",
         "KUBECONFIG": c["trainerKubeconfig"],
         "AGENT_RL_HARBOR_PYTHON": str(harbor["python"]),
         "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
+    if POD_FORWARDERS:
+        # The plan's own: the agent's side calls the pod's forwarder (SANDBOX_UPSTREAM_URL), the trainer reads its trace port, holds no key.
+        assert env["SANDBOX_UPSTREAM_URL"] == "http://127.0.0.1:7100" and "SANDBOX_API_KEY" not in env, env
+    else:
+        # Straight to the ingress with the pool's key: the pods run no forwarder (module docstring).
+        env.update(SANDBOX_UPSTREAM_URL=model_path["url"], SANDBOX_API_KEY=KEY, SANDBOX_TRACE_PORT="0")
     for k, v in env.items():
         monkeypatch.setenv(k, v)
+    if POD_FORWARDERS:
+        monkeypatch.delenv("SANDBOX_API_KEY", raising=False)
     task = write_task(tmp_path, env["SANDBOX_IMAGE"])
     try:
-        yield dict(c=c, model=model, env=env, task=task, ingress_log=ingress_log, tmp=tmp_path)
+        yield dict(c=c, model=model, seen=seen, env=env, task=task, ingress_log=model_path["log"], tmp=tmp_path)
     finally:
-        model.stop()
-        stop_group(ingress)
         leftovers(c)
 
 
@@ -184,15 +226,16 @@ def factory(s, agents: list[str]):
     from agent_rl_sandbox.harbor_sessions import build_factory
 
     # The simulated pods share this machine's loopback: each concurrent rollout's capture proxy its own port.
+    ports = None if POD_FORWARDERS else [free_port(), free_port()]
     return functools.partial(build_factory, task_dir=str(s["task"]), agents=agents, model=MODEL, workdir=str(s["tmp"] / "rollouts"),
-                             agent_timeout_s=scaled(AGENT_TIMEOUT_S), step_limit=STEP_LIMIT, capture_ports=[free_port(), free_port()])
+                             agent_timeout_s=scaled(AGENT_TIMEOUT_S), step_limit=STEP_LIMIT, capture_ports=ports)
 
 
 def check_trace(entries: list[dict], agent: str) -> None:
     """The agent's model calls, each with the engine's token ids and per-token logprobs; its tool call was the script's."""
     assert entries, f"{agent}: no model call captured"
-    calls = [e for e in entries if e["response"]["choices"][0]["message"].get("tool_calls")]
-    commands = [json.loads(tc["function"]["arguments"])["command"] for e in calls for tc in e["response"]["choices"][0]["message"]["tool_calls"]]
+    messages = [e["response"]["choices"][0].get("message") or {} for e in entries]
+    commands = [json.loads(tc["function"]["arguments"])["command"] for m in messages for tc in m.get("tool_calls") or []]
     assert commands[0] == BASH_COMMAND, commands
     if agent == "mini-swe-agent":
         assert commands[-1] == SUBMIT_COMMAND, commands
@@ -203,9 +246,19 @@ def check_trace(entries: list[dict], agent: str) -> None:
         assert e["loss_mask"] == [0] * n + [1] * m
 
 
+def check_source(r: dict) -> None:
+    """What the trace was taken from: the pod's forwarder, the proxy's record agreeing with it."""
+    if not POD_FORWARDERS:
+        assert r["source"] == "capture-proxy", "a pool without a trace port"
+        return
+    assert r["source"] == "forwarder", r
+    assert r["check"]["selected_by"] == "proxy" and r["check"]["disagreements"] == [], r["check"]
+    assert r["check"]["forwarder_calls"] >= len(r["entries"]) > 0
+
+
 def check_model_requests(s) -> None:
     """What reached the model came through the ingress (key checked and dropped), asking for token ids and logprobs."""
-    chats = s["model"].chat_requests()
+    chats = s["model"].chat_requests()[s["seen"]:]
     assert chats
     for r in chats:
         headers = {k.lower(): v for k, v in r["headers"].items()}
@@ -229,7 +282,7 @@ def test_a_harbor_trial_of_the_agent_runs_on_the_pool_through_the_ingress(stack,
         print(f"{agent}: trial in {time.monotonic() - started:.1f}s, claim {r.get('claim')}, reward {r.get('reward')}")
         assert r["exception"] is None, (r["exception"], session.log.read_text(errors="replace")[-3000:])
         assert r["reward"] == 1.0 and session.verify().env_reward == 1.0
-        assert r["source"] == "capture-proxy", "the simulated pool has no trace port"
+        check_source(r)
         check_trace(r["entries"], agent)
         trace = session.fetch_training_trace()
         assert [t.completion_token_ids for t in trace.turns] == [e["completion_token_ids"] for e in r["entries"]]
@@ -258,6 +311,7 @@ def test_trls_worker_completes_a_group_of_two_agents_harbor_trials(stack):
     assert [x.metrics["reward"] for x in samples] == [1.0, 1.0]
     for r in results:
         assert r["reward"] == 1.0 and r["exception"] is None
+        check_source(r)
         check_trace(r["entries"], r["agent"])
     assert len({r["claim"] for r in results}) == 2, "one sandbox per rollout"
     # TRL's rows are the trials' captured calls: every sampled token trained, with its logprob.
