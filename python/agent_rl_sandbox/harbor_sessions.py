@@ -25,6 +25,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,7 @@ class HarborTrialSessionFactory(ResourceSessionFactory[HarborTrialSession]):
         self.sampling = dict(sampling) if sampling else None
         self.python = python
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="harbor-rollouts-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.agent_timeout_s = agent_timeout_s
         self.step_limit = step_limit
         self.capture_ports = list(capture_ports or [])
@@ -131,7 +133,7 @@ class HarborTrialSessionFactory(ResourceSessionFactory[HarborTrialSession]):
         with self._lock:
             i = next(self._count)
         agent = self.agents[i % len(self.agents)]
-        name = f"{i:04d}-{agent}"
+        name = f"{i:04d}-{agent}-{uuid.uuid4().hex[:8]}"  # unique: factories may share a workdir (TRL rebuilds one per rollout child)
         out = self.workdir / f"{name}.json"
         log = self.workdir / f"{name}.log"
         argv = [self.python, "-m", "agent_rl_sandbox.harbor_trial", "--task", str(self.task_dir), "--agent", agent, "--model", self.model,
