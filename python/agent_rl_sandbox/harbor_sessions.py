@@ -147,8 +147,10 @@ class HarborTrialSessionFactory(ResourceSessionFactory[HarborTrialSession]):
             argv += ["--capture-port", str(self.capture_ports[i % len(self.capture_ports)])]
         if episode_id:
             argv += ["--session-id", f"hb{episode_id}"[:64]]
+        # Harbor imports litellm, which fetches its model cost map at import unless told to keep its bundled one.
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         with open(log, "wb") as f:
-            proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         return HarborTrialSession(proc, out, log, agent, self.agent_timeout_s + TRIAL_OVERHEAD_S)
 
 
