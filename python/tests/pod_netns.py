@@ -25,6 +25,7 @@ import netns
 import sandbox_root
 import test_controller
 from conftest import PYTHON_DIR, stop_process, wait_http
+from waits import wait_for
 
 FORWARDER = PYTHON_DIR / "agent_rl_sandbox" / "forwarder.py"
 SUBNET = "10.214"
@@ -114,8 +115,13 @@ class PodProcesses:
                 p.send_signal(sig)
 
     def wait(self, timeout: float | None = None) -> int | None:
-        for p in self.procs:
-            p.wait(timeout)
+        """The runtime's end (test_controller.stop_container signals its pid 1), then the forwarder's: a
+        pod's containers stop together."""
+        runtime, forwarder = self.procs
+        runtime.wait(timeout)
+        if forwarder.poll() is None:
+            forwarder.send_signal(signal.SIGTERM)
+        forwarder.wait(timeout)
         self._cleanup()
         return self.returncode
 
@@ -160,11 +166,14 @@ class ForwardedPodNetwork(test_controller.PodNetwork):
             env = {e.name: e.value for e in c.env or [] if e.value is not None}
             env.update(PATH=test_controller.sandbox_path(), POD_NAME=name)
             with open(self.logs / f"{name}.log", "wb") as log:
-                procs.insert(0, subprocess.Popen(ns.exec_argv(*sandbox_root.command(self.image_root, [*c.command, "--host", ip], uid=None)),
+                procs.insert(0, subprocess.Popen(ns.exec_argv(*sandbox_root.command(self.image_root, [*c.command, "--host", ip], uid=None, own_pids=True)),
                                                  env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
             pod_procs = PodProcesses(procs[0], procs[1], relay, ns)
             with self._lock:
+                self.started.append(pod_procs)
                 self.runtimes[name] = (ip, pod_procs)
+            runtime = procs[0]
+            self.namespaces.add(wait_for(f"pod {name}'s PID namespace", lambda: test_controller.pid_namespace_of_child(runtime), timeout=15, interval=0.05))
             wait_http(f"http://{ip}:{c.ports[0].container_port}/healthz", proc=pod_procs)
             self._publish(name, ip)
         except Exception as e:  # noqa: BLE001 - reported by the tests; not retried
@@ -176,6 +185,8 @@ class ForwardedPodNetwork(test_controller.PodNetwork):
                     self.runtimes.pop(name, None)
                     self._failed.add(name)
             if not deleted:
+                if pod_procs is not None:
+                    test_controller.stop_container(pod_procs)
                 for p in procs:
                     stop_process(p)
                 if relay is not None:
