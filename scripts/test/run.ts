@@ -304,7 +304,9 @@ function startFixtures(): FixtureBuilds {
     // Debian trixie's python3.13, the harbor 0.25 venv and mini-swe-agent's (network and disk, about 1.5 CPU-minutes); it needs apt-get and dpkg-deb.
     const harbor =
         harborMissing() === undefined
-            ? buildStep("Harbor fixture (trixie's python3.13, the harbor 0.25 venv, the stand-in image's mini-swe-agent venv)", "bash", ["test/harbor/build.sh"])
+            ? buildStep("Harbor fixture (trixie's python3.13, the harbor 0.25 venv, the stand-in image's mini-swe-agent venv)", "bash", [
+                  "test/harbor/build.sh",
+              ])
             : Promise.resolve(log(`Harbor fixture: not built (${harborMissing()}; python/harbor_tests skips)`));
     const ready = new Map<Fixture, Promise<void>>([
         ["harbor", harbor],
