@@ -103,11 +103,11 @@ class PodProcesses:
         return self.procs[0].returncode
 
     def poll(self) -> int | None:
-        codes = [p.poll() for p in self.procs]
-        if all(c is not None for c in codes):
+        """The runtime's exit code once it has exited (the pod's container is down; wait() ends the forwarder too)."""
+        code = self.procs[0].poll()
+        if code is not None and self.procs[1].poll() is not None:
             self._cleanup()
-            return codes[0]
-        return None
+        return code
 
     def send_signal(self, sig: int) -> None:
         for p in self.procs:
