@@ -57,9 +57,10 @@ class Namespace:
         subprocess.run(["ip", "link", "del", self.host_if], capture_output=True, timeout=scaled(30))
 
 
-def create(tag: int) -> Namespace:
-    """A namespace with a /30 to this one: host side .1, namespace side .2 (tag picks the subnet)."""
-    subnet = f"10.213.{tag % 250}"
+def create(tag: int, subnet: str | None = None) -> Namespace:
+    """A namespace with a /30 to this one: host side .1, namespace side .2 (tag picks the subnet unless
+    `subnet`, three octets, is given; tag names the namespace and its veth ends)."""
+    subnet = subnet or f"10.213.{tag % 250}"
     ns = Namespace(name=f"agentrl-{tag}", host_if=f"vh{tag % 100000}", ns_if=f"vc{tag % 100000}", host_ip=f"{subnet}.1", ns_ip=f"{subnet}.2")
     try:
         _run("ip", "netns", "add", ns.name)

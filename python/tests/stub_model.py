@@ -17,7 +17,8 @@ reply back unchanged (the prefix property OpenEnv's capture graph links turns by
 
 The script, by the request's messages:
 - tools offered, no tool result yet: a `bash` tool call writing and running solution.py;
-- a tool result present: a short final answer, finish_reason `stop`;
+- a tool result present: a short final answer, finish_reason `stop`; for mini-swe-agent (its prompt
+  names SUBMIT, the command whose output submits), a `bash` call `echo SUBMIT` instead, once;
 - no tools offered (e.g. opencode's title request): a short title.
 `hold` (a threading.Event) makes every scripted tool-call turn wait until it is set: a rollout
 that is mid-flight for as long as a test needs.
@@ -36,6 +37,10 @@ SOLUTION = "print(sum(map(int, input().split())))"
 BASH_COMMAND = f"printf '%s\\n' '{SOLUTION}' > solution.py && echo '2 3' | python3 solution.py"
 FINAL_ANSWER = "solution.py prints the sum of the two numbers; it printed 5 for 2 3."
 TITLE = "Sum two numbers"
+#: mini-swe-agent 2.x's submit protocol: a command whose output's first line is this ends its run
+#: (minisweagent/environments/local.py); its prompt templates name it.
+SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+SUBMIT_COMMAND = f"echo {SUBMIT}"
 #: Offset of byte tokens (ids below it are specials: 1 = end of message, 2 = assistant start).
 BYTE_OFFSET = 3
 EOS_ID = 1
@@ -151,13 +156,20 @@ class StubModel:
         if not body.get("tools"):
             return {"role": "assistant", "content": TITLE}
         if any(m.get("role") == "tool" for m in messages):
+            asks_submit = any(SUBMIT in render(m) for m in messages if m.get("role") in ("system", "user"))
+            submitted = any(SUBMIT_COMMAND in render(m) for m in messages if m.get("role") == "assistant")
+            if asks_submit and not submitted:
+                return self._bash_call(SUBMIT_COMMAND, "Submit")
             return {"role": "assistant", "content": FINAL_ANSWER}
         self.holding.set()
         self.hold.wait()
+        return self._bash_call(BASH_COMMAND, "Write and run solution.py")
+
+    def _bash_call(self, command: str, description: str) -> dict[str, Any]:
         with self._lock:
             self._ids += 1
             call_id = f"call_{self._ids}"
-        args = json.dumps({"command": BASH_COMMAND, "description": "Write and run solution.py"})
+        args = json.dumps({"command": command, "description": description})
         return {"role": "assistant", "content": "", "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "bash", "arguments": args}}]}
 
     def _sampled(self, reply: dict[str, Any]) -> list[int]:

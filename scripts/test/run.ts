@@ -16,7 +16,8 @@
  *    scheduler, CoreDNS, the GPU stand-in device plugin, kube-router's NetworkPolicy controller,
  *    the images), the Python venv of the trainer-side lock (python/run-tests.sh --venv-only;
  *    vLLM + TRL + openenv, about 8 GB), and the Harbor fixture (test/harbor/build.sh: Debian trixie's
- *    python3.13 unpacked, a venv with harbor 0.25.0 and openenv 0.10.0), all started at once in the background (startFixtures says
+ *    python3.13 unpacked, a venv with harbor 0.25.0 and openenv 0.10.0, and the stand-in sandbox image's mini-swe-agent venv),
+ *    all started at once in the background (startFixtures says
  *    in which order they follow each other).
  * 3. Meanwhile `tsc --noEmit`, the formatter and linter (Biome) and the folder-direction rule
  *    (scripts/lint/layers.ts), then the tests as jobs (testJobs: each TypeScript file, the Python
@@ -300,10 +301,12 @@ function startFixtures(): FixtureBuilds {
               ),
           )
         : Promise.resolve(log("node fixture: not built (needs root on Linux; test/node.test.ts skips)"));
-    // Debian trixie's python3.13 and the harbor 0.25 venv (network and disk, about 1 CPU-minute); it needs apt-get and dpkg-deb.
+    // Debian trixie's python3.13, the harbor 0.25 venv and mini-swe-agent's (network and disk, about 1.5 CPU-minutes); it needs apt-get and dpkg-deb.
     const harbor =
         harborMissing() === undefined
-            ? buildStep("Harbor fixture (trixie's python3.13, the harbor 0.25 venv)", "bash", ["test/harbor/build.sh"])
+            ? buildStep("Harbor fixture (trixie's python3.13, the harbor 0.25 venv, the stand-in image's mini-swe-agent venv)", "bash", [
+                  "test/harbor/build.sh",
+              ])
             : Promise.resolve(log(`Harbor fixture: not built (${harborMissing()}; python/harbor_tests skips)`));
     const ready = new Map<Fixture, Promise<void>>([
         ["harbor", harbor],
@@ -461,6 +464,9 @@ const LIMITS: Limits = { total: 4, cluster: 2, whileBuilding: 1 };
  */
 const STARTS_PYTHON_CLUSTER = /cluster_up\.ts|^\s*(import|from) test_controller\b/m;
 
+/** A Python test file that also runs the Harbor fixture's venv (test_harbor_trial.py: Harbor trials on the simulated cluster). */
+const USES_HARBOR_FIXTURE = /test\/harbor\/build\.sh/;
+
 /**
  * The Python test files that take the engine tests' lock (STARTS_PYTHON_CLUSTER), as
  * TAKES_ENGINE_LOCK finds the TypeScript ones: each a job of its own; the other Python tests are
@@ -547,7 +553,8 @@ function testJobs(testFiles: readonly string[], python: boolean, reportDir: stri
     return [
         ...pyCluster.map((f) => {
             const label = `python-cluster:${path.basename(f, ".py")}`;
-            return { label, needs: clusterNeeds, cluster: true, group: "python", start: pyJob(label, [f]) };
+            const needs: Fixture[] = USES_HARBOR_FIXTURE.test(fs.readFileSync(path.join(ROOT, f), "utf8")) ? [...clusterNeeds, "harbor"] : clusterNeeds;
+            return { label, needs, cluster: true, group: "python", start: pyJob(label, [f]) };
         }),
         ...ts.filter((j) => j.cluster),
         ...(python

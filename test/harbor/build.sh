@@ -9,6 +9,11 @@
 #               database and Python are not touched)
 #   venv/       python3.13 -m venv --without-pip, pip from trixie's python3-pip-whl, then
 #               python/requirements-harbor.txt
+#   agents/mini-swe-agent/   a second venv of the same python3.13 with python/requirements-harbor-agents.txt:
+#               the STAND-IN sandbox image's pre-installed mini-swe-agent (the pool's sandboxes have no
+#               egress, so Harbor's install step cannot fetch it; python/tests/test_harbor_trial.py runs it
+#               in the simulated pods). Stamped on its own (agents/.complete): adding or changing it
+#               rebuilds only it (about 30 s wall and CPU from empty caches, ~60 MB of wheels).
 #
 # trixie's python3.13 needs glibc 2.38 (this Debian 12 host has 2.36): its ELF interpreter is set to
 # trixie's own ld.so and its RPATH to $ORIGIN/../lib/x86_64-linux-gnu (trixie's patchelf, run by
@@ -42,6 +47,8 @@ reqs="$repo/python/requirements-harbor.txt"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra"
 stamp_content="trixie=${TRIXIE_PACKAGES[*]} requirements=$(sha256sum "$reqs" | cut -c1-12)"
 stamp_hash="$(printf '%s' "$stamp_content" | sha256sum | cut -c1-12)"
+agents_reqs="$repo/python/requirements-harbor-agents.txt"
+agents_stamp="requirements=$(sha256sum "$agents_reqs" | cut -c1-12)"
 out="${AGENT_RL_HARBOR_CACHE_DIR:-$cache_root/harbor-$stamp_hash}"
 
 log() { printf '[harbor/build] %s\n' "$*" >&2; }
@@ -49,13 +56,34 @@ log() { printf '[harbor/build] %s\n' "$*" >&2; }
 up_to_date() {
   [[ -f "$out/.complete" && "$(cat "$out/.complete")" == "$stamp_content" && -x "$out/venv/bin/harbor" ]]
 }
-if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then log "up to date: $out"; echo "$out/venv/bin/python"; exit 0; fi
+agents_up_to_date() {
+  [[ -f "$out/agents/.complete" && "$(cat "$out/agents/.complete")" == "$agents_stamp" && -x "$out/agents/mini-swe-agent/bin/mini-swe-agent" ]]
+}
+# The stand-in image's mini-swe-agent venv (see the header), built in place beside a complete Harbor venv.
+build_agents() {
+  local t0 cpu venv="$out/agents/mini-swe-agent"
+  t0=$(date +%s)
+  rm -rf "$out/agents"
+  mkdir -p "$out/agents"
+  "$out/root/usr/bin/python3.13" -m venv --without-pip "$venv"
+  local pip_whl
+  pip_whl="$(ls "$out"/root/usr/share/python-wheels/pip-*.whl)"
+  "$venv/bin/python" "$pip_whl/pip" install --quiet --disable-pip-version-check "$pip_whl" >&2
+  cpu="$( { TIMEFORMAT='%U %S'; time ("$venv/bin/pip" install --quiet --disable-pip-version-check -r "$agents_reqs" >&2); } 2>&1 )" ||
+    { log "ERROR: pip install -r python/requirements-harbor-agents.txt failed"; rm -rf "$out/agents"; return 1; }
+  cpu="$(awk '{printf "%d", $1 + $2}' <<<"${cpu##*$'\n'}")"
+  [[ -x "$venv/bin/mini-swe-agent" ]] || { log "ERROR: no mini-swe-agent in $venv"; rm -rf "$out/agents"; return 1; }
+  printf '%s' "$agents_stamp" > "$out/agents/.complete"
+  log "agents/mini-swe-agent (stand-in image's) in $(( $(date +%s) - t0 ))s (pip ${cpu} CPU-seconds)"
+}
+if [[ "${FORCE:-0}" != 1 ]] && up_to_date && agents_up_to_date; then log "up to date: $out"; echo "$out/venv/bin/python"; exit 0; fi
 
 mkdir -p "$cache_root" "$(dirname "$out")"
 exec 9>"$cache_root/.build-harbor.lock"
 flock 9
 if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then
-  log "up to date: $out (built by a concurrent run)"; echo "$out/venv/bin/python"; exit 0
+  agents_up_to_date || build_agents
+  log "up to date: $out"; echo "$out/venv/bin/python"; exit 0
 fi
 for c in apt-get dpkg-deb; do command -v "$c" >/dev/null || { log "ERROR: $c is not installed (a Debian machine's apt and dpkg fetch trixie's python3.13)"; exit 1; }; done
 
@@ -93,6 +121,7 @@ cpu="$(awk '{printf "%d", $1 + $2}' <<<"${cpu##*$'\n'}")"
 "$out/venv/bin/harbor" --version >&2
 log "venv (harbor) in $(( $(date +%s) - t0 ))s (pip ${cpu} CPU-seconds)"
 
+build_agents
 printf '%s' "$stamp_content" > "$out/.complete"
 trap - EXIT
 log "done in $(( $(date +%s) - start ))s: $out"

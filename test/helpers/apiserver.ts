@@ -268,7 +268,22 @@ async function makeCredentials(
         if (r.code !== 0) throw new Error(`openssl ${args.join(" ")} failed:\n${r.stderr}`);
     };
     const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-    await openssl(["req", "-x509", ...ec, "-keyout", p("ca.key"), "-out", p("ca.crt"), "-days", "2", "-subj", "/CN=agent-rl-infra-test-ca"]);
+    // keyUsage as RFC 5280 asks of a CA: Python 3.13's clients verify strictly (VERIFY_X509_STRICT) and refuse a CA without it.
+    await openssl([
+        "req",
+        "-x509",
+        ...ec,
+        "-keyout",
+        p("ca.key"),
+        "-out",
+        p("ca.crt"),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=agent-rl-infra-test-ca",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
     await openssl(["req", ...ec, "-keyout", p("apiserver.key"), "-out", p("apiserver.csr"), "-subj", "/CN=kube-apiserver"]);
     await fsp.writeFile(
         p("apiserver.ext"),
