@@ -190,7 +190,8 @@ export function validateSandboxes(c: PlatformConfig): string[] {
         errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox`);
     }
     if (s.provider === "agent-sandbox" || s.provider === "docker") errors.push(...poolSizeProblems(s.poolSize, s.sizing));
-    if (s.provider === "hf") {
+    // What hosted sandboxes would need of the ingress (their code stays for a recorder outside the sandbox; refused above).
+    if (s.provider === "hf" && t.layout === "blackbox") {
         if (c.ingress.exposure === "cluster") {
             errors.push(
                 `ingress.exposure: hosted (hf) sandboxes call vLLM from outside the cluster: set exposure to ${c.target.kind === "kubernetes" ? "loadbalancer or httproute" : "loadbalancer (the proxy publishes its port on the host)"}`,

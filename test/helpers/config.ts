@@ -64,7 +64,7 @@ export const HOSTED_SANDBOXES_ON_DOCKER = {
  * for hosted sandboxes and for a black box on Docker (the trainer's sandbox env, the Docker ingress), which stays until
  * a recorder outside the sandbox lifts the refusal (issue 42's next step).
  */
-export function parseHostedConfig(raw: Record<string, unknown>, stack: string): PlatformConfig {
+export function parseHostedConfig(raw: unknown, stack: string): PlatformConfig {
     const withImages = withTestImages(raw) as Record<string, unknown>;
     const { description: _description, ...preset } = RECIPES[withImages.recipe as RecipeName];
     const config = resolveDefaults(platformSchema.parse(deepMerge(preset, withImages)), stack);
