@@ -88,24 +88,30 @@ describe("the white box with its env hosted elsewhere: the trainer holds the tra
                         assert.equal(config.sandboxes.provider, "none");
                         assert.equal(sandboxes, undefined);
                         assert.deepEqual(keyVariables(result), [], "no SANDBOX_* / *_API_KEY / ingress keys variable in any container");
-                        assert.ok(!result.resources.some((r) => /ingress/i.test(r.name)), "no ingress resource");
+                        assert.ok(!result.resources.some((r) => /vllm-ingress|ingress-proxy|rollout-keys/.test(r.name)), "no ingress or verifier resource");
                         // The trainer generates: vLLM is in the trainer (colocate) or beside it at localhost (server).
                         const args = training.trainer.args.join(" ");
+                        const told = [...training.trainer.args, ...Object.values(training.trainer.env)];
                         if (layout === "whitebox-colocate") {
                             assert.equal(training.vllm, undefined, "no vLLM container: it runs inside the trainer");
-                            assert.match(args, /--vllm-mode colocate/);
+                            assert.doesNotMatch(args, /--vllm-mode server/);
                         } else {
                             assert.ok(training.vllm, "vLLM as a container beside the trainer");
                             assert.match(args, /--vllm-mode server/);
-                            const url = /--vllm-server-url (\S+)/.exec(args)?.[1] ?? training.trainer.env.VLLM_URL;
-                            assert.equal(new URL(url!).hostname, "localhost", `the trainer's vLLM is its own: ${url}`);
+                            const flag = training.trainer.args.indexOf("--vllm-server-url");
+                            const urls = [flag >= 0 ? training.trainer.args[flag + 1] : undefined, training.trainer.env.VLLM_URL].filter((u): u is string => u !== undefined);
+                            assert.ok(urls.length > 0, told.join(" "));
+                            for (const u of urls) assert.ok(["localhost", "127.0.0.1"].includes(new URL(u).hostname), `the trainer's vLLM is its own: ${u}`);
                         }
                         // The env: hosted, it is told its URL only (no credentials in it) and nothing is deployed for it;
                         // deployed, its replicas get no secret.
                         for (const e of envs) {
                             if (env === "hosted") {
                                 assert.equal(e.kind, "external");
-                                assert.ok(args.includes(HOSTED) || Object.values(training.trainer.env).includes(HOSTED), `the trainer is told ${HOSTED}`);
+                                assert.ok(
+                                    told.some((v) => v.includes(HOSTED)),
+                                    `the trainer is told ${HOSTED}`,
+                                );
                                 const u = new URL(HOSTED);
                                 assert.equal(u.username + u.password, "");
                                 assert.ok(!result.resources.some((r) => r.name.includes(`env-${e.name}`)), `nothing deployed for env ${e.name}`);
