@@ -186,7 +186,10 @@ describe("the checkpoint size rule", () => {
             const target = (recipe.training as { nodes?: number }).nodes ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
             // A black box on Docker is refused for both its providers; its sizing is read from the hosted config the refusal stops.
             const hosted = target.kind === "docker" && recipe.training.layout === "blackbox";
-            const c = (hosted ? parseHostedConfig : parseWithTestImages)({ recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) }, "dev");
+            const c = (hosted ? parseHostedConfig : parseWithTestImages)(
+                { recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) },
+                "dev",
+            );
             const need = checkpointNeed(c)!;
             assert.ok(need, `${name}: parameter count known`);
             const size = quantityValue(c.training.checkpoints.size);

@@ -1,6 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, deepMerge, platformNames, validateNames, RECIPE_NAMES, RECIPES, dnsName, DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED } from "../components/config";
+import {
+    ConfigError,
+    deepMerge,
+    platformNames,
+    validateNames,
+    RECIPE_NAMES,
+    RECIPES,
+    dnsName,
+    DOCKER_BLACKBOX_REFUSED,
+    HOSTED_BLACKBOX_REFUSED,
+} from "../components/config";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { parsePlatformConfig as parseExactly } from "../components/config";
 

@@ -72,8 +72,9 @@ describe("plan.md lists only what the target enforces", () => {
 
     test("hosted sandboxes, the Docker black box's other provider, are refused too (the agent's uid could forge the trace): nothing written", async () => {
         const out = path.join(tmp, "ob-docker-hosted");
-        await assert.rejects(planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: out, platformOverride: HOSTED_SANDBOXES_ON_DOCKER }), (e: Error) =>
-            e.message.includes(HOSTED_BLACKBOX_REFUSED),
+        await assert.rejects(
+            planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: out, platformOverride: HOSTED_SANDBOXES_ON_DOCKER }),
+            (e: Error) => e.message.includes(HOSTED_BLACKBOX_REFUSED),
         );
         assert.ok(!fs.existsSync(path.join(out, "plan.md")));
     });

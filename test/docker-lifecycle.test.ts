@@ -46,7 +46,10 @@ const STACK = { training: { layout: "whitebox-server", gpusOnNode: 2 }, envs: { 
 let planCount = 0;
 function plan(override: Record<string, unknown> = {}, preview = false): Promise<PlanResult> {
     const dir = path.join(tmp, String(planCount++));
-    return planToDir({ recipe: "mbpp-whitebox", target: "docker" }, { outDir: dir, preview, platformOverride: deepMerge(STACK, override) as Record<string, unknown> });
+    return planToDir(
+        { recipe: "mbpp-whitebox", target: "docker" },
+        { outDir: dir, preview, platformOverride: deepMerge(STACK, override) as Record<string, unknown> },
+    );
 }
 
 /** The Docker ingress (black box only, refused on Docker): its own config, from the hosted config the refusal stops. */

@@ -215,7 +215,10 @@ describe("plan.md's GPU memory section", () => {
             const recipe = RECIPES[name];
             const target = (recipe.training as { nodes?: number }).nodes ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
             const hosted = target.kind === "docker" && recipe.training.layout === "blackbox";
-            const c = (hosted ? parseHostedConfig : parseWithTestImages)({ recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) }, "dev");
+            const c = (hosted ? parseHostedConfig : parseWithTestImages)(
+                { recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) },
+                "dev",
+            );
             const md = gpuMemorySection(c).join("\n");
             assert.match(md, /^## GPU memory$/m, name);
             assert.match(md, /^\| trainer \| .* GiB = weights .* \| fits, [\d.]+ GiB to spare \|$/m, name);

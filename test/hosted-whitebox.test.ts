@@ -99,7 +99,9 @@ describe("the white box with its env hosted elsewhere: the trainer holds the tra
                             assert.ok(training.vllm, "vLLM as a container beside the trainer");
                             assert.match(args, /--vllm-mode server/);
                             const flag = training.trainer.args.indexOf("--vllm-server-url");
-                            const urls = [flag >= 0 ? training.trainer.args[flag + 1] : undefined, training.trainer.env.VLLM_URL].filter((u): u is string => u !== undefined);
+                            const urls = [flag >= 0 ? training.trainer.args[flag + 1] : undefined, training.trainer.env.VLLM_URL].filter(
+                                (u): u is string => u !== undefined,
+                            );
                             assert.ok(urls.length > 0, told.join(" "));
                             for (const u of urls) assert.ok(["localhost", "127.0.0.1"].includes(new URL(u).hostname), `the trainer's vLLM is its own: ${u}`);
                         }
@@ -119,7 +121,10 @@ describe("the white box with its env hosted elsewhere: the trainer holds the tra
                                 assert.equal(e.kind, "deployed");
                                 const envResources = result.resources.filter((r) => r.name.includes(`env-${e.name}`));
                                 assert.ok(envResources.length > 0);
-                                assert.ok(!JSON.stringify(envResources.map((r) => unwrapSecrets(r.inputs))).includes(SECRETS.hfToken), "no HF token in the env");
+                                assert.ok(
+                                    !JSON.stringify(envResources.map((r) => unwrapSecrets(r.inputs))).includes(SECRETS.hfToken),
+                                    "no HF token in the env",
+                                );
                                 assert.ok(
                                     !envResources.some((r) => /secretKeyRef|secretEnv/.test(JSON.stringify(r.inputs))),
                                     "the env's containers take no secret",

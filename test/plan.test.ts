@@ -345,7 +345,13 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
         },
         {
             what: "the removed override acceptForgeableTrace",
-            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER, sandboxes: { provider: "hf", acceptForgeableTrace: true } },
+            platform: {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "docker" },
+                ...HOSTED_SANDBOXES_ON_DOCKER,
+                sandboxes: { provider: "hf", acceptForgeableTrace: true },
+            },
             field: /sandboxes\.acceptForgeableTrace: removed: hosted \(hf\) black-box sandboxes are refused whatever the stack says .*provider agent-sandbox/,
         },
         {

@@ -106,7 +106,10 @@ describe("Platform namespaces: only for the roles the stack deploys", () => {
     for (const c of cases) {
         it(c.what, async () => {
             const raw = { runId: "r1", target: k8s, ...c.raw };
-            const config = (raw as { sandboxes?: { provider?: string } }).sandboxes?.provider === "hf" ? parseHostedConfig(raw, "staging") : parseWithTestImages(raw, "staging");
+            const config =
+                (raw as { sandboxes?: { provider?: string } }).sandboxes?.provider === "hf"
+                    ? parseHostedConfig(raw, "staging")
+                    : parseWithTestImages(raw, "staging");
             const plan = resolvePlatform(config);
             const run = await runUnderMocks(async () => ({ ...new Platform("agentrl", { plan, secrets: { ingressKeys: {} } }).outputs }), { stack: "staging" });
             assert.equal(run.error, undefined, String(run.error));

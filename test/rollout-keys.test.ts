@@ -97,10 +97,7 @@ describe("hosted sandboxes: the plan says what the agent can do with the key it 
     const exposed = { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } };
     test("hf: the routes, the rate, the reach and the fix are named", () => {
         // The recipe's own limits (opencode-blackbox sets them), read back from the config.
-        const config = parseHostedConfig(
-            { runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed },
-            "staging",
-        );
+        const config = parseHostedConfig({ runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed }, "staging");
         const [w, ...rest] = hostedSandboxKeyWarnings(config, platformNames(config));
         assert.equal(rest.length, 0);
         assert.match(w!, /can read the ingress key 'sandboxes'/);

@@ -6,7 +6,15 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { deepMerge, DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, IGNORED_SETTINGS, RECIPE_NAMES, RECIPES, validateTargetSettings } from "../components/config";
+import {
+    deepMerge,
+    DOCKER_BLACKBOX_REFUSED,
+    HOSTED_BLACKBOX_REFUSED,
+    IGNORED_SETTINGS,
+    RECIPE_NAMES,
+    RECIPES,
+    validateTargetSettings,
+} from "../components/config";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 
 const target = (kind: "kubernetes" | "docker") => (kind === "kubernetes" ? { kind, context: "test" } : { kind });
