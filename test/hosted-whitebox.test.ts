@@ -25,6 +25,8 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 const HOSTED = "https://org-env.hf.space";
 /** What would hand the model's side a key: the sandbox pool's variables, any API key, the ingress's keys. */
+/** What the target runs (not the program's own component resources, which deploy nothing themselves). */
+const deployed = (r: RecordedResource) => /^(kubernetes|docker):/.test(r.type);
 const KEY_VARIABLE = /\b(SANDBOX_[A-Z_]+|[A-Z_]*_API_KEY|INGRESS_KEYS?)\b/g;
 const SECRETS = { hfToken: "hf_SENTINELhostedWhitebox0123456789abcd" };
 
@@ -52,7 +54,9 @@ function keyVariables(result: PlanResult): string[] {
 }
 
 function hostedEnvs(recipe: RecipeName): Record<string, unknown> {
-    return Object.fromEntries(Object.keys(RECIPES[recipe].envs ?? {}).map((name) => [name, { external: { url: HOSTED, sessions: 256 } }]));
+    return Object.fromEntries(
+        Object.keys((RECIPES[recipe] as { envs?: Record<string, unknown> }).envs ?? {}).map((name) => [name, { external: { url: HOSTED, sessions: 256 } }]),
+    );
 }
 
 describe("the white box with its env hosted elsewhere: the trainer holds the trace, no key goes to the model's side", () => {
@@ -88,20 +92,22 @@ describe("the white box with its env hosted elsewhere: the trainer holds the tra
                         assert.equal(config.sandboxes.provider, "none");
                         assert.equal(sandboxes, undefined);
                         assert.deepEqual(keyVariables(result), [], "no SANDBOX_* / *_API_KEY / ingress keys variable in any container");
-                        assert.ok(!result.resources.some((r) => /vllm-ingress|ingress-proxy|rollout-keys/.test(r.name)), "no ingress or verifier resource");
+                        assert.ok(
+                            !result.resources.some((r) => /vllm-ingress|ingress-proxy|rollout-keys|sandbox/.test(r.name)),
+                            "no ingress, verifier or sandbox resource",
+                        );
                         // The trainer generates: vLLM is in the trainer (colocate) or beside it at localhost (server).
-                        const args = training.trainer.args.join(" ");
-                        const told = [...training.trainer.args, ...Object.values(training.trainer.env)];
+                        const argv = [...(training.trainer.command ?? []), ...training.trainer.args];
+                        const args = argv.join(" ");
+                        const told = [...argv, ...Object.values(training.trainer.env)];
                         if (layout === "whitebox-colocate") {
                             assert.equal(training.vllm, undefined, "no vLLM container: it runs inside the trainer");
                             assert.doesNotMatch(args, /--vllm-mode server/);
                         } else {
                             assert.ok(training.vllm, "vLLM as a container beside the trainer");
                             assert.match(args, /--vllm-mode server/);
-                            const flag = training.trainer.args.indexOf("--vllm-server-url");
-                            const urls = [flag >= 0 ? training.trainer.args[flag + 1] : undefined, training.trainer.env.VLLM_URL].filter(
-                                (u): u is string => u !== undefined,
-                            );
+                            const flag = argv.indexOf("--vllm-server-url");
+                            const urls = [flag >= 0 ? argv[flag + 1] : undefined, training.trainer.env.VLLM_URL].filter((u): u is string => u !== undefined);
                             assert.ok(urls.length > 0, told.join(" "));
                             for (const u of urls) assert.ok(["localhost", "127.0.0.1"].includes(new URL(u).hostname), `the trainer's vLLM is its own: ${u}`);
                         }
@@ -116,10 +122,10 @@ describe("the white box with its env hosted elsewhere: the trainer holds the tra
                                 );
                                 const u = new URL(HOSTED);
                                 assert.equal(u.username + u.password, "");
-                                assert.ok(!result.resources.some((r) => r.name.includes(`env-${e.name}`)), `nothing deployed for env ${e.name}`);
+                                assert.ok(!result.resources.some((r) => deployed(r) && r.name.includes(`env-${e.name}`)), `nothing deployed for env ${e.name}`);
                             } else {
                                 assert.equal(e.kind, "deployed");
-                                const envResources = result.resources.filter((r) => r.name.includes(`env-${e.name}`));
+                                const envResources = result.resources.filter((r) => deployed(r) && r.name.includes(`env-${e.name}`));
                                 assert.ok(envResources.length > 0);
                                 assert.ok(
                                     !JSON.stringify(envResources.map((r) => unwrapSecrets(r.inputs))).includes(SECRETS.hfToken),
