@@ -14,7 +14,7 @@ import { quantityValue } from "../components/shared/quantity";
 import { BNB_8BIT_STATE_BYTES, checkpointBytesPerParameter, checkpointNeed, recipeCheckpointSize } from "../components/config/checkpoints";
 import { listCheckpointsCommand, resumeCommand } from "../components/training/checkpoint-select";
 import { resolveTrainingNode } from "../components/training";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
 
 const roots: string[] = [];
 after(() => {
@@ -184,9 +184,12 @@ describe("the checkpoint size rule", () => {
     test("every recipe's volume holds what its program writes, sized by the rule, and never shrinks", () => {
         for (const [name, recipe] of Object.entries(RECIPES)) {
             const target = (recipe.training as { nodes?: number }).nodes ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
-            // A black box on Docker runs hosted sandboxes: the docker sandbox pool is refused for now.
-            const hosted = target.kind === "docker" && recipe.training.layout === "blackbox" ? HOSTED_SANDBOXES_ON_DOCKER : {};
-            const c = parseWithTestImages({ recipe: name, runId: "r1", target, ...hosted }, "dev");
+            // A black box on Docker is refused for both its providers; its sizing is read from the hosted config the refusal stops.
+            const hosted = target.kind === "docker" && recipe.training.layout === "blackbox";
+            const c = (hosted ? parseHostedConfig : parseWithTestImages)(
+                { recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) },
+                "dev",
+            );
             const need = checkpointNeed(c)!;
             assert.ok(need, `${name}: parameter count known`);
             const size = quantityValue(c.training.checkpoints.size);
@@ -225,8 +228,7 @@ describe("resume refusals", () => {
                 {
                     recipe: "opencode-blackbox",
                     runId: "r2",
-                    target: { kind: "docker" },
-                    ...HOSTED_SANDBOXES_ON_DOCKER,
+                    target: { kind: "kubernetes", context: "c" },
                     training: { resumeFromCheckpoint: "r1" },
                 },
                 "dev",

@@ -1,6 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ConfigError, deepMerge, platformNames, validateNames, RECIPE_NAMES, RECIPES, dnsName, DOCKER_BLACKBOX_REFUSED } from "../components/config";
+import {
+    ConfigError,
+    deepMerge,
+    platformNames,
+    validateNames,
+    RECIPE_NAMES,
+    RECIPES,
+    dnsName,
+    DOCKER_BLACKBOX_REFUSED,
+    HOSTED_BLACKBOX_REFUSED,
+} from "../components/config";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { parsePlatformConfig as parseExactly } from "../components/config";
 
@@ -18,10 +28,10 @@ describe("config: recipes", () => {
         for (const kind of ["kubernetes", "docker"]) {
             const raw = { recipe: name, runId: "r1", target: kind === "kubernetes" ? { kind, context: "test" } : { kind } };
             if (kind === "docker" && RECIPES[name].training.layout === "blackbox") {
-                // The docker sandbox pool (the Docker black-box default) is refused for now; hosted sandboxes run.
-                test(`${name} on docker is refused on its default sandbox pool, and parses with hosted sandboxes`, () => {
+                // The docker sandbox pool (the Docker black-box default) and hosted sandboxes are refused for the black box.
+                test(`${name} on docker is refused on its default sandbox pool and on hosted sandboxes, each with its one reason`, () => {
                     assert.deepEqual(problems(raw), [DOCKER_BLACKBOX_REFUSED]);
-                    assert.deepEqual(problems(deepMerge(raw, HOSTED_SANDBOXES_ON_DOCKER)), []);
+                    assert.deepEqual(problems(deepMerge(raw, HOSTED_SANDBOXES_ON_DOCKER)), [HOSTED_BLACKBOX_REFUSED]);
                 });
                 continue;
             }
@@ -206,22 +216,22 @@ describe("config: every validation message names the field and the fix", () => {
             what: "agent-sandbox on the docker target",
             raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, sandboxes: { provider: "agent-sandbox" } },
             expect: [
-                /^sandboxes\.provider: agent-sandbox runs on Kubernetes, but the target is docker: use a Kubernetes target \(the docker sandbox pool is refused; hosted sandboxes, provider hf, only with sandboxes\.acceptForgeableTrace\)$/,
+                /^sandboxes\.provider: agent-sandbox runs on Kubernetes, but the target is docker: use a Kubernetes target \(the docker sandbox pool and hosted sandboxes, provider hf, are refused for the black box\)$/,
             ],
         },
         {
-            what: "hosted (hf) sandboxes without accepting a trace the agent can forge",
+            what: "hosted (hf) sandboxes for the black box on Kubernetes: refused, no override",
             raw: withOverride({
                 recipe: "opencode-blackbox",
                 sandboxes: { provider: "hf" },
                 ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
             }),
             expect: [
-                /^sandboxes\.provider: hosted \(hf\) sandboxes let the agent forge what is trained on: OpenEnv's capture proxy records the token ids and logprobs as the agent's own uid, which can rewrite them, kill the proxy and answer on its port, and read the ingress key from its environment\. Use a Kubernetes target with provider agent-sandbox \(the forwarder records the trace and holds the key out of the agent's reach\), or set sandboxes\.acceptForgeableTrace: true to run hosted sandboxes anyway \(an evaluation, a trusted agent\)$/,
+                /^sandboxes\.provider: hosted \(hf\) sandboxes are refused for the black box: OpenEnv's capture proxy records the token ids and logprobs as the agent's own uid, which can rewrite them, kill the proxy and answer on its port, and read the shared ingress key from its environment \(a key to the public ingress, usable from anywhere until rotated\), and nothing outside the sandbox records the trace\. Use a Kubernetes target with provider agent-sandbox: the forwarder, under another uid, records the trace and holds a per-rollout key out of the agent's reach\. \(A white-box recipe may run its model's code on a hosted env server, envs\.<name>\.external: the trainer holds the trace there and no key goes to the env\.\)$/,
             ],
         },
         {
-            what: "hosted (hf) sandboxes on the docker target without accepting a forgeable trace",
+            what: "hosted (hf) sandboxes for the black box on the docker target: refused",
             raw: {
                 recipe: "opencode-blackbox",
                 runId: "r1",
@@ -233,12 +243,19 @@ describe("config: every validation message names the field and the fix", () => {
                     tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true },
                 },
             },
-            expect: [/^sandboxes\.provider: hosted \(hf\) sandboxes let the agent forge what is trained on: /],
+            expect: [/^sandboxes\.provider: hosted \(hf\) sandboxes are refused for the black box: /],
         },
         {
-            what: "acceptForgeableTrace on a provider that records the trace out of the agent's reach",
+            what: "the removed override sandboxes.acceptForgeableTrace, on any provider",
             raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "agent-sandbox", acceptForgeableTrace: true } }),
-            expect: [/^sandboxes\.acceptForgeableTrace: only hosted \(hf\) sandboxes need it \(provider is agent-sandbox\): remove it$/],
+            expect: [
+                /^sandboxes\.acceptForgeableTrace: removed: hosted \(hf\) black-box sandboxes are refused whatever the stack says \(the agent's uid can rewrite the trace that is trained on and read the ingress key there\): remove it, and run the black box on a Kubernetes target with provider agent-sandbox$/,
+            ],
+        },
+        {
+            what: "hosted (hf) sandboxes on a white box: only the black box uses sandboxes (its env may be hosted instead)",
+            raw: withOverride({ sandboxes: { provider: "hf" } }),
+            expect: [/^sandboxes\.provider: only the black-box layout uses sandboxes \(layout is whitebox-colocate\)/],
         },
         {
             what: "black box on the docker target's default sandbox pool (refused for now)",
@@ -251,13 +268,14 @@ describe("config: every validation message names the field and the fix", () => {
             what: "black box without sandboxes on the docker target",
             raw: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, sandboxes: { provider: "none" } },
             expect: [
-                /^sandboxes\.provider: the black-box layout runs one sandbox per in-flight rollout: use a Kubernetes target \(provider agent-sandbox; the docker sandbox pool is refused\)$/,
+                /^sandboxes\.provider: the black-box layout runs one sandbox per in-flight rollout: use a Kubernetes target \(provider agent-sandbox; the docker sandbox pool and hosted sandboxes are refused for the black box\)$/,
             ],
         },
         {
             what: "hosted sandboxes with an in-cluster ingress",
-            raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "hf", acceptForgeableTrace: true } }),
+            raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { provider: "hf" } }),
             expect: [
+                /^sandboxes\.provider: hosted \(hf\) sandboxes are refused for the black box/,
                 /^ingress\.exposure: hosted \(hf\) sandboxes call vLLM from outside the cluster/,
                 /^ingress\.tls\.publiclyTrusted: hosted \(hf\) sandboxes need a publicly trusted certificate/,
                 /^ingress\.host: hosted \(hf\) sandboxes need the public host name/,
@@ -334,10 +352,11 @@ describe("config: every validation message names the field and the fix", () => {
                 recipe: "opencode-blackbox",
                 runId: "r1",
                 target: { kind: "docker" },
-                sandboxes: { provider: "hf", acceptForgeableTrace: true },
+                sandboxes: { provider: "hf" },
                 ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { publiclyTrusted: true } },
             },
             expect: [
+                /^sandboxes\.provider: hosted \(hf\) sandboxes are refused for the black box/,
                 /^ingress\.tls\.mode: a published port exposes the keys' bearer tokens to the network in plain HTTP: set tls\.mode to files with certFile and keyFile$/,
                 /^ingress\.tls\.mode: hosted sandboxes reach the Docker host over the internet: set tls\.mode to files$/,
             ],
@@ -536,7 +555,10 @@ describe("config: the images no default can stand for", () => {
         });
         assert.equal(k8s.length, 1);
         assert.match(k8s[0]!, /and vLLM 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\): build trainer\/blackbox\/Dockerfile/);
-        const docker = exactProblems(deepMerge({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER));
+        // The Docker black box is refused (HOSTED_BLACKBOX_REFUSED); its trainer image's message is still the Docker one.
+        const docker = exactProblems(deepMerge({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER)).filter(
+            (p) => p !== HOSTED_BLACKBOX_REFUSED,
+        );
         assert.equal(docker.length, 1);
         assert.doesNotMatch(docker[0]!, /vllm/, "on Docker vLLM runs from images.vllm");
     });
@@ -546,9 +568,9 @@ describe("config: the images no default can stand for", () => {
         assert.deepEqual(exactProblems({ ...raw, target: { kind: "kubernetes", context: "c" } }), [
             "sandboxes.image: required for the agent-sandbox pool: the image python/Dockerfile builds (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest; the stock image has no runtime, so its pods would never become ready",
         ]);
+        // Hosted sandboxes (refused for the black box) ask for no image: their refusal is the one problem.
         const hosted = deepMerge({ ...raw, target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER);
-        assert.deepEqual(exactProblems(hosted), []);
-        assert.equal(parseExactly(hosted, "test").sandboxes.image, "ghcr.io/huggingface/openenv-opencode-sandbox:latest");
+        assert.deepEqual(exactProblems(hosted), [HOSTED_BLACKBOX_REFUSED]);
     });
 });
 

@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { DOCKER_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../components/config";
+import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../components/config";
 import { dockerHostNeeds } from "../components/platform";
 import { planToDir } from "../scripts/lib/plan";
 import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
@@ -30,12 +30,11 @@ function registered(resources: ReadonlyArray<{ type: string; inputs: Record<stri
 }
 
 describe("docker host totals", () => {
-    for (const recipe of RECIPE_NAMES) {
+    // A black box on Docker has no plan (the docker sandbox pool and hosted sandboxes are refused; below).
+    for (const recipe of RECIPE_NAMES.filter((r) => RECIPES[r].training.layout !== "blackbox")) {
         test(`${recipe}: the totals are the registered containers' limits`, async () => {
             const out = path.join(tmp, recipe);
-            // A black box on Docker runs hosted sandboxes: the docker sandbox pool is refused for now.
-            const hosted = RECIPES[recipe].training.layout === "blackbox" ? HOSTED_SANDBOXES_ON_DOCKER : undefined;
-            const result = await planToDir({ recipe, target: "docker" }, { outDir: out, platformOverride: hosted });
+            const result = await planToDir({ recipe, target: "docker" }, { outDir: out });
             const needs = dockerHostNeeds(result.plan)!;
             const got = registered(result.resources);
             assert.ok(got.containers > 0);
@@ -67,6 +66,15 @@ describe("plan.md lists only what the target enforces", () => {
         const out = path.join(tmp, "ob-docker");
         await assert.rejects(planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: out }), (e: Error) =>
             e.message.includes(DOCKER_BLACKBOX_REFUSED),
+        );
+        assert.ok(!fs.existsSync(path.join(out, "plan.md")));
+    });
+
+    test("hosted sandboxes, the Docker black box's other provider, are refused too (the agent's uid could forge the trace): nothing written", async () => {
+        const out = path.join(tmp, "ob-docker-hosted");
+        await assert.rejects(
+            planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: out, platformOverride: HOSTED_SANDBOXES_ON_DOCKER }),
+            (e: Error) => e.message.includes(HOSTED_BLACKBOX_REFUSED),
         );
         assert.ok(!fs.existsSync(path.join(out, "plan.md")));
     });

@@ -1,17 +1,18 @@
 /**
  * Issue 13, the Docker points: what a real Docker host does with the settings the program sends.
- * The program (index.ts) runs under the mocks for a Docker black-box stack with an env server and
- * hosted sandboxes (the Docker sandbox pool is refused for now); its recorded inputs are then created on a real dockerd started by the
+ * The program (index.ts) runs under the mocks for a Docker white-box stack with vLLM as a container of its own and an
+ * env server (Docker runs no black box: the docker sandbox pool and hosted sandboxes are refused for it); its recorded
+ * inputs are then created on a real dockerd started by the
  * test (test/helpers/dockerd.ts: own network namespace, data root, socket; stand-in images), the
  * way the provider would create them, and dockerd's answers are checked:
  * - 8: the trainer joins vLLM's namespaces by container id, which is what dockerd stores (a name
  *   is stored as the id, so the provider would see a change on every `up` and replace the trainer);
  * - 9: GPUs by explicit device ids reach the nvidia hook as NVIDIA_VISIBLE_DEVICES;
  * - 10: vLLM's create budget follows modelLoadSeconds (mocks: the customTimeouts option);
- * - 11: env replicas (model-written code) reach neither vLLM nor the ingress; the trainer reaches
- *   the env router at the URL it is given;
- * - 12: the ingress looks vLLM up while it runs (real nginx and a stub DNS);
- * - 13: plan.md says the trainer's Docker socket is root on the host.
+ * - 11: env replicas (model-written code) do not reach vLLM; the trainer reaches the env router at
+ *   the URL it is given;
+ * - 12: the Docker ingress config looks vLLM up while it runs (real nginx and a stub DNS), the
+ *   component's own code on the hosted config the refusal stops (test/helpers/config parseHostedConfig).
  * The dockerd part is skipped, with the reason, only when dockerd cannot start and CI is not set.
  * Run: node --import tsx --test test/docker-lifecycle.test.ts
  */
@@ -21,8 +22,8 @@ import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
-import { platformNames } from "../components/config";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { deepMerge, platformNames } from "../components/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig } from "./helpers/config";
 import { localOverrides, resolveVllmIngress } from "../components/ingress";
 import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
 import { renderNginxConfig, UPSTREAM_RESOLVER_VALID_SECONDS } from "../components/ingress/nginx";
@@ -40,12 +41,21 @@ const T = { container: "docker:index/container:Container", network: "docker:inde
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-lifecycle-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** A Docker black box on one host: vLLM + trainer, the ingress published for hosted sandboxes, and one deployed env. */
-const STACK = { ...HOSTED_SANDBOXES_ON_DOCKER, envs: { echo: { catalog: "echo", replicas: 2 } } };
+/** A Docker white box on one host: vLLM as a container of its own (the server layout) + trainer, and one deployed env (the echo server, as the program's one env). */
+const STACK = { training: { layout: "whitebox-server", gpusOnNode: 2 }, envs: { coding: { catalog: "echo", replicas: 3 } } };
 let planCount = 0;
-function plan(override: Record<string, unknown> = {}, preview = false, target: "docker" | "kubernetes" = "docker"): Promise<PlanResult> {
+function plan(override: Record<string, unknown> = {}, preview = false): Promise<PlanResult> {
     const dir = path.join(tmp, String(planCount++));
-    return planToDir({ recipe: "opencode-blackbox", target }, { outDir: dir, preview, platformOverride: { ...STACK, ...override } });
+    return planToDir(
+        { recipe: "mbpp-whitebox", target: "docker" },
+        { outDir: dir, preview, platformOverride: deepMerge(STACK, override) as Record<string, unknown> },
+    );
+}
+
+/** The Docker ingress (black box only, refused on Docker): its own config, from the hosted config the refusal stops. */
+function dockerIngress() {
+    const c = parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
+    return { ingress: resolveVllmIngress(c, platformNames(c)), names: platformNames(c) };
 }
 
 function byName(rs: readonly RecordedResource[], suffix: string): RecordedResource {
@@ -97,7 +107,7 @@ describe("what the program sends (mocks)", () => {
 
     test("11: each env has a network of its own; only its router is also on the training network", () => {
         const names = up.plan.names;
-        const env = up.plan.envs.find((e) => e.name === "echo")!;
+        const env = up.plan.envs.find((e) => e.name === "coding")!;
         assert.equal(env.kind, "deployed");
         const envNet = env.kind === "deployed" ? env.replicaNetwork : "";
         // echo runs no model code but needs no data: DNS-only egress, so its network is internal (no route out).
@@ -118,10 +128,10 @@ describe("what the program sends (mocks)", () => {
             .filter((c) => on(c).includes(envNet))
             .map((c) => c.inputs.name)
             .sort();
-        assert.deepEqual(members, [...(env.kind === "deployed" ? env.replicas.containerNames : []), names.envs.echo!.routerService].sort());
-        for (const r of containers.filter((c) => c.name.includes("-env-echo-replica-")))
+        assert.deepEqual(members, [...(env.kind === "deployed" ? env.replicas.containerNames : []), names.envs.coding!.routerService].sort());
+        for (const r of containers.filter((c) => c.name.includes("-env-coding-replica-")))
             assert.deepEqual(on(r), [envNet], "replicas are on their own network only");
-        assert.deepEqual(on(byName(up.resources, "-env-echo-router")), [names.networks.training, envNet]);
+        assert.deepEqual(on(byName(up.resources, "-env-coding-router")), [names.networks.training, envNet]);
         assert.deepEqual(
             on(byName(up.resources, "-training-vllm")),
             [names.networks.training],
@@ -130,22 +140,18 @@ describe("what the program sends (mocks)", () => {
     });
 
     test("12: on Docker the ingress looks vLLM's name up while it runs; on Kubernetes it keeps its upstream group", async () => {
-        const dockerConf = up.plan.ingress!.configText;
+        const docker = dockerIngress();
+        const dockerConf = docker.ingress.configText;
         assert.match(dockerConf, new RegExp(`resolver ${DOCKER_EMBEDDED_DNS.replace(/\./g, "\\.")} valid=${UPSTREAM_RESOLVER_VALID_SECONDS}s ipv6=off;`));
-        assert.match(dockerConf, new RegExp(`set \\$ingress_upstream_host ${up.plan.names.training.vllmUpstream};`));
+        assert.match(dockerConf, new RegExp(`set \\$ingress_upstream_host ${docker.names.training.vllmUpstream};`));
         assert.doesNotMatch(dockerConf, /upstream vllm_upstream/, "no group: nginx would resolve its server once, at start");
         assert.ok(dockerConf.split("proxy_pass http://$ingress_upstream_host$ingress_upstream_uri;").length - 1 >= 2);
-        // The recipe's own sandboxes and ingress on Kubernetes (agent-sandbox, in-cluster), not the Docker hosted ones.
-        const k8s = await plan({ target: { kind: "kubernetes", context: "test" }, sandboxes: {}, ingress: {} }, false, "kubernetes");
+        // The black-box recipe's own sandboxes and ingress on Kubernetes (agent-sandbox, in-cluster).
+        const k8s = await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir: path.join(tmp, "k8s") });
         const k8sConf = k8s.plan.ingress!.configText;
         assert.match(k8sConf, /upstream vllm_upstream \{\n\s+server \S+ max_fails=0;\n\s+# Reuse TCP connections/);
         assert.doesNotMatch(k8sConf, /resolver /);
         assert.equal(k8s.plan.ingress!.settings.upstreamResolver, undefined);
-    });
-
-    test("13: with hosted sandboxes the trainer holds no Docker socket, and plan.md has no host-access section", () => {
-        assert.ok(!JSON.stringify(ofType(up.resources, T.container).map((r) => r.inputs)).includes("docker.sock"));
-        assert.doesNotMatch(fs.readFileSync(up.files.find((f) => f.endsWith("plan.md"))!, "utf8"), /Host access|docker\.sock/);
     });
 });
 
@@ -174,8 +180,7 @@ describe("12: real nginx with the Docker ingress config follows vLLM to a new ad
     let ing: LocalIngress | undefined;
     let port = 0;
     const dockerSettings = () => {
-        const c = parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
-        return resolveVllmIngress(c, platformNames(c)).settings;
+        return dockerIngress().ingress.settings;
     };
     const ask = () =>
         new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -279,17 +284,16 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
             });
             assert.equal(r.status, 201, JSON.stringify(r.body));
         }
-        const env = p.plan.envs.find((e) => e.name === "echo")!;
+        const env = p.plan.envs.find((e) => e.name === "coding")!;
         assert.equal(env.kind, "deployed");
         const port = env.kind === "deployed" ? env.replicas.port : 0;
         await create(byName(p.resources, "-training-vllm"), ["serve", ":8000"], "vllm");
         await create(byName(p.resources, "-training-trainer"), ["serve", "127.0.0.1:9999"], "trainer");
-        const replicas = ofType(p.resources, T.container).filter((c) => c.name.includes("-env-echo-replica-"));
+        const replicas = ofType(p.resources, T.container).filter((c) => c.name.includes("-env-coding-replica-"));
         for (const [i, r] of replicas.entries()) await create(r, ["serve", `:${port}`], `replica-${i}`);
         const firstReplica = env.kind === "deployed" ? env.replicas.containerNames[0]! : "";
         // The router stand-in forwards to a replica by name (the real one is nginx over the same network).
-        await create(byName(p.resources, "-env-echo-router"), ["proxy", `:${port}`, `${firstReplica}:${port}`], "router");
-        await create(byName(p.resources, "-ingress-proxy"), ["proxy", `:${p.plan.ingress!.port}`, p.plan.names.training.vllmUpstream], "ingress");
+        await create(byName(p.resources, "-env-coding-router"), ["proxy", `:${port}`, `${firstReplica}:${port}`], "router");
     });
     after(async () => {
         await d?.stop();
@@ -325,12 +329,12 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         assert.match(r.stdout, /^vllm /);
     });
 
-    test("11: the trainer reaches the env router at its ENV_ECHO_URL; replicas reach neither vLLM, the ingress nor the trainer", async (t) => {
+    test("11: the trainer reaches the env router at its ENV_CODING_URL; replicas do not reach vLLM", async (t) => {
         if (!need(t)) return;
         const trainer = byName(p.resources, "-training-trainer").inputs.name;
         const envUrl = (unwrapSecrets(byName(p.resources, "-training-trainer").inputs.envs) as string[])
-            .find((e) => e.startsWith("ENV_ECHO_URL="))!
-            .slice("ENV_ECHO_URL=".length);
+            .find((e) => e.startsWith("ENV_CODING_URL="))!
+            .slice("ENV_CODING_URL=".length);
         let reached = exec(trainer, ["get", `${envUrl}/`]);
         for (let i = 0; i < scaledCount(20) && reached.status !== 0; i++) {
             await new Promise((r) => setTimeout(r, 250));
@@ -343,22 +347,18 @@ describe("a real dockerd with the program's inputs (8, 9, 11)", { skip: dockerdS
         const ipOn = async (resource: string, network: string) =>
             (await inspect(ids.get(byName(p.resources, resource).name)!)).NetworkSettings.Networks[network]?.IPAddress as string;
         const vllmIp = await ipOn("-training-vllm", training);
-        const ingressIp = await ipOn("-ingress-proxy", training);
-        assert.ok(vllmIp && ingressIp);
-        const ingressPort = p.plan.ingress!.port;
-        // Controls: vLLM and the ingress really answer on the training network (the ingress reaches vLLM by its upstream name).
-        const ingress = byName(p.resources, "-ingress-proxy").inputs.name;
-        const control = exec(ingress, ["get", `http://${p.plan.names.training.vllmUpstream}/`]);
+        assert.ok(vllmIp);
+        // Control: vLLM really answers on the training network (the env router, on it too, reaches it by address).
+        const router = byName(p.resources, "-env-coding-router").inputs.name;
+        const control = exec(router, ["get", `http://${vllmIp}:8000/`]);
         assert.equal(control.status, 0, control.stderr);
         assert.match(control.stdout, /^vllm /);
-        assert.equal(exec(trainer, ["get", `http://${ingressIp}:${ingressPort}/`]).status, 0, "the ingress answers on the training network");
 
-        const replica = byName(p.resources, "-env-echo-replica-0").inputs.name;
+        const replica = byName(p.resources, "-env-coding-replica-0").inputs.name;
         const refused = [
             ["vLLM by address", `http://${vllmIp}:8000/`],
             ["vLLM by its upstream name", `http://${p.plan.names.training.vllmUpstream}/`],
             ["vLLM by container name", `http://${byName(p.resources, "-training-vllm").inputs.name}:8000/`],
-            ["the ingress by address", `http://${ingressIp}:${ingressPort}/`],
         ];
         for (const [what, url] of refused) {
             const r = exec(replica, ["get", url!, "1500"]);

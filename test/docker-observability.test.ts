@@ -21,7 +21,6 @@ import * as path from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { planToDir, type PlanResult } from "../scripts/lib/plan";
 import { createContainer, DockerdSession, startContainer, STANDIN_IMAGE, type Dockerd } from "./helpers/dockerd";
-import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
 import { ofType, type RecordedResource } from "./helpers/mock";
 import { TEST_MTAIL_IMAGE } from "./helpers/observability";
 import { scaledCount } from "./helpers/waits";
@@ -73,11 +72,16 @@ describe("observability on a real dockerd: a sidecar in the main container's nam
         d = await session.start({ fakeNvidiaHook: true });
         if (!d) return;
         d.importStandin();
+        // vLLM as a container of its own: a white box in the server layout (Docker runs no black box: it is refused there).
         p = await planToDir(
-            { recipe: "opencode-blackbox", target: "docker" },
+            { recipe: "mbpp-whitebox", target: "docker" },
             {
                 outDir: path.join(tmp, "plan"),
-                platformOverride: { ...HOSTED_SANDBOXES_ON_DOCKER, observability: { enabled: true }, images: { mtail: TEST_MTAIL_IMAGE } },
+                platformOverride: {
+                    training: { layout: "whitebox-server", gpusOnNode: 2 },
+                    observability: { enabled: true },
+                    images: { mtail: TEST_MTAIL_IMAGE },
+                },
             },
         );
         for (const n of ofType(p.resources, "docker:index/network:Network")) {

@@ -18,7 +18,7 @@ import { resolvePlatform } from "../components/platform";
 import { checkGpuMemory, nodeGpuGiB } from "../components/preflight/kubernetes";
 import { checkDockerGpuMemory, parseNvidiaSmi } from "../components/preflight/docker";
 import { gpuMemorySection } from "../scripts/lib/plan-gpu-memory";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
 
 const RESULTS = path.join(__dirname, "..", "bench", "gpu", "results");
 
@@ -153,7 +153,8 @@ describe("the config check", () => {
             configProblems(() => onProduct("opencode-blackbox", "NVIDIA-H200")),
             [],
         );
-        const docker = parseWithTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "dev");
+        // The Docker black box is refused (HOSTED_BLACKBOX_REFUSED); the GPU check is read from the config the refusal stops.
+        const docker = parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "dev");
         const plan = gpuMemoryPlan(docker);
         assert.match(plan.gpu!.what, /^NVIDIA-H200 /);
         assert.deepEqual(
@@ -213,8 +214,11 @@ describe("plan.md's GPU memory section", () => {
         for (const name of Object.keys(RECIPES) as Array<keyof typeof RECIPES>) {
             const recipe = RECIPES[name];
             const target = (recipe.training as { nodes?: number }).nodes ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
-            const hosted = target.kind === "docker" && recipe.training.layout === "blackbox" ? HOSTED_SANDBOXES_ON_DOCKER : {};
-            const c = parseWithTestImages({ recipe: name, runId: "r1", target, ...hosted }, "dev");
+            const hosted = target.kind === "docker" && recipe.training.layout === "blackbox";
+            const c = (hosted ? parseHostedConfig : parseWithTestImages)(
+                { recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) },
+                "dev",
+            );
             const md = gpuMemorySection(c).join("\n");
             assert.match(md, /^## GPU memory$/m, name);
             assert.match(md, /^\| trainer \| .* GiB = weights .* \| fits, [\d.]+ GiB to spare \|$/m, name);
@@ -282,7 +286,7 @@ describe("the preflight reads the GPU nodes' labels", () => {
 
 describe("the Docker preflight reads the host's nvidia-smi", () => {
     const plan = () =>
-        resolvePlatform(parseWithTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "dev"), {
+        resolvePlatform(parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "dev"), {
             hfToken: true,
         });
 

@@ -14,7 +14,6 @@ import type { PolicyPackConfig } from "@pulumi/policy";
 import * as pack from "../policy/policies";
 import { runPolicies, type LocalResource, type LocalViolation } from "../policy/run-local";
 import { allSources, planGuarded, policyResources, tempDir } from "./helpers/guardrails-plan";
-import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
 
 const tmp = tempDir("arl-guardrails-policy-");
 const PROD_CONFIG: PolicyPackConfig = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "policy", "config.prod.json"), "utf8"));
@@ -24,20 +23,21 @@ const SECRETS = { hfToken: "hf_SENTINELguardrails0123456789abcdef", "ingressKey-
 const isProd = (stack: string) => stack === "prod" || stack.startsWith("prod-");
 const show = (vs: readonly LocalViolation[]) => vs.map((v) => `[${v.policy}/${v.enforcementLevel}] ${v.message}`);
 
-/** Real resources of the two black-box plans the broken variants start from. */
+/** Real resources of the plans the broken variants start from. */
 let k8sBlackbox: LocalResource[] = [];
-let dockerBlackbox: LocalResource[] = [];
+let dockerServer: LocalResource[] = [];
 let k8sWhitebox: LocalResource[] = [];
 /** The staging stack with the two-container pod (gpuSharing isolated: vLLM as a native sidecar). */
 let k8sSidecar: LocalResource[] = [];
 
 before(async () => {
     k8sBlackbox = policyResources((await planGuarded({ stack: "staging" }, { outDir: path.join(tmp, "base-k8s"), secrets: SECRETS })).result.resources);
-    dockerBlackbox = policyResources(
+    // Docker runs no black box (refused for both its providers): a white box with vLLM as a container of its own.
+    dockerServer = policyResources(
         (
             await planGuarded(
-                { recipe: "opencode-blackbox", target: "docker" },
-                { outDir: path.join(tmp, "base-docker"), platformOverride: HOSTED_SANDBOXES_ON_DOCKER, secrets: SECRETS },
+                { recipe: "mbpp-whitebox", target: "docker" },
+                { outDir: path.join(tmp, "base-docker"), platformOverride: { training: { layout: "whitebox-server", gpusOnNode: 2 } }, secrets: SECRETS },
             )
         ).result.resources,
     );
@@ -177,7 +177,7 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
     });
 
     test("a published vLLM port on the Docker host", async () => {
-        const rs = clone(dockerBlackbox);
+        const rs = clone(dockerServer);
         const vllm = one(rs, pack.T.dockerContainer, (r) => pack.isVllmContainer({ command: r.props.entrypoints, args: r.props.command }));
         vllm.props.ports = [{ internal: 8000, external: 8000 }];
         await expectOnly(rs, "vllm-not-exposed", /publishes port 8000 on the Docker host/);
@@ -213,7 +213,7 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         delete podOf(one(shared, JOB)).containers[0].startupProbe;
         await expectOnly(shared, "vllm-startup-probe", /containers\[0\] \(trainer\) runs vLLM without a startupProbe/);
         // Docker: the vLLM container's healthcheck start period.
-        const drs = clone(dockerBlackbox);
+        const drs = clone(dockerServer);
         delete one(drs, pack.T.dockerContainer, (r) => pack.isVllmContainer({ command: r.props.entrypoints, args: r.props.command })).props.healthcheck;
         await expectOnly(drs, "vllm-startup-probe", /runs vLLM without a healthcheck start period/);
     });
@@ -254,11 +254,11 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
     });
 
     test("Docker: a secret-named env var the platform does not fill from a secret is advisory; the platform's own pass", async () => {
-        const rs = clone(dockerBlackbox);
+        const rs = clone(dockerServer);
         const trainer = one(rs, pack.T.dockerContainer, (r) => (r.props.envs ?? []).some((e: string) => e.startsWith("HF_TOKEN=")));
         // Every policy mandatory as in prod, but the recipe's images are tags (pinning is tested below).
         const strict: PolicyPackConfig = { ...PROD_CONFIG, "prod-images-pinned-by-digest": "disabled" };
-        assert.deepEqual(show(await violations(rs, strict)), [], "HF_TOKEN / SANDBOX_API_KEY / OPENCODE_UPSTREAM_API_KEY from secret config keys pass");
+        assert.deepEqual(show(await violations(rs, strict)), [], "HF_TOKEN from its secret config key passes");
         trainer.props.envs = [...trainer.props.envs, "WANDB_API_KEY=abc123"];
         const vs = await expectOnly(rs, "docker-env-secrets", /env WANDB_API_KEY looks like a secret passed as a plain value/, strict);
         assert.ok(
@@ -374,8 +374,11 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
             );
             assert.ok(vs.every((v) => v.enforcementLevel === "mandatory"));
         }
-        const drs = clone(dockerBlackbox);
+        const drs = clone(dockerServer);
         const vs = await violations(drs, PROD_CONFIG);
-        assert.match(show(vs).join("\n"), /\[prod-images-pinned-by-digest\/mandatory\] RemoteImage vllm\/vllm-openai:v0\.29\.0: not pinned/);
+        assert.match(
+            show(vs).join("\n"),
+            /\[prod-images-pinned-by-digest\/mandatory\] RemoteImage registry\.example\.com\/agent-rl\/mbpp-whitebox-trainer:plan: not pinned/,
+        );
     });
 });

@@ -32,7 +32,7 @@ import { resolvePlatform } from "../components/platform";
 import { INGRESS_MTAIL, SESSION_COUNTER, programText } from "../components/observability";
 import { roleRunnerFiles } from "../components/training";
 import { projectMetricsPrograms } from "../components/platform/observability";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+import { configProblems, parseWithTestImages } from "./helpers/config";
 import { validateCustomResource } from "./helpers/crd-schema";
 import { STACK_POD_LABEL } from "../components/shared/metrics-pods";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
@@ -267,10 +267,9 @@ describe("observability: the refusals, each with its message", () => {
         {
             what: "form annotations on the docker target",
             raw: {
-                recipe: "opencode-blackbox",
+                recipe: "wordle-whitebox",
                 runId: "r1",
                 target: { kind: "docker" },
-                ...HOSTED_SANDBOXES_ON_DOCKER,
                 observability: { enabled: true, form: "annotations" },
                 images: { mtail: MTAIL },
             },

@@ -14,7 +14,6 @@ import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, type PlatformConfig, RECIPES
 import { ENV_CATALOG, OPENENV_UPSTREAM } from "../components/config/catalog";
 import { grpoBatchRuleApplies } from "../components/config/program-rules";
 import { isClusterStack, knownStacks, type PlanSource, planClusterToDir, planToDir, REPO_ROOT } from "../scripts/lib/plan";
-import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-plan-truth-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -105,14 +104,11 @@ function sources(): Array<{ name: string; source: PlanSource; override?: Record<
     }));
     for (const recipe of ALL_RECIPE_NAMES) {
         for (const target of ["kubernetes", "docker"] as const) {
-            // Multi-node recipes are refused on Docker (one host): there is no plan.md to read.
+            // Multi-node recipes are refused on Docker (one host), and so is a black box (the docker sandbox pool and hosted
+            // sandboxes): there is no plan.md to read.
             if (target === "docker" && (MULTI_NODE_RECIPE_NAMES as RecipeName[]).includes(recipe)) continue;
-            const blackboxOnDocker = target === "docker" && RECIPES[recipe].training.layout === "blackbox";
-            out.push({
-                name: `recipe ${recipe} on ${target}`,
-                source: { recipe, target },
-                override: blackboxOnDocker ? { ...HOSTED_SANDBOXES_ON_DOCKER } : undefined,
-            });
+            if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") continue;
+            out.push({ name: `recipe ${recipe} on ${target}`, source: { recipe, target } });
         }
     }
     return out;

@@ -6,8 +6,8 @@ import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
-import { DOCKER_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../components/config";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages, withTestImages } from "./helpers/config";
+import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../components/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages, withTestImages } from "./helpers/config";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
 
@@ -91,10 +91,12 @@ describe("plan: every stack and every recipe", () => {
                     assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
                     assert.ok(!fs.existsSync(out), "nothing written");
                 });
-                test(`recipe ${recipe} on docker with hosted sandboxes plans`, async () => {
+                test(`recipe ${recipe} on docker with hosted sandboxes: refused, naming Kubernetes + agent-sandbox, nothing written`, async () => {
                     const outDir = path.join(tmp, `${recipe}-docker-hosted`);
-                    const result = await planToDir({ recipe, target }, { outDir, platformOverride: HOSTED_SANDBOXES_ON_DOCKER });
-                    await checkPlanOutput(result, outDir, target);
+                    await assert.rejects(planToDir({ recipe, target }, { outDir, platformOverride: HOSTED_SANDBOXES_ON_DOCKER }), (e: Error) =>
+                        e.message.includes(HOSTED_BLACKBOX_REFUSED),
+                    );
+                    assert.ok(!fs.existsSync(outDir) || fs.readdirSync(outDir).length === 0, "nothing written");
                 });
                 continue;
             }
@@ -242,16 +244,13 @@ describe("plan: secrets never reach the output", () => {
                 Object.values(data).every((v) => v === "<redacted>"),
                 `Secret ${name}: every value redacted`,
             );
+        // Docker runs no black box (refused for both its providers): its white box's trainer holds the HF token, redacted.
         const dockerDir = path.join(tmp, "keys-docker");
-        await planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: dockerDir, secrets, platformOverride: HOSTED_SANDBOXES_ON_DOCKER });
+        await planToDir({ recipe: "mbpp-whitebox", target: "docker" }, { outDir: dockerDir, secrets });
         noWrapper(dockerDir);
         const containers = walk(path.join(dockerDir, "docker"))
             .map((f) => JSON.parse(fs.readFileSync(f, "utf8")))
             .filter((o) => o.type === "docker:index/container:Container");
-        // Hosted sandboxes (the Docker black box for now): the trainer holds the sandbox key, redacted.
-        const withKey = containers.filter((c) => (c.inputs.envs ?? []).some((e: string) => e.startsWith("SANDBOX_API_KEY=")));
-        assert.ok(withKey.length > 0, "the trainer gets SANDBOX_API_KEY");
-        for (const c of withKey) assert.ok(c.inputs.envs.includes("SANDBOX_API_KEY=<redacted>"), `${c.name}: SANDBOX_API_KEY's value is redacted`);
         const withToken = containers.filter((c) => (c.inputs.envs ?? []).some((e: string) => e.startsWith("HF_TOKEN=")));
         assert.ok(withToken.length > 0, "the trainer gets HF_TOKEN");
         for (const c of withToken) assert.ok(c.inputs.envs.includes("HF_TOKEN=<redacted>"), `${c.name}: HF_TOKEN's value is redacted`);
@@ -340,15 +339,20 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             field: /sandboxes\.provider: the docker sandbox pool \(the default for layout blackbox on the docker target\) is refused: .*could not read the forwarder's trace/,
         },
         {
-            what: "hosted (hf) sandboxes without accepting a forgeable trace",
+            what: "hosted (hf) sandboxes for the black box (refused, no override)",
+            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER },
+            field: /sandboxes\.provider: hosted \(hf\) sandboxes are refused for the black box: .*Use a Kubernetes target with provider agent-sandbox/,
+        },
+        {
+            what: "the removed override acceptForgeableTrace",
             platform: {
                 recipe: "opencode-blackbox",
                 runId: "r1",
                 target: { kind: "docker" },
                 ...HOSTED_SANDBOXES_ON_DOCKER,
-                sandboxes: { provider: "hf" },
+                sandboxes: { provider: "hf", acceptForgeableTrace: true },
             },
-            field: /sandboxes\.provider: hosted \(hf\) sandboxes let the agent forge what is trained on: .*set sandboxes\.acceptForgeableTrace: true/,
+            field: /sandboxes\.acceptForgeableTrace: removed: hosted \(hf\) black-box sandboxes are refused whatever the stack says .*provider agent-sandbox/,
         },
         {
             what: "dataset size missing",
@@ -535,7 +539,7 @@ describe("plan: prerequisites the stack refers to but does not create", () => {
             externalPrerequisites(shared, namesOf(shared)).some((r) => r.field === "clusterStack (organization/agent-rl-infra/cluster)"),
             "with a cluster stack, agent-sandbox is the cluster stack's",
         );
-        const dockerCfg = parse({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
+        const dockerCfg = parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
         assert.deepEqual(
             externalPrerequisites(dockerCfg, namesOf(dockerCfg)).map((r) => r.field),
             ["target.host"],

@@ -10,7 +10,7 @@ import { resolveVllmIngress } from "../components/ingress";
 import { resolveSandboxPool } from "../components/sandbox";
 import { resolveTrainingNode } from "../components/training";
 import { runUnderMocks } from "../scripts/lib/mockrun";
-import { parseWithTestImages } from "./helpers/config";
+import { parseHostedConfig, parseWithTestImages } from "./helpers/config";
 
 describe("Platform", () => {
     it("exposes the training node, the ingress, the pool and the env servers, and typed outputs", async () => {
@@ -93,10 +93,11 @@ describe("Platform namespaces: only for the roles the stack deploys", () => {
             roles: ["training"],
         },
         {
-            what: "black box on hosted (hf) sandboxes: no sandboxes namespace",
+            // Refused by the config (HOSTED_BLACKBOX_REFUSED): the platform's own code for it, on the config the refusal stops.
+            what: "black box on hosted (hf) sandboxes (refused by the config): no sandboxes namespace",
             raw: {
                 recipe: "opencode-blackbox",
-                sandboxes: { provider: "hf", acceptForgeableTrace: true },
+                sandboxes: { provider: "hf" },
                 ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
             },
             roles: ["training", "ingress"],
@@ -104,7 +105,11 @@ describe("Platform namespaces: only for the roles the stack deploys", () => {
     ];
     for (const c of cases) {
         it(c.what, async () => {
-            const config = parseWithTestImages({ runId: "r1", target: k8s, ...c.raw }, "staging");
+            const raw = { runId: "r1", target: k8s, ...c.raw };
+            const config =
+                (raw as { sandboxes?: { provider?: string } }).sandboxes?.provider === "hf"
+                    ? parseHostedConfig(raw, "staging")
+                    : parseWithTestImages(raw, "staging");
             const plan = resolvePlatform(config);
             const run = await runUnderMocks(async () => ({ ...new Platform("agentrl", { plan, secrets: { ingressKeys: {} } }).outputs }), { stack: "staging" });
             assert.equal(run.error, undefined, String(run.error));

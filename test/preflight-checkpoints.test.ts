@@ -13,7 +13,7 @@ import { type PlatformPlan, resolvePlatform } from "../components/platform";
 import { checkCheckpointSpace, checkDocker, type DockerFacts } from "../components/preflight/docker";
 import { type ClaimFacts, checkCheckpointVolume, checkKubernetes, claimFacts, type KubernetesFacts } from "../components/preflight/kubernetes";
 import type { Finding } from "../components/preflight/report";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
 
 const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const config = (target: Record<string, unknown>, over: Record<string, unknown> = {}): PlatformConfig =>
@@ -238,7 +238,7 @@ describe("Docker: Checkpoint space", () => {
     });
     test("a program that writes no checkpoint: ok, saying so", () => {
         const opencode = planOf(
-            parseWithTestImages(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER), "pfd"),
+            parseHostedConfig(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER), "pfd"),
         );
         assertFinding(
             checkCheckpointSpace(opencode, { checkedPath: "/srv/agent-rl", freeBytes: 2 * GiB }),

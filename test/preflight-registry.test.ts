@@ -36,12 +36,13 @@ import {
 } from "../components/preflight/registry";
 import type { Finding } from "../components/preflight/report";
 import { loadStack, StackError } from "../scripts/lib/load-stack";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
 
 const k8sConfig = (over: Record<string, unknown> = {}): PlatformConfig =>
     parseWithTestImages(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "kubernetes", context: "ctx" } }, over), "pf");
+// The Docker black box is refused (HOSTED_BLACKBOX_REFUSED); the registry checks are read from the config the refusal stops.
 const dockerConfig = (over: Record<string, unknown> = {}): PlatformConfig =>
-    parseWithTestImages(
+    parseHostedConfig(
         deepMerge(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER), over),
         "pfd",
     );

@@ -68,7 +68,7 @@ import {
 import { exitCodeOf, type Finding, renderJson, renderTable, wrap } from "../components/preflight/report";
 import { fixtureCacheDir } from "./helpers/apiserver";
 import { type Cluster, GPU_PRODUCT } from "./helpers/cluster";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
 import { type Dockerd, startDockerd } from "./helpers/dockerd";
 import { teardown, startHarnessCluster } from "./helpers/engine-checks";
 import { engineSkipReason } from "./helpers/engine-fixtures";
@@ -105,12 +105,16 @@ function k8sConfig(over: Record<string, unknown> = {}, stack = "pf"): PlatformCo
 const planOf = (c: PlatformConfig): PlatformPlan => resolvePlatform(c, { hfToken: true });
 const k8sPlan = (over: Record<string, unknown> = {}) => planOf(k8sConfig(over));
 
-/** A Docker stack: opencode-blackbox with hosted sandboxes (the docker sandbox pool is refused for now) unless `over` names a white-box recipe. */
+/**
+ * A Docker stack: opencode-blackbox on hosted sandboxes unless `over` names a white-box recipe. A black box on Docker is
+ * refused for both its providers (HOSTED_BLACKBOX_REFUSED): the host checks are read from the config the refusal stops.
+ */
 function dockerConfig(over: Record<string, unknown> = {}): PlatformConfig {
     const recipe = (over.recipe ?? "opencode-blackbox") as RecipeName;
     const base = { recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } };
-    const sandboxes = RECIPES[recipe].training.layout === "blackbox" ? HOSTED_SANDBOXES_ON_DOCKER : {};
-    return parseWithTestImages(deepMerge(deepMerge(base, sandboxes), over), "pf-docker");
+    const blackbox = RECIPES[recipe].training.layout === "blackbox";
+    const raw = deepMerge(deepMerge(base, blackbox ? HOSTED_SANDBOXES_ON_DOCKER : {}), over) as Record<string, unknown>;
+    return blackbox ? parseHostedConfig(raw, "pf-docker") : parseWithTestImages(raw, "pf-docker");
 }
 
 function node(

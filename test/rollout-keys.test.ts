@@ -12,7 +12,7 @@ import { ROLLOUT_KEY_PATTERN } from "../components/ingress/rollout-keys";
 import { freePort, request } from "./helpers/http";
 import { startProgram, type Started } from "./helpers/processes";
 import { skipWithoutNginx } from "./helpers/nginx";
-import { parseDockerPoolConfig, parseWithTestImages } from "./helpers/config";
+import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages } from "./helpers/config";
 import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
 import { pollUntil } from "./helpers/waits";
 import { localOverrides, resolveVllmIngress, VllmIngress, type IngressDescription } from "../components/ingress";
@@ -91,15 +91,13 @@ describe("per-rollout keys: rendering", () => {
     });
 });
 
+// Hosted sandboxes are refused for the black box (HOSTED_BLACKBOX_REFUSED): the warning's own code, on the config the refusal stops.
 describe("hosted sandboxes: the plan says what the agent can do with the key it can read", () => {
     const k8s = { kind: "kubernetes", context: "test" };
     const exposed = { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } };
     test("hf: the routes, the rate, the reach and the fix are named", () => {
         // The recipe's own limits (opencode-blackbox sets them), read back from the config.
-        const config = parseWithTestImages(
-            { runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf", acceptForgeableTrace: true }, ingress: exposed },
-            "staging",
-        );
+        const config = parseHostedConfig({ runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed }, "staging");
         const [w, ...rest] = hostedSandboxKeyWarnings(config, platformNames(config));
         assert.equal(rest.length, 0);
         assert.match(w!, /can read the ingress key 'sandboxes'/);
@@ -377,10 +375,16 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
 
     test("not rendered on Docker or for hosted sandboxes (no claim backend / no per-claim config there), and the config is unchanged", () => {
         for (const config of [
-            blackbox({
-                sandboxes: { provider: "hf", acceptForgeableTrace: true },
-                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
-            }),
+            parseHostedConfig(
+                {
+                    runId: "r1",
+                    target: { kind: "kubernetes", context: "test" },
+                    recipe: "opencode-blackbox",
+                    sandboxes: { provider: "hf" },
+                    ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
+                },
+                "staging",
+            ),
             parseDockerPoolConfig({ runId: "r1", target: { kind: "docker" }, recipe: "opencode-blackbox" }, "dev"),
         ]) {
             const d = resolveVllmIngress(config, platformNames(config));

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { evaluate } from "@marcbachmann/cel-js";
-import { parseDockerPoolConfig, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
 import type { PlatformConfig } from "../components/config/types";
 import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
@@ -635,12 +635,20 @@ describe("SandboxPool on Docker", () => {
     });
 });
 
+// Hosted sandboxes are refused for the black box (config HOSTED_BLACKBOX_REFUSED): the pool's own code for them is tested on
+// the config that refusal stops, until a recorder outside the sandbox lifts it.
 describe("SandboxPool with hosted (hf) sandboxes", () => {
     it("deploys nothing and hands the trainer image, flavor and in-flight limit", async () => {
-        const c = config({
-            sandboxes: { provider: "hf", hfFlavor: "cpu-upgrade", acceptForgeableTrace: true },
-            ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "tls", publiclyTrusted: true } },
-        });
+        const c = parseHostedConfig(
+            {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "kubernetes", context: "test-cluster" },
+                sandboxes: { provider: "hf", hfFlavor: "cpu-upgrade" },
+                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "tls", publiclyTrusted: true } },
+            },
+            "test",
+        );
         const { update, pool } = await build(c);
         assert.deepEqual(
             update.resources.map((r) => r.type).filter((t) => t !== "pulumi:pulumi:Stack"),

@@ -16,6 +16,8 @@ import {
     ALL_RECIPE_NAMES,
     credentialKind,
     deepMerge,
+    DOCKER_BLACKBOX_REFUSED,
+    HOSTED_BLACKBOX_REFUSED,
     isSecretConfigKey,
     isSecretEnvName,
     MULTI_NODE_RECIPE_NAMES,
@@ -26,7 +28,7 @@ import {
     secretPlaceholder,
     STACK_KEYS,
 } from "../components/config";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, withTestImages } from "./helpers/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, withTestImages } from "./helpers/config";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { loadStack, StackError } from "../scripts/lib/load-stack";
 import { planClusterToDir, planToDir, recipePlatform, REPO_ROOT, secretConfigKeys } from "../scripts/lib/plan";
@@ -80,7 +82,10 @@ function assertNoneIn(outDir: string, values: Readonly<Record<string, string>>, 
     }
 }
 
-/** Every run source the walk plans: each recipe on each target (black boxes on Docker with hosted sandboxes), each example run stack. */
+/**
+ * Every run source the walk plans: each recipe on each target, each example run stack. A black box on Docker has no plan
+ * (the docker sandbox pool and hosted sandboxes are refused for it): refusedSources() has those.
+ */
 interface Source {
     readonly name: string;
     readonly platform: Record<string, unknown>;
@@ -92,9 +97,8 @@ function sources(): Source[] {
     for (const recipe of ALL_RECIPE_NAMES) {
         // A multi-node recipe is refused on Docker (one GPU host): it has no Docker plan to check.
         for (const target of MULTI_NODE_RECIPE_NAMES.includes(recipe) ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const)) {
-            let platform = recipePlatform(recipe, target);
-            if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") platform = { ...platform, ...HOSTED_SANDBOXES_ON_DOCKER };
-            out.push({ name: `recipe-${recipe}-${target}`, platform, cluster: false });
+            if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") continue;
+            out.push({ name: `recipe-${recipe}-${target}`, platform: recipePlatform(recipe, target), cluster: false });
         }
     }
     for (const f of fs.readdirSync(path.join(REPO_ROOT, "stacks")).filter((x) => /^Pulumi\..+\.yaml$/.test(x))) {
@@ -103,6 +107,20 @@ function sources(): Source[] {
         out.push({ name: f.slice("Pulumi.".length, -".yaml".length), platform: doc.config[cluster ? `${NS}:cluster` : `${NS}:platform`], cluster });
     }
     return out.map((s) => (s.cluster ? s : { ...s, platform: withSecretRefs(s.platform, s.name) }));
+}
+
+/** The black-box recipes on Docker, on the target's default (the docker sandbox pool) and on hosted sandboxes, with the refusal each gets. */
+function refusedSources(): Array<Source & { readonly refusal: string; readonly keys: string[] }> {
+    return ALL_RECIPE_NAMES.filter((r) => RECIPES[r].training.layout === "blackbox" && !MULTI_NODE_RECIPE_NAMES.includes(r)).flatMap((recipe) => {
+        const pool = recipePlatform(recipe, "docker");
+        const hosted = { ...pool, ...HOSTED_SANDBOXES_ON_DOCKER };
+        // The keys the program would read there (every ingress key, hfToken, ...), from the config the refusal stops.
+        const keys = secretConfigKeys(parseHostedConfig(hosted, "refused"));
+        return [
+            { name: `recipe-${recipe}-docker-pool`, platform: pool, cluster: false, refusal: DOCKER_BLACKBOX_REFUSED, keys },
+            { name: `recipe-${recipe}-docker-hosted`, platform: hosted, cluster: false, refusal: HOSTED_BLACKBOX_REFUSED, keys },
+        ];
+    });
 }
 
 /**
@@ -243,6 +261,35 @@ describe("every recipe (both targets) and every example stack, every secret key 
             assert.ok(sent.includes(values.hfToken!), `${s.name}: hfToken reached the program's inputs`);
             assert.ok(sent.includes(values["envSecret-db"]!), `${s.name}: the referenced envSecret-db reached the program's inputs`);
             assertNoneIn(outDir, values, s.name);
+        }
+    });
+});
+
+describe("a black box on Docker (docker sandbox pool or hosted sandboxes) is refused, every secret key set, and writes nothing", () => {
+    const refused = refusedSources();
+    test("both providers of every black-box recipe are walked", () => {
+        const blackboxes = ALL_RECIPE_NAMES.filter((r) => RECIPES[r].training.layout === "blackbox" && !MULTI_NODE_RECIPE_NAMES.includes(r));
+        assert.ok(blackboxes.length > 0 && refused.length === 2 * blackboxes.length, refused.map((s) => s.name).join(", "));
+        assert.ok(refused.every((s) => s.keys.includes("hfToken") && s.keys.some((k) => k.startsWith("ingressKey-"))));
+    });
+    test("in plain text: refused naming each key and its command; as secure: refused for the provider, naming Kubernetes + agent-sandbox; no file either way", async () => {
+        for (const s of refused) {
+            const values = sentinelsFor(s.keys);
+            const plainDir = path.join(tmp, "refused-plain", s.name);
+            await assert.rejects(plan(s, stackFileWith(s, "refused-plain", values), plainDir), (e: Error) => {
+                for (const k of s.keys) assert.match(e.message, new RegExp(`${NS}:${k}: .*pulumi config set --secret ${k}`), `${s.name}: ${k}`);
+                for (const v of Object.values(values)) assert.ok(!e.message.includes(v), `${s.name}: the message shows no value`);
+                return true;
+            });
+            assert.equal(walk(plainDir).length, 0, `${s.name}: nothing written (plain)`);
+            const secureDir = path.join(tmp, "refused-secure", s.name);
+            const secure = Object.fromEntries(s.keys.map((k) => [k, { secure: "v1:AAAAplanTestCiphertext" }]));
+            await assert.rejects(plan(s, stackFileWith(s, "refused-secure", secure), secureDir), (e: Error) => {
+                assert.ok(e.message.includes(s.refusal), `${s.name}: ${e.message}`);
+                assert.match(e.message, /Use a Kubernetes target/);
+                return true;
+            });
+            assert.equal(walk(secureDir).length, 0, `${s.name}: nothing written (secure:)`);
         }
     });
 });
@@ -419,16 +466,16 @@ describe("secrets in env maps, only as references ({ secret: envSecret-<name> })
     const values = { "envSecret-db": "SENTINEL-db-password-4c3b2a", "envSecret-dsn": "SENTINEL-dsn-value-8d7e6f" };
     const env = (container: Record<string, any>, name: string) => (container.env as Array<Record<string, any>>).find((e) => e.name === name);
 
+    // Docker runs no black box (refused above): there a white box with its own vLLM (whitebox-server) carries both maps.
+    const recipeOn = (target: "kubernetes" | "docker") => (target === "docker" ? "mbpp-whitebox" : "opencode-blackbox");
+    const serverOn = (target: "kubernetes" | "docker") => (target === "docker" ? { training: { layout: "whitebox-server", gpusOnNode: 2 } } : {});
+
     test("Kubernetes: a Secret per referenced key and secretKeyRef in the trainer and vLLM; Docker: a secret env entry; no value in any file", async () => {
         for (const target of ["kubernetes", "docker"] as const) {
             const outDir = path.join(tmp, `refs-${target}`);
             const result = await planToDir(
-                { recipe: "opencode-blackbox", target },
-                {
-                    outDir,
-                    secrets: values,
-                    platformOverride: deepMerge(refs, target === "docker" ? HOSTED_SANDBOXES_ON_DOCKER : {}) as Record<string, unknown>,
-                },
+                { recipe: recipeOn(target), target },
+                { outDir, secrets: values, platformOverride: deepMerge(refs, serverOn(target)) as Record<string, unknown> },
             );
             const sent = JSON.stringify(result.resources.map((r) => r.inputs));
             for (const v of Object.values(values)) assert.ok(sent.includes(v), `${target}: the value reached the program's inputs`);
@@ -462,10 +509,7 @@ describe("secrets in env maps, only as references ({ secret: envSecret-<name> })
     test("a reference not set: the offline plan stands placeholders in and says so; the program refuses it, naming the field and the command", async () => {
         for (const target of ["kubernetes", "docker"] as const) {
             const outDir = path.join(tmp, `refs-unset-${target}`);
-            await planToDir(
-                { recipe: "opencode-blackbox", target },
-                { outDir, platformOverride: deepMerge(refs, target === "docker" ? HOSTED_SANDBOXES_ON_DOCKER : {}) as Record<string, unknown> },
-            );
+            await planToDir({ recipe: recipeOn(target), target }, { outDir, platformOverride: deepMerge(refs, serverOn(target)) as Record<string, unknown> });
             const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
             assert.match(
                 md,

@@ -6,11 +6,20 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { deepMerge, DOCKER_BLACKBOX_REFUSED, IGNORED_SETTINGS, RECIPE_NAMES, RECIPES, validateTargetSettings } from "../components/config";
+import {
+    deepMerge,
+    DOCKER_BLACKBOX_REFUSED,
+    HOSTED_BLACKBOX_REFUSED,
+    IGNORED_SETTINGS,
+    RECIPE_NAMES,
+    RECIPES,
+    validateTargetSettings,
+} from "../components/config";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
 
 const target = (kind: "kubernetes" | "docker") => (kind === "kubernetes" ? { kind, context: "test" } : { kind });
-// On Docker with hosted sandboxes: the docker sandbox pool, its default, is refused for now (DOCKER_BLACKBOX_REFUSED).
+// On Docker with hosted sandboxes: a black box on Docker is refused for both its providers (DOCKER_BLACKBOX_REFUSED,
+// HOSTED_BLACKBOX_REFUSED); the hosted refusal comes after the target settings' own messages (refusedOn below).
 const blackbox = (kind: "kubernetes" | "docker") => ({
     recipe: "opencode-blackbox",
     runId: "r1",
@@ -37,6 +46,9 @@ const WRITTEN: Record<string, { base: (k: "kubernetes" | "docker") => Record<str
 };
 
 const problems = (raw: unknown) => configProblems(() => parseWithTestImages(raw, "test"));
+/** The refusal a base adds on a target: a black box on Docker (hosted sandboxes) is refused whatever its settings. */
+const refusedOn = (base: (k: "kubernetes" | "docker") => Record<string, unknown>, k: "kubernetes" | "docker") =>
+    base === blackbox && k === "docker" ? [HOSTED_BLACKBOX_REFUSED] : [];
 const other = (k: "kubernetes" | "docker") => (k === "kubernetes" ? "docker" : "kubernetes");
 
 describe("target settings: refused where they are not carried out", () => {
@@ -48,12 +60,15 @@ describe("target settings: refused where they are not carried out", () => {
         const w = WRITTEN[s.path]!;
         const concrete = s.path.replace("*", "coding");
         test(`${s.path} is refused on ${s.target} with why and the fix`, () => {
-            assert.deepEqual(problems(deepMerge(w.base(s.target), w.value)), [`${concrete}: not carried out on the ${s.target} target: ${s.why}: ${s.fix}`]);
+            assert.deepEqual(problems(deepMerge(w.base(s.target), w.value)), [
+                `${concrete}: not carried out on the ${s.target} target: ${s.why}: ${s.fix}`,
+                ...refusedOn(w.base, s.target),
+            ]);
         });
         // Where the other target cannot even express it (tls files need mode files, refused on Kubernetes) the row is one-sided.
         if (!s.path.startsWith("ingress.tls.")) {
             test(`${s.path} is accepted on ${other(s.target)}`, () => {
-                assert.deepEqual(problems(deepMerge(w.base(other(s.target)), w.value)), []);
+                assert.deepEqual(problems(deepMerge(w.base(other(s.target)), w.value)), refusedOn(w.base, other(s.target)));
             });
         }
     }
@@ -61,6 +76,7 @@ describe("target settings: refused where they are not carried out", () => {
     test("the gVisor message says why the Docker pool cannot take it and where it works", () => {
         assert.deepEqual(problems(deepMerge(blackbox("docker"), { sandboxes: { runtimeClassName: "gvisor" } })), [
             "sandboxes.runtimeClassName: not carried out on the docker target: the docker target sets no container runtime, and gVisor (runsc) would make each container a sandbox of its own with its own network stack (gVisor's netstack, not the network namespace Docker shares), so a sandbox could no longer reach its key-holding forwarder on loopback: the pool runs under runc: remove it (plan.md lists the isolation the pool has: runc, dropped capabilities, read-only root, internal network), or run the pool on Kubernetes (provider agent-sandbox), where a pod's containers share one gVisor sandbox",
+            HOSTED_BLACKBOX_REFUSED,
         ]);
     });
 

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
 import { CHECKPOINT_SELECT_PY } from "../components/training/checkpoint-select";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
 import { dockerEnv, ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
@@ -35,7 +35,8 @@ function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown
             : { kind: "docker", dataDir: "/srv/agent-rl" };
     const base =
         layout === "blackbox"
-            ? // A black box on Docker runs hosted sandboxes: the docker sandbox pool is refused (config DOCKER_BLACKBOX_REFUSED).
+            ? // A black box on Docker is refused for both its providers (config DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED): its
+              // training node's own code is tested on the hosted config (setup parses it with parseHostedConfig).
               { recipe: "opencode-blackbox", ...(target === "docker" ? HOSTED_SANDBOXES_ON_DOCKER : {}) }
             : {
                   model: { name: "Qwen/Qwen3-1.7B", revision: "abc123" },
@@ -64,7 +65,8 @@ function setup(
     extra: Record<string, unknown> = {},
     tweak: (c: PlatformConfig) => PlatformConfig = (c) => c,
 ): { config: PlatformConfig; names: PlatformNames; links: TrainingLinks } {
-    const config = tweak(parsePlatformConfig(rawConfig(layout, target, extra), "test"));
+    const parse = layout === "blackbox" && target === "docker" ? parseHostedConfig : parsePlatformConfig;
+    const config = tweak(parse(rawConfig(layout, target, extra), "test"));
     const names = platformNames(config);
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url]));
     const links: TrainingLinks =
@@ -769,7 +771,7 @@ describe("Docker black box with the Docker sandbox pool (refused by the config f
         assert.ok(!JSON.stringify(vllm.inputs).includes("docker.sock"), "vLLM never gets the socket");
 
         const hosted = await build("blackbox", "docker", {
-            sandboxes: { provider: "hf", acceptForgeableTrace: true },
+            sandboxes: { provider: "hf" },
             ingress: {
                 exposure: "loadbalancer",
                 host: "vllm.example.com",

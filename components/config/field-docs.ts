@@ -506,7 +506,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "sandboxes.provider": {
         default: "by layout/target",
         meaning:
-            "`agent-sandbox` (k8s), `hf` (hosted, refused unless `acceptForgeableTrace`), `none`; `docker` (the docker target's black-box default) is refused: use a Kubernetes target ([why](../guides/docker-gpu-host.md#docker-black-box-refused))",
+            "`agent-sandbox` (k8s), `none`; `docker` (the docker target's black-box default) and `hf` (hosted) are refused: use a Kubernetes target ([why](../design/sandbox-trust.md#hosted-sandboxes-sandboxesprovider-hf))",
     },
     "sandboxes.image": {
         default: "agent-sandbox: required; docker/hf: OpenEnv's opencode sandbox `:latest`",
@@ -551,12 +551,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "sandboxes.hfFlavor": {
         default: "`cpu-basic`",
-        meaning: "hosted sandboxes' hardware",
-    },
-    "sandboxes.acceptForgeableTrace": {
-        default: "false",
-        meaning:
-            "`hf` only: run hosted sandboxes although the agent can rewrite the trace that is trained on and read the ingress key; without it `hf` is refused ([why](../design/sandbox-trust.md#hosted-sandboxes-sandboxesprovider-hf))",
+        meaning: "hosted sandboxes' hardware (hosted sandboxes are refused for the black box)",
     },
     "ingress.enabled": {
         default: "on for black box",

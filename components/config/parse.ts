@@ -40,11 +40,20 @@ export function applyRecipe(raw: unknown): { merged: unknown; problems: string[]
 /** Fields a run stack had and no longer has, each with where it went. */
 function movedFields(raw: unknown): string[] {
     const sandboxes = isPlainObject(raw) && isPlainObject(raw.sandboxes) ? raw.sandboxes : {};
-    if (!("installController" in sandboxes)) return [];
-    return [
-        "sandboxes.installController: a run stack no longer installs cluster-wide objects (a second stack met AlreadyExists, and destroying the first took every run's sandboxes): " +
-            "remove it, and install agent-sandbox once with a cluster stack (agent-rl-infra:cluster, agentSandbox.install; point clusterStack at it) or by hand",
-    ];
+    const moved: string[] = [];
+    if ("installController" in sandboxes) {
+        moved.push(
+            "sandboxes.installController: a run stack no longer installs cluster-wide objects (a second stack met AlreadyExists, and destroying the first took every run's sandboxes): " +
+                "remove it, and install agent-sandbox once with a cluster stack (agent-rl-infra:cluster, agentSandbox.install; point clusterStack at it) or by hand",
+        );
+    }
+    if ("acceptForgeableTrace" in sandboxes) {
+        moved.push(
+            "sandboxes.acceptForgeableTrace: removed: hosted (hf) black-box sandboxes are refused whatever the stack says (the agent's uid can rewrite the trace that is trained on and read the ingress key there): " +
+                "remove it, and run the black box on a Kubernetes target with provider agent-sandbox",
+        );
+    }
+    return moved;
 }
 
 /** Parses, defaults and cross-checks a stack's raw config; throws ConfigError with every problem. */

@@ -495,7 +495,7 @@ const envServer = z.strictObject({
 });
 
 const sandboxes = z.strictObject({
-    /** Where black-box sandboxes run: agent-sandbox (Kubernetes), docker (fixed pool), hf (hosted), none. Default: by target and layout. */
+    /** Where black-box sandboxes run: agent-sandbox (Kubernetes), none; docker (fixed pool) and hf (hosted) are refused for the black box (validate.ts says why). Default: by target and layout. */
     provider: z.enum(["agent-sandbox", "docker", "hf", "none"]).optional(),
     /**
      * Sandbox image; pin by digest. agent-sandbox: required, the image python/Dockerfile builds (the
@@ -522,11 +522,6 @@ const sandboxes = z.strictObject({
     priorityClassName: z.string().optional(),
     /** Hosted sandboxes only: the hardware flavor. */
     hfFlavor: z.string().default("cpu-basic"),
-    /**
-     * Hosted sandboxes only: run them although the agent can forge what is trained on and read its
-     * ingress key (docs/design/sandbox-trust.md). Without it, provider hf is refused.
-     */
-    acceptForgeableTrace: z.boolean().default(false),
 });
 
 const ingress = z.strictObject({

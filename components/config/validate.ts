@@ -159,11 +159,13 @@ export const DOCKER_BLACKBOX_REFUSED =
 /**
  * Hosted sandboxes run OpenEnv's capture proxy as the agent's uid, with the ingress key in its environment: the agent
  * can read the key and rewrite, replace or invent the token ids and logprobs the trainer trains on
- * (docs/design/sandbox-trust.md). No recorder outside the sandbox exists yet, so hf is refused unless the stack says
- * it accepts that.
+ * (docs/design/sandbox-trust.md; python/tests/test_hosted_sandbox.py runs those attacks against the hosted layout).
+ * Nothing outside a hosted sandbox records the trace, so a black box on hf is refused, with no override. A white box
+ * may still run its model's code on a hosted env server (envs.<name>.external): the trainer generates and holds the
+ * trace there and hands no key to the env (test/hosted-whitebox.test.ts).
  */
 export const HOSTED_BLACKBOX_REFUSED =
-    "sandboxes.provider: hosted (hf) sandboxes let the agent forge what is trained on: OpenEnv's capture proxy records the token ids and logprobs as the agent's own uid, which can rewrite them, kill the proxy and answer on its port, and read the ingress key from its environment. Use a Kubernetes target with provider agent-sandbox (the forwarder records the trace and holds the key out of the agent's reach), or set sandboxes.acceptForgeableTrace: true to run hosted sandboxes anyway (an evaluation, a trusted agent)";
+    "sandboxes.provider: hosted (hf) sandboxes are refused for the black box: OpenEnv's capture proxy records the token ids and logprobs as the agent's own uid, which can rewrite them, kill the proxy and answer on its port, and read the shared ingress key from its environment (a key to the public ingress, usable from anywhere until rotated), and nothing outside the sandbox records the trace. Use a Kubernetes target with provider agent-sandbox: the forwarder, under another uid, records the trace and holds a per-rollout key out of the agent's reach. (A white-box recipe may run its model's code on a hosted env server, envs.<name>.external: the trainer holds the trace there and no key goes to the env.)";
 
 export function validateSandboxes(c: PlatformConfig): string[] {
     const s = c.sandboxes;
@@ -171,27 +173,25 @@ export function validateSandboxes(c: PlatformConfig): string[] {
     const errors: string[] = [];
     if (t.layout === "blackbox" && s.provider === "none") {
         errors.push(
-            `sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: ${c.target.kind === "kubernetes" ? "set provider to agent-sandbox" : "use a Kubernetes target (provider agent-sandbox; the docker sandbox pool is refused)"}`,
+            `sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: ${c.target.kind === "kubernetes" ? "set provider to agent-sandbox" : "use a Kubernetes target (provider agent-sandbox; the docker sandbox pool and hosted sandboxes are refused for the black box)"}`,
         );
     }
     if (t.layout === "blackbox" && s.provider === "docker" && c.target.kind === "docker") errors.push(DOCKER_BLACKBOX_REFUSED);
-    if (s.provider === "hf" && !s.acceptForgeableTrace) errors.push(HOSTED_BLACKBOX_REFUSED);
-    if (s.provider !== "hf" && s.acceptForgeableTrace) {
-        errors.push(`sandboxes.acceptForgeableTrace: only hosted (hf) sandboxes need it (provider is ${s.provider}): remove it`);
-    }
+    if (t.layout === "blackbox" && s.provider === "hf") errors.push(HOSTED_BLACKBOX_REFUSED);
     if (t.layout !== "blackbox" && s.provider !== "none") {
         errors.push(`sandboxes.provider: only the black-box layout uses sandboxes (layout is ${t.layout}): remove sandboxes.provider or set it to none`);
     }
     if (s.provider === "agent-sandbox" && c.target.kind !== "kubernetes") {
         errors.push(
-            `sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use a Kubernetes target (the docker sandbox pool is refused; hosted sandboxes, provider hf, only with sandboxes.acceptForgeableTrace)`,
+            `sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use a Kubernetes target (the docker sandbox pool and hosted sandboxes, provider hf, are refused for the black box)`,
         );
     }
     if (s.provider === "docker" && c.target.kind !== "docker") {
         errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox`);
     }
     if (s.provider === "agent-sandbox" || s.provider === "docker") errors.push(...poolSizeProblems(s.poolSize, s.sizing));
-    if (s.provider === "hf") {
+    // What hosted sandboxes would need of the ingress (their code stays for a recorder outside the sandbox; refused above).
+    if (s.provider === "hf" && t.layout === "blackbox") {
         if (c.ingress.exposure === "cluster") {
             errors.push(
                 `ingress.exposure: hosted (hf) sandboxes call vLLM from outside the cluster: set exposure to ${c.target.kind === "kubernetes" ? "loadbalancer or httproute" : "loadbalancer (the proxy publishes its port on the host)"}`,

@@ -1,5 +1,6 @@
-"""Why hosted sandboxes (`sandboxes.provider: hf`) are refused unless a stack sets
-`sandboxes.acceptForgeableTrace` (components/config/validate.ts HOSTED_BLACKBOX_REFUSED), run as the agent.
+"""Why hosted sandboxes (`sandboxes.provider: hf`) are refused for the black box, with no override
+(components/config/validate.ts HOSTED_BLACKBOX_REFUSED), run as the agent. Kept as that evidence: the
+hosted layout below is a reference, not something a stack can deploy.
 
 A hosted sandbox has one uid: OpenEnv's capture proxy runs as the agent's uid, with the upstream key in
 its environment, and records the trace in files that uid owns. The test lays that out in a pod (a network
@@ -8,8 +9,8 @@ template's exact command, the same key in its env), and runs the same four attac
 against both: read the key, rewrite the trace, replace the proxy, take its port.
 
 - Hosted layout: every attack succeeds. That is old code's behaviour for `hf` (main planned such a stack
-  without a word), and why the config now refuses it.
-- Forwarder (agent-sandbox, the provider that remains supported without the opt-in): every attack fails.
+  without a word), and why the config refuses it.
+- Forwarder (agent-sandbox, the black box's one supported provider): every attack fails.
 
 The capture proxy is a STAND-IN (the standard library's http.server, serving the trace file it records
 from a directory of its uid), as test_sandbox_trust.py's control is; the model is stub_model.StubModel,

@@ -6,7 +6,7 @@
 // usage (repo root): node --import tsx python/tests/trainer_argv.ts
 import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, PROGRAMS, RECIPES, type ProgramName } from "../../components/config";
 import { resolvePlatform } from "../../components/platform/resolve";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "../../test/helpers/config";
+import { parseWithTestImages } from "../../test/helpers/config";
 
 const cases: unknown[] = [];
 for (const recipe of ALL_RECIPE_NAMES) {
@@ -14,7 +14,8 @@ for (const recipe of ALL_RECIPE_NAMES) {
     const facts = PROGRAMS[program];
     const targets = MULTI_NODE_RECIPE_NAMES.includes(recipe) ? ["kubernetes"] : ["kubernetes", "docker"];
     for (const target of targets) {
-        for (const layout of facts.layouts) {
+        // A black box on Docker is not allowed (the docker sandbox pool and hosted sandboxes are refused for it).
+        for (const layout of facts.layouts.filter((l) => !(target === "docker" && l === "blackbox"))) {
             for (const revision of ["main", "0123456789abcdef0123456789abcdef01234567"]) {
                 // The server layout needs a GPU for vLLM beside the trainer's.
                 const pinned = revision !== "main";
@@ -23,8 +24,6 @@ for (const recipe of ALL_RECIPE_NAMES) {
                     // The pinned variant also pushes to the Hub and names a trackio Space (their flags are rendered too).
                     ...(pinned ? { hubRepoId: "org/model", trackioSpaceId: "org/space" } : {}),
                 };
-                // A black box on Docker runs hosted sandboxes: the docker sandbox pool is refused for now.
-                const hosted = target === "docker" && layout === "blackbox" ? HOSTED_SANDBOXES_ON_DOCKER : {};
                 const config = parseWithTestImages(
                     {
                         recipe,
@@ -32,7 +31,6 @@ for (const recipe of ALL_RECIPE_NAMES) {
                         target: { kind: target, ...(target === "kubernetes" ? { context: "c" } : {}) },
                         model: { revision },
                         training,
-                        ...hosted,
                     },
                     "test",
                 );
@@ -50,7 +48,7 @@ for (const recipe of ALL_RECIPE_NAMES) {
                     vllmCommand: plan.training.vllm ? [...(plan.training.vllm.command ?? []), ...plan.training.vllm.args] : null,
                     envUrls: Object.fromEntries(Object.entries(plan.names.envs).map(([k, v]) => [k, v.url])),
                     vllmUrl: plan.training.internalUrl,
-                    // What the agent side of each sandbox calls: the pool's key-holding forwarder (hosted: the ingress).
+                    // What the agent side of each sandbox calls: the pool's key-holding forwarder.
                     sandboxUrl: plan.sandboxes?.trainerEnv.SANDBOX_UPSTREAM_URL ?? plan.names.ingress.sandboxUrl,
                     sandboxImage: config.sandboxes.image,
                 });

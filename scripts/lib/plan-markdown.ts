@@ -192,7 +192,7 @@ function hostedSandboxesSection(): string[] {
     return [
         "## Sandboxes (hosted)",
         "",
-        "Hosted sandboxes (`sandboxes.provider: hf`) run OpenEnv's capture proxy as the agent's own uid, with no forwarder: the agent can read the proxy's memory and environment, rewrite the token ids and logprobs it records, kill it and answer on its port. The trace the trainer trains on is whatever the sandbox returns. This stack runs them because it sets `sandboxes.acceptForgeableTrace: true` (without it `hf` is refused). Use `agent-sandbox` where the trace must be the model's (docs/design/sandbox-trust.md).",
+        "Hosted sandboxes (`sandboxes.provider: hf`) run OpenEnv's capture proxy as the agent's own uid, with no forwarder: the agent can read the proxy's memory and environment, rewrite the token ids and logprobs it records, kill it and answer on its port. The trace the trainer trains on is whatever the sandbox returns. So the config refuses them for the black box, with no override (components/config/validate.ts HOSTED_BLACKBOX_REFUSED): use `agent-sandbox` on a Kubernetes target (docs/design/sandbox-trust.md).",
         "",
     ];
 }

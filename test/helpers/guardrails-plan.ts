@@ -8,7 +8,6 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { RECIPE_NAMES, RECIPES } from "../../components/config";
-import { HOSTED_SANDBOXES_ON_DOCKER } from "./config";
 import type { RecordedResource } from "../../scripts/lib/mockrun";
 import { isClusterStack, planToDir, REPO_ROOT, type PlanOptions, type PlanResult, type PlanSource } from "../../scripts/lib/plan";
 import type { LocalResource } from "../../policy/run-local";
@@ -35,15 +34,15 @@ export interface GuardedSource {
 
 /**
  * Every stack, every recipe x target, and the exposure variants of the black-box recipe on Kubernetes. A black-box
- * recipe on Docker plans with hosted sandboxes: its default, the docker sandbox pool, is refused for now.
+ * recipe on Docker has no plan: the docker sandbox pool and hosted sandboxes are both refused for the black box
+ * (config DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED; test/plan.test.ts checks the refusal).
  */
 export function allSources(targets: ReadonlyArray<"kubernetes" | "docker"> = ["kubernetes", "docker"]): GuardedSource[] {
     const out: GuardedSource[] = STACKS.map((stack) => ({ label: `stack ${stack}`, source: { stack } }));
     for (const recipe of RECIPE_NAMES)
         for (const target of targets) {
-            if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") {
-                out.push({ label: `recipe ${recipe} on docker, hosted sandboxes`, source: { recipe, target }, override: HOSTED_SANDBOXES_ON_DOCKER });
-            } else out.push({ label: `recipe ${recipe} on ${target}`, source: { recipe, target } });
+            if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") continue;
+            out.push({ label: `recipe ${recipe} on ${target}`, source: { recipe, target } });
         }
     if (targets.includes("kubernetes")) {
         out.push({
