@@ -125,6 +125,30 @@ def scrape(url: str | None) -> dict[tuple[str, tuple[tuple[str, str], ...]], flo
     return out
 
 
+_GAUGE = re.compile(r'^agent_sandboxes\{(?P<labels>[^}]*)\} (?P<value>\S+)$')
+
+
+def warm_ready_gauge(url: str | None, namespace: str) -> float | None:
+    """What the pool-drain alert reads (components/observability/alerts.ts): the controller's agent_sandboxes
+    gauge of its warm pool's Ready members (owned_by SandboxWarmPool, ready_condition true) in `namespace`;
+    None without a URL or an answer."""
+    if not url:
+        return None
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    total = 0.0
+    for line in text.splitlines():
+        m = _GAUGE.match(line)
+        if m:
+            lab = dict(re.findall(r'(\w+)="([^"]*)"', m["labels"]))
+            if lab.get("namespace") == namespace and lab.get("owned_by") == "SandboxWarmPool" and lab.get("ready_condition") == "true":
+                total += float(m["value"])
+    return total
+
+
 def metrics_delta(before: dict, after: dict) -> dict:
     """Per launch type: claims created (and whether their sandbox was Ready then), and the controller's
     first-observed -> Ready latency as bucket counts (le -> count) over the phase."""
@@ -268,7 +292,7 @@ class Bench:
         """Fills `out` as it goes (what was measured before a timeout is kept)."""
         c, size = p["concurrency"], p["replicas"]
         rounds = max(1, -(-samples // c))  # ceil: about `samples` claims per case
-        out.update({**p, "rounds": rounds, "sized": [], "refill_after_burst_s": [], "drained": [], "phases_done": []})
+        out.update({**p, "rounds": rounds, "sized": [], "refill_after_burst_s": [], "gauge_after_burst": [], "gauge_after_refill": [], "drained": [], "phases_done": []})
         url = self.c.get("controllerMetrics")
         self.set_quota(p["quota"])
         self.set_replicas(size)
@@ -283,7 +307,10 @@ class Bench:
                     self.wait_full(size, time.monotonic())
                 results, handles, started = self.burst(ex, backend, c)
                 out["sized"].extend(results)
+                # The controller's own gauge of the pool right after the burst (what the pool-drain alert reads), beside the bench's count.
+                out["gauge_after_burst"].append({"controller": warm_ready_gauge(url, self.ns), "bench": self.warm()})
                 out["refill_after_burst_s"].append(self.wait_full(size, started))
+                out["gauge_after_refill"].append({"controller": warm_ready_gauge(url, self.ns), "bench": self.warm()})
                 self.release(ex, handles)
             out["controller_sized"] = metrics_delta(m0, scrape(url))
             out["phases_done"].append("sized")

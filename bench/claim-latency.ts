@@ -45,6 +45,9 @@ interface Level {
     readonly fill_s?: number;
     readonly sized?: Claim[];
     readonly refill_after_burst_s?: number[];
+    /** The controller's agent_sandboxes gauge of the pool's Ready members (what the pool-drain alert reads) and the bench's own count. */
+    readonly gauge_after_burst?: Array<{ controller: number | null; bench: number }>;
+    readonly gauge_after_refill?: Array<{ controller: number | null; bench: number }>;
     readonly drained?: Claim[];
     readonly refill_after_drain?: { sandboxes: number; seconds: number; first_ready_s: number | null; per_s: number | null };
     readonly controller_sized?: ControllerView;
@@ -185,6 +188,12 @@ export function claimFiguresMarkdown(f: Figures): string[] {
         "The controller's own view (its metrics, bucket bounds):",
         "",
         ...done.flatMap((l) => [controllerLine(l, "controller_sized"), controllerLine(l, "controller_drained")].filter((x) => x).map((x) => `- ${x}`)),
+        ...done
+            .filter((l) => l.gauge_after_burst?.length)
+            .map((l) => {
+                const pair = (g: { controller: number | null; bench: number }) => `${g.controller ?? "n/a"} (bench ${g.bench})`;
+                return `- ${l.concurrency} at once: the controller's warm-pool Ready gauge (\`agent_sandboxes{owned_by="SandboxWarmPool",ready_condition="true"}\`, what AgentRLWarmPoolBelowBurst reads against the burst ${l.burst}) right after each burst ${l.gauge_after_burst!.map(pair).join(", ")}; once refilled ${(l.gauge_after_refill ?? []).map(pair).join(", ")}`;
+            }),
         "",
         `Controller flags beyond the fixture's: ${f.controller_args.length ? f.controller_args.map((a) => `\`${a}\``).join(" ") : "none (upstream defaults)"}. Cluster start ${fmt(f.cluster_up_s, 0)} s.${f.not_run.length ? ` Not run (deadline): ${f.not_run.join(", ")} at once.` : ""}`,
         ...(f.errors.length ? ["", "Stopped early:", "", ...f.errors.map((e) => `- ${e}`)] : []),
