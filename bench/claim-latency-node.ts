@@ -27,11 +27,12 @@ import { fmt, onCleanup, REPO_ROOT, runCollected, sleep, spawnTracked, type Targ
 
 const RUN_ID = "nodebench";
 /**
- * Per sandbox: request = limit (components/sandbox/kubernetes.ts). The plan's default (1 CPU, 2Gi) would fit one
- * sandbox on this 2-CPU node; these are small enough for a pool of tens and large enough that the runtime's start
- * is not throttled for seconds. AGENT_RL_NODE_SANDBOX_CPU / _MEMORY change them (shown in the section).
+ * Per sandbox: request = limit (components/sandbox/kubernetes.ts), beside the forwarder sidecar's fixed 100m / 128Mi
+ * (components/sandbox/model.ts FORWARDER_CPU). The plan's default (1 CPU, 2Gi) would fit one sandbox on this 2-CPU
+ * node; 50m makes 150m a pod, so a pool of 10 (8 at once + headroom 2) fits. AGENT_RL_NODE_SANDBOX_CPU / _MEMORY
+ * change them (shown in the section).
  */
-const SANDBOX_CPU = process.env.AGENT_RL_NODE_SANDBOX_CPU ?? "100m";
+const SANDBOX_CPU = process.env.AGENT_RL_NODE_SANDBOX_CPU ?? "50m";
 const SANDBOX_MEMORY = process.env.AGENT_RL_NODE_SANDBOX_MEMORY ?? "256Mi";
 /** The controller's metrics, on the node's network namespace's loopback (where the bench's claims run too). */
 const METRICS_PORT = 18480;
@@ -66,11 +67,12 @@ export function sandboxPodsThatFit(r: NodeRoom): { pods: number; bound: string }
 }
 
 /**
- * The highest burst the node holds with the pool sized by the rule: after a burst the claimed pods stay while the
- * pool refills to burst + headroom, so 2 x burst + headroom sandbox pods at the peak.
+ * The highest burst the node holds with the pool sized by the rule: the full pool, burst + headroom sandbox pods.
+ * (A cluster also holds the burst's claimed pods beside the refilled pool, 2 x burst + headroom; on one node the
+ * refill's pods wait for the claimed ones to go, so the bench releases a burst's claims before timing the refill.)
  */
 export function highestLevel(fit: number, headroom: number): number {
-    return Math.max(0, Math.floor((fit - headroom) / 2));
+    return Math.max(0, fit - headroom);
 }
 
 /** Every level that does not fit, with the numbers; [] when all fit. */
@@ -81,7 +83,7 @@ export function levelProblems(levels: readonly number[], headroom: number, room:
         .filter((c) => c > top)
         .map(
             (c) =>
-                `${c} at once needs ${2 * c + headroom} sandbox pods at the refill's peak (2 x ${c} claimed + headroom ${headroom}), ` +
+                `${c} at once needs a pool of ${c + headroom} sandbox pods (the burst + headroom ${headroom}), ` +
                 `but the node holds ${pods} (bound by ${bound}: ${fmt(room.freeCpu, 2)} CPU free / ${fmt(room.sandboxCpu, 3)} per sandbox, ` +
                 `${fmt(room.freeMemory / 1024 ** 3, 1)} GiB / ${fmt(room.sandboxMemory / 1024 ** 2, 0)} MiB, ${room.freePods} pods free): ` +
                 `at most ${top} at once here (or a smaller AGENT_RL_NODE_SANDBOX_CPU / _MEMORY)`,
@@ -89,8 +91,13 @@ export function levelProblems(levels: readonly number[], headroom: number, room:
 }
 
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+/** A pod's requests as the scheduler counts them: its containers and its sidecars (init containers that keep running: the forwarder). */
 const podRequests = (spec: any, what: "cpu" | "memory") =>
-    sum((spec?.containers ?? []).map((c: any) => (c.resources?.requests?.[what] ? quantityValue(c.resources.requests[what]) : 0)));
+    sum(
+        [...(spec?.containers ?? []), ...(spec?.initContainers ?? []).filter((c: any) => c.restartPolicy === "Always")].map((c: any) =>
+            c.resources?.requests?.[what] ? quantityValue(c.resources.requests[what]) : 0,
+        ),
+    );
 
 async function nodeRoom(node: Node, template: any): Promise<NodeRoom> {
     const n = JSON.parse(await node.kubectlOk(["get", "node", node.names.nodeName, "-o", "json"]));
@@ -255,6 +262,7 @@ async function onNode(
         return { concurrency: c, poolSize: s.poolSize, replicas: pool.spec.replicas, burst: s.sizing.burst, headroom: s.sizing.margin, quota: quota.spec.hard };
     });
     const facts = {
+        releaseBeforeRefill: true,
         adminKubeconfig: path.join(node.names.work, "kubeconfig"),
         trainerKubeconfig,
         trainerEnv: plan.training.trainer.env,
@@ -310,8 +318,10 @@ async function onNode(
         `Per sandbox ${SANDBOX_CPU} CPU and ${SANDBOX_MEMORY} (request = limit). No verifier: claims mint no rollout key (as on the simulated cluster).`,
         "",
         `What this node holds: ${fmt(room.freeCpu, 2)} CPU, ${fmt(room.freeMemory / 1024 ** 3, 1)} GiB and ${room.freePods} pods free ` +
-            `(allocatable minus the pods already there) = ${fit.pods} sandbox pods, bound by ${fit.bound}; the refill after a burst ` +
-            `holds 2 x burst + headroom ${headroom}, so at most **${top} claims at once**. Node up ${fmt(upSeconds, 0)} s; the quota controller counted claims ${fmt(quotaSeconds, 0)} s after the CRDs.`,
+            `(allocatable minus the pods already there) = ${fit.pods} sandbox pods of ${fmt(room.sandboxCpu * 1000, 0)}m / ${fmt(room.sandboxMemory / 1024 ** 2, 0)} MiB (sandbox + forwarder), ` +
+            `bound by ${fit.bound}; a pool of burst + headroom ${headroom}, so at most **${top} claims at once**. On one node the refill's pods wait for the ` +
+            `claimed ones' CPU: each burst's claims are released after their first command, then the refill is timed (from the burst). ` +
+            `Node up ${fmt(upSeconds, 0)} s; the quota controller counted claims ${fmt(quotaSeconds, 0)} s after the CRDs.`,
         "",
         ...claimFiguresMarkdown(f),
         "Published figures to read these beside:",

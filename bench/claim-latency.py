@@ -309,9 +309,13 @@ class Bench:
                 out["sized"].extend(results)
                 # The controller's own gauge of the pool right after the burst (what the pool-drain alert reads), beside the bench's count.
                 out["gauge_after_burst"].append({"controller": warm_ready_gauge(url, self.ns), "bench": self.warm()})
+                if self.c.get("releaseBeforeRefill"):
+                    # One node cannot hold the claimed pods beside a refilled pool: the refill's pods wait for their CPU.
+                    self.release(ex, handles)
                 out["refill_after_burst_s"].append(self.wait_full(size, started))
                 out["gauge_after_refill"].append({"controller": warm_ready_gauge(url, self.ns), "bench": self.warm()})
-                self.release(ex, handles)
+                if not self.c.get("releaseBeforeRefill"):
+                    self.release(ex, handles)
             out["controller_sized"] = metrics_delta(m0, scrape(url))
             out["phases_done"].append("sized")
             # 2. drained: no warm sandbox at all
