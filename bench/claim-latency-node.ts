@@ -92,7 +92,7 @@ export function levelProblems(levels: readonly number[], headroom: number, room:
 
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 /** A pod's requests as the scheduler counts them: its containers and its sidecars (init containers that keep running: the forwarder). */
-const podRequests = (spec: any, what: "cpu" | "memory") =>
+export const podRequests = (spec: any, what: "cpu" | "memory"): number =>
     sum(
         [...(spec?.containers ?? []), ...(spec?.initContainers ?? []).filter((c: any) => c.restartPolicy === "Always")].map((c: any) =>
             c.resources?.requests?.[what] ? quantityValue(c.resources.requests[what]) : 0,
