@@ -191,8 +191,16 @@ export function claimFiguresMarkdown(f: Figures): string[] {
         ...done
             .filter((l) => l.gauge_after_burst?.length)
             .map((l) => {
-                const pair = (g: { controller: number | null; bench: number }) => `${g.controller ?? "n/a"} (bench ${g.bench})`;
-                return `- ${l.concurrency} at once: the controller's warm-pool Ready gauge (\`agent_sandboxes{owned_by="SandboxWarmPool",ready_condition="true"}\`, what AgentRLWarmPoolBelowBurst reads against the burst ${l.burst}) right after each burst ${l.gauge_after_burst!.map(pair).join(", ")}; once refilled ${(l.gauge_after_refill ?? []).map(pair).join(", ")}`;
+                // Identical readings once, with how many times they were read: "2 (bench 2) x 20".
+                const readings = (gs: ReadonlyArray<{ controller: number | null; bench: number }>) => {
+                    const counts = new Map<string, number>();
+                    for (const g of gs) {
+                        const k = `${g.controller ?? "n/a"} (bench ${g.bench})`;
+                        counts.set(k, (counts.get(k) ?? 0) + 1);
+                    }
+                    return [...counts].map(([k, n]) => (n > 1 ? `${k} x ${n}` : k)).join(", ") || "n/a";
+                };
+                return `- ${l.concurrency} at once: the controller's warm-pool Ready gauge (\`agent_sandboxes{owned_by="SandboxWarmPool",ready_condition="true"}\`, what AgentRLWarmPoolBelowBurst reads against the burst ${l.burst}) right after a burst: ${readings(l.gauge_after_burst!)}; once refilled: ${readings(l.gauge_after_refill ?? [])}`;
             }),
         "",
         `Controller flags beyond the fixture's: ${f.controller_args.length ? f.controller_args.map((a) => `\`${a}\``).join(" ") : "none (upstream defaults)"}. Cluster start ${fmt(f.cluster_up_s, 0)} s.${f.not_run.length ? ` Not run (deadline): ${f.not_run.join(", ")} at once.` : ""}`,
