@@ -25,7 +25,14 @@ cold) before and after each phase. Bounded by counts and a deadline (BUDGET_SECO
 it through `finally`, which stops the cluster). Needs root (the pods' mount namespaces) and the
 fixtures test_controller.py needs. Prints one line `BENCH_JSON {...}`.
 
+On the real node (bench/claim-latency-node.ts, `--node FACTS`): the same phases against real pods
+(containerd + kubelet) that the node fixture runs; the cluster is already up, FACTS (JSON) names its
+kubeconfigs, the trainer's env, the pool, its quota and the levels, and this runs in the node's
+network namespace (the pods' addresses, the API server, the controller's metrics on its loopback).
+A warm sandbox there is one whose Sandbox is Ready (the kubelet's readiness probe passed) with a pod IP.
+
 usage (repo root): python bench/claim-latency.py LEVELS SAMPLES BUDGET_SECONDS
+                   python bench/claim-latency.py --node FACTS SAMPLES BUDGET_SECONDS
   e.g. python bench/claim-latency.py 1,8,32,128 20 900
 """
 
@@ -118,6 +125,30 @@ def scrape(url: str | None) -> dict[tuple[str, tuple[tuple[str, str], ...]], flo
     return out
 
 
+_GAUGE = re.compile(r'^agent_sandboxes\{(?P<labels>[^}]*)\} (?P<value>\S+)$')
+
+
+def warm_ready_gauge(url: str | None, namespace: str) -> float | None:
+    """What the pool-drain alert reads (components/observability/alerts.ts): the controller's agent_sandboxes
+    gauge of its warm pool's Ready members (owned_by SandboxWarmPool, ready_condition true) in `namespace`;
+    None without a URL or an answer."""
+    if not url:
+        return None
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    total = 0.0
+    for line in text.splitlines():
+        m = _GAUGE.match(line)
+        if m:
+            lab = dict(re.findall(r'(\w+)="([^"]*)"', m["labels"]))
+            if lab.get("namespace") == namespace and lab.get("owned_by") == "SandboxWarmPool" and lab.get("ready_condition") == "true":
+                total += float(m["value"])
+    return total
+
+
 def metrics_delta(before: dict, after: dict) -> dict:
     """Per launch type: claims created (and whether their sandbox was Ready then), and the controller's
     first-observed -> Ready latency as bucket counts (le -> count) over the phase."""
@@ -140,10 +171,12 @@ def metrics_delta(before: dict, after: dict) -> dict:
 
 # --- the bench ---------------------------------------------------------------------------------
 class Bench:
-    def __init__(self, c: dict, deadline: float) -> None:
+    def __init__(self, c: dict, deadline: float, local_pods: bool = True) -> None:
         self.c = c
         self.deadline = deadline
         self.ns = c["sandboxesNamespace"]
+        #: The simulated cluster's pods answer on this machine's loopback only once their runtime runs (a real node's have pod IPs).
+        self.local_pods = local_pods
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -167,7 +200,7 @@ class Bench:
         self.c["custom"].patch_namespaced_custom_object(*WARM_POOLS[:2], self.ns, WARM_POOLS[2], self.c["warmPool"], {"spec": {"replicas": n}})
 
     def warm(self) -> int:
-        """Sandboxes the pool still owns (not adopted by a claim), Ready at an address this machine serves."""
+        """Sandboxes the pool still owns (not adopted by a claim), Ready at an address (on the simulated cluster: one this machine serves)."""
         items = self.c["custom"].list_namespaced_custom_object(*tc.SANDBOXES[:2], self.ns, tc.SANDBOXES[2])["items"]
         n = 0
         for s in items:
@@ -176,7 +209,7 @@ class Bench:
                 continue
             ready = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions", []))
             ips = [p if isinstance(p, str) else p.get("ip") for p in st.get("podIPs", [])]
-            n += ready and bool(ips) and all(ip.startswith("127.") for ip in ips)
+            n += ready and bool(ips) and (not self.local_pods or all(ip.startswith("127.") for ip in ips))
         return n
 
     def pods(self) -> int:
@@ -259,7 +292,7 @@ class Bench:
         """Fills `out` as it goes (what was measured before a timeout is kept)."""
         c, size = p["concurrency"], p["replicas"]
         rounds = max(1, -(-samples // c))  # ceil: about `samples` claims per case
-        out.update({**p, "rounds": rounds, "sized": [], "refill_after_burst_s": [], "drained": [], "phases_done": []})
+        out.update({**p, "rounds": rounds, "sized": [], "refill_after_burst_s": [], "gauge_after_burst": [], "gauge_after_refill": [], "drained": [], "phases_done": []})
         url = self.c.get("controllerMetrics")
         self.set_quota(p["quota"])
         self.set_replicas(size)
@@ -274,8 +307,15 @@ class Bench:
                     self.wait_full(size, time.monotonic())
                 results, handles, started = self.burst(ex, backend, c)
                 out["sized"].extend(results)
+                # The controller's own gauge of the pool right after the burst (what the pool-drain alert reads), beside the bench's count.
+                out["gauge_after_burst"].append({"controller": warm_ready_gauge(url, self.ns), "bench": self.warm()})
+                if self.c.get("releaseBeforeRefill"):
+                    # One node cannot hold the claimed pods beside a refilled pool: the refill's pods wait for their CPU.
+                    self.release(ex, handles)
                 out["refill_after_burst_s"].append(self.wait_full(size, started))
-                self.release(ex, handles)
+                out["gauge_after_refill"].append({"controller": warm_ready_gauge(url, self.ns), "bench": self.warm()})
+                if not self.c.get("releaseBeforeRefill"):
+                    self.release(ex, handles)
             out["controller_sized"] = metrics_delta(m0, scrape(url))
             out["phases_done"].append("sized")
             # 2. drained: no warm sandbox at all
@@ -296,6 +336,26 @@ class Bench:
             out["phases_done"].append("refill")
 
 
+def run_levels(c: dict, levels: list[dict], samples: int, deadline: float, out: dict, local_pods: bool) -> None:
+    """Every level in turn, as long as the deadline leaves 30 s; what was measured before a timeout is kept in `out`."""
+    tc.TRAINER_KUBECONFIG = c["trainerKubeconfig"]
+    backend = AgentSandboxBackend.from_env(c["trainerEnv"], client_factory=timed_client, handle_sigterm=False)
+    bench = Bench(c, deadline, local_pods)
+    for p in levels:
+        if bench.left() < 30:
+            out["not_run"].append(p["concurrency"])
+            continue
+        print(f"claim-latency: {p['concurrency']} at once, pool {p['replicas']} ({bench.left():.0f}s left)", file=sys.stderr, flush=True)
+        level: dict = {}
+        out["levels"].append(level)
+        try:
+            bench.level(p, samples, backend, level)
+        except BenchTimeout as e:
+            out["errors"].append(f"{p['concurrency']} at once: {e}")
+            break
+    backend.close()
+
+
 def main(levels: list[int], samples: int, budget_s: float) -> int:
     deadline = time.monotonic() + budget_s
     # The bench's deadline stops this with SIGTERM: exit through `finally`, which stops the cluster.
@@ -306,22 +366,7 @@ def main(levels: list[int], samples: int, budget_s: float) -> int:
     c = next(fixture)
     out: dict = {"levels": [], "cluster_up_s": time.monotonic() - t0, "pod_starters": tc.POD_STARTERS, "controller_args": c.get("controllerArgs", []), "errors": [], "not_run": []}
     try:
-        tc.TRAINER_KUBECONFIG = c["trainerKubeconfig"]
-        backend = AgentSandboxBackend.from_env(c["trainerEnv"], client_factory=timed_client, handle_sigterm=False)
-        bench = Bench(c, deadline)
-        for p in c["levels"]:
-            if bench.left() < 30:
-                out["not_run"].append(p["concurrency"])
-                continue
-            print(f"claim-latency: {p['concurrency']} at once, pool {p['replicas']} ({bench.left():.0f}s left)", file=sys.stderr, flush=True)
-            level: dict = {}
-            out["levels"].append(level)
-            try:
-                bench.level(p, samples, backend, level)
-            except BenchTimeout as e:
-                out["errors"].append(f"{p['concurrency']} at once: {e}")
-                break
-        backend.close()
+        run_levels(c, c["levels"], samples, deadline, out, local_pods=True)
     finally:
         out["net_errors"] = c["net"].errors[:20]
         try:
@@ -332,7 +377,37 @@ def main(levels: list[int], samples: int, budget_s: float) -> int:
     return 0 if out["levels"] else 1
 
 
+class _Errors:
+    """Where the simulated cluster's pod network collects its errors; a real node has none to report here."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+
+def main_node(facts_path: str, samples: int, budget_s: float) -> int:
+    """The same levels on the real node that bench/claim-latency-node.ts brought up (it stops the node)."""
+    from conftest import without_rollout_keys
+    from kubernetes import client, config
+
+    deadline = time.monotonic() + budget_s
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    c = json.loads(Path(facts_path).read_text())
+    # No verifier runs beside the pool here: the sandboxes call out with the pool's key, as on the simulated cluster.
+    c["trainerEnv"] = without_rollout_keys(c["trainerEnv"])
+    admin = config.new_client_from_config(config_file=c["adminKubeconfig"])
+    c.update(core=client.CoreV1Api(admin), custom=client.CustomObjectsApi(admin), net=_Errors())
+    out: dict = {"levels": [], "cluster_up_s": c.get("clusterUpSeconds", 0), "pod_starters": 0, "controller_args": c.get("controllerArgs", []), "errors": [], "not_run": []}
+    try:
+        run_levels(c, c["levels"], samples, deadline, out, local_pods=False)
+    finally:
+        out["net_errors"] = c["net"].errors[:20]
+    print("BENCH_JSON " + json.dumps(out), flush=True)
+    return 0 if out["levels"] else 1
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--node":
+        sys.exit(main_node(sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))
     if len(sys.argv) != 4:
         sys.exit(__doc__.split("usage")[1])
     sys.exit(main([int(x) for x in sys.argv[1].split(",")], int(sys.argv[2]), float(sys.argv[3])))

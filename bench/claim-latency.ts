@@ -45,6 +45,9 @@ interface Level {
     readonly fill_s?: number;
     readonly sized?: Claim[];
     readonly refill_after_burst_s?: number[];
+    /** The controller's agent_sandboxes gauge of the pool's Ready members (what the pool-drain alert reads) and the bench's own count. */
+    readonly gauge_after_burst?: Array<{ controller: number | null; bench: number }>;
+    readonly gauge_after_refill?: Array<{ controller: number | null; bench: number }>;
     readonly drained?: Claim[];
     readonly refill_after_drain?: { sandboxes: number; seconds: number; first_ready_s: number | null; per_s: number | null };
     readonly controller_sized?: ControllerView;
@@ -52,7 +55,7 @@ interface Level {
     readonly phases_done?: string[];
 }
 
-interface Figures {
+export interface Figures {
     readonly levels: Level[];
     readonly cluster_up_s: number;
     readonly pod_starters: number;
@@ -133,19 +136,11 @@ function controllerLine(l: Level, which: "controller_sized" | "controller_draine
     return `${l.concurrency} at once, ${which === "controller_sized" ? "sized" : "drained"}: ${parts.join("; ") || "no claim metrics"}`;
 }
 
-export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise<{ markdown: string; checks: TargetCheck[] }> {
-    const python = lockVenvPython();
-    if (python === undefined) throw new Error(`the trainer-side lock's venv is missing: ${LOCK_VENV_HINT}`);
-    const levels = o.levels ?? [1, 8, 32, 128];
-    const samples = o.samples ?? 20;
-    // What is left of the deadline goes to the script (the cluster's start included); it stops itself before.
-    const budget = Math.max(60, (o.deadline - Date.now()) / 1000 - 30);
-    o.log(`claim-latency: ${levels.join(", ")} claims at once, about ${samples} claims per case (at most ${fmt(budget, 0)} s, cluster start included)`);
-    const args = [path.join(REPO_ROOT, "bench", "claim-latency.py"), levels.join(","), String(samples), String(budget)];
-    const r = await runCollected("nice", ["-n", "10", python, ...args], { cwd: REPO_ROOT }, (budget + 120) * 1000);
-    const line = r.out.split("\n").find((l) => l.startsWith("BENCH_JSON "));
-    if (line === undefined) throw new Error(`bench/claim-latency.py exited ${r.code} without figures:\n${r.err.slice(-3000)}`);
-    const f = JSON.parse(line.slice("BENCH_JSON ".length)) as Figures;
+/**
+ * The tables of one run of bench/claim-latency.py (simulated cluster or real node): sized, drained, refill, the
+ * controller's own view, and what stopped early.
+ */
+export function claimFiguresMarkdown(f: Figures): string[] {
     const done = f.levels;
     const refillRows = done
         .filter((l) => l.refill_after_burst_s?.length || l.refill_after_drain)
@@ -163,16 +158,7 @@ export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise
             ];
         });
     const errors = done.flatMap((l) => [...(l.sized ?? []), ...(l.drained ?? [])].filter((c) => !c.ok).map((c) => `${l.concurrency} at once: ${c.error}`));
-    const markdown = [
-        "## 6. Sandbox claims under load",
-        "",
-        "**Simulated cluster: kwok pods, not real pod starts.** The real agent-sandbox v1.0.1 controller and the project's backend",
-        '(`AgentSandboxBackend.create()` as the trainer\'s ServiceAccount, then the first `exec("true")` through the runtime) on the',
-        "API server fixture; kwok runs no container, and a sandbox pod becomes Ready when the test's pod network has started its",
-        `runtime (runtime.py, a process on this machine, ${f.pod_starters} at a time) and it answers. The pool and its ResourceQuota at each`,
-        "level are what the plan renders for `training.maxInflight` = that level (pool = burst + headroom). Each burst releases all",
-        "its claims at once from as many threads, each with its own client made before the clock starts.",
-        "",
+    return [
         "Pool sized by the rule:",
         "",
         table(
@@ -202,19 +188,60 @@ export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise
         "The controller's own view (its metrics, bucket bounds):",
         "",
         ...done.flatMap((l) => [controllerLine(l, "controller_sized"), controllerLine(l, "controller_drained")].filter((x) => x).map((x) => `- ${x}`)),
+        ...done
+            .filter((l) => l.gauge_after_burst?.length)
+            .map((l) => {
+                // Identical readings once, with how many times they were read: "2 (bench 2) x 20".
+                const readings = (gs: ReadonlyArray<{ controller: number | null; bench: number }>) => {
+                    const counts = new Map<string, number>();
+                    for (const g of gs) {
+                        const k = `${g.controller ?? "n/a"} (bench ${g.bench})`;
+                        counts.set(k, (counts.get(k) ?? 0) + 1);
+                    }
+                    return [...counts].map(([k, n]) => (n > 1 ? `${k} x ${n}` : k)).join(", ") || "n/a";
+                };
+                return `- ${l.concurrency} at once: the controller's warm-pool Ready gauge (\`agent_sandboxes{owned_by="SandboxWarmPool",ready_condition="true"}\`, what AgentRLWarmPoolBelowBurst reads against the burst ${l.burst}) right after a burst: ${readings(l.gauge_after_burst!)}; once refilled: ${readings(l.gauge_after_refill ?? [])}`;
+            }),
         "",
         `Controller flags beyond the fixture's: ${f.controller_args.length ? f.controller_args.map((a) => `\`${a}\``).join(" ") : "none (upstream defaults)"}. Cluster start ${fmt(f.cluster_up_s, 0)} s.${f.not_run.length ? ` Not run (deadline): ${f.not_run.join(", ")} at once.` : ""}`,
         ...(f.errors.length ? ["", "Stopped early:", "", ...f.errors.map((e) => `- ${e}`)] : []),
         ...(errors.length ? ["", `Failed claims (${errors.length}; first 5):`, "", ...errors.slice(0, 5).map((e) => `- ${e}`)] : []),
         ...(f.net_errors.length ? ["", "Pod network errors:", "", ...f.net_errors.slice(0, 5).map((e) => `- ${e}`)] : []),
         "",
+    ];
+}
+
+export async function runClaimLatencyBench(o: ClaimLatencyBenchOptions): Promise<{ markdown: string; checks: TargetCheck[] }> {
+    const python = lockVenvPython();
+    if (python === undefined) throw new Error(`the trainer-side lock's venv is missing: ${LOCK_VENV_HINT}`);
+    const levels = o.levels ?? [1, 8, 32, 128];
+    const samples = o.samples ?? 20;
+    // What is left of the deadline goes to the script (the cluster's start included); it stops itself before.
+    const budget = Math.max(60, (o.deadline - Date.now()) / 1000 - 30);
+    o.log(`claim-latency: ${levels.join(", ")} claims at once, about ${samples} claims per case (at most ${fmt(budget, 0)} s, cluster start included)`);
+    const args = [path.join(REPO_ROOT, "bench", "claim-latency.py"), levels.join(","), String(samples), String(budget)];
+    const r = await runCollected("nice", ["-n", "10", python, ...args], { cwd: REPO_ROOT }, (budget + 120) * 1000);
+    const line = r.out.split("\n").find((l) => l.startsWith("BENCH_JSON "));
+    if (line === undefined) throw new Error(`bench/claim-latency.py exited ${r.code} without figures:\n${r.err.slice(-3000)}`);
+    const f = JSON.parse(line.slice("BENCH_JSON ".length)) as Figures;
+    const markdown = [
+        "## 6. Sandbox claims under load",
+        "",
+        "**Simulated cluster: kwok pods, not real pod starts.** The real agent-sandbox v1.0.1 controller and the project's backend",
+        '(`AgentSandboxBackend.create()` as the trainer\'s ServiceAccount, then the first `exec("true")` through the runtime) on the',
+        "API server fixture; kwok runs no container, and a sandbox pod becomes Ready when the test's pod network has started its",
+        `runtime (runtime.py, a process on this machine, ${f.pod_starters} at a time) and it answers. The pool and its ResourceQuota at each`,
+        "level are what the plan renders for `training.maxInflight` = that level (pool = burst + headroom). Each burst releases all",
+        "its claims at once from as many threads, each with its own client made before the clock starts.",
+        "",
+        ...claimFiguresMarkdown(f),
         "Published figures to read these beside:",
         "",
         ...PUBLISHED.map((p) => `- ${p}`),
         "",
     ].join("\n");
     const checks: TargetCheck[] = [];
-    const at32 = done.find((l) => l.concurrency === 32);
+    const at32 = f.levels.find((l) => l.concurrency === 32);
     const v32 = at32?.sized ? values(at32.sized, "total_ms") : [];
     if (at32?.sized?.length) {
         const failed = at32.sized.filter((c) => !c.ok).length;

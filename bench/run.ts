@@ -1,14 +1,16 @@
-// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session|claim-latency] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128]
+// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session|claim-latency|claim-latency-node] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128]
 // Runs the benchmarks of issue "Benchmarks" and writes bench/results.md: the machine, the date, and every figure as a
 // ratio measured side by side in this one run. Not part of `npm test`. Bounded: a hard deadline (4 min 45 s) stops
 // everything; every child (wrk, nginx, stub, plan children) is stopped on success, failure, SIGINT and SIGTERM.
 // `--only engine` (the real Pulumi engine on the simulated cluster, bench/engine.ts) takes far longer (its own limit,
 // 50 min) and replaces only its section of bench/results.md; a default run keeps the last engine section. `--only claim-latency`
-// (claims at 1, 8, 32 and 128 at once on the simulated cluster, bench/claim-latency.ts) has its own limit too (20 min).
+// (claims at 1, 8, 32 and 128 at once on the simulated cluster, bench/claim-latency.ts) has its own limit too (20 min), and
+// `--only claim-latency-node` (the same on real pods on the node fixture, bench/claim-latency-node.ts; default 1 and 8) 30 min.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { runClaimLatencyBench } from "./claim-latency";
+import { runClaimLatencyNodeBench } from "./claim-latency-node";
 import { runEngineBench } from "./engine";
 import { runEnvSessionBench } from "./env-session";
 import { runIngressBench } from "./ingress";
@@ -18,6 +20,7 @@ import { runScalingBench } from "./scaling";
 const HARD_LIMIT_MS = 285_000;
 const ENGINE_HARD_LIMIT_MS = 50 * 60_000;
 const CLAIM_HARD_LIMIT_MS = 20 * 60_000;
+const CLAIM_NODE_HARD_LIMIT_MS = 30 * 60_000;
 const ENGINE_SECTION = "## 4. Engine timings";
 
 /** The engine section of a results file (from its heading to the next "## " heading or the end), or undefined. */
@@ -29,7 +32,7 @@ function engineSection(text: string): string | undefined {
 }
 
 interface Args {
-    only: "ingress" | "scaling" | "engine" | "env-session" | "claim-latency" | undefined;
+    only: "ingress" | "scaling" | "engine" | "env-session" | "claim-latency" | "claim-latency-node" | undefined;
     quick: boolean;
     diagnose: boolean;
     out: string | undefined;
@@ -43,8 +46,8 @@ function parseArgs(argv: readonly string[]): Args {
         const x = argv[i];
         if (x === "--only") {
             const v = argv[++i];
-            if (v !== "ingress" && v !== "scaling" && v !== "engine" && v !== "env-session" && v !== "claim-latency")
-                throw new Error("--only takes ingress, scaling, engine, env-session or claim-latency");
+            if (v !== "ingress" && v !== "scaling" && v !== "engine" && v !== "env-session" && v !== "claim-latency" && v !== "claim-latency-node")
+                throw new Error("--only takes ingress, scaling, engine, env-session, claim-latency or claim-latency-node");
             a.only = v;
         } else if (x === "--quick") a.quick = true;
         else if (x === "--no-diagnose") a.diagnose = false;
@@ -60,7 +63,7 @@ function parseArgs(argv: readonly string[]): Args {
             a.levels = levels;
         } else
             throw new Error(
-                `unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine|env-session|claim-latency] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128]`,
+                `unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine|env-session|claim-latency|claim-latency-node] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128]`,
             );
     }
     return a;
@@ -80,7 +83,14 @@ async function shutdown(code: number, why: string): Promise<never> {
 async function main(): Promise<number> {
     const args = parseArgs(process.argv.slice(2));
     const started = Date.now();
-    const limit = args.only === "engine" ? ENGINE_HARD_LIMIT_MS : args.only === "claim-latency" ? CLAIM_HARD_LIMIT_MS : HARD_LIMIT_MS;
+    const limit =
+        args.only === "engine"
+            ? ENGINE_HARD_LIMIT_MS
+            : args.only === "claim-latency"
+              ? CLAIM_HARD_LIMIT_MS
+              : args.only === "claim-latency-node"
+                ? CLAIM_NODE_HARD_LIMIT_MS
+                : HARD_LIMIT_MS;
     const deadline = started + limit - 10_000;
     const watchdog = setTimeout(() => void shutdown(1, `hard limit of ${limit / 1000} s reached`), limit);
     const log = (line: string) => process.stderr.write(`[${fmt((Date.now() - started) / 1000, 1)} s] ${line}\n`);
@@ -143,6 +153,11 @@ async function main(): Promise<number> {
     if (args.only === "claim-latency") {
         await section("claim-latency", "## 6. Sandbox claims under load", () =>
             runClaimLatencyBench({ deadline, log, ...(args.quick ? { levels: [1, 8], samples: 8 } : {}), ...(args.levels ? { levels: args.levels } : {}) }),
+        );
+    }
+    if (args.only === "claim-latency-node") {
+        await section("claim-latency-node", "## 6b. Sandbox claims under load: real pod starts", () =>
+            runClaimLatencyNodeBench({ deadline, log, ...(args.quick ? { levels: [1], samples: 4 } : {}), ...(args.levels ? { levels: args.levels } : {}) }),
         );
     }
     if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file

@@ -44,7 +44,8 @@ const stack: ObservedStack = {
     vllm: true,
     trainer: true,
     ingress: true,
-    sandboxPool: { template: "obs-sandbox", poolSize: 4 },
+    // The recipe's --max-inflight 8 with one rollout worker, headroom 2 (components/config/pool-size.ts).
+    sandboxPool: { template: "obs-sandbox", poolSize: 10, burst: 8 },
 };
 
 const allAlerts = (groups: readonly RuleGroup[]): AlertRule[] => groups.flatMap((g) => g.rules);
@@ -76,6 +77,10 @@ const buckets = (les: Record<string, string>) =>
             v,
         ]),
     );
+
+/** The unclaimed, Ready members of the stack's warm pool, labelled as the v1.0.1 controller's collector labels them (internal/metrics/sandbox_collector.go). */
+const warmPoolReady =
+    'agent_sandboxes{exported_namespace="obs-sandboxes",sandbox_template="obs-sandbox",owned_by="SandboxWarmPool",ready_condition="true",expired="false",launch_type="warm",created_by="controller"}';
 
 const CASES: Case[] = [
     {
@@ -140,6 +145,14 @@ const CASES: Case[] = [
         labels: { namespace: "obs-training", pod: "p" },
     },
     {
+        alert: "AgentRLWarmPoolBelowBurst",
+        // One fewer ready than the burst (8) fires; exactly the burst is silent (the next burst is served warm).
+        fires: { [warmPoolReady]: "7x20" },
+        silent: { [warmPoolReady]: "8x20" },
+        evalTime: "10m",
+        labels: {},
+    },
+    {
         alert: "AgentRLWarmPoolEmpty",
         // The collector reports only groups that exist: an empty pool has no ready series at all, only not-ready ones.
         fires: { 'agent_sandboxes{sandbox_template="obs-sandbox",owned_by="SandboxWarmPool",ready_condition="false",launch_type="warm"}': "2x20" },
@@ -200,6 +213,7 @@ describe("alert rules from the config", () => {
         assert.match(expr.AgentRLTrainerStalled!, new RegExp(`> ${durationSeconds(a.trainerStalledFor)} and`));
         assert.match(expr.AgentRLSandboxClaimSlow!, new RegExp(`/ 1000 > ${a.sandboxClaimLatencySeconds}$`));
         assert.match(expr.AgentRLVllmQueueGrowing!, new RegExp(`\\[${a.vllmQueueGrowingFor}\\]`));
+        assert.match(expr.AgentRLWarmPoolBelowBurst!, / < 8$/, "the run's burst, not the pool's size");
         const custom = alertRules(
             {
                 ...settings,
@@ -213,6 +227,16 @@ describe("alert rules from the config", () => {
         assert.match(c.AgentRLTrainerStalled!.expr, /> 7200 and/);
         assert.match(c.AgentRLSandboxClaimSlow!.expr, /> 7$/);
         assert.equal(c.AgentRLVllmKvCacheFull!.for, "1m");
+        const other = Object.fromEntries(
+            allAlerts(
+                alertRules(
+                    { ...settings, alerts: { ...a, warmPoolRefillFor: "3m" } },
+                    { ...stack, sandboxPool: { template: "obs-sandbox", poolSize: 34, burst: 32 } },
+                ),
+            ).map((r) => [r.alert, r]),
+        );
+        assert.match(other.AgentRLWarmPoolBelowBurst!.expr, / < 32$/);
+        assert.equal(other.AgentRLWarmPoolBelowBurst!.for, "3m");
     });
 
     test("colocate (no vLLM HTTP), no ingress, no pool, no env: no rule for what does not run", () => {
@@ -241,8 +265,9 @@ describe("alert rules from the config", () => {
             ],
         );
         const pool = d.panels.find((p) => p.title.startsWith("sandboxes: warm pool ready"))!;
-        assert.match(pool.title, /plan: 4/);
-        assert.ok(pool.targets.some((t) => t.expr === "vector(4)"));
+        assert.match(pool.title, /plan: 10, burst 8/);
+        assert.ok(pool.targets.some((t) => t.expr === "vector(10)"));
+        assert.ok(pool.targets.some((t) => t.expr === "vector(8)" && t.legendFormat === "burst (plan)"));
     });
 
     test("promtool check rules, then promtool test rules: each alert fires on its condition and stays silent otherwise", {
@@ -283,6 +308,48 @@ describe("alert rules from the config", () => {
         assert.match(run.out, /SUCCESS/);
     });
 
+    test("a burst draining the pool: the pool-drain alert fires while warm sandboxes are left, minutes before the pool is empty; bursts the pool refills after stay silent (promtool)", {
+        skip: PROMTOOL ? false : "needs promtool (apt-get install -y prometheus)",
+    }, () => {
+        // The controller's gauge scraped every 30 s (the default scrapeInterval); the pool of 10 serves bursts of 8.
+        // Healthy: a burst every 3 min takes 8 and the pool is full again by the next scrape (the refill takes seconds,
+        // bench/results.md section 6). Draining: claims come faster than the refill (pods that do not start): 10, 2,
+        // then a partial refill eaten by the next claims, down to 0 at 5.5 min.
+        const healthy = Array.from({ length: 41 }, (_, i) => (i % 6 === 5 ? "2" : "10")).join(" ");
+        const draining = "10 10 10 2 7 6 5 4 3 2 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0";
+        const fired = (alert: string) => [
+            { exp_labels: { severity: "warning", stack: "obs" }, exp_annotations: expectedAnnotations(allAlerts(groups).find((r) => r.alert === alert)!, {}) },
+        ];
+        const at = (t: string, alert: string, firing: boolean) => ({ eval_time: t, alertname: alert, exp_alerts: firing ? fired(alert) : [] });
+        const tests = [
+            {
+                name: "healthy bursts: the pool back above the burst by the next scrape",
+                interval: "30s",
+                input_series: [{ series: warmPoolReady, values: healthy }],
+                alert_rule_test: ["1m", "3m", "5m", "6m", "9m", "12m", "15m", "18m", "20m"].flatMap((t) => [
+                    at(t, "AgentRLWarmPoolBelowBurst", false),
+                    at(t, "AgentRLWarmPoolEmpty", false),
+                ]),
+            },
+            {
+                name: "draining: below the burst from 1.5 min (7 ready), firing at 3 min with 4 left; empty from 5.5 min, that alert only 5 min later",
+                interval: "30s",
+                input_series: [{ series: warmPoolReady, values: draining }],
+                alert_rule_test: [
+                    at("2m", "AgentRLWarmPoolBelowBurst", false), // below for under warmPoolRefillFor (1m)
+                    at("3m", "AgentRLWarmPoolBelowBurst", true), // 4 ready: the pool-drain alert, before any claim has to wait
+                    at("3m", "AgentRLWarmPoolEmpty", false),
+                    at("8m", "AgentRLWarmPoolEmpty", false),
+                    at("11m", "AgentRLWarmPoolEmpty", true),
+                    at("11m", "AgentRLWarmPoolBelowBurst", true),
+                ],
+            },
+        ];
+        const run = promtoolTest(groups, tests, "drain");
+        assert.equal(run.status, 0, run.out);
+        assert.match(run.out, /SUCCESS/);
+    });
+
     test("two run stacks in one team's namespaces: run obs's alerts never fire on run other's series, nor sum them with its own (promtool)", {
         skip: PROMTOOL ? false : "needs promtool (apt-get install -y prometheus)",
     }, () => {
@@ -290,10 +357,12 @@ describe("alert rules from the config", () => {
         const tests = CASES.flatMap((c) => [
             {
                 name: `${c.alert}: the other run's firing series alone`,
-                // An empty warm pool serves no ready series, so that alert fires on absence: it gets this run's quiet ones too.
+                // An empty warm pool serves no ready series, so the pool's alerts fire on absence: they get this run's quiet ones too.
                 interval: "1m",
                 input_series: seriesOf(
-                    c.alert === "AgentRLWarmPoolEmpty" ? { ...servedBy("obs", c.silent), ...servedBy("other", c.fires) } : servedBy("other", c.fires),
+                    c.alert === "AgentRLWarmPoolEmpty" || c.alert === "AgentRLWarmPoolBelowBurst"
+                        ? { ...servedBy("obs", c.silent), ...servedBy("other", c.fires) }
+                        : servedBy("other", c.fires),
                 ),
                 alert_rule_test: [{ eval_time: c.evalTime, alertname: c.alert, exp_alerts: [] }],
             },
@@ -367,8 +436,12 @@ describe("agentrl:observability:Observability on the Platform (mocks)", () => {
             "AgentRLTrainerStalled",
             "AgentRLVllmKvCacheFull",
             "AgentRLVllmQueueGrowing",
+            "AgentRLWarmPoolBelowBurst",
             "AgentRLWarmPoolEmpty",
         ]);
+        // The burst the plan computed (components/config/pool-size.ts), rendered into the rule.
+        const belowBurst = rule.spec.groups.flatMap((g: RuleGroup) => g.rules).find((r: AlertRule) => r.alert === "AgentRLWarmPoolBelowBurst");
+        assert.match(belowBurst.expr, new RegExp(` < ${plan.sandboxes!.sizing.burst}$`));
         const dash = ms.find((m) => m.kind === "ConfigMap" && m.metadata.labels?.grafana_dashboard === "1")!;
         assert.ok(dash, "the dashboard ConfigMap carries observability.dashboardLabels");
         assert.deepEqual(Object.keys(dash.data), ["agentrl-run-dashboard.json"]);

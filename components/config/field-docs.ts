@@ -699,6 +699,11 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
         default: "30",
         meaning: "sandbox claim-to-ready latency (p90) above this many seconds",
     },
+    "observability.alerts.warmPoolRefillFor": {
+        default: "`1m`",
+        meaning:
+            "how long the warm pool may hold fewer ready sandboxes than the run's burst (`maxInflight` x rollout workers, as the pool is sized) before the pool-drain alert fires: the refill after a burst takes seconds (bench/results.md section 6), a pool that stays short makes the next burst wait on cold starts",
+    },
 };
 
 /** Every field of `agent-rl-infra:cluster`, by path (`teams[].quotas`). */

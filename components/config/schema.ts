@@ -648,6 +648,11 @@ const observability = z.strictObject({
             trainerStalledFor: promDuration.default("15m"),
             /** Sandbox claim-to-ready latency (p90) above this many seconds. Default: 30. */
             sandboxClaimLatencySeconds: z.number().positive().default(30),
+            /**
+             * How long the warm pool may hold fewer ready sandboxes than the run's burst (its refill after a burst)
+             * before the pool-drain alert fires. Default: 1m.
+             */
+            warmPoolRefillFor: promDuration.default("1m"),
         })
         .prefault({}),
 });

@@ -12,7 +12,9 @@
  *   vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds (histograms).
  * - agent-sandbox v1.0.1 controller, as v0.5.6 (internal/metrics/metrics.go, sandbox_collector.go):
  *   agent_sandboxes{ready_condition, owned_by, sandbox_template, launch_type, ...} (a count per
- *   group), agent_sandbox_claim_controller_startup_latency_ms{launch_type, sandbox_template} (histogram,
+ *   group, listed at each scrape; a warm pool's unclaimed members are owned_by="SandboxWarmPool", and
+ *   the controller exports no other pool gauge: no replicas or ready-replicas series),
+ *   agent_sandbox_claim_controller_startup_latency_ms{launch_type, sandbox_template} (histogram,
  *   ms, from the controller's first sight of a claim, its agents.x-k8s.io/controller-first-observed-at
  *   annotation, to Ready; every claim). Not agent_sandbox_claim_startup_latency_ms: it is recorded only
  *   for claims a mutating webhook stamped (agents.x-k8s.io/webhook-first-observed-at), which no
@@ -162,15 +164,29 @@ function trainerRules(a: Alerts, s: ObservedStack, labels: RuleLabels): RuleGrou
     };
 }
 
-/** The sandbox group: an empty warm pool, slow claims. */
+/** The sandbox group: a pool below the run's burst (before claims go cold), an empty warm pool, slow claims. */
 function sandboxRules(a: Alerts, s: ObservedStack, pool: NonNullable<ObservedStack["sandboxPool"]>, labels: RuleLabels): RuleGroup {
     const q = selectors(s);
+    const ready = `(sum(agent_sandboxes${q.warmPool}) or vector(0))`;
     return {
         name: `agentrl-${s.stack}-sandboxes`,
         rules: [
             {
+                // Every burst takes up to `burst` sandboxes at once and the pool refills in seconds; one that stays below
+                // the burst for longer than a refill makes the next burst's claims beyond the ready ones wait on cold
+                // starts (bench/results.md section 6: seconds each instead of milliseconds), while none has yet.
+                alert: "AgentRLWarmPoolBelowBurst",
+                expr: `${ready} < ${pool.burst}`,
+                for: a.warmPoolRefillFor,
+                labels,
+                annotations: {
+                    summary: `sandboxes: the warm pool holds fewer ready sandboxes than the run's burst of ${pool.burst} (pool ${pool.poolSize} planned)`,
+                    description: `It has not refilled within ${a.warmPoolRefillFor}: the next burst of claims waits on cold starts for those beyond the ready ones. Look for pods that do not start (image pull, quota, node capacity) or claims that are not released; raise sandboxes.poolSize or sandboxes.headroom if claims come faster than the refill.`,
+                },
+            },
+            {
                 alert: "AgentRLWarmPoolEmpty",
-                expr: `(sum(agent_sandboxes${q.warmPool}) or vector(0)) < 1`,
+                expr: `${ready} < 1`,
                 for: a.for,
                 labels,
                 annotations: {

@@ -76,13 +76,15 @@ function envRefusedPanel(q: Selectors): Panel {
 function sandboxPanels(a: Alerts, q: Selectors, pool: NonNullable<ObservedStack["sandboxPool"]>): Panel[] {
     return [
         {
-            title: `sandboxes: warm pool ready (plan: ${pool.poolSize})`,
-            description: "Ready sandboxes waiting in the warm pool against the planned size; 0 means every claim cold-starts.",
+            title: `sandboxes: warm pool ready (plan: ${pool.poolSize}, burst ${pool.burst})`,
+            description:
+                "Ready sandboxes waiting in the warm pool against the planned size and the run's burst; below the burst the next burst's extra claims cold-start, 0 means every claim does.",
             unit: "short",
             part: "sandboxes",
             queries: [
                 { expr: `sum(agent_sandboxes${q.warmPool}) or vector(0)`, legend: "ready (live)" },
                 { expr: `vector(${pool.poolSize})`, legend: "pool size (plan)", plan: true },
+                { expr: `vector(${pool.burst})`, legend: "burst (plan)", plan: true },
             ],
         },
         {

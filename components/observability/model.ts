@@ -42,8 +42,11 @@ export interface ObservedStack {
     readonly trainer: boolean;
     /** The authenticated ingress runs (black box). */
     readonly ingress: boolean;
-    /** An agent-sandbox warm pool (black box on Kubernetes): its template's name and its size. */
-    readonly sandboxPool?: { readonly template: string; readonly poolSize: number };
+    /**
+     * An agent-sandbox warm pool (black box on Kubernetes): its template's name, its size, and the run's burst (the
+     * claims it makes at once, components/config/pool-size.ts): fewer ready than that and the next burst waits on cold starts.
+     */
+    readonly sandboxPool?: { readonly template: string; readonly poolSize: number; readonly burst: number };
 }
 
 export interface AlertRule {

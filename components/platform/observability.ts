@@ -45,7 +45,7 @@ export function observedStack(plan: Pick<PlatformPlan, "config" | "names" | "env
         ingress: plan.ingress !== undefined,
         sandboxPool:
             pool !== undefined && pool.provider === "agent-sandbox" && plan.config.target.kind === "kubernetes"
-                ? { template: n.sandboxes.template, poolSize: pool.poolSize }
+                ? { template: n.sandboxes.template, poolSize: pool.poolSize, burst: pool.sizing.burst }
                 : undefined,
     };
 }

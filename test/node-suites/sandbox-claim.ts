@@ -48,6 +48,7 @@ import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/model";
 import { SECRET_ENV } from "../../components/training/model";
 import { planToDir } from "../../scripts/lib/plan";
 import { agentSandboxCrdFiles } from "../helpers/agent-sandbox-manifest";
+import { waitForClaimQuotaMonitor as waitForClaimQuotaMonitorOn } from "../helpers/agent-sandbox-node";
 import { command, imageRefByDigest, type Node, type NodeSession } from "../helpers/node";
 import type { Manifest } from "../helpers/reachability";
 import { scaled, scaledSeconds } from "../helpers/waits";
@@ -343,33 +344,9 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             }
         });
 
-        /**
-         * A cluster has agent-sandbox installed before a run stack comes (the cluster stack, the
-         * preflight): its quota controller already counts claims, so the pool's ResourceQuota is
-         * counted when it is made. Here the CRDs are minutes old; the quota controller picks a new
-         * resource up at its discovery resync, and a quota made before that stays uncounted until its
-         * full resync (5 min by default), every claim refused meanwhile (403 "status unknown for
-         * quota", measured: still uncounted 174 s after). So: a probe quota counting claims, made anew
-         * until the controller counts it.
-         */
         const waitForClaimQuotaMonitor = async () => {
-            const ns = "claim-quota-probe";
-            await node.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
-            const key = "count/sandboxclaims.extensions.agents.x-k8s.io";
-            const t0 = Date.now();
-            for (let i = 0; Date.now() - t0 < scaled(150_000); i++) {
-                const name = `probe-${i}`;
-                await node.apply({ apiVersion: "v1", kind: "ResourceQuota", metadata: { name, namespace: ns }, spec: { hard: { [key]: "1" } } });
-                await sleep(3000);
-                const used = JSON.parse(await node.kubectlOk(["-n", ns, "get", "resourcequota", name, "-o", "json"])).status?.used ?? {};
-                if (key in used) {
-                    process.stderr.write(`# the quota controller counts claims ${((Date.now() - t0) / 1000).toFixed(1)} s after the CRDs were established\n`);
-                    await node.kubectl(["delete", "namespace", ns, "--wait=false"]);
-                    return;
-                }
-                await node.kubectl(["-n", ns, "delete", "resourcequota", name, "--wait=false"]);
-            }
-            assert.fail(`the quota controller did not count ${key} within ${scaled(150_000) / 1000} s of the CRDs`);
+            const s = await waitForClaimQuotaMonitorOn(node);
+            process.stderr.write(`# the quota controller counts claims ${s.toFixed(1)} s after the CRDs were established\n`);
         };
 
         const controllerTail = () => {
