@@ -25,7 +25,7 @@
  */
 import { SERIES } from "../shared/metrics";
 import type { AlertRule, ObservabilitySettings, ObservedStack, RuleGroup } from "./model";
-import { ownSeries, selectors } from "./selectors";
+import { ownSeries, poolTemplates, selectors, templateSeries, WARM_READY } from "./selectors";
 
 type Alerts = ObservabilitySettings["alerts"];
 type RuleLabels = AlertRule["labels"];
@@ -165,20 +165,26 @@ function trainerRules(a: Alerts, s: ObservedStack, labels: RuleLabels): RuleGrou
 /** The sandbox group: an empty warm pool, slow claims. */
 function sandboxRules(a: Alerts, s: ObservedStack, pool: NonNullable<ObservedStack["sandboxPool"]>, labels: RuleLabels): RuleGroup {
     const q = selectors(s);
+    const templates = poolTemplates(pool);
+    // The Harbor path: one rule per task image's pool, since one empty pool cold-starts its tasks while the others are full.
+    const emptyPool = (template: string | undefined): AlertRule => ({
+        alert: "AgentRLWarmPoolEmpty",
+        expr: `(sum(agent_sandboxes${template === undefined ? q.warmPool : templateSeries([template], WARM_READY)}) or vector(0)) < 1`,
+        for: a.for,
+        labels: template === undefined ? labels : { ...labels, sandbox_template: template },
+        annotations: {
+            summary:
+                template === undefined
+                    ? `sandboxes: the warm pool (${pool.poolSize} planned) has no ready sandbox`
+                    : `sandboxes: the warm pool of template ${template} (${pool.poolSize} planned) has no ready sandbox`,
+            description:
+                "Every claim now waits for a cold start (or the controller is not scraped). Raise sandboxes.poolSize, or look for pods that do not start (image pull, quota, node capacity).",
+        },
+    });
     return {
         name: `agentrl-${s.stack}-sandboxes`,
         rules: [
-            {
-                alert: "AgentRLWarmPoolEmpty",
-                expr: `(sum(agent_sandboxes${q.warmPool}) or vector(0)) < 1`,
-                for: a.for,
-                labels,
-                annotations: {
-                    summary: `sandboxes: the warm pool (${pool.poolSize} planned) has no ready sandbox`,
-                    description:
-                        "Every claim now waits for a cold start (or the controller is not scraped). Raise sandboxes.poolSize, or look for pods that do not start (image pull, quota, node capacity).",
-                },
-            },
+            ...(templates.length === 1 ? [emptyPool(undefined)] : templates.map(emptyPool)),
             {
                 alert: "AgentRLSandboxClaimSlow",
                 expr: `histogram_quantile(0.9, sum by (le) (rate(agent_sandbox_claim_controller_startup_latency_ms_bucket${q.claims}[10m]))) / 1000 > ${a.sandboxClaimLatencySeconds}`,

@@ -43,7 +43,12 @@ export interface ObservedStack {
     /** The authenticated ingress runs (black box). */
     readonly ingress: boolean;
     /** An agent-sandbox warm pool (black box on Kubernetes): its template's name and its size. */
-    readonly sandboxPool?: { readonly template: string; readonly poolSize: number };
+    readonly sandboxPool?: {
+        readonly template: string;
+        readonly poolSize: number;
+        /** The Harbor path: every pool's template (one per task image, each of poolSize; `template` is the first). Absent: the one pool. */
+        readonly templates?: readonly string[];
+    };
 }
 
 export interface AlertRule {
