@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, type PlatformConfig, RECIPES, type RecipeName, programFacts } from "../components/config";
+import { ALL_RECIPE_NAMES, HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, type PlatformConfig, RECIPES, type RecipeName, programFacts } from "../components/config";
 import { ENV_CATALOG, OPENENV_UPSTREAM } from "../components/config/catalog";
 import { grpoBatchRuleApplies } from "../components/config/program-rules";
 import { isClusterStack, knownStacks, type PlanSource, planClusterToDir, planToDir, REPO_ROOT } from "../scripts/lib/plan";
@@ -107,6 +107,8 @@ function sources(): Array<{ name: string; source: PlanSource; override?: Record<
         for (const target of ["kubernetes", "docker"] as const) {
             // Multi-node recipes are refused on Docker (one host): there is no plan.md to read.
             if (target === "docker" && (MULTI_NODE_RECIPE_NAMES as RecipeName[]).includes(recipe)) continue;
+            // Harbor recipes are refused on Docker (one agent-sandbox warm pool per task image): no plan.md either.
+            if (target === "docker" && (HARBOR_RECIPE_NAMES as RecipeName[]).includes(recipe)) continue;
             const blackboxOnDocker = target === "docker" && RECIPES[recipe].training.layout === "blackbox";
             out.push({
                 name: `recipe ${recipe} on ${target}`,

@@ -19,6 +19,7 @@ import {
     isSecretConfigKey,
     isSecretEnvName,
     MULTI_NODE_RECIPE_NAMES,
+    HARBOR_RECIPE_NAMES,
     parsePlatformConfig,
     plainSecretProblems,
     RECIPES,
@@ -91,7 +92,9 @@ function sources(): Source[] {
     const out: Source[] = [];
     for (const recipe of ALL_RECIPE_NAMES) {
         // A multi-node recipe is refused on Docker (one GPU host): it has no Docker plan to check.
-        for (const target of MULTI_NODE_RECIPE_NAMES.includes(recipe) ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const)) {
+        // A multi-node or Harbor recipe is refused on Docker (one GPU host; no agent-sandbox pools): no Docker plan to check.
+        const kubernetesOnly = MULTI_NODE_RECIPE_NAMES.includes(recipe) || HARBOR_RECIPE_NAMES.includes(recipe);
+        for (const target of kubernetesOnly ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const)) {
             let platform = recipePlatform(recipe, target);
             if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") platform = { ...platform, ...HOSTED_SANDBOXES_ON_DOCKER };
             out.push({ name: `recipe-${recipe}-${target}`, platform, cluster: false });
