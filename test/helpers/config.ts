@@ -15,6 +15,7 @@ import {
     type PlatformConfig,
     type RecipeName,
 } from "../../components/config";
+import { RECIPE_PLAN_REGISTRY, RECIPE_PLAN_TASK_IMAGES } from "../../scripts/lib/plan";
 
 /** Placeholder images the tests use (never pulled). */
 export const TEST_IMAGES = {
@@ -22,8 +23,11 @@ export const TEST_IMAGES = {
     sandbox: "registry.test/agent-rl/opencode-sandbox:test",
 } as const;
 
-/** Placeholder Harbor task images (never pulled): a Harbor recipe's tasks are the stack's (harbor.taskImages). */
-export const TEST_TASK_IMAGES = ["registry.test/harbor/task-a:test", "registry.test/harbor/task-b:test"] as const;
+/**
+ * Placeholder Harbor task images (never pulled): a Harbor recipe's tasks are the stack's (harbor.taskImages); the
+ * recipe plan's own (scripts/lib/plan.ts recipePlatform), so a parsed recipe and a planned one name the same pools.
+ */
+export const TEST_TASK_IMAGES = RECIPE_PLAN_TASK_IMAGES.map((t) => `${RECIPE_PLAN_REGISTRY}/${t}:plan`);
 
 /** `raw` with images.trainer and sandboxes.image filled in where it sets none, and a Harbor recipe's task images. */
 export function withTestImages(raw: unknown): unknown {
