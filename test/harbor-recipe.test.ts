@@ -133,6 +133,30 @@ describe("harbor: every problem, each naming the field and the fix", () => {
     });
 });
 
+describe("the recipe's model path", () => {
+    const vllmCommand = (raw: unknown): string[] => {
+        const v = resolvePlatform(parse(raw)).training.vllm;
+        return [...(v?.command ?? []), ...(v?.args ?? [])];
+    };
+
+    test("vLLM is served as the opencode black box serves it: token ids and processed logprobs, what openenv.harbor's startup check wants", () => {
+        const harbor = vllmCommand(withTasks([{ image: TASK_A }]));
+        assert.deepEqual(harbor, vllmCommand({ ...base, recipe: "opencode-blackbox" }));
+        const line = harbor.join(" ");
+        for (const flag of ["--return-tokens-as-token-ids", "--logprobs-mode processed_logprobs"]) assert.ok(line.includes(flag), flag);
+    });
+
+    test("the agent's side calls its pod's forwarder, which holds the key and calls the ingress; the trainer mints a key per rollout", () => {
+        const c = parse(withTasks([{ image: TASK_A }]));
+        const plan = resolvePlatform(c);
+        const env = plan.training.trainer.env;
+        assert.equal(env.SANDBOX_UPSTREAM_URL, "http://127.0.0.1:7100");
+        assert.equal(plan.sandboxes?.upstreamUrl, plan.names.ingress.sandboxUrl);
+        assert.ok(env.SANDBOX_ROLLOUT_KEYS_URL?.startsWith("http://"), "per-rollout keys on");
+        assert.equal(env.SANDBOX_FORWARDER_KEY_PORT, "7102");
+    });
+});
+
 describe("the pools: one SandboxTemplate + SandboxWarmPool per task image, each sized for the whole burst", () => {
     const c = parse(withTasks([{ image: TASK_A }, { image: TASK_B, name: "fix-git" }]));
     const names = platformNames(c);

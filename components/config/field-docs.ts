@@ -536,7 +536,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "sandboxes.poolSize": {
         default:
             "the run's burst + headroom: `maxInflight` x rollout workers (1 for the named TRL programs, which run rollouts on the main process; every trainer process for a custom program) + `headroom`; a pool below the burst is refused",
-        meaning: "warm pool (or Docker pool) size",
+        meaning: "warm pool (or Docker pool) size; on the Harbor path, each task image's pool's",
     },
     "sandboxes.maxLifetimeSeconds": {
         default: "3600",
