@@ -20,8 +20,7 @@ import {
     taskPoolKey,
     type PlatformConfig,
 } from "../components/config";
-import { resolveSandboxPool } from "../components/sandbox";
-import { sandboxTemplateSpec, sandboxWarmPoolSpec } from "../components/sandbox/kubernetes";
+import { resolveSandboxPool, sandboxTemplateSpec, sandboxWarmPoolSpec } from "../components/sandbox";
 import { resolvePlatform } from "../components/platform";
 import { tenantQuotaProblems } from "../components/platform/tenancy";
 import { configProblems, parseWithTestImages } from "./helpers/config";
