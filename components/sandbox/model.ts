@@ -225,6 +225,7 @@ export interface SandboxDescription {
     readonly hfFlavor: string;
     readonly names: {
         readonly namespace: string;
+        /** The run's pool's (off the Harbor path; a Harbor path's pools are `pools`); the per-pool objects' names derive from warmPool. */
         readonly template: string;
         readonly warmPool: string;
         readonly keySecret: string;
