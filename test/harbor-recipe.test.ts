@@ -75,7 +75,9 @@ describe("harbor: every problem, each naming the field and the fix", () => {
         ]);
     });
     test("bad references, an image twice, a name twice: all at once, by index", () => {
-        const got = problems(withTasks([{ image: TASK_A }, { image: "Bad/Ref" }, { image: TASK_A }, { image: TASK_B, name: "same" }, { image: "r.io/c:1", name: "same" }]));
+        const got = problems(
+            withTasks([{ image: TASK_A }, { image: "Bad/Ref" }, { image: TASK_A }, { image: TASK_B, name: "same" }, { image: "r.io/c:1", name: "same" }]),
+        );
         assert.deepEqual(got, [
             "harbor.taskImages[1].image: 'Bad/Ref' is not an image reference: [<registry>/]<path>[:<tag>][@sha256:<64 hex>], the path in lower case (e.g. ghcr.io/org/task@sha256:<digest>)",
             `harbor.taskImages[2].image: '${TASK_A}' is harbor.taskImages[0] too: one pool serves an image, list it once`,
@@ -187,7 +189,11 @@ describe("the pools: one SandboxTemplate + SandboxWarmPool per task image, each 
                 HARBOR_SANDBOX_DIRS.map((h) => ({ sizeLimit: h.sizeLimit })),
             );
             assert.equal(pod.spec.containers[0].securityContext.readOnlyRootFilesystem, true);
-            assert.deepEqual(sandboxWarmPoolSpec(d, pool), { sandboxTemplateRef: { name: pool.template }, replicas: 10, updateStrategy: { type: "OnReplenish" } });
+            assert.deepEqual(sandboxWarmPoolSpec(d, pool), {
+                sandboxTemplateRef: { name: pool.template },
+                replicas: 10,
+                updateStrategy: { type: "OnReplenish" },
+            });
         }
     });
 
@@ -197,7 +203,10 @@ describe("the pools: one SandboxTemplate + SandboxWarmPool per task image, each 
 
     test("the trainer's env: SANDBOX_TASK_POOLS maps each image to its pool; the settings' own pool is the first image's", () => {
         assert.deepEqual(JSON.parse(d.trainerEnv.SANDBOX_TASK_POOLS), { [TASK_A]: d.pools[0].warmPool, [TASK_B]: "sandbox-pool-r1-fix-git" });
-        assert.deepEqual([d.trainerEnv.SANDBOX_IMAGE, d.trainerEnv.SANDBOX_WARM_POOL, d.trainerEnv.SANDBOX_TEMPLATE], [TASK_A, d.pools[0].warmPool, d.pools[0].template]);
+        assert.deepEqual(
+            [d.trainerEnv.SANDBOX_IMAGE, d.trainerEnv.SANDBOX_WARM_POOL, d.trainerEnv.SANDBOX_TEMPLATE],
+            [TASK_A, d.pools[0].warmPool, d.pools[0].template],
+        );
         assert.equal(d.trainerEnv.HARBOR_AGENT, "opencode");
     });
 
@@ -222,7 +231,11 @@ describe("the pools: one SandboxTemplate + SandboxWarmPool per task image, each 
 describe("a team's quota the pools overrun", () => {
     test("is refused before anything registers, naming the pools and the fix", () => {
         const c = parse(withTasks([{ image: TASK_A }, { image: TASK_B }], { clusterStack: "o/p/cluster", target: { ...base.target, team: "team-a" } }));
-        const tenant = { namespaces: { training: "t", ingress: "i", envs: "e", sandboxes: "s" }, quotas: { sandboxes: { pods: 20 } }, sandboxMaxLifetimeSeconds: 21600 };
+        const tenant = {
+            namespaces: { training: "t", ingress: "i", envs: "e", sandboxes: "s" },
+            quotas: { sandboxes: { pods: 20 } },
+            sandboxMaxLifetimeSeconds: 21600,
+        };
         const withTenant = { ...c, cluster: { tenant } } as unknown as PlatformConfig;
         const d = resolveSandboxPool(withTenant, platformNames(withTenant));
         assert.deepEqual(tenantQuotaProblems(withTenant, d), [

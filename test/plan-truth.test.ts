@@ -10,7 +10,15 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { ALL_RECIPE_NAMES, HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, type PlatformConfig, RECIPES, type RecipeName, programFacts } from "../components/config";
+import {
+    ALL_RECIPE_NAMES,
+    HARBOR_RECIPE_NAMES,
+    MULTI_NODE_RECIPE_NAMES,
+    type PlatformConfig,
+    RECIPES,
+    type RecipeName,
+    programFacts,
+} from "../components/config";
 import { ENV_CATALOG, OPENENV_UPSTREAM } from "../components/config/catalog";
 import { grpoBatchRuleApplies } from "../components/config/program-rules";
 import { isClusterStack, knownStacks, type PlanSource, planClusterToDir, planToDir, REPO_ROOT } from "../scripts/lib/plan";

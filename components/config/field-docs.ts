@@ -566,8 +566,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "harbor.agent": {
         default: "required (recipe `harbor-blackbox`: `opencode`)",
-        meaning:
-            "the Harbor agent trained: a harness openenv 0.10 rates validated (`openenv/harbor/seams.py`); the trainer's `HARBOR_AGENT`",
+        meaning: "the Harbor agent trained: a harness openenv 0.10 rates validated (`openenv/harbor/seams.py`); the trainer's `HARBOR_AGENT`",
     },
     "harbor.taskImages": {
         default: "`[]` (refused: list at least one)",
@@ -581,7 +580,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "harbor.taskImages[].name": {
         default: "the image's repository name and 6 hex of its sha256",
-        meaning: "names its pool's objects (`sandbox-pool-<runId>-<name>`) and labels its pods `agentrl.dev/harbor-task`; a DNS label of at most 30 characters, one per entry",
+        meaning:
+            "names its pool's objects (`sandbox-pool-<runId>-<name>`) and labels its pods `agentrl.dev/harbor-task`; a DNS label of at most 30 characters, one per entry",
     },
     "ingress.enabled": {
         default: "on for black box",

@@ -288,7 +288,7 @@ export function deployedImages(c: PlatformConfig): Array<{ field: string; image:
     if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker" || c.sandboxes.provider === "hf") {
         out.push({ field: "sandboxes.image", image: c.sandboxes.image });
     }
-    c.harbor?.taskImages.forEach((t, i) => out.push({ field: `harbor.taskImages[${i}].image`, image: t.image }));
+    for (const [i, t] of (c.harbor?.taskImages ?? []).entries()) out.push({ field: `harbor.taskImages[${i}].image`, image: t.image });
     // Metrics sidecars: vLLM's metrics-only listener is images.nginx (listed above with the ingress or
     // an env; else added here), the ingress's exporter and mtail beside each proxy.
     if (c.observability.enabled) {

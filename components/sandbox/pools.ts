@@ -15,7 +15,16 @@ export function sandboxPools(
     const s = config.sandboxes;
     const harbor = config.harbor;
     if (harbor === undefined) {
-        return [{ image: s.image, template: names.sandboxes.template, warmPool: names.sandboxes.warmPool, poolSize: s.poolSize, labels, writablePaths: security.writablePaths }];
+        return [
+            {
+                image: s.image,
+                template: names.sandboxes.template,
+                warmPool: names.sandboxes.warmPool,
+                poolSize: s.poolSize,
+                labels,
+                writablePaths: security.writablePaths,
+            },
+        ];
     }
     const writablePaths = [...security.writablePaths, ...HARBOR_SANDBOX_DIRS.map(({ name, path, sizeLimit }) => ({ name, path, sizeLimit }))];
     // names.sandboxes.taskPools is made from the same list, in its order (config/names.ts).

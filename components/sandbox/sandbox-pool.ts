@@ -74,6 +74,13 @@ export class SandboxPool extends pulumi.ComponentResource {
             this.template = pulumi.output(d.provider === "hf" ? d.image : "");
             this.size = 0;
         }
-        this.registerOutputs({ poolName: this.poolName, namespace: this.namespace, template: this.template, size: this.size, pools: this.pools, trainerEnv: this.trainerEnv });
+        this.registerOutputs({
+            poolName: this.poolName,
+            namespace: this.namespace,
+            template: this.template,
+            size: this.size,
+            pools: this.pools,
+            trainerEnv: this.trainerEnv,
+        });
     }
 }
