@@ -4,11 +4,17 @@
  * pool name twice, too many pools, the refusals on Docker and other providers, a team quota the pools
  * overrun), and what the pool description renders: one SandboxTemplate + SandboxWarmPool per task
  * image, each holding the whole burst, Harbor's dirs writable, the quota over every pool, and the
- * trainer's SANDBOX_TASK_POOLS naming each image's pool. Pure functions and the mock-free resolve step.
+ * trainer's SANDBOX_TASK_POOLS naming each image's pool, and one warm-pool alert per pool (run by the real
+ * promtool where installed). Pure functions and the mock-free resolve step.
  * Run: npx tsx --test test/harbor-recipe.test.ts
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { describe, test } from "node:test";
+import { stringify } from "yaml";
 import {
     HARBOR_RECIPE_NAMES,
     HARBOR_SANDBOX_DIRS,
@@ -21,9 +27,15 @@ import {
     type PlatformConfig,
 } from "../components/config";
 import { resolveSandboxPool, sandboxTemplateSpec, sandboxWarmPoolSpec } from "../components/sandbox";
+import { alertRules, dashboardPanels } from "../components/observability";
 import { resolvePlatform } from "../components/platform";
+import { observedStack } from "../components/platform/observability";
 import { tenantQuotaProblems } from "../components/platform/tenancy";
 import { configProblems, parseWithTestImages } from "./helpers/config";
+import { defaultObservabilitySettings } from "./helpers/observability";
+import { scaled } from "./helpers/waits";
+
+const PROMTOOL = spawnSync("sh", ["-c", "command -v promtool"], { encoding: "utf8" }).stdout.trim() || undefined;
 
 const DIGEST = `sha256:${"a".repeat(64)}`;
 const TASK_A = `ghcr.io/org/tasks/add-two@${DIGEST}`;
@@ -241,5 +253,62 @@ describe("a team's quota the pools overrun", () => {
         assert.deepEqual(tenantQuotaProblems(withTenant, d), [
             "target.team: team 'team-a''s sandboxes quota allows pods 20 at once, and this run alone requests 30: lower sandboxes.poolSize / headroom / cpu / memory, or list fewer harbor.taskImages (2 warm pools of 10 each), or raise teams.team-a.quotas.sandboxes in the cluster stack 'o/p/cluster'",
         ]);
+    });
+});
+
+describe("observability: every task image's pool watched on its own", () => {
+    const plan = resolvePlatform(parse(withTasks([{ image: TASK_A }, { image: TASK_B, name: "fix-git" }])));
+    const observed = observedStack(plan);
+    const settings = defaultObservabilitySettings();
+    const emptyRules = alertRules(settings, observed)
+        .flatMap((g) => g.rules)
+        .filter((r) => r.alert === "AgentRLWarmPoolEmpty");
+    const templates = plan.sandboxes!.pools.map((p) => p.template);
+
+    test("the observed pool names every pool's template; one warm-pool-empty rule per template; the dashboard sums by template", () => {
+        assert.deepEqual(observed.sandboxPool?.templates, templates);
+        assert.deepEqual(
+            emptyRules.map((r) => r.labels.sandbox_template),
+            templates,
+        );
+        const panel = dashboardPanels(settings, observed).find((p) => p.title.startsWith("sandboxes: warm pools ready"));
+        assert.ok(panel, "the per-template panel");
+        assert.equal(
+            panel.queries[0]!.expr,
+            `sum by (sandbox_template) (agent_sandboxes{sandbox_template=~"${templates.join("|")}",owned_by="SandboxWarmPool",ready_condition="true"})`,
+        );
+    });
+
+    test("promtool: the rule of the empty pool fires, the full pool's stays silent", {
+        skip: PROMTOOL === undefined ? "promtool not installed (Debian's prometheus package)" : false,
+    }, () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-harbor-rules-"));
+        try {
+            const rules = path.join(dir, "rules.yaml");
+            fs.writeFileSync(rules, stringify({ groups: [{ name: "pools", rules: emptyRules }] }));
+            const [full, empty] = emptyRules;
+            const tests = [
+                {
+                    interval: "1m",
+                    input_series: [
+                        { series: `agent_sandboxes{sandbox_template="${templates[0]}",owned_by="SandboxWarmPool",ready_condition="true"}`, values: "3x30" },
+                    ],
+                    alert_rule_test: [
+                        {
+                            eval_time: "20m",
+                            alertname: "AgentRLWarmPoolEmpty",
+                            exp_alerts: [{ exp_labels: empty!.labels, exp_annotations: empty!.annotations }],
+                        },
+                    ],
+                },
+            ];
+            assert.equal(full!.labels.sandbox_template, templates[0]);
+            const testFile = path.join(dir, "rules.test.yaml");
+            fs.writeFileSync(testFile, stringify({ rule_files: [rules], evaluation_interval: "1m", tests }));
+            const run = spawnSync(PROMTOOL!, ["test", "rules", testFile], { encoding: "utf8", timeout: scaled(60_000) });
+            assert.equal(run.status, 0, run.stdout + run.stderr);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
     });
 });
