@@ -11,7 +11,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it, test } from "node:test";
 import YAML from "yaml";
-import { MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
+import { HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
 import { planToDir, readStackFile, REPO_ROOT, type PlanSource } from "../scripts/lib/plan";
 import { serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
 
@@ -133,6 +133,7 @@ const variants: Array<{ name: string; source: PlanSource; override?: Record<stri
     ...RECIPE_NAMES.map((recipe) => ({ name: `recipe ${recipe}`, source: { recipe, target: "kubernetes" as const } })),
     // Multi-node recipes: the JobSet against JobSet v0.12.0's CRD (from its Go module, test/apiserver/build.sh).
     ...MULTI_NODE_RECIPE_NAMES.map((recipe) => ({ name: `recipe ${recipe}`, source: { recipe, target: "kubernetes" as const } })),
+    ...HARBOR_RECIPE_NAMES.map((recipe) => ({ name: `recipe ${recipe}`, source: { recipe, target: "kubernetes" as const } })),
     {
         name: "opencode-blackbox-32b queued on Kueue (suspended JobSet with the queue label)",
         source: { recipe: "opencode-blackbox-32b", target: "kubernetes" },

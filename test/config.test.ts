@@ -444,7 +444,9 @@ describe("config: every validation message names the field and the fix", () => {
         {
             what: "an unknown recipe",
             raw: { recipe: "mbpp", runId: "r1", target: { kind: "docker" } },
-            expect: [/^recipe: unknown recipe "mbpp": use one of mbpp-whitebox, mbpp-whitebox-64, wordle-whitebox, opencode-blackbox, opencode-blackbox-32b$/],
+            expect: [
+                /^recipe: unknown recipe "mbpp": use one of mbpp-whitebox, mbpp-whitebox-64, wordle-whitebox, opencode-blackbox, opencode-blackbox-32b, harbor-blackbox$/,
+            ],
         },
     ];
 

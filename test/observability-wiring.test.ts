@@ -19,6 +19,7 @@ import { quantityValue } from "../components/shared/quantity";
 import {
     ALL_RECIPE_NAMES,
     deepMerge,
+    HARBOR_RECIPE_NAMES,
     MULTI_NODE_RECIPE_NAMES,
     parseClusterConfig,
     POD_SECURITY,
@@ -88,7 +89,7 @@ before(async () => {
 });
 
 describe("observability off: nothing changes", () => {
-    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
+    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES, ...HARBOR_RECIPE_NAMES]) {
         test(`${recipe}: the objects are the same with observability written but disabled, and no pod has a metrics port`, async () => {
             const plain = await manifestsOf(configOf(recipe), undefined);
             const disabled = await manifestsOf(

@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, test } from "node:test";
-import { RECIPE_NAMES } from "../components/config";
+import { HARBOR_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
 import { planToDir } from "../scripts/lib/plan";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-pull-"));
@@ -22,7 +22,11 @@ function containers(m: Record<string, any>): Array<Record<string, any>> {
 
 const DIGEST = /@sha256:[0-9a-f]{64}$/;
 
-for (const source of [...RECIPE_NAMES.map((recipe) => ({ recipe, target: "kubernetes" as const })), { stack: "staging" }, { stack: "prod" }]) {
+for (const source of [
+    ...[...RECIPE_NAMES, ...HARBOR_RECIPE_NAMES].map((recipe) => ({ recipe, target: "kubernetes" as const })),
+    { stack: "staging" },
+    { stack: "prod" },
+]) {
     const label = "recipe" in source ? source.recipe : `stack ${source.stack}`;
     test(`${label}: every container pulls by the rule (digest: IfNotPresent, tag: Always)`, async () => {
         const res = await planToDir(source, { outDir: path.join(tmp, label.replace(/\W+/g, "-")) });

@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
+import { HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
 import { METRICS_PORTS } from "../components/shared/metrics-pods";
 import { planToDir } from "../scripts/lib/plan";
 import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manifest, type Reachability } from "./helpers/reachability";
@@ -60,7 +60,7 @@ async function reachabilityOf(
 }
 
 describe("reachability: the rendered policies allow exactly the paths docs/design/network-paths.md lists", () => {
-    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
+    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES, ...HARBOR_RECIPE_NAMES]) {
         test(`${recipe} on kubernetes`, async () => {
             const { r } = await reachabilityOf(recipe);
             const computed = reachabilityTable(r, { name: roleName, include: concernsStack }).trim();
@@ -158,7 +158,7 @@ describe("reachability: DNS egress in each shape (target.dns) allows DNS and not
     const nodeLocal = { name: "node-local-dns", ip: "169.254.20.10" };
     const linkLocalNeighbour = { name: "link-local-other", ip: "169.254.20.11" };
     const endpoints: readonly ExtraEndpoint[] = [...ENDPOINTS, nodeLocal, linkLocalNeighbour, OWN_DNS];
-    const recipes = [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES];
+    const recipes = [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES, ...HARBOR_RECIPE_NAMES];
 
     for (const recipe of recipes) {
         test(`${recipe}, node-local: every stack pod reaches the cache on 53 UDP+TCP only, the metadata service and the rest of 169.254/16 on nothing`, async () => {
@@ -249,7 +249,7 @@ describe("reachability: observability on, the scraper reaches the metrics ports 
         });
     }
 
-    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES]) {
+    for (const recipe of [...RECIPE_NAMES, ...MULTI_NODE_RECIPE_NAMES, ...HARBOR_RECIPE_NAMES]) {
         test(`${recipe}: only the scraper, only on the metrics ports (never 8000), and every other path as with observability off`, async () => {
             const r = await observedReachability(recipe);
             assert.deepEqual(scrapeProblems(r), []);

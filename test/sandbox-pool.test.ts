@@ -11,7 +11,7 @@ import { platformNames, podLabels, type PlatformNames } from "../components/conf
 import type { PlatformConfig } from "../components/config/types";
 import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
 import { addQuantities } from "../components/shared/quantity";
-import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";
+import { ALL_RECIPE_NAMES, HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";
 import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
 import { isSecret, unwrapSecrets } from "./helpers/secrets";
 import { scaled, scaledCount } from "./helpers/waits";
@@ -510,7 +510,8 @@ describe("The ingress key and the agent's container, over every black-box recipe
     const blackbox = ALL_RECIPE_NAMES.filter((r) => RECIPES[r].training.layout === "blackbox");
     it("covers the black-box recipes", () => assert.ok(blackbox.length >= 2, blackbox.join(", ")));
     for (const recipe of blackbox) {
-        const targets = MULTI_NODE_RECIPE_NAMES.includes(recipe) ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const);
+        const kubernetesOnly = MULTI_NODE_RECIPE_NAMES.includes(recipe) || HARBOR_RECIPE_NAMES.includes(recipe);
+        const targets = kubernetesOnly ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const);
         for (const target of targets) {
             it(`${recipe} on ${target}: no env of the agent's container carries the key, only the forwarder's`, async () => {
                 const { update, preview, description: d } = await build(config({}, target, recipe));
@@ -521,14 +522,19 @@ describe("The ingress key and the agent's container, over every black-box recipe
                             holders.map((r) => r.type),
                             [T.secret],
                         );
-                        const spec = single(run.resources, T.template).inputs.spec.podTemplate.spec;
-                        const refs = (c: any) => (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef?.name === d.names.keySecret);
-                        for (const c of spec.containers) assert.deepEqual(refs(c), [], `container ${c.name}`);
-                        assert.deepEqual(
-                            spec.initContainers.map((c: any) => [c.name, refs(c).length]),
-                            [["forwarder", 1]],
-                        );
-                        assert.ok(!JSON.stringify(spec.podTemplate?.metadata ?? {}).includes(KEY), "no label or annotation");
+                        // Every pool's template (one, or one per Harbor task image).
+                        const templates = ofType(run.resources, T.template);
+                        assert.equal(templates.length, d.pools.length);
+                        for (const template of templates) {
+                            const spec = template.inputs.spec.podTemplate.spec;
+                            const refs = (c: any) => (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef?.name === d.names.keySecret);
+                            for (const c of spec.containers) assert.deepEqual(refs(c), [], `container ${c.name}`);
+                            assert.deepEqual(
+                                spec.initContainers.map((c: any) => [c.name, refs(c).length]),
+                                [["forwarder", 1]],
+                            );
+                            assert.ok(!JSON.stringify(spec.podTemplate?.metadata ?? {}).includes(KEY), "no label or annotation");
+                        }
                     } else {
                         assert.ok(holders.length > 0 && holders.every((r) => r.type === T.container && r.inputs.name.endsWith("-forwarder")));
                     }

@@ -39,13 +39,14 @@ const TEAM = { teams: [{ name: "team-a" }] };
 
 /** A run stack's raw platform config in team-a's namespaces. */
 function teamRun(over: Record<string, unknown> = {}): Record<string, unknown> {
-    const base = withTestImages({
+    const base = {
         recipe: "opencode-blackbox",
         runId: "r1",
         clusterStack: REF,
         target: { kind: "kubernetes", context: "gpu", team: "team-a" },
-    });
-    return deepMerge(base as Record<string, unknown>, over) as Record<string, unknown>;
+    };
+    // The test images after the override, so a Harbor recipe gets its task images too.
+    return withTestImages(deepMerge(base, over)) as Record<string, unknown>;
 }
 
 /** The run stack under mocks, its cluster's kube-system UID served as `liveUid`. */

@@ -24,6 +24,7 @@ export const PLATFORM_SECTIONS: Readonly<Record<string, string>> = {
     training: "The training node: layout, GPUs, batch, the program's settings, vLLM, volumes.",
     envs: "OpenEnv environment servers, by name (`envs.<name>`).",
     sandboxes: "Sandboxes for black-box rollouts.",
+    harbor: "The Harbor path: a Harbor agent trained black box, one warm pool per task image ([guide](../guides/harbor.md)).",
     ingress: "The authenticated vLLM ingress.",
     observability: "Metrics, alerts and dashboards (off by default).",
 };
@@ -535,7 +536,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "sandboxes.poolSize": {
         default:
             "the run's burst + headroom: `maxInflight` x rollout workers (1 for the named TRL programs, which run rollouts on the main process; every trainer process for a custom program) + `headroom`; a pool below the burst is refused",
-        meaning: "warm pool (or Docker pool) size",
+        meaning: "warm pool (or Docker pool) size; on the Harbor path, each task image's pool's",
     },
     "sandboxes.maxLifetimeSeconds": {
         default: "3600",
@@ -552,6 +553,30 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "sandboxes.hfFlavor": {
         default: "`cpu-basic`",
         meaning: "hosted sandboxes' hardware (hosted sandboxes are refused for the black box)",
+    },
+    harbor: {
+        default: "- (off)",
+        meaning:
+            "train a Harbor agent black box on Harbor tasks (Kubernetes, `sandboxes.provider: agent-sandbox`; refused on Docker and on other providers): each trial is a claim of its task image's warm pool; the trainer gets `HARBOR_AGENT` and `SANDBOX_TASK_POOLS` ([guide](../guides/harbor.md))",
+    },
+    "harbor.agent": {
+        default: "required (recipe `harbor-blackbox`: `opencode`)",
+        meaning: "the Harbor agent trained: a harness openenv 0.10 rates validated (`openenv/harbor/seams.py`); the trainer's `HARBOR_AGENT`",
+    },
+    "harbor.taskImages": {
+        default: "`[]` (refused: list at least one)",
+        meaning:
+            "`{ image, name? }` per image the run's Harbor tasks run in (at most 32, each once): one SandboxTemplate + SandboxWarmPool each, each holding the whole burst (`sandboxes.poolSize`: a GRPO group is one task, so one image may take every claim at once). A task whose image no pool serves is refused before any claim, naming it",
+    },
+    "harbor.taskImages[].image": {
+        default: "required",
+        meaning:
+            "a task's image, as its task.toml names it (`[environment].docker_image`), with the pool's runtime and forwarder in it and the agent pre-installed ([task images](../guides/harbor.md#task-images)); pin by digest",
+    },
+    "harbor.taskImages[].name": {
+        default: "the image's repository name and 6 hex of its sha256",
+        meaning:
+            "names its pool's objects (`sandbox-pool-<runId>-<name>`) and labels its pods `agentrl.dev/harbor-task`; a DNS label of at most 30 characters, one per entry",
     },
     "ingress.enabled": {
         default: "on for black box",

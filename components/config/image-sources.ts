@@ -19,6 +19,8 @@ export function imageSource(c: PlatformConfig, field: string): string {
         return env.catalog === "custom"
             ? "build your env server (the OpenEnv server contract: components/env/README.md)"
             : `copy ${ENV_CATALOG[env.catalog].image} (the catalog's image: remove envs.${env.name}.image to use it)`;
+    if (field.startsWith("harbor.taskImages["))
+        return "build the Harbor task's image with the pool's runtime and forwarder in it and its agent pre-installed (docs/guides/harbor.md \"Task images\")";
     if (field === "images.vllm") return `copy ${DEFAULT_VLLM_IMAGE} (the default: remove images.vllm to use it)`;
     if (field === "images.mtail") return "build images/mtail/Dockerfile (npm run images -- <stack>, docs/guides/images.md)";
     return `copy the public image ${field} defaults to (remove ${field} to use it)`;

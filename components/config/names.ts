@@ -84,7 +84,14 @@ export interface PlatformNames {
         /** The public URL when the proxy is exposed with a host. */
         readonly publicUrl?: string;
     };
-    readonly sandboxes: { readonly template: string; readonly warmPool: string; readonly runLabel: string; readonly keySecret: string };
+    readonly sandboxes: {
+        readonly template: string;
+        readonly warmPool: string;
+        readonly runLabel: string;
+        readonly keySecret: string;
+        /** The Harbor path: one SandboxTemplate + SandboxWarmPool per task image, named from the run's and the image's key (empty: off). */
+        readonly taskPools: ReadonlyArray<{ readonly key: string; readonly template: string; readonly warmPool: string }>;
+    };
     readonly envs: Readonly<Record<string, EnvNames>>;
 }
 
@@ -171,6 +178,11 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             warmPool: local("sandbox-pool", c.runId),
             runLabel: RUN_LABEL,
             keySecret: local("sandbox-key"),
+            taskPools: (c.harbor?.taskImages ?? []).map((t) => ({
+                key: t.key,
+                template: local("sandbox", c.runId, t.key),
+                warmPool: local("sandbox-pool", c.runId, t.key),
+            })),
         },
         envs,
     };

@@ -16,6 +16,12 @@ export type Recipe = Omit<PlatformConfigInput, "target" | "runId" | "recipe"> & 
  */
 const SEED_CHECKPOINTS = "100Gi";
 
+/**
+ * Where the Harbor recipe's trainer image holds its training script (program custom): a script of the
+ * project's own, since no upstream one trains a Harbor agent under AsyncGRPO (docs/guides/harbor.md).
+ */
+export const HARBOR_TRAINER_SCRIPT = "/app/harbor_async_grpo.py";
+
 export const RECIPES = {
     // The published MBPP run: train_coding_whitebox_eval.py defaults, one A100 80 GB, vLLM
     // colocated, 8 x 2 = 16 live env sessions, 4 generations (4 prompts per step),
@@ -156,12 +162,54 @@ export const RECIPES = {
         sandboxes: { headroom: 4, cpu: "2", memory: "4Gi" },
         ingress: { enabled: true },
     },
+    // The Harbor path (docs/guides/harbor.md): any validated Harbor agent (harbor.agent, default here
+    // opencode) trained black box under TRL's async GRPO, each trial a claim of the warm pool of its task's
+    // image, its model calls agent -> forwarder -> ingress -> vLLM. The model, GPUs and batch are the
+    // opencode black box's. The stack lists its task images (harbor.taskImages): one pool each, each sized
+    // for the whole burst (8 in flight x 1 rollout worker + 2 headroom). No upstream script trains a
+    // Harbor agent under AsyncGRPO: the program is custom, with the TrlParser contract of a black-box
+    // script (docs/reference/training-node.md) plus HARBOR_AGENT and SANDBOX_TASK_POOLS.
+    "harbor-blackbox": {
+        description:
+            "a Harbor agent (harbor.agent: opencode, pi, claude-code, codex, ...), black box, Qwen3-8B on 2 x H200: one warm pool per task image (harbor.taskImages), 8 generations, 8 rollouts in flight, 32 prompts, 10 steps",
+        model: { name: "Qwen/Qwen3-8B" },
+        training: {
+            layout: "blackbox",
+            gpusOnNode: 2,
+            vllmGpus: 1,
+            trainerGpus: 1,
+            perDeviceTrainBatchSize: 4,
+            gradientAccumulationSteps: 1,
+            numGenerations: 8,
+            datasetSize: 32,
+            maxSteps: 10,
+            maxInflight: 8,
+            maxModelLen: 32768,
+            program: "custom",
+            command: ["python", HARBOR_TRAINER_SCRIPT],
+            optim: "paged_adamw_8bit",
+            gradientCheckpointing: true,
+            maxCompletionLength: 4096,
+            // A custom script saves checkpoints (save_total_limit 2): one run of fp32 8.2B with 8-bit
+            // Adam writes 203Gi by the rule (components/config/checkpoints.ts).
+            checkpoints: { size: "220Gi" },
+            gpuMemory: { product: "NVIDIA-H200" },
+        },
+        sandboxes: { headroom: 2, cpu: "2", memory: "4Gi" },
+        ingress: { enabled: true },
+        harbor: { agent: "opencode" },
+    },
 } as const satisfies Record<string, Recipe>;
 
 export type RecipeName = keyof typeof RECIPES;
 /** Recipes that need several GPU nodes (training.nodes > 1): Kubernetes with JobSet only, refused on Docker. */
 export const MULTI_NODE_RECIPE_NAMES = (Object.keys(RECIPES) as RecipeName[]).filter((r) => (RECIPES[r].training as { nodes?: number }).nodes !== undefined);
+/**
+ * Recipes of the Harbor path (a `harbor` section): Kubernetes with agent-sandbox only (one warm pool per task
+ * image), refused on Docker; their task images are the stack's (harbor.taskImages).
+ */
+export const HARBOR_RECIPE_NAMES = (Object.keys(RECIPES) as RecipeName[]).filter((r) => (RECIPES[r] as Recipe).harbor !== undefined);
 /** Recipes that fit one node and run on either target. */
-export const RECIPE_NAMES = (Object.keys(RECIPES) as RecipeName[]).filter((r) => !MULTI_NODE_RECIPE_NAMES.includes(r));
+export const RECIPE_NAMES = (Object.keys(RECIPES) as RecipeName[]).filter((r) => !MULTI_NODE_RECIPE_NAMES.includes(r) && !HARBOR_RECIPE_NAMES.includes(r));
 /** Every recipe a stack may name. */
 export const ALL_RECIPE_NAMES = Object.keys(RECIPES) as RecipeName[];

@@ -2,6 +2,7 @@
  * Applies the defaults that depend on other fields, once, with `??` (0 is a value), and
  * computes the training demand every capacity check reads. Pure: no Pulumi here.
  */
+import { resolveHarbor } from "./harbor";
 import { poolSizing } from "./pool-size";
 import { CUSTOM_PROGRAM } from "./programs";
 import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry } from "./catalog";
@@ -130,6 +131,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
             image: p.sandboxes.image ?? (provider === "agent-sandbox" ? "" : STOCK_SANDBOX_IMAGE),
         },
         ingress: { ...p.ingress, enabled: p.ingress.enabled ?? t.layout === "blackbox" },
+        ...(p.harbor !== undefined ? { harbor: resolveHarbor(p.harbor) } : {}),
         observability: p.observability,
     };
 }

@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { CATALOG_NAMES } from "./catalog";
 import { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
+import { HARBOR_AGENTS } from "./harbor-facts";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES } from "./programs";
 import { DTYPES, GPU_SHARING, LAYOUTS, WEIGHT_DTYPES } from "./terms";
 
@@ -524,6 +525,26 @@ const sandboxes = z.strictObject({
     hfFlavor: z.string().default("cpu-basic"),
 });
 
+/**
+ * The Harbor path: a Harbor agent trained black box on Harbor tasks, each trial a claim of the warm
+ * pool of its task's image (docs/guides/harbor.md). Shapes only here; harbor.ts checks the list.
+ */
+const harbor = z.strictObject({
+    /** The Harbor agent the run trains: a harness openenv 0.10 rates validated (openenv/harbor/seams.py). */
+    agent: z.enum(HARBOR_AGENTS),
+    /** The images of the Harbor tasks the run trains on: one SandboxTemplate + SandboxWarmPool each. */
+    taskImages: z
+        .array(
+            z.strictObject({
+                /** A task's image (`[environment].docker_image` of its task.toml), with the pool's runtime and forwarder in it; pin by digest. */
+                image: z.string().min(1),
+                /** Names its pool's objects. Default: the image's repository name and a hash of the image. */
+                name: dnsLabel.max(30).optional(),
+            }),
+        )
+        .default([]),
+});
+
 const ingress = z.strictObject({
     /** Deploy the authenticated vLLM ingress. Default: on for black box, off for white box. */
     enabled: z.boolean().optional(),
@@ -699,6 +720,8 @@ export const platformSchema = z.strictObject({
     envs: z.record(dnsLabel.max(20), envServer).default({}),
     /** Sandboxes for black-box rollouts. */
     sandboxes: sandboxes.prefault({}),
+    /** The Harbor path (black box, Kubernetes, agent-sandbox): the agent and one warm pool per task image. Default: off. */
+    harbor: harbor.optional(),
     /** The authenticated vLLM ingress. */
     ingress: ingress.prefault({}),
     /** Metrics, alerts and dashboards (off by default). */

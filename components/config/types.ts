@@ -4,6 +4,7 @@
  */
 import type { CatalogEntry, CatalogName, WsPing } from "./catalog";
 import type { TenantOutputs } from "./cluster-schema";
+import type { HarborAgent } from "./harbor-facts";
 import type { PoolSizing } from "./pool-size";
 import type { ParsedConfig } from "./schema";
 import type { GpuSharing, Layout } from "./terms";
@@ -67,6 +68,21 @@ export interface ResolvedEnv extends Pick<CatalogEntry, "image" | "port" | "heal
     readonly concurrentSessionsFromConfig?: boolean;
 }
 
+/** A Harbor task image and the key naming its warm pool (harbor.ts taskPoolKey). */
+export interface HarborTaskImage {
+    readonly image: string;
+    /** harbor.taskImages[].name as written. */
+    readonly name?: string;
+    /** DNS label naming its pool's objects and labelling its pods: the name, else from the image. */
+    readonly key: string;
+}
+
+/** `harbor` with each task image's pool key. */
+export interface ResolvedHarbor {
+    readonly agent: HarborAgent;
+    readonly taskImages: readonly HarborTaskImage[];
+}
+
 /** The fully defaulted, typed configuration every component reads. */
 export interface PlatformConfig {
     readonly stack: string;
@@ -121,6 +137,8 @@ export interface PlatformConfig {
         readonly image: string;
     };
     readonly ingress: Omit<Parsed["ingress"], "enabled"> & { readonly enabled: boolean };
+    /** The Harbor path: its agent and one warm pool per task image (absent: off). */
+    readonly harbor?: ResolvedHarbor;
     /** Metrics, alerts and dashboards (components/observability/). */
     readonly observability: Parsed["observability"];
 }

@@ -12,6 +12,7 @@ import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
 import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
+import { harborProblems } from "./harbor";
 import { poolSizeProblems } from "./pool-size";
 import { validateObservability } from "./observability";
 import { isSecretEnvName, plainEnv } from "./secrets";
@@ -287,6 +288,7 @@ export function deployedImages(c: PlatformConfig): Array<{ field: string; image:
     if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker" || c.sandboxes.provider === "hf") {
         out.push({ field: "sandboxes.image", image: c.sandboxes.image });
     }
+    for (const [i, t] of (c.harbor?.taskImages ?? []).entries()) out.push({ field: `harbor.taskImages[${i}].image`, image: t.image });
     // Metrics sidecars: vLLM's metrics-only listener is images.nginx (listed above with the ingress or
     // an env; else added here), the ingress's exporter and mtail beside each proxy.
     if (c.observability.enabled) {
@@ -446,6 +448,7 @@ export function validatePlatform(c: PlatformConfig): string[] {
         ...validateBatches(c),
         ...c.envs.flatMap((e) => validateEnv(c, e)),
         ...validateSandboxes(c),
+        ...harborProblems(c),
         ...validateIngress(c),
         ...validateProdPinning(c),
         ...validatePlainEnv(c),

@@ -27,7 +27,7 @@
  */
 import { SERIES } from "../shared/metrics";
 import type { AlertRule, ObservabilitySettings, ObservedStack, RuleGroup } from "./model";
-import { ownSeries, selectors } from "./selectors";
+import { ownSeries, poolTemplates, selectors, templateSeries, WARM_READY } from "./selectors";
 
 type Alerts = ObservabilitySettings["alerts"];
 type RuleLabels = AlertRule["labels"];
@@ -167,34 +167,42 @@ function trainerRules(a: Alerts, s: ObservedStack, labels: RuleLabels): RuleGrou
 /** The sandbox group: a pool below the run's burst (before claims go cold), an empty warm pool, slow claims. */
 function sandboxRules(a: Alerts, s: ObservedStack, pool: NonNullable<ObservedStack["sandboxPool"]>, labels: RuleLabels): RuleGroup {
     const q = selectors(s);
-    const ready = `(sum(agent_sandboxes${q.warmPool}) or vector(0))`;
+    const templates = poolTemplates(pool);
+    // The Harbor path: the rules per task image's pool (each sized for the whole burst), since one drained pool
+    // cold-starts its tasks while the others are full.
+    const readyOf = (template: string | undefined) =>
+        `(sum(agent_sandboxes${template === undefined ? q.warmPool : templateSeries([template], WARM_READY)}) or vector(0))`;
+    const named = (template: string | undefined) => (template === undefined ? "the warm pool" : `the warm pool of template ${template}`);
+    const belowBurst = (template: string | undefined): AlertRule => ({
+        // Every burst takes up to `burst` sandboxes at once and the pool refills in seconds; one that stays below
+        // the burst for longer than a refill makes the next burst's claims beyond the ready ones wait on cold
+        // starts (bench/results.md section 6: seconds each instead of milliseconds), while none has yet.
+        alert: "AgentRLWarmPoolBelowBurst",
+        expr: `${readyOf(template)} < ${pool.burst}`,
+        for: a.warmPoolRefillFor,
+        labels: template === undefined ? labels : { ...labels, sandbox_template: template },
+        annotations: {
+            summary: `sandboxes: ${named(template)} holds fewer ready sandboxes than the run's burst of ${pool.burst} (pool ${pool.poolSize} planned)`,
+            description: `It has not refilled within ${a.warmPoolRefillFor}: the next burst of claims waits on cold starts for those beyond the ready ones. Look for pods that do not start (image pull, quota, node capacity) or claims that are not released; raise sandboxes.poolSize or sandboxes.headroom if claims come faster than the refill.`,
+        },
+    });
+    const emptyPool = (template: string | undefined): AlertRule => ({
+        alert: "AgentRLWarmPoolEmpty",
+        expr: `${readyOf(template)} < 1`,
+        for: a.for,
+        labels: template === undefined ? labels : { ...labels, sandbox_template: template },
+        annotations: {
+            summary: `sandboxes: ${named(template)} (${pool.poolSize} planned) has no ready sandbox`,
+            description:
+                "Every claim now waits for a cold start (or the controller is not scraped). Raise sandboxes.poolSize, or look for pods that do not start (image pull, quota, node capacity).",
+        },
+    });
+    const each: ReadonlyArray<string | undefined> = templates.length === 1 ? [undefined] : templates;
     return {
         name: `agentrl-${s.stack}-sandboxes`,
         rules: [
-            {
-                // Every burst takes up to `burst` sandboxes at once and the pool refills in seconds; one that stays below
-                // the burst for longer than a refill makes the next burst's claims beyond the ready ones wait on cold
-                // starts (bench/results.md section 6: seconds each instead of milliseconds), while none has yet.
-                alert: "AgentRLWarmPoolBelowBurst",
-                expr: `${ready} < ${pool.burst}`,
-                for: a.warmPoolRefillFor,
-                labels,
-                annotations: {
-                    summary: `sandboxes: the warm pool holds fewer ready sandboxes than the run's burst of ${pool.burst} (pool ${pool.poolSize} planned)`,
-                    description: `It has not refilled within ${a.warmPoolRefillFor}: the next burst of claims waits on cold starts for those beyond the ready ones. Look for pods that do not start (image pull, quota, node capacity) or claims that are not released; raise sandboxes.poolSize or sandboxes.headroom if claims come faster than the refill.`,
-                },
-            },
-            {
-                alert: "AgentRLWarmPoolEmpty",
-                expr: `${ready} < 1`,
-                for: a.for,
-                labels,
-                annotations: {
-                    summary: `sandboxes: the warm pool (${pool.poolSize} planned) has no ready sandbox`,
-                    description:
-                        "Every claim now waits for a cold start (or the controller is not scraped). Raise sandboxes.poolSize, or look for pods that do not start (image pull, quota, node capacity).",
-                },
-            },
+            ...each.map(belowBurst),
+            ...each.map(emptyPool),
             {
                 alert: "AgentRLSandboxClaimSlow",
                 expr: `histogram_quantile(0.9, sum by (le) (rate(agent_sandbox_claim_controller_startup_latency_ms_bucket${q.claims}[10m]))) / 1000 > ${a.sandboxClaimLatencySeconds}`,

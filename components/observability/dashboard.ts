@@ -4,7 +4,7 @@
  */
 import { SERIES } from "../shared/metrics";
 import type { EnvPlan, ObservabilitySettings, ObservedStack, Panel } from "./model";
-import { ownSeries, selectors } from "./selectors";
+import { ownSeries, poolTemplates, selectors } from "./selectors";
 
 type Alerts = ObservabilitySettings["alerts"];
 type Selectors = ReturnType<typeof selectors>;
@@ -74,19 +74,33 @@ function envRefusedPanel(q: Selectors): Panel {
 
 /** The warm pool's ready sandboxes against its planned size, and the claims' latency. */
 function sandboxPanels(a: Alerts, q: Selectors, pool: NonNullable<ObservedStack["sandboxPool"]>): Panel[] {
+    const pools = poolTemplates(pool).length;
     return [
-        {
-            title: `sandboxes: warm pool ready (plan: ${pool.poolSize}, burst ${pool.burst})`,
-            description:
-                "Ready sandboxes waiting in the warm pool against the planned size and the run's burst; below the burst the next burst's extra claims cold-start, 0 means every claim does.",
-            unit: "short",
-            part: "sandboxes",
-            queries: [
-                { expr: `sum(agent_sandboxes${q.warmPool}) or vector(0)`, legend: "ready (live)" },
-                { expr: `vector(${pool.poolSize})`, legend: "pool size (plan)", plan: true },
-                { expr: `vector(${pool.burst})`, legend: "burst (plan)", plan: true },
-            ],
-        },
+        pools === 1
+            ? {
+                  title: `sandboxes: warm pool ready (plan: ${pool.poolSize}, burst ${pool.burst})`,
+                  description:
+                      "Ready sandboxes waiting in the warm pool against the planned size and the run's burst; below the burst the next burst's extra claims cold-start, 0 means every claim does.",
+                  unit: "short",
+                  part: "sandboxes",
+                  queries: [
+                      { expr: `sum(agent_sandboxes${q.warmPool}) or vector(0)`, legend: "ready (live)" },
+                      { expr: `vector(${pool.poolSize})`, legend: "pool size (plan)", plan: true },
+                      { expr: `vector(${pool.burst})`, legend: "burst (plan)", plan: true },
+                  ],
+              }
+            : {
+                  title: `sandboxes: warm pools ready, one per task image (plan: ${pools} x ${pool.poolSize}, burst ${pool.burst})`,
+                  description:
+                      "Ready sandboxes waiting in each task image's warm pool against the planned size and the run's burst; below the burst that image's next burst cold-starts its extra claims, 0 means all of them.",
+                  unit: "short",
+                  part: "sandboxes",
+                  queries: [
+                      { expr: `sum by (sandbox_template) (agent_sandboxes${q.warmPool})`, legend: "{{sandbox_template}} ready (live)" },
+                      { expr: `vector(${pool.poolSize})`, legend: "each pool's size (plan)", plan: true },
+                      { expr: `vector(${pool.burst})`, legend: "burst (plan)", plan: true },
+                  ],
+              },
         {
             title: `sandboxes: claim-to-ready latency p50 / p90 (budget ${a.sandboxClaimLatencySeconds} s)`,
             description: "From SandboxClaim creation to Ready, by launch type (warm from the pool, cold otherwise).",

@@ -46,7 +46,13 @@ export interface ObservedStack {
      * An agent-sandbox warm pool (black box on Kubernetes): its template's name, its size, and the run's burst (the
      * claims it makes at once, components/config/pool-size.ts): fewer ready than that and the next burst waits on cold starts.
      */
-    readonly sandboxPool?: { readonly template: string; readonly poolSize: number; readonly burst: number };
+    readonly sandboxPool?: {
+        readonly template: string;
+        readonly poolSize: number;
+        readonly burst: number;
+        /** The Harbor path: every pool's template (one per task image, each of poolSize; `template` is the first). Absent: the one pool. */
+        readonly templates?: readonly string[];
+    };
 }
 
 export interface AlertRule {

@@ -45,7 +45,9 @@ export function observedStack(plan: Pick<PlatformPlan, "config" | "names" | "env
         ingress: plan.ingress !== undefined,
         sandboxPool:
             pool !== undefined && pool.provider === "agent-sandbox" && plan.config.target.kind === "kubernetes"
-                ? { template: n.sandboxes.template, poolSize: pool.poolSize, burst: pool.sizing.burst }
+                ? pool.pools.some((p) => p.taskKey !== undefined)
+                    ? { template: pool.pools[0].template, poolSize: pool.poolSize, burst: pool.sizing.burst, templates: pool.pools.map((p) => p.template) }
+                    : { template: n.sandboxes.template, poolSize: pool.poolSize, burst: pool.sizing.burst }
                 : undefined,
     };
 }

@@ -30,7 +30,11 @@ export function tenantQuotaProblems(config: PlatformConfig, sandboxes: SandboxDe
     const pool = tenant.quotas.sandboxes;
     if (sandboxes !== undefined && config.sandboxes.provider === "agent-sandbox" && pool !== undefined) {
         const q = sandboxes.quota;
-        const fix = "lower sandboxes.poolSize / headroom / cpu / memory";
+        // The Harbor path holds a warm pool per task image: fewer images is a fix too.
+        const harbor = sandboxes.pools.filter((p) => p.taskKey !== undefined).length;
+        const fix =
+            "lower sandboxes.poolSize / headroom / cpu / memory" +
+            (harbor > 0 ? `, or list fewer harbor.taskImages (${harbor} warm pools of ${sandboxes.poolSize} each)` : "");
         if (pool.pods !== undefined && q.pods > pool.pods) over("sandboxes", "pods", pool.pods, q.pods, fix);
         if (pool.cpu !== undefined && quantityValue(q.cpu) > quantityValue(pool.cpu)) over("sandboxes", "requests.cpu", pool.cpu, q.cpu, fix);
         if (pool.memory !== undefined && quantityValue(q.memory) > quantityValue(pool.memory)) over("sandboxes", "requests.memory", pool.memory, q.memory, fix);

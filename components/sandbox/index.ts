@@ -1,5 +1,6 @@
 export { SandboxPool, type SandboxPoolArgs } from "./sandbox-pool";
 export { resolveSandboxPool } from "./resolve";
+export { sandboxPools } from "./pools";
 export { sandboxForwarderCommand, sandboxRuntimeCommand } from "./commands";
 export { multiplyQuantity, quantityValue } from "../shared/quantity";
 export {
@@ -24,6 +25,7 @@ export {
     type SandboxForwarder,
     type SandboxConfig,
     type SandboxNames,
+    type SandboxPoolSpec,
     type SandboxQuota,
     type SandboxSecurity,
     type WritablePath,

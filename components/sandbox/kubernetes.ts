@@ -12,7 +12,14 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
 import { claimLifetimePolicySpec, clusterDnsEgress, NAMESPACE_NAME_LABEL, pullSecretRefs, restrictedContainerSecurity } from "../shared/kubernetes";
-import { SANDBOX_API_VERSION, SANDBOX_CORE_GROUP, SANDBOX_EXTENSIONS_GROUP, SANDBOX_KEY_SECRET_KEY, type SandboxDescription } from "./model";
+import {
+    SANDBOX_API_VERSION,
+    SANDBOX_CORE_GROUP,
+    SANDBOX_EXTENSIONS_GROUP,
+    SANDBOX_KEY_SECRET_KEY,
+    type SandboxDescription,
+    type SandboxPoolSpec,
+} from "./model";
 
 /** The ingress pods the sandboxes may call (NetworkPolicy egress target). */
 export interface IngressPeer {
@@ -46,13 +53,13 @@ function objectLabels(d: SandboxDescription): Record<string, string> {
  * the key: from the Secret, into its own env, as a uid of its own, with no volume the agent's
  * container mounts. The agent reaches it on the pod's shared loopback.
  */
-export function forwarderContainer(d: SandboxDescription): Record<string, unknown> {
+export function forwarderContainer(d: SandboxDescription, image: string = d.image): Record<string, unknown> {
     const f = d.forwarder;
     const resources = { cpu: f.cpu, memory: f.memory };
     return {
         name: "forwarder",
-        image: d.image,
-        imagePullPolicy: imagePullPolicy(d.image),
+        image,
+        imagePullPolicy: imagePullPolicy(image),
         restartPolicy: "Always",
         command: [...f.command],
         // The trace port (the model routes are on loopback, which needs no port): the trainer reads the trace here.
@@ -69,13 +76,16 @@ export function forwarderContainer(d: SandboxDescription): Record<string, unknow
     };
 }
 
-/** The SandboxTemplate body: a hardened pod for PSA `restricted`, agent-sandbox's own NetworkPolicy switched off. */
-export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unknown> {
+/**
+ * The SandboxTemplate body of one pool (the run's, or a Harbor task image's): a hardened pod for PSA
+ * `restricted`, agent-sandbox's own NetworkPolicy switched off.
+ */
+export function sandboxTemplateSpec(d: SandboxDescription, pool: SandboxPoolSpec = d.pools[0]): Record<string, unknown> {
     const sec = d.security;
     const resources = { cpu: d.cpu, memory: d.memory };
     return {
         podTemplate: {
-            metadata: { labels: { ...d.labels } },
+            metadata: { labels: { ...pool.labels } },
             spec: {
                 // Sandboxes never talk to the API server.
                 automountServiceAccountToken: false,
@@ -98,12 +108,12 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
                 shareProcessNamespace: false,
                 // A native sidecar (an init container that keeps running, Kubernetes >= 1.29): it starts, and passes
                 // its startup probe, before the agent's container starts, and lives as long as the pod.
-                initContainers: [forwarderContainer(d)],
+                initContainers: [forwarderContainer(d, pool.image)],
                 containers: [
                     {
                         name: "sandbox",
-                        image: d.image,
-                        imagePullPolicy: imagePullPolicy(d.image),
+                        image: pool.image,
+                        imagePullPolicy: imagePullPolicy(pool.image),
                         // The runtime (python/agent_rl_sandbox/runtime.py): the stock image has no CMD and nothing on 8888.
                         command: [...d.runtime.command],
                         workingDir: sec.workingDir,
@@ -114,10 +124,10 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
                         env: Object.entries(d.env).map(([name, value]) => ({ name, value })),
                         resources: { requests: resources, limits: resources },
                         securityContext: restrictedContainerSecurity(sec),
-                        volumeMounts: sec.writablePaths.map((w) => ({ name: w.name, mountPath: w.path })),
+                        volumeMounts: pool.writablePaths.map((w) => ({ name: w.name, mountPath: w.path })),
                     },
                 ],
-                volumes: sec.writablePaths.map((w) => ({ name: w.name, emptyDir: { sizeLimit: w.sizeLimit } })),
+                volumes: pool.writablePaths.map((w) => ({ name: w.name, emptyDir: { sizeLimit: w.sizeLimit } })),
             },
         },
         // Managed (the default) allows internet egress, blocks DNS and admits only agent-sandbox's router: ours replaces it.
@@ -130,9 +140,9 @@ export function sandboxTemplateSpec(d: SandboxDescription): Record<string, unkno
     };
 }
 
-/** The SandboxWarmPool body. */
-export function sandboxWarmPoolSpec(d: SandboxDescription): Record<string, unknown> {
-    return { sandboxTemplateRef: { name: d.names.template }, replicas: d.poolSize, updateStrategy: { type: "OnReplenish" } };
+/** The SandboxWarmPool body of one pool. */
+export function sandboxWarmPoolSpec(d: SandboxDescription, pool: SandboxPoolSpec = d.pools[0]): Record<string, unknown> {
+    return { sandboxTemplateRef: { name: pool.template }, replicas: pool.poolSize, updateStrategy: { type: "OnReplenish" } };
 }
 
 /** NetworkPolicy: egress only to cluster DNS and the ingress pods; ingress only from the trainer pods, on the command port and the forwarder's trace and rollout-key ports. */
@@ -225,8 +235,11 @@ export interface KubernetesSandboxArgs {
 }
 
 export interface KubernetesSandboxResources {
+    /** The first pool's (the run's one pool off the Harbor path). */
     readonly template: k8s.apiextensions.CustomResource;
     readonly warmPool: k8s.apiextensions.CustomResource;
+    /** Every pool's, in the order of description.pools. */
+    readonly pools: ReadonlyArray<{ readonly template: k8s.apiextensions.CustomResource; readonly warmPool: k8s.apiextensions.CustomResource }>;
 }
 
 /** A pool in a namespace of its own: its ResourceQuota and the claim-lifetime admission policy with its binding. */
@@ -282,15 +295,20 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
         { ...child, dependsOn: [role] },
     );
     // Sandboxes start only once their key, their network lock-down, their quota and the claim policy exist.
-    const template = new k8s.apiextensions.CustomResource(
-        `${name}-template`,
-        { apiVersion, kind: "SandboxTemplate", metadata: meta(d.names.template), spec: sandboxTemplateSpec(d) },
-        { ...child, dependsOn: [keySecret, networkPolicy, ...own] },
-    );
-    const warmPool = new k8s.apiextensions.CustomResource(
-        `${name}-warm-pool`,
-        { apiVersion, kind: "SandboxWarmPool", metadata: meta(d.names.warmPool), spec: sandboxWarmPoolSpec(d) },
-        { ...child, dependsOn: [template] },
-    );
-    return { template, warmPool };
+    const pools = d.pools.map((pool) => {
+        // A Harbor pool's children carry its task image's key; the run's one pool keeps the plain names.
+        const role = (r: string) => (pool.taskKey !== undefined ? `${name}-${r}-${pool.taskKey}` : `${name}-${r}`);
+        const template = new k8s.apiextensions.CustomResource(
+            role("template"),
+            { apiVersion, kind: "SandboxTemplate", metadata: meta(pool.template), spec: sandboxTemplateSpec(d, pool) },
+            { ...child, dependsOn: [keySecret, networkPolicy, ...own] },
+        );
+        const warmPool = new k8s.apiextensions.CustomResource(
+            role("warm-pool"),
+            { apiVersion, kind: "SandboxWarmPool", metadata: meta(pool.warmPool), spec: sandboxWarmPoolSpec(d, pool) },
+            { ...child, dependsOn: [template] },
+        );
+        return { template, warmPool };
+    });
+    return { ...pools[0], pools };
 }

@@ -15,7 +15,7 @@ import { SANDBOX_EXTENSIONS_GROUP } from "../shared/kubernetes";
  * (`resolveDefaults` applies every default once), so the component can be used without the
  * Platform by building just these fields.
  */
-export type SandboxConfig = Pick<PlatformConfig, "runId" | "sandboxes" | "training" | "target">;
+export type SandboxConfig = Pick<PlatformConfig, "runId" | "sandboxes" | "training" | "target" | "harbor">;
 /** The object names the sandbox pool uses (from `platformNames`). */
 export type SandboxNames = Pick<PlatformNames, "ingress" | "namespaces" | "networks" | "prefix" | "sandboxes">;
 
@@ -153,6 +153,25 @@ export interface SandboxQuota {
     readonly memory: string;
 }
 
+/**
+ * One SandboxTemplate + SandboxWarmPool: the run's pool (sandboxes.image), or on the Harbor path one per
+ * task image (harbor.taskImages), each holding the whole burst warm (config/harbor.ts says why).
+ */
+export interface SandboxPoolSpec {
+    /** The image its sandboxes (and their forwarders) run. */
+    readonly image: string;
+    readonly template: string;
+    readonly warmPool: string;
+    /** Warm sandboxes it keeps (sandboxes.poolSize, or the run's burst + headroom). */
+    readonly poolSize: number;
+    /** Harbor: the task image's key, which names the pool's Pulumi children and labels its pods. Absent: the run's one pool. */
+    readonly taskKey?: string;
+    /** Pod labels: the run's sandbox labels, plus the task label of a Harbor pool. */
+    readonly labels: Readonly<Record<string, string>>;
+    /** Writable dirs of its sandboxes: the security settings', plus Harbor's dirs on a Harbor pool. */
+    readonly writablePaths: readonly WritablePath[];
+}
+
 export interface SandboxDescription {
     readonly provider: PlatformConfig["sandboxes"]["provider"];
     /** Kubernetes: where the pods' DNS queries may go (target.dns, resolved by the config). */
@@ -206,6 +225,7 @@ export interface SandboxDescription {
     readonly hfFlavor: string;
     readonly names: {
         readonly namespace: string;
+        /** The run's pool's (off the Harbor path; a Harbor path's pools are `pools`); the per-pool objects' names derive from warmPool. */
         readonly template: string;
         readonly warmPool: string;
         readonly keySecret: string;
@@ -221,6 +241,8 @@ export interface SandboxDescription {
         /** Docker container names (empty on other providers). */
         readonly containers: readonly string[];
     };
+    /** Kubernetes: the templates and warm pools (one, or one per Harbor task image). */
+    readonly pools: readonly SandboxPoolSpec[];
     /** Env vars for the trainer: how it finds, claims and bounds its sandboxes. */
     readonly trainerEnv: Readonly<Record<string, string>>;
 }

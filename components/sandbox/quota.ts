@@ -1,9 +1,13 @@
-/** What the sandboxes namespace's ResourceQuota allows: warm pool + the claimed burst (sizing.burst) + headroom. Pure. */
+/**
+ * What the sandboxes namespace's ResourceQuota allows: every warm pool + the claimed burst (sizing.burst) +
+ * headroom. Pure. The burst is counted once across pools: it is the run's claims at once, whatever their images.
+ */
 import { addQuantities, multiplyQuantity } from "../shared/quantity";
-import { FORWARDER_CPU, FORWARDER_MEMORY, type SandboxConfig, type SandboxQuota } from "./model";
+import { FORWARDER_CPU, FORWARDER_MEMORY, type SandboxConfig, type SandboxPoolSpec, type SandboxQuota } from "./model";
 
-export function sandboxQuota(s: SandboxConfig["sandboxes"], burst: number): SandboxQuota {
-    const pods = s.poolSize + burst + s.headroom;
+export function sandboxQuota(s: SandboxConfig["sandboxes"], burst: number, pools: readonly Pick<SandboxPoolSpec, "poolSize">[]): SandboxQuota {
+    const warm = pools.reduce((sum, p) => sum + p.poolSize, 0);
+    const pods = warm + burst + s.headroom;
     // Every pod holds the sandbox and its forwarder (Kubernetes counts a native sidecar's requests in the pod's).
     return {
         pods,

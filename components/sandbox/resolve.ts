@@ -10,6 +10,7 @@ import { dnsName, podLabels } from "../config/names";
 import { sandboxRuntimeCommand } from "./commands";
 import { agentUpstreamOf, forwarderDescription } from "./forwarder";
 import { sandboxAgentEnv, sandboxSecurity } from "./process";
+import { sandboxPools } from "./pools";
 import { sandboxQuota } from "./quota";
 import { sandboxTrainerEnv } from "./trainer-env";
 import { SANDBOX_HEALTH_PATH, SANDBOX_PORT, type SandboxConfig, type SandboxDescription, type SandboxNames } from "./model";
@@ -20,6 +21,9 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
     const url = names.ingress.sandboxUrl;
     const agentUpstream = agentUpstreamOf(s.provider, url);
     const containers = sandboxContainers(config, names);
+    const labels = { ...podLabels("sandbox", names.sandboxes.warmPool), [names.sandboxes.runLabel]: config.runId };
+    const security = sandboxSecurity(s);
+    const pools = sandboxPools(config, names, labels, security);
     return {
         provider: s.provider,
         dns: dnsEgressFor(config.target),
@@ -39,16 +43,17 @@ export function resolveSandboxPool(config: SandboxConfig, names: SandboxNames): 
         deadlineSeconds: s.maxLifetimeSeconds + s.maxWarmWaitSeconds,
         port: SANDBOX_PORT,
         runtime: { command: sandboxRuntimeCommand(SANDBOX_PORT), healthPath: SANDBOX_HEALTH_PATH },
-        security: sandboxSecurity(s),
+        security,
         env: sandboxAgentEnv(agentUpstream),
         upstreamUrl: url,
         forwarder: forwarderDescription(config, url),
-        labels: { ...podLabels("sandbox", names.sandboxes.warmPool), [names.sandboxes.runLabel]: config.runId },
-        quota: sandboxQuota(s, s.sizing.burst),
+        labels,
+        quota: sandboxQuota(s, s.sizing.burst, pools),
         ...(config.target.kind === "kubernetes" && config.target.team !== undefined ? { team: config.target.team } : {}),
         hfFlavor: s.hfFlavor,
         names: objectNames(config, names, containers),
-        trainerEnv: sandboxTrainerEnv(config, names, agentUpstream, containers),
+        pools,
+        trainerEnv: sandboxTrainerEnv(config, names, agentUpstream, containers, pools),
     };
 }
 

@@ -31,8 +31,10 @@ export class SandboxPool extends pulumi.ComponentResource {
     public readonly namespace: pulumi.Output<string>;
     /** SandboxTemplate name (Kubernetes) / image (Docker, hosted). */
     public readonly template: pulumi.Output<string>;
-    /** Sandboxes kept ready (warm pool replicas / containers); 0 when nothing is deployed. */
+    /** Sandboxes kept ready per pool (warm pool replicas / containers); 0 when nothing is deployed. */
     public readonly size: number;
+    /** Kubernetes: every warm pool with its image (one, or one per Harbor task image); empty elsewhere. */
+    public readonly pools: ReadonlyArray<{ readonly image: string; readonly warmPool: pulumi.Output<string>; readonly size: number }>;
     /** Non-secret env vars for the trainer: where and how to claim sandboxes (see README). */
     public readonly trainerEnv: Record<string, string>;
 
@@ -46,11 +48,12 @@ export class SandboxPool extends pulumi.ComponentResource {
                     `SandboxPool ${name}: the agent-sandbox provider needs args.ingress (the ingress pods sandboxes may reach) and args.trainer (who may claim and call them)`,
                 );
             }
-            const { template, warmPool } = registerKubernetesSandboxPool(
+            const { template, warmPool, pools } = registerKubernetesSandboxPool(
                 name,
                 { description: d, sandboxKey: args.sandboxKey, ingress: args.ingress, trainer: args.trainer, namespace: args.namespace },
                 this,
             );
+            this.pools = pools.map((p, i) => ({ image: d.pools[i].image, warmPool: p.warmPool.metadata.name, size: d.pools[i].poolSize }));
             this.poolName = warmPool.metadata.name;
             this.namespace = warmPool.metadata.namespace;
             this.template = template.metadata.name;
@@ -58,17 +61,26 @@ export class SandboxPool extends pulumi.ComponentResource {
         } else if (d.provider === "docker") {
             const network = args.network ?? d.names.network;
             const containers = registerDockerSandboxPool(name, { description: d, sandboxKey: args.sandboxKey, network }, this);
+            this.pools = [];
             this.poolName = pulumi.all(containers.map((c) => c.name)).apply(() => d.names.template);
             this.namespace = pulumi.output(network);
             this.template = pulumi.output(d.image);
             this.size = d.poolSize;
         } else {
             // Hosted sandboxes are created per rollout by the trainer (huggingface_hub Sandbox.create): nothing to deploy.
+            this.pools = [];
             this.poolName = pulumi.output("");
             this.namespace = pulumi.output("");
             this.template = pulumi.output(d.provider === "hf" ? d.image : "");
             this.size = 0;
         }
-        this.registerOutputs({ poolName: this.poolName, namespace: this.namespace, template: this.template, size: this.size, trainerEnv: this.trainerEnv });
+        this.registerOutputs({
+            poolName: this.poolName,
+            namespace: this.namespace,
+            template: this.template,
+            size: this.size,
+            pools: this.pools,
+            trainerEnv: this.trainerEnv,
+        });
     }
 }

@@ -70,7 +70,9 @@ export function renderMermaid(plan: PlatformPlan): string {
         lines.push(`  ingress -->|"/v1/chat/completions, /v1/models"| vllm`);
     }
     if (c.sandboxes.provider !== "none") {
-        lines.push(`  sandboxes["${c.sandboxes.provider} sandboxes<br/>pool ${c.sandboxes.poolSize}, ${c.training.maxInflight} in flight"]`);
+        const pools = harborPools(plan.sandboxes).length;
+        const size = pools > 0 ? `${pools} pools of ${c.sandboxes.poolSize} (one per task image)` : `pool ${c.sandboxes.poolSize}`;
+        lines.push(`  sandboxes["${c.sandboxes.provider} sandboxes<br/>${size}, ${c.training.maxInflight} in flight"]`);
         lines.push(`  trainer -->|"claims / creates"| sandboxes`);
         lines.push(`  sandboxes -->|"Bearer key"| ingress`);
     }
@@ -137,8 +139,32 @@ function trainerProgramSection(plan: PlatformPlan): string[] {
     return ["## Trainer program", "", table(["setting", "value"], rows), "", "```", command, "```", ""];
 }
 
+/** The Harbor path's warm pools, one per task image (none off the Harbor path). */
+function harborPools(sb: PlatformPlan["sandboxes"]): NonNullable<PlatformPlan["sandboxes"]>["pools"] {
+    return sb?.pools.filter((p) => p.taskKey !== undefined) ?? [];
+}
+
+/** Warm sandboxes the stack keeps: the pool's, or every Harbor pool's together. */
+function warmSandboxes(plan: PlatformPlan): number {
+    const pools = harborPools(plan.sandboxes);
+    return pools.length > 0 ? pools.reduce((n, p) => n + p.poolSize, 0) : plan.config.sandboxes.poolSize;
+}
+
+/** The Harbor path: the agent, and each task image's pool with its size (each holds the whole burst). */
+function harborPoolRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent: string): string[][] {
+    const pools = harborPools(sb);
+    return [
+        ["Harbor agent", `${agent} (harbor.agent; the trainer's HARBOR_AGENT)`],
+        [
+            "pools",
+            `${pools.length} warm pools, one per task image (harbor.taskImages), each ${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom: a GRPO group is one task, so one image may take the whole burst), ${sb.cpu} CPU / ${sb.memory} each; the trainer's SANDBOX_TASK_POOLS maps each image to its pool`,
+        ],
+        ...pools.map((p) => [`pool \`${p.warmPool}\``, `${p.poolSize} warm of \`${p.image}\` (template \`${p.template}\`)`]),
+    ];
+}
+
 /** The pool's settings as its target carries them out (Docker has no claims, admission policy or quota). */
-function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
+function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent?: string): string[][] {
     const z = sb.sizing;
     const pool = ["pool", `${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each`];
     const sizing = [
@@ -172,12 +198,17 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
             run,
         ];
     }
+    const harbor = agent !== undefined ? harborPoolRows(sb, agent) : [];
     return [
-        pool,
+        ...(harbor.length > 0 ? harbor : [pool]),
         sizing,
         ["claimed lifetime", `<= ${sb.maxLifetimeSeconds} s (admission policy on every claim)`],
         ["pod deadline", `${sb.deadlineSeconds} s (warm wait ${sb.maxWarmWaitSeconds} s + lifetime)`],
-        ["quota", `${sb.quota.pods} pods, ${sb.quota.cpu} CPU, ${sb.quota.memory}`],
+        [
+            "quota",
+            `${sb.quota.pods} pods, ${sb.quota.cpu} CPU, ${sb.quota.memory}` +
+                (harbor.length > 0 ? ` (${harborPools(sb).length} pools x ${sb.poolSize} warm + ${sb.sizing.burst} claimed + ${sb.headroom} headroom)` : ""),
+        ],
         ["isolation", sb.runtimeClassName ? `runtimeClass ${sb.runtimeClassName}` : "runc (set sandboxes.runtimeClassName for gVisor/Kata)"],
         [
             "training trace",
@@ -397,7 +428,7 @@ function servicesWhereRows(plan: PlatformPlan): Array<Array<string | number>> {
             `sandboxes (${c.sandboxes.provider})`,
             c.target.kind === "kubernetes" ? names.namespaces.sandboxes : names.networks.sandboxes,
             0,
-            c.sandboxes.provider === "hf" ? "hosted" : c.sandboxes.poolSize,
+            c.sandboxes.provider === "hf" ? "hosted" : warmSandboxes(plan),
             `${c.training.maxInflight} in flight`,
             "-",
         ]);
@@ -600,9 +631,10 @@ function envChecks(plan: PlatformPlan): Array<Array<string | number>> {
 function sandboxPoolCheck(plan: PlatformPlan): Array<Array<string | number>> {
     const c = plan.config;
     if (c.sandboxes.provider !== "agent-sandbox" && c.sandboxes.provider !== "docker") return [];
+    const pools = harborPools(plan.sandboxes).length;
     return [
         [
-            "sandbox pool",
+            pools > 0 ? `sandbox pools (${pools}, one per task image)` : "sandbox pool",
             `poolSize ${c.sandboxes.poolSize}`,
             c.sandboxes.poolSize,
             `>= ${c.training.maxInflight} rollouts in flight (+ ${c.sandboxes.headroom} headroom)`,
@@ -656,7 +688,7 @@ function ingressSection(plan: PlatformPlan): string[] {
 function sandboxesSection(plan: PlatformPlan): string[] {
     if (!plan.sandboxes) return [];
     if (plan.sandboxes.provider === "hf") return hostedSandboxesSection();
-    return ["## Sandboxes", "", table(["setting", "value"], sandboxRows(plan.sandboxes)), ""];
+    return ["## Sandboxes", "", table(["setting", "value"], sandboxRows(plan.sandboxes, plan.config.harbor?.agent)), ""];
 }
 
 /** The trainer's access to the host's Docker socket. */

@@ -42,6 +42,7 @@ import {
     type ClusterConfig,
     type ClusterOutputs,
     type PlatformConfig,
+    type Recipe,
     type RecipeName,
     stackObject,
 } from "../../components/config";
@@ -140,16 +141,20 @@ export function knownStacks(): string[] {
  */
 export function recipePlatform(recipe: string, target: "kubernetes" | "docker"): Record<string, unknown> {
     const k8s = target === "kubernetes";
+    const r = RECIPES[recipe as RecipeName] as Recipe | undefined;
     return {
         recipe,
         runId: "demo",
         target: k8s ? { kind: target, context: "recipe-plan" } : { kind: target },
         images: { trainer: `${RECIPE_PLAN_REGISTRY}/${recipe}-trainer:plan` },
-        ...(k8s && RECIPES[recipe as RecipeName]?.training.layout === "blackbox"
-            ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } }
-            : {}),
+        ...(k8s && r?.training.layout === "blackbox" ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } } : {}),
+        // The Harbor path's tasks are the stack's: two placeholder task images show one pool per image.
+        ...(r?.harbor !== undefined ? { harbor: { taskImages: RECIPE_PLAN_TASK_IMAGES.map((t) => ({ image: `${RECIPE_PLAN_REGISTRY}/${t}:plan` })) } } : {}),
     };
 }
+
+/** A Harbor recipe plan's placeholder task images (the example registry holds none; plan.md warns). */
+export const RECIPE_PLAN_TASK_IMAGES = ["harbor-task-hello-world", "harbor-task-fix-permissions"] as const;
 
 function configForSource(source: PlanSource): StackConfig {
     if ("stack" in source) return readStackFile(source.stack, source.stackFile);

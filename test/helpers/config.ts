@@ -16,6 +16,7 @@ import {
     type PlatformConfig,
     type RecipeName,
 } from "../../components/config";
+import { RECIPE_PLAN_REGISTRY, RECIPE_PLAN_TASK_IMAGES } from "../../scripts/lib/plan";
 
 /** Placeholder images the tests use (never pulled). */
 export const TEST_IMAGES = {
@@ -23,9 +24,18 @@ export const TEST_IMAGES = {
     sandbox: "registry.test/agent-rl/opencode-sandbox:test",
 } as const;
 
-/** `raw` with images.trainer and sandboxes.image filled in where it sets none. */
+/**
+ * Placeholder Harbor task images (never pulled): a Harbor recipe's tasks are the stack's (harbor.taskImages); the
+ * recipe plan's own (scripts/lib/plan.ts recipePlatform), so a parsed recipe and a planned one name the same pools.
+ */
+export const TEST_TASK_IMAGES = RECIPE_PLAN_TASK_IMAGES.map((t) => `${RECIPE_PLAN_REGISTRY}/${t}:plan`);
+
+/** `raw` with images.trainer and sandboxes.image filled in where it sets none, and a Harbor recipe's task images. */
 export function withTestImages(raw: unknown): unknown {
-    return deepMerge({ images: { trainer: TEST_IMAGES.trainer }, sandboxes: { image: TEST_IMAGES.sandbox } }, raw);
+    const recipe = (raw as { recipe?: string } | null)?.recipe;
+    const harbor = recipe !== undefined && (RECIPES as Record<string, { harbor?: unknown }>)[recipe]?.harbor !== undefined;
+    const tasks = harbor ? { harbor: { taskImages: TEST_TASK_IMAGES.map((image) => ({ image })) } } : {};
+    return deepMerge({ images: { trainer: TEST_IMAGES.trainer }, sandboxes: { image: TEST_IMAGES.sandbox }, ...tasks }, raw);
 }
 
 /** parsePlatformConfig of `raw` with the test images filled in. */

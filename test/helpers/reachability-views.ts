@@ -7,17 +7,20 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { HARBOR_TASK_LABEL } from "../../components/config";
 import { parseWithTestImages } from "./config";
 import { OBSERVABILITY_ON, platformManifests } from "./observability";
 import type { ExtraEndpoint, Manifest, Party, Reachability } from "./reachability";
 
 const NETWORK_PATHS = path.resolve(__dirname, "..", "..", "docs", "design", "network-paths.md");
 
-/** Stack pods by role (the env ones by instance, so two envs stay apart); endpoints by name. */
+/** Stack pods by role (the env ones by instance, so two envs stay apart; a Harbor pool's sandboxes by task image); endpoints by name. */
 export function roleName(p: Party): string {
     if (p.kind !== "pods") return p.name;
     if (p.namespace === "kube-system" || p.namespace === "default") return p.name;
     const role = p.labels["app.kubernetes.io/name"] ?? p.name;
+    const task = p.labels[HARBOR_TASK_LABEL];
+    if (task !== undefined) return `${role} (${task})`;
     return role.startsWith("env-") ? (p.labels["app.kubernetes.io/instance"] ?? role) : role;
 }
 

@@ -1,0 +1,24 @@
+// Prints what the stack decides for the Harbor path, as JSON, for python/harbor_tests/test_harbor_pools.py: the
+// trainer container's env (plain and secret names), and each task image's pool (image, warm pool, template, size,
+// the template's writable dirs), from the real resolve step (components/platform/resolve.ts) of the harbor-blackbox
+// recipe on Kubernetes with its plan's task images (test/helpers/config.ts TEST_TASK_IMAGES).
+// usage (repo root): node --import tsx python/harbor_tests/harbor_plan_facts.ts
+import { parseWithTestImages } from "../../test/helpers/config";
+import { resolvePlatform } from "../../components/platform/resolve";
+
+const config = parseWithTestImages({ recipe: "harbor-blackbox", runId: "r1", target: { kind: "kubernetes" } }, "dev");
+const plan = resolvePlatform(config);
+const sandboxes = plan.sandboxes!;
+process.stdout.write(
+    JSON.stringify({
+        trainerEnv: plan.training.trainer.env,
+        trainerSecretEnv: plan.training.trainer.secretEnv,
+        pools: sandboxes.pools.map((p) => ({
+            image: p.image,
+            warmPool: p.warmPool,
+            template: p.template,
+            poolSize: p.poolSize,
+            writable: p.writablePaths.map((w) => w.path),
+        })),
+    }),
+);
