@@ -31,6 +31,7 @@ import { alertRules, dashboardPanels } from "../components/observability";
 import { resolvePlatform } from "../components/platform";
 import { observedStack } from "../components/platform/observability";
 import { tenantQuotaProblems } from "../components/platform/tenancy";
+import { HOSTED_BLACKBOX_REFUSED } from "../components/config/validate";
 import { configProblems, parseWithTestImages } from "./helpers/config";
 import { defaultObservabilitySettings } from "./helpers/observability";
 import { scaled } from "./helpers/waits";
@@ -121,12 +122,13 @@ describe("harbor: every problem, each naming the field and the fix", () => {
             got.join("\n"),
         );
     });
-    test("refused on hosted sandboxes, even with acceptForgeableTrace", () => {
+    test("refused on hosted sandboxes: the black box's refusal and Harbor's own", () => {
         const hosted = {
-            sandboxes: { provider: "hf", acceptForgeableTrace: true },
+            sandboxes: { provider: "hf" },
             ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "t", publiclyTrusted: true } },
         };
         assert.deepEqual(problems(withTasks([{ image: TASK_A }], hosted)), [
+            HOSTED_BLACKBOX_REFUSED,
             "harbor: each Harbor trial is a claim of an agent-sandbox warm pool (one per task image); hosted (hf) sandboxes have no warm pool per task image, and their agent can forge the trace it is trained on and read the ingress key: set sandboxes.provider to agent-sandbox (the default on Kubernetes)",
         ]);
     });

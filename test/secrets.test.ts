@@ -21,6 +21,7 @@ import {
     isSecretConfigKey,
     isSecretEnvName,
     MULTI_NODE_RECIPE_NAMES,
+    HARBOR_RECIPE_NAMES,
     parsePlatformConfig,
     plainSecretProblems,
     RECIPES,
@@ -109,9 +110,16 @@ function sources(): Source[] {
     return out.map((s) => (s.cluster ? s : { ...s, platform: withSecretRefs(s.platform, s.name) }));
 }
 
+/** The black-box recipes refused on Docker for being black boxes (multi-node and Harbor recipes are refused there for reasons of their own: one host; a warm pool per task image). */
+function dockerBlackboxRecipes() {
+    return ALL_RECIPE_NAMES.filter(
+        (r) => RECIPES[r].training.layout === "blackbox" && !MULTI_NODE_RECIPE_NAMES.includes(r) && !HARBOR_RECIPE_NAMES.includes(r),
+    );
+}
+
 /** The black-box recipes on Docker, on the target's default (the docker sandbox pool) and on hosted sandboxes, with the refusal each gets. */
 function refusedSources(): Array<Source & { readonly refusal: string; readonly keys: string[] }> {
-    return ALL_RECIPE_NAMES.filter((r) => RECIPES[r].training.layout === "blackbox" && !MULTI_NODE_RECIPE_NAMES.includes(r)).flatMap((recipe) => {
+    return dockerBlackboxRecipes().flatMap((recipe) => {
         const pool = recipePlatform(recipe, "docker");
         const hosted = { ...pool, ...HOSTED_SANDBOXES_ON_DOCKER };
         // The keys the program would read there (every ingress key, hfToken, ...), from the config the refusal stops.
@@ -268,7 +276,7 @@ describe("every recipe (both targets) and every example stack, every secret key 
 describe("a black box on Docker (docker sandbox pool or hosted sandboxes) is refused, every secret key set, and writes nothing", () => {
     const refused = refusedSources();
     test("both providers of every black-box recipe are walked", () => {
-        const blackboxes = ALL_RECIPE_NAMES.filter((r) => RECIPES[r].training.layout === "blackbox" && !MULTI_NODE_RECIPE_NAMES.includes(r));
+        const blackboxes = dockerBlackboxRecipes();
         assert.ok(blackboxes.length > 0 && refused.length === 2 * blackboxes.length, refused.map((s) => s.name).join(", "));
         assert.ok(refused.every((s) => s.keys.includes("hfToken") && s.keys.some((k) => k.startsWith("ingressKey-"))));
     });
