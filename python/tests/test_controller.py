@@ -207,12 +207,15 @@ def container_init(proc: subprocess.Popen) -> int | None:
 
 
 def pid_namespace_of_child(proc: subprocess.Popen) -> str | None:
-    """The PID namespace of the container's pid 1, once it exists."""
+    """The PID namespace of the container's pid 1, once it exists. A child still in this process's own
+    namespace is not it (a wrapper's setup step, such as test_harbor_trial.py's mounts before it execs
+    unshare): keep waiting, or the host's namespace would count as the container's."""
     pid = container_init(proc)
     try:
-        return os.readlink(f"/proc/{pid}/ns/pid") if pid is not None else None
+        ns = os.readlink(f"/proc/{pid}/ns/pid") if pid is not None else None
     except OSError:
         return None
+    return None if ns == os.readlink("/proc/self/ns/pid") else ns
 
 
 def stop_container(proc: subprocess.Popen) -> None:
