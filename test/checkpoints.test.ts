@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { platformNames, RECIPES } from "../components/config";
+import { HARBOR_RECIPE_NAMES, platformNames, RECIPES } from "../components/config";
 import { quantityValue } from "../components/shared/quantity";
 import { BNB_8BIT_STATE_BYTES, checkpointBytesPerParameter, checkpointNeed, recipeCheckpointSize } from "../components/config/checkpoints";
 import { listCheckpointsCommand, resumeCommand } from "../components/training/checkpoint-select";
@@ -183,7 +183,9 @@ describe("the checkpoint size rule", () => {
     };
     test("every recipe's volume holds what its program writes, sized by the rule, and never shrinks", () => {
         for (const [name, recipe] of Object.entries(RECIPES)) {
-            const target = (recipe.training as { nodes?: number }).nodes ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
+            // Multi-node and Harbor recipes run on Kubernetes only.
+            const kubernetesOnly = Boolean((recipe.training as { nodes?: number }).nodes) || (HARBOR_RECIPE_NAMES as string[]).includes(name);
+            const target = kubernetesOnly ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
             // A black box on Docker is refused for both its providers; its sizing is read from the hosted config the refusal stops.
             const hosted = target.kind === "docker" && recipe.training.layout === "blackbox";
             const c = (hosted ? parseHostedConfig : parseWithTestImages)(

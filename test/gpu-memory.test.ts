@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { deepMerge, RECIPES, type PlatformConfig } from "../components/config";
+import { deepMerge, HARBOR_RECIPE_NAMES, RECIPES, type PlatformConfig } from "../components/config";
 import { GIB, trainerMemory } from "../components/config/gpu-memory";
 import { gpuMemoryPlan, validateGpuMemory } from "../components/config/gpu-fit";
 import { MODEL_FACTS, parameterCount } from "../components/config/model-facts";
@@ -213,7 +213,9 @@ describe("plan.md's GPU memory section", () => {
     test("every recipe shows each role's estimate against its GPU, and fits the GPU it was published on", () => {
         for (const name of Object.keys(RECIPES) as Array<keyof typeof RECIPES>) {
             const recipe = RECIPES[name];
-            const target = (recipe.training as { nodes?: number }).nodes ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
+            // Multi-node and Harbor recipes run on Kubernetes only.
+            const kubernetesOnly = Boolean((recipe.training as { nodes?: number }).nodes) || (HARBOR_RECIPE_NAMES as string[]).includes(name);
+            const target = kubernetesOnly ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
             const hosted = target.kind === "docker" && recipe.training.layout === "blackbox";
             const c = (hosted ? parseHostedConfig : parseWithTestImages)(
                 { recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) },

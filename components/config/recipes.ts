@@ -191,8 +191,8 @@ export const RECIPES = {
             gradientCheckpointing: true,
             maxCompletionLength: 4096,
             // A custom script saves checkpoints (save_total_limit 2): one run of fp32 8.2B with 8-bit
-            // Adam writes 203Gi by the rule (components/config/checkpoints.ts).
-            checkpoints: { size: "220Gi" },
+            // Adam writes 203Gi by the rule (components/config/checkpoints.ts); the volume holds 3 runs (608Gi), as every recipe's does.
+            checkpoints: { size: "610Gi" },
             gpuMemory: { product: "NVIDIA-H200" },
         },
         sandboxes: { headroom: 2, cpu: "2", memory: "4Gi" },
