@@ -75,11 +75,22 @@ export const HOSTED_SANDBOXES_ON_DOCKER = {
  * a recorder outside the sandbox lifts the refusal (issue 42's next step).
  */
 export function parseHostedConfig(raw: unknown, stack: string): PlatformConfig {
+    return parseRefusedConfig(
+        raw,
+        stack,
+        HOSTED_BLACKBOX_REFUSED,
+        (c) => c.sandboxes.provider === "hf" && c.training.layout === "blackbox",
+        "parseHostedConfig: not a hosted black-box config",
+    );
+}
+
+/** Recipe applied, schema-parsed and defaulted, every check applied but the one `refusal` (the config must be `isRefused`'s kind). */
+function parseRefusedConfig(raw: unknown, stack: string, refusal: string, isRefused: (c: PlatformConfig) => boolean, notRefused: string): PlatformConfig {
     const withImages = withTestImages(raw) as Record<string, unknown>;
     const { description: _description, ...preset } = RECIPES[withImages.recipe as RecipeName];
     const config = resolveDefaults(platformSchema.parse(deepMerge(preset, withImages)), stack);
-    if (config.sandboxes.provider !== "hf" || config.training.layout !== "blackbox") throw new Error("parseHostedConfig: not a hosted black-box config");
-    const others = validatePlatform(config).filter((p) => p !== HOSTED_BLACKBOX_REFUSED);
+    if (!isRefused(config)) throw new Error(notRefused);
+    const others = validatePlatform(config).filter((p) => p !== refusal);
     if (others.length > 0) throw new ConfigError(others);
     return config;
 }
@@ -90,11 +101,11 @@ export function parseHostedConfig(raw: unknown, stack: string): PlatformConfig {
  * code for that pool (the pool, the ingress on the sandboxes network), which stays until a Docker backend drives it.
  */
 export function parseDockerPoolConfig(raw: Record<string, unknown>, stack: string): PlatformConfig {
-    const withImages = withTestImages(raw) as Record<string, unknown>;
-    const { description: _description, ...preset } = RECIPES[withImages.recipe as RecipeName];
-    const config = resolveDefaults(platformSchema.parse(deepMerge(preset, withImages)), stack);
-    if (config.target.kind !== "docker" || config.sandboxes.provider !== "docker") throw new Error("parseDockerPoolConfig: not a docker-pool config");
-    const others = validatePlatform(config).filter((p) => p !== DOCKER_BLACKBOX_REFUSED);
-    if (others.length > 0) throw new ConfigError(others);
-    return config;
+    return parseRefusedConfig(
+        raw,
+        stack,
+        DOCKER_BLACKBOX_REFUSED,
+        (c) => c.target.kind === "docker" && c.sandboxes.provider === "docker",
+        "parseDockerPoolConfig: not a docker-pool config",
+    );
 }
