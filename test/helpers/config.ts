@@ -32,8 +32,10 @@ export const TEST_TASK_IMAGES = RECIPE_PLAN_TASK_IMAGES.map((t) => `${RECIPE_PLA
 
 /** `raw` with images.trainer and sandboxes.image filled in where it sets none, and a Harbor recipe's task images. */
 export function withTestImages(raw: unknown): unknown {
-    const recipe = (raw as { recipe?: string } | null)?.recipe;
-    const harbor = recipe !== undefined && (RECIPES as Record<string, { harbor?: unknown }>)[recipe]?.harbor !== undefined;
+    // A raw config's recipe may be anything (the fuzz tests): only a known recipe's name is looked up.
+    const recipe: unknown = (raw as { recipe?: unknown } | null)?.recipe;
+    const harbor =
+        typeof recipe === "string" && Object.hasOwn(RECIPES, recipe) && (RECIPES as Record<string, { harbor?: unknown }>)[recipe].harbor !== undefined;
     const tasks = harbor ? { harbor: { taskImages: TEST_TASK_IMAGES.map((image) => ({ image })) } } : {};
     return deepMerge({ images: { trainer: TEST_IMAGES.trainer }, sandboxes: { image: TEST_IMAGES.sandbox }, ...tasks }, raw);
 }
