@@ -39,6 +39,36 @@ HARBOR_PYTHON_ENV = "AGENT_RL_HARBOR_PYTHON"
 TRIAL_OVERHEAD_S = 300.0
 
 
+def task_directories(root: str | Path) -> list[str]:
+    """The tasks under ``root``: ``[""]`` when ``root`` is one Harbor task (it holds ``task.toml``), else the
+    names of its subdirectories that hold one, sorted. A root with neither is refused, naming it."""
+    base = Path(root)
+    if not base.is_dir():
+        raise ValueError(f"task_dir {base}: not a directory")
+    if (base / "task.toml").is_file():
+        return [""]
+    names = sorted(d.name for d in base.iterdir() if d.is_dir() and (d / "task.toml").is_file())
+    if not names:
+        raise ValueError(f"task_dir {base}: neither a Harbor task (no task.toml) nor a directory of tasks (no subdirectory holds one)")
+    return names
+
+
+def task_dir_for(root: str | Path, tasks: list[str], task: Any) -> Path:
+    """The task directory a rollout's prompt names: the root itself when it is one task, else the subdirectory
+    the prompt names (a string, or a chat prompt whose last user message is the name), refused when unknown."""
+    base = Path(root)
+    if tasks == [""]:
+        return base
+    name = task
+    if isinstance(task, list):
+        users = [m.get("content") for m in task if isinstance(m, dict) and m.get("role") == "user"]
+        name = users[-1] if users else None
+    if not isinstance(name, str) or name not in tasks:
+        shown = name if isinstance(name, str) else type(task).__name__
+        raise ValueError(f"the prompt names no task under {base}: {shown[:80]!r} (tasks: {', '.join(tasks[:10])}{' ...' if len(tasks) > 10 else ''})")
+    return base / name
+
+
 class HarborTrialSession(ResourceSession):
     """One rollout: one Harbor trial in a process of the Harbor venv."""
 
@@ -115,8 +145,7 @@ class HarborTrialSessionFactory(ResourceSessionFactory[HarborTrialSession]):
         if not agents:
             raise ValueError("agents: at least one Harbor agent name")
         self.task_dir = Path(task_dir)
-        if not self.task_dir.is_dir():
-            raise ValueError(f"task_dir {self.task_dir}: not a directory")
+        self.tasks = task_directories(self.task_dir)
         self.agents = list(agents)
         self.model = model
         self.sampling = dict(sampling) if sampling else None
@@ -130,13 +159,14 @@ class HarborTrialSessionFactory(ResourceSessionFactory[HarborTrialSession]):
         self._lock = threading.Lock()
 
     def create(self, task: Any, seed: int | None = None, episode_id: str | None = None) -> HarborTrialSession:
+        task_dir = task_dir_for(self.task_dir, self.tasks, task)
         with self._lock:
             i = next(self._count)
         agent = self.agents[i % len(self.agents)]
         name = f"{i:04d}-{agent}-{uuid.uuid4().hex[:8]}"  # unique: factories may share a workdir (TRL rebuilds one per rollout child)
         out = self.workdir / f"{name}.json"
         log = self.workdir / f"{name}.log"
-        argv = [self.python, "-m", "agent_rl_sandbox.harbor_trial", "--task", str(self.task_dir), "--agent", agent, "--model", self.model,
+        argv = [self.python, "-m", "agent_rl_sandbox.harbor_trial", "--task", str(task_dir), "--agent", agent, "--model", self.model,
                 "--trials-dir", str(self.workdir / "trials"), "--out", str(out), "--agent-timeout", str(self.agent_timeout_s)]
         if self.sampling:
             argv += ["--sampling", json.dumps(self.sampling)]

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pytest
 
-from agent_rl_sandbox.harbor_sessions import HARBOR_PYTHON_ENV, HarborTrialSessionFactory
+from agent_rl_sandbox.harbor_sessions import HARBOR_PYTHON_ENV, HarborTrialSessionFactory, task_dir_for, task_directories
 from agent_rl_sandbox.trusted_trace import UntrustedTrace
 from conftest import alive
 from waits import wait_for
@@ -42,6 +43,7 @@ def harbor_python(tmp_path, monkeypatch):
     p.chmod(0o755)
     monkeypatch.setenv(HARBOR_PYTHON_ENV, str(p))
     (tmp_path / "task").mkdir()
+    (tmp_path / "task" / "task.toml").write_text("version = \"1.0\"\n")
     return p
 
 
@@ -97,6 +99,7 @@ def test_close_ends_a_running_trial_and_a_timeout_names_the_agent(tmp_path, harb
 def test_the_factory_refuses_what_it_cannot_run(tmp_path, monkeypatch):
     monkeypatch.delenv(HARBOR_PYTHON_ENV, raising=False)
     (tmp_path / "task").mkdir()
+    (tmp_path / "task" / "task.toml").write_text("")
     with pytest.raises(ValueError, match=f"{HARBOR_PYTHON_ENV}: the Harbor venv's python"):
         make(tmp_path)
     py = os.environ.get("PYTHON", "/bin/sh")
@@ -104,3 +107,29 @@ def test_the_factory_refuses_what_it_cannot_run(tmp_path, monkeypatch):
         make(tmp_path, agents=[], harbor_python=py)
     with pytest.raises(ValueError, match="task_dir .*: not a directory"):
         HarborTrialSessionFactory(task_dir=tmp_path / "nope", agents=["opencode"], model="m", harbor_python=py)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"task_dir .*empty: neither a Harbor task \(no task.toml\) nor a directory of tasks"):
+        HarborTrialSessionFactory(task_dir=tmp_path / "empty", agents=["opencode"], model="m", harbor_python=py)
+
+
+def test_a_directory_of_tasks_runs_the_task_each_prompt_names_and_refuses_an_unknown_one(tmp_path, harbor_python, monkeypatch):
+    monkeypatch.setenv("HARBOR_STANDIN", "ok")
+    tasks = tmp_path / "tasks"
+    for name in ("fix-git", "add-two"):
+        (tasks / name).mkdir(parents=True)
+        (tasks / name / "task.toml").write_text("")
+    (tasks / "notes").mkdir()  # no task.toml: not a task
+    assert task_directories(tasks) == ["add-two", "fix-git"]
+    assert task_directories(tmp_path / "task") == [""]
+    assert task_dir_for(tmp_path / "task", [""], "anything") == tmp_path / "task"
+    f = HarborTrialSessionFactory(task_dir=tasks, agents=["opencode"], model="m", workdir=tmp_path / "w", agent_timeout_s=30)
+    s = f.create([{"role": "system", "content": "x"}, {"role": "user", "content": "fix-git"}])
+    try:
+        assert s.wait_for_completion() == 0
+        argv = s.result()["argv"]
+        assert argv[argv.index("--task") + 1] == str(tasks / "fix-git")
+    finally:
+        s.close()
+    for bad, shown in (("notes", "'notes'"), ("../task", "'../task'"), ([{"role": "assistant", "content": "add-two"}], "'list'"), (None, "'NoneType'")):
+        with pytest.raises(ValueError, match=rf"the prompt names no task under .*tasks: {re.escape(shown)} \(tasks: add-two, fix-git\)"):
+            f.create(bad)
