@@ -224,25 +224,45 @@ describe("observability on the docker target: prometheus.yml and the rules, thro
     });
 });
 
+/** Listens `a` on base+10 and `b` on base+11 for the first base from `from` (step 20, below `to`) where both are free; that base. */
+async function listenPair(a: http.Server, b: http.Server, from: number, to: number): Promise<number> {
+    const listen = (srv: http.Server, port: number) =>
+        new Promise<boolean>((ok, no) => {
+            const onError = (e: NodeJS.ErrnoException) => (e.code === "EADDRINUSE" ? ok(false) : no(e));
+            srv.once("error", onError).listen(port, "127.0.0.1", () => {
+                srv.off("error", onError);
+                ok(true);
+            });
+        });
+    for (let base = from; base + 11 < to; base += 20) {
+        if (!(await listen(a, base + 10))) continue;
+        if (await listen(b, base + 11)) return base;
+        await new Promise<void>((ok) => a.close(() => ok()));
+    }
+    throw new Error(`no base from ${from} to ${to} with base+10 and base+11 free on 127.0.0.1`);
+}
+
 describe("observability on the docker target: a real Prometheus reads the generated prometheus.yml", () => {
     const PROMETHEUS = which("prometheus");
     test("its targets, the relayed replicas by their own path, carry the labels the dashboard's queries select on (stand-in counters, named as such)", {
         skip: PROMETHEUS ? false : "needs prometheus (apt-get install -y prometheus)",
     }, async () => {
-        // A base no other test uses; its ports are checked free below.
-        const base = 39400;
-        const r = await planDocker("wordle-whitebox", { observability: { enabled: true, hostPortBase: base, scrapeInterval: "1s" } }, "prometheus");
-        const env = r.plan.envs.find((e) => e.kind === "deployed")!;
-        if (env.kind !== "deployed") return assert.fail("no deployed env");
         // Stand-ins for what the router publishes: the responder (base+10) and the replicas' relay (base+11).
+        // Their names come from the plan, which needs the base: the relay looks them up when asked.
+        let env: Extract<Awaited<ReturnType<typeof planDocker>>["plan"]["envs"][number], { kind: "deployed" }> | undefined;
         const responder = http.createServer((_req, res) => res.end('agentrl_env_capacity_reached_total{env="wordle"} 0\n'));
         const relay = http.createServer((req, res) => {
             const m = /^\/replica\/([a-z0-9-]+)\/metrics$/.exec(req.url ?? "");
-            if (!m || !env.replicas.containerNames.includes(m[1]!)) return void res.writeHead(404).end();
+            if (!m || !env?.replicas.containerNames.includes(m[1]!)) return void res.writeHead(404).end();
             res.end(`agentrl_env_sessions_in_use{env="wordle",replica="${m[1]}"} 1\nagentrl_env_sessions_capacity{env="wordle",replica="${m[1]}"} 8\n`);
         });
-        await new Promise<void>((ok, no) => responder.once("error", no).listen(base + 10, "127.0.0.1", ok));
-        await new Promise<void>((ok, no) => relay.once("error", no).listen(base + 11, "127.0.0.1", ok));
+        // A base below the kernel's ephemeral range (32768 up: another test's outgoing connection can hold
+        // any port there), taken by listening on its two ports: the first base whose both are free.
+        const base = await listenPair(responder, relay, 20_400, 32_000);
+        const r = await planDocker("wordle-whitebox", { observability: { enabled: true, hostPortBase: base, scrapeInterval: "1s" } }, "prometheus");
+        const deployed = r.plan.envs.find((e) => e.kind === "deployed");
+        if (deployed?.kind !== "deployed") return assert.fail("no deployed env");
+        env = deployed;
         const dir = path.join(r.dir, "observability");
         const promPort = await freePort();
         const prom = await startProgram(

@@ -107,7 +107,29 @@ function sources(): Source[] {
         const cluster = doc.config[`${NS}:cluster`] !== undefined;
         out.push({ name: f.slice("Pulumi.".length, -".yaml".length), platform: doc.config[cluster ? `${NS}:cluster` : `${NS}:platform`], cluster });
     }
+    out.push(...observabilitySources());
     return out.map((s) => (s.cluster ? s : { ...s, platform: withSecretRefs(s.platform, s.name) }));
+}
+
+/**
+ * Observability is off in every recipe and example stack, so the sources above never write its files
+ * (Docker: observability/prometheus.yml, its rules and dashboards; Kubernetes: monitors, rules, dashboard
+ * ConfigMaps). These turn it on: a white box on each target and a black box on Kubernetes.
+ */
+function observabilitySources(): Source[] {
+    const on = { observability: { enabled: true }, images: { mtail: "registry.example.com/agent-rl/mtail:3.0.0" } };
+    const whitebox = ALL_RECIPE_NAMES.find((r) => RECIPES[r].training.layout !== "blackbox" && !MULTI_NODE_RECIPE_NAMES.includes(r));
+    const blackbox = dockerBlackboxRecipes()[0];
+    assert.ok(whitebox !== undefined && blackbox !== undefined);
+    return [
+        [whitebox, "docker"],
+        [whitebox, "kubernetes"],
+        [blackbox, "kubernetes"],
+    ].map(([recipe, target]) => ({
+        name: `recipe-${recipe}-${target}-observability`,
+        platform: deepMerge(recipePlatform(recipe!, target as "kubernetes" | "docker"), on) as Record<string, unknown>,
+        cluster: false,
+    }));
 }
 
 /** The black-box recipes refused on Docker for being black boxes (multi-node and Harbor recipes are refused there for reasons of their own: one host; a warm pool per task image). */
@@ -269,6 +291,13 @@ describe("every recipe (both targets) and every example stack, every secret key 
             assert.ok(sent.includes(values.hfToken!), `${s.name}: hfToken reached the program's inputs`);
             assert.ok(sent.includes(values["envSecret-db"]!), `${s.name}: the referenced envSecret-db reached the program's inputs`);
             assertNoneIn(outDir, values, s.name);
+            if (s.name.endsWith("-observability")) {
+                const files = walk(outDir).map((f) => path.relative(outDir, f));
+                const observed = s.name.includes("-docker-")
+                    ? files.some((f) => f.endsWith("prometheus.yml"))
+                    : files.some((f) => fs.readFileSync(path.join(outDir, f), "utf8").includes("PodMonitor"));
+                assert.ok(observed, `${s.name}: the plan wrote the observability files it is here for: ${files.join(", ")}`);
+            }
         }
     });
 });
