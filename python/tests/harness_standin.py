@@ -309,11 +309,14 @@ def take_groups(worker: Any, groups: int, timeout_s: float) -> list[Any]:
             continue
         samples.append(s)
         seen.add(s.group_id)
-    # The score loop puts a group's rows one after another: take the rest of the last group too.
+    # The score loop puts a group's rows one after another: take the rest of the last group too, and
+    # stop at the first row of a later group (fast trials keep the buffer busy: a quiet spell may never come).
     while True:
         try:
             s = worker.rollout_buffer.get(timeout=2.0)
         except queue.Empty:
+            return samples
+        if s.group_id not in seen:
             return samples
         samples.append(s)
 

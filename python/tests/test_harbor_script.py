@@ -138,7 +138,7 @@ def test_the_worker_it_builds_runs_a_group_of_harbor_trials_of_the_task_the_prom
 
 def first_group(worker, size: int, timeout_s: float) -> list:
     """The samples of the first group to complete. The stood-in trials end at once, so the worker never idles:
-    this stops at the first whole group (harness_standin.take_groups waits for a quiet buffer) and is bounded
+    this stops at the first whole group, by its known size (harness_standin.take_groups knows no size), and is bounded
     by the samples it reads as well as by time (waits.py scales it)."""
     import queue
     import time
