@@ -248,38 +248,40 @@ describe("observability on the docker target: a real Prometheus reads the genera
         skip: PROMETHEUS ? false : "needs prometheus (apt-get install -y prometheus)",
     }, async () => {
         // Stand-ins for what the router publishes: the responder (base+10) and the replicas' relay (base+11).
-        // Their names come from the plan, which needs the base: the relay looks them up when asked.
-        let env: Extract<Awaited<ReturnType<typeof planDocker>>["plan"]["envs"][number], { kind: "deployed" }> | undefined;
+        // The replicas' names come from the plan, which needs the base: the relay reads them when asked.
+        let replicaNames: readonly string[] = [];
         const responder = http.createServer((_req, res) => res.end('agentrl_env_capacity_reached_total{env="wordle"} 0\n'));
         const relay = http.createServer((req, res) => {
             const m = /^\/replica\/([a-z0-9-]+)\/metrics$/.exec(req.url ?? "");
-            if (!m || !env?.replicas.containerNames.includes(m[1]!)) return void res.writeHead(404).end();
+            if (!m || !replicaNames.includes(m[1]!)) return void res.writeHead(404).end();
             res.end(`agentrl_env_sessions_in_use{env="wordle",replica="${m[1]}"} 1\nagentrl_env_sessions_capacity{env="wordle",replica="${m[1]}"} 8\n`);
         });
         // A base below the kernel's ephemeral range (32768 up: another test's outgoing connection can hold
         // any port there), taken by listening on its two ports: the first base whose both are free.
         const base = await listenPair(responder, relay, 20_400, 32_000);
-        const r = await planDocker("wordle-whitebox", { observability: { enabled: true, hostPortBase: base, scrapeInterval: "1s" } }, "prometheus");
-        const deployed = r.plan.envs.find((e) => e.kind === "deployed");
-        if (deployed?.kind !== "deployed") return assert.fail("no deployed env");
-        env = deployed;
-        const dir = path.join(r.dir, "observability");
-        const promPort = await freePort();
-        const prom = await startProgram(
-            PROMETHEUS!,
-            [
-                `--config.file=${path.join(dir, PROMETHEUS_CONFIG_FILE)}`,
-                `--storage.tsdb.path=${path.join(dir, "data")}`,
-                `--web.listen-address=127.0.0.1:${promPort}`,
-            ],
-            { readyUrl: `http://127.0.0.1:${promPort}/-/ready`, timeoutMs: 30_000 },
-        );
-        const query = async (expr: string) =>
-            ((await (await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as any).data.result as Array<{
-                metric: Record<string, string>;
-                value: [number, string];
-            }>;
+        // From here on the two listeners are open: every way out closes them.
+        let prom: Awaited<ReturnType<typeof startProgram>> | undefined;
         try {
+            const r = await planDocker("wordle-whitebox", { observability: { enabled: true, hostPortBase: base, scrapeInterval: "1s" } }, "prometheus");
+            const env = r.plan.envs.find((e) => e.kind === "deployed");
+            if (env?.kind !== "deployed") return assert.fail("no deployed env");
+            replicaNames = env.replicas.containerNames;
+            const dir = path.join(r.dir, "observability");
+            const promPort = await freePort();
+            prom = await startProgram(
+                PROMETHEUS!,
+                [
+                    `--config.file=${path.join(dir, PROMETHEUS_CONFIG_FILE)}`,
+                    `--storage.tsdb.path=${path.join(dir, "data")}`,
+                    `--web.listen-address=127.0.0.1:${promPort}`,
+                ],
+                { readyUrl: `http://127.0.0.1:${promPort}/-/ready`, timeoutMs: 30_000 },
+            );
+            const query = async (expr: string) =>
+                ((await (await fetch(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent(expr)}`)).json()) as any).data.result as Array<{
+                    metric: Record<string, string>;
+                    value: [number, string];
+                }>;
             const dashboard = JSON.parse(fs.readFileSync(path.join(dir, "agentrl-run-dashboard.json"), "utf8"));
             const inUse = dashboard.panels[0].targets[0].expr as string;
             assert.match(inUse, /agentrl_env_sessions_in_use\{namespace=.*agentrl_stack=/);
@@ -306,7 +308,7 @@ describe("observability on the docker target: a real Prometheus reads the genera
                 JSON.stringify(up),
             );
         } finally {
-            await prom.stop();
+            await prom?.stop();
             await new Promise((res) => responder.close(res));
             await new Promise((res) => relay.close(res));
         }

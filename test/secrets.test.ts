@@ -30,6 +30,7 @@ import {
     STACK_KEYS,
 } from "../components/config";
 import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, withTestImages } from "./helpers/config";
+import { TEST_MTAIL_IMAGE } from "./helpers/observability";
 import { runUnderMocks } from "../scripts/lib/mockrun";
 import { loadStack, StackError } from "../scripts/lib/load-stack";
 import { planClusterToDir, planToDir, recipePlatform, REPO_ROOT, secretConfigKeys } from "../scripts/lib/plan";
@@ -91,6 +92,8 @@ interface Source {
     readonly name: string;
     readonly platform: Record<string, unknown>;
     readonly cluster: boolean;
+    /** Observability turned on, on this target: the plan must write its files (prometheus.yml on Docker, PodMonitors on Kubernetes). */
+    readonly observability?: "kubernetes" | "docker";
 }
 
 function sources(): Source[] {
@@ -117,18 +120,20 @@ function sources(): Source[] {
  * ConfigMaps). These turn it on: a white box on each target and a black box on Kubernetes.
  */
 function observabilitySources(): Source[] {
-    const on = { observability: { enabled: true }, images: { mtail: "registry.example.com/agent-rl/mtail:3.0.0" } };
+    const on = { observability: { enabled: true }, images: { mtail: TEST_MTAIL_IMAGE } };
     const whitebox = ALL_RECIPE_NAMES.find((r) => RECIPES[r].training.layout !== "blackbox" && !MULTI_NODE_RECIPE_NAMES.includes(r));
     const blackbox = dockerBlackboxRecipes()[0];
     assert.ok(whitebox !== undefined && blackbox !== undefined);
-    return [
+    const cases: Array<[string, "kubernetes" | "docker"]> = [
         [whitebox, "docker"],
         [whitebox, "kubernetes"],
         [blackbox, "kubernetes"],
-    ].map(([recipe, target]) => ({
+    ];
+    return cases.map(([recipe, target]) => ({
         name: `recipe-${recipe}-${target}-observability`,
-        platform: deepMerge(recipePlatform(recipe!, target as "kubernetes" | "docker"), on) as Record<string, unknown>,
+        platform: deepMerge(recipePlatform(recipe, target), on) as Record<string, unknown>,
         cluster: false,
+        observability: target,
     }));
 }
 
@@ -291,11 +296,12 @@ describe("every recipe (both targets) and every example stack, every secret key 
             assert.ok(sent.includes(values.hfToken!), `${s.name}: hfToken reached the program's inputs`);
             assert.ok(sent.includes(values["envSecret-db"]!), `${s.name}: the referenced envSecret-db reached the program's inputs`);
             assertNoneIn(outDir, values, s.name);
-            if (s.name.endsWith("-observability")) {
+            if (s.observability !== undefined) {
                 const files = walk(outDir).map((f) => path.relative(outDir, f));
-                const observed = s.name.includes("-docker-")
-                    ? files.some((f) => f.endsWith("prometheus.yml"))
-                    : files.some((f) => fs.readFileSync(path.join(outDir, f), "utf8").includes("PodMonitor"));
+                const observed =
+                    s.observability === "docker"
+                        ? files.some((f) => f.endsWith("prometheus.yml"))
+                        : files.some((f) => fs.readFileSync(path.join(outDir, f), "utf8").includes("PodMonitor"));
                 assert.ok(observed, `${s.name}: the plan wrote the observability files it is here for: ${files.join(", ")}`);
             }
         }
