@@ -3,13 +3,16 @@
 // wrapper; runWatched kills a silent process group and names it. Run: node --import tsx --test test/test-helpers.test.ts
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { before, describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
+import { FREE_PORT_RANGE, freePort, freePortIn } from "./helpers/http";
 import { manifests } from "./helpers/manifests";
 import { runWatched } from "./helpers/processes";
+import { scaled } from "./helpers/waits";
 import type { RecordedResource } from "./helpers/mock";
 import { isSecret, sentAsSecret, unwrapSecrets } from "./helpers/secrets";
 
@@ -86,10 +89,13 @@ describe("secrets", () => {
 describe("runWatched", () => {
     test("a run that keeps printing, or keeps growing a watched file, ends normally with its output and status", async () => {
         const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-watched-")), "log");
-        // Silent on stdout for 8 s, its log growing every 0.5 s: progress, with a 1 s bound.
-        const r = await runWatched("a growing log", "sh", ["-c", `for i in $(seq 16); do echo $i >>${log}; sleep 0.5; done; echo done; exit 3`], {
-            stallMs: 1000,
-            budgetMs: 60_000,
+        // Silent on stdout for twice the (load-scaled) stall bound, so without the watched file it would be
+        // killed; the log grows every 0.2 s, 15 times inside the 3 s bound, so a busy CPU that delays a few
+        // writes still leaves progress in every window (CI saw a 1 s bound with 0.5 s writes killed).
+        const writes = Math.ceil((2 * scaled(3000)) / 200);
+        const r = await runWatched("a growing log", "sh", ["-c", `for i in $(seq ${writes}); do echo $i >>${log}; sleep 0.2; done; echo done; exit 3`], {
+            stallMs: 3000,
+            budgetMs: 120_000,
             watch: [log],
         });
         assert.deepEqual([r.status, r.stdout], [3, "done\n"]);
@@ -111,5 +117,33 @@ describe("runWatched", () => {
         const stat = `/proc/${Number(fs.readFileSync(pidFile, "utf8"))}/stat`;
         if (fs.existsSync(stat)) assert.match(fs.readFileSync(stat, "utf8"), /^\d+ \(sleep\) Z /);
         fs.rmSync(path.dirname(pidFile), { recursive: true });
+    });
+});
+
+describe("freePort", () => {
+    test("ports below the kernel's ephemeral range, each handed out once, each one the caller can listen on", async () => {
+        const ephemeralFrom = Number(fs.readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+        assert.ok(FREE_PORT_RANGE.to <= ephemeralFrom, `range ends at ${FREE_PORT_RANGE.to}, the ephemeral range starts at ${ephemeralFrom}`);
+        const ports: number[] = [];
+        for (let i = 0; i < 40; i++) ports.push(await freePort());
+        assert.equal(new Set(ports).size, ports.length);
+        for (const p of ports) assert.ok(p >= FREE_PORT_RANGE.from && p < FREE_PORT_RANGE.to, `${p} outside the range`);
+        const srv = net.createServer();
+        await new Promise<void>((ok) => srv.listen(ports[0], "127.0.0.1", () => ok()));
+        await new Promise<void>((ok) => srv.close(() => ok()));
+    });
+
+    test("skips a held port and one already handed out, then fails naming the range", async () => {
+        // Three ports below FREE_PORT_RANGE (so freePort's own picks cannot interfere): the first free of them, the middle one held.
+        const from = FREE_PORT_RANGE.from - 40 + Math.floor(Math.random() * 30);
+        const held = net.createServer();
+        await new Promise<void>((ok, no) => held.once("error", no).listen(from + 1, "127.0.0.1", () => ok()));
+        try {
+            assert.equal(await freePortIn(from, from + 3, 0), from);
+            assert.equal(await freePortIn(from, from + 3, 0), from + 2);
+            await assert.rejects(freePortIn(from, from + 3, 0), new RegExp(`^Error: freePort: no free TCP port from ${from} to ${from + 2} on this machine$`));
+        } finally {
+            await new Promise<void>((ok) => held.close(() => ok()));
+        }
     });
 });

@@ -4,18 +4,51 @@ import * as https from "node:https";
 import * as net from "node:net";
 import { scaled } from "./waits";
 
-/** A TCP port free on 127.0.0.1 right now (the OS picks it). */
-export function freePort(): Promise<number> {
+/**
+ * Where freePort draws from: below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768
+ * up by default), where the OS's own pick (listen on port 0) lands and where every outgoing connection
+ * of every process on the machine takes its local port. A port the OS picked and this helper released
+ * could be taken by another test's connect() before the caller listened on it (EADDRINUSE, seen in CI
+ * under load); a port from here is only ever taken by a listener. Above the fixtures' fixed ports
+ * (the node's 10250s, 12345), below the observability test's bases (from 20400).
+ */
+export const FREE_PORT_RANGE = { from: 12_400, to: 20_000 } as const;
+
+/** Ports this process has handed out: never handed out twice, even after the caller closes it. */
+const handedOut = new Set<number>();
+
+function canListen(port: number): Promise<boolean> {
     return new Promise((resolve, reject) => {
         const srv = net.createServer();
         srv.unref();
-        srv.on("error", reject);
-        srv.listen(0, "127.0.0.1", () => {
-            const addr = srv.address();
-            const port = typeof addr === "object" && addr ? addr.port : 0;
-            srv.close(() => resolve(port));
-        });
+        srv.once("error", (e: NodeJS.ErrnoException) => (e.code === "EADDRINUSE" || e.code === "EACCES" ? resolve(false) : reject(e)));
+        // 0.0.0.0 is the stricter check: it fails when any address on the port is held, 127.0.0.1 included.
+        srv.listen({ port, host: "0.0.0.0", exclusive: true }, () => srv.close(() => resolve(true)));
     });
+}
+
+/**
+ * A TCP port free on every local address right now, from `from` (inclusive) to `to` (exclusive):
+ * the first from offset `start` upward (wrapping), skipping held ports and ports this process already
+ * handed out. Throws naming the range when none is left.
+ */
+export async function freePortIn(from: number, to: number, start: number): Promise<number> {
+    const size = to - from;
+    for (let i = 0; i < size; i++) {
+        const port = from + ((start + i) % size);
+        if (handedOut.has(port)) continue;
+        if (await canListen(port)) {
+            handedOut.add(port);
+            return port;
+        }
+    }
+    throw new Error(`freePort: no free TCP port from ${from} to ${to - 1} on this machine`);
+}
+
+/** A free TCP port from FREE_PORT_RANGE, from a random start (test processes running at once rarely try the same ports). */
+export function freePort(): Promise<number> {
+    const { from, to } = FREE_PORT_RANGE;
+    return freePortIn(from, to, Math.floor(Math.random() * (to - from)));
 }
 
 export interface Resp {
