@@ -106,7 +106,7 @@ describe("runWatched", () => {
         const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-watched-")), "pid");
         const t0 = Date.now();
         await assert.rejects(
-            runWatched("the stuck step", "sh", ["-c", `echo fetching; sleep 600 & echo $! >${pidFile}; wait`], { stallMs: 1000, budgetMs: 60_000 }),
+            runWatched("the stuck step", "sh", ["-c", `echo fetching; sleep 600 & echo $! >${pidFile}; wait`], { stallMs: 3000, budgetMs: 60_000 }), // 3 s: time for sh to print its line on a busy CPU
             (e: Error) => {
                 assert.match(e.message, /^the stuck step: no progress for \d+ s \(bound \d+ ms: no output\); killed\. Its last output:\nfetching$/);
                 return true;

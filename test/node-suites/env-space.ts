@@ -22,7 +22,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { planToDir } from "../../scripts/lib/plan";
-import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
+import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec, podExecResolved } from "../helpers/node";
 import { GET_PY, SESSION_PY } from "../helpers/openenv-session";
 import type { Manifest } from "../helpers/reachability";
 import { pollUntil, scaledSeconds } from "../helpers/waits";
@@ -48,9 +48,6 @@ function nodeStackOverride(node: Node): Record<string, unknown> {
         },
     };
 }
-
-/** A pod's failed name lookup (python3's urllib): CoreDNS not answering yet, not a policy's refusal. */
-const NAME_LOOKUP_FAILED = /Name or service not known|name resolution/;
 
 export function envSpaceSuite(shared: NodeSession): void {
     describe(`node: the ${RECIPE} plan's env space on the real node, a real OpenEnv session through its router, its policies measured`, () => {
@@ -87,22 +84,9 @@ export function envSpaceSuite(shared: NodeSession): void {
         const exec = (ns: string, pod: string, container: string, argv: readonly string[], timeoutMs?: number) =>
             podExec(node, ns, pod, container, argv, timeoutMs);
 
-        /**
-         * GET_PY from a pod, tried again (every second, up to 60 s scaled) while the pod's name lookup
-         * fails: the lookup waits on CoreDNS, which a busy machine slows; a policy's refusal is a
-         * timeout or a refused connection, never a failed lookup (the pods' DNS egress stays open).
-         */
-        const getFromPod = async (pod: string, url: string) => {
-            let last = { code: 1, out: "not tried", stdout: "" };
-            return await pollUntil(
-                `${pod} -> ${url}: a name lookup that answers`,
-                async () => {
-                    last = await exec(trainingNs, pod, "client", ["python3", "-I", "-c", GET_PY, url, String(scaledSeconds(5))]);
-                    return NAME_LOOKUP_FAILED.test(last.out) ? undefined : last;
-                },
-                { budgetMs: 60_000, intervalMs: 1000, describe: () => last.out },
-            );
-        };
+        /** GET_PY from a pod of the training namespace, run again while its name lookup fails (podExecResolved). */
+        const getFromPod = (pod: string, url: string) =>
+            podExecResolved(node, trainingNs, pod, "client", ["python3", "-I", "-c", GET_PY, url, String(scaledSeconds(5))]);
 
         /** A pod on the OpenEnv image (openenv's client) in the training namespace, with these labels. */
         const clientPod = (name: string, labels: Record<string, string>) => openenvClientPod(node, name, trainingNs, labels);
@@ -251,7 +235,7 @@ export function envSpaceSuite(shared: NodeSession): void {
             assert.equal(health.stdout.split("\n")[0], "200", `GET ${envUrl}/health through the router: ${health.out}`);
             process.stderr.write(`# the router reached a replica ${((Date.now() - tr) / 1000).toFixed(1)} s after the env space was Ready\n`);
             const t0 = Date.now();
-            const s = await exec(trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", SESSION_PY, envUrl], 90_000);
+            const s = await podExecResolved(node, trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", SESSION_PY, envUrl], 90_000);
             assert.equal(s.code, 0, `the session through ${envUrl}: ${s.out}`);
             const out = JSON.parse(s.stdout.trim().split("\n").pop()!);
             process.stderr.write(`# one OpenEnv session through the router in ${((Date.now() - t0) / 1000).toFixed(1)} s (python start included)\n`);

@@ -20,7 +20,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { RECIPE_NAMES } from "../../components/config";
 import { planToDir } from "../../scripts/lib/plan";
-import type { Node, NodeSession } from "../helpers/node";
+import { NAME_LOOKUP_FAILED, type Node, type NodeSession } from "../helpers/node";
 import { APISERVER_NODE, measureReachability, type NodeAddresses, nodeEndpoints, nodeLocalEndpoints } from "../helpers/node-reachability";
 import { CLIENT_PY, clusterCheckObjects } from "../helpers/node-cluster";
 import { type NodeSandboxRender, renderNodeSandbox } from "../helpers/node-sandbox";
@@ -41,7 +41,7 @@ import {
     TRAINER_ELSEWHERE,
     trainerElsewhere,
 } from "../helpers/reachability-views";
-import { scaledCount, scaledSeconds } from "../helpers/waits";
+import { pollUntil, scaledCount, scaledSeconds } from "../helpers/waits";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -302,6 +302,18 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
                 const res = await node.exec(clientId, ["python3", "-I", "-c", CLIENT_PY, ...args], 30_000);
                 return { code: res.code, out: `${res.stdout}${res.stderr}`.trim() };
             };
+            // A name inside the cluster, asked again while CoreDNS (or the kube-dns Service's rules) is not answering yet.
+            const clusterClient = async (...args: string[]) => {
+                let last = { code: 1, out: "not run" };
+                return await pollUntil(
+                    `client ${args.join(" ")}: a name lookup that answers`,
+                    async () => {
+                        last = await client(...args);
+                        return NAME_LOOKUP_FAILED.test(last.out) ? undefined : last;
+                    },
+                    { budgetMs: 60_000, intervalMs: 1000, describe: () => last.out },
+                );
+            };
             const domain = "cluster.local";
             const resolvConf = await node.exec(clientId, ["cat", "/etc/resolv.conf"]);
             assert.match(
@@ -312,7 +324,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
             // CoreDNS, through the kube-dns Service (kube-proxy): the Service's name, each StatefulSet pod's name.
             const svcIp = (await node.kubectlOk([...ns, "get", "service", k.web.service, "-o", "jsonpath={.spec.clusterIP}"])).trim();
             assert.deepEqual(
-                await client("resolve", `${k.web.service}.${k.namespace}.svc.${domain}`),
+                await clusterClient("resolve", `${k.web.service}.${k.namespace}.svc.${domain}`),
                 { code: 0, out: svcIp },
                 "the Service name: its ClusterIP",
             );
@@ -320,13 +332,13 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
                 const pod = `${k.stateful.statefulSet}-${i}`;
                 const ip = pods.find((p) => p.name === pod)?.ip;
                 const fqdn = `${pod}.${k.stateful.service}.${k.namespace}.svc.${domain}`;
-                assert.deepEqual(await client("resolve", fqdn), { code: 0, out: ip }, `${fqdn}: ${pod}'s address`);
-                assert.deepEqual(await client("get", `http://${fqdn}:${k.stateful.port}/`), { code: 0, out: pod }, `${fqdn} answers as ${pod}`);
+                assert.deepEqual(await clusterClient("resolve", fqdn), { code: 0, out: ip }, `${fqdn}: ${pod}'s address`);
+                assert.deepEqual(await clusterClient("get", `http://${fqdn}:${k.stateful.port}/`), { code: 0, out: pod }, `${fqdn} answers as ${pod}`);
             }
             // kube-proxy: the Service address, by its short name (the pod's search path), reaches every replica.
             const seen = new Set<string>();
             for (let i = 0; i < 30 && seen.size < k.web.replicas; i++) {
-                const r = await client("get", `http://${k.web.service}/`);
+                const r = await clusterClient("get", `http://${k.web.service}/`);
                 assert.equal(r.code, 0, `GET http://${k.web.service}/ through the ClusterIP: ${r.out}`);
                 seen.add(r.out);
             }
@@ -338,7 +350,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
                 "cd /var/run/secrets/kubernetes.io/serviceaccount && test -s token && test -s ca.crt && echo mounted",
             ]);
             assert.equal(sa.stdout.trim(), "mounted", `token and CA mounted: ${sa.stdout}${sa.stderr}`);
-            assert.deepEqual(await client("connect", "kubernetes.default.svc", "443"), { code: 0, out: "connected" }, "kubernetes.default.svc:443");
+            assert.deepEqual(await clusterClient("connect", "kubernetes.default.svc", "443"), { code: 0, out: "connected" }, "kubernetes.default.svc:443");
             // A name outside the cluster does not resolve (the node's resolver has no upstream).
             const outside = await client("resolve", "example.com");
             assert.notEqual(outside.code, 0, `example.com must not resolve: ${outside.out}`);
