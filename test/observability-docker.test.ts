@@ -257,8 +257,9 @@ describe("observability on the docker target: a real Prometheus reads the genera
             res.end(`agentrl_env_sessions_in_use{env="wordle",replica="${m[1]}"} 1\nagentrl_env_sessions_capacity{env="wordle",replica="${m[1]}"} 8\n`);
         });
         // A base below the kernel's ephemeral range (32768 up: another test's outgoing connection can hold
-        // any port there), taken by listening on its two ports: the first base whose both are free.
-        const base = await listenPair(responder, relay, 20_400, 32_000);
+        // any port there) and above the free-port ranges (TypeScript 12400-19999, Python 20000-27999), taken
+        // by listening on its two ports: the first base whose both are free.
+        const base = await listenPair(responder, relay, 28_000, 32_000);
         // From here on the two listeners are open: every way out closes them.
         let prom: Awaited<ReturnType<typeof startProgram>> | undefined;
         try {

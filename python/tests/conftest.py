@@ -5,6 +5,7 @@ image-like skeleton), helpers to find processes and secrets on this machine, and
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -66,10 +67,34 @@ def without_rollout_keys(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in ROLLOUT_KEY_ENV}
 
 
+#: Where free_port draws from: below the kernel's ephemeral range (32768-60999 by default), where every outgoing
+#: connection takes its local port, so a port checked free and released is not taken by another test's connect();
+#: apart from the TypeScript tests' range (test/helpers/http.ts, 12400-19999), which run beside these.
+FREE_PORT_RANGE = (20000, 28000)
+_handed_out: set[int] = set()
+
+
+def free_port_in(lo: int, hi: int, start: int | None = None) -> int:
+    """A TCP port in [lo, hi) that nothing listens on or holds (an exclusive bind on 0.0.0.0 succeeds), not handed
+    out before by this process; the scan starts at `start` (random when None) and wraps."""
+    span = hi - lo
+    first = random.randrange(span) if start is None else start % span
+    for i in range(span):
+        port = lo + (first + i) % span
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"free_port: no free TCP port from {lo} to {hi - 1} on this machine")
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_port_in(*FREE_PORT_RANGE)
 
 
 def wait_http(url: str, timeout: float = 15.0, proc: subprocess.Popen | None = None) -> None:

@@ -10,7 +10,8 @@ import { scaled } from "./waits";
  * of every process on the machine takes its local port. A port the OS picked and this helper released
  * could be taken by another test's connect() before the caller listened on it (EADDRINUSE, seen in CI
  * under load); a port from here is only ever taken by a listener. Above the fixtures' fixed ports
- * (the node's 10250s, 12345), below the observability test's bases (from 20400).
+ * (the node's 10250s, 12345), below the Python tests' range (python/tests/conftest.py, 20000-27999)
+ * and the observability test's bases (from 28000).
  */
 export const FREE_PORT_RANGE = { from: 12_400, to: 20_000 } as const;
 
