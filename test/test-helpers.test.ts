@@ -11,6 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
 import { FREE_PORT_RANGE, freePort, freePortIn } from "./helpers/http";
 import { manifests } from "./helpers/manifests";
+import { whileNameLookupFails } from "./helpers/name-lookup";
 import { runWatched } from "./helpers/processes";
 import { scaled } from "./helpers/waits";
 import type { RecordedResource } from "./helpers/mock";
@@ -145,5 +146,18 @@ describe("freePort", () => {
         } finally {
             await new Promise<void>((ok) => held.close(() => ok()));
         }
+    });
+});
+
+describe("whileNameLookupFails", () => {
+    test("runs again while the output shows a failed name lookup and returns the first result without one; other failures are returned", async () => {
+        const outs = [
+            "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>",
+            "socket.gaierror: [Errno -2] Name or service not known",
+            "TimeoutError: timed out",
+        ];
+        let runs = 0;
+        const r = await whileNameLookupFails("a pod's GET", async () => ({ code: 1, out: outs[runs++]! }));
+        assert.deepEqual([runs, r.out], [3, "TimeoutError: timed out"]);
     });
 });

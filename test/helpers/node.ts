@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { Protocol } from "./reachability";
-import { pollUntil, scaled, TIME_SCALE_ENV, timeScale } from "./waits";
+import { scaled, TIME_SCALE_ENV, timeScale } from "./waits";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const NODE_SCRIPTS = path.join(REPO_ROOT, "test", "node");
@@ -530,36 +530,4 @@ export async function podExec(
 ): Promise<{ code: number; out: string; stdout: string }> {
     const r = await node.kubectl(["-n", ns, "exec", pod, "-c", container, "--", ...argv], undefined, timeoutMs);
     return { code: r.code, out: `${r.stdout}${r.stderr}`.trim(), stdout: r.stdout };
-}
-
-/**
- * A pod's failed name lookup as python3 prints it (socket.gaierror, urllib's URLError): EAI_NONAME,
- * EAI_AGAIN, EAI_NODATA. Inside the cluster that is CoreDNS, or the kube-dns Service's rules, not
- * answering yet on a busy machine; never a NetworkPolicy's refusal (the pods' DNS egress stays
- * open), which is a timeout or a refused connection.
- */
-export const NAME_LOOKUP_FAILED = /Name or service not known|Temporary failure in name resolution|No address associated with hostname|socket\.gaierror/;
-
-/**
- * podExec of a command that reaches an in-cluster name, run again (every second, up to 60 s scaled)
- * while its output shows a failed name lookup; the first result without one is returned. A name
- * that never resolves fails with the last output.
- */
-export async function podExecResolved(
-    node: Node,
-    ns: string,
-    pod: string,
-    container: string,
-    argv: readonly string[],
-    timeoutMs = 60_000,
-): Promise<{ code: number; out: string; stdout: string }> {
-    let last = { code: 1, out: "not run", stdout: "" };
-    return await pollUntil(
-        `${ns}/${pod}: ${argv.slice(-3).join(" ")}: a name lookup that answers`,
-        async () => {
-            last = await podExec(node, ns, pod, container, argv, timeoutMs);
-            return NAME_LOOKUP_FAILED.test(last.out) ? undefined : last;
-        },
-        { budgetMs: 60_000, intervalMs: 1000, describe: () => last.out },
-    );
 }

@@ -22,7 +22,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { planToDir } from "../../scripts/lib/plan";
-import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec, podExecResolved } from "../helpers/node";
+import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
+import { whileNameLookupFails } from "../helpers/name-lookup";
 import { GET_PY, SESSION_PY } from "../helpers/openenv-session";
 import type { Manifest } from "../helpers/reachability";
 import { pollUntil, scaledSeconds } from "../helpers/waits";
@@ -84,9 +85,9 @@ export function envSpaceSuite(shared: NodeSession): void {
         const exec = (ns: string, pod: string, container: string, argv: readonly string[], timeoutMs?: number) =>
             podExec(node, ns, pod, container, argv, timeoutMs);
 
-        /** GET_PY from a pod of the training namespace, run again while its name lookup fails (podExecResolved). */
+        /** GET_PY from a pod of the training namespace, run again while its name lookup fails. */
         const getFromPod = (pod: string, url: string) =>
-            podExecResolved(node, trainingNs, pod, "client", ["python3", "-I", "-c", GET_PY, url, String(scaledSeconds(5))]);
+            whileNameLookupFails(`${pod} -> ${url}`, () => exec(trainingNs, pod, "client", ["python3", "-I", "-c", GET_PY, url, String(scaledSeconds(5))]));
 
         /** A pod on the OpenEnv image (openenv's client) in the training namespace, with these labels. */
         const clientPod = (name: string, labels: Record<string, string>) => openenvClientPod(node, name, trainingNs, labels);
@@ -235,7 +236,9 @@ export function envSpaceSuite(shared: NodeSession): void {
             assert.equal(health.stdout.split("\n")[0], "200", `GET ${envUrl}/health through the router: ${health.out}`);
             process.stderr.write(`# the router reached a replica ${((Date.now() - tr) / 1000).toFixed(1)} s after the env space was Ready\n`);
             const t0 = Date.now();
-            const s = await podExecResolved(node, trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", SESSION_PY, envUrl], 90_000);
+            const s = await whileNameLookupFails(`the session through ${envUrl}`, () =>
+                exec(trainingNs, "trainer-standin", "client", ["python3", "-I", "-c", SESSION_PY, envUrl], 90_000),
+            );
             assert.equal(s.code, 0, `the session through ${envUrl}: ${s.out}`);
             const out = JSON.parse(s.stdout.trim().split("\n").pop()!);
             process.stderr.write(`# one OpenEnv session through the router in ${((Date.now() - t0) / 1000).toFixed(1)} s (python start included)\n`);

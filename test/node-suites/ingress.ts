@@ -25,7 +25,8 @@ import { after, before, describe, it } from "node:test";
 import { renderKeysFile } from "../../components/ingress/nginx";
 import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_SECRET_KEY, SANDBOX_TRACE_PORT } from "../../components/sandbox/model";
 import { planToDir } from "../../scripts/lib/plan";
-import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExecResolved } from "../helpers/node";
+import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
+import { whileNameLookupFails } from "../helpers/name-lookup";
 import type { Manifest } from "../helpers/reachability";
 import { scaledCount, scaledSeconds } from "../helpers/waits";
 
@@ -323,7 +324,7 @@ export function ingressSuite(shared: NodeSession): void {
             openenvClientPod(node, name, namespace, labels, node.names.nodeName);
         // Every request here reaches the ingress or the model by a Service name: run again while the pod's name lookup fails.
         const exec = (ns: string, pod: string, container: string, argv: readonly string[], timeoutMs?: number) =>
-            podExecResolved(node, ns, pod, container, argv, timeoutMs);
+            whileNameLookupFails(`${ns}/${pod}: ${argv.slice(-3).join(" ")}`, () => podExec(node, ns, pod, container, argv, timeoutMs));
         const lastJson = (s: string) => JSON.parse(s.trim().split("\n").pop() ?? "{}");
         const openai = async (key: string) => {
             const r = await exec(sandboxNs, "openai-client", "client", ["python3", "-c", OPENAI_PY, ingressUrl, key, model]);

@@ -20,7 +20,8 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { RECIPE_NAMES } from "../../components/config";
 import { planToDir } from "../../scripts/lib/plan";
-import { NAME_LOOKUP_FAILED, type Node, type NodeSession } from "../helpers/node";
+import { whileNameLookupFails } from "../helpers/name-lookup";
+import type { Node, NodeSession } from "../helpers/node";
 import { APISERVER_NODE, measureReachability, type NodeAddresses, nodeEndpoints, nodeLocalEndpoints } from "../helpers/node-reachability";
 import { CLIENT_PY, clusterCheckObjects } from "../helpers/node-cluster";
 import { type NodeSandboxRender, renderNodeSandbox } from "../helpers/node-sandbox";
@@ -41,7 +42,7 @@ import {
     TRAINER_ELSEWHERE,
     trainerElsewhere,
 } from "../helpers/reachability-views";
-import { pollUntil, scaledCount, scaledSeconds } from "../helpers/waits";
+import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -303,17 +304,7 @@ export function sandboxAndReachabilitySuite(shared: NodeSession): void {
                 return { code: res.code, out: `${res.stdout}${res.stderr}`.trim() };
             };
             // A name inside the cluster, asked again while CoreDNS (or the kube-dns Service's rules) is not answering yet.
-            const clusterClient = async (...args: string[]) => {
-                let last = { code: 1, out: "not run" };
-                return await pollUntil(
-                    `client ${args.join(" ")}: a name lookup that answers`,
-                    async () => {
-                        last = await client(...args);
-                        return NAME_LOOKUP_FAILED.test(last.out) ? undefined : last;
-                    },
-                    { budgetMs: 60_000, intervalMs: 1000, describe: () => last.out },
-                );
-            };
+            const clusterClient = (...args: string[]) => whileNameLookupFails(`client ${args.join(" ")}`, () => client(...args));
             const domain = "cluster.local";
             const resolvConf = await node.exec(clientId, ["cat", "/etc/resolv.conf"]);
             assert.match(
