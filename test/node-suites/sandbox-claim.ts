@@ -405,8 +405,8 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             );
         });
 
-        it("the per-rollout key verifier's Deployment as rendered (rollout_keys.py from the pool's sandbox image, the admin key from its Secret) comes Ready behind its probes, with no key live", async () => {
-            const d = verifierDeployment();
+        /** Waits (180 s scaled) for a Deployment of the ingress namespace to roll out; fails with its pods, events and logs. */
+        const rolledOut = async (d: Manifest, what: string) => {
             const rollout = await node.kubectl(
                 ["-n", ingressNs, "rollout", "status", "deployment", d.metadata.name, `--timeout=${scaledSeconds(180)}s`],
                 undefined,
@@ -414,9 +414,14 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             );
             if (rollout.code !== 0) {
                 const state = await node.kubectl(["-n", ingressNs, "get", "pods,events", "-o", "wide"]);
-                const logs = await node.kubectl(["-n", ingressNs, "logs", `deployment/${d.metadata.name}`, "--tail=20"]);
-                assert.fail(`the verifier not rolled out: ${rollout.stdout}${rollout.stderr}\n${state.stdout}\n${logs.stdout}${logs.stderr}`);
+                const logs = await node.kubectl(["-n", ingressNs, "logs", `deployment/${d.metadata.name}`, "--all-containers", "--tail=20"]);
+                assert.fail(`${what} not rolled out: ${rollout.stdout}${rollout.stderr}\n${state.stdout}\n${logs.stdout}${logs.stderr}`);
             }
+        };
+
+        it("the per-rollout key verifier's Deployment as rendered (rollout_keys.py from the pool's sandbox image, the admin key from its Secret) comes Ready behind its probes, with no key live", async () => {
+            const d = verifierDeployment();
+            await rolledOut(d, "the verifier");
             const pods = JSON.parse(
                 await node.kubectlOk([
                     "-n",
@@ -441,6 +446,8 @@ export function sandboxClaimSuite(shared: NodeSession): void {
         });
 
         it("the backend claims it as the trainer (minting the claim's rollout key and delivering it to the pod's forwarder), runs commands as uid 65532 on a read-only root with a writable HOME, and its release deletes the claim and revokes the key (401 at the ingress)", async () => {
+            // The claim's key is checked at the ingress: its nginx Ready first (it starts once the Services it names resolve).
+            await rolledOut(ingressDeployment(), "the ingress");
             const r = await command("ip", ["netns", "exec", node.names.netns, path.join(venv, "bin", "python"), "-B", "-c", CLAIM_PY, ingressUrl], {
                 timeoutMs: 420_000, // create() waits up to 300 s for the claim, then the commands
                 env: {
