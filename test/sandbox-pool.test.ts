@@ -1,17 +1,20 @@
 // SandboxPool under Pulumi mocks, per target: hardening of every sandbox, the NetworkPolicy,
 // the claim admission policy (its exact CEL run with @marcbachmann/cel-js), quota, RBAC, the
 // key's path, resource count vs pool size, and agent-sandbox v1.0.1 CRD requirements.
-import { before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { evaluate } from "@marcbachmann/cel-js";
 import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { SANDBOX_PROVIDER_NAMES, SANDBOX_PROVIDER_RECORDS } from "../components/config";
+import { SANDBOX_PROVIDERS } from "../components/sandbox";
+import { resolvePlatform } from "../components/platform";
 import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
 import type { PlatformConfig } from "../components/config/types";
 import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
 import { addQuantities } from "../components/shared/quantity";
-import { ALL_RECIPE_NAMES, HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";
+import { ALL_RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";
 import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
 import { isSecret, unwrapSecrets } from "./helpers/secrets";
 import { scaled, scaledCount } from "./helpers/waits";
@@ -60,13 +63,9 @@ const CRD = {
     },
 };
 
-function config(raw: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes", recipe: RecipeName = "opencode-blackbox"): PlatformConfig {
-    // Kubernetes stacks other than dev name their cluster's context (components/config validate). The docker pool is
-    // refused by the config for now (DOCKER_BLACKBOX_REFUSED); its own code is tested here until a Docker backend drives it.
-    return (target === "docker" ? parseDockerPoolConfig : parsePlatformConfig)(
-        { recipe, runId: "r1", target: target === "kubernetes" ? { kind: target, context: "test-cluster" } : { kind: target }, ...raw },
-        "test",
-    );
+function config(raw: Record<string, unknown> = {}, recipe: RecipeName = "opencode-blackbox"): PlatformConfig {
+    // Kubernetes stacks other than dev name their cluster's context (components/config validate).
+    return parsePlatformConfig({ recipe, runId: "r1", target: { kind: "kubernetes", context: "test-cluster" }, ...raw }, "test");
 }
 
 function peers(names: PlatformNames) {
@@ -81,7 +80,7 @@ async function build(c: PlatformConfig) {
     const description = resolveSandboxPool(c, names);
     let pool: SandboxPool | undefined;
     const runs = await runBoth(() => {
-        pool = new SandboxPool("sandboxes", { description, sandboxKey: KEY, ...peers(names), network: names.networks.sandboxes });
+        pool = new SandboxPool("sandboxes", { description, sandboxKey: KEY, ...peers(names) });
         return { poolName: pool.poolName, namespace: pool.namespace, template: pool.template };
     });
     return { ...runs, names, description, pool: pool! };
@@ -506,173 +505,78 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
     });
 });
 
-describe("The ingress key and the agent's container, over every black-box recipe and target", () => {
+describe("The ingress key and the agent's container, over every black-box recipe", () => {
     const blackbox = ALL_RECIPE_NAMES.filter((r) => RECIPES[r].training.layout === "blackbox");
     it("covers the black-box recipes", () => assert.ok(blackbox.length >= 2, blackbox.join(", ")));
     for (const recipe of blackbox) {
-        const kubernetesOnly = MULTI_NODE_RECIPE_NAMES.includes(recipe) || HARBOR_RECIPE_NAMES.includes(recipe);
-        const targets = kubernetesOnly ? (["kubernetes"] as const) : (["kubernetes", "docker"] as const);
-        for (const target of targets) {
-            it(`${recipe} on ${target}: no env of the agent's container carries the key, only the forwarder's`, async () => {
-                const { update, preview, description: d } = await build(config({}, target, recipe));
-                for (const run of [update, preview]) {
-                    const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
-                    if (target === "kubernetes") {
-                        assert.deepEqual(
-                            holders.map((r) => r.type),
-                            [T.secret],
-                        );
-                        // Every pool's template (one, or one per Harbor task image).
-                        const templates = ofType(run.resources, T.template);
-                        assert.equal(templates.length, d.pools.length);
-                        for (const template of templates) {
-                            const spec = template.inputs.spec.podTemplate.spec;
-                            const refs = (c: any) => (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef?.name === d.names.keySecret);
-                            for (const c of spec.containers) assert.deepEqual(refs(c), [], `container ${c.name}`);
-                            assert.deepEqual(
-                                spec.initContainers.map((c: any) => [c.name, refs(c).length]),
-                                [["forwarder", 1]],
-                            );
-                            assert.ok(!JSON.stringify(spec.podTemplate?.metadata ?? {}).includes(KEY), "no label or annotation");
-                        }
-                    } else {
-                        assert.ok(holders.length > 0 && holders.every((r) => r.type === T.container && r.inputs.name.endsWith("-forwarder")));
-                    }
+        it(`${recipe}: no env of the agent's container carries the key, only the forwarder's`, async () => {
+            const { update, preview, description: d } = await build(config({}, recipe));
+            for (const run of [update, preview]) {
+                const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
+                assert.deepEqual(
+                    holders.map((r) => r.type),
+                    [T.secret],
+                );
+                // Every pool's template (one, or one per Harbor task image).
+                const templates = ofType(run.resources, T.template);
+                assert.equal(templates.length, d.pools.length);
+                for (const template of templates) {
+                    const spec = template.inputs.spec.podTemplate.spec;
+                    const refs = (c: any) => (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef?.name === d.names.keySecret);
+                    for (const c of spec.containers) assert.deepEqual(refs(c), [], `container ${c.name}`);
+                    assert.deepEqual(
+                        spec.initContainers.map((c: any) => [c.name, refs(c).length]),
+                        [["forwarder", 1]],
+                    );
+                    assert.ok(!JSON.stringify(spec.podTemplate?.metadata ?? {}).includes(KEY), "no label or annotation");
                 }
-            });
-        }
+            }
+        });
     }
 });
 
-describe("SandboxPool on Docker", () => {
-    const c = config({}, "docker");
-    let built: Awaited<ReturnType<typeof build>>;
-    before(async () => {
-        built = await build(c);
-    });
-    const isForwarder = (r: RecordedResource) => r.inputs.name.endsWith("-forwarder");
-    /** Both runs (update, preview), each with its sandbox containers and their forwarders. */
-    const runs = () =>
-        [built.update, built.preview].map((run) => ({
-            run,
-            containers: ofType(run.resources, T.container).filter((r) => !isForwarder(r)),
-            forwarders: ofType(run.resources, T.container).filter(isForwarder),
-        }));
-
-    it("runs a fixed pool from the pinned image, each container named uniquely under the stack prefix", () => {
-        for (const { run, containers } of runs()) {
-            assert.equal(containers.length, c.sandboxes.poolSize);
-            const image = single(run.resources, T.image);
-            assert.equal(image.inputs.name, c.sandboxes.image);
-            const containerNames = containers.map((r) => r.inputs.name);
-            assert.equal(new Set(containerNames).size, containers.length);
-            for (const { inputs: x } of containers) assert.ok(x.name.startsWith(built.names.prefix), `${x.name} carries the stack prefix`);
-        }
+describe("Sandbox providers: one module per name, the refused ones render nothing", () => {
+    it("the table has a module for every provider name, each with the config's record", () => {
+        assert.deepEqual(Object.keys(SANDBOX_PROVIDERS).sort(), [...SANDBOX_PROVIDER_NAMES].sort());
+        for (const name of SANDBOX_PROVIDER_NAMES) assert.equal(SANDBOX_PROVIDERS[name].record, SANDBOX_PROVIDER_RECORDS[name], name);
     });
 
-    it("on the internal sandbox network only, with no published ports", () => {
-        for (const { containers } of runs()) {
-            for (const { inputs: x } of containers) {
-                assert.equal(x.networkMode, built.names.networks.sandboxes);
-                assert.equal(x.networksAdvanced, undefined, "no second network");
-                assert.equal((x.ports ?? []).length, 0, "no published ports");
-            }
-        }
+    it("agent-sandbox is the only provider with a pool, and docker and hf are refused with their reason", () => {
+        const pooled = SANDBOX_PROVIDER_NAMES.filter((n) => "pool" in SANDBOX_PROVIDER_RECORDS[n]);
+        assert.deepEqual(pooled, ["agent-sandbox"]);
+        const refused = SANDBOX_PROVIDER_NAMES.filter((n) => "refused" in SANDBOX_PROVIDER_RECORDS[n]);
+        assert.deepEqual(refused, ["docker", "hf"]);
     });
 
-    it("hardened: read-only root, no capabilities, no new privileges, a high uid that owns the tmpfs mounts", () => {
-        for (const { containers } of runs()) {
-            for (const { inputs: x } of containers) {
-                assert.equal(x.readOnly, true);
-                assert.deepEqual(x.capabilities, { drops: ["ALL"] });
-                assert.deepEqual(x.securityOpts, ["no-new-privileges:true"]);
-                assert.equal(x.privileged, false);
-                assert.equal(x.user, "65532:65532", "a high uid, not the well-known 1000");
-                assert.deepEqual(Object.keys(x.tmpfs).sort(), ["/root", "/tmp", "/workspace"]);
-                assert.ok(Object.values(x.tmpfs).every((o) => /uid=65532/.test(o as string)));
-            }
-        }
-    });
-
-    it("bounded: 2 CPUs, 4 GiB and no swap, never restarted, PID 1 ends at the deadline; labelled with the run", () => {
-        for (const { containers } of runs()) {
-            for (const { inputs: x } of containers) {
-                assert.equal(x.cpus, "2");
-                assert.equal(x.memory, 4096);
-                assert.equal(x.memorySwap, 4096);
-                assert.equal(x.restart, "no");
-                assert.deepEqual(x.command, ["sleep", String(built.description.deadlineSeconds)], "hard lifetime: PID 1 ends at the deadline");
-                assert.ok(x.labels.some((l: any) => l.label === "agentrl.dev/run" && l.value === "r1"));
-            }
-        }
-    });
-
-    it("the key travels only in the forwarders' env, sent as a secret; each forwarder in its sandbox's network namespace as its own uid", () => {
-        for (const { run, containers, forwarders } of runs()) {
-            assert.equal(forwarders.length, containers.length, "one forwarder per sandbox");
-            for (const { inputs: x } of containers) {
-                assert.ok(!JSON.stringify(x.envs).includes(KEY), "no key in the sandbox's env");
-                assert.ok(x.envs.includes("OPENCODE_UPSTREAM_URL=http://127.0.0.1:7100"), "the agent's side calls the forwarder");
-            }
-            forwarders.forEach(({ inputs: f }, i) => {
-                assert.ok(isSecret(f.envs), "env sent as a secret");
-                if (run === built.update) assert.deepEqual(unwrapSecrets(f.envs), [`OPENCODE_UPSTREAM_API_KEY=${KEY}`]);
-                assert.equal(f.name, `${containers[i].inputs.name}-forwarder`);
-                assert.equal(f.user, "65533:65533", "a uid of its own");
-                assert.deepEqual([f.readOnly, f.privileged, f.restart], [true, false, "no"]);
-                assert.deepEqual(f.capabilities, { drops: ["ALL"] });
-                assert.deepEqual(f.command.slice(-4), ["--upstream", built.description.upstreamUrl, "--key-env", "OPENCODE_UPSTREAM_API_KEY"]);
-                assert.equal(f.pidMode, undefined, "its own PID namespace");
-                assert.equal(f.mounts ?? f.volumes, undefined, "no file shared with the sandbox");
-            });
-            // The key appears only in the forwarders' (secret) env.
-            const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
-            assert.ok(holders.every((r) => r.type === T.container && isForwarder(r)));
-        }
-        const f = runs()[0].forwarders[0].inputs;
-        assert.equal(f.networkMode, `container:${runs()[0].containers[0].name}-id`, "the sandbox's network namespace (its container's id; the mock's ids)");
-    });
-
-    it("hands the trainer the Docker provider and every container; no agent-sandbox template", () => {
-        assert.equal(built.pool.trainerEnv.SANDBOX_PROVIDER, "docker");
-        assert.equal(built.pool.trainerEnv.SANDBOX_CONTAINERS.split(",").length, built.description.poolSize);
-        assert.equal(built.pool.trainerEnv.SANDBOX_UPSTREAM_URL, "http://127.0.0.1:7100");
-        assert.equal(ofType(built.update.resources, T.template).length, 0);
-    });
+    for (const [name, parse] of [
+        ["docker", () => parseDockerPoolConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, "test")],
+        [
+            "hf",
+            () =>
+                parseHostedConfig(
+                    { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test-cluster" }, sandboxes: { provider: "hf" } },
+                    "test",
+                ),
+        ],
+    ] as const) {
+        it(`${name}: with the config's refusal skipped, the platform resolves no pool, and the module refuses with the reason`, () => {
+            const c = parse();
+            assert.equal(c.sandboxes.provider, name);
+            assert.equal(resolvePlatform(c).sandboxes, undefined);
+            const reason = (SANDBOX_PROVIDER_RECORDS[name] as { refused: string }).refused;
+            const m = SANDBOX_PROVIDERS[name];
+            assert.throws(
+                () => m.trainerEnv(c, platformNames(c), []),
+                (e: Error) => e.message.includes(reason),
+            );
+            assert.throws(
+                () => m.register("x", {} as never, {} as never),
+                (e: Error) => e.message.includes(`sandboxes.provider ${name} renders nothing`),
+            );
+        });
+    }
 });
 
-// Hosted sandboxes are refused for the black box (config HOSTED_BLACKBOX_REFUSED): the pool's own code for them is tested on
-// the config that refusal stops, until a recorder outside the sandbox lifts it.
-describe("SandboxPool with hosted (hf) sandboxes", () => {
-    it("deploys nothing and hands the trainer image, flavor and in-flight limit", async () => {
-        const c = parseHostedConfig(
-            {
-                recipe: "opencode-blackbox",
-                runId: "r1",
-                target: { kind: "kubernetes", context: "test-cluster" },
-                sandboxes: { provider: "hf", hfFlavor: "cpu-upgrade" },
-                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "tls", publiclyTrusted: true } },
-            },
-            "test",
-        );
-        const { update, pool } = await build(c);
-        assert.deepEqual(
-            update.resources.map((r) => r.type).filter((t) => t !== "pulumi:pulumi:Stack"),
-            [T.pool],
-        );
-        assert.equal(pool.size, 0);
-        assert.equal(pool.trainerEnv.SANDBOX_PROVIDER, "hf");
-        assert.equal(pool.trainerEnv.SANDBOX_FLAVOR, "cpu-upgrade");
-        assert.equal(pool.trainerEnv.SANDBOX_IMAGE, c.sandboxes.image);
-        assert.equal(pool.trainerEnv.SANDBOX_MAX_INFLIGHT, "8");
-        assert.equal(pool.trainerEnv.SANDBOX_UPSTREAM_URL, "https://vllm.example.com");
-        assert.ok(!JSON.stringify(pool.trainerEnv).includes(KEY));
-    });
-});
-
-// The admission policy on a real kube-apiserver v1.36.3 with the agent-sandbox CRDs
-// (test/helpers/apiserver.ts): proves the creationTimestamp assumption, string(timestamp)
-// in the messageExpression, and the binding's namespace selector. Skip with SKIP_APISERVER=1.
 describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false }, () => {
     it("denies claims without a bounded shutdownTime or the run label, admits good ones", { timeout: scaled(240_000) }, async () => {
         const { startApiServer } = await import("./helpers/apiserver");

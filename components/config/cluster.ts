@@ -5,6 +5,7 @@
  */
 import { AGENT_SANDBOX_VERSION, CLUSTER_OUTPUTS_KIND, type ClusterConfig, type ClusterOutputs, clusterSchema } from "./cluster-schema";
 import { ConfigError, formatZodIssues } from "./errors";
+import { runsSandboxPool, sandboxPoolOf } from "./sandbox-providers";
 import { fieldsAt } from "./schema-walk";
 import { teamNamespaces } from "./tenancy";
 import type { PlatformConfig } from "./types";
@@ -80,7 +81,7 @@ export function applyClusterStack(config: PlatformConfig, outputs: Partial<Clust
     const problems: string[] = [];
     const pcs = outputs.priorityClasses ?? {};
     const runtimeClasses = outputs.runtimeClasses ?? [];
-    if (config.sandboxes.provider === "agent-sandbox" && !outputs.agentSandbox?.installed)
+    if (sandboxPoolOf(config)?.controller === "agent-sandbox" && !outputs.agentSandbox?.installed)
         problems.push(
             `sandboxes.provider: agent-sandbox, but the cluster stack '${ref}' does not install it: set agentSandbox.install true there (or install agent-sandbox ${AGENT_SANDBOX_VERSION} by hand and say so with the preflight)`,
         );
@@ -103,7 +104,7 @@ export function applyClusterStack(config: PlatformConfig, outputs: Partial<Clust
                 ? `target.team: the cluster stack '${ref}' lists team '${team}' but exports no team namespaces (it was last up'd before teams had role namespaces): run pulumi up on the cluster stack, then this one`
                 : `target.team: '${team}' is not a team of the cluster stack '${ref}' (it has: ${(outputs.teams ?? []).join(", ") || "none"}): add { name: ${team} } to its teams and up it, or name one it has`,
         );
-    if (tenant !== undefined && config.sandboxes.provider === "agent-sandbox" && config.sandboxes.maxLifetimeSeconds > tenant.sandboxMaxLifetimeSeconds)
+    if (tenant !== undefined && runsSandboxPool(config) && config.sandboxes.maxLifetimeSeconds > tenant.sandboxMaxLifetimeSeconds)
         problems.push(
             `sandboxes.maxLifetimeSeconds: ${config.sandboxes.maxLifetimeSeconds} is above team '${team}''s bound of ${tenant.sandboxMaxLifetimeSeconds}s (the cluster stack's admission policy would refuse every claim): lower it to at most ${tenant.sandboxMaxLifetimeSeconds}, or raise teams.${team}.sandboxMaxLifetimeSeconds in the cluster stack '${ref}'`,
         );

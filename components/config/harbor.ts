@@ -9,6 +9,7 @@
  */
 import { createHash } from "node:crypto";
 import { MAX_TASK_IMAGES } from "./harbor-facts";
+import { sandboxPoolOf } from "./sandbox-providers";
 import type { ParsedConfig } from "./schema";
 import type { HarborTaskImage, PlatformConfig, ResolvedHarbor } from "./types";
 
@@ -60,7 +61,7 @@ export function imageReferenceProblem(ref: string): string | undefined {
 
 /**
  * The Harbor path claims each trial from an agent-sandbox warm pool (python/agent_rl_sandbox/harbor_env.py):
- * the same reasons as the black-box refusals (validate.ts DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED).
+ * the same reasons as the black-box refusals (sandbox-providers.ts DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED).
  */
 function placementProblems(c: PlatformConfig): string[] {
     if (c.training.layout !== "blackbox") {
@@ -73,13 +74,9 @@ function placementProblems(c: PlatformConfig): string[] {
             "harbor: refused on the docker target: each Harbor trial is a claim of an agent-sandbox warm pool (one per task image), and on Docker no sandbox backend drives the fixed pool and the trainer could not read the forwarder's trace, so it would train on the in-sandbox capture proxy's, which the agent's uid can rewrite. Use a Kubernetes target (sandboxes.provider agent-sandbox, its default there)",
         ];
     }
-    if (c.sandboxes.provider !== "agent-sandbox") {
-        const why =
-            c.sandboxes.provider === "hf"
-                ? "hosted (hf) sandboxes have no warm pool per task image, and their agent can forge the trace it is trained on and read the ingress key"
-                : `provider ${c.sandboxes.provider} has no claim backend`;
+    if (sandboxPoolOf(c)?.controller !== "agent-sandbox") {
         return [
-            `harbor: each Harbor trial is a claim of an agent-sandbox warm pool (one per task image); ${why}: set sandboxes.provider to agent-sandbox (the default on Kubernetes)`,
+            `harbor: each Harbor trial is a claim of an agent-sandbox warm pool (one per task image); provider ${c.sandboxes.provider} has no claim backend: set sandboxes.provider to agent-sandbox (the default on Kubernetes)`,
         ];
     }
     return [];

@@ -5,13 +5,14 @@
  */
 import { ENV_CATALOG } from "./catalog";
 import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE } from "./schema";
+import { sandboxProviderRecord } from "./sandbox-providers";
 import type { PlatformConfig } from "./types";
 
 /** What makes the image `field` names: "build <Dockerfile> (<doc>)" or "copy <public image> ...". */
 export function imageSource(c: PlatformConfig, field: string): string {
     if (field === "images.trainer") return `build trainer/${c.training.layout === "blackbox" ? "blackbox" : "whitebox"}/Dockerfile (trainer/README.md)`;
     if (field === "sandboxes.image")
-        return c.sandboxes.provider === "agent-sandbox"
+        return sandboxProviderRecord(c).defaultImage === "required"
             ? "build python/Dockerfile (python/README.md, the sandbox image: the stock OpenEnv sandbox + the runtime on 8888)"
             : `copy the stock sandbox image ${STOCK_SANDBOX_IMAGE} (the default: remove sandboxes.image to use it)`;
     const env = c.envs.find((e) => field === `envs.${e.name}.image`);

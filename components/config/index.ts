@@ -4,8 +4,6 @@ export type { PlatformConfig, ResolvedEnv, Demand } from "./types";
 export { resolveDefaults, computeDemand, isProdStack } from "./resolve";
 export {
     validatePlatform,
-    DOCKER_BLACKBOX_REFUSED,
-    HOSTED_BLACKBOX_REFUSED,
     deployedImages,
     exampleImageProblems,
     placeholderImages,
@@ -13,6 +11,17 @@ export {
     PLACEHOLDER_REGISTRY,
 } from "./validate";
 export { replicasFor } from "./env-sessions";
+export {
+    DOCKER_BLACKBOX_REFUSED,
+    HOSTED_BLACKBOX_REFUSED,
+    SANDBOX_PROVIDER_RECORDS,
+    runsSandboxPool,
+    sandboxPoolOf,
+    takesRolloutKeys,
+    type SandboxPoolFacts,
+    type SandboxProviderRecord,
+} from "./sandbox-providers";
+export { SANDBOX_PROVIDER_NAMES, type SandboxProviderName } from "./terms";
 export { PROGRAMS, PROGRAM_NAMES, CUSTOM_PROGRAM, programFacts, type ProgramFacts, type ProgramFlag, type ProgramName } from "./programs";
 export { dnsEgressFor, validateDns, NODE_LOCAL_DNS_ADDRESS, METADATA_ADDRESS } from "./dns";
 export { validateObservability, observabilityEnabled } from "./observability";

@@ -43,8 +43,8 @@ export interface PlatformNames {
     readonly namespaces: { readonly training: string; readonly ingress: string; readonly envs: string; readonly sandboxes: string };
     /** Kubernetes: the image pull Secret (kubernetes.io/dockerconfigjson) in each of the stack's namespaces, made from the registryAuth secret. */
     readonly pullSecret: string;
-    /** Docker networks: the private training network and the internal sandbox network. */
-    readonly networks: { readonly training: string; readonly sandboxes: string };
+    /** Docker networks: the private training network. */
+    readonly networks: { readonly training: string };
     readonly training: {
         /** The run's Job (a new run is a new Job) / the trainer container. */
         readonly job: string;
@@ -77,7 +77,7 @@ export interface PlatformNames {
         /** cert-manager Certificate and the TLS Secret it writes (tls.mode cert-manager). */
         readonly certificate: string;
         readonly tlsSecret: string;
-        /** URL sandboxes use: the proxy's in-cluster (in-network) address, or the public one for hosted sandboxes. */
+        /** URL sandboxes use: the proxy's in-cluster address (their egress policy admits the proxy pods, not a public load balancer). */
         readonly sandboxUrl: string;
         /** The proxy's in-cluster (Docker: in-network) URL. */
         readonly inClusterUrl: string;
@@ -131,8 +131,6 @@ export function platformNames(c: PlatformConfig): PlatformNames {
     // In-cluster sandboxes (and Docker ones, on the internal network) always take the proxy's
     // own address: their egress policy admits the proxy pods, not a public load balancer.
     const inClusterUrl = k8s ? `${scheme}://${svc(ingressService, ns.ingress)}:${ingressPort}` : `${scheme}://${ingressService}:${ingressPort}`;
-    const publicUrl = c.ingress.exposure !== "cluster" && c.ingress.host ? `https://${c.ingress.host}` : undefined;
-    const sandboxUrl = c.sandboxes.provider === "hf" ? (publicUrl ?? inClusterUrl) : inClusterUrl;
     const envs: Record<string, EnvNames> = {};
     for (const e of c.envs) {
         const routerService = local("env", e.name);
@@ -148,7 +146,7 @@ export function platformNames(c: PlatformConfig): PlatformNames {
         prefix,
         namespaces: ns,
         pullSecret: dnsName([prefix, "registry-pull"]),
-        networks: { training: dnsName([prefix, "training"]), sandboxes: dnsName([prefix, "sandboxes"]) },
+        networks: { training: dnsName([prefix, "training"]) },
         training: {
             job: local("train", c.runId),
             vllm: local("vllm", c.runId, "server"),
@@ -169,9 +167,9 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             config: local("vllm-ingress-config"),
             certificate: local("vllm-ingress"),
             tlsSecret: local("vllm-ingress-tls"),
-            sandboxUrl,
+            sandboxUrl: inClusterUrl,
             inClusterUrl,
-            publicUrl,
+            publicUrl: c.ingress.exposure !== "cluster" && c.ingress.host ? `https://${c.ingress.host}` : undefined,
         },
         sandboxes: {
             template: local("sandbox", c.runId),

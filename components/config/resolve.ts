@@ -4,6 +4,7 @@
  */
 import { resolveHarbor } from "./harbor";
 import { poolSizing } from "./pool-size";
+import { defaultSandboxProvider, SANDBOX_PROVIDER_RECORDS } from "./sandbox-providers";
 import { CUSTOM_PROGRAM } from "./programs";
 import { defaultWsPing, ENV_CATALOG, NON_ROOT_UID, type CatalogEntry } from "./catalog";
 import { DEFAULT_VLLM_IMAGE, STOCK_SANDBOX_IMAGE, type ParsedConfig } from "./schema";
@@ -100,8 +101,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
         gpuSharingFromConfig: t.gpuSharing,
     } as const;
     const demand = computeDemand(training);
-    const defaultProvider = t.layout !== "blackbox" ? "none" : p.target.kind === "kubernetes" ? "agent-sandbox" : "docker";
-    const provider = p.sandboxes.provider ?? defaultProvider;
+    const provider = p.sandboxes.provider ?? defaultSandboxProvider(t.layout, p.target.kind);
     const sizing = poolSizing({
         maxInflight: training.maxInflight,
         headroom: p.sandboxes.headroom,
@@ -128,7 +128,7 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
             provider,
             poolSize: p.sandboxes.poolSize ?? sizing.size,
             sizing,
-            image: p.sandboxes.image ?? (provider === "agent-sandbox" ? "" : STOCK_SANDBOX_IMAGE),
+            image: p.sandboxes.image ?? (SANDBOX_PROVIDER_RECORDS[provider].defaultImage === "required" ? "" : STOCK_SANDBOX_IMAGE),
         },
         ingress: { ...p.ingress, enabled: p.ingress.enabled ?? t.layout === "blackbox" },
         ...(p.harbor !== undefined ? { harbor: resolveHarbor(p.harbor) } : {}),

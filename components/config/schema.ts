@@ -12,7 +12,7 @@ import { CATALOG_NAMES } from "./catalog";
 import { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
 import { HARBOR_AGENTS } from "./harbor-facts";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES } from "./programs";
-import { DTYPES, GPU_SHARING, LAYOUTS, WEIGHT_DTYPES } from "./terms";
+import { DTYPES, GPU_SHARING, LAYOUTS, SANDBOX_PROVIDER_NAMES, WEIGHT_DTYPES } from "./terms";
 
 /** DNS-1123 subdomain: Kubernetes object names, host names. */
 export const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -497,7 +497,7 @@ const envServer = z.strictObject({
 
 const sandboxes = z.strictObject({
     /** Where black-box sandboxes run: agent-sandbox (Kubernetes), none; docker (fixed pool) and hf (hosted) are refused for the black box (validate.ts says why). Default: by target and layout. */
-    provider: z.enum(["agent-sandbox", "docker", "hf", "none"]).optional(),
+    provider: z.enum(SANDBOX_PROVIDER_NAMES).optional(),
     /**
      * Sandbox image; pin by digest. agent-sandbox: required, the image python/Dockerfile builds (the
      * stock OpenEnv opencode sandbox + the runtime on 8888). docker / hf: default STOCK_SANDBOX_IMAGE.

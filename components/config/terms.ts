@@ -18,3 +18,11 @@ export const WEIGHT_DTYPES = ["float32", "bfloat16", "float16"] as const;
 export type WeightDtype = (typeof WEIGHT_DTYPES)[number];
 
 export type TargetKind = "kubernetes" | "docker";
+
+/**
+ * The names `sandboxes.provider` takes. Each has one record in sandbox-providers.ts (what the config knows of it)
+ * and one module in components/sandbox/providers/ (what it renders); both tables are typed over this list, so a
+ * name added here without its record and module fails `npm run typecheck`.
+ */
+export const SANDBOX_PROVIDER_NAMES = ["agent-sandbox", "docker", "hf", "none"] as const;
+export type SandboxProviderName = (typeof SANDBOX_PROVIDER_NAMES)[number];

@@ -7,7 +7,7 @@ import type { TenantOutputs } from "./cluster-schema";
 import type { HarborAgent } from "./harbor-facts";
 import type { PoolSizing } from "./pool-size";
 import type { ParsedConfig } from "./schema";
-import type { GpuSharing, Layout } from "./terms";
+import type { GpuSharing, Layout, SandboxProviderName } from "./terms";
 
 type Parsed = ParsedConfig;
 
@@ -129,7 +129,7 @@ export interface PlatformConfig {
     readonly demand: Demand;
     readonly envs: readonly ResolvedEnv[];
     readonly sandboxes: Omit<Parsed["sandboxes"], "provider" | "poolSize" | "image"> & {
-        readonly provider: "agent-sandbox" | "docker" | "hf" | "none";
+        readonly provider: SandboxProviderName;
         readonly poolSize: number;
         /** The pool the run needs: its burst of claims and the refill margin (pool-size.ts). */
         readonly sizing: PoolSizing;

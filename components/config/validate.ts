@@ -14,6 +14,7 @@ import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
 import { harborProblems } from "./harbor";
 import { poolSizeProblems } from "./pool-size";
+import { runsSandboxPool, sandboxProviderProblems, sandboxProviderRecord } from "./sandbox-providers";
 import { validateObservability } from "./observability";
 import { isSecretEnvName, plainEnv } from "./secrets";
 import { envSessionProblems } from "./env-sessions";
@@ -148,64 +149,10 @@ export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
     return [...image, ...envSessionProblems(e, c.demand)];
 }
 
-/**
- * The docker sandbox pool (components/sandbox/docker.ts) runs the stock image's `sleep`: no runtime serves in it and no
- * sandbox backend drives it, so a black-box run on it would open no sandbox. And a Docker trainer reaches its sandboxes
- * by `docker exec` only, so it could not read the forwarder's trace: it would train on the in-sandbox capture proxy's,
- * which runs as the agent's uid (docs/design/sandbox-trust.md). Refused until a backend reads the forwarder's record.
- */
-export const DOCKER_BLACKBOX_REFUSED =
-    "sandboxes.provider: the docker sandbox pool (the default for layout blackbox on the docker target) is refused: no sandbox backend drives it, and a Docker trainer could not read the forwarder's trace, so it would train on the in-sandbox capture proxy's, which the agent's uid can rewrite. Use a Kubernetes target (provider agent-sandbox, the default there: the forwarder holds the key and records the trace out of the agent's reach)";
-
-/**
- * Hosted sandboxes run OpenEnv's capture proxy as the agent's uid, with the ingress key in its environment: the agent
- * can read the key and rewrite, replace or invent the token ids and logprobs the trainer trains on
- * (docs/design/sandbox-trust.md; python/tests/test_hosted_sandbox.py runs those attacks against the hosted layout).
- * Nothing outside a hosted sandbox records the trace, so a black box on hf is refused, with no override. A white box
- * may still run its model's code on a hosted env server (envs.<name>.external): the trainer generates and holds the
- * trace there and hands no key to the env (test/hosted-whitebox.test.ts).
- */
-export const HOSTED_BLACKBOX_REFUSED =
-    "sandboxes.provider: hosted (hf) sandboxes are refused for the black box: OpenEnv's capture proxy records the token ids and logprobs as the agent's own uid, which can rewrite them, kill the proxy and answer on its port, and read the shared ingress key from its environment (a key to the public ingress, usable from anywhere until rotated), and nothing outside the sandbox records the trace. Use a Kubernetes target with provider agent-sandbox: the forwarder, under another uid, records the trace and holds a per-rollout key out of the agent's reach. (A white-box recipe may run its model's code on a hosted env server, envs.<name>.external: the trainer holds the trace there and no key goes to the env.)";
-
 export function validateSandboxes(c: PlatformConfig): string[] {
-    const s = c.sandboxes;
-    const t = c.training;
-    const errors: string[] = [];
-    if (t.layout === "blackbox" && s.provider === "none") {
-        errors.push(
-            `sandboxes.provider: the black-box layout runs one sandbox per in-flight rollout: ${c.target.kind === "kubernetes" ? "set provider to agent-sandbox" : "use a Kubernetes target (provider agent-sandbox; the docker sandbox pool and hosted sandboxes are refused for the black box)"}`,
-        );
-    }
-    if (t.layout === "blackbox" && s.provider === "docker" && c.target.kind === "docker") errors.push(DOCKER_BLACKBOX_REFUSED);
-    if (t.layout === "blackbox" && s.provider === "hf") errors.push(HOSTED_BLACKBOX_REFUSED);
-    if (t.layout !== "blackbox" && s.provider !== "none") {
-        errors.push(`sandboxes.provider: only the black-box layout uses sandboxes (layout is ${t.layout}): remove sandboxes.provider or set it to none`);
-    }
-    if (s.provider === "agent-sandbox" && c.target.kind !== "kubernetes") {
-        errors.push(
-            `sandboxes.provider: agent-sandbox runs on Kubernetes, but the target is docker: use a Kubernetes target (the docker sandbox pool and hosted sandboxes, provider hf, are refused for the black box)`,
-        );
-    }
-    if (s.provider === "docker" && c.target.kind !== "docker") {
-        errors.push(`sandboxes.provider: the docker sandbox pool needs the docker target: on Kubernetes use agent-sandbox`);
-    }
-    if (s.provider === "agent-sandbox" || s.provider === "docker") errors.push(...poolSizeProblems(s.poolSize, s.sizing));
-    // What hosted sandboxes would need of the ingress (their code stays for a recorder outside the sandbox; refused above).
-    if (s.provider === "hf" && t.layout === "blackbox") {
-        if (c.ingress.exposure === "cluster") {
-            errors.push(
-                `ingress.exposure: hosted (hf) sandboxes call vLLM from outside the cluster: set exposure to ${c.target.kind === "kubernetes" ? "loadbalancer or httproute" : "loadbalancer (the proxy publishes its port on the host)"}`,
-            );
-        }
-        if (!c.ingress.tls.publiclyTrusted) {
-            errors.push(
-                `ingress.tls.publiclyTrusted: hosted (hf) sandboxes need a publicly trusted certificate: use one (e.g. cert-manager with a public ACME issuer) and set publiclyTrusted: true`,
-            );
-        }
-        if (!c.ingress.host) errors.push(`ingress.host: hosted (hf) sandboxes need the public host name of the ingress`);
-    }
-    return errors;
+    const problems = sandboxProviderProblems(c);
+    if (runsSandboxPool(c)) problems.push(...poolSizeProblems(c.sandboxes.poolSize, c.sandboxes.sizing));
+    return problems;
 }
 
 export function validateIngress(c: PlatformConfig): string[] {
@@ -261,9 +208,6 @@ export function validateIngress(c: PlatformConfig): string[] {
                 : `ingress.tls.mode: a published port exposes the keys' bearer tokens to the network in plain HTTP: set tls.mode to files with certFile and keyFile`,
         );
     }
-    if (c.target.kind === "docker" && i.tls.mode === "none" && c.sandboxes.provider === "hf") {
-        errors.push(`ingress.tls.mode: hosted sandboxes reach the Docker host over the internet: set tls.mode to files`);
-    }
     if (i.exposure === "httproute" && !i.gateway) errors.push(`ingress.gateway: exposure httproute needs the parent Gateway (name, namespace)`);
     if (i.exposure !== "cluster" && !i.host) errors.push(`ingress.host: exposure ${i.exposure} needs the public host name sandboxes use`);
     return errors;
@@ -285,9 +229,7 @@ export function deployedImages(c: PlatformConfig): Array<{ field: string; image:
     const routed = c.envs.some((e) => !e.external);
     if (c.ingress.enabled || routed) out.push({ field: "images.nginx", image: c.images.nginx });
     for (const e of c.envs) if (!e.external) out.push({ field: `envs.${e.name}.image`, image: e.image });
-    if (c.sandboxes.provider === "agent-sandbox" || c.sandboxes.provider === "docker" || c.sandboxes.provider === "hf") {
-        out.push({ field: "sandboxes.image", image: c.sandboxes.image });
-    }
+    if (runsSandboxPool(c)) out.push({ field: "sandboxes.image", image: c.sandboxes.image });
     for (const [i, t] of (c.harbor?.taskImages ?? []).entries()) out.push({ field: `harbor.taskImages[${i}].image`, image: t.image });
     // Metrics sidecars: vLLM's metrics-only listener is images.nginx (listed above with the ingress or
     // an env; else added here), the ingress's exporter and mtail beside each proxy.
@@ -398,7 +340,7 @@ export function validateRequiredImages(c: PlatformConfig): string[] {
             );
         }
     }
-    if (c.sandboxes.provider === "agent-sandbox" && c.sandboxes.image === "") {
+    if (sandboxProviderRecord(c).defaultImage === "required" && c.sandboxes.image === "") {
         errors.push(
             `sandboxes.image: required for the agent-sandbox pool: the image python/Dockerfile builds (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest; the stock image has no runtime, so its pods would never become ready`,
         );

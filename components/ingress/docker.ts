@@ -28,7 +28,7 @@ import { publishedMetricsPorts, registerDockerMetricsSidecar } from "../shared/d
 export interface DockerIngressArgs {
     readonly description: IngressDescription;
     /** The private training network (vLLM's) and the internal sandbox network, both created by the Platform. */
-    readonly networks: { readonly training: pulumi.Input<string>; readonly sandboxes?: pulumi.Input<string> };
+    readonly networks: { readonly training: pulumi.Input<string> };
     /** The rendered keys file (secret). */
     readonly keysText: pulumi.Output<string>;
     /** Checksum of config + keys (not secret): a change replaces the container, so nginx reads the new files. */
@@ -136,7 +136,7 @@ function proxyVolumes(d: IngressDescription, v: FileVolumes): docker.types.input
     return volumes;
 }
 
-/** The nginx container, hardened, on both networks, replaced when its config or keys change. */
+/** The nginx container, hardened, on the training network, replaced when its config or keys change. */
 function proxyContainer(
     name: string,
     args: DockerIngressArgs,
@@ -149,7 +149,6 @@ function proxyContainer(
     const d = args.description;
     const sec = d.security;
     const networksAdvanced: docker.types.input.ContainerNetworksAdvanced[] = [{ name: args.networks.training }];
-    if (args.networks.sandboxes !== undefined) networksAdvanced.push({ name: args.networks.sandboxes });
     return new docker.Container(
         `${name}-proxy`,
         {
@@ -165,7 +164,7 @@ function proxyContainer(
             cpus: dockerCpus(d.resources.limits.cpu),
             memory: dockerMemoryMiB(d.resources.limits.memory),
             memorySwap: dockerMemoryMiB(d.resources.limits.memory),
-            // The only container on both networks: it reaches vLLM on one and serves the sandboxes on the other.
+            // On the training network: it reaches vLLM there and publishes its own port on the host.
             networksAdvanced,
             ports: dockerIngressPorts(d),
             volumes: proxyVolumes(d, v),

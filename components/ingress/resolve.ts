@@ -101,7 +101,6 @@ export interface IngressDescription {
         readonly configVolume: string;
         readonly keysVolume: string;
         readonly trainingNetwork: string;
-        readonly sandboxesNetwork: string;
     };
     /** observability.enabled: the exporter and mtail beside each proxy, and who may scrape them; absent when off. */
     readonly metrics?: IngressMetrics;
@@ -189,7 +188,6 @@ function objectNames(names: IngressNames): IngressDescription["names"] {
         configVolume: names.ingress.config,
         keysVolume: names.ingress.keysSecret,
         trainingNetwork: names.networks.training,
-        sandboxesNetwork: names.networks.sandboxes,
     };
 }
 

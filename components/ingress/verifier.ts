@@ -9,6 +9,7 @@
  * agent-sandbox (the only provider with a claim backend that mints and revokes); Docker pools have no
  * claim backend, hosted sandboxes (hf) no per-claim config. Pure; imports only the folder's model.
  */
+import { takesRolloutKeys } from "../config/sandbox-providers";
 import { dnsName, podLabels } from "../config/names";
 import type { IngressConfig, IngressNames, IngressPeerPods } from "./model";
 
@@ -49,9 +50,9 @@ export interface RolloutKeyVerifier {
     readonly names: { readonly deployment: string; readonly service: string; readonly secret: string; readonly networkPolicy: string };
 }
 
-/** Whether the stack renders the verifier: Kubernetes with an agent-sandbox pool. */
+/** Whether the stack renders the verifier: Kubernetes with a pool whose forwarders take per-rollout keys (config/sandbox-providers.ts). */
 export function rolloutKeysApply(config: IngressConfig): boolean {
-    return config.target.kind === "kubernetes" && config.sandboxes?.provider === "agent-sandbox";
+    return config.target.kind === "kubernetes" && config.sandboxes !== undefined && takesRolloutKeys({ sandboxes: config.sandboxes });
 }
 
 /** The verifier of a stack where it applies, else undefined. */

@@ -22,7 +22,7 @@ export interface VllmIngressArgs {
     /** Kubernetes: the ingress namespace (the Platform's Namespace output, so objects wait for it). @default description.names.namespace */
     readonly namespace?: pulumi.Input<string>;
     /** Docker: the private training network (required) and the internal sandbox network (when sandboxes run on Docker). */
-    readonly networks?: { readonly training: pulumi.Input<string>; readonly sandboxes?: pulumi.Input<string> };
+    readonly networks?: { readonly training: pulumi.Input<string> };
     /**
      * Resolves to what serves vLLM once it is registered (the TrainingNode's `upstream`: the vLLM
      * Service on Kubernetes, the vLLM container on Docker): nginx resolves the upstream name at
@@ -106,16 +106,14 @@ export class VllmIngress extends pulumi.ComponentResource {
             this.namespace = service.metadata.namespace;
         } else {
             if (args.networks === undefined)
-                throw new pulumi.RunError(
-                    `VllmIngress ${name}: the docker target needs args.networks.training (vLLM's private network) and, with Docker sandboxes, args.networks.sandboxes`,
-                );
+                throw new pulumi.RunError(`VllmIngress ${name}: the docker target needs args.networks.training (vLLM's private network)`);
             const { container } = registerDockerIngress(
                 name,
                 { description: d, networks: args.networks, keysText, checksum, upstreamReady: args.upstreamReady },
                 this,
             );
             this.serviceName = container.name;
-            this.namespace = pulumi.output(args.networks.sandboxes ?? args.networks.training);
+            this.namespace = pulumi.output(args.networks.training);
         }
 
         this.sandboxUrl = pulumi.output(d.urls.sandbox);

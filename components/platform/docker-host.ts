@@ -65,11 +65,6 @@ export function dockerHostNeeds(plan: PlatformPlan): DockerHostNeeds | undefined
         );
         add(`env \`${e.name}\` session counters' relay`, 1, relay.cpu, relay.memory);
     }
-    const sb = plan.sandboxes;
-    if (sb?.provider === "docker") {
-        add("sandboxes", sb.names.containers.length, sb.cpu, sb.memory, "sandboxes.poolSize / cpu / memory");
-        add("sandbox key forwarders", sb.names.containers.length, sb.forwarder.cpu, sb.forwarder.memory, "sandboxes.poolSize");
-    }
     const gpus = [...new Set([...(t.vllm?.gpuDevices ?? []), ...t.trainer.gpuDevices])].sort((a, b) => a - b);
     return {
         shares,

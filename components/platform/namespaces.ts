@@ -7,6 +7,7 @@ import * as docker from "@pulumi/docker";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlatformSecrets } from "../config/load";
+import { runsSandboxPool } from "../config/sandbox-providers";
 import { podSecurityLabels, ROLE_LABEL } from "../config/tenancy";
 import { ADOPT, defaultDenyIngressSpec } from "../shared/kubernetes";
 import type { PlatformPlan } from "./model";
@@ -16,14 +17,14 @@ type Role = keyof PlatformPlan["names"]["namespaces"];
 /**
  * The roles whose namespace the stack makes (Kubernetes): training always; ingress, envs and
  * sandboxes only where something of this stack runs in them (a white-box run has no ingress or
- * sandboxes, an external env deploys nothing, hosted sandboxes run elsewhere).
+ * sandboxes, an external env deploys nothing).
  */
 export function namespaceRoles(config: PlatformPlan["config"]): Array<Role> {
     return [
         "training" as const,
         ...(config.ingress.enabled ? (["ingress"] as const) : []),
         ...(config.envs.some((e) => e.external === undefined) ? (["envs"] as const) : []),
-        ...(config.sandboxes.provider === "agent-sandbox" ? (["sandboxes"] as const) : []),
+        ...(runsSandboxPool(config) ? (["sandboxes"] as const) : []),
     ];
 }
 
@@ -101,15 +102,11 @@ function namespaceObject(name: string, plan: PlatformPlan, role: Role, child: pu
     );
 }
 
-/** Docker: the training network reaches the internet (model downloads); the sandbox network is internal: its only other member is the ingress proxy. */
+/** Docker: the training network, which reaches the internet (model downloads); no sandbox runs on Docker (config/sandbox-providers.ts). */
 function dockerNetworks(name: string, plan: PlatformPlan, child: pulumi.CustomResourceOptions): Record<string, pulumi.Output<string>> {
     const names = plan.names;
     const namespaces: Record<string, pulumi.Output<string>> = {};
     const training = new docker.Network(`${name}-net-training`, { name: names.networks.training, driver: "bridge", internal: false }, child);
     namespaces.training = training.name;
-    if (plan.config.sandboxes.provider === "docker") {
-        const sandboxes = new docker.Network(`${name}-net-sandboxes`, { name: names.networks.sandboxes, driver: "bridge", internal: true }, child);
-        namespaces.sandboxes = sandboxes.name;
-    }
     return namespaces;
 }

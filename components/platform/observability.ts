@@ -3,6 +3,7 @@
  * (components/observability, handed down through resolvePlatform), and what the run's rules and
  * dashboard see of the plan (which parts run, the capacity numbers plan.md states).
  */
+import { runsSandboxPool } from "../config/sandbox-providers";
 import { INGRESS_MTAIL, SESSION_COUNTER, programText, renderVllmMetricsProxy, type ObservedStack } from "../observability";
 import { dnsName, type PlatformNames } from "../config/names";
 import type { MetricsPrograms } from "../shared/metrics-pods";
@@ -44,7 +45,7 @@ export function observedStack(plan: Pick<PlatformPlan, "config" | "names" | "env
         trainer: plan.training.metrics !== undefined && plan.config.target.kind === "kubernetes",
         ingress: plan.ingress !== undefined,
         sandboxPool:
-            pool !== undefined && pool.provider === "agent-sandbox" && plan.config.target.kind === "kubernetes"
+            pool !== undefined && runsSandboxPool(plan.config) && plan.config.target.kind === "kubernetes"
                 ? pool.pools.some((p) => p.taskKey !== undefined)
                     ? { template: pool.pools[0].template, poolSize: pool.poolSize, burst: pool.sizing.burst, templates: pool.pools.map((p) => p.template) }
                     : { template: n.sandboxes.template, poolSize: pool.poolSize, burst: pool.sizing.burst }

@@ -117,7 +117,7 @@ function registerIngress(
             description: plan.ingress,
             suppliedKeys: secrets.ingressKeys,
             namespace: namespaces.ingress,
-            networks: plan.config.target.kind === "docker" ? { training: namespaces.training, sandboxes: namespaces.sandboxes } : undefined,
+            networks: plan.config.target.kind === "docker" ? { training: namespaces.training } : undefined,
             upstreamReady,
         },
         child,
@@ -148,7 +148,6 @@ function registerSandboxPool(
                 podLabels: podLabels("trainer", names.training.job),
             },
             namespace: namespaces.sandboxes,
-            network: namespaces.sandboxes,
         },
         child,
     );

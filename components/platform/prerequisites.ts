@@ -2,6 +2,7 @@
  * What a stack uses but neither creates nor checks: each external reference of a config, with the
  * symptom of its absence and a command that checks it (plan.md lists them, `pulumi up` logs them).
  */
+import { sandboxPoolOf } from "../config/sandbox-providers";
 import { SANDBOX_CONTROLLER_LABEL } from "../config/cluster-schema";
 import type { PlatformConfig } from "../config/types";
 import { AGENT_SANDBOX_VERSION } from "../sandbox";
@@ -118,7 +119,7 @@ function kueue(config: PlatformConfig, t: KubernetesTarget, names: Names): Prere
 /** sandboxes.provider agent-sandbox: the RuntimeClass, and the controller with its CRDs. */
 function sandboxController(config: PlatformConfig): Prerequisite[] {
     const sb = config.sandboxes;
-    if (sb.provider !== "agent-sandbox") return [];
+    if (sandboxPoolOf(config)?.controller !== "agent-sandbox") return [];
     const out: Prerequisite[] = [];
     if (sb.runtimeClassName !== undefined) {
         out.push({

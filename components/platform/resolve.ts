@@ -3,6 +3,7 @@
  * every component's target-neutral description; any problem anywhere ends the run here,
  * all problems together, before the first resource is registered.
  */
+import { refusedProviderProblems, runsSandboxPool } from "../config/sandbox-providers";
 import { ConfigError } from "../config/errors";
 import { tenantQuotaProblems } from "./tenancy";
 import { platformNames, validateNames, type PlatformNames } from "../config/names";
@@ -51,7 +52,7 @@ interface Described {
 
 export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence = { hfToken: false }, options: PlatformResolveOptions = {}): PlatformPlan {
     const names = platformNames(config);
-    const problems = [...validateNames(names)];
+    const problems = [...validateNames(names), ...refusedProviderProblems(config)];
     const metrics = metricsLinks(config, names, options);
     const warnings = platformWarnings(config, names);
     const resolved = resolveComponents(config, names, metrics, problems);
@@ -79,13 +80,13 @@ function metricsLinks(config: PlatformConfig, names: PlatformNames, options: Pla
 function resolveComponents(config: PlatformConfig, names: PlatformNames, metrics: MetricsLinks | undefined, problems: string[]): Resolved {
     const envs = config.envs.map((env) => collect(problems, () => resolveEnvSpace(config, env, names, metrics)));
     const ingress = config.ingress.enabled ? collect(problems, () => resolveVllmIngress(config, names, metrics)) : undefined;
-    const sandboxes = config.sandboxes.provider === "none" ? undefined : collect(problems, () => resolveSandboxPool(config, names));
+    const sandboxes = runsSandboxPool(config) ? collect(problems, () => resolveSandboxPool(config, names)) : undefined;
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([env, n]) => [env, n.url]));
-    const egressPeers = trainerEgressPeers(config, envs, ingress, sandboxes);
+    const egressPeers = trainerEgressPeers(envs, ingress, sandboxes);
     const training = collect(problems, () =>
         resolveTrainingNode(config, names, {
             envUrls,
-            sandbox: sandboxes ? sandboxLink(names, config, ingress, sandboxes, problems) : undefined,
+            sandbox: sandboxes ? sandboxLink(names, ingress, sandboxes, problems) : undefined,
             egressPeers,
             metrics,
         }),
@@ -100,16 +101,15 @@ function resolveComponents(config: PlatformConfig, names: PlatformNames, metrics
  */
 function sandboxLink(
     names: PlatformNames,
-    config: PlatformConfig,
     ingress: IngressDescription | undefined,
     sandboxes: SandboxDescription,
     problems: string[],
 ): NonNullable<TrainingLinks["sandbox"]> {
-    const base = { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: sandboxes.trainerEnv };
+    const base = { url: names.ingress.sandboxUrl, trainerEnv: sandboxes.trainerEnv };
     const verifier = ingress?.rolloutKeys;
     const keyPort = sandboxes.forwarder.keyPort;
     if ((verifier === undefined) !== (keyPort === undefined)) {
-        // Both sides are decided by the same rule (Kubernetes + agent-sandbox); a drift would leave keys unminted or undeliverable.
+        // Both sides are decided by the same rule (config/sandbox-providers.ts takesRolloutKeys); a drift would leave keys unminted or undeliverable.
         problems.push(
             `sandboxes: the rollout-key verifier is ${verifier ? "rendered" : "not rendered"} but the forwarders ${keyPort ? "take" : "do not take"} a rollout key: both or neither`,
         );
@@ -120,12 +120,7 @@ function sandboxLink(
 }
 
 /** Who the trainer talks to inside the stack (its egress allow-list on Kubernetes). */
-function trainerEgressPeers(
-    config: PlatformConfig,
-    envs: Resolved["envs"],
-    ingress: IngressDescription | undefined,
-    sandboxes: SandboxDescription | undefined,
-): EgressPeer[] {
+function trainerEgressPeers(envs: Resolved["envs"], ingress: IngressDescription | undefined, sandboxes: SandboxDescription | undefined): EgressPeer[] {
     const egressPeers: EgressPeer[] = [];
     for (const e of envs) {
         if (e?.kind === "deployed")
@@ -136,7 +131,7 @@ function trainerEgressPeers(
     const verifier = ingress?.rolloutKeys;
     if (verifier)
         egressPeers.push({ what: "rollout key verifier", namespace: ingress.names.namespace, podLabels: verifier.podLabels, port: verifier.adminPort });
-    if (sandboxes && config.sandboxes.provider === "agent-sandbox") {
+    if (sandboxes) {
         egressPeers.push({ what: "sandboxes", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: sandboxes.port });
         // The forwarders' trace port (docs/design/sandbox-trust.md): the trainer reads the training trace there.
         egressPeers.push({ what: "sandbox traces", namespace: sandboxes.names.namespace, podLabels: sandboxes.labels, port: sandboxes.forwarder.tracePort });

@@ -28,7 +28,7 @@ export function tenantQuotaProblems(config: PlatformConfig, sandboxes: SandboxDe
     if (training?.gpus !== undefined && gpus > training.gpus)
         over("training", `${config.target.gpuResourceName}`, training.gpus, gpus, "lower training.vllmGpus / trainerGpus / nodes");
     const pool = tenant.quotas.sandboxes;
-    if (sandboxes !== undefined && config.sandboxes.provider === "agent-sandbox" && pool !== undefined) {
+    if (sandboxes !== undefined && pool !== undefined) {
         const q = sandboxes.quota;
         // The Harbor path holds a warm pool per task image: fewer images is a fix too.
         const harbor = sandboxes.pools.filter((p) => p.taskKey !== undefined).length;

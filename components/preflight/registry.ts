@@ -120,12 +120,9 @@ export function dockerProviderServes(entry: string, image: string): boolean {
     return dockerProviderKey(entry) === host || (DOCKER_HUB_CONFIG_KEYS.includes(entry) && DOCKER_HUB_PULL_HOSTS.includes(host));
 }
 
-/**
- * The images the target pulls, with the field that sets each: every deployed image but hosted (hf)
- * sandboxes', which the hosting service runs.
- */
+/** The images the target pulls, with the field that sets each: every deployed image that names one. */
 export function pulledImages(c: PlatformConfig): Array<{ field: string; image: string }> {
-    return deployedImages(c).filter((i) => !(i.field === "sandboxes.image" && c.sandboxes.provider === "hf") && i.image !== "");
+    return deployedImages(c).filter((i) => i.image !== "");
 }
 
 const DOCKER_HUB_KEYS = ["docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com"];

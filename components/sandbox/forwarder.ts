@@ -2,6 +2,7 @@
  * The key-holding forwarder beside every sandbox (model.ts SandboxForwarder says why the key lives
  * there), and where the agent's side sends its model calls. Pure.
  */
+import { takesRolloutKeys } from "../config/sandbox-providers";
 import { sandboxForwarderCommand } from "./commands";
 import {
     FORWARDER_CPU,
@@ -15,22 +16,8 @@ import {
     type SandboxForwarder,
 } from "./model";
 
-/** The forwarder's URL on the pod's loopback. */
-const FORWARDER_URL = `http://127.0.0.1:${SANDBOX_FORWARDER_PORT}`;
-
-/** What the agent's side calls: hosted sandboxes (hf) have no forwarder, they call the ingress themselves with the key the trainer hands them. */
-export function agentUpstreamOf(provider: SandboxConfig["sandboxes"]["provider"], ingressUrl: string): string {
-    return provider === "hf" ? ingressUrl : FORWARDER_URL;
-}
-
-/**
- * Whether the pool's forwarders take a per-rollout key from the trainer: Kubernetes agent-sandbox pools, the
- * only ones with a claim backend that marks a rollout's start and end (components/ingress/verifier.ts renders
- * the verifier for exactly these).
- */
-export function takesRolloutKeys(config: Pick<SandboxConfig, "sandboxes" | "target">): boolean {
-    return config.target.kind === "kubernetes" && config.sandboxes.provider === "agent-sandbox";
-}
+/** The forwarder's URL on the pod's loopback: what the agent's side calls (the capture proxy's upstream). */
+export const FORWARDER_URL = `http://127.0.0.1:${SANDBOX_FORWARDER_PORT}`;
 
 /** The forwarder: loopback only, the ingress as upstream, a uid of its own beside the sandbox's. */
 export function forwarderDescription(config: Pick<SandboxConfig, "sandboxes" | "target">, ingressUrl: string): SandboxForwarder {

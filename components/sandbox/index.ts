@@ -42,4 +42,4 @@ export {
     type IngressPeer,
     type TrainerPeer,
 } from "./kubernetes";
-export { dockerSandboxCommand } from "./docker";
+export { SANDBOX_PROVIDERS, type SandboxPoolOutputs, type SandboxProviderModule } from "./providers";

@@ -130,7 +130,7 @@ export interface SandboxForwarder {
     readonly tracePort: number;
     /**
      * Kubernetes agent-sandbox pools: the one-time rollout-key delivery port on the pod IP (`--key-port`), which the
-     * trainer mints a key for each claim and hands over on. Absent elsewhere (Docker has no claim backend). @default undefined
+     * trainer mints a key for each claim and hands over on. Absent where the pool takes no per-rollout keys (config/sandbox-providers.ts rolloutKeys). @default undefined
      */
     readonly keyPort?: number;
     /** What the agent's side calls: `--sandbox-vllm-url` of TRL's script, the capture proxy's upstream. */
@@ -191,7 +191,7 @@ export interface SandboxDescription {
     readonly runtimeClassName?: string;
     /** PriorityClass of the sandbox pods (sandboxes.priorityClassName, or the cluster stack's). */
     readonly priorityClassName?: string;
-    /** Warm pool size (Kubernetes) / fixed pool size (Docker). */
+    /** Warm pool size. */
     readonly poolSize: number;
     /** The pool the run needs: its burst of claims (maxInflight x rollout workers) and the refill margin. */
     readonly sizing: PoolSizing;
@@ -211,7 +211,7 @@ export interface SandboxDescription {
     readonly env: Readonly<Record<string, string>>;
     /** The ingress URL the forwarder calls (vLLM's /v1/chat/completions behind the authenticated proxy). */
     readonly upstreamUrl: string;
-    /** The key-holding forwarder of every sandbox (agent-sandbox and docker pools). */
+    /** The key-holding forwarder of every sandbox. */
     readonly forwarder: SandboxForwarder;
     /** Pod labels of every sandbox: the shared podLabels convention plus the run label. */
     readonly labels: Readonly<Record<string, string>>;
@@ -222,7 +222,6 @@ export interface SandboxDescription {
      * pool's policy selects its own sandboxes only (other runs of the team share the namespace).
      */
     readonly team?: string;
-    readonly hfFlavor: string;
     readonly names: {
         readonly namespace: string;
         /** The run's pool's (off the Harbor path; a Harbor path's pools are `pools`); the per-pool objects' names derive from warmPool. */
@@ -236,10 +235,6 @@ export interface SandboxDescription {
         /** Cluster-scoped: carries the stack prefix and the run id. */
         readonly admissionPolicy: string;
         readonly admissionBinding: string;
-        /** Docker network of the sandboxes (internal; its only other member is the ingress). */
-        readonly network: string;
-        /** Docker container names (empty on other providers). */
-        readonly containers: readonly string[];
     };
     /** Kubernetes: the templates and warm pools (one, or one per Harbor task image). */
     readonly pools: readonly SandboxPoolSpec[];

@@ -1,7 +1,7 @@
 /**
- * How a sandbox's agent process runs, the same on both targets: a non-root uid on a read-only root
- * with three writable emptyDirs / tmpfs, and the env that points its caches at HOME and its
- * upstream at the forwarder (or, for hosted sandboxes, at the ingress). Pure.
+ * How a sandbox's agent process runs: a non-root uid on a read-only root
+ * with three writable emptyDirs, and the env that points its caches at HOME and its
+ * upstream at the forwarder. Pure.
  */
 import { SANDBOX_HOME, SANDBOX_URL_ENV, type SandboxConfig, type SandboxSecurity } from "./model";
 

@@ -211,7 +211,7 @@ function trainerContainer(s: Scope, vllm: docker.Container | undefined, waitFor:
             // A training run ends: the provider must not expect it to keep running or restart it.
             mustRun: false,
             restart: "no",
-            volumes: [...volumes(t.mounts, d), ...(d.dockerSocket ? [{ hostPath: d.dockerSocket.hostPath, containerPath: d.dockerSocket.containerPath }] : [])],
+            volumes: volumes(t.mounts, d),
             ...HARDENING,
         },
         { ...s.child, dependsOn: [...(vllm ? [vllm] : []), ...waitFor], deleteBeforeReplace: true },

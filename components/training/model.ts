@@ -63,8 +63,6 @@ export const MODEL_CACHE_PATH = "/cache";
 export const CHECKPOINT_ROOT = "/checkpoints";
 /** Kubernetes container names (the podFailurePolicy and `kubectl logs -c` use them). */
 export const CONTAINER = { vllm: "vllm", trainer: "trainer" } as const;
-/** The Docker daemon's socket on the GPU host (Docker's default). */
-export const DOCKER_SOCKET = "/var/run/docker.sock";
 /** Secret env var names, decided once for both targets. */
 export const SECRET_ENV = { hfToken: "HF_TOKEN", sandboxKey: "SANDBOX_API_KEY", rolloutAdminKey: "SANDBOX_ROLLOUT_ADMIN_KEY" } as const;
 
@@ -90,8 +88,6 @@ export interface TrainingLinks {
     readonly sandbox?: {
         /** The ingress URL sandboxes call (`--sandbox-vllm-url`). */
         readonly url: string;
-        /** Sandbox provider (agent-sandbox, docker, hf). */
-        readonly provider: string;
         /** The pool's env vars for the trainer (non-secret). */
         readonly trainerEnv: Readonly<Record<string, string>>;
         /**
@@ -302,13 +298,6 @@ export interface TrainingDescription {
     readonly roleRunner?: RoleRunner;
     /** The program files of the training pods (vLLM's listener config, the role runner and its module): one ConfigMap mounted read-only at METRICS_PROGRAM_DIR; absent when none. */
     readonly programs?: { readonly configMap: string; readonly files: readonly MetricsFile[] };
-    /**
-     * Docker black box with the Docker sandbox pool: the host's Docker socket, mounted into the
-     * trainer, which reaches its sandboxes with `docker exec` (they sit on an internal network it
-     * is not on). This gives the trainer control of the host's Docker daemon: the trainer is
-     * trusted code; the sandboxes never get the socket.
-     */
-    readonly dockerSocket?: { readonly hostPath: string; readonly containerPath: string };
 }
 
 export interface TrainingMetrics {

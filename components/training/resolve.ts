@@ -3,6 +3,7 @@
  * assignment, probe and volume of the training node is decided once, for both targets, each in the
  * file named for it (the steps below); `kubernetes.ts` and `docker.ts` only translate this description.
  */
+import { runsSandboxPool } from "../config/sandbox-providers";
 import { dnsName, podLabels } from "../config/names";
 import { ConfigError } from "../config/errors";
 import { programFacts } from "../config/programs";
@@ -74,16 +75,15 @@ export function resolveTrainingNode(config: TrainingConfig, names: TrainingNames
         kueueQueue: config.target.kind === "kubernetes" ? config.target.kueueQueue : undefined,
         scheduling: scheduling(config),
         modelLoadSeconds: config.training.modelLoadSeconds,
-        dockerSocket: trainer.dockerSocket,
         metrics,
         roleRunner: trainer.roleRunner,
         programs: programs(names, metrics, trainer.roleRunner),
     };
 }
 
-/** Only a black-box trainer on agent-sandbox talks to the API server (it claims sandboxes). */
+/** Only a black-box trainer with a warm pool talks to the API server (it claims sandboxes). */
 function claimsSandboxes(config: TrainingConfig): boolean {
-    return config.training.layout === "blackbox" && config.sandboxes.provider === "agent-sandbox";
+    return config.training.layout === "blackbox" && runsSandboxPool(config);
 }
 
 /** Black box: the address the ingress proxies to, and the ClusterIP Service in front of vLLM with who may reach it. */

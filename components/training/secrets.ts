@@ -23,8 +23,6 @@ export function mintsRolloutKeys(config: TrainingConfig, links: TrainingLinks): 
 /** The trainer's secret env vars the platform sets (extraEnv's references come beside them, trainer.ts). */
 export function trainerSecretEnv(config: TrainingConfig, links: TrainingLinks): Record<string, SecretName> {
     const secretEnv: Record<string, SecretName> = hfSecretEnv();
-    // Only hosted sandboxes get the key from the trainer; a pool's forwarder holds it itself.
-    if (config.training.layout === "blackbox" && config.sandboxes.provider === "hf") secretEnv[SECRET_ENV.sandboxKey] = "sandboxKey";
     // The verifier's admin key: mint a key per claim, revoke it at the claim's end (never the agent's: the trainer's pod only).
     if (mintsRolloutKeys(config, links)) secretEnv[SECRET_ENV.rolloutAdminKey] = "rolloutAdminKey";
     return secretEnv;

@@ -5,7 +5,7 @@
 import type { ProgramFacts } from "../config/programs";
 import { plainEnv } from "../config/secrets";
 import { type GpuSplit, visibleDevices } from "./gpus";
-import { DOCKER_SOCKET, type MultiNodeDescription, type SecretName, type TrainingConfig, type TrainingLinks } from "./model";
+import type { MultiNodeDescription, SecretName, TrainingConfig, TrainingLinks } from "./model";
 import { modelCacheEnv, runOutputDir } from "./volumes";
 
 /** What the reserved env is built from, beside the config and links. */
@@ -15,17 +15,11 @@ export interface TrainerEnvParts {
     readonly vllmUrl: string;
     readonly gpus: GpuSplit;
     readonly multiNode?: MultiNodeDescription;
-    readonly dockerSocket?: { readonly hostPath: string; readonly containerPath: string };
 }
 
 /** Env var name for an env server's URL: `ENV_<NAME>_URL`. */
 export function envUrlVar(envName: string): string {
     return `ENV_${envName.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}_URL`;
-}
-
-/** Docker black box with the Docker sandbox pool: the host's Docker socket for the trainer (TrainingDescription.dockerSocket). */
-export function dockerSocketOf(config: TrainingConfig, links: TrainingLinks): { hostPath: string; containerPath: string } | undefined {
-    return config.target.kind === "docker" && links.sandbox?.provider === "docker" ? { hostPath: DOCKER_SOCKET, containerPath: DOCKER_SOCKET } : undefined;
 }
 
 /** The env the platform sets on the trainer from the run's config and links. */
@@ -41,9 +35,7 @@ export function reservedTrainerEnv(config: TrainingConfig, links: TrainingLinks,
         ...(multiNode ? { ...multiNode.derivedEnv, ...Object.fromEntries(Object.keys(multiNode.labelEnv).map((k) => [k, "(downward API)"])) } : {}),
     };
     for (const [envName, url] of Object.entries(links.envUrls)) reservedEnv[envUrlVar(envName)] = url;
-    if (parts.dockerSocket) reservedEnv.DOCKER_HOST = `unix://${parts.dockerSocket.containerPath}`;
     if (links.sandbox) {
-        reservedEnv.SANDBOX_PROVIDER = links.sandbox.provider;
         for (const [k, v] of Object.entries(links.sandbox.trainerEnv)) reservedEnv[k] = v;
     }
     return reservedEnv;

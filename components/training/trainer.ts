@@ -18,7 +18,7 @@ import {
 import { trainerRunner } from "./role-runner";
 import { referencedSecretEnv, trainerSecretEnv } from "./secrets";
 import { trainerCommand } from "./trainer-command";
-import { dockerSocketOf, extraEnvProblems, reservedTrainerEnv, trainerEnv } from "./trainer-env";
+import { extraEnvProblems, reservedTrainerEnv, trainerEnv } from "./trainer-env";
 
 /** What the trainer is built from, beside the config, names and links. */
 export interface TrainerParts {
@@ -37,15 +37,13 @@ export interface TrainerParts {
 export interface TrainerDescription {
     readonly container: ContainerDescription;
     readonly roleRunner?: RoleRunner;
-    readonly dockerSocket?: { readonly hostPath: string; readonly containerPath: string };
 }
 
 export function trainerOf(config: TrainingConfig, names: TrainingNames, links: TrainingLinks, parts: TrainerParts, problems: string[]): TrainerDescription {
     const t = config.training;
     const { gpus, multiNode, metrics } = parts;
     const command = trainerCommand(config, parts.program, { vllmUrl: parts.vllmUrl, links, multiNode }, problems);
-    const dockerSocket = dockerSocketOf(config, links);
-    const reservedEnv = reservedTrainerEnv(config, links, { program: parts.program, vllmUrl: parts.vllmUrl, gpus, multiNode, dockerSocket });
+    const reservedEnv = reservedTrainerEnv(config, links, { program: parts.program, vllmUrl: parts.vllmUrl, gpus, multiNode });
     const platformSecretEnv = trainerSecretEnv(config, links);
     problems.push(...extraEnvProblems(config, gpus, reservedEnv, platformSecretEnv));
     const secretEnv = { ...referencedSecretEnv(t.extraEnv), ...platformSecretEnv };
@@ -73,5 +71,5 @@ export function trainerOf(config: TrainingConfig, names: TrainingNames, links: T
         memory: t.trainerMemory,
         mounts: parts.mounts,
     };
-    return { container, roleRunner: runner.roleRunner, dockerSocket };
+    return { container, roleRunner: runner.roleRunner };
 }

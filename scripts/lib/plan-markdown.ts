@@ -69,7 +69,7 @@ export function renderMermaid(plan: PlatformPlan): string {
         lines.push(`  ingress["vLLM ingress (nginx)<br/>bearer keys, allow-list"]`);
         lines.push(`  ingress -->|"/v1/chat/completions, /v1/models"| vllm`);
     }
-    if (c.sandboxes.provider !== "none") {
+    if (plan.sandboxes !== undefined) {
         const pools = harborPools(plan.sandboxes).length;
         const size = pools > 0 ? `${pools} pools of ${c.sandboxes.poolSize} (one per task image)` : `pool ${c.sandboxes.poolSize}`;
         lines.push(`  sandboxes["${c.sandboxes.provider} sandboxes<br/>${size}, ${c.training.maxInflight} in flight"]`);
@@ -83,17 +83,6 @@ export function renderMermaid(plan: PlatformPlan): string {
 function dockerEnvWhere(plan: PlatformPlan, envName: string): string {
     const d = plan.envs.find((e) => e.name === envName);
     return d?.kind === "deployed" ? `${d.replicaNetwork} (router also on ${d.network})` : plan.names.networks.training;
-}
-
-/** What mounting the host's Docker socket into the trainer means (Docker black box with the Docker sandbox pool). */
-export function dockerSocketNote(socket: string): string {
-    return (
-        `The trainer gets the host's Docker socket (\`${socket}\`, as DOCKER_HOST) to \`docker exec\` into its sandboxes. ` +
-        `Whoever controls the trainer's image or script controls the Docker daemon, which is **root on the GPU host** ` +
-        `(it can start a privileged container or bind-mount \`/\`): trust the trainer image as you trust the host's admins. ` +
-        `Sandboxes, env servers, vLLM and the ingress never get the socket. No narrower path is deployed ` +
-        `(a socket proxy allowing only exec into the pool's labelled containers would be one).`
-    );
 }
 
 /** The plan row saying how long a client gone without closing (half-open) holds an env slot. */
@@ -163,7 +152,7 @@ function harborPoolRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent: strin
     ];
 }
 
-/** The pool's settings as its target carries them out (Docker has no claims, admission policy or quota). */
+/** The pool's settings as agent-sandbox carries them out. */
 function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent?: string): string[][] {
     const z = sb.sizing;
     const pool = ["pool", `${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each`];
@@ -176,28 +165,6 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent?: string)
                 : `; the pool is ${sb.poolSize} (sandboxes.poolSize), ${sb.poolSize > z.size ? `${sb.poolSize - z.size} above` : `${z.size - sb.poolSize} below: a burst leaves ${sb.poolSize - z.burst} warm`}`),
     ];
     const run = ["run label", `${sb.runLabel}=${sb.runId}`];
-    if (sb.provider === "docker") {
-        return [
-            [
-                "pool",
-                `${sb.poolSize} containers, fixed (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each (Docker limits)`,
-            ],
-            sizing,
-            [
-                "lifetime",
-                `each container ends ${sb.deadlineSeconds} s after it starts (its PID 1 is \`sleep ${sb.deadlineSeconds}\`, restart no): warm wait ${sb.maxWarmWaitSeconds} s + lifetime ${sb.maxLifetimeSeconds} s; no per-claim limit`,
-            ],
-            [
-                "isolation",
-                `runc (the docker target sets no runtime), uid ${sb.security.runAsUser}, every capability dropped, no-new-privileges, read-only root, only the internal sandbox network`,
-            ],
-            [
-                "training trace",
-                `each forwarder (uid ${sb.forwarder.runAsUser}) records the model's token ids and logprobs on TCP ${sb.forwarder.tracePort}, but the Docker trainer reaches its sandboxes by \`docker exec\` only: the trace it trains on is the in-sandbox capture proxy's, which the agent's uid can rewrite (docs/design/sandbox-trust.md)`,
-            ],
-            run,
-        ];
-    }
     const harbor = agent !== undefined ? harborPoolRows(sb, agent) : [];
     return [
         ...(harbor.length > 0 ? harbor : [pool]),
@@ -215,16 +182,6 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent?: string)
             `recorded by each pod's forwarder (uid ${sb.forwarder.runAsUser}, ports held from before the agent starts), read by the trainer on TCP ${sb.forwarder.tracePort}; refused from inside the pod (docs/design/sandbox-trust.md)`,
         ],
         run,
-    ];
-}
-
-/** Hosted sandboxes: nothing of theirs can be hidden from the agent, and nothing checks the trace. */
-function hostedSandboxesSection(): string[] {
-    return [
-        "## Sandboxes (hosted)",
-        "",
-        "Hosted sandboxes (`sandboxes.provider: hf`) run OpenEnv's capture proxy as the agent's own uid, with no forwarder: the agent can read the proxy's memory and environment, rewrite the token ids and logprobs it records, kill it and answer on its port. The trace the trainer trains on is whatever the sandbox returns. So the config refuses them for the black box, with no override (components/config/validate.ts HOSTED_BLACKBOX_REFUSED): use `agent-sandbox` on a Kubernetes target (docs/design/sandbox-trust.md).",
-        "",
     ];
 }
 
@@ -306,7 +263,6 @@ export function renderPlanMarkdown(
         ...ingressSection(plan),
         ...sandboxesSection(plan),
         ...dockerHostSection(plan),
-        ...hostAccessSection(plan),
         ...prerequisitesSection(plan),
         ...warningsSection(plan),
         ...topologySection(plan),
@@ -417,21 +373,14 @@ function servicesWhereRows(plan: PlatformPlan): Array<Array<string | number>> {
     if (c.ingress.enabled)
         rows.push([
             "vLLM ingress",
-            c.target.kind === "kubernetes" ? names.namespaces.ingress : `${names.networks.training} + ${names.networks.sandboxes}`,
+            c.target.kind === "kubernetes" ? names.namespaces.ingress : names.networks.training,
             0,
             c.target.kind === "kubernetes" ? c.ingress.replicas : 1,
             "-",
             c.ingress.tls.mode === "none" ? "8080 (http)" : "8443 (https)",
         ]);
-    if (c.sandboxes.provider !== "none")
-        rows.push([
-            `sandboxes (${c.sandboxes.provider})`,
-            c.target.kind === "kubernetes" ? names.namespaces.sandboxes : names.networks.sandboxes,
-            0,
-            c.sandboxes.provider === "hf" ? "hosted" : warmSandboxes(plan),
-            `${c.training.maxInflight} in flight`,
-            "-",
-        ]);
+    if (plan.sandboxes !== undefined)
+        rows.push([`sandboxes (${c.sandboxes.provider})`, names.namespaces.sandboxes, 0, warmSandboxes(plan), `${c.training.maxInflight} in flight`, "-"]);
     return rows;
 }
 
@@ -630,7 +579,7 @@ function envChecks(plan: PlatformPlan): Array<Array<string | number>> {
 /** A pool this stack runs: its size against the rollouts in flight. */
 function sandboxPoolCheck(plan: PlatformPlan): Array<Array<string | number>> {
     const c = plan.config;
-    if (c.sandboxes.provider !== "agent-sandbox" && c.sandboxes.provider !== "docker") return [];
+    if (plan.sandboxes === undefined) return [];
     const pools = harborPools(plan.sandboxes).length;
     return [
         [
@@ -684,17 +633,10 @@ function ingressSection(plan: PlatformPlan): string[] {
     return ["## Ingress", "", table(["setting", "value"], rows), ""];
 }
 
-/** A pool this stack runs (hosted sandboxes have none). */
+/** A pool this stack runs. */
 function sandboxesSection(plan: PlatformPlan): string[] {
     if (!plan.sandboxes) return [];
-    if (plan.sandboxes.provider === "hf") return hostedSandboxesSection();
     return ["## Sandboxes", "", table(["setting", "value"], sandboxRows(plan.sandboxes, plan.config.harbor?.agent)), ""];
-}
-
-/** The trainer's access to the host's Docker socket. */
-function hostAccessSection(plan: PlatformPlan): string[] {
-    if (!plan.training.dockerSocket) return [];
-    return ["## Host access", "", dockerSocketNote(plan.training.dockerSocket.hostPath), ""];
 }
 
 /** What the stack uses but does not create, each with the symptom of its absence and a check. */
@@ -843,7 +785,7 @@ function tenancyText(plan: PlatformPlan): string {
         .map((r) => `\`${plan.names.namespaces[r]}\``)
         .join(", ");
     if (c.target.kind !== "kubernetes" || c.target.team === undefined)
-        return `Namespaces: ${roles}, made by this stack (Pod Security labels, a default-deny ingress policy each; the training one is kept on destroy). Cluster-scoped objects: the namespaces${plan.sandboxes?.provider === "agent-sandbox" ? " and the sandbox claim policy + binding" : ""}.`;
+        return `Namespaces: ${roles}, made by this stack (Pod Security labels, a default-deny ingress policy each; the training one is kept on destroy). Cluster-scoped objects: the namespaces${plan.sandboxes !== undefined ? " and the sandbox claim policy + binding" : ""}.`;
     const t = c.cluster?.tenant;
     const quotas = t
         ? Object.entries(t.quotas)

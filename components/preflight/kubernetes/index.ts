@@ -5,6 +5,7 @@
  * coverage is ../registry.ts, shared with Docker), so every message is unit-tested without
  * a cluster. `checkKubernetes` runs them in order.
  */
+import { sandboxPoolOf } from "../../config/sandbox-providers";
 import type { PlatformPlan } from "../../platform";
 import { type Finding, firstLine, warn } from "../report";
 import { checkCni, checkJobSet, checkJobSetController, checkKueue, checkSandboxController, checkSandboxCrds } from "./addons";
@@ -91,7 +92,7 @@ export function checkKubernetes(plan: PlatformPlan, f: KubernetesFacts, timeoutS
             f.runtimeClasses.ok ? checkRuntimeClass(name, fields, f.runtimeClasses.value) : unreadable("RuntimeClass", "runtimeclasses", f.runtimeClasses),
         );
     const crds = f.crds.ok ? f.crds.value : undefined;
-    if (plan.config.sandboxes.provider === "agent-sandbox") {
+    if (sandboxPoolOf(plan.config)?.controller === "agent-sandbox") {
         out.push(crds ? checkSandboxCrds(plan, crds) : unreadable("agent-sandbox CRDs", "customresourcedefinitions", f.crds as { error: string }));
         if (needs.sandboxController)
             out.push(

@@ -3,6 +3,7 @@
  * config names, and what its pods and claims request, from the very pod specs the components
  * register. The reader (read.ts) reads exactly this; the checks compare against it.
  */
+import { runsSandboxPool, sandboxPoolOf } from "../../config/sandbox-providers";
 import { replicaStatefulSetSpec, routerDeploymentSpec } from "../../env";
 import { ingressDeploymentSpec } from "../../ingress";
 import type { PlatformPlan } from "../../platform";
@@ -84,7 +85,7 @@ export function kubernetesNeeds(plan: PlatformPlan): KubernetesNeeds {
     const useRuntime = (name: string | undefined, field: string) => {
         if (name !== undefined) runtimeClasses[name] = [...(runtimeClasses[name] ?? []), field];
     };
-    if (c.sandboxes.provider === "agent-sandbox") useRuntime(c.sandboxes.runtimeClassName, "sandboxes.runtimeClassName");
+    if (runsSandboxPool(c)) useRuntime(c.sandboxes.runtimeClassName, "sandboxes.runtimeClassName");
     for (const e of c.envs) if (!e.external) useRuntime(e.runtimeClassName, `envs.${e.name}.runtimeClassName`);
     // With a cluster stack, a name the run's config leaves out is the cluster stack's (applyClusterStack).
     const fromCluster = c.clusterStack !== undefined ? ` or the cluster stack ${c.clusterStack}'s` : "";
@@ -93,8 +94,8 @@ export function kubernetesNeeds(plan: PlatformPlan): KubernetesNeeds {
         if (name !== undefined) priorityClasses[name] = [...(priorityClasses[name] ?? []), field];
     };
     usePriority(t?.priorityClassName, `target.priorityClassName${fromCluster}`);
-    if (c.sandboxes.provider === "agent-sandbox") usePriority(plan.sandboxes?.priorityClassName, `sandboxes.priorityClassName${fromCluster}`);
-    const agentSandbox = c.sandboxes.provider === "agent-sandbox";
+    if (runsSandboxPool(c)) usePriority(plan.sandboxes?.priorityClassName, `sandboxes.priorityClassName${fromCluster}`);
+    const agentSandbox = sandboxPoolOf(c)?.controller === "agent-sandbox";
     const ingress = c.ingress.enabled ? c.ingress : undefined;
     const gateway = ingress?.exposure === "httproute" ? ingress.gateway : undefined;
     const tls = ingress?.tls;
@@ -193,7 +194,7 @@ export function stackRequests(plan: PlatformPlan): Record<string, ResourceTotals
         const dep = ingressDeploymentSpec(plan.ingress, "preflight");
         merge(at(plan.ingress.names.namespace), times(podTotals((dep.template as any).spec, gpu), Number(dep.replicas ?? 1)));
     }
-    if (plan.sandboxes && plan.config.sandboxes.provider === "agent-sandbox") {
+    if (plan.sandboxes) {
         // Live sandboxes at most: the warm pool plus the claimed ones (the stack's own quota, SandboxQuota).
         const q = plan.sandboxes.quota;
         const sb = at(plan.sandboxes.names.namespace);
