@@ -13,6 +13,7 @@ import * as path from "node:path";
 import { describe, test } from "node:test";
 import Ajv2020 from "ajv/dist/2020";
 import addFormats from "ajv-formats";
+import ts from "typescript";
 import { parse as parseYaml } from "yaml";
 import { ALL_RECIPE_NAMES, deepMerge, RECIPES, platformSchema } from "../components/config";
 import { clusterSchema } from "../components/config/cluster-schema";
@@ -115,6 +116,51 @@ export function docProblems(schema: unknown, docs: Readonly<Record<string, Field
     }
     return problems;
 }
+
+/** The schema files whose fields' words live in field-docs.ts, relative to the repository. */
+const SCHEMA_FILES = ["components/config/schema.ts", "components/config/cluster-schema.ts"];
+
+/**
+ * Every JSDoc block inside a top-level declaration of a schema file (above a field key, a union
+ * branch, a nested object): a field's words written a second time beside field-docs.ts. A top-level
+ * declaration's own JSDoc (an exported constant, a helper) is code's, and stays.
+ */
+export function fieldComments(file: string, text: string): string[] {
+    const src = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const own = new Set(src.statements.flatMap((st) => (ts.getLeadingCommentRanges(text, st.getFullStart()) ?? []).map((c) => c.pos)));
+    const found = new Map<number, string>();
+    const visit = (n: ts.Node) => {
+        for (const c of ts.getLeadingCommentRanges(text, n.getFullStart()) ?? [])
+            if (text.startsWith("/**", c.pos) && !own.has(c.pos)) {
+                const line = src.getLineAndCharacterOfPosition(c.pos).line + 1;
+                found.set(c.pos, `${file}:${line}: a JSDoc comment inside a schema declaration; a field's words belong in components/config/field-docs.ts`);
+            }
+        ts.forEachChild(n, visit);
+    };
+    for (const st of src.statements) if (ts.isVariableStatement(st)) visit(st);
+    return [...found.values()];
+}
+
+describe("a field's words have one home, field-docs.ts", () => {
+    test("the schema files write no field's words: no JSDoc inside a schema declaration", () => {
+        for (const rel of SCHEMA_FILES) assert.deepEqual(fieldComments(rel, fs.readFileSync(path.join(REPO, rel), "utf8")), []);
+    });
+
+    test("the check can fail: a JSDoc above a field key, a nested field and a union branch are each caught", () => {
+        const rel = "components/config/schema.ts";
+        const text = fs.readFileSync(path.join(REPO, rel), "utf8");
+        const again = text
+            .replace("    runId: dnsLabel.max(24),", "    /** Run id: names the Job. */\n    runId: dnsLabel.max(24),")
+            .replace("            for: promDuration", "            /** How long a condition holds. */\n            for: promDuration")
+            .replace(
+                '    z.strictObject({ kind: z.literal("kube-dns") }),',
+                '    /** The kube-dns pods. */\n    z.strictObject({ kind: z.literal("kube-dns") }),',
+            );
+        const problems = fieldComments(rel, again);
+        assert.equal(problems.length, 3, problems.join("\n"));
+        for (const p of problems) assert.match(p, /^components\/config\/schema\.ts:\d+: a JSDoc comment inside a schema declaration/);
+    });
+});
 
 describe("the configuration reference and the JSON Schema are generated from the zod schemas", () => {
     test("the checked-in files are what `npm run schema` writes", () => {

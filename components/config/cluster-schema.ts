@@ -3,6 +3,9 @@
  * (`agent-rl-infra:cluster` instead of `agent-rl-infra:platform` in the stack's config), and
  * read by run stacks through `clusterStack` (a StackReference to its outputs). Its schema and
  * its outputs' shape; the rules that read them are in cluster.ts.
+ *
+ * A field's words live in field-docs.ts (CLUSTER_FIELD_DOCS), as schema.ts's do: no comment here
+ * repeats them (test/schema-docs.test.ts holds it).
  */
 import { z } from "zod";
 import { DNS_SUBDOMAIN, dnsLabel, quantity } from "./schema";
@@ -31,23 +34,15 @@ export const CLUSTER_OUTPUTS_KIND = "agent-rl-infra/cluster";
 const objectName = z.string().regex(DNS_SUBDOMAIN, "must be a Kubernetes object name (lower-case DNS subdomain)");
 
 const priorityClass = z.strictObject({
-    /** PriorityClass name. */
     name: objectName,
-    /** Priority value (higher preempts lower; user classes stay below 1e9). */
     value: z.number().int().min(-2147483648).max(1000000000),
-    /** `PreemptLowerPriority` (default) or `Never`. */
     preemptionPolicy: z.enum(["PreemptLowerPriority", "Never"]).default("PreemptLowerPriority"),
 });
 
-/** A team namespace's quota. */
 const teamQuota = z.strictObject({
-    /** GPUs requested at once (the device plugin's resource, `gpuResourceName`). */
     gpus: z.number().int().nonnegative().optional(),
-    /** CPU requested at once. */
     cpu: quantity.optional(),
-    /** Memory requested at once. */
     memory: quantity.optional(),
-    /** Pods at once. */
     pods: z.number().int().nonnegative().optional(),
 });
 export type TeamQuota = z.output<typeof teamQuota>;
@@ -60,24 +55,17 @@ const deployer = z.discriminatedUnion("kind", [
 ]);
 
 export const clusterSchema = z.strictObject({
-    /** The cluster. Kubernetes only: a Docker host has nothing shared between runs to provision. */
     target: z.strictObject({
         kind: z.literal("kubernetes"),
-        /** kubeconfig context of the cluster (required: never kubectl's current context). */
         context: z.string().min(1),
-        /** kubeconfig file; default: the ambient one. */
         kubeconfig: z.string().min(1).optional(),
     }),
-    /** agent-sandbox (CRDs, controller, RBAC) for every run stack's warm pools. */
     agentSandbox: z
         .strictObject({
-            /** Install it. Off when the cluster already has agent-sandbox from elsewhere. */
             install: z.boolean().default(true),
-            /** Release manifest (URL or local file) of agent-sandbox v1.0.1. Default: the GitHub release asset. */
             manifest: z.string().min(1).default(AGENT_SANDBOX_MANIFEST_URL),
         })
         .prefault({}),
-    /** PriorityClasses run stacks use when they name none: the training pod, and the sandboxes (below training). */
     priorityClasses: z
         .strictObject({
             training: priorityClass.optional(),
@@ -87,9 +75,7 @@ export const clusterSchema = z.strictObject({
             training: { name: "agent-rl-training", value: 100000, preemptionPolicy: "PreemptLowerPriority" },
             sandboxes: { name: "agent-rl-sandboxes", value: 1000, preemptionPolicy: "Never" },
         }),
-    /** RuntimeClasses to create, one per handler the nodes' container runtime has (gVisor `runsc`, Kata `kata`). */
     runtimeClasses: z.array(z.strictObject({ name: dnsLabel, handler: dnsLabel })).default([]),
-    /** The cert-manager issuer run stacks' ingress certificates use (a reference: the issuer itself is cert-manager config). */
     certIssuer: z
         .strictObject({
             name: objectName,
@@ -97,18 +83,10 @@ export const clusterSchema = z.strictObject({
             group: z.string().default("cert-manager.io"),
         })
         .optional(),
-    /**
-     * Teams: each gets the four role namespaces of a run (`<team>-training`, `-ingress`, `-envs`,
-     * `-sandboxes`) with their Pod Security levels, a default-deny ingress policy, a quota per role
-     * when limits are given and the sandbox-claim admission policy, so run stacks naming the team
-     * (`target.team`) deploy into them and make nothing cluster-wide. Default: none.
-     */
     teams: z
         .array(
             z.strictObject({
-                /** Team name: the prefix of its namespaces (at most 40 characters). */
                 name: dnsLabel.max(40),
-                /** ResourceQuota per role namespace (omitted role: no quota). Default: none. */
                 quotas: z
                     .strictObject({
                         training: teamQuota.optional(),
@@ -117,23 +95,16 @@ export const clusterSchema = z.strictObject({
                         sandboxes: teamQuota.optional(),
                     })
                     .default({}),
-                /** The longest a sandbox claim in the team's sandboxes namespace may live (the admission policy's bound); a run's sandboxes.maxLifetimeSeconds must not exceed it. Default: 21600 (6 h). */
                 sandboxMaxLifetimeSeconds: z.number().int().positive().default(21600),
-                /** Who deploys the team's run stacks: a Role with what a run stack needs (DEPLOYER_RULES, docs/guides/platform-teams.md) bound in each of the team's namespaces. Default: none (grant it yourself). */
                 deployers: z.array(deployer).default([]),
             }),
         )
         .default([]),
-    /** Extended resource name of the GPU device plugin (for team GPU quotas). */
     gpuResourceName: z.string().default("nvidia.com/gpu"),
-    /** A PodMonitor (monitoring.coreos.com/v1) for agent-sandbox's controller, when this stack installs it. */
     observability: z
         .strictObject({
-            /** Make the PodMonitor. Default: false. */
             enabled: z.boolean().default(false),
-            /** Labels on it (what the Prometheus's podMonitorSelector matches). Default: none. */
             monitorLabels: z.record(z.string(), z.string().max(63)).default({}),
-            /** Scrape interval. Default: 30s. */
             scrapeInterval: z
                 .string()
                 .regex(/^[1-9][0-9]*(s|m|h)$/, "must be a Prometheus duration such as 30s, 5m or 2h")

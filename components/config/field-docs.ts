@@ -39,7 +39,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     recipe: {
         default: "-",
         meaning:
-            "start from a recipe ([recipes](stack-file.md#recipes)): every field but `runId` and `target` comes from it, and the stack overrides what it writes",
+            "start from a recipe ([recipes](stack-file.md#recipes)): every field but `runId` and `target` comes from it, and the stack overrides what it writes; applied before the config is parsed, and recorded in the plan",
     },
     runId: {
         default: "required",
@@ -47,12 +47,13 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     preflight: {
         default: "`off`",
-        meaning: "check the live target before anything registers: `warn` logs what is missing, `enforce` stops the up (see [Preflight](preflight.md))",
+        meaning:
+            "check the live target before anything registers (the checks of `npm run preflight`): `off`, `warn` (log what is missing and go on) or `enforce` (stop the up when a check fails) (see [Preflight](preflight.md))",
     },
     clusterStack: {
-        default: "-",
+        default: "- (the cluster has those objects already)",
         meaning:
-            "(k8s) `<org>/<project>/<stack>` of the [cluster stack](../guides/platform-teams.md#the-cluster-stack) this run uses: its PriorityClasses (where the run names none), RuntimeClasses, agent-sandbox install and cert-manager issuer; references it lacks are refused",
+            "(k8s) `<org>/<project>/<stack>` (e.g. `organization/agent-rl-infra/cluster` on a self-managed backend) of the [cluster stack](../guides/platform-teams.md#the-cluster-stack) this run uses: its PriorityClasses (where the run names none), RuntimeClasses, agent-sandbox install and cert-manager issuer; references it lacks are refused",
     },
     prod: {
         default: "`true` for stacks `prod` / `prod-*`",
@@ -69,9 +70,9 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
             "(k8s) namespaces are `<prefix>-training`, `-ingress`, `-envs`, `-sandboxes`; with `target.team`, the prefix of the stack's object names instead",
     },
     "target.team": {
-        default: "-",
+        default: "- (the stack makes its own namespaces, `namespacePrefix`)",
         meaning:
-            "(k8s, needs `clusterStack`) deploy into the team's namespaces the cluster stack made (`<team>-training`, `-ingress`, `-envs`, `-sandboxes`): the stack makes no namespace and nothing cluster-wide, its object names carry `namespacePrefix`, the team's quotas and claim-lifetime bound apply. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
+            "(k8s, needs `clusterStack`) deploy into the team's namespaces the cluster stack made (`<team>-training`, `-ingress`, `-envs`, `-sandboxes`): the stack makes no namespace and nothing cluster-wide, its object names carry `namespacePrefix` (a team's namespaces hold several run stacks), the team's quotas and claim-lifetime bound apply. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
     },
     "target.kubeconfig": {
         default: "- (this or `context`: required but on `dev` / `dev-*` stacks)",
@@ -108,18 +109,18 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
         meaning: "(k8s) class of the model-cache and checkpoint volumes (with `training.nodes` > 1 it must provide ReadWriteMany)",
     },
     "target.kueueQueue": {
-        default: "-",
+        default: "- (no queue: the trainer starts at once)",
         meaning:
-            "(k8s) Kueue LocalQueue (in the training namespace) the trainer is submitted to: its Job / JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended until Kueue admits it. See [More than one node](../guides/multi-node.md)",
+            "(k8s) Kueue LocalQueue (in the training namespace) the trainer is submitted to: its Job / JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended until Kueue admits it against the queue's quota. See [More than one node](../guides/multi-node.md)",
     },
     "target.dns": {
         default: "`{kind: kube-dns}`; node-local: `addresses` [169.254.20.10]",
         meaning:
-            "(k8s) where the stack's pods send DNS queries: `{kind: kube-dns}`, `{kind: node-local, addresses?}` (NodeLocal DNSCache, default address `169.254.20.10`), or `{kind: selector, namespace, podLabels}`; each NetworkPolicy allows exactly that on 53 UDP+TCP (single addresses as `/32`; the metadata address refused). See [Network paths](../design/network-paths.md)",
+            "(k8s) where the stack's pods send DNS queries: `{kind: kube-dns}` (the kube-dns / CoreDNS pods in kube-system, label `k8s-app: kube-dns`), `{kind: node-local, addresses?}` (NodeLocal DNSCache, GKE Autopilot's default: a cache on every node at a link-local address, Kubernetes' nodelocaldns addon, default `169.254.20.10`, plus the kube-dns pods it forwards to and pods fall back to; `addresses` lists every address pods query, so add the kube-dns Service IP where the cache also listens there, kube-proxy iptables mode), or `{kind: selector, namespace, podLabels}`; each NetworkPolicy allows exactly that on 53 UDP+TCP (single addresses as `/32`; the metadata address refused); the preflight checks it against the cluster. See [Network paths](../design/network-paths.md)",
     },
     "target.host": {
         default: "`unix:///var/run/docker.sock`",
-        meaning: "(docker) daemon of the GPU host (`ssh://user@gpu-host`)",
+        meaning: "(docker) Docker daemon address of the GPU host: `unix://`, `ssh://` (`ssh://user@gpu-host`) or `tcp://`",
     },
     "target.dataDir": {
         default: "`/srv/agent-rl`",
@@ -131,7 +132,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "model.revision": {
         default: "`main`",
-        meaning: "commit sha or tag; prod requires a pinned revision",
+        meaning: "commit sha or tag, for reproducible runs; prod requires a pinned revision",
     },
     "images.vllm": {
         default: "`vllm/vllm-openai:v0.29.0`",
@@ -141,15 +142,15 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "images.trainer": {
         default: "required",
         meaning:
-            "trainer image: TRL 1.16 and the training program (`trainer/*/Dockerfile` builds it for the named programs), plus vLLM where the layout runs vLLM from it (white box; black box on Kubernetes with `gpuSharing: shared`): TRL 1.16 takes 0.22-0.31, and beside openenv 0.10 only up to 0.29 (vLLM 0.30 needs `mcp>=2`, openenv's fastmcp `mcp<2`). The example registry `registry.example.com` is warned in plan.md and refused by a real `pulumi up`",
+            "trainer image: TRL 1.16 and the training program (`trainer/*/Dockerfile` builds it for the named programs; required, since no public image holds your script and a default one would start, find nothing to run and exit at once while `up` reported success), plus vLLM where the layout runs vLLM from it (white box; black box on Kubernetes with `gpuSharing: shared`): TRL 1.16 takes 0.22-0.31, and beside openenv 0.10 only up to 0.29 (vLLM 0.30 needs `mcp>=2`, openenv's fastmcp `mcp<2`). The example registry `registry.example.com` is warned in plan.md and refused by a real `pulumi up`",
     },
     "images.nginx": {
         default: "`nginxinc/nginx-unprivileged:1.27-alpine`",
-        meaning: "ingress proxy and env routers; with `observability` on also vLLM's metrics-only listener",
+        meaning: "nginx (an unprivileged build) of the ingress proxy and the env routers; with `observability` on also vLLM's metrics-only listener",
     },
     "images.nginxExporter": {
         default: "`nginx/nginx-prometheus-exporter:1.4.0`",
-        meaning: "`observability` on: the exporter beside each ingress proxy, reading its `stub_status` on loopback",
+        meaning: "`observability` on: the exporter beside each ingress proxy, reading its `stub_status` on loopback (the image runs as uid 1001, from scratch)",
     },
     "images.mtail": {
         default: "- (required with `observability` on and the ingress deployed)",
@@ -162,24 +163,24 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.gpusOnNode": {
         default: "required",
-        meaning: "GPUs on the node (with `nodes` > 1: on each GPU node)",
+        meaning: "GPUs on the node (with `nodes` > 1: on each GPU node, trainer and vLLM nodes alike)",
     },
     "training.nodes": {
         default: "1",
         meaning:
-            "trainer nodes; > 1 (layouts `whitebox-server`, `blackbox`; Kubernetes only) runs the trainer as a JobSet, one pod per node, and vLLM on a node of its own; `trainerGpus`, `vllmGpus` default to `gpusOnNode` and `numProcesses` counts per node. See [More than one node](../guides/multi-node.md)",
+            "trainer nodes; 1: vLLM and the trainer share one node (every layout); > 1 (layouts `whitebox-server`, `blackbox`; Kubernetes only) runs the trainer as a JobSet, one pod per node, and vLLM on a node of its own; `trainerGpus`, `vllmGpus` default to `gpusOnNode` and `numProcesses` counts per node. See [More than one node](../guides/multi-node.md)",
     },
     "training.vllmGpus": {
-        default: "0 colocate, else 1",
-        meaning: "GPUs for vLLM",
+        default: "0 colocate, 1 on one node, `gpusOnNode` with `nodes` > 1",
+        meaning: "GPUs for vLLM (0 in colocate: vLLM runs inside the trainer)",
     },
     "training.trainerGpus": {
-        default: "the rest",
-        meaning: "GPUs for the trainer",
+        default: "the rest of the node (`nodes` > 1: `gpusOnNode`)",
+        meaning: "GPUs for the trainer (with `nodes` > 1: on each trainer node)",
     },
     "training.numProcesses": {
         default: "`trainerGpus`",
-        meaning: "trainer processes",
+        meaning: "trainer processes (with `nodes` > 1: on each trainer node)",
     },
     "training.perDeviceTrainBatchSize": {
         default: "8",
@@ -190,12 +191,12 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
         meaning: "TRL `gradient_accumulation_steps`",
     },
     "training.stepsPerGeneration": {
-        default: "`gradientAccumulationSteps`",
+        default: "`gradientAccumulationSteps` (TRL's own default)",
         meaning: "TRL `steps_per_generation`",
     },
     "training.numGenerations": {
         default: "8",
-        meaning: "TRL `num_generations`",
+        meaning: "TRL `num_generations`: completions per prompt",
     },
     "training.perDeviceEvalBatchSize": {
         default: "8",
@@ -203,7 +204,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.datasetSize": {
         default: "**required**",
-        meaning: "training problems/prompts; never defaulted",
+        meaning: "training problems/prompts; never defaulted (the seeds' scripts differ)",
     },
     "training.evalSize": {
         default: "0",
@@ -212,12 +213,12 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "training.program": {
         default: "`custom` (every recipe names one)",
         meaning:
-            "the training program whose own command line is rendered: `train_coding_whitebox_eval`, `train_coding_whitebox`, `train_wordle_whitebox`, `opencode_hf_sandbox`, or `custom` (your script, TrlParser flags). See [The trainer program](training-node.md#the-trainer-program)",
+            "the training program whose own command line is rendered: `train_coding_whitebox_eval`, `train_coding_whitebox`, `train_wordle_whitebox` (the seeds' white-box scripts), `opencode_hf_sandbox` (TRL's black-box opencode trainer), or `custom` (your script in `training.command`, TrlParser flags); each named program's flags, file and source are in `components/config/programs.ts`. See [The trainer program](training-node.md#the-trainer-program)",
     },
     "training.argsCheck": {
-        default: "true for a named program, false for `custom`",
+        default: "true for a named program, false for `custom` (your image may not carry the check)",
         meaning:
-            "run the program's own parser over the rendered command line at pod start (`/usr/local/lib/agentrl/args_check.py` in the trainer image), so a flag it does not take fails the pod in seconds with the parser's message",
+            "run the program's own parser over the rendered command line at pod start, before the model loads (`/usr/local/lib/agentrl/args_check.py` in the trainer image), so a flag it does not take fails the pod in seconds with the parser's message",
     },
     "training.maxSteps": {
         default: "program's",
@@ -230,7 +231,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "training.accelerateConfig": {
         default: "none",
         meaning:
-            "an accelerate config file in the trainer image (`accelerate launch --config_file`), e.g. `/app/fsdp2.yaml` from `trainer/blackbox/Dockerfile`",
+            "an accelerate config file in the trainer image (`accelerate launch --config_file`), e.g. `/app/fsdp2.yaml` from `trainer/blackbox/Dockerfile`; a named program's launcher (a `custom` program's `command` starts itself)",
     },
     "training.optim": {
         default: "program's",
@@ -312,7 +313,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "training.gpuMemory.model": {
         default: "known for the recipes' models",
         meaning:
-            "a model the table does not know: the numbers of its config.json (layers, hidden, intermediate, heads, kvHeads, headDim, vocab, tiedEmbeddings, maxPositions)",
+            "a model the table does not know: the numbers of its config.json (layers, hidden, intermediate, heads, kvHeads, headDim, vocab, tiedEmbeddings, maxPositions: `max_position_embeddings`, vLLM's max model length when `training.maxModelLen` is unset)",
     },
     "training.gpuMemoryUtilization": {
         default: "0.9",
@@ -326,7 +327,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "training.vllm.toolCallParser": {
         default: "`hermes` for `Qwen/*`, `qwen3_coder` for `Qwen/Qwen3-Coder*`; required for other models",
         meaning:
-            "black box: vLLM's `--tool-call-parser` (with `--enable-auto-tool-choice`), one of vLLM 0.29's parsers (`llama3_json`, `mistral`, `openai`, ...); refused in the white-box layouts",
+            "black box: vLLM's `--tool-call-parser`, per model family (vLLM parses the agent's tool calls) (with `--enable-auto-tool-choice`), one of vLLM 0.29's parsers (`llama3_json`, `mistral`, `openai`, ...); refused in the white-box layouts",
     },
     "training.vllm.extraArgs": {
         default: "`[]`",
@@ -368,7 +369,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.modelCache": {
         default: "enabled, `200Gi`",
-        meaning: "model cache volume",
+        meaning: "model cache volume, so weights are not downloaded every run (`enabled`: whether to create it; `size`: the requested size)",
     },
     "training.checkpoints": {
         default: "enabled, `100Gi` (recipes: at least 3 runs by the rule, never below their earlier size)",
@@ -390,11 +391,11 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "training.resumeFromCheckpoint": {
         default: "false",
         meaning:
-            "`true`: this run's latest *complete* checkpoint; `<runId>`: that run's latest complete one; `<runId>/checkpoint-<step>`: exactly that one. Refused for a program that cannot resume",
+            "resume (a custom script: `--resume_from_checkpoint`): `true`: this run's latest *complete* checkpoint (a restarted run); `<runId>`: that run's latest complete one (a new run continuing a failed one); `<runId>/checkpoint-<step>`: exactly that one. A restarted run prefers its own latest complete checkpoint. Refused for a program that cannot resume",
     },
     "training.hubRepoId": {
         default: "-",
-        meaning: "push the model to `<owner>/<name>`",
+        meaning: "push the trained model to the Hub as `<owner>/<name>` (needs the `hfToken` secret)",
     },
     "training.trackioProject": {
         default: "-",
@@ -406,16 +407,17 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "training.maxInflight": {
         default: "8",
-        meaning: "black box: rollouts in flight (one sandbox each)",
+        meaning: "black box: rollouts in flight at once (`--max-inflight`) (one sandbox each)",
     },
     "training.egress.restrict": {
         default: "true",
         meaning:
-            "(k8s) lock the trainer pod's egress to DNS, this stack's env routers / ingress / sandboxes, the API server when it claims sandboxes, and public addresses on 443; false: no egress policy",
+            "(k8s) lock the trainer pod's egress to DNS, this stack's env routers / ingress / sandboxes, the API server when it claims sandboxes (black box on agent-sandbox), and public addresses on 443 (the Hub); false: no egress policy at all, the switch for clusters where these rules cannot be written",
     },
     "training.egress.apiServerCidrs": {
         default: "- (any private address on 443/6443)",
-        meaning: "(k8s) the API server's addresses, to narrow the trainer's API egress",
+        meaning:
+            "(k8s) the API server's addresses, to narrow the trainer's API egress: `kubectl get endpoints kubernetes -o jsonpath='{.subsets[*].addresses[*].ip}'`, each as `/32`",
     },
     "training.trainerCpu": {
         default: "8",
@@ -472,7 +474,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "envs.<name>.external": {
         default: "-",
-        meaning: "`{url, sessions}`: use an existing server, deploy nothing",
+        meaning:
+            "`{url, sessions}`: use an existing server (e.g. a hosted Space), deploy nothing; `url` its base URL (https:// for anything outside the cluster), `sessions` how many it holds at once",
     },
     "envs.<name>.egress": {
         default: "catalog's (custom: `dns`)",
@@ -490,15 +493,16 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "envs.<name>.wsPing": {
         default: "60 s / 300 s colocated, else 20 s / 20 s",
         meaning:
-            "`{intervalSeconds, timeoutSeconds}`: the replicas' websocket keepalive (`UVICORN_WS_PING_*`); frees a vanished client's slot within their sum",
+            "`{intervalSeconds, timeoutSeconds}`: the replicas' server-side websocket keepalive, rendered as `UVICORN_WS_PING_INTERVAL` / `UVICORN_WS_PING_TIMEOUT` (the uvicorn CLI reads them; a custom image must run the uvicorn CLI or honour them itself). A client that stops answering pings for their sum loses its session, which frees a half-open client's slot (the catalog's images have no idle reaper); longer when colocated, where vLLM in the trainer process starves the client's event loop and pongs come late",
     },
     "envs.<name>.runAsNonRoot": {
         default: "true for `coding` (envs that run the model's code), else false",
-        meaning: "run the replicas as uid 65532 (read-only root, `HOME=/tmp`) instead of the image's root; `false` on `coding` is the opt-out (plan.md warns)",
+        meaning:
+            "run the replicas as uid 65532 (read-only root, `HOME=/tmp`) instead of the image's user (the OpenEnv images have no USER: root), with `HOME` at the `/tmp` scratch dir for caches and NLTK data, and a read-only root unless `readOnlyRootFilesystem` says otherwise; `false` on `coding` is the opt-out (it runs as root, and plan.md warns what contains it; docs/design/env-hardening.md)",
     },
     "envs.<name>.ephemeralStorage": {
         default: "8Gi",
-        meaning: "ephemeral storage per replica, requests = limits",
+        meaning: "ephemeral storage (writable layer, logs, scratch) per replica, requests = limits",
     },
     "envs.<name>.runtimeClassName": {
         default: "-",
@@ -507,15 +511,15 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "sandboxes.provider": {
         default: "by layout/target",
         meaning:
-            "`agent-sandbox` (k8s), `none`; `docker` (the docker target's black-box default) and `hf` (hosted) are refused: use a Kubernetes target ([why](../design/sandbox-trust.md#hosted-sandboxes-sandboxesprovider-hf))",
+            "`agent-sandbox` (k8s; the black box's), `none` (the white boxes'); `docker` (the docker target's black-box default) and `hf` (hosted) are refused with their reason and render nothing: use a Kubernetes target ([why](../design/sandbox-trust.md#hosted-sandboxes-sandboxesprovider-hf)). Each name is one module (components/sandbox/providers/)",
     },
     "sandboxes.image": {
         default: "agent-sandbox: required; docker/hf: OpenEnv's opencode sandbox `:latest`",
-        meaning: "agent-sandbox: the image `python/Dockerfile` builds (the runtime on 8888); pin by digest",
+        meaning: "agent-sandbox: the image `python/Dockerfile` builds (the stock OpenEnv opencode sandbox plus the runtime on 8888); pin by digest",
     },
     "sandboxes.runAsUser": {
         default: "65532",
-        meaning: "uid and gid sandboxes run as (a high, unused one)",
+        meaning: "uid and gid sandboxes run as (a high, unused one, distroless's `nonroot`, not the well-known 1000 a host user may have)",
     },
     "sandboxes.cpu": {
         default: "1",
@@ -536,23 +540,19 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "sandboxes.poolSize": {
         default:
             "the run's burst + headroom: `maxInflight` x rollout workers (1 for the named TRL programs, which run rollouts on the main process; every trainer process for a custom program) + `headroom`; a pool below the burst is refused",
-        meaning: "warm pool (or Docker pool) size; on the Harbor path, each task image's pool's",
+        meaning: "warm pool size; on the Harbor path, each task image's pool's",
     },
     "sandboxes.maxLifetimeSeconds": {
         default: "3600",
-        meaning: "hard maximum lifetime of a claimed sandbox",
+        meaning: "hard maximum lifetime of a claimed sandbox, in seconds",
     },
     "sandboxes.maxWarmWaitSeconds": {
         default: "21600",
-        meaning: "longest a warm sandbox waits unclaimed",
+        meaning: "longest a warm sandbox waits unclaimed, in seconds (adds to its pod deadline)",
     },
     "sandboxes.priorityClassName": {
         default: "the cluster stack's, else none",
         meaning: "(k8s) PriorityClass of the sandbox pods (below training)",
-    },
-    "sandboxes.hfFlavor": {
-        default: "`cpu-basic`",
-        meaning: "hosted sandboxes' hardware (hosted sandboxes are refused for the black box)",
     },
     harbor: {
         default: "- (off)",
@@ -579,12 +579,12 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
             "names its pool's objects (`sandbox-pool-<runId>-<name>`) and labels its pods `agentrl.dev/harbor-task`; a DNS label of at most 30 characters, one per entry",
     },
     "ingress.enabled": {
-        default: "on for black box",
+        default: "on for black box, off for white box",
         meaning: "the authenticated vLLM ingress",
     },
     "ingress.keys": {
         default: "`[sandboxes, operators]`",
-        meaning: "bearer key names; several valid at once for rotation",
+        meaning: "bearer key names, each generated unless supplied as the secret `ingressKey-<name>`; several valid at once for rotation",
     },
     "ingress.sandboxKey": {
         default: "`sandboxes`",
@@ -604,7 +604,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "ingress.host": {
         default: "-",
-        meaning: "public host name (external exposure)",
+        meaning: "public host name for external exposure (the certificate's subject)",
     },
     "ingress.tls.mode": {
         default: "`none`",
@@ -613,7 +613,8 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "ingress.tls.issuer": {
         default: "- (its `kind`: ClusterIssuer, `group`: cert-manager.io)",
-        meaning: "`{name, kind: Issuer|ClusterIssuer, group}`: who signs the certificate (mode `cert-manager`)",
+        meaning:
+            "`{name, kind: Issuer|ClusterIssuer, group}`: who signs the certificate (mode `cert-manager`): an `Issuer` in the ingress namespace or a `ClusterIssuer`, and its API group (external issuers have their own)",
     },
     "ingress.tls.secretName": {
         default: "-",
@@ -641,7 +642,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "ingress.maxBodySize": {
         default: "`4m`",
-        meaning: "largest request body",
+        meaning: "largest request body accepted (an nginx size)",
     },
     "ingress.rateLimitPerSecond": {
         default: "50",
@@ -653,7 +654,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "ingress.readTimeoutSeconds": {
         default: "600",
-        meaning: "long generations",
+        meaning: "seconds nginx waits for vLLM's response (long generations)",
     },
     "observability.enabled": {
         default: "false",
@@ -663,7 +664,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "observability.form": {
         default: "`operator`",
         meaning:
-            "(k8s) `operator`: PodMonitors (`monitoring.coreos.com/v1`) and PrometheusRules; `annotations`: `prometheus.io/scrape`, `port`, `path` pod annotations for a Prometheus that discovers pods itself (one port per pod: see [Observability](../guides/observability.md)); refused on Docker",
+            "(k8s) `operator`: PodMonitors (`monitoring.coreos.com/v1`) and PrometheusRules; `annotations`: `prometheus.io/scrape`, `port`, `path` pod annotations for a Prometheus that discovers pods itself (`kubernetes_sd_configs` role pod; rules and dashboards are then ConfigMaps to load by hand; one port per pod: see [Observability](../guides/observability.md)); refused on Docker",
     },
     "observability.scraper.namespace": {
         default: "`monitoring`",
@@ -748,7 +749,8 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "agentSandbox.install": {
         default: "true",
-        meaning: "install agent-sandbox v1.0.1 (CRDs, controller, RBAC); a cluster stack deployed on v0.5.x upgrades in place (docs/guides/platform-teams.md)",
+        meaning:
+            "install agent-sandbox v1.0.1 (CRDs, controller, RBAC) for every run stack's warm pools; off when the cluster already has agent-sandbox from elsewhere; a cluster stack deployed on v0.5.x upgrades in place (docs/guides/platform-teams.md)",
     },
     "agentSandbox.manifest": {
         default:
@@ -757,11 +759,13 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "priorityClasses.training": {
         default: "`agent-rl-training` (100000, PreemptLowerPriority)",
-        meaning: "`{name, value, preemptionPolicy?}`: the PriorityClass of the training pods of run stacks that name none; omit it to not create one",
+        meaning:
+            "`{name, value, preemptionPolicy?}` (`value`: higher preempts lower, user classes stay below 1e9): the PriorityClass of the training pods of run stacks that name none; omit it to not create one",
     },
     "priorityClasses.sandboxes": {
         default: "`agent-rl-sandboxes` (1000, `Never` preempts; a class written here: PreemptLowerPriority)",
-        meaning: "`{name, value, preemptionPolicy?}`: the PriorityClass of the sandbox pods of run stacks that name none; omit it to not create one",
+        meaning:
+            "`{name, value, preemptionPolicy?}` (`value`: higher preempts lower, user classes stay below 1e9): the PriorityClass of the sandbox pods of run stacks that name none; omit it to not create one",
     },
     runtimeClasses: {
         default: "[]",
@@ -774,12 +778,12 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     teams: {
         default: "[]",
         meaning:
-            "`{ name, quotas?, sandboxMaxLifetimeSeconds?, deployers? }` per team: the four role namespaces of a run, `<name>-training`, `-ingress`, `-envs`, `-sandboxes` (`name` at most 40 characters), each with its Pod Security labels and a default-deny ingress policy, and the team's sandbox-claim admission policy. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
+            "`{ name, quotas?, sandboxMaxLifetimeSeconds?, deployers? }` per team: the four role namespaces of a run, `<name>-training`, `-ingress`, `-envs`, `-sandboxes` (`name` at most 40 characters), each with its Pod Security labels and a default-deny ingress policy, a quota per role where `quotas` gives limits, and the team's sandbox-claim admission policy, so run stacks naming the team (`target.team`) deploy into them and make nothing cluster-wide. See [Teams](../guides/platform-teams.md#teams-a-run-stack-in-a-teams-namespaces)",
     },
     "teams[].quotas": {
         default: "{}",
         meaning:
-            "`{ training?, ingress?, envs?, sandboxes? }`, each `{ gpus, cpu, memory, pods }`: a ResourceQuota in that role's namespace (`requests.<gpuResourceName>` for GPUs); shared by every run of the team. The old one-namespace `quota` is refused with where it went",
+            "`{ training?, ingress?, envs?, sandboxes? }`, each `{ gpus, cpu, memory, pods }` requested at once: a ResourceQuota in that role's namespace (an omitted role: no quota) (`requests.<gpuResourceName>` for GPUs); shared by every run of the team. The old one-namespace `quota` is refused with where it went",
     },
     "teams[].sandboxMaxLifetimeSeconds": {
         default: "21600",
@@ -787,7 +791,7 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
             "the longest a sandbox claim in `<name>-sandboxes` may live (the admission policy's bound, any run); a run's `sandboxes.maxLifetimeSeconds` above it is refused",
     },
     "teams[].deployers": {
-        default: "[]",
+        default: "[] (grant the rights yourself)",
         meaning:
             "RBAC subjects (`{kind: User|Group, name}` or `{kind: ServiceAccount, name, namespace}`) who deploy the team's run stacks: a Role `agentrl-deployer` with the rights below (and, in the training namespace, what `npm run checkpoints` needs) bound in each of the team's namespaces",
     },

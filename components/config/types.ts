@@ -92,14 +92,12 @@ export interface PlatformConfig {
     readonly prodFromConfig?: boolean;
     readonly recipe?: string;
     readonly runId: string;
-    /** The cluster stack this run stack takes its shared objects from (`<org>/<project>/<stack>`). */
     readonly clusterStack?: string;
     /**
      * What the cluster stack's outputs said (applyClusterStack): the cluster's identity (absent offline)
      * and, with target.team, the team's namespaces, quotas and claim-lifetime bound.
      */
     readonly cluster?: { readonly id?: string; readonly tenant?: TenantOutputs };
-    /** The program's preflight step: off, warn or enforce. */
     readonly preflight: "off" | "warn" | "enforce";
     readonly target: Parsed["target"] & { readonly namespacePrefix?: string };
     readonly model: Parsed["model"];
