@@ -5,15 +5,15 @@
 // the v0.5.6 ones in place (v1alpha1 and the conversion webhook gone), the objects stay (same uid,
 // same spec) and v1alpha1 is refused after; a CRD with objects still stored as v1alpha1 refuses the
 // v1.0.1 CRD until its storedVersions are pruned (agent-sandbox docs/api-migration-guide.md, v1.0.1).
-// The whole cluster stack's `pulumi up` across the upgrade is test/engine-cluster-stack.test.ts.
+// The whole cluster stack's `pulumi up` across the upgrade is test/stack/engine-cluster-stack.test.ts.
 // Skip only with SKIP_APISERVER=1; a failing build fails the test.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
-import { AGENT_SANDBOX_VERSION } from "../components/config";
-import { AGENT_SANDBOX_PREVIOUS_VERSION, agentSandboxCrdFiles } from "./helpers/agent-sandbox-manifest";
-import { startApiServer, type ApiServer } from "./helpers/apiserver";
-import { scaled, scaledSeconds } from "./helpers/waits";
+import { AGENT_SANDBOX_VERSION } from "../../components/config";
+import { AGENT_SANDBOX_PREVIOUS_VERSION, agentSandboxCrdFiles } from "../helpers/agent-sandbox-manifest";
+import { startApiServer, type ApiServer } from "../helpers/apiserver";
+import { scaled, scaledSeconds } from "../helpers/waits";
 
 const skip = process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false;
 const NS = "upgrade-test";

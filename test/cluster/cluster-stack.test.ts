@@ -17,17 +17,17 @@ import {
     parsePlatformConfig,
     type ClusterOutputs,
     type PlatformConfig,
-} from "../components/config";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { sandboxControllerMonitor } from "../components/cluster/cluster-base";
-import { MONITORING_API_VERSION, podMonitorSpec } from "../components/shared/pod-monitor";
-import { planClusterToDir, planToDir, readStackFile, REPO_ROOT } from "../scripts/lib/plan";
-import { configProblems, parseWithTestImages } from "./helpers/config";
-import { serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
-import { validateAnyManifest } from "./helpers/crd-schema";
-import { policyResources } from "./helpers/guardrails-plan";
-import { loadManifestSchemas } from "./helpers/k8s-schema";
-import { runPolicies } from "../policy/run-local";
+} from "../../components/config";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { sandboxControllerMonitor } from "../../components/cluster/cluster-base";
+import { MONITORING_API_VERSION, podMonitorSpec } from "../../components/shared/pod-monitor";
+import { planClusterToDir, planToDir, readStackFile, REPO_ROOT } from "../../scripts/lib/plan";
+import { configProblems, parseWithTestImages } from "../helpers/config";
+import { serverDryRun, startApiServer, type ApiServer } from "../helpers/apiserver";
+import { validateAnyManifest } from "../helpers/crd-schema";
+import { policyResources } from "../helpers/guardrails-plan";
+import { loadManifestSchemas } from "../helpers/k8s-schema";
+import { runPolicies } from "../../policy/run-local";
 
 const CLUSTER = { target: { kind: "kubernetes", context: "gpu" } };
 const REF = "organization/agent-rl-infra/cluster";

@@ -6,10 +6,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { claimChangeProblems, deepMerge, platformNames, type ClaimRecords, type PlatformConfig } from "../components/config";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { readStackFile, REPO_ROOT } from "../scripts/lib/plan";
-import { parseWithTestImages } from "./helpers/config";
+import { claimChangeProblems, deepMerge, platformNames, type ClaimRecords, type PlatformConfig } from "../../components/config";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { readStackFile, REPO_ROOT } from "../../scripts/lib/plan";
+import { parseWithTestImages } from "../helpers/config";
 
 const base = {
     recipe: "opencode-blackbox",

@@ -3,13 +3,13 @@
  * and cluster objects, every problem of a file in one report (type errors and unknown keys beside the
  * cross-field checks, where the rest can still be checked), and `npm run plan -- --help` listing the
  * recipes and the stacks found. Pure functions; the tests assert the text.
- * Run: npm test -- --no-setup test/config-messages.test.ts
+ * Run: npm test -- --no-setup test/config/config-messages.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { deepMerge, parseClusterConfig, RECIPES, ALL_RECIPE_NAMES } from "../components/config";
-import { planUsage } from "../scripts/plan";
-import { configProblems, parseWithTestImages } from "./helpers/config";
+import { deepMerge, parseClusterConfig, RECIPES, ALL_RECIPE_NAMES } from "../../components/config";
+import { planUsage } from "../../scripts/plan";
+import { configProblems, parseWithTestImages } from "../helpers/config";
 
 const base = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } };
 const problems = (raw: unknown) => configProblems(() => parseWithTestImages(raw, "test"));

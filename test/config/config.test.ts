@@ -10,9 +10,9 @@ import {
     dnsName,
     DOCKER_BLACKBOX_REFUSED,
     HOSTED_BLACKBOX_REFUSED,
-} from "../components/config";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
-import { parsePlatformConfig as parseExactly } from "../components/config";
+} from "../../components/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
+import { parsePlatformConfig as parseExactly } from "../../components/config";
 
 const base = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" } };
 
@@ -578,8 +578,8 @@ describe("config: the images no default can stand for", () => {
 
 describe("one set of proxy limits (config/ingress-defaults.ts)", () => {
     test("a stack's ingress defaults and the proxy library's (npm run ingress:local, the bench) are the same limits", async () => {
-        const { INGRESS_LIMIT_DEFAULTS } = await import("../components/config");
-        const { PROXY_DEFAULTS } = await import("../components/ingress/nginx");
+        const { INGRESS_LIMIT_DEFAULTS } = await import("../../components/config");
+        const { PROXY_DEFAULTS } = await import("../../components/ingress/nginx");
         const stack = parsePlatformConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "x" } }, "test").ingress;
         for (const [k, v] of Object.entries(INGRESS_LIMIT_DEFAULTS)) {
             assert.equal((stack as Record<string, unknown>)[k], v, `stack default ${k}`);

@@ -1,13 +1,13 @@
 /**
  * target.dns: each shape resolved into the DNS peers every locked-down pod's policy allows, and every
- * refusal's message. The policies themselves are proven in test/reachability.test.ts.
- * Run: node --import tsx --test test/dns-egress.test.ts
+ * refusal's message. The policies themselves are proven in test/stack/reachability.test.ts.
+ * Run: node --import tsx --test test/config/dns-egress.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { dnsEgressFor } from "../components/config";
-import { clusterDnsEgress } from "../components/shared/kubernetes";
-import { configProblems, parseWithTestImages } from "./helpers/config";
+import { dnsEgressFor } from "../../components/config";
+import { clusterDnsEgress } from "../../components/shared/kubernetes";
+import { configProblems, parseWithTestImages } from "../helpers/config";
 
 const withDns = (dns: unknown) =>
     parseWithTestImages({ recipe: "opencode-blackbox", runId: "run-001", target: { kind: "kubernetes", context: "test", dns } }, "test");

@@ -9,18 +9,18 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { deepMerge, HARBOR_RECIPE_NAMES, RECIPES, type PlatformConfig } from "../components/config";
-import { GIB, trainerMemory } from "../components/config/gpu-memory";
-import { gpuMemoryPlan, validateGpuMemory } from "../components/config/gpu-fit";
-import { MODEL_FACTS, parameterCount } from "../components/config/model-facts";
-import { productGiB } from "../components/config/gpu-products";
-import { resolvePlatform } from "../components/platform";
-import { checkGpuMemory, nodeGpuGiB } from "../components/preflight/kubernetes";
-import { checkDockerGpuMemory, parseNvidiaSmi } from "../components/preflight/docker";
-import { gpuMemorySection } from "../scripts/lib/plan-gpu-memory";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
+import { deepMerge, HARBOR_RECIPE_NAMES, RECIPES, type PlatformConfig } from "../../components/config";
+import { GIB, trainerMemory } from "../../components/config/gpu-memory";
+import { gpuMemoryPlan, validateGpuMemory } from "../../components/config/gpu-fit";
+import { MODEL_FACTS, parameterCount } from "../../components/config/model-facts";
+import { productGiB } from "../../components/config/gpu-products";
+import { resolvePlatform } from "../../components/platform";
+import { checkGpuMemory, nodeGpuGiB } from "../../components/preflight/kubernetes";
+import { checkDockerGpuMemory, parseNvidiaSmi } from "../../components/preflight/docker";
+import { gpuMemorySection } from "../../scripts/lib/plan-gpu-memory";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
 
-const RESULTS = path.join(__dirname, "..", "bench", "gpu", "results");
+const RESULTS = path.join(__dirname, "..", "..", "bench", "gpu", "results");
 
 interface Measured {
     readonly shape: string;

@@ -9,7 +9,7 @@
  *     config, pinning included, for prod stacks).
  * (c) a sample of invalid configs through the mocked program: a clean pulumi.RunError and no
  *     resource registered but the stack.
- * Run: node --import tsx --test test/guardrails-fuzz.test.ts
+ * Run: node --import tsx --test test/config/guardrails-fuzz.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -19,14 +19,14 @@ import * as pulumi from "@pulumi/pulumi";
 import fc from "fast-check";
 import YAML from "yaml";
 import type { PolicyPackConfig } from "@pulumi/policy";
-import { ConfigError, parsePlatformConfig as parseExactly, RECIPE_NAMES } from "../components/config";
-import { parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
-import { runPolicies } from "../policy/run-local";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { REPO_ROOT } from "../scripts/lib/plan";
-import { validateAnyManifest } from "./helpers/crd-schema";
-import { planGuarded, policyResources, tempDir } from "./helpers/guardrails-plan";
-import { loadManifestSchemas } from "./helpers/k8s-schema";
+import { ConfigError, parsePlatformConfig as parseExactly, RECIPE_NAMES } from "../../components/config";
+import { parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "../helpers/config";
+import { runPolicies } from "../../policy/run-local";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { REPO_ROOT } from "../../scripts/lib/plan";
+import { validateAnyManifest } from "../helpers/crd-schema";
+import { planGuarded, policyResources, tempDir } from "../helpers/guardrails-plan";
+import { loadManifestSchemas } from "../helpers/k8s-schema";
 
 const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : 20260101;
 const RAW_RUNS = 3000;
@@ -36,7 +36,7 @@ const tmp = tempDir("arl-guardrails-fuzz-");
 const PROD_CONFIG: PolicyPackConfig = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "policy", "config.prod.json"), "utf8"));
 
 before(async () => {
-    console.log(`guardrails-fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED} node --import tsx --test test/guardrails-fuzz.test.ts)`);
+    console.log(`guardrails-fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED} node --import tsx --test test/config/guardrails-fuzz.test.ts)`);
     await loadManifestSchemas();
 });
 

@@ -8,17 +8,17 @@
  * - No key is handed to anything the model's code can reach: no ingress, no sandbox pool, no SANDBOX_* / *_API_KEY
  *   variable in any container, the hosted env's URL carries no credentials, and a deployed env's replicas get no secret.
  * The control (the black box on Kubernetes) shows the same search finds the sandbox's variables where they exist.
- * Run: npx tsx --test test/hosted-whitebox.test.ts
+ * Run: npx tsx --test test/config/hosted-whitebox.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";
-import type { RecordedResource } from "../scripts/lib/mockrun";
-import { planToDir, type PlanResult } from "../scripts/lib/plan";
-import { unwrapSecrets } from "./helpers/secrets";
+import { RECIPE_NAMES, RECIPES, type RecipeName } from "../../components/config";
+import type { RecordedResource } from "../../scripts/lib/mockrun";
+import { planToDir, type PlanResult } from "../../scripts/lib/plan";
+import { unwrapSecrets } from "../helpers/secrets";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-hosted-wb-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -2,19 +2,19 @@
  * Every setting a program takes is reachable (issue 43 point 2; docs/guides/knobs.md): the facts walk
  * (test/helpers/knobs-walk.ts) over every named program, the walk failing when a mapping is broken, the
  * knobs on a custom script, and training.extraArgs checked against the program's facts (type, choices,
- * store_true), with the messages' text. Run: npm test -- --no-setup test/knobs.test.ts
+ * store_true), with the messages' text. Run: npm test -- --no-setup test/config/knobs.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { deepMerge, PROGRAMS, programLabel, type ProgramFacts } from "../components/config";
-import { extraArgProblems } from "../components/config/extra-args";
-import { ARG_SOURCES, KNOB_FIELDS, KNOBS } from "../components/config/program-settings";
+import { deepMerge, PROGRAMS, programLabel, type ProgramFacts } from "../../components/config";
+import { extraArgProblems } from "../../components/config/extra-args";
+import { ARG_SOURCES, KNOB_FIELDS, KNOBS } from "../../components/config/program-settings";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { programArgs } from "../components/training/program-args";
-import { trlParserArgs } from "../components/training/trl-args";
-import { configProblems, parseWithTestImages } from "./helpers/config";
-import { factsWalkProblems, type Render } from "./helpers/knobs-walk";
+import { programArgs } from "../../components/training/program-args";
+import { trlParserArgs } from "../../components/training/trl-args";
+import { configProblems, parseWithTestImages } from "../helpers/config";
+import { factsWalkProblems, type Render } from "../helpers/knobs-walk";
 
 const K8S = { runId: "r1", target: { kind: "kubernetes", context: "test" } };
 const problems = (raw: unknown) => configProblems(() => parseWithTestImages(raw, "test"));
@@ -167,7 +167,7 @@ describe("extraArgProblems: argparse's reading of types and choices", () => {
 
 describe("docs/guides/knobs.md", () => {
     test("its knob table says, for every knob and program, the flag the facts map (or refused) and a custom script's TRL flag", () => {
-        const md = fs.readFileSync(path.join(__dirname, "..", "docs", "guides", "knobs.md"), "utf8");
+        const md = fs.readFileSync(path.join(__dirname, "..", "..", "docs", "guides", "knobs.md"), "utf8");
         const header = md.split("\n").find((l) => l.startsWith("| setting | MBPP eval seed"))!;
         const columns = header
             .split("|")

@@ -2,13 +2,13 @@
  * Multi-node training at the config edge (issue 18): training.nodes, the per-node GPU checks, the
  * batch arithmetic over every node's processes, the Docker refusal, target.kueueQueue, and the
  * trainer's command line; every message, each on its own.
- * Run: node --import tsx --test test/multinode-config.test.ts
+ * Run: node --import tsx --test test/config/multinode-config.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { DOCKER_BLACKBOX_REFUSED, deepMerge, HOSTED_BLACKBOX_REFUSED, MULTI_NODE_RECIPE_NAMES, platformNames, RECIPE_NAMES } from "../components/config";
-import { resolveTrainingNode } from "../components/training";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { DOCKER_BLACKBOX_REFUSED, deepMerge, HOSTED_BLACKBOX_REFUSED, MULTI_NODE_RECIPE_NAMES, platformNames, RECIPE_NAMES } from "../../components/config";
+import { resolveTrainingNode } from "../../components/training";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
 
 const K8S = { kind: "kubernetes", context: "test" } as const;
 const base = { recipe: "opencode-blackbox-32b", runId: "r1", target: K8S };

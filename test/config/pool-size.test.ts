@@ -3,7 +3,7 @@
 // numbers, and what plan.md shows.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { poolSizeProblems, poolSizing } from "../components/config/pool-size";
+import { poolSizeProblems, poolSizing } from "../../components/config/pool-size";
 
 describe("pool sized by the run", () => {
     test("the named (TRL) programs: one rollout worker whatever the processes; burst = maxInflight, pool = burst + headroom", () => {

@@ -28,12 +28,12 @@ import {
     SECRET_STACK_KEYS,
     secretPlaceholder,
     STACK_KEYS,
-} from "../components/config";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, withTestImages } from "./helpers/config";
-import { TEST_MTAIL_IMAGE } from "./helpers/observability";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { loadStack, StackError } from "../scripts/lib/load-stack";
-import { planClusterToDir, planToDir, recipePlatform, REPO_ROOT, secretConfigKeys } from "../scripts/lib/plan";
+} from "../../components/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, withTestImages } from "../helpers/config";
+import { TEST_MTAIL_IMAGE } from "../helpers/observability";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { loadStack, StackError } from "../../scripts/lib/load-stack";
+import { planClusterToDir, planToDir, recipePlatform, REPO_ROOT, secretConfigKeys } from "../../scripts/lib/plan";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-secrets-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

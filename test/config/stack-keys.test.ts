@@ -3,15 +3,15 @@
  * (components/config/load.ts under Pulumi mocks): a key that is no setting is refused with its
  * near miss (a misspelled secret never passes silently), a missing platform names the file and
  * the near miss it has instead, a platform that is not an object is a clean message.
- * Run: npx tsx --test test/stack-keys.test.ts
+ * Run: npx tsx --test test/config/stack-keys.test.ts
  */
 import assert from "node:assert/strict";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
-import { missingPlatformMessage, nearMiss, stackObject, unknownStackKeys } from "../components/config";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { REPO_ROOT } from "../scripts/lib/plan";
+import { missingPlatformMessage, nearMiss, stackObject, unknownStackKeys } from "../../components/config";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { REPO_ROOT } from "../../scripts/lib/plan";
 
 const program = () => require(path.join(REPO_ROOT, "index.ts")) as () => Promise<Record<string, unknown>>;
 const PLATFORM = JSON.stringify({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, images: { trainer: "registry.test/t:1" } });

@@ -14,8 +14,8 @@ import {
     RECIPE_NAMES,
     RECIPES,
     validateTargetSettings,
-} from "../components/config";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "./helpers/config";
+} from "../../components/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "../helpers/config";
 
 const target = (kind: "kubernetes" | "docker") => (kind === "kubernetes" ? { kind, context: "test" } : { kind });
 // On Docker with hosted sandboxes: a black box on Docker is refused for both its providers (DOCKER_BLACKBOX_REFUSED,
@@ -119,7 +119,7 @@ describe("target settings: refused where they are not carried out", () => {
 
 describe("target settings: the docs' table is the code's", () => {
     test("docs/reference/stack-file.md 'What each target ignores' lists exactly IGNORED_SETTINGS", () => {
-        const readme = fs.readFileSync(path.join(__dirname, "..", "docs", "reference", "stack-file.md"), "utf8");
+        const readme = fs.readFileSync(path.join(__dirname, "..", "..", "docs", "reference", "stack-file.md"), "utf8");
         const start = readme.indexOf("## What each target ignores");
         assert.ok(start >= 0, "docs/reference/stack-file.md has a 'What each target ignores' section");
         const section = readme.slice(start).split("\n").slice(1);

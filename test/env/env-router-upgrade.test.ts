@@ -14,7 +14,7 @@
  * What must hold for each path: no upgrade is answered by the replica beyond the cap (the router
  * answers every one itself: the capacity responder's frame on the exact route, a 400 elsewhere),
  * and with the replica's slot free, no path but `/ws` opens a session the cap does not count.
- * Run: node --import tsx --test test/env-router-upgrade.test.ts
+ * Run: node --import tsx --test test/env/env-router-upgrade.test.ts
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
@@ -23,15 +23,15 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
-import { startLocalRouter, type LocalRouter } from "../components/env/local";
-import { ROUTER_CAPACITY_CODE, ROUTER_REPLICA_HEADER, ROUTER_UPGRADE_REFUSED_CODE, routerErrorBodies, renderRouterConfig } from "../components/env/router";
-import { freePort } from "./helpers/http";
-import { skipWithoutNginx } from "./helpers/nginx";
-import { startProgram, type Started } from "./helpers/processes";
-import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
-import { scaled } from "./helpers/waits";
+import { startLocalRouter, type LocalRouter } from "../../components/env/local";
+import { ROUTER_CAPACITY_CODE, ROUTER_REPLICA_HEADER, ROUTER_UPGRADE_REFUSED_CODE, routerErrorBodies, renderRouterConfig } from "../../components/env/router";
+import { freePort } from "../helpers/http";
+import { skipWithoutNginx } from "../helpers/nginx";
+import { startProgram, type Started } from "../helpers/processes";
+import { LOCK_VENV_HINT, lockVenvPython } from "../helpers/stub-env";
+import { scaled } from "../helpers/waits";
 
-const REPO = path.resolve(__dirname, "..");
+const REPO = path.resolve(__dirname, "..", "..");
 const python = lockVenvPython();
 const skip = skipWithoutNginx || (python === undefined ? `no trainer-side venv (${LOCK_VENV_HINT})` : false);
 

@@ -1,13 +1,13 @@
 /**
  * The session-aware env router, end to end with real nginx on 127.0.0.1 in front of stub OpenEnv
  * replicas, plus unit tests of the settings validation and config rendering.
- * Run: node --import tsx --test test/env-router.test.ts
+ * Run: node --import tsx --test test/env/env-router.test.ts
  */
 import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
-import { startLocalRouter, type LocalRouter } from "../components/env/local";
+import { startLocalRouter, type LocalRouter } from "../../components/env/local";
 import {
     ROUTER_CAPACITY_CODE,
     ROUTER_NO_REPLICA_CODE,
@@ -18,12 +18,12 @@ import {
     statefulSetReplicaAddresses,
     validateRouterSettings,
     versionAtLeast,
-} from "../components/env/router";
-import type { RouterSettings } from "../components/env/model";
-import { CAPACITY_RESPONDER_SCRIPT_PATH, responderProbeCommand } from "../components/env/responder";
-import { freePort } from "./helpers/http";
-import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "./helpers/stub-env";
-import { scaled, scaledCount } from "./helpers/waits";
+} from "../../components/env/router";
+import type { RouterSettings } from "../../components/env/model";
+import { CAPACITY_RESPONDER_SCRIPT_PATH, responderProbeCommand } from "../../components/env/responder";
+import { freePort } from "../helpers/http";
+import { CAPACITY_REACHED, LOCK_VENV_HINT, lockVenvPython, startStubEnv, type StubEnv } from "../helpers/stub-env";
+import { scaled, scaledCount } from "../helpers/waits";
 
 const K = 4;
 const N = 3;

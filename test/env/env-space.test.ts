@@ -2,24 +2,24 @@
 // router (its config is exactly renderRouterConfig of the description), Services, NetworkPolicies,
 // URL outputs, the session cap of envs without concurrent sessions, external envs, a resource
 // count flat in the replicas (Kubernetes), and every Kubernetes object against the 1.36 schema.
-// Run: node --import tsx --test test/env-space.test.ts
+// Run: node --import tsx --test test/env/env-space.test.ts
 import { describe, test, before } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { CATALOG_NAMES, COLOCATE_WS_PING, ENV_CATALOG, OPENENV_UPSTREAM, tagCheckCommand, UVICORN_WS_PING } from "../components/config/catalog";
-import { ConfigError } from "../components/config/errors";
-import { configProblems, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
-import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
-import type { PlatformConfig, ResolvedEnv } from "../components/config/types";
-import { EnvSpace, nginxImageSupportsResolve, resolveEnvSpace, type DeployedEnvDescription, type EnvDescription } from "../components/env";
-import { ROUTER_HEALTH_PATH, renderRouterConfig, routerCommand, statefulSetReplicaAddresses } from "../components/env/router";
-import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
-import { manifests } from "./helpers/manifests";
-import { dockerEnv, ofType, runBoth, single, type MockRunResult } from "./helpers/mock";
-import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
+import { CATALOG_NAMES, COLOCATE_WS_PING, ENV_CATALOG, OPENENV_UPSTREAM, tagCheckCommand, UVICORN_WS_PING } from "../../components/config/catalog";
+import { ConfigError } from "../../components/config/errors";
+import { configProblems, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
+import { platformNames, podLabels, type PlatformNames } from "../../components/config/names";
+import type { PlatformConfig, ResolvedEnv } from "../../components/config/types";
+import { EnvSpace, nginxImageSupportsResolve, resolveEnvSpace, type DeployedEnvDescription, type EnvDescription } from "../../components/env";
+import { ROUTER_HEALTH_PATH, renderRouterConfig, routerCommand, statefulSetReplicaAddresses } from "../../components/env/router";
+import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
+import { manifests } from "../helpers/manifests";
+import { dockerEnv, ofType, runBoth, single, type MockRunResult } from "../helpers/mock";
+import { LOCK_VENV_HINT, lockVenvPython } from "../helpers/stub-env";
 
 type Target = "kubernetes" | "docker";
 type Recipe = "wordle-whitebox" | "mbpp-whitebox";
@@ -507,9 +507,12 @@ for (const recipe of ["wordle-whitebox", "mbpp-whitebox"] as const) {
             assert.deepEqual(rc.securityContext, pod.containers[0].securityContext, "non-root uid 101, read-only root, no capabilities");
             assert.equal(rc.securityContext.readOnlyRootFilesystem, true);
             assert.equal(rc.ports, undefined, "nothing exposed: nginx reaches it on the pod's loopback");
-            assert.equal(data["capacity_responder.py"], fs.readFileSync(path.join(__dirname, "..", "components", "env", "capacity_responder.py"), "utf8"));
+            assert.equal(
+                data["capacity_responder.py"],
+                fs.readFileSync(path.join(__dirname, "..", "..", "components", "env", "capacity_responder.py"), "utf8"),
+            );
             // The shared /metrics server it imports, beside it (python3 -I finds it by the script's own directory).
-            assert.equal(data["metrics_http.py"], fs.readFileSync(path.join(__dirname, "..", "components", "shared", "metrics_http.py"), "utf8"));
+            assert.equal(data["metrics_http.py"], fs.readFileSync(path.join(__dirname, "..", "..", "components", "shared", "metrics_http.py"), "utf8"));
             const frame = JSON.parse(data["responder.json"]).ws_frame;
             assert.equal(frame.data.code, "CAPACITY_REACHED");
             assert.match(

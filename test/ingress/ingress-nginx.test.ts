@@ -1,4 +1,4 @@
-// VllmIngress against a real nginx: run with `node --import tsx --test test/ingress-nginx.test.ts`.
+// VllmIngress against a real nginx: run with `node --import tsx --test test/ingress/ingress-nginx.test.ts`.
 // Needs nginx (apt-get install -y nginx-light) and openssl; all traffic stays on 127.0.0.1.
 import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
@@ -9,7 +9,7 @@ import * as https from "node:https";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { childPids, findNginx, localPaths, parseKeysText, startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { childPids, findNginx, localPaths, parseKeysText, startLocalIngress, type LocalIngress } from "../../components/ingress/local";
 import {
     INVALID_CLIENT_REQUEST_ID,
     PROXY_DEFAULTS,
@@ -19,11 +19,11 @@ import {
     resolveProxySettings,
     validateProxySettings,
     type ProxySettings,
-} from "../components/ingress/nginx";
-import { request } from "./helpers/http";
-import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
-import { selfSignedCert } from "./helpers/tls";
-import { scaled, scaledCount } from "./helpers/waits";
+} from "../../components/ingress/nginx";
+import { request } from "../helpers/http";
+import { startStubUpstream, type StubUpstream } from "../helpers/stub-upstream";
+import { selfSignedCert } from "../helpers/tls";
+import { scaled, scaledCount } from "../helpers/waits";
 
 const KEY_A = "kA1.b+c_d~e/f=g-h0123456789abcdef";
 const KEY_B = "Bb2Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0";
@@ -31,7 +31,7 @@ const KEY_C = "cccccccccccccccc-rotation-new-key";
 const ALL_KEYS = [KEY_A, KEY_B, KEY_C];
 const ALLOWED_UPSTREAM_PATHS = new Set(["/v1/chat/completions", "/v1/models", "/v1/completions", "/health"]);
 const CHAT_BODY = JSON.stringify({ model: "stub-model", messages: [{ role: "user", content: "hi" }] });
-const REPO = path.resolve(__dirname, "..");
+const REPO = path.resolve(__dirname, "..", "..");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,12 +1,12 @@
 // VllmIngress under Pulumi mocks, per target: where the keys live (and nowhere else), generated
 // keys, secret outputs, the NetworkPolicy, Service exposure, the HTTPRoute, Docker networks and
 // ports, the strict Kubernetes schema; and, with a real nginx, that the config the component
-// deploys is the one `startLocalIngress` serves. Run: node --import tsx --test test/vllm-ingress.test.ts
+// deploys is the one `startLocalIngress` serves. Run: node --import tsx --test test/ingress/vllm-ingress.test.ts
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
-import { ConfigError, platformNames, podLabels, type PlatformConfig, type PlatformNames } from "../components/config";
-import { parseDockerPoolConfig, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
+import { ConfigError, platformNames, podLabels, type PlatformConfig, type PlatformNames } from "../../components/config";
+import { parseDockerPoolConfig, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
 import {
     CHECKSUM_ANNOTATION,
     GENERATED_KEY_LENGTH,
@@ -18,15 +18,15 @@ import {
     localOverrides,
     resolveVllmIngress,
     type IngressDescription,
-} from "../components/ingress";
-import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
-import { PROXY_PATH_FIELDS, renderNginxConfig } from "../components/ingress/nginx";
-import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
-import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
-import { manifests } from "./helpers/manifests";
-import { sentAsSecret, unwrapSecrets } from "./helpers/secrets";
-import { skipWithoutNginx } from "./helpers/nginx";
-import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
+} from "../../components/ingress";
+import { startLocalIngress, type LocalIngress } from "../../components/ingress/local";
+import { PROXY_PATH_FIELDS, renderNginxConfig } from "../../components/ingress/nginx";
+import { ofType, runBoth, single, type MockRunResult, type RecordedResource } from "../helpers/mock";
+import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
+import { manifests } from "../helpers/manifests";
+import { sentAsSecret, unwrapSecrets } from "../helpers/secrets";
+import { skipWithoutNginx } from "../helpers/nginx";
+import { startStubUpstream, type StubUpstream } from "../helpers/stub-upstream";
 
 const SENTINEL = "sbxSENTINELkey0do0not0leak0123456789";
 const T = {
@@ -78,7 +78,7 @@ interface Built {
     c: PlatformConfig;
     names: PlatformNames;
     d: IngressDescription;
-    /** The rollout key verifier's resources (agent-sandbox pools; test/rollout-keys.test.ts checks them), kept apart from the proxy's. */
+    /** The rollout key verifier's resources (agent-sandbox pools; test/ingress/rollout-keys.test.ts checks them), kept apart from the proxy's. */
     verifier: RecordedResource[];
 }
 
@@ -363,7 +363,7 @@ describe("kubernetes, exposure cluster (defaults)", () => {
                 ],
                 ports: [{ protocol: "TCP", port: 8000 }],
             },
-            // agent-sandbox pool: the rollout key verifier's pods on its verify port (test/rollout-keys.test.ts).
+            // agent-sandbox pool: the rollout key verifier's pods on its verify port (test/ingress/rollout-keys.test.ts).
             {
                 to: [
                     {

@@ -12,18 +12,18 @@
  *   the main container publishes its sidecars' ports.
  * The stand-ins (one static binary, test/dockerd/standin) play vLLM (`serve`) and the sidecar (`proxy`
  * to vLLM on loopback), named as such. Skipped, with the reason, only when dockerd cannot start and CI is not set.
- * Run: node --import tsx --test test/docker-observability.test.ts
+ * Run: node --import tsx --test test/observability/docker-observability.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
-import { planToDir, type PlanResult } from "../scripts/lib/plan";
-import { createContainer, DockerdSession, startContainer, STANDIN_IMAGE, type Dockerd } from "./helpers/dockerd";
-import { ofType, type RecordedResource } from "./helpers/mock";
-import { TEST_MTAIL_IMAGE } from "./helpers/observability";
-import { scaledCount } from "./helpers/waits";
+import { planToDir, type PlanResult } from "../../scripts/lib/plan";
+import { createContainer, DockerdSession, startContainer, STANDIN_IMAGE, type Dockerd } from "../helpers/dockerd";
+import { ofType, type RecordedResource } from "../helpers/mock";
+import { TEST_MTAIL_IMAGE } from "../helpers/observability";
+import { scaledCount } from "../helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-obs-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

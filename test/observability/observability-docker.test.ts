@@ -5,7 +5,7 @@
  * the offline plan writes prometheus.yml (those ports as static targets, with the labels the rules
  * and the dashboard select on), the rules file and the dashboard, and the real promtool (Debian's
  * prometheus) checks the config with its rule_files and the rules. Mocks (Pulumi's mock runtime).
- * Run: npx tsx --test test/observability-docker.test.ts
+ * Run: npx tsx --test test/observability/observability-docker.test.ts
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -14,21 +14,21 @@ import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { deepMerge } from "../components/config";
-import { renderReplicaMetricsRelay, REPLICA_METRICS_RELAY_PORT } from "../components/env";
-import { PROMETHEUS_CONFIG_FILE, RULES_FILE } from "../components/observability";
-import { Platform, resolvePlatform } from "../components/platform";
-import { METRICS_PROGRAM_DIR } from "../components/shared/metrics-pods";
-import { planToDir, type PlanResult } from "../scripts/lib/plan";
-import { runUnderMocks, type RecordedResource } from "../scripts/lib/mockrun";
-import { configProblems, parseDockerPoolConfig, parseWithTestImages } from "./helpers/config";
-import { TEST_MTAIL_IMAGE } from "./helpers/observability";
-import { startStubDns } from "./helpers/stub-dns";
-import { freePort } from "./helpers/http";
-import { startProgram } from "./helpers/processes";
-import { policyResources } from "./helpers/guardrails-plan";
-import { runPolicies } from "../policy/run-local";
-import { scaled, scaledCount } from "./helpers/waits";
+import { deepMerge } from "../../components/config";
+import { renderReplicaMetricsRelay, REPLICA_METRICS_RELAY_PORT } from "../../components/env";
+import { PROMETHEUS_CONFIG_FILE, RULES_FILE } from "../../components/observability";
+import { Platform, resolvePlatform } from "../../components/platform";
+import { METRICS_PROGRAM_DIR } from "../../components/shared/metrics-pods";
+import { planToDir, type PlanResult } from "../../scripts/lib/plan";
+import { runUnderMocks, type RecordedResource } from "../../scripts/lib/mockrun";
+import { configProblems, parseDockerPoolConfig, parseWithTestImages } from "../helpers/config";
+import { TEST_MTAIL_IMAGE } from "../helpers/observability";
+import { startStubDns } from "../helpers/stub-dns";
+import { freePort } from "../helpers/http";
+import { startProgram } from "../helpers/processes";
+import { policyResources } from "../helpers/guardrails-plan";
+import { runPolicies } from "../../policy/run-local";
+import { scaled, scaledCount } from "../helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-docker-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -10,7 +10,7 @@
  *   their ConfigMaps' files (the shared /metrics server beside each), as python3 -I -B runs them.
  * The supervisor's role runner is tested in training-supervisor.test.ts, the capacity responder's
  * counter in env-router.test.ts.
- * Run: node --import tsx --test test/observability-programs.test.ts
+ * Run: node --import tsx --test test/observability/observability-programs.test.ts
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -19,26 +19,26 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
-import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
-import { rotatingAccessLogCommand } from "../components/ingress/metrics";
-import { renderNginxConfig, validateProxySettings } from "../components/ingress/nginx";
-import { INGRESS_MTAIL, SESSION_COUNTER, renderVllmMetricsProxy, sessionCounterCommand, validateVllmMetricsProxy } from "../components/observability";
-import { SERIES } from "../components/shared/metrics";
-import { responderCommand } from "../components/env/responder";
-import { projectMetricsPrograms } from "../components/platform/observability";
-import { parseWithTestImages } from "./helpers/config";
-import { platformManifests } from "./helpers/observability";
-import { OBSERVABILITY_ON } from "./helpers/observability";
-import { pidAlive } from "./helpers/apiserver";
-import { freePort } from "./helpers/http";
-import { skipWithoutNginx } from "./helpers/nginx";
-import { sampleValue, scrape, startProgram, type Started, stopAll } from "./helpers/processes";
-import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
-import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
-import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "./helpers/stub-vllm-metrics";
-import { pollUntil, scaled } from "./helpers/waits";
+import { startLocalIngress, type LocalIngress } from "../../components/ingress/local";
+import { rotatingAccessLogCommand } from "../../components/ingress/metrics";
+import { renderNginxConfig, validateProxySettings } from "../../components/ingress/nginx";
+import { INGRESS_MTAIL, SESSION_COUNTER, renderVllmMetricsProxy, sessionCounterCommand, validateVllmMetricsProxy } from "../../components/observability";
+import { SERIES } from "../../components/shared/metrics";
+import { responderCommand } from "../../components/env/responder";
+import { projectMetricsPrograms } from "../../components/platform/observability";
+import { parseWithTestImages } from "../helpers/config";
+import { platformManifests } from "../helpers/observability";
+import { OBSERVABILITY_ON } from "../helpers/observability";
+import { pidAlive } from "../helpers/apiserver";
+import { freePort } from "../helpers/http";
+import { skipWithoutNginx } from "../helpers/nginx";
+import { sampleValue, scrape, startProgram, type Started, stopAll } from "../helpers/processes";
+import { LOCK_VENV_HINT, lockVenvPython } from "../helpers/stub-env";
+import { startStubUpstream, type StubUpstream } from "../helpers/stub-upstream";
+import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "../helpers/stub-vllm-metrics";
+import { pollUntil, scaled } from "../helpers/waits";
 
-const REPO = path.resolve(__dirname, "..");
+const REPO = path.resolve(__dirname, "..", "..");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-programs-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -13,7 +13,7 @@
  * and return series; no series carries a per-session label; CAPACITY_REACHED fires its alert.
  * The agent-sandbox controller does not run here: its panels and rules are checked by promtool
  * (observability-rules.test.ts) only.
- * Run: node --import tsx --test test/observability-prometheus.test.ts
+ * Run: node --import tsx --test test/observability/observability-prometheus.test.ts
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -22,8 +22,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import WebSocket from "ws";
-import { startLocalRouter, type LocalRouter } from "../components/env/local";
-import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
+import { startLocalRouter, type LocalRouter } from "../../components/env/local";
+import { startLocalIngress, type LocalIngress } from "../../components/ingress/local";
 import {
     INGRESS_MTAIL,
     SESSION_COUNTER,
@@ -33,19 +33,19 @@ import {
     rulesFileText,
     sessionCounterCommand,
     type ObservedStack,
-} from "../components/observability";
-import { STACK_POD_LABEL, STACK_RELABELING, STACK_SERIES_LABEL, podLabelMeta } from "../components/shared/metrics-pods";
-import { ROLE_RUNNER } from "../components/training";
-import { freePort } from "./helpers/http";
-import { defaultObservabilitySettings } from "./helpers/observability";
-import { skipWithoutNginx } from "./helpers/nginx";
-import { startProgram, statusOf, type Started } from "./helpers/processes";
-import { LOCK_VENV_HINT, lockVenvPython } from "./helpers/stub-env";
-import { startStubUpstream, type StubUpstream } from "./helpers/stub-upstream";
-import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "./helpers/stub-vllm-metrics";
-import { scaled, scaledCount } from "./helpers/waits";
+} from "../../components/observability";
+import { STACK_POD_LABEL, STACK_RELABELING, STACK_SERIES_LABEL, podLabelMeta } from "../../components/shared/metrics-pods";
+import { ROLE_RUNNER } from "../../components/training";
+import { freePort } from "../helpers/http";
+import { defaultObservabilitySettings } from "../helpers/observability";
+import { skipWithoutNginx } from "../helpers/nginx";
+import { startProgram, statusOf, type Started } from "../helpers/processes";
+import { LOCK_VENV_HINT, lockVenvPython } from "../helpers/stub-env";
+import { startStubUpstream, type StubUpstream } from "../helpers/stub-upstream";
+import { startVllmMetricsStandIn, type VllmMetricsStandIn } from "../helpers/stub-vllm-metrics";
+import { scaled, scaledCount } from "../helpers/waits";
 
-const REPO = path.resolve(__dirname, "..");
+const REPO = path.resolve(__dirname, "..", "..");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const which = (bin: string) => spawnSync("sh", ["-c", `command -v ${bin}`], { encoding: "utf8" }).stdout.trim() || undefined;
 const BINS = { prometheus: which("prometheus"), mtail: which("mtail"), exporter: which("prometheus-nginx-exporter") };

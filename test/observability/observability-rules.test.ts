@@ -3,7 +3,7 @@
  * real promtool (Debian's prometheus package): `promtool check rules` on the generated groups, and
  * `promtool test rules` with one unit test per alert that fires on its condition and stays silent
  * otherwise, every threshold taken from the config's defaults.
- * Run: node --import tsx --test test/observability-rules.test.ts
+ * Run: node --import tsx --test test/observability/observability-rules.test.ts
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -20,15 +20,15 @@ import {
     type AlertRule,
     type ObservedStack,
     type RuleGroup,
-} from "../components/observability";
-import { Platform, resolvePlatform } from "../components/platform";
-import { oneContainer } from "../components/training";
-import { observedStack } from "../components/platform/observability";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { parseWithTestImages } from "./helpers/config";
-import { defaultObservabilitySettings } from "./helpers/observability";
-import { manifests } from "./helpers/manifests";
-import { scaled } from "./helpers/waits";
+} from "../../components/observability";
+import { Platform, resolvePlatform } from "../../components/platform";
+import { oneContainer } from "../../components/training";
+import { observedStack } from "../../components/platform/observability";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { parseWithTestImages } from "../helpers/config";
+import { defaultObservabilitySettings } from "../helpers/observability";
+import { manifests } from "../helpers/manifests";
+import { scaled } from "../helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-obs-rules-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -4,18 +4,18 @@
  * trainer's port, the ingress's exporter and mtail, each env replica's session counter, the
  * responder's port), restricted where the namespace is; off, nothing changes; every refusal of the
  * setting is tested by its message. Mocks (Pulumi's mock runtime), the objects against the 1.36 schema.
- * Run: npx tsx --test test/observability-wiring.test.ts
+ * Run: npx tsx --test test/observability/observability-wiring.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { planToDir } from "../scripts/lib/plan";
-import { runPolicies } from "../policy/run-local";
-import { policyResources } from "./helpers/guardrails-plan";
-import { stackRequests } from "../components/preflight/kubernetes/needs";
-import { quantityValue } from "../components/shared/quantity";
+import { planToDir } from "../../scripts/lib/plan";
+import { runPolicies } from "../../policy/run-local";
+import { policyResources } from "../helpers/guardrails-plan";
+import { stackRequests } from "../../components/preflight/kubernetes/needs";
+import { quantityValue } from "../../components/shared/quantity";
 import {
     ALL_RECIPE_NAMES,
     deepMerge,
@@ -25,19 +25,19 @@ import {
     POD_SECURITY,
     RECIPE_NAMES,
     type PlatformConfig,
-} from "../components/config";
-import { ClusterBase } from "../components/cluster";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { manifests } from "./helpers/manifests";
-import { resolvePlatform } from "../components/platform";
-import { INGRESS_MTAIL, SESSION_COUNTER, programText } from "../components/observability";
-import { roleRunnerFiles } from "../components/training";
-import { projectMetricsPrograms } from "../components/platform/observability";
-import { configProblems, parseWithTestImages } from "./helpers/config";
-import { validateCustomResource } from "./helpers/crd-schema";
-import { STACK_POD_LABEL } from "../components/shared/metrics-pods";
-import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
-import { OBSERVABILITY_ON, platformManifests, STAND_IN_PROGRAMS, TEST_MTAIL_IMAGE } from "./helpers/observability";
+} from "../../components/config";
+import { ClusterBase } from "../../components/cluster";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { manifests } from "../helpers/manifests";
+import { resolvePlatform } from "../../components/platform";
+import { INGRESS_MTAIL, SESSION_COUNTER, programText } from "../../components/observability";
+import { roleRunnerFiles } from "../../components/training";
+import { projectMetricsPrograms } from "../../components/platform/observability";
+import { configProblems, parseWithTestImages } from "../helpers/config";
+import { validateCustomResource } from "../helpers/crd-schema";
+import { STACK_POD_LABEL } from "../../components/shared/metrics-pods";
+import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
+import { OBSERVABILITY_ON, platformManifests, STAND_IN_PROGRAMS, TEST_MTAIL_IMAGE } from "../helpers/observability";
 
 const K8S = { kind: "kubernetes", context: "test" } as const;
 const MTAIL = TEST_MTAIL_IMAGE;

@@ -8,10 +8,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../components/config";
-import { dockerHostNeeds } from "../components/platform";
-import { planToDir } from "../scripts/lib/plan";
-import { HOSTED_SANDBOXES_ON_DOCKER } from "./helpers/config";
+import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../../components/config";
+import { dockerHostNeeds } from "../../components/platform";
+import { planToDir } from "../../scripts/lib/plan";
+import { HOSTED_SANDBOXES_ON_DOCKER } from "../helpers/config";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-host-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -3,14 +3,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { platformNames } from "../components/config";
-import { namespaceRoles, Platform, resolvePlatform } from "../components/platform";
-import { resolveEnvSpace } from "../components/env";
-import { resolveVllmIngress } from "../components/ingress";
-import { resolveSandboxPool } from "../components/sandbox";
-import { resolveTrainingNode } from "../components/training";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { parseHostedConfig, parseWithTestImages } from "./helpers/config";
+import { platformNames } from "../../components/config";
+import { namespaceRoles, Platform, resolvePlatform } from "../../components/platform";
+import { resolveEnvSpace } from "../../components/env";
+import { resolveVllmIngress } from "../../components/ingress";
+import { resolveSandboxPool } from "../../components/sandbox";
+import { resolveTrainingNode } from "../../components/training";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { parseHostedConfig, parseWithTestImages } from "../helpers/config";
 
 describe("Platform", () => {
     it("exposes the training node, the ingress, the pool and the env servers, and typed outputs", async () => {

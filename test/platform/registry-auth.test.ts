@@ -5,17 +5,17 @@
  * provider's registryAuth for every registry the config.json names, and Docker Hub credentials filed
  * as `docker login` files them under every host the provider looks Hub images up under. The value
  * never reaches a file the offline plan writes.
- * Run: node --import tsx --test test/registry-auth.test.ts
+ * Run: node --import tsx --test test/platform/registry-auth.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { checkRegistryAuth, dockerProviderAddresses } from "../components/config";
-import { dockerProviderKey, dockerProviderRegistry } from "../components/preflight/registry";
-import { planToDir } from "../scripts/lib/plan";
-import { isSecret, sentAsSecret, unwrapSecrets } from "./helpers/secrets";
+import { checkRegistryAuth, dockerProviderAddresses } from "../../components/config";
+import { dockerProviderKey, dockerProviderRegistry } from "../../components/preflight/registry";
+import { planToDir } from "../../scripts/lib/plan";
+import { isSecret, sentAsSecret, unwrapSecrets } from "../helpers/secrets";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-pull-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

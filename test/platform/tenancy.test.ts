@@ -18,12 +18,12 @@ import {
     parseClusterConfig,
     RECIPES,
     type ClusterOutputs,
-} from "../components/config";
-import { resolvePlatform } from "../components/platform";
-import { checkClusterIdentity, checkTeamNamespaces } from "../components/preflight/kubernetes";
-import { runUnderMocks, type RecordedResource } from "../scripts/lib/mockrun";
-import { readStackFile, REPO_ROOT } from "../scripts/lib/plan";
-import { configProblems, parseWithTestImages, withTestImages } from "./helpers/config";
+} from "../../components/config";
+import { resolvePlatform } from "../../components/platform";
+import { checkClusterIdentity, checkTeamNamespaces } from "../../components/preflight/kubernetes";
+import { runUnderMocks, type RecordedResource } from "../../scripts/lib/mockrun";
+import { readStackFile, REPO_ROOT } from "../../scripts/lib/plan";
+import { configProblems, parseWithTestImages, withTestImages } from "../helpers/config";
 
 const REF = "organization/agent-rl-infra/cluster";
 const CLUSTER = { target: { kind: "kubernetes", context: "gpu" }, runtimeClasses: [{ name: "gvisor", handler: "runsc" }] };

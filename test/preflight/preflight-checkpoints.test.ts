@@ -3,17 +3,17 @@
  * training.checkpoints.size (never shrinks, keeps its class, grows only where its StorageClass allows
  * volume expansion) and the checkpoint rule; on Docker the free space of dataDir's file system
  * against what one run writes. Every message tested.
- * Run: node --import tsx --test test/preflight-checkpoints.test.ts
+ * Run: node --import tsx --test test/preflight/preflight-checkpoints.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type CheckpointNeed, checkpointNeed, describeNeed } from "../components/config/checkpoints";
-import { deepMerge, type PlatformConfig } from "../components/config";
-import { type PlatformPlan, resolvePlatform } from "../components/platform";
-import { checkCheckpointSpace, checkDocker, type DockerFacts } from "../components/preflight/docker";
-import { type ClaimFacts, checkCheckpointVolume, checkKubernetes, claimFacts, type KubernetesFacts } from "../components/preflight/kubernetes";
-import type { Finding } from "../components/preflight/report";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
+import { type CheckpointNeed, checkpointNeed, describeNeed } from "../../components/config/checkpoints";
+import { deepMerge, type PlatformConfig } from "../../components/config";
+import { type PlatformPlan, resolvePlatform } from "../../components/platform";
+import { checkCheckpointSpace, checkDocker, type DockerFacts } from "../../components/preflight/docker";
+import { type ClaimFacts, checkCheckpointVolume, checkKubernetes, claimFacts, type KubernetesFacts } from "../../components/preflight/kubernetes";
+import type { Finding } from "../../components/preflight/report";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
 
 const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const config = (target: Record<string, unknown>, over: Record<string, unknown> = {}): PlatformConfig =>

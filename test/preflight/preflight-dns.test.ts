@@ -1,13 +1,13 @@
 /**
  * The preflight's DNS check: target.dns against what the cluster runs (a node-local-dns DaemonSet and
  * its listen addresses, the DNS pods of the shape's selector), every message tested without a cluster.
- * Run: node --import tsx --test test/preflight-dns.test.ts
+ * Run: node --import tsx --test test/preflight/preflight-dns.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { resolvePlatform } from "../components/platform";
-import { checkDns, dnsPodSelector, nodeLocalAddresses } from "../components/preflight/kubernetes";
-import { parseWithTestImages } from "./helpers/config";
+import { resolvePlatform } from "../../components/platform";
+import { checkDns, dnsPodSelector, nodeLocalAddresses } from "../../components/preflight/kubernetes";
+import { parseWithTestImages } from "../helpers/config";
 
 const planWith = (dns?: unknown) =>
     resolvePlatform(

@@ -4,7 +4,7 @@
  * the Docker provider's one host-name lookup on Docker), every message of the registry-credentials
  * check, and the pull Secret already in a namespace the stack makes. The pull Secret's fields are
  * read through kubectl's own jsonpath (kubectl --local, no server) to show its data is never read.
- * Run: node --import tsx --test test/preflight-registry.test.ts
+ * Run: node --import tsx --test test/preflight/preflight-registry.test.ts
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -13,9 +13,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import YAML from "yaml";
-import { deepMerge, type PlatformConfig } from "../components/config";
-import { type PlatformPlan, resolvePlatform } from "../components/platform";
-import { checkDocker, type DockerFacts } from "../components/preflight/docker";
+import { deepMerge, type PlatformConfig } from "../../components/config";
+import { type PlatformPlan, resolvePlatform } from "../../components/platform";
+import { checkDocker, type DockerFacts } from "../../components/preflight/docker";
 import {
     checkKubernetes,
     checkPullSecret,
@@ -23,7 +23,7 @@ import {
     PULL_SECRET_FIELDS,
     parsePullSecretFields,
     pullSecretNamespaces,
-} from "../components/preflight/kubernetes";
+} from "../../components/preflight/kubernetes";
 import {
     checkRegistryCredentials,
     dockerProviderKey,
@@ -33,10 +33,10 @@ import {
     kubeletServes,
     parseImage,
     pulledImages,
-} from "../components/preflight/registry";
-import type { Finding } from "../components/preflight/report";
-import { loadStack, StackError } from "../scripts/lib/load-stack";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
+} from "../../components/preflight/registry";
+import type { Finding } from "../../components/preflight/report";
+import { loadStack, StackError } from "../../scripts/lib/load-stack";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
 
 const k8sConfig = (over: Record<string, unknown> = {}): PlatformConfig =>
     parseWithTestImages(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "kubernetes", context: "ctx" } }, over), "pf");

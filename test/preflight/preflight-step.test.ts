@@ -8,9 +8,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { deepMerge } from "../components/config";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { readStackFile, REPO_ROOT } from "../scripts/lib/plan";
+import { deepMerge } from "../../components/config";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { readStackFile, REPO_ROOT } from "../../scripts/lib/plan";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-preflight-step-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -5,7 +5,7 @@
  * each prerequisite removed in turn, and a real dockerd (no NVIDIA runtime here, itself a case).
  * The live parts are skipped, with the reason, only when the engine fixtures are not built and
  * CI is not set (engineSkipReason).
- * Run: npx tsx --test test/preflight.test.ts
+ * Run: npx tsx --test test/preflight/preflight.test.ts
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -14,13 +14,13 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import YAML from "yaml";
-import { deepMerge, parseClusterConfig, RECIPES, type PlatformConfig, type RecipeName } from "../components/config";
-import { type PlatformPlan, resolvePlatform } from "../components/platform";
-import { SANDBOX_API_VERSION } from "../components/sandbox";
-import { HelpRequested, UsageError } from "../scripts/lib/cli";
-import { parsePreflightArgs } from "../scripts/preflight";
-import { runPreflight } from "../components/preflight";
-import { loadStack, StackError } from "../scripts/lib/load-stack";
+import { deepMerge, parseClusterConfig, RECIPES, type PlatformConfig, type RecipeName } from "../../components/config";
+import { type PlatformPlan, resolvePlatform } from "../../components/platform";
+import { SANDBOX_API_VERSION } from "../../components/sandbox";
+import { HelpRequested, UsageError } from "../../scripts/lib/cli";
+import { parsePreflightArgs } from "../../scripts/preflight";
+import { runPreflight } from "../../components/preflight";
+import { loadStack, StackError } from "../../scripts/lib/load-stack";
 import {
     checkApiVersion,
     checkDaemon,
@@ -34,7 +34,7 @@ import {
     gpusNeeded,
     parsePorts,
     publishedPorts,
-} from "../components/preflight/docker";
+} from "../../components/preflight/docker";
 import {
     checkClusterStack,
     clusterStackCrds,
@@ -64,17 +64,17 @@ import {
     sandboxCrdExpectations,
     stackRequests,
     tolerates,
-} from "../components/preflight/kubernetes";
-import { exitCodeOf, type Finding, renderJson, renderTable, wrap } from "../components/preflight/report";
-import { fixtureCacheDir } from "./helpers/apiserver";
-import { type Cluster, GPU_PRODUCT } from "./helpers/cluster";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
-import { type Dockerd, startDockerd } from "./helpers/dockerd";
-import { teardown, startHarnessCluster } from "./helpers/engine-checks";
-import { engineSkipReason } from "./helpers/engine-fixtures";
-import { scaled } from "./helpers/waits";
+} from "../../components/preflight/kubernetes";
+import { exitCodeOf, type Finding, renderJson, renderTable, wrap } from "../../components/preflight/report";
+import { fixtureCacheDir } from "../helpers/apiserver";
+import { type Cluster, GPU_PRODUCT } from "../helpers/cluster";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
+import { type Dockerd, startDockerd } from "../helpers/dockerd";
+import { teardown, startHarnessCluster } from "../helpers/engine-checks";
+import { engineSkipReason } from "../helpers/engine-fixtures";
+import { scaled } from "../helpers/waits";
 
-const REPO = path.resolve(__dirname, "..");
+const REPO = path.resolve(__dirname, "..", "..");
 /** The stacks an unknown stack's message lists (every stacks/Pulumi.<stack>.yaml). */
 const KNOWN_STACKS = fs
     .readdirSync(path.join(REPO, "stacks"))
@@ -1602,7 +1602,7 @@ describe("no kubeconfig, the cluster stack, the printed agent-sandbox check (pur
     });
 
     test("the plan's printed agent-sandbox check uses the controller's label, the one the preflight reads", async () => {
-        const { externalPrerequisites } = await import("../components/platform/prerequisites");
+        const { externalPrerequisites } = await import("../../components/platform/prerequisites");
         const plan = k8sPlan();
         const sandbox = externalPrerequisites(plan.config, plan.names).find((p) => p.what.includes("agent-sandbox"));
         assert.ok(sandbox, "the agent-sandbox prerequisite is listed");

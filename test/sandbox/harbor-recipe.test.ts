@@ -6,7 +6,7 @@
  * image, each holding the whole burst, Harbor's dirs writable, the quota over every pool, and the
  * trainer's SANDBOX_TASK_POOLS naming each image's pool, and one warm-pool alert per pool (run by the real
  * promtool where installed). Pure functions and the mock-free resolve step.
- * Run: npx tsx --test test/harbor-recipe.test.ts
+ * Run: npx tsx --test test/sandbox/harbor-recipe.test.ts
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -25,16 +25,16 @@ import {
     RECIPE_NAMES,
     taskPoolKey,
     type PlatformConfig,
-} from "../components/config";
-import { resolveSandboxPool, sandboxTemplateSpec, sandboxWarmPoolSpec } from "../components/sandbox";
-import { alertRules, dashboardPanels } from "../components/observability";
-import { resolvePlatform } from "../components/platform";
-import { observedStack } from "../components/platform/observability";
-import { tenantQuotaProblems } from "../components/platform/tenancy";
-import { HOSTED_BLACKBOX_REFUSED } from "../components/config/validate";
-import { configProblems, parseWithTestImages } from "./helpers/config";
-import { defaultObservabilitySettings } from "./helpers/observability";
-import { scaled } from "./helpers/waits";
+} from "../../components/config";
+import { resolveSandboxPool, sandboxTemplateSpec, sandboxWarmPoolSpec } from "../../components/sandbox";
+import { alertRules, dashboardPanels } from "../../components/observability";
+import { resolvePlatform } from "../../components/platform";
+import { observedStack } from "../../components/platform/observability";
+import { tenantQuotaProblems } from "../../components/platform/tenancy";
+import { HOSTED_BLACKBOX_REFUSED } from "../../components/config/validate";
+import { configProblems, parseWithTestImages } from "../helpers/config";
+import { defaultObservabilitySettings } from "../helpers/observability";
+import { scaled } from "../helpers/waits";
 
 const PROMTOOL = spawnSync("sh", ["-c", "command -v promtool"], { encoding: "utf8" }).stdout.trim() || undefined;
 

@@ -6,15 +6,15 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { evaluate } from "@marcbachmann/cel-js";
-import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages as parsePlatformConfig } from "./helpers/config";
-import { platformNames, podLabels, type PlatformNames } from "../components/config/names";
-import type { PlatformConfig } from "../components/config/types";
-import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../components/sandbox";
-import { addQuantities } from "../components/shared/quantity";
-import { ALL_RECIPE_NAMES, HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPES, type RecipeName } from "../components/config";
-import { ofType, runBoth, single, type RecordedResource } from "./helpers/mock";
-import { isSecret, unwrapSecrets } from "./helpers/secrets";
-import { scaled, scaledCount } from "./helpers/waits";
+import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
+import { platformNames, podLabels, type PlatformNames } from "../../components/config/names";
+import type { PlatformConfig } from "../../components/config/types";
+import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescription } from "../../components/sandbox";
+import { addQuantities } from "../../components/shared/quantity";
+import { ALL_RECIPE_NAMES, HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPES, type RecipeName } from "../../components/config";
+import { ofType, runBoth, single, type RecordedResource } from "../helpers/mock";
+import { isSecret, unwrapSecrets } from "../helpers/secrets";
+import { scaled, scaledCount } from "../helpers/waits";
 
 const KEY = "sentinel-sandbox-key-7f3a9c";
 const T = {
@@ -469,7 +469,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
     it("renders core objects that pass the Kubernetes schema", async () => {
         const { update } = await build(config({ sandboxes: { runtimeClassName: "gvisor" } }));
         // Strict check (unknown fields too) from test/helpers/k8s-schema.ts when present; kubernetes-models otherwise.
-        const helperPath = path.join(__dirname, "helpers", "k8s-schema.ts");
+        const helperPath = path.join(__dirname, "..", "helpers", "k8s-schema.ts");
         const helper: { loadManifestSchemas?: () => Promise<void>; validateManifestStrict?: (o: unknown) => string[] } = fs.existsSync(helperPath)
             ? await import(helperPath)
             : {};
@@ -675,8 +675,8 @@ describe("SandboxPool with hosted (hf) sandboxes", () => {
 // in the messageExpression, and the binding's namespace selector. Skip with SKIP_APISERVER=1.
 describe("SandboxClaim admission on a real API server", { skip: process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false }, () => {
     it("denies claims without a bounded shutdownTime or the run label, admits good ones", { timeout: scaled(240_000) }, async () => {
-        const { startApiServer } = await import("./helpers/apiserver");
-        const k = await import("../components/sandbox");
+        const { startApiServer } = await import("../helpers/apiserver");
+        const k = await import("../../components/sandbox");
         const { sandboxClaimPolicySpec, sandboxClaimBindingSpec } = k;
         const c = config({ sandboxes: { maxLifetimeSeconds: 600 } });
         const d = resolveSandboxPool(c, platformNames(c));

@@ -11,9 +11,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it, test } from "node:test";
 import YAML from "yaml";
-import { HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
-import { planToDir, readStackFile, REPO_ROOT, type PlanSource } from "../scripts/lib/plan";
-import { serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
+import { HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../../components/config";
+import { planToDir, readStackFile, REPO_ROOT, type PlanSource } from "../../scripts/lib/plan";
+import { serverDryRun, startApiServer, type ApiServer } from "../helpers/apiserver";
 
 /** One reference from a pod spec to a Secret: a key of it, or (envFrom, a whole-Secret volume) the Secret itself. */
 interface SecretRef {

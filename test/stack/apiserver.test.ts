@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { pidAlive, portOpen, serverDryRun, startApiServer, type ApiServer } from "./helpers/apiserver";
-import { scaled } from "./helpers/waits";
+import { pidAlive, portOpen, serverDryRun, startApiServer, type ApiServer } from "../helpers/apiserver";
+import { scaled } from "../helpers/waits";
 
 const skip = process.env.SKIP_APISERVER === "1" ? "SKIP_APISERVER=1" : false;
 

@@ -14,7 +14,7 @@
  * - 12: the Docker ingress config looks vLLM up while it runs (real nginx and a stub DNS), the
  *   component's own code on the hosted config the refusal stops (test/helpers/config parseHostedConfig).
  * The dockerd part is skipped, with the reason, only when dockerd cannot start and CI is not set.
- * Run: node --import tsx --test test/docker-lifecycle.test.ts
+ * Run: node --import tsx --test test/stack/docker-lifecycle.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -22,20 +22,20 @@ import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
-import { deepMerge, platformNames } from "../components/config";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig } from "./helpers/config";
-import { localOverrides, resolveVllmIngress } from "../components/ingress";
-import { startLocalIngress, type LocalIngress } from "../components/ingress/local";
-import { renderNginxConfig, UPSTREAM_RESOLVER_VALID_SECONDS } from "../components/ingress/nginx";
-import { DOCKER_EMBEDDED_DNS } from "../components/shared/docker";
-import { VLLM_CREATE_MARGIN_SECONDS, vllmWaitSeconds } from "../components/training/docker";
-import { planToDir, type PlanResult } from "../scripts/lib/plan";
-import { containerCreateBody, createContainer, DockerdSession, dockerdMissing, startContainer, startDockerd, type Dockerd } from "./helpers/dockerd";
-import { unwrapSecrets } from "./helpers/secrets";
-import { ofType, type RecordedResource } from "./helpers/mock";
-import { skipWithoutNginx } from "./helpers/nginx";
-import { startStubDns, type StubDns } from "./helpers/stub-dns";
-import { scaled, scaledCount, scaledSeconds } from "./helpers/waits";
+import { deepMerge, platformNames } from "../../components/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig } from "../helpers/config";
+import { localOverrides, resolveVllmIngress } from "../../components/ingress";
+import { startLocalIngress, type LocalIngress } from "../../components/ingress/local";
+import { renderNginxConfig, UPSTREAM_RESOLVER_VALID_SECONDS } from "../../components/ingress/nginx";
+import { DOCKER_EMBEDDED_DNS } from "../../components/shared/docker";
+import { VLLM_CREATE_MARGIN_SECONDS, vllmWaitSeconds } from "../../components/training/docker";
+import { planToDir, type PlanResult } from "../../scripts/lib/plan";
+import { containerCreateBody, createContainer, DockerdSession, dockerdMissing, startContainer, startDockerd, type Dockerd } from "../helpers/dockerd";
+import { unwrapSecrets } from "../helpers/secrets";
+import { ofType, type RecordedResource } from "../helpers/mock";
+import { skipWithoutNginx } from "../helpers/nginx";
+import { startStubDns, type StubDns } from "../helpers/stub-dns";
+import { scaled, scaledCount, scaledSeconds } from "../helpers/waits";
 
 const T = { container: "docker:index/container:Container", network: "docker:index/network:Network" } as const;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-lifecycle-"));

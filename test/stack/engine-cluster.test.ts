@@ -8,11 +8,11 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as k8s from "@pulumi/kubernetes";
 import * as random from "@pulumi/random";
-import { GPU_RESOURCE, type Cluster } from "./helpers/cluster";
-import { changeCount, secretOutputValues, type Engine } from "./helpers/engine";
-import { engineSkipReason } from "./helpers/engine-fixtures";
-import { assertNoPlainSecrets, assertOk, podGpus, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
-import { scaled, scaledSeconds } from "./helpers/waits";
+import { GPU_RESOURCE, type Cluster } from "../helpers/cluster";
+import { changeCount, secretOutputValues, type Engine } from "../helpers/engine";
+import { engineSkipReason } from "../helpers/engine-fixtures";
+import { assertNoPlainSecrets, assertOk, podGpus, secs, teardown, startEngineHarness } from "../helpers/engine-checks";
+import { scaled, scaledSeconds } from "../helpers/waits";
 
 const skip = engineSkipReason();
 

@@ -24,13 +24,13 @@
 // Skipped only when the engine fixtures are not built and CI is not set.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ROUTER_CHECKSUM_ANNOTATION } from "../components/env/model";
-import type { Cluster } from "./helpers/cluster";
+import { ROUTER_CHECKSUM_ANNOTATION } from "../../components/env/model";
+import type { Cluster } from "../helpers/cluster";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
-import { merge, recipePlatform, steps, type Engine, type EngineStack } from "./helpers/engine";
-import { engineSkipReason } from "./helpers/engine-fixtures";
-import { assertOk, namesFor, secs, startEngineHarness, teardown } from "./helpers/engine-checks";
-import { scaled } from "./helpers/waits";
+import { merge, recipePlatform, steps, type Engine, type EngineStack } from "../helpers/engine";
+import { engineSkipReason } from "../helpers/engine-fixtures";
+import { assertOk, namesFor, secs, startEngineHarness, teardown } from "../helpers/engine-checks";
+import { scaled } from "../helpers/waits";
 
 const skip = engineSkipReason();
 const STACK = "capacity";

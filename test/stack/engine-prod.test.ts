@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import * as path from "node:path";
 import * as k8s from "@pulumi/kubernetes";
-import type { Cluster } from "./helpers/cluster";
+import type { Cluster } from "../helpers/cluster";
 import {
     changeCount,
     diagnostics,
@@ -21,8 +21,8 @@ import {
     type Engine,
     type EngineStack,
     type OpResult,
-} from "./helpers/engine";
-import { engineSkipReason } from "./helpers/engine-fixtures";
+} from "../helpers/engine";
+import { engineSkipReason } from "../helpers/engine-fixtures";
 import {
     assertNoPlainSecrets,
     assertOk,
@@ -32,8 +32,8 @@ import {
     secs,
     teardown,
     startEngineHarness,
-} from "./helpers/engine-checks";
-import { scaled } from "./helpers/waits";
+} from "../helpers/engine-checks";
+import { scaled } from "../helpers/waits";
 
 const skip = engineSkipReason();
 const STACK = "prod";

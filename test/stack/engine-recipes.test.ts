@@ -6,12 +6,12 @@
 // Skipped only when the fixtures are not built and CI is not set.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parsePlatformConfig, RECIPE_NAMES } from "../components/config";
-import type { Cluster } from "./helpers/cluster";
-import { changeCount, merge, recipePlatform, steps, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
-import { engineSkipReason } from "./helpers/engine-fixtures";
-import { assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs, teardown, startEngineHarness } from "./helpers/engine-checks";
-import { scaled } from "./helpers/waits";
+import { parsePlatformConfig, RECIPE_NAMES } from "../../components/config";
+import type { Cluster } from "../helpers/cluster";
+import { changeCount, merge, recipePlatform, steps, type Engine, type EngineStack, type OpResult } from "../helpers/engine";
+import { engineSkipReason } from "../helpers/engine-fixtures";
+import { assertOk, assertTrainingPlaced, assertWorkloadsReady, namesFor, secs, teardown, startEngineHarness } from "../helpers/engine-checks";
+import { scaled } from "../helpers/waits";
 
 const skip = engineSkipReason();
 const FIRST_UP_MS = 300_000;

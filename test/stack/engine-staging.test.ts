@@ -10,9 +10,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import type { Cluster } from "./helpers/cluster";
-import { changeCount, secretOutputValues, stackPlatform, steps, merge, type Engine, type EngineStack, type OpResult } from "./helpers/engine";
-import { engineSkipReason } from "./helpers/engine-fixtures";
+import type { Cluster } from "../helpers/cluster";
+import { changeCount, secretOutputValues, stackPlatform, steps, merge, type Engine, type EngineStack, type OpResult } from "../helpers/engine";
+import { engineSkipReason } from "../helpers/engine-fixtures";
 import {
     assertNoPlainSecrets,
     assertOk,
@@ -25,8 +25,8 @@ import {
     secs,
     teardown,
     startEngineHarness,
-} from "./helpers/engine-checks";
-import { scaled, scaledSeconds } from "./helpers/waits";
+} from "../helpers/engine-checks";
+import { scaled, scaledSeconds } from "../helpers/waits";
 
 const skip = engineSkipReason();
 const STACK = "staging";

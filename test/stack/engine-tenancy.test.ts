@@ -10,12 +10,12 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { agentSandboxManifest } from "./helpers/agent-sandbox-manifest";
-import type { Cluster } from "./helpers/cluster";
-import { stackPlatform, type Engine, type EngineStack } from "./helpers/engine";
-import { engineSkipReason } from "./helpers/engine-fixtures";
-import { assertOk, namesFor, secs, startEngineHarness, teardown } from "./helpers/engine-checks";
-import { pollUntil, scaled } from "./helpers/waits";
+import { agentSandboxManifest } from "../helpers/agent-sandbox-manifest";
+import type { Cluster } from "../helpers/cluster";
+import { stackPlatform, type Engine, type EngineStack } from "../helpers/engine";
+import { engineSkipReason } from "../helpers/engine-fixtures";
+import { assertOk, namesFor, secs, startEngineHarness, teardown } from "../helpers/engine-checks";
+import { pollUntil, scaled } from "../helpers/waits";
 
 const skip = engineSkipReason();
 const UP_MS = 180_000;

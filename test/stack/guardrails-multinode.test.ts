@@ -2,20 +2,20 @@
  * The policy pack over the multi-node recipe (issue 18): the trainer's pods live inside a JobSet
  * (spec.replicatedJobs[].template.spec.template), which the pack reads like any workload, so its
  * rules (GPU requests = limits, no plain secrets, prod image pinning) hold there too.
- * Run: node --import tsx --test test/guardrails-multinode.test.ts
+ * Run: node --import tsx --test test/stack/guardrails-multinode.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { before, describe, test } from "node:test";
 import type { PolicyPackConfig } from "@pulumi/policy";
-import { MULTI_NODE_RECIPE_NAMES } from "../components/config";
-import * as pack from "../policy/policies";
-import { runPolicies, type LocalResource, type LocalViolation } from "../policy/run-local";
-import { planGuarded, policyResources, tempDir } from "./helpers/guardrails-plan";
+import { MULTI_NODE_RECIPE_NAMES } from "../../components/config";
+import * as pack from "../../policy/policies";
+import { runPolicies, type LocalResource, type LocalViolation } from "../../policy/run-local";
+import { planGuarded, policyResources, tempDir } from "../helpers/guardrails-plan";
 
 const tmp = tempDir("arl-guardrails-multinode-");
-const PROD_CONFIG: PolicyPackConfig = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "policy", "config.prod.json"), "utf8"));
+const PROD_CONFIG: PolicyPackConfig = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "policy", "config.prod.json"), "utf8"));
 const SECRETS = { hfToken: "hf_SENTINELguardrails0123456789abcdef" };
 const JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet";
 const show = (vs: readonly LocalViolation[]) => vs.map((v) => `[${v.policy}/${v.enforcementLevel}] ${v.message}`);

@@ -4,19 +4,19 @@
  * resources, inputs as props the way @pulumi/policy hands them: secrets unwrapped). Good
  * stacks pass with zero violations; hand-broken clones of real resources make each policy
  * fire with a message that says what is wrong and how to fix it.
- * Run: node --import tsx --test test/guardrails-policy.test.ts
+ * Run: node --import tsx --test test/stack/guardrails-policy.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { before, describe, test } from "node:test";
 import type { PolicyPackConfig } from "@pulumi/policy";
-import * as pack from "../policy/policies";
-import { runPolicies, type LocalResource, type LocalViolation } from "../policy/run-local";
-import { allSources, planGuarded, policyResources, tempDir } from "./helpers/guardrails-plan";
+import * as pack from "../../policy/policies";
+import { runPolicies, type LocalResource, type LocalViolation } from "../../policy/run-local";
+import { allSources, planGuarded, policyResources, tempDir } from "../helpers/guardrails-plan";
 
 const tmp = tempDir("arl-guardrails-policy-");
-const PROD_CONFIG: PolicyPackConfig = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "policy", "config.prod.json"), "utf8"));
+const PROD_CONFIG: PolicyPackConfig = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "policy", "config.prod.json"), "utf8"));
 /** Sentinel secrets, so secret env vars really appear (as secretKeyRef / Docker secret envs). */
 const SECRETS = { hfToken: "hf_SENTINELguardrails0123456789abcdef", "ingressKey-operators": "SENTINEL-operator-key-0123456789" };
 

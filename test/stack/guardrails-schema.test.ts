@@ -4,14 +4,14 @@
  * Kubernetes 1.36 API schema (kubernetes-models 5.1.0) with unknown fields as errors,
  * custom resources (agent-sandbox v1.0.1, Gateway API v1 HTTPRoute) against what
  * test/helpers/crd-schema.ts encodes (apiVersion/kind, required fields, enums, known fields).
- * Run: node --import tsx --test test/guardrails-schema.test.ts
+ * Run: node --import tsx --test test/stack/guardrails-schema.test.ts
  */
 import assert from "node:assert/strict";
 import * as path from "node:path";
 import { before, describe, test } from "node:test";
-import { validateAnyManifest, validateCustomResource } from "./helpers/crd-schema";
-import { allSources, planGuarded, tempDir } from "./helpers/guardrails-plan";
-import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
+import { validateAnyManifest, validateCustomResource } from "../helpers/crd-schema";
+import { allSources, planGuarded, tempDir } from "../helpers/guardrails-plan";
+import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
 
 const tmp = tempDir("arl-guardrails-schema-");
 before(async () => {
@@ -211,7 +211,7 @@ describe("guardrails: custom resources (agent-sandbox v1.0.1, Gateway API v1)", 
 describe("guardrails: the schema version is pinned", () => {
     test("docs/guides/kubernetes.md states Kubernetes 1.36 (kubernetes-models 5.1), and package.json pins kubernetes-models 5.1.0", async () => {
         const fs = await import("node:fs");
-        const root = path.resolve(__dirname, "..");
+        const root = path.resolve(__dirname, "..", "..");
         const readme = fs.readFileSync(path.join(root, "docs", "guides", "kubernetes.md"), "utf8");
         assert.match(readme, /\*\*1\.36\*\* API schema \(`kubernetes-models` 5\.1\)/);
         const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));

@@ -8,14 +8,14 @@
 // while `npm test` held a test slot for them. Root and Linux only; under CI the fixture is built
 // when missing (a skip fails CI).
 import { after, before, describe, it } from "node:test";
-import { NodeSession, nodeSkipReason } from "./helpers/node";
-import { envSpaceSuite } from "./node-suites/env-space";
-import { gpuStandinSuite } from "./node-suites/gpu";
-import { imagesSuite } from "./node-suites/images";
-import { ingressSuite } from "./node-suites/ingress";
-import { sandboxClaimSuite } from "./node-suites/sandbox-claim";
-import { sandboxAndReachabilitySuite } from "./node-suites/sandbox-reachability";
-import { scaled } from "./helpers/waits";
+import { NodeSession, nodeSkipReason } from "../helpers/node";
+import { envSpaceSuite } from "../node-suites/env-space";
+import { gpuStandinSuite } from "../node-suites/gpu";
+import { imagesSuite } from "../node-suites/images";
+import { ingressSuite } from "../node-suites/ingress";
+import { sandboxClaimSuite } from "../node-suites/sandbox-claim";
+import { sandboxAndReachabilitySuite } from "../node-suites/sandbox-reachability";
+import { scaled } from "../helpers/waits";
 
 const CI = !!process.env.CI;
 

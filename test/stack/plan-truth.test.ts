@@ -10,10 +10,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, type PlatformConfig, RECIPES, type RecipeName, programFacts } from "../components/config";
-import { ENV_CATALOG, OPENENV_UPSTREAM } from "../components/config/catalog";
-import { grpoBatchRuleApplies } from "../components/config/program-rules";
-import { isClusterStack, knownStacks, type PlanSource, planClusterToDir, planToDir, REPO_ROOT } from "../scripts/lib/plan";
+import { ALL_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, type PlatformConfig, RECIPES, type RecipeName, programFacts } from "../../components/config";
+import { ENV_CATALOG, OPENENV_UPSTREAM } from "../../components/config/catalog";
+import { grpoBatchRuleApplies } from "../../components/config/program-rules";
+import { isClusterStack, knownStacks, type PlanSource, planClusterToDir, planToDir, REPO_ROOT } from "../../scripts/lib/plan";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-plan-truth-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

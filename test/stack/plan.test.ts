@@ -6,10 +6,10 @@ import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
-import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../components/config";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages, withTestImages } from "./helpers/config";
-import { runUnderMocks } from "../scripts/lib/mockrun";
-import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
+import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../../components/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages, withTestImages } from "../helpers/config";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../../scripts/lib/plan";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-plan-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -256,7 +256,7 @@ describe("plan: secrets never reach the output", () => {
         for (const c of withToken) assert.ok(c.inputs.envs.includes("HF_TOKEN=<redacted>"), `${c.name}: HF_TOKEN's value is redacted`);
     });
 
-    test("a stack that pushes to the Hub plans when hfToken is set, and on a placeholder when it is not (test/secrets.test.ts: up still refuses)", async () => {
+    test("a stack that pushes to the Hub plans when hfToken is set, and on a placeholder when it is not (test/config/secrets.test.ts: up still refuses)", async () => {
         const override = { training: { hubRepoId: "acme/qwen-mbpp" } };
         const ok = await planToDir(
             { recipe: "mbpp-whitebox", target: "kubernetes" },
@@ -510,8 +510,8 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
 
 describe("plan: prerequisites the stack refers to but does not create", () => {
     test("each external reference is named with its symptom and a check; Docker lists the NVIDIA runtime", async () => {
-        const { externalPrerequisites } = await import("../components/platform/prerequisites");
-        const { platformNames: namesOf } = await import("../components/config");
+        const { externalPrerequisites } = await import("../../components/platform/prerequisites");
+        const { platformNames: namesOf } = await import("../../components/config");
         const parse = parseWithTestImages;
         const c = parse(
             {

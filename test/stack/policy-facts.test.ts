@@ -3,16 +3,16 @@
  * depends on @pulumi/policy alone and `pulumi preview --policy-pack policy` loads it from policy/, see
  * policy/policies.ts), so it re-declares the ports, labels and secret env names it matches on; this
  * test holds each copy equal to the value the components use, so the two cannot drift apart.
- * Run: node --import tsx --test test/policy-facts.test.ts
+ * Run: node --import tsx --test test/stack/policy-facts.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import * as pack from "../policy/policies";
-import { podLabels, ROLE_LABEL as NAMESPACE_ROLE_LABEL } from "../components/config";
-import { namespaceRoles, resolvePlatform } from "../components/platform";
-import { SANDBOX_KEY_ENV } from "../components/sandbox";
-import { SECRET_ENV, TRL_GROUP_PORT, VLLM_PORT } from "../components/training";
-import { parseWithTestImages } from "./helpers/config";
+import * as pack from "../../policy/policies";
+import { podLabels, ROLE_LABEL as NAMESPACE_ROLE_LABEL } from "../../components/config";
+import { namespaceRoles, resolvePlatform } from "../../components/platform";
+import { SANDBOX_KEY_ENV } from "../../components/sandbox";
+import { SECRET_ENV, TRL_GROUP_PORT, VLLM_PORT } from "../../components/training";
+import { parseWithTestImages } from "../helpers/config";
 
 describe("the policy pack's facts equal the components'", () => {
     // A black-box run on Kubernetes: it has every pod role and namespace role the pack names.

@@ -1,15 +1,15 @@
 /**
  * One image pull-policy rule for every pod the stacks render (components/shared/images.ts):
  * pinned by digest, pull once (IfNotPresent); a tag, pull on every start (Always), so no node keeps
- * whichever `:latest` it pulled first. Run: node --import tsx --test test/pull-policy.test.ts
+ * whichever `:latest` it pulled first. Run: node --import tsx --test test/stack/pull-policy.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, test } from "node:test";
-import { HARBOR_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
-import { planToDir } from "../scripts/lib/plan";
+import { HARBOR_RECIPE_NAMES, RECIPE_NAMES } from "../../components/config";
+import { planToDir } from "../../scripts/lib/plan";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-pull-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

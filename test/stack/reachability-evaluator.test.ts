@@ -4,13 +4,13 @@
  * form, selectors, ipBlock with except (and the pod-network flag), ports, protocols, endPort,
  * named ports, the workload kinds, input problems, the Markdown table, and the way in from a
  * Pulumi mock run.
- * Run: node --import tsx --test test/reachability-evaluator.test.ts
+ * Run: node --import tsx --test test/stack/reachability-evaluator.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { manifestsOf } from "../scripts/lib/plan";
-import { evaluateReachability, reachabilityTable, ReachabilityInputError, type ExtraEndpoint, type Manifest, type Reachability } from "./helpers/reachability";
-import type { RecordedResource } from "./helpers/mock";
+import { manifestsOf } from "../../scripts/lib/plan";
+import { evaluateReachability, reachabilityTable, ReachabilityInputError, type ExtraEndpoint, type Manifest, type Reachability } from "../helpers/reachability";
+import type { RecordedResource } from "../helpers/mock";
 
 // ---- hand-made objects ---------------------------------------------------------------------------
 

@@ -3,17 +3,17 @@
  * (test/helpers/reachability.ts evaluates them as Kubernetes does), against the table of paths
  * the system needs, written in docs/design/network-paths.md: any path the policies allow that the doc does
  * not list fails, and so does a listed path they do not allow.
- * Run: node --import tsx --test test/reachability.test.ts
+ * Run: node --import tsx --test test/stack/reachability.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../components/config";
-import { METRICS_PORTS } from "../components/shared/metrics-pods";
-import { planToDir } from "../scripts/lib/plan";
-import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manifest, type Reachability } from "./helpers/reachability";
+import { HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../../components/config";
+import { METRICS_PORTS } from "../../components/shared/metrics-pods";
+import { planToDir } from "../../scripts/lib/plan";
+import { evaluateReachability, reachabilityTable, type ExtraEndpoint, type Manifest, type Reachability } from "../helpers/reachability";
 import {
     concernsStack,
     DECOYS,
@@ -31,7 +31,7 @@ import {
     SCRAPER,
     trainerElsewhere,
     widenTrainerPeers,
-} from "./helpers/reachability-views";
+} from "../helpers/reachability-views";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-reach-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

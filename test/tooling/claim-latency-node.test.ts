@@ -2,15 +2,15 @@
  * The real-pod claim bench's capacity rule (bench/claim-latency-node.ts): what one sandbox pod of the plan asks
  * the scheduler for (its forwarder sidecar included), how many fit on the node, and the refusal of a level the node
  * cannot hold. Pure: the plan is rendered (scripts/lib/plan.ts), nothing runs on a node.
- * Run: npx tsx --test test/claim-latency-node.test.ts
+ * Run: npx tsx --test test/tooling/claim-latency-node.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { highestLevel, levelProblems, podRequests, sandboxPodsThatFit, type NodeRoom } from "../bench/claim-latency-node";
-import { planToDir } from "../scripts/lib/plan";
+import { highestLevel, levelProblems, podRequests, sandboxPodsThatFit, type NodeRoom } from "../../bench/claim-latency-node";
+import { planToDir } from "../../scripts/lib/plan";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-claim-node-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -1,14 +1,14 @@
 /**
  * Every CLI of scripts/ (plan, preflight, ingress:local, checkpoints) behaves the same way (scripts/lib/cli.ts): --help prints the usage on
  * stdout and exits 0; a bad argument prints `<cli>: <problem>` and the usage on stderr and exits 2;
- * an unknown stack is a bad argument in plan and preflight alike. Run: npx tsx --test test/cli.test.ts
+ * an unknown stack is a bad argument in plan and preflight alike. Run: npx tsx --test test/tooling/cli.test.ts
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { REPO_ROOT } from "../scripts/lib/plan";
-import { scaled } from "./helpers/waits";
+import { REPO_ROOT } from "../../scripts/lib/plan";
+import { scaled } from "../helpers/waits";
 
 const cli = (script: string, ...args: string[]) =>
     spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", script), ...args], {

@@ -3,20 +3,20 @@
  * lock (images/lock.json): the repository's pins agree with the facts, a pin changed on one side
  * only fails naming both sides, and a build with an unfilled or stale lock is refused naming the
  * command that fills it.
- * Run: node --import tsx --test test/image-pins.test.ts
+ * Run: node --import tsx --test test/tooling/image-pins.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { neededImages, SOURCE_OVERRIDES, sourceArgs } from "../scripts/lib/images/build";
-import { loadForImages, parseImagesArgs, writeImageRefs } from "../scripts/images";
-import { knownStacks } from "../scripts/lib/plan";
-import { loadRunStack } from "../scripts/lib/load-stack";
-import { docCommands } from "./helpers/docs";
-import { factSources, pyprojectOpenenvRevisions, repositoryRevisionProblems, revisionProblems } from "../scripts/lib/images/facts";
-import { buildArgs, IMAGE_NAMES, type ImagePins, type LockFile, pinnedArgs, readLock, readPins, REPO_ROOT } from "../scripts/lib/images/pins";
+import { neededImages, SOURCE_OVERRIDES, sourceArgs } from "../../scripts/lib/images/build";
+import { loadForImages, parseImagesArgs, writeImageRefs } from "../../scripts/images";
+import { knownStacks } from "../../scripts/lib/plan";
+import { loadRunStack } from "../../scripts/lib/load-stack";
+import { docCommands } from "../helpers/docs";
+import { factSources, pyprojectOpenenvRevisions, repositoryRevisionProblems, revisionProblems } from "../../scripts/lib/images/facts";
+import { buildArgs, IMAGE_NAMES, type ImagePins, type LockFile, pinnedArgs, readLock, readPins, REPO_ROOT } from "../../scripts/lib/images/pins";
 
 const allPins = () => IMAGE_NAMES.map((n) => readPins(n));
 const pyproject = () => fs.readFileSync(path.join(REPO_ROOT, "python", "pyproject.toml"), "utf8");

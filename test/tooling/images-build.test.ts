@@ -28,7 +28,7 @@
  * Not stand-ins: mtail is Debian bookworm's, installed by the Dockerfile's apt from a signed subset of
  * deb.debian.org served from loopback (test/images/debian-subset.sh; apt checks Debian's signature
  * and hashes); the wheels above are PyPI's.
- * Run: npm test -- --no-setup test/images-build.test.ts (root; dockerd, docker-registry, htpasswd, debootstrap, git;
+ * Run: npm test -- --no-setup test/tooling/images-build.test.ts (root; dockerd, docker-registry, htpasswd, debootstrap, git;
  * the first run downloads the bases' packages, the PyPI subset and the Debian subset into ~/.cache/agent-rl-infra/images-standin)
  */
 import assert from "node:assert/strict";
@@ -38,15 +38,15 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { buildAndPush, neededImages } from "../scripts/lib/images/build";
-import { IMAGE_NAMES, type LockFile, readLock, REPO_ROOT } from "../scripts/lib/images/pins";
-import { loadRunStack } from "../scripts/lib/load-stack";
-import { planToDir } from "../scripts/lib/plan";
-import { loadForImages, writeImageRefs } from "../scripts/images";
-import { type Dockerd, dockerdMissing, startDockerd } from "./helpers/dockerd";
-import type { DriverRequest } from "./helpers/images-driver";
-import { runWatched } from "./helpers/processes";
-import { scaled, scaledCount } from "./helpers/waits";
+import { buildAndPush, neededImages } from "../../scripts/lib/images/build";
+import { IMAGE_NAMES, type LockFile, readLock, REPO_ROOT } from "../../scripts/lib/images/pins";
+import { loadRunStack } from "../../scripts/lib/load-stack";
+import { planToDir } from "../../scripts/lib/plan";
+import { loadForImages, writeImageRefs } from "../../scripts/images";
+import { type Dockerd, dockerdMissing, startDockerd } from "../helpers/dockerd";
+import type { DriverRequest } from "../helpers/images-driver";
+import { runWatched } from "../helpers/processes";
+import { scaled, scaledCount } from "../helpers/waits";
 
 const REGISTRY = "127.0.0.1:5000";
 const USER = "agentrl";
@@ -64,7 +64,7 @@ const OPENENV_REVISION = "86a180ede21e044f7929b9a7783ad83aa67d83a3";
 const TRL_SCRIPT = `huggingface/trl/${TRL_REVISION}/examples/async_grpo_opencode/opencode_hf_sandbox.py`;
 /** The STAND-IN OpenEnv repository: OpenEnv's package names, only the modules trainer/blackbox/Dockerfile imports. */
 const STANDIN_OPENENV: Record<string, string> = {
-    "README.md": "STAND-IN for huggingface/OpenEnv, made by test/images-build.test.ts: not OpenEnv.\n",
+    "README.md": "STAND-IN for huggingface/OpenEnv, made by test/tooling/images-build.test.ts: not OpenEnv.\n",
     "pyproject.toml": [
         "[build-system]",
         'requires = ["setuptools>=68"]',
@@ -72,12 +72,12 @@ const STANDIN_OPENENV: Record<string, string> = {
         "[project]",
         'name = "openenv"',
         'version = "0.10.0"',
-        'description = "STAND-IN for OpenEnv (test/images-build.test.ts)"',
+        'description = "STAND-IN for OpenEnv (test/tooling/images-build.test.ts)"',
         "[tool.setuptools]",
         'packages = ["openenv", "openenv.core", "openenv.core.harness"]',
         "",
     ].join("\n"),
-    "openenv/__init__.py": '"""STAND-IN for OpenEnv (test/images-build.test.ts): not OpenEnv."""\n',
+    "openenv/__init__.py": '"""STAND-IN for OpenEnv (test/tooling/images-build.test.ts): not OpenEnv."""\n',
     "openenv/core/__init__.py": "",
     "openenv/core/harness/__init__.py": 'STANDIN = "openenv.core.harness"\n',
     "envs/opencode_env/pyproject.toml": [
@@ -87,17 +87,17 @@ const STANDIN_OPENENV: Record<string, string> = {
         "[project]",
         'name = "openenv-opencode-env"',
         'version = "0.1.0"',
-        'description = "STAND-IN for OpenEnv envs/opencode_env (test/images-build.test.ts)"',
+        'description = "STAND-IN for OpenEnv envs/opencode_env (test/tooling/images-build.test.ts)"',
         "[tool.setuptools]",
         'packages = ["opencode_env"]',
         "",
     ].join("\n"),
-    "envs/opencode_env/opencode_env/__init__.py": '"""STAND-IN for OpenEnv\'s opencode env (test/images-build.test.ts)."""\n',
+    "envs/opencode_env/opencode_env/__init__.py": '"""STAND-IN for OpenEnv\'s opencode env (test/tooling/images-build.test.ts)."""\n',
     "envs/opencode_env/opencode_env/harness.py": 'STANDIN = "opencode_env.harness"\n',
 };
 /** STAND-IN for TRL's script: the lines trainer/use_agent_sandbox.py changes, and nothing else of it. */
 const STANDIN_TRL_SCRIPT = [
-    "# STAND-IN for huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py (test/images-build.test.ts)",
+    "# STAND-IN for huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py (test/tooling/images-build.test.ts)",
     "from opencode_env.sandbox import HFSandboxBackend",
     "",
     "",
@@ -126,7 +126,7 @@ const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 const STANDIN_CACHE = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "agent-rl-infra", "images-standin");
 /** Runs a fixture script of test/images, bounded by its progress (its output and its download logs), failing with its stderr. */
 async function fixture(script: string, args: readonly string[]): Promise<void> {
-    const r = await runWatched(`test/images/${script} ${args[0]}`, "bash", [path.join(__dirname, "images", script), ...args], {
+    const r = await runWatched(`test/images/${script} ${args[0]}`, "bash", [path.join(__dirname, "..", "images", script), ...args], {
         stallMs: 180_000,
         budgetMs: 1_200_000,
         watch: ["debootstrap.log", "pypi.log"].map((f) => path.join(STANDIN_CACHE, f)),
@@ -161,7 +161,7 @@ function standinOpenenv(dir: string, served: string): string {
     }
     git(["init", "-q", "."], dir);
     git(["add", "-A"], dir);
-    git(["commit", "-q", "-m", "STAND-IN for huggingface/OpenEnv (test/images-build.test.ts)"], dir);
+    git(["commit", "-q", "-m", "STAND-IN for huggingface/OpenEnv (test/tooling/images-build.test.ts)"], dir);
     fs.mkdirSync(path.dirname(served), { recursive: true });
     git(["clone", "-q", "--bare", dir, served], path.dirname(served));
     git(["update-server-info"], served);
@@ -205,7 +205,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         const r = await runWatched(
             `the image step's ${req.mode} of ${req.images.join(", ")}`,
             "nsenter",
-            [`--net=${netns}`, "--", process.execPath, "--import", "tsx", path.join(__dirname, "helpers", "images-driver.ts"), file],
+            [`--net=${netns}`, "--", process.execPath, "--import", "tsx", path.join(__dirname, "..", "helpers", "images-driver.ts"), file],
             {
                 stallMs: 180_000,
                 budgetMs: 900_000,
@@ -276,7 +276,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         const at = path.join(scriptsDir, SEEDS, "resolve", SEED_COMMIT);
         fs.mkdirSync(at, { recursive: true });
         for (const f of ["train_coding_whitebox_eval.py", "train_coding_whitebox.py", "train_wordle_whitebox.py"])
-            fs.writeFileSync(path.join(at, f), `# STAND-IN for the seeds' ${f} (test/images-build.test.ts)\nprint("${f}")\n`);
+            fs.writeFileSync(path.join(at, f), `# STAND-IN for the seeds' ${f} (test/tooling/images-build.test.ts)\nprint("${f}")\n`);
         fs.mkdirSync(path.dirname(path.join(scriptsDir, TRL_SCRIPT)), { recursive: true });
         fs.writeFileSync(path.join(scriptsDir, TRL_SCRIPT), STANDIN_TRL_SCRIPT);
         openenvCommit = standinOpenenv(path.join(scratch, "openenv-standin"), path.join(scriptsDir, "huggingface", "OpenEnv.git"));
@@ -291,10 +291,10 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         // those a minbase lacks, as a slim image lacks them, are fetched from the mirror too.
         await fixture("debian-subset.sh", [path.join(scriptsDir, "debian-subset"), "bookworm", "mtail", "adduser", "tzdata", "init-system-helpers"]);
         fs.symlinkSync(path.join(scriptsDir, "debian-subset", "debian"), path.join(scriptsDir, "debian"));
-        fs.writeFileSync(path.join(scratch, "requirements-standin.txt"), "# STAND-IN trainer lock (test/images-build.test.ts): nothing to install\n");
+        fs.writeFileSync(path.join(scratch, "requirements-standin.txt"), "# STAND-IN trainer lock (test/tooling/images-build.test.ts): nothing to install\n");
         fs.writeFileSync(
             path.join(scratch, "requirements-blackbox-standin.txt"),
-            `# STAND-IN trainer lock (test/images-build.test.ts): the part of trainer/requirements.txt the black-box image's checks import\n${fs.readFileSync(path.join(scriptsDir, "pypi", "lock.txt"), "utf8")}`,
+            `# STAND-IN trainer lock (test/tooling/images-build.test.ts): the part of trainer/requirements.txt the black-box image's checks import\n${fs.readFileSync(path.join(scriptsDir, "pypi", "lock.txt"), "utf8")}`,
         );
 
         // The pins with the stand-in bases and the stand-in OpenEnv's commit, and the repository's (unfilled) lock.

@@ -1,16 +1,16 @@
 /**
  * The folder-direction rule (scripts/lint/layers.ts): the rule itself on hand-made cases, and the
- * tree as it is (components/, the stack program index.ts, policy/); and the file-loop rule. Run: node --import tsx --test test/lint-layers.test.ts
+ * tree as it is (components/, the stack program index.ts, policy/); and the file-loop rule. Run: node --import tsx --test test/tooling/lint-layers.test.ts
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { allowed, importsOf, loops, violations } from "../scripts/lint/layers";
+import { allowed, importsOf, loops, violations } from "../../scripts/lint/layers";
 
-const c = (p: string) => path.resolve(__dirname, "..", "components", p);
-const root = (p: string) => path.resolve(__dirname, "..", p);
+const c = (p: string) => path.resolve(__dirname, "..", "..", "components", p);
+const root = (p: string) => path.resolve(__dirname, "..", "..", p);
 
 test("the rule: entry -> platform -> component -> config -> shared, never across components", () => {
     assert.equal(allowed(c("config/resolve.ts"), c("shared/images.ts")), true);
@@ -50,7 +50,7 @@ test("the programs and the library never import scripts/", () => {
     assert.equal(allowed(c("env/resolve.ts"), root("scripts/lib/mockrun.ts")), false);
     assert.equal(allowed(root("index.ts"), root("bench/lib.ts")), false);
     assert.equal(allowed(root("scripts/plan.ts"), root("scripts/lib/plan.ts")), true, "the CLIs use their own libraries");
-    assert.equal(allowed(root("test/plan.test.ts"), root("scripts/lib/plan.ts")), true);
+    assert.equal(allowed(root("test/stack/plan.test.ts"), root("scripts/lib/plan.ts")), true);
     assert.equal(allowed(root("bench/plan-once.ts"), root("scripts/lib/plan.ts")), true);
 });
 

@@ -3,7 +3,7 @@
  * components/ to CommonJS with declarations, and `require("agent-rl-infra")` through package.json
  * "exports" gives every component; and `npm pack`'s tarball installs into a fresh project (offline, from
  * the npm cache: helpers/consumer.ts) that type-checks against it under moduleResolution node
- * (typesVersions), node16 and bundler, and runs it. Run: node --import tsx --test test/package-build.test.ts
+ * (typesVersions), node16 and bundler, and runs it. Run: node --import tsx --test test/tooling/package-build.test.ts
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -11,11 +11,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, test } from "node:test";
-import { ALL_RECIPE_NAMES } from "../components/config";
-import { writeConsumerProject } from "./helpers/consumer";
-import { scaled } from "./helpers/waits";
+import { ALL_RECIPE_NAMES } from "../../components/config";
+import { writeConsumerProject } from "../helpers/consumer";
+import { scaled } from "../helpers/waits";
 
-const REPO = path.resolve(__dirname, "..");
+const REPO = path.resolve(__dirname, "..", "..");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-pkg-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 

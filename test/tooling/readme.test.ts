@@ -3,19 +3,19 @@
  * resolves (files and headings), every `npm run plan` command in their shell blocks plans (every
  * stack file a guide shows included), the other commands name a script and a stack that exist, and
  * the docs hold no claim the code contradicts (each case below is one that did). The configuration
- * reference and the JSON Schema are test/schema-docs.test.ts's.
+ * reference and the JSON Schema are test/tooling/schema-docs.test.ts's.
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { platformSchema } from "../components/config";
-import { HelpRequested } from "../scripts/lib/cli";
-import { isClusterStack, knownStacks, planClusterToDir, planToDir } from "../scripts/lib/plan";
-import { parsePlanArgs } from "../scripts/plan";
-import { parsePreflightArgs } from "../scripts/preflight";
-import { anchors, docCommands, docFiles, docStacks, localLinks, readDoc, REPO } from "./helpers/docs";
+import { platformSchema } from "../../components/config";
+import { HelpRequested } from "../../scripts/lib/cli";
+import { isClusterStack, knownStacks, planClusterToDir, planToDir } from "../../scripts/lib/plan";
+import { parsePlanArgs } from "../../scripts/plan";
+import { parsePreflightArgs } from "../../scripts/preflight";
+import { anchors, docCommands, docFiles, docStacks, localLinks, readDoc, REPO } from "../helpers/docs";
 
 const read = (rel: string) => fs.readFileSync(path.join(REPO, rel), "utf8");
 const README = read("README.md");
@@ -225,7 +225,7 @@ describe("docs say what the code does", () => {
 
 describe("plan.md's prod line", () => {
     test("a prod plan says the policy pack runs only when the command names it; a dev plan does not claim it", async () => {
-        const { POLICY_PACK_NOTE } = await import("../scripts/lib/plan-markdown");
+        const { POLICY_PACK_NOTE } = await import("../../scripts/lib/plan-markdown");
         const out = fs.mkdtempSync(path.join(os.tmpdir(), "arl-readme-plan-"));
         try {
             await planToDir({ stack: "prod" }, { outDir: path.join(out, "prod") });

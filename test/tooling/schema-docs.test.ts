@@ -14,12 +14,12 @@ import { describe, test } from "node:test";
 import Ajv2020 from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import { parse as parseYaml } from "yaml";
-import { ALL_RECIPE_NAMES, deepMerge, RECIPES, platformSchema } from "../components/config";
-import { clusterSchema } from "../components/config/cluster-schema";
-import { CLUSTER_FIELD_DOCS, type FieldDoc, PLATFORM_FIELD_DOCS } from "../components/config/field-docs";
-import { STACK_SCHEMA_FILE, stackFileJsonSchema } from "../components/config/json-schema";
-import { generatedFiles } from "../scripts/schema";
-import { docStacks, REPO } from "./helpers/docs";
+import { ALL_RECIPE_NAMES, deepMerge, RECIPES, platformSchema } from "../../components/config";
+import { clusterSchema } from "../../components/config/cluster-schema";
+import { CLUSTER_FIELD_DOCS, type FieldDoc, PLATFORM_FIELD_DOCS } from "../../components/config/field-docs";
+import { STACK_SCHEMA_FILE, stackFileJsonSchema } from "../../components/config/json-schema";
+import { generatedFiles } from "../../scripts/schema";
+import { docStacks, REPO } from "../helpers/docs";
 
 interface SchemaField {
     readonly path: string;

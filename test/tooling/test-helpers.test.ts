@@ -1,6 +1,6 @@
 // The shared test helpers themselves: manifests() takes apiVersion/kind from the type token and
 // refuses a resource whose own inputs disagree, and the secret helpers read the mock monitor's
-// wrapper; runWatched kills a silent process group and names it. Run: node --import tsx --test test/test-helpers.test.ts
+// wrapper; runWatched kills a silent process group and names it. Run: node --import tsx --test test/tooling/test-helpers.test.ts
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as net from "node:net";
@@ -8,14 +8,14 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { before, describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
-import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
-import { FREE_PORT_RANGE, freePort, freePortIn } from "./helpers/http";
-import { manifests } from "./helpers/manifests";
-import { whileNameLookupFails } from "./helpers/name-lookup";
-import { runWatched } from "./helpers/processes";
-import { scaled } from "./helpers/waits";
-import type { RecordedResource } from "./helpers/mock";
-import { isSecret, sentAsSecret, unwrapSecrets } from "./helpers/secrets";
+import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
+import { FREE_PORT_RANGE, freePort, freePortIn } from "../helpers/http";
+import { manifests } from "../helpers/manifests";
+import { whileNameLookupFails } from "../helpers/name-lookup";
+import { runWatched } from "../helpers/processes";
+import { scaled } from "../helpers/waits";
+import type { RecordedResource } from "../helpers/mock";
+import { isSecret, sentAsSecret, unwrapSecrets } from "../helpers/secrets";
 
 const secret = (value: unknown) => ({ [pulumi.runtime.specialSigKey]: pulumi.runtime.specialSecretSig, value });
 const netpol = (inputs: Record<string, any>): RecordedResource => ({

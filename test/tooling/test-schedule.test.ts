@@ -6,18 +6,19 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { FIXTURES, type Fixture, fixturesNeeded, type JobSpec, type Limits, pickNext, runJobs } from "../scripts/test/schedule";
-import { acquireEngineLock, engineLockSlots } from "./helpers/engine-checks";
+import { FIXTURES, type Fixture, fixturesNeeded, type JobSpec, type Limits, NOT_TEST_FOLDERS, pickNext, runJobs, testFiles } from "../../scripts/test/schedule";
+import { acquireEngineLock, engineLockSlots } from "../helpers/engine-checks";
 
-const ROOT = path.resolve(__dirname, "..");
+const ROOT = path.resolve(__dirname, "..", "..");
 const at = (f: string) => path.join(ROOT, "test", f);
 
 test("fixturesNeeded: found through the imports of the real test files", () => {
-    assert.deepEqual(fixturesNeeded(at("config.test.ts")), []);
-    assert.deepEqual(fixturesNeeded(at("apiserver.test.ts")), ["apiserver"]);
-    assert.deepEqual(fixturesNeeded(at("engine-prod.test.ts")), ["apiserver", "engine"]);
-    assert.ok(fixturesNeeded(at("jobset-controller.test.ts")).includes("jobset"));
-    for (const f of ["apiserver", "node", "sandbox", "venv"] as const) assert.ok(fixturesNeeded(at("node.test.ts")).includes(f), `node.test.ts needs ${f}`);
+    assert.deepEqual(fixturesNeeded(at("config/config.test.ts")), []);
+    assert.deepEqual(fixturesNeeded(at("stack/apiserver.test.ts")), ["apiserver"]);
+    assert.deepEqual(fixturesNeeded(at("stack/engine-prod.test.ts")), ["apiserver", "engine"]);
+    assert.ok(fixturesNeeded(at("training/jobset-controller.test.ts")).includes("jobset"));
+    for (const f of ["apiserver", "node", "sandbox", "venv"] as const)
+        assert.ok(fixturesNeeded(at("stack/node.test.ts")).includes(f), `node.test.ts needs ${f}`);
 });
 
 test("fixturesNeeded: every import form, followed through files; a build script named anywhere counts", () => {
@@ -185,4 +186,41 @@ test("engine lock slots: 1 unless AGENT_RL_ENGINE_LOCK_SLOTS says more; anything
             else process.env[k] = v;
         fs.rmSync(cache, { recursive: true, force: true });
     }
+});
+
+test("testFiles: every *.test.ts under test/'s own folders, none from a fixture folder, node_modules or a dot folder", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-schedule-"));
+    try {
+        const put = (rel: string) => {
+            fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+            fs.writeFileSync(path.join(dir, rel), "");
+        };
+        for (const f of [
+            "test/a/x.test.ts",
+            "test/a/deeper/y.test.ts",
+            "test/a/helper.ts",
+            "test/engine/z.test.ts",
+            "test/a/node_modules/p/w.test.ts",
+            "test/.cache/v.test.ts",
+        ])
+            put(f);
+        assert.deepEqual(testFiles(dir), [path.join("test", "a", "deeper", "y.test.ts"), path.join("test", "a", "x.test.ts")]);
+        assert.ok(NOT_TEST_FOLDERS.has("engine"));
+    } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+    }
+});
+
+test("testFiles: the repository's test files, each in a folder named for what it tests (docs/contributing.md), each name once", () => {
+    const files = testFiles(ROOT);
+    for (const f of ["config/config.test.ts", "stack/node.test.ts", "tooling/test-schedule.test.ts"]) assert.ok(files.includes(path.join("test", f)), f);
+    const flat = files.filter((f) => path.dirname(f) === "test");
+    assert.deepEqual(flat, [], "a test file sits in the folder of what it tests: test/<folder>/<name>.test.ts");
+    for (const f of files) assert.ok(fs.existsSync(path.join(ROOT, path.dirname(f))) && !NOT_TEST_FOLDERS.has(f.split(path.sep)[1]!), f);
+    const names = files.map((f) => path.basename(f));
+    assert.deepEqual(
+        names.filter((n, i) => names.indexOf(n) !== i),
+        [],
+        "npm test names each job by its file's name: two files of one name would share a label",
+    );
 });

@@ -1,15 +1,15 @@
 // The tests' one wait scaler (test/helpers/waits.ts): the factor from AGENT_RL_TEST_TIME_SCALE or
 // the load average, once per process and passed to child processes, and the poll that uses it.
-// Run: node --import tsx --test test/waits.test.ts
+// Run: node --import tsx --test test/tooling/waits.test.ts
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { MAX_LOAD_SCALE, pollUntil, scaled, TIME_SCALE_ENV, timeScale, timeScaleFrom } from "./helpers/waits";
+import { MAX_LOAD_SCALE, pollUntil, scaled, TIME_SCALE_ENV, timeScale, timeScaleFrom } from "../helpers/waits";
 
 /** Runs `code` (TypeScript, the helper imported as `w`) in a fresh process with `env`; its stdout. */
 function inFreshProcess(code: string, env: Record<string, string | undefined>): string {
-    const helper = JSON.stringify(path.join(__dirname, "helpers", "waits.ts"));
+    const helper = JSON.stringify(path.join(__dirname, "..", "helpers", "waits.ts"));
     const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", `import * as m from ${helper}; const w = m.default ?? m; ${code}`], {
         encoding: "utf8",
         env: { ...process.env, ...env },

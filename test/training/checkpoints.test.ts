@@ -9,12 +9,12 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { HARBOR_RECIPE_NAMES, platformNames, RECIPES } from "../components/config";
-import { quantityValue } from "../components/shared/quantity";
-import { BNB_8BIT_STATE_BYTES, checkpointBytesPerParameter, checkpointNeed, recipeCheckpointSize } from "../components/config/checkpoints";
-import { listCheckpointsCommand, resumeCommand } from "../components/training/checkpoint-select";
-import { resolveTrainingNode } from "../components/training";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "./helpers/config";
+import { HARBOR_RECIPE_NAMES, platformNames, RECIPES } from "../../components/config";
+import { quantityValue } from "../../components/shared/quantity";
+import { BNB_8BIT_STATE_BYTES, checkpointBytesPerParameter, checkpointNeed, recipeCheckpointSize } from "../../components/config/checkpoints";
+import { listCheckpointsCommand, resumeCommand } from "../../components/training/checkpoint-select";
+import { resolveTrainingNode } from "../../components/training";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
 
 const roots: string[] = [];
 after(() => {
@@ -269,9 +269,9 @@ describe("resume refusals", () => {
 
 describe("npm run checkpoints: the way out without the Hub", () => {
     test("Kubernetes: a schema-valid helper pod on the claim (read-only unless pruning), and a listing that runs as printed", async () => {
-        const { loadManifestSchemas, validateManifestStrict } = await import("./helpers/k8s-schema");
-        const { loadRunStack } = await import("../scripts/lib/load-stack");
-        const { checkpointAccess } = await import("../scripts/lib/checkpoints");
+        const { loadManifestSchemas, validateManifestStrict } = await import("../helpers/k8s-schema");
+        const { loadRunStack } = await import("../../scripts/lib/load-stack");
+        const { checkpointAccess } = await import("../../scripts/lib/checkpoints");
         await loadManifestSchemas();
         const { plan } = loadRunStack("staging");
         const ro = checkpointAccess(plan);
@@ -293,8 +293,8 @@ describe("npm run checkpoints: the way out without the Hub", () => {
     });
 
     test("Docker: the host directory, listed by the trainer image and copied with cp / scp", async () => {
-        const { resolvePlatform } = await import("../components/platform");
-        const { checkpointAccess } = await import("../scripts/lib/checkpoints");
+        const { resolvePlatform } = await import("../../components/platform");
+        const { checkpointAccess } = await import("../../scripts/lib/checkpoints");
         const c = custom({ checkpoints: { size: "100Gi" } });
         const a = checkpointAccess(resolvePlatform(c));
         assert.equal(a.pod, undefined);

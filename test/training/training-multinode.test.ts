@@ -3,7 +3,7 @@
  * per node with its rank and the rank-0 address from JobSet's labels, vLLM as the same JobSet's first
  * replicated job behind its Service (the trainers wait for it, the run completes on the trainers), the all-or-nothing failure policy, exclusive placement, the Kueue option on the
  * JobSet and on the one-node Job, and every object against its schema (JobSet v0.12.0, Kubernetes 1.36).
- * Run: node --import tsx --test test/training-multinode.test.ts
+ * Run: node --import tsx --test test/training/training-multinode.test.ts
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -11,12 +11,12 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { MULTI_NODE_RECIPE_NAMES } from "../components/config";
-import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT, VLLM_UNANSWERED_SECONDS } from "../components/training/model";
-import { planToDir, REPO_ROOT, type PlanResult } from "../scripts/lib/plan";
-import { validateAnyManifest } from "./helpers/crd-schema";
-import { loadManifestSchemas } from "./helpers/k8s-schema";
-import { scaled } from "./helpers/waits";
+import { MULTI_NODE_RECIPE_NAMES } from "../../components/config";
+import { JOBSET_LABELS, KUEUE_QUEUE_LABEL, MAIN_PROCESS_PORT, TRL_GROUP_PORT, VLLM_UNANSWERED_SECONDS } from "../../components/training/model";
+import { planToDir, REPO_ROOT, type PlanResult } from "../../scripts/lib/plan";
+import { validateAnyManifest } from "../helpers/crd-schema";
+import { loadManifestSchemas } from "../helpers/k8s-schema";
+import { scaled } from "../helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-multinode-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -285,7 +285,7 @@ describe("multi-node: the trainer JobSet", () => {
         assert.match(md, /the run completes when every trainer succeeds, and the JobSet then deletes vLLM's Job, freeing its node/);
         assert.match(md, /\| trainer ranks -> rank 0 \(accelerate --main_process_ip\) \| <jobset>-node-0-0\.<jobset>:29500 /);
         assert.match(md, /\| GPU nodes \| 2 trainer nodes \+ 1 vLLM node \| 3 \| 24 GPUs in all/);
-        // AsyncGRPO (the black box) has no batch rule: no batch row claims one (test/plan-truth.test.ts scans every plan).
+        // AsyncGRPO (the black box) has no batch rule: no batch row claims one (test/stack/plan-truth.test.ts scans every plan).
         assert.doesNotMatch(md, /\| generation batch \|/);
         assert.match(md, /No batch row: TRL's rule .* does not bind layout blackbox/);
     });
@@ -321,7 +321,7 @@ describe("multi-node: white box (vllm serve on its own node)", () => {
 
 describe("multi-node: prerequisites the stack names but does not create", () => {
     test("JobSet, the GPU nodes with pod-to-pod TCP, ReadWriteMany storage, and Kueue's LocalQueue when queued", async () => {
-        const { externalPrerequisites } = await import("../components/platform/prerequisites");
+        const { externalPrerequisites } = await import("../../components/platform/prerequisites");
         const p = await plan(RECIPE, { target: { kueueQueue: "team-a" } });
         const rows = externalPrerequisites(p.plan.config, p.plan.names);
         const whats = rows.map((r) => r.what);

@@ -2,18 +2,18 @@
  * TrainingNode under Pulumi mocks, every layout x every target: the literal vLLM and
  * trainer command lines, GPUs, probes, shm, secrets, privacy of ports 8000/51216, and
  * every Kubernetes object against the 1.36 schema, strictly.
- * Run: node --import tsx --test test/training-node.test.ts
+ * Run: node --import tsx --test test/training/training-node.test.ts
  */
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
-import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } from "../components/config";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "./helpers/config";
-import { CHECKPOINT_SELECT_PY } from "../components/training/checkpoint-select";
-import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../components/training";
-import { dockerEnv, ofType, runBoth, single, type MockRunResult, type RecordedResource } from "./helpers/mock";
-import { loadManifestSchemas, validateManifestStrict } from "./helpers/k8s-schema";
-import { manifests } from "./helpers/manifests";
-import { isSecret, unwrapSecrets } from "./helpers/secrets";
+import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } from "../../components/config";
+import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "../helpers/config";
+import { CHECKPOINT_SELECT_PY } from "../../components/training/checkpoint-select";
+import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../../components/training";
+import { dockerEnv, ofType, runBoth, single, type MockRunResult, type RecordedResource } from "../helpers/mock";
+import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
+import { manifests } from "../helpers/manifests";
+import { isSecret, unwrapSecrets } from "../helpers/secrets";
 
 const HF_SENTINEL = "hf_SENTINEL_TOKEN_do_not_leak_0123456789";
 const SANDBOX_SENTINEL = "sbx_SENTINEL_KEY_do_not_leak_9876543210";
@@ -564,7 +564,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                     assert.deepEqual(vllm.inputs.networksAdvanced, [
                         { name: b.names.networks.training, aliases: layout === "blackbox" ? [b.names.training.vllmService] : [] },
                     ]);
-                    // By vLLM's container id (what dockerd stores; test/docker-lifecycle.test.ts): unknown in a preview.
+                    // By vLLM's container id (what dockerd stores; test/stack/docker-lifecycle.test.ts): unknown in a preview.
                     if (run === b.preview) assert.equal(trainer.inputs.networkMode?.__pulumiUnknown, true);
                     else assert.equal(trainer.inputs.networkMode, `container:${vllm.name}-id`);
                     assert.equal(trainer.inputs.networksAdvanced, undefined);

@@ -4,7 +4,7 @@
  * order (vLLM healthy first), exit codes, stopping the other role, SIGTERM, the load deadline,
  * the NCCL check gate, and per-process env. Also the NCCL check script's argument errors
  * (the GPU part runs on a GPU machine: bench/gpu/nccl-isolation.sh).
- * Run: node --import tsx --test test/training-supervisor.test.ts
+ * Run: node --import tsx --test test/training/training-supervisor.test.ts
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -12,12 +12,20 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, describe, test } from "node:test";
-import { platformNames } from "../components/config";
-import { pidAlive } from "./helpers/apiserver";
-import { freePort } from "./helpers/http";
-import { parseWithTestImages as parsePlatformConfig } from "./helpers/config";
-import { NCCL_CHECK_SCRIPT, ROLE_RUNNER, oneContainer, renderSupervisor, resolveTrainingNode, shellQuote, type SupervisorSpec } from "../components/training";
-import { scaled, scaledCount, scaledSeconds } from "./helpers/waits";
+import { platformNames } from "../../components/config";
+import { pidAlive } from "../helpers/apiserver";
+import { freePort } from "../helpers/http";
+import { parseWithTestImages as parsePlatformConfig } from "../helpers/config";
+import {
+    NCCL_CHECK_SCRIPT,
+    ROLE_RUNNER,
+    oneContainer,
+    renderSupervisor,
+    resolveTrainingNode,
+    shellQuote,
+    type SupervisorSpec,
+} from "../../components/training";
+import { scaled, scaledCount, scaledSeconds } from "../helpers/waits";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-supervisor-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -2,15 +2,15 @@
  * The vLLM server's settings (training.vllm, training.dtype): extra flags and env rendered where a
  * vLLM server runs, one dtype for vLLM and the black-box trainer, the tool-call parser per model, and
  * every refusal's message.
- * Run: node --import tsx --test test/vllm-settings.test.ts
+ * Run: node --import tsx --test test/training/vllm-settings.test.ts
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { platformNames, RESERVED_VLLM_FLAGS, type PlatformConfig } from "../components/config";
-import { resolveTrainingNode, type TrainingLinks } from "../components/training";
-import { blackboxServerArgs, whiteboxServerArgs } from "../components/training/vllm-args";
-import { vllmServerSettings } from "../components/config/vllm-settings";
-import { configProblems, parseWithTestImages } from "./helpers/config";
+import { platformNames, RESERVED_VLLM_FLAGS, type PlatformConfig } from "../../components/config";
+import { resolveTrainingNode, type TrainingLinks } from "../../components/training";
+import { blackboxServerArgs, whiteboxServerArgs } from "../../components/training/vllm-args";
+import { vllmServerSettings } from "../../components/config/vllm-settings";
+import { configProblems, parseWithTestImages } from "../helpers/config";
 
 type Layout = "whitebox-colocate" | "whitebox-server" | "blackbox";
 
