@@ -127,7 +127,7 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
             "",
             `What: the real engine (Pulumi CLI v3.274.1, the kubernetes 4.34.2 and random 4.21.2 plugins built by test/engine/build.sh) runs index.ts through the Automation API's inline program, local file backend, passphrase secrets, against the engine tests' simulated cluster (etcd + kube-apiserver, kube-controller-manager, kube-scheduler v1.36.3, kwok v0.8.0: a GPU node with 8 nvidia.com/gpu, 3 CPU nodes; a pod becomes Running and Ready as soon as it is scheduled and takes 3 s to stop; nothing is pulled or run). The provider's awaits are on wherever the program leaves them on (Deployments and StatefulSets Ready, Services with endpoints). Destroy keeps the training namespace and the checkpoints claim, and waits for the other namespaces to be finalised. Cluster start ${s(clusterMs)} s, engine home (plugin install) ${s(engineMs)} s. Generated ${new Date().toISOString()}; the 2 cores are shared by the engine, the providers, the API server, the controllers and kwok.`,
             "",
-            "Command: `npm run bench -- --only engine` (bench/engine.ts; tests of the same flows: test/engine-*.test.ts)",
+            "Command: `npm run bench -- --only engine` (bench/engine.ts; tests of the same flows: test/stack/engine-*.test.ts)",
             "",
             "### Per recipe (Kubernetes, recipe defaults, GPU node placement)",
             "",

@@ -26,7 +26,7 @@ import * as pulumi from "@pulumi/pulumi";
 
 // ---------------------------------------------------------------------------------------
 // Shared facts (the platform's own conventions; components/config/names.ts podLabels). The pack
-// stays standalone (@pulumi/policy only), so these are copies: test/policy-facts.test.ts holds them equal.
+// stays standalone (@pulumi/policy only), so these are copies: test/stack/policy-facts.test.ts holds them equal.
 
 /** vLLM's HTTP port (components/training VLLM_PORT). */
 export const VLLM_PORT = 8000;

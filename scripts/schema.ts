@@ -4,7 +4,7 @@
  * Writes the stack file's JSON Schema (schema/stack-config.schema.json, shipped in the package for
  * editors) and the configuration reference (docs/reference/configuration.md), both generated from
  * the zod schemas and components/config/field-docs.ts. `--check` writes nothing and exits 1 when a
- * checked-in file differs from what it would write (test/schema-docs.test.ts runs the same check).
+ * checked-in file differs from what it would write (test/tooling/schema-docs.test.ts runs the same check).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";

@@ -3,7 +3,7 @@
  * schema.ts) and of a cluster stack's (`clusterSchema`, cluster-schema.ts), its default as a person
  * states it and what it means. Data only. The reference (docs/reference/configuration.md) and the
  * stack file's JSON Schema (schema/stack-config.schema.json, the editor's hover text) are generated
- * from the zod schemas with these words (`npm run schema`, scripts/schema.ts); test/schema-docs.test.ts
+ * from the zod schemas with these words (`npm run schema`, scripts/schema.ts); test/tooling/schema-docs.test.ts
  * fails when a schema field has no entry here (its own or an ancestor's), when an entry names a field
  * the schema lacks, when a default written here is not the one zod applies, and when a generated file
  * differs from what the script writes. Links are relative to docs/reference/.

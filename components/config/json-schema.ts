@@ -3,7 +3,7 @@
  * `Pulumi.<stack>.yaml` with it): generated from the zod schemas (`z.toJSONSchema`, the shape of the
  * config as written: defaulted fields optional) with each field's words from field-docs.ts as its
  * description. Pure: `npm run schema` (scripts/schema.ts) writes it to schema/stack-config.schema.json,
- * and test/schema-docs.test.ts holds the file equal to this and validates every example stack with it.
+ * and test/tooling/schema-docs.test.ts holds the file equal to this and validates every example stack with it.
  *
  * What it checks is the structure (names, types, enums, patterns, unknown fields); the cross-field
  * rules (GPU and batch arithmetic, sessions, prod pins) stay in the config check that

@@ -3,7 +3,7 @@
  * (ProgramArgMap, components/config/programs.ts), and the flag a custom script gets for the knobs
  * (TrlParser: TRL's GRPOConfig / AsyncGRPOConfig fields). One table: the renderers
  * (components/training/program-args.ts, trl-args.ts) follow it, the messages name its settings, and
- * test/knobs.test.ts walks it against every program's facts and the schema. Data only.
+ * test/config/knobs.test.ts walks it against every program's facts and the schema. Data only.
  */
 import type { ProgramArgMap } from "./programs";
 import type { Layout } from "./terms";

@@ -23,7 +23,7 @@ export const DOCKER_BLACKBOX_REFUSED =
  * (docs/design/sandbox-trust.md; python/tests/test_hosted_sandbox.py runs those attacks against the hosted layout).
  * Nothing outside a hosted sandbox records the trace, so a black box on hf is refused, with no override. A white box
  * may still run its model's code on a hosted env server (envs.<name>.external): the trainer generates and holds the
- * trace there and hands no key to the env (the hosted white-box test).
+ * trace there and hands no key to the env (test/config/hosted-whitebox.test.ts).
  */
 export const HOSTED_BLACKBOX_REFUSED =
     "sandboxes.provider: hosted (hf) sandboxes are refused for the black box: OpenEnv's capture proxy records the token ids and logprobs as the agent's own uid, which can rewrite them, kill the proxy and answer on its port, and read the shared ingress key from its environment (a key to the public ingress, usable from anywhere until rotated), and nothing outside the sandbox records the trace. Use a Kubernetes target with provider agent-sandbox: the forwarder, under another uid, records the trace and holds a per-rollout key out of the agent's reach. (A white-box recipe may run its model's code on a hosted env server, envs.<name>.external: the trainer holds the trace there and no key goes to the env.)";

@@ -1,7 +1,7 @@
 /**
  * Settings one target does not carry out. Each is refused when a stack (or its recipe) writes it
  * for that target, so a stack file never promises what the deployment does not do; docs/reference/stack-file.md's
- * "What each target ignores" table lists the same rows (test/target-settings.test.ts holds them
+ * "What each target ignores" table lists the same rows (test/config/target-settings.test.ts holds them
  * equal). Defaults of these fields are not refused: they stay unused, and plan.md does not claim them.
  */
 import type { TargetKind } from "./terms";

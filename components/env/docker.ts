@@ -12,7 +12,7 @@
  * the training network too, where the trainer reaches it (the trainer shares vLLM's network
  * namespace, so vLLM itself must stay off the env network: the replicas could reach it there).
  * dockerd drops traffic between two bridge networks (its DOCKER-ISOLATION chains), so a replica
- * reaches neither vLLM, nor the ingress, nor another env; test/docker-lifecycle.test.ts shows
+ * reaches neither vLLM, nor the ingress, nor another env; test/stack/docker-lifecycle.test.ts shows
  * it on a real dockerd. The env network follows envs.<name>.egress as on Kubernetes: `dns` (the
  * catalog's default for envs that run model-written code) makes it `internal`, with no route out;
  * `internet` a plain bridge (some envs download data at start).

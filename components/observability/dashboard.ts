@@ -13,7 +13,7 @@ type Selectors = ReturnType<typeof selectors>;
  * Why no panel shows sessions reaped idle (OpenEnv 0.10 http_server.py `_reap_idle_sessions`, on only where
  * the env's app sets ConcurrencyConfig.session_timeout): the reaper destroys the session and frees its slot
  * but sends no close frame, leaves the WebSocket and its connection open, and logs nothing, and no route
- * serves the server's session count. Proven against the real server in test/observability-programs.test.ts.
+ * serves the server's session count. Proven against the real server in test/observability/observability-programs.test.ts.
  */
 export const REAPED_NOT_VISIBLE =
     "Not visible: sessions the env server reaped idle (OpenEnv's idle reaper, where the env's app turns it on, frees the slot but keeps the WebSocket open and logs nothing): they count here as in use until their connection closes.";

@@ -45,7 +45,7 @@ export function vllmWaitSeconds(modelLoadSeconds: number): number {
 
 /**
  * How the trainer joins vLLM's network and IPC namespaces: by container id. dockerd stores
- * `container:<id>` whatever it was given (test/docker-lifecycle.test.ts shows it on a real
+ * `container:<id>` whatever it was given (test/stack/docker-lifecycle.test.ts shows it on a real
  * dockerd), and the provider reads HostConfig.NetworkMode / IpcMode back
  * (terraform-provider-docker resource_docker_container_funcs.go): a name would differ on every
  * `up` and replace the trainer, killing the run. A new vLLM (new id) rightly replaces it too.
@@ -58,7 +58,7 @@ export function sharedNamespaceMode(vllmId: pulumi.Input<string>): pulumi.Output
  * string supports only "all" (terraform-provider-docker resource_docker_container.go) and goes
  * through docker/cli's CSV parser, where an unquoted list (device=0,1) becomes device 0 plus
  * count 1, which dockerd refuses at start ("cannot set both Count and DeviceIDs on device
- * request"); test/docker-lifecycle.test.ts shows both on a real dockerd.
+ * request"); test/stack/docker-lifecycle.test.ts shows both on a real dockerd.
  */
 export function gpuDeviceRequests(devices: readonly number[]): docker.types.input.ContainerDeviceRequest[] {
     return devices.length === 0 ? [] : [{ driver: "nvidia", deviceIds: devices.map(String), capabilities: ["gpu"] }];

@@ -2,7 +2,7 @@
 forwarder taking its rollout's key once at claim time, and the backend minting it at claim and
 revoking it when the claim ends. Everything on loopback: the verifier and the forwarder run as the
 real programs (python -I <file>), the ingress is a recording stand-in (the real nginx path is
-test/rollout-keys.test.ts), the agent-sandbox client the recording stand-in of test_backend.py."""
+test/ingress/rollout-keys.test.ts), the agent-sandbox client the recording stand-in of test_backend.py."""
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@
  *    cgroup, mount, veth, CNI cache or host iptables/ipset change (test/node/down.sh --check);
  *    leftovers are named, removed, and fail the run.
  *
- * Arguments: test files to run instead of test/*.test.ts (the Python tests run only when no
+ * Arguments: test files to run instead of every test/<folder>/*.test.ts (testFiles in
+ * scripts/test/schedule.ts; the Python tests run only when no
  * file is named, or with --python). --no-setup skips steps 1 and 2.
  */
 import { spawn, spawnSync } from "node:child_process";
@@ -42,7 +43,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { NODE_LOCK, nodeLockHolder } from "../../test/helpers/node";
-import { FIXTURES, type Fixture, fixturesNeeded, type JobSpec, type Limits, runJobs } from "./schedule";
+import { FIXTURES, type Fixture, fixturesNeeded, type JobSpec, type Limits, runJobs, testFiles } from "./schedule";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const CI = process.env.CI === "true" || process.env.CI === "1";
@@ -140,7 +141,7 @@ const PREREQUISITES: readonly Prerequisite[] = [
         manual: "apt-get install -y docker.io",
     },
     {
-        what: "a registry and htpasswd, debootstrap, git, gpgv and xz (the image step's real build, push and pull: test/images-build.test.ts)",
+        what: "a registry and htpasswd, debootstrap, git, gpgv and xz (the image step's real build, push and pull: test/tooling/images-build.test.ts)",
         present: () => ["docker-registry", "htpasswd", "debootstrap", "git", "gpgv", "xz"].every((b) => which(b) !== undefined),
         apt: ["docker-registry", "apache2-utils", "debootstrap", "git", "gpgv", "xz-utils"],
         manual: "apt-get install -y docker-registry apache2-utils debootstrap git gpgv xz-utils",
@@ -300,7 +301,7 @@ function startFixtures(): FixtureBuilds {
                   ["test/node/build.sh"],
               ),
           )
-        : Promise.resolve(log("node fixture: not built (needs root on Linux; test/node.test.ts skips)"));
+        : Promise.resolve(log("node fixture: not built (needs root on Linux; test/stack/node.test.ts skips)"));
     // Debian trixie's python3.13, the harbor 0.25 venv and mini-swe-agent's (network and disk, about 1.5 CPU-minutes); it needs apt-get and dpkg-deb.
     const harbor =
         harborMissing() === undefined
@@ -532,7 +533,7 @@ function pythonReport(runs: readonly PythonRun[]): { failed: boolean; summary: s
  * needs what fixturesNeeded finds in it and the modules it imports. The Python jobs run one at a
  * time (group "python": their sessions' proxy listens on a fixed loopback port, 7000).
  */
-function testJobs(testFiles: readonly string[], python: boolean, reportDir: string): Array<JobSpec & { start(): Promise<JobResult> }> {
+function testJobs(files: readonly string[], python: boolean, reportDir: string): Array<JobSpec & { start(): Promise<JobResult> }> {
     const pyCluster = python ? pythonClusterFiles() : [];
     const pyJob = (label: string, args: readonly string[], script?: string) => async (): Promise<JobResult> => {
         const t0 = Date.now();
@@ -548,7 +549,7 @@ function testJobs(testFiles: readonly string[], python: boolean, reportDir: stri
             start: () => runTestFile(file, label, reportDir),
         };
     };
-    const ts = testFiles.map(tsJob);
+    const ts = files.map(tsJob);
     const clusterNeeds: Fixture[] = ["apiserver", "engine", "sandbox", "venv"];
     return [
         ...pyCluster.map((f) => {
@@ -662,6 +663,17 @@ async function main(): Promise<void> {
     const setup = !argv.includes("--no-setup");
     const files = argv.filter((a) => !a.startsWith("--"));
     const python = files.length === 0 || argv.includes("--python");
+    const everyFile = testFiles(ROOT);
+    // A file named by a path it no longer has (test/ was flat before its folders): say where it is now.
+    const missing = files.filter((f) => !fs.existsSync(path.resolve(ROOT, f)));
+    if (missing.length > 0) {
+        for (const f of missing) {
+            const now = everyFile.filter((t) => path.basename(t) === path.basename(f));
+            log(`${f}: no such file${now.length > 0 ? `; did you mean ${now.join(" or ")}?` : ""}`);
+        }
+        process.exit(1);
+    }
+    const chosen = files.length > 0 ? files : everyFile;
     if (setup) ensurePrerequisites();
     // The builds start first and run while everything below does; a failed build exits the run.
     const builds = setup ? startFixtures() : noFixtures();
@@ -683,18 +695,10 @@ async function main(): Promise<void> {
         process.exit(1);
     }
 
-    const testFiles =
-        files.length > 0
-            ? files
-            : fs
-                  .readdirSync(path.join(ROOT, "test"))
-                  .filter((f) => f.endsWith(".test.ts"))
-                  .sort()
-                  .map((f) => path.join("test", f));
     const reportDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-test-"));
-    const jobs = testJobs(testFiles, python, reportDir);
+    const jobs = testJobs(chosen, python, reportDir);
     log(
-        `${jobs.length} jobs (${testFiles.length} TypeScript file(s)${python ? ", the Python tests" : ""}), each started once the fixtures it needs are built: at most ${LIMITS.whileBuilding} at once while the API server and engine fixtures build, then ${LIMITS.total}, ${LIMITS.cluster} of them with a simulated cluster. Each line of their reports starts with the job's name`,
+        `${jobs.length} jobs (${chosen.length} TypeScript file(s)${python ? ", the Python tests" : ""}), each started once the fixtures it needs are built: at most ${LIMITS.whileBuilding} at once while the API server and engine fixtures build, then ${LIMITS.total}, ${LIMITS.cluster} of them with a simulated cluster. Each line of their reports starts with the job's name`,
     );
     for (const j of jobs) log(`  ${j.label}${j.cluster ? " (simulated cluster)" : ""}: needs ${j.needs.length > 0 ? j.needs.join(", ") : "no fixture"}`);
     const results = await runJobs(jobs, builds.ready, builds.large, LIMITS);

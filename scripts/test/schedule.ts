@@ -62,6 +62,46 @@ export function fixturesNeeded(file: string): Fixture[] {
     return [...found].sort();
 }
 
+/**
+ * The folders of test/ that hold fixtures and shared code, not test files: discovery never walks
+ * them (a fixture's build output can be large, or owned by root).
+ */
+export const NOT_TEST_FOLDERS: ReadonlySet<string> = new Set([
+    "apiserver",
+    "dockerd",
+    "engine",
+    "harbor",
+    "helpers",
+    "images",
+    "jobset-controller",
+    "lib",
+    "node",
+    "node-suites",
+    "sandbox-controller",
+]);
+
+/**
+ * Every test file of the repository at `root`: each `*.test.ts` under test/ (the folders named for
+ * what they test, walked to any depth), outside NOT_TEST_FOLDERS, node_modules and dot folders.
+ * Paths relative to `root`, sorted.
+ */
+export function testFiles(root: string): string[] {
+    const found: string[] = [];
+    const walk = (rel: string, top: boolean): void => {
+        for (const entry of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
+            const at = path.join(rel, entry.name);
+            if (entry.isDirectory()) {
+                if (entry.name === "node_modules" || entry.name.startsWith(".") || (top && NOT_TEST_FOLDERS.has(entry.name))) continue;
+                walk(at, false);
+            } else if (entry.isFile() && entry.name.endsWith(".test.ts")) {
+                found.push(at);
+            }
+        }
+    };
+    walk("test", true);
+    return found.sort();
+}
+
 export interface JobSpec {
     /** What its report lines start with. */
     readonly label: string;

@@ -15,7 +15,7 @@ set -euo pipefail
 K8S_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
 AGENT_SANDBOX_VERSION=v1.0.1
-# The release a cluster stack upgrades from (test/engine-cluster-stack.test.ts): its CRDs go to
+# The release a cluster stack upgrades from (test/stack/engine-cluster-stack.test.ts): its CRDs go to
 # crds-previous/, which no test installs wholesale (crds/ is applied as one directory).
 AGENT_SANDBOX_PREVIOUS_VERSION=v0.5.6
 GATEWAY_API_VERSION=v1.6.3

@@ -35,7 +35,7 @@ export interface GuardedSource {
 /**
  * Every stack, every recipe x target, and the exposure variants of the black-box recipe on Kubernetes. A black-box
  * recipe on Docker has no plan: the docker sandbox pool and hosted sandboxes are both refused for the black box
- * (config DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED; test/plan.test.ts checks the refusal).
+ * (config DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED; test/stack/plan.test.ts checks the refusal).
  */
 export function allSources(targets: ReadonlyArray<"kubernetes" | "docker"> = ["kubernetes", "docker"]): GuardedSource[] {
     const out: GuardedSource[] = STACKS.map((stack) => ({ label: `stack ${stack}`, source: { stack } }));

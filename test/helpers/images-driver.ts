@@ -1,6 +1,6 @@
 /**
  * Runs the image step's lock or build inside the test dockerd's network namespace (started under
- * `nsenter --net=...` by test/images-build.test.ts), where the test registry listens on loopback.
+ * `nsenter --net=...` by test/tooling/images-build.test.ts), where the test registry listens on loopback.
  * It serves, from loopback, everything the builds fetch (test/images/serve.py over the test's
  * directory; the build's RUN steps reach it through `docker build --network host`, the daemon's
  * namespace), and points the image step's source overrides at it (SOURCE_OVERRIDES,

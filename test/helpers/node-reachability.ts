@@ -30,7 +30,7 @@ const EXTRA_POD_PORTS: ReadonlyArray<{ port: number; protocol: Protocol }> = [
 ];
 
 /**
- * The endpoints of test/reachability.test.ts at the node's addresses, plus the node's real API
+ * The endpoints of test/stack/reachability.test.ts at the node's addresses, plus the node's real API
  * server (`apiserver-node`, its kube-apiserver on the node address: only a TCP connect is checked,
  * it speaks TLS).
  */

@@ -288,13 +288,13 @@ export function nodeHandle(names: NodeNames): Node {
 }
 
 /**
- * The node is one per machine (env.sh's fixed names): the process that runs it (test/node.test.ts, or
+ * The node is one per machine (env.sh's fixed names): the process that runs it (test/stack/node.test.ts, or
  * another checkout's npm test on the same machine) holds this lock from nodeUp until its NodeSession
  * has run down.sh (and its check). The file names the holder's pid; a holder that is gone (killed) no
  * longer holds it.
  */
 export const NODE_LOCK = path.join(os.tmpdir(), "agentrl-node-test.lock");
-/** Longest wait for another process's node (another checkout's npm test, a second runner call): test/node.test.ts takes under 25 minutes. */
+/** Longest wait for another process's node (another checkout's npm test, a second runner call): test/stack/node.test.ts takes under 25 minutes. */
 const NODE_LOCK_WAIT_MS = 30 * 60_000;
 
 function pidAlive(pid: number): boolean {
@@ -398,7 +398,7 @@ export function imageRefByDigest(names: NodeNames, image: string): string {
 }
 
 /**
- * test/node.test.ts's node, from its `before` to its last test: `prepare` (the API server's
+ * test/stack/node.test.ts's node, from its `before` to its last test: `prepare` (the API server's
  * binaries, the fixture built or brought up to date, the names), `start` (up.sh, after another
  * process's node is down), `clearNamespaces` between suites, `cleanup` for the file's `after` (the
  * daemons' logs kept, down.sh, when the last test did not get that far), `downLeavesNothing` for

@@ -1,6 +1,6 @@
 /**
  * How the reachability tests name and select what test/helpers/reachability.ts computes, shared by
- * the computed check (test/reachability.test.ts) and the measured one on the real node
+ * the computed check (test/stack/reachability.test.ts) and the measured one on the real node
  * (test/node-suites/sandbox-reachability.ts): role names, the paths that concern the stack, the tables of
  * docs/design/network-paths.md, and
  * the stand-ins the policies talk about (the scraper and its decoys, DNS of each shape).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A subset of deb.debian.org for test/images-build.test.ts, served from loopback as a mirror
+# A subset of deb.debian.org for test/tooling/images-build.test.ts, served from loopback as a mirror
 # (images/mtail/Dockerfile's DEBIAN_MIRROR): Debian's own signed InRelease of a suite, its main amd64
 # Packages.xz (where apt asks for it, by name and by hash: the suite's Release says
 # Acquire-By-Hash), and the .deb files of the packages named, in their pool paths. Nothing here is a

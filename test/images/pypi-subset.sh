@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A subset of PyPI for test/images-build.test.ts, served from loopback as a simple index (PEP 503:
+# A subset of PyPI for test/tooling/images-build.test.ts, served from loopback as a simple index (PEP 503:
 # one directory per normalized project name, its wheels listed as python3 -m http.server lists a directory: test/images/serve.py): the real
 # wheels of the requirements named, and of everything they need, at the versions the constraints
 # file pins (the trainer lock), for the stand-in bases' Python (CPython 3.11 on x86_64 glibc).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds a STAND-IN base image of test/images-build.test.ts as a rootfs tar (for `docker import`):
+# Builds a STAND-IN base image of test/tooling/images-build.test.ts as a rootfs tar (for `docker import`):
 # Debian bookworm minbase (debootstrap) with python3, pip, curl and bash, apt told to fetch no
 # translations (as Docker's debian images are: debuerreotype's docker-no-languages), plus per variant:
 #   trainer  git (vLLM's docker/Dockerfile installs it in its final stage; pip clones OpenEnv with it)

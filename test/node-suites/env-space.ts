@@ -15,7 +15,7 @@
 // directly. The replicas run non-root with a read-only root (runAsNonRoot in the override: the
 // default of envs that run model code, whose rendered securityContext they are checked to equal),
 // measured in the running pods; the router's capacity responder is Ready behind its exec probes.
-// Run on test/node.test.ts's node.
+// Run on test/stack/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";

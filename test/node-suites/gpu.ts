@@ -5,7 +5,7 @@
 // on the running node: its capacity and allocatable; a pod requesting 2 sees 2 distinct fake ids
 // and no device node; an over-request is refused by the kubelet's admission (the pods are bound
 // with spec.nodeName, bypassing the node's kube-scheduler, so nothing stays Pending for a
-// scheduler; the kubelet rejects the pod); a deleted pod's devices are free again. Run on test/node.test.ts's node.
+// scheduler; the kubelet rejects the pod); a deleted pod's devices are free again. Run on test/stack/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";

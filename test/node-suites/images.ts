@@ -13,7 +13,7 @@
 // Not here: the router forwarding to the replica (these are bare pods, not the StatefulSet behind
 // its headless Service, so the replica names the router resolves through CoreDNS have no record:
 // test/node-suites/env-space.ts deploys the env space as rendered and routes a session); the ingress's
-// config (its vLLM upstream is resolved at start). Run on test/node.test.ts's node.
+// config (its vLLM upstream is resolved at start). Run on test/stack/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";

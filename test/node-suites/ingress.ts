@@ -15,7 +15,7 @@
 // or with a wrong one; a route vLLM leaves open (/pause) is 404 even with the key; the sandbox's
 // agent side reaches the model through its forwarder on loopback with no key of its own (the
 // forwarder adds it); a pod with the trainer's labels in the training namespace is refused by the
-// ingress's NetworkPolicy. Run on test/node.test.ts's node.
+// ingress's NetworkPolicy. Run on test/stack/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";

@@ -33,7 +33,7 @@
 //    claims: no provisioner here). A copy of the Job with a flag the program does not have must fail
 //    at the args check, before the trainer runs.
 // The sandbox image is the runtime image (python/Dockerfile's steps without the stock opencode
-// image). Run on test/node.test.ts's node.
+// image). Run on test/stack/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";

@@ -12,7 +12,7 @@
 // addresses (test/helpers/node-reachability.ts), against the computed matrix and docs/design/network-paths.md's
 // tables; every case also measures a pod in another namespace that carries the trainer's labels
 // (reachability-views.ts trainerElsewhere), which must reach nothing of the stack. Run on
-// test/node.test.ts's node.
+// test/stack/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -46,7 +46,7 @@ import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Made by the suite's before (not at import: test/node.test.ts imports every suite, run or not). */
+/** Made by the suite's before (not at import: test/stack/node.test.ts imports every suite, run or not). */
 let planDir = "";
 
 /** What `npm run plan` renders for a recipe on Kubernetes (with an override of the platform config). */

@@ -1,4 +1,4 @@
-// Stand-in for the images of a stack in the real-dockerd tests (test/docker-lifecycle.test.ts):
+// Stand-in for the images of a stack in the real-dockerd tests (test/stack/docker-lifecycle.test.ts):
 // one static binary, imported into dockerd as the only file of an image (no registry here).
 //
 //	standin serve ADDR           answers every request with "$STANDIN_ROLE $HOSTNAME"

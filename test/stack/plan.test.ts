@@ -1,0 +1,548 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import * as pulumi from "@pulumi/pulumi";
+import YAML from "yaml";
+import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../../components/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages, withTestImages } from "../helpers/config";
+import { runUnderMocks } from "../../scripts/lib/mockrun";
+import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../../scripts/lib/plan";
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-plan-"));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const STACKS = fs
+    .readdirSync(path.join(REPO_ROOT, "stacks"))
+    .filter((f) => /^Pulumi\..+\.yaml$/.test(f))
+    .map((f) => f.slice("Pulumi.".length, -".yaml".length))
+    // Run stacks: the cluster stack (agent-rl-infra:cluster) is planned in cluster-stack.test.ts.
+    .filter((stack) => readStackFile(stack).config["agent-rl-infra:platform"] !== undefined);
+
+let parseMermaid: (text: string) => Promise<unknown>;
+before(async () => {
+    // Mermaid's real parser; it needs a DOM for DOMPurify, so jsdom provides one.
+    const { JSDOM } = await import("jsdom");
+    const dom = new JSDOM("");
+    (globalThis as any).window = dom.window;
+    (globalThis as any).document = dom.window.document;
+    // DOM classes DOMPurify checks with instanceof (Element, Node, ...).
+    for (const k of Object.getOwnPropertyNames(dom.window)) {
+        if (/^[A-Z]/.test(k) && !(k in globalThis)) (globalThis as any)[k] = (dom.window as any)[k];
+    }
+    const mermaid = (await import("mermaid")).default;
+    parseMermaid = (text) => mermaid.parse(text);
+});
+
+function mermaidBlocks(md: string): string[] {
+    return [...md.matchAll(/```mermaid\n([\s\S]*?)```/g)].map((m) => m[1]);
+}
+
+async function checkPlanOutput(result: PlanResult, outDir: string, kind: string) {
+    const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+    assert.match(md, /## What runs where/);
+    assert.match(md, /## Capacity checks/);
+    const blocks = mermaidBlocks(md);
+    assert.equal(blocks.length, 1, "plan.md has one Mermaid diagram");
+    await parseMermaid(blocks[0]);
+    if (kind === "kubernetes") {
+        const files = fs.readdirSync(path.join(outDir, "manifests"));
+        assert.equal(files.length, result.manifests.length);
+        assert.ok(files.length > 0);
+        for (const f of files) {
+            const obj = YAML.parse(fs.readFileSync(path.join(outDir, "manifests", f), "utf8"));
+            assert.ok(obj.apiVersion && obj.kind && obj.metadata?.name, `${f} is a complete object`);
+        }
+        assert.ok(!fs.existsSync(path.join(outDir, "docker")));
+    } else {
+        const files = fs.readdirSync(path.join(outDir, "docker"));
+        assert.ok(files.length > 0);
+        for (const f of files) assert.ok(JSON.parse(fs.readFileSync(path.join(outDir, "docker", f), "utf8")).type.startsWith("docker:"));
+        assert.ok(!fs.existsSync(path.join(outDir, "manifests")));
+    }
+}
+
+describe("plan: every stack and every recipe", () => {
+    test("the three environments have stack files", () => {
+        assert.deepEqual([...STACKS].sort(), ["dev", "prod", "staging"]);
+    });
+
+    for (const stack of STACKS) {
+        test(`stack ${stack} plans, writes its files and a Mermaid diagram that parses`, async () => {
+            const outDir = path.join(tmp, stack);
+            const result = await planToDir({ stack }, { outDir });
+            await checkPlanOutput(result, outDir, result.plan.config.target.kind);
+        });
+    }
+    for (const recipe of RECIPE_NAMES) {
+        for (const target of ["kubernetes", "docker"] as const) {
+            if (target === "docker" && RECIPES[recipe].training.layout === "blackbox") {
+                test(`recipe ${recipe} on docker: npm run plan refuses the docker sandbox pool (exit 1, no stack trace, nothing written)`, () => {
+                    const out = path.join(tmp, `${recipe}-docker-refused`);
+                    const r = spawnSync(
+                        process.execPath,
+                        ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), "--recipe", recipe, "--target", "docker", "--out", out],
+                        { encoding: "utf8", cwd: REPO_ROOT },
+                    );
+                    assert.equal(r.status, 1, r.stderr);
+                    assert.ok(r.stderr.includes(DOCKER_BLACKBOX_REFUSED), r.stderr);
+                    assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
+                    assert.ok(!fs.existsSync(out), "nothing written");
+                });
+                test(`recipe ${recipe} on docker with hosted sandboxes: refused, naming Kubernetes + agent-sandbox, nothing written`, async () => {
+                    const outDir = path.join(tmp, `${recipe}-docker-hosted`);
+                    await assert.rejects(planToDir({ recipe, target }, { outDir, platformOverride: HOSTED_SANDBOXES_ON_DOCKER }), (e: Error) =>
+                        e.message.includes(HOSTED_BLACKBOX_REFUSED),
+                    );
+                    assert.ok(!fs.existsSync(outDir) || fs.readdirSync(outDir).length === 0, "nothing written");
+                });
+                continue;
+            }
+            test(`recipe ${recipe} on ${target} plans`, async () => {
+                const outDir = path.join(tmp, `${recipe}-${target}`);
+                const result = await planToDir({ recipe, target }, { outDir });
+                await checkPlanOutput(result, outDir, target);
+            });
+        }
+    }
+
+    test("a black-box plan shows the ingress keys by name only, the pool, lifetime and quota", async () => {
+        const outDir = path.join(tmp, "blackbox-sections");
+        await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir });
+        const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+        assert.match(md, /\| keys \(names; values are secret outputs\) \| sandboxes, operators \|/);
+        assert.match(md, /\| pool \| 10 warm \(8 in flight \+ 2 headroom\), 2 CPU \/ 4Gi each \|/);
+        assert.match(md, /\| claimed lifetime \| <= 3600 s \(admission policy on every claim\) \|/);
+        assert.match(md, /\| quota \| 20 pods, 42 CPU, 84480Mi \|/);
+    });
+
+    test("a black-box plan shows vLLM's own settings: the one dtype, the model's tool-call parser, extra flags and env", async () => {
+        const outDir = path.join(tmp, "blackbox-vllm-settings");
+        await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir });
+        const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+        assert.match(md, /\| dtype, vLLM and trainer \(training\.dtype\) \| `--dtype float32` \|/);
+        assert.match(md, /\| tool-call parser \(training\.vllm\.toolCallParser\) \| `hermes` \|/);
+        assert.match(md, /\| vLLM extra flags \(training\.vllm\.extraArgs\) \| - \|/);
+    });
+
+    test("a Kubernetes plan shows where DNS queries may go (target.dns)", async () => {
+        const outDir = path.join(tmp, "dns-node-local");
+        await planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir, platformOverride: { target: { dns: { kind: "node-local" } } } });
+        assert.match(
+            fs.readFileSync(path.join(outDir, "plan.md"), "utf8"),
+            /DNS egress \(target\.dns\): \*\*node-local\*\*: `169\.254\.20\.10\/32` and pods `k8s-app=kube-dns` in kube-system, on 53 UDP\+TCP; nothing else there\./,
+        );
+    });
+
+    test("every namespaced object lives in one of the Platform's per-role namespaces, with Pod Security labels", async () => {
+        // Only the roles the stack deploys (namespaceRoles): black box has no envs, white box no ingress or sandboxes.
+        const cases = [
+            { source: { stack: "staging" }, roles: ["ingress", "sandboxes", "training"] },
+            { source: { recipe: "wordle-whitebox", target: "kubernetes" as const }, roles: ["envs", "training"] },
+        ];
+        for (const { source, roles } of cases) {
+            const result = await planToDir(source, { outDir: path.join(tmp, `ns-${"stack" in source ? source.stack : source.recipe}`) });
+            const namespaces = result.manifests.filter((m) => m.kind === "Namespace");
+            assert.deepEqual(namespaces.map((n) => n.metadata.labels["agentrl.dev/role"]).sort(), roles);
+            const level = (role: string) =>
+                namespaces.find((n) => n.metadata.labels["agentrl.dev/role"] === role)!.metadata.labels["pod-security.kubernetes.io/enforce"];
+            for (const role of roles) assert.equal(level(role), role === "sandboxes" || role === "ingress" ? "restricted" : "baseline");
+            const names = new Set(namespaces.map((n) => n.metadata.name));
+            for (const m of result.manifests)
+                if (m.metadata.namespace) assert.ok(names.has(m.metadata.namespace), `${m.kind} ${m.metadata.name} is in ${m.metadata.namespace}`);
+        }
+    });
+
+    test("a broken diagram would fail the Mermaid parser (the check can fail)", async () => {
+        await assert.rejects(parseMermaid("flowchart LR\n  a -->"));
+    });
+
+    test("the plan shows the recipes' session numbers with eval batch and headroom", async () => {
+        const expectations: Array<[string, RegExp]> = [
+            [
+                "mbpp-whitebox",
+                /env `coding` sessions \| 17 replicas x 1 = 17 \| 17 \| >= 16 live sessions \(max of generation 16 and eval 8\) \+ 1 spare replica \(1\) = 17/,
+            ],
+            [
+                "mbpp-whitebox-64",
+                /env `coding` sessions \| 65 replicas x 1 = 65 \| 65 \| >= 64 live sessions \(max of generation 64 and eval 0\) \+ 1 spare replica \(1\) = 65/,
+            ],
+            [
+                "wordle-whitebox",
+                /env `wordle` sessions \| 5 replicas x 8 = 40 \| 40 \| >= 32 live sessions \(max of generation 32 and eval 0\) \+ 1 spare replica \(8\) = 40/,
+            ],
+        ];
+        for (const [recipe, re] of expectations) {
+            const outDir = path.join(tmp, `sessions-${recipe}`);
+            await planToDir({ recipe, target: "kubernetes" }, { outDir });
+            assert.match(fs.readFileSync(path.join(outDir, "plan.md"), "utf8"), re);
+        }
+    });
+
+    test("the plan says an env capacity change restarts the routers and drops live sessions, per target", async () => {
+        for (const [target, how] of [
+            ["kubernetes", /the router Deployment replaces both its pods at once \(Recreate\)/],
+            ["docker", /the router container is replaced \(deleted first\)/],
+        ] as const) {
+            const outDir = path.join(tmp, `capacity-${target}`);
+            await planToDir({ recipe: "mbpp-whitebox-64", target }, { outDir });
+            const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+            assert.match(
+                md,
+                /Changing an env's capacity mid-run \(`envs\.<name>\.replicas`, `headroomReplicas`, `sessionsPerReplica`\) restarts its routers \(env `coding`\)/,
+            );
+            assert.match(md, how);
+            assert.match(md, /every live session through them is dropped; `pulumi up` returns once the routers serve again/);
+        }
+    });
+});
+
+describe("plan: secrets never reach the output", () => {
+    test("sentinel values for every secret appear nowhere in the plan", async () => {
+        const sentinels = {
+            hfToken: "SENTINEL-HF-TOKEN-7f3a9c",
+            "ingressKey-sandboxes": "SENTINEL-SANDBOX-KEY-51d2e8",
+            "ingressKey-operators": "SENTINEL-OPERATOR-KEY-90b4aa",
+            registryAuth: JSON.stringify({ auths: { "registry.internal.example": { auth: "U0VOVElORUwtUkVHSVNUUlktQVVUSA==" } } }),
+        };
+        for (const stack of STACKS) {
+            const outDir = path.join(tmp, `secrets-${stack}`);
+            const result = await planToDir({ stack }, { outDir, secrets: sentinels });
+            // The program did receive them (else this test proves nothing)...
+            const sent = JSON.stringify(result.resources.map((r) => r.inputs));
+            assert.ok(sent.includes(sentinels.hfToken), `stack ${stack}: the HF token reached the program's inputs`);
+            // ...and none of them is in any file written.
+            const walk = (d: string): string[] =>
+                fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+            for (const f of walk(outDir)) {
+                const text = fs.readFileSync(f, "utf8");
+                for (const s of Object.values(sentinels)) assert.ok(!text.includes(s), `${f} contains a secret sentinel`);
+            }
+        }
+    });
+
+    test("Secrets render with their real keys, values redacted, on both targets: no Pulumi secret wrapper in any file", async () => {
+        const walk = (d: string): string[] =>
+            fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+        const noWrapper = (outDir: string) => {
+            for (const f of walk(outDir)) assert.ok(!fs.readFileSync(f, "utf8").includes(pulumi.runtime.specialSigKey), `${f} holds Pulumi's secret wrapper`);
+        };
+        const secrets = { hfToken: "SENTINEL-HF-KEYS-4b1c" };
+        const k8sDir = path.join(tmp, "keys-k8s");
+        const k8s = await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir: k8sDir, secrets });
+        noWrapper(k8sDir);
+        const rendered: Record<string, Record<string, string>> = Object.fromEntries(
+            k8s.manifests.filter((m) => m.kind === "Secret").map((m) => [m.metadata.name, { ...m.data, ...m.stringData }]),
+        );
+        assert.deepEqual(rendered["hf-token"], { HF_TOKEN: "<redacted>" });
+        assert.deepEqual(rendered["sandbox-key"], { "api-key": "<redacted>" });
+        assert.deepEqual(rendered["vllm-ingress-keys"], { "keys.conf": "<redacted>" });
+        for (const [name, data] of Object.entries(rendered))
+            assert.ok(
+                Object.values(data).every((v) => v === "<redacted>"),
+                `Secret ${name}: every value redacted`,
+            );
+        // Docker runs no black box (refused for both its providers): its white box's trainer holds the HF token, redacted.
+        const dockerDir = path.join(tmp, "keys-docker");
+        await planToDir({ recipe: "mbpp-whitebox", target: "docker" }, { outDir: dockerDir, secrets });
+        noWrapper(dockerDir);
+        const containers = walk(path.join(dockerDir, "docker"))
+            .map((f) => JSON.parse(fs.readFileSync(f, "utf8")))
+            .filter((o) => o.type === "docker:index/container:Container");
+        const withToken = containers.filter((c) => (c.inputs.envs ?? []).some((e: string) => e.startsWith("HF_TOKEN=")));
+        assert.ok(withToken.length > 0, "the trainer gets HF_TOKEN");
+        for (const c of withToken) assert.ok(c.inputs.envs.includes("HF_TOKEN=<redacted>"), `${c.name}: HF_TOKEN's value is redacted`);
+    });
+
+    test("a stack that pushes to the Hub plans when hfToken is set, and on a placeholder when it is not (test/config/secrets.test.ts: up still refuses)", async () => {
+        const override = { training: { hubRepoId: "acme/qwen-mbpp" } };
+        const ok = await planToDir(
+            { recipe: "mbpp-whitebox", target: "kubernetes" },
+            { outDir: path.join(tmp, "hub-ok"), platformOverride: override, secrets: { hfToken: "SENTINEL-HUB-1f2e" } },
+        );
+        assert.ok(ok.manifests.some((m) => m.kind === "Job"));
+        assert.doesNotMatch(fs.readFileSync(path.join(tmp, "hub-ok", "plan.md"), "utf8"), /planned with placeholders/);
+        const missing = await planToDir(
+            { recipe: "mbpp-whitebox", target: "kubernetes" },
+            { outDir: path.join(tmp, "hub-missing"), platformOverride: override },
+        );
+        assert.ok(missing.manifests.some((m) => m.kind === "Job"));
+        assert.match(fs.readFileSync(path.join(tmp, "hub-missing", "plan.md"), "utf8"), /Secrets not set, planned with placeholders:\*\* `hfToken`/);
+    });
+
+    test("secure: values in a stack file stand in as placeholders, marked secret", () => {
+        const f = path.join(tmp, "Pulumi.sec.yaml");
+        fs.writeFileSync(f, "config:\n  agent-rl-infra:hfToken:\n    secure: AAABAJ5dummy\n  agent-rl-infra:platform:\n    recipe: mbpp-whitebox\n");
+        const cfg = readStackFile("sec", f);
+        assert.deepEqual(cfg.secretKeys, ["agent-rl-infra:hfToken"]);
+        assert.equal(cfg.config["agent-rl-infra:hfToken"], "plan-placeholder-hfToken");
+    });
+});
+
+function writeStack(name: string, platform: unknown): string {
+    const f = path.join(tmp, "stacks", `Pulumi.${name}.yaml`);
+    fs.mkdirSync(path.dirname(f), { recursive: true });
+    fs.writeFileSync(f, YAML.stringify({ config: { "agent-rl-infra:platform": platform } }));
+    return f;
+}
+
+const program = () => require(path.join(REPO_ROOT, "index.ts")) as () => Promise<Record<string, unknown>>;
+
+describe("plan: a bad stack file fails cleanly and registers nothing", () => {
+    const mistakes: Array<{ what: string; stack?: string; platform: Record<string, unknown>; field: RegExp }> = [
+        {
+            what: "GPUs do not fit",
+            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, training: { trainerGpus: 2 } },
+            field: /training\.trainerGpus: .*lower vllmGpus or trainerGpus/,
+        },
+        {
+            what: "colocate with vLLM GPUs",
+            platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { vllmGpus: 1, gpusOnNode: 2 } },
+            field: /training\.vllmGpus: .*set vllmGpus to 0/,
+        },
+        {
+            what: "generation batch",
+            platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { numGenerations: 3, perDeviceEvalBatchSize: 9 } },
+            field: /training\.numGenerations: the generation batch .* = 16 is not divisible by numGenerations 3/,
+        },
+        {
+            what: "eval batch",
+            platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { perDeviceEvalBatchSize: 7 } },
+            field: /training\.perDeviceEvalBatchSize: the eval batch/,
+        },
+        {
+            what: "env capacity",
+            platform: { recipe: "wordle-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { wordle: { replicas: 2 } } },
+            field: /envs\.wordle\.replicas: .*raise replicas to 5/,
+        },
+        {
+            what: "coding env above 1 session",
+            platform: { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "kubernetes", context: "test" }, envs: { coding: { sessionsPerReplica: 8 } } },
+            field: /envs\.coding\.sessionsPerReplica: .*set it to 1/,
+        },
+        {
+            what: "sandbox pool too small",
+            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" }, sandboxes: { poolSize: 2 } },
+            field: /sandboxes\.poolSize: .*raise poolSize/,
+        },
+        {
+            what: "prod image not pinned",
+            stack: "prod",
+            platform: withTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }) as Record<string, unknown>,
+            field: /images\.trainer: prod stacks pin every image by digest/,
+        },
+        {
+            what: "Docker black box on the docker sandbox pool (refused)",
+            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } },
+            field: /sandboxes\.provider: the docker sandbox pool \(the default for layout blackbox on the docker target\) is refused: .*could not read the forwarder's trace/,
+        },
+        {
+            what: "hosted (hf) sandboxes for the black box (refused, no override)",
+            platform: { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER },
+            field: /sandboxes\.provider: hosted \(hf\) sandboxes are refused for the black box: .*Use a Kubernetes target with provider agent-sandbox/,
+        },
+        {
+            what: "the removed override acceptForgeableTrace",
+            platform: {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "docker" },
+                ...HOSTED_SANDBOXES_ON_DOCKER,
+                sandboxes: { provider: "hf", acceptForgeableTrace: true },
+            },
+            field: /sandboxes\.acceptForgeableTrace: removed: hosted \(hf\) black-box sandboxes are refused whatever the stack says .*provider agent-sandbox/,
+        },
+        {
+            what: "dataset size missing",
+            platform: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } },
+            field: /training\.datasetSize: required/,
+        },
+    ];
+
+    mistakes.forEach((m, i) => {
+        const stack = m.stack ?? `bad${i}`;
+        test(`${m.what}: npm run plan exits non-zero naming the field, without a stack trace`, () => {
+            const dir = path.join(tmp, `case${i}`);
+            const file = path.join(dir, `Pulumi.${stack}.yaml`);
+            fs.mkdirSync(dir, { recursive: true });
+            fs.writeFileSync(file, YAML.stringify({ config: { "agent-rl-infra:platform": m.platform } }));
+            const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), file, "--out", path.join(dir, "out")], {
+                encoding: "utf8",
+                cwd: REPO_ROOT,
+            });
+            assert.equal(r.status, 1, r.stderr);
+            assert.match(r.stderr, m.field);
+            assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
+            assert.ok(!fs.existsSync(path.join(dir, "out")), "nothing written");
+        });
+        test(`${m.what}: zero resources registered`, async () => {
+            const run = await runUnderMocks(program(), { stack, config: { "agent-rl-infra:platform": JSON.stringify(m.platform) } });
+            assert.ok(run.error, "the program failed");
+            assert.ok(pulumi.RunError.isInstance(run.error), "a clean RunError, printed without a trace");
+            assert.deepEqual(
+                run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),
+                [],
+            );
+        });
+    });
+
+    test("a bad or unknown supplied ingress key stops the run before anything registers, without showing the value", async () => {
+        const platform = JSON.stringify(withTestImages({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "kubernetes", context: "test" } }));
+        const run = await runUnderMocks(program(), {
+            stack: "keys",
+            config: {
+                "agent-rl-infra:platform": platform,
+                "agent-rl-infra:ingressKey-sandboxes": 'short"key',
+                "agent-rl-infra:ingressKey-robots": "x".repeat(32),
+            },
+            secretKeys: ["agent-rl-infra:ingressKey-sandboxes", "agent-rl-infra:ingressKey-robots"],
+        });
+        assert.ok(pulumi.RunError.isInstance(run.error));
+        const message = (run.error as Error).message;
+        assert.match(message, /ingressKey-sandboxes: must be 16 to 512 characters of \[A-Za-z0-9\._~\+\/=-\] \(value not shown\)/);
+        assert.match(
+            message,
+            /ingressKey-robots: no key 'robots' in ingress\.keys \(sandboxes, operators\): add 'robots' to ingress\.keys or remove it with pulumi config rm ingressKey-robots/,
+        );
+        assert.ok(!message.includes("short") && !message.includes("x".repeat(32)), "no key value in the message");
+        assert.deepEqual(
+            run.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),
+            [],
+        );
+    });
+
+    test("a real up refuses the example registry before anything registers; a preview and the offline plan only warn", async () => {
+        const platform = JSON.stringify({
+            recipe: "mbpp-whitebox",
+            runId: "r1",
+            target: { kind: "docker" },
+            images: { trainer: "registry.example.com/agent-rl/trainer:0.1.0" },
+        });
+        const up = await runUnderMocks(program(), { stack: "ex", config: { "agent-rl-infra:platform": platform }, refuseExampleImages: true });
+        assert.ok(pulumi.RunError.isInstance(up.error), String(up.error));
+        assert.match(
+            (up.error as Error).message,
+            /images\.trainer: registry\.example\.com\/agent-rl\/trainer:0\.1\.0 is in the example registry registry\.example\.com, which holds no image: build trainer\/whitebox\/Dockerfile \(trainer\/README\.md\), push it to your registry and set images\.trainer to it/,
+        );
+        assert.deepEqual(
+            up.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),
+            [],
+        );
+        const preview = await runUnderMocks(program(), {
+            stack: "ex",
+            config: { "agent-rl-infra:platform": platform },
+            preview: true,
+            refuseExampleImages: true,
+        });
+        assert.equal(preview.error, undefined, "a preview goes ahead (plan.md and the preview warn)");
+        const plain = await runUnderMocks(program(), { stack: "ex", config: { "agent-rl-infra:platform": platform } });
+        assert.equal(plain.error, undefined, "the offline plan goes ahead");
+    });
+
+    test("a missing platform config says how to start", async () => {
+        const run = await runUnderMocks(program(), { stack: "empty", config: {} });
+        assert.match((run.error as Error).message, /config agent-rl-infra:platform is missing from stacks\/Pulumi\.empty\.yaml: add a 'platform' object/);
+    });
+
+    test("bad CLI arguments: clear message, exit 2", () => {
+        const cases: Array<[string[], RegExp]> = [
+            [["--recipe", "nope"], /unknown recipe nope: use one of mbpp-whitebox/],
+            [["--recipe", "mbpp-whitebox", "--target", "nomad"], /--target must be kubernetes or docker, got nomad/],
+            [["dev", "--target", "docker"], /--target applies to --recipe/],
+            [["dev", "--bogus"], /unknown option --bogus/],
+            [[], /name a stack \(cluster, dev, prod, staging\) or --recipe <name>/],
+        ];
+        for (const [args, re] of cases) {
+            const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), ...args], {
+                encoding: "utf8",
+                cwd: REPO_ROOT,
+            });
+            assert.equal(r.status, 2, `${args.join(" ")}: ${r.stderr}`);
+            assert.match(r.stderr, re);
+        }
+        const missing = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), "nosuchstack"], {
+            encoding: "utf8",
+            cwd: REPO_ROOT,
+        });
+        assert.equal(missing.status, 2, "an unknown stack is a bad argument, as in the preflight");
+        assert.match(missing.stderr, /no stack file .*known stacks are cluster, dev, prod, staging/);
+        assert.match(missing.stderr, /usage: npm run plan/);
+    });
+
+    test("a stack file kept elsewhere: a platform that is a string, a near-miss key, a misspelled secret key: exit 1, clean messages naming that file", () => {
+        const dir = fs.mkdtempSync(path.join(tmp, "elsewhere-"));
+        const plan = (name: string, text: string) => {
+            const file = path.join(dir, `Pulumi.${name}.yaml`);
+            fs.writeFileSync(file, text);
+            return spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts", "plan.ts"), file, "--out", path.join(dir, "out")], {
+                encoding: "utf8",
+                cwd: REPO_ROOT,
+            });
+        };
+        const str = plan("str", "config:\n  agent-rl-infra:platform: not-an-object\n");
+        assert.equal(str.status, 1, str.stderr);
+        assert.doesNotMatch(str.stderr, /internal error|SyntaxError|at /);
+        assert.match(str.stderr, /agent-rl-infra:platform: must be an object .*got the string "not-an-object"/);
+        const typo = plan("typo", "config:\n  agent-rl-infra:plattform:\n    recipe: mbpp-whitebox\n");
+        assert.equal(typo.status, 1, typo.stderr);
+        const rel = path.relative(REPO_ROOT, path.join(dir, "Pulumi.typo.yaml"));
+        assert.ok(
+            typo.stderr.includes(
+                `config agent-rl-infra:platform is missing from ${rel}, which has agent-rl-infra:plattform (did you mean agent-rl-infra:platform?)`,
+            ),
+            typo.stderr,
+        );
+        const secret = plan(
+            "sec",
+            "config:\n  agent-rl-infra:hfTokn: hf_x\n  agent-rl-infra:platform:\n    recipe: mbpp-whitebox\n    runId: r1\n    target: { kind: docker }\n",
+        );
+        assert.equal(secret.status, 1, secret.stderr);
+        assert.match(secret.stderr, /agent-rl-infra:hfTokn: not a setting of this project .*did you mean agent-rl-infra:hfToken\?/);
+    });
+
+    test("writeStack helper files are read like the CLI reads them", () => {
+        const f = writeStack("helper", { recipe: "mbpp-whitebox" });
+        assert.equal(JSON.parse(readStackFile("helper", f).config["agent-rl-infra:platform"]).recipe, "mbpp-whitebox");
+    });
+});
+
+describe("plan: prerequisites the stack refers to but does not create", () => {
+    test("each external reference is named with its symptom and a check; Docker lists the NVIDIA runtime", async () => {
+        const { externalPrerequisites } = await import("../../components/platform/prerequisites");
+        const { platformNames: namesOf } = await import("../../components/config");
+        const parse = parseWithTestImages;
+        const c = parse(
+            {
+                recipe: "opencode-blackbox",
+                runId: "r1",
+                target: { kind: "kubernetes", context: "test", priorityClassName: "training-high", storageClassName: "fast" },
+                sandboxes: { runtimeClassName: "gvisor" },
+                ingress: { tls: { mode: "cert-manager", issuer: { name: "internal-ca", kind: "Issuer" } } },
+            },
+            "test",
+        );
+        const rows = externalPrerequisites(c, namesOf(c));
+        const by = (field: string) => rows.find((r) => r.field === field);
+        assert.equal(by("target.priorityClassName")?.check, "kubectl get priorityclass training-high");
+        assert.equal(by("target.storageClassName")?.check, "kubectl get storageclass fast");
+        assert.equal(by("sandboxes.runtimeClassName")?.check, "kubectl get runtimeclass gvisor");
+        assert.match(by("sandboxes.provider")!.what, /agent-sandbox v1\.0\.1 CRDs and controller/);
+        assert.equal(by("ingress.tls.issuer")?.check, "kubectl get issuer internal-ca -n arl-test-ingress");
+        assert.match(by("target.gpuResourceName")!.otherwise, /Pending/);
+        const shared = parse(
+            { recipe: "opencode-blackbox", runId: "r1", clusterStack: "organization/agent-rl-infra/cluster", target: { kind: "kubernetes", context: "test" } },
+            "test",
+        );
+        assert.ok(
+            externalPrerequisites(shared, namesOf(shared)).some((r) => r.field === "clusterStack (organization/agent-rl-infra/cluster)"),
+            "with a cluster stack, agent-sandbox is the cluster stack's",
+        );
+        const dockerCfg = parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
+        assert.deepEqual(
+            externalPrerequisites(dockerCfg, namesOf(dockerCfg)).map((r) => r.field),
+            ["target.host"],
+        );
+    });
+});

@@ -1,0 +1,612 @@
+/**
+ * The image step for real: a dockerd (test/helpers/dockerd.ts) and Debian's docker-registry with
+ * htpasswd auth on the daemon's loopback, the lock step and the build step run against them
+ * (test/helpers/images-driver.ts, inside the daemon's network namespace), and every image a recipe
+ * needs built from the repository's own Dockerfiles: the white-box trainer and the sandbox image for
+ * the dev stack; the black-box trainer, the sandbox image and mtail for a copy of the staging stack
+ * (opencode-blackbox) with observability on, which names them by digest, as its plan does. Each is
+ * pushed with a registryAuth and pulled back by digest.
+ *
+ * Stand-ins, named:
+ *   - the base images (test/images/standin-base.sh, Debian bookworm minbase + python3): its trainer
+ *     variant (git, a stub vllm 0.29.0 distribution) is pushed as the stand-in of
+ *     vllm/vllm-openai:v0.29.0 and of debian:bookworm-slim; its sandbox variant (Debian's fastapi,
+ *     uvicorn, httpx and a stand-in opencode) as that of ghcr.io/huggingface/openenv-opencode-sandbox:sha-86a180e.
+ *     None of them can be pulled here.
+ *   - the seed scripts and TRL's opencode_hf_sandbox.py: stand-in files served where the Hub and
+ *     raw.githubusercontent.com serve them (the TRL one holds just the lines trainer/use_agent_sandbox.py
+ *     changes).
+ *   - OpenEnv: a git repository made here (STANDIN_OPENENV) under OpenEnv's package names (openenv at
+ *     the root, openenv-opencode-env in envs/opencode_env) holding only the modules the Dockerfile's
+ *     import check names, committed, served over git's smart HTTP as GitHub serves it
+ *     (test/images/serve.py); the test's pins name its commit instead of OpenEnv's 86a180e (as they
+ *     name the stand-in bases), so the Dockerfile's pip install from git at a full commit runs for real.
+ *   - the trainer lock (trainer/requirements.txt, the heavy pip set): for the white-box trainer an
+ *     empty stand-in lock; for the black-box trainer the part of the real lock its own checks import
+ *     (k8s-agent-sandbox and what it needs, setuptools for the builds), as real wheels of PyPI served
+ *     from loopback (test/images/pypi-subset.sh). install-lock.sh runs its real steps on either.
+ * Not stand-ins: mtail is Debian bookworm's, installed by the Dockerfile's apt from a signed subset of
+ * deb.debian.org served from loopback (test/images/debian-subset.sh; apt checks Debian's signature
+ * and hashes); the wheels above are PyPI's.
+ * Run: npm test -- --no-setup test/tooling/images-build.test.ts (root; dockerd, docker-registry, htpasswd, debootstrap, git;
+ * the first run downloads the bases' packages, the PyPI subset and the Debian subset into ~/.cache/agent-rl-infra/images-standin)
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { buildAndPush, neededImages } from "../../scripts/lib/images/build";
+import { IMAGE_NAMES, type LockFile, readLock, REPO_ROOT } from "../../scripts/lib/images/pins";
+import { loadRunStack } from "../../scripts/lib/load-stack";
+import { planToDir } from "../../scripts/lib/plan";
+import { loadForImages, writeImageRefs } from "../../scripts/images";
+import { type Dockerd, dockerdMissing, startDockerd } from "../helpers/dockerd";
+import type { DriverRequest } from "../helpers/images-driver";
+import { runWatched } from "../helpers/processes";
+import { scaled, scaledCount } from "../helpers/waits";
+
+const REGISTRY = "127.0.0.1:5000";
+const USER = "agentrl";
+const PASSWORD = "registry-password-for-the-test";
+const SEEDS = "sergiopaniego/rl-envs-youtube-livestream-4-scripts";
+/** The Hub's commits of the seeds' main: the lock must take the newest at or before 2026-12-01. */
+const SEED_COMMIT = "5".repeat(40);
+const LATER_COMMIT = "6".repeat(40);
+const STANDIN_VLLM = `${REGISTRY}/standin/vllm-openai:v0.29.0`;
+const STANDIN_SANDBOX = `${REGISTRY}/standin/openenv-opencode-sandbox:sha-86a180e`;
+const STANDIN_DEBIAN = `${REGISTRY}/standin/debian:bookworm-slim`;
+/** The TRL commit the pins name (images/trainer-blackbox.pins.json): the stand-in script is served there. */
+const TRL_REVISION = "0a942020335908aaf7276f743ddce0c5f4602c30";
+const OPENENV_REVISION = "86a180ede21e044f7929b9a7783ad83aa67d83a3";
+const TRL_SCRIPT = `huggingface/trl/${TRL_REVISION}/examples/async_grpo_opencode/opencode_hf_sandbox.py`;
+/** The STAND-IN OpenEnv repository: OpenEnv's package names, only the modules trainer/blackbox/Dockerfile imports. */
+const STANDIN_OPENENV: Record<string, string> = {
+    "README.md": "STAND-IN for huggingface/OpenEnv, made by test/tooling/images-build.test.ts: not OpenEnv.\n",
+    "pyproject.toml": [
+        "[build-system]",
+        'requires = ["setuptools>=68"]',
+        'build-backend = "setuptools.build_meta"',
+        "[project]",
+        'name = "openenv"',
+        'version = "0.10.0"',
+        'description = "STAND-IN for OpenEnv (test/tooling/images-build.test.ts)"',
+        "[tool.setuptools]",
+        'packages = ["openenv", "openenv.core", "openenv.core.harness"]',
+        "",
+    ].join("\n"),
+    "openenv/__init__.py": '"""STAND-IN for OpenEnv (test/tooling/images-build.test.ts): not OpenEnv."""\n',
+    "openenv/core/__init__.py": "",
+    "openenv/core/harness/__init__.py": 'STANDIN = "openenv.core.harness"\n',
+    "envs/opencode_env/pyproject.toml": [
+        "[build-system]",
+        'requires = ["setuptools>=68"]',
+        'build-backend = "setuptools.build_meta"',
+        "[project]",
+        'name = "openenv-opencode-env"',
+        'version = "0.1.0"',
+        'description = "STAND-IN for OpenEnv envs/opencode_env (test/tooling/images-build.test.ts)"',
+        "[tool.setuptools]",
+        'packages = ["opencode_env"]',
+        "",
+    ].join("\n"),
+    "envs/opencode_env/opencode_env/__init__.py": '"""STAND-IN for OpenEnv\'s opencode env (test/tooling/images-build.test.ts)."""\n',
+    "envs/opencode_env/opencode_env/harness.py": 'STANDIN = "opencode_env.harness"\n',
+};
+/** STAND-IN for TRL's script: the lines trainer/use_agent_sandbox.py changes, and nothing else of it. */
+const STANDIN_TRL_SCRIPT = [
+    "# STAND-IN for huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py (test/tooling/images-build.test.ts)",
+    "from opencode_env.sandbox import HFSandboxBackend",
+    "",
+    "",
+    "def build_factory(image, flavor):",
+    "    inner = dict(",
+    "        sandbox_backend=HFSandboxBackend(image=image, flavor=flavor),",
+    "    )",
+    "    return OpencodeTaskFactory(inner)",
+    "",
+].join("\n");
+
+function which(bin: string): boolean {
+    return spawnSync("sh", ["-c", `command -v ${bin}`], { env: { ...process.env, PATH: `${process.env.PATH}:/usr/sbin:/sbin` } }).status === 0;
+}
+function missing(): string | undefined {
+    const d = dockerdMissing();
+    if (d) return d;
+    const bins = ["docker-registry", "htpasswd", "nsenter", "debootstrap", "git", "gpgv", "xz"].filter((b) => !which(b));
+    return bins.length > 0
+        ? `missing ${bins.join(", ")}: apt-get install -y docker-registry apache2-utils util-linux debootstrap git gpgv xz-utils`
+        : undefined;
+}
+const auth = (password: string) => JSON.stringify({ auths: { [REGISTRY]: { auth: Buffer.from(`${USER}:${password}`).toString("base64") } } });
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+const STANDIN_CACHE = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "agent-rl-infra", "images-standin");
+/** Runs a fixture script of test/images, bounded by its progress (its output and its download logs), failing with its stderr. */
+async function fixture(script: string, args: readonly string[]): Promise<void> {
+    const r = await runWatched(`test/images/${script} ${args[0]}`, "bash", [path.join(__dirname, "..", "images", script), ...args], {
+        stallMs: 180_000,
+        budgetMs: 1_200_000,
+        watch: ["debootstrap.log", "pypi.log"].map((f) => path.join(STANDIN_CACHE, f)),
+    });
+    assert.equal(r.status, 0, `test/images/${script}: ${r.stderr}`);
+    if (r.stderr.trim()) process.stderr.write(r.stderr);
+}
+
+/** The stand-in OpenEnv as a committed git repository (fixed author and dates: one commit id for one content), served bare. */
+function standinOpenenv(dir: string, served: string): string {
+    const git = (args: readonly string[], cwd: string) => {
+        const r = spawnSync("git", ["-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", ...args], {
+            cwd,
+            encoding: "utf8",
+            timeout: scaled(60_000),
+            env: {
+                ...process.env,
+                GIT_AUTHOR_NAME: "stand-in",
+                GIT_AUTHOR_EMAIL: "standin@example.invalid",
+                GIT_COMMITTER_NAME: "stand-in",
+                GIT_COMMITTER_EMAIL: "standin@example.invalid",
+                GIT_AUTHOR_DATE: "2026-12-01T00:00:00Z",
+                GIT_COMMITTER_DATE: "2026-12-01T00:00:00Z",
+            },
+        });
+        assert.equal(r.status, 0, `git ${args.join(" ")}: ${r.stderr}`);
+        return r.stdout.trim();
+    };
+    for (const [rel, body] of Object.entries(STANDIN_OPENENV)) {
+        fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+        fs.writeFileSync(path.join(dir, rel), body);
+    }
+    git(["init", "-q", "."], dir);
+    git(["add", "-A"], dir);
+    git(["commit", "-q", "-m", "STAND-IN for huggingface/OpenEnv (test/tooling/images-build.test.ts)"], dir);
+    fs.mkdirSync(path.dirname(served), { recursive: true });
+    git(["clone", "-q", "--bare", dir, served], path.dirname(served));
+    git(["update-server-info"], served);
+    return git(["rev-parse", "HEAD"], dir);
+}
+
+describe("images: a real build, push and pull", { skip: missing() }, () => {
+    let d: Dockerd;
+    let registry: ChildProcess | undefined;
+    let scratch: string;
+    let netns: string;
+    let pinsRoot: string;
+    let scriptsDir: string;
+    let openenvCommit: string;
+
+    /**
+     * Runs the driver in the daemon's network namespace, bounded by its progress: what it logs and
+     * every line docker prints (its .progress file); a build that goes silent (a fetch that never
+     * ends) is killed and fails naming the step and docker's last lines.
+     */
+    async function drive(req: Omit<DriverRequest, "pinsRoot" | "root" | "scriptsDir" | "hubCommits"> & { pinsRoot?: string }): Promise<{
+        ok: boolean;
+        result?: any;
+        message?: string;
+        stderr: string;
+    }> {
+        const file = path.join(scratch, `request-${Date.now()}.json`);
+        const full: DriverRequest = {
+            pinsRoot,
+            ...req,
+            root: REPO_ROOT,
+            scriptsDir,
+            hubCommits: {
+                [SEEDS]: [
+                    { id: LATER_COMMIT, date: "2026-12-02T09:00:00.000Z" },
+                    { id: SEED_COMMIT, date: "2026-11-30T17:00:00.000Z" },
+                ],
+            },
+        };
+        fs.writeFileSync(file, JSON.stringify(full));
+        const r = await runWatched(
+            `the image step's ${req.mode} of ${req.images.join(", ")}`,
+            "nsenter",
+            [`--net=${netns}`, "--", process.execPath, "--import", "tsx", path.join(__dirname, "..", "helpers", "images-driver.ts"), file],
+            {
+                stallMs: 180_000,
+                budgetMs: 900_000,
+                watch: [`${file}.progress`],
+                cwd: REPO_ROOT,
+                env: { ...process.env, DOCKER_HOST: `unix://${d.socket}`, DOCKER_BUILDKIT: "0" },
+            },
+        );
+        const line = r.stdout.trim().split("\n").pop() ?? "";
+        try {
+            return { ...JSON.parse(line), stderr: r.stderr };
+        } catch {
+            throw new Error(`the driver printed no result (exit ${r.status}):\n${r.stderr}\n${r.stdout}`);
+        }
+    }
+
+    before(async () => {
+        scratch = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-images-"));
+        d = await startDockerd();
+        const pid = fs.readFileSync(path.join(path.dirname(d.socket), "dockerd.pid"), "utf8").trim();
+        netns = `/proc/${pid}/ns/net`;
+        // The registry, with htpasswd (bcrypt) auth, on the daemon's loopback.
+        const htpasswd = spawnSync("htpasswd", ["-Bbn", USER, PASSWORD], { encoding: "utf8", timeout: scaled(60_000) });
+        assert.equal(htpasswd.status, 0, htpasswd.stderr);
+        fs.writeFileSync(path.join(scratch, "htpasswd"), htpasswd.stdout);
+        fs.writeFileSync(
+            path.join(scratch, "registry.yml"),
+            [
+                "version: 0.1",
+                "log: { level: warn }",
+                `storage: { filesystem: { rootdirectory: ${scratch}/registry-data } }`,
+                `http: { addr: "${REGISTRY}" }`,
+                `auth: { htpasswd: { realm: agentrl-test, path: ${scratch}/htpasswd } }`,
+                "",
+            ].join("\n"),
+        );
+        registry = spawn("nsenter", [`--net=${netns}`, "--", "docker-registry", "serve", path.join(scratch, "registry.yml")], {
+            stdio: ["ignore", "ignore", fs.openSync(path.join(scratch, "registry.log"), "a")],
+        });
+        let status = "";
+        for (let i = 0; i < scaledCount(100) && status !== "401"; i++) {
+            status = spawnSync(
+                "nsenter",
+                [`--net=${netns}`, "--", "curl", "-s", "--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}", `http://${REGISTRY}/v2/`],
+                {
+                    encoding: "utf8",
+                    timeout: scaled(10_000),
+                },
+            ).stdout;
+            if (status !== "401") await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.equal(status, "401", `the registry did not ask for credentials on ${REGISTRY}:\n${fs.readFileSync(path.join(scratch, "registry.log"), "utf8")}`);
+
+        // The stand-in bases, pushed under their stand-in names (the CLI's own login: the daemon's config dir).
+        await fixture("standin-base.sh", ["trainer", path.join(scratch, "base-trainer.tar")]);
+        await fixture("standin-base.sh", ["sandbox", path.join(scratch, "base-sandbox.tar")]);
+        fs.mkdirSync(path.join(path.dirname(d.socket), "cli"), { recursive: true });
+        fs.writeFileSync(path.join(path.dirname(d.socket), "cli", "config.json"), auth(PASSWORD));
+        d.docker(["import", path.join(scratch, "base-trainer.tar"), STANDIN_VLLM], { timeoutMs: 600_000 });
+        d.docker(["tag", STANDIN_VLLM, STANDIN_DEBIAN]);
+        d.docker(["import", path.join(scratch, "base-sandbox.tar"), STANDIN_SANDBOX], { timeoutMs: 600_000 });
+        for (const ref of [STANDIN_VLLM, STANDIN_DEBIAN, STANDIN_SANDBOX]) d.docker(["push", ref], { timeoutMs: 600_000 });
+
+        // What the builds fetch, where the driver serves it: the stand-in seed scripts and TRL script
+        // where the Hub and GitHub serve a file at a commit, the stand-in OpenEnv repository, the PyPI
+        // subset and the Debian subset.
+        scriptsDir = path.join(scratch, "scripts");
+        const at = path.join(scriptsDir, SEEDS, "resolve", SEED_COMMIT);
+        fs.mkdirSync(at, { recursive: true });
+        for (const f of ["train_coding_whitebox_eval.py", "train_coding_whitebox.py", "train_wordle_whitebox.py"])
+            fs.writeFileSync(path.join(at, f), `# STAND-IN for the seeds' ${f} (test/tooling/images-build.test.ts)\nprint("${f}")\n`);
+        fs.mkdirSync(path.dirname(path.join(scriptsDir, TRL_SCRIPT)), { recursive: true });
+        fs.writeFileSync(path.join(scriptsDir, TRL_SCRIPT), STANDIN_TRL_SCRIPT);
+        openenvCommit = standinOpenenv(path.join(scratch, "openenv-standin"), path.join(scriptsDir, "huggingface", "OpenEnv.git"));
+        await fixture("pypi-subset.sh", [
+            path.join(scriptsDir, "pypi"),
+            path.join(REPO_ROOT, "trainer", "requirements.txt"),
+            "k8s-agent-sandbox",
+            "setuptools",
+        ]);
+        fs.symlinkSync(path.join(scriptsDir, "pypi", "simple"), path.join(scriptsDir, "simple"));
+        // mtail and its Depends (Debian bookworm's mtail 3.0.0~rc50: adduser, tzdata, init-system-helpers, libc6):
+        // those a minbase lacks, as a slim image lacks them, are fetched from the mirror too.
+        await fixture("debian-subset.sh", [path.join(scriptsDir, "debian-subset"), "bookworm", "mtail", "adduser", "tzdata", "init-system-helpers"]);
+        fs.symlinkSync(path.join(scriptsDir, "debian-subset", "debian"), path.join(scriptsDir, "debian"));
+        fs.writeFileSync(path.join(scratch, "requirements-standin.txt"), "# STAND-IN trainer lock (test/tooling/images-build.test.ts): nothing to install\n");
+        fs.writeFileSync(
+            path.join(scratch, "requirements-blackbox-standin.txt"),
+            `# STAND-IN trainer lock (test/tooling/images-build.test.ts): the part of trainer/requirements.txt the black-box image's checks import\n${fs.readFileSync(path.join(scriptsDir, "pypi", "lock.txt"), "utf8")}`,
+        );
+
+        // The pins with the stand-in bases and the stand-in OpenEnv's commit, and the repository's (unfilled) lock.
+        pinsRoot = path.join(scratch, "pins");
+        fs.mkdirSync(path.join(pinsRoot, "images"), { recursive: true });
+        for (const name of IMAGE_NAMES) {
+            const pins = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "images", `${name}.pins.json`), "utf8"));
+            if (name.startsWith("trainer-")) pins.base.ref = STANDIN_VLLM;
+            if (name === "sandbox") pins.base.ref = STANDIN_SANDBOX;
+            if (name === "mtail") pins.base.ref = STANDIN_DEBIAN;
+            for (const source of pins.sources) if (source.name === "openenv") source.revision = source.factsRevision = openenvCommit;
+            fs.writeFileSync(path.join(pinsRoot, "images", `${name}.pins.json`), JSON.stringify(pins));
+        }
+        fs.copyFileSync(path.join(REPO_ROOT, "images", "lock.json"), path.join(pinsRoot, "images", "lock.json"));
+    });
+
+    after(async () => {
+        registry?.kill("SIGKILL");
+        await d?.stop();
+        if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+    });
+
+    const replace = (): DriverRequest["replace"] => ({
+        "trainer-whitebox": { "trainer/requirements.txt": path.join(scratch, "requirements-standin.txt") },
+        "trainer-blackbox": { "trainer/requirements.txt": path.join(scratch, "requirements-blackbox-standin.txt") },
+    });
+
+    test("an unfilled lock refuses the build, naming the command that fills it", async () => {
+        await assert.rejects(
+            buildAndPush("trainer-whitebox", { root: REPO_ROOT, pinsRoot, to: `${REGISTRY}/agent-rl`, dockerConfigJson: auth(PASSWORD) }),
+            (e: Error) => {
+                assert.match(e.message, /^trainer-whitebox: refused, the lock is not filled for it:/);
+                assert.match(
+                    e.message,
+                    /images\/lock\.json images\.trainer-whitebox\.args\.SEED_REVISION: not filled: run 'npm run images -- lock trainer-whitebox'/,
+                );
+                return true;
+            },
+        );
+    });
+
+    test("a lock made for another OpenEnv commit than the pins' refuses the build, naming both and the command", async () => {
+        assert.notEqual(openenvCommit, OPENENV_REVISION);
+        await assert.rejects(
+            buildAndPush("trainer-blackbox", { root: REPO_ROOT, pinsRoot, to: `${REGISTRY}/agent-rl`, dockerConfigJson: auth(PASSWORD) }),
+            (e: Error) => {
+                assert.ok(
+                    e.message.includes(
+                        `images/lock.json images.trainer-blackbox.args.OPENENV_REVISION: '${OPENENV_REVISION}' but images/trainer-blackbox.pins.json pins ${openenvCommit}: the pins changed after the lock; run 'npm run images -- lock trainer-blackbox' again`,
+                    ),
+                    e.message,
+                );
+                return true;
+            },
+        );
+    });
+
+    test("the lock step records each base by digest, the seeds' commit as of the facts' day, each script's sha256 and the pinned OpenEnv commit", async () => {
+        const r = await drive({ mode: "lock", images: ["trainer-whitebox", "sandbox"], to: "", dockerConfigJson: auth(PASSWORD) });
+        assert.ok(r.ok, `${r.message}\n${r.stderr}`);
+        const lock = readLock(pinsRoot) as LockFile;
+        const pushed = d.docker(["inspect", "--format", "{{index .RepoDigests 0}}", STANDIN_VLLM]).stdout.trim();
+        assert.equal(lock.images["trainer-whitebox"].base, `${STANDIN_VLLM}@${pushed.split("@")[1]}`);
+        assert.match(lock.images.sandbox.base ?? "", /^127\.0\.0\.1:5000\/standin\/openenv-opencode-sandbox:sha-86a180e@sha256:[0-9a-f]{64}$/);
+        assert.equal(lock.images["trainer-whitebox"].args.SEED_REVISION, SEED_COMMIT);
+        const script = fs.readFileSync(path.join(scriptsDir, SEEDS, "resolve", SEED_COMMIT, "train_wordle_whitebox.py"), "utf8");
+        assert.equal(lock.images["trainer-whitebox"].args.SEED_SHA256_TRAIN_WORDLE_WHITEBOX, sha256(script));
+        // The images it was not asked to lock keep the repository's (unfilled) entries.
+        assert.equal(lock.images["trainer-blackbox"].args.TRL_SHA256_OPENCODE_HF_SANDBOX, null);
+
+        const rest = await drive({ mode: "lock", images: ["trainer-blackbox", "mtail"], to: "", dockerConfigJson: auth(PASSWORD) });
+        assert.ok(rest.ok, `${rest.message}\n${rest.stderr}`);
+        const next = readLock(pinsRoot) as LockFile;
+        assert.deepEqual(next.images["trainer-whitebox"], lock.images["trainer-whitebox"]);
+        assert.deepEqual(next.images["trainer-blackbox"].args, {
+            TRL_REVISION,
+            TRL_SHA256_OPENCODE_HF_SANDBOX: sha256(STANDIN_TRL_SCRIPT),
+            OPENENV_REVISION: openenvCommit,
+        });
+        assert.match(next.images.mtail.base ?? "", /^127\.0\.0\.1:5000\/standin\/debian:bookworm-slim@sha256:[0-9a-f]{64}$/);
+    });
+
+    test("a wrong registry password fails before any build, naming the registry and the user", async () => {
+        const r = await drive({ mode: "build", images: ["sandbox"], to: `${REGISTRY}/agent-rl`, dockerConfigJson: auth("wrong-password") });
+        assert.equal(r.ok, false);
+        assert.equal(
+            r.message,
+            `sandbox: ${REGISTRY}: refused the registryAuth credentials of user '${USER}' (wrong password?): fix auths["${REGISTRY}"] in registryAuth`,
+        );
+    });
+
+    const refs: Record<string, string> = {};
+    test("builds the white-box trainer and the sandbox image from the real Dockerfiles and pushes them; the same inputs push nothing new", async () => {
+        const first = await drive({
+            mode: "build",
+            images: ["trainer-whitebox", "sandbox"],
+            to: `${REGISTRY}/agent-rl`,
+            dockerConfigJson: auth(PASSWORD),
+            replace: replace(),
+        });
+        assert.ok(first.ok, `${first.message}\n${first.stderr}`);
+        for (const b of first.result) {
+            assert.equal(b.pushed, true, b.image);
+            assert.match(b.ref, new RegExp(`^127\\.0\\.0\\.1:5000/agent-rl/${b.image}@sha256:[0-9a-f]{64}$`));
+        }
+        // The real Dockerfile steps ran: the scripts checked at the lock's commit, the (stand-in) lock installed on the held vllm.
+        assert.match(
+            first.stderr,
+            new RegExp(`trainer-whitebox: fetch-scripts: /app/train_wordle_whitebox\\.py \\(seed at ${SEED_COMMIT}, sha256 verified\\)`),
+        );
+        assert.match(first.stderr, /trainer-whitebox: install-lock: holding 1 packages of the base image \(vllm==0\.29\.0, \)/);
+        assert.match(first.stderr, /trainer-whitebox: install-lock: installed requirements\.txt on vllm==0\.29\.0, +\(held packages unchanged\)/);
+        for (const b of first.result) refs[b.image] = b.ref;
+        const again = await drive({
+            mode: "build",
+            images: ["trainer-whitebox", "sandbox"],
+            to: `${REGISTRY}/agent-rl`,
+            dockerConfigJson: auth(PASSWORD),
+            replace: replace(),
+        });
+        assert.ok(again.ok, again.message);
+        assert.deepEqual(
+            again.result.map((b: { image: string; ref: string; pushed: boolean }) => [b.image, b.ref, b.pushed]),
+            first.result.map((b: { image: string; ref: string }) => [b.image, b.ref, false]),
+        );
+        assert.doesNotMatch(again.stderr, /docker build|docker push/);
+    });
+
+    test("a black-box stack with observability on: one step builds the black-box trainer, the sandbox and mtail, the stack and its plan name them by digest", async () => {
+        assert.ok(refs.sandbox, "built above");
+        // The staging stack (opencode-blackbox on Kubernetes) with observability on, naming none of the images yet.
+        const stackFile = path.join(scratch, "Pulumi.images-blackbox.yaml");
+        const staging = fs.readFileSync(path.join(REPO_ROOT, "stacks", "Pulumi.staging.yaml"), "utf8");
+        const text = staging
+            .replace(/^ {4}images:\n {6}trainer: .*\n/m, "")
+            .replace(/^ {6}image: registry\.example\.com\/agent-rl\/opencode-sandbox.*\n/m, "")
+            .replace(/^ {4}ingress:\n/m, "    observability:\n      enabled: true\n    ingress:\n");
+        assert.notEqual(text, staging);
+        fs.writeFileSync(stackFile, text);
+        const config = loadForImages("images-blackbox", stackFile, `${REGISTRY}/agent-rl`);
+        const needs = neededImages(config);
+        assert.deepEqual(
+            needs.map((n) => n.image),
+            ["trainer-blackbox", "sandbox", "mtail"],
+        );
+        const built = await drive({
+            mode: "build",
+            images: needs.map((n) => n.image),
+            to: `${REGISTRY}/agent-rl`,
+            dockerConfigJson: auth(PASSWORD),
+            replace: replace(),
+        });
+        assert.ok(built.ok, `${built.message}\n${built.stderr}`);
+        assert.deepEqual(
+            built.result.map((b: { image: string; pushed: boolean }) => [b.image, b.pushed]),
+            [
+                ["trainer-blackbox", true],
+                ["sandbox", false],
+                ["mtail", true],
+            ],
+        );
+        assert.equal(built.result[1].ref, refs.sandbox, "the sandbox image the white-box run pushed: same inputs");
+        for (const b of built.result) refs[b.image] = b.ref;
+        // The real Dockerfile steps ran: TRL's script checked at the pinned commit and changed, the lock and
+        // OpenEnv installed from git at the pinned commit, mtail from Debian's (signed) archive.
+        assert.match(
+            built.stderr,
+            new RegExp(`trainer-blackbox: fetch-scripts: /app/opencode_hf_sandbox\\.py \\(trl-opencode at ${TRL_REVISION}, sha256 verified\\)`),
+        );
+        // install-lock.sh twice on the held vllm: the (stand-in) lock from the PyPI subset, then OpenEnv from git.
+        assert.equal(built.stderr.match(/trainer-blackbox: install-lock: holding 1 packages of the base image \(vllm==0\.29\.0, \)/g)?.length, 2);
+        for (const file of ["requirements", "openenv-git"])
+            assert.match(
+                built.stderr,
+                new RegExp(`trainer-blackbox: install-lock: installed ${file}\\.txt on vllm==0\\.29\\.0, +\\(held packages unchanged\\)`),
+            );
+        assert.match(built.stderr, /trainer-blackbox: Successfully installed .*\bk8s-agent-sandbox-1\.0\.8\b/);
+        assert.match(built.stderr, /trainer-blackbox: Successfully installed openenv-0\.10\.0 openenv-opencode-env-0\.1\.0\n/);
+        assert.match(built.stderr, /trainer-blackbox: use_agent_sandbox: \/app\/opencode_hf_sandbox\.py: HFSandboxBackend -> AgentSandboxBackend/);
+        assert.match(built.stderr, /mtail: mtail version 3\.0\.0~rc50/);
+        assert.match(built.stderr, /OPENENV_GIT_URL=http:\/\/127\.0\.0\.1:\d+\/huggingface\/OpenEnv\.git/);
+
+        writeImageRefs(
+            stackFile,
+            needs.map((n, i) => ({ field: n.field, ref: built.result[i].ref as string })),
+        );
+        const loaded = loadRunStack("images-blackbox", stackFile).config;
+        assert.equal(loaded.images.trainer, refs["trainer-blackbox"]);
+        assert.equal(loaded.sandboxes.image, refs.sandbox);
+        assert.equal(loaded.images.mtail, refs.mtail);
+        // The stack's plan (npm run plan's code) runs them by digest: the trainer, the sandbox pool's template, mtail beside the proxy.
+        const plan = await planToDir(
+            { stack: "images-blackbox", stackFile },
+            { outDir: path.join(scratch, "plan"), secrets: { registryAuth: auth(PASSWORD) } },
+        );
+        const images = new Set<string>();
+        const walk = (v: unknown): void => {
+            if (Array.isArray(v)) v.forEach(walk);
+            else if (v !== null && typeof v === "object")
+                for (const [k, x] of Object.entries(v)) {
+                    if (k === "image" && typeof x === "string") images.add(x);
+                    else walk(x);
+                }
+        };
+        walk(plan.manifests);
+        for (const image of ["trainer-blackbox", "sandbox", "mtail"])
+            assert.ok(images.has(refs[image] as string), `${image}: ${refs[image]} in the plan's images: ${[...images].join(", ")}`);
+    });
+
+    test("the stack names them by digest, and the Docker target pulls them by digest", () => {
+        assert.ok(refs["trainer-whitebox"], "built above");
+        const stackFile = path.join(scratch, "Pulumi.images-dev.yaml");
+        fs.copyFileSync(path.join(REPO_ROOT, "stacks", "Pulumi.dev.yaml"), stackFile);
+        writeImageRefs(stackFile, [{ field: ["images", "trainer"], ref: refs["trainer-whitebox"] as string }]);
+        assert.equal(loadRunStack("images-dev", stackFile).config.images.trainer, refs["trainer-whitebox"]);
+        assert.match(fs.readFileSync(stackFile, "utf8"), /# Your trainer image: TRL 1\.16/, "the stack file's comments stay");
+        // As the Docker provider's RemoteImage pulls: by the name the stack gives, from a daemon that lacks it.
+        assert.deepEqual(Object.keys(refs).sort(), ["mtail", "sandbox", "trainer-blackbox", "trainer-whitebox"]);
+        for (const ref of Object.values(refs)) {
+            const tagged = d
+                .docker(["images", "--format", "{{.Repository}}:{{.Tag}}", ref.split("@")[0] as string])
+                .stdout.trim()
+                .split("\n")
+                .filter(Boolean);
+            for (const t of tagged) d.docker(["rmi", "-f", t]);
+            d.docker(["pull", ref], { timeoutMs: 300_000 });
+        }
+        const app = d.docker(["run", "--rm", "--network", "none", refs["trainer-whitebox"] as string, "ls", "/app", "/usr/local/lib/agentrl"]).stdout;
+        for (const f of ["train_coding_whitebox_eval.py", "train_coding_whitebox.py", "train_wordle_whitebox.py", "args_check.py"])
+            assert.ok(app.includes(f), `${f} in ${app}`);
+        const sandbox = d.docker([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            refs.sandbox as string,
+            "sh",
+            "-c",
+            "id -u && python3 -I /opt/agent-rl/runtime.py --help >/dev/null && ls /opt/agent-rl",
+        ]).stdout;
+        assert.match(sandbox, /^65532\n/);
+        for (const f of ["runtime.py", "forwarder.py", "rollout_keys.py", "home"]) assert.ok(sandbox.includes(f), `${f} in ${sandbox}`);
+        // The black-box trainer: OpenEnv's modules from the pinned commit, the stack's backend, TRL's script changed to use it.
+        const black = d.docker([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            refs["trainer-blackbox"] as string,
+            "sh",
+            "-c",
+            "python3 -c 'import opencode_env.harness as h, openenv.core.harness as o, agent_rl_sandbox.agent_sandbox, k8s_agent_sandbox; print(h.STANDIN, o.STANDIN)' && grep -c AgentSandboxBackend /app/opencode_hf_sandbox.py && grep -c ForwarderTracedFactory /app/opencode_hf_sandbox.py && ls /app",
+        ]).stdout;
+        // Each name twice: its import and the line it changed.
+        assert.match(black, /^opencode_env\.harness openenv\.core\.harness\n2\n2\n/);
+        for (const f of ["opencode_hf_sandbox.py", "fsdp2.yaml"]) assert.ok(black.includes(f), `${f} in ${black}`);
+        // mtail: Debian's binary, unprivileged.
+        const mtail = d.docker([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            "sh",
+            refs.mtail as string,
+            "-c",
+            "id -u && /usr/bin/mtail --version 2>&1",
+        ]).stdout;
+        assert.match(mtail, /^65534\nmtail version 3\.0\.0~rc50/);
+    });
+
+    test("pins and lock naming an OpenEnv commit the source does not hold fail the build, naming the commit", async () => {
+        // OpenEnv's real commit, which the stand-in repository does not hold, in both the pins and the lock.
+        const other = path.join(scratch, "pins-other-openenv");
+        fs.mkdirSync(path.join(other, "images"), { recursive: true });
+        for (const f of fs.readdirSync(path.join(pinsRoot, "images"))) fs.copyFileSync(path.join(pinsRoot, "images", f), path.join(other, "images", f));
+        const pinsFile = path.join(other, "images", "trainer-blackbox.pins.json");
+        fs.writeFileSync(pinsFile, fs.readFileSync(pinsFile, "utf8").replaceAll(openenvCommit, OPENENV_REVISION));
+        const lockFile = path.join(other, "images", "lock.json");
+        fs.writeFileSync(lockFile, fs.readFileSync(lockFile, "utf8").replaceAll(openenvCommit, OPENENV_REVISION));
+        const r = await drive({
+            mode: "build",
+            images: ["trainer-blackbox"],
+            pinsRoot: other,
+            to: `${REGISTRY}/elsewhere`,
+            dockerConfigJson: auth(PASSWORD),
+            replace: replace(),
+        });
+        assert.equal(r.ok, false);
+        assert.match(r.message ?? "", /^trainer-blackbox: docker build -f trainer\/blackbox\/Dockerfile failed/);
+        // The source's own answer (git's smart HTTP, as GitHub gives it), through pip's clone at that commit.
+        assert.ok(r.message?.includes(`not our ref ${OPENENV_REVISION}`), r.message);
+    });
+
+    test("a changed script fails the build naming the file and both digests", async () => {
+        const file = path.join(scriptsDir, SEEDS, "resolve", SEED_COMMIT, "train_wordle_whitebox.py");
+        const pinned = sha256(fs.readFileSync(file, "utf8"));
+        fs.appendFileSync(file, "# changed upstream after the lock\n");
+        // Another repository, so the inputs' tag is not found and the build runs.
+        const r = await drive({
+            mode: "build",
+            images: ["trainer-whitebox"],
+            to: `${REGISTRY}/elsewhere`,
+            dockerConfigJson: auth(PASSWORD),
+            replace: replace(),
+        });
+        assert.equal(r.ok, false);
+        assert.match(r.message ?? "", /^trainer-whitebox: docker build -f trainer\/whitebox\/Dockerfile failed/);
+        assert.ok(
+            r.message?.includes(`train_wordle_whitebox.py (`) &&
+                r.message.includes(`sha256 mismatch: expected ${pinned} (SEED_SHA256_TRAIN_WORDLE_WHITEBOX), got ${sha256(fs.readFileSync(file, "utf8"))}`),
+            r.message,
+        );
+    });
+});
