@@ -41,9 +41,7 @@ function resolveProblems(raw: unknown): string[] {
     if (found.length > 0) return found;
     const c = parsePlatformConfig(raw, "test");
     const names = platformNames(c);
-    return configProblems(() =>
-        resolveTrainingNode(c, names, { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: "agent-sandbox", trainerEnv: {} } }),
-    );
+    return configProblems(() => resolveTrainingNode(c, names, { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, trainerEnv: {} } }));
 }
 
 const over = (override: Record<string, unknown>, from: Record<string, unknown> = base) => deepMerge(from, override);

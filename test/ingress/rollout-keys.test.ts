@@ -6,7 +6,6 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { platformNames } from "../../components/config";
 import { startLocalIngress, type LocalIngress } from "../../components/ingress/local";
-import { hostedSandboxKeyWarnings } from "../../components/platform/warnings";
 import { renderNginxConfig, validateProxySettings } from "../../components/ingress/nginx";
 import { ROLLOUT_KEY_PATTERN } from "../../components/ingress/rollout-keys";
 import { freePort, request } from "../helpers/http";
@@ -88,28 +87,6 @@ describe("per-rollout keys: rendering", () => {
         const docker = renderNginxConfig({ upstream: "vllm:8000", upstreamResolver: "127.0.0.11", rolloutKeyVerifier: "trainer:7200" });
         assert.ok(docker.includes("set $ingress_verifier_host trainer:7200;"));
         assert.ok(docker.includes("proxy_pass http://$ingress_verifier_host/verify;"));
-    });
-});
-
-// Hosted sandboxes are refused for the black box (HOSTED_BLACKBOX_REFUSED): the warning's own code, on the config the refusal stops.
-describe("hosted sandboxes: the plan says what the agent can do with the key it can read", () => {
-    const k8s = { kind: "kubernetes", context: "test" };
-    const exposed = { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } };
-    test("hf: the routes, the rate, the reach and the fix are named", () => {
-        // The recipe's own limits (opencode-blackbox sets them), read back from the config.
-        const config = parseHostedConfig({ runId: "r1", target: k8s, recipe: "opencode-blackbox", sandboxes: { provider: "hf" }, ingress: exposed }, "staging");
-        const [w, ...rest] = hostedSandboxKeyWarnings(config, platformNames(config));
-        assert.equal(rest.length, 0);
-        assert.match(w!, /can read the ingress key 'sandboxes'/);
-        assert.match(w!, /from anywhere that reaches https:\/\/vllm\.example\.com/);
-        const { rateLimitPerSecond: rate, rateLimitBurst: burst } = config.ingress;
-        assert.ok(w!.includes(`call POST /v1/chat/completions, GET /v1/models at ${rate} requests/s (burst ${burst}) per ingress replica`), w);
-        assert.match(w!, /pulumi config set --secret ingressKey-sandboxes/);
-        assert.match(w!, /cannot reach vLLM's other routes/);
-    });
-    test("agent-sandbox pools: no such warning (the forwarder holds the key)", () => {
-        const config = parseWithTestImages({ runId: "r1", target: k8s, recipe: "opencode-blackbox" }, "staging");
-        assert.deepEqual(hostedSandboxKeyWarnings(config, platformNames(config)), []);
     });
 });
 

@@ -43,7 +43,10 @@ const T = {
     volume: "docker:index/volume:Volume",
 };
 
-/** On docker: the docker sandbox pool's ingress, which the config refuses for now (DOCKER_BLACKBOX_REFUSED); its own code is tested here. */
+/**
+ * On docker: the ingress of a black box on Docker, which the config refuses (DOCKER_BLACKBOX_REFUSED: no sandbox runs on
+ * Docker); the Docker renderer stays the component's (VllmIngress is usable alone), so its own code is tested here.
+ */
 function config(ingress: Record<string, unknown> = {}, target: "kubernetes" | "docker" = "kubernetes"): PlatformConfig {
     return (target === "docker" ? parseDockerPoolConfig : parsePlatformConfig)(
         {
@@ -93,7 +96,7 @@ async function build(c: PlatformConfig, supplied: Record<string, string> = { san
             description: d,
             suppliedKeys: supplied,
             namespace: names.namespaces.ingress,
-            networks: { training: names.networks.training, sandboxes: names.networks.sandboxes },
+            networks: { training: names.networks.training },
         });
         return {
             sandboxKey: ing.sandboxKey,
@@ -581,13 +584,13 @@ describe("docker, TLS from host files", () => {
         assert.ok(b.update.secretOutputs.includes("sandboxKey") && b.update.secretOutputs.includes("keyOperators"));
     });
 
-    test("the proxy is on both networks and publishes only its TLS port, on 127.0.0.1; no other ingress container joins a network", () => {
+    test("the proxy is on the training network only and publishes only its TLS port, on 127.0.0.1; no other ingress container joins a network", () => {
         for (const run of [b.update, b.preview]) {
             const p = unwrapSecrets(proxy(run.resources).inputs);
             assert.equal(p.name, b.names.ingress.deployment);
             assert.deepEqual(
                 p.networksAdvanced.map((n: any) => n.name),
-                [b.names.networks.training, b.names.networks.sandboxes],
+                [b.names.networks.training],
             );
             assert.deepEqual(p.ports, [{ internal: 8443, external: 8443, ip: "127.0.0.1", protocol: "tcp" }]);
         }
@@ -627,11 +630,11 @@ describe("docker, TLS from host files", () => {
         }
     });
 
-    test("the pinned nginx image, two volumes, outputs naming the container and the sandboxes network; no Kubernetes objects", () => {
+    test("the pinned nginx image, two volumes, outputs naming the container and the training network; no Kubernetes objects", () => {
         assert.equal(single(b.update.resources, T.image).inputs.name, b.c.images.nginx);
         assert.equal(ofType(b.update.resources, T.volume).length, 2);
         assert.equal(b.update.outputs!.serviceName, b.names.ingress.deployment);
-        assert.equal(b.update.outputs!.namespace, b.names.networks.sandboxes);
+        assert.equal(b.update.outputs!.namespace, b.names.networks.training);
         assert.equal(ofType(b.update.resources, T.deployment).length + ofType(b.update.resources, T.secret).length, 0, "no Kubernetes objects on docker");
     });
 

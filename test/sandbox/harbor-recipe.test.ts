@@ -31,7 +31,7 @@ import { alertRules, dashboardPanels } from "../../components/observability";
 import { resolvePlatform } from "../../components/platform";
 import { observedStack } from "../../components/platform/observability";
 import { tenantQuotaProblems } from "../../components/platform/tenancy";
-import { HOSTED_BLACKBOX_REFUSED } from "../../components/config/validate";
+import { HOSTED_BLACKBOX_REFUSED } from "../../components/config/sandbox-providers";
 import { configProblems, parseWithTestImages } from "../helpers/config";
 import { defaultObservabilitySettings } from "../helpers/observability";
 import { scaled } from "../helpers/waits";

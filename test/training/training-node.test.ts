@@ -70,9 +70,7 @@ function setup(
     const names = platformNames(config);
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url]));
     const links: TrainingLinks =
-        layout === "blackbox"
-            ? { envUrls, sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: { SANDBOX_POOL: "pool-a" } } }
-            : { envUrls };
+        layout === "blackbox" ? { envUrls, sandbox: { url: names.ingress.sandboxUrl, trainerEnv: { SANDBOX_POOL: "pool-a" } } } : { envUrls };
     return { config, names, links };
 }
 
@@ -754,31 +752,6 @@ describe("validateManifestStrict", () => {
         fixed.spec.template.spec.containers[0].startupProbe = fixed.spec.template.spec.containers[0].startupprobe;
         delete fixed.spec.template.spec.containers[0].startupprobe;
         assert.deepEqual(validateManifestStrict(fixed), []);
-    });
-});
-
-describe("Docker black box with the Docker sandbox pool (refused by the config for now; the training node's own code path)", () => {
-    test("only then the trainer gets the host's Docker socket (it reaches its sandboxes with docker exec)", async () => {
-        const withPool = await build("blackbox", "docker", {}, (c) => ({ ...c, sandboxes: { ...c.sandboxes, provider: "docker" } }));
-        assert.equal(withPool.config.sandboxes.provider, "docker");
-        const trainer = ofType(withPool.update.resources, "docker:index/container:Container").find((r) => r.name.endsWith("-trainer"))!;
-        assert.deepEqual(
-            trainer.inputs.volumes.filter((v: any) => v.containerPath === "/var/run/docker.sock"),
-            [{ hostPath: "/var/run/docker.sock", containerPath: "/var/run/docker.sock" }],
-        );
-        assert.ok(unwrapSecrets(trainer.inputs.envs).includes("DOCKER_HOST=unix:///var/run/docker.sock"));
-        const vllm = ofType(withPool.update.resources, "docker:index/container:Container").find((r) => !r.name.endsWith("-trainer"))!;
-        assert.ok(!JSON.stringify(vllm.inputs).includes("docker.sock"), "vLLM never gets the socket");
-
-        const hosted = await build("blackbox", "docker", {
-            sandboxes: { provider: "hf" },
-            ingress: {
-                exposure: "loadbalancer",
-                host: "vllm.example.com",
-                tls: { mode: "files", certFile: "/etc/tls/c.pem", keyFile: "/etc/tls/k.pem", publiclyTrusted: true },
-            },
-        });
-        assert.ok(!JSON.stringify(hosted.update.resources.map((r) => r.inputs)).includes("docker.sock"), "hosted sandboxes need no socket");
     });
 });
 

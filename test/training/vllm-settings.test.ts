@@ -43,7 +43,7 @@ function described(config: PlatformConfig) {
     const names = platformNames(config);
     const links: TrainingLinks =
         config.training.layout === "blackbox"
-            ? { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: { SANDBOX_POOL: "pool-a" } } }
+            ? { envUrls: {}, sandbox: { url: names.ingress.sandboxUrl, trainerEnv: { SANDBOX_POOL: "pool-a" } } }
             : { envUrls: Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url])) };
     return resolveTrainingNode(config, names, links);
 }
