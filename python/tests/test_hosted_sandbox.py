@@ -1,5 +1,5 @@
 """Why hosted sandboxes (`sandboxes.provider: hf`) are refused for the black box, with no override
-(components/config/validate.ts HOSTED_BLACKBOX_REFUSED), run as the agent. Kept as that evidence: the
+(components/config/sandbox-providers.ts HOSTED_BLACKBOX_REFUSED), run as the agent. Kept as that evidence: the
 hosted layout below is a reference, not something a stack can deploy.
 
 A hosted sandbox has one uid: OpenEnv's capture proxy runs as the agent's uid, with the upstream key in

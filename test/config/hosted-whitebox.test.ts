@@ -1,5 +1,5 @@
 /**
- * Hosted execution stays supported for the white box only (components/config/validate.ts HOSTED_BLACKBOX_REFUSED says
+ * Hosted execution stays supported for the white box only (components/config/sandbox-providers.ts HOSTED_BLACKBOX_REFUSED says
  * why the black box is refused on hosted sandboxes). The claim checked here, on every white-box recipe on both targets,
  * with its env server hosted elsewhere (`envs.<name>.external`, a Space that runs the model's code) and deployed by the
  * stack: the trainer holds the trace and no key goes to the model's side.
