@@ -18,7 +18,7 @@ import { resolvePlatform } from "../../components/platform";
 import { checkGpuMemory, nodeGpuGiB } from "../../components/preflight/kubernetes";
 import { checkDockerGpuMemory, parseNvidiaSmi } from "../../components/preflight/docker";
 import { gpuMemorySection } from "../../scripts/lib/plan-gpu-memory";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
+import { configProblems, parseWithTestImages } from "../helpers/config";
 
 const RESULTS = path.join(__dirname, "..", "..", "bench", "gpu", "results");
 
@@ -123,6 +123,9 @@ function onProduct(recipe: keyof typeof RECIPES, gpuProduct: string, over: Recor
 }
 
 const A100 = "NVIDIA-A100-SXM4-80GB";
+
+/** A Docker stack on two GPUs: the MBPP white-box recipe with vLLM served on a GPU of its own, the trainer on the other. */
+const WHITEBOX_SERVER_ON_DOCKER = { recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" }, training: { layout: "whitebox-server", gpusOnNode: 2 } };
 const REFUSAL =
     "training.gpuMemory: the trainer needs an estimated 128.5 GiB per GPU, more than the 79.4 GiB it has on NVIDIA-A100-SXM4-80GB (79.4 GiB usable) (the whole GPU): " +
     "Qwen/Qwen3-8B, float32, paged_adamw_8bit, batch 4 x (512 prompt + 4096 completion) tokens, gradient checkpointing on = " +
@@ -148,15 +151,17 @@ describe("the config check", () => {
         assert.equal(gpuMemoryPlan(onProduct("opencode-blackbox", A100, sharded)).trainerShape!.shards, 4);
     });
 
-    test("the black-box recipe passes on an H200 (target.gpuProduct, or the recipe's own product on Docker)", () => {
+    test("the black-box recipe passes on an H200 (target.gpuProduct)", () => {
         assert.deepEqual(
             configProblems(() => onProduct("opencode-blackbox", "NVIDIA-H200")),
             [],
         );
-        // The Docker black box is refused (HOSTED_BLACKBOX_REFUSED); the GPU check is read from the config the refusal stops.
-        const docker = parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "dev");
+    });
+
+    test("on Docker (no target.gpuProduct) the recipe's own product sizes each role: the white-box recipe's A100, vLLM and trainer on a GPU each", () => {
+        const docker = parseWithTestImages(WHITEBOX_SERVER_ON_DOCKER, "dev");
         const plan = gpuMemoryPlan(docker);
-        assert.match(plan.gpu!.what, /^NVIDIA-H200 /);
+        assert.match(plan.gpu!.what, /^NVIDIA-A100-SXM4-80GB /);
         assert.deepEqual(
             plan.roles.map((r) => [r.role, r.fits]),
             [
@@ -213,14 +218,13 @@ describe("plan.md's GPU memory section", () => {
     test("every recipe shows each role's estimate against its GPU, and fits the GPU it was published on", () => {
         for (const name of Object.keys(RECIPES) as Array<keyof typeof RECIPES>) {
             const recipe = RECIPES[name];
-            // Multi-node and Harbor recipes run on Kubernetes only.
-            const kubernetesOnly = Boolean((recipe.training as { nodes?: number }).nodes) || (HARBOR_RECIPE_NAMES as string[]).includes(name);
+            // Multi-node, Harbor and black-box recipes run on Kubernetes only (the black box's sandboxes are agent-sandbox's).
+            const kubernetesOnly =
+                Boolean((recipe.training as { nodes?: number }).nodes) ||
+                (HARBOR_RECIPE_NAMES as string[]).includes(name) ||
+                recipe.training.layout === "blackbox";
             const target = kubernetesOnly ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
-            const hosted = target.kind === "docker" && recipe.training.layout === "blackbox";
-            const c = (hosted ? parseHostedConfig : parseWithTestImages)(
-                { recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) },
-                "dev",
-            );
+            const c = parseWithTestImages({ recipe: name, runId: "r1", target }, "dev");
             const md = gpuMemorySection(c).join("\n");
             assert.match(md, /^## GPU memory$/m, name);
             assert.match(md, /^\| trainer \| .* GiB = weights .* \| fits, [\d.]+ GiB to spare \|$/m, name);
@@ -287,10 +291,8 @@ describe("the preflight reads the GPU nodes' labels", () => {
 });
 
 describe("the Docker preflight reads the host's nvidia-smi", () => {
-    const plan = () =>
-        resolvePlatform(parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "dev"), {
-            hfToken: true,
-        });
+    /** vLLM on GPU 0, the trainer on GPU 1: trainer 17.9 GiB (Qwen3-1.7B, bf16, AdamW), vLLM 10.6 GiB to start. */
+    const plan = () => resolvePlatform(parseWithTestImages(WHITEBOX_SERVER_ON_DOCKER, "dev"), { hfToken: true });
 
     test("nvidia-smi's csv lines", () => {
         assert.deepEqual(parseNvidiaSmi("NVIDIA H200, 143771\nNVIDIA A100-SXM4-80GB, 81920\n\ngarbage\n"), [
@@ -299,17 +301,24 @@ describe("the Docker preflight reads the host's nvidia-smi", () => {
         ]);
     });
 
-    test("two H200s: ok; an 80 GB GPU among the two the stack uses: fail; a third, unused GPU does not count; nvidia-smi failing: warn", () => {
-        const h200 = { name: "NVIDIA H200", mib: 143771 };
+    test("two A100s: ok; a 16 GB T4 among the two the stack uses: fail; a third, unused GPU does not count; nvidia-smi failing: warn", () => {
         const a100 = { name: "NVIDIA A100-SXM4-80GB", mib: 81920 };
-        const both = checkDockerGpuMemory(plan(), { ok: true, value: [h200, h200] })!;
+        const t4 = { name: "Tesla T4", mib: 15360 };
+        const both = checkDockerGpuMemory(plan(), { ok: true, value: [a100, a100] })!;
         assert.equal(both.status, "ok");
-        assert.equal(both.found, "each role fits on GPU 0 NVIDIA H200 (143771 MiB: 139.8 GiB usable): trainer 128.5 of 139.8 GiB, vllm 42.5 of 125.8 GiB");
-        const mixed = checkDockerGpuMemory(plan(), { ok: true, value: [h200, a100] })!;
-        assert.equal(mixed.status, "fail");
-        assert.match(mixed.found, /^on GPU 1 NVIDIA A100-SXM4-80GB \(81920 MiB: 79\.4 GiB usable\): trainer 128\.5 of 79\.4 GiB/);
-        assert.match(mixed.fix, /Settings that fit: your own script \(program custom\) with training\.dtype: bfloat16 .*\(59\.3 GiB\)/);
-        assert.equal(checkDockerGpuMemory(plan(), { ok: true, value: [h200, h200, a100] })!.status, "ok");
+        assert.equal(both.found, "each role fits on GPU 0 NVIDIA A100-SXM4-80GB (81920 MiB: 79.4 GiB usable): trainer 17.9 of 79.4 GiB, vllm 10.6 of 71.5 GiB");
+        // The smallest GPU the stack uses decides, whichever role lands on it.
+        for (const [gpus, index] of [
+            [[a100, t4], 1],
+            [[t4, a100], 0],
+        ] as const) {
+            const mixed = checkDockerGpuMemory(plan(), { ok: true, value: gpus })!;
+            assert.equal(mixed.status, "fail");
+            assert.equal(mixed.found, `on GPU ${index} Tesla T4 (15360 MiB: 14.4 GiB usable): trainer 17.9 of 14.4 GiB, vllm 10.6 of 13.0 GiB`);
+            assert.match(mixed.fix, /^the trainer needs an estimated 17\.9 GiB per GPU, more than the 14\.4 GiB it has on GPU \d Tesla T4 /);
+            assert.match(mixed.fix, /Settings that fit: training\.trainerGpus: 2 with an FSDP accelerate config/);
+        }
+        assert.equal(checkDockerGpuMemory(plan(), { ok: true, value: [a100, a100, t4] })!.status, "ok");
         const broken = checkDockerGpuMemory(plan(), { ok: false, error: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" })!;
         assert.equal(broken.status, "warn");
         assert.match(broken.found, /^nvidia-smi on the host failed: NVIDIA-SMI has failed/);

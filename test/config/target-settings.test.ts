@@ -6,26 +6,13 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import {
-    deepMerge,
-    DOCKER_BLACKBOX_REFUSED,
-    HOSTED_BLACKBOX_REFUSED,
-    IGNORED_SETTINGS,
-    RECIPE_NAMES,
-    RECIPES,
-    validateTargetSettings,
-} from "../../components/config";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages } from "../helpers/config";
+import { deepMerge, DOCKER_BLACKBOX_REFUSED, IGNORED_SETTINGS, RECIPE_NAMES, RECIPES, validateTargetSettings } from "../../components/config";
+import { configProblems, parseWithTestImages } from "../helpers/config";
 
 const target = (kind: "kubernetes" | "docker") => (kind === "kubernetes" ? { kind, context: "test" } : { kind });
-// On Docker with hosted sandboxes: a black box on Docker is refused for both its providers (DOCKER_BLACKBOX_REFUSED,
-// HOSTED_BLACKBOX_REFUSED); the hosted refusal comes after the target settings' own messages (refusedOn below).
-const blackbox = (kind: "kubernetes" | "docker") => ({
-    recipe: "opencode-blackbox",
-    runId: "r1",
-    target: target(kind),
-    ...(kind === "docker" ? HOSTED_SANDBOXES_ON_DOCKER : {}),
-});
+// The sandboxes and the ingress are the black box's. On Docker its default provider, the docker sandbox pool, is refused
+// (DOCKER_BLACKBOX_REFUSED), after the target settings' own messages (refusedOn below).
+const blackbox = (kind: "kubernetes" | "docker") => ({ recipe: "opencode-blackbox", runId: "r1", target: target(kind) });
 const whitebox = (kind: "kubernetes" | "docker") => ({ recipe: "mbpp-whitebox", runId: "r1", target: target(kind) });
 
 /** A valid written value for each refused field, on a base stack that deploys the field's component. */
@@ -46,9 +33,9 @@ const WRITTEN: Record<string, { base: (k: "kubernetes" | "docker") => Record<str
 };
 
 const problems = (raw: unknown) => configProblems(() => parseWithTestImages(raw, "test"));
-/** The refusal a base adds on a target: a black box on Docker (hosted sandboxes) is refused whatever its settings. */
+/** The refusal a base adds on a target: a black box on Docker (the docker sandbox pool) is refused whatever its settings. */
 const refusedOn = (base: (k: "kubernetes" | "docker") => Record<string, unknown>, k: "kubernetes" | "docker") =>
-    base === blackbox && k === "docker" ? [HOSTED_BLACKBOX_REFUSED] : [];
+    base === blackbox && k === "docker" ? [DOCKER_BLACKBOX_REFUSED] : [];
 const other = (k: "kubernetes" | "docker") => (k === "kubernetes" ? "docker" : "kubernetes");
 
 describe("target settings: refused where they are not carried out", () => {
@@ -76,7 +63,7 @@ describe("target settings: refused where they are not carried out", () => {
     test("the gVisor message says why the Docker pool cannot take it and where it works", () => {
         assert.deepEqual(problems(deepMerge(blackbox("docker"), { sandboxes: { runtimeClassName: "gvisor" } })), [
             "sandboxes.runtimeClassName: not carried out on the docker target: the docker target sets no container runtime, and gVisor (runsc) would make each container a sandbox of its own with its own network stack (gVisor's netstack, not the network namespace Docker shares), so a sandbox could no longer reach its key-holding forwarder on loopback: the pool runs under runc: remove it (plan.md lists the isolation the pool has: runc, dropped capabilities, read-only root, internal network), or run the pool on Kubernetes (provider agent-sandbox), where a pod's containers share one gVisor sandbox",
-            HOSTED_BLACKBOX_REFUSED,
+            DOCKER_BLACKBOX_REFUSED,
         ]);
     });
 

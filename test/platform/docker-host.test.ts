@@ -11,7 +11,6 @@ import { after, describe, test } from "node:test";
 import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../../components/config";
 import { dockerHostNeeds } from "../../components/platform";
 import { planToDir } from "../../scripts/lib/plan";
-import { HOSTED_SANDBOXES_ON_DOCKER } from "../helpers/config";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-docker-host-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -73,7 +72,7 @@ describe("plan.md lists only what the target enforces", () => {
     test("hosted sandboxes, the Docker black box's other provider, are refused too (the agent's uid could forge the trace): nothing written", async () => {
         const out = path.join(tmp, "ob-docker-hosted");
         await assert.rejects(
-            planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: out, platformOverride: HOSTED_SANDBOXES_ON_DOCKER }),
+            planToDir({ recipe: "opencode-blackbox", target: "docker" }, { outDir: out, platformOverride: { sandboxes: { provider: "hf" } } }),
             (e: Error) => e.message.includes(HOSTED_BLACKBOX_REFUSED),
         );
         assert.ok(!fs.existsSync(path.join(out, "plan.md")));

@@ -13,7 +13,7 @@ import { type PlatformPlan, resolvePlatform } from "../../components/platform";
 import { checkCheckpointSpace, checkDocker, type DockerFacts } from "../../components/preflight/docker";
 import { type ClaimFacts, checkCheckpointVolume, checkKubernetes, claimFacts, type KubernetesFacts } from "../../components/preflight/kubernetes";
 import type { Finding } from "../../components/preflight/report";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
+import { parseWithTestImages } from "../helpers/config";
 
 const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const config = (target: Record<string, unknown>, over: Record<string, unknown> = {}): PlatformConfig =>
@@ -234,16 +234,6 @@ describe("Docker: Checkpoint space", () => {
             "warn",
             new RegExp(`^/srv/agent-rl: unchecked \\(ssh://gpu-host is not a local socket\\); ${rule}$`),
             new RegExp(`^check on the host: df -h /srv/agent-rl \\(it needs ${need.runSize} free for one run; training\\.checkpoints\\.size is 100Gi\\)$`),
-        );
-    });
-    test("a program that writes no checkpoint: ok, saying so", () => {
-        const opencode = planOf(
-            parseHostedConfig(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER), "pfd"),
-        );
-        assertFinding(
-            checkCheckpointSpace(opencode, { checkedPath: "/srv/agent-rl", freeBytes: 2 * GiB }),
-            "ok",
-            /^2 GiB free under \/srv\/agent-rl; Qwen\/Qwen3-8B's program writes nothing there by the checkpoint rule \(it hard-codes save_strategy="no"/,
         );
     });
     test("a model the rule has no parameter count for: a warning naming the field", () => {

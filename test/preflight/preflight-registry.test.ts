@@ -36,16 +36,13 @@ import {
 } from "../../components/preflight/registry";
 import type { Finding } from "../../components/preflight/report";
 import { loadStack, StackError } from "../../scripts/lib/load-stack";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
+import { parseWithTestImages } from "../helpers/config";
 
 const k8sConfig = (over: Record<string, unknown> = {}): PlatformConfig =>
     parseWithTestImages(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "kubernetes", context: "ctx" } }, over), "pf");
-// The Docker black box is refused (HOSTED_BLACKBOX_REFUSED); the registry checks are read from the config the refusal stops.
+/** A Docker stack (the MBPP white box): the trainer from registry.test, nginx from Docker Hub, the coding env from ghcr.io. */
 const dockerConfig = (over: Record<string, unknown> = {}): PlatformConfig =>
-    parseHostedConfig(
-        deepMerge(deepMerge({ recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER), over),
-        "pfd",
-    );
+    parseWithTestImages(deepMerge({ recipe: "mbpp-whitebox", runId: "pf-001", target: { kind: "docker" } }, over), "pfd");
 const planOf = (c: PlatformConfig, registryAuth?: readonly string[]): PlatformPlan =>
     resolvePlatform(c, { hfToken: true, ...(registryAuth ? { registryAuth } : {}) });
 
@@ -119,14 +116,14 @@ describe("which entry serves which image", () => {
         assert.ok(dockerProviderServes("registry.example.com:5000", "registry.example.com:5000/img"));
         assert.equal(dockerProviderServes("registry.example.com", "registry.example.com:5000/img"), false);
     });
-    test("the images pulled: every deployed image but hosted (hf) sandboxes', which the hosting service runs", () => {
+    test("the images pulled: every deployed image, the sandboxes' and the envs' included", () => {
         assert.deepEqual(
             pulledImages(k8sConfig()).map((i) => i.field),
             ["images.trainer", "images.nginx", "sandboxes.image"],
         );
         assert.deepEqual(
             pulledImages(dockerConfig()).map((i) => i.field),
-            ["images.trainer", "images.vllm", "images.nginx"],
+            ["images.trainer", "images.nginx", "envs.coding.image"],
         );
     });
 });
@@ -141,7 +138,7 @@ describe("preflight: Registry credentials", () => {
         assertFinding(
             checkRegistryCredentials(planOf(dockerConfig()), "docker"),
             "ok",
-            /^no registryAuth: the Docker daemon pulls every image anonymously: registry\.test \(images\.trainer\), docker\.io \(images\.vllm, images\.nginx\) \(an image in a private registry needs registryAuth\)$/,
+            /^no registryAuth: the Docker daemon pulls every image anonymously: registry\.test \(images\.trainer\), docker\.io \(images\.nginx\), ghcr\.io \(envs\.coding\.image\) \(an image in a private registry needs registryAuth\)$/,
         );
     });
     test("every image served: ok", () => {
@@ -150,7 +147,7 @@ describe("preflight: Registry credentials", () => {
             "ok",
             /^every image the stack pulls has a registryAuth entry: registry\.test \(images\.trainer, sandboxes\.image\), docker\.io \(images\.nginx\)$/,
         );
-        assertFinding(checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "registry-1.docker.io"]), "docker"), "ok", /^every image/);
+        assertFinding(checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "registry-1.docker.io", "ghcr.io"]), "docker"), "ok", /^every image/);
     });
     test("an image no entry serves, and an entry no image uses: a warning naming each", () => {
         const f = checkRegistryCredentials(planOf(k8sConfig(), ["registry.test", "ghcr.io"]), "kubernetes");
@@ -164,24 +161,24 @@ describe("preflight: Registry credentials", () => {
         assertFinding(
             docker,
             "warn",
-            /^no registryAuth entry serves images\.trainer \(registry\.test\/agent-rl\/trainer:test, registry registry\.test\): the Docker daemon pulls it anonymously$/,
-            /^add an entry for registry\.test to registryAuth if images\.trainer is private$/,
+            /^no registryAuth entry serves images\.trainer \(registry\.test\/agent-rl\/trainer:test, registry registry\.test\): the Docker daemon pulls it anonymously; no registryAuth entry serves envs\.coding\.image \(ghcr\.io\/huggingface\/openenv-coding-env:[^,]+, registry ghcr\.io\): the Docker daemon pulls it anonymously$/,
+            /^add an entry for registry\.test to registryAuth if images\.trainer is private; add an entry for ghcr\.io to registryAuth if envs\.coding\.image is private$/,
         );
     });
     test("Docker: Hub credentials filed as docker login files them serve every Hub image (the stack passes them under registry-1.docker.io too)", () => {
         assertFinding(
-            checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "https://index.docker.io/v1/"]), "docker"),
+            checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "ghcr.io", "https://index.docker.io/v1/"]), "docker"),
             "ok",
-            /^every image the stack pulls has a registryAuth entry: registry\.test \(images\.trainer\), docker\.io \(images\.vllm, images\.nginx\)$/,
+            /^every image the stack pulls has a registryAuth entry: registry\.test \(images\.trainer\), docker\.io \(images\.nginx\), ghcr\.io \(envs\.coding\.image\)$/,
         );
         assert.equal(checkRegistryCredentials(planOf(k8sConfig(), ["registry.test", "https://index.docker.io/v1/"]), "kubernetes").status, "ok");
     });
     test("Docker: Hub credentials under a key the provider reads no Hub credentials from serve no Hub pull; said once, with the fix", () => {
-        const f = checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "https://index.docker.io"]), "docker");
+        const f = checkRegistryCredentials(planOf(dockerConfig(), ["registry.test", "ghcr.io", "https://index.docker.io"]), "docker");
         assertFinding(
             f,
             "warn",
-            /^images\.vllm \(vllm\/vllm-openai:[^)]+\) is on Docker Hub, and the Docker provider reads Docker Hub credentials under "https:\/\/index\.docker\.io\/v1\/", "index\.docker\.io", "docker\.io" \(or "registry-1\.docker\.io"\), not under "https:\/\/index\.docker\.io": the Docker daemon pulls it anonymously; images\.nginx .* is on Docker Hub/,
+            /^images\.nginx \(nginxinc\/nginx-unprivileged:[^)]+\) is on Docker Hub, and the Docker provider reads Docker Hub credentials under "https:\/\/index\.docker\.io\/v1\/", "index\.docker\.io", "docker\.io" \(or "registry-1\.docker\.io"\), not under "https:\/\/index\.docker\.io": the Docker daemon pulls it anonymously$/,
             /^file the Docker Hub credentials in registryAuth under auths\["https:\/\/index\.docker\.io\/v1\/"\] \(the key docker login writes\)$/,
         );
         assert.doesNotMatch(f.found, /serves no image/, "the Hub entry is explained once, not also called unused");
@@ -189,7 +186,7 @@ describe("preflight: Registry credentials", () => {
         assert.equal(checkRegistryCredentials(planOf(k8sConfig(), ["registry.test", "https://index.docker.io"]), "kubernetes").status, "ok");
     });
     test("Docker: a Hub name with two slashes is looked up under its first part; the message says so", () => {
-        const f = checkRegistryCredentials(planOf(dockerConfig({ images: { trainer: "team/sub/trainer:1" } }), ["registry-1.docker.io"]), "docker");
+        const f = checkRegistryCredentials(planOf(dockerConfig({ images: { trainer: "team/sub/trainer:1" } }), ["registry-1.docker.io", "ghcr.io"]), "docker");
         assertFinding(
             f,
             "warn",

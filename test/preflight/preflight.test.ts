@@ -14,7 +14,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import YAML from "yaml";
-import { deepMerge, parseClusterConfig, RECIPES, type PlatformConfig, type RecipeName } from "../../components/config";
+import { deepMerge, parseClusterConfig, type PlatformConfig } from "../../components/config";
+import { checkpointNeed } from "../../components/config/checkpoints";
 import { type PlatformPlan, resolvePlatform } from "../../components/platform";
 import { SANDBOX_API_VERSION } from "../../components/sandbox";
 import { HelpRequested, UsageError } from "../../scripts/lib/cli";
@@ -68,7 +69,7 @@ import {
 import { exitCodeOf, type Finding, renderJson, renderTable, wrap } from "../../components/preflight/report";
 import { fixtureCacheDir } from "../helpers/apiserver";
 import { type Cluster, GPU_PRODUCT } from "../helpers/cluster";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
+import { parseWithTestImages } from "../helpers/config";
 import { type Dockerd, startDockerd } from "../helpers/dockerd";
 import { teardown, startHarnessCluster } from "../helpers/engine-checks";
 import { engineSkipReason } from "../helpers/engine-fixtures";
@@ -106,15 +107,12 @@ const planOf = (c: PlatformConfig): PlatformPlan => resolvePlatform(c, { hfToken
 const k8sPlan = (over: Record<string, unknown> = {}) => planOf(k8sConfig(over));
 
 /**
- * A Docker stack: opencode-blackbox on hosted sandboxes unless `over` names a white-box recipe. A black box on Docker is
- * refused for both its providers (HOSTED_BLACKBOX_REFUSED): the host checks are read from the config the refusal stops.
+ * A Docker stack: the MBPP white box on two GPUs (vLLM served on GPU 0, the trainer on GPU 1; layout whitebox-server), or
+ * the recipe `over` names. A black box runs on Kubernetes only (its sandboxes are agent-sandbox's).
  */
 function dockerConfig(over: Record<string, unknown> = {}): PlatformConfig {
-    const recipe = (over.recipe ?? "opencode-blackbox") as RecipeName;
-    const base = { recipe: "opencode-blackbox", runId: "pf-001", target: { kind: "docker" } };
-    const blackbox = RECIPES[recipe].training.layout === "blackbox";
-    const raw = deepMerge(deepMerge(base, blackbox ? HOSTED_SANDBOXES_ON_DOCKER : {}), over) as Record<string, unknown>;
-    return blackbox ? parseHostedConfig(raw, "pf-docker") : parseWithTestImages(raw, "pf-docker");
+    const base = over.recipe === undefined ? { recipe: "mbpp-whitebox", training: { layout: "whitebox-server", gpusOnNode: 2 } } : {};
+    return parseWithTestImages(deepMerge(deepMerge(base, { runId: "pf-001", target: { kind: "docker" } }), over), "pf-docker");
 }
 
 function node(
@@ -1007,12 +1005,12 @@ describe("Docker checks (pure)", () => {
         assertFinding(
             checkDataDir(plan, { checkedPath: "/srv/agent-rl", freeBytes: 2 * 1024 ** 4 }),
             "ok",
-            /2048 GiB free under \/srv\/agent-rl, the stack plans model cache 200Gi \+ checkpoints 110Gi/,
+            /2048 GiB free under \/srv\/agent-rl, the stack plans model cache 200Gi \+ checkpoints 100Gi/,
         );
         assertFinding(
             checkDataDir(plan, { checkedPath: "/srv", freeBytes: 59 * 1024 ** 3 }),
             "warn",
-            /59 GiB free under \/srv\/agent-rl \(not there yet; measured at \/srv\), less than the model cache 200Gi \+ checkpoints 110Gi/,
+            /59 GiB free under \/srv\/agent-rl \(not there yet; measured at \/srv\), less than the model cache 200Gi \+ checkpoints 100Gi/,
             /move target\.dataDir to a larger disk, or lower training\.modelCache\.size/,
         );
         assertFinding(
@@ -1022,35 +1020,18 @@ describe("Docker checks (pure)", () => {
             /df -h \/srv\/agent-rl/,
         );
     });
-    test("host ports: the ingress's published port free, held by another container, by a host process, or by this stack's own container", () => {
-        const [p] = publishedPorts(plan);
-        assert.deepEqual({ ip: p!.ip, port: p!.port }, { ip: "0.0.0.0", port: 443 });
+    test("host ports: a Docker stack publishes none (the ingress, the one container that would, is the black box's); docker ps's ports parsed", () => {
+        assert.deepEqual(publishedPorts(plan), []);
         const containers = (list: Array<{ name: string; ports: string }>) => ({
             ok: true as const,
             value: list.map((c) => ({ name: c.name, ports: parsePorts(c.ports) })),
         });
-        assertFinding(checkPorts(plan, { containers: containers([]), localPortsInUse: [] }), "ok", /0\.0\.0\.0:443\/tcp free/);
         assertFinding(
-            checkPorts(plan, { containers: containers([{ name: "grafana", ports: "0.0.0.0:443->3000/tcp, [::]:443->3000/tcp" }]) }),
-            "fail",
-            /0\.0\.0\.0:443\/tcp is published by container grafana; the ingress \(.*\) cannot publish it/,
-            /stop what holds the port \(docker ps; ss -ltnp\), or run this stack on another host/,
-        );
-        assertFinding(
-            checkPorts(plan, { containers: containers([]), localPortsInUse: ["0.0.0.0:443"] }),
-            "fail",
-            /in use by a process on the host \(not a container\)/,
-        );
-        assertFinding(
-            checkPorts(plan, { containers: containers([{ name: p!.by, ports: "0.0.0.0:443->8443/tcp" }]) }),
-            "ok",
-            /held by this stack's .*which an up replaces/,
-        );
-        assertFinding(
-            checkPorts(planOf(dockerConfig({ recipe: "mbpp-whitebox", images: {} })), { containers: containers([]) }),
+            checkPorts(plan, { containers: containers([{ name: "grafana", ports: "0.0.0.0:443->3000/tcp" }]), localPortsInUse: ["0.0.0.0:8000"] }),
             "ok",
             /publishes no host ports/,
         );
+        assertFinding(checkPorts(planOf(dockerConfig({ recipe: "mbpp-whitebox" })), { containers: containers([]) }), "ok", /publishes no host ports/);
         assert.deepEqual(parsePorts("127.0.0.1:9000-9001->9000-9001/tcp"), [
             { ip: "127.0.0.1", port: 9000, protocol: "tcp" },
             { ip: "127.0.0.1", port: 9001, protocol: "tcp" },
@@ -1100,8 +1081,9 @@ describe("Docker checks (pure)", () => {
             containers: { ok: true, value: [] },
             disk: { checkedPath: "/srv/agent-rl", freeBytes: 1024 ** 4 },
         });
-        assertFinding(only(f, "Host memory"), "fail", /limited to 128\.5 GiB in all, but the host has 64 GiB/);
-        assertFinding(only(f, "Host CPUs"), "warn", /limited to 18 CPUs in all, but the host has 8/);
+        // vLLM and the trainer 8 CPUs / 64 GiB each, 17 coding env replicas 2 CPUs / 4 GiB each, the env's router and responder.
+        assertFinding(only(f, "Host memory"), "fail", /^21 containers limited to 196\.3 GiB in all, but the host has 64 GiB/);
+        assertFinding(only(f, "Host CPUs"), "warn", /^21 containers limited to 50\.6 CPUs in all, but the host has 8/);
     });
     test("docker info failing is a warning (unchecked), not a pass", () => {
         const f = checkDocker(plan, {
@@ -1520,8 +1502,10 @@ describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: sca
         if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     });
 
-    test("the daemon answers; no NVIDIA runtime: the message says what to install; dataDir and ports measured", async () => {
-        const { header, findings } = await runPreflight(config({ training: { modelCache: { size: "1Mi" }, checkpoints: { size: "1Mi" } } }));
+    test("the daemon answers; no NVIDIA runtime: the message says what to install; dataDir measured; no host port to publish", async () => {
+        // The smallest checkpoint size the config takes: one run of Qwen3-1.7B by the checkpoint rule (1.7B x 6 bytes x 1.2 margin).
+        const stack = config({ training: { modelCache: { size: "1Mi" }, checkpoints: { size: "12Gi" } } });
+        const { header, findings } = await runPreflight(stack);
         assert.equal(header.target, `docker unix://${d!.socket}`);
         assertFinding(only(findings, "Docker daemon"), "ok", new RegExp(`answers: Docker ${literal(d!.version)}`));
         assertFinding(only(findings, "Docker API version"), "ok", />= 1\.40/);
@@ -1535,30 +1519,27 @@ describe("against a real dockerd (no NVIDIA runtime here)", { skip, timeout: sca
             findings.some((f) => f.check === "GPU count"),
             false,
         );
-        assertFinding(only(findings, "Free space in dataDir"), "ok", new RegExp(`free under ${literal(dataDir)}, the stack plans model cache 1Mi`));
-        // statfs of the same dataDir; opencode's program writes no checkpoint (save_strategy "no").
-        assertFinding(only(findings, "Checkpoint space"), "ok", new RegExp(`free under ${literal(dataDir)}; Qwen/Qwen3-8B's program writes nothing there`));
+        // Both measured with statfs of dataDir: whether they pass is this machine's free space.
+        const statfs = fs.statfsSync(dataDir);
+        const free = Number(statfs.bavail) * Number(statfs.bsize);
+        const dataDirSpace = only(findings, "Free space in dataDir");
+        assert.match(dataDirSpace.found, new RegExp(`free under ${literal(dataDir)}, (the stack plans|less than the) model cache 1Mi \\+ checkpoints 12Gi`));
+        assert.equal(dataDirSpace.status, free >= 12 * 1024 ** 3 + 1024 ** 2 ? "ok" : "warn");
+        const need = checkpointNeed(stack)!;
+        assert.equal(need.runSize, "12Gi");
+        const checkpointSpace = only(findings, "Checkpoint space");
+        assert.match(checkpointSpace.found, new RegExp(`free under ${literal(dataDir)}.*one run of Qwen/Qwen3-1\\.7B writes 12Gi by the checkpoint rule`));
+        assert.equal(checkpointSpace.status, free >= need.runBytes ? "ok" : "fail");
         assertFinding(only(findings, "Registry credentials"), "ok", /^no registryAuth: the Docker daemon pulls every image anonymously/);
-        assertFinding(only(findings, "Host ports"), "ok", /0\.0\.0\.0:443\/tcp free/);
+        assertFinding(only(findings, "Host ports"), "ok", /publishes no host ports/);
         assert.equal(exitCodeOf(findings), 1);
-        // The host's own NCPU and MemTotal, as this dockerd reports them (the stack's 18 CPUs / 128.5 GiB in all).
+        // The host's own NCPU and MemTotal, as this dockerd reports them (the stack's 50.6 CPUs / 196.3 GiB in all).
         assertFinding(
             only(findings, "Host CPUs"),
-            os.cpus().length >= 18 ? "ok" : "warn",
-            new RegExp(`limited to 18 CPUs in all.*the host has ${os.cpus().length}\\b`),
+            os.cpus().length >= 50.6 ? "ok" : "warn",
+            new RegExp(`limited to 50\\.6 CPUs in all.*the host has ${os.cpus().length}\\b`),
         );
-        assert.match(only(findings, "Host memory").found, /limited to 128\.5 GiB in all.*the host has \d+(\.\d)? GiB/);
-    });
-
-    test("the ingress's host port already published by another container", async () => {
-        d!.importStandin();
-        d!.docker(["run", "-d", "--name", "squatter", "-p", "0.0.0.0:443:9000", "agentrl-standin:test", "serve", ":9000"]);
-        try {
-            const { findings } = await runPreflight(config());
-            assertFinding(only(findings, "Host ports"), "fail", /0\.0\.0\.0:443\/tcp is published by container squatter/);
-        } finally {
-            d!.docker(["rm", "-f", "squatter"], { allowFail: true });
-        }
+        assert.match(only(findings, "Host memory").found, /limited to 196\.3 GiB in all.*the host has \d+(\.\d)? GiB/);
     });
 
     test("a daemon that is not there", async () => {
