@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { DOCKER_BLACKBOX_REFUSED, deepMerge, HOSTED_BLACKBOX_REFUSED, MULTI_NODE_RECIPE_NAMES, platformNames, RECIPE_NAMES } from "../../components/config";
+import { DOCKER_BLACKBOX_REFUSED, deepMerge, MULTI_NODE_RECIPE_NAMES, platformNames, RECIPE_NAMES } from "../../components/config";
 import { resolveTrainingNode } from "../../components/training";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
+import { configProblems, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
 
 const K8S = { kind: "kubernetes", context: "test" } as const;
 const base = { recipe: "opencode-blackbox-32b", runId: "r1", target: K8S };
@@ -94,11 +94,10 @@ describe("multi-node config: every message", () => {
     const cases: Array<{ what: string; raw: unknown; expect: string[]; resolve?: boolean }> = [
         {
             what: "docker refuses more than one node",
-            // A black box on Docker is refused for both its providers: hosted sandboxes' refusal comes beside the nodes one.
-            raw: { ...base, target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER },
+            // A white box, so the nodes message comes alone (a black box on Docker gets its provider's refusal beside it).
+            raw: { ...serverBase, target: { kind: "docker" } },
             expect: [
                 "training.nodes: the docker target is one GPU host, so the trainer cannot span 2 nodes: set nodes to 1 and fit the run on the host's 8 GPUs (training.gpusOnNode), or use target.kind kubernetes, where nodes > 1 runs the trainer as a JobSet (one pod per node) and vLLM on a node of its own",
-                HOSTED_BLACKBOX_REFUSED,
             ],
         },
         {

@@ -57,9 +57,9 @@ export function configProblems(f: () => unknown): string[] {
 }
 
 /**
- * Hosted (hf) sandboxes on Docker, with what hosted sandboxes need of the ingress. The validation refuses them for the
- * black box (config HOSTED_BLACKBOX_REFUSED), as it refuses the docker sandbox pool: with both, a black box on the docker
- * target is refused whatever its provider. Only for parseHostedConfig and for the tests that check that refusal.
+ * Hosted (hf) sandboxes on Docker, with the ingress settings they once needed. The config refuses hf for the black box
+ * (HOSTED_BLACKBOX_REFUSED), as it refuses the docker sandbox pool (DOCKER_BLACKBOX_REFUSED), and nothing of either is
+ * rendered: no stack runs a black box on Docker. Only for the tests that check those refusals, and for parseHostedConfig.
  */
 export const HOSTED_SANDBOXES_ON_DOCKER = {
     sandboxes: { provider: "hf" },
@@ -71,10 +71,10 @@ export const HOSTED_SANDBOXES_ON_DOCKER = {
 } as const;
 
 /**
- * A black-box config on hosted (hf) sandboxes, which the validation refuses (HOSTED_BLACKBOX_REFUSED): images filled in,
- * recipe applied, schema-parsed and defaulted, every other check applied. Only for the tests of the components' own code
- * for hosted sandboxes and for a black box on Docker (the trainer's sandbox env, the Docker ingress), which stays until
- * a recorder outside the sandbox lifts the refusal (issue 42's next step).
+ * A black-box config on hosted (hf) sandboxes, which the config refuses (HOSTED_BLACKBOX_REFUSED): images filled in,
+ * recipe applied, schema-parsed and defaulted, every other check applied. The Platform refuses it as well
+ * (resolvePlatform: refusedProviderProblems) and the provider renders nothing, so it builds no stack: only for the tests
+ * of the refusal itself (the provider table, the Platform's refusal, the secret keys such a stack would read).
  */
 export function parseHostedConfig(raw: unknown, stack: string): PlatformConfig {
     return parseRefusedConfig(
@@ -98,9 +98,10 @@ function parseRefusedConfig(raw: unknown, stack: string, refusal: string, isRefu
 }
 
 /**
- * A Docker black-box config on the docker sandbox pool, which the validation refuses for now (DOCKER_BLACKBOX_REFUSED):
- * recipe applied, schema-parsed and defaulted, every other check applied. Only for the tests of the components' own
- * code for that pool (the pool, the ingress on the sandboxes network), which stays until a Docker backend drives it.
+ * A Docker black-box config on the docker sandbox pool, which the config refuses (DOCKER_BLACKBOX_REFUSED): recipe
+ * applied, schema-parsed and defaulted, every other check applied. The Platform refuses it as well and the provider renders
+ * nothing. Only for the refusal tests, and for the component-level tests of the Docker code a program may still call
+ * alone (VllmIngress's Docker renderer, TrainingNode's Docker black box): never to resolve a Platform.
  */
 export function parseDockerPoolConfig(raw: Record<string, unknown>, stack: string): PlatformConfig {
     return parseRefusedConfig(

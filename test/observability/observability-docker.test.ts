@@ -21,7 +21,7 @@ import { Platform, resolvePlatform } from "../../components/platform";
 import { METRICS_PROGRAM_DIR } from "../../components/shared/metrics-pods";
 import { planToDir, type PlanResult } from "../../scripts/lib/plan";
 import { runUnderMocks, type RecordedResource } from "../../scripts/lib/mockrun";
-import { configProblems, parseDockerPoolConfig, parseWithTestImages } from "../helpers/config";
+import { configProblems, parseWithTestImages } from "../helpers/config";
 import { TEST_MTAIL_IMAGE } from "../helpers/observability";
 import { startStubDns } from "../helpers/stub-dns";
 import { freePort } from "../helpers/http";
@@ -331,19 +331,6 @@ describe("observability on the docker target: the refusals, each with its messag
                 "observability.hostPortBase: 65530 puts the last metrics port at 65541 (10 ports, then 2 per deployed env), above 65535: lower hostPortBase (default 19400)",
             ],
         );
-    });
-
-    test("a base whose ports take the ingress's published port", () => {
-        // Hosted sandboxes publish the ingress on 443, below the schema's 1024; the docker pool's ingress (refused by
-        // the config for now, DOCKER_BLACKBOX_REFUSED) publishes its own port on loopback: the one case left to clash.
-        const raw = { recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...ON };
-        const port = resolvePlatform(parseDockerPoolConfig(raw, "dev")).ingress!.publicPort;
-        const problems = configProblems(() =>
-            resolvePlatform(parseDockerPoolConfig({ ...raw, observability: { enabled: true, hostPortBase: port - 1 } }, "dev")),
-        );
-        assert.deepEqual(problems, [
-            `observability.hostPortBase: host port ${port} (nginx-exporter of arl-dev-vllm-ingress) is the port the ingress publishes on 127.0.0.1: move hostPortBase (default 19400) so that ${port - 1}..${port + 1} leaves out ${port}`,
-        ]);
     });
 });
 

@@ -3,14 +3,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as pulumi from "@pulumi/pulumi";
-import { platformNames } from "../../components/config";
+import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, platformNames, type PlatformConfig } from "../../components/config";
 import { namespaceRoles, Platform, resolvePlatform } from "../../components/platform";
 import { resolveEnvSpace } from "../../components/env";
 import { resolveVllmIngress } from "../../components/ingress";
 import { resolveSandboxPool } from "../../components/sandbox";
-import { resolveTrainingNode } from "../../components/training";
+import { resolveTrainingNode, type TrainingLinks } from "../../components/training";
 import { runUnderMocks } from "../../scripts/lib/mockrun";
-import { parseHostedConfig, parseWithTestImages } from "../helpers/config";
+import { configProblems, parseDockerPoolConfig, parseHostedConfig, parseWithTestImages } from "../helpers/config";
 
 describe("Platform", () => {
     it("exposes the training node, the ingress, the pool and the env servers, and typed outputs", async () => {
@@ -65,16 +65,45 @@ describe("Platform", () => {
             ),
             plan.sandboxes,
         );
-        const links = {
+        const links: TrainingLinks = {
             envUrls: Object.fromEntries(plan.envs.map((e) => [e.name, e.url])),
-            sandbox: { url: names.ingress.sandboxUrl, provider: config.sandboxes.provider, trainerEnv: plan.sandboxes!.trainerEnv },
+            sandbox: { url: names.ingress.sandboxUrl, trainerEnv: plan.sandboxes!.trainerEnv },
         };
         const narrow = resolveTrainingNode(
             pick(config, ["training", "images", "model", "runId", "sandboxes", "target", "envs"]),
             pick(names, ["training", "namespaces", "networks", "ingress"]),
-            links as any,
+            links,
         );
-        assert.deepEqual(narrow, resolveTrainingNode(config, names, links as any));
+        assert.deepEqual(narrow, resolveTrainingNode(config, names, links));
+    });
+
+    it("refuses a black box on a refused provider (docker, hf) with the config's reason, even from a config that skipped the check", () => {
+        // The helpers apply every check but the refusal: what a program that builds its config by hand hands the Platform.
+        const cases: Array<[string, PlatformConfig, string]> = [
+            ["docker", parseDockerPoolConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, "staging"), DOCKER_BLACKBOX_REFUSED],
+            [
+                "hf",
+                parseHostedConfig(
+                    {
+                        recipe: "opencode-blackbox",
+                        runId: "r1",
+                        target: { kind: "kubernetes", context: "test" },
+                        sandboxes: { provider: "hf" },
+                        ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
+                    },
+                    "staging",
+                ),
+                HOSTED_BLACKBOX_REFUSED,
+            ],
+        ];
+        for (const [provider, config, refusal] of cases) {
+            assert.equal(config.sandboxes.provider, provider);
+            // The refused provider resolves no pool, so the trainer's sandbox link is missing too: both, before any resource.
+            assert.deepEqual(
+                configProblems(() => resolvePlatform(config)),
+                [refusal, "training.layout: the black-box trainer needs the ingress URL sandboxes reach vLLM through: the Platform must pass links.sandbox"],
+            );
+        }
     });
 });
 
@@ -92,24 +121,11 @@ describe("Platform namespaces: only for the roles the stack deploys", () => {
             raw: { recipe: "wordle-whitebox", envs: { wordle: { external: { url: "https://org-wordle.hf.space", sessions: 64 } } } },
             roles: ["training"],
         },
-        {
-            // Refused by the config (HOSTED_BLACKBOX_REFUSED): the platform's own code for it, on the config the refusal stops.
-            what: "black box on hosted (hf) sandboxes (refused by the config): no sandboxes namespace",
-            raw: {
-                recipe: "opencode-blackbox",
-                sandboxes: { provider: "hf" },
-                ingress: { exposure: "loadbalancer", host: "vllm.example.com", tls: { mode: "secret", secretName: "vllm-tls", publiclyTrusted: true } },
-            },
-            roles: ["training", "ingress"],
-        },
     ];
     for (const c of cases) {
         it(c.what, async () => {
             const raw = { runId: "r1", target: k8s, ...c.raw };
-            const config =
-                (raw as { sandboxes?: { provider?: string } }).sandboxes?.provider === "hf"
-                    ? parseHostedConfig(raw, "staging")
-                    : parseWithTestImages(raw, "staging");
+            const config = parseWithTestImages(raw, "staging");
             const plan = resolvePlatform(config);
             const run = await runUnderMocks(async () => ({ ...new Platform("agentrl", { plan, secrets: { ingressKeys: {} } }).outputs }), { stack: "staging" });
             assert.equal(run.error, undefined, String(run.error));

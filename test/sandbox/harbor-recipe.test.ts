@@ -129,7 +129,7 @@ describe("harbor: every problem, each naming the field and the fix", () => {
         };
         assert.deepEqual(problems(withTasks([{ image: TASK_A }], hosted)), [
             HOSTED_BLACKBOX_REFUSED,
-            "harbor: each Harbor trial is a claim of an agent-sandbox warm pool (one per task image); hosted (hf) sandboxes have no warm pool per task image, and their agent can forge the trace it is trained on and read the ingress key: set sandboxes.provider to agent-sandbox (the default on Kubernetes)",
+            "harbor: each Harbor trial is a claim of an agent-sandbox warm pool (one per task image); provider hf has no claim backend: set sandboxes.provider to agent-sandbox (the default on Kubernetes)",
         ]);
     });
     test("refused outside the black-box layout", () => {

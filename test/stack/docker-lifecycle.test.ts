@@ -11,8 +11,9 @@
  * - 10: vLLM's create budget follows modelLoadSeconds (mocks: the customTimeouts option);
  * - 11: env replicas (model-written code) do not reach vLLM; the trainer reaches the env router at
  *   the URL it is given;
- * - 12: the Docker ingress config looks vLLM up while it runs (real nginx and a stub DNS), the
- *   component's own code on the hosted config the refusal stops (test/helpers/config parseHostedConfig).
+ * - 12: the Docker ingress config looks vLLM up while it runs (real nginx and a stub DNS): no Docker stack renders
+ *   an ingress (the black box is refused there), so VllmIngress's own Docker renderer, usable alone, on the docker-pool
+ *   config the refusal stops (test/helpers/config parseDockerPoolConfig).
  * The dockerd part is skipped, with the reason, only when dockerd cannot start and CI is not set.
  * Run: node --import tsx --test test/stack/docker-lifecycle.test.ts
  */
@@ -23,7 +24,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
 import { deepMerge, platformNames } from "../../components/config";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig } from "../helpers/config";
+import { parseDockerPoolConfig } from "../helpers/config";
 import { localOverrides, resolveVllmIngress } from "../../components/ingress";
 import { startLocalIngress, type LocalIngress } from "../../components/ingress/local";
 import { renderNginxConfig, UPSTREAM_RESOLVER_VALID_SECONDS } from "../../components/ingress/nginx";
@@ -52,9 +53,9 @@ function plan(override: Record<string, unknown> = {}, preview = false): Promise<
     );
 }
 
-/** The Docker ingress (black box only, refused on Docker): its own config, from the hosted config the refusal stops. */
+/** The Docker ingress (black box only, refused on Docker): VllmIngress's own config, from the docker-pool config the refusal stops. */
 function dockerIngress() {
-    const c = parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
+    const c = parseDockerPoolConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, "test");
     return { ingress: resolveVllmIngress(c, platformNames(c)), names: platformNames(c) };
 }
 

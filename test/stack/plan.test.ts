@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import YAML from "yaml";
 import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES } from "../../components/config";
-import { HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages, withTestImages } from "../helpers/config";
+import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages, withTestImages } from "../helpers/config";
 import { runUnderMocks } from "../../scripts/lib/mockrun";
 import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../../scripts/lib/plan";
 
@@ -539,10 +539,13 @@ describe("plan: prerequisites the stack refers to but does not create", () => {
             externalPrerequisites(shared, namesOf(shared)).some((r) => r.field === "clusterStack (organization/agent-rl-infra/cluster)"),
             "with a cluster stack, agent-sandbox is the cluster stack's",
         );
-        const dockerCfg = parseHostedConfig({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" }, ...HOSTED_SANDBOXES_ON_DOCKER }, "test");
+        // Docker runs white boxes only (a black box there is refused): the host's NVIDIA runtime is its one prerequisite.
+        const dockerCfg = parse({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } }, "test");
+        const dockerRows = externalPrerequisites(dockerCfg, namesOf(dockerCfg));
         assert.deepEqual(
-            externalPrerequisites(dockerCfg, namesOf(dockerCfg)).map((r) => r.field),
+            dockerRows.map((r) => r.field),
             ["target.host"],
         );
+        assert.match(dockerRows[0]!.what, /NVIDIA container runtime/);
     });
 });

@@ -14,7 +14,7 @@ import { quantityValue } from "../../components/shared/quantity";
 import { BNB_8BIT_STATE_BYTES, checkpointBytesPerParameter, checkpointNeed, recipeCheckpointSize } from "../../components/config/checkpoints";
 import { listCheckpointsCommand, resumeCommand } from "../../components/training/checkpoint-select";
 import { resolveTrainingNode } from "../../components/training";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages } from "../helpers/config";
+import { configProblems, parseWithTestImages } from "../helpers/config";
 
 const roots: string[] = [];
 after(() => {
@@ -183,15 +183,13 @@ describe("the checkpoint size rule", () => {
     };
     test("every recipe's volume holds what its program writes, sized by the rule, and never shrinks", () => {
         for (const [name, recipe] of Object.entries(RECIPES)) {
-            // Multi-node and Harbor recipes run on Kubernetes only.
-            const kubernetesOnly = Boolean((recipe.training as { nodes?: number }).nodes) || (HARBOR_RECIPE_NAMES as string[]).includes(name);
+            // Multi-node, Harbor and black-box recipes run on Kubernetes only (the config refuses a black box on Docker).
+            const kubernetesOnly =
+                Boolean((recipe.training as { nodes?: number }).nodes) ||
+                (HARBOR_RECIPE_NAMES as string[]).includes(name) ||
+                recipe.training.layout === "blackbox";
             const target = kubernetesOnly ? { kind: "kubernetes", context: "c" } : { kind: "docker" };
-            // A black box on Docker is refused for both its providers; its sizing is read from the hosted config the refusal stops.
-            const hosted = target.kind === "docker" && recipe.training.layout === "blackbox";
-            const c = (hosted ? parseHostedConfig : parseWithTestImages)(
-                { recipe: name, runId: "r1", target, ...(hosted ? HOSTED_SANDBOXES_ON_DOCKER : {}) },
-                "dev",
-            );
+            const c = parseWithTestImages({ recipe: name, runId: "r1", target }, "dev");
             const need = checkpointNeed(c)!;
             assert.ok(need, `${name}: parameter count known`);
             const size = quantityValue(c.training.checkpoints.size);

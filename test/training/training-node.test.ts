@@ -7,8 +7,9 @@
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
 import { ConfigError, platformNames, type PlatformConfig, type PlatformNames } from "../../components/config";
-import { configProblems, HOSTED_SANDBOXES_ON_DOCKER, parseHostedConfig, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "../helpers/config";
+import { configProblems, parseDockerPoolConfig, parseWithTestImages as parsePlatformConfig, TEST_IMAGES } from "../helpers/config";
 import { CHECKPOINT_SELECT_PY } from "../../components/training/checkpoint-select";
+import { resolveSandboxPool } from "../../components/sandbox";
 import { gpuDeviceRequests, ncclCheckSource, quantityToMiB, resolveTrainingNode, TrainingNode, type TrainingLinks } from "../../components/training";
 import { dockerEnv, ofType, runBoth, single, type MockRunResult, type RecordedResource } from "../helpers/mock";
 import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
@@ -35,9 +36,9 @@ function rawConfig(layout: Layout, target: Target, extra: Record<string, unknown
             : { kind: "docker", dataDir: "/srv/agent-rl" };
     const base =
         layout === "blackbox"
-            ? // A black box on Docker is refused for both its providers (config DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED): its
-              // training node's own code is tested on the hosted config (setup parses it with parseHostedConfig).
-              { recipe: "opencode-blackbox", ...(target === "docker" ? HOSTED_SANDBOXES_ON_DOCKER : {}) }
+            ? // A black box on Docker is refused by the config (DOCKER_BLACKBOX_REFUSED; the Platform refuses it too): the
+              // TrainingNode's own Docker code, usable alone, is tested on the docker-pool config (setup parses it with parseDockerPoolConfig).
+              { recipe: "opencode-blackbox" }
             : {
                   model: { name: "Qwen/Qwen3-1.7B", revision: "abc123" },
                   training: {
@@ -65,12 +66,14 @@ function setup(
     extra: Record<string, unknown> = {},
     tweak: (c: PlatformConfig) => PlatformConfig = (c) => c,
 ): { config: PlatformConfig; names: PlatformNames; links: TrainingLinks } {
-    const parse = layout === "blackbox" && target === "docker" ? parseHostedConfig : parsePlatformConfig;
+    const parse = layout === "blackbox" && target === "docker" ? parseDockerPoolConfig : parsePlatformConfig;
     const config = tweak(parse(rawConfig(layout, target, extra), "test"));
     const names = platformNames(config);
     const envUrls = Object.fromEntries(Object.entries(names.envs).map(([k, v]) => [k, v.url]));
-    const links: TrainingLinks =
-        layout === "blackbox" ? { envUrls, sandbox: { url: names.ingress.sandboxUrl, trainerEnv: { SANDBOX_POOL: "pool-a" } } } : { envUrls };
+    // The pool's env for the trainer, as the Platform links it: the agent-sandbox pool's on Kubernetes; on Docker no
+    // provider renders a pool (docker and hf are refused), so a stand-in env, named as such.
+    const trainerEnv = target === "kubernetes" ? resolveSandboxPool(config, names).trainerEnv : { SANDBOX_POOL: "stand-in-pool" };
+    const links: TrainingLinks = layout === "blackbox" ? { envUrls, sandbox: { url: names.ingress.sandboxUrl, trainerEnv } } : { envUrls };
     return { config, names, links };
 }
 
@@ -87,7 +90,7 @@ async function build(layout: Layout, target: Target, extra: Record<string, unkno
         });
         return { jobName: node.jobName, internalUrl: node.internalUrl, upstreamAddress: node.upstreamAddress };
     });
-    return { config, names, description, node: node!, ...runs };
+    return { config, names, links, description, node: node!, ...runs };
 }
 
 const envOf = (c: any): Record<string, string> => Object.fromEntries((c.env ?? []).filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
@@ -223,9 +226,10 @@ const EXPECTED = {
     },
 } as const;
 
-function expectedTrainer(layout: Layout, names: PlatformNames, config?: PlatformConfig): string[] {
+function expectedTrainer(layout: Layout, names: PlatformNames, links?: TrainingLinks, config?: PlatformConfig): string[] {
     const swap: Record<string, string> = {
-        SANDBOX_URL: names.ingress.sandboxUrl,
+        // What the agent calls: the pool's forwarder where the pool's env names one (agent-sandbox), else the ingress.
+        SANDBOX_URL: links?.sandbox?.trainerEnv.SANDBOX_UPSTREAM_URL ?? names.ingress.sandboxUrl,
         ENV_URL: names.envs.coding?.url ?? "",
         SANDBOX_IMAGE: config?.sandboxes.image ?? TEST_IMAGES.sandbox,
     };
@@ -253,7 +257,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                 const trainer = pod.containers[0];
                 assert.equal(pod.containers.length, 1);
                 assert.equal(trainer.name, "trainer");
-                assert.deepEqual([...(trainer.command ?? []), ...trainer.args], expectedTrainer(layout, b.names));
+                assert.deepEqual([...(trainer.command ?? []), ...trainer.args], expectedTrainer(layout, b.names, b.links));
             }
         });
 
@@ -295,8 +299,10 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             assert.equal(env.HF_HOME, "/cache/huggingface");
             assert.equal(env.VLLM_URL, "http://localhost:8000");
             if (layout === "blackbox") {
-                assert.equal(env.SANDBOX_PROVIDER, "agent-sandbox");
-                assert.equal(env.SANDBOX_POOL, "pool-a");
+                // The pool's env, every entry as linked (SANDBOX_PROVIDER among them: the pool's, not the training node's).
+                const pool = b.links.sandbox!.trainerEnv;
+                assert.equal(pool.SANDBOX_PROVIDER, "agent-sandbox");
+                for (const [k, v] of Object.entries(pool)) assert.equal(env[k], v, k);
             } else {
                 assert.equal(env.ENV_CODING_URL, b.names.envs.coding.url);
             }
@@ -526,7 +532,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
         test("containers hold the literal command lines (colocate: only the trainer)", () => {
             for (const run of [b.update, b.preview]) {
                 const { cs, trainer, vllm } = roles(run);
-                assert.deepEqual([...(trainer.inputs.entrypoints ?? []), ...trainer.inputs.command], expectedTrainer(layout, b.names));
+                assert.deepEqual([...(trainer.inputs.entrypoints ?? []), ...trainer.inputs.command], expectedTrainer(layout, b.names, b.links));
                 const vllmArgs = EXPECTED[layout].vllm;
                 if (vllmArgs === undefined) {
                     assert.equal(cs.length, 1, "colocate: only the trainer");
@@ -649,7 +655,7 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             ]);
         });
 
-        test("secrets: only in the containers' env, as HF_TOKEN / SANDBOX_API_KEY", () => {
+        test("secrets: only in the containers' env, as HF_TOKEN; the sandbox key in no container", () => {
             for (const run of [b.update, b.preview]) {
                 for (const r of run.resources) {
                     const text = JSON.stringify(r.inputs);
@@ -658,17 +664,13 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
                     const { envs, ...rest } = r.inputs;
                     assert.ok(!JSON.stringify(rest).includes(HF_SENTINEL) && !JSON.stringify(rest).includes(SANDBOX_SENTINEL));
                     assert.ok(isSecret(envs), "the env list stays a Pulumi secret");
-                    assert.ok(
-                        (unwrapSecrets(envs) as string[]).every(
-                            (e) => !e.includes("SENTINEL") || e === `HF_TOKEN=${HF_SENTINEL}` || e === `SANDBOX_API_KEY=${SANDBOX_SENTINEL}`,
-                        ),
-                    );
+                    assert.ok((unwrapSecrets(envs) as string[]).every((e) => !e.includes("SENTINEL") || e === `HF_TOKEN=${HF_SENTINEL}`));
                 }
             }
             const trainer = containers(b.update.resources).find((c) => c.inputs.name === b.names.training.job)!;
             assert.equal(dockerEnv(trainer).HF_TOKEN, HF_SENTINEL);
-            // The trainer gets the ingress key for hosted (hf) sandboxes, the only black box on Docker for now.
-            assert.equal(dockerEnv(trainer).SANDBOX_API_KEY, layout === "blackbox" ? SANDBOX_SENTINEL : undefined);
+            // The black box's sandbox key is the sandbox side's (the forwarder's on Kubernetes), never the trainer's env.
+            assert.equal(dockerEnv(trainer).SANDBOX_API_KEY, undefined);
         });
     });
 }
@@ -808,7 +810,8 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
                     assert.ok(script.includes(`env CUDA_VISIBLE_DEVICES=1 ${RUNNER} --role trainer -- `), "the trainer gets its own GPU set");
                     assert.doesNotMatch(script, /--metrics-listen|--vllm-health-url/);
                     assert.ok(c.volumeMounts.some((m: any) => m.name === "metrics-programs" && m.mountPath === "/opt/agentrl/observability" && m.readOnly));
-                    for (const arg of expectedTrainer(layout, b.names)) assert.ok(script.includes(/[{"$ ]/.test(arg) ? `'${arg}'` : arg), `trainer arg ${arg}`);
+                    for (const arg of expectedTrainer(layout, b.names, b.links))
+                        assert.ok(script.includes(/[{"$ ]/.test(arg) ? `'${arg}'` : arg), `trainer arg ${arg}`);
                     // The agent-sandbox pool's forwarders hold the ingress key: none in the training pod at all.
                     if (layout === "blackbox") assert.ok(!JSON.stringify(c.env ?? []).includes("SANDBOX_API_KEY"), "no sandbox key in the training pod");
                 }
@@ -917,7 +920,7 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
     });
 
     test("a user's NCCL_* in extraEnv wins on both roles; CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER stay the platform's", () => {
-        const { config, names, links } = setup("blackbox", "docker", {
+        const { config, names, links } = setup("whitebox-server", "docker", {
             training: { gpuSharing: "isolated", extraEnv: { NCCL_SOCKET_IFNAME: "eth0", NCCL_DEBUG: "INFO" } },
         });
         const d = resolveTrainingNode(config, names, links);
@@ -926,7 +929,7 @@ describe("GPU sharing: every layout x target renders its sharing and NCCL settin
             assert.equal(c.env.NCCL_DEBUG, "INFO", c.name);
             assert.equal(c.env.NCCL_P2P_DISABLE, "1", c.name);
         }
-        const bad = setup("blackbox", "docker", { training: { extraEnv: { CUDA_VISIBLE_DEVICES: "0,1", CUDA_DEVICE_ORDER: "FASTEST_FIRST" } } });
+        const bad = setup("whitebox-server", "docker", { training: { extraEnv: { CUDA_VISIBLE_DEVICES: "0,1", CUDA_DEVICE_ORDER: "FASTEST_FIRST" } } });
         assert.deepEqual(
             configProblems(() => resolveTrainingNode(bad.config, bad.names, bad.links)),
             [
