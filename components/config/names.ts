@@ -56,8 +56,6 @@ export interface PlatformNames {
         readonly serviceAccount: string;
         /** Kubernetes Secret holding HF_TOKEN. */
         readonly hfSecret: string;
-        /** Kubernetes Secret holding the sandboxes' ingress key for the trainer. */
-        readonly sandboxKeySecret: string;
         /** Kubernetes Secret holding the rollout-key verifier's admin key for the trainer (agent-sandbox pools). */
         readonly rolloutAdminKeySecret: string;
         /** Prefix of the Kubernetes Secret of each referenced `envSecret-<name>` (`<prefix>-<name>`). */
@@ -153,7 +151,6 @@ export function platformNames(c: PlatformConfig): PlatformNames {
             vllmService,
             serviceAccount: local("trainer"),
             hfSecret: local("hf-token"),
-            sandboxKeySecret: local("trainer", "sandbox-key"),
             rolloutAdminKeySecret: local("trainer", "rollout-admin-key"),
             envSecretPrefix: local("env-secret"),
             modelCache: local("model-cache"),

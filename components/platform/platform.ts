@@ -180,7 +180,6 @@ function registerTraining(name: string, plan: PlatformPlan, secrets: PlatformSec
         {
             description: plan.training,
             hfToken: secrets.hfToken,
-            sandboxKey: ingress?.sandboxKey,
             // agent-sandbox pools on Kubernetes: the trainer mints per-rollout keys at the verifier (docs/design/rollout-keys.md).
             rolloutAdminKey: ingress?.rolloutAdminKey,
             envSecrets: secrets.envSecrets,

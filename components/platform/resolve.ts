@@ -52,7 +52,10 @@ interface Described {
 
 export function resolvePlatform(config: PlatformConfig, secrets: SecretPresence = { hfToken: false }, options: PlatformResolveOptions = {}): PlatformPlan {
     const names = platformNames(config);
-    const problems = [...validateNames(names), ...refusedProviderProblems(config)];
+    // A refused provider renders nothing: its reason alone, not what the components would miss without it.
+    const refused = refusedProviderProblems(config);
+    if (refused.length > 0) throw new ConfigError(refused);
+    const problems = [...validateNames(names)];
     const metrics = metricsLinks(config, names, options);
     const warnings = platformWarnings(config, names);
     const resolved = resolveComponents(config, names, metrics, problems);

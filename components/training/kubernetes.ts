@@ -153,7 +153,7 @@ function serviceAccount(s: Scope): k8s.core.v1.ServiceAccount {
 
 /** The Pulumi name suffix of a training Secret. */
 function secretResourceSuffix(secret: SecretName): string {
-    const fixed: Partial<Record<SecretName, string>> = { hfToken: "hf-token", sandboxKey: "sandbox-key", rolloutAdminKey: "rollout-admin-key" };
+    const fixed: Partial<Record<SecretName, string>> = { hfToken: "hf-token", rolloutAdminKey: "rollout-admin-key" };
     return fixed[secret] ?? secret.toLowerCase();
 }
 

@@ -64,7 +64,7 @@ export const CHECKPOINT_ROOT = "/checkpoints";
 /** Kubernetes container names (the podFailurePolicy and `kubectl logs -c` use them). */
 export const CONTAINER = { vllm: "vllm", trainer: "trainer" } as const;
 /** Secret env var names, decided once for both targets. */
-export const SECRET_ENV = { hfToken: "HF_TOKEN", sandboxKey: "SANDBOX_API_KEY", rolloutAdminKey: "SANDBOX_ROLLOUT_ADMIN_KEY" } as const;
+export const SECRET_ENV = { hfToken: "HF_TOKEN", rolloutAdminKey: "SANDBOX_ROLLOUT_ADMIN_KEY" } as const;
 
 /** A stack secret an extraEnv entry references (`{ secret: envSecret-<name> }`), by its config key. */
 export type EnvSecretKey = `envSecret-${string}`;

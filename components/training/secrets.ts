@@ -32,7 +32,6 @@ export function trainerSecretEnv(config: TrainingConfig, links: TrainingLinks): 
 export function requiredSecrets(config: TrainingConfig, links: TrainingLinks): SecretName[] {
     const required: SecretName[] = [];
     if (config.training.hubRepoId !== undefined) required.push("hfToken");
-    if (config.training.layout === "blackbox") required.push("sandboxKey");
     if (mintsRolloutKeys(config, links)) required.push("rolloutAdminKey");
     // A referenced secret the stack does not set is refused at the config edge (load.ts); here, as a second guard.
     for (const key of new Set(envSecretRefs(config).map((r) => r.key))) required.push(key as EnvSecretKey);
@@ -43,7 +42,6 @@ export function requiredSecrets(config: TrainingConfig, links: TrainingLinks): S
 export function secretRefs(names: TrainingNames, config: TrainingConfig): Record<SecretName, { readonly name: string; readonly key: string }> {
     const refs: Record<SecretName, { readonly name: string; readonly key: string }> = {
         hfToken: { name: names.training.hfSecret, key: SECRET_ENV.hfToken },
-        sandboxKey: { name: names.training.sandboxKeySecret, key: SECRET_ENV.sandboxKey },
         rolloutAdminKey: { name: names.training.rolloutAdminKeySecret, key: SECRET_ENV.rolloutAdminKey },
     };
     for (const { key } of envSecretRefs(config)) refs[key as EnvSecretKey] = { name: envSecretName(names, key), key: "value" };

@@ -31,8 +31,8 @@ function scriptArguments(config: TrainingConfig, program: ProgramFacts | undefin
     const blackbox = t.layout === "blackbox";
     const outputDir = runOutputDir(config.runId);
     let scriptArgs: string[];
-    // What the agent's side of a sandbox calls: its pod's key-holding forwarder where the pool has one
-    // (SANDBOX_UPSTREAM_URL, components/sandbox/trainer-env.ts), else the ingress itself (hosted sandboxes).
+    // What the agent's side of a sandbox calls: its pod's key-holding forwarder (SANDBOX_UPSTREAM_URL,
+    // components/sandbox/trainer-env.ts); the ingress URL only where a caller's links carry no pool env.
     const sandboxVllmUrl = links.sandbox?.trainerEnv.SANDBOX_UPSTREAM_URL ?? links.sandbox?.url;
     if (program !== undefined) {
         // A named program: its own flags only (components/config/programs.ts); refusals were made in config.

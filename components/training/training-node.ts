@@ -14,8 +14,6 @@ export interface TrainingNodeArgs {
     readonly description: TrainingDescription;
     /** Hugging Face token (secret) for gated models and Hub pushes; required when training.hubRepoId is set. @default none (public models only) */
     readonly hfToken?: pulumi.Input<string>;
-    /** The ingress key sandboxes use (secret); the trainer gets it as SANDBOX_API_KEY. Required in black box. @default none */
-    readonly sandboxKey?: pulumi.Input<string>;
     /**
      * The ingress's rollout-key verifier admin key (secret; VllmIngress.rolloutAdminKey); the trainer gets it as
      * SANDBOX_ROLLOUT_ADMIN_KEY from a Secret of its namespace. Required when the description mints rollout keys. @default none
@@ -63,7 +61,6 @@ export class TrainingNode extends pulumi.ComponentResource {
         const d = args.description;
         const provided: Partial<Record<SecretName, pulumi.Input<string>>> = {};
         if (args.hfToken !== undefined) provided.hfToken = pulumi.secret(args.hfToken);
-        if (args.sandboxKey !== undefined) provided.sandboxKey = pulumi.secret(args.sandboxKey);
         if (args.rolloutAdminKey !== undefined) provided.rolloutAdminKey = pulumi.secret(args.rolloutAdminKey);
         for (const [key, value] of Object.entries(args.envSecrets ?? {})) provided[key as EnvSecretKey] = pulumi.secret(value);
         const missing = d.requiredSecrets.filter((s) => provided[s] === undefined);
@@ -71,11 +68,9 @@ export class TrainingNode extends pulumi.ComponentResource {
             const why = (s: SecretName): string =>
                 s === "hfToken"
                     ? "hfToken: training.hubRepoId pushes to the Hub: set the secret with `pulumi config set --secret hfToken`"
-                    : s === "sandboxKey"
-                      ? "sandboxKey: the black-box trainer hands the ingress key to each sandbox: the Platform must pass the ingress's sandbox key"
-                      : s === "rolloutAdminKey"
-                        ? "rolloutAdminKey: the trainer mints a key per rollout at the ingress's verifier: the Platform must pass the verifier's admin key (VllmIngress.rolloutAdminKey)"
-                        : `${s}: an extraEnv entry references it: set the secret with \`pulumi config set --secret ${s}\``;
+                    : s === "rolloutAdminKey"
+                      ? "rolloutAdminKey: the trainer mints a key per rollout at the ingress's verifier: the Platform must pass the verifier's admin key (VllmIngress.rolloutAdminKey)"
+                      : `${s}: an extraEnv entry references it: set the secret with \`pulumi config set --secret ${s}\``;
             throw new pulumi.RunError(`TrainingNode ${name}: missing secret(s):\n${missing.map((s) => `  - ${why(s)}`).join("\n")}`);
         }
 

@@ -17,7 +17,6 @@ import { manifests } from "../helpers/manifests";
 import { isSecret, unwrapSecrets } from "../helpers/secrets";
 
 const HF_SENTINEL = "hf_SENTINEL_TOKEN_do_not_leak_0123456789";
-const SANDBOX_SENTINEL = "sbx_SENTINEL_KEY_do_not_leak_9876543210";
 type Target = "kubernetes" | "docker";
 type Layout = "whitebox-colocate" | "whitebox-server" | "blackbox";
 
@@ -85,7 +84,6 @@ async function build(layout: Layout, target: Target, extra: Record<string, unkno
         node = new TrainingNode("training", {
             description,
             hfToken: HF_SENTINEL,
-            sandboxKey: layout === "blackbox" ? SANDBOX_SENTINEL : undefined,
             network: target === "docker" ? names.networks.training : undefined,
         });
         return { jobName: node.jobName, internalUrl: node.internalUrl, upstreamAddress: node.upstreamAddress };
@@ -312,14 +310,11 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             assert.deepEqual(refs, expectedRefs);
         });
 
-        test("the HF token (and, where a container references it, the sandbox key) appear only in their Secrets' stringData", () => {
+        test("the HF token appears only in its Secret's stringData", () => {
             for (const run of [b.update, b.preview]) {
                 for (const r of run.resources) {
                     const text = JSON.stringify(r.inputs);
-                    for (const [sentinel, secretName] of [
-                        [HF_SENTINEL, b.names.training.hfSecret],
-                        [SANDBOX_SENTINEL, "trainer-sandbox-key"],
-                    ]) {
+                    for (const [sentinel, secretName] of [[HF_SENTINEL, b.names.training.hfSecret]]) {
                         if (!text.includes(sentinel)) continue;
                         assert.equal(r.type, "kubernetes:core/v1:Secret", `${sentinel.slice(0, 12)} leaked into ${r.type} ${r.name}`);
                         assert.equal(r.inputs.metadata.name, secretName);
@@ -659,10 +654,10 @@ for (const layout of ["whitebox-colocate", "whitebox-server", "blackbox"] as con
             for (const run of [b.update, b.preview]) {
                 for (const r of run.resources) {
                     const text = JSON.stringify(r.inputs);
-                    if (!text.includes(HF_SENTINEL) && !text.includes(SANDBOX_SENTINEL)) continue;
+                    if (!text.includes(HF_SENTINEL)) continue;
                     assert.equal(r.type, "docker:index/container:Container", `secret leaked into ${r.type}`);
                     const { envs, ...rest } = r.inputs;
-                    assert.ok(!JSON.stringify(rest).includes(HF_SENTINEL) && !JSON.stringify(rest).includes(SANDBOX_SENTINEL));
+                    assert.ok(!JSON.stringify(rest).includes(HF_SENTINEL));
                     assert.ok(isSecret(envs), "the env list stays a Pulumi secret");
                     assert.ok((unwrapSecrets(envs) as string[]).every((e) => !e.includes("SENTINEL") || e === `HF_TOKEN=${HF_SENTINEL}`));
                 }
@@ -713,14 +708,19 @@ describe("resolveTrainingNode", () => {
         );
     });
 
-    test("black box without the sandbox key fails before any resource registers", async () => {
+    test("a trainer that mints rollout keys without the verifier's admin key fails before any resource registers", async () => {
         const { config, names, links } = setup("blackbox", "kubernetes");
-        const description = resolveTrainingNode(config, names, links);
+        const description = resolveTrainingNode(config, names, { ...links, sandbox: { ...links.sandbox!, mintsRolloutKeys: true } });
+        assert.ok(description.requiredSecrets.includes("rolloutAdminKey"));
+        assert.ok(
+            !(description.requiredSecrets as readonly string[]).includes("sandboxKey"),
+            "the trainer never needs the sandbox key: each pod's forwarder holds it",
+        );
         await assert.rejects(
             runBoth(() => {
                 new TrainingNode("training", { description, hfToken: HF_SENTINEL });
             }),
-            /sandboxKey: the black-box trainer hands the ingress key/,
+            /rolloutAdminKey: the trainer mints a key per rollout at the ingress's verifier/,
         );
     });
 
@@ -980,7 +980,7 @@ describe("the Job's name under the same run id", () => {
         const { config, names, links } = setup("blackbox", "kubernetes", extra);
         const description = resolveTrainingNode(config, names, links);
         const runs = await runBoth(() => {
-            new TrainingNode("training", { description, hfToken: hf, sandboxKey: SANDBOX_SENTINEL });
+            new TrainingNode("training", { description, hfToken: hf });
             return {};
         });
         return single(runs.update.resources, "kubernetes:batch/v1:Job").inputs.metadata.name as string;
