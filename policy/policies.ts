@@ -584,7 +584,7 @@ export function checkNoPlainSecrets(type: string, props: Obj): string[] {
 }
 
 /** Env var names the platform fills only from secret config keys (config rejects them in extraEnv). */
-export const PLATFORM_SECRET_ENV: readonly string[] = ["HF_TOKEN", "SANDBOX_API_KEY", "OPENCODE_UPSTREAM_API_KEY", "SANDBOX_ROLLOUT_ADMIN_KEY"];
+export const PLATFORM_SECRET_ENV: readonly string[] = ["HF_TOKEN", "OPENCODE_UPSTREAM_API_KEY", "SANDBOX_ROLLOUT_ADMIN_KEY"];
 
 /** A Pulumi secret as the engine serialises it, `{ [specialSigKey]: specialSecretSig, value }` (@pulumi/pulumi runtime/rpc.ts); visible to checks given raw inputs, e.g. the tests' mocks. */
 function isSecretValue(v: unknown): boolean {

@@ -7,7 +7,7 @@
  * (a sidecar in vLLM's network namespace) is, on 127.0.0.1 only. The env servers sit on networks of their own
  * (env/docker.ts): vLLM listens on all interfaces, but only the training network reaches them.
  *
- * Secrets: Docker has no secret store outside Swarm, so HF_TOKEN and SANDBOX_API_KEY are
+ * Secrets: Docker has no secret store outside Swarm, so HF_TOKEN is
  * container env vars built from the secret Outputs (still secret in Pulumi state). Docker
  * keeps container env in the container's config (`docker inspect` shows it) to anyone with
  * daemon access, who is root on the host anyway, so a secret file would not keep them

@@ -22,10 +22,9 @@
  * - the script's own arguments (seed-specific, dashed): `--dataset-size` (the MBPP seed
  *   defaults to 120 unless `--dataset-size 170` is passed), `--eval-size` (held-out
  *   problems, only when > 0), black box `--sandbox-vllm-url` (the URL sandboxes reach vLLM
- *   through: the ingress). Env servers arrive as env vars `ENV_<NAME>_URL` (name upper-cased,
- *   `-` -> `_`), the sandbox pool as `SANDBOX_PROVIDER` + the pool's own vars, the ingress
- *   key for sandboxes as the secret env var `SANDBOX_API_KEY` (the script passes it to
- *   OpenEnv's `OpenCodeConfig(api_key=...)`, whose in-sandbox proxy sends it upstream).
+ *   through: the pod's forwarder). Env servers arrive as env vars `ENV_<NAME>_URL` (name upper-cased,
+ *   `-` -> `_`), the sandbox pool as `SANDBOX_PROVIDER` + the pool's own vars. The trainer holds no
+ *   ingress key: each sandbox pod's forwarder does (python/agent_rl_sandbox/forwarder.py).
  */
 import { DEFAULT_KEEP_LAST } from "../config/checkpoints";
 import { KNOB_FIELDS, KNOBS } from "../config/program-settings";
