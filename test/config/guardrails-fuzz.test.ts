@@ -119,7 +119,6 @@ const FIELDS = {
         "maxLifetimeSeconds",
         "maxWarmWaitSeconds",
         "priorityClassName",
-        "hfFlavor",
     ],
     ingress: [
         "enabled",
