@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { evaluate } from "@marcbachmann/cel-js";
 import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
-import { SANDBOX_PROVIDER_NAMES, SANDBOX_PROVIDER_RECORDS } from "../../components/config";
+import { SANDBOX_PROVIDER_NAMES, SANDBOX_PROVIDER_RECORDS, sandboxPoolOf } from "../../components/config";
 import { SANDBOX_PROVIDERS } from "../../components/sandbox";
 import { resolvePlatform } from "../../components/platform";
 import { platformNames, podLabels, type PlatformNames } from "../../components/config/names";
@@ -559,11 +559,15 @@ describe("Sandbox providers: one module per name, the refused ones render nothin
                 ),
         ],
     ] as const) {
-        it(`${name}: with the config's refusal skipped, the platform resolves no pool, and the module refuses with the reason`, () => {
+        it(`${name}: with the config's refusal skipped, the Platform and the module refuse it with the reason`, () => {
             const c = parse();
             assert.equal(c.sandboxes.provider, name);
-            assert.equal(resolvePlatform(c).sandboxes, undefined);
+            assert.equal(sandboxPoolOf(c), undefined, "a refused provider runs no pool");
             const reason = (SANDBOX_PROVIDER_RECORDS[name] as { refused: string }).refused;
+            assert.throws(
+                () => resolvePlatform(c),
+                (e: Error) => e.message.includes(reason),
+            );
             const m = SANDBOX_PROVIDERS[name];
             assert.throws(
                 () => m.trainerEnv(c, platformNames(c), []),
