@@ -151,7 +151,7 @@ export function secretKeyRefSettings(settings: Readonly<Record<string, SettingVa
 /** A rule that recognises a credential, with what it matched as a message says it and why that is one. */
 export interface CredentialRule {
     readonly re: RegExp;
-    /** What matched, as a message says it: "its name ends in _PASS", "looks like a JSON Web Token". */
+    /** What matched, as a message says it after "its name" or "looks like": "ends in _PASS or _PWD", "a JSON Web Token (eyJ...)". */
     readonly what: string;
     /** Why it is a credential (the design note's table). */
     readonly why: string;
