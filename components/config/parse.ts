@@ -63,13 +63,13 @@ export function parsePlatformConfig(raw: unknown, stack: string): PlatformConfig
     const secrets = platformSecretProblems(recipe.merged);
     const merged = secrets.value;
     const problems = [...recipe.problems, ...movedFields(merged)];
-    if (problems.length > 0) throw new ConfigError([...problems, ...secrets.problems]);
+    if (problems.length > 0) throw new ConfigError([...problems.map(secrets.hide), ...secrets.problems]);
     // Every problem at once: what the schema refuses is set aside, and the cross-field checks run over the rest.
     const checked = checkAgainstSchema(platformSchema, merged);
-    if (checked.data === undefined) throw new ConfigError([...secrets.problems, ...checked.problems]);
+    if (checked.data === undefined) throw new ConfigError([...secrets.problems, ...checked.problems.map(secrets.hide)]);
     const config = resolveDefaults(checked.data, stack);
     const rules = [...validateTargetSettings(merged, config.target.kind), ...validatePlatform(config)];
-    const errors = [...secrets.problems, ...checked.problems, ...rules.filter((p) => !aboutDropped(p, checked.dropped))];
+    const errors = [...secrets.problems, ...[...checked.problems, ...rules.filter((p) => !aboutDropped(p, checked.dropped))].map(secrets.hide)];
     if (errors.length > 0) throw new ConfigError(errors);
     return config;
 }

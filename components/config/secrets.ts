@@ -146,47 +146,188 @@ export function secretKeyRefSettings(settings: Readonly<Record<string, SettingVa
 }
 
 // ---------------------------------------------------------------------------------------
-// Names and values that look like a credential
+// Names and values that look like a credential (docs/design/secrets.md keeps the two tables' words)
 
-/**
- * Whether an env var (or env setting) name holds a secret: a name with PASSWORD, PASSWD, PASSPHRASE,
- * SECRET, CREDENTIAL, APIKEY/API_KEY, PRIVATE_KEY, ACCESS_KEY, AUTH_KEY or TOKEN anywhere in it (not
- * TOKENIZER or TOKENS: counts), or one ending in KEY or PWD (`PGPASSWORD`, `OPENAI_APIKEY`, `HF_TOKEN`).
- */
-export function isSecretEnvName(name: string): boolean {
-    const n = name.toUpperCase();
-    return (
-        /PASSWORD|PASSWD|PASSPHRASE|SECRET|CREDENTIAL|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|AUTH_?KEY/.test(n) ||
-        /TOKEN(?!IZER|S(?![A-Z0-9]))/.test(n) ||
-        /(^|_)(KEY|PWD)$/.test(n)
-    );
+/** A rule that recognises a credential, with what it matched as a message says it and why that is one. */
+export interface CredentialRule {
+    readonly re: RegExp;
+    /** What matched, as a message says it after "its name" or "looks like": "ends in _PASS or _PWD", "a JSON Web Token (eyJ...)". */
+    readonly what: string;
+    /** Why it is a credential (the design note's table). */
+    readonly why: string;
+    /** A way to keep the setting without the secret, where there is one. */
+    readonly fix?: string;
 }
 
-/** Token formats with a known prefix; each needs enough characters after it that a word never matches. */
-const TOKEN_FORMATS: ReadonlyArray<{ readonly re: RegExp; readonly what: string }> = [
-    { re: /(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,}/, what: "a Hugging Face token (hf_...)" },
-    { re: /(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{20,}/, what: "an API key (sk-..., OpenAI or Anthropic style)" },
-    { re: /(?<![A-Za-z0-9])(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/, what: "a GitHub token (ghp_..., github_pat_...)" },
-    { re: /(?<![A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])/, what: "an AWS access key id (AKIA...)" },
-    { re: /(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}/, what: "a Slack token (xox...)" },
-    { re: /(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}/, what: "a GitLab token (glpat-...)" },
+/**
+ * Env var (and env setting) names that say the value is a credential, matched on the upper-cased name.
+ * Names are matched by meaning, so a word inside another word does not count: `PASSAGE_COUNT`,
+ * `COMPASS_MODE`, `TOKENIZERS_PARALLELISM`, `MAX_TOKENS`, `PWD` (the shell's working directory) pass.
+ */
+export const SECRET_ENV_NAMES: readonly CredentialRule[] = [
+    { re: /PASSWORD|PASSWD|PASSPHRASE/, what: "holds PASSWORD, PASSWD or PASSPHRASE", why: "a password (PGPASSWORD, DB_PASSWD)" },
+    {
+        re: /(^|_)PASS$|_PWD$/,
+        what: "ends in _PASS or _PWD",
+        why: "a password by its short name (RABBITMQ_DEFAULT_PASS, SMTP_PASS, MYSQL_PWD); not PWD alone, the working directory",
+    },
+    { re: /SECRET|CREDENTIAL/, what: "holds SECRET or CREDENTIAL", why: "the name says it is one (AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS)" },
+    {
+        re: /API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|AUTH_?KEY|(^|_)KEY$/,
+        what: "holds APIKEY, API_KEY, PRIVATE_KEY, ACCESS_KEY or AUTH_KEY, or ends in KEY",
+        why: "a key that authenticates (OPENAI_API_KEY, SSH_PRIVATE_KEY, STRIPE_KEY)",
+    },
+    {
+        re: /TOKEN(?!IZER|S(?![A-Z0-9]))/,
+        what: "holds TOKEN",
+        why: "a bearer or API token (HF_TOKEN, GITHUB_TOKEN); not TOKENIZER or TOKENS, which are counts (MAX_TOKENS)",
+    },
+    {
+        re: /CONN(ECTION)?_?STR(ING)?S?(?![A-Z])/,
+        what: "holds CONNECTION_STRING or CONN_STR",
+        why: "a connection string carries its password or account key (AZURE_STORAGE_CONNECTION_STRING, DB_CONN_STR)",
+    },
+    {
+        re: /(^|_)DSN(_|$)/,
+        what: "holds DSN",
+        why: "a data source name carries its password or key (PG_DSN, SENTRY_DSN)",
+    },
+    {
+        re: /WEBHOOK/,
+        what: "holds WEBHOOK",
+        why: "a chat webhook's URL is its own credential: whoever has it posts (SLACK_WEBHOOK_URL, DISCORD_WEBHOOK)",
+    },
 ];
 
-/** A URL whose userinfo has a password (`scheme://user:password@host`). */
-const URL_WITH_PASSWORD = /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/;
+/** The rule that says an env var (or env setting) name holds a secret; undefined for an ordinary name. */
+export function secretEnvNameRule(name: string): CredentialRule | undefined {
+    const n = name.toUpperCase();
+    return SECRET_ENV_NAMES.find((r) => r.re.test(n));
+}
+
+/** Whether an env var (or env setting) name holds a secret (SECRET_ENV_NAMES). */
+export function isSecretEnvName(name: string): boolean {
+    return secretEnvNameRule(name) !== undefined;
+}
+
+/**
+ * Values that are a credential, whatever field holds them. A token format with a known prefix needs a
+ * token's length after it, so a word never matches (`hf_transfer`, `sk-learn`); a URL or a connection
+ * string counts only with its secret part (`http://user@proxy` and `Server=db;Database=x` pass).
+ */
+export const CREDENTIAL_VALUES: readonly CredentialRule[] = [
+    {
+        re: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----/,
+        what: "a PEM private key (-----BEGIN ... PRIVATE KEY-----)",
+        why: "a TLS, SSH or PGP private key (RFC 7468 labels); a CERTIFICATE or PUBLIC KEY block is public and passes",
+    },
+    {
+        re: /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/,
+        what: "a URL with a password in it (scheme://user:password@host)",
+        why: "userinfo with a password (RFC 3986 3.2.1): a proxy URL, postgres://user:pass@host",
+        fix: "name the endpoint without its user:password part",
+    },
+    {
+        re: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/,
+        what: "a JSON Web Token (eyJ...)",
+        why: "a signed bearer token: header and claims are base64url JSON objects, so both start eyJ (RFC 7519)",
+    },
+    {
+        re: /hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9_/-]{8,}/i,
+        what: "a Slack webhook URL (hooks.slack.com/services/...)",
+        why: "the URL is the credential: whoever has it posts to the channel",
+    },
+    {
+        re: /discord(?:app)?\.com\/api\/(?:v\d+\/)?webhooks\/\d+\/[A-Za-z0-9_-]{8,}/i,
+        what: "a Discord webhook URL (discord.com/api/webhooks/...)",
+        why: "the URL carries the webhook's token",
+    },
+    {
+        re: /\.webhook\.office\.com\/webhookb2\/[A-Za-z0-9@/-]{8,}|outlook\.office(?:365)?\.com\/webhook\/[A-Za-z0-9@/-]{8,}/i,
+        what: "a Microsoft Teams webhook URL (webhook.office.com/webhookb2/...)",
+        why: "the URL is the credential: whoever has it posts to the channel",
+    },
+    {
+        re: /[?&]sig=[A-Za-z0-9%+/=_-]{16,}/,
+        what: "a URL signed with a shared access signature (...&sig=...)",
+        why: "the signature grants access on its own (an Azure SAS URL, a Teams or Power Automate workflow URL)",
+    },
+    {
+        re: /(?:^|;)\s*(?:AccountKey|SharedAccessKey|SharedAccessSignature|Password|Pwd)\s*=\s*[^;\s]/i,
+        what: "a connection string with its key or password (AccountKey=, SharedAccessSignature=, Password=)",
+        why: "an Azure Storage or Service Bus key, an ADO.NET or ODBC password",
+    },
+    {
+        re: /(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,}/,
+        what: "a Hugging Face token (hf_...)",
+        why: "read or write access to the Hub as its owner",
+    },
+    {
+        re: /(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{20,}/,
+        what: "an API key (sk-..., OpenAI or Anthropic style)",
+        why: "billed model API access",
+    },
+    {
+        re: /(?<![A-Za-z0-9])(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/,
+        what: "a GitHub token (ghp_..., github_pat_...)",
+        why: "repository access as its owner",
+    },
+    {
+        re: /(?<![A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])/,
+        what: "an AWS access key id (AKIA...)",
+        why: "half of an AWS key pair; its secret is seldom far",
+    },
+    { re: /(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}/, what: "a Slack token (xox...)", why: "Slack API access as a bot or user" },
+    { re: /(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}/, what: "a GitLab token (glpat-...)", why: "repository access as its owner" },
+];
+
+/** The rule a string value matches when it looks like a credential; undefined otherwise. */
+export function credentialValueRule(value: string): CredentialRule | undefined {
+    return CREDENTIAL_VALUES.find((r) => r.re.test(value));
+}
 
 /** What a string value looks like when it looks like a credential; undefined otherwise. */
 export function credentialKind(value: string): string | undefined {
-    if (URL_WITH_PASSWORD.test(value)) return "a URL with a password in it (scheme://user:password@host)";
-    return TOKEN_FORMATS.find((f) => f.re.test(value))?.what;
+    return credentialValueRule(value)?.what;
+}
+
+// ---------------------------------------------------------------------------------------
+// Where env is set, and the reference that carries a secret there
+
+/**
+ * Every env map of the platform config (fields with `<name>` for an env's name): where a stack sets an
+ * env var or an env setting, and the form a secret takes there. The name rule and the value rule both
+ * refuse a plain-text secret in each, naming this form.
+ */
+export const ENV_MAP_FIELDS = [
+    { field: "training.extraEnv", reference: "stack-secret" },
+    { field: "training.vllm.extraEnv", reference: "stack-secret" },
+    { field: "envs.<name>.settings", reference: "secret-key-ref" },
+] as const satisfies ReadonlyArray<{ readonly field: string; readonly reference: "stack-secret" | "secret-key-ref" }>;
+
+/** The ENV_MAP_FIELDS entry an env map's field (`envs.coding.settings`) is; undefined for any other field. */
+function envMapField(field: string): (typeof ENV_MAP_FIELDS)[number] | undefined {
+    return ENV_MAP_FIELDS.find((m) => new RegExp(`^${m.field.replace(/\./g, "\\.").replace("<name>", "[^.]+")}$`).test(field));
+}
+
+/** The fix for a secret written in plain text as `name` in the env map `field`: the reference form that map takes. */
+export function envReferenceFix(field: string, name: string): string {
+    return envMapField(field)?.reference === "secret-key-ref"
+        ? `pass it as a reference to an existing Kubernetes Secret in the env's namespace instead: ${name}: { secretKeyRef: { name: <Secret>, key: <key> } } (Kubernetes target only)`
+        : `pass it as a reference instead: ${name}: { secret: ${ENV_SECRET_PREFIX}<name> } and pulumi config set --secret ${ENV_SECRET_PREFIX}<name>`;
+}
+
+/** The env map and entry name of a path (`training.extraEnv.DB_URL`), when it is an entry of one. */
+function envEntryAt(path: string): { readonly field: string; readonly name: string } | undefined {
+    const dot = path.lastIndexOf(".");
+    if (dot < 0) return undefined;
+    const field = path.slice(0, dot);
+    return envMapField(field) === undefined ? undefined : { field, name: path.slice(dot + 1) };
 }
 
 function isObj(v: unknown): v is Record<string, unknown> {
     return typeof v === "object" && v !== null && !Array.isArray(v);
 }
-
-/** Maps of env vars and env settings (checked by name in validate.ts, by value here). */
-const ENV_MAPS = new Set(["extraEnv", "settings"]);
 
 /** A stack key written inside the platform object (`platform.hfToken`, `training.HF_TOKEN`, `ingress.ingressKey-ops`). */
 function misplacedSecretKey(field: string): string | undefined {
@@ -199,22 +340,45 @@ function misplacedSecretKey(field: string): string | undefined {
 }
 
 /**
+ * A value at `path` that looks like a credential (never shown): in an env map, the reference form that
+ * map takes; elsewhere, the stack's secret keys.
+ */
+function credentialValueProblem(path: string, rule: CredentialRule): string {
+    const hint = rule.fix === undefined ? "" : `, or ${rule.fix}`;
+    const entry = envEntryAt(path);
+    if (entry !== undefined)
+        return (
+            `${path}: looks like ${rule.what} (value not shown), and ${entry.field} is plain text in the stack file and the pod spec: remove the value; ` +
+            `${envReferenceFix(entry.field, entry.name)}${hint}; rotate it if the file was shared`
+        );
+    return (
+        `${path}: looks like ${rule.what} (value not shown), and a stack file is plain text that every plan and manifest copies: remove it; ` +
+        `the stack carries secrets only as its secret keys (${SECRET_STACK_KEYS.join(", ")}, ${INGRESS_KEY_CONFIG_PREFIX}<name>, and ${ENV_SECRET_PREFIX}<name> that an extraEnv entry references as { secret: ${ENV_SECRET_PREFIX}<name> }; set with pulumi config set --secret)` +
+        `${rule.fix === undefined ? "" : `, so ${rule.fix}`}; rotate it if the file was shared`
+    );
+}
+
+/**
  * The platform object's secrets in the wrong place, before the schema reads it: a stack secret key
  * written as a field (named, with the command that sets it, instead of "unknown field"; the field is
  * dropped from `value`, so the schema does not say it twice), and every string anywhere that looks
- * like a credential (named by its path, never shown).
+ * like a credential (named by its path, never shown; `hide` takes it out of any other check's message).
  */
-export function platformSecretProblems(raw: unknown): { readonly value: unknown; readonly problems: string[] } {
+export function platformSecretProblems(raw: unknown): {
+    readonly value: unknown;
+    readonly problems: string[];
+    /** Hides the credential values found from another check's message (one that quotes a value it refuses). */
+    readonly hide: (message: string) => string;
+} {
     const problems: string[] = [];
+    const found = new Set<string>();
     const walk = (v: unknown, path: string, inEnvMap: boolean): unknown => {
         if (typeof v === "string") {
-            const kind = credentialKind(v);
-            if (kind !== undefined)
-                problems.push(
-                    `${path}: looks like ${kind} (value not shown), and a stack file is plain text that every plan and manifest copies: remove it; ` +
-                        `the stack carries secrets only as its secret keys (${SECRET_STACK_KEYS.join(", ")}, ${INGRESS_KEY_CONFIG_PREFIX}<name>, and ${ENV_SECRET_PREFIX}<name> that an extraEnv entry references as { secret: ${ENV_SECRET_PREFIX}<name> }; set with pulumi config set --secret)` +
-                        `${kind.startsWith("a URL") ? ", so name the endpoint without its user:password part" : ""}; rotate it if the file was shared`,
-                );
+            const rule = credentialValueRule(v);
+            if (rule !== undefined) {
+                problems.push(credentialValueProblem(path, rule));
+                found.add(v);
+            }
             return v;
         }
         if (Array.isArray(v)) return v.map((x, i) => walk(x, `${path}[${i}]`, false));
@@ -229,10 +393,11 @@ export function platformSecretProblems(raw: unknown): { readonly value: unknown;
                 );
                 continue;
             }
-            out[k] = walk(x, at, ENV_MAPS.has(k));
+            out[k] = walk(x, at, envMapField(at) !== undefined);
         }
         return out;
     };
     const value = walk(raw, "", false);
-    return { value, problems };
+    const hide = (message: string) => [...found].reduce((m, v) => m.split(v).join("<value not shown>"), message);
+    return { value, problems, hide };
 }

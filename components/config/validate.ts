@@ -16,7 +16,7 @@ import { harborProblems } from "./harbor";
 import { poolSizeProblems } from "./pool-size";
 import { runsSandboxPool, sandboxProviderProblems, sandboxProviderRecord } from "./sandbox-providers";
 import { validateObservability } from "./observability";
-import { isSecretEnvName, plainEnv } from "./secrets";
+import { envReferenceFix, plainEnv, secretEnvNameRule } from "./secrets";
 import { envSessionProblems } from "./env-sessions";
 import { isDevStack, totalProcesses } from "./resolve";
 import type { PlatformConfig, ResolvedEnv } from "./types";
@@ -263,8 +263,9 @@ export function validateProdPinning(c: PlatformConfig): string[] {
 }
 
 /**
- * Plain-text env map entries must not carry secrets: stack files and pod specs keep them in clear (values
- * are checked in secrets.ts); a secret goes in as a reference (`{ secret: envSecret-<name> }`), which passes.
+ * Plain-text env map entries (each of ENV_MAP_FIELDS, secrets.ts) must not carry secrets: stack files and pod
+ * specs keep them in clear. Names are checked here (SECRET_ENV_NAMES), values in secrets.ts; a secret goes in
+ * as the map's reference form, which passes.
  */
 export function validatePlainEnv(c: PlatformConfig): string[] {
     const refsOnDocker =
@@ -284,16 +285,14 @@ export function validatePlainEnv(c: PlatformConfig): string[] {
     return [
         ...refsOnDocker,
         ...plain.flatMap(([field, env]) =>
-            Object.keys(env)
-                .filter((k) => isSecretEnvName(k))
-                .map(
-                    (k) =>
-                        `${field}.${k}: looks like a secret (its name holds PASSWORD, PASSWD, SECRET, CREDENTIAL, TOKEN, APIKEY/API_KEY or ends in KEY), but ${field} is plain text in the stack file and the pod spec: remove the value; ${
-                            field.startsWith("envs.")
-                                ? `pass it as a reference to an existing Kubernetes Secret in the env's namespace instead: ${k}: { secretKeyRef: { name: <Secret>, key: <key> } } (Kubernetes target only)`
-                                : `pass it as a reference instead: ${k}: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>`
-                        }`,
-                ),
+            Object.keys(env).flatMap((k) => {
+                const rule = secretEnvNameRule(k);
+                return rule === undefined
+                    ? []
+                    : [
+                          `${field}.${k}: looks like a secret (its name ${rule.what}: ${rule.why}), but ${field} is plain text in the stack file and the pod spec: remove the value; ${envReferenceFix(field, k)}`,
+                      ];
+            }),
         ),
     ];
 }

@@ -91,6 +91,38 @@ describe("every problem at once", () => {
     });
 });
 
+describe("a credential in an env map: the field, the reason and the map's reference form (docs/design/secrets.md)", () => {
+    // A Slack webhook URL, assembled so no scanner takes the file for a leak.
+    const slack = ["https://hooks.slack.com", "services", "T00000000", "B00000000", "X".repeat(24)].join("/");
+
+    test("a name: training.extraEnv.RABBITMQ_DEFAULT_PASS", () => {
+        assert.deepEqual(problems(withOverride({ training: { extraEnv: { RABBITMQ_DEFAULT_PASS: "guest" } } })), [
+            "training.extraEnv.RABBITMQ_DEFAULT_PASS: looks like a secret (its name ends in _PASS or _PWD: a password by its short name (RABBITMQ_DEFAULT_PASS, SMTP_PASS, MYSQL_PWD); not PWD alone, the working directory), " +
+                "but training.extraEnv is plain text in the stack file and the pod spec: remove the value; pass it as a reference instead: RABBITMQ_DEFAULT_PASS: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>",
+        ]);
+    });
+
+    test("a value: envs.coding.settings.ALERTS holding a Slack webhook URL", () => {
+        assert.deepEqual(problems(withOverride({ envs: { coding: { catalog: "coding", settings: { ALERTS: slack } } } })), [
+            "envs.coding.settings.ALERTS: looks like a Slack webhook URL (hooks.slack.com/services/...) (value not shown), and envs.coding.settings is plain text in the stack file and the pod spec: remove the value; " +
+                "pass it as a reference to an existing Kubernetes Secret in the env's namespace instead: ALERTS: { secretKeyRef: { name: <Secret>, key: <key> } } (Kubernetes target only); rotate it if the file was shared",
+        ]);
+    });
+
+    test("a value and a name at once: training.vllm.extraEnv.PG_DSN holding a URL with a password, both said, with the URL's own fix", () => {
+        const raw = deepMerge(
+            { recipe: "opencode-blackbox", runId: "r1", target: base.target },
+            { training: { vllm: { extraEnv: { PG_DSN: "postgres://app:hunter2xyz@db:5432/runs" } } } },
+        );
+        assert.deepEqual(problems(raw), [
+            "training.vllm.extraEnv.PG_DSN: looks like a URL with a password in it (scheme://user:password@host) (value not shown), and training.vllm.extraEnv is plain text in the stack file and the pod spec: remove the value; " +
+                "pass it as a reference instead: PG_DSN: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>, or name the endpoint without its user:password part; rotate it if the file was shared",
+            "training.vllm.extraEnv.PG_DSN: looks like a secret (its name holds DSN: a data source name carries its password or key (PG_DSN, SENTRY_DSN)), " +
+                "but training.vllm.extraEnv is plain text in the stack file and the pod spec: remove the value; pass it as a reference instead: PG_DSN: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>",
+        ]);
+    });
+});
+
 describe("npm run plan -- --help", () => {
     test("lists every recipe with its description and the stacks found", () => {
         const recipes = ALL_RECIPE_NAMES.map((name) => ({ name, description: RECIPES[name].description }));

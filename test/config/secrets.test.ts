@@ -477,6 +477,210 @@ describe("credentials written into the platform object", () => {
     });
 });
 
+// ---------------------------------------------------------------------------------------
+// Credentials by meaning (issue 56 item 5): the name and value tables, and every env map refusing both.
+// The credential-shaped values are assembled here, so no scanner takes the file for a leak.
+
+const b64url = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64url");
+const FAKE = {
+    pem: (label: string) => `-----BEGIN ${label}-----\nMIIEowIBAAKCAQEA${"x".repeat(40)}\n-----END ${label}-----`,
+    jwt: `${b64url({ alg: "HS256", typ: "JWT" })}.${b64url({ sub: "1234567890", name: "run" })}.${"s".repeat(43)}`,
+    slack: ["https://hooks.slack.com", "services", "T00000000", "B00000000", "X".repeat(24)].join("/"),
+    discord: ["https://discord.com/api/webhooks", "123456789012345678", "y".repeat(68)].join("/"),
+    teams: ["https://acme.webhook.office.com/webhookb2", `${"0".repeat(8)}-0000@${"1".repeat(8)}`, "IncomingWebhook", "a".repeat(32), "b".repeat(8)].join("/"),
+    azureStorage: ["DefaultEndpointsProtocol=https", "AccountName=acme", `AccountKey=${"k".repeat(86)}==`, "EndpointSuffix=core.windows.net"].join(";"),
+    serviceBus: ["Endpoint=sb://acme.servicebus.windows.net/", "SharedAccessKeyName=send", `SharedAccessKey=${"q".repeat(44)}`].join(";"),
+    sasOnly: `BlobEndpoint=https://acme.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&sig=${"z".repeat(44)}`,
+    sasUrl: `https://acme.blob.core.windows.net/c/ckpt.tar?sv=2022-11-02&se=2030-01-01&sp=r&sig=${"w".repeat(40)}%3D`,
+    adoNet: "Server=db.internal;Database=runs;User Id=app;Password=hunter2xyz;",
+    postgres: "postgres://app:hunter2xyz@db.internal:5432/runs",
+    aws: ["AKIA", "IOSFODNN7EXAMPLE"].join(""),
+    ghp: ["ghp", "a".repeat(36)].join("_"),
+    githubPat: ["github", "pat", `11ABCDEFG0${"b".repeat(72)}`].join("_"),
+    hf: ["hf", "A".repeat(34)].join("_"),
+    openai: ["sk", `proj-${"c".repeat(40)}`].join("-"),
+};
+
+describe("credentials by meaning: env names and values (issue 56)", () => {
+    test("names by meaning: short password names, connection strings, DSNs, webhooks and private keys are refused", () => {
+        for (const n of [
+            "RABBITMQ_DEFAULT_PASS",
+            "SMTP_PASS",
+            "PASS",
+            "DB_PASSWD",
+            "MYSQL_PWD",
+            "AZURE_STORAGE_CONNECTION_STRING",
+            "SERVICEBUS_CONNECTIONSTRING",
+            "DB_CONN_STR",
+            "SQLCONNSTR_RUNS",
+            "PG_DSN",
+            "SENTRY_DSN",
+            "DSN",
+            "SLACK_WEBHOOK_URL",
+            "DISCORD_WEBHOOK",
+            "TEAMS_WEBHOOK_URL",
+            "SSH_PRIVATE_KEY",
+            "GITHUB_APP_PRIVATE_KEY_PEM",
+            "rabbitmq_default_pass",
+        ])
+            assert.ok(isSecretEnvName(n), n);
+    });
+
+    test("names that only contain the letters pass: PASSAGE_COUNT, COMPASS_MODE, PASS_AT_K, PWD (the working directory)", () => {
+        for (const n of [
+            "PASSAGE_COUNT",
+            "COMPASS_MODE",
+            "BYPASS_CACHE",
+            "PASS_AT_K",
+            "PWD",
+            "OLDPWD",
+            "CONNECTION_TIMEOUT",
+            "DSNAME_PREFIX",
+            "HOOKS_DIR",
+            "TOKENIZERS_PARALLELISM",
+            "MAX_TOKENS",
+        ])
+            assert.ok(!isSecretEnvName(n), n);
+    });
+
+    test("values by meaning: PEM private keys, JWTs, chat webhooks, signed URLs, connection strings with a key or password, token formats", () => {
+        const cases: Array<[string, string, RegExp]> = [
+            ["PEM PKCS#8", FAKE.pem("PRIVATE KEY"), /PEM private key/],
+            ["PEM RSA", FAKE.pem("RSA PRIVATE KEY"), /PEM private key/],
+            ["PEM EC", FAKE.pem("EC PRIVATE KEY"), /PEM private key/],
+            ["PEM OpenSSH", FAKE.pem("OPENSSH PRIVATE KEY"), /PEM private key/],
+            ["PEM encrypted", FAKE.pem("ENCRYPTED PRIVATE KEY"), /PEM private key/],
+            ["PGP", FAKE.pem("PGP PRIVATE KEY BLOCK"), /PEM private key/],
+            ["JWT", FAKE.jwt, /JSON Web Token/],
+            ["JWT as a bearer header", `Bearer ${FAKE.jwt}`, /JSON Web Token/],
+            ["Slack webhook", FAKE.slack, /Slack webhook URL/],
+            ["Discord webhook", FAKE.discord, /Discord webhook URL/],
+            ["Teams webhook", FAKE.teams, /Teams webhook URL/],
+            ["Azure Storage AccountKey", FAKE.azureStorage, /connection string with its key or password/],
+            ["Service Bus SharedAccessKey", FAKE.serviceBus, /connection string with its key or password/],
+            ["SharedAccessSignature", FAKE.sasOnly, /connection string with its key or password|shared access signature/],
+            ["SAS URL", FAKE.sasUrl, /shared access signature/],
+            ["ADO.NET Password=", FAKE.adoNet, /connection string with its key or password/],
+            ["postgres URL with a password", FAKE.postgres, /URL with a password/],
+            ["AWS access key id", FAKE.aws, /AWS access key id/],
+            ["GitHub ghp_", FAKE.ghp, /GitHub token/],
+            ["GitHub github_pat_", FAKE.githubPat, /GitHub token/],
+            ["Hugging Face", FAKE.hf, /Hugging Face token/],
+            ["OpenAI sk-", FAKE.openai, /API key \(sk-/],
+        ];
+        for (const [what, v, kind] of cases) assert.match(credentialKind(v) ?? "(none)", kind, what);
+    });
+
+    test("ordinary values pass: a certificate, a public key, a URL without a password or signature, a connection string without one", () => {
+        for (const v of [
+            FAKE.pem("CERTIFICATE"),
+            FAKE.pem("PUBLIC KEY"),
+            "https://app.slack.com/client/T00000000/C00000000",
+            "https://hooks.slack.com/",
+            "https://discord.com/channels/123456789012345678/123456789012345678",
+            "https://acme.webhook.office.com/",
+            "https://acme.blob.core.windows.net/c/ckpt.tar?sv=2022-11-02",
+            "https://example.com/search?q=sig&sort=asc",
+            "Server=db.internal;Database=runs;User Id=app;Integrated Security=true;",
+            "Password=",
+            "--password-file=/run/secrets/db",
+            "postgres://app@db.internal:5432/runs",
+            "http://user@proxy:3128",
+            "eyJhbGciOiJIUzI1NiJ9",
+            "a.b.c",
+            "Wordle-v0",
+            "hf_transfer",
+        ])
+            assert.equal(credentialKind(v), undefined, v);
+    });
+
+    const base = withTestImages({ recipe: "mbpp-whitebox", runId: "r-1", target: { kind: "kubernetes", context: "c" } }) as Record<string, unknown>;
+    const withTraining = (training: Record<string, unknown>) => ({ ...base, training });
+    // Each env map of the platform (ENV_MAP_FIELDS): a credential-looking name and a credential value, refused by
+    // their path, never shown, each naming the reference form that map takes.
+    const EXTRA_ENV_FIX = /pass it as a reference instead: [A-Z_]+: \{ secret: envSecret-<name> \} and pulumi config set --secret envSecret-<name>/;
+    const SECRET_KEY_REF_FIX =
+        /pass it as a reference to an existing Kubernetes Secret in the env's namespace instead: [A-Z_]+: \{ secretKeyRef: \{ name: <Secret>, key: <key> \} \}/;
+    const sites: Array<{ field: string; raw: (env: Record<string, string>) => unknown; fix: RegExp }> = [
+        { field: "training.extraEnv", raw: (env) => withTraining({ extraEnv: env }), fix: EXTRA_ENV_FIX },
+        {
+            field: "training.vllm.extraEnv",
+            raw: (env) =>
+                withTestImages({
+                    recipe: "opencode-blackbox",
+                    runId: "r-1",
+                    target: { kind: "kubernetes", context: "c" },
+                    training: { vllm: { extraEnv: env } },
+                }),
+            fix: EXTRA_ENV_FIX,
+        },
+        { field: "envs.coding.settings", raw: (env) => ({ ...base, envs: { coding: { catalog: "coding", settings: env } } }), fix: SECRET_KEY_REF_FIX },
+    ];
+    for (const site of sites)
+        test(`${site.field}: a credential name and credential values are refused, naming the field and the reference form`, () => {
+            const problems = problemsOf(
+                site.raw({
+                    RABBITMQ_DEFAULT_PASS: "guest",
+                    AZURE_STORAGE_CONNECTION_STRING: "UseDevelopmentStorage=true",
+                    ALERTS: FAKE.slack,
+                    TLS_KEY_PEM: FAKE.pem("EC PRIVATE KEY"),
+                    SESSION: FAKE.jwt,
+                    STORE: FAKE.azureStorage,
+                    PASSAGE_COUNT: "4",
+                    COMPASS_MODE: "on",
+                    HOME_PAGE: "https://example.com/docs",
+                }),
+            );
+            const at = (name: string, what: RegExp) =>
+                assert.ok(
+                    problems.some((p) => p.startsWith(`${site.field}.${name}: `) && what.test(p) && site.fix.test(p)),
+                    `${site.field}.${name}:\n${problems.join("\n")}`,
+                );
+            at("RABBITMQ_DEFAULT_PASS", /looks like a secret \(its name ends in _PASS or _PWD: /);
+            at("AZURE_STORAGE_CONNECTION_STRING", /looks like a secret \(its name holds CONNECTION_STRING or CONN_STR: /);
+            at("ALERTS", /looks like a Slack webhook URL \(hooks\.slack\.com\/services\/\.\.\.\) \(value not shown\)/);
+            at("TLS_KEY_PEM", /looks like a PEM private key/);
+            at("SESSION", /looks like a JSON Web Token/);
+            at("STORE", /looks like a connection string with its key or password/);
+            for (const ok of ["PASSAGE_COUNT", "COMPASS_MODE", "HOME_PAGE"]) assert.ok(!problems.some((p) => p.includes(ok)), ok);
+            for (const v of [FAKE.slack, FAKE.jwt, FAKE.azureStorage, "MIIEowIBAAKCAQEA", "guest"])
+                assert.ok(
+                    problems.every((p) => !p.includes(v)),
+                    "no value shown",
+                );
+        });
+
+    test("a credential value outside an env map (extraArgs) names the stack's secret keys; another check that quotes the value does not show it; a reference passes every rule", () => {
+        const problems = problemsOf(withTraining({ extraArgs: ["--logging-steps", FAKE.discord], extraEnv: { DB_DSN: { secret: "envSecret-dsn" } } }));
+        assert.deepEqual(problems, [
+            "training.extraArgs[1]: looks like a Discord webhook URL (discord.com/api/webhooks/...) (value not shown), and a stack file is plain text that every plan and manifest copies: remove it; " +
+                "the stack carries secrets only as its secret keys (hfToken, registryAuth, ingressKey-<name>, and envSecret-<name> that an extraEnv entry references as { secret: envSecret-<name> }; set with pulumi config set --secret); rotate it if the file was shared",
+            "training.extraArgs: --logging-steps takes a whole number (argparse type=int), got '<value not shown>'",
+        ]);
+    });
+
+    test("the offline plan refuses an env credential and writes nothing", async () => {
+        const outDir = path.join(tmp, "env-credential");
+        await assert.rejects(
+            planToDir(
+                { recipe: "mbpp-whitebox", target: "kubernetes" },
+                { outDir, platformOverride: { training: { extraEnv: { AZURE_STORAGE_CONNECTION_STRING: FAKE.azureStorage } } } },
+            ),
+            (e: Error) =>
+                /training\.extraEnv\.AZURE_STORAGE_CONNECTION_STRING: looks like a connection string/.test(e.message) && !e.message.includes(FAKE.azureStorage),
+        );
+        assert.deepEqual(walk(outDir), []);
+    });
+
+    test("docs/design/secrets.md lists every name rule and every value rule with its reason", async () => {
+        const secrets = await import("../../components/config/secrets");
+        const doc = fs.readFileSync(path.join(REPO_ROOT, "docs/design/secrets.md"), "utf8");
+        const rules = [...(secrets.SECRET_ENV_NAMES ?? []), ...(secrets.CREDENTIAL_VALUES ?? [])];
+        assert.ok(rules.length > 0, "the two tables");
+        for (const r of rules) assert.ok(doc.includes(`| ${r.what} | ${r.why} |`), `${r.what}: its row in docs/design/secrets.md`);
+    });
+});
+
 describe("the offline plan without Pulumi secrets set up", () => {
     test("hubRepoId without hfToken plans on a placeholder, plan.md says what up needs; the program itself still refuses", async () => {
         const outDir = path.join(tmp, "hub-placeholder");

@@ -178,7 +178,7 @@ describe("vLLM extra flags and env", () => {
             configProblems(() => parse(raw("blackbox", { vllm: { extraArgs: ["Qwen/Qwen3-4B"], extraEnv: { WANDB_API_KEY: "x" } } }))),
             [
                 "training.vllm.extraArgs: 'Qwen/Qwen3-4B' is not a flag; each entry is a --flag or the value after one (the model is model.name)",
-                "training.vllm.extraEnv.WANDB_API_KEY: looks like a secret (its name holds PASSWORD, PASSWD, SECRET, CREDENTIAL, TOKEN, APIKEY/API_KEY or ends in KEY), but training.vllm.extraEnv is plain text in the stack file and the pod spec: remove the value; pass it as a reference instead: WANDB_API_KEY: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>",
+                "training.vllm.extraEnv.WANDB_API_KEY: looks like a secret (its name holds APIKEY, API_KEY, PRIVATE_KEY, ACCESS_KEY or AUTH_KEY, or ends in KEY: a key that authenticates (OPENAI_API_KEY, SSH_PRIVATE_KEY, STRIPE_KEY)), but training.vllm.extraEnv is plain text in the stack file and the pod spec: remove the value; pass it as a reference instead: WANDB_API_KEY: { secret: envSecret-<name> } and pulumi config set --secret envSecret-<name>",
             ],
         );
         assert.deepEqual(
