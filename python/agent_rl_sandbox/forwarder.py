@@ -40,9 +40,11 @@ Ports the agent cannot take: a supervisor binds both ports before anything else 
 pool the forwarder is a native sidecar whose startup probe passes before the agent's container
 starts) and never closes them; it serves from a forked child that inherits them, and if that
 child dies (its out-of-memory score is raised to the maximum, so the kernel picks it over the
-supervisor) it starts another on the same sockets. A listening socket of another uid cannot be
-bound over, SO_REUSEADDR or SO_REUSEPORT included. The trace of a child that died is lost, and
-``/trace`` says so (``restarts``).
+supervisor) it starts another on the same sockets. A fork that fails (the pod's PIDs exhausted by the
+agent: EAGAIN) is retried with a bounded backoff for as long as it fails; the supervisor never exits
+over it, so the ports are never free (issue 56: it used to, and the agent bound both ports and served
+its own trace). A listening socket of another uid cannot be bound over, SO_REUSEADDR or SO_REUSEPORT
+included. The trace of a child that died is lost, and ``/trace`` says so (``restarts``).
 
 Bounded: request bodies are streamed upstream (never held whole) up to ``MAX_BODY_BYTES``; at most
 ``MAX_CONNECTIONS`` requests are served at once, the rest wait in a listen backlog of
@@ -123,6 +125,10 @@ UPSTREAM_READ_SECONDS = 900.0
 REDACTED = b"[redacted]"
 #: Seconds between a serving child's death and the next (the sockets stay bound meanwhile).
 RESTART_DELAY_SECONDS = 0.5
+#: A fork that fails (EAGAIN when the pod's PIDs are exhausted, ENOMEM) is retried after this many seconds, doubling up
+#: to FORK_RETRY_MAX_SECONDS, for as long as it takes: the supervisor never exits over it, so the ports are never free.
+FORK_RETRY_FIRST_SECONDS = 0.05
+FORK_RETRY_MAX_SECONDS = 2.0
 
 log = logging.getLogger("agent_rl_sandbox.forwarder")
 
@@ -732,6 +738,40 @@ def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstre
     return 0
 
 
+def start_child(run: Any, hand_over: KeyHandOver | None, stopping: Any, sleep: Any = time.sleep) -> int | None:
+    """Forks the serving child (which runs ``run(keys)`` and exits); a failed fork or pipe is retried with a bounded
+    backoff for as long as it fails, the sockets held meanwhile (connections wait in the backlog). None when `stopping()`."""
+    delay, failures = FORK_RETRY_FIRST_SECONDS, 0
+    while not stopping():
+        keys: int | None = None
+        try:
+            keys = hand_over.child_pipe() if hand_over is not None else None
+            child = os.fork()
+        except OSError as e:  # BlockingIOError (EAGAIN: the pod's PID limit), ENOMEM, EMFILE
+            if keys is not None:
+                os.close(keys)
+            failures += 1
+            log.error("cannot start the serving process (%s, failure %d); the ports stay held, retrying in %.2fs",
+                      type(e).__name__, failures, delay)
+            sleep(delay)
+            delay = min(delay * 2, FORK_RETRY_MAX_SECONDS)
+            continue
+        if child == 0:
+            code = 1
+            try:
+                if hand_over is not None:
+                    hand_over.close_in_child()
+                code = run(keys)
+            finally:
+                os._exit(code)
+        if keys is not None:
+            os.close(keys)
+        if failures:
+            log.info("serving process started after %d failed fork(s)", failures)
+        return child
+    return None
+
+
 def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, hand_over: KeyHandOver | None = None) -> int:
     """Holds the sockets for the forwarder's whole life and keeps one serving child on them."""
     stopping = False
@@ -750,14 +790,10 @@ def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Up
     signal.signal(signal.SIGINT, stop)
     restarts = 0
     while True:
-        keys = hand_over.child_pipe() if hand_over is not None else None
-        child = os.fork()
-        if child == 0:
-            if hand_over is not None:
-                hand_over.close_in_child()
-            os._exit(serve(forward, traced, upstream, restarts, keys))
-        if keys is not None:
-            os.close(keys)
+        started = start_child(lambda keys: serve(forward, traced, upstream, restarts, keys), hand_over, lambda: stopping)
+        if started is None:
+            return 0  # stopped while no child could be started
+        child = started
         while True:
             try:
                 _pid, status = os.waitpid(child, 0)

@@ -60,7 +60,7 @@ def as_uid(uid: int) -> list[str]:
 class Pod:
     """One sandbox pod: a network namespace with the forwarder (its uid, the template's command)."""
 
-    def __init__(self, tmp: Path, upstream_host: str | None = None) -> None:
+    def __init__(self, tmp: Path, upstream_host: str | None = None, *, prefix: list[str] = ()) -> None:
         facts = plan_facts()
         f = forwarder(facts)
         spec = facts["template"]["podTemplate"]["spec"]
@@ -79,7 +79,7 @@ class Pod:
         self.log_path = tmp / "forwarder.log"
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            self.ns.exec_argv(*as_uid(self.fwd_uid), *argv),
+            [*prefix, *self.ns.exec_argv(*as_uid(self.fwd_uid), *argv)],
             env={"PATH": SYSTEM_PATH, key_ref["name"]: KEY},
             stdout=log,
             stderr=subprocess.STDOUT,
