@@ -112,7 +112,9 @@ MAX_CONNECTIONS = 4
 LISTEN_BACKLOG = 512
 #: Seconds a connection may stay silent (request line, headers, body) before it is closed.
 IDLE_SECONDS = 60.0
-#: Bytes of one upstream answer kept for the trace (16k tokens with logprobs is ~2 MiB of JSON).
+#: Bytes of one upstream answer kept for the trace (16k tokens with logprobs is ~2 MiB of JSON): a JSON answer held
+#: until its end, one server-sent event held until its end, and one answer's token ids and logprobs (8 bytes each).
+#: Streamed answers are parsed event by event, so their length is not bounded by it, only what they leave in the record.
 MAX_RECORD_BYTES = 4 * 1024 * 1024
 #: Bytes of the whole trace, stored compactly (8 bytes a token id or logprob): 2 M numbers, whose
 #: JSON (at most ~22 bytes each) stays under the trainer's 64 MiB read cap (handle.py).
@@ -197,37 +199,112 @@ def _logprobs(logprobs: Any) -> array.array:
     return out
 
 
-def completion_record(answer: bytes, content_type: str) -> dict[str, Any] | None:
-    """The trace entry of one chat completion as the upstream sent it (a JSON object, or server-sent
-    events whose chunks are merged in order); None when it carries no choice."""
-    chunks: list[Any]
-    if content_type.startswith("text/event-stream"):
-        chunks = []
-        for line in answer.split(b"\n"):
-            line = line.strip()
-            if line.startswith(b"data:") and line[5:].strip() not in (b"", b"[DONE]"):
-                chunks.append(json.loads(line[5:]))
-    else:
-        chunks = [json.loads(answer)]
-    prompt = array.array("q")
-    choices: dict[int, dict[str, Any]] = {}
-    model = None
-    for chunk in chunks:
+#: Keys of an answer's objects the record never needs, dropped while it is parsed (the alternatives of
+#: ``top_logprobs`` are most of a streamed answer's bytes, and each would be a dict of its own).
+UNRECORDED_KEYS = frozenset({"top_logprobs", "bytes", "token"})
+#: One parse at a time in the whole process: a parse's peak (a few times its input) counts once, not once per slot.
+_PARSE_LOCK = threading.Lock()
+
+
+def _pruned(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {k: v for k, v in pairs if k not in UNRECORDED_KEYS}
+
+
+def _loads(data: bytes) -> Any:
+    with _PARSE_LOCK:
+        return json.loads(data, object_pairs_hook=_pruned)
+
+
+class AnswerRecord:
+    """The trace entry of one chat completion, built while the answer streams through: a JSON answer is held up to
+    `limit` bytes and parsed at its end; server-sent events are parsed one event at a time (an event held up to
+    `limit` bytes), their ids and logprobs merged in order. Past a bound it keeps nothing more (`over`): the answer
+    is still relayed whole, and the trace counts it as dropped."""
+
+    def __init__(self, content_type: str, limit: int = MAX_RECORD_BYTES) -> None:
+        self.sse = content_type.startswith("text/event-stream")
+        self.limit = limit
+        self.held = bytearray()
+        self.over = False
+        self.bad = False
+        self.size = 256
+        self.model: str | None = None
+        self.prompt = array.array("q")
+        self.choices: dict[int, dict[str, Any]] = {}
+
+    def _give_up(self) -> None:
+        self.over = True
+        self.held = bytearray()
+        self.choices = {}
+        self.prompt = array.array("q")
+
+    def feed(self, chunk: bytes) -> None:
+        if self.over or self.bad:
+            return
+        self.held += chunk
+        if self.sse:
+            start = 0
+            while (nl := self.held.find(b"\n", start)) >= 0:
+                self._event(bytes(self.held[start:nl]))
+                start = nl + 1
+                if self.over or self.bad:
+                    return
+            del self.held[:start]
+        if len(self.held) > self.limit:
+            self._give_up()
+
+    def _event(self, line: bytes) -> None:
+        line = line.strip()
+        if not line.startswith(b"data:") or line[5:].strip() in (b"", b"[DONE]"):
+            return
+        try:
+            self._merge(_loads(line[5:]))
+        except (ValueError, TypeError, AttributeError):
+            self.bad = True
+
+    def _merge(self, chunk: Any) -> None:
         if not isinstance(chunk, dict):
-            continue
-        model = chunk.get("model", model)
+            return
+        model = chunk.get("model", self.model)
+        self.model = model if isinstance(model, str) else self.model
         if chunk.get("prompt_token_ids") is not None:
-            prompt = _ids(chunk.get("prompt_token_ids"))
+            self.size -= 8 * len(self.prompt)
+            self.prompt = _ids(chunk.get("prompt_token_ids"))
+            self.size += 8 * len(self.prompt)
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or not isinstance(choice.get("index", 0), int):
                 continue
-            c = choices.setdefault(choice.get("index", 0), {"token_ids": array.array("q"), "logprobs": array.array("d"), "finish_reason": None})
-            c["token_ids"].extend(_ids(choice.get("token_ids")))
-            c["logprobs"].extend(_logprobs(choice.get("logprobs")))
+            c = self.choices.setdefault(choice.get("index", 0), {"token_ids": array.array("q"), "logprobs": array.array("d"), "finish_reason": None})
+            ids, lps = _ids(choice.get("token_ids")), _logprobs(choice.get("logprobs"))
+            self.size += 8 * (len(ids) + len(lps))
+            c["token_ids"].extend(ids)
+            c["logprobs"].extend(lps)
             c["finish_reason"] = choice.get("finish_reason") or c["finish_reason"]
-    if not choices:
-        return None
-    return {"model": model if isinstance(model, str) else None, "prompt_token_ids": prompt, "choices": [choices[i] | {"index": i} for i in sorted(choices)]}
+        if self.size > self.limit:
+            self._give_up()
+
+    def finish(self) -> dict[str, Any] | None:
+        """The entry, or None when the answer carried no choice, was malformed or went past a bound."""
+        if not (self.over or self.bad):
+            rest, self.held = bytes(self.held), bytearray()
+            if self.sse:
+                self._event(rest)
+            else:
+                try:
+                    self._merge(_loads(rest))
+                except (ValueError, TypeError, AttributeError):
+                    self.bad = True
+        if self.over or self.bad or not self.choices:
+            return None
+        return {"model": self.model, "prompt_token_ids": self.prompt, "choices": [self.choices[i] | {"index": i} for i in sorted(self.choices)]}
+
+
+def completion_record(answer: bytes, content_type: str) -> dict[str, Any] | None:
+    """The trace entry of one whole answer (a JSON object, or server-sent events merged in order); None when it
+    carries no choice or is malformed."""
+    record = AnswerRecord(content_type, limit=max(MAX_RECORD_BYTES, len(answer) + 1))
+    record.feed(answer)
+    return record.finish()
 
 
 def record_size(entry: dict[str, Any]) -> int:
@@ -265,13 +342,8 @@ class Trace:
             self.calls += 1
             return self.calls
 
-    def add(self, seq: int, status: int, answer: bytes | None, content_type: str) -> None:
-        entry = None
-        if answer is not None and status == HTTPStatus.OK:
-            try:
-                entry = completion_record(answer, content_type)
-            except (ValueError, TypeError, AttributeError):
-                entry = None
+    def add(self, seq: int, status: int, entry: dict[str, Any] | None) -> None:
+        """The call's outcome: a 200 without a record (malformed, over a bound, broken off) counts as dropped."""
         with self._lock:
             if entry is None or self.size + record_size(entry) > self.limit:
                 self.dropped += 1 if status == HTTPStatus.OK else 0
@@ -396,17 +468,18 @@ class Handler(BaseHTTPRequestHandler):
                 # The error's class only: its text may carry the upstream's address details, never more is needed.
                 self._reply(HTTPStatus.BAD_GATEWAY, f"upstream unreachable: {type(e).__name__}")
                 if seq is not None:
-                    self.server.trace.add(seq, HTTPStatus.BAD_GATEWAY, None, "")
+                    self.server.trace.add(seq, HTTPStatus.BAD_GATEWAY, None)
                 return HTTPStatus.BAD_GATEWAY
-            answer = self._relay(resp, record=seq is not None)
+            entry = self._relay(resp, record=seq is not None)
             if seq is not None:
-                self.server.trace.add(seq, resp.status, answer, resp.getheader("Content-Type") or "")
+                self.server.trace.add(seq, resp.status, entry)
             return resp.status
         finally:
             conn.close()
 
-    def _relay(self, resp: http.client.HTTPResponse, *, record: bool) -> bytes | None:
-        """Streams the answer back (key cut out); returns what it relayed, when asked and within MAX_RECORD_BYTES."""
+    def _relay(self, resp: http.client.HTTPResponse, *, record: bool) -> dict[str, Any] | None:
+        """Streams the answer back (key cut out); returns its trace entry when asked (None: nothing to record, or it
+        could not be kept within MAX_RECORD_BYTES: AnswerRecord)."""
         key = self.server.upstream.key.encode()
         self.send_response(resp.status)
         for name in RESPONSE_HEADERS:
@@ -417,7 +490,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         redactor = Redactor(key)
-        kept: bytearray | None = bytearray() if record else None
+        kept = AnswerRecord(resp.getheader("Content-Type") or "") if record and resp.status == HTTPStatus.OK else None
         complete = True
         try:
             while True:
@@ -425,9 +498,7 @@ class Handler(BaseHTTPRequestHandler):
                 if not chunk:
                     break
                 if kept is not None:
-                    kept += chunk
-                    if len(kept) > MAX_RECORD_BYTES:
-                        kept = None  # too large to keep: relayed, counted as dropped
+                    kept.feed(chunk)
                 self._chunk(redactor.feed(chunk))
         except (OSError, http.client.HTTPException):
             # The upstream broke mid-stream: end the caller's stream, without detail.
@@ -436,7 +507,7 @@ class Handler(BaseHTTPRequestHandler):
         self._chunk(redactor.flush())
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
-        return bytes(kept) if kept is not None and complete else None
+        return kept.finish() if kept is not None and complete else None
 
     def _chunk(self, data: bytes) -> None:
         if data:

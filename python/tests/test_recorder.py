@@ -207,3 +207,131 @@ def test_a_failed_fork_is_retried_with_a_bounded_backoff_and_never_given_up(monk
     monkeypatch.setattr(forwarder.os, "fork", lambda: (_ for _ in ()).throw(BlockingIOError(11, "again")))
     stops = iter([False, False, True])
     assert forwarder.start_child(lambda keys: 0, None, lambda: next(stops), sleep=slept.append) is None
+
+
+# --- answers bounded (issue 56 item 2) --------------------------------------------------------------
+class HugeAnswers:
+    """STAND-IN for vLLM answering what a real model answers only at length: the user message `json N` gets a JSON
+    answer of about N bytes (token ids and logprobs, no alternatives: cheap to make, dense in the record), `sse N` a
+    streamed answer of about N bytes, each event one token with 20 top logprobs (what `top_logprobs: 20` asks for)."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                kind, size = body["messages"][-1]["content"].split()
+                size = int(size)
+                if kind == "json":
+                    n = size // 44
+                    ids = [1000 + i % 30000 for i in range(n)]
+                    answer = {"model": "stub/huge", "prompt_token_ids": [5, 6, 7], "choices": [{"index": 0, "finish_reason": "length", "token_ids": ids,
+                              "message": {"role": "assistant", "content": "x" * 16}, "logprobs": {"content": [{"token": f"token_id:{t}", "logprob": -0.5} for t in ids]}}]}
+                    data = json.dumps(answer).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                first = {"model": "stub/huge", "prompt_token_ids": [5, 6, 7], "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+                self.wfile.write(b"data: " + json.dumps(first).encode() + b"\n\n")
+                sent, i, batch = 0, 0, []
+                while sent < size:
+                    t = 1000 + i % 30000
+                    alts = [{"token": f"token_id:{t + j}", "logprob": -0.1 - j, "bytes": [120, 121]} for j in range(20)]
+                    event = {"model": "stub/huge", "choices": [{"index": 0, "delta": {"content": "x"}, "token_ids": [t],
+                             "logprobs": {"content": [{"token": f"token_id:{t}", "logprob": -0.1, "bytes": [120], "top_logprobs": alts}]}, "finish_reason": None}]}
+                    line = b"data: " + json.dumps(event).encode() + b"\n\n"
+                    batch.append(line)
+                    sent += len(line)
+                    i += 1
+                    if len(batch) == 64:
+                        self.wfile.write(b"".join(batch))
+                        batch = []
+                batch.append(b'data: {"model": "stub/huge", "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}\n\ndata: [DONE]\n\n')
+                self.wfile.write(b"".join(batch))
+
+        # On every address: the pod's upstream is the host's end of its veth pair, made after this.
+        self.server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+#: The agent asks for answers through the forwarder: `kind size count`, one after another; prints [[status, bytes], ...].
+AGENT_ASKS = r'''
+import http.client, json, sys
+port, kind, size, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+out = []
+for _ in range(count):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT_S)
+    body = json.dumps({"model": "stub/huge", "messages": [{"role": "user", "content": f"{kind} {size}"}], "stream": kind == "sse"})
+    conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    n = 0
+    while piece := r.read(256 * 1024):
+        n += len(piece)
+    out.append([r.status, n])
+    conn.close()
+print(json.dumps(out))
+'''.replace("TIMEOUT_S", repr(scaled(300)))
+
+
+def asking(pod: Pod, kind: str, size: int, count: int = 1) -> subprocess.Popen:
+    return subprocess.Popen(pod.ns.exec_argv(*as_uid(pod.agent_uid), PYTHON3, "-I", "-c", AGENT_ASKS, str(pod.port), kind, str(size), str(count)),
+                            env={"PATH": SYSTEM_PATH}, stdout=subprocess.PIPE, text=True)
+
+
+@needs_root
+def test_answers_are_bounded_in_what_the_forwarder_keeps(tmp_path):
+    """The record is filled by calls of dense answers, then four streamed answers with 20 top logprobs a token arrive at
+    once, three times over, and one streamed answer far past the per-answer bound: the forwarder's memory (PSS of the
+    supervisor and the child) stays under half its 128Mi limit, every answer is relayed whole, and what could not be
+    kept is counted (`dropped`, so the trainer refuses the rollout), never grown. On the code before issue 56 the
+    streamed answers were held whole (up to 4 MiB each) and parsed whole, every alternative included."""
+    upstream = HugeAnswers()
+    pod = Pod(tmp_path, upstream_host=lambda host_ip: f"http://{host_ip}:{upstream.port}")
+    try:
+        watched = tree(pod.proc.pid)
+        peak = [pss_mib(watched)]
+
+        def watch(procs: list[subprocess.Popen]) -> list:
+            while any(p.poll() is None for p in procs):
+                peak.append(pss_mib(tree(pod.proc.pid)))
+                time.sleep(0.02)
+            return [json.loads(p.communicate()[0]) for p in procs]
+
+        (dense,) = watch([asking(pod, "json", int(3.8 * MiB), 12)])  # cheap dense answers fill the record
+        streamed = []
+        for _round in range(3):
+            streamed += [r for out in watch([asking(pod, "sse", int(3.9 * MiB)) for _ in range(4)]) for r in out]
+        (big,) = watch([asking(pod, "sse", 24 * MiB)])  # long, but little in the record: kept event by event
+        (over,) = watch([asking(pod, "json", 6 * MiB)])  # past the 4 MiB a JSON answer may hold: relayed, dropped
+        assert all(st == 200 for st, _n in dense) and len(dense) == 12, dense
+        assert all(st == 200 and n >= 3.9 * MiB for st, n in streamed) and len(streamed) == 12, streamed
+        assert big[0][0] == 200 and big[0][1] >= 24 * MiB, big
+        assert over[0][0] == 200 and over[0][1] >= 6 * MiB, over
+        print(f"peak PSS {max(peak):.1f} MiB")
+        assert max(peak) < 64, f"the forwarder's memory peaked at {max(peak):.0f} MiB (limit 128Mi)"
+        t = pod.trace()
+        head = {k: v for k, v in t.items() if k != "entries"}
+        # The 12th dense answer passes the whole record's 16 MiB; the 6 MiB one its own 4 MiB: both counted, not kept.
+        assert t["calls"] == 26 and t["dropped"] >= 2 and t["recorded"] + t["dropped"] == 26 and t["complete"] is False, head
+        assert any(len(e["choices"][0]["token_ids"]) > 10000 and e["choices"][0]["finish_reason"] == "length" for e in t["entries"]), head
+    finally:
+        pod.close()
+        upstream.stop()

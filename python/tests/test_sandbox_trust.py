@@ -28,6 +28,7 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -60,7 +61,7 @@ def as_uid(uid: int) -> list[str]:
 class Pod:
     """One sandbox pod: a network namespace with the forwarder (its uid, the template's command)."""
 
-    def __init__(self, tmp: Path, upstream_host: str | None = None, *, prefix: list[str] = ()) -> None:
+    def __init__(self, tmp: Path, upstream_host: str | Callable[[str], str] | None = None, *, prefix: list[str] = ()) -> None:
         facts = plan_facts()
         f = forwarder(facts)
         spec = facts["template"]["podTemplate"]["spec"]
@@ -74,6 +75,8 @@ class Pod:
         self.trace_port = int(flag(argv, "--trace-port")) if "--trace-port" in argv else 7101
         argv[0] = PYTHON3
         argv[argv.index("/opt/agent-rl/forwarder.py")] = str(readable_copy_of_the_forwarder())
+        if callable(upstream_host):
+            upstream_host = upstream_host(self.ns.host_ip)  # an upstream of the test's own on the host's end
         argv[argv.index("--upstream") + 1] = upstream_host or self.model.url
         (key_ref,) = f["env"]
         self.log_path = tmp / "forwarder.log"
