@@ -335,3 +335,102 @@ def test_answers_are_bounded_in_what_the_forwarder_keeps(tmp_path):
     finally:
         pod.close()
         upstream.stop()
+
+
+# --- sampling the agent cannot steer (issue 56 item 3) ----------------------------------------------
+#: The agent calls the forwarder straight with sampling of its own: each body in argv, one call each; prints [[status, body], ...].
+AGENT_STEERS = r'''
+import json, sys, urllib.request, urllib.error
+out = []
+for body in sys.argv[2:]:
+    req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/chat/completions", data=body.encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as r:
+            out.append([r.status, r.read().decode()[:300]])
+    except urllib.error.HTTPError as e:
+        out.append([e.code, e.read().decode()[:300]])
+print(json.dumps(out))
+'''.replace("TIMEOUT_S", repr(scaled(30)))
+
+STEERING = {
+    "logit_bias": {"5": 100},
+    "allowed_token_ids": [5, 6],
+    "structured_outputs": {"regex": "yes|no"},
+    "guided_json": {"type": "object"},
+    "n": 4,
+    "tool_choice": "required",
+    "response_format": {"type": "json_object"},
+    "min_tokens": 5000,
+    "ignore_eos": True,
+    "vllm_xargs": {"x": 1},
+}
+
+
+@needs_root
+def test_the_agent_cannot_steer_the_sampling_it_is_trained_on(tmp_path):
+    """The agent, calling the forwarder straight, asks for logit_bias, allowed_token_ids, structured outputs, n, a
+    forced tool call, json mode, min_tokens, ignore_eos: each is refused with a 400 naming the parameter and never
+    reaches the model. Its temperature, top_p, max_tokens: 100000 and seed reach the model normalised (top_p 1.0,
+    max_tokens at the bound, no seed), the record carries what was sent, and the trainer's check refuses the call whose
+    temperature is not the run's. On the code before issue 56 every one reached the model unchanged (200) and the record
+    kept none of them."""
+    pod = Pod(tmp_path)
+    try:
+        base = {"model": "stub/model-1", "messages": [{"role": "user", "content": "hi"}]}
+        bodies = [json.dumps({**base, name: value}) for name, value in STEERING.items()]
+        steered = {**base, "temperature": 0.05, "top_p": 0.1, "max_tokens": 100000, "seed": 7, "top_logprobs": 20, "presence_penalty": 2.0}
+        bodies.append(json.dumps(steered))
+        seen = pod.agent_json(AGENT_STEERS, str(pod.port), *bodies)
+        for (name, _v), (status, body) in zip(STEERING.items(), seen):
+            assert status == 400 and name in body, (name, status, body)
+        assert seen[-1][0] == 200, seen[-1]
+        (sent,) = [r["body"] for r in pod.model.chat_requests()]  # the refused ones never reached the model
+        assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["top_logprobs"], sent["presence_penalty"]) == (0.05, 1.0, 16384, 5, 0.0), sent
+        assert "seed" not in sent and sent["logprobs"] is True and sent["return_token_ids"] is True, sent
+        t = pod.trace()
+        assert (t["calls"], t["recorded"], t["refused"], t["complete"]) == (len(bodies), 1, len(STEERING), True), {k: v for k, v in t.items() if k != "entries"}
+        (entry,) = t["entries"]
+        assert entry["sampling"] == {"temperature": 0.05, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0,
+                                     "repetition_penalty": 1.0, "max_tokens": 16384, "n": 1, "seed": None, "logprobs": True, "top_logprobs": 5,
+                                     "return_token_ids": True}, entry["sampling"]
+        from agent_rl_sandbox.trusted_trace import check_sampling
+
+        with pytest.raises(UntrustedTrace, match=r"call 11: temperature 0.05, the run's is 1.0"):
+            check_sampling(t, {"temperature": 1.0, "top_p": 1.0, "max_tokens": 16384})
+        check_sampling(t, {"temperature": 0.05, "top_p": 1.0, "top_k": 0, "max_tokens": 16384})
+    finally:
+        pod.close()
+
+
+def test_the_request_filter_passes_messages_byte_for_byte_and_refuses_what_the_table_refuses():
+    """RequestFilter on bodies fed in pieces of every size: messages and tools arrive unchanged (quotes, braces,
+    escapes, non-ASCII), the body is exactly its declared length, and each refusal names its parameter."""
+    from agent_rl_sandbox.forwarder import BODY_RESERVE_BYTES, SAMPLING_TABLE, Refused, RequestFilter, SamplingPolicy
+
+    body = {"messages": [{"role": "user", "content": 'a "q" {b} [c] \\ \u00e9 \\u0041 }]'}], "model": "m", "temperature": 0.7, "top_p": 0.5,
+            "max_completion_tokens": 900, "max_tokens": 100000, "seed": 3, "tools": [{"type": "function", "function": {"name": "bash"}}], "stream": True, "n": 1}
+    raw = json.dumps(body).encode()
+    for step in (1, 2, 7, 64, len(raw)):
+        f = RequestFilter(SamplingPolicy(temperature=1.0, max_tokens=4096), len(raw) + BODY_RESERVE_BYTES)
+        out = b"".join(f.feed(raw[i:i + step]) for i in range(0, len(raw), step)) + f.finish()
+        assert len(out) == len(raw) + BODY_RESERVE_BYTES
+        got = json.loads(out)
+        assert got["messages"] == body["messages"] and got["tools"] == body["tools"]
+        assert (got["temperature"], got["top_p"], got["max_tokens"], "seed" in got, "max_completion_tokens" in got) == (1.0, 1.0, 900, False, False), got
+
+    def refusal(raw: bytes) -> str:
+        f = RequestFilter(SamplingPolicy(), len(raw) + BODY_RESERVE_BYTES)
+        with pytest.raises(Refused) as e:
+            f.feed(raw)
+            f.finish()
+        return str(e.value)
+
+    for name, row in SAMPLING_TABLE.items():
+        if row.action == "refuse":
+            assert name in refusal(json.dumps({"messages": [], name: {"bad": 1}}).encode())
+    assert "appears twice" in refusal(b'{"messages": [], "temp\\u0065rature": 0.1, "temperature": 2}')
+    assert "not in the forwarder's allow-list" in refusal(b'{"messages": [], "sneaky": 1}')
+    assert "must be a JSON object" in refusal(b'[1, 2]')
+    assert "not a complete JSON object" in refusal(b'{"messages": [')
+    assert "over 65536 bytes" in refusal(json.dumps({"stop": ["x" * 70000]}).encode())
+    assert "must be an integer" in refusal(b'{"max_tokens": "lots"}')
