@@ -79,8 +79,10 @@ export const SANDBOX_KEY_PORT = 7102;
 
 /**
  * The forwarder's share of a sandbox pod. Its memory is bounded by forwarder.py's caps, not by traffic: bodies are
- * streamed (never held whole), at most 4 requests at once (each holding at most a 4 MiB answer for the trace), the
- * trace at most 16 MiB; measured under nine 16 MiB bodies at once and a 200-connection burst (python/tests/test_forwarder_bounds.py).
+ * streamed (never held whole), at most 4 requests at once (each holding at most a 4 MiB JSON answer or one 4 MiB event
+ * of a streamed one for the trace, parsed one at a time), the trace at most 16 MiB; measured under nine 16 MiB bodies at
+ * once, a 200-connection burst (python/tests/test_sandbox_trust.py) and streamed answers with 20 top logprobs a token
+ * over a full record (python/tests/test_recorder.py: 32 MiB at peak).
  */
 export const FORWARDER_CPU = "100m";
 export const FORWARDER_MEMORY = "128Mi";

@@ -40,9 +40,11 @@ Ports the agent cannot take: a supervisor binds both ports before anything else 
 pool the forwarder is a native sidecar whose startup probe passes before the agent's container
 starts) and never closes them; it serves from a forked child that inherits them, and if that
 child dies (its out-of-memory score is raised to the maximum, so the kernel picks it over the
-supervisor) it starts another on the same sockets. A listening socket of another uid cannot be
-bound over, SO_REUSEADDR or SO_REUSEPORT included. The trace of a child that died is lost, and
-``/trace`` says so (``restarts``).
+supervisor) it starts another on the same sockets. A fork that fails (the pod's PIDs exhausted by the
+agent: EAGAIN) is retried with a bounded backoff for as long as it fails; the supervisor never exits
+over it, so the ports are never free (issue 56: it used to, and the agent bound both ports and served
+its own trace). A listening socket of another uid cannot be bound over, SO_REUSEADDR or SO_REUSEPORT
+included. The trace of a child that died is lost, and ``/trace`` says so (``restarts``).
 
 Bounded: request bodies are streamed upstream (never held whole) up to ``MAX_BODY_BYTES``; at most
 ``MAX_CONNECTIONS`` requests are served at once, the rest wait in a listen backlog of
@@ -110,7 +112,9 @@ MAX_CONNECTIONS = 4
 LISTEN_BACKLOG = 512
 #: Seconds a connection may stay silent (request line, headers, body) before it is closed.
 IDLE_SECONDS = 60.0
-#: Bytes of one upstream answer kept for the trace (16k tokens with logprobs is ~2 MiB of JSON).
+#: Bytes of one upstream answer kept for the trace (16k tokens with logprobs is ~2 MiB of JSON): a JSON answer held
+#: until its end, one server-sent event held until its end, and one answer's token ids and logprobs (8 bytes each).
+#: Streamed answers are parsed event by event, so their length is not bounded by it, only what they leave in the record.
 MAX_RECORD_BYTES = 4 * 1024 * 1024
 #: Bytes of the whole trace, stored compactly (8 bytes a token id or logprob): 2 M numbers, whose
 #: JSON (at most ~22 bytes each) stays under the trainer's 64 MiB read cap (handle.py).
@@ -123,6 +127,10 @@ UPSTREAM_READ_SECONDS = 900.0
 REDACTED = b"[redacted]"
 #: Seconds between a serving child's death and the next (the sockets stay bound meanwhile).
 RESTART_DELAY_SECONDS = 0.5
+#: A fork that fails (EAGAIN when the pod's PIDs are exhausted, ENOMEM) is retried after this many seconds, doubling up
+#: to FORK_RETRY_MAX_SECONDS, for as long as it takes: the supervisor never exits over it, so the ports are never free.
+FORK_RETRY_FIRST_SECONDS = 0.05
+FORK_RETRY_MAX_SECONDS = 2.0
 
 log = logging.getLogger("agent_rl_sandbox.forwarder")
 
@@ -152,7 +160,7 @@ class Redactor:
 class Upstream:
     """Where the forwarder sends (the ingress) and with which key."""
 
-    def __init__(self, url: str, key: str, *, read_seconds: float = UPSTREAM_READ_SECONDS) -> None:
+    def __init__(self, url: str, key: str, *, read_seconds: float = UPSTREAM_READ_SECONDS, policy: "SamplingPolicy | None" = None) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"upstream must be an http(s) URL, got {url!r}")
@@ -165,6 +173,8 @@ class Upstream:
         self.prefix = parts.path.rstrip("/")
         self.key = key
         self.read_seconds = read_seconds
+        #: What the agent may ask of the sampler (SAMPLING_TABLE with the run's values).
+        self.policy = policy if policy is not None else SamplingPolicy()
         # The image's trust store (and SSL_CERT_FILE), as for the in-sandbox proxy it replaces as key holder.
         self._tls = ssl.create_default_context() if parts.scheme == "https" else None
 
@@ -191,37 +201,112 @@ def _logprobs(logprobs: Any) -> array.array:
     return out
 
 
-def completion_record(answer: bytes, content_type: str) -> dict[str, Any] | None:
-    """The trace entry of one chat completion as the upstream sent it (a JSON object, or server-sent
-    events whose chunks are merged in order); None when it carries no choice."""
-    chunks: list[Any]
-    if content_type.startswith("text/event-stream"):
-        chunks = []
-        for line in answer.split(b"\n"):
-            line = line.strip()
-            if line.startswith(b"data:") and line[5:].strip() not in (b"", b"[DONE]"):
-                chunks.append(json.loads(line[5:]))
-    else:
-        chunks = [json.loads(answer)]
-    prompt = array.array("q")
-    choices: dict[int, dict[str, Any]] = {}
-    model = None
-    for chunk in chunks:
+#: Keys of an answer's objects the record never needs, dropped while it is parsed (the alternatives of
+#: ``top_logprobs`` are most of a streamed answer's bytes, and each would be a dict of its own).
+UNRECORDED_KEYS = frozenset({"top_logprobs", "bytes", "token"})
+#: One parse at a time in the whole process: a parse's peak (a few times its input) counts once, not once per slot.
+_PARSE_LOCK = threading.Lock()
+
+
+def _pruned(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {k: v for k, v in pairs if k not in UNRECORDED_KEYS}
+
+
+def _loads(data: bytes) -> Any:
+    with _PARSE_LOCK:
+        return json.loads(data, object_pairs_hook=_pruned)
+
+
+class AnswerRecord:
+    """The trace entry of one chat completion, built while the answer streams through: a JSON answer is held up to
+    `limit` bytes and parsed at its end; server-sent events are parsed one event at a time (an event held up to
+    `limit` bytes), their ids and logprobs merged in order. Past a bound it keeps nothing more (`over`): the answer
+    is still relayed whole, and the trace counts it as dropped."""
+
+    def __init__(self, content_type: str, limit: int = MAX_RECORD_BYTES) -> None:
+        self.sse = content_type.startswith("text/event-stream")
+        self.limit = limit
+        self.held = bytearray()
+        self.over = False
+        self.bad = False
+        self.size = 256
+        self.model: str | None = None
+        self.prompt = array.array("q")
+        self.choices: dict[int, dict[str, Any]] = {}
+
+    def _give_up(self) -> None:
+        self.over = True
+        self.held = bytearray()
+        self.choices = {}
+        self.prompt = array.array("q")
+
+    def feed(self, chunk: bytes) -> None:
+        if self.over or self.bad:
+            return
+        self.held += chunk
+        if self.sse:
+            start = 0
+            while (nl := self.held.find(b"\n", start)) >= 0:
+                self._event(bytes(self.held[start:nl]))
+                start = nl + 1
+                if self.over or self.bad:
+                    return
+            del self.held[:start]
+        if len(self.held) > self.limit:
+            self._give_up()
+
+    def _event(self, line: bytes) -> None:
+        line = line.strip()
+        if not line.startswith(b"data:") or line[5:].strip() in (b"", b"[DONE]"):
+            return
+        try:
+            self._merge(_loads(line[5:]))
+        except (ValueError, TypeError, AttributeError):
+            self.bad = True
+
+    def _merge(self, chunk: Any) -> None:
         if not isinstance(chunk, dict):
-            continue
-        model = chunk.get("model", model)
+            return
+        model = chunk.get("model", self.model)
+        self.model = model if isinstance(model, str) else self.model
         if chunk.get("prompt_token_ids") is not None:
-            prompt = _ids(chunk.get("prompt_token_ids"))
+            self.size -= 8 * len(self.prompt)
+            self.prompt = _ids(chunk.get("prompt_token_ids"))
+            self.size += 8 * len(self.prompt)
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or not isinstance(choice.get("index", 0), int):
                 continue
-            c = choices.setdefault(choice.get("index", 0), {"token_ids": array.array("q"), "logprobs": array.array("d"), "finish_reason": None})
-            c["token_ids"].extend(_ids(choice.get("token_ids")))
-            c["logprobs"].extend(_logprobs(choice.get("logprobs")))
+            c = self.choices.setdefault(choice.get("index", 0), {"token_ids": array.array("q"), "logprobs": array.array("d"), "finish_reason": None})
+            ids, lps = _ids(choice.get("token_ids")), _logprobs(choice.get("logprobs"))
+            self.size += 8 * (len(ids) + len(lps))
+            c["token_ids"].extend(ids)
+            c["logprobs"].extend(lps)
             c["finish_reason"] = choice.get("finish_reason") or c["finish_reason"]
-    if not choices:
-        return None
-    return {"model": model if isinstance(model, str) else None, "prompt_token_ids": prompt, "choices": [choices[i] | {"index": i} for i in sorted(choices)]}
+        if self.size > self.limit:
+            self._give_up()
+
+    def finish(self) -> dict[str, Any] | None:
+        """The entry, or None when the answer carried no choice, was malformed or went past a bound."""
+        if not (self.over or self.bad):
+            rest, self.held = bytes(self.held), bytearray()
+            if self.sse:
+                self._event(rest)
+            else:
+                try:
+                    self._merge(_loads(rest))
+                except (ValueError, TypeError, AttributeError):
+                    self.bad = True
+        if self.over or self.bad or not self.choices:
+            return None
+        return {"model": self.model, "prompt_token_ids": self.prompt, "choices": [self.choices[i] | {"index": i} for i in sorted(self.choices)]}
+
+
+def completion_record(answer: bytes, content_type: str) -> dict[str, Any] | None:
+    """The trace entry of one whole answer (a JSON object, or server-sent events merged in order); None when it
+    carries no choice or is malformed."""
+    record = AnswerRecord(content_type, limit=max(MAX_RECORD_BYTES, len(answer) + 1))
+    record.feed(answer)
+    return record.finish()
 
 
 def record_size(entry: dict[str, Any]) -> int:
@@ -238,6 +323,7 @@ def entry_json(entry: dict[str, Any]) -> dict[str, Any]:
             {"index": c["index"], "token_ids": c["token_ids"].tolist(), "logprobs": c["logprobs"].tolist(), "finish_reason": c["finish_reason"]}
             for c in entry["choices"]
         ],
+        "sampling": entry.get("sampling"),
     }
 
 
@@ -250,6 +336,8 @@ class Trace:
         self.size = 0
         self.calls = 0
         self.dropped = 0
+        #: Calls refused by SAMPLING_TABLE (400, never relayed: nothing was sampled).
+        self.refused = 0
         self.entries: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -259,13 +347,8 @@ class Trace:
             self.calls += 1
             return self.calls
 
-    def add(self, seq: int, status: int, answer: bytes | None, content_type: str) -> None:
-        entry = None
-        if answer is not None and status == HTTPStatus.OK:
-            try:
-                entry = completion_record(answer, content_type)
-            except (ValueError, TypeError, AttributeError):
-                entry = None
+    def add(self, seq: int, status: int, entry: dict[str, Any] | None) -> None:
+        """The call's outcome: a 200 without a record (malformed, over a bound, broken off) counts as dropped."""
         with self._lock:
             if entry is None or self.size + record_size(entry) > self.limit:
                 self.dropped += 1 if status == HTTPStatus.OK else 0
@@ -273,15 +356,372 @@ class Trace:
             self.size += record_size(entry)
             self.entries.append({"seq": seq, "status": int(status), **entry})
 
+    def refuse(self) -> None:
+        with self._lock:
+            self.refused += 1
+
     def lines(self) -> Iterator[bytes]:
         """JSON lines: a header ({"calls", "recorded", "dropped", "restarts", "complete"}), then one entry a line."""
         with self._lock:
             entries = sorted(self.entries, key=lambda e: e["seq"])
-            header = {"calls": self.calls, "recorded": len(entries), "dropped": self.dropped, "restarts": self.restarts}
+            header = {"calls": self.calls, "recorded": len(entries), "dropped": self.dropped, "refused": self.refused, "restarts": self.restarts}
         header["complete"] = header["dropped"] == 0 and header["restarts"] == 0
         yield json.dumps(header).encode() + b"\n"
         for e in entries:
             yield json.dumps(entry_json(e)).encode() + b"\n"
+
+
+# --- what the agent may ask of the sampler -------------------------------------------------------
+#: Default bound of `max_tokens` (`--max-tokens`): OpenEnv's interception proxy caps at the same 16384
+#: (huggingface/OpenEnv src/openenv/core/harness/sandbox/interception.py ProxyConfig.max_tokens_cap).
+DEFAULT_MAX_TOKENS = 16384
+#: Most alternatives a token may carry back: OpenEnv's interception proxy asks 5, its capture server 0 (upstream.py).
+MAX_TOP_LOGPROBS = 5
+#: Bytes of one top-level parameter other than `messages` and `tools` (held to be checked; those two stream through).
+MAX_PARAM_BYTES = 64 * 1024
+#: Bytes a normalised request may grow by: the forced members. The body keeps a Content-Length: the shorter normalised
+#: body is padded with trailing spaces (JSON allows them) up to the declared length.
+BODY_RESERVE_BYTES = 2048
+
+
+class SamplingParam:
+    """One row of the allow-list: what the forwarder does with a top-level request parameter, and why.
+
+    actions: `stream` (passed as sent, never held), `pass` (passed as sent), `record` (passed, recorded),
+    `force` (the forwarder's `value` is sent, whatever came; recorded), `clamp` (a number in [0, bound], absent: the
+    default; recorded), `only` (refused unless `value(v)` holds), `drop` (removed; recorded as absent),
+    `refuse` (400 naming it, unless its value is one of `value`, the harmless ones, then removed)."""
+
+    def __init__(self, action: str, reason: str, value: Any = None) -> None:
+        self.action, self.reason, self.value = action, reason, value
+
+
+_NEUTRAL = "a policy-neutral value, sent whatever came: the logprobs are the full distribution's, as the trainer recomputes them (OpenEnv capture/upstream.py NON_POLICY_SAMPLING)"
+_STEERS = "steers or constrains the sampler: the recorded logprobs would not be the policy's"
+#: The allow-list of POST /v1/chat/completions (vLLM's ChatCompletionRequest): every top-level parameter the
+#: forwarder lets through, normalises or refuses. Any parameter not named here is refused. docs/design/sandbox-trust.md shows it.
+SAMPLING_TABLE: dict[str, SamplingParam] = {
+    "messages": SamplingParam("stream", "the agent's context: what it chooses, recorded as vLLM's prompt_token_ids"),
+    "tools": SamplingParam("stream", "part of the prompt (the chat template renders them), recorded in prompt_token_ids"),
+    "model": SamplingParam("pass", "the ingress routes by it; the answer's model is recorded"),
+    "stream": SamplingParam("only", "how the answer travels, true or false", lambda v: v is None or isinstance(v, bool)),
+    "stream_options": SamplingParam("pass", "usage in the stream; does not touch sampling"),
+    "parallel_tool_calls": SamplingParam("pass", "parsing of the answer, not sampling"),
+    "user": SamplingParam("pass", "a label"),
+    "chat_template_kwargs": SamplingParam("pass", "prompt rendering (enable_thinking); the prompt's token ids are recorded"),
+    "reasoning_effort": SamplingParam("pass", "prompt rendering; the prompt's token ids are recorded"),
+    "skip_special_tokens": SamplingParam("pass", "detokenisation only"),
+    "spaces_between_special_tokens": SamplingParam("pass", "detokenisation only"),
+    "include_stop_str_in_output": SamplingParam("pass", "detokenisation only"),
+    "stop": SamplingParam("record", "ends the completion early; every sampled token is still the policy's"),
+    "stop_token_ids": SamplingParam("record", "ends the completion early; every sampled token is still the policy's"),
+    "temperature": SamplingParam("record", "the run's (forced with --temperature); recorded, the trainer checks it against the run's"),
+    "logprobs": SamplingParam("force", "the record needs each sampled token's logprob", True),
+    "return_token_ids": SamplingParam("force", "the record needs vLLM's prompt and completion token ids", True),
+    "top_p": SamplingParam("force", _NEUTRAL, 1.0),
+    "top_k": SamplingParam("force", _NEUTRAL, -1),
+    "min_p": SamplingParam("force", _NEUTRAL, 0.0),
+    "frequency_penalty": SamplingParam("force", _NEUTRAL, 0.0),
+    "presence_penalty": SamplingParam("force", _NEUTRAL, 0.0),
+    "repetition_penalty": SamplingParam("force", _NEUTRAL, 1.0),
+    "max_tokens": SamplingParam("clamp", "bounds the answer and the run's cost: at most --max-tokens (absent: that bound)"),
+    "max_completion_tokens": SamplingParam("clamp", "the same as max_tokens (sent as max_tokens)"),
+    "top_logprobs": SamplingParam("clamp", f"alternatives are most of an answer's bytes and never trained on: at most {MAX_TOP_LOGPROBS}"),
+    "n": SamplingParam("only", "one choice a call: the record trains one completion per prompt", lambda v: type(v) is int and v == 1),
+    "tool_choice": SamplingParam("only", "`required` or a named function forces the answer through structured outputs: " + _STEERS,
+                                 lambda v: v is None or v in ("auto", "none")),
+    "response_format": SamplingParam("only", "json_object or json_schema is guided decoding: " + _STEERS,
+                                     lambda v: v is None or (isinstance(v, dict) and v.get("type") == "text")),
+    "seed": SamplingParam("drop", "a seed lets the agent replay one draw; the run samples unseeded"),
+    "logit_bias": SamplingParam("refuse", _STEERS, (None, {})),
+    "allowed_token_ids": SamplingParam("refuse", _STEERS, (None,)),
+    "bad_words": SamplingParam("refuse", _STEERS, (None, [])),
+    "structured_outputs": SamplingParam("refuse", _STEERS, (None,)),
+    "guided_json": SamplingParam("refuse", _STEERS, (None,)),
+    "guided_regex": SamplingParam("refuse", _STEERS, (None,)),
+    "guided_choice": SamplingParam("refuse", _STEERS, (None,)),
+    "guided_grammar": SamplingParam("refuse", _STEERS, (None,)),
+    "guided_decoding_backend": SamplingParam("refuse", _STEERS, (None,)),
+    "guided_whitespace_pattern": SamplingParam("refuse", _STEERS, (None,)),
+    "logits_processors": SamplingParam("refuse", _STEERS, (None,)),
+    "min_tokens": SamplingParam("refuse", "masks the end of sequence: " + _STEERS, (None, 0)),
+    "ignore_eos": SamplingParam("refuse", "masks the end of sequence: " + _STEERS, (None, False)),
+    "use_beam_search": SamplingParam("refuse", "beam search is not sampling: " + _STEERS, (None, False)),
+    "best_of": SamplingParam("refuse", "picks among draws: " + _STEERS, (None, 1)),
+    "length_penalty": SamplingParam("refuse", "a beam-search knob", (None, 1.0)),
+    "prompt_logprobs": SamplingParam("refuse", "a logprob per prompt token is a second unbounded answer", (None,)),
+    "echo": SamplingParam("refuse", "returns the agent's own text as the answer", (None, False)),
+    "continue_final_message": SamplingParam("refuse", "continues an assistant message the agent wrote, as if the model had", (None, False)),
+    "add_generation_prompt": SamplingParam("refuse", "a prompt without the assistant turn is not the run's template", (None, True)),
+    "chat_template": SamplingParam("refuse", "a template of the agent's: prompts the run never renders", (None,)),
+    "truncate_prompt_tokens": SamplingParam("refuse", "cuts the prompt the agent sent", (None,)),
+    "priority": SamplingParam("refuse", "the scheduler's order is the run's", (None, 0)),
+    "return_tokens_as_token_ids": SamplingParam("refuse", "the server's setting (--return-tokens-as-token-ids)", (None,)),
+    "kv_transfer_params": SamplingParam("refuse", "the engine's business", (None,)),
+    "vllm_xargs": SamplingParam("refuse", "arbitrary engine arguments", (None,)),
+    "mm_processor_kwargs": SamplingParam("refuse", "no multimodal input in this run", (None,)),
+    "documents": SamplingParam("refuse", "a retrieval template's input", (None,)),
+    "functions": SamplingParam("refuse", "the legacy form of tools; tools is the one way", (None,)),
+    "function_call": SamplingParam("refuse", "forces a function: " + _STEERS, (None,)),
+}
+#: The sampling parameters each trace entry records (what was sent, after the table).
+RECORDED_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty",
+                     "max_tokens", "n", "seed", "logprobs", "top_logprobs", "return_token_ids")
+
+
+class Refused(Exception):
+    """A request the forwarder does not relay: 400 with the message (it names the parameter)."""
+
+
+class SamplingPolicy:
+    """The run's side of the table: a forced temperature (None: the caller's, recorded) and the max_tokens bound."""
+
+    def __init__(self, temperature: float | None = None, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+        if temperature is not None and not (isinstance(temperature, (int, float)) and 0 < temperature < float("inf")):
+            raise ValueError(f"--temperature must be a finite number > 0, got {temperature!r}")
+        if not (isinstance(max_tokens, int) and max_tokens > 0):
+            raise ValueError(f"--max-tokens must be a positive integer, got {max_tokens!r}")
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+    def normalise(self, held: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The held parameters as sent upstream, and the sampling record; raises Refused naming the first bad one."""
+        out: dict[str, Any] = {}
+        bounds = {"max_tokens": self.max_tokens, "max_completion_tokens": self.max_tokens, "top_logprobs": MAX_TOP_LOGPROBS}
+        for name, value in held.items():
+            row = SAMPLING_TABLE[name]
+            if row.action in ("pass", "record"):
+                out[name] = value
+            elif row.action == "only":
+                if not row.value(value):
+                    raise Refused(f"parameter {name!r} = {json.dumps(value)[:80]} refused: {row.reason}")
+                out[name] = value
+            elif row.action == "refuse":
+                if not any(value == ok and isinstance(value, bool) == isinstance(ok, bool) for ok in row.value):
+                    raise Refused(f"parameter {name!r} refused: {row.reason}")
+            elif row.action == "clamp" and value is not None:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise Refused(f"parameter {name!r} must be an integer >= 0, got {json.dumps(value)[:80]}")
+                key = "max_tokens" if name == "max_completion_tokens" else name
+                out[key] = min(value, bounds[name], out.get(key, bounds[name]))
+        if "temperature" in out and out["temperature"] is not None:
+            t = out["temperature"]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < float("inf"):
+                raise Refused(f"parameter 'temperature' must be a finite number >= 0, got {json.dumps(t)[:80]}")
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
+        out.setdefault("max_tokens", self.max_tokens)
+        out["max_tokens"] = max(1, out["max_tokens"])
+        out.setdefault("top_logprobs", 0)
+        for name, row in SAMPLING_TABLE.items():
+            if row.action == "force":
+                out[name] = row.value
+        out.pop("max_completion_tokens", None)
+        sampling = {k: out.get(k) for k in RECORDED_SAMPLING}
+        sampling["n"] = 1
+        return out, sampling
+
+
+_OUTSIDE_STRING = re.compile(rb'[\[\]{}"]')
+_INSIDE_STRING = re.compile(rb'["\\]')
+_SCALAR_END = re.compile(rb"[,}\s]")
+_WHITESPACE = b" \t\r\n"
+
+
+class RequestFilter:
+    """The chat request, checked against SAMPLING_TABLE while it streams upstream: a JSON object whose `messages` and
+    `tools` pass through as they come (never held) and whose other members (each at most MAX_PARAM_BYTES) are held,
+    normalised and sent at the end. `feed` returns the bytes to send on; `finish` the rest, padded to `declared`
+    bytes. Raises Refused (malformed, duplicate, unknown or refused parameter); the caller then abandons the upstream
+    request, which never receives a complete body."""
+
+    def __init__(self, policy: SamplingPolicy, declared: int) -> None:
+        self.policy = policy
+        self.declared = declared
+        self.sent = 0
+        self.state = "start"
+        self.members = 0
+        self.streamed = 0
+        self.seen: set[str] = set()
+        self.held: dict[str, Any] = {}
+        self.sampling: dict[str, Any] = {}
+        self.key = ""
+        self.raw = bytearray()
+        self.streaming = False
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.scalar = False
+
+    def _out(self, data: bytes, out: list[bytes]) -> None:
+        if data:
+            out.append(data)
+
+    def feed(self, data: bytes) -> bytes:
+        out: list[bytes] = []
+        i, n = 0, len(data)
+        while i < n:
+            c = data[i]
+            st = self.state
+            if st in ("start", "key_or_end", "key_next", "colon", "value_start", "after_value", "end") and c in _WHITESPACE:
+                i += 1
+                continue
+            if st == "start":
+                if c != 0x7B:
+                    raise Refused("the body must be a JSON object")
+                self.state, i = "key_or_end", i + 1
+            elif st in ("key_or_end", "key_next"):
+                if c == 0x7D and st == "key_or_end" and self.members == 0:
+                    self.state, i = "end", i + 1
+                elif c == 0x22:
+                    self.state, self.raw, self.escaped, i = "key", bytearray(), False, i + 1
+                else:
+                    raise Refused("the body is not a well-formed JSON object (a parameter name was expected)")
+            elif st == "key":
+                i = self._key(data, i)
+            elif st == "colon":
+                if c != 0x3A:
+                    raise Refused(f"the body is not a well-formed JSON object (':' expected after {self.key!r})")
+                self.state, i = "value_start", i + 1
+            elif st == "value_start":
+                self.depth, self.in_string, self.escaped, self.scalar = 0, False, False, False
+                if c == 0x22:
+                    self.in_string = True
+                elif c in (0x5B, 0x7B):
+                    self.depth = 1
+                else:
+                    self.scalar = True
+                self.raw = bytearray()
+                if self.streaming:
+                    self._out(b"%s%s:" % (b"," if self.streamed else b"", json.dumps(self.key).encode()), out)
+                    self.streamed += 1
+                self.state = "value"
+                if not self.scalar:
+                    self._value_bytes(data[i:i + 1], out)
+                    i += 1
+            elif st == "value":
+                i = self._value(data, i, out)
+            elif st == "after_value":
+                if c == 0x2C:
+                    self.state, i = "key_next", i + 1
+                elif c == 0x7D:
+                    self.state, i = "end", i + 1
+                else:
+                    raise Refused(f"the body is not a well-formed JSON object (',' or '}}' expected after {self.key!r})")
+            else:  # end
+                raise Refused("the body has data after its JSON object")
+        return self._emit(out)
+
+    def _emit(self, out: list[bytes]) -> bytes:
+        if self.sent == 0 and out:
+            out.insert(0, b"{")
+        data = b"".join(out)
+        self.sent += len(data)
+        return data
+
+    def _key(self, data: bytes, i: int) -> int:
+        while i < len(data):
+            if self.escaped:
+                self.raw.append(data[i])
+                self.escaped, i = False, i + 1
+                continue
+            m = _INSIDE_STRING.search(data, i)
+            j = m.start() if m else len(data)
+            self.raw += data[i:j]
+            if len(self.raw) > 256:
+                raise Refused("a parameter name longer than 256 bytes")
+            if m is None:
+                return len(data)
+            if data[j] == 0x5C:
+                self.raw.append(0x5C)
+                self.escaped, i = True, j + 1
+                continue
+            try:
+                key = json.loads(b'"' + bytes(self.raw) + b'"')
+            except ValueError:
+                raise Refused("a parameter name is not a valid JSON string") from None
+            if key in self.seen:
+                raise Refused(f"parameter {key!r} appears twice")
+            if key not in SAMPLING_TABLE:
+                raise Refused(f"parameter {key[:80]!r} is not in the forwarder's allow-list (docs/design/sandbox-trust.md)")
+            self.seen.add(key)
+            self.members += 1
+            self.key, self.streaming = key, SAMPLING_TABLE[key].action == "stream"
+            self.state = "colon"
+            return j + 1
+        return i
+
+    def _value_bytes(self, piece: bytes, out: list[bytes]) -> None:
+        if self.streaming:
+            self._out(piece, out)
+            return
+        self.raw += piece
+        if len(self.raw) > MAX_PARAM_BYTES:
+            raise Refused(f"parameter {self.key!r} is over {MAX_PARAM_BYTES} bytes")
+
+    def _value_end(self) -> None:
+        self.state = "after_value"
+        if self.streaming:
+            return
+        try:
+            self.held[self.key] = json.loads(bytes(self.raw))
+        except ValueError:
+            raise Refused(f"parameter {self.key!r} is not valid JSON") from None
+        self.raw = bytearray()
+
+    def _value(self, data: bytes, i: int, out: list[bytes]) -> int:
+        n = len(data)
+        if self.scalar:
+            m = _SCALAR_END.search(data, i)
+            j = m.start() if m else n
+            self._value_bytes(data[i:j], out)
+            if m is not None:
+                self._value_end()
+            return j
+        while i < n:
+            if self.escaped:
+                self._value_bytes(data[i:i + 1], out)
+                self.escaped, i = False, i + 1
+                continue
+            m = (_INSIDE_STRING if self.in_string else _OUTSIDE_STRING).search(data, i)
+            if m is None:
+                self._value_bytes(data[i:], out)
+                return n
+            j = m.start()
+            self._value_bytes(data[i:j + 1], out)
+            i = j + 1
+            c = data[j]
+            if self.in_string:
+                if c == 0x5C:
+                    self.escaped = True
+                    continue
+                self.in_string = False
+            elif c == 0x22:
+                self.in_string = True
+                continue
+            elif c in (0x5B, 0x7B):
+                self.depth += 1
+                continue
+            else:
+                self.depth -= 1
+            if self.depth == 0 and not self.in_string:
+                self._value_end()
+                return i
+        return i
+
+    def finish(self) -> bytes:
+        if self.state == "value" and self.scalar:
+            self._value_end()
+        if self.state != "end":
+            raise Refused("the body is not a complete JSON object")
+        held, self.sampling = self.policy.normalise(self.held)
+        tail = b",".join(b"%s:%s" % (json.dumps(k).encode(), json.dumps(v).encode()) for k, v in held.items())
+        data = (b"{" if self.sent == 0 else b",") + tail + b"}"
+        pad = self.declared - self.sent - len(data)
+        if pad < 0:
+            raise Refused(f"the normalised body is over its declared length (parameters over {BODY_RESERVE_BYTES} bytes of growth)")
+        self.sent += len(data) + pad
+        return data + b" " * pad
 
 
 # --- the agent's side: the two routes ------------------------------------------------------------
@@ -308,6 +748,14 @@ class BodyReader:
             raise ConnectionResetError("the caller closed before its body ended")
         self.left -= len(data)
         return data
+
+
+def filtered(body: BodyReader, request: RequestFilter) -> Iterator[bytes]:
+    """The caller's body as RequestFilter lets it through, piece by piece (Refused ends it)."""
+    while piece := body.read(STREAM_BYTES):
+        if out := request.feed(piece):
+            yield out
+    yield request.finish()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -362,6 +810,7 @@ class Handler(BaseHTTPRequestHandler):
     def _forward(self, method: str, route: str) -> int:
         up = self.server.upstream
         body: BodyReader | None = None
+        request: RequestFilter | None = None
         if not up.key:
             self.close_connection = True
             self._reply(HTTPStatus.SERVICE_UNAVAILABLE, "no key yet: the rollout's key is delivered when the sandbox is claimed")
@@ -374,15 +823,24 @@ class Handler(BaseHTTPRequestHandler):
                 limit = "Content-Length required" if refused == HTTPStatus.LENGTH_REQUIRED else f"body must be 0..{MAX_BODY_BYTES} bytes"
                 self._reply(refused, limit)
                 return refused
-            headers["Content-Length"] = str(length)
+            # The body as the table lets it through: streamed, normalised, padded to a length known now.
+            request = RequestFilter(up.policy, length + BODY_RESERVE_BYTES)
+            headers["Content-Length"] = str(length + BODY_RESERVE_BYTES)
         # Set last, whatever the caller sent: the caller's Authorization was never copied.
         headers["Authorization"] = f"Bearer {up.key}"
         seq = self.server.trace.start() if (method, route) == TRACED else None
         conn = up.connect()
         try:
             try:
-                conn.request(method, up.prefix + route, body=body, headers=headers)
+                conn.request(method, up.prefix + route, body=filtered(body, request) if body is not None else None, headers=headers)
                 resp = conn.getresponse()
+            except Refused as e:
+                # Abandoned upstream mid-body (never a complete request there); the caller learns which parameter.
+                self.close_connection = True
+                self._reply(HTTPStatus.BAD_REQUEST, str(e))
+                if seq is not None:
+                    self.server.trace.refuse()
+                return HTTPStatus.BAD_REQUEST
             except (OSError, http.client.HTTPException) as e:
                 if body is not None and body.failed:
                     raise ConnectionResetError from e  # the caller's body broke off, not the upstream
@@ -390,17 +848,18 @@ class Handler(BaseHTTPRequestHandler):
                 # The error's class only: its text may carry the upstream's address details, never more is needed.
                 self._reply(HTTPStatus.BAD_GATEWAY, f"upstream unreachable: {type(e).__name__}")
                 if seq is not None:
-                    self.server.trace.add(seq, HTTPStatus.BAD_GATEWAY, None, "")
+                    self.server.trace.add(seq, HTTPStatus.BAD_GATEWAY, None)
                 return HTTPStatus.BAD_GATEWAY
-            answer = self._relay(resp, record=seq is not None)
+            entry = self._relay(resp, record=seq is not None)
             if seq is not None:
-                self.server.trace.add(seq, resp.status, answer, resp.getheader("Content-Type") or "")
+                self.server.trace.add(seq, resp.status, entry | {"sampling": request.sampling} if entry is not None else None)
             return resp.status
         finally:
             conn.close()
 
-    def _relay(self, resp: http.client.HTTPResponse, *, record: bool) -> bytes | None:
-        """Streams the answer back (key cut out); returns what it relayed, when asked and within MAX_RECORD_BYTES."""
+    def _relay(self, resp: http.client.HTTPResponse, *, record: bool) -> dict[str, Any] | None:
+        """Streams the answer back (key cut out); returns its trace entry when asked (None: nothing to record, or it
+        could not be kept within MAX_RECORD_BYTES: AnswerRecord)."""
         key = self.server.upstream.key.encode()
         self.send_response(resp.status)
         for name in RESPONSE_HEADERS:
@@ -411,7 +870,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         redactor = Redactor(key)
-        kept: bytearray | None = bytearray() if record else None
+        kept = AnswerRecord(resp.getheader("Content-Type") or "") if record and resp.status == HTTPStatus.OK else None
         complete = True
         try:
             while True:
@@ -419,9 +878,7 @@ class Handler(BaseHTTPRequestHandler):
                 if not chunk:
                     break
                 if kept is not None:
-                    kept += chunk
-                    if len(kept) > MAX_RECORD_BYTES:
-                        kept = None  # too large to keep: relayed, counted as dropped
+                    kept.feed(chunk)
                 self._chunk(redactor.feed(chunk))
         except (OSError, http.client.HTTPException):
             # The upstream broke mid-stream: end the caller's stream, without detail.
@@ -430,7 +887,7 @@ class Handler(BaseHTTPRequestHandler):
         self._chunk(redactor.flush())
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
-        return bytes(kept) if kept is not None and complete else None
+        return kept.finish() if kept is not None and complete else None
 
     def _chunk(self, data: bytes) -> None:
         if data:
@@ -690,6 +1147,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--key-env", default=DEFAULT_KEY_ENV, help="env var holding the ingress key (never a flag: argv is readable)")
     p.add_argument("--key-host", default="0.0.0.0", help="where the trainer delivers the rollout's key (the pod's address)")
     p.add_argument("--key-port", type=int, default=0, help="accept the rollout's key once on this port (0: none; the env key only)")
+    p.add_argument("--temperature", type=float, default=None, help="the run's sampling temperature, sent on every call (default: the caller's, recorded)")
+    p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="the most tokens one answer may ask for (larger asks are cut to it)")
     p.add_argument("--probe", action="store_true", help="exit 0 when the forwarder accepts connections, else 1")
     return p.parse_args(argv)
 
@@ -732,6 +1191,40 @@ def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstre
     return 0
 
 
+def start_child(run: Any, hand_over: KeyHandOver | None, stopping: Any, sleep: Any = time.sleep) -> int | None:
+    """Forks the serving child (which runs ``run(keys)`` and exits); a failed fork or pipe is retried with a bounded
+    backoff for as long as it fails, the sockets held meanwhile (connections wait in the backlog). None when `stopping()`."""
+    delay, failures = FORK_RETRY_FIRST_SECONDS, 0
+    while not stopping():
+        keys: int | None = None
+        try:
+            keys = hand_over.child_pipe() if hand_over is not None else None
+            child = os.fork()
+        except OSError as e:  # BlockingIOError (EAGAIN: the pod's PID limit), ENOMEM, EMFILE
+            if keys is not None:
+                os.close(keys)
+            failures += 1
+            log.error("cannot start the serving process (%s, failure %d); the ports stay held, retrying in %.2fs",
+                      type(e).__name__, failures, delay)
+            sleep(delay)
+            delay = min(delay * 2, FORK_RETRY_MAX_SECONDS)
+            continue
+        if child == 0:
+            code = 1
+            try:
+                if hand_over is not None:
+                    hand_over.close_in_child()
+                code = run(keys)
+            finally:
+                os._exit(code)
+        if keys is not None:
+            os.close(keys)
+        if failures:
+            log.info("serving process started after %d failed fork(s)", failures)
+        return child
+    return None
+
+
 def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, hand_over: KeyHandOver | None = None) -> int:
     """Holds the sockets for the forwarder's whole life and keeps one serving child on them."""
     stopping = False
@@ -750,14 +1243,10 @@ def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Up
     signal.signal(signal.SIGINT, stop)
     restarts = 0
     while True:
-        keys = hand_over.child_pipe() if hand_over is not None else None
-        child = os.fork()
-        if child == 0:
-            if hand_over is not None:
-                hand_over.close_in_child()
-            os._exit(serve(forward, traced, upstream, restarts, keys))
-        if keys is not None:
-            os.close(keys)
+        started = start_child(lambda keys: serve(forward, traced, upstream, restarts, keys), hand_over, lambda: stopping)
+        if started is None:
+            return 0  # stopped while no child could be started
+        child = started
         while True:
             try:
                 _pid, status = os.waitpid(child, 0)
@@ -781,7 +1270,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("needs --upstream and the key in $%s (or --key-port to receive the rollout's)", args.key_env)
         return 2
     try:
-        upstream = Upstream(args.upstream, key)
+        upstream = Upstream(args.upstream, key, policy=SamplingPolicy(args.temperature, args.max_tokens))
     except ValueError as e:
         log.error("%s", e)
         return 2

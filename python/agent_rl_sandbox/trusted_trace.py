@@ -81,6 +81,41 @@ def forwarder_calls(trace: Any) -> list[dict[str, Any]]:
     return calls
 
 
+#: Policy-neutral values of the knobs a training run leaves off (forwarder.py SAMPLING_TABLE forces them; OpenEnv's
+#: capture/upstream.py NON_POLICY_SAMPLING). top_k: -1 and 0 both mean off.
+NEUTRAL_SAMPLING = {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0}
+
+
+def check_sampling(trace: Any, run: dict[str, Any]) -> None:
+    """Raises UntrustedTrace unless every recorded call of the forwarder's ``trace`` was sampled as the run says:
+    ``run`` is the sampling the trainer passes to the session factory (TRL's ``HarnessRolloutWorker``: temperature,
+    top_p, top_k, min_p, repetition_penalty, max_tokens; any may be absent). Each entry's ``sampling`` (what the
+    forwarder sent) must carry the run's temperature, the neutral value of every knob the run leaves off or sets
+    neutral, logprobs and token ids on, one choice, no seed, and max_tokens no larger than the run's."""
+    problems = []
+    want = {**NEUTRAL_SAMPLING, **{k: v for k, v in run.items() if k in NEUTRAL_SAMPLING and v is not None}}
+    for e in trace.get("entries") or [] if isinstance(trace, dict) else []:
+        seq, got = e.get("seq"), e.get("sampling")
+        if not isinstance(got, dict):
+            problems.append(f"call {seq}: no sampling record (a forwarder before issue 56?)")
+            continue
+        if run.get("temperature") is not None and got.get("temperature") != float(run["temperature"]):
+            problems.append(f"call {seq}: temperature {got.get('temperature')!r}, the run's is {run['temperature']!r}")
+        for key, value in want.items():
+            have = got.get(key)
+            if key == "top_k" and have in (-1, 0) and value in (-1, 0):
+                continue
+            if have != value:
+                problems.append(f"call {seq}: {key} {have!r}, the run's is {value!r}")
+        limit = run.get("max_tokens")
+        if limit is not None and (not isinstance(got.get("max_tokens"), int) or got["max_tokens"] > limit):
+            problems.append(f"call {seq}: max_tokens {got.get('max_tokens')!r}, over the run's {limit!r}")
+        if got.get("n") != 1 or got.get("seed") is not None or got.get("logprobs") is not True or got.get("return_token_ids") is not True:
+            problems.append(f"call {seq}: n {got.get('n')!r}, seed {got.get('seed')!r}, logprobs {got.get('logprobs')!r}, return_token_ids {got.get('return_token_ids')!r}")
+    if problems:
+        raise UntrustedTrace(f"the forwarder's record was not sampled as the run's policy ({len(problems)}): " + "; ".join(problems[:5]))
+
+
 def _same_logps(a: list[float], b: list[float]) -> bool:
     return len(a) == len(b) and all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(a, b))
 
@@ -120,11 +155,14 @@ def _entry(f: dict[str, Any], p: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def trusted_entries(trace: Any, proxy_entries: Any, *, rollout: str = "") -> tuple[list[dict[str, Any]], TraceCheck]:
+def trusted_entries(trace: Any, proxy_entries: Any, *, rollout: str = "", sampling: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], TraceCheck]:
     """TrainingTrace entries built from the forwarder's ``trace`` (``fetch_trace()``), cross-checked
     against the capture proxy's ``proxy_entries`` (a list, or None/anything else when the proxy could
-    not be read). Raises UntrustedTrace when the forwarder's record is not whole."""
+    not be read). Raises UntrustedTrace when the forwarder's record is not whole, or (``sampling``: the
+    run's) when a call was not sampled as the run's policy (check_sampling)."""
     calls = forwarder_calls(trace)
+    if sampling is not None:
+        check_sampling(trace, sampling)
     check = TraceCheck(forwarder_calls=len(calls))
     if not isinstance(proxy_entries, list):
         check.disagreements.append(f"the capture proxy's record is unreadable: {str(proxy_entries)[:200]}")
@@ -162,9 +200,10 @@ def note_claimed(handle: Any) -> None:
 class ForwarderTracedSession:
     """A session whose ``fetch_training_trace()`` is the forwarder's record (everything else is the inner session's)."""
 
-    def __init__(self, inner: Any, sandbox: Any) -> None:
+    def __init__(self, inner: Any, sandbox: Any, sampling: dict[str, Any] | None = None) -> None:
         self._inner = inner
         self._sandbox = sandbox
+        self._sampling = sampling
         #: The last cross-check (TraceCheck), for metrics and tests.
         self.trace_check: TraceCheck | None = None
 
@@ -187,7 +226,7 @@ class ForwarderTracedSession:
             forwarder = self._sandbox.fetch_trace()
         except Exception as e:  # noqa: BLE001 - no record: nothing trustworthy to train on
             raise UntrustedTrace(f"sandbox {sandbox_id}: the forwarder's trace could not be read: {e}") from e
-        entries, self.trace_check = trusted_entries(forwarder, proxy, rollout=str(sandbox_id))
+        entries, self.trace_check = trusted_entries(forwarder, proxy, rollout=str(sandbox_id), sampling=self._sampling)
         return TrainingTrace.from_entries(entries)
 
     def verify(self, *args: Any, **kwargs: Any) -> Any:
@@ -201,8 +240,11 @@ class ForwarderTracedFactory:
     """Wraps an OpenEnv ResourceSessionFactory: its sessions train on the forwarder's record. A pool
     without a trace port (``SANDBOX_TRACE_PORT=0``) gets the inner session unchanged, with a warning."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, sampling: dict[str, Any] | None = None) -> None:
         self.inner = inner
+        #: The run's sampling, checked against each call's record (check_sampling): given, or the inner factory's
+        #: ``sampling`` (OpenEnv's OpenCodeSessionFactory keeps what HarnessRolloutWorker passed it).
+        self.sampling = sampling if sampling is not None else getattr(inner, "sampling", None)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -222,4 +264,4 @@ class ForwarderTracedFactory:
             log.warning("sandbox %s: the pool has no forwarder trace port (SANDBOX_TRACE_PORT=0): training on the in-sandbox proxy's trace, which the agent can rewrite",
                         getattr(handle, "sandbox_id", "?"))
             return session
-        return ForwarderTracedSession(session, handle)
+        return ForwarderTracedSession(session, handle, self.sampling if isinstance(self.sampling, dict) and self.sampling else None)

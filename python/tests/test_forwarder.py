@@ -95,7 +95,7 @@ class StubUpstream:
                     self.wfile.flush()
                     self.close_connection = True
                     return
-                status = int(body.get("status", 200))
+                status = int(body.get("user") or 200)  # the status to answer, in a parameter the forwarder passes as sent
                 self._send(status, echoed, {"X-Request-Id": self.headers.get("Authorization", ""), "Set-Cookie": "s=1"})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -173,7 +173,7 @@ attempts = [
     ("GET", "/", None), ("GET", "/healthz", None), ("GET", "/metrics", None), ("POST", "/v1/completions", {}),
     ("GET", "/v1/chat/completions", None), ("POST", "/v1/models", {}), ("GET", "/v1/models/../../pause", None),
     ("GET", "/v1/models", None), ("POST", "/v1/chat/completions", {"messages": []}),
-    ("POST", "/v1/chat/completions", {"status": 401}), ("POST", "/v1/chat/completions", {"status": 500}),
+    ("POST", "/v1/chat/completions", {"messages": [], "user": "401"}), ("POST", "/v1/chat/completions", {"messages": [], "user": "500"}),
     ("DELETE", "/v1/models", None), ("PUT", "/v1/chat/completions", {}),
 ]
 for method, path, body in attempts:

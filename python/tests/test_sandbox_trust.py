@@ -28,6 +28,7 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -60,7 +61,7 @@ def as_uid(uid: int) -> list[str]:
 class Pod:
     """One sandbox pod: a network namespace with the forwarder (its uid, the template's command)."""
 
-    def __init__(self, tmp: Path, upstream_host: str | None = None) -> None:
+    def __init__(self, tmp: Path, upstream_host: str | Callable[[str], str] | None = None, *, prefix: list[str] = ()) -> None:
         facts = plan_facts()
         f = forwarder(facts)
         spec = facts["template"]["podTemplate"]["spec"]
@@ -74,12 +75,14 @@ class Pod:
         self.trace_port = int(flag(argv, "--trace-port")) if "--trace-port" in argv else 7101
         argv[0] = PYTHON3
         argv[argv.index("/opt/agent-rl/forwarder.py")] = str(readable_copy_of_the_forwarder())
+        if callable(upstream_host):
+            upstream_host = upstream_host(self.ns.host_ip)  # an upstream of the test's own on the host's end
         argv[argv.index("--upstream") + 1] = upstream_host or self.model.url
         (key_ref,) = f["env"]
         self.log_path = tmp / "forwarder.log"
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            self.ns.exec_argv(*as_uid(self.fwd_uid), *argv),
+            [*prefix, *self.ns.exec_argv(*as_uid(self.fwd_uid), *argv)],
             env={"PATH": SYSTEM_PATH, key_ref["name"]: KEY},
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -414,16 +417,22 @@ def loopback_forwarder(tmp_path):
 
 
 def post(port: int, size: int, *, body: bool = True) -> int:
-    """One POST of `size` bytes (or its headers only), on a raw socket; the answer's status."""
+    """One POST of a chat request of `size` bytes, one long user message (or its headers only), on a raw socket; the
+    answer's status."""
     s = socket.create_connection(("127.0.0.1", port), timeout=scaled(120))
     try:
         s.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode())
+        head, tail = b'{"messages": [{"role": "user", "content": "', b'"}]}'
         piece = b"a" * MiB
-        left = size if body else 0
+        left = size - len(head) - len(tail) if body else 0
         try:
+            if body:
+                s.sendall(head)
             while left > 0:
                 s.sendall(piece[: min(left, MiB)])
                 left -= min(left, MiB)
+            if body:
+                s.sendall(tail)
         except OSError:
             pass  # refused before the body was read
         status = s.makefile("rb").readline().split()
@@ -435,7 +444,7 @@ def post(port: int, size: int, *, body: bool = True) -> int:
 @needs_root
 def test_large_bodies_stay_below_the_forwarders_memory_limit(loopback_forwarder):
     proc, port, sink = loopback_forwarder
-    from agent_rl_sandbox.forwarder import MAX_BODY_BYTES
+    from agent_rl_sandbox.forwarder import BODY_RESERVE_BYTES, MAX_BODY_BYTES
 
     # Nine 16 MiB bodies at once: on main's code, 21 MB to 168 MB (over the 128Mi limit).
     peak = [pss_mib(tree(proc.pid))]
@@ -448,7 +457,8 @@ def test_large_bodies_stay_below_the_forwarders_memory_limit(loopback_forwarder)
         time.sleep(0.05)
     for t in threads:
         t.join()
-    assert results == [200] * 9 and sink.bodies == [MAX_BODY_BYTES] * 9, (results, sink.bodies)
+    # Each reaches the upstream whole: normalised (SAMPLING_TABLE), padded to its declared length.
+    assert results == [200] * 9 and sink.bodies == [MAX_BODY_BYTES + BODY_RESERVE_BYTES] * 9, (results, sink.bodies)
     assert max(peak) < 64, f"the forwarder's memory peaked at {max(peak):.0f} MiB (limit 128Mi)"
     assert post(port, MAX_BODY_BYTES + 1, body=False) == 413
 
