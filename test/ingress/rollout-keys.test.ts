@@ -1,5 +1,8 @@
 // Per-rollout keys against a real nginx and the real verifier (python/agent_rl_sandbox/rollout_keys.py), all on
-// 127.0.0.1. vLLM is the stub upstream (test/helpers/stub-upstream.ts, a stand-in). Needs nginx (nginx-light) and python3.
+// loopback: nginx listens on 127.0.0.1; a client standing for a sandbox pod sends from an address of its own in
+// 127.0.0.0/8 (lo holds the whole block on Linux), as each pod has its own IP in a cluster. vLLM is the stub
+// upstream (test/helpers/stub-upstream.ts, a stand-in). Needs nginx (nginx-light) and python3.
+import * as crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -28,6 +31,9 @@ const OTHER_OPERATOR_KEY = "other-operator-key-0123456789ab";
 const CHAT_BODY = JSON.stringify({ model: "stub-model", messages: [{ role: "user", content: "hi" }] });
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+/** Simulated sandbox pods' source addresses (loopback): one per test, so no test spends another's per-source bucket. */
+const [POD_A, POD_NOISY, POD_QUIET, POD_SHORT, POD_DOWN, POD_FLOOD, POD_BESIDE] = [11, 12, 13, 14, 15, 16, 17].map((n) => `127.0.0.${n}`);
+const tally = (statuses: readonly number[]) => statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
 
 /** A running verifier: its admin API (mint, revoke) as the trainer calls it. */
 interface Verifier {
@@ -79,6 +85,12 @@ describe("per-rollout keys: rendering", () => {
         const text = renderNginxConfig({ upstream: "vllm:8000", rolloutKeyVerifier: "trainer.rl.svc.cluster.local:7200", allowCompletions: true });
         assert.equal(text.match(/auth_request \/_ingress\/rollout-key;/g)?.length, 3, "chat, completions, models");
         assert.ok(text.includes("limit_req_zone $ingress_limit_key zone=ingress_per_key"));
+        // Rollout-key-shaped headers are limited per source address too, at the per-key rate and burst.
+        const perKey = /limit_req_zone \$ingress_limit_key zone=ingress_per_key:10m (rate=\d+r\/s);/.exec(text)?.[1];
+        const perKeyBurst = /limit_req zone=ingress_per_key (burst=\d+) nodelay;/.exec(text)?.[1];
+        assert.ok(perKey && perKeyBurst);
+        assert.ok(text.includes(`limit_req_zone $ingress_rollout_source zone=ingress_rollout_per_source:10m ${perKey};`));
+        assert.equal(text.split(`limit_req zone=ingress_rollout_per_source ${perKeyBurst} nodelay;`).length - 1, 3);
         assert.ok(text.includes("server trainer.rl.svc.cluster.local:7200 max_fails=0;"));
         assert.deepEqual(validateProxySettings({ upstream: "v:1", rolloutKeyVerifier: "http://x:1/verify" }), [
             'rolloutKeyVerifier: "http://x:1/verify" must be "host:port" of the rollout key verifier (e.g. "trainer.rl.svc.cluster.local:7200"), or unset for operators\' keys only',
@@ -104,7 +116,9 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
             },
             { budgetMs: 5000, intervalMs: 50 },
         );
-    const chat = (key: string) => request(`${ing.url}/v1/chat/completions`, { method: "POST", headers: bearer(key), body: CHAT_BODY });
+    /** A chat call from `from`: each simulated pod its own source address (the per-source bucket is keyed on it). */
+    const chat = (key: string, from = "127.0.0.1") =>
+        request(`${ing.url}/v1/chat/completions`, { method: "POST", headers: bearer(key), body: CHAT_BODY, localAddress: from });
 
     before(async () => {
         stub = await startStubUpstream();
@@ -128,15 +142,15 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
     test("a rollout's key works while the rollout lives and is refused once it ended (revoked)", async () => {
         const key = await verifier.mint("rollout-a", 600);
         const before = stub.requests.length;
-        const ok = await chat(key);
+        const ok = await chat(key, POD_A);
         assert.equal(ok.status, 200, ok.body);
         const seen = stub.requests.slice(before);
         assert.equal(seen.length, 1);
         assert.equal(seen[0]!.headers.authorization, undefined, "the key never reaches vLLM");
-        assert.equal((await request(`${ing.url}/v1/models`, { headers: bearer(key) })).status, 200);
+        assert.equal((await request(`${ing.url}/v1/models`, { headers: bearer(key), localAddress: POD_A })).status, 200);
 
         assert.equal(await verifier.revoke("rollout-a"), 204);
-        const refused = await chat(key);
+        const refused = await chat(key, POD_A);
         assert.equal(refused.status, 401, refused.body);
         assert.equal((JSON.parse(refused.body) as { error: { type: string } }).error.type, "authentication_error");
         assert.equal(stub.requests.length, before + 2, "nothing reached vLLM after the revocation");
@@ -150,12 +164,12 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
         const noisy = await verifier.mint("rollout-noisy", 600);
         const quiet = await verifier.mint("rollout-quiet", 600);
         // Bounded: 20 calls at once from the noisy rollout.
-        const burst = await Promise.all(Array.from({ length: 20 }, () => chat(noisy)));
+        const burst = await Promise.all(Array.from({ length: 20 }, () => chat(noisy, POD_NOISY)));
         const limited = burst.filter((r) => r.status === 429).length;
         assert.ok(limited >= 15, `the noisy rollout is limited: ${burst.map((r) => r.status).join(",")}`);
         // The quiet rollout's normal calls (within its own burst): none is throttled.
         const quietStatuses: number[] = [];
-        for (let i = 0; i < 3; i++) quietStatuses.push((await chat(quiet)).status);
+        for (let i = 0; i < 3; i++) quietStatuses.push((await chat(quiet, POD_QUIET)).status);
         assert.deepEqual(quietStatuses, [200, 200, 200]);
 
         // Control, today's model: two sandboxes sharing one key share its bucket.
@@ -193,11 +207,11 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
     test("an expired key is refused without a revocation", async () => {
         const key = await verifier.mint("rollout-short", 2);
         // The first call may already be past 2 s on a loaded machine: only the refusal after expiry is asserted.
-        const statuses = [(await chat(key)).status];
+        const statuses = [(await chat(key, POD_SHORT)).status];
         await pollUntil(
             "the expired key is refused",
             async () => {
-                const s = (await chat(key)).status;
+                const s = (await chat(key, POD_SHORT)).status;
                 statuses.push(s);
                 return s === 401;
             },
@@ -209,16 +223,48 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
         );
     });
 
+    test("a flood of forged rollout keys from one pod is limited before the verifier, and another pod's rollout keeps its calls", async () => {
+        const real = await verifier.mint("rollout-beside-a-flood", 600);
+        const forgedKey = () => `rk1.${crypto.randomBytes(32).toString("base64url")}`;
+        // Bounded: 300 forged keys (each its own per-key bucket), 30 in flight at once, from one pod's address.
+        const FLOOD = 300;
+        const statuses: number[] = [];
+        let sent = 0;
+        const started = Date.now();
+        const flood = Promise.all(
+            Array.from({ length: 30 }, async () => {
+                while (sent < FLOOD) {
+                    sent++;
+                    statuses.push((await chat(forgedKey(), POD_FLOOD)).status);
+                }
+            }),
+        );
+        // The other pod's rollout, during the flood: its calls within its own burst all succeed.
+        const realStatuses: number[] = [];
+        for (let i = 0; i < 3; i++) realStatuses.push((await chat(real, POD_BESIDE)).status);
+        await flood;
+        const seconds = (Date.now() - started) / 1000;
+        assert.deepEqual(realStatuses, [200, 200, 200]);
+        // Only the pod's own bucket (burst 3, 1 r/s) of forged keys reached the verifier (401); the rest were refused before it (429).
+        const asked = statuses.filter((s) => s === 401).length;
+        const bound = 3 + Math.ceil(seconds * 1) + 1;
+        assert.equal(statuses.length, FLOOD);
+        assert.ok(
+            asked <= bound && statuses.every((s) => s === 401 || s === 429),
+            `${asked} forged keys reached the verifier in ${seconds.toFixed(1)} s (at most ${bound}): ${JSON.stringify(tally(statuses))}`,
+        );
+    });
+
     test("forged and unknown keys are refused; the operators' keys work as before, with or without the verifier", async () => {
         const forged = `rk1.${"A".repeat(43)}`;
-        assert.equal((await chat(forged)).status, 401);
+        assert.equal((await chat(forged, POD_DOWN)).status, 401);
         assert.equal((await chat("not-a-key-of-anyone-0123456789")).status, 401);
         assert.equal((await chat(OPERATOR_KEY)).status, 200);
         await logWith('"key":"operator"');
         // The verifier gone: rollout keys fail closed (500), the operators' keys never ask it.
         const key = await verifier.mint("rollout-down", 600);
         await verifier.program.stop();
-        assert.equal((await chat(key)).status, 500);
+        assert.equal((await chat(key, POD_DOWN)).status, 500);
         assert.equal((await chat(OPERATOR_KEY)).status, 200);
     });
 });
