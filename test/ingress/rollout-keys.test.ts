@@ -18,7 +18,8 @@ import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages } from ".
 import { startStubUpstream, type StubUpstream } from "../helpers/stub-upstream";
 import { pollUntil } from "../helpers/waits";
 import { localOverrides, resolveVllmIngress, VllmIngress, type IngressDescription } from "../../components/ingress";
-import { VERIFIER_PATH } from "../../components/ingress/verifier";
+import { VERIFIER_ADMIN_KEY_DIR, VERIFIER_PATH } from "../../components/ingress/verifier";
+import * as os from "node:os";
 import { runBoth, type RecordedResource } from "../helpers/mock";
 import { Platform, resolvePlatform } from "../../components/platform";
 import { manifests } from "../helpers/manifests";
@@ -307,6 +308,14 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
         assert.deepEqual(c.securityContext.capabilities.drop, ["ALL"]);
         assert.ok(c.readinessProbe.tcpSocket && c.livenessProbe.tcpSocket && c.resources.limits.memory);
         assert.ok(!c.command.some((a: string) => a.includes("mock-random")), "the admin key is never a flag");
+        // The admin key is a read-only file from the verifier's Secret, never an env var (checkov CKV_K8S_35).
+        assert.equal(c.env, undefined);
+        assert.deepEqual(c.command.slice(c.command.indexOf("--admin-key-file")), ["--admin-key-file", `${VERIFIER_ADMIN_KEY_DIR}/admin-key`]);
+        const mount = c.volumeMounts.find((m: { mountPath: string }) => m.mountPath === VERIFIER_ADMIN_KEY_DIR);
+        assert.equal(mount.readOnly, true);
+        const volume = dep.spec.template.spec.volumes.find((vol: { name: string }) => vol.name === mount.name);
+        assert.deepEqual(volume.secret, { secretName: v.names.secret, items: [{ key: "admin-key", path: "admin-key" }], defaultMode: 0o440 });
+        assert.equal(dep.spec.template.spec.securityContext.fsGroup, c.securityContext.runAsGroup ?? dep.spec.template.spec.securityContext.runAsGroup);
         const svc = byKind(objects, "Service", v.names.service);
         assert.deepEqual(
             svc.spec.ports.map((p: { port: number }) => p.port),
@@ -359,7 +368,15 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
                 ...(o.spec?.podTemplate?.spec?.containers ?? []),
                 ...(o.spec?.podTemplate?.spec?.initContainers ?? []),
             ]
-                .filter((c: any) => (c.env ?? []).some((e: any) => [ref.name, v.names.secret].includes(e.valueFrom?.secretKeyRef?.name)))
+                .filter(
+                    (c: any) =>
+                        (c.env ?? []).some((e: any) => [ref.name, v.names.secret].includes(e.valueFrom?.secretKeyRef?.name)) ||
+                        (c.volumeMounts ?? []).some((m: any) =>
+                            [...(o.spec?.template?.spec?.volumes ?? []), ...(o.spec?.podTemplate?.spec?.volumes ?? [])].some(
+                                (vol: any) => vol.name === m.name && [ref.name, v.names.secret].includes(vol.secret?.secretName),
+                            ),
+                        ),
+                )
                 .map((c: any) => `${o.metadata.name}/${c.name}`),
         );
         assert.deepEqual(readers.sort(), [`${job.metadata.name}/trainer`, `${v.names.deployment}/verifier`].sort());
@@ -426,7 +443,7 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
             await stub?.stop();
         });
 
-        test("the plan's verifier command, env and admin Secret, the plan's nginx settings", async () => {
+        test("the plan's verifier command, admin Secret (as its mounted file) and nginx settings", async () => {
             const config = blackbox();
             const names = platformNames(config);
             const d = resolveVllmIngress(config, names);
@@ -436,20 +453,22 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
             // listen, upstream and the verifier's address (the Service's DNS name, which loopback does not have).
             const conf = byKind(objects, "ConfigMap", names.ingress.config).data["nginx.conf"] as string;
             assert.equal(conf, d.configText);
-            const c = byKind(objects, "Deployment", v.names.deployment).spec.template.spec.containers[0];
+            const dep = byKind(objects, "Deployment", v.names.deployment);
+            const c = dep.spec.template.spec.containers[0];
             const secret = byKind(objects, "Secret", v.names.secret);
-            const env: Record<string, string> = {};
-            for (const e of c.env as Array<{ name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }>) {
-                assert.equal(e.valueFrom.secretKeyRef.name, secret.metadata.name);
-                env[e.name] = secret.stringData[e.valueFrom.secretKeyRef.key];
-            }
-            const adminKey = Object.values(env)[0]!;
+            // The admin key as the pod has it: the Secret's item written where its volume is mounted (a temp dir here).
+            const volume = dep.spec.template.spec.volumes[0].secret as { secretName: string; items: Array<{ key: string; path: string }> };
+            assert.equal(volume.secretName, secret.metadata.name);
+            const adminKey = secret.stringData[volume.items[0]!.key] as string;
             assert.ok(adminKey.length >= 16);
+            const keyDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollout-admin-"));
+            fs.writeFileSync(path.join(keyDir, volume.items[0]!.path), adminKey, { mode: 0o440 });
             // The verifier as rendered; only the listen addresses and the script's path are this machine's.
             const verifyPort = await freePort();
             const adminPort = await freePort();
             const local: Record<string, string> = {
                 [VERIFIER_PATH]: VERIFIER,
+                [v.adminKeyFile]: path.join(keyDir, path.basename(v.adminKeyFile)),
                 "0.0.0.0": "127.0.0.1",
                 [String(v.verifyPort)]: String(verifyPort),
                 [String(v.adminPort)]: String(adminPort),
@@ -458,7 +477,7 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
             verifierProgram = await startProgram(bin!, args, {
                 readyUrl: `http://127.0.0.1:${verifyPort}/verify`,
                 readyStatus: 401,
-                env: { PATH: process.env.PATH, ...env },
+                env: { PATH: process.env.PATH },
             });
             stub = await startStubUpstream();
             ing = await startLocalIngress({
