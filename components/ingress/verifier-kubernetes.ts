@@ -54,7 +54,11 @@ export function verifierPodSpec(d: IngressDescription, v: RolloutKeyVerifier): k
         volumes: [
             {
                 name: ADMIN_KEY_VOLUME,
-                secret: { secretName: v.names.secret, items: [{ key: VERIFIER_ADMIN_KEY_SECRET_KEY, path: VERIFIER_ADMIN_KEY_SECRET_KEY }], defaultMode: 0o440 },
+                secret: {
+                    secretName: v.names.secret,
+                    items: [{ key: VERIFIER_ADMIN_KEY_SECRET_KEY, path: VERIFIER_ADMIN_KEY_SECRET_KEY }],
+                    defaultMode: 0o440,
+                },
             },
         ],
     };

@@ -217,11 +217,9 @@ def ingress():
     ing.stop()
 
 
-def start_forwarder(upstream_port: int, key_port: int, env_key: str | None = None) -> tuple[subprocess.Popen, int]:
+def start_forwarder(upstream_port: int, key_port: int) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_UPSTREAM_KEY"}
-    if env_key is not None:
-        env["AGENT_RL_UPSTREAM_KEY"] = env_key
     proc = subprocess.Popen(
         [sys.executable, "-I", str(FORWARDER), "--port", str(port), "--upstream", f"http://127.0.0.1:{upstream_port}",
          "--key-host", "127.0.0.1", "--key-port", str(key_port), "--trace-port", "0"],
@@ -239,6 +237,7 @@ def test_the_forwarder_takes_its_rollouts_key_once_and_then_closes_the_port(ingr
     try:
         status, _, body = call(port, "GET", "/v1/models")
         assert status == 503 and b"no key yet" in body and ingress.seen == [], "nothing goes upstream without a key"
+        assert b"no shared key falls back" in body, body
         assert call(key_port, "GET", "/rollout-key")[0] == 404
         assert call(key_port, "PUT", "/rollout-key", {}, b"not-a-rollout-key-0123456789")[0] == 400
         assert call(key_port, "PUT", "/other", {}, b"x")[0] == 404
@@ -347,6 +346,19 @@ def localized(argv: list[str], subst: dict[str, str]) -> list[str]:
     return [subst.get(a, a) for a in argv]
 
 
+def test_a_forwarder_taking_rollout_keys_refuses_a_shared_key_in_its_env():
+    """No fallback: with --key-port, a pool key in the env is refused at start, naming the variable and the fix."""
+    env = {**os.environ, "AGENT_RL_UPSTREAM_KEY": "pool-key-shared-by-every-sandbox"}
+    done = subprocess.run(
+        [sys.executable, "-I", str(FORWARDER), "--port", str(free_port()), "--upstream", "http://127.0.0.1:9",
+         "--key-host", "127.0.0.1", "--key-port", str(free_port()), "--trace-port", "0"],
+        env=env, capture_output=True, text=True, timeout=scaled(30),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "$AGENT_RL_UPSTREAM_KEY holds a key too: unset it" in done.stderr
+    assert "pool-key-shared" not in done.stderr
+
+
 @contextlib.contextmanager
 def rendered_path_up(tmp_path, upstream_url: str, rate_per_second: int, rate_burst: int):
     """The opencode black-box stack on Kubernetes as rendered: the verifier (the plan's command and admin-key env) and
@@ -444,6 +456,7 @@ def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_roll
     assert secret_env.get("SANDBOX_ROLLOUT_ADMIN_KEY") == "rolloutAdminKey" and "SANDBOX_ROLLOUT_ADMIN_KEY" not in env
     cmd = facts["forwarderCommand"]
     assert cmd[cmd.index("--key-port") + 1] == env["SANDBOX_FORWARDER_KEY_PORT"] and cmd[cmd.index("--key-host") + 1] == "0.0.0.0"
+    assert "--key-env" not in cmd, "the forwarder reads no shared key from its env: its rollout's key is the only one"
 
     # Each sandbox pod reaches the ingress from an address of its own (nginx limits rollout keys per source too).
     ingress = urlsplit(facts["url"])

@@ -34,7 +34,11 @@ const CHAT_BODY = JSON.stringify({ model: "stub-model", messages: [{ role: "user
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 /** Simulated sandbox pods' source addresses (loopback): one per test, so no test spends another's per-source bucket. */
 const [POD_A, POD_NOISY, POD_QUIET, POD_SHORT, POD_DOWN, POD_FLOOD, POD_BESIDE] = [11, 12, 13, 14, 15, 16, 17].map((n) => `127.0.0.${n}`);
-const tally = (statuses: readonly number[]) => statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+const tally = (statuses: readonly number[]) => {
+    const t: Record<number, number> = {};
+    for (const s of statuses) t[s] = (t[s] ?? 0) + 1;
+    return t;
+};
 
 /** A running verifier: its admin API (mint, revoke) as the trainer calls it. */
 interface Verifier {
@@ -397,6 +401,9 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
         const template = ofKind("SandboxTemplate")[0]!;
         const forwarder = template.spec.podTemplate.spec.initContainers[0];
         assert.deepEqual(forwarder.command.slice(forwarder.command.indexOf("--key-host")), ["--key-host", "0.0.0.0", "--key-port", "7102"]);
+        // No shared pool key beside the rollout's: no env in the forwarder, no --key-env (forwarder.py refuses both at once).
+        assert.equal(forwarder.env, undefined);
+        assert.ok(!forwarder.command.includes("--key-env"));
         const sp = byKind(objects, "NetworkPolicy", plan.sandboxes!.names.networkPolicy).spec;
         const admits7102 = sp.ingress.filter((r: any) => r.ports.some((p: any) => p.port === 7102));
         assert.deepEqual(
