@@ -7,7 +7,7 @@
 
 import { validateKeys, type IngressKey } from "../config/keys";
 import { INGRESS_LIMIT_DEFAULTS } from "../config/ingress-defaults";
-import { rolloutKeyMaps, rolloutRouteLines, rolloutVerifierUpstream, rolloutVerifyLocation } from "./rollout-keys";
+import { rolloutKeyMaps, rolloutRouteLines, rolloutSourceZone, rolloutVerifierUpstream, rolloutVerifyLocation } from "./rollout-keys";
 
 export { validateKeys, type IngressKey };
 
@@ -323,7 +323,7 @@ function routeLocation(route: Route, upstreamHost: string, rolloutKeys: boolean)
         "            }",
     );
     if (route.authenticated) lines.push("            limit_req zone=ingress_per_key burst=$BURST nodelay;");
-    if (route.authenticated && rolloutKeys) lines.push(...rolloutRouteLines());
+    if (route.authenticated && rolloutKeys) lines.push(...rolloutRouteLines(" burst=$BURST"));
     lines.push(
         "            # proxy_pass with a variable sends exactly this URI and never appends the client's query string (nginx proxy_pass docs).",
         `            set $ingress_upstream_uri ${route.path};`,
@@ -449,6 +449,7 @@ function rateLimitZone(r: ResolvedProxySettings): string[] {
     return [
         "    # Per-key rate limit; the empty key (unauthenticated) is never counted (nginx limit_req docs), those requests get 401 first.",
         `    limit_req_zone ${key} zone=ingress_per_key:10m rate=${r.rateLimitPerSecond}r/s;`,
+        ...(r.rolloutKeyVerifier !== undefined ? rolloutSourceZone(r.rateLimitPerSecond) : []),
         "    limit_req_status 429;",
         "    limit_req_log_level warn;",
         "",

@@ -8,6 +8,12 @@
  * `auth_request_set`. It is the key itself (operators' keys: their name, as before; rollout keys: the
  * whole token, secret part included), so a client guessing another rollout's id cannot spend that
  * rollout's budget, and every rollout has a bucket of its own.
+ *
+ * A bucket per token alone lets forged tokens (each its own bucket) reach the verifier without bound,
+ * so every header of the rollout-key shape is also limited per source address, before auth_request:
+ * a sandbox pod has an address of its own and reaches the ingress through its ClusterIP Service
+ * without source NAT (kubernetes/website content/en/docs/tutorials/services/source-ip.md), and holds
+ * one rollout key, so its bucket is that key's budget and a flood from one pod spends only its own.
  */
 
 /** A rollout key as the verifier mints it (python/agent_rl_sandbox/rollout_keys.py KEY_RE). */
@@ -32,12 +38,32 @@ export function rolloutKeyMaps(): string[] {
         "        default $ingress_key_name;",
         '        "" $ingress_rollout_token;',
         "    }",
+        "    # Per-source limit key: the client's address for a header of the rollout-key shape (forged or not), else empty (not counted).",
+        "    map $ingress_key_name $ingress_rollout_source {",
+        '        default "";',
+        '        "" $ingress_rollout_source_addr;',
+        "    }",
+        "    map $ingress_rollout_token $ingress_rollout_source_addr {",
+        "        default $binary_remote_addr;",
+        '        "" "";',
+        "    }",
         '    # The log\'s "key": the operator key\'s name, or "rollout" (the rollout id is its own field).',
         "    map $ingress_rollout_id $ingress_client_name {",
         "        default rollout;",
         '        "" $ingress_key_name;',
         "    }",
         "",
+    ];
+}
+
+/** The per-source zone name: rollout-key-shaped headers, counted per client address (see the file's comment). */
+export const ROLLOUT_SOURCE_ZONE = "ingress_rollout_per_source";
+
+/** The per-source zone, at the per-key rate: a pod holds one rollout key, so its address gets that key's budget. */
+export function rolloutSourceZone(ratePerSecond: number): string[] {
+    return [
+        "    # Rollout-key-shaped headers per source address, before the verifier is asked: forged tokens spend their pod's bucket only.",
+        `    limit_req_zone $ingress_rollout_source zone=${ROLLOUT_SOURCE_ZONE}:10m rate=${ratePerSecond}r/s;`,
     ];
 }
 
@@ -78,9 +104,10 @@ export function rolloutVerifyLocation(verifier: string, resolved: boolean): stri
     ];
 }
 
-/** The lines an authenticated route adds: the auth subrequest and the rollout id it returns. */
-export function rolloutRouteLines(): string[] {
+/** The lines an authenticated route adds: the per-source limit (`burst`: " burst=N", or "" for nginx's 0), the auth subrequest and the rollout id it returns. */
+export function rolloutRouteLines(burst: string): string[] {
     return [
+        `            limit_req zone=${ROLLOUT_SOURCE_ZONE}${burst} nodelay;`,
         "            # A rollout key is live only while the verifier says so (revoked at the rollout's end, expired after its ttl).",
         `            auth_request ${ROLLOUT_VERIFY_LOCATION};`,
         "            auth_request_set $ingress_rollout_id $upstream_http_x_rollout_id;",

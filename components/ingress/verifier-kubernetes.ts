@@ -1,6 +1,6 @@
 /**
- * The per-rollout key verifier on Kubernetes (verifier.ts decides it): its admin key in a Secret (env of
- * the verifier only), a single-replica Deployment (Recreate: never two tables at once), a ClusterIP
+ * The per-rollout key verifier on Kubernetes (verifier.ts decides it): its admin key in a Secret (a file
+ * of the verifier only, mounted read-only), a single-replica Deployment (Recreate: never two tables at once), a ClusterIP
  * Service, and a NetworkPolicy: the nginx pods on the verify port, the trainer's pods on the admin port,
  * no egress at all. The bodies are pure functions of the description (exported for tests).
  */
@@ -9,7 +9,10 @@ import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
 import { hardenedServicePod, podsInNamespace, pullSecretRefs, restrictedContainerSecurity, tcpProbes } from "../shared/kubernetes";
 import type { IngressDescription } from "./resolve";
-import { VERIFIER_ADMIN_KEY_SECRET_KEY, type RolloutKeyVerifier } from "./verifier";
+import { VERIFIER_ADMIN_KEY_DIR, VERIFIER_ADMIN_KEY_SECRET_KEY, type RolloutKeyVerifier } from "./verifier";
+
+/** The pod volume holding the admin key (the verifier's Secret). */
+const ADMIN_KEY_VOLUME = "admin-key";
 
 /** The verifier container's security: the sandbox image's non-root user, read-only root, no capabilities. */
 function verifierSecurity(v: RolloutKeyVerifier) {
@@ -24,7 +27,7 @@ function verifierSecurity(v: RolloutKeyVerifier) {
     };
 }
 
-/** The verifier's pod: one container, the admin key from its Secret, TCP probes on the verify port. */
+/** The verifier's pod: one container, the admin key as a read-only file from its Secret (no env var), TCP probes on the verify port. */
 export function verifierPodSpec(d: IngressDescription, v: RolloutKeyVerifier): k8s.types.input.core.v1.PodSpec {
     const sec = verifierSecurity(v);
     // GET /verify without a key is 401 (not a success for an HTTP probe): a TCP check proves it accepts connections.
@@ -37,7 +40,7 @@ export function verifierPodSpec(d: IngressDescription, v: RolloutKeyVerifier): k
                 image: v.image,
                 imagePullPolicy: imagePullPolicy(v.image),
                 command: [...v.command],
-                env: [{ name: v.adminKeyEnv, valueFrom: { secretKeyRef: { name: v.names.secret, key: VERIFIER_ADMIN_KEY_SECRET_KEY } } }],
+                volumeMounts: [{ name: ADMIN_KEY_VOLUME, mountPath: VERIFIER_ADMIN_KEY_DIR, readOnly: true }],
                 ports: [
                     { name: "verify", containerPort: v.verifyPort, protocol: "TCP" },
                     { name: "admin", containerPort: v.adminPort, protocol: "TCP" },
@@ -45,6 +48,17 @@ export function verifierPodSpec(d: IngressDescription, v: RolloutKeyVerifier): k
                 resources: { requests: { ...v.resources.requests }, limits: { ...v.resources.limits } },
                 securityContext: restrictedContainerSecurity(sec),
                 ...tcpProbes("verify"),
+            },
+        ],
+        // 0440: root-owned, readable by the pod's fsGroup (the verifier's gid, hardenedServicePod) and no one else.
+        volumes: [
+            {
+                name: ADMIN_KEY_VOLUME,
+                secret: {
+                    secretName: v.names.secret,
+                    items: [{ key: VERIFIER_ADMIN_KEY_SECRET_KEY, path: VERIFIER_ADMIN_KEY_SECRET_KEY }],
+                    defaultMode: 0o440,
+                },
             },
         ],
     };

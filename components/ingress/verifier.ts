@@ -16,24 +16,30 @@ import type { IngressConfig, IngressNames, IngressPeerPods } from "./model";
 /** The verifier's listen ports (python/agent_rl_sandbox/rollout_keys.py DEFAULT_VERIFY_PORT / DEFAULT_ADMIN_PORT). */
 export const VERIFIER_VERIFY_PORT = 7200;
 export const VERIFIER_ADMIN_PORT = 7201;
-/** Env var the verifier reads its admin key from (rollout_keys.py DEFAULT_ADMIN_KEY_ENV); the trainer's is SANDBOX_ROLLOUT_ADMIN_KEY. */
-export const VERIFIER_ADMIN_KEY_ENV = "AGENT_RL_ROLLOUT_ADMIN_KEY";
-/** Key of the admin key inside the verifier's Secret. */
+/** Key of the admin key inside the verifier's Secret (and the file's name where it is mounted). */
 export const VERIFIER_ADMIN_KEY_SECRET_KEY = "admin-key";
+/**
+ * Where the verifier's Secret is mounted read-only: the verifier reads its admin key from a file
+ * (rollout_keys.py --admin-key-file), not an env var (checkov CKV_K8S_35: secrets as files, not env).
+ */
+export const VERIFIER_ADMIN_KEY_DIR = "/var/run/agent-rl/rollout-keys-admin";
 /** Where the sandbox image keeps the verifier (python/Dockerfile, standard library only). */
 export const VERIFIER_PATH = "/opt/agent-rl/rollout_keys.py";
 /** Length of the generated admin key ([A-Za-z0-9], like the ingress keys; the verifier needs 16+). */
 export const VERIFIER_ADMIN_KEY_LENGTH = 48;
 
+const ADMIN_KEY_FILE = `${VERIFIER_ADMIN_KEY_DIR}/${VERIFIER_ADMIN_KEY_SECRET_KEY}`;
+
 /** The verifier as rendered: image, command, ports, who reaches it, names. */
 export interface RolloutKeyVerifier {
     /** The pool's sandbox image (python/Dockerfile puts rollout_keys.py at VERIFIER_PATH; the config requires it for agent-sandbox). */
     readonly image: string;
-    /** The full command line (the admin key comes from env, never a flag). */
+    /** The full command line (the admin key comes from a file, never a flag). */
     readonly command: readonly string[];
     readonly verifyPort: number;
     readonly adminPort: number;
-    readonly adminKeyEnv: string;
+    /** The admin key's file: the verifier's Secret mounted read-only at VERIFIER_ADMIN_KEY_DIR. */
+    readonly adminKeyFile: string;
     /** host:port nginx asks (the Service's cluster DNS name): ProxySettings.rolloutKeyVerifier. */
     readonly verifyAddress: string;
     /** The admin URL the trainer mints and revokes at (SANDBOX_ROLLOUT_KEYS_URL). */
@@ -75,12 +81,12 @@ export function rolloutKeyVerifier(config: IngressConfig, names: IngressNames): 
             "0.0.0.0",
             "--admin-port",
             String(VERIFIER_ADMIN_PORT),
-            "--admin-key-env",
-            VERIFIER_ADMIN_KEY_ENV,
+            "--admin-key-file",
+            ADMIN_KEY_FILE,
         ],
         verifyPort: VERIFIER_VERIFY_PORT,
         adminPort: VERIFIER_ADMIN_PORT,
-        adminKeyEnv: VERIFIER_ADMIN_KEY_ENV,
+        adminKeyFile: ADMIN_KEY_FILE,
         verifyAddress: `${host}:${VERIFIER_VERIFY_PORT}`,
         adminUrl: `http://${host}:${VERIFIER_ADMIN_PORT}`,
         podLabels: podLabels("rollout-keys", deployment),

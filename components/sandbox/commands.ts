@@ -14,8 +14,8 @@ import {
 
 /**
  * The forwarder's command: the model routes on loopback only (the agent's container shares the pod's loopback,
- * nothing outside the pod reaches it), the trace on the pod IP for the trainer, the ingress as upstream, the key
- * from its own container's env.
+ * nothing outside the pod reaches it), the trace on the pod IP for the trainer, the ingress as upstream, and the
+ * key: with `keyPort`, only the rollout's, delivered once by the trainer; else the pool's, from its own container's env.
  */
 export function sandboxForwarderCommand(
     upstreamUrl: string,
@@ -37,10 +37,8 @@ export function sandboxForwarderCommand(
         String(tracePort),
         "--upstream",
         upstreamUrl,
-        "--key-env",
-        SANDBOX_KEY_ENV,
         // Agent-sandbox pools: the rollout's key, delivered once by the trainer on the pod IP (docs/design/rollout-keys.md).
-        ...(keyPort !== undefined ? ["--key-host", "0.0.0.0", "--key-port", String(keyPort)] : []),
+        ...(keyPort !== undefined ? ["--key-host", "0.0.0.0", "--key-port", String(keyPort)] : ["--key-env", SANDBOX_KEY_ENV]),
     ];
 }
 

@@ -32,7 +32,8 @@ export function forwarderDescription(config: Pick<SandboxConfig, "sandboxes" | "
         url: FORWARDER_URL,
         // A uid of its own beside the sandbox's (schema: runAsUser in 1000..2^31-1).
         runAsUser: s.runAsUser < 2147483647 ? s.runAsUser + 1 : s.runAsUser - 1,
-        keyEnv: SANDBOX_KEY_ENV,
+        // Per-rollout keys replace the pool's key: no shared key in this container (docs/design/rollout-keys.md).
+        ...(keyPort === undefined ? { keyEnv: SANDBOX_KEY_ENV } : {}),
         cpu: FORWARDER_CPU,
         memory: FORWARDER_MEMORY,
     };

@@ -50,8 +50,9 @@ function objectLabels(d: SandboxDescription): Record<string, string> {
 
 /**
  * The key-holding forwarder (python/agent_rl_sandbox/forwarder.py), the only container that gets
- * the key: from the Secret, into its own env, as a uid of its own, with no volume the agent's
- * container mounts. The agent reaches it on the pod's shared loopback.
+ * a key, as a uid of its own, with no volume the agent's container mounts: its rollout's key, delivered
+ * by the trainer (keyPort), or else the pool's from the Secret into its env. The agent reaches it on the
+ * pod's shared loopback.
  */
 export function forwarderContainer(d: SandboxDescription, image: string = d.image): Record<string, unknown> {
     const f = d.forwarder;
@@ -68,7 +69,7 @@ export function forwarderContainer(d: SandboxDescription, image: string = d.imag
             // The trainer hands the rollout's key over here once (agent-sandbox pools; the port closes after it).
             ...(f.keyPort !== undefined ? [{ name: "rollout-key", containerPort: f.keyPort, protocol: "TCP" }] : []),
         ],
-        env: [{ name: f.keyEnv, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } }],
+        ...(f.keyEnv !== undefined ? { env: [{ name: f.keyEnv, valueFrom: { secretKeyRef: { name: d.names.keySecret, key: SANDBOX_KEY_SECRET_KEY } } }] } : {}),
         // Run in its container: the forwarder listens on loopback, which kubelet's httpGet/tcpSocket (pod IP) cannot reach.
         startupProbe: { exec: { command: [...f.probeCommand] }, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 30 },
         resources: { requests: resources, limits: resources },

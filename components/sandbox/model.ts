@@ -139,8 +139,11 @@ export interface SandboxForwarder {
     readonly url: string;
     /** A uid of its own, never the sandbox's. */
     readonly runAsUser: number;
-    /** Env var holding the key in its container. */
-    readonly keyEnv: string;
+    /**
+     * Env var holding the pool's shared ingress key in its container. Absent where the pool takes per-rollout keys
+     * (keyPort): that forwarder holds only its rollout's key, and nothing falls back to a shared one. @default undefined
+     */
+    readonly keyEnv?: string;
     /** CPU request = limit (counted in the quota beside the sandbox's). */
     readonly cpu: string;
     /** Memory request = limit. */

@@ -54,9 +54,10 @@ either, the entry is counted in ``dropped`` instead).
 
 Per-rollout keys (docs/design/rollout-keys.md): with ``--key-port`` the forwarder also accepts, once,
 ``PUT /rollout-key`` on the pod's address: the trainer delivers the key it minted for this claim
-right after the claim is Ready, before the agent runs anything, and the listener then closes. That
-key replaces the env's (which may then be absent: requests get 503 until the delivery) and is held,
-attached and redacted exactly as the env's was. The supervisor takes the delivery (it outlives the
+right after the claim is Ready, before the agent runs anything, and the listener then closes. With
+``--key-port`` the forwarder holds no other key: a key in the env is refused at start (no shared key
+falls back), and model calls get 503 saying why until the delivery. The delivered key is held,
+attached and redacted exactly as an env key is without ``--key-port``. The supervisor takes the delivery (it outlives the
 serving child) and hands the key to the serving child through a pipe; a child started later
 inherits it.
 
@@ -813,7 +814,10 @@ class Handler(BaseHTTPRequestHandler):
         request: RequestFilter | None = None
         if not up.key:
             self.close_connection = True
-            self._reply(HTTPStatus.SERVICE_UNAVAILABLE, "no key yet: the rollout's key is delivered when the sandbox is claimed")
+            self._reply(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                "no key yet: this forwarder calls the model only with its rollout's key, which the trainer delivers when it claims the sandbox; no shared key falls back",
+            )
             return HTTPStatus.SERVICE_UNAVAILABLE
         headers = {h: self.headers[h] for h in REQUEST_HEADERS if self.headers.get(h)}
         if method == "POST":
@@ -1146,7 +1150,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--upstream", help="the ingress URL (its /v1/chat/completions and /v1/models are called)")
     p.add_argument("--key-env", default=DEFAULT_KEY_ENV, help="env var holding the ingress key (never a flag: argv is readable)")
     p.add_argument("--key-host", default="0.0.0.0", help="where the trainer delivers the rollout's key (the pod's address)")
-    p.add_argument("--key-port", type=int, default=0, help="accept the rollout's key once on this port (0: none; the env key only)")
+    p.add_argument("--key-port", type=int, default=0, help="accept the rollout's key once on this port, the only key then held (0: none; the env key only)")
     p.add_argument("--temperature", type=float, default=None, help="the run's sampling temperature, sent on every call (default: the caller's, recorded)")
     p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="the most tokens one answer may ask for (larger asks are cut to it)")
     p.add_argument("--probe", action="store_true", help="exit 0 when the forwarder accepts connections, else 1")
@@ -1268,6 +1272,10 @@ def main(argv: list[str] | None = None) -> int:
     key = os.environ.pop(args.key_env, "")
     if not args.upstream or not (key or args.key_port):
         log.error("needs --upstream and the key in $%s (or --key-port to receive the rollout's)", args.key_env)
+        return 2
+    if key and args.key_port:
+        # Per-rollout keys replace the pool's shared key: holding both would make the shared one a fallback.
+        log.error("--key-port takes only the rollout's key, but $%s holds a key too: unset it (docs/design/rollout-keys.md)", args.key_env)
         return 2
     try:
         upstream = Upstream(args.upstream, key, policy=SamplingPolicy(args.temperature, args.max_tokens))

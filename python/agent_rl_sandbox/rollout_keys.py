@@ -15,9 +15,9 @@ Two listeners, both plain HTTP:
   an inference route, 401 when the key is missing, unknown, revoked or expired, 403 when the route
   is not one a rollout key may call. Nothing else is served there.
 - the **admin** listener (``--admin-host``/``--admin-port``, loopback by default), with
-  ``Authorization: Bearer <admin key>`` (the admin key from the env var ``--admin-key-env``, never a
-  flag): ``POST /rollouts`` ``{"rollout": id, "ttl_seconds": n}`` -> 201 ``{"key", "rollout",
-  "expires_in"}`` (minting again for the same rollout revokes its earlier key), ``DELETE
+  ``Authorization: Bearer <admin key>`` (from the file ``--admin-key-file``, a mounted Secret on
+  Kubernetes, else from the env var ``--admin-key-env``; never a flag): ``POST /rollouts``
+  ``{"rollout": id, "ttl_seconds": n}`` -> 201 ``{"key", "rollout", "expires_in"}`` (minting again for the same rollout revokes its earlier key), ``DELETE
   /rollouts/<id>`` -> 204 whether or not it was live, ``GET /rollouts`` -> ``{"live": n}``.
 
 Bounds: at most ``MAX_LIVE_KEYS`` live keys (minting past it is 429 after expired ones are
@@ -60,6 +60,8 @@ MAX_BODY_BYTES = 4096
 DEFAULT_VERIFY_PORT = 7200
 DEFAULT_ADMIN_PORT = 7201
 DEFAULT_ADMIN_KEY_ENV = "AGENT_RL_ROLLOUT_ADMIN_KEY"
+#: The most an admin key file may hold (a key is 16..MAX_ADMIN_KEY_BYTES characters; the rendered one is 48).
+MAX_ADMIN_KEY_BYTES = 1024
 
 log = logging.getLogger("agent_rl_sandbox.rollout_keys")
 
@@ -327,17 +329,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--verify-port", type=int, default=DEFAULT_VERIFY_PORT)
     p.add_argument("--admin-host", default="127.0.0.1", help="where the trainer mints and revokes (loopback unless the trainer is elsewhere)")
     p.add_argument("--admin-port", type=int, default=DEFAULT_ADMIN_PORT)
-    p.add_argument("--admin-key-env", default=DEFAULT_ADMIN_KEY_ENV, help="env var holding the admin key (never a flag: argv is readable)")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--admin-key-file", help="file holding the admin key (a mounted Secret: no env var carries it); a trailing newline is ignored")
+    source.add_argument("--admin-key-env", default=DEFAULT_ADMIN_KEY_ENV, help="env var holding the admin key when no file is given (never a flag: argv is readable)")
     p.add_argument("--max-live", type=int, default=MAX_LIVE_KEYS)
     return p.parse_args(argv)
+
+
+def read_admin_key(args: argparse.Namespace) -> tuple[str, str]:
+    """The admin key and where it came from (for the error message): the file when given, else the env var."""
+    if args.admin_key_file:
+        where = f"the file {args.admin_key_file}"
+        try:
+            with open(args.admin_key_file, "rb") as f:
+                raw = f.read(MAX_ADMIN_KEY_BYTES + 1)
+        except OSError as e:
+            return "", f"{where} ({e.strerror})"
+        if len(raw) > MAX_ADMIN_KEY_BYTES:
+            return "", f"{where} (over {MAX_ADMIN_KEY_BYTES} bytes)"
+        return raw.decode("utf-8", "replace").rstrip("\r\n"), where
+    return os.environ.pop(args.admin_key_env, ""), f"${args.admin_key_env}"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s rollout-keys %(message)s", stream=sys.stderr)
-    admin_key = os.environ.pop(args.admin_key_env, "")
-    if len(admin_key) < 16:
-        log.error("needs the admin key (16+ characters) in $%s", args.admin_key_env)
+    admin_key, where = read_admin_key(args)
+    if len(admin_key) < 16 or any(c in admin_key for c in "\r\n\0"):
+        log.error("needs the admin key (16+ characters, one line) in %s", where)
         return 2
     table = KeyTable(max_live=args.max_live)
     verify = VerifyServer((args.verify_host, args.verify_port), table)

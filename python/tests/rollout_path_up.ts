@@ -5,7 +5,7 @@
 // Argument: one JSON object { upstream, verifyPort, rateLimitPerSecond, rateLimitBurst }: the stack's
 // ingress.rateLimitPerSecond / rateLimitBurst (config fields, so the rendered limit is the one driven).
 // Prints one line `READY <json>` ({url, accessLog, trainerEnv, trainerSecretEnv, forwarderCommand, verifierCommand,
-// verifierAdminKeyEnv}), then holds nginx until stdin closes (or SIGTERM), then stops it.
+// verifierAdminKeyFile}), then holds nginx until stdin closes (or SIGTERM), then stops it.
 // Only what a loopback run cannot have is replaced: nginx's listen address and paths, its upstream, and the
 // verifier's address (the plan's is the Service's cluster DNS name), as localOverrides does.
 // usage (repo root): node --import tsx python/tests/rollout_path_up.ts '<json>'
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
         trainerSecretEnv: plan.training.trainer.secretEnv,
         forwarderCommand: template.podTemplate.spec.initContainers[0]!.command,
         verifierCommand: verifier.command,
-        verifierAdminKeyEnv: verifier.adminKeyEnv,
+        verifierAdminKeyFile: verifier.adminKeyFile,
     };
     process.stdout.write(`READY ${JSON.stringify(facts)}\n`);
 }

@@ -37,10 +37,11 @@ from agent_rl_sandbox.forwarder import REDACTED, Redactor
 
 import sandbox_root
 from conftest import REPO, free_port, stop_process, wait_http
-from waits import scaled
+from waits import scaled, wait_for
 from test_plan_contract import container, fake_stock_home, forwarder, plain_env, plan_facts
 
-KEY = "sk-ingress-5b8e1f0c9d2a7e4b"
+#: A rollout key's shape: the template's forwarder takes only its rollout's key, delivered on its key port.
+KEY = "rk1.fwd-test-5b8e1f0c9d2a7e4bxxxxxxxxxxxxxxxxxx"
 #: A system Python outside /root (the venv's may sit in root's home, which other uids cannot enter).
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 PYTHON3 = shutil.which("python3", path=SYSTEM_PATH)
@@ -88,7 +89,8 @@ class StubUpstream:
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
                     self.end_headers()  # no length: the stream ends with the connection
-                    self.wfile.write(b'data: {"part": 1}\n\n')
+                    # Longer than a rollout key: the forwarder's redactor holds back len(key) - 1 bytes of a stream.
+                    self.wfile.write(b'data: {"part": 1, "pad": "' + b"p" * 64 + b'"}\n\n')
                     self.wfile.flush()
                     stub.release.wait(10)
                     self.wfile.write(b'data: {"part": 2}\n\ndata: [DONE]\n\n')
@@ -140,18 +142,39 @@ def start_forwarder(facts: dict, upstream: str, tmp: Path) -> tuple[subprocess.P
     if "--trace-port" in argv:
         argv[argv.index("--trace-port") + 1] = str(free_port())
     argv[argv.index("--upstream") + 1] = upstream
-    (key_ref,) = f["env"]
-    assert "secretKeyRef" in key_ref["valueFrom"]
+    # No key in its env (per-rollout keys): the trainer's delivery on the key port, here on loopback.
+    assert "env" not in f
+    key_port = free_port()
+    argv[argv.index("--key-host") + 1] = "127.0.0.1"
+    argv[argv.index("--key-port") + 1] = str(key_port)
     uid = f["securityContext"]["runAsUser"]
     log = open(tmp / "forwarder.log", "wb")
-    proc = subprocess.Popen(argv, env={"PATH": SYSTEM_PATH, key_ref["name"]: KEY}, stdout=log, stderr=subprocess.STDOUT, preexec_fn=as_uid(uid))
+    proc = subprocess.Popen(argv, env={"PATH": SYSTEM_PATH}, stdout=log, stderr=subprocess.STDOUT, preexec_fn=as_uid(uid))
     log.close()
     deadline = time.monotonic() + scaled(15)
     probe = [PYTHON3, str(script), "--probe", "--port", str(port)]
     while subprocess.run(probe).returncode != 0:
         assert proc.poll() is None and time.monotonic() < deadline, (tmp / "forwarder.log").read_text()
         time.sleep(0.1)
+    deliver_rollout_key("127.0.0.1", key_port, KEY)
     return proc, port, uid
+
+
+def deliver_rollout_key(host: str, port: int, key: str) -> None:
+    """What the trainer's backend does at claim (agent_sandbox.py _deliver_rollout_key): PUT the key once."""
+    def delivered() -> bool:
+        conn = http.client.HTTPConnection(host, port, timeout=scaled(5))
+        try:
+            conn.request("PUT", "/rollout-key", body=key.encode(), headers={"Content-Type": "text/plain"})
+            status = conn.getresponse().status
+        except OSError:
+            return False
+        finally:
+            conn.close()
+        assert status == 204, status
+        return True
+
+    wait_for(f"the forwarder takes the rollout key on {host}:{port}", delivered, timeout=15)
 
 
 #: What the agent runs (opencode's bash tool: `bash -c`), standard library only. It prints JSON.

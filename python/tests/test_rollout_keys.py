@@ -17,11 +17,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 import pytest
 
 from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
-from agent_rl_sandbox.rollout_keys import KEY_RE, KeyTable, MintRefused, RolloutKeysClient
+from agent_rl_sandbox.rollout_keys import KEY_RE, KeyTable, MintRefused, RolloutKeyError, RolloutKeysClient
 from agent_rl_sandbox.settings import AgentSandboxSettings, SettingsError
 
 from conftest import PYTHON_DIR, free_port, stop_process
@@ -74,6 +75,33 @@ def verifier():
     wait_port(aport, proc)
     yield {"verify": vport, "admin": aport, "proc": proc, "client": RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY)}
     stop_process(proc)
+
+
+def test_the_verifier_reads_its_admin_key_from_a_file_and_names_the_file_when_it_cannot(tmp_path):
+    """The rendered Deployment mounts the admin key as a file (no env var: checkov CKV_K8S_35)."""
+    key_file = tmp_path / "admin-key"
+    key_file.write_text(ADMIN_KEY + "\n")  # a Secret written by hand often ends in a newline
+    vport, aport = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_ROLLOUT_ADMIN_KEY"}
+    base = [sys.executable, "-I", str(VERIFIER), "--verify-host", "127.0.0.1", "--verify-port", str(vport), "--admin-port", str(aport)]
+    proc = subprocess.Popen([*base, "--admin-key-file", str(key_file)], env=env, stderr=subprocess.PIPE)
+    try:
+        wait_port(aport, proc)
+        key = RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY).mint("from-file", 60)
+        assert KEY_RE.match(key)
+        with pytest.raises(RolloutKeyError):
+            RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY + "x").mint("other", 60)
+    finally:
+        stop_process(proc)
+    short = tmp_path / "short"
+    short.write_text("too-short")
+    for argv, said in [
+        ([*base, "--admin-key-file", str(tmp_path / "missing")], f"the file {tmp_path / 'missing'} (No such file or directory)"),
+        ([*base, "--admin-key-file", str(short)], f"the file {short}"),
+        ([*base, "--admin-key-file", str(key_file), "--admin-key-env", "X"], "not allowed with argument"),
+    ]:
+        done = subprocess.run(argv, env={**env, "X": ADMIN_KEY}, capture_output=True, text=True, timeout=scaled(30))
+        assert done.returncode == 2 and said in done.stderr, done.stderr
 
 
 class Clock:
@@ -189,11 +217,9 @@ def ingress():
     ing.stop()
 
 
-def start_forwarder(upstream_port: int, key_port: int, env_key: str | None = None) -> tuple[subprocess.Popen, int]:
+def start_forwarder(upstream_port: int, key_port: int) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_UPSTREAM_KEY"}
-    if env_key is not None:
-        env["AGENT_RL_UPSTREAM_KEY"] = env_key
     proc = subprocess.Popen(
         [sys.executable, "-I", str(FORWARDER), "--port", str(port), "--upstream", f"http://127.0.0.1:{upstream_port}",
          "--key-host", "127.0.0.1", "--key-port", str(key_port), "--trace-port", "0"],
@@ -211,6 +237,7 @@ def test_the_forwarder_takes_its_rollouts_key_once_and_then_closes_the_port(ingr
     try:
         status, _, body = call(port, "GET", "/v1/models")
         assert status == 503 and b"no key yet" in body and ingress.seen == [], "nothing goes upstream without a key"
+        assert b"no shared key falls back" in body, body
         assert call(key_port, "GET", "/rollout-key")[0] == 404
         assert call(key_port, "PUT", "/rollout-key", {}, b"not-a-rollout-key-0123456789")[0] == 400
         assert call(key_port, "PUT", "/other", {}, b"x")[0] == 404
@@ -274,9 +301,62 @@ def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revo
 RATE_PER_SECOND, RATE_BURST = 1, 3
 
 
+class PodAddressRelay:
+    """A stand-in for a pod's own IP on loopback: relays each connection to `target` from the source address
+    `source` (lo holds all of 127.0.0.0/8), so nginx's per-source bucket sees one address per simulated pod, as
+    each sandbox pod has its own IP in a cluster. Connections end with the relay (daemon threads)."""
+
+    def __init__(self, target: tuple[str, int], source: str) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.target, self.source = target, source
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=scaled(30), source_address=(self.source, 0))
+            except OSError:
+                client.close()
+                continue
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+
+    def stop(self) -> None:
+        self.listener.close()
+
+
 def localized(argv: list[str], subst: dict[str, str]) -> list[str]:
     """A rendered command with only what loopback cannot have replaced (addresses, ports, the file's path)."""
     return [subst.get(a, a) for a in argv]
+
+
+def test_a_forwarder_taking_rollout_keys_refuses_a_shared_key_in_its_env():
+    """No fallback: with --key-port, a pool key in the env is refused at start, naming the variable and the fix."""
+    env = {**os.environ, "AGENT_RL_UPSTREAM_KEY": "pool-key-shared-by-every-sandbox"}
+    done = subprocess.run(
+        [sys.executable, "-I", str(FORWARDER), "--port", str(free_port()), "--upstream", "http://127.0.0.1:9",
+         "--key-host", "127.0.0.1", "--key-port", str(free_port()), "--trace-port", "0"],
+        env=env, capture_output=True, text=True, timeout=scaled(30),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "$AGENT_RL_UPSTREAM_KEY holds a key too: unset it" in done.stderr
+    assert "pool-key-shared" not in done.stderr
 
 
 @contextlib.contextmanager
@@ -302,9 +382,13 @@ def rendered_path_up(tmp_path, upstream_url: str, rate_per_second: int, rate_bur
         facts = json.loads(line[len("READY "):])
         v = facts["verifierCommand"]
         verify_port, admin_port = v[v.index("--verify-port") + 1], v[v.index("--admin-port") + 1]
+        # The admin key as the pod has it: the Secret's item as a file where the plan mounts it (a temp dir here).
+        key_file = tmp_path / "admin-key"
+        key_file.write_text(ADMIN_KEY)
         verifier_proc = subprocess.Popen(
-            localized(v, {"/opt/agent-rl/rollout_keys.py": str(VERIFIER), "0.0.0.0": "127.0.0.1", verify_port: str(vport), admin_port: str(aport)}),
-            env={"PATH": os.environ["PATH"], facts["verifierAdminKeyEnv"]: ADMIN_KEY},
+            localized(v, {"/opt/agent-rl/rollout_keys.py": str(VERIFIER), "0.0.0.0": "127.0.0.1", verify_port: str(vport), admin_port: str(aport),
+                          facts["verifierAdminKeyFile"]: str(key_file)}),
+            env={"PATH": os.environ["PATH"]},
             stderr=subprocess.PIPE,
         )
         procs.append(verifier_proc)
@@ -372,8 +456,12 @@ def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_roll
     assert secret_env.get("SANDBOX_ROLLOUT_ADMIN_KEY") == "rolloutAdminKey" and "SANDBOX_ROLLOUT_ADMIN_KEY" not in env
     cmd = facts["forwarderCommand"]
     assert cmd[cmd.index("--key-port") + 1] == env["SANDBOX_FORWARDER_KEY_PORT"] and cmd[cmd.index("--key-host") + 1] == "0.0.0.0"
+    assert "--key-env" not in cmd, "the forwarder reads no shared key from its env: its rollout's key is the only one"
 
-    forwarders = [start_rendered_forwarder(facts, facts["url"]) for _ in range(2)]
+    # Each sandbox pod reaches the ingress from an address of its own (nginx limits rollout keys per source too).
+    ingress = urlsplit(facts["url"])
+    relays = [PodAddressRelay((ingress.hostname, ingress.port), f"127.0.0.{n}") for n in (21, 22)]
+    forwarders = [start_rendered_forwarder(facts, f"http://127.0.0.1:{relay.port}") for relay in relays]
     r["procs"].extend(p for p, _port, _kp in forwarders)
     handles = []
     for _proc, _port, key_port in forwarders:
@@ -406,3 +494,5 @@ def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_roll
     handles[1].kill()
     assert chat(quiet) == 401
     assert [n for n, _ns, _t in rec.deleted] == [h.sandbox_id for h in handles]
+    for relay in relays:
+        relay.stop()

@@ -37,11 +37,12 @@ import sandbox_root
 from agent_rl_sandbox import RuntimeHandle, SandboxError
 from conftest import free_port, stop_process
 from stub_model import StubModel
-from test_forwarder import PYTHON3, SYSTEM_PATH, readable_copy_of_the_forwarder, start_forwarder
+from test_forwarder import PYTHON3, SYSTEM_PATH, deliver_rollout_key, readable_copy_of_the_forwarder, start_forwarder
 from test_plan_contract import forwarder, plan_facts
 from waits import scaled, wait_for
 
-KEY = "sk-ingress-trace-3f1a9c"
+#: A rollout key's shape: the template's forwarder takes only its rollout's key, delivered on its key port.
+KEY = "rk1.trust-test-3f1a9cyyyyyyyyyyyyyyyyyyyyyyyyyy"
 MiB = 1024 * 1024
 
 needs_root = pytest.mark.skipif(
@@ -78,18 +79,20 @@ class Pod:
         if callable(upstream_host):
             upstream_host = upstream_host(self.ns.host_ip)  # an upstream of the test's own on the host's end
         argv[argv.index("--upstream") + 1] = upstream_host or self.model.url
-        (key_ref,) = f["env"]
+        assert "env" not in f, "no shared key in the forwarder's env: the rollout's key is delivered"
         self.log_path = tmp / "forwarder.log"
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [*prefix, *self.ns.exec_argv(*as_uid(self.fwd_uid), *argv)],
-            env={"PATH": SYSTEM_PATH, key_ref["name"]: KEY},
+            env={"PATH": SYSTEM_PATH},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
         log.close()
         wait_for("the forwarder listens", lambda: self.proc.poll() is not None or self.listening(self.port), 15)
         assert self.proc.poll() is None, self.log_path.read_text()
+        # The trainer's delivery, on the pod's address (the template's --key-host 0.0.0.0 --key-port).
+        deliver_rollout_key(self.ns.ns_ip, int(flag(argv, "--key-port")), KEY)
 
     def listening(self, port: int) -> bool:
         return self.agent(AGENT_CONNECTS, str(port)).returncode == 0

@@ -58,10 +58,10 @@ export interface Resp {
     body: string;
 }
 
-/** One HTTP(S) request with node:http; `agent: false` = fresh connection. */
+/** One HTTP(S) request with node:http; `agent: false` = fresh connection; `localAddress`: the client's source address (a loopback one in tests). */
 export function request(
     url: string,
-    opts: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false; ca?: string } = {},
+    opts: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false; ca?: string; localAddress?: string } = {},
 ): Promise<Resp> {
     const u = new URL(url);
     const mod = u.protocol === "https:" ? https : http;
@@ -73,6 +73,7 @@ export function request(
                 headers: { ...(opts.body !== undefined ? { "content-type": "application/json" } : {}), ...(opts.headers ?? {}) },
                 agent: opts.agent ?? false,
                 ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
+                ...(opts.localAddress !== undefined ? { localAddress: opts.localAddress } : {}),
                 timeout: scaled(10000),
             },
             (res) => {

@@ -1,5 +1,8 @@
 // Per-rollout keys against a real nginx and the real verifier (python/agent_rl_sandbox/rollout_keys.py), all on
-// 127.0.0.1. vLLM is the stub upstream (test/helpers/stub-upstream.ts, a stand-in). Needs nginx (nginx-light) and python3.
+// loopback: nginx listens on 127.0.0.1; a client standing for a sandbox pod sends from an address of its own in
+// 127.0.0.0/8 (lo holds the whole block on Linux), as each pod has its own IP in a cluster. vLLM is the stub
+// upstream (test/helpers/stub-upstream.ts, a stand-in). Needs nginx (nginx-light) and python3.
+import * as crypto from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -15,7 +18,8 @@ import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages } from ".
 import { startStubUpstream, type StubUpstream } from "../helpers/stub-upstream";
 import { pollUntil } from "../helpers/waits";
 import { localOverrides, resolveVllmIngress, VllmIngress, type IngressDescription } from "../../components/ingress";
-import { VERIFIER_PATH } from "../../components/ingress/verifier";
+import { VERIFIER_ADMIN_KEY_DIR, VERIFIER_PATH } from "../../components/ingress/verifier";
+import * as os from "node:os";
 import { runBoth, type RecordedResource } from "../helpers/mock";
 import { Platform, resolvePlatform } from "../../components/platform";
 import { manifests } from "../helpers/manifests";
@@ -28,6 +32,13 @@ const OTHER_OPERATOR_KEY = "other-operator-key-0123456789ab";
 const CHAT_BODY = JSON.stringify({ model: "stub-model", messages: [{ role: "user", content: "hi" }] });
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+/** Simulated sandbox pods' source addresses (loopback): one per test, so no test spends another's per-source bucket. */
+const [POD_A, POD_NOISY, POD_QUIET, POD_SHORT, POD_DOWN, POD_FLOOD, POD_BESIDE] = [11, 12, 13, 14, 15, 16, 17].map((n) => `127.0.0.${n}`);
+const tally = (statuses: readonly number[]) => {
+    const t: Record<number, number> = {};
+    for (const s of statuses) t[s] = (t[s] ?? 0) + 1;
+    return t;
+};
 
 /** A running verifier: its admin API (mint, revoke) as the trainer calls it. */
 interface Verifier {
@@ -79,6 +90,12 @@ describe("per-rollout keys: rendering", () => {
         const text = renderNginxConfig({ upstream: "vllm:8000", rolloutKeyVerifier: "trainer.rl.svc.cluster.local:7200", allowCompletions: true });
         assert.equal(text.match(/auth_request \/_ingress\/rollout-key;/g)?.length, 3, "chat, completions, models");
         assert.ok(text.includes("limit_req_zone $ingress_limit_key zone=ingress_per_key"));
+        // Rollout-key-shaped headers are limited per source address too, at the per-key rate and burst.
+        const perKey = /limit_req_zone \$ingress_limit_key zone=ingress_per_key:10m (rate=\d+r\/s);/.exec(text)?.[1];
+        const perKeyBurst = /limit_req zone=ingress_per_key (burst=\d+) nodelay;/.exec(text)?.[1];
+        assert.ok(perKey && perKeyBurst);
+        assert.ok(text.includes(`limit_req_zone $ingress_rollout_source zone=ingress_rollout_per_source:10m ${perKey};`));
+        assert.equal(text.split(`limit_req zone=ingress_rollout_per_source ${perKeyBurst} nodelay;`).length - 1, 3);
         assert.ok(text.includes("server trainer.rl.svc.cluster.local:7200 max_fails=0;"));
         assert.deepEqual(validateProxySettings({ upstream: "v:1", rolloutKeyVerifier: "http://x:1/verify" }), [
             'rolloutKeyVerifier: "http://x:1/verify" must be "host:port" of the rollout key verifier (e.g. "trainer.rl.svc.cluster.local:7200"), or unset for operators\' keys only',
@@ -104,7 +121,9 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
             },
             { budgetMs: 5000, intervalMs: 50 },
         );
-    const chat = (key: string) => request(`${ing.url}/v1/chat/completions`, { method: "POST", headers: bearer(key), body: CHAT_BODY });
+    /** A chat call from `from`: each simulated pod its own source address (the per-source bucket is keyed on it). */
+    const chat = (key: string, from = "127.0.0.1") =>
+        request(`${ing.url}/v1/chat/completions`, { method: "POST", headers: bearer(key), body: CHAT_BODY, localAddress: from });
 
     before(async () => {
         stub = await startStubUpstream();
@@ -128,15 +147,15 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
     test("a rollout's key works while the rollout lives and is refused once it ended (revoked)", async () => {
         const key = await verifier.mint("rollout-a", 600);
         const before = stub.requests.length;
-        const ok = await chat(key);
+        const ok = await chat(key, POD_A);
         assert.equal(ok.status, 200, ok.body);
         const seen = stub.requests.slice(before);
         assert.equal(seen.length, 1);
         assert.equal(seen[0]!.headers.authorization, undefined, "the key never reaches vLLM");
-        assert.equal((await request(`${ing.url}/v1/models`, { headers: bearer(key) })).status, 200);
+        assert.equal((await request(`${ing.url}/v1/models`, { headers: bearer(key), localAddress: POD_A })).status, 200);
 
         assert.equal(await verifier.revoke("rollout-a"), 204);
-        const refused = await chat(key);
+        const refused = await chat(key, POD_A);
         assert.equal(refused.status, 401, refused.body);
         assert.equal((JSON.parse(refused.body) as { error: { type: string } }).error.type, "authentication_error");
         assert.equal(stub.requests.length, before + 2, "nothing reached vLLM after the revocation");
@@ -150,12 +169,12 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
         const noisy = await verifier.mint("rollout-noisy", 600);
         const quiet = await verifier.mint("rollout-quiet", 600);
         // Bounded: 20 calls at once from the noisy rollout.
-        const burst = await Promise.all(Array.from({ length: 20 }, () => chat(noisy)));
+        const burst = await Promise.all(Array.from({ length: 20 }, () => chat(noisy, POD_NOISY)));
         const limited = burst.filter((r) => r.status === 429).length;
         assert.ok(limited >= 15, `the noisy rollout is limited: ${burst.map((r) => r.status).join(",")}`);
         // The quiet rollout's normal calls (within its own burst): none is throttled.
         const quietStatuses: number[] = [];
-        for (let i = 0; i < 3; i++) quietStatuses.push((await chat(quiet)).status);
+        for (let i = 0; i < 3; i++) quietStatuses.push((await chat(quiet, POD_QUIET)).status);
         assert.deepEqual(quietStatuses, [200, 200, 200]);
 
         // Control, today's model: two sandboxes sharing one key share its bucket.
@@ -193,11 +212,11 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
     test("an expired key is refused without a revocation", async () => {
         const key = await verifier.mint("rollout-short", 2);
         // The first call may already be past 2 s on a loaded machine: only the refusal after expiry is asserted.
-        const statuses = [(await chat(key)).status];
+        const statuses = [(await chat(key, POD_SHORT)).status];
         await pollUntil(
             "the expired key is refused",
             async () => {
-                const s = (await chat(key)).status;
+                const s = (await chat(key, POD_SHORT)).status;
                 statuses.push(s);
                 return s === 401;
             },
@@ -209,16 +228,48 @@ describe("per-rollout keys: real nginx and verifier on loopback", () => {
         );
     });
 
+    test("a flood of forged rollout keys from one pod is limited before the verifier, and another pod's rollout keeps its calls", async () => {
+        const real = await verifier.mint("rollout-beside-a-flood", 600);
+        const forgedKey = () => `rk1.${crypto.randomBytes(32).toString("base64url")}`;
+        // Bounded: 300 forged keys (each its own per-key bucket), 30 in flight at once, from one pod's address.
+        const FLOOD = 300;
+        const statuses: number[] = [];
+        let sent = 0;
+        const started = Date.now();
+        const flood = Promise.all(
+            Array.from({ length: 30 }, async () => {
+                while (sent < FLOOD) {
+                    sent++;
+                    statuses.push((await chat(forgedKey(), POD_FLOOD)).status);
+                }
+            }),
+        );
+        // The other pod's rollout, during the flood: its calls within its own burst all succeed.
+        const realStatuses: number[] = [];
+        for (let i = 0; i < 3; i++) realStatuses.push((await chat(real, POD_BESIDE)).status);
+        await flood;
+        const seconds = (Date.now() - started) / 1000;
+        assert.deepEqual(realStatuses, [200, 200, 200]);
+        // Only the pod's own bucket (burst 3, 1 r/s) of forged keys reached the verifier (401); the rest were refused before it (429).
+        const asked = statuses.filter((s) => s === 401).length;
+        const bound = 3 + Math.ceil(seconds * 1) + 1;
+        assert.equal(statuses.length, FLOOD);
+        assert.ok(
+            asked <= bound && statuses.every((s) => s === 401 || s === 429),
+            `${asked} forged keys reached the verifier in ${seconds.toFixed(1)} s (at most ${bound}): ${JSON.stringify(tally(statuses))}`,
+        );
+    });
+
     test("forged and unknown keys are refused; the operators' keys work as before, with or without the verifier", async () => {
         const forged = `rk1.${"A".repeat(43)}`;
-        assert.equal((await chat(forged)).status, 401);
+        assert.equal((await chat(forged, POD_DOWN)).status, 401);
         assert.equal((await chat("not-a-key-of-anyone-0123456789")).status, 401);
         assert.equal((await chat(OPERATOR_KEY)).status, 200);
         await logWith('"key":"operator"');
         // The verifier gone: rollout keys fail closed (500), the operators' keys never ask it.
         const key = await verifier.mint("rollout-down", 600);
         await verifier.program.stop();
-        assert.equal((await chat(key)).status, 500);
+        assert.equal((await chat(key, POD_DOWN)).status, 500);
         assert.equal((await chat(OPERATOR_KEY)).status, 200);
     });
 });
@@ -261,6 +312,14 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
         assert.deepEqual(c.securityContext.capabilities.drop, ["ALL"]);
         assert.ok(c.readinessProbe.tcpSocket && c.livenessProbe.tcpSocket && c.resources.limits.memory);
         assert.ok(!c.command.some((a: string) => a.includes("mock-random")), "the admin key is never a flag");
+        // The admin key is a read-only file from the verifier's Secret, never an env var (checkov CKV_K8S_35).
+        assert.equal(c.env, undefined);
+        assert.deepEqual(c.command.slice(c.command.indexOf("--admin-key-file")), ["--admin-key-file", `${VERIFIER_ADMIN_KEY_DIR}/admin-key`]);
+        const mount = c.volumeMounts.find((m: { mountPath: string }) => m.mountPath === VERIFIER_ADMIN_KEY_DIR);
+        assert.equal(mount.readOnly, true);
+        const volume = dep.spec.template.spec.volumes.find((vol: { name: string }) => vol.name === mount.name);
+        assert.deepEqual(volume.secret, { secretName: v.names.secret, items: [{ key: "admin-key", path: "admin-key" }], defaultMode: 0o440 });
+        assert.equal(dep.spec.template.spec.securityContext.fsGroup, c.securityContext.runAsGroup ?? dep.spec.template.spec.securityContext.runAsGroup);
         const svc = byKind(objects, "Service", v.names.service);
         assert.deepEqual(
             svc.spec.ports.map((p: { port: number }) => p.port),
@@ -313,7 +372,15 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
                 ...(o.spec?.podTemplate?.spec?.containers ?? []),
                 ...(o.spec?.podTemplate?.spec?.initContainers ?? []),
             ]
-                .filter((c: any) => (c.env ?? []).some((e: any) => [ref.name, v.names.secret].includes(e.valueFrom?.secretKeyRef?.name)))
+                .filter(
+                    (c: any) =>
+                        (c.env ?? []).some((e: any) => [ref.name, v.names.secret].includes(e.valueFrom?.secretKeyRef?.name)) ||
+                        (c.volumeMounts ?? []).some((m: any) =>
+                            [...(o.spec?.template?.spec?.volumes ?? []), ...(o.spec?.podTemplate?.spec?.volumes ?? [])].some(
+                                (vol: any) => vol.name === m.name && [ref.name, v.names.secret].includes(vol.secret?.secretName),
+                            ),
+                        ),
+                )
                 .map((c: any) => `${o.metadata.name}/${c.name}`),
         );
         assert.deepEqual(readers.sort(), [`${job.metadata.name}/trainer`, `${v.names.deployment}/verifier`].sort());
@@ -334,6 +401,9 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
         const template = ofKind("SandboxTemplate")[0]!;
         const forwarder = template.spec.podTemplate.spec.initContainers[0];
         assert.deepEqual(forwarder.command.slice(forwarder.command.indexOf("--key-host")), ["--key-host", "0.0.0.0", "--key-port", "7102"]);
+        // No shared pool key beside the rollout's: no env in the forwarder, no --key-env (forwarder.py refuses both at once).
+        assert.equal(forwarder.env, undefined);
+        assert.ok(!forwarder.command.includes("--key-env"));
         const sp = byKind(objects, "NetworkPolicy", plan.sandboxes!.names.networkPolicy).spec;
         const admits7102 = sp.ingress.filter((r: any) => r.ports.some((p: any) => p.port === 7102));
         assert.deepEqual(
@@ -380,7 +450,7 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
             await stub?.stop();
         });
 
-        test("the plan's verifier command, env and admin Secret, the plan's nginx settings", async () => {
+        test("the plan's verifier command, admin Secret (as its mounted file) and nginx settings", async () => {
             const config = blackbox();
             const names = platformNames(config);
             const d = resolveVllmIngress(config, names);
@@ -390,20 +460,22 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
             // listen, upstream and the verifier's address (the Service's DNS name, which loopback does not have).
             const conf = byKind(objects, "ConfigMap", names.ingress.config).data["nginx.conf"] as string;
             assert.equal(conf, d.configText);
-            const c = byKind(objects, "Deployment", v.names.deployment).spec.template.spec.containers[0];
+            const dep = byKind(objects, "Deployment", v.names.deployment);
+            const c = dep.spec.template.spec.containers[0];
             const secret = byKind(objects, "Secret", v.names.secret);
-            const env: Record<string, string> = {};
-            for (const e of c.env as Array<{ name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }>) {
-                assert.equal(e.valueFrom.secretKeyRef.name, secret.metadata.name);
-                env[e.name] = secret.stringData[e.valueFrom.secretKeyRef.key];
-            }
-            const adminKey = Object.values(env)[0]!;
+            // The admin key as the pod has it: the Secret's item written where its volume is mounted (a temp dir here).
+            const volume = dep.spec.template.spec.volumes[0].secret as { secretName: string; items: Array<{ key: string; path: string }> };
+            assert.equal(volume.secretName, secret.metadata.name);
+            const adminKey = secret.stringData[volume.items[0]!.key] as string;
             assert.ok(adminKey.length >= 16);
+            const keyDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollout-admin-"));
+            fs.writeFileSync(path.join(keyDir, volume.items[0]!.path), adminKey, { mode: 0o440 });
             // The verifier as rendered; only the listen addresses and the script's path are this machine's.
             const verifyPort = await freePort();
             const adminPort = await freePort();
             const local: Record<string, string> = {
                 [VERIFIER_PATH]: VERIFIER,
+                [v.adminKeyFile]: path.join(keyDir, path.basename(v.adminKeyFile)),
                 "0.0.0.0": "127.0.0.1",
                 [String(v.verifyPort)]: String(verifyPort),
                 [String(v.adminPort)]: String(adminPort),
@@ -412,7 +484,7 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
             verifierProgram = await startProgram(bin!, args, {
                 readyUrl: `http://127.0.0.1:${verifyPort}/verify`,
                 readyStatus: 401,
-                env: { PATH: process.env.PATH, ...env },
+                env: { PATH: process.env.PATH },
             });
             stub = await startStubUpstream();
             ing = await startLocalIngress({

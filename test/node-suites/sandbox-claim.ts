@@ -43,7 +43,7 @@ import { after, before, describe, it } from "node:test";
 import YAML from "yaml";
 import { randomBytes } from "node:crypto";
 import { renderKeysFile } from "../../components/ingress/nginx";
-import { VERIFIER_ADMIN_KEY_ENV } from "../../components/ingress/verifier";
+import { VERIFIER_ADMIN_KEY_DIR } from "../../components/ingress/verifier";
 import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/model";
 import { SECRET_ENV } from "../../components/training/model";
 import { planToDir } from "../../scripts/lib/plan";
@@ -164,6 +164,13 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             assert.ok(typeof ref?.name === "string" && typeof ref?.key === "string", `${env} comes from a secretKeyRef: ${JSON.stringify(ref)}`);
             return { name: ref.name, key: ref.key };
         };
+        /** The Secret (and its key) mounted as a file at `dir` in the pod spec: the verifier reads its admin key so. */
+        const secretFileRef = (spec: any, dir: string): { name: string; key: string } => {
+            const mount = spec.containers.flatMap((c: any) => c.volumeMounts ?? []).find((m: any) => m.mountPath === dir);
+            const secret = (spec.volumes ?? []).find((v: any) => v.name === mount?.name)?.secret;
+            assert.ok(mount?.readOnly === true && typeof secret?.secretName === "string", `${dir} is a read-only Secret volume: ${JSON.stringify(secret)}`);
+            return { name: secret.secretName, key: secret.items[0].key };
+        };
         /** GET <verifier admin>/rollouts with the trainer's admin key, from the node's network namespace: the live keys' count. */
         const liveRolloutKeys = async (): Promise<number> => {
             const py = `import json, sys, urllib.request\nreq = urllib.request.Request(sys.argv[1] + "/rollouts", headers={"Authorization": "Bearer " + sys.argv[2]})\nprint(json.loads(urllib.request.urlopen(req, timeout=20).read())["live"])`;
@@ -260,9 +267,9 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             // The whole plan but the Job (applied by its own test): namespaces, accounts and
             // admission policies first, the Deployments last (the ingress's nginx resolves the vLLM
             // and verifier Services' names when it starts). The Secrets the plan redacts get test keys:
-            // the two admin-key Secrets are found by the secretKeyRefs of the pods that read them.
+            // the two admin-key Secrets are found by the pods that read them (the trainer's secretKeyRef, the verifier's volume).
             ingressNs = plan.names.namespaces.ingress;
-            const verifierSecret = secretRef(verifierDeployment().spec.template.spec, VERIFIER_ADMIN_KEY_ENV);
+            const verifierSecret = secretFileRef(verifierDeployment().spec.template.spec, VERIFIER_ADMIN_KEY_DIR);
             const trainerSecret = secretRef(job().spec.template.spec, SECRET_ENV.rolloutAdminKey);
             const keysFile = renderKeysFile([{ name: "sandboxes", key: sandboxesKey }]);
             const is = (m: Manifest, ns: string, ref: { name: string }) => m.metadata.namespace === ns && m.metadata.name === ref.name;

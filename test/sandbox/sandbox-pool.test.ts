@@ -130,8 +130,6 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
             "7101",
             "--upstream",
             d.upstreamUrl,
-            "--key-env",
-            "OPENCODE_UPSTREAM_API_KEY",
             "--key-host",
             "0.0.0.0",
             "--key-port",
@@ -399,7 +397,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         assert.equal(update.resources.filter((r) => /ClusterRole/.test(r.type)).length, 0, "nothing cluster-wide");
     });
 
-    it("keeps the key in the Secret only; only the forwarder container refers to it", async () => {
+    it("keeps the pool key in the Secret only; no container refers to it (the forwarder holds only its rollout's key)", async () => {
         const { update, preview, description: d, pool } = await build(config());
         for (const run of [update, preview]) {
             const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
@@ -414,10 +412,10 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
             assert.equal(secret.metadata.namespace, d.names.namespace);
             assert.equal(secret.data, undefined);
             const spec = single(run.resources, T.template).inputs.spec.podTemplate.spec;
-            assert.deepEqual(spec.initContainers[0].env, [
-                { name: "OPENCODE_UPSTREAM_API_KEY", valueFrom: { secretKeyRef: { name: d.names.keySecret, key: "api-key" } } },
-            ]);
-            assert.ok(!JSON.stringify(spec.containers).includes(d.names.keySecret), "the agent's container never refers to the key");
+            // Per-rollout keys on agent-sandbox pools: no shared key in the forwarder, none to fall back to.
+            assert.equal(spec.initContainers[0].env, undefined);
+            assert.ok(!spec.initContainers[0].command.includes("--key-env"));
+            assert.ok(!JSON.stringify(spec).includes(d.names.keySecret), "no container of the pod refers to the pool key");
         }
         assert.ok(!JSON.stringify(pool.trainerEnv).includes(KEY));
     });
@@ -509,7 +507,7 @@ describe("The ingress key and the agent's container, over every black-box recipe
     const blackbox = ALL_RECIPE_NAMES.filter((r) => RECIPES[r].training.layout === "blackbox");
     it("covers the black-box recipes", () => assert.ok(blackbox.length >= 2, blackbox.join(", ")));
     for (const recipe of blackbox) {
-        it(`${recipe}: no env of the agent's container carries the key, only the forwarder's`, async () => {
+        it(`${recipe}: no container of the pod carries the pool key (the forwarder takes its rollout's key)`, async () => {
             const { update, preview, description: d } = await build(config({}, recipe));
             for (const run of [update, preview]) {
                 const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
@@ -526,7 +524,7 @@ describe("The ingress key and the agent's container, over every black-box recipe
                     for (const c of spec.containers) assert.deepEqual(refs(c), [], `container ${c.name}`);
                     assert.deepEqual(
                         spec.initContainers.map((c: any) => [c.name, refs(c).length]),
-                        [["forwarder", 1]],
+                        [["forwarder", 0]],
                     );
                     assert.ok(!JSON.stringify(spec.podTemplate?.metadata ?? {}).includes(KEY), "no label or annotation");
                 }
