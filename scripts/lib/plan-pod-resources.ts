@@ -68,9 +68,10 @@ function shape(namespace: string, owner: string, podSpec: Manifest, count: numbe
         memory: effective(podSpec, kind, "memory"),
         gpu: effective(podSpec, kind, "gpu"),
     });
-    const names = [...((podSpec.initContainers ?? []) as Manifest[]).filter((c) => c.restartPolicy === "Always"), ...((podSpec.containers ?? []) as Manifest[])].map(
-        (c) => String(c.name),
-    );
+    const names = [
+        ...((podSpec.initContainers ?? []) as Manifest[]).filter((c) => c.restartPolicy === "Always"),
+        ...((podSpec.containers ?? []) as Manifest[]),
+    ].map((c) => String(c.name));
     return { namespace, owner, containers: names, count, countFrom, requests: pick("requests"), limits: pick("limits") };
 }
 
@@ -102,14 +103,18 @@ export function podShapes(manifests: ReadonlyArray<Manifest>): PodShape[] {
             case "SandboxTemplate": {
                 const pools = warmPools.filter((p) => p.metadata?.namespace === m.metadata?.namespace && p.spec?.sandboxTemplateRef?.name === m.metadata?.name);
                 const warm = pools.reduce((n, p) => n + (p.spec.replicas ?? 0), 0);
-                const from = pools.length > 0 ? pools.map((p) => `SandboxWarmPool/${p.metadata.name} replicas ${p.spec.replicas ?? 0}`).join(" + ") : "no warm pool";
+                const from =
+                    pools.length > 0 ? pools.map((p) => `SandboxWarmPool/${p.metadata.name} replicas ${p.spec.replicas ?? 0}`).join(" + ") : "no warm pool";
                 out.push(shape(ns, owner, m.spec.podTemplate.spec, warm, `${from}, warm; a claimed one is refilled`));
                 break;
             }
         }
     }
     // One namespace's pods together, in manifest order within it.
-    return out.map((s, i) => ({ s, i })).sort((a, b) => a.s.namespace.localeCompare(b.s.namespace) || a.i - b.i).map((x) => x.s);
+    return out
+        .map((s, i) => ({ s, i }))
+        .sort((a, b) => a.s.namespace.localeCompare(b.s.namespace) || a.i - b.i)
+        .map((x) => x.s);
 }
 
 /** A namespace's sum over its pod shapes, and its ResourceQuota's hard bounds where the stack renders one. */

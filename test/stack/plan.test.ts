@@ -560,15 +560,27 @@ describe("plan: the first questions a platform engineer asks (issue 60)", () => 
         const job = manifests.find((m) => m.kind === "Job");
         const trainer = job?.spec.template.spec.containers[0].resources;
         // The training pod's numbers as rendered (16 CPU / 128Gi for the black box), not recomputed from the config.
-        assert.deepEqual(trainer, { requests: { cpu: "16", memory: "128Gi", "nvidia.com/gpu": "2" }, limits: { cpu: "16", memory: "128Gi", "nvidia.com/gpu": "2" } });
+        assert.deepEqual(trainer, {
+            requests: { cpu: "16", memory: "128Gi", "nvidia.com/gpu": "2" },
+            limits: { cpu: "16", memory: "128Gi", "nvidia.com/gpu": "2" },
+        });
         const ns = job?.metadata.namespace as string;
         const row = md.split("\n").find((l) => l.includes(`\`Job/${job?.metadata.name}\``));
         assert.equal(row, `| ${ns} | \`Job/${job?.metadata.name}\` (trainer) | 1: parallelism 1 | 16 / 16 | 128Gi / 128Gi | 2 / 2 |`);
         assert.ok(md.includes(`| ${ns} | 1 | 16 / 16 | 128Gi / 128Gi | 2 / 2 | - |`), "the training namespace's total");
         // The sandbox pod: forwarder sidecar + sandbox container, 10 warm, summed; the quota beside it.
         const sandboxes = manifests.find((m) => m.kind === "SandboxTemplate")?.metadata.namespace as string;
-        assert.match(md, new RegExp(`\\| ${sandboxes} \\| \`SandboxTemplate/[^\`]+\` \\(forwarder, sandbox\\) \\| 10: SandboxWarmPool/[^ ]+ replicas 10, warm; a claimed one is refilled \\| 2100m / 2100m \\| 4224Mi / 4224Mi \\| - \\|`));
-        assert.ok(md.includes(`| ${sandboxes} | 10 | 21 / 21 | 42240Mi / 42240Mi | - | count/sandboxclaims.extensions.agents.x-k8s.io 20, limits.cpu 42, limits.memory 84480Mi, pods 20`));
+        assert.match(
+            md,
+            new RegExp(
+                `\\| ${sandboxes} \\| \`SandboxTemplate/[^\`]+\` \\(forwarder, sandbox\\) \\| 10: SandboxWarmPool/[^ ]+ replicas 10, warm; a claimed one is refilled \\| 2100m / 2100m \\| 4224Mi / 4224Mi \\| - \\|`,
+            ),
+        );
+        assert.ok(
+            md.includes(
+                `| ${sandboxes} | 10 | 21 / 21 | 42240Mi / 42240Mi | - | count/sandboxclaims.extensions.agents.x-k8s.io 20, limits.cpu 42, limits.memory 84480Mi, pods 20`,
+            ),
+        );
     });
 
     test("pod shapes follow the scheduler's rule: sidecars add, a plain init container counts only when larger; a missing limit is 'none'", async () => {
@@ -604,7 +616,10 @@ describe("plan: the first questions a platform engineer asks (issue 60)", () => 
 
     test("the headline names the GPU the memory check assumed, the field that pins it and which known GPUs fit", async () => {
         const unpinned = headline((await planMd("unpinned")).md);
-        assert.match(unpinned, /\*\*GPU assumed by the memory check\*\*: NVIDIA-H200 \(139\.8 GiB usable\), from `training\.gpuMemory\.product` \(recipe `opencode-blackbox`'s\)\. Not pinned/);
+        assert.match(
+            unpinned,
+            /\*\*GPU assumed by the memory check\*\*: NVIDIA-H200 \(139\.8 GiB usable\), from `training\.gpuMemory\.product` \(recipe `opencode-blackbox`'s\)\. Not pinned/,
+        );
         assert.match(unpinned, /set `target\.gpuProduct` to your GPU nodes' `nvidia\.com\/gpu\.product` label/);
         // The black box (Qwen3-8B in float32) fits an H200 and not an H100 80 GB: the same estimate as the check.
         assert.match(unpinned, /the estimate fits `NVIDIA-H200`; not [^.]*`NVIDIA-H100-80GB-HBM3`/);
@@ -617,7 +632,10 @@ describe("plan: the first questions a platform engineer asks (issue 60)", () => 
         const outDir = path.join(tmp, "first-questions-docker");
         await planToDir({ recipe: "mbpp-whitebox", target: "docker" }, { outDir });
         const head = headline(fs.readFileSync(path.join(outDir, "plan.md"), "utf8"));
-        assert.match(head, /\*\*GPU assumed by the memory check\*\*: NVIDIA-A100-SXM4-80GB \(79\.4 GiB usable\), from `training\.gpuMemory\.product` \(recipe `mbpp-whitebox`'s\)\. On Docker the run takes the host's GPUs/);
+        assert.match(
+            head,
+            /\*\*GPU assumed by the memory check\*\*: NVIDIA-A100-SXM4-80GB \(79\.4 GiB usable\), from `training\.gpuMemory\.product` \(recipe `mbpp-whitebox`'s\)\. On Docker the run takes the host's GPUs/,
+        );
         assert.match(head, /name yours in `training\.gpuMemory\.product`/);
         assert.doesNotMatch(head, /target\.gpuProduct/);
         assert.match(head, /\*\*GPU time\*\*: the plan knows the run's steps .* no GPU-hours per step, and Docker has no deadline to bound the run\./);
@@ -627,7 +645,10 @@ describe("plan: the first questions a platform engineer asks (issue 60)", () => 
     test("GPU time is bounded by the GPU pods' deadline from the manifests, and says it is a bound", async () => {
         const { md, manifests } = await planMd("gpu-time", { training: { activeDeadlineSeconds: 7200 } });
         assert.equal(manifests.find((m) => m.kind === "Job")?.spec.activeDeadlineSeconds, 7200);
-        assert.match(headline(md), /\*\*GPU time\*\*: at most 4 GPU-hours: 2 GPUs held for at most 2 h \(the Job's activeDeadlineSeconds, `training\.activeDeadlineSeconds`/);
+        assert.match(
+            headline(md),
+            /\*\*GPU time\*\*: at most 4 GPU-hours: 2 GPUs held for at most 2 h \(the Job's activeDeadlineSeconds, `training\.activeDeadlineSeconds`/,
+        );
         assert.match(headline(md), /A bound, not an estimate: the plan knows the run's steps \(training\.maxSteps 10\) but not how long a step takes/);
     });
 });
