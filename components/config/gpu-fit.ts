@@ -52,11 +52,6 @@ export function gpuMemoryField(c: PlatformConfig): GpuMemoryField | undefined {
     return c.training.gpuMemory.product !== undefined ? "training.gpuMemory.product" : undefined;
 }
 
-/** The field that names the GPU a stack runs on: Kubernetes pins the training pod's node with it; Docker runs on the host's. */
-export function gpuProductField(c: PlatformConfig): "target.gpuProduct" | "training.gpuMemory.product" {
-    return c.target.kind === "kubernetes" ? "target.gpuProduct" : "training.gpuMemory.product";
-}
-
 /** One known GPU product (gpu-products.ts) and whether every role of the stack fits one of its GPUs. */
 export interface ProductFit {
     readonly product: string;
