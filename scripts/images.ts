@@ -17,7 +17,9 @@ import YAML from "yaml";
 import { CONFIG_NAMESPACE, type PlatformConfig } from "../components/config";
 import { parseImage } from "../components/preflight/registry";
 import { type Built, buildAndPush, neededImages, SOURCE_OVERRIDES } from "./lib/images/build";
+import { BASE_MIRROR_ENV, MirrorSettingError } from "./lib/images/base-mirrors";
 import { fillLock, ImageStepError } from "./lib/images/lock-step";
+import { RegistryError } from "./lib/images/registry";
 import { IMAGE_NAMES, type ImageName, REPO_ROOT } from "./lib/images/pins";
 import { checkHelp, runCli, UsageError } from "./lib/cli";
 import { loadRunStack, StackError } from "./lib/load-stack";
@@ -28,6 +30,8 @@ const USAGE = [
     `images: ${IMAGE_NAMES.join(", ")}`,
     "mirrors (environment; each is part of the images' input hash):",
     ...SOURCE_OVERRIDES.map((o) => `  ${o.env}  replaces ${o.replaces}`),
+    `  ${BASE_MIRROR_ENV}  <registry>=<mirror>[/<path>],...: pull the base images through a pull-through cache (the lock step and the build)`,
+    "  AGENTRL_HF_ENDPOINT  replaces https://huggingface.co for the lock step's commit lookup",
 ].join("\n");
 
 export type ImagesArgs =
@@ -74,6 +78,10 @@ export function parseImagesArgs(argv: readonly string[]): ImagesArgs {
 export function readRegistryAuth(stack: string, file?: string): string {
     if (file !== undefined) return fs.readFileSync(file, "utf8");
     const r = spawnSync("pulumi", ["config", "get", "registryAuth", "--stack", stack, "--cwd", REPO_ROOT], { encoding: "utf8", timeout: 60_000 });
+    if ((r.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT")
+        throw new ImageStepError(
+            `stack ${stack}: reading registryAuth needs the Pulumi CLI, which is not on PATH: pass --registry-auth-file ~/.docker/config.json (what docker login writes; credHelpers and credsStore work) or install the Pulumi CLI (https://www.pulumi.com/docs/iac/download-install/)`,
+        );
     if (r.status !== 0 || r.stdout.trim() === "")
         throw new ImageStepError(
             `stack ${stack}: could not read registryAuth with 'pulumi config get registryAuth --stack ${stack}' (${(r.stderr || String(r.error ?? "")).trim().split("\n")[0] ?? ""}): set it (pulumi config set --secret registryAuth "$(cat config.json)") or pass --registry-auth-file <config.json>`,
@@ -166,4 +174,7 @@ async function main(): Promise<number> {
     return 0;
 }
 
-if (require.main === module) runCli("images", USAGE, main, (e) => (e instanceof ImageStepError || e instanceof StackError ? e.message : undefined));
+if (require.main === module)
+    runCli("images", USAGE, main, (e) =>
+        e instanceof ImageStepError || e instanceof StackError || e instanceof RegistryError || e instanceof MirrorSettingError ? e.message : undefined,
+    );

@@ -34,18 +34,43 @@ function meant(field: string, key: string, known: readonly string[]): string | u
     return near === undefined ? undefined : field === "(root)" ? near : `${field}.${near}`;
 }
 
-/** The line for an unknown key: its near miss among the fields known there, when it has one. */
-export function unknownFieldMessage(field: string, key: string, known: readonly string[]): string {
+/**
+ * The line for an unknown key: its near miss among the fields known there, when it has one; else
+ * `elsewhere`'s pointer (a field of the other target: where that setting lives on this one).
+ */
+export function unknownFieldMessage(field: string, key: string, known: readonly string[], elsewhere?: string): string {
     const at = field === "(root)" ? key : `${field}.${key}`;
     const near = meant(field, key, known);
-    return near === undefined ? `${at}: unknown field: remove it or check its spelling` : `${at}: unknown field: did you mean ${near}? rename it`;
+    if (near !== undefined) return `${at}: unknown field: did you mean ${near}? rename it`;
+    return elsewhere !== undefined ? `${at}: ${elsewhere}` : `${at}: unknown field: remove it or check its spelling`;
+}
+
+/**
+ * A required choice left out of a named entry (`envs.codng` with no `catalog`): when the entry's name
+ * is a near miss of one of the choices, the user misspelled an existing name rather than forgot the
+ * field, so the line names the entry and the near miss.
+ */
+function missingChoiceMessage(path: ReadonlyArray<PropertyKey>, values: readonly unknown[]): string {
+    const field = fieldPath(path);
+    const choice = String(path[path.length - 1]);
+    const entry = path[path.length - 2];
+    const names = values.filter((v): v is string => typeof v === "string");
+    const near = typeof entry === "string" && !names.includes(entry) ? nearMiss(entry, names) : undefined;
+    const what = choice === "catalog" ? "catalog env" : choice;
+    if (near !== undefined) return `${fieldPath(path.slice(0, -1))}: no ${what} of that name: did you mean ${near}? (or set ${choice}:)`;
+    return `${field}: required: set it to one of ${names.map((v) => JSON.stringify(v)).join(", ")}`;
 }
 
 /**
  * One line per zod issue, naming the field and the fix. `fieldsAt` gives the field names an object
  * at a path takes (components/config/schema-walk.ts), for the near miss of an unknown key.
  */
-export function formatZodIssues(issues: readonly z.core.$ZodIssue[], fieldsAt: (path: ReadonlyArray<PropertyKey>) => readonly string[] = () => []): string[] {
+export function formatZodIssues(
+    issues: readonly z.core.$ZodIssue[],
+    fieldsAt: (path: ReadonlyArray<PropertyKey>) => readonly string[] = () => [],
+    /** Where an unknown key's setting lives instead (a field of the other target), or undefined. */
+    elsewhere: (path: ReadonlyArray<PropertyKey>, key: string) => string | undefined = () => undefined,
+): string[] {
     // A required field written under a misspelled name (runID for runId) is one problem: the rename.
     const misspelled = new Set(
         issues.flatMap((issue) => (issue.code === "unrecognized_keys" ? issue.keys.map((k) => meant(fieldPath(issue.path), k, fieldsAt(issue.path))) : [])),
@@ -54,7 +79,7 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[], fieldsAt: (
         const field = fieldPath(issue.path);
         if (issue.code === "unrecognized_keys") {
             const known = fieldsAt(issue.path);
-            return issue.keys.map((k) => unknownFieldMessage(field, k, known));
+            return issue.keys.map((k) => unknownFieldMessage(field, k, known, elsewhere(issue.path, k)));
         }
         if (issue.code === "invalid_type" && (issue as { input?: unknown }).input === undefined) {
             if (misspelled.has(field)) return [];
@@ -62,6 +87,9 @@ export function formatZodIssues(issues: readonly z.core.$ZodIssue[], fieldsAt: (
         }
         if (issue.code === "invalid_type") {
             return [`${field}: expected ${issue.expected}, got ${describe((issue as { input?: unknown }).input)}`];
+        }
+        if (issue.code === "invalid_value" && "input" in issue && (issue as { input?: unknown }).input === undefined && issue.path.length >= 2) {
+            return [missingChoiceMessage(issue.path, issue.values)];
         }
         if (issue.code === "invalid_value") {
             return [`${field}: must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`];

@@ -5,7 +5,7 @@
  */
 import { checkpointDtype } from "./checkpoints";
 import { GIB, gib, trainerMemory, vllmMemory, type TrainerMemory, type TrainerShape, type VllmMemory, type VllmShape } from "./gpu-memory";
-import { productGiB } from "./gpu-products";
+import { GPU_PRODUCT_MIB, productGiB, usableGiB } from "./gpu-products";
 import { MODEL_FACTS, type ModelFacts } from "./model-facts";
 import { CUSTOM_PROGRAM, programFacts } from "./programs";
 import type { WeightDtype } from "./terms";
@@ -41,6 +41,34 @@ export function gpuMemorySource(c: PlatformConfig): GpuMemorySource | undefined 
     const product = (c.target.kind === "kubernetes" ? c.target.gpuProduct : undefined) ?? g.product;
     const known = product === undefined ? undefined : productGiB(product);
     return known === undefined ? undefined : { bytes: known * GIB, what: `${product} (${known.toFixed(1)} GiB usable)` };
+}
+
+/** The setting the GPU memory check reads its GPU from (the order gpuMemorySource() takes them in), or undefined: none set. */
+export type GpuMemoryField = "training.gpuMemory.gib" | "target.gpuProduct" | "training.gpuMemory.product";
+
+export function gpuMemoryField(c: PlatformConfig): GpuMemoryField | undefined {
+    if (c.training.gpuMemory.gib !== undefined) return "training.gpuMemory.gib";
+    if (c.target.kind === "kubernetes" && c.target.gpuProduct !== undefined) return "target.gpuProduct";
+    return c.training.gpuMemory.product !== undefined ? "training.gpuMemory.product" : undefined;
+}
+
+/** One known GPU product (gpu-products.ts) and whether every role of the stack fits one of its GPUs. */
+export interface ProductFit {
+    readonly product: string;
+    readonly usableGiB: number;
+    /** Undefined: the model's facts are unknown, so nothing is estimated. */
+    readonly fits?: boolean;
+}
+
+/** Every known GPU product, largest first, with whether the stack's roles fit it (the same estimate as the check). */
+export function knownProductFits(c: PlatformConfig): ProductFit[] {
+    return Object.entries(GPU_PRODUCT_MIB)
+        .sort(([, a], [, b]) => b - a)
+        .map(([product, mib]) => {
+            const on = { bytes: usableGiB(mib) * GIB, what: product };
+            const roles = gpuMemoryPlan(c, on).roles;
+            return { product, usableGiB: usableGiB(mib), fits: roles.length === 0 ? undefined : roles.every((r) => r.fits === true) };
+        });
 }
 
 /** The model's facts: training.gpuMemory.model, else the table. */

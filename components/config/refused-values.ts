@@ -8,6 +8,8 @@
 import type { z } from "zod";
 import { formatZodIssues } from "./errors";
 import { fieldsAt, isRecord, mayBeOmitted, schemaAt } from "./schema-walk";
+import { otherTargetFieldMessage } from "./target-settings";
+import { TARGET_KINDS } from "./terms";
 
 type Path = ReadonlyArray<PropertyKey>;
 
@@ -50,6 +52,17 @@ function omittable(root: z.core.$ZodType, path: Path, input: unknown): Path | un
 
 const dotted = (path: Path) => path.map(String).join(".");
 
+/** An unknown `target.<key>` that the other target's schema knows: where that setting lives on this one. */
+function otherTargetField(schema: z.core.$ZodType, path: Path, key: string, input: unknown): string | undefined {
+    if (dotted(path) !== "target" || !isContainer(input) || !isContainer(input.target)) return undefined;
+    const kind = input.target.kind;
+    const other = TARGET_KINDS.find((k) => k !== kind);
+    const here = TARGET_KINDS.find((k) => k === kind);
+    if (other === undefined || here === undefined) return undefined;
+    if (!fieldsAt(schema, path, { ...input, target: { kind: other } }).includes(key)) return undefined;
+    return otherTargetFieldMessage(here, other, key);
+}
+
 /** Parses `input` with `schema`, dropping refused parts (at most `rounds` times) so the rest still parses. */
 export function checkAgainstSchema<S extends z.ZodType>(schema: S, input: unknown, rounds = 3): SchemaCheck<z.output<S>> {
     const problems: string[] = [];
@@ -59,7 +72,12 @@ export function checkAgainstSchema<S extends z.ZodType>(schema: S, input: unknow
         const parsed = schema.safeParse(current, { reportInput: true });
         if (parsed.success) return { problems, data: parsed.data, dropped };
         const at = current;
-        for (const line of formatZodIssues(parsed.error.issues, (path) => fieldsAt(schema, path, at))) if (!problems.includes(line)) problems.push(line);
+        const lines = formatZodIssues(
+            parsed.error.issues,
+            (path) => fieldsAt(schema, path, at),
+            (path, key) => otherTargetField(schema, path, key, at),
+        );
+        for (const line of lines) if (!problems.includes(line)) problems.push(line);
         const next = clone(current);
         for (const issue of parsed.error.issues) {
             if (issue.code === "unrecognized_keys") {

@@ -16,6 +16,24 @@ export interface IgnoredSetting {
     readonly fix: string;
 }
 
+/**
+ * A target field written for the other target, where the same setting lives on this one
+ * (`target.gpuProduct` pins a Kubernetes node; on one Docker host the GPU the run is sized for is
+ * training.gpuMemory.product). A field of the other target with no counterpart is to be removed.
+ */
+export const TARGET_COUNTERPARTS: Readonly<Record<TargetKind, Readonly<Record<string, string>>>> = {
+    docker: { gpuProduct: "training.gpuMemory.product" },
+    kubernetes: {},
+};
+
+/** The line's fix for `target.<key>`, a field of `other` written on a `kind` target. */
+export function otherTargetFieldMessage(kind: TargetKind, other: TargetKind, key: string): string {
+    const counterpart = TARGET_COUNTERPARTS[kind][key];
+    return counterpart !== undefined
+        ? `a ${other} target's field, not ${kind}'s: on ${kind} set ${counterpart} instead`
+        : `a ${other} target's field, not ${kind}'s: remove it, or set target.kind: ${other}`;
+}
+
 export const IGNORED_SETTINGS: readonly IgnoredSetting[] = [
     {
         path: "training.activeDeadlineSeconds",

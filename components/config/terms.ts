@@ -17,7 +17,8 @@ export type GpuSharing = (typeof GPU_SHARING)[number];
 export const WEIGHT_DTYPES = ["float32", "bfloat16", "float16"] as const;
 export type WeightDtype = (typeof WEIGHT_DTYPES)[number];
 
-export type TargetKind = "kubernetes" | "docker";
+export const TARGET_KINDS = ["kubernetes", "docker"] as const;
+export type TargetKind = (typeof TARGET_KINDS)[number];
 
 /**
  * The names `sandboxes.provider` takes. Each has one record in sandbox-providers.ts (what the config knows of it)

@@ -17,6 +17,8 @@ import type { DeployedEnvDescription } from "../../components/env";
 import { dockerHostNeeds, dockerMetricsAddress, formatMiB, namespaceRoles, type PlatformPlan } from "../../components/platform";
 import type { RecordedResource } from "./mockrun";
 import { gpuMemorySection } from "./plan-gpu-memory";
+import { gpuHeadline, gpuTimeHeadline } from "./plan-headline";
+import { podResourcesSection } from "./plan-pod-resources";
 
 /** What the policy pack enforces and where (docs/design/security-model.md "The policy pack"): only when the command names it. */
 export const POLICY_PACK_NOTE =
@@ -250,9 +252,10 @@ export function renderPlanMarkdown(
     placeholderSecrets: readonly string[] = [],
 ): string {
     return [
-        ...introSection(plan),
+        ...introSection(plan, manifests),
         ...placeholderSecretsSection(placeholderSecrets),
         ...whatRunsWhereSection(plan),
+        ...podResourcesSection(manifests),
         ...trainerProgramSection(plan),
         ...checkpointSection(plan),
         ...gpuMemorySection(plan.config),
@@ -270,8 +273,8 @@ export function renderPlanMarkdown(
     ].join("\n");
 }
 
-/** The title, what runs on what, and whether the prod rules hold. */
-function introSection(plan: PlatformPlan): string[] {
+/** The title, what runs on what, whether the prod rules hold, the GPU assumed and the run's GPU time. */
+function introSection(plan: PlatformPlan, manifests: ReadonlyArray<Record<string, any>>): string[] {
     const c = plan.config;
     return [
         `# Plan: stack \`${c.stack}\`${c.recipe ? ` (recipe \`${c.recipe}\`)` : ""}`,
@@ -285,6 +288,10 @@ function introSection(plan: PlatformPlan): string[] {
             (c.target.kind === "kubernetes"
                 ? ` Cluster: ${c.target.context !== undefined ? `context \`${c.target.context}\`` : c.target.kubeconfig !== undefined ? `kubeconfig \`${c.target.kubeconfig}\`` : "kubectl's current context (dev stacks only)"}.`
                 : ""),
+        "",
+        gpuHeadline(c),
+        "",
+        gpuTimeHeadline(c, manifests),
         "",
     ];
 }

@@ -57,6 +57,26 @@ describe("unknown keys: the near miss at every level", () => {
             raw: withOverride({ training: { flavour: "x" } }),
             expect: ["training.flavour: unknown field: remove it or check its spelling"],
         },
+        {
+            what: "a misspelled env name (envs.codng for the recipe's coding): the entry and its near miss, not a catalog field never written",
+            raw: withOverride({ envs: { codng: { replicas: 2 } } }),
+            expect: ["envs.codng: no catalog env of that name: did you mean coding? (or set catalog:)"],
+        },
+        {
+            what: "a new env with no catalog and no near miss: catalog is required, with its choices",
+            raw: withOverride({ envs: { math: { replicas: 2 } } }),
+            expect: ['envs.math.catalog: required: set it to one of "coding", "textarena", "opencode", "echo", "custom"'],
+        },
+        {
+            what: "the Kubernetes target's gpuProduct on docker points at the docker field for the GPU",
+            raw: { ...base, target: { kind: "docker", gpuProduct: "NVIDIA-H100-80GB-HBM3" } },
+            expect: ["target.gpuProduct: a kubernetes target's field, not docker's: on docker set training.gpuMemory.product instead"],
+        },
+        {
+            what: "the docker target's dataDir on kubernetes: the other target's field, with no counterpart",
+            raw: withOverride({ target: { dataDir: "/srv" } }),
+            expect: ["target.dataDir: a docker target's field, not kubernetes's: remove it, or set target.kind: docker"],
+        },
     ];
     for (const c of cases) test(c.what, () => assert.deepEqual(problems(c.raw), c.expect));
 

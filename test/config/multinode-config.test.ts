@@ -81,7 +81,7 @@ describe("multi-node config: the recipe and its defaults", () => {
         assert.equal(parsePlatformConfig(over({ target: { kueueQueue: "team-a" } }), "test").target.kind, "kubernetes");
         // The rest of the file is still checked: the Docker black box's default pool is refused beside the unknown field.
         assert.deepEqual(problems({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker", kueueQueue: "team-a" } }), [
-            "target.kueueQueue: unknown field: remove it or check its spelling",
+            "target.kueueQueue: a kubernetes target's field, not docker's: remove it, or set target.kind: kubernetes",
             DOCKER_BLACKBOX_REFUSED,
         ]);
         assert.deepEqual(problems(over({ target: { kueueQueue: "Team A" } })), [

@@ -549,3 +549,109 @@ describe("plan: prerequisites the stack refers to but does not create", () => {
         assert.match(dockerRows[0]!.what, /NVIDIA container runtime/);
     });
 });
+
+describe("plan: the first questions a platform engineer asks (issue 60)", () => {
+    const planMd = async (name: string, override?: Record<string, unknown>) => {
+        const outDir = path.join(tmp, `first-questions-${name}`);
+        const result = await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir, ...(override ? { platformOverride: override } : {}) });
+        return { md: fs.readFileSync(path.join(outDir, "plan.md"), "utf8"), manifests: result.manifests as Array<Record<string, any>> };
+    };
+    const headline = (md: string) => md.slice(0, md.indexOf("## What runs where"));
+
+    test("each pod's requests and limits are the manifests' own, with totals per namespace and the quota", async () => {
+        const { md, manifests } = await planMd("resources");
+        const job = manifests.find((m) => m.kind === "Job");
+        const trainer = job?.spec.template.spec.containers[0].resources;
+        // The training pod's numbers as rendered (16 CPU / 128Gi for the black box), not recomputed from the config.
+        assert.deepEqual(trainer, {
+            requests: { cpu: "16", memory: "128Gi", "nvidia.com/gpu": "2" },
+            limits: { cpu: "16", memory: "128Gi", "nvidia.com/gpu": "2" },
+        });
+        const ns = job?.metadata.namespace as string;
+        const row = md.split("\n").find((l) => l.includes(`\`Job/${job?.metadata.name}\``));
+        assert.equal(row, `| ${ns} | \`Job/${job?.metadata.name}\` (trainer) | 1: parallelism 1 | 16 / 16 | 128Gi / 128Gi | 2 / 2 |`);
+        assert.ok(md.includes(`| ${ns} | 1 | 16 / 16 | 128Gi / 128Gi | 2 / 2 | - |`), "the training namespace's total");
+        // The sandbox pod: forwarder sidecar + sandbox container, 10 warm, summed; the quota beside it.
+        const sandboxes = manifests.find((m) => m.kind === "SandboxTemplate")?.metadata.namespace as string;
+        assert.match(
+            md,
+            new RegExp(
+                `\\| ${sandboxes} \\| \`SandboxTemplate/[^\`]+\` \\(forwarder, sandbox\\) \\| 10: SandboxWarmPool/[^ ]+ replicas 10, warm; a claimed one is refilled \\| 2100m / 2100m \\| 4224Mi / 4224Mi \\| - \\|`,
+            ),
+        );
+        assert.ok(
+            md.includes(
+                `| ${sandboxes} | 10 | 21 / 21 | 42240Mi / 42240Mi | - | count/sandboxclaims.extensions.agents.x-k8s.io 20, limits.cpu 42, limits.memory 84480Mi, pods 20`,
+            ),
+        );
+    });
+
+    test("pod shapes follow the scheduler's rule: sidecars add, a plain init container counts only when larger; a missing limit is 'none'", async () => {
+        const { podShapes, podResourcesSection } = await import("../../scripts/lib/plan-pod-resources");
+        const res = (cpu: string, memory: string, limit = true) => ({ requests: { cpu, memory }, ...(limit ? { limits: { cpu, memory } } : {}) });
+        const manifests = [
+            {
+                kind: "Deployment",
+                metadata: { name: "web", namespace: "a" },
+                spec: {
+                    replicas: 3,
+                    template: {
+                        spec: {
+                            initContainers: [
+                                { name: "migrate", resources: res("4", "1Gi") },
+                                { name: "proxy", restartPolicy: "Always", resources: res("500m", "256Mi") },
+                            ],
+                            containers: [{ name: "app", resources: res("1", "512Mi", false) }],
+                        },
+                    },
+                },
+            },
+        ];
+        const [web] = podShapes(manifests);
+        assert.deepEqual(web?.containers, ["proxy", "app"]);
+        // max(app 1 + proxy 0.5, migrate 4 + proxy 0.5) = 4.5 CPU; max(512Mi + 256Mi, 1Gi + 256Mi) = 1280Mi.
+        assert.deepEqual(web?.requests, { cpu: "4500m", memory: "1280Mi", gpu: undefined });
+        assert.deepEqual(web?.limits, { cpu: undefined, memory: undefined, gpu: undefined });
+        const md = podResourcesSection(manifests).join("\n");
+        assert.ok(md.includes("| a | `Deployment/web` (proxy, app) | 3: spec.replicas 3 | 4500m / none | 1280Mi / none | - |"), md);
+        assert.ok(md.includes("| a | 3 | 13500m / none | 3840Mi / none | - | - |"), md);
+    });
+
+    test("the headline names the GPU the memory check assumed, the field that pins it and which known GPUs fit", async () => {
+        const unpinned = headline((await planMd("unpinned")).md);
+        assert.match(
+            unpinned,
+            /\*\*GPU assumed by the memory check\*\*: NVIDIA-H200 \(139\.8 GiB usable\), from `training\.gpuMemory\.product` \(recipe `opencode-blackbox`'s\)\. Not pinned/,
+        );
+        assert.match(unpinned, /set `target\.gpuProduct` to your GPU nodes' `nvidia\.com\/gpu\.product` label/);
+        // The black box (Qwen3-8B in float32) fits an H200 and not an H100 80 GB: the same estimate as the check.
+        assert.match(unpinned, /the estimate fits `NVIDIA-H200`; not [^.]*`NVIDIA-H100-80GB-HBM3`/);
+        const pinned = headline((await planMd("pinned", { target: { gpuProduct: "NVIDIA-H200" } })).md);
+        assert.match(pinned, /\*\*GPU\*\*: NVIDIA-H200 \(139\.8 GiB usable\), pinned by `target\.gpuProduct` \(the training pod's node selector\)/);
+        assert.doesNotMatch(pinned, /Not pinned|Of the known GPUs/);
+    });
+
+    test("on Docker the headline points at training.gpuMemory.product, never target.gpuProduct", async () => {
+        const outDir = path.join(tmp, "first-questions-docker");
+        await planToDir({ recipe: "mbpp-whitebox", target: "docker" }, { outDir });
+        const head = headline(fs.readFileSync(path.join(outDir, "plan.md"), "utf8"));
+        assert.match(
+            head,
+            /\*\*GPU assumed by the memory check\*\*: NVIDIA-A100-SXM4-80GB \(79\.4 GiB usable\), from `training\.gpuMemory\.product` \(recipe `mbpp-whitebox`'s\)\. On Docker the run takes the host's GPUs/,
+        );
+        assert.match(head, /name yours in `training\.gpuMemory\.product`/);
+        assert.doesNotMatch(head, /target\.gpuProduct/);
+        assert.match(head, /\*\*GPU time\*\*: the plan knows the run's steps .* no GPU-hours per step, and Docker has no deadline to bound the run\./);
+        assert.doesNotMatch(fs.readFileSync(path.join(outDir, "plan.md"), "utf8"), /## Pod resources/);
+    });
+
+    test("GPU time is bounded by the GPU pods' deadline from the manifests, and says it is a bound", async () => {
+        const { md, manifests } = await planMd("gpu-time", { training: { activeDeadlineSeconds: 7200 } });
+        assert.equal(manifests.find((m) => m.kind === "Job")?.spec.activeDeadlineSeconds, 7200);
+        assert.match(
+            headline(md),
+            /\*\*GPU time\*\*: at most 4 GPU-hours: 2 GPUs held for at most 2 h \(the Job's activeDeadlineSeconds, `training\.activeDeadlineSeconds`/,
+        );
+        assert.match(headline(md), /A bound, not an estimate: the plan knows the run's steps \(training\.maxSteps 10\) but not how long a step takes/);
+    });
+});

@@ -13,6 +13,7 @@ import * as path from "node:path";
 import type { PlatformConfig } from "../../../components/config";
 import { ImageStepError } from "./lock-step";
 import { buildArgs, type ImageName, LOCK_COMMAND, readLock, readPins } from "./pins";
+import { BASE_MIRROR_ENV, mirroredRef, parseBaseMirrors } from "./base-mirrors";
 import { credentialsFor, manifestDigest, RegistryError } from "./registry";
 import { parseImage } from "../../../components/preflight/registry";
 
@@ -148,10 +149,14 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
     const pins = readPins(image, pinsRoot);
     const { args, problems } = buildArgs(pins, readLock(pinsRoot));
     if (problems.length > 0) throw new ImageStepError(`${image}: refused, the lock is not filled for it:\n  ${problems.join("\n  ")}`);
+    // The base by the lock's digest, pulled through its mirror where one is set (the digest checks what arrives).
+    const base = args[pins.base.arg];
+    if (base !== undefined) args[pins.base.arg] = mirroredRef(base, parseBaseMirrors(process.env[BASE_MIRROR_ENV]));
     const target = `${o.to.replace(/\/$/, "")}/${image}`;
     const registry = parseImage(target).registry;
-    if (credentialsFor(o.dockerConfigJson, registry) === undefined)
-        throw new ImageStepError(`${image}: registryAuth holds no credentials for ${registry} (auths["${registry}"]): the push needs them`);
+    // No credentials for the destination: pushed anonymously (a registry that wants them says so at the first request, naming auths).
+    const anonymous = credentialsFor(o.dockerConfigJson, registry) === undefined;
+    if (anonymous) log(`${image}: no credentials for ${registry} in the registry config (auths, credHelpers, credsStore): pushing anonymously`);
 
     // The context: the Dockerfile and exactly the files it copies (what each Dockerfile.dockerignore sends).
     const dockerfile = fs.readFileSync(path.join(o.root, pins.dockerfile), "utf8");
@@ -206,7 +211,10 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
                 if (/^(fetch-scripts|install-lock|use_agent_sandbox): |^Successfully installed |^mtail version /.test(line)) log(`${image}: ${line}`);
             log(`${image}: docker push ${tag}`);
             const p = await docker(["push", tag], env, progress);
-            if (p.status !== 0) throw new ImageStepError(`${image}: docker push ${tag} failed (exit ${p.status}):\n${p.out.slice(-3000)}`);
+            if (p.status !== 0)
+                throw new ImageStepError(
+                    `${image}: docker push ${tag} failed (exit ${p.status})${anonymous ? `, pushed anonymously: if ${registry} wants credentials, add auths["${registry}"] or a credHelpers entry to the registry config` : ""}:\n${p.out.slice(-3000)}`,
+                );
         } finally {
             fs.rmSync(config, { recursive: true, force: true });
         }

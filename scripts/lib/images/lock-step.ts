@@ -8,7 +8,9 @@
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { type ImageLock, type ImageName, type ImagePins, type LockFile, type PinnedSource, readLock, readPins, writeLock } from "./pins";
-import { manifestDigest } from "./registry";
+import { BASE_MIRROR_ENV, baseMirrorHint, type BaseMirrors, mirroredRef, parseBaseMirrors } from "./base-mirrors";
+import { manifestDigest, RegistryError, UnreachableError } from "./registry";
+import { parseImage } from "../../../components/preflight/registry";
 
 /** A step that cannot complete: the message names what and the fix. */
 export class ImageStepError extends Error {}
@@ -24,8 +26,11 @@ export async function resolveHubCommit(source: PinnedSource, hubUrl = process.en
         throw new ImageStepError(`source ${source.name} (${source.repo}) has no revision and no Hub resolve rule: record its commit in the pins`);
     const repo = source.repo.slice("huggingface:".length);
     const url = `${hubUrl.replace(/\/$/, "")}/api/models/${repo}/commits/${encodeURIComponent(rule.branch)}`;
-    const res = await fetch(url, { signal: AbortSignal.timeout(30_000) }).catch((e: Error) => {
-        throw new ImageStepError(`source ${source.name}: ${url}: ${e.message}`);
+    const res = await fetch(url, { signal: AbortSignal.timeout(30_000) }).catch((e: Error & { cause?: { code?: string } }) => {
+        const why = e.name === "TimeoutError" ? "no answer in 30 s" : (e.cause?.code ?? e.message);
+        throw new ImageStepError(
+            `source ${source.name}: could not reach ${new URL(url).host} (${why}) for ${url}: set AGENTRL_HF_ENDPOINT to a Hub mirror that serves /api/models/<repo>/commits/<branch>, or run the lock step where ${new URL(url).host} is reachable`,
+        );
     });
     if (!res.ok) throw new ImageStepError(`source ${source.name}: ${url} answered HTTP ${res.status}`);
     const commits = (await res.json()) as Array<{ id?: string; date?: string }>;
@@ -40,7 +45,10 @@ export async function resolveHubCommit(source: PinnedSource, hubUrl = process.en
 /** The `--build-arg K=V` lines trainer/fetch-scripts.sh --print prints for a set at a commit. */
 export function scriptDigests(root: string, set: string, commit: string): Record<string, string> {
     const r = spawnSync("bash", [path.join(root, "trainer", "fetch-scripts.sh"), "--print", set, commit], { encoding: "utf8", timeout: 120_000 });
-    if (r.status !== 0) throw new ImageStepError(`trainer/fetch-scripts.sh --print ${set} ${commit} failed:\n${r.stderr}`);
+    if (r.status !== 0)
+        throw new ImageStepError(
+            `trainer/fetch-scripts.sh --print ${set} ${commit} failed (set AGENTRL_FETCH_BASE_URL to a mirror of huggingface.co and raw.githubusercontent.com if they are out of reach):\n${r.stderr}`,
+        );
     const out: Record<string, string> = {};
     for (const line of r.stdout.split("\n")) {
         const m = /^--build-arg ([A-Z0-9_]+)=(\S+)$/.exec(line.trim());
@@ -57,14 +65,34 @@ export interface LockOptions {
     /** A Docker config.json for private base registries; anonymous otherwise. */
     readonly dockerConfigJson?: string;
     readonly resolveCommit?: (s: PinnedSource) => Promise<string>;
+    /** Where each base registry is pulled through. @default AGENTRL_BASE_REGISTRY_MIRRORS */
+    readonly baseMirrors?: BaseMirrors;
     readonly log?: (line: string) => void;
 }
 
-async function lockOne(pins: ImagePins, o: LockOptions): Promise<ImageLock> {
-    const log = o.log ?? (() => undefined);
-    const digest = await manifestDigest(pins.base.ref, o.dockerConfigJson);
+/** A base tag's digest, asked of its registry's mirror where one is set; every failure names the host and the fix. */
+async function baseDigest(pins: ImagePins, o: LockOptions, mirrors: BaseMirrors): Promise<string> {
+    const ref = mirroredRef(pins.base.ref, mirrors);
+    const upstream = parseImage(pins.base.ref).registry;
+    const via = ref === pins.base.ref ? "" : ` through its mirror (${ref})`;
+    const digest = await manifestDigest(ref, o.dockerConfigJson).catch((e: unknown) => {
+        if (e instanceof UnreachableError)
+            throw new ImageStepError(`${pins.image}: base ${pins.base.ref}${via}: could not reach ${e.host} (${e.why}): ${baseMirrorHint(upstream, mirrors)}`);
+        if (e instanceof RegistryError) throw new ImageStepError(`${pins.image}: base ${pins.base.ref}${via}: ${e.message}`);
+        throw e;
+    });
     if (digest === undefined)
-        throw new ImageStepError(`${pins.image}: base ${pins.base.ref} is not in its registry: fix base.ref in images/${pins.image}.pins.json`);
+        throw new ImageStepError(
+            ref === pins.base.ref
+                ? `${pins.image}: base ${pins.base.ref} is not in its registry: fix base.ref in images/${pins.image}.pins.json`
+                : `${pins.image}: base ${pins.base.ref} is not in its mirror as ${ref}: check the mirror's ${BASE_MIRROR_ENV} entry for ${upstream}`,
+        );
+    return digest;
+}
+
+async function lockOne(pins: ImagePins, o: LockOptions, mirrors: BaseMirrors): Promise<ImageLock> {
+    const log = o.log ?? (() => undefined);
+    const digest = await baseDigest(pins, o, mirrors);
     log(`${pins.image}: base ${pins.base.ref} is ${digest}`);
     const args: Record<string, string> = {};
     for (const source of pins.sources) {
@@ -86,9 +114,10 @@ async function lockOne(pins: ImagePins, o: LockOptions): Promise<ImageLock> {
 
 /** Fills images/lock.json for `images` (the others keep their entries); returns the new lock. */
 export async function fillLock(images: readonly ImageName[], o: LockOptions): Promise<LockFile> {
+    const mirrors = o.baseMirrors ?? parseBaseMirrors(process.env[BASE_MIRROR_ENV]);
     const lock = readLock(o.pinsRoot);
     const next: Record<string, ImageLock> = { ...lock.images };
-    for (const image of images) next[image] = await lockOne(readPins(image, o.pinsRoot), o);
+    for (const image of images) next[image] = await lockOne(readPins(image, o.pinsRoot), o, mirrors);
     const written: LockFile = { ...lock, images: next as LockFile["images"] };
     writeLock(written, o.pinsRoot);
     return written;

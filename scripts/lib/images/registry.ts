@@ -4,6 +4,7 @@
  * answers it: Basic with the config.json's credentials, or a Bearer token from the realm the
  * challenge names (distribution docs/spec/auth/token.md), with those credentials when there are any.
  */
+import { spawnSync } from "node:child_process";
 import { parseImage } from "../../../components/preflight/registry";
 
 export interface Credentials {
@@ -11,25 +12,93 @@ export interface Credentials {
     readonly password: string;
 }
 
-/** The credentials a Docker config.json holds for a registry host, or undefined. */
-export function credentialsFor(dockerConfigJson: string | undefined, registry: string): Credentials | undefined {
-    if (dockerConfigJson === undefined) return undefined;
-    const auths = (JSON.parse(dockerConfigJson) as { auths?: Record<string, { auth?: string; username?: string; password?: string }> }).auths ?? {};
-    const hostOf = (k: string) => k.replace(/^https?:\/\//, "").split("/")[0];
-    const hub = registry === "docker.io" ? ["index.docker.io", "registry-1.docker.io", "docker.io"] : [registry];
-    const entry = Object.entries(auths).find(([k]) => hub.includes(hostOf(k) ?? ""))?.[1];
-    if (entry === undefined) return undefined;
-    if (typeof entry.username === "string" && typeof entry.password === "string") return { username: entry.username, password: entry.password };
-    if (typeof entry.auth === "string") {
-        const plain = Buffer.from(entry.auth, "base64").toString("utf8");
-        const i = plain.indexOf(":");
-        if (i > 0) return { username: plain.slice(0, i), password: plain.slice(i + 1) };
+/** The keys a credential helper and `auths` know Docker Hub by (the Docker CLI's `https://index.docker.io/v1/`). */
+function hubAliases(registry: string): string[] {
+    return registry === "docker.io" ? ["index.docker.io", "registry-1.docker.io", "docker.io"] : [registry];
+}
+
+/**
+ * What a Docker credential helper (`docker-credential-<name> get`, docker/docker-credential-helpers'
+ * protocol: the server URL on stdin, `{"Username","Secret"}` on stdout) holds for a registry; undefined
+ * when it holds nothing for it. The helper is the one `docker login` or a cloud's helper
+ * (ecr-login, gcloud, ...) wrote into the config.
+ */
+export function helperCredentials(helper: string, registry: string, run: typeof spawnSync = spawnSync): Credentials | undefined {
+    const server = registry === "docker.io" ? "https://index.docker.io/v1/" : registry;
+    const bin = `docker-credential-${helper}`;
+    const r = run(bin, ["get"], { input: server, encoding: "utf8", timeout: 60_000 });
+    if (r.error !== undefined)
+        throw new RegistryError(
+            `${registry}: the Docker config names the credential helper '${helper}' and ${bin} did not run (${(r.error as NodeJS.ErrnoException).code ?? r.error.message}): install it on PATH, or give the credentials inline in auths["${registry}"]`,
+        );
+    if (r.status !== 0) {
+        if (/credentials not found/i.test(`${r.stdout}${r.stderr}`)) return undefined;
+        throw new RegistryError(
+            `${registry}: ${bin} get failed (exit ${r.status}): ${String(r.stderr).trim().split("\n")[0] ?? ""}: run docker login ${registry} again`,
+        );
     }
-    return undefined;
+    const body = JSON.parse(String(r.stdout)) as { Username?: string; Secret?: string };
+    if (typeof body.Username !== "string" || typeof body.Secret !== "string" || body.Secret === "") return undefined;
+    if (body.Username === "<token>")
+        throw new RegistryError(
+            `${registry}: ${bin} holds an identity token, which this step does not exchange: docker login ${registry} with a user and password or access token`,
+        );
+    return { username: body.Username, password: body.Secret };
+}
+
+/**
+ * The credentials a Docker config.json holds for a registry host, or undefined (anonymous): inline
+ * `auths`, else the registry's `credHelpers` entry, else `credsStore`, in the Docker CLI's order
+ * (docker/cli cli/config/configfile/file.go GetCredentialsStore).
+ */
+export function credentialsFor(dockerConfigJson: string | undefined, registry: string, run: typeof spawnSync = spawnSync): Credentials | undefined {
+    if (dockerConfigJson === undefined) return undefined;
+    const config = JSON.parse(dockerConfigJson) as {
+        auths?: Record<string, { auth?: string; username?: string; password?: string }>;
+        credHelpers?: Record<string, string>;
+        credsStore?: string;
+    };
+    const hostOf = (k: string) => k.replace(/^https?:\/\//, "").split("/")[0];
+    const names = hubAliases(registry);
+    const entry = Object.entries(config.auths ?? {}).find(([k]) => names.includes(hostOf(k) ?? ""))?.[1];
+    if (entry !== undefined) {
+        if (typeof entry.username === "string" && typeof entry.password === "string") return { username: entry.username, password: entry.password };
+        if (typeof entry.auth === "string" && entry.auth !== "") {
+            const plain = Buffer.from(entry.auth, "base64").toString("utf8");
+            const i = plain.indexOf(":");
+            if (i > 0) return { username: plain.slice(0, i), password: plain.slice(i + 1) };
+        }
+    }
+    const helper = Object.entries(config.credHelpers ?? {}).find(([k]) => names.includes(hostOf(k) ?? ""))?.[1] ?? config.credsStore;
+    return helper === undefined || helper === "" ? undefined : helperCredentials(helper, registry, run);
 }
 
 /** A registry that cannot answer, or refused the credentials: the message names the registry, never the password. */
 export class RegistryError extends Error {}
+
+/** A registry host that could not be reached at all (no route, refused, no DNS name, timed out): the caller adds its mirror setting. */
+export class UnreachableError extends RegistryError {
+    constructor(
+        /** `host[:port]` as dialled. */
+        readonly host: string,
+        readonly url: string,
+        /** ECONNREFUSED, ENOTFOUND, a timeout, ... */
+        readonly why: string,
+    ) {
+        super(`${host}: could not reach ${url} (${why})`);
+    }
+}
+
+/** fetch, with a failure to connect turned into an UnreachableError naming the host and the cause (undici's "fetch failed" names neither). */
+async function reach(url: string, init: RequestInit): Promise<Response> {
+    try {
+        return await fetch(url, init);
+    } catch (e) {
+        const err = e as Error & { cause?: { code?: string; message?: string } };
+        const why = err.name === "TimeoutError" ? `no answer in ${TIMEOUT_MS / 1000} s` : (err.cause?.code ?? err.cause?.message ?? err.message);
+        throw new UnreachableError(new URL(url).host, url, why);
+    }
+}
 
 const MANIFEST_TYPES = [
     "application/vnd.oci.image.index.v1+json",
@@ -74,7 +143,7 @@ export async function manifestDigest(ref: string, dockerConfigJson?: string): Pr
     const url = `${registryBase(registry)}/v2/${repository}/manifests/${reference}`;
     const creds = credentialsFor(dockerConfigJson, registry);
     const head = (authorization?: string) =>
-        fetch(url, {
+        reach(url, {
             method: "HEAD",
             headers: { accept: MANIFEST_TYPES, ...(authorization ? { authorization } : {}) },
             signal: AbortSignal.timeout(TIMEOUT_MS),
@@ -89,7 +158,7 @@ export async function manifestDigest(ref: string, dockerConfigJson?: string): Pr
             authorization = basic(creds);
         } else if (c?.scheme === "bearer" && c.params.realm) {
             const q = new URLSearchParams({ ...(c.params.service ? { service: c.params.service } : {}), scope: `repository:${repository}:pull` });
-            const t = await fetch(`${c.params.realm}?${q}`, { headers: creds ? { authorization: basic(creds) } : {}, signal: AbortSignal.timeout(TIMEOUT_MS) });
+            const t = await reach(`${c.params.realm}?${q}`, { headers: creds ? { authorization: basic(creds) } : {}, signal: AbortSignal.timeout(TIMEOUT_MS) });
             if (!t.ok)
                 throw new RegistryError(
                     `${registry}: its token service refused ${creds ? `the registryAuth credentials of user '${creds.username}'` : "an anonymous pull"} (HTTP ${t.status})`,
