@@ -27,7 +27,7 @@ import {
     type PlatformConfig,
 } from "../../components/config";
 import { resolveSandboxPool, sandboxTemplateSpec, sandboxWarmPoolSpec } from "../../components/sandbox";
-import { alertRules, dashboardPanels } from "../../components/observability";
+import { type AlertRule, alertRules, dashboardPanels } from "../../components/observability";
 import { resolvePlatform } from "../../components/platform";
 import { observedStack } from "../../components/platform/observability";
 import { tenantQuotaProblems } from "../../components/platform/tenancy";
@@ -264,7 +264,7 @@ describe("observability: every task image's pool watched on its own", () => {
     const settings = defaultObservabilitySettings();
     const emptyRules = alertRules(settings, observed)
         .flatMap((g) => g.rules)
-        .filter((r) => r.alert === "AgentRLWarmPoolEmpty");
+        .filter((r): r is AlertRule => "alert" in r && r.alert === "AgentRLWarmPoolEmpty");
     const templates = plan.sandboxes!.pools.map((p) => p.template);
 
     test("the observed pool names every pool's template; one warm-pool-empty rule per template; the dashboard sums by template", () => {
