@@ -782,6 +782,19 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
             "`https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml` (the v1.0.1 release asset: core and extensions in one, the controller declared once)",
         meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
     },
+    jobSet: {
+        default: "not installed",
+        meaning: "JobSet, which a run stack with `training.nodes > 1` runs its trainer as (jobset.x-k8s.io/v1alpha2); no other component installs it",
+    },
+    "jobSet.install": {
+        default: "false",
+        meaning:
+            "install JobSet v0.12.0 (CRDs, controller, webhooks, RBAC in `jobset-system`) from its release manifest; off: install it by hand when a run trains on several nodes (`kubectl apply --server-side -f https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml`), which the preflight checks",
+    },
+    "jobSet.manifest": {
+        default: "`https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml` (the v0.12.0 release asset)",
+        meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
+    },
     "priorityClasses.training": {
         default: "`agent-rl-training` (100000, PreemptLowerPriority)",
         meaning:
