@@ -15,6 +15,10 @@ import type { Role } from "./tenancy";
 export const AGENT_SANDBOX_VERSION = "v1.0.1";
 /** The release manifest: CRDs, controller Deployment and RBAC (agent-sandbox's GitHub release assets). */
 export const AGENT_SANDBOX_MANIFEST_URL = `https://github.com/kubernetes-sigs/agent-sandbox/releases/download/${AGENT_SANDBOX_VERSION}/sandbox-with-extensions.yaml`;
+/** The JobSet release the multi-node trainer is written for (training/kubernetes-multinode.ts: jobset.x-k8s.io/v1alpha2). */
+export const JOBSET_RELEASE = "v0.12.0";
+/** Its release manifest: CRDs, controller, webhooks, RBAC (jobset README.md, "kubectl apply --server-side -f"). */
+export const JOBSET_MANIFEST_URL = `https://github.com/kubernetes-sigs/jobset/releases/download/${JOBSET_RELEASE}/manifests.yaml`;
 /** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v1.0.1 as v0.5.6). */
 export const SANDBOX_CONTROLLER_LABEL = "app=agent-sandbox-controller";
 /**
@@ -64,6 +68,12 @@ export const clusterSchema = z.strictObject({
         .strictObject({
             install: z.boolean().default(true),
             manifest: z.string().min(1).default(AGENT_SANDBOX_MANIFEST_URL),
+        })
+        .prefault({}),
+    jobSet: z
+        .strictObject({
+            install: z.boolean().default(false),
+            manifest: z.string().min(1).default(JOBSET_MANIFEST_URL),
         })
         .prefault({}),
     priorityClasses: z

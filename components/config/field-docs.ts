@@ -535,12 +535,37 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "sandboxes.headroom": {
         default: "2",
-        meaning: "warm sandboxes beyond the rollouts in flight",
+        meaning: "spare warm sandboxes beyond the burst and the refill (a pod that fails to start, a claim released late)",
     },
     "sandboxes.poolSize": {
         default:
-            "the run's burst + headroom: `maxInflight` x rollout workers (1 for the named TRL programs, which run rollouts on the main process; every trainer process for a custom program) + `headroom`; a pool below the burst is refused",
+            "the run's burst + refill + headroom: the burst is `maxInflight` x rollout workers (1 for the named TRL programs, which run rollouts on the main process; every trainer process for a custom program), the refill is claim rate (burst / `rolloutSeconds`) x `refillSeconds`, rounded up; a pool below the burst is refused. plan.md shows the arithmetic",
         meaning: "warm pool size; on the Harbor path, each task image's pool's",
+    },
+    "sandboxes.rolloutSeconds": {
+        default: "35 (the shortest whole training trial measured on the real node, issue 58)",
+        meaning:
+            "seconds a rollout holds its sandbox, claim to release: each in-flight slot claims again after it, so the claim rate is the burst / this. Shorter rollouts claim faster and need a larger pool",
+    },
+    "sandboxes.refillSeconds": {
+        default: "10 (bench/results.md 6b: 6.0-9.2 s from a burst to a full pool on real pods)",
+        meaning:
+            "seconds from a claim to its replacement's Ready (measure it: `npm run bench -- --only claim-latency-node`, the refill column). A pool holds a ready sandbox only while its size exceeds claim rate x this",
+    },
+    "sandboxes.autoscale": {
+        default: "off",
+        meaning:
+            "(k8s) a HorizontalPodAutoscaler (autoscaling/v2) on each SandboxWarmPool's `/scale`, for a claim rate that varies (several runs or teams claiming from one pool): it follows the wanted size the stack's recording rule computes from the live claims. Needs `observability.enabled` and an external metrics adapter on the cluster ([guide](../guides/platform-teams.md#a-warm-pool-that-follows-the-claim-rate))",
+    },
+    "sandboxes.autoscale.enabled": {
+        default: "false",
+        meaning:
+            "render the autoscaler: its minimum is the pool's size (`poolSize`), its maximum `maxPoolSize`; the namespace quota counts the maximum, so a scaled-up pool never runs into it",
+    },
+    "sandboxes.autoscale.maxPoolSize": {
+        default: "twice the pool's size",
+        meaning:
+            "the most warm sandboxes the autoscaler keeps per pool (HPA maxReplicas); at least `poolSize`. The sandboxes namespace's quota (or, in a team's namespace, the check against the team's quota) counts it in place of `poolSize`",
     },
     "sandboxes.maxLifetimeSeconds": {
         default: "3600",
@@ -755,6 +780,19 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "agentSandbox.manifest": {
         default:
             "`https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml` (the v1.0.1 release asset: core and extensions in one, the controller declared once)",
+        meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
+    },
+    jobSet: {
+        default: "not installed",
+        meaning: "JobSet, which a run stack with `training.nodes > 1` runs its trainer as (jobset.x-k8s.io/v1alpha2); no other component installs it",
+    },
+    "jobSet.install": {
+        default: "false",
+        meaning:
+            "install JobSet v0.12.0 (CRDs, controller, webhooks, RBAC in `jobset-system`) from its release manifest; off: install it by hand when a run trains on several nodes (`kubectl apply --server-side -f https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml`), which the preflight checks",
+    },
+    "jobSet.manifest": {
+        default: "`https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml` (the v0.12.0 release asset)",
         meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
     },
     "priorityClasses.training": {

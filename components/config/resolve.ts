@@ -105,6 +105,8 @@ export function resolveDefaults(p: Parsed, stack: string): PlatformConfig {
     const sizing = poolSizing({
         maxInflight: training.maxInflight,
         headroom: p.sandboxes.headroom,
+        rolloutSeconds: p.sandboxes.rolloutSeconds,
+        refillSeconds: p.sandboxes.refillSeconds,
         rolloutsOnMainProcess: t.program !== CUSTOM_PROGRAM,
         numProcesses,
         nodes: t.nodes,

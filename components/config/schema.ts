@@ -279,6 +279,14 @@ const sandboxes = z.strictObject({
     runAsUser: z.number().int().min(1000).max(2147483647).default(65532),
     headroom: nonNegInt.default(2),
     poolSize: posInt.optional(),
+    rolloutSeconds: posInt.default(35),
+    refillSeconds: posInt.default(10),
+    autoscale: z
+        .strictObject({
+            enabled: z.boolean().default(false),
+            maxPoolSize: posInt.optional(),
+        })
+        .prefault({}),
     maxLifetimeSeconds: posInt.default(3600),
     maxWarmWaitSeconds: posInt.default(6 * 3600),
     priorityClassName: z.string().optional(),

@@ -68,6 +68,10 @@ export const DEPLOYER_RULES: readonly Rule[] = [
     { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: MANAGE },
     { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles", "rolebindings"], verbs: MANAGE },
     { apiGroups: ["extensions.agents.x-k8s.io"], resources: ["sandboxtemplates", "sandboxwarmpools"], verbs: MANAGE },
+    // sandboxes.autoscale: the warm pools' HorizontalPodAutoscalers.
+    { apiGroups: ["autoscaling"], resources: ["horizontalpodautoscalers"], verbs: MANAGE },
+    // observability.enabled: the run's PodMonitors and PrometheusRule (which sandboxes.autoscale reads).
+    { apiGroups: ["monitoring.coreos.com"], resources: ["podmonitors", "prometheusrules"], verbs: MANAGE },
     // What the trainer's Role grants (sandboxClaimerRules): a deployer must hold it to grant it.
     { apiGroups: ["extensions.agents.x-k8s.io"], resources: ["sandboxclaims"], verbs: ["create", "get", "list", "watch", "delete"] },
     { apiGroups: ["agents.x-k8s.io"], resources: ["sandboxes"], verbs: ["get", "list", "watch"] },

@@ -13,7 +13,7 @@ import { pinnedByDigest } from "../shared/images";
 import { validateVllmSettings } from "./vllm-settings";
 import { validateDns } from "./dns";
 import { harborProblems } from "./harbor";
-import { poolSizeProblems } from "./pool-size";
+import { poolAutoscaleProblems, poolSizeProblems } from "./pool-size";
 import { runsSandboxPool, sandboxProviderProblems, sandboxProviderRecord } from "./sandbox-providers";
 import { validateObservability } from "./observability";
 import { envReferenceFix, plainEnv, secretEnvNameRule } from "./secrets";
@@ -152,6 +152,16 @@ export function validateEnv(c: PlatformConfig, e: ResolvedEnv): string[] {
 export function validateSandboxes(c: PlatformConfig): string[] {
     const problems = sandboxProviderProblems(c);
     if (runsSandboxPool(c)) problems.push(...poolSizeProblems(c.sandboxes.poolSize, c.sandboxes.sizing));
+    const a = c.sandboxes.autoscale;
+    problems.push(
+        ...poolAutoscaleProblems({
+            enabled: a.enabled,
+            maxPoolSize: a.maxPoolSize,
+            poolSize: c.sandboxes.poolSize,
+            runsWarmPool: runsSandboxPool(c) && c.target.kind === "kubernetes",
+            observability: c.observability.enabled,
+        }),
+    );
     return problems;
 }
 

@@ -26,7 +26,8 @@
  * - the project's own (components/shared/metrics.ts SERIES).
  */
 import { SERIES } from "../shared/metrics";
-import type { AlertRule, ObservabilitySettings, ObservedStack, RuleGroup } from "./model";
+import { WARM_POOL_WANTED_LABEL } from "../shared/metrics";
+import type { AlertRule, ObservabilitySettings, ObservedStack, RecordingRule, RuleGroup } from "./model";
 import { ownSeries, poolTemplates, selectors, templateSeries, WARM_READY } from "./selectors";
 
 type Alerts = ObservabilitySettings["alerts"];
@@ -49,6 +50,7 @@ export function alertRules(settings: ObservabilitySettings, s: ObservedStack): R
     if (s.vllm) groups.push(vllmRules(a, s, labels));
     if (s.trainer) groups.push(trainerRules(a, s, labels));
     if (s.sandboxPool) groups.push(sandboxRules(a, s, s.sandboxPool, labels));
+    if (s.sandboxPool?.autoscale) groups.push(warmPoolWantedRules(s, s.sandboxPool, s.sandboxPool.autoscale));
     return groups;
 }
 
@@ -216,4 +218,32 @@ function sandboxRules(a: Alerts, s: ObservedStack, pool: NonNullable<ObservedSta
             },
         ],
     };
+}
+
+/**
+ * The autoscaled pools' wanted size, one recording rule per pool (its template's name as the label the HPA selects):
+ * the sandboxes claimed now (the next burst: each claims again when its rollout ends; agent_sandboxes owned_by
+ * SandboxClaim) + the claims of the last 2 minutes per second x the refill time (the replacements on their way,
+ * agent_sandbox_claim_creation_total, every claim whether warm or cold) + the spare. At the planned load it is the
+ * planned pool (burst + claim rate x refill + headroom, config/pool-size.ts); more runs or teams claiming raise it.
+ */
+export function warmPoolWantedRule(template: string, autoscale: { readonly refillSeconds: number; readonly headroom: number }): RecordingRule {
+    const t = templateSeries([template]);
+    const claimed = templateSeries([template], { owned_by: "SandboxClaim" });
+    return {
+        record: SERIES.sandboxWarmPoolWanted,
+        expr:
+            `(sum(agent_sandboxes${claimed}) or vector(0))` +
+            ` + (sum(rate(agent_sandbox_claim_creation_total${t}[2m])) or vector(0)) * ${autoscale.refillSeconds}` +
+            ` + ${autoscale.headroom}`,
+        labels: { [WARM_POOL_WANTED_LABEL]: template },
+    };
+}
+
+function warmPoolWantedRules(
+    s: ObservedStack,
+    pool: NonNullable<ObservedStack["sandboxPool"]>,
+    autoscale: NonNullable<NonNullable<ObservedStack["sandboxPool"]>["autoscale"]>,
+): RuleGroup {
+    return { name: `agentrl-${s.stack}-sandbox-autoscale`, rules: poolTemplates(pool).map((t) => warmPoolWantedRule(t, autoscale)) };
 }

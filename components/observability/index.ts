@@ -1,12 +1,13 @@
 export { SESSION_COUNTER, INGRESS_MTAIL, programText, sessionCounterCommand, type ProgramFile } from "./programs";
 export { renderVllmMetricsProxy, validateVllmMetricsProxy, type VllmMetricsProxySettings } from "./vllm-metrics-proxy";
-export { alertRules, durationSeconds } from "./alerts";
+export { alertRules, durationSeconds, warmPoolWantedRule } from "./alerts";
 export { dashboardPanels, grafanaDashboard } from "./dashboard";
 export { selectors } from "./selectors";
 export {
     RULES_FILE,
     DASHBOARD_FILE,
     type AlertRule,
+    type RecordingRule,
     type RuleGroup,
     type Panel,
     type PanelQuery,

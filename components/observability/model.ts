@@ -52,7 +52,19 @@ export interface ObservedStack {
         readonly burst: number;
         /** The Harbor path: every pool's template (one per task image, each of poolSize; `template` is the first). Absent: the one pool. */
         readonly templates?: readonly string[];
+        /**
+         * sandboxes.autoscale on: what the wanted-size recording rule adds to the live claims (the refill time the
+         * claim rate is multiplied by, and the spare). Absent: fixed pools, no recording rule.
+         */
+        readonly autoscale?: { readonly refillSeconds: number; readonly headroom: number };
     };
+}
+
+/** A Prometheus recording rule (the PrometheusRule's `record` form). */
+export interface RecordingRule {
+    readonly record: string;
+    readonly expr: string;
+    readonly labels: Readonly<Record<string, string>>;
 }
 
 export interface AlertRule {
@@ -65,7 +77,7 @@ export interface AlertRule {
 
 export interface RuleGroup {
     readonly name: string;
-    readonly rules: readonly AlertRule[];
+    readonly rules: ReadonlyArray<AlertRule | RecordingRule>;
 }
 
 /** One dashboard query: its PromQL and its legend. */

@@ -46,9 +46,19 @@ export function observedStack(plan: Pick<PlatformPlan, "config" | "names" | "env
         ingress: plan.ingress !== undefined,
         sandboxPool:
             pool !== undefined && runsSandboxPool(plan.config) && plan.config.target.kind === "kubernetes"
-                ? pool.pools.some((p) => p.taskKey !== undefined)
-                    ? { template: pool.pools[0].template, poolSize: pool.poolSize, burst: pool.sizing.burst, templates: pool.pools.map((p) => p.template) }
-                    : { template: n.sandboxes.template, poolSize: pool.poolSize, burst: pool.sizing.burst }
+                ? {
+                      ...(pool.pools.some((p) => p.taskKey !== undefined)
+                          ? {
+                                template: pool.pools[0].template,
+                                poolSize: pool.poolSize,
+                                burst: pool.sizing.burst,
+                                templates: pool.pools.map((p) => p.template),
+                            }
+                          : { template: n.sandboxes.template, poolSize: pool.poolSize, burst: pool.sizing.burst }),
+                      ...(pool.pools.some((p) => p.autoscale !== undefined)
+                          ? { autoscale: { refillSeconds: pool.sizing.refillSeconds, headroom: pool.sizing.margin } }
+                          : {}),
+                  }
                 : undefined,
     };
 }

@@ -33,7 +33,9 @@ export function tenantQuotaProblems(config: PlatformConfig, sandboxes: SandboxDe
         // The Harbor path holds a warm pool per task image: fewer images is a fix too.
         const harbor = sandboxes.pools.filter((p) => p.taskKey !== undefined).length;
         const fix =
-            "lower sandboxes.poolSize / headroom / cpu / memory" +
+            (sandboxes.pools.some((p) => p.autoscale !== undefined)
+                ? "lower sandboxes.autoscale.maxPoolSize (the quota counts the autoscaler's maximum) / poolSize / headroom / cpu / memory"
+                : "lower sandboxes.poolSize / headroom / cpu / memory") +
             (harbor > 0 ? `, or list fewer harbor.taskImages (${harbor} warm pools of ${sandboxes.poolSize} each)` : "");
         if (pool.pods !== undefined && q.pods > pool.pods) over("sandboxes", "pods", pool.pods, q.pods, fix);
         if (pool.cpu !== undefined && quantityValue(q.cpu) > quantityValue(pool.cpu)) over("sandboxes", "requests.cpu", pool.cpu, q.cpu, fix);

@@ -146,6 +146,28 @@ export function sandboxWarmPoolSpec(d: SandboxDescription, pool: SandboxPoolSpec
     return { sandboxTemplateRef: { name: pool.template }, replicas: pool.poolSize, updateStrategy: { type: "OnReplenish" } };
 }
 
+/**
+ * The HorizontalPodAutoscaler of an autoscaled pool, on the SandboxWarmPool's `/scale` (agent-sandbox v1.0.1
+ * k8s/crds/extensions.agents.x-k8s.io_sandboxwarmpools.yaml: specReplicasPath .spec.replicas; as upstream's
+ * examples/hpa-swp-scaling/hpa.yaml). The metric is the pool's wanted size, so an AverageValue target of 1 makes
+ * the HPA's desired replicas ceil(wanted) (autoscaling/v2: external metric / target average), bounded by min and max.
+ */
+export function sandboxWarmPoolAutoscalerSpec(pool: SandboxPoolSpec): k8s.types.input.autoscaling.v2.HorizontalPodAutoscalerSpec {
+    const a = pool.autoscale;
+    if (a === undefined) throw new Error(`warm pool ${pool.warmPool} has no autoscaler (sandboxes.autoscale is off)`);
+    return {
+        scaleTargetRef: { apiVersion, kind: "SandboxWarmPool", name: pool.warmPool },
+        minReplicas: a.min,
+        maxReplicas: a.max,
+        metrics: [
+            {
+                type: "External",
+                external: { metric: { name: a.metric, selector: { matchLabels: { ...a.selector } } }, target: { type: "AverageValue", averageValue: "1" } },
+            },
+        ],
+    };
+}
+
 /** NetworkPolicy: egress only to cluster DNS and the ingress pods; ingress only from the trainer pods, on the command port and the forwarder's trace and rollout-key ports. */
 export function sandboxNetworkPolicySpec(d: SandboxDescription, ingress: IngressPeer, trainer: TrainerPeer): k8s.types.input.networking.v1.NetworkPolicySpec {
     return {
@@ -307,8 +329,15 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
         const warmPool = new k8s.apiextensions.CustomResource(
             role("warm-pool"),
             { apiVersion, kind: "SandboxWarmPool", metadata: meta(pool.warmPool), spec: sandboxWarmPoolSpec(d, pool) },
-            { ...child, dependsOn: [template] },
+            // An autoscaled pool's replicas are the HPA's after the create (min at first): an update must not reset them.
+            { ...child, dependsOn: [template], ...(pool.autoscale !== undefined ? { ignoreChanges: ["spec.replicas"] } : {}) },
         );
+        if (pool.autoscale !== undefined)
+            new k8s.autoscaling.v2.HorizontalPodAutoscaler(
+                role("autoscaler"),
+                { metadata: meta(pool.autoscale.name), spec: sandboxWarmPoolAutoscalerSpec(pool) },
+                { ...child, dependsOn: [warmPool] },
+            );
         return { template, warmPool };
     });
     return { ...pools[0], pools };

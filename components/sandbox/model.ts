@@ -7,7 +7,7 @@ import type { DnsEgress } from "../shared/kubernetes";
 import type { PlatformNames } from "../config/names";
 import type { PlatformConfig } from "../config/types";
 import { AGENT_SANDBOX_VERSION } from "../config/cluster-schema";
-import type { PoolSizing } from "../config/pool-size";
+import type { PoolAutoscaleBounds, PoolSizing } from "../config/pool-size";
 import { SANDBOX_EXTENSIONS_GROUP } from "../shared/kubernetes";
 
 /**
@@ -150,9 +150,9 @@ export interface SandboxForwarder {
     readonly memory: string;
 }
 
-/** What the namespace's ResourceQuota allows: warm pool + claimed in-flight sandboxes + headroom. */
+/** What the namespace's ResourceQuota allows: warm pool (its autoscaler's maximum when autoscaled) + claimed in-flight sandboxes + headroom. */
 export interface SandboxQuota {
-    /** Live sandbox pods at most: poolSize (warm) + maxInflight (claimed; each claim makes the pool create a replacement) + headroom (pods still terminating). */
+    /** Live sandbox pods at most: every pool's size (warm; an autoscaled pool's maximum) + the burst (claimed; each claim makes the pool create a replacement) + headroom (pods still terminating). */
     readonly pods: number;
     readonly cpu: string;
     readonly memory: string;
@@ -175,6 +175,18 @@ export interface SandboxPoolSpec {
     readonly labels: Readonly<Record<string, string>>;
     /** Writable dirs of its sandboxes: the security settings', plus Harbor's dirs on a Harbor pool. */
     readonly writablePaths: readonly WritablePath[];
+    /** sandboxes.autoscale on: its HorizontalPodAutoscaler's name and bounds (min = poolSize). Absent: a fixed pool. */
+    readonly autoscale?: SandboxPoolAutoscale;
+}
+
+/** One warm pool's autoscaler (autoscaling/v2 HPA on the SandboxWarmPool's `/scale`, which v1.0.1's CRD serves). */
+export interface SandboxPoolAutoscale extends PoolAutoscaleBounds {
+    /** The HorizontalPodAutoscaler's name (derived from the warm pool's). */
+    readonly name: string;
+    /** The external metric it reads: the wanted size of this pool (shared/metrics.ts SERIES.sandboxWarmPoolWanted). */
+    readonly metric: string;
+    /** The metric's label selecting this pool: its template's name. */
+    readonly selector: Readonly<Record<string, string>>;
 }
 
 export interface SandboxDescription {

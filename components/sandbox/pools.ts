@@ -4,7 +4,23 @@
  * Harbor's writable dirs beside the pool's own and a label naming its task image.
  */
 import { HARBOR_SANDBOX_DIRS, HARBOR_TASK_LABEL } from "../config/harbor-facts";
-import type { SandboxConfig, SandboxNames, SandboxPoolSpec, SandboxSecurity } from "./model";
+import { dnsName } from "../config/names";
+import { poolAutoscaleBounds } from "../config/pool-size";
+import { SERIES, WARM_POOL_WANTED_LABEL } from "../shared/metrics";
+import type { SandboxConfig, SandboxNames, SandboxPoolAutoscale, SandboxPoolSpec, SandboxSecurity } from "./model";
+
+/** A pool's autoscaler where sandboxes.autoscale is on: min the pool's size, max the configured (or twice it). */
+function poolAutoscale(s: SandboxConfig["sandboxes"], warmPool: string, template: string): { autoscale?: SandboxPoolAutoscale } {
+    if (!s.autoscale.enabled) return {};
+    return {
+        autoscale: {
+            ...poolAutoscaleBounds(s.poolSize, s.autoscale.maxPoolSize),
+            name: dnsName([warmPool, "autoscaler"]),
+            metric: SERIES.sandboxWarmPoolWanted,
+            selector: { [WARM_POOL_WANTED_LABEL]: template },
+        },
+    };
+}
 
 export function sandboxPools(
     config: SandboxConfig,
@@ -23,6 +39,7 @@ export function sandboxPools(
                 poolSize: s.poolSize,
                 labels,
                 writablePaths: security.writablePaths,
+                ...poolAutoscale(s, names.sandboxes.warmPool, names.sandboxes.template),
             },
         ];
     }
@@ -36,5 +53,6 @@ export function sandboxPools(
         taskKey: t.key,
         labels: { ...labels, [HARBOR_TASK_LABEL]: t.key },
         writablePaths,
+        ...poolAutoscale(s, names.sandboxes.taskPools[i].warmPool, names.sandboxes.taskPools[i].template),
     }));
 }

@@ -82,4 +82,13 @@ export const SERIES = {
     trainerLastProgress: "agentrl_trainer_last_progress_timestamp_seconds",
     /** gauge: 1 while vLLM's /health answers the supervisor (shared layout). */
     trainerVllmHealthy: "agentrl_trainer_vllm_healthy",
+    /**
+     * recording rule {sandbox_template}: the warm sandboxes one pool wants now, from the live claims (claimed in flight +
+     * claim rate x sandboxes.refillSeconds + sandboxes.headroom); the pool's autoscaler reads it through the cluster's
+     * external metrics adapter (components/observability/alerts.ts warmPoolWantedRule).
+     */
+    sandboxWarmPoolWanted: "agentrl_sandbox_warm_pool_wanted",
 } as const;
+
+/** The label of SERIES.sandboxWarmPoolWanted naming its pool's template (agent-sandbox's own label on its series). */
+export const WARM_POOL_WANTED_LABEL = "sandbox_template";

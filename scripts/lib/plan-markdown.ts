@@ -7,6 +7,7 @@ import { type CheckpointNeed, checkpointNeed, describeNeed, programCheckpoints, 
 import { grpoBatchRuleApplies } from "../../components/config/program-rules";
 import { type CatalogName, ENV_CATALOG, OPENENV_UPSTREAM } from "../../components/config/catalog";
 import { programFacts } from "../../components/config/programs";
+import { formatClaimRate } from "../../components/config/pool-size";
 import { vllmServerSettings } from "../../components/config/vllm-settings";
 import { dnsEgressFor } from "../../components/config/dns";
 import type { DnsEgress } from "../../components/shared/kubernetes";
@@ -148,35 +149,63 @@ function harborPoolRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent: strin
         ["Harbor agent", `${agent} (harbor.agent; the trainer's HARBOR_AGENT)`],
         [
             "pools",
-            `${pools.length} warm pools, one per task image (harbor.taskImages), each ${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom: a GRPO group is one task, so one image may take the whole burst), ${sb.cpu} CPU / ${sb.memory} each; the trainer's SANDBOX_TASK_POOLS maps each image to its pool`,
+            `${pools.length} warm pools, one per task image (harbor.taskImages), each ${sb.poolSize} warm (${poolParts(sb)}: a GRPO group is one task, so one image may take the whole burst), ${sb.cpu} CPU / ${sb.memory} each; the trainer's SANDBOX_TASK_POOLS maps each image to its pool`,
         ],
         ...pools.map((p) => [`pool \`${p.warmPool}\``, `${p.poolSize} warm of \`${p.image}\` (template \`${p.template}\`)`]),
+    ];
+}
+
+/** What a pool's size is made of: the rule's parts, or the stack's own number. */
+function poolParts(sb: NonNullable<PlatformPlan["sandboxes"]>): string {
+    const z = sb.sizing;
+    return sb.poolSize === z.size ? `${z.burst} burst + ${z.refill} refill + ${z.margin} headroom` : "sandboxes.poolSize";
+}
+
+/** The autoscaler of the pool(s), where sandboxes.autoscale is on. */
+function autoscalerRow(sb: NonNullable<PlatformPlan["sandboxes"]>): string[][] {
+    const a = sb.pools[0]?.autoscale;
+    if (a === undefined) return [];
+    const each = sb.pools.length > 1 ? ` (one per pool, ${sb.pools.length})` : "";
+    return [
+        [
+            "autoscaler (sandboxes.autoscale)",
+            `HorizontalPodAutoscaler${each} on the SandboxWarmPool's /scale: ${a.min} to ${a.max} warm, following the external metric ` +
+                `\`${a.metric}\` (the stack's recording rule: claimed now + claims/s over 2m x ${sb.sizing.refillSeconds} s + ${sb.sizing.margin}; ` +
+                `needs observability and an external metrics adapter serving it); the quota counts ${a.max} per pool`,
+        ],
     ];
 }
 
 /** The pool's settings as agent-sandbox carries them out. */
 function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent?: string): string[][] {
     const z = sb.sizing;
-    const pool = ["pool", `${sb.poolSize} warm (${sb.maxInflight} in flight + ${sb.headroom} headroom), ${sb.cpu} CPU / ${sb.memory} each`];
+    const pool = ["pool", `${sb.poolSize} warm (${poolParts(sb)}), ${sb.cpu} CPU / ${sb.memory} each`];
     const sizing = [
         "pool sized by the run",
         `burst ${z.burst} claims at once = ${z.perWorker} in flight (training.maxInflight) x ${z.workersWhy}; ` +
-            `+ ${z.margin} refill margin (sandboxes.headroom) = ${z.size}` +
+            `claim rate ${z.burst} / ${z.rolloutSeconds} s (sandboxes.rolloutSeconds) = ${formatClaimRate(z)}; ` +
+            `refill ${formatClaimRate(z)} x ${z.refillSeconds} s (sandboxes.refillSeconds) = ${z.refill} (rounded up); ` +
+            `pool ${z.burst} + ${z.refill} + ${z.margin} (sandboxes.headroom) = ${z.size}` +
             (sb.poolSize === z.size
                 ? ""
-                : `; the pool is ${sb.poolSize} (sandboxes.poolSize), ${sb.poolSize > z.size ? `${sb.poolSize - z.size} above` : `${z.size - sb.poolSize} below: a burst leaves ${sb.poolSize - z.burst} warm`}`),
+                : `; the pool is ${sb.poolSize} (sandboxes.poolSize), ${sb.poolSize > z.size ? `${sb.poolSize - z.size} above` : `${z.size - sb.poolSize} below: a burst leaves ${sb.poolSize - z.burst} warm, and at the planned claim rate the pool runs dry`}`),
     ];
     const run = ["run label", `${sb.runLabel}=${sb.runId}`];
     const harbor = agent !== undefined ? harborPoolRows(sb, agent) : [];
     return [
         ...(harbor.length > 0 ? harbor : [pool]),
         sizing,
+        ...autoscalerRow(sb),
         ["claimed lifetime", `<= ${sb.maxLifetimeSeconds} s (admission policy on every claim)`],
         ["pod deadline", `${sb.deadlineSeconds} s (warm wait ${sb.maxWarmWaitSeconds} s + lifetime)`],
         [
             "quota",
             `${sb.quota.pods} pods, ${sb.quota.cpu} CPU, ${sb.quota.memory}` +
-                (harbor.length > 0 ? ` (${harborPools(sb).length} pools x ${sb.poolSize} warm + ${sb.sizing.burst} claimed + ${sb.headroom} headroom)` : ""),
+                (harbor.length > 0
+                    ? ` (${harborPools(sb).length} pools x ${sb.pools[0]?.autoscale?.max ?? sb.poolSize} warm${sb.pools[0]?.autoscale !== undefined ? " at the autoscaler's max" : ""} + ${sb.sizing.burst} claimed + ${sb.headroom} headroom)`
+                    : sb.pools[0]?.autoscale !== undefined
+                      ? ` (${sb.pools[0].autoscale.max} warm at the autoscaler's max + ${sb.sizing.burst} claimed + ${sb.headroom} headroom)`
+                      : ""),
         ],
         ["isolation", sb.runtimeClassName ? `runtimeClass ${sb.runtimeClassName}` : "runc (set sandboxes.runtimeClassName for gVisor/Kata)"],
         [
@@ -593,7 +622,7 @@ function sandboxPoolCheck(plan: PlatformPlan): Array<Array<string | number>> {
             pools > 0 ? `sandbox pools (${pools}, one per task image)` : "sandbox pool",
             `poolSize ${c.sandboxes.poolSize}`,
             c.sandboxes.poolSize,
-            `>= ${c.training.maxInflight} rollouts in flight (+ ${c.sandboxes.headroom} headroom)`,
+            `>= the burst ${c.sandboxes.sizing.burst} (refused below); the rule's ${c.sandboxes.sizing.size} = burst + ${c.sandboxes.sizing.refill} refill + ${c.sandboxes.sizing.margin} headroom`,
         ],
     ];
 }

@@ -76,13 +76,13 @@ describe("config: recipes", () => {
         assert.equal(c.training.datasetSize, 2000);
     });
 
-    test("opencode-blackbox: 2 GPUs split 1/1, pool covers 8 in flight + 2", () => {
+    test("opencode-blackbox: 2 GPUs split 1/1, pool covers 8 in flight + 3 in refill + 2", () => {
         const c = parsePlatformConfig({ ...base, recipe: "opencode-blackbox" }, "test");
         assert.equal(c.model.name, "Qwen/Qwen3-8B");
         assert.deepEqual([c.training.vllmGpus, c.training.trainerGpus, c.training.gpusOnNode], [1, 1, 2]);
         assert.equal(c.training.numGenerations, 8);
         assert.equal(c.sandboxes.provider, "agent-sandbox");
-        assert.equal(c.sandboxes.poolSize, 10);
+        assert.equal(c.sandboxes.poolSize, 13);
         assert.equal(c.ingress.enabled, true);
         assert.equal(c.training.datasetSize, 32);
         assert.equal(c.training.maxSteps, 10);
@@ -199,7 +199,7 @@ describe("config: every validation message names the field and the fix", () => {
             what: "black box pool smaller than the rollouts in flight",
             raw: withOverride({ recipe: "opencode-blackbox", sandboxes: { poolSize: 4 } }),
             expect: [
-                /^sandboxes\.poolSize: the pool holds 4 sandboxes but a burst claims 8 at once \(training\.maxInflight 8 x 1 rollout worker \(TRL's async GRPO runs rollouts on the main process only(, not on all \d+ trainer processes)?\)\): every burst would wait for 4 cold starts; raise poolSize to at least 10 \(the burst \+ sandboxes\.headroom 2\), or unset it \(that is the default\), or lower training\.maxInflight$/,
+                /^sandboxes\.poolSize: the pool holds 4 sandboxes but a burst claims 8 at once \(training\.maxInflight 8 x 1 rollout worker \(TRL's async GRPO runs rollouts on the main process only(, not on all \d+ trainer processes)?\)\): every burst would wait for 4 cold starts; raise poolSize to at least 13 \(burst 8 \+ refill 3 \(claim rate 8 \/ 35 s sandboxes\.rolloutSeconds = 0\.23\/s, x 10 s sandboxes\.refillSeconds, rounded up\) \+ 2 sandboxes\.headroom = 13\), or unset it \(that is the default\), or lower training\.maxInflight$/,
             ],
         },
         {

@@ -48,7 +48,7 @@ const stack: ObservedStack = {
     sandboxPool: { template: "obs-sandbox", poolSize: 10, burst: 8 },
 };
 
-const allAlerts = (groups: readonly RuleGroup[]): AlertRule[] => groups.flatMap((g) => g.rules);
+const allAlerts = (groups: readonly RuleGroup[]): AlertRule[] => groups.flatMap((g) => g.rules).filter((r): r is AlertRule => "alert" in r);
 
 /** The annotations promtool expects: the rule's templates with $labels filled in. */
 function expectedAnnotations(rule: AlertRule, labels: Record<string, string>): Record<string, string> {
@@ -429,7 +429,7 @@ describe("agentrl:observability:Observability on the Platform (mocks)", () => {
         const plan = resolvePlatform(config, { hfToken: false });
         assert.deepEqual(rule.spec.groups, alertRules(config.observability, observedStack(plan)));
         // The black box deploys no env server (its rollouts run in sandboxes): no env rule.
-        assert.deepEqual(rule.spec.groups.flatMap((g: RuleGroup) => g.rules.map((r) => r.alert)).sort(), [
+        assert.deepEqual(rule.spec.groups.flatMap((g: RuleGroup) => g.rules.map((r) => ("alert" in r ? r.alert : r.record))).sort(), [
             "AgentRLIngressRateLimited",
             "AgentRLIngressUnauthorized",
             "AgentRLSandboxClaimSlow",

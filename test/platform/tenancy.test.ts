@@ -24,6 +24,7 @@ import { checkClusterIdentity, checkTeamNamespaces } from "../../components/pref
 import { runUnderMocks, type RecordedResource } from "../../scripts/lib/mockrun";
 import { readStackFile, REPO_ROOT } from "../../scripts/lib/plan";
 import { configProblems, parseWithTestImages, withTestImages } from "../helpers/config";
+import { OBSERVABILITY_ON } from "../helpers/observability";
 
 const REF = "organization/agent-rl-infra/cluster";
 const CLUSTER = { target: { kind: "kubernetes", context: "gpu" }, runtimeClasses: [{ name: "gvisor", handler: "runsc" }] };
@@ -277,8 +278,12 @@ const plural = (kind: string) => (kind.endsWith("y") ? `${kind.slice(0, -1)}ies`
 describe("the deployer's Role covers what a run stack creates", () => {
     /** Resource names (plural, lower-case) of every namespaced object a recipe's run stack registers in team mode. */
     async function namespacedKinds(recipe: string): Promise<Set<string>> {
-        const r = await runTeamStack(`kinds-${recipe}`, teamRun({ recipe, runId: "k1" }), outputsOf(TEAM));
-        assert.equal(r.error, undefined, `${recipe}: ${String(r.error)}`);
+        return namespacedKindsOf(`kinds-${recipe}`, teamRun({ recipe, runId: "k1" }));
+    }
+
+    async function namespacedKindsOf(stack: string, run: Record<string, unknown>): Promise<Set<string>> {
+        const r = await runTeamStack(stack, run, outputsOf(TEAM));
+        assert.equal(r.error, undefined, `${stack}: ${String(r.error)}`);
         return new Set(
             objects(r.resources)
                 .filter((x) => !CLUSTER_SCOPED.test(x.type))
@@ -302,6 +307,11 @@ describe("the deployer's Role covers what a run stack creates", () => {
         for (const recipe of ALL_RECIPE_NAMES) {
             for (const k of await namespacedKinds(recipe)) used.add(k);
         }
+        // The optional kinds a setting brings: sandboxes.autoscale's HorizontalPodAutoscaler.
+        for (const k of await namespacedKindsOf("kinds-autoscale", teamRun({ runId: "k2", ...OBSERVABILITY_ON, sandboxes: { autoscale: { enabled: true } } })))
+            used.add(k);
+        assert.ok(used.has("autoscaling/horizontalpodautoscalers"));
+        assert.ok(used.has("monitoring.coreos.com/prometheusrules"), "the autoscaler's series needs observability on");
         const missing = [...used].filter((k) => !granted.has(k));
         assert.deepEqual(missing, [], `kinds a team run stack creates that its deployer may not: ${missing.join(", ")}`);
         // No right for a kind no recipe renders in team mode, but the optional ones a setting brings (docs/guides/platform-teams.md lists each).

@@ -1614,7 +1614,25 @@ describe("no kubeconfig, the cluster stack, the printed agent-sandbox check (pur
     test("cluster stack installing agent-sandbox: fine when absent, a warning when it is there from elsewhere; JobSet and Kueue reported for the run stacks", () => {
         const none = byCheck(checkClusterStack(cluster(), { ...answered, crds: { ok: true, value: [] }, sandboxControllers: { ok: true, value: [] } }));
         assertFinding(none["agent-sandbox"], "ok", /not installed yet: this stack installs it/);
-        assertFinding(none.JobSet, "warn", /jobsets\.jobset\.x-k8s\.io missing: run stacks with training\.nodes > 1 need it/, /install JobSet/);
+        assertFinding(
+            none.JobSet,
+            "warn",
+            /jobsets\.jobset\.x-k8s\.io missing: run stacks with training\.nodes > 1 need it \(this stack installs it with jobSet\.install: true\)/,
+            /install JobSet v0\.12\.0 with the cluster stack \(jobSet\.install: true\) or by hand \(kubectl apply --server-side -f https:\/\/github\.com\/kubernetes-sigs\/jobset\/releases\/download\/v0\.12\.0\/manifests\.yaml\)/,
+        );
+        // jobSet.install on: this stack installs it, nothing to report for the run stacks.
+        const installing = byCheck(
+            checkClusterStack(cluster({ jobSet: { install: true } }), {
+                ...answered,
+                crds: { ok: true, value: [] },
+                sandboxControllers: { ok: true, value: [] },
+            }),
+        );
+        assertFinding(
+            installing.JobSet,
+            "ok",
+            /this stack installs JobSet v0\.12\.0 \(jobSet\.install, https:\/\/github\.com\/kubernetes-sigs\/jobset\/releases\/download\/v0\.12\.0\/manifests\.yaml\)/,
+        );
         assertFinding(none.Kueue, "warn", /Kueue is not installed .*target\.kueueQueue need it/);
         const crds = [...sandboxCrds(k8sPlan()), crd("jobsets.jobset.x-k8s.io", [], [], { version: "v1alpha2" }), crd("localqueues.kueue.x-k8s.io", [], [])];
         const there = byCheck(checkClusterStack(cluster(), { ...answered, crds: { ok: true, value: crds }, sandboxControllers: { ok: true, value: [] } }));

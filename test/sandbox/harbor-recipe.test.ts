@@ -27,7 +27,7 @@ import {
     type PlatformConfig,
 } from "../../components/config";
 import { resolveSandboxPool, sandboxTemplateSpec, sandboxWarmPoolSpec } from "../../components/sandbox";
-import { alertRules, dashboardPanels } from "../../components/observability";
+import { type AlertRule, alertRules, dashboardPanels } from "../../components/observability";
 import { resolvePlatform } from "../../components/platform";
 import { observedStack } from "../../components/platform/observability";
 import { tenantQuotaProblems } from "../../components/platform/tenancy";
@@ -177,13 +177,13 @@ describe("the pools: one SandboxTemplate + SandboxWarmPool per task image, each 
     const names = platformNames(c);
     const d = resolveSandboxPool(c, names);
 
-    test("one pool per image, named from the run and the image's key, each of the run's pool size (burst + headroom)", () => {
-        assert.equal(c.sandboxes.poolSize, c.sandboxes.sizing.burst + c.sandboxes.headroom);
+    test("one pool per image, named from the run and the image's key, each of the run's pool size (burst + refill + headroom)", () => {
+        assert.equal(c.sandboxes.poolSize, c.sandboxes.sizing.burst + c.sandboxes.sizing.refill + c.sandboxes.headroom);
         assert.deepEqual(
             d.pools.map((p) => [p.image, p.template, p.warmPool, p.poolSize]),
             [
-                [TASK_A, `sandbox-r1-${taskPoolKey(TASK_A)}`, `sandbox-pool-r1-${taskPoolKey(TASK_A)}`, 10],
-                [TASK_B, "sandbox-r1-fix-git", "sandbox-pool-r1-fix-git", 10],
+                [TASK_A, `sandbox-r1-${taskPoolKey(TASK_A)}`, `sandbox-pool-r1-${taskPoolKey(TASK_A)}`, 13],
+                [TASK_B, "sandbox-r1-fix-git", "sandbox-pool-r1-fix-git", 13],
             ],
         );
     });
@@ -205,14 +205,14 @@ describe("the pools: one SandboxTemplate + SandboxWarmPool per task image, each 
             assert.equal(pod.spec.containers[0].securityContext.readOnlyRootFilesystem, true);
             assert.deepEqual(sandboxWarmPoolSpec(d, pool), {
                 sandboxTemplateRef: { name: pool.template },
-                replicas: 10,
+                replicas: 13,
                 updateStrategy: { type: "OnReplenish" },
             });
         }
     });
 
     test("the quota holds every pool warm, the claimed burst once, and the headroom", () => {
-        assert.equal(d.quota.pods, 2 * 10 + c.sandboxes.sizing.burst + c.sandboxes.headroom);
+        assert.equal(d.quota.pods, 2 * 13 + c.sandboxes.sizing.burst + c.sandboxes.headroom);
     });
 
     test("the trainer's env: SANDBOX_TASK_POOLS maps each image to its pool; the settings' own pool is the first image's", () => {
@@ -253,7 +253,7 @@ describe("a team's quota the pools overrun", () => {
         const withTenant = { ...c, cluster: { tenant } } as unknown as PlatformConfig;
         const d = resolveSandboxPool(withTenant, platformNames(withTenant));
         assert.deepEqual(tenantQuotaProblems(withTenant, d), [
-            "target.team: team 'team-a''s sandboxes quota allows pods 20 at once, and this run alone requests 30: lower sandboxes.poolSize / headroom / cpu / memory, or list fewer harbor.taskImages (2 warm pools of 10 each), or raise teams.team-a.quotas.sandboxes in the cluster stack 'o/p/cluster'",
+            "target.team: team 'team-a''s sandboxes quota allows pods 20 at once, and this run alone requests 36: lower sandboxes.poolSize / headroom / cpu / memory, or list fewer harbor.taskImages (2 warm pools of 13 each), or raise teams.team-a.quotas.sandboxes in the cluster stack 'o/p/cluster'",
         ]);
     });
 });
@@ -264,7 +264,7 @@ describe("observability: every task image's pool watched on its own", () => {
     const settings = defaultObservabilitySettings();
     const emptyRules = alertRules(settings, observed)
         .flatMap((g) => g.rules)
-        .filter((r) => r.alert === "AgentRLWarmPoolEmpty");
+        .filter((r): r is AlertRule => "alert" in r && r.alert === "AgentRLWarmPoolEmpty");
     const templates = plan.sandboxes!.pools.map((p) => p.template);
 
     test("the observed pool names every pool's template; one warm-pool-empty rule per template; the dashboard sums by template", () => {

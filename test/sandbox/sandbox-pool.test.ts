@@ -18,6 +18,8 @@ import { ALL_RECIPE_NAMES, RECIPES, type RecipeName } from "../../components/con
 import { ofType, runBoth, single, type RecordedResource } from "../helpers/mock";
 import { isSecret, unwrapSecrets } from "../helpers/secrets";
 import { scaled, scaledCount } from "../helpers/waits";
+import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
+import { OBSERVABILITY_ON } from "../helpers/observability";
 
 const KEY = "sentinel-sandbox-key-7f3a9c";
 const T = {
@@ -166,11 +168,11 @@ describe("resolveSandboxPool", () => {
         const c = config();
         const d = resolveSandboxPool(c, platformNames(c));
         assert.equal(d.provider, "agent-sandbox");
-        assert.equal(d.poolSize, 10, "maxInflight 8 + headroom 2");
+        assert.equal(d.poolSize, 13, "burst 8 + refill ceil(8 / 35 s x 10 s) = 3 + headroom 2");
         assert.equal(d.deadlineSeconds, 3600 + 6 * 3600);
-        assert.equal(d.quota.pods, 10 + 8 + 2);
-        assert.equal(d.quota.cpu, "42", "20 pods x (2 CPUs + the forwarder's 100m)");
-        assert.equal(d.quota.memory, "84480Mi", "20 pods x (4Gi + the forwarder's 128Mi)");
+        assert.equal(d.quota.pods, 13 + 8 + 2);
+        assert.equal(d.quota.cpu, "48300m", "23 pods x (2 CPUs + the forwarder's 100m)");
+        assert.equal(d.quota.memory, "97152Mi", "23 pods x (4Gi + the forwarder's 128Mi)");
         assert.equal(d.labels["agentrl.dev/run"], "r1");
         assert.deepEqual(d.trainerEnv, {
             SANDBOX_PROVIDER: "agent-sandbox",
@@ -190,7 +192,7 @@ describe("resolveSandboxPool", () => {
             SANDBOX_TRACE_PORT: "7101",
             SANDBOX_FORWARDER_KEY_PORT: "7102",
             SANDBOX_HOME: "/root",
-            SANDBOX_POOL_SIZE: "10",
+            SANDBOX_POOL_SIZE: "13",
             SANDBOX_CPU: "2",
             SANDBOX_MEMORY: "4Gi",
         });
@@ -233,7 +235,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
             const template = single(run.resources, T.template);
             const pool = single(run.resources, T.warmPool);
             assert.equal(pool.inputs.spec.sandboxTemplateRef.name, template.inputs.metadata.name);
-            assert.equal(pool.inputs.spec.replicas, 10);
+            assert.equal(pool.inputs.spec.replicas, 13);
             assert.equal(template.inputs.spec.networkPolicyManagement, "Unmanaged");
             assert.equal(template.inputs.spec.service, true);
             assert.equal(ofType(run.resources, T.configFile).length, 0, "no controller install: the cluster stack owns it");
@@ -445,7 +447,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         const children = update.resources.filter((r) => r.type !== T.pool && r.type !== "pulumi:pulumi:Stack");
         for (const r of children) assert.match(r.name, /^sandboxes-/);
         assert.equal(single(update.resources, T.pool).name, "sandboxes");
-        assert.equal(pool.size, 10);
+        assert.equal(pool.size, 13);
         assert.deepEqual(pool.trainerEnv, d.trainerEnv);
         assert.equal(update.outputs?.poolName, d.names.warmPool);
         assert.equal(update.outputs?.namespace, d.names.namespace);
@@ -500,6 +502,82 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         // The template's pod is a core pod: validate it as one (strictly, unknown fields included).
         const pod = single(update.resources, T.template).inputs.spec.podTemplate;
         assert.deepEqual(await problems({ apiVersion: "v1", kind: "Pod", metadata: { name: "sandbox", ...pod.metadata }, spec: pod.spec }), []);
+    });
+});
+
+describe("The pool follows the claim rate (sandboxes.autoscale)", () => {
+    const HPA = "kubernetes:autoscaling/v2:HorizontalPodAutoscaler";
+    const autoscaled = (sandboxes: Record<string, unknown> = {}) => config({ ...OBSERVABILITY_ON, sandboxes: { autoscale: { enabled: true }, ...sandboxes } });
+
+    it("renders no autoscaler by default: the pool is a fixed size", async () => {
+        const { update, preview, description: d } = await build(config());
+        for (const run of [update, preview]) assert.equal(ofType(run.resources, HPA).length, 0);
+        assert.equal(d.pools[0].autoscale, undefined);
+    });
+
+    it("autoscales the warm pool through its /scale: min the computed size, max twice it, on the stack's wanted-size series", async () => {
+        const { update, preview, description: d } = await build(autoscaled());
+        for (const run of [update, preview]) {
+            const hpa = single(run.resources, HPA).inputs;
+            const pool = single(run.resources, T.warmPool).inputs;
+            assert.equal(hpa.metadata.namespace, d.names.namespace);
+            assert.deepEqual(hpa.spec.scaleTargetRef, { apiVersion: CRD.apiVersion, kind: "SandboxWarmPool", name: pool.metadata.name });
+            assert.equal(hpa.spec.minReplicas, 13, "the computed size: burst 8 + refill 3 + headroom 2");
+            assert.equal(hpa.spec.minReplicas, pool.spec.replicas, "the pool starts at the autoscaler's minimum");
+            assert.equal(hpa.spec.maxReplicas, 26);
+            assert.deepEqual(hpa.spec.metrics, [
+                {
+                    type: "External",
+                    external: {
+                        metric: { name: "agentrl_sandbox_warm_pool_wanted", selector: { matchLabels: { sandbox_template: d.names.template } } },
+                        target: { type: "AverageValue", averageValue: "1" },
+                    },
+                },
+            ]);
+        }
+    });
+
+    it("counts the autoscaler's maximum in the namespace quota, so a scaled-up pool never meets it", async () => {
+        const { update, description: d } = await build(autoscaled({ autoscale: { enabled: true, maxPoolSize: 40 } }));
+        assert.equal(single(update.resources, HPA).inputs.spec.maxReplicas, 40);
+        const q = single(update.resources, T.quota).inputs;
+        assert.equal(Number(q.spec.hard.pods), 40 + 8 + 2, "max warm + the burst claimed + headroom");
+        assert.equal(d.quota.pods, 50);
+        assert.equal(q.spec.hard["requests.cpu"], addQuantities(multiplyQuantity(d.cpu, 50), multiplyQuantity(d.forwarder.cpu, 50)));
+        const fixed = resolveSandboxPool(config(), platformNames(config()));
+        assert.equal(fixed.quota.pods, 13 + 8 + 2, "a fixed pool: its size");
+    });
+
+    it("one autoscaler per Harbor task image's pool, each on its own template's series", () => {
+        const c = parsePlatformConfig(
+            {
+                recipe: "harbor-blackbox",
+                runId: "r1",
+                target: { kind: "kubernetes", context: "test-cluster" },
+                ...OBSERVABILITY_ON,
+                sandboxes: { autoscale: { enabled: true } },
+            },
+            "test",
+        );
+        const d = resolveSandboxPool(c, platformNames(c));
+        assert.ok(d.pools.length >= 2, "the recipe's plan lists several task images");
+        assert.deepEqual(
+            d.pools.map((p) => p.autoscale?.selector),
+            d.pools.map((p) => ({ sandbox_template: p.template })),
+        );
+        assert.equal(new Set(d.pools.map((p) => p.autoscale?.name)).size, d.pools.length, "each its own HPA name");
+        assert.equal(d.quota.pods, d.pools.length * 2 * c.sandboxes.poolSize + c.sandboxes.sizing.burst + c.sandboxes.headroom);
+    });
+
+    it("renders an autoscaler that passes the Kubernetes schema (autoscaling/v2, strict)", async () => {
+        const { update } = await build(autoscaled());
+        await loadManifestSchemas();
+        const hpa = single(update.resources, HPA).inputs;
+        assert.deepEqual(validateManifestStrict(hpa), []);
+        // The check bites: a misspelt field or a missing maxReplicas is refused.
+        assert.notDeepEqual(validateManifestStrict({ ...hpa, spec: { ...hpa.spec, maxReplica: 3 } }), []);
+        const { maxReplicas: _max, ...noMax } = hpa.spec;
+        assert.notDeepEqual(validateManifestStrict({ ...hpa, spec: noMax }), []);
     });
 });
 

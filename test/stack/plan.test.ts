@@ -10,6 +10,7 @@ import { DOCKER_BLACKBOX_REFUSED, HOSTED_BLACKBOX_REFUSED, RECIPE_NAMES, RECIPES
 import { HOSTED_SANDBOXES_ON_DOCKER, parseWithTestImages, withTestImages } from "../helpers/config";
 import { runUnderMocks } from "../../scripts/lib/mockrun";
 import { planToDir, readStackFile, REPO_ROOT, type PlanResult } from "../../scripts/lib/plan";
+import { OBSERVABILITY_ON } from "../helpers/observability";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-plan-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -113,9 +114,29 @@ describe("plan: every stack and every recipe", () => {
         await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir });
         const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
         assert.match(md, /\| keys \(names; values are secret outputs\) \| sandboxes, operators \|/);
-        assert.match(md, /\| pool \| 10 warm \(8 in flight \+ 2 headroom\), 2 CPU \/ 4Gi each \|/);
+        assert.match(md, /\| pool \| 13 warm \(8 burst \+ 3 refill \+ 2 headroom\), 2 CPU \/ 4Gi each \|/);
+        // The arithmetic: the burst, the claim rate from the rollout time, the refill it keeps in flight.
+        assert.match(
+            md,
+            /\| pool sized by the run \| burst 8 claims at once = 8 in flight \(training\.maxInflight\) x 1 rollout worker [^|]*; claim rate 8 \/ 35 s \(sandboxes\.rolloutSeconds\) = 0\.23\/s; refill 0\.23\/s x 10 s \(sandboxes\.refillSeconds\) = 3 \(rounded up\); pool 8 \+ 3 \+ 2 \(sandboxes\.headroom\) = 13 \|/,
+        );
+        assert.doesNotMatch(md, /autoscaler \(sandboxes\.autoscale\)/, "off by default");
         assert.match(md, /\| claimed lifetime \| <= 3600 s \(admission policy on every claim\) \|/);
-        assert.match(md, /\| quota \| 20 pods, 42 CPU, 84480Mi \|/);
+        assert.match(md, /\| quota \| 23 pods, 48300m CPU, 97152Mi \|/);
+    });
+
+    test("a black-box plan with sandboxes.autoscale shows the autoscaler, its bounds and the quota at its max", async () => {
+        const outDir = path.join(tmp, "blackbox-autoscale");
+        await planToDir(
+            { recipe: "opencode-blackbox", target: "kubernetes" },
+            { outDir, platformOverride: { ...OBSERVABILITY_ON, sandboxes: { autoscale: { enabled: true, maxPoolSize: 30 } } } },
+        );
+        const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
+        assert.match(
+            md,
+            /\| autoscaler \(sandboxes\.autoscale\) \| HorizontalPodAutoscaler on the SandboxWarmPool's \/scale: 13 to 30 warm, following the external metric `agentrl_sandbox_warm_pool_wanted` \(the stack's recording rule: claimed now \+ claims\/s over 2m x 10 s \+ 2; needs observability and an external metrics adapter serving it\); the quota counts 30 per pool \|/,
+        );
+        assert.match(md, /\| quota \| 40 pods, [^|]* \(30 warm at the autoscaler's max \+ 8 claimed \+ 2 headroom\) \|/);
     });
 
     test("a black-box plan shows vLLM's own settings: the one dtype, the model's tool-call parser, extra flags and env", async () => {

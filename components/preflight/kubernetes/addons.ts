@@ -10,6 +10,7 @@ import {
     JOBSET_CONTROLLER_LABEL,
     JOBSET_CRD,
     JOBSET_MANIFEST_URL,
+    JOBSET_RELEASE,
     JOBSET_VERSION,
     type KubernetesNeeds,
     KUEUE_LOCALQUEUE_CRD,
@@ -146,7 +147,7 @@ export function checkJobSet(crds: readonly any[]): Finding {
         ? fail(
               "JobSet",
               `${issues.join("; ")}: training.nodes > 1 runs the trainer as a JobSet`,
-              `install JobSet (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL}), or train on one node (training.nodes 1)`,
+              `install JobSet ${JOBSET_RELEASE} with the cluster stack (jobSet.install: true) or by hand (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL}), or train on one node (training.nodes 1)`,
           )
         : ok("JobSet", `${JOBSET_CRD} serves ${JOBSET_VERSION}`);
 }
@@ -154,7 +155,7 @@ export function checkJobSet(crds: readonly any[]): Finding {
 /** training.nodes > 1: JobSet's controller (and its webhooks, which do the exclusive placement) must run. */
 export function checkJobSetController(deployments: readonly any[]): Finding {
     const check = "JobSet controller";
-    const install = `install JobSet v0.12.0 (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL})`;
+    const install = `install JobSet ${JOBSET_RELEASE} with the cluster stack (jobSet.install: true) or by hand (kubectl apply --server-side -f ${JOBSET_MANIFEST_URL})`;
     if (deployments.length === 0)
         return fail(check, `no Deployment labelled ${JOBSET_CONTROLLER_LABEL} in any namespace: the trainer's JobSet would never get pods`, install);
     const available = deployments.find((d) => (d.status?.availableReplicas ?? 0) >= 1);

@@ -3,8 +3,8 @@
  * needs from the cluster, and what its run stacks will need that it does not install. The API
  * server answers at a version the stack needs; agent-sandbox is installed by the stack
  * (agentSandbox.install: its CRDs should not be there from elsewhere) or must be there already;
- * the certIssuer it names exists; JobSet and Kueue, which no stack installs, are reported for the
- * run stacks that need them (training.nodes > 1, target.kueueQueue).
+ * the certIssuer it names exists; JobSet (unless this stack installs it, jobSet.install) and Kueue, which no
+ * stack installs, are reported for the run stacks that need them (training.nodes > 1, target.kueueQueue).
  */
 import type { ClusterConfig } from "../../config";
 import { fail, type Finding, ok, warn } from "../report";
@@ -15,6 +15,7 @@ import {
     CERT_MANAGER_CERTIFICATES_CRD,
     CERT_MANAGER_MANIFEST_URL,
     JOBSET_CRD,
+    JOBSET_RELEASE,
     KUEUE_LOCALQUEUE_CRD,
     SANDBOX_CONTROLLER_LABEL,
     sandboxCrdExpectations,
@@ -80,13 +81,15 @@ export function checkClusterStack(config: ClusterConfig, f: ClusterStackFacts, t
     }
     const jobSet = checkJobSet(crds);
     out.push(
-        jobSet.status === "ok"
-            ? jobSet
-            : warn(
-                  "JobSet",
-                  `${jobSet.found.replace(/: training\.nodes > 1 runs the trainer as a JobSet$/, "")}: run stacks with training.nodes > 1 need it (no stack installs it)`,
-                  jobSet.fix,
-              ),
+        config.jobSet.install
+            ? ok("JobSet", `this stack installs JobSet ${JOBSET_RELEASE} (jobSet.install, ${config.jobSet.manifest})`)
+            : jobSet.status === "ok"
+              ? jobSet
+              : warn(
+                    "JobSet",
+                    `${jobSet.found.replace(/: training\.nodes > 1 runs the trainer as a JobSet$/, "")}: run stacks with training.nodes > 1 need it (this stack installs it with jobSet.install: true)`,
+                    jobSet.fix,
+                ),
     );
     out.push(
         crds.some((c) => c.metadata?.name === KUEUE_LOCALQUEUE_CRD)

@@ -30,7 +30,8 @@ export function sandboxCrdExpectations(
 /** JobSet's CRD and the version the multi-node trainer is written in (training/kubernetes-multinode.ts). */
 export const JOBSET_CRD = "jobsets.jobset.x-k8s.io";
 export const JOBSET_VERSION = "v1alpha2";
-export const JOBSET_MANIFEST_URL = "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml";
+/** JobSet's release manifest: one home, the cluster stack's schema (jobSet.install renders it). */
+export { JOBSET_MANIFEST_URL, JOBSET_RELEASE } from "../../config/cluster-schema";
 export const GATEWAY_CRDS = ["gateways.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io"] as const;
 export const CERT_MANAGER_CERTIFICATES_CRD = "certificates.cert-manager.io";
 /** The cert-manager release the tests install the CRDs of; any v1 release serves the same kinds. */
