@@ -127,6 +127,18 @@ describe("plan: every stack and every recipe", () => {
         assert.match(md, /\| vLLM extra flags \(training\.vllm\.extraArgs\) \| - \|/);
     });
 
+    test("a black-box plan over several trainer ranks says the multi-rank weight sync is unproven; one rank says nothing", async () => {
+        const multi = path.join(tmp, "blackbox-32b-sync");
+        await planToDir({ recipe: "opencode-blackbox-32b", target: "kubernetes" }, { outDir: multi });
+        const md = fs.readFileSync(path.join(multi, "plan.md"), "utf8");
+        assert.match(md, /\*\*Unproven for \d+ trainer ranks\.\*\* TRL 1\.16\.0's AsyncGRPO hangs at the first weight sync/);
+        assert.match(md, /trainer\/fix_trl_weight_sync\.py: every rank gathers, then rank 0 sends whole tensors/);
+        assert.match(md, /not yet on GPUs with NCCL to vLLM: no multi-rank layout has run a sync here/);
+        const one = path.join(tmp, "blackbox-one-rank-sync");
+        await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir: one });
+        assert.doesNotMatch(fs.readFileSync(path.join(one, "plan.md"), "utf8"), /Unproven for/);
+    });
+
     test("a Kubernetes plan shows where DNS queries may go (target.dns)", async () => {
         const outDir = path.join(tmp, "dns-node-local");
         await planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir, platformOverride: { target: { dns: { kind: "node-local" } } } });
