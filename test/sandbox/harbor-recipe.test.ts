@@ -121,7 +121,10 @@ describe("harbor: every problem, each naming the field and the fix", () => {
     test("harbor.agent's list is the trial code's: python/agent_rl_sandbox/harbor_checks.py HARBOR_AGENTS, which harbor_trial.py's AGENTS must equal", () => {
         // harbor_checks is standard library only: the host's python3 imports it without harbor.
         const code = "import json, agent_rl_sandbox.harbor_checks as c; print(json.dumps(list(c.HARBOR_AGENTS)))";
-        const run = spawnSync("python3", ["-I", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(PYTHON_DIR)}); ${code}`], { encoding: "utf8", timeout: scaled(30_000) });
+        const run = spawnSync("python3", ["-I", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(PYTHON_DIR)}); ${code}`], {
+            encoding: "utf8",
+            timeout: scaled(30_000),
+        });
         assert.equal(run.status, 0, run.stderr);
         assert.deepEqual(JSON.parse(run.stdout), [...HARBOR_AGENTS]);
         const trial = fs.readFileSync(path.join(PYTHON_DIR, "agent_rl_sandbox", "harbor_trial.py"), "utf8");
