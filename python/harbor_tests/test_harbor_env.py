@@ -32,6 +32,7 @@ import conftest as rt_conftest  # noqa: E402 - python/tests/conftest.py: start_r
 import test_backend as tb  # noqa: E402 - the recording stand-in of the official client
 from agent_rl_sandbox import AgentSandboxSettings, shutdown  # noqa: E402
 from agent_rl_sandbox.harbor_env import AgentSandboxEnvironment, HarborTaskRefused  # noqa: E402
+from harbor_versions import needs_openenv  # noqa: E402
 
 IMPORT_PATH = "agent_rl_sandbox.harbor_env:AgentSandboxEnvironment"
 POOL_IMAGE = "registry.example/agent-rl/sandbox@sha256:" + "a" * 64
@@ -83,13 +84,13 @@ def test_preflight_takes_both_harbors_calls_and_refuses_an_env_without_a_pool(ca
     for name in POOL_ENV:
         monkeypatch.delenv(name, raising=False)
     if call.startswith("harbor 0.25"):
-        with pytest.raises(SystemExit, match=r"agent-sandbox environment: .*SANDBOX_WARM_POOL: not set"):
+        with pytest.raises(SystemExit, match=r"(?s)agent-sandbox environment: .*SANDBOX_WARM_POOL: not set"):
             AgentSandboxEnvironment.preflight()
         for name, value in POOL_ENV.items():
             monkeypatch.setenv(name, value)
         AgentSandboxEnvironment.preflight()
     else:  # the --ek environ is what __init__ reads, so preflight checks it, not the process env
-        with pytest.raises(SystemExit, match=r"agent-sandbox environment: .*SANDBOX_WARM_POOL: not set"):
+        with pytest.raises(SystemExit, match=r"(?s)agent-sandbox environment: .*SANDBOX_WARM_POOL: not set"):
             AgentSandboxEnvironment.preflight(kwargs={"environ": {}})
         AgentSandboxEnvironment.preflight(kwargs={"environ": POOL_ENV, "handle_sigterm": False})
         AgentSandboxEnvironment.preflight(kwargs={"settings": settings()})
@@ -211,6 +212,7 @@ def test_the_package_still_imports_without_harbor():
     assert "agent_rl_sandbox.harbor_env needs harbor (pip install harbor==0.25.0 or harbor==0.26.0; Python >= 3.12)" in out.stderr
 
 
+@needs_openenv
 @pytest.mark.parametrize("harness", ["opencode", "mini-swe-agent"])
 def test_openenvs_trial_config_moved_onto_the_pool_loads_this_environment(tmp_path, harness):
     """openenv 0.10's own build_trial_config (type= only) through the adapter, then Harbor's factory."""
