@@ -367,6 +367,16 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
             field: /sandboxes\.acceptForgeableTrace: removed: hosted \(hf\) black-box sandboxes are refused whatever the stack says .*provider agent-sandbox/,
         },
         {
+            what: "harbor.agent claude-code (openenv rates it validated; the trial code does not run it)",
+            platform: {
+                recipe: "harbor-blackbox",
+                runId: "r1",
+                target: { kind: "kubernetes", context: "test" },
+                harbor: { agent: "claude-code", taskImages: [{ image: "ghcr.io/org/tasks/add-two:1" }] },
+            },
+            field: /harbor\.agent: "claude-code" is not an agent the trial code runs \(python\/agent_rl_sandbox\/harbor_trial\.py AGENTS, each pre-installed in the task image\): set it to one of opencode, mini-swe-agent/,
+        },
+        {
             what: "dataset size missing",
             platform: { runId: "r1", target: { kind: "docker" }, model: { name: "Qwen/Qwen3-1.7B" }, training: { layout: "whitebox-colocate", gpusOnNode: 1 } },
             field: /training\.datasetSize: required/,
