@@ -3,9 +3,10 @@ huggingface/trl#7103, fix #7131), run as the image runs it: the script applied t
 installed trl 1.16.0, then two trainer ranks (python/tests/trl_weight_sync_worker.py, one process each,
 torch.distributed over gloo on CPU) run TRL's own `_TrainBeginCallback.on_train_begin` ->
 `_sync_weight_merged` -> `_streaming_iter` over a small model sharded by FSDP2's `fully_shard`.
-The accelerator and the weight-transfer client are STAND-INS (the real client needs vLLM and its
-server; named so in the worker); the sender drains the iterator on its own thread, as the real one's
-NCCL producer does.
+accelerate's own `Accelerator` joins the ranks (MULTI_CPU over gloo). The weight-transfer client
+and the trainer's state around TRL's methods are STAND-INS (the real client needs vLLM and its server,
+the real trainer a hub model; named so in the worker); the sender drains the iterator on its own
+thread, as the real one's NCCL producer does.
 
 What the test holds: every rank runs every parameter's all-gather on its main thread, and rank 0
 sends only after its last gather; what rank 0 sends are whole tensors equal to the model's; a
@@ -64,7 +65,7 @@ def fixed_copy(tmp: Path) -> Path:
 def run_ranks(site: Path, tmp: Path) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(PYTHON_DIR)]), "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(RANKS), "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(tmp / f"rank{r}.json")], env={**env, "RANK": str(r)},
+    procs = [subprocess.Popen([sys.executable, str(WORKER), str(tmp / f"rank{r}.json")], env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(RANKS)]
     try:
         outs = [p.communicate(timeout=scaled(600))[0] for p in procs]

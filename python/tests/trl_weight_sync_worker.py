@@ -1,9 +1,10 @@
 """One trainer rank of python/tests/test_trl_weight_sync.py: TRL's own `_TrainBeginCallback.on_train_begin`
 and `AsyncGRPOTrainer._sync_weight_merged` / `_streaming_iter` (the trl on PYTHONPATH: a copy, fixed or as
-published) over a small model sharded by FSDP2's `fully_shard` on a gloo process group (CPU), recording
-on which thread each parameter's `full_tensor()` all-gather runs, what rank 0 sends, and the barriers.
+published), with accelerate's real `Accelerator` on CPU (gloo), over a small model sharded by FSDP2's
+`fully_shard`, recording on which thread each parameter's `full_tensor()` all-gather runs, what rank 0
+sends, and the barriers.
 
-    RANK=<r> WORLD_SIZE=<n> MASTER_ADDR=127.0.0.1 MASTER_PORT=<port> python trl_weight_sync_worker.py <out.json>
+    RANK=<r> LOCAL_RANK=<r> WORLD_SIZE=<n> MASTER_ADDR=127.0.0.1 MASTER_PORT=<port> python trl_weight_sync_worker.py <out.json>
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from accelerate import Accelerator
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
@@ -26,20 +28,6 @@ from trl.experimental.async_grpo import vllm_client
 RANK, WORLD = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 events: list[list[str]] = []
 sent: dict[str, list] = {}
-
-
-class Accelerator:
-    """STAND-IN for accelerate.Accelerator (named as such): the four members TRL's sync reads, over the gloo group."""
-
-    is_main_process = RANK == 0
-    device = torch.device("cpu")
-
-    def wait_for_everyone(self) -> None:
-        events.append(["barrier"])
-        dist.barrier()
-
-    def unwrap_model(self, model):
-        return model
 
 
 class WeightTransfer:
@@ -75,8 +63,8 @@ class Trainer:
     _streaming_iter = agt.AsyncGRPOTrainer._streaming_iter
     _sync_weight_merged = agt.AsyncGRPOTrainer._sync_weight_merged
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.accelerator = Accelerator()
+    def __init__(self, accelerator: Accelerator, model: torch.nn.Module) -> None:
+        self.accelerator = accelerator
         self.model = model
         self.weight_transfer = WeightTransfer() if RANK == 0 else None  # TRL makes it on the main process only
         self.rollout_worker = None
@@ -88,7 +76,16 @@ class Trainer:
 
 
 def main(out: str) -> None:
-    dist.init_process_group("gloo", rank=RANK, world_size=WORLD)
+    # accelerate's own Accelerator, as TRL's trainer holds it: on CPU it joins the ranks over gloo (MULTI_CPU).
+    accelerator = Accelerator(cpu=True)
+    assert accelerator.num_processes == WORLD and dist.get_backend() == "gloo"
+    wait_for_everyone = accelerator.wait_for_everyone
+
+    def recorded_wait_for_everyone() -> None:
+        events.append(["barrier"])
+        wait_for_everyone()
+
+    accelerator.wait_for_everyone = recorded_wait_for_everyone
     torch.manual_seed(0)  # the same model on every rank, as from_pretrained gives
     model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
     reference = {name: p.detach().clone().tolist() for name, p in model.named_parameters()}
@@ -112,7 +109,7 @@ def main(out: str) -> None:
         vllm_client.requests.post = lambda url, json=None, timeout=None: (posted.append([url, json]), Response())[1]
         vllm_client.VLLMClient.start_weight_update(type("Client", (), {"server_url": "http://vllm:8000"})(), timeout=1)
 
-    agt._TrainBeginCallback(Trainer(model)).on_train_begin(None, None, None)
+    agt._TrainBeginCallback(Trainer(accelerator, model)).on_train_begin(None, None, None)
     dist.barrier()
     with open(out, "w") as f:
         json.dump({"rank": RANK, "trl": agt.__file__, "events": events, "sent": sent, "reference": reference, "posted": posted}, f)
