@@ -8,17 +8,24 @@ TRL 1.16.0 `trl/experimental/async_grpo/async_grpo_trainer.py` `_sync_weight_mer
 broadcasts to vLLM, while every other rank runs the same iterator's FSDP2 `full_tensor()` all-gathers on
 its main thread: rank 0's all-gathers interleave with a second NCCL group and HTTP calls, and with FSDP
 over more than one trainer rank the first sync hangs (huggingface/trl#7103; #6797/#6798 for more than two
-ranks). The fix proposed upstream (huggingface/trl#7131) is applied here, three changes:
+ranks): vLLM 0.29.0's `packed_nccl_broadcast_producer` (`vllm/distributed/weight_transfer/packed_tensor.py`)
+pulls the iterator inside its own CUDA side streams on the sender's thread, so rank 0's FSDP all-gathers run
+there, between broadcasts on the other group. Of the fix proposed upstream (huggingface/trl#7131) two
+changes are applied here:
 
 1. `_sync_weight_merged`: every rank runs the all-gathers first, on its main thread (`_streaming_iter`
    to the end); only then does rank 0 send, from the whole tensors it gathered. Rank 0 holds one full
    copy of the sent weights for the length of the send (FSDP2: the model unsharded, in the parameters'
    dtype, on its device); a single-rank layout holds references to its own parameters, no copy.
-2. `vllm_client.py` `start_weight_update` posts `is_checkpoint_format: False`: the stream carries vLLM's own
-   parameter names and shapes (`_iter_vllm_named_params`), not a checkpoint to run through the model's
-   `load_weights` name mapping.
-3. `_TrainBeginCallback.on_train_begin`: a barrier after the rank-0-only `init_weight_transfer`, so no rank
+2. `_TrainBeginCallback.on_train_begin`: a barrier after the rank-0-only `init_weight_transfer`, so no rank
    enters the first sync's collectives while rank 0 is still setting up the NCCL group with vLLM.
+
+Not applied: #7131's `is_checkpoint_format: False` in `vllm_client.py` `start_weight_update`. The pinned
+vLLM 0.29.0 reads no body on that route (`vllm/entrypoints/serve/dev/rlhf/api_router.py`
+`start_weight_update` calls `engine_client.start_weight_update()` with no argument), and its NCCL engine
+always loads the stream as checkpoint weights (`vllm/distributed/weight_transfer/nccl_engine.py`:
+`initialize_layerwise_reload`, then `model.load_weights`), which is what TRL sends (`_iter_vllm_named_params`:
+"under its base-checkpoint name"). The flag would change nothing there and say the opposite of what happens.
 
 Refuses, naming the file, the digest it found and the one it was written for, and changes nothing, unless
 the installed trl's version (its dist-info) is 1.16.0 and its files are byte for byte the published 1.16.0 ones (sha256 below, as the wheel's RECORD
@@ -38,11 +45,9 @@ from pathlib import Path
 #: The TRL release this was written for (trainer/requirements.txt pins it).
 TRL_VERSION = "1.16.0"
 TRAINER = "experimental/async_grpo/async_grpo_trainer.py"
-CLIENT = "experimental/async_grpo/vllm_client.py"
-#: sha256 of each file as published in trl-1.16.0-py3-none-any.whl (its RECORD: W72_Perc..., ZQmHFRcG...).
+#: sha256 of the file as published in trl-1.16.0-py3-none-any.whl (its RECORD: W72_PercQO8R...).
 PUBLISHED_SHA256 = {
     TRAINER: "5bbdbf3deadc40ef114a7551ab27bad13b5d72ef037acc53712fbb205bd7c7a8",
-    CLIENT: "650987151706e5e3db2ef3ac9f939b6cecdf85f98ee7d6364ad94bc0b3622011",
 }
 MARK = "(agent-rl-infra: huggingface/trl#7103, fix #7131)"
 
@@ -82,14 +87,6 @@ EDITS: list[tuple[str, str, str]] = [
         self._trainer._sync_weight()
 """,
     ),
-    (
-        CLIENT,
-        """            f"{self.server_url}/start_weight_update", json={"is_checkpoint_format": True}, timeout=timeout
-""",
-        f"""            # vLLM's own parameter names and shapes (_iter_vllm_named_params), not a checkpoint to map. {MARK}
-            f"{{self.server_url}}/start_weight_update", json={{"is_checkpoint_format": False}}, timeout=timeout
-""",
-    ),
 ]
 
 
@@ -114,7 +111,7 @@ def patched(files: dict[str, str], version: str) -> dict[str, str]:
     if problems:
         raise NotThePublishedTrl(
             "not the TRL this fix was written for: " + "; ".join(problems) + ". Read the new TRL's "
-            "_sync_weight_merged, its _TrainBeginCallback and its vllm_client.start_weight_update again (is "
+            "_sync_weight_merged and its _TrainBeginCallback again (is "
             "huggingface/trl#7131 in it?) and update or remove trainer/fix_trl_weight_sync.py"
         )
     out = dict(files)

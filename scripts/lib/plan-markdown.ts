@@ -487,7 +487,7 @@ function multiRankSyncNote(plan: PlatformPlan): string[] {
     if (t.layout !== "blackbox" || ranks < 2) return [];
     return [
         "",
-        `**Unproven for ${ranks} trainer ranks.** TRL 1.16.0's AsyncGRPO hangs at the first weight sync when FSDP shards the model over more than one rank (huggingface/trl#7103: rank 0 sends while the others all-gather). The black-box image applies the fix proposed upstream (#7131; trainer/fix_trl_weight_sync.py: every rank gathers, then rank 0 sends whole tensors; \`is_checkpoint_format: False\`; a barrier after the NCCL setup). Its order is tested on 2 CPU ranks (gloo, FSDP2), not yet on GPUs with NCCL to vLLM: no multi-rank layout has run a sync here. During each sync rank 0 holds a full copy of the weights it sends.`,
+        `**Unproven for ${ranks} trainer ranks.** TRL 1.16.0's AsyncGRPO hangs at the first weight sync when FSDP shards the model over more than one rank (huggingface/trl#7103: rank 0 sends while the others all-gather). The black-box image applies the fix proposed upstream (#7131; trainer/fix_trl_weight_sync.py: every rank gathers, then rank 0 sends whole tensors; a barrier after the NCCL setup). Its order is tested on 2 CPU ranks (gloo, FSDP2), not yet on GPUs with NCCL to vLLM: no multi-rank layout has run a sync here. During each sync rank 0 holds a full copy of the weights it sends.`,
     ];
 }
 
