@@ -287,7 +287,7 @@ class AgentSandboxEnvironment(BaseEnvironment):
                 tf.extractall(path=target, filter=transfer_tar_filter)
 
 
-#: How Harbor's CLI and config name this environment (``--environment-import-path``, ``EnvironmentConfig.import_path``).
+#: How Harbor's CLI and config name this environment (``--env``, ``EnvironmentConfig.import_path``).
 IMPORT_PATH = "agent_rl_sandbox.harbor_env:AgentSandboxEnvironment"
 
 
