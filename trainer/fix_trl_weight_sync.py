@@ -9,8 +9,8 @@ broadcasts to vLLM, while every other rank runs the same iterator's FSDP2 `full_
 its main thread: rank 0's all-gathers interleave with a second NCCL group and HTTP calls, and with FSDP
 over more than one trainer rank the first sync hangs (huggingface/trl#7103; #6797/#6798 for more than two
 ranks): vLLM 0.29.0's `packed_nccl_broadcast_producer` (`vllm/distributed/weight_transfer/packed_tensor.py`)
-pulls the iterator inside its own CUDA side streams on the sender's thread, so rank 0's FSDP all-gathers run
-there, between broadcasts on the other group. Of the fix proposed upstream (huggingface/trl#7131) two
+pulls the iterator inside its own CUDA side streams on TRL's sender thread, so rank 0's FSDP all-gathers
+run there, between broadcasts on the other group. Of the fix proposed upstream (huggingface/trl#7131) two
 changes are applied here:
 
 1. `_sync_weight_merged`: every rank runs the all-gathers first, on its main thread (`_streaming_iter`
