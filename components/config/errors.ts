@@ -92,6 +92,8 @@ export function formatZodIssues(
             return [missingChoiceMessage(issue.path, issue.values)];
         }
         if (issue.code === "invalid_value") {
+            // A schema's own message (z.enum(values, { error })) says why the list is what it is; zod's default starts "Invalid".
+            if (!issue.message.startsWith("Invalid")) return [`${field}: ${issue.message}`];
             return [`${field}: must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`];
         }
         if (issue.code === "invalid_union" && field === "target.kind") {

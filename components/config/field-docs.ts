@@ -582,11 +582,12 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     harbor: {
         default: "- (off)",
         meaning:
-            "train a Harbor agent black box on Harbor tasks (Kubernetes, `sandboxes.provider: agent-sandbox`; refused on Docker and on other providers): each trial is a claim of its task image's warm pool; the trainer gets `HARBOR_AGENT` and `SANDBOX_TASK_POOLS` ([guide](../guides/harbor.md))",
+            "train a Harbor agent black box on Harbor tasks (Kubernetes, `sandboxes.provider: agent-sandbox`; refused on Docker and on other providers): each trial is a claim of its task image's warm pool; the trainer gets `HARBOR_AGENT`, `SANDBOX_TASK_POOLS` and `HARBOR_TELEMETRY=0` ([guide](../guides/harbor.md))",
     },
     "harbor.agent": {
         default: "required (recipe `harbor-blackbox`: `opencode`)",
-        meaning: "the Harbor agent trained: a harness openenv 0.10 rates validated (`openenv/harbor/seams.py`); the trainer's `HARBOR_AGENT`",
+        meaning:
+            "the Harbor agent trained: one the trial code runs, `opencode` or `mini-swe-agent` (`python/agent_rl_sandbox/harbor_trial.py` `AGENTS`, pre-installed in the task image; any other is refused at plan time); the trainer's `HARBOR_AGENT`",
     },
     "harbor.taskImages": {
         default: "`[]` (refused: list at least one)",

@@ -1,25 +1,18 @@
 /**
- * What the Harbor path takes from upstream, as data with its source: the harnesses openenv rates as
- * validated, and the directories a Harbor trial writes in its sandbox. Imports nothing (schema.ts,
+ * What the Harbor path takes from upstream, as data with its source: the agents the trial code runs,
+ * and the directories a Harbor trial writes in its sandbox. Imports nothing (schema.ts,
  * harbor.ts and the sandbox pool read it).
  */
 
 /**
- * The harnesses openenv 0.10.0 rates `status="validated"` in `openenv/harbor/seams.py` (`SEAMS`): an
- * end-to-end run passed its capture contract and the ATIF cross-check. `harbor.agent` takes these only.
+ * The Harbor agents the trial code runs: `python/agent_rl_sandbox/harbor_trial.py` `AGENTS` wires each
+ * (its install step replaced by a check of the pool's image, its CLI's offline env), and its CLI refuses
+ * any other name ("invalid choice") at each rollout, after the model has loaded. `harbor.agent` takes
+ * these only. Each is one openenv 0.10.0 rates `status="validated"` (`openenv/harbor/seams.py` `SEAMS`).
+ * `python/agent_rl_sandbox/harbor_checks.py` `HARBOR_AGENTS` is the same list (the trial code imports it;
+ * test/sandbox/harbor-recipe.test.ts holds the two equal).
  */
-export const HARBOR_AGENTS = [
-    "opencode",
-    "pi",
-    "claude-code",
-    "codex",
-    "gemini-cli",
-    "terminus-2",
-    "mini-swe-agent",
-    "qwen-coder",
-    "vibe",
-    "openhands-sdk",
-] as const;
+export const HARBOR_AGENTS = ["opencode", "mini-swe-agent"] as const;
 export type HarborAgent = (typeof HARBOR_AGENTS)[number];
 
 /** A directory a Harbor trial writes in its sandbox, which the pool's read-only root must offer writable. */
@@ -55,5 +48,10 @@ export const MAX_TASK_IMAGES = 32;
 export const TASK_POOLS_ENV = "SANDBOX_TASK_POOLS";
 /** The trainer's env var naming the Harbor agent (harbor.agent) the training program runs. */
 export const HARBOR_AGENT_ENV = "HARBOR_AGENT";
+/**
+ * Harbor sends usage telemetry unless this is "0" (harbor 0.25.0 and 0.26.0 `harbor/telemetry.py`:
+ * `TELEMETRY_ENV`, `_DISABLED_VALUES`); the trainer's Harbor trials inherit the trainer's env.
+ */
+export const HARBOR_TELEMETRY_ENV = "HARBOR_TELEMETRY";
 /** The pod label telling a Harbor pool's sandboxes apart (its task image's key). */
 export const HARBOR_TASK_LABEL = "agentrl.dev/harbor-task";

@@ -43,7 +43,16 @@ export { parsePlatformConfig, deepMerge } from "./parse";
 export { IGNORED_SETTINGS, validateTargetSettings, type IgnoredSetting } from "./target-settings";
 export { RECIPES, RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, HARBOR_RECIPE_NAMES, ALL_RECIPE_NAMES, type RecipeName, type Recipe } from "./recipes";
 export { taskPoolKey, imageReferenceProblem, harborProblems } from "./harbor";
-export { HARBOR_AGENTS, HARBOR_SANDBOX_DIRS, MAX_TASK_IMAGES, TASK_POOLS_ENV, HARBOR_AGENT_ENV, HARBOR_TASK_LABEL, type HarborAgent } from "./harbor-facts";
+export {
+    HARBOR_AGENTS,
+    HARBOR_SANDBOX_DIRS,
+    MAX_TASK_IMAGES,
+    TASK_POOLS_ENV,
+    HARBOR_AGENT_ENV,
+    HARBOR_TELEMETRY_ENV,
+    HARBOR_TASK_LABEL,
+    type HarborAgent,
+} from "./harbor-facts";
 export { platformNames, dnsName, validateNames, podLabels, type PodRole, type PlatformNames, type EnvNames } from "./names";
 export {
     checkRegistryAuth,

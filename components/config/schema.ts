@@ -294,7 +294,10 @@ const sandboxes = z.strictObject({
 
 // Shapes only here; harbor.ts checks the list.
 const harbor = z.strictObject({
-    agent: z.enum(HARBOR_AGENTS),
+    agent: z.enum(HARBOR_AGENTS, {
+        error: (issue) =>
+            `${JSON.stringify(issue.input)} is not an agent the trial code runs (python/agent_rl_sandbox/harbor_trial.py AGENTS, each pre-installed in the task image): set it to one of ${HARBOR_AGENTS.join(", ")}`,
+    }),
     taskImages: z
         .array(
             z.strictObject({

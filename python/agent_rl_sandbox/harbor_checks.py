@@ -20,6 +20,10 @@ from urllib.parse import urlsplit
 
 #: Harbor's ``[environment].network_mode`` values (harbor.models.task.config.NetworkMode).
 PUBLIC, NO_NETWORK, ALLOWLIST = "public", "no-network", "allowlist"
+#: The Harbor agents the trial code runs (``harbor_trial.AGENTS`` wires each, pre-installed in the pool's
+#: image). The stack's ``harbor.agent`` takes these only: components/config/harbor-facts.ts HARBOR_AGENTS
+#: is this list, which test/sandbox/harbor-recipe.test.ts holds equal.
+HARBOR_AGENTS = ("opencode", "mini-swe-agent")
 #: The env var naming one warm pool per task image: a JSON object {image: warm pool name}.
 TASK_POOLS_ENV = "SANDBOX_TASK_POOLS"
 LOOPBACK_NAMES = frozenset({"localhost"})

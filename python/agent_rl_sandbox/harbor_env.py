@@ -1,4 +1,4 @@
-"""The stack's agent-sandbox warm pool as a Harbor environment (harbor 0.25
+"""The stack's agent-sandbox warm pool as a Harbor environment (harbor 0.25 and 0.26
 ``harbor.environments.base.BaseEnvironment``), over the project's own backend: a trial's sandbox is
 a claim of ``AgentSandboxBackend.create()`` (the run label, a bounded lifetime, deletion on every
 error, on SIGTERM and at exit, and the claim's shutdownTime after a SIGKILL), its commands and files
@@ -6,7 +6,7 @@ go through the runtime's HTTP API (``RuntimeHandle``), ``stop()`` deletes the cl
 
 Loaded by import path from Harbor's own CLI and config, no Harbor change::
 
-    harbor run --environment-import-path agent_rl_sandbox.harbor_env:AgentSandboxEnvironment ...
+    HARBOR_TELEMETRY=0 harbor run --env agent_rl_sandbox.harbor_env:AgentSandboxEnvironment ...
     EnvironmentConfig(import_path="agent_rl_sandbox.harbor_env:AgentSandboxEnvironment")
 
 Where the pool is comes from the trainer's env (``AgentSandboxSettings.from_env()``, what the
@@ -26,6 +26,7 @@ Needs harbor (Python >= 3.12). The package imports this module only on demand (`
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
 import logging
 import os
@@ -44,7 +45,7 @@ try:
     from harbor.environments.capabilities import EnvironmentCapabilities
     from harbor.models.task.config import NetworkPolicy, TaskOS
 except ImportError as e:  # pragma: no cover - the message is the point
-    raise ImportError(f"agent_rl_sandbox.harbor_env needs harbor (pip install harbor==0.25.0; Python >= 3.12): {e}") from e
+    raise ImportError(f"agent_rl_sandbox.harbor_env needs harbor (pip install harbor==0.25.0 or harbor==0.26.0; Python >= 3.12): {e}") from e
 
 from .agent_sandbox import AgentSandboxBackend, ClientFactory
 from .handle import RuntimeHandle, SandboxError
@@ -124,10 +125,24 @@ class AgentSandboxEnvironment(BaseEnvironment):
         )
 
     @classmethod
-    def preflight(cls) -> None:
-        """Before any trial is queued: the trainer's env names a pool (Harbor calls this once)."""
+    def preflight(cls, kwargs: Mapping[str, Any] | None = None) -> None:
+        """Before any trial is queued: the env names a pool (Harbor calls this once).
+
+        harbor 0.25 calls ``preflight()`` (``EnvironmentFactory.run_preflight``); harbor 0.26 calls
+        ``preflight(kwargs=...)`` with the ``--ek`` options and asks overrides to call
+        ``super().preflight(kwargs)`` (``harbor/environments/base.py``). Both are taken; given
+        ``settings`` or ``environ`` in the kwargs, those are checked, as ``__init__`` would read them.
+        """
+        kwargs = dict(kwargs or {})
+        base = super().preflight
+        if "kwargs" in inspect.signature(base).parameters:  # harbor >= 0.26: its options check
+            base(kwargs)
+        else:
+            base()
+        if kwargs.get("settings") is not None:
+            return
         try:
-            AgentSandboxSettings.from_env()
+            AgentSandboxSettings.from_env(kwargs.get("environ"))
         except SettingsError as e:
             raise SystemExit(f"agent-sandbox environment: {e}") from None
 
@@ -272,7 +287,7 @@ class AgentSandboxEnvironment(BaseEnvironment):
                 tf.extractall(path=target, filter=transfer_tar_filter)
 
 
-#: How Harbor's CLI and config name this environment (``--environment-import-path``, ``EnvironmentConfig.import_path``).
+#: How Harbor's CLI and config name this environment (``--env``, ``EnvironmentConfig.import_path``).
 IMPORT_PATH = "agent_rl_sandbox.harbor_env:AgentSandboxEnvironment"
 
 

@@ -50,6 +50,7 @@ from harbor.agents.installed.mini_swe_agent import MiniSweAgent
 from harbor.agents.installed.opencode import OpenCode
 from harbor.environments.base import BaseEnvironment
 
+from .harbor_checks import HARBOR_AGENTS
 from .harbor_env import AgentSandboxEnvironment, on_the_pool
 from .settings import opencode_config_kwargs
 from .trusted_trace import trusted_entries
@@ -111,6 +112,8 @@ AGENTS: dict[str, tuple[str, dict[str, str]]] = {
     "opencode": (f"{__name__}:PreinstalledOpenCode", OPENCODE_OFFLINE_ENV),
     "mini-swe-agent": (f"{__name__}:PreinstalledMiniSweAgent", MINI_SWE_AGENT_OFFLINE_ENV),
 }
+if set(AGENTS) != set(HARBOR_AGENTS):  # the list the stack's harbor.agent accepts (harbor-facts.ts HARBOR_AGENTS)
+    raise ImportError(f"harbor_trial.AGENTS wires {sorted(AGENTS)} but harbor_checks.HARBOR_AGENTS lists {sorted(HARBOR_AGENTS)}: change both")
 
 
 class CapturedPoolEnvironment(AgentSandboxEnvironment):

@@ -12,6 +12,7 @@ python/tests/test_backend.py uses (the real client against the real controller: 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ import conftest as rt_conftest  # noqa: E402 - python/tests/conftest.py: start_r
 import test_backend as tb  # noqa: E402 - the recording stand-in of the official client
 from agent_rl_sandbox import AgentSandboxSettings, shutdown  # noqa: E402
 from agent_rl_sandbox.harbor_env import AgentSandboxEnvironment, HarborTaskRefused  # noqa: E402
+from harbor_versions import needs_openenv  # noqa: E402
 
 IMPORT_PATH = "agent_rl_sandbox.harbor_env:AgentSandboxEnvironment"
 POOL_IMAGE = "registry.example/agent-rl/sandbox@sha256:" + "a" * 64
@@ -65,6 +67,50 @@ def test_harbors_factory_loads_it_by_import_path(tmp_path):
     env = make(tmp_path)
     assert type(env) is AgentSandboxEnvironment and env.type() == "agent-sandbox"
     assert env.capabilities.network_allowlist and not env.capabilities.disable_internet and not env.capabilities.gpus
+
+
+#: The env the TrainingNode renders for the pool (the names AgentSandboxSettings.from_env reads).
+POOL_ENV = {
+    "SANDBOX_PROVIDER": "agent-sandbox", "SANDBOX_NAMESPACE": "arl-dev-sandboxes", "SANDBOX_WARM_POOL": "sandbox-pool-r1",
+    "SANDBOX_RUN_LABEL": "agentrl.dev/run", "SANDBOX_RUN_ID": "r1", "SANDBOX_MAX_LIFETIME_SECONDS": "3600",
+    "SANDBOX_UPSTREAM_URL": "http://127.0.0.1:7100",
+}
+#: harbor 0.26 passes the --ek options to preflight (EnvironmentFactory.run_preflight(..., kwargs)); 0.25 passes nothing.
+PREFLIGHT_TAKES_KWARGS = "kwargs" in inspect.signature(EnvironmentFactory.run_preflight).parameters
+
+
+@pytest.mark.parametrize("call", ["harbor 0.25: preflight()", "harbor 0.26: preflight(kwargs=...)"])
+def test_preflight_takes_both_harbors_calls_and_refuses_an_env_without_a_pool(call, monkeypatch):
+    for name in POOL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    if call.startswith("harbor 0.25"):
+        with pytest.raises(SystemExit, match=r"(?s)agent-sandbox environment: .*SANDBOX_WARM_POOL: not set"):
+            AgentSandboxEnvironment.preflight()
+        for name, value in POOL_ENV.items():
+            monkeypatch.setenv(name, value)
+        AgentSandboxEnvironment.preflight()
+    else:  # the --ek environ is what __init__ reads, so preflight checks it, not the process env
+        with pytest.raises(SystemExit, match=r"(?s)agent-sandbox environment: .*SANDBOX_WARM_POOL: not set"):
+            AgentSandboxEnvironment.preflight(kwargs={"environ": {}})
+        AgentSandboxEnvironment.preflight(kwargs={"environ": POOL_ENV, "handle_sigterm": False})
+        AgentSandboxEnvironment.preflight(kwargs={"settings": settings()})
+        with pytest.raises(SystemExit, match="SANDBOX_WARM_POOL: not set"):  # no --ek: Harbor passes None, the process env counts
+            AgentSandboxEnvironment.preflight(kwargs=None)
+        for name, value in POOL_ENV.items():
+            monkeypatch.setenv(name, value)
+        AgentSandboxEnvironment.preflight(kwargs=None)
+
+
+def test_harbors_own_preflight_call_runs_it_by_import_path(monkeypatch):
+    for name in POOL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    extra = {"kwargs": {"environ": {}}} if PREFLIGHT_TAKES_KWARGS else {}
+    with pytest.raises(SystemExit, match="SANDBOX_WARM_POOL: not set"):
+        EnvironmentFactory.run_preflight(None, import_path=IMPORT_PATH, **extra)
+    extra = {"kwargs": {"environ": POOL_ENV}} if PREFLIGHT_TAKES_KWARGS else {}
+    for name, value in POOL_ENV.items():
+        monkeypatch.setenv(name, value)
+    EnvironmentFactory.run_preflight(None, import_path=IMPORT_PATH, **extra)
 
 
 @pytest.mark.parametrize(
@@ -163,9 +209,10 @@ def test_the_package_still_imports_without_harbor():
     assert out.returncode == 0, out.stderr
     code = "import sys; sys.modules['harbor'] = None; from agent_rl_sandbox import AgentSandboxEnvironment"
     out = subprocess.run([sys.executable, "-c", code], cwd=TESTS.parent, capture_output=True, text=True, timeout=60)
-    assert "agent_rl_sandbox.harbor_env needs harbor (pip install harbor==0.25.0; Python >= 3.12)" in out.stderr
+    assert "agent_rl_sandbox.harbor_env needs harbor (pip install harbor==0.25.0 or harbor==0.26.0; Python >= 3.12)" in out.stderr
 
 
+@needs_openenv
 @pytest.mark.parametrize("harness", ["opencode", "mini-swe-agent"])
 def test_openenvs_trial_config_moved_onto_the_pool_loads_this_environment(tmp_path, harness):
     """openenv 0.10's own build_trial_config (type= only) through the adapter, then Harbor's factory."""

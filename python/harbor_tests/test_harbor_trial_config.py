@@ -12,6 +12,8 @@ import pytest
 from harbor.agents.factory import AgentFactory
 from harbor.environments.base import ExecResult
 
+from harbor_versions import needs_openenv
+
 from agent_rl_sandbox.harbor_trial import (
     CAPTURED_IMPORT_PATH,
     NO_ROUTE,
@@ -21,6 +23,7 @@ from agent_rl_sandbox.harbor_trial import (
     trial_config,
 )
 
+pytestmark = needs_openenv  # openenv's trial config: the training path's venv (harbor 0.25)
 SAMPLING = {"temperature": 1.0, "top_p": 1.0}
 
 

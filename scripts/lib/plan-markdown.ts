@@ -510,7 +510,21 @@ function weightSyncSection(plan: PlatformPlan): string[] {
                   "Both containers can open every training GPU: CUDA_VISIBLE_DEVICES keeps vLLM and the trainer apart, but nothing in the kernel does. Both are this run's trusted code; model-written code runs in env servers and sandboxes, which get no GPU.",
               ]
             : [];
-    return ["## Weight sync (NCCL, trainer -> vLLM)", "", table(["setting", "value"], rows), ...sharedOnDocker, ""];
+    return ["## Weight sync (NCCL, trainer -> vLLM)", "", table(["setting", "value"], rows), ...sharedOnDocker, ...multiRankSyncNote(plan), ""];
+}
+
+/**
+ * The black box's AsyncGRPO over more than one trainer rank: TRL 1.16.0 hangs at the first sync (huggingface/trl#7103);
+ * the image carries the fix (trainer/fix_trl_weight_sync.py), proven on CPU ranks only until the multi-GPU run has passed.
+ */
+function multiRankSyncNote(plan: PlatformPlan): string[] {
+    const t = plan.config.training;
+    const ranks = (plan.training.multiNode?.nodes ?? 1) * t.numProcesses;
+    if (t.layout !== "blackbox" || ranks < 2) return [];
+    return [
+        "",
+        `**Unproven for ${ranks} trainer ranks.** TRL 1.16.0's AsyncGRPO hangs at the first weight sync when FSDP shards the model over more than one rank (huggingface/trl#7103: rank 0 sends while the others all-gather). The black-box image applies the fix proposed upstream (#7131; trainer/fix_trl_weight_sync.py: every rank gathers, then rank 0 sends whole tensors; a barrier after the NCCL setup). Its order is tested on 2 CPU ranks (gloo, FSDP2), not yet on GPUs with NCCL to vLLM: no multi-rank layout has run a sync here. During each sync rank 0 holds a full copy of the weights it sends.`,
+    ];
 }
 
 /** Who calls whom at which URL. */

@@ -570,7 +570,7 @@ function testJobs(files: readonly string[], python: boolean, reportDir: string):
                           pyCluster.map((f) => `--ignore=${f}`),
                       ),
                   },
-                  // The Harbor environment under harbor 0.25 (python/harbor_tests, Python 3.13); a counted skip where the fixture cannot be built.
+                  // The Harbor environment under harbor 0.25 and 0.26 (python/harbor_tests in both fixture venvs, Python 3.13; the summary is the 0.26 run's last line, a failure in either fails the job); a counted skip where the fixture cannot be built.
                   {
                       label: "python-harbor",
                       needs: ["harbor"] as Fixture[],

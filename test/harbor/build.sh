@@ -9,6 +9,9 @@
 #               database and Python are not touched)
 #   venv/       python3.13 -m venv --without-pip, pip from trixie's python3-pip-whl, then
 #               python/requirements-harbor.txt
+#   eval/venv/  a venv of the same python3.13 with python/requirements-harbor-eval.txt: harbor 0.26.0 without
+#               openenv (its fastmcp pin excludes openenv 0.10.0's), the evaluation venv; run-tests.sh runs the
+#               environment's tests in it too. Stamped on its own (eval/.complete), as agents/ is.
 #   agents/mini-swe-agent/   a second venv of the same python3.13 with python/requirements-harbor-agents.txt:
 #               the STAND-IN sandbox image's pre-installed mini-swe-agent (the pool's sandboxes have no
 #               egress, so Harbor's install step cannot fetch it; python/tests/test_harbor_trial.py runs it
@@ -49,6 +52,8 @@ stamp_content="trixie=${TRIXIE_PACKAGES[*]} requirements=$(sha256sum "$reqs" | c
 stamp_hash="$(printf '%s' "$stamp_content" | sha256sum | cut -c1-12)"
 agents_reqs="$repo/python/requirements-harbor-agents.txt"
 agents_stamp="requirements=$(sha256sum "$agents_reqs" | cut -c1-12)"
+eval_reqs="$repo/python/requirements-harbor-eval.txt"
+eval_stamp="requirements=$(sha256sum "$eval_reqs" | cut -c1-12)"
 out="${AGENT_RL_HARBOR_CACHE_DIR:-$cache_root/harbor-$stamp_hash}"
 
 log() { printf '[harbor/build] %s\n' "$*" >&2; }
@@ -76,13 +81,35 @@ build_agents() {
   printf '%s' "$agents_stamp" > "$out/agents/.complete"
   log "agents/mini-swe-agent (stand-in image's) in $(( $(date +%s) - t0 ))s (pip ${cpu} CPU-seconds)"
 }
-if [[ "${FORCE:-0}" != 1 ]] && up_to_date && agents_up_to_date; then log "up to date: $out"; echo "$out/venv/bin/python"; exit 0; fi
+eval_up_to_date() {
+  [[ -f "$out/eval/.complete" && "$(cat "$out/eval/.complete")" == "$eval_stamp" && -x "$out/eval/venv/bin/harbor" ]]
+}
+# The evaluation venv (harbor 0.26.0, no openenv: python/requirements-harbor-eval.txt says why), built in
+# place beside a complete Harbor venv and stamped on its own, as the agents' venv is.
+build_eval() {
+  local t0 cpu venv="$out/eval/venv"
+  t0=$(date +%s)
+  rm -rf "$out/eval"
+  mkdir -p "$out/eval"
+  "$out/root/usr/bin/python3.13" -m venv --without-pip "$venv"
+  local pip_whl
+  pip_whl="$(ls "$out"/root/usr/share/python-wheels/pip-*.whl)"
+  "$venv/bin/python" "$pip_whl/pip" install --quiet --disable-pip-version-check "$pip_whl" >&2
+  cpu="$( { TIMEFORMAT='%U %S'; time ("$venv/bin/pip" install --quiet --disable-pip-version-check -r "$eval_reqs" >&2); } 2>&1 )" ||
+    { log "ERROR: pip install -r python/requirements-harbor-eval.txt failed"; rm -rf "$out/eval"; return 1; }
+  cpu="$(awk '{printf "%d", $1 + $2}' <<<"${cpu##*$'\n'}")"
+  "$venv/bin/harbor" --version >&2
+  printf '%s' "$eval_stamp" > "$out/eval/.complete"
+  log "eval/venv (harbor 0.26) in $(( $(date +%s) - t0 ))s (pip ${cpu} CPU-seconds)"
+}
+if [[ "${FORCE:-0}" != 1 ]] && up_to_date && agents_up_to_date && eval_up_to_date; then log "up to date: $out"; echo "$out/venv/bin/python"; exit 0; fi
 
 mkdir -p "$cache_root" "$(dirname "$out")"
 exec 9>"$cache_root/.build-harbor.lock"
 flock 9
 if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then
   agents_up_to_date || build_agents
+  eval_up_to_date || build_eval
   log "up to date: $out"; echo "$out/venv/bin/python"; exit 0
 fi
 for c in apt-get dpkg-deb; do command -v "$c" >/dev/null || { log "ERROR: $c is not installed (a Debian machine's apt and dpkg fetch trixie's python3.13)"; exit 1; }; done
@@ -122,6 +149,7 @@ cpu="$(awk '{printf "%d", $1 + $2}' <<<"${cpu##*$'\n'}")"
 log "venv (harbor) in $(( $(date +%s) - t0 ))s (pip ${cpu} CPU-seconds)"
 
 build_agents
+build_eval
 printf '%s' "$stamp_content" > "$out/.complete"
 trap - EXIT
 log "done in $(( $(date +%s) - start ))s: $out"

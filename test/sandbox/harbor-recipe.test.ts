@@ -16,6 +16,7 @@ import * as path from "node:path";
 import { describe, test } from "node:test";
 import { stringify } from "yaml";
 import {
+    HARBOR_AGENTS,
     HARBOR_RECIPE_NAMES,
     HARBOR_SANDBOX_DIRS,
     HARBOR_TASK_LABEL,
@@ -36,6 +37,7 @@ import { configProblems, parseWithTestImages } from "../helpers/config";
 import { defaultObservabilitySettings } from "../helpers/observability";
 import { scaled } from "../helpers/waits";
 
+const PYTHON_DIR = path.join(__dirname, "..", "..", "python");
 const PROMTOOL = spawnSync("sh", ["-c", "command -v promtool"], { encoding: "utf8" }).stdout.trim() || undefined;
 
 const DIGEST = `sha256:${"a".repeat(64)}`;
@@ -108,10 +110,25 @@ describe("harbor: every problem, each naming the field and the fix", () => {
             `harbor.taskImages: ${MAX_TASK_IMAGES + 1} task images, at most ${MAX_TASK_IMAGES}: each is a warm pool of its own holding a whole burst, so the sandbox pods grow with the count; train on fewer images per run (split the tasks over runs), or build tasks that share an image`,
         ]);
     });
-    test("an agent openenv does not rate validated is the schema's message, listing the validated ones", () => {
-        const got = problems({ ...withTasks([{ image: TASK_A }]), harbor: { agent: "goose", taskImages: [{ image: TASK_A }] } });
-        assert.equal(got.length, 1);
-        assert.match(got[0], /^harbor\.agent: .*"opencode".*"openhands-sdk"/);
+    test("an agent the trial code does not run (claude-code: openenv rates it validated) is refused, naming the ones that run", () => {
+        for (const agent of ["claude-code", "goose"]) {
+            assert.deepEqual(problems({ ...base, harbor: { agent, taskImages: [{ image: TASK_A }] } }), [
+                `harbor.agent: "${agent}" is not an agent the trial code runs (python/agent_rl_sandbox/harbor_trial.py AGENTS, each pre-installed in the task image): set it to one of opencode, mini-swe-agent`,
+            ]);
+        }
+        assert.deepEqual(problems({ ...base, harbor: { agent: "mini-swe-agent", taskImages: [{ image: TASK_A }] } }), []);
+    });
+    test("harbor.agent's list is the trial code's: python/agent_rl_sandbox/harbor_checks.py HARBOR_AGENTS, which harbor_trial.py's AGENTS must equal", () => {
+        // harbor_checks is standard library only: the host's python3 imports it without harbor.
+        const code = "import json, agent_rl_sandbox.harbor_checks as c; print(json.dumps(list(c.HARBOR_AGENTS)))";
+        const run = spawnSync("python3", ["-I", "-c", `import sys; sys.path.insert(0, ${JSON.stringify(PYTHON_DIR)}); ${code}`], {
+            encoding: "utf8",
+            timeout: scaled(30_000),
+        });
+        assert.equal(run.status, 0, run.stderr);
+        assert.deepEqual(JSON.parse(run.stdout), [...HARBOR_AGENTS]);
+        const trial = fs.readFileSync(path.join(PYTHON_DIR, "agent_rl_sandbox", "harbor_trial.py"), "utf8");
+        assert.match(trial, /if set\(AGENTS\) != set\(HARBOR_AGENTS\):/, "harbor_trial.py refuses to import when its AGENTS and HARBOR_AGENTS differ");
     });
     test("refused on the docker target, with the black box's reasons", () => {
         const got = problems({ ...withTasks([{ image: TASK_A }]), target: { kind: "docker" } });
@@ -224,6 +241,10 @@ describe("the pools: one SandboxTemplate + SandboxWarmPool per task image, each 
         assert.equal(d.trainerEnv.HARBOR_AGENT, "opencode");
     });
 
+    test("the trainer's env turns Harbor's telemetry off (its trials inherit it): HARBOR_TELEMETRY=0", () => {
+        assert.equal(d.trainerEnv.HARBOR_TELEMETRY, "0");
+    });
+
     test("off the Harbor path: one pool of sandboxes.image under the run's names, no Harbor env", () => {
         const plain = parse({ ...base, recipe: "opencode-blackbox" });
         const p = resolveSandboxPool(plain, platformNames(plain));
@@ -233,6 +254,7 @@ describe("the pools: one SandboxTemplate + SandboxWarmPool per task image, each 
         );
         assert.equal(p.trainerEnv.SANDBOX_TASK_POOLS, undefined);
         assert.equal(p.trainerEnv.HARBOR_AGENT, undefined);
+        assert.equal(p.trainerEnv.HARBOR_TELEMETRY, undefined);
     });
 
     test("names stay DNS labels of at most 63 characters with the longest run id and a long name", () => {

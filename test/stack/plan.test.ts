@@ -148,6 +148,18 @@ describe("plan: every stack and every recipe", () => {
         assert.match(md, /\| vLLM extra flags \(training\.vllm\.extraArgs\) \| - \|/);
     });
 
+    test("a black-box plan over several trainer ranks says the multi-rank weight sync is unproven; one rank says nothing", async () => {
+        const multi = path.join(tmp, "blackbox-32b-sync");
+        await planToDir({ recipe: "opencode-blackbox-32b", target: "kubernetes" }, { outDir: multi });
+        const md = fs.readFileSync(path.join(multi, "plan.md"), "utf8");
+        assert.match(md, /\*\*Unproven for \d+ trainer ranks\.\*\* TRL 1\.16\.0's AsyncGRPO hangs at the first weight sync/);
+        assert.match(md, /trainer\/fix_trl_weight_sync\.py: every rank gathers, then rank 0 sends whole tensors/);
+        assert.match(md, /not yet on GPUs with NCCL to vLLM: no multi-rank layout has run a sync here/);
+        const one = path.join(tmp, "blackbox-one-rank-sync");
+        await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir: one });
+        assert.doesNotMatch(fs.readFileSync(path.join(one, "plan.md"), "utf8"), /Unproven for/);
+    });
+
     test("a Kubernetes plan shows where DNS queries may go (target.dns)", async () => {
         const outDir = path.join(tmp, "dns-node-local");
         await planToDir({ recipe: "mbpp-whitebox", target: "kubernetes" }, { outDir, platformOverride: { target: { dns: { kind: "node-local" } } } });
@@ -374,6 +386,16 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
                 sandboxes: { provider: "hf", acceptForgeableTrace: true },
             },
             field: /sandboxes\.acceptForgeableTrace: removed: hosted \(hf\) black-box sandboxes are refused whatever the stack says .*provider agent-sandbox/,
+        },
+        {
+            what: "harbor.agent claude-code (openenv rates it validated; the trial code does not run it)",
+            platform: {
+                recipe: "harbor-blackbox",
+                runId: "r1",
+                target: { kind: "kubernetes", context: "test" },
+                harbor: { agent: "claude-code", taskImages: [{ image: "ghcr.io/org/tasks/add-two:1" }] },
+            },
+            field: /harbor\.agent: "claude-code" is not an agent the trial code runs \(python\/agent_rl_sandbox\/harbor_trial\.py AGENTS, each pre-installed in the task image\): set it to one of opencode, mini-swe-agent/,
         },
         {
             what: "dataset size missing",
