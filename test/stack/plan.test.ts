@@ -614,18 +614,24 @@ describe("plan: the first questions a platform engineer asks (issue 60)", () => 
         const row = md.split("\n").find((l) => l.includes(`\`Job/${job?.metadata.name}\``));
         assert.equal(row, `| ${ns} | \`Job/${job?.metadata.name}\` (trainer) | 1: parallelism 1 | 16 / 16 | 128Gi / 128Gi | 2 / 2 |`);
         assert.ok(md.includes(`| ${ns} | 1 | 16 / 16 | 128Gi / 128Gi | 2 / 2 | - |`), "the training namespace's total");
-        // The sandbox pod: forwarder sidecar + sandbox container, 10 warm, summed; the quota beside it.
+        // The sandbox pod: forwarder sidecar + sandbox container (2100m / 4224Mi), times the warm pool's replicas as rendered, summed; the quota beside it.
         const sandboxes = manifests.find((m) => m.kind === "SandboxTemplate")?.metadata.namespace as string;
+        const warm = manifests.find((m) => m.kind === "SandboxWarmPool")?.spec.replicas as number;
+        assert.ok(Number.isInteger(warm) && warm > 0, `warm pool replicas ${warm}`);
         assert.match(
             md,
             new RegExp(
-                `\\| ${sandboxes} \\| \`SandboxTemplate/[^\`]+\` \\(forwarder, sandbox\\) \\| 10: SandboxWarmPool/[^ ]+ replicas 10, warm; a claimed one is refilled \\| 2100m / 2100m \\| 4224Mi / 4224Mi \\| - \\|`,
+                `\\| ${sandboxes} \\| \`SandboxTemplate/[^\`]+\` \\(forwarder, sandbox\\) \\| ${warm}: SandboxWarmPool/[^ ]+ replicas ${warm}, warm; a claimed one is refilled \\| 2100m / 2100m \\| 4224Mi / 4224Mi \\| - \\|`,
             ),
         );
+        const quota = manifests.find((m) => m.kind === "ResourceQuota" && m.metadata.namespace === sandboxes)?.spec.hard as Record<string, string>;
+        const quotaText = Object.keys(quota)
+            .sort()
+            .map((k) => `${k} ${quota[k]}`)
+            .join(", ");
         assert.ok(
-            md.includes(
-                `| ${sandboxes} | 10 | 21 / 21 | 42240Mi / 42240Mi | - | count/sandboxclaims.extensions.agents.x-k8s.io 20, limits.cpu 42, limits.memory 84480Mi, pods 20`,
-            ),
+            md.includes(`| ${sandboxes} | ${warm} | ${warm * 2100}m / ${warm * 2100}m | ${warm * 4224}Mi / ${warm * 4224}Mi | - | ${quotaText} |`),
+            `the sandboxes namespace's total (${warm} x 2100m / 4224Mi) and its quota (${quotaText})`,
         );
     });
 
