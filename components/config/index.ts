@@ -38,6 +38,7 @@ export {
 export { validateProgram, programWarnings, programLabel } from "./program-rules";
 export { claimChangeProblems, type ClaimRecord, type ClaimRecords } from "./claims";
 export { INGRESS_LIMIT_DEFAULTS } from "./ingress-defaults";
+export { BUILT_IMAGES, BUILT_IMAGE_NAMES, IMAGES_COMMAND, buildHint, trainerImageName, type BuiltImage, type BuiltImageName } from "./built-images";
 export { ConfigError, formatZodIssues } from "./errors";
 export { parsePlatformConfig, deepMerge } from "./parse";
 export { IGNORED_SETTINGS, validateTargetSettings, type IgnoredSetting } from "./target-settings";

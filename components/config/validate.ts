@@ -6,6 +6,7 @@
  */
 import { validateCheckpoints } from "./checkpoints";
 import { validateGpuMemory } from "./gpu-fit";
+import { buildHint, trainerImageName } from "./built-images";
 import { imageSource } from "./image-sources";
 import { grpoBatchRuleApplies, programLabel, validateProgram } from "./program-rules";
 import { CUSTOM_PROGRAM, PROGRAM_NAMES, programFacts } from "./programs";
@@ -338,20 +339,19 @@ export function validateRequiredImages(c: PlatformConfig): string[] {
                   : "";
         const p = programFacts(t.program);
         if (p !== undefined) {
-            const dockerfile = `trainer/${t.layout === "blackbox" ? "blackbox" : "whitebox"}/Dockerfile`;
             errors.push(
-                `images.trainer: required: the image holding ${p.file} (${programLabel(p)}) with TRL 1.16${vllm}: build ${dockerfile} (trainer/README.md), push it and set images.trainer (pinned by digest in prod)`,
+                `images.trainer: required: the image holding ${p.file} (${programLabel(p)}) with TRL 1.16${vllm}: ${buildHint(trainerImageName(t.layout))}, pushes it and sets images.trainer by digest`,
             );
         } else {
             const script = t.command !== undefined ? ` (training.command: ${t.command.join(" ")})` : "";
             errors.push(
-                `images.trainer: required: the image with TRL 1.16 and your training script${script}${vllm}; no public image holds your script: build one (trainer/whitebox/Dockerfile is a start), push it and set images.trainer (pinned by digest in prod)`,
+                `images.trainer: required: the image with TRL 1.16 and your training script${script}${vllm}; no public image holds your script: build one (trainer/whitebox/Dockerfile is a start, as npm run images builds trainer-whitebox), push it and set images.trainer (pinned by digest in prod)`,
             );
         }
     }
     if (sandboxProviderRecord(c).defaultImage === "required" && c.sandboxes.image === "") {
         errors.push(
-            `sandboxes.image: required for the agent-sandbox pool: the image python/Dockerfile builds (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest; the stock image has no runtime, so its pods would never become ready`,
+            `sandboxes.image: required for the agent-sandbox pool: the sandbox image (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest: ${buildHint("sandbox")}; the stock image has no runtime, so its pods would never become ready`,
         );
     }
     return errors;
@@ -368,7 +368,7 @@ export function placeholderImages(c: PlatformConfig): Array<{ field: string; ima
 export function placeholderImageWarnings(c: PlatformConfig): string[] {
     return placeholderImages(c).map(
         (i) =>
-            `${i.field}: ${i.image} is the example registry (${PLACEHOLDER_REGISTRY}), which holds no image: ${imageSource(c, i.field)}, push it to your registry and name it; a real \`pulumi up\` refuses it`,
+            `${i.field}: ${i.image} is the example registry (${PLACEHOLDER_REGISTRY}), which holds no image: ${imageSource(c, i.field)}; a real \`pulumi up\` refuses it`,
     );
 }
 
@@ -379,7 +379,7 @@ export const ALLOW_EXAMPLE_IMAGES_ENV = "AGENT_RL_ALLOW_EXAMPLE_IMAGES";
 export function exampleImageProblems(c: PlatformConfig): string[] {
     return placeholderImages(c).map(
         (i) =>
-            `${i.field}: ${i.image} is in the example registry ${PLACEHOLDER_REGISTRY}, which holds no image: ${imageSource(c, i.field)}, push it to your registry and set ${i.field} to it`,
+            `${i.field}: ${i.image} is in the example registry ${PLACEHOLDER_REGISTRY}, which holds no image: ${imageSource(c, i.field)}`,
     );
 }
 

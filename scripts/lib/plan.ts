@@ -45,6 +45,7 @@ import {
     type Recipe,
     type RecipeName,
     stackObject,
+    trainerImageName,
 } from "../../components/config";
 import { resolvePlatform, type PlatformPlan } from "../../components/platform";
 import { renderPlanMarkdown } from "./plan-markdown";
@@ -136,8 +137,8 @@ export function knownStacks(): string[] {
 /**
  * A recipe plan's platform object: the recipe on its defaults. It never deploys: its Kubernetes target
  * names a placeholder context (stacks other than dev must name their cluster), and its images are
- * placeholders too: the trainer image holds the user's script, the agent-sandbox image is built from
- * python/Dockerfile; neither exists publicly.
+ * placeholders too, under the names `npm run images` pushes (trainer-whitebox or trainer-blackbox,
+ * sandbox); neither exists publicly.
  */
 export function recipePlatform(recipe: string, target: "kubernetes" | "docker"): Record<string, unknown> {
     const k8s = target === "kubernetes";
@@ -146,8 +147,9 @@ export function recipePlatform(recipe: string, target: "kubernetes" | "docker"):
         recipe,
         runId: "demo",
         target: k8s ? { kind: target, context: "recipe-plan" } : { kind: target },
-        images: { trainer: `${RECIPE_PLAN_REGISTRY}/${recipe}-trainer:plan` },
-        ...(k8s && r?.training.layout === "blackbox" ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/opencode-sandbox:plan` } } : {}),
+        // The names npm run images pushes under (components/config/built-images.ts).
+        images: { trainer: `${RECIPE_PLAN_REGISTRY}/${trainerImageName(r?.training.layout ?? "")}:plan` },
+        ...(k8s && r?.training.layout === "blackbox" ? { sandboxes: { image: `${RECIPE_PLAN_REGISTRY}/sandbox:plan` } } : {}),
         // The Harbor path's tasks are the stack's: two placeholder task images show one pool per image.
         ...(r?.harbor !== undefined ? { harbor: { taskImages: RECIPE_PLAN_TASK_IMAGES.map((t) => ({ image: `${RECIPE_PLAN_REGISTRY}/${t}:plan` })) } } : {}),
     };

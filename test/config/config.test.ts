@@ -542,7 +542,7 @@ describe("config: the images no default can stand for", () => {
 
     test("images.trainer is required, and the message says what it must hold for the layout", () => {
         assert.deepEqual(exactProblems({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } }), [
-            "images.trainer: required: the image holding /app/train_coding_whitebox_eval.py (train_coding_whitebox_eval.py (huggingface:sergiopaniego/rl-envs-youtube-livestream-4-scripts @ main (read 2026-12-01; the index gave no commit))) with TRL 1.16, with vLLM (TRL 1.16 takes 0.22 to 0.31; 0.29 at most beside openenv 0.10): build trainer/whitebox/Dockerfile (trainer/README.md), push it and set images.trainer (pinned by digest in prod)",
+            "images.trainer: required: the image holding /app/train_coding_whitebox_eval.py (train_coding_whitebox_eval.py (huggingface:sergiopaniego/rl-envs-youtube-livestream-4-scripts @ main (read 2026-12-01; the index gave no commit))) with TRL 1.16, with vLLM (TRL 1.16 takes 0.22 to 0.31; 0.29 at most beside openenv 0.10): npm run images -- <stack> --to <registry>/<path> builds trainer-whitebox (trainer/whitebox/Dockerfile; docs/guides/images.md), pushes it and sets images.trainer by digest",
         ]);
         const k8s = exactProblems({
             recipe: "opencode-blackbox",
@@ -551,7 +551,7 @@ describe("config: the images no default can stand for", () => {
             sandboxes: { image: "x/sandbox:1" },
         });
         assert.equal(k8s.length, 1);
-        assert.match(k8s[0]!, /and vLLM 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\): build trainer\/blackbox\/Dockerfile/);
+        assert.match(k8s[0]!, /and vLLM 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\): npm run images -- <stack> --to <registry>\/<path> builds trainer-blackbox \(trainer\/blackbox\/Dockerfile; docs\/guides\/images\.md\)/);
         // The Docker black box is refused (HOSTED_BLACKBOX_REFUSED); its trainer image's message is still the Docker one.
         const docker = exactProblems(deepMerge({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER)).filter(
             (p) => p !== HOSTED_BLACKBOX_REFUSED,
@@ -563,7 +563,7 @@ describe("config: the images no default can stand for", () => {
     test("sandboxes.image is required for the agent-sandbox pool only (the stock image serves the hosted pool)", () => {
         const raw = { recipe: "opencode-blackbox", runId: "r1", images: { trainer: "x/trainer:1" } };
         assert.deepEqual(exactProblems({ ...raw, target: { kind: "kubernetes", context: "c" } }), [
-            "sandboxes.image: required for the agent-sandbox pool: the image python/Dockerfile builds (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest; the stock image has no runtime, so its pods would never become ready",
+            "sandboxes.image: required for the agent-sandbox pool: the sandbox image (OpenEnv's opencode sandbox image + the runtime every sandbox serves on 8888), pinned by digest: npm run images -- <stack> --to <registry>/<path> builds sandbox (python/Dockerfile; docs/guides/images.md), pushes it and sets sandboxes.image by digest; the stock image has no runtime, so its pods would never become ready",
         ]);
         // Hosted sandboxes (refused for the black box) ask for no image: their refusal is the one problem.
         const hosted = deepMerge({ ...raw, target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER);

@@ -378,7 +378,7 @@ describe("policy pack: each policy fires on a broken clone of a real resource", 
         const vs = await violations(drs, PROD_CONFIG);
         assert.match(
             show(vs).join("\n"),
-            /\[prod-images-pinned-by-digest\/mandatory\] RemoteImage registry\.example\.com\/agent-rl\/mbpp-whitebox-trainer:plan: not pinned/,
+            /\[prod-images-pinned-by-digest\/mandatory\] RemoteImage registry\.example\.com\/agent-rl\/trainer-whitebox:plan: not pinned/,
         );
     });
 });

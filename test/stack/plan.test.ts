@@ -467,7 +467,7 @@ describe("plan: a bad stack file fails cleanly and registers nothing", () => {
         assert.ok(pulumi.RunError.isInstance(up.error), String(up.error));
         assert.match(
             (up.error as Error).message,
-            /images\.trainer: registry\.example\.com\/agent-rl\/trainer:0\.1\.0 is in the example registry registry\.example\.com, which holds no image: build trainer\/whitebox\/Dockerfile \(trainer\/README\.md\), push it to your registry and set images\.trainer to it/,
+            /images\.trainer: registry\.example\.com\/agent-rl\/trainer:0\.1\.0 is in the example registry registry\.example\.com, which holds no image: npm run images -- <stack> --to <registry>\/<path> builds trainer-whitebox \(trainer\/whitebox\/Dockerfile; docs\/guides\/images\.md\), pushes it and sets images\.trainer by digest$/,
         );
         assert.deepEqual(
             up.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map((r) => r.type),

@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { PlatformConfig } from "../../../components/config";
+import { BUILT_IMAGES, type PlatformConfig, trainerImageName } from "../../../components/config";
 import { ImageStepError } from "./lock-step";
 import { buildArgs, type ImageName, LOCK_COMMAND, readLock, readPins } from "./pins";
 import { BASE_MIRROR_ENV, mirroredRef, parseBaseMirrors } from "./base-mirrors";
@@ -55,10 +55,10 @@ export function sourceArgs(dockerfile: string, env: NodeJS.ProcessEnv): Record<s
 
 /** The images this repository builds that a stack runs: from its layout, sandbox provider and observability. */
 export function neededImages(c: PlatformConfig): NeededImage[] {
-    const out: NeededImage[] = [{ image: c.training.layout === "blackbox" ? "trainer-blackbox" : "trainer-whitebox", field: ["images", "trainer"] }];
-    if (c.sandboxes.provider === "agent-sandbox") out.push({ image: "sandbox", field: ["sandboxes", "image"] });
-    if (c.observability.enabled && c.ingress.enabled) out.push({ image: "mtail", field: ["images", "mtail"] });
-    return out;
+    const images: ImageName[] = [trainerImageName(c.training.layout)];
+    if (c.sandboxes.provider === "agent-sandbox") images.push("sandbox");
+    if (c.observability.enabled && c.ingress.enabled) images.push("mtail");
+    return images.map((image) => ({ image, field: BUILT_IMAGES[image].field.split(".") }));
 }
 
 /** The files a Dockerfile's COPY lines take from the context (no --from stage copies), as context paths. */

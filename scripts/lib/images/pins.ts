@@ -5,10 +5,12 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { BUILT_IMAGE_NAMES, type BuiltImageName } from "../../../components/config/built-images";
 
 export const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
-export const IMAGE_NAMES = ["trainer-whitebox", "trainer-blackbox", "sandbox", "mtail"] as const;
-export type ImageName = (typeof IMAGE_NAMES)[number];
+/** The images this repository builds: one list, components/config/built-images.ts. */
+export const IMAGE_NAMES = BUILT_IMAGE_NAMES;
+export type ImageName = BuiltImageName;
 /** The command that fills the lock (docs/guides/images.md). */
 export const LOCK_COMMAND = "npm run images -- lock";
 
