@@ -14,6 +14,7 @@ import { platformSchema } from "../../components/config";
 import { HelpRequested } from "../../scripts/lib/cli";
 import { isClusterStack, knownStacks, planClusterToDir, planToDir } from "../../scripts/lib/plan";
 import { parsePlanArgs } from "../../scripts/plan";
+import { parseImagesArgs } from "../../scripts/images";
 import { parsePreflightArgs } from "../../scripts/preflight";
 import { anchors, docCommands, docFiles, docStacks, localLinks, readDoc, REPO } from "../helpers/docs";
 
@@ -90,12 +91,21 @@ describe("the commands in README.md and docs/", () => {
         );
     });
 
-    test("every `npm run preflight` of a stack names a stack of stacks/ (its live target is not here: the preflight's own tests run it)", () => {
-        const known = knownStacks();
-        for (const c of commands.filter((c) => c.script === "preflight" && !placeholder(c.args))) {
-            const args = parsePreflightArgs(c.args);
-            assert.ok(known.includes(args.stack), `${c.doc}: ${c.line}: no stack ${args.stack} in stacks/`);
+    test("every `npm run preflight` or `npm run images` of a stack names a stack of stacks/ or one a guide's stack file creates (their live targets are not here: their own tests and zero-to-up.test.ts run them)", () => {
+        const known = [...knownStacks(), ...stacks.map((s) => s.name)];
+        const problems: string[] = [];
+        for (const c of commands.filter((c) => (c.script === "preflight" || (c.script === "images" && c.args[0] !== "lock")) && !placeholder(c.args))) {
+            const stack = c.script === "preflight" ? parsePreflightArgs(c.args).stack : parseImagesArgs(c.args);
+            const name = typeof stack === "string" ? stack : stack.kind === "build" ? stack.stack : "";
+            if (!known.includes(name)) problems.push(`${c.doc}: ${c.line}: no stack ${name} in stacks/ nor a guide's stack file`);
         }
+        assert.deepEqual(problems, []);
+    });
+
+    test("the stack check can fail: a preflight of a stack no file names is found", () => {
+        const known = [...knownStacks(), ...stacks.map((s) => s.name)];
+        assert.ok(known.includes("blackbox") && known.includes("staging"));
+        assert.ok(!known.includes("blackbx"));
     });
 
     test("every guide's stack file is named once", () => {
@@ -123,9 +133,11 @@ describe("the commands in README.md and docs/", () => {
             }
             const runs: string[][] = [];
             for (const c of commands.filter((c) => c.script === "plan")) {
+                // path/to/Pulumi.<name>.yaml, or a stack name a guide's file creates (stacks/Pulumi.<name>.yaml on the user's side).
                 const args = c.args.map((a) => {
                     const m = /^path\/to\/Pulumi\.([a-z0-9-]+)\.yaml$/.exec(a);
-                    return m !== null && files.has(m[1]!) ? files.get(m[1]!)! : a;
+                    if (m !== null && files.has(m[1]!)) return files.get(m[1]!)!;
+                    return files.has(a) && !knownStacks().includes(a) ? files.get(a)! : a;
                 });
                 if (placeholder(args)) continue;
                 runs.push(args);
