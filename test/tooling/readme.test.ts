@@ -228,6 +228,17 @@ describe("docs say what the code does", () => {
         assert.match(env, /envs\.<name>\.egress/);
     });
 
+    test("harbor.md: harbor run runs inside the trainer pod (the pool admits only the trainer's pods, on the ports network-paths.md computes), with the kubectl exec", () => {
+        const harbor = read("docs/guides/harbor.md");
+        const section = harbor.slice(harbor.indexOf("### Where `harbor run` runs"), harbor.indexOf("**`harbor run` exits 0"));
+        assert.ok(section.length > 200, "the section is there, before the exit-code note");
+        assert.match(section, /only from inside the trainer pod/);
+        const row = /^\| trainer \| sandbox \| (TCP [\d,-]+) \|$/m.exec(read("docs/design/network-paths.md"))?.[1];
+        assert.ok(row, "network-paths.md has the trainer -> sandbox row");
+        assert.ok(section.includes(`trainer | sandbox | ${row}`), `the section quotes ${row}`);
+        assert.match(section, /kubectl -n <prefix>-training exec -it job\/\$\(pulumi stack output trainingJob\) -c trainer --/);
+    });
+
     test("python/README.md: the sandbox uid is sandboxes.runAsUser's default, 65532", () => {
         const py = read("python/README.md");
         assert.doesNotMatch(py, /uid 1000\b/);
