@@ -378,8 +378,7 @@ export const ALLOW_EXAMPLE_IMAGES_ENV = "AGENT_RL_ALLOW_EXAMPLE_IMAGES";
 /** What a real `pulumi up` says of images in the example registry: each refused, with the fix. */
 export function exampleImageProblems(c: PlatformConfig): string[] {
     return placeholderImages(c).map(
-        (i) =>
-            `${i.field}: ${i.image} is in the example registry ${PLACEHOLDER_REGISTRY}, which holds no image: ${imageSource(c, i.field)}`,
+        (i) => `${i.field}: ${i.image} is in the example registry ${PLACEHOLDER_REGISTRY}, which holds no image: ${imageSource(c, i.field)}`,
     );
 }
 

@@ -551,7 +551,10 @@ describe("config: the images no default can stand for", () => {
             sandboxes: { image: "x/sandbox:1" },
         });
         assert.equal(k8s.length, 1);
-        assert.match(k8s[0]!, /and vLLM 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\): npm run images -- <stack> --to <registry>\/<path> builds trainer-blackbox \(trainer\/blackbox\/Dockerfile; docs\/guides\/images\.md\)/);
+        assert.match(
+            k8s[0]!,
+            /and vLLM 0\.22 to 0\.31 \(one container runs both roles: training\.gpuSharing shared\): npm run images -- <stack> --to <registry>\/<path> builds trainer-blackbox \(trainer\/blackbox\/Dockerfile; docs\/guides\/images\.md\)/,
+        );
         // The Docker black box is refused (HOSTED_BLACKBOX_REFUSED); its trainer image's message is still the Docker one.
         const docker = exactProblems(deepMerge({ recipe: "opencode-blackbox", runId: "r1", target: { kind: "docker" } }, HOSTED_SANDBOXES_ON_DOCKER)).filter(
             (p) => p !== HOSTED_BLACKBOX_REFUSED,

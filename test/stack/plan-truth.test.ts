@@ -140,7 +140,10 @@ describe("plan.md tells the truth, for every stack and recipe on both targets", 
             md,
             /sandboxes\.image: registry\.example\.com\/agent-rl\/sandbox:plan is the example registry .*: npm run images -- <stack> --to <registry>\/<path> builds sandbox \(python\/Dockerfile; docs\/guides\/images\.md\)/,
         );
-        assert.match(md, /images\.trainer: .*: npm run images -- <stack> --to <registry>\/<path> builds trainer-blackbox \(trainer\/blackbox\/Dockerfile; docs\/guides\/images\.md\)/);
+        assert.match(
+            md,
+            /images\.trainer: .*: npm run images -- <stack> --to <registry>\/<path> builds trainer-blackbox \(trainer\/blackbox\/Dockerfile; docs\/guides\/images\.md\)/,
+        );
         assert.match(md, /`npm run preflight -- <stack>` checks them against the live target before `pulumi up`/);
     });
 

@@ -123,12 +123,17 @@ describe("facts from one source, the same on every page", () => {
     test("the new checks fail on a second name: another JobSet, an image's old name, the trainer on another Python", () => {
         const page = (text: string) => () => text;
         assert.deepEqual(disagreements(["x.md"], page("needs JobSet v0.10.1 (CRDs)"), JOBSET, "v0.12.0"), ["x.md:1: JobSet v0.10.1 (the source says v0.12.0)"]);
-        assert.deepEqual(
-            imageNameProblems(["stacks/Pulumi.x.yaml"], page("      trainer: registry.example.com/agent-rl/trl-opencode-trainer:0.1.0")),
-            [`stacks/Pulumi.x.yaml:1: registry.example.com/agent-rl/trl-opencode-trainer (the images are ${BUILT_IMAGE_NAMES.join(", ")})`],
-        );
+        assert.deepEqual(imageNameProblems(["stacks/Pulumi.x.yaml"], page("      trainer: registry.example.com/agent-rl/trl-opencode-trainer:0.1.0")), [
+            `stacks/Pulumi.x.yaml:1: registry.example.com/agent-rl/trl-opencode-trainer (the images are ${BUILT_IMAGE_NAMES.join(", ")})`,
+        ]);
         assert.equal(imageNameProblems(["x.md"], page("docker build -t <registry>/agent-rl-sandbox:<tag> python")).length, 1);
-        assert.deepEqual(imageNameProblems(["x.md"], page("`registry.example.com/agent-rl/sandbox@sha256:...` from ghcr.io/huggingface/openenv-opencode-sandbox:sha-86a180e")), []);
+        assert.deepEqual(
+            imageNameProblems(
+                ["x.md"],
+                page("`registry.example.com/agent-rl/sandbox@sha256:...` from ghcr.io/huggingface/openenv-opencode-sandbox:sha-86a180e"),
+            ),
+            [],
+        );
         assert.deepEqual(disagreements(["x.md"], page("Harbor needs Python >= 3.12 and the trainer side is Python 3.11 (vLLM 0.29)"), TRAINER_PYTHON, "3.12"), [
             "x.md:1: trainer side is Python 3.11 (the source says 3.12)",
         ]);

@@ -83,7 +83,8 @@ export function configKeyProblems(text: string, platformInput: unknown): string[
     return keys.flatMap((k) => {
         const p = k.split(".");
         const found =
-            schemaAt(platformSchema as never, p, platformInput) !== undefined || schemaAt(clusterSchema as never, p, { target: { kind: "kubernetes" } }) !== undefined;
+            schemaAt(platformSchema as never, p, platformInput) !== undefined ||
+            schemaAt(clusterSchema as never, p, { target: { kind: "kubernetes" } }) !== undefined;
         return found ? [] : [`${PAGE} names \`${k}\`, a field of neither the run stack's schema nor the cluster stack's`];
     });
 }
@@ -100,7 +101,9 @@ export function commandProblems(cmds: readonly PageCommand[], scripts: readonly 
                 problems.push(`'${part}': ${secret[1]} is no secret key of the stack (${STACK_KEYS.join(", ")})`);
             const apply = /kubectl .*apply .*-f (\S+)/.exec(part);
             if (apply !== null && apply[1] !== AGENT_SANDBOX_MANIFEST_URL && apply[1] !== JOBSET_MANIFEST_URL)
-                problems.push(`'${part}': installs ${apply[1]}, not the release the cluster stack installs (${AGENT_SANDBOX_MANIFEST_URL} or ${JOBSET_MANIFEST_URL})`);
+                problems.push(
+                    `'${part}': installs ${apply[1]}, not the release the cluster stack installs (${AGENT_SANDBOX_MANIFEST_URL} or ${JOBSET_MANIFEST_URL})`,
+                );
         }
     return problems;
 }
@@ -253,7 +256,7 @@ describe(`${PAGE}: the commands that run here`, () => {
     });
 
     test("the registry-auth.json line writes a registryAuth the config accepts, naming the registry of --to", () => {
-        const line = find((p) => p.startsWith("printf '{\"auths\""));
+        const line = find((p) => p.startsWith('printf \'{"auths"'));
         const r = spawnSync("bash", ["-c", line], { cwd: tmp, encoding: "utf8" });
         assert.equal(r.status, 0, r.stderr);
         const auth = checkRegistryAuth(fs.readFileSync(path.join(tmp, "registry-auth.json"), "utf8"));
@@ -296,7 +299,10 @@ describe(`${PAGE}: the commands that run here`, () => {
         const manifest = YAML.parse(fs.readFileSync(path.join(tmp, "out", stackName, "manifests", job), "utf8"));
         assert.equal(manifest.metadata.namespace, ns);
         const container = /-c (\S+)/.exec(logs)?.[1];
-        assert.ok((manifest.spec.template.spec.containers as Array<{ name: string }>).some((c) => c.name === container), container);
+        assert.ok(
+            (manifest.spec.template.spec.containers as Array<{ name: string }>).some((c) => c.name === container),
+            container,
+        );
         assert.match(logs, /job\/\$\(pulumi stack output trainingJob\)/);
         assert.match(read("components/platform/platform.ts"), /trainingJob: training\.jobName/);
     });
