@@ -340,7 +340,7 @@ export function validateRequiredImages(c: PlatformConfig): string[] {
         const p = programFacts(t.program);
         if (p !== undefined) {
             errors.push(
-                `images.trainer: required: the image holding ${p.file} (${programLabel(p)}) with TRL 1.16${vllm}: ${buildHint(trainerImageName(t.layout))}, pushes it and sets images.trainer by digest`,
+                `images.trainer: required: the image holding ${p.file} (${programLabel(p)}) with TRL 1.16${vllm}: ${buildHint(trainerImageName(t.layout))}`,
             );
         } else {
             const script = t.command !== undefined ? ` (training.command: ${t.command.join(" ")})` : "";

@@ -430,7 +430,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         const staging = fs.readFileSync(path.join(REPO_ROOT, "stacks", "Pulumi.staging.yaml"), "utf8");
         const text = staging
             .replace(/^ {4}images:\n {6}trainer: .*\n/m, "")
-            .replace(/^ {6}image: registry\.example\.com\/agent-rl\/opencode-sandbox.*\n/m, "")
+            .replace(/^ {6}image: registry\.example\.com\/agent-rl\/sandbox:.*\n/m, "")
             .replace(/^ {4}ingress:\n/m, "    observability:\n      enabled: true\n    ingress:\n");
         assert.notEqual(text, staging);
         fs.writeFileSync(stackFile, text);
