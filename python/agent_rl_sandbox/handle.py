@@ -10,10 +10,16 @@ background job's ``wait`` by long polls of at most 5 s until its timeout or the 
 from __future__ import annotations
 
 import http.client
+import io
 import json
+import os
+import shlex
+import tarfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import quote, urlsplit
 
@@ -74,6 +80,27 @@ def read_capped(resp: http.client.HTTPResponse, limit: int, what: str) -> bytes:
         data += piece
         if len(data) > limit:
             raise SandboxAnswerTooLarge(f"{what}: the answer went past the {limit}-byte read cap (SANDBOX_MAX_READ_BYTES)", status=resp.status)
+
+
+def dir_archive(source_dir: str | os.PathLike[str]) -> bytes:
+    """A gzipped tar of the folder's contents, each entry named relative to it, never the folder itself.
+
+    The target is often a mount point the sandbox's uid does not own: the Harbor pools' ``/tests`` and
+    ``/solution`` are emptyDirs, root-owned and group-writable for the pod's fsGroup (kubelet
+    ``pkg/volume/volume_linux.go``). Extracting a ``.`` entry, tar must set that folder's mode and
+    times, which only its owner may: GNU tar says "Cannot utime" / "Cannot change mode" and exits 2.
+    """
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for child in sorted(Path(source_dir).iterdir()):
+            tf.add(str(child), arcname=child.name)
+    return buf.getvalue()
+
+
+def extract_command(staged: str, target_dir: str) -> str:
+    """The sandbox's command that unpacks a staged ``dir_archive`` into `target_dir` (made if missing) and removes it."""
+    q = shlex.quote
+    return f"mkdir -p {q(target_dir)} && tar xzf {q(staged)} -C {q(target_dir)}; rc=$?; rm -f {q(staged)}; exit $rc"
 
 
 class RuntimeClient:
@@ -239,6 +266,19 @@ class RuntimeHandle:
         if len(data) > MAX_UPLOAD_BYTES:
             raise SandboxError(f"PUT /files: {len(data)} bytes, over the runtime's {MAX_UPLOAD_BYTES}-byte upload cap", status=413)
         self.client.call("PUT", f"/files?path={quote(path, safe='')}", body=data, timeout=SHORT_REQUEST_SECONDS)
+
+    def upload_dir(self, source_dir: str | os.PathLike[str], target_dir: str, *, staging_dir: str = "/tmp", timeout: float = 600) -> None:
+        """Copies a local folder's contents into `target_dir`: one archive staged under `staging_dir` (writable on
+        the pool's pods), unpacked there by tar as the sandbox's uid. Raises SandboxError naming tar's exit and words."""
+        self.check_alive()
+        data = dir_archive(source_dir)
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise SandboxError(f"upload_dir {source_dir}: {len(data)} bytes archived, over the runtime's {MAX_UPLOAD_BYTES}-byte upload cap", status=413)
+        staged = f"{staging_dir.rstrip('/')}/.upload-{uuid.uuid4().hex}.tar.gz"
+        self.client.call("PUT", f"/files?path={quote(staged, safe='')}", body=data, timeout=SHORT_REQUEST_SECONDS)
+        result = self.exec(extract_command(staged, target_dir), timeout=timeout)
+        if result.exit_code != 0:
+            raise SandboxError(f"upload_dir {source_dir} -> {target_dir}: tar exited {result.exit_code}: {result.stderr or result.stdout}")
 
     def read_text(self, path: str) -> str:
         self.check_alive()

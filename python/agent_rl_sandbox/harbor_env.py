@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import io
 import logging
 import os
 import re
@@ -258,15 +257,8 @@ class AgentSandboxEnvironment(BaseEnvironment):
         target.write_bytes(data)
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-            tf.add(str(source_dir), arcname=".")
-        staged = f"{TRANSFER_DIR}/.hb-upload-{uuid.uuid4().hex}.tar.gz"
-        await asyncio.to_thread(self._put, buf.getvalue(), staged)
-        q = shlex.quote
-        result = await self.exec(f"mkdir -p {q(target_dir)} && tar xzf {q(staged)} -C {q(target_dir)}; rc=$?; rm -f {q(staged)}; exit $rc", timeout_sec=600)
-        if result.return_code != 0:
-            raise SandboxError(f"upload_dir {source_dir} -> {target_dir}: tar exited {result.return_code}: {result.stderr or result.stdout}")
+        # The folder's contents, not the folder: /tests and /solution are mount points the sandbox's uid does not own (RuntimeHandle.upload_dir).
+        await asyncio.to_thread(self.handle.upload_dir, source_dir, target_dir, staging_dir=TRANSFER_DIR)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         staged = f"{TRANSFER_DIR}/.hb-download-{uuid.uuid4().hex}.tar.gz"

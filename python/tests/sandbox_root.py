@@ -2,7 +2,12 @@
 namespace where /opt/agent-rl is the image layout (read-only), /root a fresh tmpfs (the HOME
 emptyDir: HOME=/root, TRL's opencode example's SANDBOX_HOME), /home/user a link to it (as the
 image lays it out: python/image/install-layout.sh) and /tmp a fresh tmpfs holding /tmp/workspace
-(standing in for the /workspace emptyDir, the working dir), optionally as a non-root uid. Needs
+(standing in for the /workspace emptyDir, the working dir), optionally as a non-root uid, optionally on a
+read-only root (the template's readOnlyRootFilesystem; opt-in: test_forwarder's key probe fails with it on,
+not yet explained). Further emptyDirs (the Harbor pools' /tests,
+/solution, ...) are tmpfs mounts under EMPTYDIR_ROOT, made as the kubelet makes an emptyDir for a pod
+with an fsGroup: owned by root, group fsGroup, mode 2777 (kubelet pkg/volume/volume_linux.go
+SetVolumeOwnership); the host has no /tests, so they sit at EMPTYDIR_ROOT + their pod path. Needs
 root (unshare -m); the host's /opt, /root, /home and /tmp are untouched (the mounts exist only in
 the namespace). The test's own Python may live under the host's /root or /tmp (run-tests.sh puts
 its venv under ~/.cache): its prefixes are bound back read-only at their paths, nothing else."""
@@ -14,10 +19,18 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 SETUP = r"""set -e
-image_root=$1; uid=$2; keep=$3; shift 3
+image_root=$1; uid=$2; keep=$3; emptydirs=$4; fsgroup=$5; rootfs=$6; shift 6
+if [ "$rootfs" = ro ]; then mount --bind / /; mount -o remount,bind,ro /; fi
 mount -t tmpfs -o mode=0755 tmpfs /opt
+IFS=:
+for p in $emptydirs; do
+  mkdir -p "/opt/pod$p"
+  mount -t tmpfs -o "uid=0,gid=$fsgroup,mode=2777" tmpfs "/opt/pod$p"
+done
+unset IFS
 mkdir /opt/agent-rl /opt/.host-root /opt/.host-tmp
 mount --bind "$image_root/opt/agent-rl" /opt/agent-rl
 mount -o remount,bind,ro /opt/agent-rl
@@ -69,6 +82,9 @@ def install_layout(stock_home: Path, prefix: Path) -> None:
     subprocess.run(["sh", str(repo_python / "image/install-layout.sh"), str(stock_home), str(pkg / "runtime.py"), str(pkg / "forwarder.py"), str(prefix)], check=True)
 
 
+#: Where the extra emptyDirs sit inside the namespace: the pod's /tests is EMPTYDIR_ROOT + "/tests".
+EMPTYDIR_ROOT = "/opt/pod"
+
 #: The working dir inside the namespace (the pod's is /workspace, which this machine lacks).
 WORKDIR = "/tmp/workspace"
 
@@ -82,11 +98,17 @@ def host_root_paths() -> list[str]:
     return sorted(keep)
 
 
-def command(image_root: Path, argv: list[str], *, uid: int | None, own_pids: bool = False) -> list[str]:
+def command(image_root: Path, argv: list[str], *, uid: int | None, own_pids: bool = False,
+            empty_dirs: Sequence[str] = (), fs_group: int | None = None, read_only_root: bool = False) -> list[str]:
     """The argv that runs `argv` in a sandbox root. With `own_pids` it also gets its own PID namespace,
     as a pod's container has: `argv` is its pid 1, and when the returned process (unshare) dies, by any
     signal, the kernel kills everything started inside (what a kubelet's container stop does to
-    background processes of an exec, which leave the runtime's process group)."""
+    background processes of an exec, which leave the runtime's process group). `empty_dirs` (pod paths)
+    are made under EMPTYDIR_ROOT as emptyDirs of a pod with `fs_group`; `read_only_root` remounts / read-only."""
+    if empty_dirs and fs_group is None:
+        raise ValueError("empty_dirs need the pod's fs_group (the kubelet makes them group-owned by it)")
     keep = ":".join(host_root_paths())
     pids = ["--pid", "--kill-child"] if own_pids else []
-    return ["unshare", "-m", *pids, "--propagation", "private", "bash", "-c", SETUP, "sandbox-root", str(image_root), "root" if uid is None else str(uid), keep, *argv]
+    return ["unshare", "-m", *pids, "--propagation", "private", "bash", "-c", SETUP, "sandbox-root", str(image_root),
+            "root" if uid is None else str(uid), keep, ":".join(empty_dirs), str(fs_group if fs_group is not None else 0),
+            "ro" if read_only_root else "rw", *argv]

@@ -81,13 +81,7 @@ done
 
 # Credentials: CA, API server serving certificate, service-account keys, an admin token.
 p="$W/pki"
-ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-openssl req -x509 "${ec[@]}" -keyout "$p/ca.key" -out "$p/ca.crt" -days 2 -subj /CN=arl-node-ca 2>/dev/null
-openssl req "${ec[@]}" -keyout "$p/apiserver.key" -out "$p/apiserver.csr" -subj /CN=kube-apiserver 2>/dev/null
-printf 'subjectAltName=IP:%s,IP:127.0.0.1,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' "$NODE_IP" > "$p/apiserver.ext"
-openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial -out "$p/apiserver.crt" -days 2 -extfile "$p/apiserver.ext" 2>/dev/null
-openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
-openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
+"$NODE_HERE/pki.sh" "$p" "$NODE_IP"
 token="$(openssl rand -hex 32)"
 printf '%s,arl-node-admin,arl-node-admin,"system:masters"\n' "$token" > "$p/tokens.csv"
 chmod 600 "$p"/*.key "$p/tokens.csv"

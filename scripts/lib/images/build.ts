@@ -1,11 +1,10 @@
 /**
  * The build step: which images a stack needs, and each one built from this repository's Dockerfile
  * with its pinned inputs, pushed to the user's registry with the stack's registryAuth, and named by
- * digest. The tag is a hash of every input (the Dockerfile, each file it copies, every build ARG and
- * every source override), so a second run with the same inputs finds the tag in the registry and
+ * digest. The tag is a hash of every input (inputs.ts: the Dockerfile, each file it copies with its mode,
+ * every build ARG and every source override), so a second run with the same inputs finds the tag in the registry and
  * builds and pushes nothing.
  */
-import { createHash } from "node:crypto";
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -14,6 +13,7 @@ import { BUILT_IMAGES, type PlatformConfig, trainerImageName } from "../../../co
 import { ImageStepError } from "./lock-step";
 import { buildArgs, type ImageName, LOCK_COMMAND, readLock, readPins } from "./pins";
 import { BASE_MIRROR_ENV, mirroredRef, parseBaseMirrors } from "./base-mirrors";
+import { contextFiles, inputsHash } from "./inputs";
 import { credentialsFor, manifestDigest, RegistryError } from "./registry";
 import { parseImage } from "../../../components/preflight/registry";
 
@@ -59,18 +59,6 @@ export function neededImages(c: PlatformConfig): NeededImage[] {
     if (c.sandboxes.provider === "agent-sandbox") images.push("sandbox");
     if (c.observability.enabled && c.ingress.enabled) images.push("mtail");
     return images.map((image) => ({ image, field: BUILT_IMAGES[image].field.split(".") }));
-}
-
-/** The files a Dockerfile's COPY lines take from the context (no --from stage copies), as context paths. */
-export function copiedFiles(dockerfile: string): string[] {
-    const files: string[] = [];
-    for (const line of dockerfile.split("\n")) {
-        const words = line.trim().split(/\s+/);
-        if (words[0]?.toUpperCase() !== "COPY" || words.some((w) => w.startsWith("--from"))) continue;
-        const rest = words.slice(1).filter((w) => !w.startsWith("--"));
-        files.push(...rest.slice(0, -1));
-    }
-    return [...new Set(files)];
 }
 
 export interface BuildOptions {
@@ -158,25 +146,26 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
     const anonymous = credentialsFor(o.dockerConfigJson, registry) === undefined;
     if (anonymous) log(`${image}: no credentials for ${registry} in the registry config (auths, credHelpers, credsStore): pushing anonymously`);
 
-    // The context: the Dockerfile and exactly the files it copies (what each Dockerfile.dockerignore sends).
+    // The context: the Dockerfile and exactly the files it copies (what each Dockerfile.dockerignore sends),
+    // read once, so the bytes hashed into the tag are the bytes sent.
     const dockerfile = fs.readFileSync(path.join(o.root, pins.dockerfile), "utf8");
-    const contextDir = path.join(o.root, pins.context);
-    const hash = createHash("sha256").update(`dockerfile\0${dockerfile}\0`);
+    const files = (() => {
+        try {
+            return contextFiles(dockerfile, path.join(o.root, pins.context), o.replace);
+        } catch (e) {
+            throw e instanceof ImageStepError ? new ImageStepError(`${image}: ${pins.dockerfile} (context ${pins.context}/): ${e.message}`) : e;
+        }
+    })();
+    const sources = sourceArgs(dockerfile, process.env);
+    const tag = `${target}:inputs-${inputsHash(dockerfile, files, args, sources)}`;
     const ctx = fs.mkdtempSync(path.join(os.tmpdir(), `agentrl-image-${image}-`));
     try {
         fs.writeFileSync(path.join(ctx, "Dockerfile"), dockerfile);
-        for (const rel of copiedFiles(dockerfile).sort()) {
-            const from = o.replace?.[rel] ?? path.join(contextDir, rel);
-            if (!fs.existsSync(from)) throw new ImageStepError(`${image}: ${pins.dockerfile} copies ${rel}, which is not under ${pins.context}/`);
-            const body = fs.readFileSync(from);
-            hash.update(`file\0${rel}\0${body.length}\0`).update(body);
-            fs.mkdirSync(path.dirname(path.join(ctx, rel)), { recursive: true });
-            fs.writeFileSync(path.join(ctx, rel), body, { mode: fs.statSync(from).mode & 0o777 });
+        for (const f of files) {
+            fs.mkdirSync(path.dirname(path.join(ctx, f.rel)), { recursive: true });
+            fs.writeFileSync(path.join(ctx, f.rel), f.body);
+            fs.chmodSync(path.join(ctx, f.rel), f.mode);
         }
-        for (const k of Object.keys(args).sort()) hash.update(`arg\0${k}=${args[k]}\0`);
-        const sources = sourceArgs(dockerfile, process.env);
-        for (const k of Object.keys(sources).sort()) hash.update(`source\0${k}=${sources[k]}\0`);
-        const tag = `${target}:inputs-${hash.digest("hex").slice(0, 24)}`;
 
         // The registry first: a wrong password fails here, before any build; a tag it holds is this build.
         const existing = await manifestDigest(tag, o.dockerConfigJson).catch((e: unknown) => {
