@@ -4,7 +4,7 @@
  */
 import { describeTrainer, describeTrainerShape, describeVllm, gpuMemoryPlan, validateGpuMemory } from "../../components/config/gpu-fit";
 import { gib } from "../../components/config/gpu-memory";
-import type { PlatformConfig } from "../../components/config";
+import { CUSTOM_PROGRAM, type PlatformConfig } from "../../components/config";
 
 function table(header: string[], rows: string[][]): string {
     const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, "\\|")).join(" | ")} |`;
@@ -14,6 +14,20 @@ function table(header: string[], rows: string[][]): string {
 function verdict(fits: boolean | undefined, need: number, budget: number | undefined): string {
     if (fits === undefined || budget === undefined) return "unknown GPU";
     return fits ? `fits, ${gib(budget - need)} GiB to spare` : `**does not fit**: short by ${gib(need - budget)} GiB`;
+}
+
+/**
+ * Which trainer the estimate describes, against the one the run runs: the calibration is GRPOTrainer's step; the
+ * black box's programs (TRL's opencode script, the Harbor script) run AsyncGRPOTrainer, whose step was never measured.
+ */
+export function trainerTheEstimateDescribes(c: PlatformConfig): string {
+    if (c.training.layout !== "blackbox") return "This run's trainer is TRL's GRPOTrainer: the step the estimate was calibrated on.";
+    const whose = c.training.program === CUSTOM_PROGRAM ? "your script's trainer (TRL's opencode and Harbor scripts run AsyncGRPOTrainer)" : "AsyncGRPOTrainer";
+    return (
+        `**The estimate describes GRPOTrainer's step; this run's trainer is ${whose}**, whose step (rows packed up to 32768 tokens, ` +
+        "a varlen attention kernel) was never measured: the fp32 sequence-squared attention term inside the trainer's figure may not apply " +
+        "to it, so the figure may over-state its peak; unproven until measured (docs/design/gpu-memory.md)."
+    );
 }
 
 /** The section's lines. */
@@ -69,6 +83,8 @@ export function gpuMemorySection(c: PlatformConfig): string[] {
         "",
         ...kv,
         "The trainer's estimate is calibrated within 15% on one H200 with TRL's GRPOTrainer step (bench/results.md \"GPU memory calibration\"); vLLM's is its own start-up arithmetic (weights, one full-length sequence's KV cache, overhead).",
+        "",
+        trainerTheEstimateDescribes(c),
         "",
         ...check,
         "",

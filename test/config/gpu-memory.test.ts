@@ -242,6 +242,19 @@ describe("plan.md's GPU memory section", () => {
         assert.match(md, /\| vLLM \| inside the trainer process \| .* \| 23\.8 GiB \(TRL's colocate share 0\.3 of the GPU\) \|/);
     });
 
+    test("the section names the trainer the estimate describes: GRPOTrainer's step, and for the black box that AsyncGRPOTrainer's is unmeasured", () => {
+        const white = gpuMemorySection(parseWithTestImages({ recipe: "mbpp-whitebox", runId: "r1", target: { kind: "docker" } }, "dev")).join("\n");
+        assert.ok(white.includes("This run's trainer is TRL's GRPOTrainer: the step the estimate was calibrated on."), white);
+        for (const [recipe, whose] of [
+            ["opencode-blackbox", "AsyncGRPOTrainer"],
+            ["harbor-blackbox", "your script's trainer (TRL's opencode and Harbor scripts run AsyncGRPOTrainer)"],
+        ] as const) {
+            const md = gpuMemorySection(parseWithTestImages({ recipe, runId: "r1", target: { kind: "kubernetes", context: "c" } }, "dev")).join("\n");
+            assert.ok(md.includes(`**The estimate describes GRPOTrainer's step; this run's trainer is ${whose}**`), `${recipe}: ${md}`);
+            assert.match(md, /was never measured: .* may over-state its peak; unproven until measured \(docs\/design\/gpu-memory\.md\)/, recipe);
+        }
+    });
+
     test("the refusal is in the section when the check refuses (a config the check would refuse, as a preview sees it)", () => {
         const c = onProduct("opencode-blackbox", A100, { training: { gpuMemory: { enforce: false } } });
         const md = gpuMemorySection({ ...c, training: { ...c.training, gpuMemory: { ...c.training.gpuMemory, enforce: undefined } } }).join("\n");
