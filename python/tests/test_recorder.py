@@ -370,9 +370,9 @@ STEERING = {
 def test_the_agent_cannot_steer_the_sampling_it_is_trained_on(tmp_path):
     """The agent, calling the forwarder straight, asks for logit_bias, allowed_token_ids, structured outputs, n, a
     forced tool call, json mode, min_tokens, ignore_eos: each is refused with a 400 naming the parameter and never
-    reaches the model. Its temperature, top_p, max_tokens: 100000 and seed reach the model normalised (top_p 1.0,
-    max_tokens at the bound, no seed), the record carries what was sent, and the trainer's check refuses the call whose
-    temperature is not the run's. On the code before issue 56 every one reached the model unchanged (200) and the record
+    reaches the model. Its temperature, top_p, max_tokens: 100000 and seed reach the model normalised (the plan's forwarder forces the run's
+    temperature, top_p 1.0, max_tokens at the run's bound, no seed), the record carries what was sent, and the trainer's
+    check refuses a record whose temperature or max_tokens is not the run's. On the code before issue 56 every one reached the model unchanged (200) and the record
     kept none of them."""
     pod = Pod(tmp_path)
     try:
@@ -385,19 +385,23 @@ def test_the_agent_cannot_steer_the_sampling_it_is_trained_on(tmp_path):
             assert status == 400 and name in body, (name, status, body)
         assert seen[-1][0] == 200, seen[-1]
         (sent,) = [r["body"] for r in pod.model.chat_requests()]  # the refused ones never reached the model
-        assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["top_logprobs"], sent["presence_penalty"]) == (0.05, 1.0, 16384, 5, 0.0), sent
+        # The plan's forwarder forces the run's temperature (1.0, the program's) and cuts max_tokens to the run's 4096.
+        assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["top_logprobs"], sent["presence_penalty"]) == (1.0, 1.0, 4096, 5, 0.0), sent
         assert "seed" not in sent and sent["logprobs"] is True and sent["return_token_ids"] is True, sent
         t = pod.trace()
         assert (t["calls"], t["recorded"], t["refused"], t["complete"]) == (len(bodies), 1, len(STEERING), True), {k: v for k, v in t.items() if k != "entries"}
         (entry,) = t["entries"]
-        assert entry["sampling"] == {"temperature": 0.05, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0,
-                                     "repetition_penalty": 1.0, "max_tokens": 16384, "n": 1, "seed": None, "logprobs": True, "top_logprobs": 5,
+        assert entry["sampling"] == {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0,
+                                     "repetition_penalty": 1.0, "max_tokens": 4096, "n": 1, "seed": None, "logprobs": True, "top_logprobs": 5,
                                      "return_token_ids": True}, entry["sampling"]
         from agent_rl_sandbox.trusted_trace import check_sampling
 
-        with pytest.raises(UntrustedTrace, match=r"call 11: temperature 0.05, the run's is 1.0"):
-            check_sampling(t, {"temperature": 1.0, "top_p": 1.0, "max_tokens": 16384})
-        check_sampling(t, {"temperature": 0.05, "top_p": 1.0, "top_k": 0, "max_tokens": 16384})
+        check_sampling(t, {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 4096})
+        # A forwarder forcing another run's sampling is still caught by the trainer's check.
+        with pytest.raises(UntrustedTrace, match=r"call 11: temperature 1.0, the run's is 0.7"):
+            check_sampling(t, {"temperature": 0.7, "top_p": 1.0, "max_tokens": 4096})
+        with pytest.raises(UntrustedTrace, match=r"call 11: max_tokens 4096, over the run's 2048"):
+            check_sampling(t, {"temperature": 1.0, "max_tokens": 2048})
     finally:
         pod.close()
 

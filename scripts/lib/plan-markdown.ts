@@ -212,6 +212,10 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent?: string)
             "training trace",
             `recorded by each pod's forwarder (uid ${sb.forwarder.runAsUser}, ports held from before the agent starts), read by the trainer on TCP ${sb.forwarder.tracePort}; refused from inside the pod (docs/design/sandbox-trust.md)`,
         ],
+        [
+            "sampling and bounds",
+            `the forwarder sends temperature ${sb.forwarder.bounds.temperature} on every call and cuts max_tokens to ${sb.forwarder.bounds.maxTokens} (the trainer's; it refuses a record sampled otherwise); a rollout gets at most ${sb.forwarder.bounds.maxCalls} calls and ${sb.forwarder.bounds.maxRolloutTokens} completion tokens (sandboxes.maxCallsPerRollout, maxTokensPerRollout), then 429 (docs/design/sandbox-trust.md)`,
+        ],
         run,
     ];
 }

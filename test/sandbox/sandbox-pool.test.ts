@@ -132,12 +132,13 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
             "7101",
             "--upstream",
             d.upstreamUrl,
+            ...d.forwarder.command.slice(d.forwarder.command.indexOf("--temperature"), d.forwarder.command.indexOf("--key-host")),
             "--key-host",
             "0.0.0.0",
             "--key-port",
             "7102",
         ],
-        "model routes on loopback, the trace and the rollout-key delivery on the pod IP",
+        "model routes on loopback, the run's sampling and the rollout's bounds, the trace and the rollout-key delivery on the pod IP",
     );
     for (const c of [forwarder, ...spec.containers]) {
         const sc = c.securityContext;
@@ -397,6 +398,21 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         assert.deepEqual(rb.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name });
         assert.deepEqual(rb.subjects, [{ kind: "ServiceAccount", name: names.training.serviceAccount, namespace: names.namespaces.training }]);
         assert.equal(update.resources.filter((r) => /ClusterRole/.test(r.type)).length, 0, "nothing cluster-wide");
+    });
+
+    it("renders the run's sampling and the rollout's bounds into the forwarder's command (it forces what the trainer checks)", async () => {
+        const flags = (c: PlatformConfig) => {
+            const command = resolveSandboxPool(c, platformNames(c)).forwarder.command;
+            const at = command.indexOf("--temperature");
+            return command.slice(at, at + 8);
+        };
+        // The recipe's own: the program's --temperature default (1.0, programs.ts) and the recipe's maxCompletionLength.
+        assert.deepEqual(flags(config()), ["--temperature", "1", "--max-tokens", "4096", "--max-calls", "256", "--max-rollout-tokens", "1048576"]);
+        const set = config({ training: { temperature: 0.7, maxCompletionLength: 2048 }, sandboxes: { maxCallsPerRollout: 40, maxTokensPerRollout: 50000 } });
+        assert.deepEqual(flags(set), ["--temperature", "0.7", "--max-tokens", "2048", "--max-calls", "40", "--max-rollout-tokens", "50000"]);
+        const { update } = await build(set);
+        const forwarder = single(update.resources, T.template).inputs.spec.podTemplate.spec.initContainers[0];
+        assert.deepEqual(forwarder.command.slice(forwarder.command.indexOf("--temperature"), forwarder.command.indexOf("--key-host")), flags(set));
     });
 
     it("keeps the pool key in the Secret only; no container refers to it (the forwarder holds only its rollout's key)", async () => {

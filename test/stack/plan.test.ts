@@ -123,6 +123,11 @@ describe("plan: every stack and every recipe", () => {
         assert.doesNotMatch(md, /autoscaler \(sandboxes\.autoscale\)/, "off by default");
         assert.match(md, /\| claimed lifetime \| <= 3600 s \(admission policy on every claim\) \|/);
         assert.match(md, /\| quota \| 23 pods, 48300m CPU, 97152Mi \|/);
+        // The sampling the forwarder forces is the trainer's (the program's temperature, the recipe's maxCompletionLength).
+        assert.match(
+            md,
+            /\| sampling and bounds \| the forwarder sends temperature 1 on every call and cuts max_tokens to 4096 \(the trainer's; it refuses a record sampled otherwise\); a rollout gets at most 256 calls and 1048576 completion tokens \(sandboxes\.maxCallsPerRollout, maxTokensPerRollout\), then 429 /,
+        );
     });
 
     test("a black-box plan with sandboxes.autoscale shows the autoscaler, its bounds and the quota at its max", async () => {
