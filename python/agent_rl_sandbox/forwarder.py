@@ -340,8 +340,8 @@ class Limited(Exception):
 
 class Trace:
     """The completions this forwarder relayed, in order, within MAX_TRACE_BYTES, and the rollout's budget: at most
-    `max_calls` calls and `max_tokens` completion tokens (each call's max_tokens is reserved when it starts, and what
-    it did not sample is given back when its record is kept)."""
+    `max_calls` calls and `max_tokens` completion tokens (each call's max_tokens is reserved when it starts, and it is
+    charged what it sampled once its record is kept)."""
 
     def __init__(self, restarts: int = 0, limit: int = MAX_TRACE_BYTES, *, max_calls: int = DEFAULT_MAX_CALLS,
                  max_tokens: int = DEFAULT_MAX_ROLLOUT_TOKENS) -> None:
@@ -386,9 +386,10 @@ class Trace:
             return self.calls, grant
 
     def settle(self, granted: int, used: int) -> None:
-        """Gives back what a call reserved and did not sample (`used`: its recorded completion tokens)."""
+        """Charges a call what it sampled (`used`: its recorded completion tokens; all it reserved when unrecorded) in
+        place of what it reserved."""
         with self._lock:
-            self.tokens -= max(0, granted - used)
+            self.tokens += used - granted
 
     def add(self, seq: int, status: int, entry: dict[str, Any] | None) -> None:
         """The call's outcome: a 200 without a record (malformed, over a bound, broken off) counts as dropped."""
