@@ -667,7 +667,12 @@ function ingressSection(plan: PlatformPlan): string[] {
     if (!i) return [];
     const rows = [
         ["keys (names; values are secret outputs)", i.keyNames.join(", ")],
-        ["sandboxes use", `${c.ingress.sandboxKey} at ${names.ingress.sandboxUrl}`],
+        [
+            "sandboxes use",
+            i.sandboxKeyName !== undefined
+                ? `${i.sandboxKeyName} at ${names.ingress.sandboxUrl}`
+                : `their rollout's own \`rk1.\` key at ${names.ingress.sandboxUrl}; the shared key ${i.retiredSandboxKey} (ingress.sandboxKey) is not rendered and nginx refuses it`,
+        ],
         ["exposure", `${i.exposure}${i.host ? ` (${i.host})` : ""}`],
         ["TLS ends at", i.tls.terminatedAt],
         ["rate limit per key", `${c.ingress.rateLimitPerSecond}/s per replica x ${i.replicas} = ${i.effectiveRateLimitPerSecond}/s`],
@@ -679,7 +684,7 @@ function ingressSection(plan: PlatformPlan): string[] {
             ? [
                   [
                       "per-rollout keys",
-                      `on (agent-sandbox pool): nginx asks the verifier ${i.rolloutKeys.names.deployment} (one replica, ${i.rolloutKeys.verifyAddress}) about every \`rk1.\` key; its admin key is a generated secret, read by the verifier and the trainer only. The trainer mints a key per claim (${i.rolloutKeys.adminUrl}), hands it to the claim's forwarder and revokes it when the claim ends: each rollout has its own rate-limit bucket, and its key is refused once the rollout ends. The forwarders keep ${c.ingress.sandboxKey} as a fallback until the delivery (docs/design/rollout-keys.md)`,
+                      `on (agent-sandbox pool): nginx asks the verifier ${i.rolloutKeys.names.deployment} (one replica, ${i.rolloutKeys.verifyAddress}) about every \`rk1.\` key; its admin key is a generated secret, read by the verifier and the trainer only. The trainer mints a key per claim (${i.rolloutKeys.adminUrl}), hands it to the claim's forwarder and revokes it when the claim ends: each rollout has its own rate-limit bucket, and its key is refused once the rollout ends. No forwarder holds a shared key, and none falls back to one (docs/design/rollout-keys.md)`,
                   ],
               ]
             : []),

@@ -113,7 +113,13 @@ describe("plan: every stack and every recipe", () => {
         const outDir = path.join(tmp, "blackbox-sections");
         await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir });
         const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
-        assert.match(md, /\| keys \(names; values are secret outputs\) \| sandboxes, operators \|/);
+        // Per-rollout keys: nginx takes the operators' keys, the sandboxes their rollout's rk1. key, and no shared key.
+        assert.match(md, /\| keys \(names; values are secret outputs\) \| operators \|/);
+        assert.match(
+            md,
+            /\| sandboxes use \| their rollout's own `rk1\.` key at http:\/\/[^ ]+; the shared key sandboxes \(ingress\.sandboxKey\) is not rendered and nginx refuses it \|/,
+        );
+        assert.match(md, /No forwarder holds a shared key, and none falls back to one \(docs\/design\/rollout-keys\.md\) \|/);
         assert.match(md, /\| pool \| 13 warm \(8 burst \+ 3 refill \+ 2 headroom\), 2 CPU \/ 4Gi each \|/);
         // The arithmetic: the burst, the claim rate from the rollout time, the refill it keeps in flight.
         assert.match(
@@ -275,7 +281,7 @@ describe("plan: secrets never reach the output", () => {
             k8s.manifests.filter((m) => m.kind === "Secret").map((m) => [m.metadata.name, { ...m.data, ...m.stringData }]),
         );
         assert.deepEqual(rendered["hf-token"], { HF_TOKEN: "<redacted>" });
-        assert.deepEqual(rendered["sandbox-key"], { "api-key": "<redacted>" });
+        assert.equal(rendered["sandbox-key"], undefined, "per-rollout keys: no pool-key Secret is rendered");
         assert.deepEqual(rendered["vllm-ingress-keys"], { "keys.conf": "<redacted>" });
         for (const [name, data] of Object.entries(rendered))
             assert.ok(
