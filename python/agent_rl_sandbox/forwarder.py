@@ -52,6 +52,12 @@ Bounded: request bodies are streamed upstream (never held whole) up to ``MAX_BOD
 answer is held up to ``MAX_RECORD_BYTES`` and the whole trace up to ``MAX_TRACE_BYTES`` (past
 either, the entry is counted in ``dropped`` instead).
 
+A record the agent cannot truncate: a call whose caller hangs up (or goes silent) while its answer is relayed is
+counted in ``broken`` and the trace is not ``complete``, so the trainer refuses the rollout (issue 56: such a call
+used to vanish from a record that still said complete). A rollout's calls and completion tokens are bounded
+(``--max-calls``, ``--max-rollout-tokens``, the stack's sandboxes.maxCallsPerRollout / maxTokensPerRollout): each
+call's ``max_tokens`` is cut to what is left, and past either bound a call gets 429 naming it, counted in ``limited``.
+
 Per-rollout keys (docs/design/rollout-keys.md): with ``--key-port`` the forwarder also accepts, once,
 ``PUT /rollout-key`` on the pod's address: the trainer delivers the key it minted for this claim
 right after the claim is Ready, before the agent runs anything, and the listener then closes. With
@@ -363,15 +369,10 @@ class Trace:
         self.entries: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def start(self) -> int:
-        """A traced call begins: its sequence number (the order of the calls, recorded or not)."""
-        with self._lock:
-            self.calls += 1
-            return self.calls
-
     def admit(self, want: int) -> tuple[int, int]:
-        """A traced call within the rollout's bounds: its sequence number and the completion tokens it may ask for (at
-        most `want`, reserved until `settle`); raises Limited naming the bound it is past."""
+        """A traced call begins within the rollout's bounds: its sequence number (the order of the calls, recorded or
+        not) and the completion tokens it may ask for (at most `want`, reserved until `settle`); raises Limited naming
+        the bound it is past."""
         with self._lock:
             left = self.max_tokens - self.tokens
             if self.calls >= self.max_calls:
