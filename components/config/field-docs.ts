@@ -575,6 +575,16 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
         default: "21600",
         meaning: "longest a warm sandbox waits unclaimed, in seconds (adds to its pod deadline)",
     },
+    "sandboxes.maxCallsPerRollout": {
+        default: "256",
+        meaning:
+            "the most model calls one rollout's forwarder relays (`forwarder.py --max-calls`); past it a call gets 429 naming the bound and the trace counts it in `limited`",
+    },
+    "sandboxes.maxTokensPerRollout": {
+        default: "1048576",
+        meaning:
+            "the most completion tokens one rollout's forwarder lets the model sample (`forwarder.py --max-rollout-tokens`): each call's `max_tokens` is cut to what is left; with none left a call gets 429 naming the bound and the trace counts it in `limited`",
+    },
     "sandboxes.priorityClassName": {
         default: "the cluster stack's, else none",
         meaning: "(k8s) PriorityClass of the sandbox pods (below training)",

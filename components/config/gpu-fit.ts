@@ -8,13 +8,12 @@ import { GIB, gib, trainerMemory, vllmMemory, type TrainerMemory, type TrainerSh
 import { GPU_PRODUCT_MIB, productGiB, usableGiB } from "./gpu-products";
 import { MODEL_FACTS, type ModelFacts } from "./model-facts";
 import { CUSTOM_PROGRAM, programFacts } from "./programs";
+import { runSampling } from "./run-sampling";
 import type { WeightDtype } from "./terms";
 import type { PlatformConfig } from "./types";
 
 /** TRL GRPOConfig's colocate default (vllm_gpu_memory_utilization 0.3), which the platform leaves as it is. */
 export const COLOCATE_VLLM_SHARE = 0.3;
-/** TRL GRPOConfig's max_completion_length default, for a program that sets none. */
-const TRL_MAX_COMPLETION = 512;
 /**
  * Prompt tokens per sequence when training.gpuMemory.promptTokens is unset: the seeds' MBPP/Wordle
  * prompts (system + task + tool turns) counted at 1024, TRL's opencode task prompts at 512; these give
@@ -86,7 +85,6 @@ function takes(c: PlatformConfig, arg: "optim" | "gradientCheckpointing" | "maxC
 export function trainerShape(c: PlatformConfig, model: ModelFacts): TrainerShape {
     const t = c.training;
     const p = programFacts(t.program);
-    const completion = p?.args.maxCompletionLength ? p.flags[p.args.maxCompletionLength]?.default : undefined;
     const gcDefault = p?.args.gradientCheckpointing ? p.flags[p.args.gradientCheckpointing]?.default !== false : true;
     const fsdp = t.accelerateConfig !== undefined && /fsdp/i.test(t.accelerateConfig);
     return {
@@ -96,7 +94,7 @@ export function trainerShape(c: PlatformConfig, model: ModelFacts): TrainerShape
         gradientCheckpointing: t.gradientCheckpointing ?? gcDefault,
         batch: p?.fixed.perDeviceTrainBatchSize ?? t.perDeviceTrainBatchSize,
         promptTokens: t.gpuMemory.promptTokens ?? PROMPT_TOKENS[t.program] ?? 512,
-        completionTokens: t.maxCompletionLength ?? (typeof completion === "number" ? completion : TRL_MAX_COMPLETION),
+        completionTokens: runSampling(c).maxCompletionTokens,
         shards: fsdp ? t.numProcesses * t.nodes : 1,
     };
 }

@@ -289,6 +289,9 @@ const sandboxes = z.strictObject({
         .prefault({}),
     maxLifetimeSeconds: posInt.default(3600),
     maxWarmWaitSeconds: posInt.default(6 * 3600),
+    // The forwarder's per-rollout bounds (python/agent_rl_sandbox/forwarder.py DEFAULT_MAX_CALLS, DEFAULT_MAX_ROLLOUT_TOKENS).
+    maxCallsPerRollout: posInt.default(256),
+    maxTokensPerRollout: posInt.default(1048576),
     priorityClassName: z.string().optional(),
 });
 

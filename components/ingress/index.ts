@@ -1,4 +1,4 @@
-export { VllmIngress, configChecksum, GENERATED_KEY_LENGTH, type VllmIngressArgs } from "./vllm-ingress";
+export { VllmIngress, configChecksum, retiredSandboxKeyMessage, GENERATED_KEY_LENGTH, type VllmIngressArgs } from "./vllm-ingress";
 export { resolveVllmIngress, type IngressDescription } from "./resolve";
 export { ingressProxySettings, localOverrides } from "./proxy-settings";
 export {

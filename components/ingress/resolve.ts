@@ -42,10 +42,16 @@ export interface IngressDescription {
     readonly configText: string;
     /** The allow-listed routes (for docs, the HTTPRoute matches and the plan). */
     readonly routes: readonly Route[];
-    /** Names of the Bearer keys, in config order (each generated unless supplied). */
+    /** Names of the Bearer keys nginx accepts, in config order (each generated unless supplied). */
     readonly keyNames: readonly string[];
-    /** The key the sandboxes use (handed to the trainer). */
-    readonly sandboxKeyName: string;
+    /**
+     * The shared key the sandboxes use (ingress.sandboxKey), where the sandboxes hold one. Absent where they take
+     * per-rollout keys (rolloutKeys): nginx then accepts only `rk1.` keys and the operators' keys, and nothing renders
+     * the shared one (docs/design/rollout-keys.md). @default undefined
+     */
+    readonly sandboxKeyName?: string;
+    /** The ingress.sandboxKey name left out of keyNames because the sandboxes take per-rollout keys. @default undefined */
+    readonly retiredSandboxKey?: string;
     /** nginx's listen port (8443 with TLS at the proxy, else 8080). */
     readonly port: number;
     /** Port name on the container and the Service ("https" / "http"). */
@@ -191,6 +197,17 @@ function objectNames(names: IngressNames): IngressDescription["names"] {
     };
 }
 
+/**
+ * The keys nginx accepts. With per-rollout keys the sandboxes send only their rollout's `rk1.` key (no forwarder holds
+ * the shared one: components/sandbox/forwarder.ts), so ingress.sandboxKey is left out: a leaked copy of it would skip
+ * the verifier, share one bucket and outlive every rollout.
+ */
+function ingressKeyNames(config: IngressConfig, rolloutKeys: boolean): Pick<IngressDescription, "keyNames" | "sandboxKeyName" | "retiredSandboxKey"> {
+    const i = config.ingress;
+    if (!rolloutKeys) return { keyNames: [...i.keys], sandboxKeyName: i.sandboxKey };
+    return { keyNames: i.keys.filter((k) => k !== i.sandboxKey), retiredSandboxKey: i.sandboxKey };
+}
+
 /** Resolves the ingress from the platform config and names; throws ConfigError with every problem. */
 export function resolveVllmIngress(config: IngressConfig, names: IngressNames, metricsLinks?: MetricsLinks): IngressDescription {
     const i = config.ingress;
@@ -202,14 +219,14 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames, m
     const exposed = i.exposure !== "cluster";
     const labels = podLabels("vllm-ingress", names.ingress.deployment);
     const metrics = metricsSidecars(config, names, labels, metricsLinks);
+    const rolloutKeys = rolloutKeyVerifier(config, names);
     return {
         target: config.target.kind,
         dns: dnsEgressFor(config.target),
         settings,
         configText: renderNginxConfig(settings),
         routes: allowedRoutes(settings),
-        keyNames: [...i.keys],
-        sandboxKeyName: i.sandboxKey,
+        ...ingressKeyNames(config, rolloutKeys !== undefined),
         port,
         portName: settings.tlsEnabled ? "https" : "http",
         // A public host is reached as https://<host> (names.ts), i.e. on 443.
@@ -234,6 +251,6 @@ export function resolveVllmIngress(config: IngressConfig, names: IngressNames, m
         dockerPublishIp: exposed ? "0.0.0.0" : "127.0.0.1",
         names: objectNames(names),
         metrics,
-        rolloutKeys: rolloutKeyVerifier(config, names),
+        rolloutKeys,
     };
 }

@@ -9,10 +9,12 @@ import * as pulumi from "@pulumi/pulumi";
 import { imagePullPolicy } from "../shared/images";
 import { hardenedServicePod, podsInNamespace, pullSecretRefs, restrictedContainerSecurity, tcpProbes } from "../shared/kubernetes";
 import type { IngressDescription } from "./resolve";
-import { VERIFIER_ADMIN_KEY_DIR, VERIFIER_ADMIN_KEY_SECRET_KEY, type RolloutKeyVerifier } from "./verifier";
+import { VERIFIER_ADMIN_KEY_DIR, VERIFIER_ADMIN_KEY_SECRET_KEY, VERIFIER_STATE_DIR, type RolloutKeyVerifier } from "./verifier";
 
 /** The pod volume holding the admin key (the verifier's Secret). */
 const ADMIN_KEY_VOLUME = "admin-key";
+/** The pod volume holding the table across container restarts (--state-file). */
+const STATE_VOLUME = "state";
 
 /** The verifier container's security: the sandbox image's non-root user, read-only root, no capabilities. */
 function verifierSecurity(v: RolloutKeyVerifier) {
@@ -40,7 +42,10 @@ export function verifierPodSpec(d: IngressDescription, v: RolloutKeyVerifier): k
                 image: v.image,
                 imagePullPolicy: imagePullPolicy(v.image),
                 command: [...v.command],
-                volumeMounts: [{ name: ADMIN_KEY_VOLUME, mountPath: VERIFIER_ADMIN_KEY_DIR, readOnly: true }],
+                volumeMounts: [
+                    { name: ADMIN_KEY_VOLUME, mountPath: VERIFIER_ADMIN_KEY_DIR, readOnly: true },
+                    { name: STATE_VOLUME, mountPath: VERIFIER_STATE_DIR },
+                ],
                 ports: [
                     { name: "verify", containerPort: v.verifyPort, protocol: "TCP" },
                     { name: "admin", containerPort: v.adminPort, protocol: "TCP" },
@@ -60,6 +65,8 @@ export function verifierPodSpec(d: IngressDescription, v: RolloutKeyVerifier): k
                     defaultMode: 0o440,
                 },
             },
+            // At most 4096 rows of about 160 bytes (rollout_keys.py MAX_STATE_BYTES is 2 MiB).
+            { name: STATE_VOLUME, emptyDir: { sizeLimit: "4Mi" } },
         ],
     };
 }

@@ -29,6 +29,12 @@ export const VERIFIER_PATH = "/opt/agent-rl/rollout_keys.py";
 export const VERIFIER_ADMIN_KEY_LENGTH = 48;
 
 const ADMIN_KEY_FILE = `${VERIFIER_ADMIN_KEY_DIR}/${VERIFIER_ADMIN_KEY_SECRET_KEY}`;
+/**
+ * Where the verifier keeps its table across restarts of its container (rollout_keys.py --state-file): an emptyDir,
+ * which outlives a container restart (an OOM kill, a failed liveness probe) but not the pod. Digests, never keys.
+ */
+export const VERIFIER_STATE_DIR = "/var/run/agent-rl/rollout-keys-state";
+const STATE_FILE = `${VERIFIER_STATE_DIR}/table.json`;
 
 /** The verifier as rendered: image, command, ports, who reaches it, names. */
 export interface RolloutKeyVerifier {
@@ -83,6 +89,9 @@ export function rolloutKeyVerifier(config: IngressConfig, names: IngressNames): 
             String(VERIFIER_ADMIN_PORT),
             "--admin-key-file",
             ADMIN_KEY_FILE,
+            // A restarted verifier keeps the live rollouts (issue 56): a forwarder takes its key once, so none could be re-minted.
+            "--state-file",
+            STATE_FILE,
         ],
         verifyPort: VERIFIER_VERIFY_PORT,
         adminPort: VERIFIER_ADMIN_PORT,

@@ -32,6 +32,11 @@ export interface VllmIngressArgs {
     readonly upstreamReady?: Promise<pulumi.Resource | undefined>;
 }
 
+/** What a stack that still sets the shared sandbox key is told: it is not rendered, and how to drop it. */
+export function retiredSandboxKeyMessage(name: string): string {
+    return `ingressKey-${name}: the sandboxes take per-rollout keys on this stack (agent-sandbox on Kubernetes), so this shared sandbox key (ingress.sandboxKey) is not rendered and nginx refuses it: remove it with pulumi config rm ingressKey-${name}`;
+}
+
 /** Length of a generated key: 48 of [A-Za-z0-9] (about 285 bits), safe in a URL, a header and the nginx map. */
 export const GENERATED_KEY_LENGTH = 48;
 
@@ -49,8 +54,8 @@ export class VllmIngress extends pulumi.ComponentResource {
     public readonly sandboxUrl: pulumi.Output<string>;
     /** Every key by name, secret (supplied or generated). */
     public readonly keys: Record<string, pulumi.Output<string>>;
-    /** The key the sandboxes use (config.ingress.sandboxKey), secret. */
-    public readonly sandboxKey: pulumi.Output<string>;
+    /** The shared key the sandboxes use (config.ingress.sandboxKey), secret; absent where they take per-rollout keys. */
+    public readonly sandboxKey?: pulumi.Output<string>;
     /** The proxy Service (Kubernetes) / container name (Docker), the in-cluster / in-network host name. */
     public readonly serviceName: pulumi.Output<string>;
     /** nginx's listen port (8443 with TLS at the proxy, else 8080). */
@@ -67,7 +72,10 @@ export class VllmIngress extends pulumi.ComponentResource {
         const d = args.description;
         const child = { parent: this };
         const supplied = args.suppliedKeys ?? {};
-        const unknown = Object.keys(supplied).filter((k) => !d.keyNames.includes(k));
+        // A shared sandbox key set before per-rollout keys: not rendered anywhere (nginx refuses it), said once.
+        const retired = d.retiredSandboxKey;
+        if (retired !== undefined && supplied[retired] !== undefined) pulumi.log.warn(retiredSandboxKeyMessage(retired), this);
+        const unknown = Object.keys(supplied).filter((k) => !d.keyNames.includes(k) && k !== retired);
         if (unknown.length > 0) {
             throw new pulumi.RunError(
                 `VllmIngress ${name}: supplied key(s) ${unknown.map((k) => `'${k}'`).join(", ")} not in ingress.keys (${d.keyNames.join(", ")}): add the name to ingress.keys or remove the secret config ingressKey-<name>`,
@@ -118,14 +126,14 @@ export class VllmIngress extends pulumi.ComponentResource {
 
         this.sandboxUrl = pulumi.output(d.urls.sandbox);
         this.keys = keys;
-        this.sandboxKey = keys[d.sandboxKeyName]!;
+        this.sandboxKey = d.sandboxKeyName !== undefined ? keys[d.sandboxKeyName] : undefined;
         this.port = d.port;
         this.peer = d.peer;
         this.rolloutAdminKey = rolloutAdminKey;
         this.registerOutputs({
             sandboxUrl: this.sandboxUrl,
             keys: this.keys,
-            sandboxKey: this.sandboxKey,
+            ...(this.sandboxKey !== undefined ? { sandboxKey: this.sandboxKey } : {}),
             serviceName: this.serviceName,
             port: this.port,
             namespace: this.namespace,

@@ -133,15 +133,16 @@ function registerSandboxPool(
     child: Child,
 ): SandboxPool | undefined {
     if (!plan.sandboxes) return undefined;
-    const sandboxKey = ingress?.sandboxKey;
-    if (sandboxKey === undefined) throw new pulumi.RunError("sandboxes need the ingress's sandbox key: enable the ingress");
+    if (ingress === undefined) throw new pulumi.RunError("sandboxes reach vLLM through the ingress: enable the ingress");
+    // Per-rollout keys (agent-sandbox): the ingress has no shared sandbox key, and the pool renders none.
+    const sandboxKey = ingress.sandboxKey;
     const names = plan.names;
     return new SandboxPool(
         `${name}-sandboxes`,
         {
             description: plan.sandboxes,
-            sandboxKey,
-            ingress: ingress!.peer,
+            ...(sandboxKey !== undefined ? { sandboxKey } : {}),
+            ingress: ingress.peer,
             trainer: {
                 serviceAccount: names.training.serviceAccount,
                 namespace: names.namespaces.training,

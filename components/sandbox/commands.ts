@@ -3,6 +3,7 @@
  * forwarder beside it (python/agent_rl_sandbox/runtime.py, forwarder.py). Pure.
  */
 import {
+    type ForwarderBounds,
     SANDBOX_FORWARDER_PATH,
     SANDBOX_FORWARDER_PORT,
     SANDBOX_HOME_SEED,
@@ -14,11 +15,13 @@ import {
 
 /**
  * The forwarder's command: the model routes on loopback only (the agent's container shares the pod's loopback,
- * nothing outside the pod reaches it), the trace on the pod IP for the trainer, the ingress as upstream, and the
- * key: with `keyPort`, only the rollout's, delivered once by the trainer; else the pool's, from its own container's env.
+ * nothing outside the pod reaches it), the trace on the pod IP for the trainer, the ingress as upstream, the run's
+ * sampling and the rollout's bounds, and the key: with `keyPort`, only the rollout's, delivered once by the
+ * trainer; else the pool's, from its own container's env.
  */
 export function sandboxForwarderCommand(
     upstreamUrl: string,
+    bounds: ForwarderBounds,
     port: number = SANDBOX_FORWARDER_PORT,
     tracePort: number = SANDBOX_TRACE_PORT,
     keyPort?: number,
@@ -37,6 +40,15 @@ export function sandboxForwarderCommand(
         String(tracePort),
         "--upstream",
         upstreamUrl,
+        // The sampling the trainer checks the record against (trusted_trace.check_sampling), forced here.
+        "--temperature",
+        String(bounds.temperature),
+        "--max-tokens",
+        String(bounds.maxTokens),
+        "--max-calls",
+        String(bounds.maxCalls),
+        "--max-rollout-tokens",
+        String(bounds.maxRolloutTokens),
         // Agent-sandbox pools: the rollout's key, delivered once by the trainer on the pod IP (docs/design/rollout-keys.md).
         ...(keyPort !== undefined ? ["--key-host", "0.0.0.0", "--key-port", String(keyPort)] : ["--key-env", SANDBOX_KEY_ENV]),
     ];

@@ -2,10 +2,12 @@
  * The key-holding forwarder beside every sandbox (model.ts SandboxForwarder says why the key lives
  * there), and where the agent's side sends its model calls. Pure.
  */
+import { runSampling } from "../config/run-sampling";
 import { takesRolloutKeys } from "../config/sandbox-providers";
 import { sandboxForwarderCommand } from "./commands";
 import {
     FORWARDER_CPU,
+    type ForwarderBounds,
     FORWARDER_MEMORY,
     SANDBOX_FORWARDER_PATH,
     SANDBOX_FORWARDER_PORT,
@@ -19,12 +21,25 @@ import {
 /** The forwarder's URL on the pod's loopback: what the agent's side calls (the capture proxy's upstream). */
 export const FORWARDER_URL = `http://127.0.0.1:${SANDBOX_FORWARDER_PORT}`;
 
+/** The run's sampling (config/run-sampling.ts, as the trainer runs it) and the rollout's bounds, for the forwarder to force. */
+export function forwarderBounds(config: Pick<SandboxConfig, "sandboxes" | "training">): ForwarderBounds {
+    const sampling = runSampling(config);
+    return {
+        temperature: sampling.temperature,
+        maxTokens: sampling.maxCompletionTokens,
+        maxCalls: config.sandboxes.maxCallsPerRollout,
+        maxRolloutTokens: config.sandboxes.maxTokensPerRollout,
+    };
+}
+
 /** The forwarder: loopback only, the ingress as upstream, a uid of its own beside the sandbox's. */
-export function forwarderDescription(config: Pick<SandboxConfig, "sandboxes" | "target">, ingressUrl: string): SandboxForwarder {
+export function forwarderDescription(config: Pick<SandboxConfig, "sandboxes" | "target" | "training">, ingressUrl: string): SandboxForwarder {
     const s = config.sandboxes;
     const keyPort = takesRolloutKeys(config) ? SANDBOX_KEY_PORT : undefined;
+    const bounds = forwarderBounds(config);
     return {
-        command: sandboxForwarderCommand(ingressUrl, SANDBOX_FORWARDER_PORT, SANDBOX_TRACE_PORT, keyPort),
+        command: sandboxForwarderCommand(ingressUrl, bounds, SANDBOX_FORWARDER_PORT, SANDBOX_TRACE_PORT, keyPort),
+        bounds,
         probeCommand: ["python3", "-I", SANDBOX_FORWARDER_PATH, "--probe", "--port", String(SANDBOX_FORWARDER_PORT)],
         port: SANDBOX_FORWARDER_PORT,
         tracePort: SANDBOX_TRACE_PORT,

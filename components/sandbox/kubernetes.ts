@@ -250,7 +250,8 @@ export function sandboxClaimerRules(): Array<{ apiGroups: string[]; resources: s
 
 export interface KubernetesSandboxArgs {
     readonly description: SandboxDescription;
-    readonly sandboxKey: pulumi.Input<string>;
+    /** The shared ingress key, only for forwarders that hold one (description.forwarder.keyEnv). @default undefined */
+    readonly sandboxKey?: pulumi.Input<string>;
     readonly ingress: IngressPeer;
     readonly trainer: TrainerPeer;
     /** The sandboxes namespace (the Platform's Namespace output, so the objects wait for it). @default description.names.namespace */
@@ -287,6 +288,26 @@ function ownQuotaAndClaimPolicy(
     return [quota, binding];
 }
 
+/**
+ * The pool key's Secret, only where a forwarder reads it (keyEnv). Per-rollout keys (agent-sandbox) leave none: no
+ * container would read it, and nginx no longer accepts that key (docs/design/rollout-keys.md).
+ */
+function sharedKeySecret(
+    name: string,
+    d: SandboxDescription,
+    sandboxKey: pulumi.Input<string> | undefined,
+    metadata: { name: string; namespace: pulumi.Input<string>; labels: Record<string, string> },
+    child: { readonly parent: pulumi.Resource },
+): pulumi.Resource[] {
+    if (d.forwarder.keyEnv === undefined) return [];
+    if (sandboxKey === undefined)
+        throw new pulumi.RunError(
+            `SandboxPool ${name}: its forwarders read the shared key from $${d.forwarder.keyEnv}: pass args.sandboxKey (VllmIngress.sandboxKey)`,
+        );
+    const stringData = { [SANDBOX_KEY_SECRET_KEY]: pulumi.secret(sandboxKey) };
+    return [new k8s.core.v1.Secret(`${name}-key`, { metadata, type: "Opaque", stringData }, child)];
+}
+
 /** Registers the pool's Kubernetes objects as children of `parent`, named `${name}-<role>`. */
 export function registerKubernetesSandboxPool(name: string, args: KubernetesSandboxArgs, parent: pulumi.Resource): KubernetesSandboxResources {
     const d = args.description;
@@ -295,11 +316,7 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
     const labels = objectLabels(d);
     const meta = (objName: string) => ({ name: objName, namespace: ns, labels });
 
-    const keySecret = new k8s.core.v1.Secret(
-        `${name}-key`,
-        { metadata: meta(d.names.keySecret), type: "Opaque", stringData: { [SANDBOX_KEY_SECRET_KEY]: pulumi.secret(args.sandboxKey) } },
-        child,
-    );
+    const keySecret = sharedKeySecret(name, d, args.sandboxKey, meta(d.names.keySecret), child);
     const networkPolicy = new k8s.networking.v1.NetworkPolicy(
         `${name}-network`,
         { metadata: meta(d.names.networkPolicy), spec: sandboxNetworkPolicySpec(d, args.ingress, args.trainer) },
@@ -324,7 +341,7 @@ export function registerKubernetesSandboxPool(name: string, args: KubernetesSand
         const template = new k8s.apiextensions.CustomResource(
             role("template"),
             { apiVersion, kind: "SandboxTemplate", metadata: meta(pool.template), spec: sandboxTemplateSpec(d, pool) },
-            { ...child, dependsOn: [keySecret, networkPolicy, ...own] },
+            { ...child, dependsOn: [...keySecret, networkPolicy, ...own] },
         );
         const warmPool = new k8s.apiextensions.CustomResource(
             role("warm-pool"),

@@ -115,6 +115,18 @@ export interface SandboxSecurity {
     readonly terminationGraceSeconds: number;
 }
 
+/** What the forwarder forces and bounds for its one rollout (forwarder.py --temperature, --max-tokens, --max-calls, --max-rollout-tokens). */
+export interface ForwarderBounds {
+    /** The run's sampling temperature, sent on every call whatever the caller asked. */
+    readonly temperature: number;
+    /** The most tokens one answer may ask for: the run's longest completion. */
+    readonly maxTokens: number;
+    /** The most calls one rollout may make (sandboxes.maxCallsPerRollout). */
+    readonly maxCalls: number;
+    /** The most completion tokens one rollout may sample (sandboxes.maxTokensPerRollout). */
+    readonly maxRolloutTokens: number;
+}
+
 /**
  * The key-holding forwarder beside every sandbox (python/agent_rl_sandbox/forwarder.py). The agent
  * (opencode's bash tool runs the model's commands as the sandbox uid) can read the env and argv of
@@ -125,6 +137,8 @@ export interface SandboxSecurity {
  */
 export interface SandboxForwarder {
     readonly command: readonly string[];
+    /** The run's sampling it forces and the rollout's bounds it holds (rendered into `command`). */
+    readonly bounds: ForwarderBounds;
     /** Exit 0 once it accepts connections (run in its container: it listens on loopback, which kubelet's httpGet cannot reach). */
     readonly probeCommand: readonly string[];
     readonly port: number;

@@ -52,6 +52,12 @@ Bounded: request bodies are streamed upstream (never held whole) up to ``MAX_BOD
 answer is held up to ``MAX_RECORD_BYTES`` and the whole trace up to ``MAX_TRACE_BYTES`` (past
 either, the entry is counted in ``dropped`` instead).
 
+A record the agent cannot truncate: a call whose caller hangs up (or goes silent) while its answer is relayed is
+counted in ``broken`` and the trace is not ``complete``, so the trainer refuses the rollout (issue 56: such a call
+used to vanish from a record that still said complete). A rollout's calls and completion tokens are bounded
+(``--max-calls``, ``--max-rollout-tokens``, the stack's sandboxes.maxCallsPerRollout / maxTokensPerRollout): each
+call's ``max_tokens`` is cut to what is left, and past either bound a call gets 429 naming it, counted in ``limited``.
+
 Per-rollout keys (docs/design/rollout-keys.md): with ``--key-port`` the forwarder also accepts, once,
 ``PUT /rollout-key`` on the pod's address: the trainer delivers the key it minted for this claim
 right after the claim is Ready, before the agent runs anything, and the listener then closes. With
@@ -132,6 +138,12 @@ RESTART_DELAY_SECONDS = 0.5
 #: to FORK_RETRY_MAX_SECONDS, for as long as it takes: the supervisor never exits over it, so the ports are never free.
 FORK_RETRY_FIRST_SECONDS = 0.05
 FORK_RETRY_MAX_SECONDS = 2.0
+#: Calls one rollout may make (``--max-calls``; the stack's sandboxes.maxCallsPerRollout, same default): an
+#: opencode rollout makes tens, each a turn of the agent.
+DEFAULT_MAX_CALLS = 256
+#: Completion tokens one rollout may sample (``--max-rollout-tokens``; sandboxes.maxTokensPerRollout, same default):
+#: 256 calls of 4096 tokens, the recipes' longest completion.
+DEFAULT_MAX_ROLLOUT_TOKENS = 1048576
 
 log = logging.getLogger("agent_rl_sandbox.forwarder")
 
@@ -328,10 +340,17 @@ def entry_json(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class Trace:
-    """The completions this forwarder relayed, in order, within MAX_TRACE_BYTES."""
+class Limited(Exception):
+    """A call past the rollout's bounds (--max-calls, --max-rollout-tokens): 429 with the message (it names the bound)."""
 
-    def __init__(self, restarts: int = 0, limit: int = MAX_TRACE_BYTES) -> None:
+
+class Trace:
+    """The completions this forwarder relayed, in order, within MAX_TRACE_BYTES, and the rollout's budget: at most
+    `max_calls` calls and `max_tokens` completion tokens (each call's max_tokens is reserved when it starts, and it is
+    charged what it sampled once its record is kept)."""
+
+    def __init__(self, restarts: int = 0, limit: int = MAX_TRACE_BYTES, *, max_calls: int = DEFAULT_MAX_CALLS,
+                 max_tokens: int = DEFAULT_MAX_ROLLOUT_TOKENS) -> None:
         self.restarts = restarts
         self.limit = limit
         self.size = 0
@@ -339,14 +358,39 @@ class Trace:
         self.dropped = 0
         #: Calls refused by SAMPLING_TABLE (400, never relayed: nothing was sampled).
         self.refused = 0
+        #: Calls refused at the rollout's bounds (429, never relayed).
+        self.limited = 0
+        #: Calls whose caller hung up (or went silent) mid-answer: the model sampled, the record has no whole answer.
+        self.broken = 0
+        self.max_calls = max_calls
+        self.max_tokens = max_tokens
+        #: Completion tokens reserved by calls in flight and spent by calls done.
+        self.tokens = 0
         self.entries: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def start(self) -> int:
-        """A traced call begins: its sequence number (the order of the calls, recorded or not)."""
+    def admit(self, want: int) -> tuple[int, int]:
+        """A traced call begins within the rollout's bounds: its sequence number (the order of the calls, recorded or
+        not) and the completion tokens it may ask for (at most `want`, reserved until `settle`); raises Limited naming
+        the bound it is past."""
         with self._lock:
+            left = self.max_tokens - self.tokens
+            if self.calls >= self.max_calls:
+                self.limited += 1
+                raise Limited(f"this rollout made its {self.max_calls} calls (--max-calls, the run's sandboxes.maxCallsPerRollout): no more are relayed")
+            if left <= 0:
+                self.limited += 1
+                raise Limited(f"this rollout sampled its {self.max_tokens} completion tokens (--max-rollout-tokens, the run's sandboxes.maxTokensPerRollout): no more are relayed")
             self.calls += 1
-            return self.calls
+            grant = min(want, left)
+            self.tokens += grant
+            return self.calls, grant
+
+    def settle(self, granted: int, used: int) -> None:
+        """Charges a call what it sampled (`used`: its recorded completion tokens; all it reserved when unrecorded) in
+        place of what it reserved."""
+        with self._lock:
+            self.tokens += used - granted
 
     def add(self, seq: int, status: int, entry: dict[str, Any] | None) -> None:
         """The call's outcome: a 200 without a record (malformed, over a bound, broken off) counts as dropped."""
@@ -361,12 +405,19 @@ class Trace:
         with self._lock:
             self.refused += 1
 
+    def break_off(self) -> None:
+        """The caller hung up while the answer was relayed: the model sampled it, the record has none of it."""
+        with self._lock:
+            self.broken += 1
+
     def lines(self) -> Iterator[bytes]:
-        """JSON lines: a header ({"calls", "recorded", "dropped", "restarts", "complete"}), then one entry a line."""
+        """JSON lines: a header ({"calls", "recorded", "dropped", "refused", "limited", "broken", "tokens", "restarts",
+        "complete"}), then one entry a line."""
         with self._lock:
             entries = sorted(self.entries, key=lambda e: e["seq"])
-            header = {"calls": self.calls, "recorded": len(entries), "dropped": self.dropped, "refused": self.refused, "restarts": self.restarts}
-        header["complete"] = header["dropped"] == 0 and header["restarts"] == 0
+            header = {"calls": self.calls, "recorded": len(entries), "dropped": self.dropped, "refused": self.refused,
+                      "limited": self.limited, "broken": self.broken, "tokens": self.tokens, "restarts": self.restarts}
+        header["complete"] = header["dropped"] == 0 and header["broken"] == 0 and header["restarts"] == 0
         yield json.dumps(header).encode() + b"\n"
         for e in entries:
             yield json.dumps(entry_json(e)).encode() + b"\n"
@@ -485,10 +536,12 @@ class SamplingPolicy:
         self.temperature = temperature
         self.max_tokens = max_tokens
 
-    def normalise(self, held: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The held parameters as sent upstream, and the sampling record; raises Refused naming the first bad one."""
+    def normalise(self, held: dict[str, Any], max_tokens: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The held parameters as sent upstream, and the sampling record; raises Refused naming the first bad one.
+        `max_tokens`: this call's share of the rollout's budget (Trace.admit), at most the run's bound."""
         out: dict[str, Any] = {}
-        bounds = {"max_tokens": self.max_tokens, "max_completion_tokens": self.max_tokens, "top_logprobs": MAX_TOP_LOGPROBS}
+        cap = self.max_tokens if max_tokens is None else min(self.max_tokens, max_tokens)
+        bounds = {"max_tokens": cap, "max_completion_tokens": cap, "top_logprobs": MAX_TOP_LOGPROBS}
         for name, value in held.items():
             row = SAMPLING_TABLE[name]
             if row.action in ("pass", "record"):
@@ -511,7 +564,7 @@ class SamplingPolicy:
                 raise Refused(f"parameter 'temperature' must be a finite number >= 0, got {json.dumps(t)[:80]}")
         if self.temperature is not None:
             out["temperature"] = self.temperature
-        out.setdefault("max_tokens", self.max_tokens)
+        out.setdefault("max_tokens", cap)
         out["max_tokens"] = max(1, out["max_tokens"])
         out.setdefault("top_logprobs", 0)
         for name, row in SAMPLING_TABLE.items():
@@ -536,9 +589,11 @@ class RequestFilter:
     bytes. Raises Refused (malformed, duplicate, unknown or refused parameter); the caller then abandons the upstream
     request, which never receives a complete body."""
 
-    def __init__(self, policy: SamplingPolicy, declared: int) -> None:
+    def __init__(self, policy: SamplingPolicy, declared: int, max_tokens: int | None = None) -> None:
         self.policy = policy
         self.declared = declared
+        #: This call's completion tokens (Trace.admit's grant), at most the policy's bound.
+        self.max_tokens = max_tokens
         self.sent = 0
         self.state = "start"
         self.members = 0
@@ -715,7 +770,7 @@ class RequestFilter:
             self._value_end()
         if self.state != "end":
             raise Refused("the body is not a complete JSON object")
-        held, self.sampling = self.policy.normalise(self.held)
+        held, self.sampling = self.policy.normalise(self.held, self.max_tokens)
         tail = b",".join(b"%s:%s" % (json.dumps(k).encode(), json.dumps(v).encode()) for k, v in held.items())
         data = (b"{" if self.sent == 0 else b",") + tail + b"}"
         pad = self.declared - self.sent - len(data)
@@ -820,6 +875,9 @@ class Handler(BaseHTTPRequestHandler):
             )
             return HTTPStatus.SERVICE_UNAVAILABLE
         headers = {h: self.headers[h] for h in REQUEST_HEADERS if self.headers.get(h)}
+        trace = self.server.trace
+        seq: int | None = None
+        granted = 0
         if method == "POST":
             body, length, refused = self._body()
             if refused is not None:
@@ -827,13 +885,20 @@ class Handler(BaseHTTPRequestHandler):
                 limit = "Content-Length required" if refused == HTTPStatus.LENGTH_REQUIRED else f"body must be 0..{MAX_BODY_BYTES} bytes"
                 self._reply(refused, limit)
                 return refused
+            if (method, route) == TRACED:
+                try:
+                    seq, granted = trace.admit(up.policy.max_tokens)
+                except Limited as e:
+                    self.close_connection = True  # the body is left unread
+                    self._reply(HTTPStatus.TOO_MANY_REQUESTS, str(e))
+                    return HTTPStatus.TOO_MANY_REQUESTS
             # The body as the table lets it through: streamed, normalised, padded to a length known now.
-            request = RequestFilter(up.policy, length + BODY_RESERVE_BYTES)
+            request = RequestFilter(up.policy, length + BODY_RESERVE_BYTES, granted if seq is not None else None)
             headers["Content-Length"] = str(length + BODY_RESERVE_BYTES)
         # Set last, whatever the caller sent: the caller's Authorization was never copied.
         headers["Authorization"] = f"Bearer {up.key}"
-        seq = self.server.trace.start() if (method, route) == TRACED else None
         conn = up.connect()
+        used = granted  # completion tokens this call is charged: all it reserved unless its record says fewer
         try:
             try:
                 conn.request(method, up.prefix + route, body=filtered(body, request) if body is not None else None, headers=headers)
@@ -843,22 +908,38 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self._reply(HTTPStatus.BAD_REQUEST, str(e))
                 if seq is not None:
-                    self.server.trace.refuse()
+                    trace.refuse()
+                used = 0
                 return HTTPStatus.BAD_REQUEST
             except (OSError, http.client.HTTPException) as e:
+                used = 0
                 if body is not None and body.failed:
                     raise ConnectionResetError from e  # the caller's body broke off, not the upstream
                 self.close_connection = True
                 # The error's class only: its text may carry the upstream's address details, never more is needed.
                 self._reply(HTTPStatus.BAD_GATEWAY, f"upstream unreachable: {type(e).__name__}")
                 if seq is not None:
-                    self.server.trace.add(seq, HTTPStatus.BAD_GATEWAY, None)
+                    trace.add(seq, HTTPStatus.BAD_GATEWAY, None)
                 return HTTPStatus.BAD_GATEWAY
-            entry = self._relay(resp, record=seq is not None)
+            try:
+                entry = self._relay(resp, record=seq is not None)
+            except BaseException:
+                # The caller hung up (or went silent) mid-answer: sampled, never recorded whole. Counted, never silent
+                # (issue 56: such a call used to vanish from a record that still said complete).
+                if seq is not None:
+                    trace.break_off()
+                    log.warning("call %d: the caller went away mid-answer; the trace is incomplete", seq)
+                raise
             if seq is not None:
-                self.server.trace.add(seq, resp.status, entry | {"sampling": request.sampling} if entry is not None else None)
+                if entry is not None:
+                    used = max((len(c["token_ids"]) for c in entry["choices"]), default=0)
+                elif resp.status != HTTPStatus.OK:
+                    used = 0
+                trace.add(seq, resp.status, entry | {"sampling": request.sampling} if entry is not None else None)
             return resp.status
         finally:
+            if seq is not None:
+                trace.settle(granted, used)
             conn.close()
 
     def _relay(self, resp: http.client.HTTPResponse, *, record: bool) -> dict[str, Any] | None:
@@ -1153,6 +1234,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--key-port", type=int, default=0, help="accept the rollout's key once on this port, the only key then held (0: none; the env key only)")
     p.add_argument("--temperature", type=float, default=None, help="the run's sampling temperature, sent on every call (default: the caller's, recorded)")
     p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="the most tokens one answer may ask for (larger asks are cut to it)")
+    p.add_argument("--max-calls", type=int, default=DEFAULT_MAX_CALLS, help="the most model calls this rollout may make (past it: 429)")
+    p.add_argument("--max-rollout-tokens", type=int, default=DEFAULT_MAX_ROLLOUT_TOKENS,
+                   help="the most completion tokens this rollout may sample (each call's max_tokens is cut to what is left; none left: 429)")
     p.add_argument("--probe", action="store_true", help="exit 0 when the forwarder accepts connections, else 1")
     return p.parse_args(argv)
 
@@ -1166,7 +1250,8 @@ def read_keys(fd: int, upstream: Upstream) -> None:
                 upstream.key = key
 
 
-def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, restarts: int, keys: int | None = None) -> int:
+def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, restarts: int, keys: int | None = None,
+          budget: tuple[int, int] = (DEFAULT_MAX_CALLS, DEFAULT_MAX_ROLLOUT_TOKENS)) -> int:
     """The serving child: both servers on the supervisor's sockets until SIGTERM."""
     if keys is not None:
         threading.Thread(target=read_keys, args=(keys, upstream), daemon=True).start()
@@ -1176,7 +1261,7 @@ def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstre
             f.write("1000")
     except OSError:
         pass
-    trace = Trace(restarts)
+    trace = Trace(restarts, max_calls=budget[0], max_tokens=budget[1])
     server = ForwarderServer(forward, upstream, trace)
     servers = [server] + ([TraceServer(traced, trace)] if traced is not None else [])
 
@@ -1229,7 +1314,8 @@ def start_child(run: Any, hand_over: KeyHandOver | None, stopping: Any, sleep: A
     return None
 
 
-def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, hand_over: KeyHandOver | None = None) -> int:
+def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, hand_over: KeyHandOver | None = None,
+              budget: tuple[int, int] = (DEFAULT_MAX_CALLS, DEFAULT_MAX_ROLLOUT_TOKENS)) -> int:
     """Holds the sockets for the forwarder's whole life and keeps one serving child on them."""
     stopping = False
     child = 0
@@ -1247,7 +1333,7 @@ def supervise(forward: socket.socket, traced: socket.socket | None, upstream: Up
     signal.signal(signal.SIGINT, stop)
     restarts = 0
     while True:
-        started = start_child(lambda keys: serve(forward, traced, upstream, restarts, keys), hand_over, lambda: stopping)
+        started = start_child(lambda keys: serve(forward, traced, upstream, restarts, keys, budget), hand_over, lambda: stopping)
         if started is None:
             return 0  # stopped while no child could be started
         child = started
@@ -1282,6 +1368,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         log.error("%s", e)
         return 2
+    for flag, value in (("--max-calls", args.max_calls), ("--max-rollout-tokens", args.max_rollout_tokens)):
+        if value < 1:
+            log.error("%s must be a positive integer, got %d: it bounds what one rollout may ask of the model", flag, value)
+            return 2
     # Both ports first, before anything else: the startup probe passes only once they are held.
     try:
         forward = listen(args.host, args.port)
@@ -1303,7 +1393,7 @@ def main(argv: list[str] | None = None) -> int:
             log.error("cannot listen for the rollout key: %s", e)
             return 2
         threading.Thread(target=delivery.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True).start()
-    return supervise(forward, traced, upstream, hand_over)
+    return supervise(forward, traced, upstream, hand_over, (args.max_calls, args.max_rollout_tokens))
 
 
 if __name__ == "__main__":

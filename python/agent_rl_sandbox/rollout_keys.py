@@ -5,7 +5,10 @@ A rollout key is ``rk1.`` followed by 43 URL-safe base64 characters (32 random b
 keeps, per live key, only its SHA-256, the rollout it belongs to and its expiry; a key is valid while
 it is in that table and unexpired. Revoking (the rollout or claim ended) removes it: the next
 request with it is refused, on every ingress replica at once, because every replica asks this one
-process. A restart empties the table (every live rollout's key is refused: fail closed).
+process. With ``--state-file`` (an emptyDir on Kubernetes) the table survives a restart of the
+process: each mint and revocation rewrites the file (digests, rollouts and wall-clock expiries, never
+a key; written whole, then renamed), and a new process reads it back, dropping expired and malformed
+entries. Without it a restart empties the table (every live rollout's key is refused: fail closed).
 
 Two listeners, both plain HTTP:
 
@@ -57,6 +60,9 @@ MAX_LIVE_KEYS = 4096
 MAX_TTL_SECONDS = 86400
 DEFAULT_TTL_SECONDS = 3600
 MAX_BODY_BYTES = 4096
+#: The state file's format (``--state-file``), and its largest size: MAX_LIVE_KEYS rows of about 160 bytes.
+STATE_VERSION = 1
+MAX_STATE_BYTES = 2 * 1024 * 1024
 DEFAULT_VERIFY_PORT = 7200
 DEFAULT_ADMIN_PORT = 7201
 DEFAULT_ADMIN_KEY_ENV = "AGENT_RL_ROLLOUT_ADMIN_KEY"
@@ -87,12 +93,18 @@ class MintRefused(ValueError):
 class KeyTable:
     """The live rollout keys: digest -> (rollout, expiry), and rollout -> digest. Thread-safe."""
 
-    def __init__(self, *, max_live: int = MAX_LIVE_KEYS, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, max_live: int = MAX_LIVE_KEYS, clock: Callable[[], float] = time.monotonic, state_file: str | None = None,
+                 wall: Callable[[], float] = time.time) -> None:
         self.max_live = max_live
         self._clock = clock
+        self._wall = wall
         self._lock = threading.Lock()
         self._by_digest: dict[str, _Entry] = {}
         self._by_rollout: dict[str, str] = {}
+        #: Where the table is kept across restarts (``--state-file``); None: in memory only.
+        self.state_file = state_file
+        if state_file is not None:
+            self._load(state_file)
 
     def mint(self, rollout: str, ttl_seconds: int) -> str:
         if not isinstance(rollout, str) or not ROLLOUT_ID_RE.match(rollout):
@@ -108,11 +120,15 @@ class KeyTable:
             d = _digest(key)
             self._by_digest[d] = _Entry(rollout, self._clock() + ttl_seconds)
             self._by_rollout[rollout] = d
+            self._save()
         return key
 
     def revoke(self, rollout: str) -> bool:
         with self._lock:
-            return self._revoke(rollout)
+            gone = self._revoke(rollout)
+            if gone:
+                self._save()
+            return gone
 
     def rollout_of(self, key: str) -> str | None:
         """The rollout a live key belongs to, or None (unknown, revoked, expired, malformed)."""
@@ -145,6 +161,52 @@ class KeyTable:
         now = self._clock()
         for rollout in [e.rollout for e in self._by_digest.values() if now >= e.expires_at]:
             self._revoke(rollout)
+
+    def _save(self) -> None:
+        """Writes the table to the state file (under the lock): whole to a temporary file, then renamed over it, so a
+        process killed mid-write leaves the previous table. A failed write is logged; the table in memory still holds."""
+        if self.state_file is None:
+            return
+        now, wall = self._clock(), self._wall()
+        rows = [{"digest": d, "rollout": e.rollout, "expires": wall + (e.expires_at - now)} for d, e in self._by_digest.items()]
+        tmp = f"{self.state_file}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump({"version": STATE_VERSION, "keys": rows}, f)
+            os.replace(tmp, self.state_file)
+        except OSError as e:
+            log.error("cannot write the key table to %s (%s): a restart would lose the live keys", self.state_file, e.strerror)
+
+    def _load(self, path: str) -> None:
+        """Reads back a table _save wrote; expired, malformed and surplus entries are left out. No file: an empty table."""
+        try:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_STATE_BYTES + 1)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            log.error("cannot read the key table from %s (%s): starting empty", path, e.strerror)
+            return
+        try:
+            state = json.loads(raw) if len(raw) <= MAX_STATE_BYTES else None
+        except ValueError:
+            state = None
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION or not isinstance(state.get("keys"), list):
+            log.error("the key table in %s is not one this verifier wrote (or over %d bytes): starting empty", path, MAX_STATE_BYTES)
+            return
+        now, wall = self._clock(), self._wall()
+        for row in state["keys"][: self.max_live]:
+            if not isinstance(row, dict):
+                continue
+            d, rollout, expires = row.get("digest"), row.get("rollout"), row.get("expires")
+            if not (isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d) and isinstance(rollout, str) and ROLLOUT_ID_RE.match(rollout)):
+                continue
+            if isinstance(expires, bool) or not isinstance(expires, (int, float)) or expires <= wall or rollout in self._by_rollout:
+                continue
+            self._by_digest[d] = _Entry(rollout, now + min(expires - wall, MAX_TTL_SECONDS))
+            self._by_rollout[rollout] = d
+        log.info("read %d live key(s) back from %s", len(self._by_digest), path)
 
 
 def _bearer(value: str | None) -> str:
@@ -333,6 +395,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     source.add_argument("--admin-key-file", help="file holding the admin key (a mounted Secret: no env var carries it); a trailing newline is ignored")
     source.add_argument("--admin-key-env", default=DEFAULT_ADMIN_KEY_ENV, help="env var holding the admin key when no file is given (never a flag: argv is readable)")
     p.add_argument("--max-live", type=int, default=MAX_LIVE_KEYS)
+    p.add_argument("--state-file", default=None,
+                   help="keep the table here across restarts (digests and expiries, never a key; an emptyDir on Kubernetes); default: memory only")
     return p.parse_args(argv)
 
 
@@ -358,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(admin_key) < 16 or any(c in admin_key for c in "\r\n\0"):
         log.error("needs the admin key (16+ characters, one line) in %s", where)
         return 2
-    table = KeyTable(max_live=args.max_live)
+    table = KeyTable(max_live=args.max_live, state_file=args.state_file)
     verify = VerifyServer((args.verify_host, args.verify_port), table)
     admin = AdminServer((args.admin_host, args.admin_port), table, admin_key)
     threading.Thread(target=admin.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True).start()

@@ -10,11 +10,11 @@ logprobs) are the agent's to rewrite, and the proxy itself the agent's to replac
 - every token id and logprob trained on is the forwarder's;
 - a forwarder record that is missing, restarted (``restarts`` > 0), short (``dropped`` > 0) or not
   ``complete`` raises ``UntrustedTrace``: the rollout is discarded, never trained on the proxy's;
-- the proxy's entries select which of the forwarder's calls are trained (the proxy leaves out
-  auxiliary calls and retries) only while every one of them matches a forwarder call exactly (same
-  prompt ids, completion ids and logprobs, in order). Any disagreement (a rewritten, invented or
-  unreadable proxy record) is counted, logged, and the proxy's selection is dropped with it: every
-  call the forwarder recorded is trained.
+- the forwarder's record decides what is trained: every call it recorded. The proxy's entries only
+  label those calls (its request and response travel along as diagnostics). A proxy record that
+  leaves a forwarder call out (issue 56: one naming only the agent's own injected call made that call
+  the trained one, silently), or that disagrees with one (a rewritten, invented or unreadable
+  record), is counted and logged as a warning, never followed.
 
 ``ForwarderTracedFactory`` applies this to any OpenEnv session factory whose ``create()`` claims its
 sandbox through ``AgentSandboxBackend`` (the backend notes the handle it returns): its sessions'
@@ -48,9 +48,11 @@ class TraceCheck:
     forwarder_calls: int = 0
     proxy_entries: int = 0
     disagreements: list[str] = field(default_factory=list)
-    #: Forwarder calls the proxy's record does not name (auxiliary calls, or the agent's own direct calls).
+    #: Forwarder calls the proxy's record does not name (auxiliary calls, or the agent's own direct calls): trained all
+    #: the same, and logged.
     unclaimed: int = 0
-    #: "proxy" (the proxy's selection, verified) or "forwarder" (every forwarder call: the proxy disagreed).
+    #: "proxy" when the proxy's record names exactly the forwarder's calls and agrees with each (the two selections are
+    #: one), else "forwarder". Either way every forwarder call is what is trained.
     selected_by: str = "proxy"
 
 
@@ -63,6 +65,8 @@ def forwarder_calls(trace: Any) -> list[dict[str, Any]]:
         raise UntrustedTrace(f"the forwarder restarted {trace.get('restarts')} time(s) during the rollout: calls before it are lost and its port was open to the agent")
     if trace.get("dropped", 0) != 0:
         raise UntrustedTrace(f"the forwarder dropped {trace.get('dropped')} answer(s) (over its trace caps): the record is partial")
+    if trace.get("broken", 0) != 0:
+        raise UntrustedTrace(f"the caller hung up on {trace.get('broken')} call(s) mid-answer: the model sampled them and the record has no whole answer")
     if trace.get("complete") is not True:
         raise UntrustedTrace(f"the forwarder's trace is not complete: {dict((k, v) for k, v in trace.items() if k != 'entries')}")
     calls = []
@@ -171,17 +175,20 @@ def trusted_entries(trace: Any, proxy_entries: Any, *, rollout: str = "", sampli
         check.proxy_entries = len(proxy_entries)
         pairs = _match(proxy_entries, calls, check)
     claimed = {f["seq"] for _p, f in pairs}
-    check.unclaimed = sum(1 for f in calls if f["seq"] not in claimed)
-    if check.disagreements:
+    unclaimed = [f["seq"] for f in calls if f["seq"] not in claimed]
+    check.unclaimed = len(unclaimed)
+    by_seq = {f["seq"]: p for p, f in pairs}
+    # The forwarder's record decides what is trained: every call, whatever the proxy's record names.
+    entries = [_entry(f, by_seq.get(f["seq"])) for f in calls]
+    if check.disagreements or unclaimed:
         check.selected_by = "forwarder"
-        by_seq = {f["seq"]: p for p, f in pairs}
-        entries = [_entry(f, by_seq.get(f["seq"])) for f in calls]
+    if check.disagreements:
         log.warning("rollout %s: the capture proxy's trace disagrees with the forwarder's (%d): training on the forwarder's %d call(s): %s",
                     rollout, len(check.disagreements), len(calls), "; ".join(check.disagreements[:5]))
-    else:
-        entries = [_entry(f, p) for p, f in pairs]
-        if check.unclaimed:
-            log.info("rollout %s: %d forwarder call(s) not in the proxy's selection (auxiliary or the agent's own)", rollout, check.unclaimed)
+    if unclaimed:
+        log.warning("rollout %s: the capture proxy's trace leaves out %d of the forwarder's %d call(s) (seq %s: auxiliary calls, or the "
+                    "agent's own): training on every call the forwarder recorded, not the proxy's selection",
+                    rollout, len(unclaimed), len(calls), ", ".join(map(str, unclaimed[:10])))
     return entries, check
 
 

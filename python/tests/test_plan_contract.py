@@ -91,6 +91,23 @@ def test_trls_script_calls_the_pods_forwarder_and_runs_unchanged_on_the_pool():
     assert backend.image == facts["sandboxImage"]
 
 
+def test_the_forwarder_forces_the_run_sampling_the_trainer_runs_and_its_parser_takes_the_rendered_argv():
+    """The template's forwarder command parses with forwarder.py's own parser, and carries the trainer's sampling: its
+    --temperature is the trainer's (TRL's opencode_hf_sandbox.py --temperature, default 1.0 in components/config/programs.ts),
+    its --max-tokens the trainer's --max-completion-length, and the rollout's bounds are the schema's defaults, which are
+    forwarder.py's (one set of numbers, two homes held equal here)."""
+    from agent_rl_sandbox import forwarder as fwd
+
+    facts = plan_facts()
+    argv, command = facts["trainerArgv"], forwarder(facts)["command"]
+    assert command[:3] == ["python3", "-I", "/opt/agent-rl/forwarder.py"], command
+    args = fwd.parse_args(command[3:])
+    temperature = float(flag(argv, "--temperature")) if "--temperature" in argv else 1.0
+    assert (args.temperature, args.max_tokens) == (temperature, int(flag(argv, "--max-completion-length"))), command
+    assert (args.max_calls, args.max_rollout_tokens) == (fwd.DEFAULT_MAX_CALLS, fwd.DEFAULT_MAX_ROLLOUT_TOKENS), command
+    assert args.key_port == 7102 and args.upstream == flag(command, "--upstream")
+
+
 def test_the_claim_lifetime_fits_the_admission_policy():
     # The policy's bound is the one number the trainer's lifetime must stay under.
     for max_lifetime in (600, 3600):

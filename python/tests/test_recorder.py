@@ -370,9 +370,9 @@ STEERING = {
 def test_the_agent_cannot_steer_the_sampling_it_is_trained_on(tmp_path):
     """The agent, calling the forwarder straight, asks for logit_bias, allowed_token_ids, structured outputs, n, a
     forced tool call, json mode, min_tokens, ignore_eos: each is refused with a 400 naming the parameter and never
-    reaches the model. Its temperature, top_p, max_tokens: 100000 and seed reach the model normalised (top_p 1.0,
-    max_tokens at the bound, no seed), the record carries what was sent, and the trainer's check refuses the call whose
-    temperature is not the run's. On the code before issue 56 every one reached the model unchanged (200) and the record
+    reaches the model. Its temperature, top_p, max_tokens: 100000 and seed reach the model normalised (the plan's forwarder forces the run's
+    temperature, top_p 1.0, max_tokens at the run's bound, no seed), the record carries what was sent, and the trainer's
+    check refuses a record whose temperature or max_tokens is not the run's. On the code before issue 56 every one reached the model unchanged (200) and the record
     kept none of them."""
     pod = Pod(tmp_path)
     try:
@@ -385,19 +385,23 @@ def test_the_agent_cannot_steer_the_sampling_it_is_trained_on(tmp_path):
             assert status == 400 and name in body, (name, status, body)
         assert seen[-1][0] == 200, seen[-1]
         (sent,) = [r["body"] for r in pod.model.chat_requests()]  # the refused ones never reached the model
-        assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["top_logprobs"], sent["presence_penalty"]) == (0.05, 1.0, 16384, 5, 0.0), sent
+        # The plan's forwarder forces the run's temperature (1.0, the program's) and cuts max_tokens to the run's 4096.
+        assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["top_logprobs"], sent["presence_penalty"]) == (1.0, 1.0, 4096, 5, 0.0), sent
         assert "seed" not in sent and sent["logprobs"] is True and sent["return_token_ids"] is True, sent
         t = pod.trace()
         assert (t["calls"], t["recorded"], t["refused"], t["complete"]) == (len(bodies), 1, len(STEERING), True), {k: v for k, v in t.items() if k != "entries"}
         (entry,) = t["entries"]
-        assert entry["sampling"] == {"temperature": 0.05, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0,
-                                     "repetition_penalty": 1.0, "max_tokens": 16384, "n": 1, "seed": None, "logprobs": True, "top_logprobs": 5,
+        assert entry["sampling"] == {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0,
+                                     "repetition_penalty": 1.0, "max_tokens": 4096, "n": 1, "seed": None, "logprobs": True, "top_logprobs": 5,
                                      "return_token_ids": True}, entry["sampling"]
         from agent_rl_sandbox.trusted_trace import check_sampling
 
-        with pytest.raises(UntrustedTrace, match=r"call 11: temperature 0.05, the run's is 1.0"):
-            check_sampling(t, {"temperature": 1.0, "top_p": 1.0, "max_tokens": 16384})
-        check_sampling(t, {"temperature": 0.05, "top_p": 1.0, "top_k": 0, "max_tokens": 16384})
+        check_sampling(t, {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 4096})
+        # A forwarder forcing another run's sampling is still caught by the trainer's check.
+        with pytest.raises(UntrustedTrace, match=r"call 11: temperature 1.0, the run's is 0.7"):
+            check_sampling(t, {"temperature": 0.7, "top_p": 1.0, "max_tokens": 4096})
+        with pytest.raises(UntrustedTrace, match=r"call 11: max_tokens 4096, over the run's 2048"):
+            check_sampling(t, {"temperature": 1.0, "max_tokens": 2048})
     finally:
         pod.close()
 
@@ -434,3 +438,151 @@ def test_the_request_filter_passes_messages_byte_for_byte_and_refuses_what_the_t
     assert "not a complete JSON object" in refusal(b'{"messages": [')
     assert "over 65536 bytes" in refusal(json.dumps({"stop": ["x" * 70000]}).encode())
     assert "must be an integer" in refusal(b'{"max_tokens": "lots"}')
+
+
+# --- a record the agent cannot truncate (issue 56 item 3) -------------------------------------------
+class HeldStream:
+    """STAND-IN for vLLM streaming one answer in two parts: the first event (role and one token) at once, the rest
+    (more tokens, the finish, [DONE]) only once the test sets `release`, so the test decides when the caller is gone."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.finished = threading.Event()
+        stream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+
+                def event(i: int, finish: str | None = None) -> bytes:
+                    e = {"model": "stub/held", "choices": [{"index": 0, "delta": {"content": "x"}, "token_ids": [100 + i],
+                         "logprobs": {"content": [{"token": f"token_id:{100 + i}", "logprob": -0.5}]}, "finish_reason": finish}]}
+                    if i == 0:
+                        e["prompt_token_ids"] = [5, 6, 7]
+                    return b"data: " + json.dumps(e).encode() + b"\n\n"
+
+                self.wfile.write(event(0))
+                self.wfile.flush()
+                stream.release.wait(scaled(30))
+                try:
+                    for i in range(1, 40):  # one event at a time: the forwarder relays each as it comes
+                        self.wfile.write(event(i, "length" if i == 39 else None))
+                        self.wfile.flush()
+                        time.sleep(0.01)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except OSError:
+                    pass
+                finally:
+                    stream.finished.set()
+
+        self.server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+#: The agent asks for a streamed answer, reads its first piece and hangs up (RST: SO_LINGER 0); prints the bytes it got.
+AGENT_HANGS_UP = r'''
+import json, socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=TIMEOUT_S)
+body = json.dumps({"model": "stub/held", "messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+got = b""
+while b"token_ids" not in got:
+    piece = s.recv(65536)
+    if not piece:
+        break
+    got += piece
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()
+print(json.dumps(len(got)))
+'''.replace("TIMEOUT_S", repr(scaled(30)))
+
+
+@needs_root
+def test_a_call_the_agent_hangs_up_on_mid_answer_makes_the_record_incomplete(tmp_path):
+    """The agent (or a capture proxy of its making) asks for a streamed answer and hangs up after its first event: the
+    model sampled the whole answer, the forwarder could relay none of the rest. On the code before issue 56's item 3
+    such a call vanished (counted in `calls`, neither recorded nor dropped) and the trace said `complete: true`, so a
+    trainer trained on a record the agent had cut. Now it is counted (`broken`), the trace is not complete, and the
+    trainer refuses the rollout."""
+    upstream = HeldStream()
+    pod = Pod(tmp_path, lambda host: f"http://{host}:{upstream.port}")
+    try:
+        got = pod.agent_json(AGENT_HANGS_UP, str(pod.port))
+        assert got > 0, "the agent read the first event before it hung up"
+        upstream.release.set()
+        assert upstream.finished.wait(scaled(30)), "the stand-in sent the rest of the answer"
+        # The forwarder logs each call when it ends; a relay broken off by the caller logs its 502.
+        wait_for("the forwarder ends the broken-off call", lambda: "POST /v1/chat/completions 502" in pod.log_path.read_text(), 30)
+        t = pod.trace()
+        header = {k: v for k, v in t.items() if k != "entries"}
+        assert (t["calls"], t["recorded"], t.get("broken"), t["complete"]) == (1, 0, 1, False), header
+        with pytest.raises(UntrustedTrace, match="hung up on 1 call"):
+            forwarder_calls(t)
+    finally:
+        pod.close()
+        upstream.stop()
+
+
+#: The agent makes `count` plain calls one after another; prints [[status, error or ""], ...].
+AGENT_CALLS_N = r'''
+import json, sys, urllib.request, urllib.error
+out = []
+for _ in range(int(sys.argv[2])):
+    body = json.dumps({"model": "stub/model-1", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 100000}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as r:
+            r.read()
+            out.append([r.status, ""])
+    except urllib.error.HTTPError as e:
+        out.append([e.code, json.loads(e.read()).get("error", "")])
+print(json.dumps(out))
+'''.replace("TIMEOUT_S", repr(scaled(30)))
+
+
+@needs_root
+def test_a_rollout_gets_the_calls_and_tokens_the_run_sets_and_no_more(tmp_path):
+    """The plan's forwarder with the run's bounds at small values (--max-calls 3; --max-rollout-tokens 20): past
+    either, a call gets 429 naming the flag and the stack setting, never reaches the model, and the trace counts it in
+    `limited` (the record of what was sampled stays whole). Each call's max_tokens is cut to what the rollout has left.
+    On the code before, the forwarder had neither flag and relayed every call."""
+    pod = Pod(tmp_path, flags={"--max-calls": "3"})
+    try:
+        seen = pod.agent_json(AGENT_CALLS_N, str(pod.port), "5")
+        assert [s for s, _e in seen] == [200, 200, 200, 429, 429], seen
+        assert "made its 3 calls (--max-calls, the run's sandboxes.maxCallsPerRollout)" in seen[3][1], seen[3]
+        assert len(pod.model.chat_requests()) == 3, "the limited calls never reached the model"
+        t = pod.trace()
+        assert (t["calls"], t["recorded"], t["limited"], t["complete"]) == (3, 3, 2, True), {k: v for k, v in t.items() if k != "entries"}
+    finally:
+        pod.close()
+    pod = Pod(tmp_path, flags={"--max-rollout-tokens": "20"})
+    try:
+        seen = pod.agent_json(AGENT_CALLS_N, str(pod.port), "6")
+        sent = [r["body"]["max_tokens"] for r in pod.model.chat_requests()]
+        t = pod.trace()
+        sampled = [len(e["choices"][0]["token_ids"]) for e in t["entries"]]
+        assert sent[0] == 20 and all(m == 20 - sum(sampled[:i]) for i, m in enumerate(sent)), (sent, sampled)
+        assert sum(sampled) >= 20 and sum(sampled[:-1]) < 20, "calls are relayed while tokens are left, and no more"
+        assert [s for s, _e in seen] == [200] * len(sent) + [429] * (6 - len(sent)), seen
+        assert "sampled its 20 completion tokens (--max-rollout-tokens, the run's sandboxes.maxTokensPerRollout)" in seen[-1][1], seen
+        assert (t["tokens"], t["limited"], t["complete"]) == (sum(sampled), 6 - len(sent), True), {k: v for k, v in t.items() if k != "entries"}
+    finally:
+        pod.close()

@@ -104,6 +104,63 @@ def test_the_verifier_reads_its_admin_key_from_a_file_and_names_the_file_when_it
         assert done.returncode == 2 and said in done.stderr, done.stderr
 
 
+def test_a_verifier_restart_keeps_the_live_rollouts_with_its_state_file_and_ends_them_without(tmp_path):
+    """Issue 56 item 4: a verifier restart ended every live rollout (401: its table was memory only, and a forwarder
+    takes its key once, so no re-mint can reach it). With --state-file (the rendered emptyDir) the process killed with
+    SIGKILL comes back with the same table: a live rollout's key still verifies, a revoked one stays revoked, an expired
+    one is gone, and the file holds digests, never a key. The control, the same restart without the file, answers 401."""
+    state = tmp_path / "state" / "table.json"
+    state.parent.mkdir()
+
+    def start(*extra: str) -> tuple[subprocess.Popen, int, RolloutKeysClient]:
+        vport, aport = free_port(), free_port()
+        argv = [sys.executable, "-I", str(VERIFIER), "--verify-host", "127.0.0.1", "--verify-port", str(vport), "--admin-port", str(aport), *extra]
+        proc = subprocess.Popen(argv, env={**os.environ, "AGENT_RL_ROLLOUT_ADMIN_KEY": ADMIN_KEY}, stderr=subprocess.PIPE)
+        wait_port(vport, proc)
+        wait_port(aport, proc)
+        return proc, vport, RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY)
+
+    def crash(proc: subprocess.Popen) -> None:
+        proc.kill()  # as the OOM killer or a failed liveness probe ends it: no clean-up runs
+        proc.wait(scaled(10))
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+    for kept in (True, False):
+        extra = ("--state-file", str(state)) if kept else ()
+        proc, vport, client = start(*extra)
+        try:
+            live, revoked, short = client.mint("live-1", 600), client.mint("revoked-1", 600), client.mint("short-1", 1)
+            client.revoke("revoked-1")
+            assert verify(vport, live)[0] == 204 and verify(vport, revoked)[0] == 401
+        finally:
+            crash(proc)
+        if kept:
+            text = state.read_text()
+            assert all(k not in text and k[4:] not in text for k in (live, revoked, short)), "digests only, never a key"
+            assert oct(state.stat().st_mode & 0o777) == "0o600"
+            wait_for("the 1 s key expires", lambda: time.time() > json.loads(text)["keys"][-1]["expires"], 5)
+        proc, vport, client = start(*extra)
+        try:
+            status, headers = verify(vport, live)
+            if kept:
+                assert (status, headers.get("X-Rollout-Id")) == (204, "live-1"), "the live rollout survives the restart"
+                assert verify(vport, revoked)[0] == 401 and verify(vport, short)[0] == 401, "revoked and expired stay refused"
+                assert call(vport, "GET", "/verify", {"Authorization": f"Bearer {live}", "X-Original-URI": "/pause", "X-Original-Method": "POST"})[0] == 403
+                client.revoke("live-1")
+                assert verify(vport, live)[0] == 401, "and can still be revoked"
+            else:
+                assert status == 401, "control: without the state file a restart ends every live rollout"
+        finally:
+            stop_process(proc)
+        state.unlink(missing_ok=True)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 1, "keys": [{"digest": "zz", "rollout": "x", "expires": 1e12}, {"digest": "%s", "rollout": "a b", "expires": 1e12}]}' % ("0" * 64))
+    assert KeyTable(state_file=str(bad)).live() == 0, "malformed rows are left out"
+    bad.write_text("not json")
+    assert KeyTable(state_file=str(bad)).live() == 0
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0

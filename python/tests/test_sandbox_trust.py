@@ -62,7 +62,8 @@ def as_uid(uid: int) -> list[str]:
 class Pod:
     """One sandbox pod: a network namespace with the forwarder (its uid, the template's command)."""
 
-    def __init__(self, tmp: Path, upstream_host: str | Callable[[str], str] | None = None, *, prefix: list[str] = ()) -> None:
+    def __init__(self, tmp: Path, upstream_host: str | Callable[[str], str] | None = None, *, prefix: list[str] = (),
+                 flags: dict[str, str] | None = None) -> None:
         facts = plan_facts()
         f = forwarder(facts)
         spec = facts["template"]["podTemplate"]["spec"]
@@ -79,6 +80,8 @@ class Pod:
         if callable(upstream_host):
             upstream_host = upstream_host(self.ns.host_ip)  # an upstream of the test's own on the host's end
         argv[argv.index("--upstream") + 1] = upstream_host or self.model.url
+        for name, value in (flags or {}).items():  # a rendered flag at a test's value (a small bound)
+            argv[argv.index(name) + 1] = value
         assert "env" not in f, "no shared key in the forwarder's env: the rollout's key is delivered"
         self.log_path = tmp / "forwarder.log"
         log = open(self.log_path, "wb")

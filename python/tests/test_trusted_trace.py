@@ -183,12 +183,31 @@ AUX = ([9], [8], [-0.5])
 B = ([1, 2, 3, 4, 5], [6], [-0.3])
 
 
-def test_an_agreeing_proxy_selects_the_turns_and_the_forwarder_supplies_them():
-    entries, check = trusted_entries(forwarder_trace(A, AUX, B), [proxy_entry(*A, "a"), proxy_entry(*B, "b")])
+def test_an_agreeing_proxy_labels_the_turns_and_the_forwarder_supplies_them():
+    entries, check = trusted_entries(forwarder_trace(A, B), [proxy_entry(*A, "a"), proxy_entry(*B, "b")])
     assert [(e["prompt_token_ids"], e["completion_token_ids"], e["per_token_logps"]) for e in entries] == [A, B]
-    assert (check.selected_by, check.disagreements, check.unclaimed) == ("proxy", [], 1)
+    assert (check.selected_by, check.disagreements, check.unclaimed) == ("proxy", [], 0)
     assert [e["metadata"]["proxy_node_id"] for e in entries] == ["a", "b"]
     assert entries[1]["loss_mask"] == [0] * 5 + [1]
+
+
+def test_a_proxy_naming_only_the_agents_injected_call_does_not_choose_what_is_trained(caplog):
+    """Issue 56: the agent calls the forwarder itself (INJECTED, a genuine sample for a context it wrote) and rewrites
+    the proxy's record to name only that call. On the code before, that record agreed with the forwarder on everything
+    it named, so INJECTED alone was trained, with no warning; the harness's turns A and B were left out. Now the
+    forwarder's record decides: every call it recorded is trained, and the left-out calls are logged."""
+    injected = ([7, 7, 7], [5], [-0.9])
+    with caplog.at_level("WARNING", logger="agent_rl_sandbox.trusted_trace"):
+        entries, check = trusted_entries(forwarder_trace(A, injected, B), [proxy_entry(*injected, "mine")], rollout="r1-x")
+    assert [(e["prompt_token_ids"], e["completion_token_ids"]) for e in entries] == [A[:2], injected[:2], B[:2]]
+    assert (check.selected_by, check.disagreements, check.unclaimed) == ("forwarder", [], 2)
+    assert [e["metadata"]["proxy_node_id"] for e in entries] == [None, "mine", None]
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "rollout r1-x: the capture proxy's trace leaves out 2 of the forwarder's 3 call(s) (seq 1, 3" in warning, warning
+    assert "training on every call the forwarder recorded" in warning
+    # Auxiliary calls the harness's proxy leaves out (a title call) are trained too, and logged the same way.
+    entries, check = trusted_entries(forwarder_trace(A, AUX, B), [proxy_entry(*A, "a"), proxy_entry(*B, "b")])
+    assert [e["prompt_token_ids"] for e in entries] == [A[0], AUX[0], B[0]] and check.unclaimed == 1 and check.selected_by == "forwarder"
 
 
 def test_a_disagreeing_proxy_loses_its_selection_and_every_forwarder_call_is_trained():
@@ -203,6 +222,7 @@ def test_a_disagreeing_proxy_loses_its_selection_and_every_forwarder_call_is_tra
     ({"restarts": 2}, "restarted 2 time"),
     ({"dropped": 1, "complete": False}, "dropped 1 answer"),
     ({"complete": False}, "not complete"),
+    ({"broken": 1, "complete": False}, "hung up on 1 call"),
 ])
 def test_a_forwarder_record_that_is_not_whole_is_refused(header, message):
     with pytest.raises(UntrustedTrace, match=message):

@@ -212,6 +212,10 @@ function sandboxRows(sb: NonNullable<PlatformPlan["sandboxes"]>, agent?: string)
             "training trace",
             `recorded by each pod's forwarder (uid ${sb.forwarder.runAsUser}, ports held from before the agent starts), read by the trainer on TCP ${sb.forwarder.tracePort}; refused from inside the pod (docs/design/sandbox-trust.md)`,
         ],
+        [
+            "sampling and bounds",
+            `the forwarder sends temperature ${sb.forwarder.bounds.temperature} on every call and cuts max_tokens to ${sb.forwarder.bounds.maxTokens} (the trainer's; it refuses a record sampled otherwise); a rollout gets at most ${sb.forwarder.bounds.maxCalls} calls and ${sb.forwarder.bounds.maxRolloutTokens} completion tokens (sandboxes.maxCallsPerRollout, maxTokensPerRollout), then 429 (docs/design/sandbox-trust.md)`,
+        ],
         run,
     ];
 }
@@ -663,7 +667,12 @@ function ingressSection(plan: PlatformPlan): string[] {
     if (!i) return [];
     const rows = [
         ["keys (names; values are secret outputs)", i.keyNames.join(", ")],
-        ["sandboxes use", `${c.ingress.sandboxKey} at ${names.ingress.sandboxUrl}`],
+        [
+            "sandboxes use",
+            i.sandboxKeyName !== undefined
+                ? `${i.sandboxKeyName} at ${names.ingress.sandboxUrl}`
+                : `their rollout's own \`rk1.\` key at ${names.ingress.sandboxUrl}; the shared key ${i.retiredSandboxKey} (ingress.sandboxKey) is not rendered and nginx refuses it`,
+        ],
         ["exposure", `${i.exposure}${i.host ? ` (${i.host})` : ""}`],
         ["TLS ends at", i.tls.terminatedAt],
         ["rate limit per key", `${c.ingress.rateLimitPerSecond}/s per replica x ${i.replicas} = ${i.effectiveRateLimitPerSecond}/s`],
@@ -675,7 +684,7 @@ function ingressSection(plan: PlatformPlan): string[] {
             ? [
                   [
                       "per-rollout keys",
-                      `on (agent-sandbox pool): nginx asks the verifier ${i.rolloutKeys.names.deployment} (one replica, ${i.rolloutKeys.verifyAddress}) about every \`rk1.\` key; its admin key is a generated secret, read by the verifier and the trainer only. The trainer mints a key per claim (${i.rolloutKeys.adminUrl}), hands it to the claim's forwarder and revokes it when the claim ends: each rollout has its own rate-limit bucket, and its key is refused once the rollout ends. The forwarders keep ${c.ingress.sandboxKey} as a fallback until the delivery (docs/design/rollout-keys.md)`,
+                      `on (agent-sandbox pool): nginx asks the verifier ${i.rolloutKeys.names.deployment} (one replica, ${i.rolloutKeys.verifyAddress}) about every \`rk1.\` key; its admin key is a generated secret, read by the verifier and the trainer only. The trainer mints a key per claim (${i.rolloutKeys.adminUrl}), hands it to the claim's forwarder and revokes it when the claim ends: each rollout has its own rate-limit bucket, and its key is refused once the rollout ends. No forwarder holds a shared key, and none falls back to one (docs/design/rollout-keys.md)`,
                   ],
               ]
             : []),

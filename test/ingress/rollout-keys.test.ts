@@ -18,7 +18,7 @@ import { parseDockerPoolConfig, parseHostedConfig, parseWithTestImages } from ".
 import { startStubUpstream, type StubUpstream } from "../helpers/stub-upstream";
 import { pollUntil } from "../helpers/waits";
 import { localOverrides, resolveVllmIngress, VllmIngress, type IngressDescription } from "../../components/ingress";
-import { VERIFIER_ADMIN_KEY_DIR, VERIFIER_PATH } from "../../components/ingress/verifier";
+import { VERIFIER_ADMIN_KEY_DIR, VERIFIER_PATH, VERIFIER_STATE_DIR } from "../../components/ingress/verifier";
 import * as os from "node:os";
 import { runBoth, type RecordedResource } from "../helpers/mock";
 import { Platform, resolvePlatform } from "../../components/platform";
@@ -314,7 +314,19 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
         assert.ok(!c.command.some((a: string) => a.includes("mock-random")), "the admin key is never a flag");
         // The admin key is a read-only file from the verifier's Secret, never an env var (checkov CKV_K8S_35).
         assert.equal(c.env, undefined);
-        assert.deepEqual(c.command.slice(c.command.indexOf("--admin-key-file")), ["--admin-key-file", `${VERIFIER_ADMIN_KEY_DIR}/admin-key`]);
+        assert.deepEqual(c.command.slice(c.command.indexOf("--admin-key-file")), [
+            "--admin-key-file",
+            `${VERIFIER_ADMIN_KEY_DIR}/admin-key`,
+            "--state-file",
+            `${VERIFIER_STATE_DIR}/table.json`,
+        ]);
+        // The table outlives a restart of the container (issue 56): its state file on an emptyDir, writable under a read-only root.
+        const state = c.volumeMounts.find((m: { mountPath: string }) => m.mountPath === VERIFIER_STATE_DIR);
+        assert.ok(state && !state.readOnly, JSON.stringify(c.volumeMounts));
+        assert.deepEqual(
+            dep.spec.template.spec.volumes.find((vol: { name: string }) => vol.name === state.name),
+            { name: state.name, emptyDir: { sizeLimit: "4Mi" } },
+        );
         const mount = c.volumeMounts.find((m: { mountPath: string }) => m.mountPath === VERIFIER_ADMIN_KEY_DIR);
         assert.equal(mount.readOnly, true);
         const volume = dep.spec.template.spec.volumes.find((vol: { name: string }) => vol.name === mount.name);
@@ -476,6 +488,7 @@ describe("per-rollout keys: rendered on Kubernetes with an agent-sandbox pool", 
             const local: Record<string, string> = {
                 [VERIFIER_PATH]: VERIFIER,
                 [v.adminKeyFile]: path.join(keyDir, path.basename(v.adminKeyFile)),
+                [`${VERIFIER_STATE_DIR}/table.json`]: path.join(keyDir, "table.json"),
                 "0.0.0.0": "127.0.0.1",
                 [String(v.verifyPort)]: String(verifyPort),
                 [String(v.adminPort)]: String(adminPort),

@@ -5,6 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http from "node:http";
+import * as pulumi from "@pulumi/pulumi";
 import { ConfigError, platformNames, podLabels, type PlatformConfig, type PlatformNames } from "../../components/config";
 import { parseDockerPoolConfig, parseWithTestImages as parsePlatformConfig } from "../helpers/config";
 import {
@@ -17,6 +18,7 @@ import {
     ingressProxySettings,
     localOverrides,
     resolveVllmIngress,
+    retiredSandboxKeyMessage,
     type IngressDescription,
 } from "../../components/ingress";
 import { startLocalIngress, type LocalIngress } from "../../components/ingress/local";
@@ -88,7 +90,10 @@ interface Built {
 /** A run without the verifier's resources: the tests below are about the proxy's objects. */
 const withoutVerifier = (run: MockRunResult): MockRunResult => ({ ...run, resources: run.resources.filter((r) => !r.name.includes("-rollout-keys-")) });
 
-async function build(c: PlatformConfig, supplied: Record<string, string> = { sandboxes: SENTINEL }): Promise<Built> {
+/** The key a test supplies: the operators' on Kubernetes (its sandboxes take per-rollout keys: no shared sandbox key is rendered), the sandboxes' on Docker. */
+const suppliedFor = (c: PlatformConfig): Record<string, string> => (c.target.kind === "kubernetes" ? { operators: SENTINEL } : { sandboxes: SENTINEL });
+
+async function build(c: PlatformConfig, supplied: Record<string, string> = suppliedFor(c)): Promise<Built> {
     const names = platformNames(c);
     const d = resolveVllmIngress(c, names);
     const runs = await runBoth(() => {
@@ -102,6 +107,7 @@ async function build(c: PlatformConfig, supplied: Record<string, string> = { san
             sandboxKey: ing.sandboxKey,
             keySandboxes: ing.keys.sandboxes,
             keyOperators: ing.keys.operators,
+            keyCi: ing.keys.ci,
             sandboxUrl: ing.sandboxUrl,
             serviceName: ing.serviceName,
             namespace: ing.namespace,
@@ -161,9 +167,17 @@ describe("resolveVllmIngress", () => {
         assert.deepEqual(d.configText.match(/"~\^Bearer [^"]*"/g) ?? [], ['"~^Bearer (rk1\\.[A-Za-z0-9_-]{43})$"'], "no key map entry in the config text");
     });
 
-    test("two keys (sandboxes, operators), the sandbox URL and the proxy's pod labels", () => {
+    test("per-rollout keys: nginx takes the operators' keys only, not the shared sandboxes key; the sandbox URL and the proxy's pod labels", () => {
         const { names, d } = resolved();
-        assert.deepEqual(d.keyNames, ["sandboxes", "operators"]);
+        // Agent-sandbox on Kubernetes: the sandboxes send their rollout's rk1. key; ingress.sandboxKey is not rendered.
+        assert.deepEqual([d.keyNames, d.sandboxKeyName, d.retiredSandboxKey], [["operators"], undefined, "sandboxes"]);
+        const docker = config({}, "docker");
+        const dd = resolveVllmIngress(docker, platformNames(docker));
+        assert.deepEqual(
+            [dd.keyNames, dd.sandboxKeyName, dd.retiredSandboxKey],
+            [["sandboxes", "operators"], "sandboxes", undefined],
+            "no verifier: the shared key stays",
+        );
         assert.equal(d.urls.sandbox, names.ingress.sandboxUrl);
         assert.deepEqual(d.podLabels, podLabels("vllm-ingress", names.ingress.deployment));
     });
@@ -200,8 +214,10 @@ describe("resolveVllmIngress", () => {
 
 describe("kubernetes, exposure cluster (defaults)", () => {
     let b: Built;
+    // A third key (ci) so that one key is generated beside the supplied one.
+    const KEYS = { keys: ["sandboxes", "operators", "ci"] };
     before(async () => {
-        b = await build(config());
+        b = await build(config(KEYS));
     });
 
     test("the supplied key sits only in the keys Secret; the generated one too", () => {
@@ -209,12 +225,15 @@ describe("kubernetes, exposure cluster (defaults)", () => {
             assert.deepEqual(occurrences(run.resources, SENTINEL), [`${T.secret}:ingress-keys/stringData/keys.conf`]);
         }
         // Mocks stand in for generated values with mock-random-<resource name>.
-        assert.deepEqual(occurrences(b.update.resources, "mock-random-ingress-key-operators"), [`${T.secret}:ingress-keys/stringData/keys.conf`]);
+        assert.deepEqual(occurrences(b.update.resources, "mock-random-ingress-key-ci"), [`${T.secret}:ingress-keys/stringData/keys.conf`]);
         const secret = single(b.update.resources, T.secret);
         assert.ok(sentAsSecret(secret.inputs, ["stringData", "keys.conf"]), "keys.conf is sent as a secret");
         assert.equal(secret.inputs.metadata.name, b.names.ingress.keysSecret);
         assert.equal(secret.inputs.metadata.namespace, b.names.namespaces.ingress);
-        assert.match(unwrapSecrets(secret.inputs).stringData["keys.conf"], new RegExp(`"~\\^Bearer ${SENTINEL}\\$" "sandboxes";`));
+        const keysConf: string = unwrapSecrets(secret.inputs).stringData["keys.conf"];
+        assert.match(keysConf, new RegExp(`"~\\^Bearer ${SENTINEL}\\$" "operators";`));
+        assert.doesNotMatch(keysConf, /"sandboxes";/, "the shared sandboxes key is not among nginx's keys");
+        assert.equal(ofType(b.update.resources, T.password).filter((r) => r.name === "ingress-key-sandboxes").length, 0, "nor generated");
     });
 
     test("keys not supplied are generated with random.RandomPassword (48, no special characters); supplied ones are not", () => {
@@ -222,17 +241,19 @@ describe("kubernetes, exposure cluster (defaults)", () => {
         const keyPw = pw.filter((r) => r.name.startsWith("ingress-key-"));
         assert.deepEqual(
             keyPw.map((r) => r.name),
-            ["ingress-key-operators"],
+            ["ingress-key-ci"],
         );
         assert.equal(keyPw[0]!.inputs.length, GENERATED_KEY_LENGTH);
         assert.equal(keyPw[0]!.inputs.special, false);
     });
 
-    test("keys and the sandbox key are secret stack outputs with the right values", () => {
-        for (const k of ["sandboxKey", "keySandboxes", "keyOperators"]) assert.ok(b.update.secretOutputs.includes(k), `${k} is secret`);
+    test("the keys are secret stack outputs with the right values; no shared sandbox key is one", () => {
+        for (const k of ["keyOperators", "keyCi"]) assert.ok(b.update.secretOutputs.includes(k), `${k} is secret`);
         for (const k of ["sandboxUrl", "serviceName", "namespace"]) assert.ok(!b.update.secretOutputs.includes(k), `${k} is not secret`);
-        assert.equal(b.update.outputs!.sandboxKey, SENTINEL);
-        assert.equal(b.update.outputs!.keyOperators, "mock-random-ingress-key-operators");
+        assert.equal(b.update.outputs!.sandboxKey, undefined);
+        assert.equal(b.update.outputs!.keySandboxes, undefined);
+        assert.equal(b.update.outputs!.keyOperators, SENTINEL);
+        assert.equal(b.update.outputs!.keyCi, "mock-random-ingress-key-ci");
         assert.equal(b.update.outputs!.sandboxUrl, b.names.ingress.sandboxUrl);
         assert.equal(b.update.outputs!.serviceName, b.names.ingress.service);
         assert.equal(b.update.outputs!.port, 8080);
@@ -319,13 +340,13 @@ describe("kubernetes, exposure cluster (defaults)", () => {
                 unwrapSecrets(single(b.update.resources, T.secret).inputs).stringData["keys.conf"],
             ),
         );
-        const again = await build(config());
+        const again = await build(config(KEYS));
         assert.equal(
             single(again.update.resources, T.deployment).inputs.spec.template.metadata.annotations[CHECKSUM_ANNOTATION],
             sum,
             "stable for the same keys",
         );
-        const rotated = await build(config(), { sandboxes: `${SENTINEL}rotated` });
+        const rotated = await build(config(KEYS), { operators: `${SENTINEL}rotated` });
         assert.notEqual(
             single(rotated.update.resources, T.deployment).inputs.spec.template.metadata.annotations[CHECKSUM_ANNOTATION],
             sum,
@@ -407,6 +428,26 @@ describe("kubernetes, exposure cluster (defaults)", () => {
         const one = await build(config({ replicas: 1 }));
         assert.equal(ofType(one.update.resources, T.pdb).length, 0);
         assert.equal(unwrapSecrets(single(one.update.resources, T.deployment).inputs).spec.replicas, 1);
+    });
+
+    test("a supplied shared sandboxes key is not rendered where the sandboxes take per-rollout keys, and the warning names the config to remove", async () => {
+        const warned: string[] = [];
+        const warn = pulumi.log.warn;
+        pulumi.log.warn = async (msg: string) => {
+            warned.push(msg);
+        };
+        try {
+            const kept = await build(config(KEYS), { sandboxes: SENTINEL });
+            for (const run of [kept.update, kept.preview]) assert.deepEqual(occurrences(run.resources, SENTINEL), [], "the value is nowhere");
+            assert.equal(kept.update.outputs!.sandboxKey, undefined);
+        } finally {
+            pulumi.log.warn = warn;
+        }
+        assert.ok(warned.includes(retiredSandboxKeyMessage("sandboxes")) && !warned.some((w) => w.includes(SENTINEL)), warned.join("\n"));
+        assert.equal(
+            retiredSandboxKeyMessage("sandboxes"),
+            "ingressKey-sandboxes: the sandboxes take per-rollout keys on this stack (agent-sandbox on Kubernetes), so this shared sandbox key (ingress.sandboxKey) is not rendered and nginx refuses it: remove it with pulumi config rm ingressKey-sandboxes",
+        );
     });
 
     test("a supplied key for a name not in ingress.keys is refused", async () => {

@@ -16,7 +16,7 @@ import { SandboxPool, multiplyQuantity, resolveSandboxPool, type SandboxDescript
 import { addQuantities } from "../../components/shared/quantity";
 import { ALL_RECIPE_NAMES, RECIPES, type RecipeName } from "../../components/config";
 import { ofType, runBoth, single, type RecordedResource } from "../helpers/mock";
-import { isSecret, unwrapSecrets } from "../helpers/secrets";
+import { unwrapSecrets } from "../helpers/secrets";
 import { scaled, scaledCount } from "../helpers/waits";
 import { loadManifestSchemas, validateManifestStrict } from "../helpers/k8s-schema";
 import { OBSERVABILITY_ON } from "../helpers/observability";
@@ -132,12 +132,13 @@ function assertHardenedPod(spec: any, d: SandboxDescription) {
             "7101",
             "--upstream",
             d.upstreamUrl,
+            ...d.forwarder.command.slice(d.forwarder.command.indexOf("--temperature"), d.forwarder.command.indexOf("--key-host")),
             "--key-host",
             "0.0.0.0",
             "--key-port",
             "7102",
         ],
-        "model routes on loopback, the trace and the rollout-key delivery on the pod IP",
+        "model routes on loopback, the run's sampling and the rollout's bounds, the trace and the rollout-key delivery on the pod IP",
     );
     for (const c of [forwarder, ...spec.containers]) {
         const sc = c.securityContext;
@@ -399,22 +400,32 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
         assert.equal(update.resources.filter((r) => /ClusterRole/.test(r.type)).length, 0, "nothing cluster-wide");
     });
 
-    it("keeps the pool key in the Secret only; no container refers to it (the forwarder holds only its rollout's key)", async () => {
+    it("renders the run's sampling and the rollout's bounds into the forwarder's command (it forces what the trainer checks)", async () => {
+        const flags = (c: PlatformConfig) => {
+            const command = resolveSandboxPool(c, platformNames(c)).forwarder.command;
+            const at = command.indexOf("--temperature");
+            return command.slice(at, at + 8);
+        };
+        // The recipe's own: the program's --temperature default (1.0, programs.ts) and the recipe's maxCompletionLength.
+        assert.deepEqual(flags(config()), ["--temperature", "1", "--max-tokens", "4096", "--max-calls", "256", "--max-rollout-tokens", "1048576"]);
+        const set = config({ training: { temperature: 0.7, maxCompletionLength: 2048 }, sandboxes: { maxCallsPerRollout: 40, maxTokensPerRollout: 50000 } });
+        assert.deepEqual(flags(set), ["--temperature", "0.7", "--max-tokens", "2048", "--max-calls", "40", "--max-rollout-tokens", "50000"]);
+        const { update } = await build(set);
+        const forwarder = single(update.resources, T.template).inputs.spec.podTemplate.spec.initContainers[0];
+        assert.deepEqual(forwarder.command.slice(forwarder.command.indexOf("--temperature"), forwarder.command.indexOf("--key-host")), flags(set));
+    });
+
+    it("renders no pool-key Secret and no reference to one: the forwarder holds only its rollout's key", async () => {
+        // Issue 56 item 4: no forwarder holds the pool key once per-rollout keys are on, so its Secret (read by no
+        // container) is not rendered either; a key passed anyway lands nowhere.
         const { update, preview, description: d, pool } = await build(config());
         for (const run of [update, preview]) {
-            const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
+            assert.deepEqual(ofType(run.resources, T.secret), [], "no Secret in the sandboxes namespace");
             assert.deepEqual(
-                holders.map((r) => r.type),
-                [T.secret],
+                run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY)).map((r) => r.type),
+                [],
             );
-            const secret = holders[0].inputs;
-            assert.ok(isSecret(secret.stringData), "sent to the engine as a secret");
-            assert.deepEqual(unwrapSecrets(secret.stringData), { "api-key": KEY });
-            assert.equal(secret.metadata.name, d.names.keySecret);
-            assert.equal(secret.metadata.namespace, d.names.namespace);
-            assert.equal(secret.data, undefined);
             const spec = single(run.resources, T.template).inputs.spec.podTemplate.spec;
-            // Per-rollout keys on agent-sandbox pools: no shared key in the forwarder, none to fall back to.
             assert.equal(spec.initContainers[0].env, undefined);
             assert.ok(!spec.initContainers[0].command.includes("--key-env"));
             assert.ok(!JSON.stringify(spec).includes(d.names.keySecret), "no container of the pod refers to the pool key");
@@ -497,7 +508,7 @@ describe("SandboxPool on Kubernetes (agent-sandbox)", () => {
             }
         };
         const core = update.resources.filter((r) => r.custom && !r.type.includes("agents.x-k8s.io") && r.type !== "pulumi:pulumi:Stack");
-        assert.equal(core.length, 7);
+        assert.equal(core.length, 6, "quota, network policy, claim policy and binding, role and binding: no pool-key Secret");
         for (const r of core) assert.deepEqual(await problems(unwrapSecrets(r.inputs)), [], r.type);
         // The template's pod is a core pod: validate it as one (strictly, unknown fields included).
         const pod = single(update.resources, T.template).inputs.spec.podTemplate;
@@ -591,7 +602,8 @@ describe("The ingress key and the agent's container, over every black-box recipe
                 const holders = run.resources.filter((r) => JSON.stringify(r.inputs).includes(KEY));
                 assert.deepEqual(
                     holders.map((r) => r.type),
-                    [T.secret],
+                    [],
+                    "no pool-key Secret is rendered",
                 );
                 // Every pool's template (one, or one per Harbor task image).
                 const templates = ofType(run.resources, T.template);

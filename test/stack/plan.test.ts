@@ -113,7 +113,13 @@ describe("plan: every stack and every recipe", () => {
         const outDir = path.join(tmp, "blackbox-sections");
         await planToDir({ recipe: "opencode-blackbox", target: "kubernetes" }, { outDir });
         const md = fs.readFileSync(path.join(outDir, "plan.md"), "utf8");
-        assert.match(md, /\| keys \(names; values are secret outputs\) \| sandboxes, operators \|/);
+        // Per-rollout keys: nginx takes the operators' keys, the sandboxes their rollout's rk1. key, and no shared key.
+        assert.match(md, /\| keys \(names; values are secret outputs\) \| operators \|/);
+        assert.match(
+            md,
+            /\| sandboxes use \| their rollout's own `rk1\.` key at http:\/\/[^ ]+; the shared key sandboxes \(ingress\.sandboxKey\) is not rendered and nginx refuses it \|/,
+        );
+        assert.match(md, /No forwarder holds a shared key, and none falls back to one \(docs\/design\/rollout-keys\.md\) \|/);
         assert.match(md, /\| pool \| 13 warm \(8 burst \+ 3 refill \+ 2 headroom\), 2 CPU \/ 4Gi each \|/);
         // The arithmetic: the burst, the claim rate from the rollout time, the refill it keeps in flight.
         assert.match(
@@ -123,6 +129,11 @@ describe("plan: every stack and every recipe", () => {
         assert.doesNotMatch(md, /autoscaler \(sandboxes\.autoscale\)/, "off by default");
         assert.match(md, /\| claimed lifetime \| <= 3600 s \(admission policy on every claim\) \|/);
         assert.match(md, /\| quota \| 23 pods, 48300m CPU, 97152Mi \|/);
+        // The sampling the forwarder forces is the trainer's (the program's temperature, the recipe's maxCompletionLength).
+        assert.match(
+            md,
+            /\| sampling and bounds \| the forwarder sends temperature 1 on every call and cuts max_tokens to 4096 \(the trainer's; it refuses a record sampled otherwise\); a rollout gets at most 256 calls and 1048576 completion tokens \(sandboxes\.maxCallsPerRollout, maxTokensPerRollout\), then 429 /,
+        );
     });
 
     test("a black-box plan with sandboxes.autoscale shows the autoscaler, its bounds and the quota at its max", async () => {
@@ -270,7 +281,7 @@ describe("plan: secrets never reach the output", () => {
             k8s.manifests.filter((m) => m.kind === "Secret").map((m) => [m.metadata.name, { ...m.data, ...m.stringData }]),
         );
         assert.deepEqual(rendered["hf-token"], { HF_TOKEN: "<redacted>" });
-        assert.deepEqual(rendered["sandbox-key"], { "api-key": "<redacted>" });
+        assert.equal(rendered["sandbox-key"], undefined, "per-rollout keys: no pool-key Secret is rendered");
         assert.deepEqual(rendered["vllm-ingress-keys"], { "keys.conf": "<redacted>" });
         for (const [name, data] of Object.entries(rendered))
             assert.ok(

@@ -14,8 +14,11 @@ import type { SandboxConfig, SandboxDescription, SandboxNames, SandboxPoolSpec }
 export interface SandboxPoolArgs {
     /** The resolved pool (from `resolveSandboxPool(config, names)`). */
     readonly description: SandboxDescription;
-    /** The ingress key the sandboxes send to vLLM (secret; stored only in a Secret). */
-    readonly sandboxKey: pulumi.Input<string>;
+    /**
+     * The shared ingress key, for a pool whose forwarders hold one (secret; stored only in a Secret). A pool that takes
+     * per-rollout keys (agent-sandbox) renders no shared key and needs none. @default undefined
+     */
+    readonly sandboxKey?: pulumi.Input<string>;
     /** Kubernetes: the ingress pods the sandboxes may reach (namespace, pod labels, container port). Required for agent-sandbox. */
     readonly ingress?: IngressPeer;
     /** Kubernetes: the trainer (ServiceAccount bound to the claim Role; its pods alone may reach sandboxes). Required for agent-sandbox. */
