@@ -45,7 +45,7 @@ export function validateObservability(c: PlatformConfig): string[] {
     }
     if (c.ingress.enabled && c.images.mtail === undefined) {
         errors.push(
-            `images.mtail: required with observability on and the ingress deployed: mtail turns the ingress's JSON access log into its per-status and per-key series, and google/mtail publishes binaries only, no image: ${buildHint("mtail")}: Debian bookworm's mtail (its binary at /usr/bin/mtail); it sets images.mtail by digest`,
+            `images.mtail: required with observability on and the ingress deployed: mtail turns the ingress's JSON access log into its per-status and per-key series, and google/mtail publishes binaries only, no image: ${buildHint("mtail")} (Debian bookworm's mtail, its binary at /usr/bin/mtail)`,
         );
     }
     return errors;

@@ -318,7 +318,7 @@ describe("observability: the refusals, each with its message", () => {
             what: "no mtail image with the ingress",
             raw: { recipe: "opencode-blackbox", runId: "r1", target: K8S, observability: { enabled: true } },
             message:
-                "images.mtail: required with observability on and the ingress deployed: mtail turns the ingress's JSON access log into its per-status and per-key series, and google/mtail publishes binaries only, no image: npm run images -- <stack> builds images/mtail/Dockerfile (Debian bookworm's mtail, its binary at /usr/bin/mtail) and sets images.mtail by digest",
+                "images.mtail: required with observability on and the ingress deployed: mtail turns the ingress's JSON access log into its per-status and per-key series, and google/mtail publishes binaries only, no image: npm run images -- <stack> --to <registry>/<path> builds mtail (images/mtail/Dockerfile; docs/guides/images.md), pushes it and sets images.mtail by digest (Debian bookworm's mtail, its binary at /usr/bin/mtail)",
         },
         {
             what: "the scraper on the docker target",
