@@ -209,10 +209,15 @@ describe("engine: the prod stack, its policy pack and its cluster prerequisites"
         log(`prod no-change up: ${secs(up.ms)}`);
     });
 
-    it("the state never holds hfToken, the supplied or the generated ingress keys in plain text", () => {
+    it("the state never holds hfToken, the supplied or the generated ingress keys in plain text", async () => {
         needFirstUp();
-        const generated = secretOutputValues(firstUp!.outputs).filter((v) => v !== OPERATORS_KEY && v.length >= 16);
-        assert.ok(generated.length > 0, "a generated key to look for");
+        // Prod's ingress generates no sandboxes key (agent-sandbox pools take per-rollout keys only); the verifier's
+        // admin key is the generated secret to look for, read back from the trainer's Secret on the cluster.
+        const n = names();
+        const admin = await cluster.getJson(["secret", n.training.rolloutAdminKeySecret, "-n", n.namespaces.training]);
+        const adminKey = Buffer.from(String(admin?.data?.SANDBOX_ROLLOUT_ADMIN_KEY ?? ""), "base64").toString("utf8");
+        assert.ok(adminKey.length >= 16, "the verifier's generated admin key, in the trainer's Secret");
+        const generated = [...secretOutputValues(firstUp!.outputs).filter((v) => v !== OPERATORS_KEY && v.length >= 16), adminKey];
         assertNoPlainSecrets(stack, {
             hfToken: HF_TOKEN,
             "ingressKey-operators": OPERATORS_KEY,
