@@ -208,7 +208,7 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             // base, what pip installed, the change to TRL's script, the mtail Debian gave.
             // The classic builder wraps a step's stderr in colour codes: a stdout line after it starts with a reset.
             for (const line of b.out.split("\n").map((l) => l.replace(ANSI_COLOUR, "")))
-                if (/^(fetch-scripts|install-lock|use_agent_sandbox|fix_trl_weight_sync): |^Successfully installed |^mtail version /.test(line))
+                if (/^(fetch-scripts|fetch_kernel|install-lock|use_agent_sandbox|fix_trl_weight_sync): |^Successfully installed |^mtail version /.test(line))
                     log(`${image}: ${line}`);
             log(`${image}: docker push ${tag}`);
             const p = await docker(["push", tag], env, progress);
