@@ -106,13 +106,31 @@ describe("the lock step for the attention kernel (kernels-community/flash-attn3)
             fs.mkdirSync(path.dirname(path.join(srv, rel)), { recursive: true });
             fs.writeFileSync(path.join(srv, rel), body);
         };
-        put("api/kernels/kernels-community/flash-attn3/commits/v1", JSON.stringify([{ id: later, date: "2027-01-01T00:00:00Z" }, { id: commit, date: "2026-11-30T00:00:00Z" }]));
-        put(`api/kernels/kernels-community/flash-attn3/tree/${commit}/build/${variant}`, JSON.stringify(Object.keys(files).map((f) => ({ type: "file", path: `build/${variant}/${f}` }))));
+        put(
+            "api/kernels/kernels-community/flash-attn3/commits/v1",
+            JSON.stringify([
+                { id: later, date: "2027-01-01T00:00:00Z" },
+                { id: commit, date: "2026-11-30T00:00:00Z" },
+            ]),
+        );
+        put(
+            `api/kernels/kernels-community/flash-attn3/tree/${commit}/build/${variant}`,
+            JSON.stringify(Object.keys(files).map((f) => ({ type: "file", path: `build/${variant}/${f}` }))),
+        );
         for (const [f, body] of Object.entries(files)) put(`kernels/kernels-community/flash-attn3/resolve/${commit}/build/${variant}/${f}`, body);
         const port = await closedPort();
         const hub = spawn("python3", ["-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", srv], { stdio: "ignore" });
         const base = `http://127.0.0.1:${port}`;
-        for (let i = 0; i < 100 && !(await fetch(`${base}/`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
+        for (
+            let i = 0;
+            i < 100 &&
+            !(await fetch(`${base}/`).then(
+                (r) => r.ok,
+                () => false,
+            ));
+            i++
+        )
+            await new Promise((r) => setTimeout(r, 100));
         const before = process.env.AGENTRL_FETCH_BASE_URL;
         try {
             assert.equal(await resolveHubCommit(source, base), commit);
