@@ -194,6 +194,6 @@ def test_the_image_pins_the_kernel_trl_asks_for_after_the_lock_and_checks_the_va
     assert source_pin["scripts"] == [{"file": f"build/{default_variant}", "digestArg": "KERNEL_FLASH_ATTN3_SHA256"}]
     assert ("ARG", "KERNEL_FLASH_ATTN3_REVISION") in ops and ("ARG", "KERNEL_FLASH_ATTN3_SHA256") in ops
     order = [args for op, args in ops if op == "RUN"]
-    at = {key: next(i for i, a in enumerate(order) if key in a) for key in ("install-lock.sh", "fetch-scripts.sh flash-attn3", "resolve_local_kernel")}
-    assert at["install-lock.sh"] < at["fetch-scripts.sh flash-attn3"] < at["resolve_local_kernel"], "the kernel is fetched after the lock and its variant checked by kernels"
+    at = {key: next(i for i, a in enumerate(order) if key in a) for key in ("install-lock.sh", "fetch-scripts.sh flash-attn3", "_get_local_kernel_overrides")}
+    assert at["install-lock.sh"] < at["fetch-scripts.sh flash-attn3"] < at["_get_local_kernel_overrides"], "the kernel is fetched after the lock and its variant checked by kernels"
     assert re.search(r"torch211-cxx11-cu130", default_variant), "the vLLM 0.29.0 image's torch is 2.11 + CUDA 13.0 (bench/gpu/results.md)"
