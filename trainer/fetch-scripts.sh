@@ -14,6 +14,9 @@
 #                 white-box scripts; ARGs SEED_REVISION, SEED_SHA256_<SCRIPT>
 #   trl-opencode  GitHub huggingface/trl examples/async_grpo_opencode/opencode_hf_sandbox.py;
 #                 ARGs TRL_REVISION, TRL_SHA256_OPENCODE_HF_SANDBOX
+#   flash-attn3   Hugging Face kernels-community/flash-attn3 build/<variant>: a folder, not a list of
+#                 files, so trainer/fetch_kernel.py fetches it (same modes, same mirror variable);
+#                 ARGs KERNEL_FLASH_ATTN3_REVISION, KERNEL_FLASH_ATTN3_SHA256 (KERNEL_FLASH_ATTN3_VARIANT)
 #
 # AGENTRL_FETCH_BASE_URL replaces the host part (https://huggingface.co or
 # https://raw.githubusercontent.com), e.g. for a mirror or a test server on loopback.
@@ -41,7 +44,7 @@ set_table() {
         echo "https://raw.githubusercontent.com|huggingface/trl/REV/examples/async_grpo_opencode|TRL_REVISION"
         echo "opencode_hf_sandbox.py|TRL_SHA256_OPENCODE_HF_SANDBOX"
         ;;
-    *) die "unknown set '$1' (known: seed, trl-opencode)" ;;
+    *) die "unknown set '$1' (known: seed, trl-opencode, flash-attn3)" ;;
     esac
 }
 
@@ -63,6 +66,13 @@ download() { # <url> <file>
 }
 
 is_commit() { [[ "$1" =~ ^[0-9a-f]{40}$ ]]; }
+
+if [[ "${1:-}" == "flash-attn3" ]]; then
+    shift
+    exec python3 "$(dirname "$0")/fetch_kernel.py" "$@"
+elif [[ "${1:-}" == "--print" && "${2:-}" == "flash-attn3" ]]; then
+    exec python3 "$(dirname "$0")/fetch_kernel.py" --print "${@:3}"
+fi
 
 mode=fetch
 if [[ "${1:-}" == "--print" ]]; then

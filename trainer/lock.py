@@ -1,6 +1,7 @@
 """Print trainer/requirements.txt from a venv that holds the trainer-side lock.
 
-    <lock venv>/bin/python trainer/lock.py --also bitsandbytes==0.50.2 > trainer/requirements.txt
+    <lock venv>/bin/python trainer/lock.py --also bitsandbytes==0.50.2 --also kernels==0.18.3 \
+        > trainer/requirements.txt
 
 The lock venv is made with `pip install vllm==0.29.0 trl==1.16.0 openenv==0.10.0 trackio`
 (one resolution, so every version below is one vLLM 0.29 accepts). The output pins the roots

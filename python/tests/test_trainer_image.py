@@ -180,7 +180,7 @@ def test_requirements_pin_the_lock_exactly_and_leave_vllm_and_torch_to_the_base(
 
 def test_requirements_agree_with_the_test_lock() -> None:
     # One lock trainer-side: python/requirements-test.txt is the same resolution, frozen. Not in it:
-    # bitsandbytes (images only) and setuptools (pip freeze leaves it out).
+    # bitsandbytes and kernels (images only) and setuptools (pip freeze leaves it out).
     def pins(path: Path) -> dict[str, str]:
         found = {}
         for line in path.read_text().splitlines():
@@ -190,7 +190,7 @@ def test_requirements_agree_with_the_test_lock() -> None:
         return found
 
     image, test = pins(TRAINER / "requirements.txt"), pins(REPO / "python/requirements-test.txt")
-    differ = {n: (v, test.get(n)) for n, v in image.items() if n not in ("bitsandbytes", "setuptools") and test.get(n) != v}
+    differ = {n: (v, test.get(n)) for n, v in image.items() if n not in ("bitsandbytes", "kernels", "setuptools") and test.get(n) != v}
     assert differ == {}, f"trainer/requirements.txt vs python/requirements-test.txt: {differ}"
 
 

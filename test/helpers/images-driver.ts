@@ -4,8 +4,8 @@
  * It serves, from loopback, everything the builds fetch (test/images/serve.py over the test's
  * directory; the build's RUN steps reach it through `docker build --network host`, the daemon's
  * namespace), and points the image step's source overrides at it (SOURCE_OVERRIDES,
- * scripts/lib/images/build.ts): the pinned scripts and the Hub's commit list where huggingface.co and
- * raw.githubusercontent.com serve them, the stand-in OpenEnv repository (git's smart HTTP, as GitHub
+ * scripts/lib/images/build.ts): the pinned scripts, the Hub's commit lists and the stand-in kernel's tree
+ * listing and files where huggingface.co and raw.githubusercontent.com serve them, the stand-in OpenEnv repository (git's smart HTTP, as GitHub
  * serves it) at /huggingface/OpenEnv.git, the PyPI subset at /simple and the Debian subset at
  * /debian. Every line docker build and docker push print goes to <request.json>.progress as it
  * comes (the test's sign that the build goes on). Then it prints one JSON line:
@@ -31,7 +31,7 @@ export interface DriverRequest {
     readonly replace?: Partial<Record<ImageName, Record<string, string>>>;
     /** Served at /<path>: the scripts as huggingface.co and raw.githubusercontent.com lay them out, and the mirrors above. */
     readonly scriptsDir: string;
-    /** Served at /api/models/<repo>/commits/<branch>. */
+    /** The Hub's commit lists, keyed by "<type>s/<repo>/commits/<branch>": served at /api/<key> (resolveHubCommit asks there). */
     readonly hubCommits: Record<string, Array<{ id: string; date: string }>>;
 }
 
@@ -41,8 +41,8 @@ const SCRIPTS_PORT = 8765;
 async function main(): Promise<void> {
     const req = JSON.parse(fs.readFileSync(process.argv[2] as string, "utf8")) as DriverRequest;
     // The Hub's commit lists as files where the Hub serves them.
-    for (const [repo, commits] of Object.entries(req.hubCommits)) {
-        const file = path.join(req.scriptsDir, "api", "models", repo, "commits", "main");
+    for (const [list, commits] of Object.entries(req.hubCommits)) {
+        const file = path.join(req.scriptsDir, "api", list);
         fs.mkdirSync(path.dirname(file), { recursive: true });
         fs.writeFileSync(file, JSON.stringify(commits));
     }

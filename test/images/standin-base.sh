@@ -5,7 +5,10 @@
 #   trainer  git (vLLM's docker/Dockerfile installs it in its final stage; pip clones OpenEnv with it)
 #            and a stub vllm 0.29.0 distribution (metadata only): the trainer Dockerfiles'
 #            install-lock.sh holds the base's vllm, so it must see one. It stands in for
-#            vllm/vllm-openai:v0.29.0, which cannot be pulled here; it holds no vLLM. The same tar
+#            vllm/vllm-openai:v0.29.0, which cannot be pulled here; it holds no vLLM. And a stand-in
+#            torch 2.11.0 (a distribution and a module giving only the version facts of the image's
+#            torch 2.11 + CUDA 13.0 that kernels' variant resolver reads): the black-box Dockerfile's
+#            kernel check resolves the pinned build variant for that torch. It holds no PyTorch. The same tar
 #            stands in for debian:bookworm-slim (the mtail image's base): it is Debian bookworm.
 #   sandbox  the sandbox proxy's deps (fastapi, uvicorn, httpx, from Debian) and
 #            /root/.opencode/bin/opencode, a stand-in script: it stands in for OpenEnv's
@@ -44,6 +47,17 @@ if [[ ! -f "$tar_path" ]]; then
     printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.29.0\nSummary: STAND-IN: metadata only (test/images/standin-base.sh), not vLLM\n' >"$site/METADATA"
     printf 'pip\n' >"$site/INSTALLER"
     : >"$site/RECORD"
+    # A stand-in torch: the facts kernels' variant resolver reads (kernels 0.18.3 kernels/variants.py
+    # resolve_variants, kernels/backends.py _backend: torch.__version__, torch.version.cuda,
+    # torch.compiled_with_cxx11_abi()), as the vLLM 0.29.0 image's torch 2.11 + CUDA 13.0 gives them
+    # (trainer/fetch_kernel.py DEFAULT_VARIANT). No tensors, no CUDA.
+    pkgs="$r/usr/local/lib/python3.11/dist-packages"
+    mkdir -p "$pkgs/torch" "$pkgs/torch-2.11.0.dist-info"
+    printf 'Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nSummary: STAND-IN: version facts only (test/images/standin-base.sh), not PyTorch\n' >"$pkgs/torch-2.11.0.dist-info/METADATA"
+    printf 'pip\n' >"$pkgs/torch-2.11.0.dist-info/INSTALLER"
+    : >"$pkgs/torch-2.11.0.dist-info/RECORD"
+    printf '"""STAND-IN for torch (test/images/standin-base.sh): the version facts of torch 2.11 + CUDA 13.0, not PyTorch."""\n\nfrom . import version\n\n__version__ = "2.11.0"\nSTANDIN = True\n\n\ndef compiled_with_cxx11_abi():\n    return True\n' >"$pkgs/torch/__init__.py"
+    printf '"""STAND-IN for torch.version (test/images/standin-base.sh)."""\n\n__version__ = "2.11.0"\ncuda = "13.0"\nhip = None\n' >"$pkgs/torch/version.py"
   else
     mkdir -p "$r/root/.opencode/bin"
     printf '#!/bin/sh\necho "opencode stand-in (test/images/standin-base.sh: not the OpenEnv opencode sandbox base)"\n' >"$r/root/.opencode/bin/opencode"

@@ -32,6 +32,12 @@ describe("pins against the program facts", () => {
         for (const f of factSources()) assert.ok(repos.has(f.repo), `${f.program} (${f.repo}) has no pinned source`);
         // and every Dockerfile and fetch set the pins name exists
         const fetch = fs.readFileSync(path.join(REPO_ROOT, "trainer", "fetch-scripts.sh"), "utf8");
+        // The kernel set is a folder: trainer/fetch_kernel.py holds its table (one variant, one digest).
+        const kernel = fs.readFileSync(path.join(REPO_ROOT, "trainer", "fetch_kernel.py"), "utf8");
+        const listed = (set: string | undefined, file: string, digestArg: string) =>
+            set === "flash-attn3"
+                ? kernel.includes(`DEFAULT_VARIANT = "${file.replace(/^build\//, "")}"`) && kernel.includes(`DIGEST_ARG = "${digestArg}"`)
+                : fetch.includes(`${file}|${digestArg}`);
         for (const p of allPins()) {
             assert.ok(fs.existsSync(path.join(REPO_ROOT, p.dockerfile)), p.dockerfile);
             const dockerfile = fs.readFileSync(path.join(REPO_ROOT, p.dockerfile), "utf8");
@@ -39,7 +45,7 @@ describe("pins against the program facts", () => {
             for (const arg of pinnedArgs(p)) assert.match(dockerfile, new RegExp(`^ARG ${arg}\\b`, "m"), `${p.dockerfile} declares ARG ${arg}`);
             for (const s of p.sources)
                 for (const f of s.scripts)
-                    assert.ok(fetch.includes(`${f.file}|${f.digestArg}`), `fetch-scripts.sh set ${s.fetchSet} lists ${f.file} as ${f.digestArg}`);
+                    assert.ok(listed(s.fetchSet, f.file, f.digestArg), `fetch-scripts.sh set ${s.fetchSet} lists ${f.file} as ${f.digestArg}`);
         }
     });
 
@@ -109,6 +115,8 @@ describe("the lock", () => {
                     TRL_REVISION: "0a942020335908aaf7276f743ddce0c5f4602c30",
                     TRL_SHA256_OPENCODE_HF_SANDBOX: "e".repeat(64),
                     OPENENV_REVISION: "86a180ede21e044f7929b9a7783ad83aa67d83a3",
+                    KERNEL_FLASH_ATTN3_REVISION: "4".repeat(40),
+                    KERNEL_FLASH_ATTN3_SHA256: "9".repeat(64),
                 },
             },
             sandbox: { base: `ghcr.io/huggingface/openenv-opencode-sandbox:sha-86a180e@sha256:${"f".repeat(64)}`, args: {} },

@@ -16,6 +16,11 @@
  *   - the seed scripts and TRL's opencode_hf_sandbox.py: stand-in files served where the Hub and
  *     raw.githubusercontent.com serve them (the TRL one holds just the lines trainer/use_agent_sandbox.py
  *     changes).
+ *   - the packed-attention kernel (kernels-community/flash-attn3): a STAND-IN build variant (STANDIN_KERNEL:
+ *     a Python __init__.py and a metadata.json of the shape kernels 0.18.3 parses, no CUDA code) served as the
+ *     Hub serves a kernel repository: its v1 commit list (the lock step), its tree listing and files at the
+ *     commit (trainer/fetch_kernel.py). The trainer base's stand-in torch (test/images/standin-base.sh: the
+ *     version facts of torch 2.11 + CUDA 13.0 only) is what kernels' variant resolver reads.
  *   - OpenEnv: a git repository made here (STANDIN_OPENENV) under OpenEnv's package names (openenv at
  *     the root, openenv-opencode-env in envs/opencode_env) holding only the modules the Dockerfile's
  *     import check names, committed, served over git's smart HTTP as GitHub serves it
@@ -23,7 +28,7 @@
  *     name the stand-in bases), so the Dockerfile's pip install from git at a full commit runs for real.
  *   - the trainer lock (trainer/requirements.txt, the heavy pip set): for the white-box trainer an
  *     empty stand-in lock; for the black-box trainer the part of the real lock its own checks import
- *     (k8s-agent-sandbox and what it needs, setuptools for the builds), as real wheels of PyPI served
+ *     (k8s-agent-sandbox, kernels and what they need, setuptools for the builds), as real wheels of PyPI served
  *     from loopback (test/images/pypi-subset.sh). install-lock.sh runs its real steps on either.
  * Not stand-ins: mtail is Debian bookworm's, installed by the Dockerfile's apt from a signed subset of
  * deb.debian.org served from loopback (test/images/debian-subset.sh; apt checks Debian's signature
@@ -62,6 +67,45 @@ const STANDIN_DEBIAN = `${REGISTRY}/standin/debian:bookworm-slim`;
 const TRL_REVISION = "0a942020335908aaf7276f743ddce0c5f4602c30";
 const OPENENV_REVISION = "86a180ede21e044f7929b9a7783ad83aa67d83a3";
 const TRL_SCRIPT = `huggingface/trl/${TRL_REVISION}/examples/async_grpo_opencode/opencode_hf_sandbox.py`;
+/** The packed-attention kernel the black-box pins name, the branch its lock resolves and the build variant it bakes in. */
+const KERNEL_PIN = (
+    JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "images", "trainer-blackbox.pins.json"), "utf8")) as {
+        sources: Array<{ fetchSet?: string; repo: string; resolve?: { branch: string }; scripts: Array<{ file: string }> }>;
+    }
+).sources.find((s) => s.fetchSet === "flash-attn3");
+const KERNEL_REPO = "kernels-community/flash-attn3";
+const KERNEL_VARIANT = (KERNEL_PIN?.scripts[0]?.file ?? "").replace(/^build\//, "");
+/** The Hub's commits of the kernel's v1: the lock must take the newest at or before the pins' asOf (2026-12-07T23:59:59Z). */
+const KERNEL_COMMIT = "7".repeat(40);
+const KERNEL_LATER_COMMIT = "8".repeat(40);
+/** STAND-IN for the kernel's build variant: what kernels 0.18.3 resolves and imports (a metadata.json of its shape), no CUDA code. */
+const STANDIN_KERNEL: Record<string, string> = {
+    "__init__.py": [
+        '"""STAND-IN for kernels-community/flash-attn3 (test/tooling/images-build.test.ts): not the kernel."""',
+        "STANDIN = True",
+        "",
+        "",
+        "def flash_attn_varlen_func(*args, **kwargs):",
+        '    return "stand-in flash_attn_varlen_func"',
+        "",
+    ].join("\n"),
+    "metadata.json": JSON.stringify({
+        id: "_flash_attn3_standin",
+        name: "flash-attn3",
+        version: 1,
+        license: "Apache-2.0",
+        "python-depends": [],
+        backend: { type: "cuda", archs: ["8.0", "9.0a"] },
+    }),
+};
+/** trainer/fetch_kernel.py's tree digest: sha256 of `sha256sum` lines over the variant's files, sorted by path. */
+const kernelDigest = (files: Record<string, string>) =>
+    sha256(
+        Object.keys(files)
+            .sort()
+            .map((f) => `${sha256(files[f] as string)}  ${f}\n`)
+            .join(""),
+    );
 /** The STAND-IN OpenEnv repository: OpenEnv's package names, only the modules trainer/blackbox/Dockerfile imports. */
 const STANDIN_OPENENV: Record<string, string> = {
     "README.md": "STAND-IN for huggingface/OpenEnv, made by test/tooling/images-build.test.ts: not OpenEnv.\n",
@@ -195,9 +239,13 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             root: REPO_ROOT,
             scriptsDir,
             hubCommits: {
-                [SEEDS]: [
+                [`models/${SEEDS}/commits/main`]: [
                     { id: LATER_COMMIT, date: "2026-12-02T09:00:00.000Z" },
                     { id: SEED_COMMIT, date: "2026-11-30T17:00:00.000Z" },
+                ],
+                [`kernels/${KERNEL_REPO}/commits/${KERNEL_PIN?.resolve?.branch}`]: [
+                    { id: KERNEL_LATER_COMMIT, date: "2026-12-08T09:00:00.000Z" },
+                    { id: KERNEL_COMMIT, date: "2026-12-05T12:00:00.000Z" },
                 ],
             },
         };
@@ -279,11 +327,22 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             fs.writeFileSync(path.join(at, f), `# STAND-IN for the seeds' ${f} (test/tooling/images-build.test.ts)\nprint("${f}")\n`);
         fs.mkdirSync(path.dirname(path.join(scriptsDir, TRL_SCRIPT)), { recursive: true });
         fs.writeFileSync(path.join(scriptsDir, TRL_SCRIPT), STANDIN_TRL_SCRIPT);
+        // The stand-in kernel as the Hub serves a kernel repository (trainer/fetch_kernel.py asks both): the tree
+        // listing of build/<variant> at the commit (its ?recursive=true query is not part of the file's path) and each file.
+        const kernelListing = path.join(scriptsDir, "api", "kernels", KERNEL_REPO, "tree", KERNEL_COMMIT, "build", KERNEL_VARIANT);
+        fs.mkdirSync(path.dirname(kernelListing), { recursive: true });
+        fs.writeFileSync(kernelListing, JSON.stringify(Object.keys(STANDIN_KERNEL).map((f) => ({ type: "file", path: `build/${KERNEL_VARIANT}/${f}` }))));
+        for (const [f, body] of Object.entries(STANDIN_KERNEL)) {
+            const file = path.join(scriptsDir, "kernels", KERNEL_REPO, "resolve", KERNEL_COMMIT, "build", KERNEL_VARIANT, f);
+            fs.mkdirSync(path.dirname(file), { recursive: true });
+            fs.writeFileSync(file, body);
+        }
         openenvCommit = standinOpenenv(path.join(scratch, "openenv-standin"), path.join(scriptsDir, "huggingface", "OpenEnv.git"));
         await fixture("pypi-subset.sh", [
             path.join(scriptsDir, "pypi"),
             path.join(REPO_ROOT, "trainer", "requirements.txt"),
             "k8s-agent-sandbox",
+            "kernels",
             "setuptools",
         ]);
         fs.symlinkSync(path.join(scriptsDir, "pypi", "simple"), path.join(scriptsDir, "simple"));
@@ -373,6 +432,8 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             TRL_REVISION,
             TRL_SHA256_OPENCODE_HF_SANDBOX: sha256(STANDIN_TRL_SCRIPT),
             OPENENV_REVISION: openenvCommit,
+            KERNEL_FLASH_ATTN3_REVISION: KERNEL_COMMIT,
+            KERNEL_FLASH_ATTN3_SHA256: kernelDigest(STANDIN_KERNEL),
         });
         assert.match(next.images.mtail.base ?? "", /^127\.0\.0\.1:5000\/standin\/debian:bookworm-slim@sha256:[0-9a-f]{64}$/);
     });
@@ -405,8 +466,11 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             first.stderr,
             new RegExp(`trainer-whitebox: fetch-scripts: /app/train_wordle_whitebox\\.py \\(seed at ${SEED_COMMIT}, sha256 verified\\)`),
         );
-        assert.match(first.stderr, /trainer-whitebox: install-lock: holding 1 packages of the base image \(vllm==0\.29\.0, \)/);
-        assert.match(first.stderr, /trainer-whitebox: install-lock: installed requirements\.txt on vllm==0\.29\.0, +\(held packages unchanged\)/);
+        assert.match(first.stderr, /trainer-whitebox: install-lock: holding 2 packages of the base image \(vllm==0\.29\.0, torch==2\.11\.0\)/);
+        assert.match(
+            first.stderr,
+            /trainer-whitebox: install-lock: installed requirements\.txt on vllm==0\.29\.0, torch==2\.11\.0 \(held packages unchanged\)/,
+        );
         for (const b of first.result) refs[b.image] = b.ref;
         const again = await drive({
             mode: "build",
@@ -465,13 +529,30 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             new RegExp(`trainer-blackbox: fetch-scripts: /app/opencode_hf_sandbox\\.py \\(trl-opencode at ${TRL_REVISION}, sha256 verified\\)`),
         );
         // install-lock.sh twice on the held vllm: the (stand-in) lock from the PyPI subset, then OpenEnv from git.
-        assert.equal(built.stderr.match(/trainer-blackbox: install-lock: holding 1 packages of the base image \(vllm==0\.29\.0, \)/g)?.length, 2);
+        assert.equal(
+            built.stderr.match(/trainer-blackbox: install-lock: holding 2 packages of the base image \(vllm==0\.29\.0, torch==2\.11\.0\)/g)?.length,
+            2,
+        );
         for (const file of ["requirements", "openenv-git"])
             assert.match(
                 built.stderr,
-                new RegExp(`trainer-blackbox: install-lock: installed ${file}\\.txt on vllm==0\\.29\\.0, +\\(held packages unchanged\\)`),
+                new RegExp(`trainer-blackbox: install-lock: installed ${file}\\.txt on vllm==0\\.29\\.0, torch==2\\.11\\.0 \\(held packages unchanged\\)`),
             );
         assert.match(built.stderr, /trainer-blackbox: Successfully installed .*\bk8s-agent-sandbox-1\.0\.8\b/);
+        assert.match(built.stderr, /trainer-blackbox: Successfully installed .*\bkernels-0\.18\.3\b/);
+        // The kernel fetched at the locked commit and checked, then resolved by kernels for the (stand-in) torch 2.11 + CUDA 13.0.
+        assert.ok(
+            built.stderr.includes(
+                `trainer-blackbox: fetch_kernel: /opt/agentrl/kernels/flash-attn3/build/${KERNEL_VARIANT} (${KERNEL_REPO} at ${KERNEL_COMMIT}, sha256 verified)`,
+            ),
+            built.stderr,
+        );
+        assert.ok(
+            built.stderr.includes(
+                `trainer-blackbox: kernels: LOCAL_KERNELS resolves ${KERNEL_REPO} version 1 to /opt/agentrl/kernels/flash-attn3/build/${KERNEL_VARIANT}`,
+            ),
+            built.stderr,
+        );
         assert.match(built.stderr, /trainer-blackbox: Successfully installed openenv-0\.10\.0 openenv-opencode-env-0\.1\.0\n/);
         assert.match(built.stderr, /trainer-blackbox: use_agent_sandbox: \/app\/opencode_hf_sandbox\.py: HFSandboxBackend -> AgentSandboxBackend/);
         assert.match(built.stderr, /mtail: mtail version 3\.0\.0~rc50/);
@@ -551,6 +632,29 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         // Each name twice: its import and the line it changed.
         assert.match(black, /^opencode_env\.harness openenv\.core\.harness\n2\n2\n/);
         for (const f of ["opencode_hf_sandbox.py", "fsdp2.yaml"]) assert.ok(black.includes(f), `${f} in ${black}`);
+        // The kernel where the image's LOCAL_KERNELS points, loaded by kernels' get_kernel as TRL asks for it
+        // (version=1), with no network. check_arch=False: the arch check asks torch.cuda for the GPU's
+        // capability (kernels 0.18.3 kernels/validate.py ArchValidator, kernels/archs.py), and there is neither a GPU nor a real torch here.
+        const kernel = d.docker([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            refs["trainer-blackbox"] as string,
+            "sh",
+            "-c",
+            `echo "$LOCAL_KERNELS" && ls "\${LOCAL_KERNELS#*=}/build/${KERNEL_VARIANT}" && python3 -c "import kernels; k = kernels.get_kernel('${KERNEL_REPO}', version=1, check_arch=False); print(k.__file__, k.STANDIN, k.flash_attn_varlen_func())"`,
+        ]).stdout;
+        assert.equal(
+            kernel,
+            [
+                `${KERNEL_REPO}=/opt/agentrl/kernels/flash-attn3`,
+                "__init__.py",
+                "metadata.json",
+                `/opt/agentrl/kernels/flash-attn3/build/${KERNEL_VARIANT}/__init__.py True stand-in flash_attn_varlen_func`,
+                "",
+            ].join("\n"),
+        );
         // mtail: Debian's binary, unprivileged.
         const mtail = d.docker([
             "run",

@@ -7,7 +7,8 @@
  * Run: node --import tsx --test test/tooling/images-offline.test.ts
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,7 +17,7 @@ import * as path from "node:path";
 import { after, describe, test } from "node:test";
 import { readRegistryAuth } from "../../scripts/images";
 import { BASE_MIRROR_ENV, mirroredRef, parseBaseMirrors } from "../../scripts/lib/images/base-mirrors";
-import { fillLock, ImageStepError, resolveHubCommit } from "../../scripts/lib/images/lock-step";
+import { fillLock, ImageStepError, resolveHubCommit, scriptDigests } from "../../scripts/lib/images/lock-step";
 import { lockPath, readPins, REPO_ROOT } from "../../scripts/lib/images/pins";
 import { credentialsFor, RegistryError } from "../../scripts/lib/images/registry";
 
@@ -88,6 +89,63 @@ describe("the lock step offline", () => {
             );
             return true;
         });
+    });
+});
+
+describe("the lock step for the attention kernel (kernels-community/flash-attn3)", () => {
+    test("its commit is the newest of the kernel repository's v1 branch by the pins' day, and its digest is the sha256 of its files' sha256sum lines", async () => {
+        const source = readPins("trainer-blackbox").sources.find((s) => s.fetchSet === "flash-attn3");
+        assert.ok(source, "images/trainer-blackbox.pins.json pins the kernel TRL's AsyncGRPO loads");
+        const [commit, later] = ["7".repeat(40), "8".repeat(40)];
+        const variant = (source.scripts[0]?.file ?? "").replace(/^build\//, "");
+        // STAND-IN kernel files (not flash-attn3), served as the Hub serves a kernel repository.
+        const files: Record<string, string> = { "__init__.py": "# STAND-IN for flash-attn3 (images-offline.test.ts)\n", "metadata.json": "{}\n" };
+        // A static server in its own process (scriptDigests runs the fetch synchronously, which would stall one in this process).
+        const srv = path.join(tmp, "kernel-hub");
+        const put = (rel: string, body: string) => {
+            fs.mkdirSync(path.dirname(path.join(srv, rel)), { recursive: true });
+            fs.writeFileSync(path.join(srv, rel), body);
+        };
+        put(
+            "api/kernels/kernels-community/flash-attn3/commits/v1",
+            JSON.stringify([
+                { id: later, date: "2027-01-01T00:00:00Z" },
+                { id: commit, date: "2026-11-30T00:00:00Z" },
+            ]),
+        );
+        put(
+            `api/kernels/kernels-community/flash-attn3/tree/${commit}/build/${variant}`,
+            JSON.stringify(Object.keys(files).map((f) => ({ type: "file", path: `build/${variant}/${f}` }))),
+        );
+        for (const [f, body] of Object.entries(files)) put(`kernels/kernels-community/flash-attn3/resolve/${commit}/build/${variant}/${f}`, body);
+        const port = await closedPort();
+        const hub = spawn("python3", ["-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", srv], { stdio: "ignore" });
+        const base = `http://127.0.0.1:${port}`;
+        for (
+            let i = 0;
+            i < 100 &&
+            !(await fetch(`${base}/`).then(
+                (r) => r.ok,
+                () => false,
+            ));
+            i++
+        )
+            await new Promise((r) => setTimeout(r, 100));
+        const before = process.env.AGENTRL_FETCH_BASE_URL;
+        try {
+            assert.equal(await resolveHubCommit(source, base), commit);
+            process.env.AGENTRL_FETCH_BASE_URL = base;
+            const sha = (t: string) => createHash("sha256").update(t).digest("hex");
+            const lines = Object.keys(files)
+                .sort()
+                .map((f) => `${sha(files[f] as string)}  ${f}\n`)
+                .join("");
+            assert.deepEqual(scriptDigests(REPO_ROOT, "flash-attn3", commit), { KERNEL_FLASH_ATTN3_REVISION: commit, KERNEL_FLASH_ATTN3_SHA256: sha(lines) });
+        } finally {
+            if (before === undefined) delete process.env.AGENTRL_FETCH_BASE_URL;
+            else process.env.AGENTRL_FETCH_BASE_URL = before;
+            hub.kill();
+        }
     });
 });
 

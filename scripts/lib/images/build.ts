@@ -90,6 +90,12 @@ export interface Built {
 }
 
 const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+/**
+ * What the pinned steps said, logged after a build: each script's commit and digest check, the lock's install
+ * on the base, what pip installed, the kernel's fetch and the variant kernels resolves, the change to TRL's
+ * script, the mtail Debian gave.
+ */
+const PINNED_STEP_LINE = /^(fetch-scripts|fetch_kernel|kernels|install-lock|use_agent_sandbox|fix_trl_weight_sync): |^Successfully installed |^mtail version /;
 
 /** Runs the docker CLI, each line it prints passed to `progress` as it comes; SIGKILL after `timeoutMs`. */
 function docker(
@@ -193,12 +199,8 @@ export async function buildAndPush(image: ImageName, o: BuildOptions): Promise<B
             );
             const b = await docker([...buildArgv, ctx], env, progress);
             if (b.status !== 0) throw new ImageStepError(`${image}: docker build -f ${pins.dockerfile} failed (exit ${b.status}):\n${b.out.slice(-6000)}`);
-            // What the pinned steps said: each script's commit and digest check, the lock's install on the
-            // base, what pip installed, the change to TRL's script, the mtail Debian gave.
             // The classic builder wraps a step's stderr in colour codes: a stdout line after it starts with a reset.
-            for (const line of b.out.split("\n").map((l) => l.replace(ANSI_COLOUR, "")))
-                if (/^(fetch-scripts|install-lock|use_agent_sandbox|fix_trl_weight_sync): |^Successfully installed |^mtail version /.test(line))
-                    log(`${image}: ${line}`);
+            for (const line of b.out.split("\n").map((l) => l.replace(ANSI_COLOUR, ""))) if (PINNED_STEP_LINE.test(line)) log(`${image}: ${line}`);
             log(`${image}: docker push ${tag}`);
             const p = await docker(["push", tag], env, progress);
             if (p.status !== 0)

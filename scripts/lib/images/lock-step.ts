@@ -18,18 +18,18 @@ export class ImageStepError extends Error {}
 /**
  * The commit a source without a recorded one resolves to: the newest commit of its branch at or
  * before its `asOf` (the day the facts were read), from the Hub's commit list
- * (GET /api/models/<repo>/commits/<branch>, huggingface_hub `list_repo_commits`).
+ * (GET /api/<type>s/<repo>/commits/<branch>, huggingface_hub `list_repo_commits`).
  */
 export async function resolveHubCommit(source: PinnedSource, hubUrl = process.env.AGENTRL_HF_ENDPOINT ?? "https://huggingface.co"): Promise<string> {
     const rule = source.resolve;
     if (!source.repo.startsWith("huggingface:") || rule === undefined)
         throw new ImageStepError(`source ${source.name} (${source.repo}) has no revision and no Hub resolve rule: record its commit in the pins`);
     const repo = source.repo.slice("huggingface:".length);
-    const url = `${hubUrl.replace(/\/$/, "")}/api/models/${repo}/commits/${encodeURIComponent(rule.branch)}`;
+    const url = `${hubUrl.replace(/\/$/, "")}/api/${source.repoType ?? "model"}s/${repo}/commits/${encodeURIComponent(rule.branch)}`;
     const res = await fetch(url, { signal: AbortSignal.timeout(30_000) }).catch((e: Error & { cause?: { code?: string } }) => {
         const why = e.name === "TimeoutError" ? "no answer in 30 s" : (e.cause?.code ?? e.message);
         throw new ImageStepError(
-            `source ${source.name}: could not reach ${new URL(url).host} (${why}) for ${url}: set AGENTRL_HF_ENDPOINT to a Hub mirror that serves /api/models/<repo>/commits/<branch>, or run the lock step where ${new URL(url).host} is reachable`,
+            `source ${source.name}: could not reach ${new URL(url).host} (${why}) for ${url}: set AGENTRL_HF_ENDPOINT to a Hub mirror that serves /api/<type>s/<repo>/commits/<branch>, or run the lock step where ${new URL(url).host} is reachable`,
         );
     });
     if (!res.ok) throw new ImageStepError(`source ${source.name}: ${url} answered HTTP ${res.status}`);

@@ -24,6 +24,8 @@ export interface PinnedSource {
     readonly name: string;
     /** `github:<owner>/<repo>` or `huggingface:<repo>`. */
     readonly repo: string;
+    /** A Hub repository's type (its API path /api/<type>s/): kernels-community/* are `kernel`. @default "model" */
+    readonly repoType?: "model" | "kernel";
     readonly revisionArg: string;
     /** The 40-hex commit, or null where none was recorded (then `resolve` says which one the lock takes). */
     readonly revision: string | null;
