@@ -168,3 +168,36 @@ def test_the_blackbox_image_applies_it_after_the_lock():
     fix_at = text.index("RUN python3 /opt/agentrl/fix_trl_weight_sync.py --lock /opt/agentrl/lock/requirements.txt")
     assert lock_at < fix_at
     assert "!trainer/fix_trl_weight_sync.py" in (REPO / "trainer" / "blackbox" / "Dockerfile.dockerignore").read_text().splitlines()
+
+
+def test_the_pinned_vllm_starts_a_weight_update_without_reading_a_body():
+    """Checked against the pinned vLLM's own route (vllm 0.29.0 vllm/entrypoints/serve/dev/rlhf/api_router.py
+    start_weight_update): it reads no request body, so #7131's is_checkpoint_format=False could not reach the engine;
+    the fix leaves TRL's post as it is. A request whose body cannot be read still starts the update on the engine."""
+    pytest.importorskip("vllm")
+    import asyncio
+
+    from vllm.entrypoints.serve.dev.rlhf import api_router
+
+    route = next(r for r in api_router.router.routes if getattr(r, "path", "") == "/start_weight_update")
+    started: list[tuple] = []
+
+    class Engine:
+        async def start_weight_update(self, *args, **kwargs):
+            started.append((args, kwargs))
+
+    class App:
+        class state:  # noqa: N801 - the attribute the route reads (request.app.state.engine_client)
+            engine_client = Engine()
+
+    class Request:
+        app = App()
+
+        async def json(self):
+            raise AssertionError("the route read the request's JSON body")
+
+        async def body(self):
+            raise AssertionError("the route read the request's body")
+
+    asyncio.run(route.endpoint(Request()))
+    assert started == [((), {})], started
