@@ -8,12 +8,14 @@ Each pod: a veth pair to this namespace (netns.create, subnet 10.214.<n>.0/30: t
 at .1), the runtime at the pod's address (the container's command, on the image layout), the forwarder
 with the template's command (only the paths and the ingress's address replaced: the ingress is this
 machine's nginx, reached from the pod through a relay on this side's address of the pair). The forwarder
-runs as root here, not its own uid (test_sandbox_trust.py covers the uid); its key is the pool's (the
-per-rollout key path is test_rollout_keys.py's). The namespaces, relays and processes go with the pod.
+runs as root here, not its own uid (test_sandbox_trust.py covers the uid); it takes only a delivered key,
+and this network hands it the pool's on its key port (a stand-in for the trainer's delivery: the
+per-rollout key path with the real verifier is test_rollout_keys.py's). The namespaces, relays and processes go with the pod.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import socket
@@ -135,6 +137,25 @@ class PodProcesses:
             self.ns.delete()
 
 
+def deliver_key(host: str, port: int, key: str) -> None:
+    """PUT `key` once on the forwarder's key port, as the trainer's backend does at claim; waits for the port."""
+
+    def delivered() -> bool:
+        conn = http.client.HTTPConnection(host, port, timeout=5)
+        try:
+            conn.request("PUT", "/rollout-key", body=key.encode(), headers={"Content-Type": "text/plain"})
+            status = conn.getresponse().status
+        except OSError:
+            return False
+        finally:
+            conn.close()
+        if status != 204:
+            raise RuntimeError(f"the forwarder refused the key on {host}:{port}: HTTP {status}")
+        return True
+
+    wait_for(f"the forwarder takes its key on {host}:{port}", delivered, timeout=15, interval=0.05)
+
+
 class ForwardedPodNetwork(test_controller.PodNetwork):
     """PodNetwork whose pods are namespaces holding the runtime and the forwarder (module docstring).
     `ingress_port`: the loopback port of this machine's ingress; `key`: the pool's ingress key."""
@@ -175,6 +196,12 @@ class ForwardedPodNetwork(test_controller.PodNetwork):
             runtime = procs[0]
             self.namespaces.add(wait_for(f"pod {name}'s PID namespace", lambda: test_controller.pid_namespace_of_child(runtime), timeout=15, interval=0.05))
             wait_http(f"http://{ip}:{c.ports[0].container_port}/healthz", proc=pod_procs)
+            if "--key-port" in argv:
+                # The template's forwarder takes only a rollout key (no shared key in its env). This network runs no
+                # verifier (conftest.without_rollout_keys), so it hands the forwarder the pool's key on its key port
+                # itself: a STAND-IN for the trainer's delivery (agent_sandbox.py _deliver_rollout_key), which the
+                # rendered path tests with the real verifier (test_rollout_keys.py, test_opencode_e2e.py).
+                deliver_key(ip, int(argv[argv.index("--key-port") + 1]), self.key)
             self._publish(name, ip)
         except Exception as e:  # noqa: BLE001 - reported by the tests; not retried
             with self._lock:
