@@ -133,8 +133,13 @@ describe("engine: the staging stack on a simulated GPU cluster", { skip, timeout
         assert.equal(o.ingressKeys?.secret, true, "ingressKeys is a secret output");
         const keys = o.ingressKeys.value as Record<string, string>;
         assert.equal(keys.operators, OPERATORS_KEY_1, "the supplied operators key is used");
-        assert.match(keys.sandboxes, /^[A-Za-z0-9]{48}$/, "the sandboxes key is generated");
-        secrets["ingressKey-sandboxes (generated)"] = keys.sandboxes;
+        assert.equal(keys.sandboxes, undefined, "no shared sandboxes key: agent-sandbox pools take per-rollout keys only (docs/design/rollout-keys.md)");
+        // The generated secret the state must not hold in plain text: the verifier's admin key, read back from the trainer's Secret.
+        const n = names();
+        const admin = await cluster.getJson<any>(["secret", n.training.rolloutAdminKeySecret, "-n", n.namespaces.training]);
+        const adminKey = Buffer.from(String(admin?.data?.SANDBOX_ROLLOUT_ADMIN_KEY ?? ""), "base64").toString("utf8");
+        assert.match(adminKey, /^[A-Za-z0-9]{16,}$/, "the verifier's admin key is generated");
+        secrets["rollout admin key (generated)"] = adminKey;
         for (const k of ["sandboxUrl", "vllmInternalUrl"]) {
             assert.ok(o[k], `output ${k}`);
             assert.doesNotThrow(() => new URL(String(o[k].value)), `${k} is a URL: ${o[k].value}`);
