@@ -9,7 +9,7 @@ at .1), the runtime at the pod's address (the container's command, on the image 
 with the template's command (only the paths and the ingress's address replaced: the ingress is this
 machine's nginx, reached from the pod through a relay on this side's address of the pair). The forwarder
 runs as root here, not its own uid (test_sandbox_trust.py covers the uid); it takes only a delivered key,
-and this network hands it the pool's on its key port (a stand-in for the trainer's delivery: the
+and this network hands it a rollout-key-shaped stand-in its ingress accepts, on its key port (a stand-in for the trainer's delivery: the
 per-rollout key path with the real verifier is test_rollout_keys.py's). The namespaces, relays and processes go with the pod.
 """
 
@@ -158,7 +158,8 @@ def deliver_key(host: str, port: int, key: str) -> None:
 
 class ForwardedPodNetwork(test_controller.PodNetwork):
     """PodNetwork whose pods are namespaces holding the runtime and the forwarder (module docstring).
-    `ingress_port`: the loopback port of this machine's ingress; `key`: the pool's ingress key."""
+    `ingress_port`: the loopback port of this machine's ingress; `key`: the key each pod's forwarder is handed (a
+    rollout key's shape, which the forwarder's key port requires, listed in that ingress's keys file)."""
 
     def __init__(self, *args: Any, ingress_port: int, key: str, **kwargs: Any) -> None:
         self.ingress_port = ingress_port
@@ -198,8 +199,8 @@ class ForwardedPodNetwork(test_controller.PodNetwork):
             wait_http(f"http://{ip}:{c.ports[0].container_port}/healthz", proc=pod_procs)
             if "--key-port" in argv:
                 # The template's forwarder takes only a rollout key (no shared key in its env). This network runs no
-                # verifier (conftest.without_rollout_keys), so it hands the forwarder the pool's key on its key port
-                # itself: a STAND-IN for the trainer's delivery (agent_sandbox.py _deliver_rollout_key), which the
+                # verifier (conftest.without_rollout_keys), so it hands the forwarder `key` (a rollout-key-shaped
+                # stand-in its ingress lists as a plain key) on its key port itself: a STAND-IN for the trainer's delivery (agent_sandbox.py _deliver_rollout_key), which the
                 # rendered path tests with the real verifier (test_rollout_keys.py, test_opencode_e2e.py).
                 deliver_key(ip, int(argv[argv.index("--key-port") + 1]), self.key)
             self._publish(name, ip)

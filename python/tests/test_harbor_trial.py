@@ -52,7 +52,7 @@ import test_controller
 from conftest import PYTHON_DIR, REPO, free_port, processes
 from stub_model import BASH_COMMAND, SOLUTION, SUBMIT_COMMAND, StubModel
 from test_controller import SANDBOXES, claims, wait_for
-from test_opencode_e2e import KEY, _require, sandbox_path, start_ingress, stop_group
+from test_opencode_e2e import KEY, STANDIN_ROLLOUT_KEY, _require, sandbox_path, start_ingress, stop_group
 from test_rollout_worker import build_image_with_opencode
 from waits import scaled
 
@@ -143,7 +143,7 @@ def cluster(tmp_path_factory, harbor, model_path):
         mp.setattr(sandbox_root, "host_root_paths", keep)
         mp.setattr(test_controller, "sandbox_path", lambda: pod_path(harbor))
         if POD_FORWARDERS:
-            mp.setattr(test_controller, "PodNetwork", functools.partial(pod_netns.ForwardedPodNetwork, ingress_port=model_path["port"], key=KEY))
+            mp.setattr(test_controller, "PodNetwork", functools.partial(pod_netns.ForwardedPodNetwork, ingress_port=model_path["port"], key=STANDIN_ROLLOUT_KEY))
         yield from test_controller.cluster.__wrapped__(tmp_path_factory)
     if POD_FORWARDERS:
         assert pod_netns.namespaces() == [], "every pod's namespace is gone with the cluster"
@@ -267,7 +267,8 @@ def check_model_requests(s) -> None:
         assert "authorization" not in headers and headers.get("x-request-id")
         assert r["body"]["logprobs"] is True and r["body"]["return_token_ids"] is True
         assert r["body"]["temperature"] == 1.0 and r["body"]["top_p"] == 1.0, "the trainer's sampling policy"
-    assert KEY not in s["ingress_log"].read_text(errors="replace")
+    log = s["ingress_log"].read_text(errors="replace")
+    assert KEY not in log and STANDIN_ROLLOUT_KEY not in log
 
 
 # --- tests -------------------------------------------------------------------------------------

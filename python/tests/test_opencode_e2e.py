@@ -50,6 +50,9 @@ from waits import scaled, wait_for
 from test_plan_contract import plan_facts
 
 KEY = "sk-sandboxes-3f9d2c7a1b5e4d6f"
+#: A STAND-IN for the key the trainer mints per claim: the rollout-key shape the forwarder takes on its key port, listed
+#: in this test ingress's keys file as a plain key (ingress:local runs no verifier). pod_netns delivers it to each pod.
+STANDIN_ROLLOUT_KEY = "rk1.StandInRolloutKeyForTheHarborTrialPods00000"
 REPLY = "print(sum(map(int, input().split())))\n"
 
 
@@ -141,7 +144,7 @@ class StubModel:
 
 def start_ingress(tmp: Path, upstream: str) -> tuple[subprocess.Popen, str, Path]:
     keys = tmp / "keys"
-    keys.write_text(f"sandboxes {KEY}\n")
+    keys.write_text(f"sandboxes {KEY}\nrollouts {STANDIN_ROLLOUT_KEY}\n")
     keys.chmod(0o600)
     port = free_port()
     log = tmp / "ingress.log"
