@@ -4,6 +4,7 @@ image-like skeleton), helpers to find processes and secrets on this machine, and
 
 from __future__ import annotations
 
+import http.client
 import os
 import random
 import signal
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent_rl_sandbox.runtime import group_members as process_group_members  # noqa: F401 - the tests import it from here
-from waits import scaled
+from waits import scaled, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
@@ -208,3 +209,20 @@ def runtime(tmp_path: Path):
         os.killpg(rt.proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def deliver_rollout_key(host: str, port: int, key: str) -> None:
+    """What the trainer's backend does at claim (agent_sandbox.py _deliver_rollout_key): PUT the key once."""
+    def delivered() -> bool:
+        conn = http.client.HTTPConnection(host, port, timeout=scaled(5))
+        try:
+            conn.request("PUT", "/rollout-key", body=key.encode(), headers={"Content-Type": "text/plain"})
+            status = conn.getresponse().status
+        except OSError:
+            return False
+        finally:
+            conn.close()
+        assert status == 204, status
+        return True
+
+    wait_for(f"the forwarder takes the rollout key on {host}:{port}", delivered, timeout=15)

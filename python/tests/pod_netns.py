@@ -15,7 +15,6 @@ per-rollout key path with the real verifier is test_rollout_keys.py's). The name
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
 import socket
@@ -26,7 +25,7 @@ from typing import Any
 import netns
 import sandbox_root
 import test_controller
-from conftest import PYTHON_DIR, stop_process, wait_http
+from conftest import PYTHON_DIR, deliver_rollout_key, stop_process, wait_http
 from waits import wait_for
 
 FORWARDER = PYTHON_DIR / "agent_rl_sandbox" / "forwarder.py"
@@ -137,25 +136,6 @@ class PodProcesses:
             self.ns.delete()
 
 
-def deliver_key(host: str, port: int, key: str) -> None:
-    """PUT `key` once on the forwarder's key port, as the trainer's backend does at claim; waits for the port."""
-
-    def delivered() -> bool:
-        conn = http.client.HTTPConnection(host, port, timeout=5)
-        try:
-            conn.request("PUT", "/rollout-key", body=key.encode(), headers={"Content-Type": "text/plain"})
-            status = conn.getresponse().status
-        except OSError:
-            return False
-        finally:
-            conn.close()
-        if status != 204:
-            raise RuntimeError(f"the forwarder refused the key on {host}:{port}: HTTP {status}")
-        return True
-
-    wait_for(f"the forwarder takes its key on {host}:{port}", delivered, timeout=15, interval=0.05)
-
-
 class ForwardedPodNetwork(test_controller.PodNetwork):
     """PodNetwork whose pods are namespaces holding the runtime and the forwarder (module docstring).
     `ingress_port`: the loopback port of this machine's ingress; `key`: the key each pod's forwarder is handed (a
@@ -202,7 +182,7 @@ class ForwardedPodNetwork(test_controller.PodNetwork):
                 # verifier (conftest.without_rollout_keys), so it hands the forwarder `key` (a rollout-key-shaped
                 # stand-in its ingress lists as a plain key) on its key port itself: a STAND-IN for the trainer's delivery (agent_sandbox.py _deliver_rollout_key), which the
                 # rendered path tests with the real verifier (test_rollout_keys.py, test_opencode_e2e.py).
-                deliver_key(ip, int(argv[argv.index("--key-port") + 1]), self.key)
+                deliver_rollout_key(ip, int(argv[argv.index("--key-port") + 1]), self.key)
             self._publish(name, ip)
         except Exception as e:  # noqa: BLE001 - reported by the tests; not retried
             with self._lock:

@@ -36,7 +36,7 @@ from agent_rl_sandbox import RuntimeHandle
 from agent_rl_sandbox.forwarder import REDACTED, Redactor
 
 import sandbox_root
-from conftest import REPO, free_port, stop_process, wait_http
+from conftest import REPO, deliver_rollout_key, free_port, stop_process, wait_http
 from waits import scaled, wait_for
 from test_plan_contract import container, fake_stock_home, forwarder, plain_env, plan_facts
 
@@ -158,23 +158,6 @@ def start_forwarder(facts: dict, upstream: str, tmp: Path) -> tuple[subprocess.P
         time.sleep(0.1)
     deliver_rollout_key("127.0.0.1", key_port, KEY)
     return proc, port, uid
-
-
-def deliver_rollout_key(host: str, port: int, key: str) -> None:
-    """What the trainer's backend does at claim (agent_sandbox.py _deliver_rollout_key): PUT the key once."""
-    def delivered() -> bool:
-        conn = http.client.HTTPConnection(host, port, timeout=scaled(5))
-        try:
-            conn.request("PUT", "/rollout-key", body=key.encode(), headers={"Content-Type": "text/plain"})
-            status = conn.getresponse().status
-        except OSError:
-            return False
-        finally:
-            conn.close()
-        assert status == 204, status
-        return True
-
-    wait_for(f"the forwarder takes the rollout key on {host}:{port}", delivered, timeout=15)
 
 
 #: What the agent runs (opencode's bash tool: `bash -c`), standard library only. It prints JSON.
