@@ -10,10 +10,10 @@ cd "$repo"
 targets=(python/harbor_tests)
 for a in "$@"; do [[ "$a" != -* && -e "$a" ]] && { targets=(); break; }; done
 # Twice: harbor 0.25.0 with openenv (the training path's venv), then harbor 0.26.0 (the evaluation venv, eval/venv
-# beside it: build.sh), where the tests of openenv's trial config skip (python/harbor_tests/harbor_versions.py).
+# beside it: build.sh), where the tests of openenv's trial config are deselected and named (python/harbor_tests/harbor_versions.py, loaded as a plugin).
 status=0
 for py in "$python" "${python%/venv/bin/python}/eval/venv/bin/python"; do
   echo "== harbor $("$py" -c 'import importlib.metadata as m; print(m.version("harbor"))') ($py)"
-  env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$repo/python" "$py" -m pytest -c python/pyproject.toml --rootdir python "${targets[@]}" "$@" || status=$?
+  env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$repo/python:$repo/python/harbor_tests" "$py" -m pytest -c python/pyproject.toml --rootdir python -p harbor_versions "${targets[@]}" "$@" || status=$?
 done
 exit "$status"
