@@ -310,8 +310,10 @@ def test_trls_worker_completes_a_group_of_two_agents_harbor_trials(stack):
     print(f"one group of 2 Harbor trials (opencode, mini-swe-agent): {time.monotonic() - started:.1f}s")
     results = [json.loads(p.read_text()) for p in sorted((s["tmp"] / "rollouts").glob("*.json")) if not p.name.endswith(".trace.json")]
     assert sorted(r["agent"] for r in results) == sorted(AGENTS), results
-    assert {x.group_id for x in samples} == {0} and len(samples) == 2
-    assert [x.metrics["reward"] for x in samples] == [1.0, 1.0]
+    # A group's rows: one per chain of calls TRL's worker finds in a trial's trace (a call that does not extend the one
+    # before starts a row), so at least one per trial; each row carries its trial's reward.
+    assert {x.group_id for x in samples} == {0} and len(samples) >= 2, [len(r["entries"]) for r in results]
+    assert [x.metrics["reward"] for x in samples] == [1.0] * len(samples)
     for r in results:
         assert r["reward"] == 1.0 and r["exception"] is None
         check_source(r)

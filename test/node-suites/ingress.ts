@@ -1,21 +1,26 @@
 // The authenticated vLLM ingress on the real node (issue #29 point 3): the opencode-blackbox plan
-// (`npm run plan -- --recipe opencode-blackbox`) with a named test override (NODE_INGRESS_OVERRIDE:
-// the fixture's nginx by digest, sandboxes sized for this 2-CPU node), its Namespaces, ServiceAccount,
-// ConfigMaps, Services, NetworkPolicies, PodDisruptionBudget and the ingress Deployment applied as
-// they are. The two Secrets the plan redacts get a test key each (the keys file from the ingress's
-// own renderKeysFile, the sandboxes' key in the pool's Secret). Stand-ins, named: nginx is Debian
+// (`npm run plan -- --recipe opencode-blackbox`) with a named test override (the fixture's nginx and
+// sandbox runtime image by digest, sandboxes sized for this 2-CPU node), its Namespaces,
+// ServiceAccount, ConfigMaps, Services, NetworkPolicies, PodDisruptionBudget, the ingress Deployment
+// and the per-rollout key verifier's Deployment applied as they are. The Secrets the plan redacts get
+// test values: the keys file (the ingress's own renderKeysFile over the plan's key names: the
+// operators' key alone, as the pool's sandboxes hold no shared key) and ONE admin key in the
+// verifier's Secret and the trainer's copy (the Platform gives both one key). Stand-ins, named: nginx is Debian
 // forky's 1.30 in place of nginxinc/nginx-unprivileged; vLLM is python/tests/stub_model.py (a
 // scripted OpenAI-compatible server, no model) in a pod made from the training Job's pod template
 // (its labels, port 8000, its /health startup and readiness probes, its GPU request served by the
 // GPU stand-in; the model-cache and checkpoints claims as emptyDirs: no provisioner here), so the
 // plan's vLLM Service selects it; the sandbox is the SandboxTemplate's own pod (runtime and key
 // forwarder on the sandbox runtime image), not a claim through the agent-sandbox controller.
-// Checked on the running pods: the ingress Ready behind its probes; OpenAI's own Python client in
-// the sandboxes namespace gets a completion with the key and AuthenticationError (401) without it
-// or with a wrong one; a route vLLM leaves open (/pause) is 404 even with the key; the sandbox's
-// agent side reaches the model through its forwarder on loopback with no key of its own (the
-// forwarder adds it); a pod with the trainer's labels in the training namespace is refused by the
-// ingress's NetworkPolicy. Run on test/stack/node.test.ts's node.
+// Checked on the running pods: the ingress and the verifier Ready behind their probes; a rollout key
+// minted at the verifier from the pod with the trainer's labels (its admin key, the Service's name)
+// and delivered to the sandbox's forwarder on its key port, as the trainer's backend does; OpenAI's
+// own Python client in the sandboxes namespace gets a completion with that key and with the
+// operators' key, and AuthenticationError (401) with a wrong one, a forged rk1 key or a revoked one;
+// a route vLLM leaves open (/pause) is 404 even with a key; the sandbox's agent side reaches the
+// model through its forwarder on loopback with no key of its own (the forwarder adds it), and finds
+// the key's value nowhere its uid can read; a pod with the trainer's labels in the training
+// namespace is refused by the ingress's NetworkPolicy. Run on test/stack/node.test.ts's node.
 import { strict as assert } from "node:assert";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
@@ -23,7 +28,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { renderKeysFile } from "../../components/ingress/nginx";
-import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_SECRET_KEY, SANDBOX_TRACE_PORT } from "../../components/sandbox/model";
+import { VERIFIER_ADMIN_KEY_DIR } from "../../components/ingress/verifier";
+import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_PORT, SANDBOX_TRACE_PORT } from "../../components/sandbox/model";
+import { SECRET_ENV } from "../../components/training/model";
 import { planToDir } from "../../scripts/lib/plan";
 import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
 import { whileNameLookupFails } from "../helpers/name-lookup";
@@ -31,14 +38,20 @@ import type { Manifest } from "../helpers/reachability";
 import { scaledCount, scaledSeconds } from "../helpers/waits";
 
 const RECIPE = "opencode-blackbox";
-/** Kinds applied from the plan as they are (the Secrets get test keys; the Job, claims, sandbox CRs and admission policy are left out). */
+/** Kinds applied from the plan as they are (the Secrets get test values; the Job, claims, sandbox CRs and admission policy are left out). */
 const APPLIED = new Set(["Namespace", "ServiceAccount", "ConfigMap", "Service", "NetworkPolicy", "PodDisruptionBudget", "Deployment"]);
 const VLLM_PORT = 8000;
 const STUB_MODEL = path.resolve(__dirname, "..", "..", "python", "tests", "stub_model.py");
 
-/** The named test override: the fixture's nginx by digest, a sandbox's requests shrunk to fit the node. */
+/**
+ * The named test override: the fixture's nginx and sandbox runtime image by digest (the verifier runs from the pool's
+ * sandbox image), a sandbox's requests shrunk to fit the node.
+ */
 function nodeIngressOverride(node: Node): Record<string, unknown> {
-    return { images: { nginx: imageRefByDigest(node.names, "nginx") }, sandboxes: { cpu: "250m", memory: "256Mi" } };
+    return {
+        images: { nginx: imageRefByDigest(node.names, "nginx") },
+        sandboxes: { image: imageRefByDigest(node.names, "sandbox-runtime"), cpu: "250m", memory: "256Mi" },
+    };
 }
 
 /** A test key in the keys' alphabet (components/config/keys.ts: 16 to 512 of [A-Za-z0-9._~+/=-]). */
@@ -130,6 +143,30 @@ except OSError as e:
     print(json.dumps({"error": type(e).__name__ + ": " + str(e)}))
 `;
 
+/**
+ * The trainer's side of a rollout key (agent_rl_sandbox/agent_sandbox.py at claim and release), run in the pod with the
+ * trainer's labels with the Job's env (the verifier's admin URL by its Service's name, the admin key from its Secret):
+ * `mint <rollout> <forwarder key URL>` mints the rollout's key and PUTs it to the sandbox's forwarder once, printing
+ * {key, delivered}; `revoke <rollout>` deletes it, printing {revoked}. The key is printed for the test to use as a
+ * sandbox would and to search for.
+ */
+const ROLLOUT_KEY_PY = `
+import json, os, sys, urllib.request
+admin, admin_key = os.environ["SANDBOX_ROLLOUT_KEYS_URL"], os.environ["SANDBOX_ROLLOUT_ADMIN_KEY"]
+op, rollout = sys.argv[1], sys.argv[2]
+auth = {"Authorization": "Bearer " + admin_key, "Content-Type": "application/json"}
+if op == "mint":
+    body = json.dumps({"rollout": rollout, "ttl_seconds": 900}).encode()
+    with urllib.request.urlopen(urllib.request.Request(admin + "/rollouts", data=body, method="POST", headers=auth), timeout=10) as r:
+        key = json.loads(r.read())["key"]
+    put = urllib.request.Request(sys.argv[3], data=key.encode(), method="PUT", headers={"Content-Type": "text/plain"})
+    with urllib.request.urlopen(put, timeout=10) as r:
+        print(json.dumps({"key": key, "delivered": r.status}))
+else:
+    with urllib.request.urlopen(urllib.request.Request(admin + "/rollouts/" + rollout, method="DELETE", headers=auth), timeout=10) as r:
+        print(json.dumps({"revoked": r.status}))
+`;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function ingressSuite(shared: NodeSession): void {
@@ -141,12 +178,31 @@ export function ingressSuite(shared: NodeSession): void {
         let sandboxNs = "";
         let ingressUrl = "";
         let model = "";
-        const sandboxesKey = testKey("sandboxes");
         const operatorsKey = testKey("operators");
+        /** The verifier's admin key: one value in its own Secret and in the trainer's copy (the Platform passes one key to both). */
+        const rolloutAdminKey = testKey("rollout-admin");
+        /** CONTROL for the key search: a value in a test Secret mounted in the leaky pod's agent container. */
+        const controlValue = testKey("control");
+        /** The rollout key the trainer's pod minted and delivered to the sandbox's forwarder (the second test). */
+        let rolloutKey = "";
+        const ROLLOUT = "node-ingress-rollout-1";
         let planDir = "";
 
         const byKind = (kind: string) => manifests.filter((m) => m.kind === kind);
         const isVerifier = (m: Manifest) => String(m.metadata?.name ?? "").endsWith("-rollout-keys");
+        /** The Secret and key a pod's container reads `env` from (its secretKeyRef). */
+        const secretRef = (spec: any, env: string): { name: string; key: string } => {
+            const ref = spec.containers.flatMap((c: any) => c.env ?? []).find((e: any) => e.name === env)?.valueFrom?.secretKeyRef;
+            assert.ok(typeof ref?.name === "string" && typeof ref?.key === "string", `${env} comes from a secretKeyRef: ${JSON.stringify(ref)}`);
+            return { name: ref.name, key: ref.key };
+        };
+        /** The Secret (and its key) mounted as a file at `dir` in the pod spec: the verifier reads its admin key so. */
+        const secretFileRef = (spec: any, dir: string): { name: string; key: string } => {
+            const mount = spec.containers.flatMap((c: any) => c.volumeMounts ?? []).find((m: any) => m.mountPath === dir);
+            const secret = (spec.volumes ?? []).find((v: any) => v.name === mount?.name)?.secret;
+            assert.ok(mount?.readOnly === true && typeof secret?.secretName === "string", `${dir} is a read-only Secret volume: ${JSON.stringify(secret)}`);
+            return { name: secret.secretName, key: secret.items[0].key };
+        };
         const one = (kind: string) => {
             const m = byKind(kind);
             assert.equal(m.length, 1, `the ${RECIPE} plan has one ${kind}`);
@@ -157,12 +213,10 @@ export function ingressSuite(shared: NodeSession): void {
             node = shared.node;
             planDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-node-ingress-"));
             const plan = await planToDir({ recipe: RECIPE, target: "kubernetes" }, { outDir: planDir, platformOverride: nodeIngressOverride(node) });
-            // The per-rollout key verifier's Deployment is left out: no trainer runs here to mint (the verifier runs, and
-            // the trainer mints through it, in the sandbox-claim suite; on loopback: python/tests/test_rollout_keys.py),
-            // and this override does not pin the pool's sandbox image that runs it. Its Service stays (nginx resolves its
-            // name when it starts); operators' and the sandboxes' keys pass without asking it.
-            manifests = plan.manifests.filter((m) => !(m.kind === "Deployment" && isVerifier(m)));
-            const deployment = one("Deployment");
+            manifests = plan.manifests;
+            const deployment = byKind("Deployment").find((d) => !isVerifier(d))!;
+            const verifier = byKind("Deployment").find(isVerifier);
+            assert.ok(verifier, `the ${RECIPE} plan has the per-rollout key verifier's Deployment`);
             ingressNs = deployment.metadata.namespace;
             const job = one("Job");
             trainingNs = job.metadata.namespace;
@@ -174,37 +228,31 @@ export function ingressSuite(shared: NodeSession): void {
             model = /vllm\s+serve\s+(\S+)/.exec(JSON.stringify(job.spec.template.spec.containers[0].command))?.[1] ?? "";
             assert.ok(model !== "", "the Job's command runs `vllm serve <model>`");
 
-            // The verifier's admin key (its Secret, named by the left-out Deployment's secretKeyRef) and the trainer's copy
-            // of it: one test value, as the Platform gives both one key. Not the keys file.
-            const verifierSecret = plan.manifests
-                .filter((m) => m.kind === "Deployment" && isVerifier(m))
-                .flatMap((m) => m.spec.template.spec.containers.flatMap((c: any) => c.env ?? []))
-                .find((e: any) => e.valueFrom?.secretKeyRef)?.valueFrom.secretKeyRef;
-            assert.ok(verifierSecret, "the verifier reads its admin key from a Secret");
-            const rolloutAdminKey = testKey("rollout-admin");
+            // The Secrets the plan redacts, found by the pods that read them: the verifier's admin key (a Secret volume), the
+            // trainer's copy (its secretKeyRef, kept by the vLLM stand-in, which mints as the trainer), the ingress's keys file
+            // over the plan's own key names (no shared sandboxes key: the pool's forwarders take rollout keys).
+            const keyNames = plan.plan.ingress?.keyNames ?? [];
+            assert.deepEqual(keyNames, ["operators"], "the ingress's keys file holds the operators' key alone (the sandboxes get rollout keys)");
+            const verifierSecret = secretFileRef(verifier.spec.template.spec, VERIFIER_ADMIN_KEY_DIR);
+            const trainerSecret = secretRef(job.spec.template.spec, SECRET_ENV.rolloutAdminKey);
+            const is = (m: Manifest, ns: string, ref: { name: string }) => m.metadata.namespace === ns && m.metadata.name === ref.name;
             const secrets = byKind("Secret").map((s) => {
-                if (s.metadata.namespace === ingressNs && s.metadata.name === verifierSecret.name)
-                    return { ...s, stringData: { [verifierSecret.key]: rolloutAdminKey } };
-                if (s.metadata.namespace === ingressNs)
-                    return {
-                        ...s,
-                        stringData: {
-                            [Object.keys(s.stringData)[0]!]: renderKeysFile([
-                                { name: "sandboxes", key: sandboxesKey },
-                                { name: "operators", key: operatorsKey },
-                            ]),
-                        },
-                    };
-                // The trainer's copy of the verifier's admin key (it mints rollout keys): a test value, read by no pod here but
-                // referenced by the Job's container, whose env the vLLM stand-in keeps.
-                if (s.metadata.namespace === trainingNs) return { ...s, stringData: { [Object.keys(s.stringData)[0]!]: rolloutAdminKey } };
+                if (is(s, ingressNs, verifierSecret)) return { ...s, stringData: { [verifierSecret.key]: rolloutAdminKey } };
+                if (is(s, trainingNs, trainerSecret)) return { ...s, stringData: { [trainerSecret.key]: rolloutAdminKey } };
                 assert.equal(
                     s.metadata.namespace,
-                    sandboxNs,
-                    `Secret ${s.metadata.name}: only the ingress's keys, the trainer's admin key and the sandboxes' key`,
+                    ingressNs,
+                    `Secret ${s.metadata.namespace}/${s.metadata.name}: only the admin keys and the ingress's keys file`,
                 );
-                return { ...s, stringData: { [SANDBOX_KEY_SECRET_KEY]: sandboxesKey } };
+                return { ...s, stringData: { [Object.keys(s.stringData)[0]!]: renderKeysFile([{ name: "operators", key: operatorsKey }]) } };
             });
+            assert.equal(secrets.length, 3, "three Secrets: the verifier's admin key, the trainer's copy, the ingress's keys file");
+            const controlSecret = {
+                apiVersion: "v1",
+                kind: "Secret",
+                metadata: { name: "leak-control", namespace: sandboxNs },
+                stringData: { value: controlValue },
+            };
             const stubConfig = {
                 apiVersion: "v1",
                 kind: "ConfigMap",
@@ -218,6 +266,7 @@ export function ingressSuite(shared: NodeSession): void {
                     ...manifests.filter((m) => m.kind === "Namespace"),
                     ...manifests.filter((m) => APPLIED.has(m.kind) && m.kind !== "Namespace" && m.kind !== "Deployment"),
                     ...secrets,
+                    controlSecret,
                     stubConfig,
                     vllmStandinPod(job),
                     sandboxPod(template),
@@ -225,7 +274,8 @@ export function ingressSuite(shared: NodeSession): void {
                     clientPod("openai-client", sandboxNs, { app: "openai-client" }),
                 ],
             });
-            // The ingress last: its nginx resolves the vLLM Service's name when it starts.
+            // The Deployments last: the ingress's nginx resolves the vLLM and verifier Services' names when it starts.
+            await node.apply(verifier);
             await node.apply(deployment);
         });
 
@@ -294,13 +344,13 @@ export function ingressSuite(shared: NodeSession): void {
         };
 
         /**
-         * CONTROL for the key search: the same pod with the key Secret mounted as a volume in the agent's container (the
-         * mistake issue 42's held-out review found every behavioural test blind to). Not the pool's labels: no policy change.
+         * CONTROL for the key search: the same pod with a test Secret (controlValue) mounted as a volume in the agent's
+         * container (the mistake issue 42's held-out review found every behavioural test blind to). Not the pool's labels: no
+         * policy change.
          */
         const leakySandboxPod = (template: Manifest) => {
             const pod = sandboxPod(template);
             const [c, ...rest] = pod.spec.containers;
-            const secret = byKind("Secret").find((x) => x.metadata.namespace === sandboxNs)!;
             return {
                 ...pod,
                 metadata: { name: "sandbox-leaky", namespace: sandboxNs, labels: { app: "sandbox-leaky" } },
@@ -315,7 +365,7 @@ export function ingressSuite(shared: NodeSession): void {
                         },
                         ...rest,
                     ],
-                    volumes: [...pod.spec.volumes, { name: "leak", secret: { secretName: secret.metadata.name } }],
+                    volumes: [...pod.spec.volumes, { name: "leak", secret: { secretName: "leak-control" } }],
                 },
             };
         };
@@ -326,6 +376,14 @@ export function ingressSuite(shared: NodeSession): void {
         const exec = (ns: string, pod: string, container: string, argv: readonly string[], timeoutMs?: number) =>
             whileNameLookupFails(`${ns}/${pod}: ${argv.slice(-3).join(" ")}`, () => podExec(node, ns, pod, container, argv, timeoutMs));
         const lastJson = (s: string) => JSON.parse(s.trim().split("\n").pop() ?? "{}");
+        const ingressDeployment = () => byKind("Deployment").find((d) => !isVerifier(d))!;
+        /** The trainer's side of a rollout key, run in the vLLM stand-in (the training pod's labels and env). */
+        const asTrainer = async (argv: readonly string[]) => {
+            const standin = one("Job").spec.template.spec.containers[0].name;
+            const r = await exec(trainingNs, "vllm-standin", standin, ["python3", "-I", "-c", ROLLOUT_KEY_PY, ...argv]);
+            assert.equal(r.code, 0, r.out);
+            return lastJson(r.stdout);
+        };
         const openai = async (key: string) => {
             const r = await exec(sandboxNs, "openai-client", "client", ["python3", "-c", OPENAI_PY, ingressUrl, key, model]);
             assert.equal(r.code, 0, r.out);
@@ -347,26 +405,45 @@ export function ingressSuite(shared: NodeSession): void {
             await waitReady(sandboxNs, "pod/sandbox-ingress", 180);
             await waitReady(sandboxNs, "pod/sandbox-leaky", 180);
             await waitReady(sandboxNs, "pod/openai-client", 180);
-            const rollout = await node.kubectl(["-n", ingressNs, "rollout", "status", "deployment", `--timeout=${scaledSeconds(180)}s`], undefined, 190_000);
+            const rollout = await node.kubectl(
+                ["-n", ingressNs, "rollout", "status", "deployment", ingressDeployment().metadata.name, `--timeout=${scaledSeconds(180)}s`],
+                undefined,
+                190_000,
+            );
             if (rollout.code !== 0) {
                 const pods = await node.kubectl(["-n", ingressNs, "get", "pods", "-o", "wide"]);
                 const logs = await node.kubectl(["-n", ingressNs, "logs", "-l", "app.kubernetes.io/name=vllm-ingress", "--tail=20", "--all-containers"]);
                 assert.fail(`the ingress not rolled out: ${rollout.stdout}${rollout.stderr}\n${pods.stdout}\n${logs.stdout}${logs.stderr}`);
             }
-            const pods = JSON.parse(await node.kubectlOk(["-n", ingressNs, "get", "pods", "-o", "json"])).items;
-            assert.equal(pods.length, one("Deployment").spec.replicas, "every replica the Deployment asks for");
+            const selector = Object.entries(ingressDeployment().spec.selector.matchLabels as Record<string, string>)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(",");
+            const pods = JSON.parse(await node.kubectlOk(["-n", ingressNs, "get", "pods", "-l", selector, "-o", "json"])).items;
+            assert.equal(pods.length, ingressDeployment().spec.replicas, "every replica the Deployment asks for");
             for (const p of pods) {
                 const nginx = p.spec.containers.find((c: any) => c.name === "nginx");
                 assert.equal(nginx.image, imageRefByDigest(node.names, "nginx"), "the nginx image by digest");
                 assert.equal(p.status.containerStatuses.find((c: any) => c.name === "nginx").restartCount, 0, `${p.metadata.name} never restarted`);
             }
+            const verifier = byKind("Deployment").find(isVerifier)!;
+            const verifierRollout = await node.kubectl(
+                ["-n", ingressNs, "rollout", "status", "deployment", verifier.metadata.name, `--timeout=${scaledSeconds(180)}s`],
+                undefined,
+                190_000,
+            );
+            assert.equal(verifierRollout.code, 0, `the verifier not rolled out: ${verifierRollout.stdout}${verifierRollout.stderr}`);
             process.stderr.write(
-                `# ingress (${pods.length} pods), vLLM stand-in and sandbox Ready ${((Date.now() - t0) / 1000).toFixed(1)} s after kubectl apply\n`,
+                `# ingress (${pods.length} pods), verifier, vLLM stand-in and sandbox Ready ${((Date.now() - t0) / 1000).toFixed(1)} s after kubectl apply\n`,
             );
         });
 
-        it("OpenAI's client gets a completion through the ingress with the sandboxes' key, and with the operators' key", async () => {
-            for (const key of [sandboxesKey, operatorsKey]) {
+        it("the trainer's pod mints a rollout key at the verifier and delivers it to the sandbox's forwarder; OpenAI's client gets a completion through the ingress with it, and with the operators' key", async () => {
+            const ip = await node.kubectlOk(["-n", sandboxNs, "get", "pod", "sandbox-ingress", "-o", "jsonpath={.status.podIP}"]);
+            const minted = await asTrainer(["mint", ROLLOUT, `http://${ip.trim()}:${SANDBOX_KEY_PORT}/rollout-key`]);
+            assert.equal(minted.delivered, 204, `the forwarder took the key: ${JSON.stringify({ ...minted, key: undefined })}`);
+            assert.match(minted.key, /^rk1\./, "a rollout key");
+            rolloutKey = minted.key;
+            for (const key of [rolloutKey, operatorsKey]) {
                 const r = await openai(key);
                 assert.equal(r.ok, true, JSON.stringify(r));
                 assert.equal(r.model, model, "the stand-in's model id, through the ingress");
@@ -374,8 +451,10 @@ export function ingressSuite(shared: NodeSession): void {
             }
         });
 
-        it("with a wrong key OpenAI's client gets AuthenticationError (401); without a key the request is 401 (the client itself refuses to send none); /pause is 404 even with the key", async () => {
+        it("with a wrong key or a forged rollout key OpenAI's client gets AuthenticationError (401); without a key the request is 401 (the client itself refuses to send none); /pause is 404 even with a key", async () => {
             assert.deepEqual(await openai(testKey("wrong")), { ok: false, error: "AuthenticationError", status: 401 }, "a wrong key");
+            const forged = `rk1.${randomBytes(32).toString("base64url")}`;
+            assert.deepEqual(await openai(forged), { ok: false, error: "AuthenticationError", status: 401 }, "a forged rollout key");
             const body = JSON.stringify({ model, messages: [{ role: "user", content: "Name this." }] });
             const none = await exec(sandboxNs, "openai-client", "client", [
                 "python3",
@@ -390,7 +469,7 @@ export function ingressSuite(shared: NodeSession): void {
             const pause = await exec(sandboxNs, "openai-client", "client", [
                 "python3",
                 "-c",
-                `import urllib.request, urllib.error\nreq = urllib.request.Request("${ingressUrl}/pause", method="POST", headers={"Authorization": "Bearer ${sandboxesKey}"})\ntry:\n    print(urllib.request.urlopen(req, timeout=5).status)\nexcept urllib.error.HTTPError as e:\n    print(e.code)`,
+                `import urllib.request, urllib.error\nreq = urllib.request.Request("${ingressUrl}/pause", method="POST", headers={"Authorization": "Bearer ${operatorsKey}"})\ntry:\n    print(urllib.request.urlopen(req, timeout=5).status)\nexcept urllib.error.HTTPError as e:\n    print(e.code)`,
             ]);
             assert.equal(pause.stdout.trim(), "404", pause.out);
         });
@@ -413,23 +492,23 @@ export function ingressSuite(shared: NodeSession): void {
             assert.equal(out.model, model, `the stand-in's reply, through the forwarder and the ingress: ${out.body}`);
         });
 
-        it("the agent's uid finds the key's value nowhere it can read: env, every mounted file, /proc (the forwarder's container and a pod with the Secret mounted do: the search is not blind)", async () => {
-            const hex = Buffer.from(sandboxesKey).toString("hex");
-            const search = async (pod: string, container: string) => {
+        it("the agent's uid finds the rollout key's value nowhere it can read: env, every mounted file, /proc (a pod with a Secret mounted finds its value: the search is not blind)", async () => {
+            assert.ok(rolloutKey !== "", "the rollout key minted above");
+            const search = async (pod: string, container: string, value: string) => {
+                const hex = Buffer.from(value).toString("hex");
                 const r = await exec(sandboxNs, pod, container, ["python3", "-I", "-c", KEY_SEARCH_PY, hex], 300_000);
                 assert.equal(r.code, 0, r.out);
                 return lastJson(r.stdout) as { found: string[]; files: number; unreadable: number };
             };
-            const agent = await search("sandbox-ingress", "sandbox");
+            const agent = await search("sandbox-ingress", "sandbox", rolloutKey);
             process.stderr.write(
                 `# the agent's uid searched ${agent.files} files (${agent.unreadable} unreadable), env and /proc: ${JSON.stringify(agent.found)}\n`,
             );
             assert.ok(agent.files > 1000, `the search walked the container's whole root: ${agent.files} files`);
             assert.deepEqual(agent.found, [], "the key's value, readable by the agent's uid");
-            // CONTROLS: the forwarder's own container (the key in its PID 1's environ) and the Secret mounted in the agent's container.
-            const fwd = await search("sandbox-ingress", "forwarder");
-            assert.ok(fwd.found.includes("/proc/1/environ"), `the forwarder's container: ${JSON.stringify(fwd.found)}`);
-            const leaky = await search("sandbox-leaky", "sandbox");
+            // CONTROL: a Secret mounted in the agent's container is found (the forwarder holds the rollout key in memory
+            // alone: it came over its key port, so no file or environ of its own holds it either).
+            const leaky = await search("sandbox-leaky", "sandbox", controlValue);
             assert.ok(
                 leaky.found.some((p) => p.includes("/leak/")),
                 `the Secret mounted in the agent's container: ${JSON.stringify(leaky.found)}`,
@@ -455,6 +534,12 @@ export function ingressSuite(shared: NodeSession): void {
             // Another pod of the sandboxes namespace (no trainer labels): the NetworkPolicy drops it.
             const other = lastJson((await exec(sandboxNs, "openai-client", "client", ["python3", "-I", "-c", TRACE_PY, url])).stdout);
             assert.match(other.error ?? JSON.stringify(other), /timed out|refused|TimeoutError/i, JSON.stringify(other));
+        });
+
+        it("the trainer's pod revokes the rollout key at the verifier: the ingress answers it 401", async () => {
+            assert.ok(rolloutKey !== "", "the rollout key minted above");
+            assert.deepEqual(await asTrainer(["revoke", ROLLOUT]), { revoked: 204 });
+            assert.deepEqual(await openai(rolloutKey), { ok: false, error: "AuthenticationError", status: 401 }, "the revoked key");
         });
 
         it("the ingress's NetworkPolicy: a pod with the trainer's labels in the training namespace is refused (its own egress policy would let it out)", async () => {

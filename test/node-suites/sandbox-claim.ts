@@ -7,7 +7,7 @@
 // SandboxTemplate, SandboxWarmPool, the ingress Deployment and the per-rollout key verifier's
 // Deployment), with a named test override (nodeClaimOverride: the fixture's images by digest, a
 // one-sandbox pool, one ingress replica, the training pod sized for this 2-CPU node) and test keys in
-// the Secrets the plan redacts: the ingress's keys file, the sandboxes' key, and ONE test admin key in
+// the Secrets the plan redacts: the ingress's keys file (its operators' key), and ONE test admin key in
 // both the verifier's admin Secret (ingress namespace) and the trainer's copy of it (training
 // namespace), as the Platform gives both the same key. The verifier runs from the pool's sandbox image
 // as rendered (the fixture's runtime image carries rollout_keys.py where python/Dockerfile puts it).
@@ -44,7 +44,6 @@ import YAML from "yaml";
 import { randomBytes } from "node:crypto";
 import { renderKeysFile } from "../../components/ingress/nginx";
 import { VERIFIER_ADMIN_KEY_DIR } from "../../components/ingress/verifier";
-import { SANDBOX_KEY_SECRET_KEY } from "../../components/sandbox/model";
 import { SECRET_ENV } from "../../components/training/model";
 import { planToDir } from "../../scripts/lib/plan";
 import { agentSandboxCrdFiles } from "../helpers/agent-sandbox-manifest";
@@ -146,7 +145,6 @@ export function sandboxClaimSuite(shared: NodeSession): void {
         let ingressNs = "";
         let ingressUrl = "";
         let verifierAdminUrl = "";
-        const sandboxesKey = testKey("sandboxes");
         /** The verifier's admin key: one value in its own Secret and in the trainer's copy (the Platform passes one key to both). */
         const rolloutAdminKey = testKey("rollout-admin");
         const pvNames: string[] = [];
@@ -271,7 +269,8 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             ingressNs = plan.names.namespaces.ingress;
             const verifierSecret = secretFileRef(verifierDeployment().spec.template.spec, VERIFIER_ADMIN_KEY_DIR);
             const trainerSecret = secretRef(job().spec.template.spec, SECRET_ENV.rolloutAdminKey);
-            const keysFile = renderKeysFile([{ name: "sandboxes", key: sandboxesKey }]);
+            // The keys file over the plan's own key names (the operators' key alone: no shared sandboxes key, issue 56).
+            const keysFile = renderKeysFile((plan.ingress?.keyNames ?? []).map((name) => ({ name, key: testKey(name) })));
             const is = (m: Manifest, ns: string, ref: { name: string }) => m.metadata.namespace === ns && m.metadata.name === ref.name;
             const wanted = manifests
                 .filter((m) => m.kind !== "Job")
@@ -279,13 +278,12 @@ export function sandboxClaimSuite(shared: NodeSession): void {
                     if (m.kind !== "Secret") return m;
                     if (is(m, ingressNs, verifierSecret)) return { ...m, stringData: { [verifierSecret.key]: rolloutAdminKey } };
                     if (is(m, trainingNs, trainerSecret)) return { ...m, stringData: { [trainerSecret.key]: rolloutAdminKey } };
-                    if (m.metadata.namespace === ingressNs) return { ...m, stringData: { [Object.keys(m.stringData)[0]!]: keysFile } };
                     assert.equal(
                         m.metadata.namespace,
-                        sandboxNs,
-                        `Secret ${m.metadata.namespace}/${m.metadata.name}: only the ingress's keys, the verifier's and the trainer's admin key and the sandboxes' key`,
+                        ingressNs,
+                        `Secret ${m.metadata.namespace}/${m.metadata.name}: only the ingress's keys file and the verifier's and the trainer's admin key`,
                     );
-                    return { ...m, stringData: { [SANDBOX_KEY_SECRET_KEY]: sandboxesKey } };
+                    return { ...m, stringData: { [Object.keys(m.stringData)[0]!]: keysFile } };
                 });
             for (const [ns, ref] of [
                 [ingressNs, verifierSecret],
