@@ -8,7 +8,8 @@ Each pod: a veth pair to this namespace (netns.create, subnet 10.214.<n>.0/30: t
 at .1), the runtime at the pod's address (the container's command, on the image layout), the forwarder
 with the template's command (only the paths and the ingress's address replaced: the ingress is this
 machine's nginx, reached from the pod through a relay on this side's address of the pair). The forwarder
-runs as root here, not its own uid (test_sandbox_trust.py covers the uid); it takes only a delivered key,
+runs as the template runs it (its own uid, a read-only root, the image layout's forwarder.py), the runtime as the pod's
+uid on a read-only root with the rendered emptyDirs (sandbox_root.rendered); the forwarder takes only a delivered key,
 and this network hands it a rollout-key-shaped stand-in its ingress accepts, on its key port (a stand-in for the trainer's delivery: the
 per-rollout key path with the real verifier is test_rollout_keys.py's). The namespaces, relays and processes go with the pod.
 """
@@ -28,7 +29,6 @@ import test_controller
 from conftest import PYTHON_DIR, deliver_rollout_key, stop_process, wait_http
 from waits import wait_for
 
-FORWARDER = PYTHON_DIR / "agent_rl_sandbox" / "forwarder.py"
 SUBNET = "10.214"
 #: This process's namespace tags: 50000 + (pid % 200) * 250 + 1..249 (netns.create names them agentrl-<tag>).
 TAG_BASE = 50000 + (os.getpid() % 200) * 250
@@ -160,15 +160,16 @@ class ForwardedPodNetwork(test_controller.PodNetwork):
             relay = Relay(ns.host_ip, self.ingress_port)
             argv = list(f.command)
             argv[argv.index("--upstream") + 1] = f"http://{ns.host_ip}:{relay.port}"
-            argv = [str(FORWARDER) if a == "/opt/agent-rl/forwarder.py" else a for a in argv]
+            assert not any(e.value_from is not None for e in f.env or []), "the forwarder takes its key on its key port alone"
             fenv = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
-            fenv.update({e.name: self.key for e in f.env or [] if e.value_from is not None})
+            # The forwarder as the template runs it: /opt/agent-rl/forwarder.py of the image layout, its own uid, a read-only root.
             with open(self.logs / f"{name}.forwarder.log", "wb") as log:
-                procs.append(subprocess.Popen(ns.exec_argv(*argv), env=fenv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+                procs.append(subprocess.Popen(ns.exec_argv(*sandbox_root.command(self.image_root, argv, **sandbox_root.rendered(pod.spec, f))),
+                                              env=fenv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
             env = {e.name: e.value for e in c.env or [] if e.value is not None}
             env.update(PATH=test_controller.sandbox_path(), POD_NAME=name)
             with open(self.logs / f"{name}.log", "wb") as log:
-                procs.insert(0, subprocess.Popen(ns.exec_argv(*sandbox_root.command(self.image_root, [*c.command, "--host", ip], uid=None, own_pids=True)),
+                procs.insert(0, subprocess.Popen(ns.exec_argv(*sandbox_root.command(self.image_root, [*c.command, "--host", ip], own_pids=True, **sandbox_root.rendered(pod.spec, c))),
                                                  env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
             pod_procs = PodProcesses(procs[0], procs[1], relay, ns)
             with self._lock:

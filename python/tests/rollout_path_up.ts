@@ -58,6 +58,8 @@ async function main(): Promise<void> {
         trainerEnv: plan.training.trainer.env,
         trainerSecretEnv: plan.training.trainer.secretEnv,
         forwarderCommand: template.podTemplate.spec.initContainers[0]!.command,
+        // The sandbox pod's spec: the forwarder runs as its securityContext says (python/tests/sandbox_root.py rendered).
+        sandboxPodSpec: template.podTemplate.spec,
         verifierCommand: verifier.command,
         verifierAdminKeyFile: verifier.adminKeyFile,
     };

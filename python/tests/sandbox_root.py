@@ -2,9 +2,9 @@
 namespace where /opt/agent-rl is the image layout (read-only), /root a fresh tmpfs (the HOME
 emptyDir: HOME=/root, TRL's opencode example's SANDBOX_HOME), /home/user a link to it (as the
 image lays it out: python/image/install-layout.sh) and /tmp a fresh tmpfs holding /tmp/workspace
-(standing in for the /workspace emptyDir, the working dir), optionally as a non-root uid, optionally on a
-read-only root (the template's readOnlyRootFilesystem; opt-in: test_forwarder's key probe fails with it on,
-not yet explained). Further emptyDirs (the Harbor pools' /tests,
+(standing in for the /workspace emptyDir, the working dir), as the rendered pod's uid on a read-only root (the
+template's readOnlyRootFilesystem; `rendered` reads both, and the further emptyDirs, from a pod spec). Root and a
+writable root are for a test that says why. Further emptyDirs (the Harbor pools' /tests,
 /solution, ...) are tmpfs mounts under EMPTYDIR_ROOT, made as the kubelet makes an emptyDir for a pod
 with an fsGroup: owned by root, group fsGroup, mode 2777 (kubelet pkg/volume/volume_linux.go
 SetVolumeOwnership); the host has no /tests, so they sit at EMPTYDIR_ROOT + their pod path. Needs
@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 SETUP = r"""set -e
 image_root=$1; uid=$2; keep=$3; emptydirs=$4; fsgroup=$5; rootfs=$6; shift 6
@@ -82,6 +82,29 @@ def install_layout(stock_home: Path, prefix: Path) -> None:
     subprocess.run(["sh", str(repo_python / "image/install-layout.sh"), str(stock_home), str(pkg / "runtime.py"), str(pkg / "forwarder.py"), str(prefix)], check=True)
 
 
+#: The pod paths sandbox_root always makes (HOME, its alias, the working dir's stand-in, /tmp): not extra emptyDirs.
+BUILT_IN_DIRS = frozenset({HOME, HOME_ALIAS, "/workspace", "/tmp"})
+
+
+def rendered(pod_spec: Any, container: Any) -> dict[str, Any]:
+    """`command`'s uid, fs_group, empty_dirs and read_only_root for `container` of `pod_spec` (the manifest's dicts, or
+    kubernetes client models as the simulated cluster's pods carry them): the container's securityContext over the
+    pod's, and every emptyDir it mounts beyond the built-in ones. A container with no uid, uid 0 or a writable root
+    is refused: a test of it would run more kindly than the plan's pods."""
+    if not isinstance(pod_spec, dict):
+        from kubernetes.client import ApiClient
+
+        pod_spec, container = (ApiClient().sanitize_for_serialization(x) for x in (pod_spec, container))
+    pod_sc, c_sc = pod_spec.get("securityContext") or {}, container.get("securityContext") or {}
+    uid = c_sc.get("runAsUser", pod_sc.get("runAsUser"))
+    if uid in (None, 0) or c_sc.get("readOnlyRootFilesystem") is not True:
+        raise ValueError(f"container {container.get('name')}: runAsUser {uid!r}, readOnlyRootFilesystem "
+                         f"{c_sc.get('readOnlyRootFilesystem')!r}: not how the plan runs its sandboxes")
+    empty = {v["name"] for v in pod_spec.get("volumes") or [] if "emptyDir" in v}
+    dirs = [m["mountPath"] for m in container.get("volumeMounts") or [] if m["name"] in empty and m["mountPath"] not in BUILT_IN_DIRS]
+    return {"uid": uid, "fs_group": pod_sc.get("fsGroup"), "empty_dirs": dirs, "read_only_root": True}
+
+
 #: Where the extra emptyDirs sit inside the namespace: the pod's /tests is EMPTYDIR_ROOT + "/tests".
 EMPTYDIR_ROOT = "/opt/pod"
 
@@ -99,7 +122,7 @@ def host_root_paths() -> list[str]:
 
 
 def command(image_root: Path, argv: list[str], *, uid: int | None, own_pids: bool = False,
-            empty_dirs: Sequence[str] = (), fs_group: int | None = None, read_only_root: bool = False) -> list[str]:
+            empty_dirs: Sequence[str] = (), fs_group: int | None = None, read_only_root: bool = True) -> list[str]:
     """The argv that runs `argv` in a sandbox root. With `own_pids` it also gets its own PID namespace,
     as a pod's container has: `argv` is its pid 1, and when the returned process (unshare) dies, by any
     signal, the kernel kills everything started inside (what a kubelet's container stop does to

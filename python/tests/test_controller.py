@@ -133,7 +133,7 @@ class PodNetwork:
             env.update(PATH=sandbox_path(), POD_NAME=name)
             argv = [*c.command, "--host", ip]
             with open(self.logs / f"{name}.log", "wb") as log:
-                proc = subprocess.Popen(sandbox_root.command(self.image_root, argv, uid=None, own_pids=True), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen(sandbox_root.command(self.image_root, argv, own_pids=True, **sandbox_root.rendered(pod.spec, c)), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             with self._lock:
                 self.started.append(proc)
                 self.runtimes[name] = (ip, proc)

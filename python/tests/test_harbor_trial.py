@@ -130,8 +130,8 @@ def cluster(tmp_path_factory, harbor, model_path):
     original_command = sandbox_root.command
     original_keep = sandbox_root.host_root_paths
 
-    def command(image_root, argv, *, uid, own_pids=False):
-        return ["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", *original_command(image_root, argv, uid=uid, own_pids=own_pids)]
+    def command(image_root, argv, **kw):
+        return ["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", *original_command(image_root, argv, **kw)]
 
     def keep() -> list[str]:
         # The fixtures under the host's /root the pods read (read-only): the Harbor fixture (mini-swe-agent's venv and its python) and opencode's.

@@ -209,9 +209,9 @@ def sandbox_path() -> str:
 
 
 @contextlib.contextmanager
-def planned_runtime(tmp: Path, container: dict, image_root: Path):
-    """The sandbox runtime started with the pool template's command and env on the image layout, on a free loopback
-    port; yields (process, port, log) once it answers /healthz, and stops its whole group after."""
+def planned_runtime(tmp: Path, pod_spec: dict, container: dict, image_root: Path):
+    """The sandbox runtime started with the pool template's command and env on the image layout, as its uid on a
+    read-only root (sandbox_root.rendered), on a free loopback port; yields (process, port, log) once it answers /healthz, and stops its whole group after."""
     port = free_port()
     argv = list(container["command"])
     argv[argv.index("--port") + 1] = str(port)
@@ -219,7 +219,7 @@ def planned_runtime(tmp: Path, container: dict, image_root: Path):
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     env["PATH"] = sandbox_path()
     log = tmp / "runtime.log"
-    runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=None), env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    runtime = subprocess.Popen(sandbox_root.command(image_root, argv, **sandbox_root.rendered(pod_spec, container)), env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)
         yield runtime, port, log
@@ -241,13 +241,14 @@ def stack(request, tmp_path, monkeypatch):
     require_proxy_port()
     tb.REC = tb.Recorder()
     facts = plan_facts()
-    (container,) = facts["template"]["podTemplate"]["spec"]["containers"]
+    pod_spec = facts["template"]["podTemplate"]["spec"]
+    (container,) = pod_spec["containers"]
     image_root = build_image(tmp_path)
 
     model = StubModel()
     ingress, ingress_url, ingress_log = start_ingress(tmp_path, model.url)
     try:
-        with planned_runtime(tmp_path, container, image_root) as (runtime, port, runtime_log):
+        with planned_runtime(tmp_path, pod_spec, container, image_root) as (runtime, port, runtime_log):
             # Straight to the ingress with the pool's key (no forwarder, no verifier here: `forwarded` runs the production path).
             trainer_env = {**without_rollout_keys(facts["trainerEnv"]), "SANDBOX_PORT": str(port), "SANDBOX_UPSTREAM_URL": ingress_url, "SANDBOX_API_KEY": KEY}
             yield dict(env=trainer_env, model=model, ingress_log=ingress_log, runtime_log=runtime_log, runtime=runtime)
@@ -269,14 +270,15 @@ def forwarded(tmp_path):
     require_proxy_port()
     tb.REC = tb.Recorder()
     facts = plan_facts()
-    (container,) = facts["template"]["podTemplate"]["spec"]["containers"]
+    pod_spec = facts["template"]["podTemplate"]["spec"]
+    (container,) = pod_spec["containers"]
     image_root = build_image(tmp_path)
     model = StubModel()
     try:
         with rendered_path_up(tmp_path, model.url, 50, 100) as r:
-            forwarder, forwarder_port, key_port = start_rendered_forwarder(r["facts"], r["facts"]["url"])
+            forwarder, forwarder_port, key_port = start_rendered_forwarder(r["facts"], r["facts"]["url"], image_root)
             r["procs"].append(forwarder)
-            with planned_runtime(tmp_path, container, image_root) as (_runtime, port, runtime_log):
+            with planned_runtime(tmp_path, pod_spec, container, image_root) as (_runtime, port, runtime_log):
                 trainer_env = rendered_trainer_env(r, key_port, port)
                 # The plan's upstream for the agent's side is the pod's forwarder on loopback; here its port is a free one.
                 planned = trainer_env["SANDBOX_UPSTREAM_URL"]

@@ -171,6 +171,20 @@ def test_the_dockerfile_base_does_not_float():
     assert "docker buildx imagetools inspect" in text, "the command resolving the digest is written down"
 
 
+def test_the_tests_run_each_sandbox_container_as_the_template_does_and_refuse_a_kinder_one():
+    """sandbox_root.rendered, which every test that starts a sandbox pod's runtime or forwarder goes through."""
+    spec = plan_facts()["template"]["podTemplate"]["spec"]
+    (runtime,), (forwarder,) = spec["containers"], spec["initContainers"]
+    assert sandbox_root.rendered(spec, runtime) == {"uid": 65532, "fs_group": 65532, "empty_dirs": [], "read_only_root": True}
+    assert sandbox_root.rendered(spec, forwarder)["uid"] == forwarder["securityContext"]["runAsUser"] != 65532
+    writable = {**runtime, "securityContext": {**runtime["securityContext"], "readOnlyRootFilesystem": False}}
+    with pytest.raises(ValueError, match=r"readOnlyRootFilesystem False: not how the plan runs its sandboxes"):
+        sandbox_root.rendered(spec, writable)
+    as_root = {**runtime, "securityContext": {**runtime["securityContext"], "runAsUser": 0}}
+    with pytest.raises(ValueError, match=r"runAsUser 0"):
+        sandbox_root.rendered(spec, as_root)
+
+
 @pytest.mark.skipif(sandbox_root.available() is not None, reason=str(sandbox_root.available()))
 @pytest.mark.parametrize("baked_proxy", [True, False], ids=["proxy-baked", "proxy-uploaded"])
 def test_the_template_command_serves_the_harness_layout_as_the_sandbox_uid(tmp_path, baked_proxy):
@@ -186,7 +200,7 @@ def test_the_template_command_serves_the_harness_layout_as_the_sandbox_uid(tmp_p
     argv += ["--host", "127.0.0.1"]
     env = {**plain_env(c), "PATH": "/usr/local/bin:/usr/bin:/bin"}
     log = open(tmp_path / "runtime.log", "wb")
-    proc = subprocess.Popen(sandbox_root.command(image_root, argv, uid=pod_security["runAsUser"]), env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(sandbox_root.command(image_root, argv, **sandbox_root.rendered(facts["template"]["podTemplate"]["spec"], c)), env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_http(f"http://127.0.0.1:{port}{c['readinessProbe']['httpGet']['path']}", proc=proc)
         h = RuntimeHandle(f"http://127.0.0.1:{port}", sandbox_id="layout")

@@ -17,6 +17,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -25,6 +26,7 @@ from agent_rl_sandbox.agent_sandbox import AgentSandboxBackend
 from agent_rl_sandbox.rollout_keys import KEY_RE, KeyTable, MintRefused, RolloutKeyError, RolloutKeysClient
 from agent_rl_sandbox.settings import AgentSandboxSettings, SettingsError
 
+import sandbox_root
 from conftest import PYTHON_DIR, free_port, stop_process
 from test_backend import fake_client, rec  # noqa: F401 (fixture)
 from waits import scaled, wait_for
@@ -485,26 +487,39 @@ def rendered_path(tmp_path):
         upstream.stop()
 
 
-def start_rendered_forwarder(facts: dict, ingress_url: str) -> tuple[subprocess.Popen, int, int]:
-    """The sandbox template's forwarder command, on loopback (its ports free ones, the ingress the local nginx)."""
-    cmd = facts["forwarderCommand"]
+def start_rendered_forwarder(facts: dict, ingress_url: str, image_root: Path) -> tuple[subprocess.Popen, int, int]:
+    """The sandbox template's forwarder command on loopback (its ports free ones, the ingress the local nginx), as
+    the template runs it: the image layout's forwarder.py (`image_root`), its own uid, a read-only root."""
+    spec = facts["sandboxPodSpec"]
+    (container,) = spec["initContainers"]
+    cmd = container["command"]
+    assert cmd == facts["forwarderCommand"]
     port, key_port = free_port(), free_port()
     subst = {
-        "/opt/agent-rl/forwarder.py": str(FORWARDER),
         "0.0.0.0": "127.0.0.1",
         cmd[cmd.index("--port") + 1]: str(port),
         cmd[cmd.index("--trace-port") + 1]: "0",
         cmd[cmd.index("--key-port") + 1]: str(key_port),
         cmd[cmd.index("--upstream") + 1]: ingress_url,
     }
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_UPSTREAM_KEY"}
-    proc = subprocess.Popen(localized(cmd, subst), env=env, stderr=subprocess.PIPE)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+    proc = subprocess.Popen(sandbox_root.command(image_root, localized(cmd, subst), **sandbox_root.rendered(spec, container)), env=env, stderr=subprocess.PIPE)
     wait_port(port, proc)
     wait_port(key_port, proc)
     return proc, port, key_port
 
 
-def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_rollout_at_its_limit_leaves_another_unthrottled(rec, runtime, rendered_path):
+def forwarder_image(tmp_path: Path) -> Path:
+    """The image layout the forwarder runs from (install-layout.sh on a stand-in stock HOME: test_plan_contract's)."""
+    from test_plan_contract import fake_stock_home
+
+    image_root = tmp_path / "image"
+    if not image_root.exists():
+        sandbox_root.install_layout(fake_stock_home(tmp_path), image_root)
+    return image_root
+
+
+def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_rollout_at_its_limit_leaves_another_unthrottled(rec, runtime, rendered_path, tmp_path):
     r = rendered_path
     facts = r["facts"]
     env, secret_env = facts["trainerEnv"], facts["trainerSecretEnv"]
@@ -518,7 +533,8 @@ def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_roll
     # Each sandbox pod reaches the ingress from an address of its own (nginx limits rollout keys per source too).
     ingress = urlsplit(facts["url"])
     relays = [PodAddressRelay((ingress.hostname, ingress.port), f"127.0.0.{n}") for n in (21, 22)]
-    forwarders = [start_rendered_forwarder(facts, f"http://127.0.0.1:{relay.port}") for relay in relays]
+    image_root = forwarder_image(tmp_path)
+    forwarders = [start_rendered_forwarder(facts, f"http://127.0.0.1:{relay.port}", image_root) for relay in relays]
     r["procs"].extend(p for p, _port, _kp in forwarders)
     handles = []
     for _proc, _port, key_port in forwarders:
