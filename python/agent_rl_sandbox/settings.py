@@ -170,9 +170,10 @@ def opencode_config_kwargs(environ: Mapping[str, str] | None = None) -> dict[str
     """The ``OpenCodeConfig`` fields the stack decides: ``base_url`` (what the agent's side calls + /v1:
     on the stack's pools the pod's forwarder), ``api_key`` and ``sandbox_home`` (HOME in the sandbox).
 
-    ``api_key`` is OpenEnv's placeholder unless ``SANDBOX_API_KEY`` is set: the stack sets it only for
-    hosted sandboxes, which call the ingress themselves. Whatever key this returns lands in the env
-    of the in-sandbox proxy, where the agent can read it: never set it towards a pool with a forwarder."""
+    ``api_key`` is OpenEnv's placeholder unless ``SANDBOX_API_KEY`` is set. The stack never sets it (its pools'
+    forwarders hold each rollout's key); a caller outside the stack whose sandboxes call an ingress themselves may.
+    Whatever key this returns lands in the env of the in-sandbox proxy, where the agent can read it: never set it
+    towards a pool with a forwarder."""
     env = os.environ if environ is None else environ
     if not env.get("SANDBOX_UPSTREAM_URL"):
         raise SettingsError(["SANDBOX_UPSTREAM_URL: not set (the TrainingNode sets it from the SandboxPool)"])
