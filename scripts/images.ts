@@ -16,7 +16,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { CONFIG_NAMESPACE, type PlatformConfig } from "../components/config";
 import { parseImage } from "../components/preflight/registry";
-import { type Built, buildAndPush, neededImages, SOURCE_OVERRIDES } from "./lib/images/build";
+import { BUILD_NETWORK_ENV, type Built, buildAndPush, buildNetworkFrom, neededImages, SOURCE_OVERRIDES } from "./lib/images/build";
 import { BASE_MIRROR_ENV, MirrorSettingError } from "./lib/images/base-mirrors";
 import { fillLock, ImageStepError } from "./lib/images/lock-step";
 import { RegistryError } from "./lib/images/registry";
@@ -32,6 +32,7 @@ const USAGE = [
     ...SOURCE_OVERRIDES.map((o) => `  ${o.env}  replaces ${o.replaces}`),
     `  ${BASE_MIRROR_ENV}  <registry>=<mirror>[/<path>],...: pull the base images through a pull-through cache (the lock step and the build)`,
     "  AGENTRL_HF_ENDPOINT  replaces https://huggingface.co for the lock step's commit lookup",
+    `  ${BUILD_NETWORK_ENV}  docker build --network for the builds' RUN steps (host: a mirror on this machine's loopback); not hashed`,
 ].join("\n");
 
 export type ImagesArgs =
@@ -163,11 +164,12 @@ async function main(): Promise<number> {
     const config = loadForImages(args.stack, stackFile, args.to);
     const to = destination(args, config.images.trainer);
     const dockerConfigJson = readRegistryAuth(args.stack, args.registryAuthFile);
+    const buildNetwork = buildNetworkFrom(process.env);
     // docker's own lines as it prints them: a real trainer build runs for many minutes.
     const progress = (l: string) => process.stderr.write(`images:   | ${l}\n`);
     const built: Array<Built & { field: readonly string[] }> = [];
     for (const need of neededImages(config))
-        built.push({ ...(await buildAndPush(need.image, { root: REPO_ROOT, to, dockerConfigJson, log, progress })), field: need.field });
+        built.push({ ...(await buildAndPush(need.image, { root: REPO_ROOT, to, dockerConfigJson, buildNetwork, log, progress })), field: need.field });
     writeImageRefs(stackFile, built);
     for (const b of built) process.stdout.write(`${b.field.join(".")}: ${b.ref}${b.pushed ? "" : " (already pushed)"}\n`);
     log(`${path.relative(process.cwd(), stackFile)} names them by digest: npm run plan -- ${args.stack}`);

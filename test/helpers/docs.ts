@@ -1,7 +1,7 @@
 /**
  * README.md and docs/ as the tests read them: the files, their links, the `npm run` commands in their
  * shell blocks, and the stack files the guides show (a ```yaml block whose first line is
- * `# Pulumi.<name>.yaml`).
+ * `# Pulumi.<name>.yaml`), and the numbered commands of a one-page path (docs/guides/zero-to-up.md).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -106,4 +106,33 @@ export function docCommands(): Array<{ doc: string; script: string; args: string
                 return m === null ? [] : [{ doc, script: m[1]!, args: (m[2] ?? "").split(/\s+/).filter((a) => a !== ""), line }];
             }),
     );
+}
+
+/** The one-page path from zero to a planned, preflighted stack: its tests run its numbered commands. */
+export const ZERO_TO_UP = "docs/guides/zero-to-up.md";
+
+/** A numbered command of a page: `# N. what` above it in an sh block; `&&` chains are one command. */
+export interface PageCommand {
+    readonly n: number;
+    readonly line: string;
+    /** The chain's parts. */
+    readonly parts: readonly string[];
+}
+
+/** The numbered commands of a page's sh blocks, in order; unnumbered blocks give `n` 0. */
+export function pageCommands(text: string): PageCommand[] {
+    const out: PageCommand[] = [];
+    for (const b of fencedBlocks(text).filter((b) => b.info === "sh")) {
+        let n = 0;
+        for (const raw of b.body.split("\n")) {
+            const line = raw.trim();
+            const m = /^# (\d+)\. /.exec(line);
+            if (m !== null) n = Number(m[1]);
+            else if (line !== "" && !line.startsWith("#")) {
+                out.push({ n, line, parts: line.split(" && ").map((p) => p.trim()) });
+                n = 0;
+            }
+        }
+    }
+    return out;
 }

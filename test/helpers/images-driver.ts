@@ -1,11 +1,13 @@
 /**
  * Runs the image step's lock or build inside the test dockerd's network namespace (started under
- * `nsenter --net=...` by test/tooling/images-build.test.ts), where the test registry listens on loopback.
+ * `nsenter --net=...` by test/tooling/images-build.test.ts), where the test registry and the stand-in
+ * base mirror (AGENTRL_BASE_REGISTRY_MIRRORS, from the test) listen on loopback.
  * It serves, from loopback, everything the builds fetch (test/images/serve.py over the test's
  * directory; the build's RUN steps reach it through `docker build --network host`, the daemon's
  * namespace), and points the image step's source overrides at it (SOURCE_OVERRIDES,
- * scripts/lib/images/build.ts): the pinned scripts, the Hub's commit lists and the stand-in kernel's tree
- * listing and files where huggingface.co and raw.githubusercontent.com serve them, the stand-in OpenEnv repository (git's smart HTTP, as GitHub
+ * scripts/lib/images/build.ts): the pinned scripts, the Hub's commit lists (laid out by the test under
+ * /api) and the stand-in kernel's tree listing and files where huggingface.co and
+ * raw.githubusercontent.com serve them, the stand-in OpenEnv repository (git's smart HTTP, as GitHub
  * serves it) at /huggingface/OpenEnv.git, the PyPI subset at /simple and the Debian subset at
  * /debian. Every line docker build and docker push print goes to <request.json>.progress as it
  * comes (the test's sign that the build goes on). Then it prints one JSON line:
@@ -29,23 +31,15 @@ export interface DriverRequest {
     readonly dockerConfigJson: string;
     /** Per image: context files replaced by the test's stand-ins (BuildOptions.replace). */
     readonly replace?: Partial<Record<ImageName, Record<string, string>>>;
-    /** Served at /<path>: the scripts as huggingface.co and raw.githubusercontent.com lay them out, and the mirrors above. */
+    /** Served at /<path>: the scripts as huggingface.co and raw.githubusercontent.com lay them out, the Hub's commit lists, and the mirrors above. */
     readonly scriptsDir: string;
-    /** The Hub's commit lists, keyed by "<type>s/<repo>/commits/<branch>": served at /api/<key> (resolveHubCommit asks there). */
-    readonly hubCommits: Record<string, Array<{ id: string; date: string }>>;
 }
 
-/** The port of the script server in the daemon's namespace (the test's own: nothing else listens there). */
+/** The port of the script server in the daemon's namespace (the driver's own: the test's page commands have theirs on another). */
 const SCRIPTS_PORT = 8765;
 
 async function main(): Promise<void> {
     const req = JSON.parse(fs.readFileSync(process.argv[2] as string, "utf8")) as DriverRequest;
-    // The Hub's commit lists as files where the Hub serves them.
-    for (const [list, commits] of Object.entries(req.hubCommits)) {
-        const file = path.join(req.scriptsDir, "api", list);
-        fs.mkdirSync(path.dirname(file), { recursive: true });
-        fs.writeFileSync(file, JSON.stringify(commits));
-    }
     // A server of its own process: the lock step blocks this one (spawnSync) while the scripts are
     // fetched from it.
     const server = spawn("python3", [path.join(__dirname, "..", "images", "serve.py"), String(SCRIPTS_PORT), req.scriptsDir], {

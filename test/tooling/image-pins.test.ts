@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { describe, test } from "node:test";
-import { neededImages, SOURCE_OVERRIDES, sourceArgs } from "../../scripts/lib/images/build";
+import { BUILD_NETWORK_ENV, buildNetworkFrom, neededImages, SOURCE_OVERRIDES, sourceArgs } from "../../scripts/lib/images/build";
 import { loadForImages, parseImagesArgs, writeImageRefs } from "../../scripts/images";
 import { knownStacks } from "../../scripts/lib/plan";
 import { loadRunStack } from "../../scripts/lib/load-stack";
@@ -188,6 +188,18 @@ describe("npm run images", () => {
         assert.deepEqual(sourceArgs(dockerfile("trainer-blackbox"), { AGENTRL_PIP_INDEX_URL: "" }), {}, "empty: not set");
         const declared = IMAGE_NAMES.flatMap((n) => Object.keys(sourceArgs(dockerfile(n), env)));
         for (const o of SOURCE_OVERRIDES) assert.ok(declared.includes(o.arg), `${o.arg} is declared by no Dockerfile`);
+    });
+
+    test("AGENTRL_BUILD_NETWORK names the builds' network; unset or empty leaves the daemon's default; another word is refused, naming the setting", () => {
+        assert.equal(buildNetworkFrom({ [BUILD_NETWORK_ENV]: "host" }), "host");
+        assert.equal(buildNetworkFrom({ [BUILD_NETWORK_ENV]: " mirror-net " }), "mirror-net");
+        assert.equal(buildNetworkFrom({}), undefined);
+        assert.equal(buildNetworkFrom({ [BUILD_NETWORK_ENV]: "" }), undefined);
+        assert.throws(
+            () => buildNetworkFrom({ [BUILD_NETWORK_ENV]: "host --privileged" }),
+            /^Error: AGENTRL_BUILD_NETWORK: 'host --privileged' is not a network docker build takes: host, none, default or a network's name$/,
+        );
+        assert.match(fs.readFileSync(path.join(REPO_ROOT, "docs", "guides", "images.md"), "utf8"), /`AGENTRL_BUILD_NETWORK=host`/);
     });
 
     test("every `npm run images` in the docs parses, and names a stack of stacks/, one a guide's stack file creates, or the lock step", () => {

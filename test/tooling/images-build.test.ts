@@ -3,19 +3,25 @@
  * htpasswd auth on the daemon's loopback, the lock step and the build step run against them
  * (test/helpers/images-driver.ts, inside the daemon's network namespace), and every image a recipe
  * needs built from the repository's own Dockerfiles: the white-box trainer and the sandbox image for
- * the dev stack; the black-box trainer, the sandbox image and mtail for a copy of the staging stack
- * (opencode-blackbox) with observability on, which names them by digest, as its plan does. Each is
- * pushed with a registryAuth and pulled back by digest.
+ * the dev stack; then docs/guides/zero-to-up.md's commands 2 to 5 as the page writes them (the
+ * registry host and credentials the test's), as CLI processes in a scratch copy of this repository
+ * holding the page's stack file: `npm run images -- lock` fills the copy's images/lock.json,
+ * the registry-auth.json line, `npm run images -- <stack> --to ...` builds and pushes the black-box
+ * trainer (the sandbox image is the white-box run's: same inputs) and names both in the stack file by
+ * digest, and `npm run plan -- <stack>` plans them by digest. The same stack with observability on
+ * builds mtail alone (the other two are in the registry already). Each image is pulled back by digest.
  *
  * Stand-ins, named:
- *   - the base images (test/images/standin-base.sh, Debian bookworm minbase + python3): its trainer
- *     variant (git, a stub vllm 0.29.0 distribution) is pushed as the stand-in of
- *     vllm/vllm-openai:v0.29.0 and of debian:bookworm-slim; its sandbox variant (Debian's fastapi,
- *     uvicorn, httpx and a stand-in opencode) as that of ghcr.io/huggingface/openenv-opencode-sandbox:sha-86a180e.
+ *   - the base images (test/images/standin-base.sh, Debian bookworm minbase + python3), served by a
+ *     STAND-IN pull-through mirror (a second docker-registry, anonymous, on the daemon's loopback) under
+ *     the upstream names the pins give, reached as a user reaches theirs, through
+ *     AGENTRL_BASE_REGISTRY_MIRRORS: its trainer variant (git, a stub vllm 0.29.0 distribution) as
+ *     vllm/vllm-openai:v0.29.0 and debian:bookworm-slim; its sandbox variant (Debian's fastapi,
+ *     uvicorn, httpx and a stand-in opencode) as ghcr.io/huggingface/openenv-opencode-sandbox:sha-86a180e.
  *     None of them can be pulled here.
  *   - the seed scripts and TRL's opencode_hf_sandbox.py: stand-in files served where the Hub and
  *     raw.githubusercontent.com serve them (the TRL one holds just the lines trainer/use_agent_sandbox.py
- *     changes).
+ *     changes), with the Hub's commit lists.
  *   - the packed-attention kernel (kernels-community/flash-attn3): a STAND-IN build variant (STANDIN_KERNEL:
  *     a Python __init__.py and a metadata.json of the shape kernels 0.18.3 parses, no CUDA code) served as the
  *     Hub serves a kernel repository: its v1 commit list (the lock step), its tree listing and files at the
@@ -24,16 +30,22 @@
  *   - OpenEnv: a git repository made here (STANDIN_OPENENV) under OpenEnv's package names (openenv at
  *     the root, openenv-opencode-env in envs/opencode_env) holding only the modules the Dockerfile's
  *     import check names, committed, served over git's smart HTTP as GitHub serves it
- *     (test/images/serve.py); the test's pins name its commit instead of OpenEnv's 86a180e (as they
- *     name the stand-in bases), so the Dockerfile's pip install from git at a full commit runs for real.
+ *     (test/images/serve.py); the test's pins (and the scratch copy's images/trainer-blackbox.pins.json)
+ *     name its commit instead of OpenEnv's 86a180e, so the Dockerfile's pip install from git at a full
+ *     commit runs for real.
  *   - the trainer lock (trainer/requirements.txt, the heavy pip set): for the white-box trainer an
- *     empty stand-in lock; for the black-box trainer the part of the real lock its own checks import
- *     (k8s-agent-sandbox, kernels and what they need, setuptools for the builds), as real wheels of PyPI served
- *     from loopback (test/images/pypi-subset.sh). install-lock.sh runs its real steps on either.
+ *     empty stand-in lock; for the black-box trainer (and as the scratch copy's trainer/requirements.txt)
+ *     the part of the real lock its own checks import (k8s-agent-sandbox, kernels and what they need,
+ *     setuptools for the builds), as real wheels of PyPI served from loopback (test/images/pypi-subset.sh).
+ *     install-lock.sh runs its real steps on either.
+ * The page's commands reach what is served through the documented settings (docs/guides/images.md
+ * "Mirrors"): AGENTRL_BASE_REGISTRY_MIRRORS, AGENTRL_HF_ENDPOINT, the source overrides
+ * (AGENTRL_FETCH_BASE_URL, AGENTRL_OPENENV_GIT_URL, AGENTRL_PIP_INDEX_URL, AGENTRL_DEBIAN_MIRROR) and
+ * AGENTRL_BUILD_NETWORK=host (the servers listen on the daemon's loopback).
  * Not stand-ins: mtail is Debian bookworm's, installed by the Dockerfile's apt from a signed subset of
  * deb.debian.org served from loopback (test/images/debian-subset.sh; apt checks Debian's signature
  * and hashes); the wheels above are PyPI's.
- * Run: npm test -- --no-setup test/tooling/images-build.test.ts (root; dockerd, docker-registry, htpasswd, debootstrap, git;
+ * Run: npm test -- --no-setup test/tooling/images-build.test.ts (root; dockerd, docker-registry, htpasswd, debootstrap, git, npm;
  * the first run downloads the bases' packages, the PyPI subset and the Debian subset into ~/.cache/agent-rl-infra/images-standin)
  */
 import assert from "node:assert/strict";
@@ -43,11 +55,14 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
+import YAML from "yaml";
+import { mirroredRef, parseBaseMirrors } from "../../scripts/lib/images/base-mirrors";
 import { buildAndPush, neededImages } from "../../scripts/lib/images/build";
-import { IMAGE_NAMES, type LockFile, readLock, REPO_ROOT } from "../../scripts/lib/images/pins";
+import { IMAGE_NAMES, type ImageName, type LockFile, lockPath, readLock, readPins, REPO_ROOT } from "../../scripts/lib/images/pins";
 import { loadRunStack } from "../../scripts/lib/load-stack";
 import { planToDir } from "../../scripts/lib/plan";
-import { loadForImages, writeImageRefs } from "../../scripts/images";
+import { writeImageRefs } from "../../scripts/images";
+import { docStacks, pageCommands, readDoc, ZERO_TO_UP } from "../helpers/docs";
 import { type Dockerd, dockerdMissing, startDockerd } from "../helpers/dockerd";
 import type { DriverRequest } from "../helpers/images-driver";
 import { runWatched } from "../helpers/processes";
@@ -56,13 +71,20 @@ import { scaled, scaledCount } from "../helpers/waits";
 const REGISTRY = "127.0.0.1:5000";
 const USER = "agentrl";
 const PASSWORD = "registry-password-for-the-test";
+/** The STAND-IN pull-through mirror of Docker Hub and ghcr.io: an anonymous registry holding the stand-in bases under the pins' names. */
+const MIRROR = "127.0.0.1:5001";
+const BASE_MIRRORS = `docker.io=${MIRROR}/dockerhub,ghcr.io=${MIRROR}/ghcr`;
+/** Where the mirror serves an image's pinned base (`vllm/vllm-openai:v0.29.0` -> `127.0.0.1:5001/dockerhub/vllm/vllm-openai:v0.29.0`). */
+const standinBase = (image: ImageName) => mirroredRef(readPins(image).base.ref, parseBaseMirrors(BASE_MIRRORS));
+const STANDIN_VLLM = standinBase("trainer-whitebox");
+const STANDIN_SANDBOX = standinBase("sandbox");
+const STANDIN_DEBIAN = standinBase("mtail");
+/** The port the page's commands find the stand-in sources on (the driver serves its own, test/helpers/images-driver.ts). */
+const SOURCES_PORT = 8766;
 const SEEDS = "sergiopaniego/rl-envs-youtube-livestream-4-scripts";
 /** The Hub's commits of the seeds' main: the lock must take the newest at or before 2026-12-01. */
 const SEED_COMMIT = "5".repeat(40);
 const LATER_COMMIT = "6".repeat(40);
-const STANDIN_VLLM = `${REGISTRY}/standin/vllm-openai:v0.29.0`;
-const STANDIN_SANDBOX = `${REGISTRY}/standin/openenv-opencode-sandbox:sha-86a180e`;
-const STANDIN_DEBIAN = `${REGISTRY}/standin/debian:bookworm-slim`;
 /** The TRL commit the pins name (images/trainer-blackbox.pins.json): the stand-in script is served there. */
 const TRL_REVISION = "0a942020335908aaf7276f743ddce0c5f4602c30";
 const OPENENV_REVISION = "86a180ede21e044f7929b9a7783ad83aa67d83a3";
@@ -78,6 +100,17 @@ const KERNEL_VARIANT = (KERNEL_PIN?.scripts[0]?.file ?? "").replace(/^build\//, 
 /** The Hub's commits of the kernel's v1: the lock must take the newest at or before the pins' asOf (2026-12-07T23:59:59Z). */
 const KERNEL_COMMIT = "7".repeat(40);
 const KERNEL_LATER_COMMIT = "8".repeat(40);
+/** The Hub's commit lists, served as files where the Hub serves them (GET /api/<type>s/<repo>/commits/<branch>: resolveHubCommit). */
+const HUB_COMMITS: Record<string, Array<{ id: string; date: string }>> = {
+    [`models/${SEEDS}/commits/main`]: [
+        { id: LATER_COMMIT, date: "2026-12-02T09:00:00.000Z" },
+        { id: SEED_COMMIT, date: "2026-11-30T17:00:00.000Z" },
+    ],
+    [`kernels/${KERNEL_REPO}/commits/${KERNEL_PIN?.resolve?.branch}`]: [
+        { id: KERNEL_LATER_COMMIT, date: "2026-12-08T09:00:00.000Z" },
+        { id: KERNEL_COMMIT, date: "2026-12-05T12:00:00.000Z" },
+    ],
+};
 /** STAND-IN for the kernel's build variant: what kernels 0.18.3 resolves and imports (a metadata.json of its shape), no CUDA code. */
 const STANDIN_KERNEL: Record<string, string> = {
     "__init__.py": [
@@ -159,9 +192,9 @@ function which(bin: string): boolean {
 function missing(): string | undefined {
     const d = dockerdMissing();
     if (d) return d;
-    const bins = ["docker-registry", "htpasswd", "nsenter", "debootstrap", "git", "gpgv", "xz"].filter((b) => !which(b));
+    const bins = ["docker-registry", "htpasswd", "nsenter", "debootstrap", "git", "gpgv", "xz", "npm"].filter((b) => !which(b));
     return bins.length > 0
-        ? `missing ${bins.join(", ")}: apt-get install -y docker-registry apache2-utils util-linux debootstrap git gpgv xz-utils`
+        ? `missing ${bins.join(", ")}: apt-get install -y docker-registry apache2-utils util-linux debootstrap git gpgv xz-utils (npm comes with Node.js: the page's commands run through it)`
         : undefined;
 }
 const auth = (password: string) => JSON.stringify({ auths: { [REGISTRY]: { auth: Buffer.from(`${USER}:${password}`).toString("base64") } } });
@@ -212,9 +245,25 @@ function standinOpenenv(dir: string, served: string): string {
     return git(["rev-parse", "HEAD"], dir);
 }
 
+/** Every `image` a plan's manifests name. */
+function imagesIn(manifests: unknown): Set<string> {
+    const images = new Set<string>();
+    const walk = (v: unknown): void => {
+        if (Array.isArray(v)) v.forEach(walk);
+        else if (v !== null && typeof v === "object")
+            for (const [k, x] of Object.entries(v)) {
+                if (k === "image" && typeof x === "string") images.add(x);
+                else walk(x);
+            }
+    };
+    walk(manifests);
+    return images;
+}
+
 describe("images: a real build, push and pull", { skip: missing() }, () => {
     let d: Dockerd;
-    let registry: ChildProcess | undefined;
+    /** The registry the images are pushed to, the stand-in mirror of the bases, the page's commands' source server. */
+    const servers: ChildProcess[] = [];
     let scratch: string;
     let netns: string;
     let pinsRoot: string;
@@ -226,7 +275,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
      * every line docker prints (its .progress file); a build that goes silent (a fetch that never
      * ends) is killed and fails naming the step and docker's last lines.
      */
-    async function drive(req: Omit<DriverRequest, "pinsRoot" | "root" | "scriptsDir" | "hubCommits"> & { pinsRoot?: string }): Promise<{
+    async function drive(req: Omit<DriverRequest, "pinsRoot" | "root" | "scriptsDir"> & { pinsRoot?: string }): Promise<{
         ok: boolean;
         result?: any;
         message?: string;
@@ -238,16 +287,6 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             ...req,
             root: REPO_ROOT,
             scriptsDir,
-            hubCommits: {
-                [`models/${SEEDS}/commits/main`]: [
-                    { id: LATER_COMMIT, date: "2026-12-02T09:00:00.000Z" },
-                    { id: SEED_COMMIT, date: "2026-11-30T17:00:00.000Z" },
-                ],
-                [`kernels/${KERNEL_REPO}/commits/${KERNEL_PIN?.resolve?.branch}`]: [
-                    { id: KERNEL_LATER_COMMIT, date: "2026-12-08T09:00:00.000Z" },
-                    { id: KERNEL_COMMIT, date: "2026-12-05T12:00:00.000Z" },
-                ],
-            },
         };
         fs.writeFileSync(file, JSON.stringify(full));
         const r = await runWatched(
@@ -259,7 +298,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
                 budgetMs: 900_000,
                 watch: [`${file}.progress`],
                 cwd: REPO_ROOT,
-                env: { ...process.env, DOCKER_HOST: `unix://${d.socket}`, DOCKER_BUILDKIT: "0" },
+                env: { ...process.env, DOCKER_HOST: `unix://${d.socket}`, DOCKER_BUILDKIT: "0", AGENTRL_BASE_REGISTRY_MIRRORS: BASE_MIRRORS },
             },
         );
         const line = r.stdout.trim().split("\n").pop() ?? "";
@@ -270,44 +309,52 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         }
     }
 
+    /** Waits, bounded by a count of tries, until `url` answers `status` inside the daemon's namespace; fails naming `what` and its log. */
+    async function untilAnswers(what: string, url: string, status: string, log: string): Promise<void> {
+        let got = "";
+        for (let i = 0; i < scaledCount(100) && got !== status; i++) {
+            got = spawnSync("nsenter", [`--net=${netns}`, "--", "curl", "-s", "--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}", url], {
+                encoding: "utf8",
+                timeout: scaled(10_000),
+            }).stdout;
+            if (got !== status) await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.equal(got, status, `${what} did not answer ${status} on ${url}:\n${fs.existsSync(log) ? fs.readFileSync(log, "utf8") : ""}`);
+    }
+
+    /** Debian's docker-registry on the daemon's loopback at `addr`, with `auth` (a registry.yml line) or anonymous. */
+    async function startRegistry(name: string, addr: string, status: string, auth?: string): Promise<void> {
+        const config = path.join(scratch, `${name}.yml`);
+        fs.writeFileSync(
+            config,
+            [
+                "version: 0.1",
+                "log: { level: warn }",
+                `storage: { filesystem: { rootdirectory: ${scratch}/${name}-data } }`,
+                `http: { addr: "${addr}" }`,
+                ...(auth ? [auth] : []),
+                "",
+            ].join("\n"),
+        );
+        const log = path.join(scratch, `${name}.log`);
+        servers.push(spawn("nsenter", [`--net=${netns}`, "--", "docker-registry", "serve", config], { stdio: ["ignore", "ignore", fs.openSync(log, "a")] }));
+        await untilAnswers(`the ${name}`, `http://${addr}/v2/`, status, log);
+    }
+
     before(async () => {
         scratch = fs.mkdtempSync(path.join(os.tmpdir(), "agentrl-images-"));
         d = await startDockerd();
         const pid = fs.readFileSync(path.join(path.dirname(d.socket), "dockerd.pid"), "utf8").trim();
         netns = `/proc/${pid}/ns/net`;
-        // The registry, with htpasswd (bcrypt) auth, on the daemon's loopback.
+        // The registry, with htpasswd (bcrypt) auth, on the daemon's loopback; the stand-in mirror beside it, anonymous
+        // (a pull-through cache of public images asks for no credentials).
         const htpasswd = spawnSync("htpasswd", ["-Bbn", USER, PASSWORD], { encoding: "utf8", timeout: scaled(60_000) });
         assert.equal(htpasswd.status, 0, htpasswd.stderr);
         fs.writeFileSync(path.join(scratch, "htpasswd"), htpasswd.stdout);
-        fs.writeFileSync(
-            path.join(scratch, "registry.yml"),
-            [
-                "version: 0.1",
-                "log: { level: warn }",
-                `storage: { filesystem: { rootdirectory: ${scratch}/registry-data } }`,
-                `http: { addr: "${REGISTRY}" }`,
-                `auth: { htpasswd: { realm: agentrl-test, path: ${scratch}/htpasswd } }`,
-                "",
-            ].join("\n"),
-        );
-        registry = spawn("nsenter", [`--net=${netns}`, "--", "docker-registry", "serve", path.join(scratch, "registry.yml")], {
-            stdio: ["ignore", "ignore", fs.openSync(path.join(scratch, "registry.log"), "a")],
-        });
-        let status = "";
-        for (let i = 0; i < scaledCount(100) && status !== "401"; i++) {
-            status = spawnSync(
-                "nsenter",
-                [`--net=${netns}`, "--", "curl", "-s", "--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}", `http://${REGISTRY}/v2/`],
-                {
-                    encoding: "utf8",
-                    timeout: scaled(10_000),
-                },
-            ).stdout;
-            if (status !== "401") await new Promise((r) => setTimeout(r, 200));
-        }
-        assert.equal(status, "401", `the registry did not ask for credentials on ${REGISTRY}:\n${fs.readFileSync(path.join(scratch, "registry.log"), "utf8")}`);
+        await startRegistry("registry", REGISTRY, "401", `auth: { htpasswd: { realm: agentrl-test, path: ${scratch}/htpasswd } }`);
+        await startRegistry("mirror", MIRROR, "200");
 
-        // The stand-in bases, pushed under their stand-in names (the CLI's own login: the daemon's config dir).
+        // The stand-in bases, pushed to the mirror under the pins' names (the CLI's own login, the daemon's config dir, is the registry's).
         await fixture("standin-base.sh", ["trainer", path.join(scratch, "base-trainer.tar")]);
         await fixture("standin-base.sh", ["sandbox", path.join(scratch, "base-sandbox.tar")]);
         fs.mkdirSync(path.join(path.dirname(d.socket), "cli"), { recursive: true });
@@ -321,6 +368,11 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         // where the Hub and GitHub serve a file at a commit, the stand-in OpenEnv repository, the PyPI
         // subset and the Debian subset.
         scriptsDir = path.join(scratch, "scripts");
+        for (const [list, commits] of Object.entries(HUB_COMMITS)) {
+            const file = path.join(scriptsDir, "api", list);
+            fs.mkdirSync(path.dirname(file), { recursive: true });
+            fs.writeFileSync(file, JSON.stringify(commits));
+        }
         const at = path.join(scriptsDir, SEEDS, "resolve", SEED_COMMIT);
         fs.mkdirSync(at, { recursive: true });
         for (const f of ["train_coding_whitebox_eval.py", "train_coding_whitebox.py", "train_wordle_whitebox.py"])
@@ -356,14 +408,12 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             `# STAND-IN trainer lock (test/tooling/images-build.test.ts): the part of trainer/requirements.txt the black-box image's checks import\n${fs.readFileSync(path.join(scriptsDir, "pypi", "lock.txt"), "utf8")}`,
         );
 
-        // The pins with the stand-in bases and the stand-in OpenEnv's commit, and the repository's (unfilled) lock.
+        // The pins with the stand-in OpenEnv's commit (the bases keep their names: the mirror serves them), and the
+        // repository's (unfilled) lock.
         pinsRoot = path.join(scratch, "pins");
         fs.mkdirSync(path.join(pinsRoot, "images"), { recursive: true });
         for (const name of IMAGE_NAMES) {
             const pins = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "images", `${name}.pins.json`), "utf8"));
-            if (name.startsWith("trainer-")) pins.base.ref = STANDIN_VLLM;
-            if (name === "sandbox") pins.base.ref = STANDIN_SANDBOX;
-            if (name === "mtail") pins.base.ref = STANDIN_DEBIAN;
             for (const source of pins.sources) if (source.name === "openenv") source.revision = source.factsRevision = openenvCommit;
             fs.writeFileSync(path.join(pinsRoot, "images", `${name}.pins.json`), JSON.stringify(pins));
         }
@@ -371,7 +421,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
     });
 
     after(async () => {
-        registry?.kill("SIGKILL");
+        for (const server of servers) server.kill("SIGKILL");
         await d?.stop();
         if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
     });
@@ -411,13 +461,15 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         );
     });
 
-    test("the lock step records each base by digest, the seeds' commit as of the facts' day, each script's sha256 and the pinned OpenEnv commit", async () => {
+    /** The digest the mirror holds a stand-in base under. */
+    const mirrorDigest = (ref: string) => d.docker(["inspect", "--format", "{{index .RepoDigests 0}}", ref]).stdout.trim().split("@")[1];
+
+    test("the lock step records each base by the mirror's digest under its upstream name, the seeds' commit as of the facts' day, each script's sha256 and the pinned OpenEnv commit", async () => {
         const r = await drive({ mode: "lock", images: ["trainer-whitebox", "sandbox"], to: "", dockerConfigJson: auth(PASSWORD) });
         assert.ok(r.ok, `${r.message}\n${r.stderr}`);
         const lock = readLock(pinsRoot) as LockFile;
-        const pushed = d.docker(["inspect", "--format", "{{index .RepoDigests 0}}", STANDIN_VLLM]).stdout.trim();
-        assert.equal(lock.images["trainer-whitebox"].base, `${STANDIN_VLLM}@${pushed.split("@")[1]}`);
-        assert.match(lock.images.sandbox.base ?? "", /^127\.0\.0\.1:5000\/standin\/openenv-opencode-sandbox:sha-86a180e@sha256:[0-9a-f]{64}$/);
+        assert.equal(lock.images["trainer-whitebox"].base, `${readPins("trainer-whitebox").base.ref}@${mirrorDigest(STANDIN_VLLM)}`);
+        assert.equal(lock.images.sandbox.base, `${readPins("sandbox").base.ref}@${mirrorDigest(STANDIN_SANDBOX)}`);
         assert.equal(lock.images["trainer-whitebox"].args.SEED_REVISION, SEED_COMMIT);
         const script = fs.readFileSync(path.join(scriptsDir, SEEDS, "resolve", SEED_COMMIT, "train_wordle_whitebox.py"), "utf8");
         assert.equal(lock.images["trainer-whitebox"].args.SEED_SHA256_TRAIN_WORDLE_WHITEBOX, sha256(script));
@@ -435,7 +487,7 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
             KERNEL_FLASH_ATTN3_REVISION: KERNEL_COMMIT,
             KERNEL_FLASH_ATTN3_SHA256: kernelDigest(STANDIN_KERNEL),
         });
-        assert.match(next.images.mtail.base ?? "", /^127\.0\.0\.1:5000\/standin\/debian:bookworm-slim@sha256:[0-9a-f]{64}$/);
+        assert.equal(next.images.mtail.base, `${readPins("mtail").base.ref}@${mirrorDigest(STANDIN_DEBIAN)}`);
     });
 
     test("a wrong registry password fails before any build, naming the registry and the user", async () => {
@@ -487,43 +539,112 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         assert.doesNotMatch(again.stderr, /docker build|docker push/);
     });
 
-    test("a black-box stack with observability on: one step builds the black-box trainer, the sandbox and mtail, the stack and its plan name them by digest", async () => {
-        assert.ok(refs.sandbox, "built above");
-        // The staging stack (opencode-blackbox on Kubernetes) with observability on, naming none of the images yet.
-        const stackFile = path.join(scratch, "Pulumi.images-blackbox.yaml");
-        const staging = fs.readFileSync(path.join(REPO_ROOT, "stacks", "Pulumi.staging.yaml"), "utf8");
-        const text = staging
-            .replace(/^ {4}images:\n {6}trainer: .*\n/m, "")
-            .replace(/^ {6}image: registry\.example\.com\/agent-rl\/sandbox:.*\n/m, "")
-            .replace(/^ {4}ingress:\n/m, "    observability:\n      enabled: true\n    ingress:\n");
-        assert.notEqual(text, staging);
-        fs.writeFileSync(stackFile, text);
-        const config = loadForImages("images-blackbox", stackFile, `${REGISTRY}/agent-rl`);
-        const needs = neededImages(config);
-        assert.deepEqual(
-            needs.map((n) => n.image),
-            ["trainer-blackbox", "sandbox", "mtail"],
-        );
-        const built = await drive({
-            mode: "build",
-            images: needs.map((n) => n.image),
-            to: `${REGISTRY}/agent-rl`,
-            dockerConfigJson: auth(PASSWORD),
-            replace: replace(),
+    /** The page's stack file, as the page shows it; its name is the one the page's commands give. */
+    const pageStack = docStacks().find((st) => st.doc === ZERO_TO_UP);
+    /** A scratch copy of this repository (its files as they are here, node_modules linked), where the page's commands run. */
+    let checkout = "";
+    /**
+     * Runs one of the page's command lines as a user types it, in the scratch copy, inside the daemon's
+     * network namespace (where the registry, the mirror and the source server listen), with the
+     * documented settings that point it at them; bounded by its progress (every line docker prints is
+     * printed by the images step). Fails with its output on a non-zero exit.
+     */
+    async function pageCommand(line: string): Promise<{ stdout: string; stderr: string }> {
+        const served = `http://127.0.0.1:${SOURCES_PORT}`;
+        const r = await runWatched(line, "nsenter", [`--net=${netns}`, "--", "bash", "-c", line], {
+            stallMs: 180_000,
+            budgetMs: 900_000,
+            cwd: checkout,
+            env: {
+                ...process.env,
+                DOCKER_HOST: `unix://${d.socket}`,
+                // The classic builder, as the driver runs the same builds.
+                DOCKER_BUILDKIT: "0",
+                AGENTRL_BASE_REGISTRY_MIRRORS: BASE_MIRRORS,
+                AGENTRL_HF_ENDPOINT: served,
+                AGENTRL_FETCH_BASE_URL: served,
+                AGENTRL_OPENENV_GIT_URL: `${served}/huggingface/OpenEnv.git`,
+                AGENTRL_PIP_INDEX_URL: `${served}/simple`,
+                AGENTRL_DEBIAN_MIRROR: served,
+                AGENTRL_BUILD_NETWORK: "host",
+            },
         });
-        assert.ok(built.ok, `${built.message}\n${built.stderr}`);
-        assert.deepEqual(
-            built.result.map((b: { image: string; pushed: boolean }) => [b.image, b.pushed]),
-            [
-                ["trainer-blackbox", true],
-                ["sandbox", false],
-                ["mtail", true],
-            ],
+        assert.equal(r.status, 0, `${line} (exit ${r.status}):\n${r.stderr}\n${r.stdout}`);
+        return r;
+    }
+
+    test(`${ZERO_TO_UP}, commands 2 to 5 as the page writes them (the registry and its credentials the test's): the lock filled, the black-box trainer built and pushed beside the white-box run's sandbox, the stack file and its plan naming both by digest`, async () => {
+        assert.ok(refs.sandbox, "built above");
+        assert.ok(pageStack, `${ZERO_TO_UP} shows its stack file`);
+        const numbered = pageCommands(readDoc(ZERO_TO_UP)).filter((c) => c.n > 0);
+        /** Command n of the page, which must have `shape`, with the page's registry host and credentials replaced by the test's. */
+        const command = (n: number, shape: RegExp): string => {
+            const line = numbered.find((c) => c.n === n)?.line ?? "";
+            assert.match(line, shape, `${ZERO_TO_UP} command ${n}`);
+            return line.replaceAll("registry.example.com", REGISTRY).replace("robot:TOKEN", `${USER}:${PASSWORD}`);
+        };
+        const lock = command(2, /^npm run images -- lock$/);
+        const registryAuth = command(3, /^printf '\{"auths".* registry\.example\.com "\$\(printf '%s' 'robot:TOKEN' .*> registry-auth\.json$/);
+        const build = command(
+            4,
+            new RegExp(`^npm run images -- ${pageStack.name} --to registry\\.example\\.com/agent-rl --registry-auth-file registry-auth\\.json$`),
         );
-        assert.equal(built.result[1].ref, refs.sandbox, "the sandbox image the white-box run pushed: same inputs");
-        for (const b of built.result) refs[b.image] = b.ref;
+        const plan = command(5, new RegExp(`^npm run plan -- ${pageStack.name}$`));
+
+        // The scratch copy: this repository's files, the page's stack file saved where the page says, and the named
+        // stand-ins (the OpenEnv commit of the pins, the trainer lock); this repository's lock is never written.
+        checkout = path.join(scratch, "checkout");
+        const skipped = new Set(["node_modules", ".git", "out", ".cache", "dist"]);
+        fs.cpSync(REPO_ROOT, checkout, {
+            recursive: true,
+            filter: (src) => {
+                const rel = path.relative(REPO_ROOT, src);
+                return !skipped.has(rel.split(path.sep)[0] as string) && !rel.split(path.sep).includes("__pycache__");
+            },
+        });
+        fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(checkout, "node_modules"));
+        fs.copyFileSync(path.join(pinsRoot, "images", "trainer-blackbox.pins.json"), path.join(checkout, "images", "trainer-blackbox.pins.json"));
+        fs.copyFileSync(path.join(scratch, "requirements-blackbox-standin.txt"), path.join(checkout, "trainer", "requirements.txt"));
+        const stackFile = path.join(checkout, "stacks", `Pulumi.${pageStack.name}.yaml`);
+        fs.writeFileSync(stackFile, pageStack.text);
+        // The stand-in sources where the page's commands find them (the driver's server is its own).
+        const log = path.join(scratch, "sources.log");
+        servers.push(
+            spawn("nsenter", [`--net=${netns}`, "--", "python3", path.join(__dirname, "..", "images", "serve.py"), String(SOURCES_PORT), scriptsDir], {
+                stdio: ["ignore", "ignore", fs.openSync(log, "a")],
+            }),
+        );
+        await untilAnswers("the source server", `http://127.0.0.1:${SOURCES_PORT}/`, "200", log);
+        const repositoryLock = fs.readFileSync(lockPath(REPO_ROOT), "utf8");
+
+        // 2. The lock step fills the copy's lock: every base by digest, every commit and digest; the same lock the
+        // driver's lock step wrote from the same stand-ins.
+        const locked = await pageCommand(lock);
+        assert.match(locked.stderr, /images\/lock\.json written: read what it names/);
+        const filled = readLock(checkout);
+        for (const [image, entry] of Object.entries(filled.images)) {
+            assert.ok(entry.base?.startsWith(`${readPins(image as ImageName).base.ref}@sha256:`), `${image}: ${entry.base}`);
+            for (const [arg, v] of Object.entries(entry.args)) assert.ok(v, `${image}.${arg} filled`);
+        }
+        assert.deepEqual(filled.images, readLock(pinsRoot).images);
+        assert.equal(fs.readFileSync(lockPath(REPO_ROOT), "utf8"), repositoryLock, "this repository's images/lock.json untouched");
+
+        // 3. The registry's credentials, as inline auths.
+        await pageCommand(registryAuth);
+        assert.deepEqual(JSON.parse(fs.readFileSync(path.join(checkout, "registry-auth.json"), "utf8")), JSON.parse(auth(PASSWORD)));
+
+        // 4. The build: the black-box trainer built and pushed, the sandbox image found (the white-box run pushed it:
+        // same inputs), both written into the page's stack file by digest.
+        const built = await pageCommand(build);
+        const named = loadRunStack(pageStack.name, stackFile).config;
+        refs["trainer-blackbox"] = named.images.trainer as string;
+        assert.match(refs["trainer-blackbox"], /^127\.0\.0\.1:5000\/agent-rl\/trainer-blackbox@sha256:[0-9a-f]{64}$/);
+        assert.equal(named.sandboxes.image, refs.sandbox, "the sandbox image the white-box run pushed: same inputs");
+        assert.ok(built.stdout.includes(`images.trainer: ${refs["trainer-blackbox"]}\n`), built.stdout);
+        assert.ok(built.stdout.includes(`sandboxes.image: ${refs.sandbox} (already pushed)\n`), built.stdout);
+        assert.match(fs.readFileSync(stackFile, "utf8"), /# your kubeconfig context: never kubectl's current one/, "the stack file's comments stay");
         // The real Dockerfile steps ran: TRL's script checked at the pinned commit and changed, the lock and
-        // OpenEnv installed from git at the pinned commit, mtail from Debian's (signed) archive.
+        // OpenEnv installed from git at the pinned commit.
         assert.match(
             built.stderr,
             new RegExp(`trainer-blackbox: fetch-scripts: /app/opencode_hf_sandbox\\.py \\(trl-opencode at ${TRL_REVISION}, sha256 verified\\)`),
@@ -555,34 +676,43 @@ describe("images: a real build, push and pull", { skip: missing() }, () => {
         );
         assert.match(built.stderr, /trainer-blackbox: Successfully installed openenv-0\.10\.0 openenv-opencode-env-0\.1\.0\n/);
         assert.match(built.stderr, /trainer-blackbox: use_agent_sandbox: \/app\/opencode_hf_sandbox\.py: HFSandboxBackend -> AgentSandboxBackend/);
-        assert.match(built.stderr, /mtail: mtail version 3\.0\.0~rc50/);
-        assert.match(built.stderr, /OPENENV_GIT_URL=http:\/\/127\.0\.0\.1:\d+\/huggingface\/OpenEnv\.git/);
+        assert.match(built.stderr, new RegExp(`OPENENV_GIT_URL=http://127\\.0\\.0\\.1:${SOURCES_PORT}/huggingface/OpenEnv\\.git`));
 
-        writeImageRefs(
-            stackFile,
-            needs.map((n, i) => ({ field: n.field, ref: built.result[i].ref as string })),
+        // 5. The offline plan of the stack file command 4 wrote: its manifests run both images by digest (the trainer,
+        // the sandbox pool's template).
+        await pageCommand(plan);
+        const manifests = path.join(checkout, "out", pageStack.name, "manifests");
+        const planned = imagesIn(fs.readdirSync(manifests).map((f) => YAML.parse(fs.readFileSync(path.join(manifests, f), "utf8"))));
+        for (const image of ["trainer-blackbox", "sandbox"])
+            assert.ok(planned.has(refs[image] as string), `${image}: ${refs[image]} in the plan's images: ${[...planned].join(", ")}`);
+
+        // The same stack with observability on needs mtail too: command 4 on it builds mtail alone (Debian's, from its
+        // signed archive); the other two, same inputs, are in the registry already. Its plan runs mtail beside the proxy.
+        const observed = `${pageStack.name}-observability`;
+        const observedFile = path.join(checkout, "stacks", `Pulumi.${observed}.yaml`);
+        const doc = YAML.parseDocument(fs.readFileSync(stackFile, "utf8"));
+        doc.setIn(["config", "agent-rl-infra:platform", "observability"], doc.createNode({ enabled: true }));
+        fs.writeFileSync(observedFile, doc.toString());
+        const more = await pageCommand(build.replace(` ${pageStack.name} `, ` ${observed} `));
+        const config = loadRunStack(observed, observedFile).config;
+        assert.deepEqual(
+            neededImages(config).map((n) => n.image),
+            ["trainer-blackbox", "sandbox", "mtail"],
         );
-        const loaded = loadRunStack("images-blackbox", stackFile).config;
-        assert.equal(loaded.images.trainer, refs["trainer-blackbox"]);
-        assert.equal(loaded.sandboxes.image, refs.sandbox);
-        assert.equal(loaded.images.mtail, refs.mtail);
-        // The stack's plan (npm run plan's code) runs them by digest: the trainer, the sandbox pool's template, mtail beside the proxy.
-        const plan = await planToDir(
-            { stack: "images-blackbox", stackFile },
+        refs.mtail = config.images.mtail as string;
+        assert.match(refs.mtail, /^127\.0\.0\.1:5000\/agent-rl\/mtail@sha256:[0-9a-f]{64}$/);
+        assert.ok(more.stdout.includes(`images.trainer: ${refs["trainer-blackbox"]} (already pushed)\n`), more.stdout);
+        assert.ok(more.stdout.includes(`sandboxes.image: ${refs.sandbox} (already pushed)\n`), more.stdout);
+        assert.ok(more.stdout.includes(`images.mtail: ${refs.mtail}\n`), more.stdout);
+        assert.doesNotMatch(more.stderr, /images: (trainer-blackbox|sandbox): docker build/);
+        assert.match(more.stderr, /mtail: mtail version 3\.0\.0~rc50/);
+        const observedPlan = await planToDir(
+            { stack: observed, stackFile: observedFile },
             { outDir: path.join(scratch, "plan"), secrets: { registryAuth: auth(PASSWORD) } },
         );
-        const images = new Set<string>();
-        const walk = (v: unknown): void => {
-            if (Array.isArray(v)) v.forEach(walk);
-            else if (v !== null && typeof v === "object")
-                for (const [k, x] of Object.entries(v)) {
-                    if (k === "image" && typeof x === "string") images.add(x);
-                    else walk(x);
-                }
-        };
-        walk(plan.manifests);
+        const observedImages = imagesIn(observedPlan.manifests);
         for (const image of ["trainer-blackbox", "sandbox", "mtail"])
-            assert.ok(images.has(refs[image] as string), `${image}: ${refs[image]} in the plan's images: ${[...images].join(", ")}`);
+            assert.ok(observedImages.has(refs[image] as string), `${image}: ${refs[image]} in the plan's images: ${[...observedImages].join(", ")}`);
     });
 
     test("the stack names them by digest, and the Docker target pulls them by digest", () => {

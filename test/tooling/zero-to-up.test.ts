@@ -1,23 +1,25 @@
 /**
- * docs/guides/zero-to-up.md, command by command. Its numbered commands are read from its sh blocks; each
- * one that can run here without a cluster, a Pulumi CLI or a Docker daemon runs, as the page writes it,
- * against the stack file the page creates (saved in a temporary stacks/ directory and named by its path,
- * so nothing is written into this repository's stacks/ or images/):
- * - `npm run images -- lock` with every host it reaches (the base registries through
+ * docs/guides/zero-to-up.md, command by command. Its numbered commands are read from its sh blocks
+ * (pageCommands, test/helpers/docs.ts); each one that can run here without a cluster, a Pulumi CLI or a
+ * Docker daemon runs, as the page writes it, against the stack file the page creates (saved in a
+ * temporary stacks/ directory and named by its path, so nothing is written into this repository's
+ * stacks/ or images/):
+ * - 2, `npm run images -- lock`, with every host it reaches (the base registries through
  *   AGENTRL_BASE_REGISTRY_MIRRORS, the Hub, the script host) a closed loopback port: exit 1, the host and
  *   the mirror setting, no stack trace, images/lock.json untouched (a machine offline gets this);
- * - the registry-auth.json line, run by bash; its file is a registryAuth the config accepts;
- * - `npm run images -- <stack> --to ... --registry-auth-file registry-auth.json`: with the shipped lock
+ * - 3, the registry-auth.json line, run by bash; its file is a registryAuth the config accepts;
+ * - 4, `npm run images -- <stack> --to ... --registry-auth-file registry-auth.json`: with the shipped lock
  *   (unfilled) it stops before any build, naming the lock step, and leaves the stack file as it was;
- * - `npm run plan -- <stack>`: plans, plan.md names the page's GPU;
- * - `npm run preflight -- <stack>` against an empty kubeconfig: exit 1, naming the context and the fix.
- * The others (npm ci, pulumi, kubectl against a cluster) are checked, not run: every `npm run X` is a
- * script of package.json, every secret a secret key of the stack, every config key a field of the
- * schema, the kubectl URLs the releases the cluster stack installs, the log line's namespace, Job
- * output and container what the plan renders.
- * Not run here, and why: the image build itself (no dockerd on this machine; test/tooling/images-build.test.ts
- * builds the staging stack's trainer-blackbox and sandbox images with stand-in bases into a local
- * docker-registry where dockerd runs), pulumi (no Pulumi CLI), kubectl apply/logs (no cluster).
+ * - 5, `npm run plan -- <stack>`: plans, plan.md names the page's GPU;
+ * - 9, `npm run preflight -- <stack>` against an empty kubeconfig: exit 1, naming the context and the fix.
+ * Commands 2 to 5 also run for real, as the page writes them, in test/tooling/images-build.test.ts (it needs
+ * root and a dockerd): the lock filled and the images built and pushed to a local registry, with stand-in
+ * base images, scripts and packages served as mirrors through the documented settings, then the plan of the
+ * stack file the build wrote, naming them by digest.
+ * The others (1 npm ci, 6 to 8 and 10 to 12: pulumi, kubectl against a cluster) are checked, not run: every
+ * `npm run X` is a script of package.json, every secret a secret key of the stack, every config key a field
+ * of the schema, the kubectl URLs the releases the cluster stack installs, the log line's namespace, Job
+ * output and container what the plan renders (no Pulumi CLI, no cluster here).
  * Run: npx tsx --test test/tooling/zero-to-up.test.ts
  */
 import assert from "node:assert/strict";
@@ -35,35 +37,9 @@ import { AGENT_SANDBOX_MANIFEST_URL, clusterSchema, JOBSET_MANIFEST_URL } from "
 import { schemaAt } from "../../components/config/schema-walk";
 import { STACK_KEYS } from "../../components/config/stack-keys";
 import { lockPath, readLock } from "../../scripts/lib/images/pins";
-import { docStacks, fencedBlocks, REPO } from "../helpers/docs";
+import { docStacks, type PageCommand, pageCommands, REPO, ZERO_TO_UP } from "../helpers/docs";
 
-export const PAGE = "docs/guides/zero-to-up.md";
-
-/** A numbered command of the page: `# N. what` above it in an sh block; `&&` chains are one command. */
-export interface PageCommand {
-    readonly n: number;
-    readonly line: string;
-    /** The chain's parts. */
-    readonly parts: readonly string[];
-}
-
-/** The numbered commands of the page's sh blocks, in order; unnumbered blocks give `n` 0. */
-export function pageCommands(text: string): PageCommand[] {
-    const out: PageCommand[] = [];
-    for (const b of fencedBlocks(text).filter((b) => b.info === "sh")) {
-        let n = 0;
-        for (const raw of b.body.split("\n")) {
-            const line = raw.trim();
-            const m = /^# (\d+)\. /.exec(line);
-            if (m !== null) n = Number(m[1]);
-            else if (line !== "" && !line.startsWith("#")) {
-                out.push({ n, line, parts: line.split(" && ").map((p) => p.trim()) });
-                n = 0;
-            }
-        }
-    }
-    return out;
-}
+const PAGE = ZERO_TO_UP;
 
 /** What a page's numbering gets wrong: a gap, a repeat, or more than `limit` commands up to the preflight. */
 export function numberingProblems(cmds: readonly PageCommand[], limit = 10): string[] {

@@ -43,6 +43,24 @@ export const SOURCE_OVERRIDES = [
     { arg: "DEBIAN_MIRROR", env: "AGENTRL_DEBIAN_MIRROR", replaces: "http://deb.debian.org (images/mtail/Dockerfile)" },
 ] as const;
 
+/**
+ * The environment variable that sets `docker build --network` for the builds' RUN steps: on Docker's
+ * default bridge a mirror on this machine's loopback (a devpi, an apt cache on 127.0.0.1) is out of
+ * their reach, and pip ignores a plain-http index anywhere but on loopback (pip's secure origins);
+ * `host` runs them on this machine's network. Not part of the inputs' hash: it changes where the
+ * steps connect, not what they fetch (the source overrides, hashed, name that).
+ */
+export const BUILD_NETWORK_ENV = "AGENTRL_BUILD_NETWORK";
+
+/** The builds' network from the environment, or undefined (the daemon's default); a value docker cannot name is refused. */
+export function buildNetworkFrom(env: NodeJS.ProcessEnv): string | undefined {
+    const v = env[BUILD_NETWORK_ENV]?.trim() ?? "";
+    if (v === "") return undefined;
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(v))
+        throw new ImageStepError(`${BUILD_NETWORK_ENV}: '${v}' is not a network docker build takes: host, none, default or a network's name`);
+    return v;
+}
+
 /** The source overrides set in `env` that a Dockerfile declares, as build ARGs. */
 export function sourceArgs(dockerfile: string, env: NodeJS.ProcessEnv): Record<string, string> {
     const out: Record<string, string> = {};
@@ -72,7 +90,7 @@ export interface BuildOptions {
     readonly dockerConfigJson: string;
     /** Context files replaced by another file (a test's named stand-ins), by context path. @default {} */
     readonly replace?: Readonly<Record<string, string>>;
-    /** `docker build --network` (a test's loopback script server). @default the daemon's default */
+    /** `docker build --network` (AGENTRL_BUILD_NETWORK: a mirror on this machine's loopback). @default the daemon's default */
     readonly buildNetwork?: string;
     readonly log?: (line: string) => void;
     /** Every line docker build and docker push print, as they print it (a caller's sign that the build goes on). */
