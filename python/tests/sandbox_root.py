@@ -51,7 +51,17 @@ rmdir /opt/.host-root /opt/.host-tmp
 mount -t tmpfs -o mode=0755 tmpfs /home
 ln -s /root /home/user
 mkdir -m 0700 /tmp/workspace
-if [ "$uid" != root ]; then chown "$uid:$uid" /root /tmp/workspace; fi
+if [ "$uid" != root ]; then
+  chown "$uid:$uid" /root /tmp/workspace
+  # The dirs mkdir -p made above the bound-back paths (/root/.cache, ...) are HOME's, as in the pod's HOME emptyDir:
+  # the uid's, or the agent could not make ~/.cache/<tool> beside them. The bound paths themselves stay read-only.
+  IFS=:
+  for p in $keep; do
+    d=$(dirname "$p")
+    while [ "$d" != /root ] && [ "$d" != /tmp ] && [ "$d" != / ]; do chown "$uid:$uid" "$d" 2>/dev/null || true; d=$(dirname "$d"); done
+  done
+  unset IFS
+fi
 cd /tmp/workspace
 if [ "$uid" = root ]; then exec "$@"; fi
 exec setpriv --reuid "$uid" --regid "$uid" --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs "$@"

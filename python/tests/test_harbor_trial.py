@@ -53,6 +53,7 @@ from conftest import PYTHON_DIR, REPO, free_port, processes
 from stub_model import BASH_COMMAND, SOLUTION, SUBMIT_COMMAND, StubModel
 from test_controller import SANDBOXES, claims, wait_for
 from test_opencode_e2e import KEY, STANDIN_ROLLOUT_KEY, _require, sandbox_path, start_ingress, stop_group
+from test_pod_uploads import harbor_writable_dirs
 from test_rollout_worker import build_image_with_opencode
 from waits import scaled
 
@@ -68,16 +69,24 @@ STEP_LIMIT = 4
 #: the pool's key and the trace is the proxy's.
 POD_FORWARDERS = True
 
-#: A pod's view of / for the runtime on this machine: a private mount namespace where / is a writable
-#: overlay of the host's (writes land in a tmpfs and vanish with the namespace), so Harbor's fixed paths
-#: (/logs, /installed-agent, /tests, /solution) can be made as the task image would hold them and
-#: nothing of the host changes; then sandbox_root's own namespace inside it (HOME, /tmp, the image layout).
+#: A pod's view of / for the runtime on this machine: a private mount namespace where / is an overlay of the host's
+#: (writes land in a tmpfs and vanish with the namespace) only so that the Harbor pool template's emptyDirs (/logs,
+#: /tests, /solution, /installed-agent: python/harbor_tests/harbor_plan_facts.ts, $1) get mount points the host lacks;
+#: each is a fresh tmpfs made as the kubelet makes a pod's emptyDir with an fsGroup ($2): root-owned, that group,
+#: mode 2777. Then sandbox_root's own namespace inside it (HOME, /tmp, the image layout, and / read-only, as the
+#: template's readOnlyRootFilesystem: only those emptyDirs, HOME, /tmp and the working dir are writable).
 POD_ROOT = r"""set -e
+dirs=$1; fsgroup=$2; shift 2
 mount -t tmpfs -o mode=0755 tmpfs /opt
 mkdir /opt/upper /opt/work /opt/root
 mount -t overlay overlay -o lowerdir=/,upperdir=/opt/upper,workdir=/opt/work /opt/root
 for d in proc sys dev; do mount --rbind /$d /opt/root/$d; done
-mkdir -p /opt/root/logs /opt/root/tests /opt/root/solution /opt/root/installed-agent
+IFS=:
+for d in $dirs; do
+  mkdir -p "/opt/root$d"
+  mount -t tmpfs -o "uid=0,gid=$fsgroup,mode=2777" tmpfs "/opt/root$d"
+done
+unset IFS
 exec /usr/sbin/chroot /opt/root "$@"
 """
 
@@ -130,8 +139,13 @@ def cluster(tmp_path_factory, harbor, model_path):
     original_command = sandbox_root.command
     original_keep = sandbox_root.host_root_paths
 
+    # The Harbor pool template's further emptyDirs and its fsGroup, as the plan renders them.
+    harbor_dirs = ":".join(d for d in harbor_writable_dirs() if d not in sandbox_root.BUILT_IN_DIRS)
+
     def command(image_root, argv, **kw):
-        return ["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", *original_command(image_root, argv, **kw)]
+        fs_group = kw.get("fs_group") if kw.get("fs_group") is not None else kw["uid"]
+        return ["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", harbor_dirs, str(fs_group),
+                *original_command(image_root, argv, **kw)]
 
     def keep() -> list[str]:
         # The fixtures under the host's /root the pods read (read-only): the Harbor fixture (mini-swe-agent's venv and its python) and opencode's.
