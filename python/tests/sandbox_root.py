@@ -23,16 +23,19 @@ from typing import Any, Sequence
 
 SETUP = r"""set -e
 image_root=$1; uid=$2; keep=$3; emptydirs=$4; fsgroup=$5; rootfs=$6; volumes=$7; secrets=$8; at=$9; shift 9
+IFS=:
+for p in $emptydirs; do
+  if [ -n "$volumes" ]; then mkdir -p "$volumes$p"; chown "0:$fsgroup" "$volumes$p"; chmod 2777 "$volumes$p"; fi
+done
+unset IFS
 if [ "$rootfs" = ro ]; then mount --bind / /; mount -o remount,bind,ro /; fi
 mount -t tmpfs -o mode=0755 tmpfs /opt
 IFS=:
 for p in $emptydirs; do
   mkdir -p "$at$p"
   if [ -n "$volumes" ]; then
-    mkdir -p "$volumes$p"
-    chown "0:$fsgroup" "$volumes$p"
-    chmod 2777 "$volumes$p"
     mount --bind "$volumes$p" "$at$p"
+    mount -o remount,bind,rw "$at$p"
   else
     mount -t tmpfs -o "uid=0,gid=$fsgroup,mode=2777" tmpfs "$at$p"
   fi
@@ -162,10 +165,11 @@ def command(image_root: Path, argv: list[str], *, uid: int | None, own_pids: boo
             "ro" if read_only_root else "rw", str(volumes or ""), ":".join(f"{p}={h}={m:o}" for p, h, m in secrets), emptydir_root, *argv]
 
 
-def enter(pid: int, argv: list[str], *, uid: int, workdir: str = WORKDIR) -> list[str]:
+def enter(pid: int, argv: list[str], *, uid: int) -> list[str]:
     """The argv that runs `argv` inside the running container `pid` (one `command` started, without own_pids), as
-    `kubectl exec` does: its mount and network namespaces, its working dir, `uid` with no capabilities."""
-    return ["nsenter", "-t", str(pid), "-m", "-n", f"--wd={workdir}", "setpriv", "--reuid", str(uid), "--regid", str(uid),
+    `kubectl exec` does: its mount and network namespaces, its root and working dir (the target's: its root is the
+    read-only bind over the namespace's /, which setns alone would not give), `uid` with no capabilities."""
+    return ["nsenter", "-t", str(pid), "-m", "-n", "--root", "--wd", "setpriv", "--reuid", str(uid), "--regid", str(uid),
             "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", *argv]
 
 

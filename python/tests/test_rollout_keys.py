@@ -30,12 +30,11 @@ from agent_rl_sandbox.settings import AgentSandboxSettings, SettingsError
 import sandbox_root
 from conftest import PYTHON_DIR, free_port, stop_process
 from test_backend import fake_client, rec  # noqa: F401 (fixture)
+from test_forwarder import SYSTEM_PATH
 from test_plan_contract import fake_stock_home, plan_facts
 from waits import scaled, wait_for
 
 ADMIN_KEY = "admin-key-for-the-test-0123456789"
-#: The image's programs run with the system Python, as the image's python3 (the venv's may sit in root's home).
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 needs_sandbox_root = pytest.mark.skipif(sandbox_root.available() is not None, reason=str(sandbox_root.available()))
 
@@ -105,6 +104,7 @@ def rendered_verifier(pod: dict, image_root: Path, tmp: Path, vport: int, aport:
 
 @pytest.fixture
 def verifier(tmp_path):
+    """The verifier as its Deployment runs it (rendered_verifier), on loopback."""
     if (why := sandbox_root.available()) is not None:
         pytest.skip(f"the verifier runs as its pod runs it, in a sandbox root: {why}")
     vport, aport = free_port(), free_port()
