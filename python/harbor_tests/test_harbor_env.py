@@ -245,7 +245,7 @@ def test_openenvs_trial_config_moved_onto_the_pool_loads_this_environment(tmp_pa
 #: mount points, as in the task image, and nothing of the host changes. /opt carries the overlay's layers; inside,
 #: sandbox_root remounts / read-only and puts the Harbor pool's emptyDirs on those paths (emptydir_root "").
 POD_ROOT = r"""set -e
-dirs=$1; shift
+dirs=$1; chroot=$2; shift 2
 mount -t tmpfs -o mode=0755 tmpfs /opt
 mkdir /opt/upper /opt/work /opt/root
 mount -t overlay overlay -o lowerdir=/,upperdir=/opt/upper,workdir=/opt/work /opt/root
@@ -253,7 +253,7 @@ for d in proc sys dev; do mount --rbind /$d /opt/root/$d; done
 IFS=:
 for d in $dirs; do mkdir -p "/opt/root$d"; done
 unset IFS
-exec chroot /opt/root "$@"
+exec "$chroot" /opt/root "$@"
 """
 
 
@@ -271,8 +271,9 @@ def start_runtime_in_pod_root(tmp: Path):
     spec = facts()["pools"][0]["podSpec"]
     (container,) = spec["containers"]
     dirs = ":".join(sandbox_root.rendered(spec, container)["empty_dirs"])  # the pool's writable dirs: /logs, /tests, ...
+    # chroot by its path: the runtime's env has the image's PATH, without /usr/sbin.
     return rt_conftest.start_runtime(tmp, pod=(spec, container), emptydir_root="",
-                                     wrap=["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", dirs])
+                                     wrap=["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", dirs, shutil.which("chroot")])
 
 
 def write_task(root: Path) -> Path:
