@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import shutil
 import subprocess
 import threading
