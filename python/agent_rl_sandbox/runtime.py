@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import errno
 import io
 import json
 import logging
@@ -318,7 +319,9 @@ class Runtime:
         except PermissionError as e:
             raise RequestError(HTTPStatus.FORBIDDEN, f"cannot write {path!r}: {e.strerror}") from None
         except OSError as e:
-            raise RequestError(HTTPStatus.CONFLICT, f"cannot write {path!r}: {e.strerror}") from None
+            # The pod's read-only root (and the image layout HOME's seeded copies link into) refuses as a permission does.
+            status = HTTPStatus.FORBIDDEN if e.errno == errno.EROFS else HTTPStatus.CONFLICT
+            raise RequestError(status, f"cannot write {path!r}: {e.strerror}") from None
 
     def read_file(self, path: str) -> bytes:
         """The whole file, for callers that want bytes (the HTTP route streams with open_file)."""

@@ -240,38 +240,40 @@ def test_openenvs_trial_config_moved_onto_the_pool_loads_this_environment(tmp_pa
     assert isinstance(env, AgentSandboxEnvironment)
 
 
-#: A pod's view of / for a runtime on this machine: a private mount namespace where / is a writable
-#: overlay of the host's (writes land in a tmpfs and vanish with the namespace), so Harbor's fixed
-#: paths (/logs, /tests, /solution) can be made as the task image would hold them, nothing of the
-#: host changes. /opt carries the overlay's layers (as python/tests/sandbox_root.py uses /opt).
+#: A pod's view of / for a runtime on this machine: a private mount namespace where / is an overlay of the host's
+#: (writes land in a tmpfs and vanish with the namespace), so Harbor's fixed paths (/logs, /tests, /solution) exist as
+#: mount points, as in the task image, and nothing of the host changes. /opt carries the overlay's layers; inside,
+#: sandbox_root remounts / read-only and puts the Harbor pool's emptyDirs on those paths (emptydir_root "").
 POD_ROOT = r"""set -e
+dirs=$1; chroot=$2; shift 2
 mount -t tmpfs -o mode=0755 tmpfs /opt
 mkdir /opt/upper /opt/work /opt/root
 mount -t overlay overlay -o lowerdir=/,upperdir=/opt/upper,workdir=/opt/work /opt/root
 for d in proc sys dev; do mount --rbind /$d /opt/root/$d; done
-mkdir -p /opt/root/logs /opt/root/tests /opt/root/solution
-exec chroot /opt/root "$@"
+IFS=:
+for d in $dirs; do mkdir -p "/opt/root$d"; done
+unset IFS
+exec "$chroot" /opt/root "$@"
 """
 
 
 def start_runtime_in_pod_root(tmp: Path):
-    """conftest.start_runtime's runtime, its argv run under POD_ROOT (needs root: unshare -m)."""
+    """conftest.start_runtime's runtime as the Harbor pool's template runs it (harbor_plan_facts.ts: its uid, a
+    read-only root, its emptyDirs at their paths), its argv run under POD_ROOT (needs root: unshare -m)."""
+    from test_harbor_pools import facts
     import os
     import shutil
-    import subprocess
 
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.fail("this test needs root and unshare (a private mount namespace for the runtime's / overlay)")
-    real_popen = subprocess.Popen
+    import sandbox_root
 
-    def popen(argv, *a, **kw):
-        return real_popen(["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", *argv], *a, **kw)
-
-    rt_conftest.subprocess.Popen = popen
-    try:
-        return rt_conftest.start_runtime(tmp)
-    finally:
-        rt_conftest.subprocess.Popen = real_popen
+    spec = facts()["pools"][0]["podSpec"]
+    (container,) = spec["containers"]
+    dirs = ":".join(sandbox_root.rendered(spec, container)["empty_dirs"])  # the pool's writable dirs: /logs, /tests, ...
+    # chroot by its path: the runtime's env has the image's PATH, without /usr/sbin.
+    return rt_conftest.start_runtime(tmp, pod=(spec, container), emptydir_root="",
+                                     wrap=["unshare", "-m", "--propagation", "private", "sh", "-c", POD_ROOT, "sh", dirs, shutil.which("chroot")])
 
 
 def write_task(root: Path) -> Path:

@@ -1,5 +1,5 @@
-"""Shared fixtures: a runtime on loopback, started as the pod starts it (HOME seeded from an
-image-like skeleton), helpers to find processes and secrets on this machine, and the
+"""Shared fixtures: a runtime on loopback, started as the sandbox template runs it (its uid, a read-only root,
+HOME seeded from the image layout), helpers to find processes and secrets on this machine, and the
 `openenv_source` marker's bookkeeping (tests that need OpenEnv's source tree, OPENENV_SRC)."""
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ import random
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -151,49 +150,65 @@ def alive(pid: int) -> bool:
     return state[state.rindex(")") + 2] != "Z"
 
 
-def make_seed(root: Path) -> Path:
-    """An image-like HOME skeleton: the dirs the harness expects and two read-only files."""
-    seed = root / "seed"
-    for d in (".config/opencode", "logs/agent", "logs/verifier", "task", "workdir", "proxy", ".opencode/bin"):
-        (seed / d).mkdir(parents=True, exist_ok=True)
-    tool = seed / ".opencode/bin/opencode"
-    tool.write_text("#!/bin/sh\necho opencode-stub 0.0.0\n")
-    tool.chmod(0o555)
-    (seed / "proxy/README").write_text("image copy\n")
-    (seed / "proxy/README").chmod(0o444)
-    return seed
-
-
 @dataclass
 class RunningRuntime:
+    """A runtime started as the sandbox template runs it. `home`, `seed` and `workdir` are its paths (inside its
+    mount namespace: HOME, the image's HOME skeleton, the working dir); `host(path)` reads one from this process."""
+
     url: str
     port: int
     proc: subprocess.Popen
-    home: Path
-    seed: Path
-    workdir: Path
+    home: PurePosixPath
+    seed: PurePosixPath
+    workdir: PurePosixPath
     log_path: Path
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def host(self, path: str | PurePosixPath) -> Path:
+        """`path` of the runtime's container, through its root (sandbox_root.in_container): for what only root may
+        look at (stat, a symlink's target); what the agent's uid sees is read through the runtime itself."""
+        import sandbox_root
 
-def start_runtime(tmp: Path, *, extra_args: list[str] = (), env: dict[str, str] | None = None, port: int | None = None, host: str = "127.0.0.1") -> RunningRuntime:
+        return sandbox_root.in_container(self.proc.pid, str(path))
+
+
+def start_runtime(tmp: Path, *, extra_args: list[str] = (), env: dict[str, str] | None = None, port: int | None = None, host: str = "127.0.0.1",
+                  pod: tuple[dict, dict] | None = None, emptydir_root: str | None = None, wrap: list[str] = ()) -> RunningRuntime:
+    """The sandbox template's runtime as the plan's pod runs it (sandbox_root.rendered: its uid, a read-only root, its
+    emptyDirs; the template's command and env) from the image layout (install-layout.sh on test_plan_contract's
+    stand-in stock HOME); only the port and the listen address are this machine's. `pod`: (pod spec, container) of
+    another template than the opencode pool's; `emptydir_root`: sandbox_root.command's; `wrap`: an argv prefix that
+    runs the sandbox root (a chroot that makes the pod's fixed paths)."""
+    import sandbox_root
+    from test_plan_contract import container, fake_stock_home, plain_env, plan_facts
+
+    if (why := sandbox_root.available()) is not None:
+        pytest.skip(f"the runtime runs as the template runs it, in a sandbox root: {why}")
+    if pod is None:
+        facts = plan_facts()
+        pod = facts["template"]["podTemplate"]["spec"], container(facts)
+    spec, c = pod
+    image_root = tmp / "image"
+    if not image_root.exists():
+        sandbox_root.install_layout(fake_stock_home(tmp), image_root)
     port = port or free_port()
-    home = tmp / "home"
-    home.mkdir(exist_ok=True)
-    workdir = tmp / "workspace"
-    workdir.mkdir(exist_ok=True)
-    seed = make_seed(tmp)
     log_path = tmp / "runtime.log"
-    run_env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", **(env or {})}
-    argv = [sys.executable, "-m", "agent_rl_sandbox.runtime", "--host", host, "--port", str(port), "--home-seed", str(seed), "--workdir", str(workdir), *extra_args]
+    run_env = {**plain_env(c), "PATH": "/usr/local/bin:/usr/bin:/bin", **(env or {})}
+    argv = list(c["command"])
+    argv[argv.index("--port") + 1] = str(port)
+    argv += ["--host", host, *extra_args]
     log_file = open(log_path, "wb")
-    proc = subprocess.Popen(argv, cwd=str(PYTHON_DIR), env={**run_env, "PYTHONPATH": str(PYTHON_DIR)}, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    where = {} if emptydir_root is None else {"emptydir_root": emptydir_root}
+    proc = subprocess.Popen([*wrap, *sandbox_root.command(image_root, argv, **sandbox_root.rendered(spec, c), **where)], env=run_env,
+                            stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
     log_file.close()
-    rt = RunningRuntime(url=f"http://{host}:{port}", port=port, proc=proc, home=home, seed=seed, workdir=workdir, log_path=log_path)
+    seed = argv[argv.index("--home-seed") + 1]
+    rt = RunningRuntime(url=f"http://{host}:{port}", port=port, proc=proc, home=PurePosixPath(run_env["HOME"]), seed=PurePosixPath(seed),
+                        workdir=PurePosixPath(sandbox_root.WORKDIR), log_path=log_path)
     try:
-        wait_http(rt.url + "/healthz", proc=proc)
+        wait_http(rt.url + c["readinessProbe"]["httpGet"]["path"], proc=proc)
     except Exception:
         stop_process(proc)
         raise RuntimeError(f"runtime did not start:\n{rt.log()}")

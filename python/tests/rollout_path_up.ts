@@ -4,8 +4,8 @@
 //
 // Argument: one JSON object { upstream, verifyPort, rateLimitPerSecond, rateLimitBurst }: the stack's
 // ingress.rateLimitPerSecond / rateLimitBurst (config fields, so the rendered limit is the one driven).
-// Prints one line `READY <json>` ({url, accessLog, trainerEnv, trainerSecretEnv, forwarderCommand, verifierCommand,
-// verifierAdminKeyFile}), then holds nginx until stdin closes (or SIGTERM), then stops it.
+// Prints one line `READY <json>` ({url, accessLog, trainerEnv, trainerSecretEnv, forwarderCommand, sandboxPodSpec,
+// verifierCommand, verifierAdminKeyFile, verifierPodSpec}), then holds nginx until stdin closes (or SIGTERM), then stops it.
 // Only what a loopback run cannot have is replaced: nginx's listen address and paths, its upstream, and the
 // verifier's address (the plan's is the Service's cluster DNS name), as localOverrides does.
 // usage (repo root): node --import tsx python/tests/rollout_path_up.ts '<json>'
@@ -13,6 +13,7 @@ import { resolvePlatform } from "../../components/platform/resolve";
 import { localOverrides } from "../../components/ingress";
 import { startLocalIngress } from "../../components/ingress/local";
 import { sandboxTemplateSpec } from "../../components/sandbox";
+import { verifierPodSpec } from "../../components/ingress/verifier-kubernetes";
 import { parseWithTestImages } from "../../test/helpers/config";
 
 interface Args {
@@ -62,6 +63,8 @@ async function main(): Promise<void> {
         sandboxPodSpec: template.podTemplate.spec,
         verifierCommand: verifier.command,
         verifierAdminKeyFile: verifier.adminKeyFile,
+        // The verifier Deployment's pod: it runs as its securityContext says, with its Secret and emptyDir (sandbox_root).
+        verifierPodSpec: verifierPodSpec(ingress, verifier),
     };
     process.stdout.write(`READY ${JSON.stringify(facts)}\n`);
 }

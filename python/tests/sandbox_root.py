@@ -22,13 +22,30 @@ from pathlib import Path
 from typing import Any, Sequence
 
 SETUP = r"""set -e
-image_root=$1; uid=$2; keep=$3; emptydirs=$4; fsgroup=$5; rootfs=$6; shift 6
+image_root=$1; uid=$2; keep=$3; emptydirs=$4; fsgroup=$5; rootfs=$6; volumes=$7; secrets=$8; at=$9; shift 9
+IFS=:
+for p in $emptydirs; do
+  if [ -n "$volumes" ]; then mkdir -p "$volumes$p"; chown "0:$fsgroup" "$volumes$p"; chmod 2777 "$volumes$p"; fi
+done
+unset IFS
 if [ "$rootfs" = ro ]; then mount --bind / /; mount -o remount,bind,ro /; fi
 mount -t tmpfs -o mode=0755 tmpfs /opt
 IFS=:
 for p in $emptydirs; do
-  mkdir -p "/opt/pod$p"
-  mount -t tmpfs -o "uid=0,gid=$fsgroup,mode=2777" tmpfs "/opt/pod$p"
+  mkdir -p "$at$p"
+  if [ -n "$volumes" ]; then
+    mount --bind "$volumes$p" "$at$p"
+    mount -o remount,bind,rw "$at$p"
+  else
+    mount -t tmpfs -o "uid=0,gid=$fsgroup,mode=2777" tmpfs "$at$p"
+  fi
+done
+for s in $secrets; do
+  p=${s%%=*}; rest=${s#*=}; src=${rest%=*}; mode=${rest##*=}
+  mkdir -p "$at$p"
+  mount -t tmpfs -o "mode=0755" tmpfs "$at$p"
+  for f in "$src"/*; do install -o 0 -g "$fsgroup" -m "$mode" "$f" "$at$p/"; done
+  mount -o remount,ro "$at$p"
 done
 unset IFS
 mkdir /opt/agent-rl /opt/.host-root /opt/.host-tmp
@@ -86,10 +103,12 @@ def available() -> str | None:
 
 
 def install_layout(stock_home: Path, prefix: Path) -> None:
-    """python/image/install-layout.sh, as the Dockerfile runs it, into `prefix`."""
+    """python/image/install-layout.sh, as the Dockerfile runs it, into `prefix`, and the verifier beside it as the
+    Dockerfile installs it (`install -m 0444 ... /opt/agent-rl/rollout_keys.py`)."""
     repo_python = Path(__file__).resolve().parents[1]
     pkg = repo_python / "agent_rl_sandbox"
     subprocess.run(["sh", str(repo_python / "image/install-layout.sh"), str(stock_home), str(pkg / "runtime.py"), str(pkg / "forwarder.py"), str(prefix)], check=True)
+    subprocess.run(["install", "-m", "0444", str(pkg / "rollout_keys.py"), str(prefix / "opt/agent-rl/rollout_keys.py")], check=True)
 
 
 #: The pod paths sandbox_root always makes (HOME, its alias, the working dir's stand-in, /tmp): not extra emptyDirs.
@@ -132,16 +151,38 @@ def host_root_paths() -> list[str]:
 
 
 def command(image_root: Path, argv: list[str], *, uid: int | None, own_pids: bool = False,
-            empty_dirs: Sequence[str] = (), fs_group: int | None = None, read_only_root: bool = True) -> list[str]:
+            empty_dirs: Sequence[str] = (), fs_group: int | None = None, read_only_root: bool = True,
+            volumes: Path | None = None, secrets: Sequence[tuple[str, Path, int]] = (), emptydir_root: str = EMPTYDIR_ROOT) -> list[str]:
     """The argv that runs `argv` in a sandbox root. With `own_pids` it also gets its own PID namespace,
     as a pod's container has: `argv` is its pid 1, and when the returned process (unshare) dies, by any
     signal, the kernel kills everything started inside (what a kubelet's container stop does to
     background processes of an exec, which leave the runtime's process group). `empty_dirs` (pod paths)
-    are made under EMPTYDIR_ROOT as emptyDirs of a pod with `fs_group`; `read_only_root` remounts / read-only."""
-    if empty_dirs and fs_group is None:
-        raise ValueError("empty_dirs need the pod's fs_group (the kubelet makes them group-owned by it)")
+    are made under EMPTYDIR_ROOT as emptyDirs of a pod with `fs_group`: tmpfs mounts, or with `volumes` (a host dir)
+    binds of volumes + their pod path, which outlive the container as a pod's emptyDir outlives a container restart.
+    `secrets` are Secret volumes: (pod path, host dir, mode): a read-only tmpfs at EMPTYDIR_ROOT + pod path holding the
+    host dir's files, owned by root, group `fs_group`, with the volume's defaultMode (as the kubelet makes them).
+    `emptydir_root` "" puts the volumes at their own paths, for a caller whose root has them (a chroot that made them).
+    `read_only_root` remounts / read-only."""
+    if (empty_dirs or secrets) and fs_group is None:
+        raise ValueError("empty_dirs and secrets need the pod's fs_group (the kubelet makes them group-owned by it)")
+    for path, host, _mode in secrets:
+        if any(c in f"{path}{host}" for c in ":="):
+            raise ValueError(f"secret volume {path} from {host}: ':' and '=' separate the list")
     keep = ":".join(host_root_paths())
     pids = ["--pid", "--kill-child"] if own_pids else []
     return ["unshare", "-m", *pids, "--propagation", "private", "bash", "-c", SETUP, "sandbox-root", str(image_root),
             "root" if uid is None else str(uid), keep, ":".join(empty_dirs), str(fs_group if fs_group is not None else 0),
-            "ro" if read_only_root else "rw", *argv]
+            "ro" if read_only_root else "rw", str(volumes or ""), ":".join(f"{p}={h}={m:o}" for p, h, m in secrets), emptydir_root, *argv]
+
+
+def enter(pid: int, argv: list[str], *, uid: int) -> list[str]:
+    """The argv that runs `argv` inside the running container `pid` (one `command` started, without own_pids), as
+    `kubectl exec` does: its mount and network namespaces, its root and working dir (the target's: its root is the
+    read-only bind over the namespace's /, which setns alone would not give), `uid` with no capabilities."""
+    return ["nsenter", "-t", str(pid), "-m", "-n", "--root", "--wd", "setpriv", "--reuid", str(uid), "--regid", str(uid),
+            "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", *argv]
+
+
+def in_container(pid: int, path: str) -> Path:
+    """`path` of the running container `pid` as this (root) process reads it: through the container's root."""
+    return Path(f"/proc/{pid}/root") / path.lstrip("/")

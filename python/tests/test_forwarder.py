@@ -1,8 +1,8 @@
 """The ingress key reaches only the forwarder, and the agent's uid cannot get it.
 
 As the pool runs them (components/sandbox/kubernetes.ts): the runtime with the template's exact
-command and agent env as the sandbox uid on the image layout (sandbox_root), and the forwarder
-with the template's exact command as its own uid, the key in its env only. The agent is a
+command and agent env as the sandbox uid on the image layout (sandbox_root.rendered), and the forwarder
+with the template's exact command as its own uid on a read-only root, from the same layout, taking its key on its key port. The agent is a
 command run through the runtime as opencode's bash tool runs it (``bash -c`` under a background
 job, beside a stand-in of the harness's capture proxy holding the placeholder key). It looks for
 the key in its env, in every /proc/<pid>/environ and cmdline it can read, in the files it can
@@ -18,13 +18,10 @@ Here the forwarder shares the host's PID namespace, so only the uid keeps the ag
 
 from __future__ import annotations
 
-import atexit
 import http.client
 import json
-import os
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +33,7 @@ from agent_rl_sandbox import RuntimeHandle
 from agent_rl_sandbox.forwarder import REDACTED, Redactor
 
 import sandbox_root
-from conftest import REPO, deliver_rollout_key, free_port, stop_process, wait_http
+from conftest import deliver_rollout_key, free_port, stop_process, wait_http
 from waits import scaled, wait_for
 from test_plan_contract import container, fake_stock_home, forwarder, plain_env, plan_facts
 
@@ -109,35 +106,21 @@ class StubUpstream:
         self.server.server_close()
 
 
-def as_uid(uid: int):
-    def drop() -> None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-
-    return drop
-
-
-def readable_copy_of_the_forwarder() -> Path:
-    """forwarder.py where any uid can read it, as /opt/agent-rl/forwarder.py is in the image: the
-    checkout itself may sit under a directory only root can enter (a mktemp -d clone, /root)."""
-    folder = Path(tempfile.mkdtemp(prefix="agent-rl-forwarder-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    folder.chmod(0o755)
-    script = folder / "forwarder.py"
-    shutil.copyfile(REPO / "python/agent_rl_sandbox/forwarder.py", script)
-    script.chmod(0o644)
-    return script
+def image_layout(tmp: Path) -> Path:
+    """The sandbox image's layout (install-layout.sh on test_plan_contract's stand-in stock HOME), made once per test."""
+    image_root = tmp / "image"
+    if not image_root.exists():
+        sandbox_root.install_layout(fake_stock_home(tmp), image_root)
+    return image_root
 
 
 def start_forwarder(facts: dict, upstream: str, tmp: Path) -> tuple[subprocess.Popen, int, int]:
-    """The template's forwarder command, with this machine's paths and ports, as its own uid."""
+    """The template's forwarder command as the template runs it (sandbox_root.rendered: its own uid, a read-only root,
+    /opt/agent-rl/forwarder.py of the image layout), with this machine's ports and upstream."""
     f = forwarder(facts)
+    spec = facts["template"]["podTemplate"]["spec"]
     port = free_port()
     argv = list(f["command"])
-    argv[0] = PYTHON3
-    script = readable_copy_of_the_forwarder()
-    argv[argv.index("/opt/agent-rl/forwarder.py")] = str(script)
     argv[argv.index("--port") + 1] = str(port)
     if "--trace-port" in argv:
         argv[argv.index("--trace-port") + 1] = str(free_port())
@@ -147,15 +130,18 @@ def start_forwarder(facts: dict, upstream: str, tmp: Path) -> tuple[subprocess.P
     key_port = free_port()
     argv[argv.index("--key-host") + 1] = "127.0.0.1"
     argv[argv.index("--key-port") + 1] = str(key_port)
-    uid = f["securityContext"]["runAsUser"]
+    run_as = sandbox_root.rendered(spec, f)
     log = open(tmp / "forwarder.log", "wb")
-    proc = subprocess.Popen(argv, env={"PATH": SYSTEM_PATH}, stdout=log, stderr=subprocess.STDOUT, preexec_fn=as_uid(uid))
+    proc = subprocess.Popen(sandbox_root.command(image_layout(tmp), argv, **run_as), env={"PATH": SYSTEM_PATH}, stdout=log, stderr=subprocess.STDOUT)
     log.close()
+    # The template's startup probe, run in the forwarder's container as its uid (as the kubelet execs it).
+    probe = list(f["startupProbe"]["exec"]["command"])
+    probe[probe.index("--port") + 1] = str(port)
     deadline = time.monotonic() + scaled(15)
-    probe = [PYTHON3, str(script), "--probe", "--port", str(port)]
-    while subprocess.run(probe).returncode != 0:
+    while subprocess.run(sandbox_root.enter(proc.pid, probe, uid=run_as["uid"]), env={"PATH": SYSTEM_PATH}, capture_output=True).returncode != 0:
         assert proc.poll() is None and time.monotonic() < deadline, (tmp / "forwarder.log").read_text()
         time.sleep(0.1)
+    uid = run_as["uid"]
     deliver_rollout_key("127.0.0.1", key_port, KEY)
     return proc, port, uid
 
@@ -222,8 +208,7 @@ def test_the_agents_uid_cannot_get_the_key_and_the_forwarder_sends_it(tmp_path, 
     c = container(facts)
     pod = facts["template"]["podTemplate"]["spec"]
     agent_uid = pod["securityContext"]["runAsUser"]
-    image_root = tmp_path / "image"
-    sandbox_root.install_layout(fake_stock_home(tmp_path), image_root)
+    image_root = image_layout(tmp_path)
     stub = StubUpstream()
     fwd, fwd_port, fwd_uid = start_forwarder(facts, stub.url, tmp_path)
     assert fwd_uid != agent_uid and pod["shareProcessNamespace"] is False
@@ -236,7 +221,7 @@ def test_the_agents_uid_cannot_get_the_key_and_the_forwarder_sends_it(tmp_path, 
     argv[argv.index("--port") + 1] = str(port)
     argv += ["--host", "127.0.0.1"]
     log = open(tmp_path / "runtime.log", "wb")
-    runtime = subprocess.Popen(sandbox_root.command(image_root, argv, uid=agent_uid), env=env, stdout=log, stderr=subprocess.STDOUT)
+    runtime = subprocess.Popen(sandbox_root.command(image_root, argv, **sandbox_root.rendered(pod, c)), env=env, stdout=log, stderr=subprocess.STDOUT)
     log.close()
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", proc=runtime)

@@ -3,10 +3,11 @@
 hosted layout below is a reference, not something a stack can deploy.
 
 A hosted sandbox has one uid: OpenEnv's capture proxy runs as the agent's uid, with the upstream key in
-its environment, and records the trace in files that uid owns. The test lays that out in a pod (a network
-namespace the test makes, netns.py) beside the forwarder of an agent-sandbox pod (its own uid, the
-template's exact command, the same key in its env), and runs the same four attacks as the agent's uid
-against both: read the key, rewrite the trace, replace the proxy, take its port.
+its environment, and records the trace in files that uid owns. The test lays that out in a pod
+(test_sandbox_trust.Pod: a network namespace the test makes, netns.py, with the template's forwarder and runtime as it
+runs them, each its uid on a read-only root): the proxy in the runtime's container as the agent's uid, beside the
+forwarder (its own uid, its rollout's key delivered), and runs the same four attacks as the agent's uid against both:
+read the key, rewrite the trace, replace the proxy, take its port.
 
 - Hosted layout: every attack succeeds. That is old code's behaviour for `hf` (main planned such a stack
   without a word), and why the config refuses it.
@@ -20,14 +21,13 @@ a STAND-IN for vLLM.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
+import sandbox_root
 from conftest import free_port, stop_process
 from test_forwarder import PYTHON3, SYSTEM_PATH
-from test_sandbox_trust import AGENT_ATTACKS, KEY, Pod, as_uid, needs_root, pod  # noqa: F401 (pod: the fixture)
+from test_sandbox_trust import AGENT_ATTACKS, KEY, Pod, needs_root, pod  # noqa: F401 (pod: the fixture)
 from waits import wait_for
 
 #: The issue's one-liner, as the agent's uid: every process's environment it can read, searched for the key.
@@ -66,14 +66,12 @@ class HostedCaptureProxy:
 
     def __init__(self, p: Pod) -> None:
         self.port = free_port()
-        # Under /tmp itself: pytest's tmp_path sits below a 0700 directory the agent's uid cannot cross.
-        self.dir = Path(tempfile.mkdtemp(prefix="arl-hosted-trace-"))
-        self.dir.chmod(0o755)
-        self.trace = self.dir / "trace.json"
-        self.trace.write_text(json.dumps({"entries": [{"prompt_token_ids": [5, 6], "choices": [{"token_ids": [7], "logprobs": [-0.5]}]}]}))
-        subprocess.run(["chown", "-R", f"{p.agent_uid}:{p.agent_uid}", str(self.dir)], check=True)
+        # In the agent's container, written through its runtime: the agent's uid owns the trace.
+        self.dir = f"{sandbox_root.WORKDIR}/hosted-trace"
+        self.trace = f"{self.dir}/trace.json"
+        p.sandbox.write_text(self.trace, json.dumps({"entries": [{"prompt_token_ids": [5, 6], "choices": [{"token_ids": [7], "logprobs": [-0.5]}]}]}))
         self.proc = subprocess.Popen(
-            p.ns.exec_argv(*as_uid(p.agent_uid), PYTHON3, "-I", "-m", "http.server", "--bind", "127.0.0.1", str(self.port), "--directory", str(self.dir)),
+            p.agent_argv(PYTHON3, "-I", "-m", "http.server", "--bind", "127.0.0.1", str(self.port), "--directory", self.dir),
             env={"PATH": SYSTEM_PATH, self.KEY_ENV: KEY},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -96,8 +94,8 @@ def test_a_hosted_sandbox_gives_the_agent_its_key_and_its_trace_and_the_forwarde
 
         # Rewrite the trace. Hosted: the file is the agent's. Forwarder: its trace is in its memory, and the
         # trace port refuses the pod's side (test_sandbox_trust.py reads it from both of the pod's addresses).
-        assert pod.agent_json(AGENT_REWRITES_TRACE, str(hosted.trace)) == "rewritten"
-        assert json.loads(hosted.trace.read_text())["entries"][0]["choices"][0]["token_ids"] == [42] * 8
+        assert pod.agent_json(AGENT_REWRITES_TRACE, hosted.trace) == "rewritten"
+        assert json.loads(pod.sandbox.read_text(hosted.trace))["entries"][0]["choices"][0]["token_ids"] == [42] * 8
 
         # Replace the proxy and take its port. Hosted: killed, port bound by the agent. Forwarder: EPERM, every
         # bind that loopback's callers would reach refused.
@@ -111,7 +109,6 @@ def test_a_hosted_sandbox_gives_the_agent_its_key_and_its_trace_and_the_forwarde
         assert pod.forwarder_pids() == pids
     finally:
         stop_process(hosted.proc)
-        shutil.rmtree(hosted.dir, ignore_errors=True)
 
 
 def _forwarder_key_envs() -> list[str]:

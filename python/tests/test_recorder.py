@@ -1,7 +1,7 @@
 """Issue 56: the recorder the agent cannot displace, answers it cannot use to exhaust the recorder, and sampling it
-cannot steer. Each attack runs as the agent would run it: the pod is a network namespace (netns.py), the forwarder runs
-there with the template's exact command as its own uid, the agent's code as the sandbox uid, the trainer is this
-process on the host's side. The model is stub_model.StubModel, a STAND-IN for vLLM, or, where an upstream must answer
+cannot steer. Each attack runs as the agent would run it: the pod is test_sandbox_trust.Pod, a network namespace
+(netns.py) with the template's forwarder and runtime as it runs them (each its uid on a read-only root), the agent's
+code in the runtime's container as the sandbox uid, the trainer is this process on the host's side. The model is stub_model.StubModel, a STAND-IN for vLLM, or, where an upstream must answer
 what no model would (huge answers), `HugeAnswers`, a STAND-IN named as such.
 
 What each test shows on the code before issue 56 is in its docstring.
@@ -23,7 +23,7 @@ import pytest
 from agent_rl_sandbox.trusted_trace import UntrustedTrace, forwarder_calls
 from conftest import stop_process
 from test_forwarder import PYTHON3, SYSTEM_PATH
-from test_sandbox_trust import AGENT_CALLS, Pod, as_uid, needs_root, pss_mib, tree
+from test_sandbox_trust import AGENT_CALLS, Pod, needs_root, pss_mib, tree
 from waits import scaled, wait_for
 
 MiB = 1024 * 1024
@@ -147,8 +147,8 @@ def test_the_agent_cannot_take_the_ports_by_exhausting_the_pods_pids(tmp_path):
         pod.agent_json(AGENT_CALLS, str(pod.port))
         serving = pod.forwarder_pids()[-1]
         agent = subprocess.Popen(
-            [*cgroup.prefix(), *pod.ns.exec_argv(*as_uid(pod.agent_uid), PYTHON3, "-I", "-c", AGENT_EXHAUSTS_AND_BINDS, "48",
-                                                 f"{pod.port},{pod.trace_port}", pod.ns.ns_ip)],
+            [*cgroup.prefix(), *pod.agent_argv(PYTHON3, "-I", "-c", AGENT_EXHAUSTS_AND_BINDS, "48",
+                                               f"{pod.port},{pod.trace_port}", pod.ns.ns_ip)],
             env={"PATH": SYSTEM_PATH}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
         full = json.loads(agent.stdout.readline())
@@ -292,7 +292,7 @@ print(json.dumps(out))
 
 
 def asking(pod: Pod, kind: str, size: int, count: int = 1) -> subprocess.Popen:
-    return subprocess.Popen(pod.ns.exec_argv(*as_uid(pod.agent_uid), PYTHON3, "-I", "-c", AGENT_ASKS, str(pod.port), kind, str(size), str(count)),
+    return subprocess.Popen(pod.agent_argv(PYTHON3, "-I", "-c", AGENT_ASKS, str(pod.port), kind, str(size), str(count)),
                             env={"PATH": SYSTEM_PATH}, stdout=subprocess.PIPE, text=True)
 
 

@@ -1,18 +1,19 @@
 """Per-rollout keys (docs/design/rollout-keys.md): the verifier's table and its two listeners, the
 forwarder taking its rollout's key once at claim time, and the backend minting it at claim and
-revoking it when the claim ends. Everything on loopback: the verifier and the forwarder run as the
-real programs (python -I <file>), the ingress is a recording stand-in (the real nginx path is
-test/ingress/rollout-keys.test.ts), the agent-sandbox client the recording stand-in of test_backend.py."""
+revoking it when the claim ends. Everything on loopback: the verifier and the forwarder run as the plan's pods run
+them (sandbox_root: the rendered command from the image layout, the container's uid on a read-only root, its Secret
+and emptyDir as the kubelet mounts them), the ingress is a recording stand-in (the real nginx path is
+test/ingress/rollout-keys.test.ts, and rendered_path below), the agent-sandbox client the recording stand-in of
+test_backend.py."""
 
 from __future__ import annotations
 
 import contextlib
 import http.client
 import json
-import os
 import socket
 import subprocess
-import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,11 +30,13 @@ from agent_rl_sandbox.settings import AgentSandboxSettings, SettingsError
 import sandbox_root
 from conftest import PYTHON_DIR, free_port, stop_process
 from test_backend import fake_client, rec  # noqa: F401 (fixture)
+from test_forwarder import SYSTEM_PATH
+from test_plan_contract import fake_stock_home, plan_facts
 from waits import scaled, wait_for
 
 ADMIN_KEY = "admin-key-for-the-test-0123456789"
-VERIFIER = PYTHON_DIR / "agent_rl_sandbox" / "rollout_keys.py"
-FORWARDER = PYTHON_DIR / "agent_rl_sandbox" / "forwarder.py"
+
+needs_sandbox_root = pytest.mark.skipif(sandbox_root.available() is not None, reason=str(sandbox_root.available()))
 
 
 def call(port: int, method: str, path: str, headers: dict | None = None, body: bytes | None = None) -> tuple[int, dict, bytes]:
@@ -64,29 +67,66 @@ def wait_port(port: int, proc: subprocess.Popen) -> None:
     wait_for(f"127.0.0.1:{port} accepts connections", up, timeout=15)
 
 
+def sandbox_image(tmp_path: Path) -> Path:
+    """The image layout the verifier and the forwarder run from (install-layout.sh and the Dockerfile's verifier on a
+    stand-in stock HOME: test_plan_contract's)."""
+    image_root = tmp_path / "image"
+    if not image_root.exists():
+        sandbox_root.install_layout(fake_stock_home(tmp_path), image_root)
+    return image_root
+
+
+def rendered_verifier(pod: dict, image_root: Path, tmp: Path, vport: int, aport: int, *, admin_key: str = ADMIN_KEY,
+                      volumes: Path | None = None, drop: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> list[str]:
+    """The argv that runs the verifier Deployment's container as its pod spec says (plan_facts.ts verifierPod,
+    rollout_path_up.ts verifierPodSpec): the plan's command from the image layout, its uid on a read-only root
+    (sandbox_root.rendered), its Secret holding `admin_key` as the kubelet mounts it (root, group fsGroup, the volume's
+    defaultMode, read-only), its state emptyDir (with `volumes`, a host dir that outlives the container, as the pod's
+    emptyDir outlives a container restart). Only what loopback changes: 127.0.0.1 for 0.0.0.0, the ports `vport` and
+    `aport`, and the volumes' paths under sandbox_root.EMPTYDIR_ROOT. `drop` leaves a flag and its value out."""
+    (c,) = pod["containers"]
+    by_name = {v["name"]: v for v in pod["volumes"]}
+    mounts, secrets = [m["mountPath"] for m in c["volumeMounts"]], []
+    for m in c["volumeMounts"]:
+        secret = by_name[m["name"]].get("secret")
+        if secret is not None:
+            folder = Path(tempfile.mkdtemp(prefix=f"secret-{m['name']}-", dir=tmp))  # one per container: its own key
+            for item in secret["items"]:
+                (folder / item["path"]).write_text(admin_key)
+            secrets.append((m["mountPath"], folder, secret["defaultMode"]))
+    cmd = list(c["command"])
+    for name in drop:
+        del cmd[cmd.index(name) : cmd.index(name) + 2]
+    cmd = localized(cmd, {"0.0.0.0": "127.0.0.1", cmd[cmd.index("--verify-port") + 1]: str(vport), cmd[cmd.index("--admin-port") + 1]: str(aport)})
+    cmd = [sandbox_root.EMPTYDIR_ROOT + a if any(a.startswith(m + "/") for m in mounts) else a for a in cmd]
+    return sandbox_root.command(image_root, [*cmd, *extra], **sandbox_root.rendered(pod, c), volumes=volumes, secrets=secrets)
+
+
 @pytest.fixture
-def verifier():
+def verifier(tmp_path):
+    """The verifier as its Deployment runs it (rendered_verifier), on loopback."""
+    if (why := sandbox_root.available()) is not None:
+        pytest.skip(f"the verifier runs as its pod runs it, in a sandbox root: {why}")
     vport, aport = free_port(), free_port()
-    env = {**os.environ, "AGENT_RL_ROLLOUT_ADMIN_KEY": ADMIN_KEY}
-    proc = subprocess.Popen(
-        [sys.executable, "-I", str(VERIFIER), "--verify-host", "127.0.0.1", "--verify-port", str(vport), "--admin-port", str(aport)],
-        env=env,
-        stderr=subprocess.PIPE,
-    )
+    argv = rendered_verifier(plan_facts()["verifierPod"], sandbox_image(tmp_path), tmp_path, vport, aport)
+    proc = subprocess.Popen(argv, env={"PATH": SYSTEM_PATH}, stderr=subprocess.PIPE)
     wait_port(vport, proc)
     wait_port(aport, proc)
     yield {"verify": vport, "admin": aport, "proc": proc, "client": RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY)}
     stop_process(proc)
 
 
+@needs_sandbox_root
 def test_the_verifier_reads_its_admin_key_from_a_file_and_names_the_file_when_it_cannot(tmp_path):
-    """The rendered Deployment mounts the admin key as a file (no env var: checkov CKV_K8S_35)."""
-    key_file = tmp_path / "admin-key"
-    key_file.write_text(ADMIN_KEY + "\n")  # a Secret written by hand often ends in a newline
+    """The rendered Deployment mounts the admin key as a file (no env var: checkov CKV_K8S_35): its Secret, root's, read
+    by the verifier's uid through the pod's fsGroup."""
+    pod, image_root = plan_facts()["verifierPod"], sandbox_image(tmp_path)
+    (c,) = pod["containers"]
+    key_file = sandbox_root.EMPTYDIR_ROOT + c["command"][c["command"].index("--admin-key-file") + 1]
     vport, aport = free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_ROLLOUT_ADMIN_KEY"}
-    base = [sys.executable, "-I", str(VERIFIER), "--verify-host", "127.0.0.1", "--verify-port", str(vport), "--admin-port", str(aport)]
-    proc = subprocess.Popen([*base, "--admin-key-file", str(key_file)], env=env, stderr=subprocess.PIPE)
+    env = {"PATH": SYSTEM_PATH}
+    # A Secret written by hand often ends in a newline.
+    proc = subprocess.Popen(rendered_verifier(pod, image_root, tmp_path, vport, aport, admin_key=ADMIN_KEY + "\n"), env=env, stderr=subprocess.PIPE)
     try:
         wait_port(aport, proc)
         key = RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY).mint("from-file", 60)
@@ -95,12 +135,12 @@ def test_the_verifier_reads_its_admin_key_from_a_file_and_names_the_file_when_it
             RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY + "x").mint("other", 60)
     finally:
         stop_process(proc)
-    short = tmp_path / "short"
-    short.write_text("too-short")
+    missing = key_file + ".missing"
     for argv, said in [
-        ([*base, "--admin-key-file", str(tmp_path / "missing")], f"the file {tmp_path / 'missing'} (No such file or directory)"),
-        ([*base, "--admin-key-file", str(short)], f"the file {short}"),
-        ([*base, "--admin-key-file", str(key_file), "--admin-key-env", "X"], "not allowed with argument"),
+        (rendered_verifier(pod, image_root, tmp_path, vport, aport, drop=("--admin-key-file",), extra=("--admin-key-file", missing)),
+         f"the file {missing} (No such file or directory)"),
+        (rendered_verifier(pod, image_root, tmp_path, vport, aport, admin_key="too-short"), f"the file {key_file}"),
+        (rendered_verifier(pod, image_root, tmp_path, vport, aport, extra=("--admin-key-env", "X")), "not allowed with argument"),
     ]:
         done = subprocess.run(argv, env={**env, "X": ADMIN_KEY}, capture_output=True, text=True, timeout=scaled(30))
         assert done.returncode == 2 and said in done.stderr, done.stderr
@@ -110,14 +150,19 @@ def test_a_verifier_restart_keeps_the_live_rollouts_with_its_state_file_and_ends
     """Issue 56 item 4: a verifier restart ended every live rollout (401: its table was memory only, and a forwarder
     takes its key once, so no re-mint can reach it). With --state-file (the rendered emptyDir) the process killed with
     SIGKILL comes back with the same table: a live rollout's key still verifies, a revoked one stays revoked, an expired
-    one is gone, and the file holds digests, never a key. The control, the same restart without the file, answers 401."""
-    state = tmp_path / "state" / "table.json"
-    state.parent.mkdir()
+    one is gone, and the file holds digests, never a key. The control, the same restart without the file, answers 401.
+    The state emptyDir is a host dir here (sandbox_root's `volumes`): it outlives the container, as the pod's does."""
+    if (why := sandbox_root.available()) is not None:
+        pytest.skip(f"the verifier runs as its pod runs it, in a sandbox root: {why}")
+    pod, image_root = plan_facts()["verifierPod"], sandbox_image(tmp_path)
+    (c,) = pod["containers"]
+    volumes = tmp_path / "pod-volumes"
+    state = Path(str(volumes) + c["command"][c["command"].index("--state-file") + 1])
 
-    def start(*extra: str) -> tuple[subprocess.Popen, int, RolloutKeysClient]:
+    def start(kept: bool) -> tuple[subprocess.Popen, int, RolloutKeysClient]:
         vport, aport = free_port(), free_port()
-        argv = [sys.executable, "-I", str(VERIFIER), "--verify-host", "127.0.0.1", "--verify-port", str(vport), "--admin-port", str(aport), *extra]
-        proc = subprocess.Popen(argv, env={**os.environ, "AGENT_RL_ROLLOUT_ADMIN_KEY": ADMIN_KEY}, stderr=subprocess.PIPE)
+        argv = rendered_verifier(pod, image_root, tmp_path, vport, aport, volumes=volumes, drop=() if kept else ("--state-file",))
+        proc = subprocess.Popen(argv, env={"PATH": SYSTEM_PATH}, stderr=subprocess.PIPE)
         wait_port(vport, proc)
         wait_port(aport, proc)
         return proc, vport, RolloutKeysClient(f"http://127.0.0.1:{aport}", ADMIN_KEY)
@@ -129,8 +174,7 @@ def test_a_verifier_restart_keeps_the_live_rollouts_with_its_state_file_and_ends
             proc.stderr.close()
 
     for kept in (True, False):
-        extra = ("--state-file", str(state)) if kept else ()
-        proc, vport, client = start(*extra)
+        proc, vport, client = start(kept)
         try:
             live, revoked, short = client.mint("live-1", 600), client.mint("revoked-1", 600), client.mint("short-1", 1)
             client.revoke("revoked-1")
@@ -140,9 +184,9 @@ def test_a_verifier_restart_keeps_the_live_rollouts_with_its_state_file_and_ends
         if kept:
             text = state.read_text()
             assert all(k not in text and k[4:] not in text for k in (live, revoked, short)), "digests only, never a key"
-            assert oct(state.stat().st_mode & 0o777) == "0o600"
+            assert oct(state.stat().st_mode & 0o777) == "0o600" and state.stat().st_uid == c["securityContext"]["runAsUser"]
             wait_for("the 1 s key expires", lambda: time.time() > json.loads(text)["keys"][-1]["expires"], 5)
-        proc, vport, client = start(*extra)
+        proc, vport, client = start(kept)
         try:
             status, headers = verify(vport, live)
             if kept:
@@ -276,23 +320,19 @@ def ingress():
     ing.stop()
 
 
-def start_forwarder(upstream_port: int, key_port: int) -> tuple[subprocess.Popen, int]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_RL_UPSTREAM_KEY"}
-    proc = subprocess.Popen(
-        [sys.executable, "-I", str(FORWARDER), "--port", str(port), "--upstream", f"http://127.0.0.1:{upstream_port}",
-         "--key-host", "127.0.0.1", "--key-port", str(key_port), "--trace-port", "0"],
-        env=env,
-        stderr=subprocess.PIPE,
-    )
-    wait_port(port, proc)
-    wait_port(key_port, proc)
-    return proc, port
+def start_forwarder(upstream_port: int, tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
+    """The sandbox template's forwarder (plan_facts.ts) as the template runs it (start_rendered_forwarder), in front of
+    the recording ingress on loopback: (process, model port, key port)."""
+    facts = plan_facts()
+    spec = facts["template"]["podTemplate"]["spec"]
+    (f,) = spec["initContainers"]
+    rendered = {"sandboxPodSpec": spec, "forwarderCommand": f["command"]}
+    return start_rendered_forwarder(rendered, f"http://127.0.0.1:{upstream_port}", sandbox_image(tmp_path))
 
 
-def test_the_forwarder_takes_its_rollouts_key_once_and_then_closes_the_port(ingress):
-    key_port = free_port()
-    proc, port = start_forwarder(ingress.port, key_port)
+@needs_sandbox_root
+def test_the_forwarder_takes_its_rollouts_key_once_and_then_closes_the_port(ingress, tmp_path):
+    proc, port, key_port = start_forwarder(ingress.port, tmp_path)
     try:
         status, _, body = call(port, "GET", "/v1/models")
         assert status == 503 and b"no key yet" in body and ingress.seen == [], "nothing goes upstream without a key"
@@ -325,9 +365,9 @@ def test_rollout_keys_need_their_port_and_admin_key():
     assert ADMIN_KEY not in repr(s)
 
 
-def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revokes_it_when_the_claim_ends(rec, runtime, verifier, ingress):
-    key_ports = [free_port(), free_port()]
-    forwarders = [start_forwarder(ingress.port, p) for p in key_ports]
+def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revokes_it_when_the_claim_ends(rec, runtime, verifier, ingress, tmp_path):
+    forwarders = [start_forwarder(ingress.port, tmp_path) for _ in range(2)]
+    key_ports = [key_port for _proc, _port, key_port in forwarders]
     try:
         handles = []
         for p in key_ports:
@@ -337,7 +377,7 @@ def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revo
                 rollout_keys_url=f"http://127.0.0.1:{verifier['admin']}", forwarder_key_port=p, rollout_admin_key=ADMIN_KEY,
             )
             handles.append(AgentSandboxBackend(s, client_factory=fake_client, handle_sigterm=False).create(timeout_s=600))
-        for _proc, port in forwarders:
+        for _proc, port, _key_port in forwarders:
             assert call(port, "POST", "/v1/chat/completions", {"Content-Type": "application/json"}, b"{}")[0] == 200
         keys = [a.removeprefix("Bearer ") for a in ingress.seen]
         assert len(set(keys)) == 2 and all(KEY_RE.match(k) for k in keys), "one key per claim"
@@ -349,7 +389,7 @@ def test_the_backend_mints_a_key_per_claim_delivers_it_to_the_forwarder_and_revo
         assert verify(verifier["verify"], keys[1])[0] == 401
         assert [n for n, _ns, _t in rec.deleted] == [h.sandbox_id for h in handles]
     finally:
-        for proc, _port in forwarders:
+        for proc, _port, _key_port in forwarders:
             stop_process(proc)
 
 
@@ -405,12 +445,18 @@ def localized(argv: list[str], subst: dict[str, str]) -> list[str]:
     return [subst.get(a, a) for a in argv]
 
 
-def test_a_forwarder_taking_rollout_keys_refuses_a_shared_key_in_its_env():
-    """No fallback: with --key-port, a pool key in the env is refused at start, naming the variable and the fix."""
-    env = {**os.environ, "AGENT_RL_UPSTREAM_KEY": "pool-key-shared-by-every-sandbox"}
+@needs_sandbox_root
+def test_a_forwarder_taking_rollout_keys_refuses_a_shared_key_in_its_env(tmp_path):
+    """No fallback: with --key-port, a pool key in the env is refused at start, naming the variable and the fix. The
+    template's forwarder as the template runs it, with the pool key put into its env (which the template never does)."""
+    spec = plan_facts()["template"]["podTemplate"]["spec"]
+    (f,) = spec["initContainers"]
+    cmd = f["command"]
+    subst = {"0.0.0.0": "127.0.0.1", cmd[cmd.index("--port") + 1]: str(free_port()), cmd[cmd.index("--trace-port") + 1]: "0",
+             cmd[cmd.index("--key-port") + 1]: str(free_port()), cmd[cmd.index("--upstream") + 1]: "http://127.0.0.1:9"}
+    env = {"PATH": SYSTEM_PATH, "AGENT_RL_UPSTREAM_KEY": "pool-key-shared-by-every-sandbox"}
     done = subprocess.run(
-        [sys.executable, "-I", str(FORWARDER), "--port", str(free_port()), "--upstream", "http://127.0.0.1:9",
-         "--key-host", "127.0.0.1", "--key-port", str(free_port()), "--trace-port", "0"],
+        sandbox_root.command(sandbox_image(tmp_path), localized(cmd, subst), **sandbox_root.rendered(spec, f)),
         env=env, capture_output=True, text=True, timeout=scaled(30),
     )
     assert done.returncode == 2, done.stderr
@@ -439,17 +485,11 @@ def rendered_path_up(tmp_path, upstream_url: str, rate_per_second: int, rate_bur
             if not line and up.poll() is not None:
                 pytest.fail(f"rollout_path_up exited with {up.returncode}:\n{log.read_text()[-4000:]}")
         facts = json.loads(line[len("READY "):])
-        v = facts["verifierCommand"]
-        verify_port, admin_port = v[v.index("--verify-port") + 1], v[v.index("--admin-port") + 1]
-        # The admin key as the pod has it: the Secret's item as a file where the plan mounts it (a temp dir here).
-        key_file = tmp_path / "admin-key"
-        key_file.write_text(ADMIN_KEY)
-        verifier_proc = subprocess.Popen(
-            localized(v, {"/opt/agent-rl/rollout_keys.py": str(VERIFIER), "0.0.0.0": "127.0.0.1", verify_port: str(vport), admin_port: str(aport),
-                          facts["verifierAdminKeyFile"]: str(key_file)}),
-            env={"PATH": os.environ["PATH"]},
-            stderr=subprocess.PIPE,
-        )
+        pod = facts["verifierPodSpec"]
+        (container,) = pod["containers"]
+        assert container["command"] == facts["verifierCommand"] and facts["verifierAdminKeyFile"] in facts["verifierCommand"]
+        # The verifier as its Deployment runs it: its uid on a read-only root, the admin key from its Secret's file.
+        verifier_proc = subprocess.Popen(rendered_verifier(pod, sandbox_image(tmp_path), tmp_path, vport, aport), env={"PATH": SYSTEM_PATH}, stderr=subprocess.PIPE)
         procs.append(verifier_proc)
         wait_port(vport, verifier_proc)
         wait_port(aport, verifier_proc)
@@ -509,16 +549,6 @@ def start_rendered_forwarder(facts: dict, ingress_url: str, image_root: Path) ->
     return proc, port, key_port
 
 
-def forwarder_image(tmp_path: Path) -> Path:
-    """The image layout the forwarder runs from (install-layout.sh on a stand-in stock HOME: test_plan_contract's)."""
-    from test_plan_contract import fake_stock_home
-
-    image_root = tmp_path / "image"
-    if not image_root.exists():
-        sandbox_root.install_layout(fake_stock_home(tmp_path), image_root)
-    return image_root
-
-
 def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_rollout_at_its_limit_leaves_another_unthrottled(rec, runtime, rendered_path, tmp_path):
     r = rendered_path
     facts = r["facts"]
@@ -533,7 +563,7 @@ def test_through_the_rendered_path_an_ended_rollouts_key_is_refused_and_one_roll
     # Each sandbox pod reaches the ingress from an address of its own (nginx limits rollout keys per source too).
     ingress = urlsplit(facts["url"])
     relays = [PodAddressRelay((ingress.hostname, ingress.port), f"127.0.0.{n}") for n in (21, 22)]
-    image_root = forwarder_image(tmp_path)
+    image_root = sandbox_image(tmp_path)
     forwarders = [start_rendered_forwarder(facts, f"http://127.0.0.1:{relay.port}", image_root) for relay in relays]
     r["procs"].extend(p for p, _port, _kp in forwarders)
     handles = []

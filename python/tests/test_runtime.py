@@ -1,6 +1,8 @@
 """The runtime on loopback, driven through the trainer's handle (OpenEnv SandboxHandle/BgJob):
 commands with env and cwd, background jobs (pid, wait, kill), files, timeouts, and the ingress
-key never on a command line or in a log."""
+key never on a command line or in a log. The runtime runs as the sandbox template runs it (conftest.start_runtime:
+the template's command as its uid on a read-only root, the image layout); the test reads its files through the
+runtime, or through its container's root where only root may look (RunningRuntime.host)."""
 
 from __future__ import annotations
 
@@ -29,15 +31,16 @@ def handle(rt, **kw) -> RuntimeHandle:
 def test_home_is_seeded_from_the_image_skeleton(runtime):
     home, seed = runtime.home, runtime.seed
     for d in (".config/opencode", "logs/agent", "task", "workdir", "proxy", ".opencode/bin"):
-        assert (home / d).is_dir() and not (home / d).is_symlink(), d
-    tool = home / ".opencode/bin/opencode"
-    assert tool.is_symlink() and tool.resolve() == (seed / ".opencode/bin/opencode").resolve()
+        assert runtime.host(home / d).is_dir() and not runtime.host(home / d).is_symlink(), d
+    tool = runtime.host(home / ".opencode/bin/opencode")
+    assert tool.is_symlink() and os.readlink(tool) == str(seed / ".opencode/bin/opencode")
     h = handle(runtime)
     r = h.exec('"$HOME/.opencode/bin/opencode" --version')
-    assert (r.exit_code, r.stdout.strip()) == (0, "opencode-stub 0.0.0")
-    # The directories are writable (the harness writes config, task and logs there).
+    assert (r.exit_code, r.stdout.strip()) == (0, "1.0.0-stub"), r.stderr  # test_plan_contract.fake_stock_home's stand-in
+    # The directories are writable by the sandbox's uid (the harness writes config, task and logs there).
     h.write_text(f"{home}/logs/agent/x.log", "ok")
-    assert (home / "logs/agent/x.log").read_text() == "ok"
+    assert h.read_text(f"{home}/logs/agent/x.log") == "ok"
+    assert h.exec(f"stat -c %u {home}/logs/agent/x.log").stdout.strip() == h.exec("id -u").stdout.strip() != "0"
 
 
 def test_exec_returns_output_and_exit_code_with_env_and_cwd(runtime):
@@ -45,7 +48,7 @@ def test_exec_returns_output_and_exit_code_with_env_and_cwd(runtime):
     r = h.exec("echo out; echo err >&2; exit 7")
     assert (r.exit_code, r.stdout, r.stderr, r.timed_out) == (7, "out\n", "err\n", False)
     sub = runtime.workdir / "sub"
-    sub.mkdir()
+    assert h.exec(f"mkdir {sub}").exit_code == 0
     r = h.exec('echo "$FOO|$BAR|$PWD|$HOME"', envs={"FOO": "a b", "BAR": "x'y\"z"}, cwd=str(sub))
     assert r.stdout.strip() == f"a b|x'y\"z|{sub}|{runtime.home}"
     # Without cwd: the runtime's working dir; a relative cwd resolves against it.
@@ -56,16 +59,16 @@ def test_exec_returns_output_and_exit_code_with_env_and_cwd(runtime):
     assert e.value.status == 400
 
 
-def test_exec_timeout_kills_the_command_and_its_children(runtime, tmp_path):
+def test_exec_timeout_kills_the_command_and_its_children(runtime):
     h = handle(runtime)
-    pidfile = tmp_path / "child.pid"
+    pidfile = runtime.workdir / "child.pid"
     started = time.monotonic()
     r = h.exec(f"sleep 300 & echo $! > {pidfile}; wait", timeout=1)
     took = time.monotonic() - started
     assert r.exit_code == 124 and r.timed_out
     assert "timed out after 1s" in r.stderr
     assert took < 5, took
-    child = int(pidfile.read_text())
+    child = int(h.read_text(str(pidfile)))
     deadline = time.monotonic() + scaled(5)
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -79,8 +82,8 @@ def test_exec_output_is_capped(runtime):
     assert r.stdout.endswith("[output cut: 1000 more bytes]")
 
 
-def spool_bytes_on_disk(pid: int, spool_dir: Path) -> int:
-    """Disk blocks held by the runtime's open, unlinked files under `spool_dir` (its exec spools)."""
+def spool_bytes_on_disk(pid: int, spool_dir: str) -> int:
+    """Disk blocks held by the runtime's open, unlinked files under `spool_dir` (its exec spools; its container's path)."""
     total = 0
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
@@ -92,31 +95,27 @@ def spool_bytes_on_disk(pid: int, spool_dir: Path) -> int:
     return total
 
 
-def test_exec_output_spool_on_disk_stays_at_the_cap(tmp_path):
+def test_exec_output_spool_on_disk_stays_at_the_cap(runtime):
     """A command that prints far past the cap: the spool holds the cap, not what it printed.
-    On main's code (output to unlinked temp files read after the command) it held all 48 MiB."""
-    spool_dir = tmp_path / "spool"
-    spool_dir.mkdir()
-    rt = start_runtime(tmp_path, env={"TMPDIR": str(spool_dir)})
-    try:
-        ready, go = tmp_path / "printed", tmp_path / "go"
-        printed = 48 * 1024 * 1024
-        result: dict = {}
-        cmd = f"head -c {printed} /dev/zero; touch {ready}; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.05; done"
-        t = threading.Thread(target=lambda: result.setdefault("r", handle(rt).exec(cmd)))
-        t.start()
-        deadline = time.monotonic() + scaled(30)
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert ready.exists(), "the command printed its 48 MiB"
-        held = spool_bytes_on_disk(rt.proc.pid, spool_dir)
-        go.touch()
-        t.join(scaled(60))
-        r = result["r"]
-        assert r.exit_code == 0 and r.stdout.endswith(f"[output cut: {printed - MAX_OUTPUT_BYTES} more bytes]")
-        assert held <= MAX_OUTPUT_BYTES + 1024 * 1024, f"the spool held {held} bytes on disk for a {MAX_OUTPUT_BYTES}-byte cap"
-    finally:
-        stop_process(rt.proc)
+    On main's code (output to unlinked temp files read after the command) it held all 48 MiB.
+    The spools sit where the pod's runtime puts them (no TMPDIR in the template's env): its container's /tmp."""
+    spool_dir = "/tmp"
+    ready, go = runtime.workdir / "printed", runtime.workdir / "go"
+    printed = 48 * 1024 * 1024
+    result: dict = {}
+    cmd = f"head -c {printed} /dev/zero; touch {ready}; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.05; done"
+    t = threading.Thread(target=lambda: result.setdefault("r", handle(runtime).exec(cmd)))
+    t.start()
+    deadline = time.monotonic() + scaled(30)
+    while not runtime.host(ready).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert runtime.host(ready).exists(), "the command printed its 48 MiB"
+    held = spool_bytes_on_disk(runtime.proc.pid, spool_dir)
+    assert handle(runtime).exec(f"touch {go}").exit_code == 0
+    t.join(scaled(60))
+    r = result["r"]
+    assert r.exit_code == 0 and r.stdout.endswith(f"[output cut: {printed - MAX_OUTPUT_BYTES} more bytes]")
+    assert 0 < held <= MAX_OUTPUT_BYTES + 1024 * 1024, f"the spool held {held} bytes on disk for a {MAX_OUTPUT_BYTES}-byte cap"
 
 
 def test_exec_answers_when_a_background_child_keeps_printing(runtime):
@@ -133,18 +132,18 @@ def test_exec_answers_when_a_background_child_keeps_printing(runtime):
     assert not alive(pid), "the background writer ended at EPIPE"
 
 
-def test_background_job_pid_wait_and_exit_code(runtime, tmp_path):
+def test_background_job_pid_wait_and_exit_code(runtime):
     h = handle(runtime)
-    out = tmp_path / "bg.txt"
+    out = runtime.workdir / "bg.txt"
     job = h.start_bg(f'echo "$$ $GREETING" > {out}; exit 3', envs={"GREETING": "hi"})
     assert job.wait(timeout=scaled(10)) == 3
-    pid, greeting = out.read_text().split()
+    pid, greeting = h.read_text(str(out)).split()
     assert (int(pid), greeting) == (job.pid, "hi")
     # A finished job keeps its exit code.
     assert job.wait(timeout=1) == 3
 
 
-def test_background_wait_times_out_then_kill_ends_the_whole_group(runtime, tmp_path):
+def test_background_wait_times_out_then_kill_ends_the_whole_group(runtime):
     h = handle(runtime)
     job = h.start_bg("sleep 300 | cat; sleep 300")
     started = time.monotonic()
@@ -183,17 +182,19 @@ def test_files_round_trip(runtime):
     assert h.read_text(path) == "shorter"
     # Relative paths resolve against the working dir.
     h.write_text("rel/file.txt", "r")
-    assert (runtime.workdir / "rel/file.txt").read_text() == "r"
+    assert h.read_text(f"{runtime.workdir}/rel/file.txt") == "r"
     assert h.exists("rel/file.txt")
     with pytest.raises(FileNotFoundError):
         h.read_text(f"{runtime.home}/missing")
     with pytest.raises(SandboxError, match="is a directory"):
         h.read_text(str(runtime.home))
-    # The seeded image copies are read-only (the runtime runs as root here: use a read-only mount check instead).
-    if os.geteuid() != 0:
+    # The seeded image copies are read-only: links into the image layout on the pod's read-only root. Refused as a
+    # permission is (403), as is a write to the root itself; the runtime answered 409 for a read-only file system
+    # before, unseen while this test ran the runtime as root and skipped the check.
+    for path in (f"{runtime.home}/proxy/interception.py", "/probe"):
         with pytest.raises(SandboxError) as e:
-            h.write_text(f"{runtime.home}/proxy/README", "overwrite")
-        assert e.value.status == 403
+            h.write_text(path, "overwrite")
+        assert e.value.status == 403 and "Read-only file system" in str(e.value), e.value
 
 
 def test_concurrent_use_of_one_handle(runtime):

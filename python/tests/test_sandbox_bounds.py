@@ -10,11 +10,13 @@ bounds: the trainer went from 18 MiB to 1.5 GiB reading one such file (issue 42)
 - the trainer's client stops at its read cap whatever the runtime (or what answers in its place)
   sends: a declared Content-Length over the cap, or an endless chunked body;
 - an upload is streamed to its file: the runtime's peak memory does not grow with it.
+
+The runtime runs as the sandbox template runs it (conftest.start_runtime: its uid, a read-only root); the files
+are made and looked at through it, as the agent and the trainer would.
 """
 
 from __future__ import annotations
 
-import os
 import resource
 import socket
 import threading
@@ -66,7 +68,7 @@ def test_a_sparse_file_is_refused_by_its_size_and_costs_the_trainer_nothing(runt
     assert len(h.read_text(str(at_cap))) == MAX_READ_BYTES
     for path in ("/dev/zero", str(runtime.workdir / "fifo")):
         if path.endswith("fifo"):
-            os.mkfifo(path)
+            assert h.exec(f"mkfifo {path}").exit_code == 0  # the agent's own FIFO
         with pytest.raises(SandboxError, match="is not a regular file") as e:
             h.read_text(path)
         assert e.value.status == 400
@@ -141,7 +143,7 @@ def test_uploads_are_streamed_to_their_file_and_bounded(runtime):
     before = vm_hwm_mib(runtime.proc.pid)
     size = 48 * MiB
     h.write_text(str(runtime.workdir / "upload.bin"), "a" * size)
-    assert (runtime.workdir / "upload.bin").stat().st_size == size
+    assert h.exec(f"stat -c %s {runtime.workdir}/upload.bin").stdout.strip() == str(size)
     # On main's code the runtime held the whole body before writing it (its peak grew by the body).
     assert vm_hwm_mib(runtime.proc.pid) - before < 16, f"the runtime's peak memory grew {vm_hwm_mib(runtime.proc.pid) - before:.0f} MiB"
     # Over the cap: the trainer refuses before sending; the runtime refuses by the declared length, unread.
@@ -152,4 +154,4 @@ def test_uploads_are_streamed_to_their_file_and_bounded(runtime):
         s.sendall(f"PUT /files?path={runtime.workdir}/big.bin HTTP/1.1\r\nHost: x\r\nContent-Length: {MAX_FILE_BYTES + 1}\r\n\r\n".encode())
         answer = s.makefile("rb").read().decode()
     assert answer.startswith("HTTP/1.1 413") and f"body over {MAX_FILE_BYTES} bytes" in answer, answer[:300]
-    assert not (runtime.workdir / "big.bin").exists()
+    assert not h.exists(f"{runtime.workdir}/big.bin")

@@ -1,9 +1,10 @@
 """The training trace, as the agent would attack it: read it, rewrite it, replace its recorder,
 take its ports. And the forwarder's bounds: large bodies, a connection burst.
 
-The pod is a network namespace the test makes (netns.py): the forwarder runs there with the
-template's exact command as its own uid, the agent's commands run there as the sandbox uid,
-and the trainer is this process, on the host's end of the veth pair (another address, as another
+The pod is a network namespace the test makes (netns.py) holding both of the template's containers as it runs them
+(sandbox_root.rendered: each its uid on a read-only root, from the image layout): the forwarder with its exact command,
+the runtime with its own; the agent's commands run in the runtime's container as the sandbox uid (sandbox_root.enter,
+as `kubectl exec` does), and the trainer is this process, on the host's end of the veth pair (another address, as another
 pod is). The model is stub_model.StubModel, a STAND-IN for vLLM (token ids and logprobs the way
 vLLM returns them), on the host's end.
 
@@ -35,10 +36,10 @@ import pytest
 import netns
 import sandbox_root
 from agent_rl_sandbox import RuntimeHandle, SandboxError
-from conftest import free_port, stop_process
+from conftest import free_port, stop_process, wait_http
 from stub_model import StubModel
-from test_forwarder import PYTHON3, SYSTEM_PATH, deliver_rollout_key, readable_copy_of_the_forwarder, start_forwarder
-from test_plan_contract import forwarder, plan_facts
+from test_forwarder import PYTHON3, SYSTEM_PATH, deliver_rollout_key, image_layout, start_forwarder
+from test_plan_contract import container, forwarder, plain_env, plan_facts
 from waits import scaled, wait_for
 
 #: A rollout key's shape: the template's forwarder takes only its rollout's key, delivered on its key port.
@@ -55,28 +56,26 @@ def flag(argv: list[str], name: str) -> str:
     return argv[argv.index(name) + 1]
 
 
-def as_uid(uid: int) -> list[str]:
-    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps=-all", "--no-new-privs"]
-
-
 class Pod:
-    """One sandbox pod: a network namespace with the forwarder (its uid, the template's command)."""
+    """One sandbox pod: a network namespace with the template's two containers as it runs them: the forwarder (its uid,
+    its command) and the runtime (the sandbox uid, its command), each on a read-only root from the image layout.
+    `prefix` runs before each container's command (joining the pod's cgroup)."""
 
     def __init__(self, tmp: Path, upstream_host: str | Callable[[str], str] | None = None, *, prefix: list[str] = (),
                  flags: dict[str, str] | None = None) -> None:
         facts = plan_facts()
-        f = forwarder(facts)
+        f, c = forwarder(facts), container(facts)
         spec = facts["template"]["podTemplate"]["spec"]
-        self.agent_uid = spec["securityContext"]["runAsUser"]
-        self.fwd_uid = f["securityContext"]["runAsUser"]
+        self.agent_uid = sandbox_root.rendered(spec, c)["uid"]
+        self.fwd_uid = sandbox_root.rendered(spec, f)["uid"]
         assert self.fwd_uid != self.agent_uid
+        image_root = image_layout(tmp)
         self.ns = netns.create(os.getpid() % 240 + 7)
         self.model = StubModel(host=self.ns.host_ip)
+        self.runtime: subprocess.Popen | None = None
         argv = list(f["command"])
         self.port = int(flag(argv, "--port"))
         self.trace_port = int(flag(argv, "--trace-port")) if "--trace-port" in argv else 7101
-        argv[0] = PYTHON3
-        argv[argv.index("/opt/agent-rl/forwarder.py")] = str(readable_copy_of_the_forwarder())
         if callable(upstream_host):
             upstream_host = upstream_host(self.ns.host_ip)  # an upstream of the test's own on the host's end
         argv[argv.index("--upstream") + 1] = upstream_host or self.model.url
@@ -86,12 +85,22 @@ class Pod:
         self.log_path = tmp / "forwarder.log"
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [*prefix, *self.ns.exec_argv(*as_uid(self.fwd_uid), *argv)],
+            [*prefix, *self.ns.exec_argv(*sandbox_root.command(image_root, argv, **sandbox_root.rendered(spec, f)))],
             env={"PATH": SYSTEM_PATH},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
         log.close()
+        # The agent's container: the runtime with the template's command and env, where the agent's commands run.
+        self.runtime_port = int(flag(c["command"], "--port"))
+        with open(tmp / "runtime.log", "wb") as rlog:
+            self.runtime = subprocess.Popen(
+                [*prefix, *self.ns.exec_argv(*sandbox_root.command(image_root, list(c["command"]), **sandbox_root.rendered(spec, c)))],
+                env={**plain_env(c), "PATH": SYSTEM_PATH}, stdout=rlog, stderr=subprocess.STDOUT,
+            )
+        self.sandbox = RuntimeHandle(f"http://{self.ns.ns_ip}:{self.runtime_port}", sandbox_id="pod",
+                                     trace_url=f"http://{self.ns.ns_ip}:{self.trace_port}")
+        wait_http(f"{self.sandbox.base_url}{c['readinessProbe']['httpGet']['path']}", proc=self.runtime)
         wait_for("the forwarder listens", lambda: self.proc.poll() is not None or self.listening(self.port), 15)
         assert self.proc.poll() is None, self.log_path.read_text()
         # The trainer's delivery, on the pod's address (the template's --key-host 0.0.0.0 --key-port).
@@ -100,10 +109,14 @@ class Pod:
     def listening(self, port: int) -> bool:
         return self.agent(AGENT_CONNECTS, str(port)).returncode == 0
 
+    def agent_argv(self, *argv: str) -> list[str]:
+        """`argv` as the agent runs it: in the runtime's container (its mounts, the pod's network), as the sandbox uid."""
+        return sandbox_root.enter(self.runtime.pid, list(argv), uid=self.agent_uid)
+
     def agent(self, code: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
-        """`code` run by the agent: python3 in the pod's network namespace, as the sandbox uid."""
+        """`code` run by the agent: python3 in the runtime's container, as the sandbox uid."""
         return subprocess.run(
-            self.ns.exec_argv(*as_uid(self.agent_uid), PYTHON3, "-I", "-c", code, *args),
+            self.agent_argv(PYTHON3, "-I", "-c", code, *args),
             env={"PATH": SYSTEM_PATH},
             capture_output=True,
             text=True,
@@ -123,10 +136,11 @@ class Pod:
 
     def trace(self) -> dict:
         """What the trainer reads: the trace port on the pod's address, through the backend's handle."""
-        h = RuntimeHandle(f"http://{self.ns.ns_ip}:1", sandbox_id="pod", trace_url=f"http://{self.ns.ns_ip}:{self.trace_port}")
-        return h.fetch_trace()
+        return self.sandbox.fetch_trace()
 
     def close(self) -> None:
+        if self.runtime is not None:
+            stop_process(self.runtime)
         stop_process(self.proc)
         self.model.stop()
         self.ns.delete()
@@ -286,7 +300,7 @@ class AgentUidProxy:
     def __init__(self, p: Pod, port: int) -> None:
         self.port = port
         self.proc = subprocess.Popen(
-            p.ns.exec_argv(*as_uid(p.agent_uid), PYTHON3, "-I", "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", "/"),
+            p.agent_argv(PYTHON3, "-I", "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", "/"),
             env={"PATH": SYSTEM_PATH},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -327,7 +341,7 @@ def test_the_ports_stay_held_when_the_serving_process_dies(pod):
     # The serving process: the supervisor's child (on main's code, the forwarder's only process).
     serving = pids[-1]
     racer = subprocess.Popen(
-        pod.ns.exec_argv(*as_uid(pod.agent_uid), PYTHON3, "-I", "-c", AGENT_RACES, str(pod.port), "1500"),
+        pod.agent_argv(PYTHON3, "-I", "-c", AGENT_RACES, str(pod.port), "1500"),
         env={"PATH": SYSTEM_PATH},
         stdout=subprocess.PIPE,
         text=True,

@@ -1,14 +1,14 @@
 """What the trainer trains on when the agent forges the capture proxy's trace, as the agent would.
 
-The pod is test_sandbox_trust's: a network namespace the test makes, the forwarder there with the
-template's exact command as its own uid, the agent's commands as the sandbox uid, the trainer on the
-host's end of the veth pair, and stub_model.StubModel as a STAND-IN for vLLM. The capture proxy is a
+The pod is test_sandbox_trust's: a network namespace the test makes with the template's forwarder and runtime as it
+runs them (each its uid on a read-only root), the agent's commands in the runtime's container as the sandbox uid, the
+trainer on the host's end of the veth pair, and stub_model.StubModel as a STAND-IN for vLLM. The capture proxy is a
 STAND-IN too (OpenEnv's serves `/sessions/<id>/trace_entries`; here a process of the agent's uid serves
 whatever JSON file the agent writes: the proxy runs as the agent's uid, so its record is the agent's
 to rewrite, and its port the agent's to serve). The session is the stand-in factory's
 (harness_standin.StandInSession), whose `fetch_training_trace()` is what TRL's HarnessRolloutWorker
-trains on; its sandbox reads the forwarder's trace through RuntimeHandle.fetch_trace() and runs the
-trainer's `exec` (the curl to the proxy) in the pod.
+trains on; its sandbox is the pod's runtime (RuntimeHandle): it reads the forwarder's trace through fetch_trace() and
+runs the trainer's `exec` (the curl to the proxy) in the pod.
 
 On main's code (the stand-in trained on the proxy's entries; checked by running these three pod
 tests with ForwarderTracedSession.fetch_training_trace returning the inner session's): the forged
@@ -21,18 +21,17 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from agent_rl_sandbox import ExecResult, RuntimeHandle
+import sandbox_root
+from agent_rl_sandbox import RuntimeHandle
 from capture_session import CaptureSessionConfig
 from conftest import free_port, stop_process
 from agent_rl_sandbox.trusted_trace import ForwarderTracedFactory, ForwarderTracedSession, UntrustedTrace, note_claimed, trusted_entries
-from harness_standin import StandInSession
+from harness_standin import StandInSession, admin_header_path
 from test_forwarder import PYTHON3, SYSTEM_PATH
-from test_sandbox_trust import AGENT_CALLS, Pod, as_uid, needs_root
+from test_sandbox_trust import AGENT_CALLS, Pod, needs_root
 from waits import scaled, wait_for
 
 #: The capture proxy STAND-IN, as the agent's uid: GET anything answers {"entries": <the file's JSON>}.
@@ -60,19 +59,6 @@ json.dump(entries, open(sys.argv[1], "w"))
 '''
 
 
-class PodSandbox(RuntimeHandle):
-    """The session's sandbox: the forwarder's trace from the pod's trace port (RuntimeHandle's own
-    fetch_trace), the trainer's `exec` run in the pod (the runtime's stand-in: bash in the namespace)."""
-
-    def __init__(self, pod: Pod) -> None:
-        super().__init__(f"http://{pod.ns.ns_ip}:1", sandbox_id="pod", trace_url=f"http://{pod.ns.ns_ip}:{pod.trace_port}")
-        self.pod = pod
-
-    def exec(self, cmd: str, *, envs=None, cwd=None, timeout=60) -> ExecResult:
-        r = subprocess.run(self.pod.ns.exec_argv("bash", "-c", cmd), capture_output=True, text=True, timeout=scaled(timeout))
-        return ExecResult(exit_code=r.returncode, stdout=r.stdout, stderr=r.stderr)
-
-
 def honest_entries(calls: list[dict]) -> list[dict]:
     """What OpenEnv's proxy records for the agent's calls (contract.py to_trace_entries' fields)."""
     return [{"prompt_token_ids": c["prompt"], "completion_token_ids": c["ids"], "per_token_logps": c["lps"],
@@ -85,32 +71,26 @@ def rollout(tmp_path):
     """The pod, the agent's two model calls through the forwarder, the agent's proxy serving its honest
     record from a file the agent owns, and the trainer's session."""
     pod = Pod(tmp_path)
-    shared = Path(tempfile.mkdtemp(prefix="trusted-trace-"))
     proxy = None
     try:
-        shared.chmod(0o777)
         calls = pod.agent_json(AGENT_CALLS, str(pod.port))
-        record = shared / "trace_entries.json"
-        record.write_text(json.dumps(honest_entries(calls)))
-        os.chown(record, pod.agent_uid, pod.agent_uid)
+        # The record in the agent's container, written through its runtime: the agent's uid owns it.
+        record = f"{sandbox_root.WORKDIR}/trace_entries.json"
+        sandbox = pod.sandbox
+        sandbox.write_text(record, json.dumps(honest_entries(calls)))
         port = free_port()
-        proxy = subprocess.Popen(pod.ns.exec_argv(*as_uid(pod.agent_uid), PYTHON3, "-I", "-c", AGENT_PROXY, str(port), str(record)),
+        proxy = subprocess.Popen(pod.agent_argv(PYTHON3, "-I", "-c", AGENT_PROXY, str(port), record),
                                  env={"PATH": SYSTEM_PATH}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for("the agent's proxy listens", lambda: pod.listening(port), 15)
-        cfg = CaptureSessionConfig(base_url="unused", api_key="unused", model="stub/model-1", sandbox_home=str(tmp_path))
-        (tmp_path / "logs/agent").mkdir(parents=True)
-        (tmp_path / "logs/agent/.capture-admin").write_text("Authorization: Bearer unused\n")
-        sandbox = PodSandbox(pod)
-        # What ForwarderTracedFactory.create returns for the stand-in factory's session on this sandbox.
+        cfg = CaptureSessionConfig(base_url="unused", api_key="unused", model="stub/model-1", sandbox_home=sandbox_root.HOME)
+        sandbox.write_text(admin_header_path(cfg), "Authorization: Bearer unused\n")
+        # What ForwarderTracedFactory.create returns for the stand-in factory's session on this sandbox (the pod's runtime).
         session = ForwarderTracedSession(StandInSession(sandbox, cfg, f"http://127.0.0.1:{port}", None, "s1", "e1"), sandbox)
         yield dict(pod=pod, calls=calls, record=record, session=session, proxy=proxy)
     finally:
         if proxy is not None:
             stop_process(proxy)
         pod.close()
-        for f in shared.iterdir():
-            f.unlink()
-        shared.rmdir()
 
 
 def trained(session: ForwarderTracedSession) -> list[tuple[list[int], list[int], list[float]]]:
@@ -129,7 +109,7 @@ def test_a_rewritten_proxy_trace_reaches_the_trainer_as_the_forwarders(rollout, 
     # The agent rewrites the proxy's record (its uid owns it, as it owns OpenEnv's proxy's memory).
     r = rollout["pod"].agent(AGENT_FORGES, str(rollout["record"]))
     assert r.returncode == 0, r.stderr
-    forged = json.loads(rollout["record"].read_text())
+    forged = json.loads(rollout["pod"].sandbox.read_text(rollout["record"]))
     assert forged[0]["completion_token_ids"] != calls[0]["ids"] and len(forged) == 3, "the forgery took"
     with caplog.at_level("WARNING"):
         got = trained(s)
