@@ -196,7 +196,10 @@ def stack(cluster, harbor, model_path, tmp_path, monkeypatch):
     """A full warm pool, the task, and the trainer's env (set on this process too: TRL's spawned rollout
     child and the Harbor processes inherit it, as a trainer pod's processes do)."""
     c = cluster
-    wait_for("the warm pool Ready", lambda: warm_pool_ready(c), timeout=180)
+    try:
+        wait_for("the warm pool Ready", lambda: warm_pool_ready(c), timeout=180)
+    except TimeoutError as e:
+        raise TimeoutError(f"{e}; the pod network's errors: {c['net'].errors[-5:]}") from None
     model = model_path["model"]
     seen = len(model.chat_requests())
     env = {
