@@ -44,6 +44,7 @@ describe("cluster stack config", () => {
         assert.equal(c.agentSandbox.install, true);
         assert.equal(c.agentSandbox.manifest, "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml");
         assert.deepEqual(c.jobSet, { install: false, manifest: "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml" });
+        assert.deepEqual(c.kueue, { install: false, manifest: "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml" });
         assert.ok(c.priorityClasses.training!.value > c.priorityClasses.sandboxes!.value);
         assert.equal(c.priorityClasses.sandboxes!.preemptionPolicy, "Never");
         assert.deepEqual([c.runtimeClasses, c.teams], [[], []]);
@@ -205,18 +206,22 @@ describe("the program: a cluster stack and a run stack on it, under mocks", () =
         assert.deepEqual(r.outputs?.runtimeClasses, ["gvisor"]);
     });
 
-    it("jobSet.install: the cluster stack installs JobSet v0.12.0 from its release manifest; off, nothing of JobSet", async () => {
+    it("jobSet.install, kueue.install: the cluster stack installs JobSet v0.12.0 and Kueue v0.17.0 from their release manifests; off, nothing of either", async () => {
         const key = Object.keys(clusterFile.config).find((k) => k.endsWith(":cluster"))!;
-        const withJobSet = { ...clusterFile.config, [key]: JSON.stringify({ ...JSON.parse(clusterFile.config[key]), jobSet: { install: true } }) };
-        const r = await runUnderMocks(program(), { stack: "cluster", config: withJobSet, secretKeys: [] });
+        const withReleases = {
+            ...clusterFile.config,
+            [key]: JSON.stringify({ ...JSON.parse(clusterFile.config[key]), jobSet: { install: true }, kueue: { install: true } }),
+        };
+        const r = await runUnderMocks(program(), { stack: "cluster", config: withReleases, secretKeys: [] });
         assert.equal(r.error, undefined);
         const files = r.resources.filter((x) => x.type === "kubernetes:yaml/v2:ConfigFile");
         assert.deepEqual(files.map((x) => [x.name, x.inputs.file]).sort(), [
             ["agentrl-agent-sandbox", "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml"],
             ["agentrl-jobset", "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml"],
+            ["agentrl-kueue", "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml"],
         ]);
         const plain = await runUnderMocks(program(), { stack: "cluster", config: clusterFile.config, secretKeys: [] });
-        assert.equal(plain.resources.filter((x) => x.type === "kubernetes:yaml/v2:ConfigFile" && /jobset/.test(String(x.inputs.file))).length, 0);
+        assert.equal(plain.resources.filter((x) => x.type === "kubernetes:yaml/v2:ConfigFile" && /jobset|kueue/.test(String(x.inputs.file))).length, 0);
     });
 
     it("a stack with both keys is refused, naming both", async () => {
