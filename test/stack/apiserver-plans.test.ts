@@ -199,12 +199,17 @@ const variants: Array<{ name: string; source: PlanSource; override?: Record<stri
     },
 ];
 
-/** The fixture's Kueue CRDs (test/apiserver/build.sh crds-kueue/, from Kueue's Go module at KUEUE_RELEASE). */
-function kueueCrdFiles(): string[] {
+/**
+ * The fixture's CRDs of these Kueue kinds (test/apiserver/build.sh crds-kueue/, from Kueue's Go module at KUEUE_RELEASE;
+ * controller-gen names each file kueue.x-k8s.io_<plural>.yaml). Only those: the Workload CRD alone is 1.4 MB.
+ */
+function kueueCrdFiles(kinds: readonly string[]): string[] {
     const dir = path.join(fixtureCacheDir(), "crds-kueue");
-    const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.startsWith(`kueue-${KUEUE_RELEASE}.`)) : [];
-    assert.ok(files.length > 0, `Kueue ${KUEUE_RELEASE}'s CRDs in ${dir} (rebuild the fixture: bash test/apiserver/build.sh)`);
-    return files.map((f) => path.join(dir, f));
+    return kinds.map((kind) => {
+        const file = path.join(dir, `kueue-${KUEUE_RELEASE}.kueue.x-k8s.io_${kind.toLowerCase()}s.yaml`);
+        assert.ok(fs.existsSync(file), `Kueue ${KUEUE_RELEASE}'s ${kind} CRD: ${file} (rebuild the fixture: bash test/apiserver/build.sh)`);
+        return file;
+    });
 }
 
 /** The queues docs/guides/multi-node.md tells a platform team to create: its yaml block that starts `# kueue-queues.yaml`. */
@@ -319,10 +324,10 @@ describe("server-side dry run of every planned stack and recipe", { skip }, () =
         );
         for (const [r, n] of wants) assert.ok(n <= (quota.get(r) ?? 0), `${r}: the run requests ${n}, the ClusterQueue's quota is ${quota.get(r)}`);
 
-        // Kueue's CRDs (from its Go module) and the queues, in the LocalQueue's namespace.
+        // Kueue's CRDs of these kinds (from its Go module) and the queues, in the LocalQueue's namespace.
         const dir = path.join(tmp, "kueue-queues");
         fs.mkdirSync(dir, { recursive: true });
-        const crds = kueueCrdFiles();
+        const crds = kueueCrdFiles(queues.map((q) => q.kind));
         for (const f of crds) fs.copyFileSync(f, path.join(dir, path.basename(f)));
         const namespace = { apiVersion: "v1", kind: "Namespace", metadata: { name: localQueue.metadata.namespace } };
         fs.writeFileSync(path.join(dir, "queues.yaml"), [namespace, ...queues].map((o) => YAML.stringify(o)).join("---\n"));
