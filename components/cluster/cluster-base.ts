@@ -1,6 +1,6 @@
 /**
  * agentrl:cluster:ClusterBase: what every run stack on one cluster shares, owned by one
- * cluster stack: the agent-sandbox release (CRDs, controller, RBAC), JobSet's when asked (jobSet.install), PriorityClasses for the
+ * cluster stack: the agent-sandbox release (CRDs, controller, RBAC), JobSet's and Kueue's when asked (jobSet.install, kueue.install), PriorityClasses for the
  * training and sandbox pods, RuntimeClasses for the nodes' sandboxing handlers, and for each team
  * its role namespaces (Pod Security, default-deny, quotas, the deployer's Role) and its sandbox
  * claim admission policy; it exports the cluster's identity (the kube-system namespace's UID). Run stacks read its outputs (clusterStack) and create none of these,
@@ -77,6 +77,11 @@ function agentSandboxRelease(name: string, c: ClusterConfig, child: Child): k8s.
 /** The JobSet release (CRDs, controller, webhooks, RBAC) from its manifest: the multi-node trainer's prerequisite. */
 function jobSetRelease(name: string, c: ClusterConfig, child: Child): k8s.yaml.v2.ConfigFile | undefined {
     return c.jobSet.install ? new k8s.yaml.v2.ConfigFile(`${name}-jobset`, { file: c.jobSet.manifest }, child) : undefined;
+}
+
+/** The Kueue release (CRDs, controller, webhooks, RBAC) from its manifest: what a queued run (target.kueueQueue) is admitted by. */
+function kueueRelease(name: string, c: ClusterConfig, child: Child): k8s.yaml.v2.ConfigFile | undefined {
+    return c.kueue.install ? new k8s.yaml.v2.ConfigFile(`${name}-kueue`, { file: c.kueue.manifest }, child) : undefined;
 }
 
 /** agent-sandbox's controller PodMonitor: in the release's own namespace, once the release (which makes it) is applied. */
@@ -227,6 +232,8 @@ export class ClusterBase extends pulumi.ComponentResource {
     public readonly agentSandbox: k8s.yaml.v2.ConfigFile | undefined;
     /** The JobSet release objects (undefined unless jobSet.install). */
     public readonly jobSet: k8s.yaml.v2.ConfigFile | undefined;
+    /** The Kueue release objects (undefined unless kueue.install). */
+    public readonly kueue: k8s.yaml.v2.ConfigFile | undefined;
     /** PriorityClasses by role. */
     public readonly priorityClasses: { readonly training?: k8s.scheduling.v1.PriorityClass; readonly sandboxes?: k8s.scheduling.v1.PriorityClass };
     /** RuntimeClasses by name. */
@@ -245,6 +252,7 @@ export class ClusterBase extends pulumi.ComponentResource {
         this.agentSandbox = c.agentSandbox.install ? agentSandboxRelease(name, c, child) : undefined;
         this.sandboxControllerMonitor = sandboxControllerPodMonitor(name, c, this.agentSandbox, child);
         this.jobSet = jobSetRelease(name, c, child);
+        this.kueue = kueueRelease(name, c, child);
         this.priorityClasses = { training: priorityClass(name, c, "training", child), sandboxes: priorityClass(name, c, "sandboxes", child) };
         this.runtimeClasses = runtimeClasses(name, c, child);
         this.teamNamespaces = {};

@@ -19,6 +19,10 @@ export const AGENT_SANDBOX_MANIFEST_URL = `https://github.com/kubernetes-sigs/ag
 export const JOBSET_RELEASE = "v0.12.0";
 /** Its release manifest: CRDs, controller, webhooks, RBAC (jobset README.md, "kubectl apply --server-side -f"). */
 export const JOBSET_MANIFEST_URL = `https://github.com/kubernetes-sigs/jobset/releases/download/${JOBSET_RELEASE}/manifests.yaml`;
+/** The Kueue release queued runs (target.kueueQueue: a suspended Job or JobSet with kueue.x-k8s.io/queue-name) are written for; the tests apply its CRDs, not its controller. */
+export const KUEUE_RELEASE = "v0.17.0";
+/** Its release manifest: CRDs, controller, webhooks, RBAC in kueue-system (kueue README.md at v0.17.0, "kubectl apply --server-side -f"). */
+export const KUEUE_MANIFEST_URL = `https://github.com/kubernetes-sigs/kueue/releases/download/${KUEUE_RELEASE}/manifests.yaml`;
 /** The label of agent-sandbox's controller Deployment (agent-sandbox k8s/controller.yaml, v1.0.1 as v0.5.6). */
 export const SANDBOX_CONTROLLER_LABEL = "app=agent-sandbox-controller";
 /**
@@ -74,6 +78,12 @@ export const clusterSchema = z.strictObject({
         .strictObject({
             install: z.boolean().default(false),
             manifest: z.string().min(1).default(JOBSET_MANIFEST_URL),
+        })
+        .prefault({}),
+    kueue: z
+        .strictObject({
+            install: z.boolean().default(false),
+            manifest: z.string().min(1).default(KUEUE_MANIFEST_URL),
         })
         .prefault({}),
     priorityClasses: z

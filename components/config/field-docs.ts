@@ -111,7 +111,7 @@ export const PLATFORM_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     "target.kueueQueue": {
         default: "- (no queue: the trainer starts at once)",
         meaning:
-            "(k8s) Kueue LocalQueue (in the training namespace) the trainer is submitted to: its Job / JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended until Kueue admits it against the queue's quota. See [More than one node](../guides/multi-node.md)",
+            "(k8s) Kueue LocalQueue (in the training namespace) the trainer is submitted to: its Job / JobSet carries `kueue.x-k8s.io/queue-name` and is created suspended until Kueue admits it against the queue's quota. See [Kueue: queued runs](../guides/multi-node.md#kueue-queued-runs)",
     },
     "target.dns": {
         default: "`{kind: kube-dns}`; node-local: `addresses` [169.254.20.10]",
@@ -804,6 +804,21 @@ export const CLUSTER_FIELD_DOCS: Readonly<Record<string, FieldDoc>> = {
     },
     "jobSet.manifest": {
         default: "`https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml` (the v0.12.0 release asset)",
+        meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
+    },
+    kueue: {
+        default: "not installed",
+        meaning:
+            "Kueue, which admits the trainer of a run stack with `target.kueueQueue` (its Job or JobSet is created suspended with `kueue.x-k8s.io/queue-name`); no other component installs it, and no stack makes its queues (a ResourceFlavor, a ClusterQueue with GPU quota, a LocalQueue per training namespace: quota is the platform team's policy). See [Kueue: queued runs](../guides/multi-node.md#kueue-queued-runs)",
+    },
+    "kueue.install": {
+        default: "false",
+        meaning:
+            "install Kueue v0.17.0 (CRDs, controller, webhooks, RBAC in `kueue-system`) from its release manifest, whose default configuration enables the `batch/job` and `jobset.x-k8s.io/jobset` integrations a queued run uses; off: install it by hand when runs queue (`kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml`), which the preflight checks",
+    },
+    "kueue.manifest": {
+        default:
+            "`https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml` (the v0.17.0 release asset, as Kueue's README gives it at v0.17.0; no test fetches it: the tests apply the CRDs from Kueue's Go module)",
         meaning: "URL or file of the release manifest (a mirrored copy on an air-gapped cluster)",
     },
     "priorityClasses.training": {

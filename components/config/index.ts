@@ -90,6 +90,8 @@ export {
     AGENT_SANDBOX_VERSION,
     AGENT_SANDBOX_MANIFEST_URL,
     SANDBOX_CONTROLLER_LABEL,
+    JOBSET_RELEASE,
+    KUEUE_RELEASE,
     CLUSTER_OUTPUTS_KIND,
     type ClusterConfig,
     type ClusterOutputs,

@@ -3,7 +3,7 @@
  * symptom of its absence and a command that checks it (plan.md lists them, `pulumi up` logs them).
  */
 import { sandboxPoolOf } from "../config/sandbox-providers";
-import { SANDBOX_CONTROLLER_LABEL } from "../config/cluster-schema";
+import { KUEUE_RELEASE, SANDBOX_CONTROLLER_LABEL } from "../config/cluster-schema";
 import type { PlatformConfig } from "../config/types";
 import { AGENT_SANDBOX_VERSION } from "../sandbox";
 import type { PlatformPlan, Prerequisite } from "./model";
@@ -108,7 +108,7 @@ function kueue(config: PlatformConfig, t: KubernetesTarget, names: Names): Prere
     const multi = config.training.nodes > 1;
     return [
         {
-            what: `Kueue (with its ${multi ? "jobset.x-k8s.io/jobset" : "batch/job"} integration) and LocalQueue ${t.kueueQueue} in ${names.namespaces.training}, pointing at a ClusterQueue with GPU quota`,
+            what: `Kueue ${KUEUE_RELEASE} (the cluster stack's kueue.install, or its release manifest) with its ${multi ? "jobset.x-k8s.io/jobset" : "batch/job"} integration (on in the manifest's default configuration), and LocalQueue ${t.kueueQueue} in ${names.namespaces.training}, pointing at a ClusterQueue with GPU quota`,
             field: "target.kueueQueue",
             otherwise: `the trainer's ${multi ? "JobSet" : "Job"} stays suspended for ever (no pods)`,
             check: `kubectl -n ${names.namespaces.training} get localqueue ${t.kueueQueue}`,

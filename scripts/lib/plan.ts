@@ -28,6 +28,8 @@ import {
     envSecretRefs,
     isSecretConfigKey,
     isSecretEnvName,
+    JOBSET_RELEASE,
+    KUEUE_RELEASE,
     plainSecretProblems,
     requiredSecretKeys,
     secretPlaceholder,
@@ -460,6 +462,10 @@ export async function planClusterToDir(
         ...(config.agentSandbox.install
             ? [`| agent-sandbox ${outputs.agentSandbox.version} (CRDs, controller, RBAC) | release manifest | \`${config.agentSandbox.manifest}\` |`]
             : []),
+        ...(config.jobSet.install
+            ? [`| JobSet ${JOBSET_RELEASE} (CRDs, controller, webhooks, RBAC) | release manifest | \`${config.jobSet.manifest}\` |`]
+            : []),
+        ...(config.kueue.install ? [`| Kueue ${KUEUE_RELEASE} (CRDs, controller, webhooks, RBAC) | release manifest | \`${config.kueue.manifest}\` |`] : []),
         ...(["training", "sandboxes"] as const).flatMap((role) => {
             const pc = config.priorityClasses[role];
             return pc ? [`| PriorityClass (${role}) | ${pc.name} | value ${pc.value}, ${pc.preemptionPolicy} |`] : [];

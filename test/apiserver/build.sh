@@ -5,6 +5,8 @@
 #   crds/*.yaml                      (agent-sandbox, Gateway API, cert-manager and JobSet CRDs, from the Go module cache;
 #                                     the Prometheus Operator's PodMonitor, ServiceMonitor and PrometheusRule CRDs,
 #                                     generated from its pkg/apis/monitoring module by controller-gen, as its Makefile does)
+#   crds-kueue/*.yaml                (Kueue's CRDs, from its Go module: applied only by the test of the queues the
+#                                     multi-node guide shows, test/cluster/cluster-stack.test.ts, not at every start)
 # into ${XDG_CACHE_HOME:-$HOME/.cache}/agent-rl-infra/k8s-v1.36.3/.
 #
 # Idempotent: exits at once when the cache directory is complete. Only needs
@@ -21,6 +23,9 @@ AGENT_SANDBOX_PREVIOUS_VERSION=v0.5.6
 GATEWAY_API_VERSION=v1.6.3
 CERT_MANAGER_VERSION=v1.21.2
 JOBSET_VERSION=v0.12.0
+# Kueue (the cluster stack's kueue.install, components/config/cluster-schema.ts KUEUE_RELEASE): its CRDs go to
+# crds-kueue/, which only the guide's queues test applies (they are large; no plan holds a Kueue object).
+KUEUE_VERSION=v0.17.0
 # github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring (the Go types the CRDs are
 # generated from; the proxy serves this module, not the repository's root module), and the
 # controller-gen release prometheus-operator's own CRDs of that line are generated with.
@@ -37,7 +42,7 @@ out="${AGENT_RL_K8S_CACHE_DIR:-$cache_root/k8s-$K8S_VERSION}"
 # checkout on either side of the change reuses the same kube-apiserver build.
 go_sum="go.sum=$(sha256sum "$here/go.sum" | cut -c1-16)"
 stamp_content="k8s=$K8S_VERSION etcd=$ETCD_VERSION gateway-api=$GATEWAY_API_VERSION $go_sum"
-crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION agent-sandbox-previous=$AGENT_SANDBOX_PREVIOUS_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION jobset=$JOBSET_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION"
+crd_stamp="agent-sandbox=$AGENT_SANDBOX_VERSION agent-sandbox-previous=$AGENT_SANDBOX_PREVIOUS_VERSION gateway-api=$GATEWAY_API_VERSION cert-manager=$CERT_MANAGER_VERSION jobset=$JOBSET_VERSION kueue=$KUEUE_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION controller-tools=$CONTROLLER_TOOLS_VERSION"
 
 log() { printf '[apiserver/build] %s\n' "$*" >&2; }
 
@@ -48,7 +53,8 @@ bins_up_to_date() {
 }
 crds_up_to_date() {
   [[ -f "$out/crds/.complete" && "$(cat "$out/crds/.complete")" == "$crd_stamp" ]] && compgen -G "$out/crds/*.yaml" >/dev/null &&
-    compgen -G "$out/crds-previous/agent-sandbox-$AGENT_SANDBOX_PREVIOUS_VERSION.*.yaml" >/dev/null
+    compgen -G "$out/crds-previous/agent-sandbox-$AGENT_SANDBOX_PREVIOUS_VERSION.*.yaml" >/dev/null &&
+    compgen -G "$out/crds-kueue/kueue-$KUEUE_VERSION.*.yaml" >/dev/null
 }
 up_to_date() { bins_up_to_date && crds_up_to_date; }
 if [[ "${FORCE:-0}" != 1 ]] && up_to_date; then log "up to date: $out"; exit 0; fi
@@ -123,6 +129,13 @@ install_previous_crds() { # <dir to fill>
   for f in "$dir"/k8s/crds/*.yaml; do install -m 0644 "$f" "$into/agent-sandbox-$AGENT_SANDBOX_PREVIOUS_VERSION.$(basename "$f")"; done
   compgen -G "$into/agent-sandbox-$AGENT_SANDBOX_PREVIOUS_VERSION.*.yaml" >/dev/null || { log "ERROR: no CRDs in $dir/k8s/crds"; return 1; }
 }
+install_kueue_crds() { # <dir to fill>
+  local into="$1" dir f
+  dir="$(module_dir "sigs.k8s.io/kueue@$KUEUE_VERSION")"
+  mkdir -p "$into"
+  for f in "$dir"/config/components/crd/bases/*.yaml; do install -m 0644 "$f" "$into/kueue-$KUEUE_VERSION.$(basename "$f")"; done
+  compgen -G "$into/kueue-$KUEUE_VERSION.*.yaml" >/dev/null || { log "ERROR: no CRDs in $dir/config/components/crd/bases"; return 1; }
+}
 
 # Binaries current, CRDs not: refresh crds/ only (swapped in whole).
 if [[ "${FORCE:-0}" != 1 ]] && bins_up_to_date; then
@@ -130,8 +143,11 @@ if [[ "${FORCE:-0}" != 1 ]] && bins_up_to_date; then
   install_crds "$new_crds" || { rm -rf "$new_crds"; exit 1; }
   new_previous="$(mktemp -d "$out/.crds-previous.XXXXXX")"
   install_previous_crds "$new_previous" || { rm -rf "$new_crds" "$new_previous"; exit 1; }
-  chmod 755 "$new_crds" "$new_previous"
+  new_kueue="$(mktemp -d "$out/.crds-kueue.XXXXXX")"
+  install_kueue_crds "$new_kueue" || { rm -rf "$new_crds" "$new_previous" "$new_kueue"; exit 1; }
+  chmod 755 "$new_crds" "$new_previous" "$new_kueue"
   rm -rf "$out/crds-previous"; mv "$new_previous" "$out/crds-previous"
+  rm -rf "$out/crds-kueue"; mv "$new_kueue" "$out/crds-kueue"
   rm -rf "$out/crds.old"; [[ -d "$out/crds" ]] && mv "$out/crds" "$out/crds.old"
   mv "$new_crds" "$out/crds"; rm -rf "$out/crds.old"
   log "CRDs refreshed: $crd_stamp"
@@ -186,6 +202,7 @@ build kubectl k8s.io/kubernetes/cmd/kubectl
 
 install_crds "$tmp/crds"
 install_previous_crds "$tmp/crds-previous"
+install_kueue_crds "$tmp/crds-kueue"
 
 "$tmp/bin/kube-apiserver" --version >&2
 "$tmp/bin/etcd" --version >&2

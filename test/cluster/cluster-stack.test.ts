@@ -9,6 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
+import YAML from "yaml";
 import {
     applyClusterStack,
     clusterOutputs,
@@ -44,6 +45,7 @@ describe("cluster stack config", () => {
         assert.equal(c.agentSandbox.install, true);
         assert.equal(c.agentSandbox.manifest, "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml");
         assert.deepEqual(c.jobSet, { install: false, manifest: "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml" });
+        assert.deepEqual(c.kueue, { install: false, manifest: "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml" });
         assert.ok(c.priorityClasses.training!.value > c.priorityClasses.sandboxes!.value);
         assert.equal(c.priorityClasses.sandboxes!.preemptionPolicy, "Never");
         assert.deepEqual([c.runtimeClasses, c.teams], [[], []]);
@@ -205,18 +207,26 @@ describe("the program: a cluster stack and a run stack on it, under mocks", () =
         assert.deepEqual(r.outputs?.runtimeClasses, ["gvisor"]);
     });
 
-    it("jobSet.install: the cluster stack installs JobSet v0.12.0 from its release manifest; off, nothing of JobSet", async () => {
+    it("jobSet.install, kueue.install: the cluster stack installs JobSet v0.12.0 and Kueue v0.17.0 from their release manifests (plan.md names both); off, nothing of either", async () => {
         const key = Object.keys(clusterFile.config).find((k) => k.endsWith(":cluster"))!;
-        const withJobSet = { ...clusterFile.config, [key]: JSON.stringify({ ...JSON.parse(clusterFile.config[key]), jobSet: { install: true } }) };
-        const r = await runUnderMocks(program(), { stack: "cluster", config: withJobSet, secretKeys: [] });
-        assert.equal(r.error, undefined);
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "arl-cluster-releases-"));
+        const stackFile = path.join(dir, "Pulumi.releases.yaml");
+        const withReleases = { ...JSON.parse(clusterFile.config[key]), jobSet: { install: true }, kueue: { install: true } };
+        fs.writeFileSync(stackFile, YAML.stringify({ config: { [key]: withReleases } }));
+        const r = await planClusterToDir({ stack: "releases", stackFile }, { outDir: path.join(dir, "plan") });
+        assert.match(
+            fs.readFileSync(path.join(dir, "plan", "plan.md"), "utf8"),
+            /\| JobSet v0\.12\.0 \(CRDs, controller, webhooks, RBAC\) \| release manifest \| `https:\/\/github\.com\/kubernetes-sigs\/jobset\/releases\/download\/v0\.12\.0\/manifests\.yaml` \|\n\| Kueue v0\.17\.0 \(CRDs, controller, webhooks, RBAC\) \| release manifest \| `https:\/\/github\.com\/kubernetes-sigs\/kueue\/releases\/download\/v0\.17\.0\/manifests\.yaml` \|/,
+        );
+        fs.rmSync(dir, { recursive: true, force: true });
         const files = r.resources.filter((x) => x.type === "kubernetes:yaml/v2:ConfigFile");
         assert.deepEqual(files.map((x) => [x.name, x.inputs.file]).sort(), [
             ["agentrl-agent-sandbox", "https://github.com/kubernetes-sigs/agent-sandbox/releases/download/v1.0.1/sandbox-with-extensions.yaml"],
             ["agentrl-jobset", "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml"],
+            ["agentrl-kueue", "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml"],
         ]);
         const plain = await runUnderMocks(program(), { stack: "cluster", config: clusterFile.config, secretKeys: [] });
-        assert.equal(plain.resources.filter((x) => x.type === "kubernetes:yaml/v2:ConfigFile" && /jobset/.test(String(x.inputs.file))).length, 0);
+        assert.equal(plain.resources.filter((x) => x.type === "kubernetes:yaml/v2:ConfigFile" && /jobset|kueue/.test(String(x.inputs.file))).length, 0);
     });
 
     it("a stack with both keys is refused, naming both", async () => {

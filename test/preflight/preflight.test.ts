@@ -545,9 +545,14 @@ describe("Kubernetes checks (pure)", () => {
             checkKueue(kueue, [], undefined, true),
             "fail",
             /Kueue is not installed .*nothing would ever admit it/,
-            /install Kueue .*or remove target\.kueueQueue/,
+            /^install Kueue v0\.17\.0 with the cluster stack \(kueue\.install: true\) or by hand \(kubectl apply --server-side -f https:\/\/github\.com\/kubernetes-sigs\/kueue\/releases\/download\/v0\.17\.0\/manifests\.yaml; its default configuration enables the batch\/job and jobset\.x-k8s\.io\/jobset integrations\), then create the queues \(docs\/guides\/multi-node\.md, "Kueue: queued runs"\); or remove target\.kueueQueue$/,
         );
-        assertFinding(checkKueue(kueue, crds, undefined, true), "fail", /no LocalQueue arl-pf-training\/team-a/, /create LocalQueue team-a in arl-pf-training/);
+        assertFinding(
+            checkKueue(kueue, crds, undefined, true),
+            "fail",
+            /no LocalQueue arl-pf-training\/team-a/,
+            /^create LocalQueue team-a in arl-pf-training pointing at a ClusterQueue with GPU quota \(docs\/guides\/multi-node\.md, "Kueue: queued runs": a ResourceFlavor, the ClusterQueue, the LocalQueue\)$/,
+        );
         assertFinding(checkKueue(kueue, crds, undefined, false), "warn", /namespace arl-pf-training does not exist yet/, /right after the first up/);
         assertFinding(checkKueue(kueue, crds, { metadata: { name: "team-a" } }, true), "ok", /LocalQueue arl-pf-training\/team-a exists/);
     });
@@ -1611,7 +1616,7 @@ describe("no kubeconfig, the cluster stack, the printed agent-sandbox check (pur
             [["API server", "fail"]],
         );
     });
-    test("cluster stack installing agent-sandbox: fine when absent, a warning when it is there from elsewhere; JobSet and Kueue reported for the run stacks", () => {
+    test("cluster stack installing agent-sandbox: fine when absent, a warning when it is there from elsewhere; JobSet and Kueue reported for the run stacks (or installed: jobSet.install, kueue.install)", () => {
         const none = byCheck(checkClusterStack(cluster(), { ...answered, crds: { ok: true, value: [] }, sandboxControllers: { ok: true, value: [] } }));
         assertFinding(none["agent-sandbox"], "ok", /not installed yet: this stack installs it/);
         assertFinding(
@@ -1633,7 +1638,24 @@ describe("no kubeconfig, the cluster stack, the printed agent-sandbox check (pur
             "ok",
             /this stack installs JobSet v0\.12\.0 \(jobSet\.install, https:\/\/github\.com\/kubernetes-sigs\/jobset\/releases\/download\/v0\.12\.0\/manifests\.yaml\)/,
         );
-        assertFinding(none.Kueue, "warn", /Kueue is not installed .*target\.kueueQueue need it/);
+        assertFinding(
+            none.Kueue,
+            "warn",
+            /Kueue is not installed .*target\.kueueQueue need it \(this stack installs it with kueue\.install: true\)/,
+            /^install Kueue v0\.17\.0 with the cluster stack \(kueue\.install: true\) or by hand \(kubectl apply --server-side -f https:\/\/github\.com\/kubernetes-sigs\/kueue\/releases\/download\/v0\.17\.0\/manifests\.yaml;.*\), if runs are to queue; otherwise nothing to do$/,
+        );
+        // kueue.install on: this stack installs it, nothing to report for the run stacks.
+        assertFinding(
+            byCheck(
+                checkClusterStack(cluster({ kueue: { install: true } }), {
+                    ...answered,
+                    crds: { ok: true, value: [] },
+                    sandboxControllers: { ok: true, value: [] },
+                }),
+            ).Kueue,
+            "ok",
+            /^this stack installs Kueue v0\.17\.0 \(kueue\.install, https:\/\/github\.com\/kubernetes-sigs\/kueue\/releases\/download\/v0\.17\.0\/manifests\.yaml\)$/,
+        );
         const crds = [...sandboxCrds(k8sPlan()), crd("jobsets.jobset.x-k8s.io", [], [], { version: "v1alpha2" }), crd("localqueues.kueue.x-k8s.io", [], [])];
         const there = byCheck(checkClusterStack(cluster(), { ...answered, crds: { ok: true, value: crds }, sandboxControllers: { ok: true, value: [] } }));
         assertFinding(there["agent-sandbox"], "warn", /already exist: agent-sandbox is installed from elsewhere/, /set agentSandbox\.install false/);

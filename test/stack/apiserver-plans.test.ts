@@ -4,16 +4,20 @@
 // agent-sandbox, Gateway API, cert-manager and JobSet CRDs (test/helpers/apiserver.ts). Then every
 // Secret a pod names (env secretKeyRef, envFrom secretRef, secret volumes and projections) must be
 // one the plan renders, holding the key named, as the API server returns the objects from that
-// dry run (a GitOps apply of the plan makes exactly those). Skip only with SKIP_APISERVER=1.
+// dry run (a GitOps apply of the plan makes exactly those). The queues the multi-node guide shows
+// are applied with Kueue's CRDs (test/apiserver/build.sh crds-kueue/) and checked to hold the queued run.
+// Skip only with SKIP_APISERVER=1.
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it, test } from "node:test";
 import YAML from "yaml";
-import { HARBOR_RECIPE_NAMES, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../../components/config";
-import { planToDir, readStackFile, REPO_ROOT, type PlanSource } from "../../scripts/lib/plan";
-import { serverDryRun, startApiServer, type ApiServer } from "../helpers/apiserver";
+import { HARBOR_RECIPE_NAMES, KUEUE_RELEASE, MULTI_NODE_RECIPE_NAMES, RECIPE_NAMES } from "../../components/config";
+import { quantityValue } from "../../components/shared/quantity";
+import { planToDir, readStackFile, REPO_ROOT, type PlanResult, type PlanSource } from "../../scripts/lib/plan";
+import { fixtureCacheDir, serverDryRun, startApiServer, type ApiServer } from "../helpers/apiserver";
+import { fencedBlocks, readDoc } from "../helpers/docs";
 
 /** One reference from a pod spec to a Secret: a key of it, or (envFrom, a whole-Secret volume) the Secret itself. */
 interface SecretRef {
@@ -126,6 +130,10 @@ const kubernetesStacks = fs
     });
 
 const exposed = { recipe: "opencode-blackbox", target: "kubernetes" } as const;
+// The queued multi-node run (its queue as the multi-node guide's LocalQueue names it): dry-run below, and checked against the guide's queues.
+const QUEUED_32B = "opencode-blackbox-32b queued on Kueue (suspended JobSet with the queue label)";
+const QUEUED_32B_SOURCE = { recipe: "opencode-blackbox-32b", target: "kubernetes" } as const;
+const QUEUED_32B_OVERRIDE = { target: { kueueQueue: "team-a" } };
 // A registryAuth value (a Docker config.json with a made-up credential): the pull Secrets and every pod's imagePullSecrets.
 const REGISTRY_AUTH = JSON.stringify({ auths: { "registry.internal.example": { auth: Buffer.from("user:token").toString("base64") } } });
 const variants: Array<{ name: string; source: PlanSource; override?: Record<string, unknown>; secrets?: Record<string, string> }> = [
@@ -134,11 +142,7 @@ const variants: Array<{ name: string; source: PlanSource; override?: Record<stri
     // Multi-node recipes: the JobSet against JobSet v0.12.0's CRD (from its Go module, test/apiserver/build.sh).
     ...MULTI_NODE_RECIPE_NAMES.map((recipe) => ({ name: `recipe ${recipe}`, source: { recipe, target: "kubernetes" as const } })),
     ...HARBOR_RECIPE_NAMES.map((recipe) => ({ name: `recipe ${recipe}`, source: { recipe, target: "kubernetes" as const } })),
-    {
-        name: "opencode-blackbox-32b queued on Kueue (suspended JobSet with the queue label)",
-        source: { recipe: "opencode-blackbox-32b", target: "kubernetes" },
-        override: { target: { kueueQueue: "team-a" } },
-    },
+    { name: QUEUED_32B, source: QUEUED_32B_SOURCE, override: QUEUED_32B_OVERRIDE },
     {
         name: "opencode-blackbox queued on Kueue (suspended one-node Job with the queue label)",
         source: exposed,
@@ -195,9 +199,55 @@ const variants: Array<{ name: string; source: PlanSource; override?: Record<stri
     },
 ];
 
+/**
+ * The fixture's CRDs of these Kueue kinds (test/apiserver/build.sh crds-kueue/, from Kueue's Go module at KUEUE_RELEASE;
+ * controller-gen names each file kueue.x-k8s.io_<plural>.yaml). Only those: the Workload CRD alone is 1.4 MB.
+ */
+function kueueCrdFiles(kinds: readonly string[]): string[] {
+    const dir = path.join(fixtureCacheDir(), "crds-kueue");
+    return kinds.map((kind) => {
+        const file = path.join(dir, `kueue-${KUEUE_RELEASE}.kueue.x-k8s.io_${kind.toLowerCase()}s.yaml`);
+        assert.ok(fs.existsSync(file), `Kueue ${KUEUE_RELEASE}'s ${kind} CRD: ${file} (rebuild the fixture: bash test/apiserver/build.sh)`);
+        return file;
+    });
+}
+
+/** The queues docs/guides/multi-node.md tells a platform team to create: its yaml block that starts `# kueue-queues.yaml`. */
+function guideQueues(): Array<Record<string, any>> {
+    const block = fencedBlocks(readDoc("docs/guides/multi-node.md")).find((b) => b.info === "yaml" && b.body.startsWith("# kueue-queues.yaml\n"));
+    assert.ok(block, "docs/guides/multi-node.md shows the queues in a yaml block that starts '# kueue-queues.yaml'");
+    return YAML.parseAllDocuments(block.body).map((d) => d.toJS() as Record<string, any>);
+}
+
+/**
+ * Per resource, what a planned trainer's pods request together (a JobSet: each replicated job's Jobs x their
+ * pods; a Job: its pods): one pod's request is its containers' and native sidecars' together, or a plain init
+ * container's where larger, a request left out being the limit (Kubernetes' defaulting and effective request).
+ */
+function workloadRequests(m: Record<string, any>): Map<string, number> {
+    const jobs: Array<{ count: number; job: any }> =
+        m.kind === "JobSet" ? m.spec.replicatedJobs.map((rj: any) => ({ count: rj.replicas ?? 1, job: rj.template.spec })) : [{ count: 1, job: m.spec }];
+    const requests = (c: any): Array<[string, number]> =>
+        Object.entries({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) }).map(([r, q]) => [r, quantityValue(String(q))]);
+    const out = new Map<string, number>();
+    for (const { count, job } of jobs) {
+        const spec = job.template.spec;
+        const pod = new Map<string, number>();
+        for (const c of [...spec.containers, ...(spec.initContainers ?? []).filter((c: any) => c.restartPolicy === "Always")])
+            for (const [r, n] of requests(c)) pod.set(r, (pod.get(r) ?? 0) + n);
+        for (const c of (spec.initContainers ?? []).filter((c: any) => c.restartPolicy !== "Always"))
+            for (const [r, n] of requests(c)) pod.set(r, Math.max(pod.get(r) ?? 0, n));
+        const pods = count * (job.parallelism ?? 1);
+        for (const [r, n] of pod) out.set(r, (out.get(r) ?? 0) + pods * n);
+    }
+    return out;
+}
+
 describe("server-side dry run of every planned stack and recipe", { skip }, () => {
     let api: ApiServer;
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "arl-ssa-"));
+    // The plans the loop makes, by variant name (a later test reuses one rather than planning it again).
+    const plans = new Map<string, PlanResult>();
     before(async () => {
         api = await startApiServer();
     });
@@ -210,6 +260,7 @@ describe("server-side dry run of every planned stack and recipe", { skip }, () =
         it(`${v.name}: every object is accepted by the API server`, async () => {
             const outDir = path.join(tmp, v.name.replace(/[^a-z0-9]+/gi, "-"));
             const plan = await planToDir(v.source, { outDir, platformOverride: v.override, secrets: { hfToken: "dry-run-token", ...v.secrets } });
+            plans.set(v.name, plan);
             assert.ok(plan.manifests.length > 0);
             const dir = path.join(outDir, "manifests");
             const result = await serverDryRun(api, dir);
@@ -239,6 +290,64 @@ describe("server-side dry run of every planned stack and recipe", { skip }, () =
             assert.ok(!JSON.stringify(objects).includes("4dabf18193072939515e22adb298388d"), "no Pulumi secret wrapper reaches the API server");
         });
     }
+
+    it(`Kueue ${KUEUE_RELEASE}: the multi-node guide's queues are accepted by its CRDs and hold the queued opencode-blackbox-32b JobSet; a broken one is refused`, async () => {
+        const queues = guideQueues();
+        assert.deepEqual(
+            queues.map((q) => q.kind),
+            ["ResourceFlavor", "ClusterQueue", "LocalQueue"],
+        );
+        const [flavor, clusterQueue, localQueue] = queues as [Record<string, any>, Record<string, any>, Record<string, any>];
+        assert.equal(localQueue.spec.clusterQueue, clusterQueue.metadata.name);
+        const groups: any[] = clusterQueue.spec.resourceGroups;
+        assert.deepEqual(
+            groups.flatMap((g) => g.flavors.map((f: any) => f.name)),
+            [flavor.metadata.name],
+        );
+        // Kueue admits a workload only when its ClusterQueue covers every resource it requests, with quota for all of it.
+        const queued =
+            plans.get(QUEUED_32B) ??
+            (await planToDir(QUEUED_32B_SOURCE, { outDir: path.join(tmp, "kueue-plan"), platformOverride: QUEUED_32B_OVERRIDE, secrets: { hfToken: "t" } }));
+        const jobSet = queued.manifests.find((m) => m.kind === "JobSet")!;
+        assert.equal(jobSet.metadata.labels["kueue.x-k8s.io/queue-name"], localQueue.metadata.name);
+        assert.equal(jobSet.spec.suspend, true);
+        const covered: string[] = groups.flatMap((g) => g.coveredResources);
+        const quota = new Map<string, number>(
+            groups.flatMap((g) => g.flavors.flatMap((f: any) => f.resources.map((r: any) => [r.name, quantityValue(String(r.nominalQuota))] as const))),
+        );
+        const wants = workloadRequests(jobSet);
+        assert.ok((wants.get("nvidia.com/gpu") ?? 0) > 0, "the queued JobSet requests GPUs");
+        assert.deepEqual(
+            [...wants.keys()].filter((r) => !covered.includes(r)),
+            [],
+            "resources the run requests that the ClusterQueue does not cover",
+        );
+        for (const [r, n] of wants) assert.ok(n <= (quota.get(r) ?? 0), `${r}: the run requests ${n}, the ClusterQueue's quota is ${quota.get(r)}`);
+
+        // Kueue's CRDs of these kinds (from its Go module) and the queues, in the LocalQueue's namespace.
+        const dir = path.join(tmp, "kueue-queues");
+        fs.mkdirSync(dir, { recursive: true });
+        const crds = kueueCrdFiles(queues.map((q) => q.kind));
+        for (const f of crds) fs.copyFileSync(f, path.join(dir, path.basename(f)));
+        const namespace = { apiVersion: "v1", kind: "Namespace", metadata: { name: localQueue.metadata.namespace } };
+        fs.writeFileSync(path.join(dir, "queues.yaml"), [namespace, ...queues].map((o) => YAML.stringify(o)).join("---\n"));
+        const result = await serverDryRun(api, dir);
+        assert.equal(result.objects, crds.length + 1 + queues.length);
+
+        // The CRD really checks: memory covered but given no quota is refused (its rule on resourceGroups).
+        const broken = path.join(tmp, "kueue-broken");
+        fs.mkdirSync(broken, { recursive: true });
+        const flavorQuota = clusterQueue.spec.resourceGroups[0].flavors[0];
+        const withoutMemory = {
+            ...clusterQueue,
+            spec: {
+                ...clusterQueue.spec,
+                resourceGroups: [{ ...groups[0], flavors: [{ ...flavorQuota, resources: flavorQuota.resources.filter((r: any) => r.name !== "memory") }] }],
+            },
+        };
+        fs.writeFileSync(path.join(broken, "clusterqueue.yaml"), YAML.stringify(withoutMemory));
+        await assert.rejects(serverDryRun(api, broken), /flavors must have the same number of resources as the coveredResources/);
+    });
 
     it("the JobSet CRD is really checked: an action outside its enum is rejected", async () => {
         const outDir = path.join(tmp, "broken-jobset");

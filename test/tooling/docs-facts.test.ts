@@ -1,6 +1,6 @@
 /**
  * Facts with one source, named the same on every page: the agent-sandbox controller's version
- * (AGENT_SANDBOX_VERSION, what the cluster stack installs), JobSet's (JOBSET_RELEASE), the Python
+ * (AGENT_SANDBOX_VERSION, what the cluster stack installs), JobSet's (JOBSET_RELEASE), Kueue's (KUEUE_RELEASE), the Python
  * client's version (the trainer's lock), Node's requirement (package.json engines), the names of the
  * images `npm run images` builds and the trainer images' Python (components/config/built-images.ts). A page (README, docs/, the
  * stack files, the component and package READMEs) that names another fails, naming the file,
@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import { BUILT_IMAGE_NAMES, BUILT_IMAGES } from "../../components/config/built-images";
-import { AGENT_SANDBOX_VERSION, JOBSET_RELEASE } from "../../components/config/cluster-schema";
+import { AGENT_SANDBOX_VERSION, JOBSET_RELEASE, KUEUE_RELEASE } from "../../components/config/cluster-schema";
 import { STOCK_SANDBOX_IMAGE } from "../../components/config/schema";
 import { readPins } from "../../scripts/lib/images/pins";
 import { docFiles, REPO } from "../helpers/docs";
@@ -58,6 +58,8 @@ const CONTROLLER = /(?<![\w-])agent-sandbox`? (v\d+\.\d+\.\d+)/g;
 const CLIENT = /k8s-agent-sandbox`?(?: |==)(\d+\.\d+\.\d+)/g;
 /** JobSet's release, written in full (`JobSet v0.10 or later` is a floor, not a release). */
 const JOBSET = /JobSet`? (v\d+\.\d+\.\d+)/g;
+/** Kueue's release, written in full. */
+const KUEUE = /Kueue`? (v\d+\.\d+\.\d+)/g;
 /**
  * An image this repository builds, as a page names it in a registry (`registry.example.com/agent-rl/trainer-blackbox:0.1.0`,
  * `<registry>/sandbox@sha256:...`): the last path part of a trainer, sandbox or mtail image with a tag or digest.
@@ -107,6 +109,10 @@ describe("facts from one source, the same on every page", () => {
         assert.deepEqual(disagreements(pages(), read, JOBSET, JOBSET_RELEASE), []);
     });
 
+    test("Kueue's release is KUEUE_RELEASE wherever a page names one", () => {
+        assert.deepEqual(disagreements(pages(), read, KUEUE, KUEUE_RELEASE), []);
+    });
+
     test("the images npm run images builds have one name each on every page (built-images.ts), and the pins agree with the table", () => {
         assert.deepEqual(imageNameProblems(pages(), read), []);
         for (const name of BUILT_IMAGE_NAMES) assert.equal(readPins(name).dockerfile, BUILT_IMAGES[name].dockerfile, name);
@@ -120,9 +126,10 @@ describe("facts from one source, the same on every page", () => {
         assert.deepEqual(disagreements(pages(), read, TRAINER_PYTHON, python), []);
     });
 
-    test("the new checks fail on a second name: another JobSet, an image's old name, the trainer on another Python", () => {
+    test("the new checks fail on a second name: another JobSet or Kueue, an image's old name, the trainer on another Python", () => {
         const page = (text: string) => () => text;
         assert.deepEqual(disagreements(["x.md"], page("needs JobSet v0.10.1 (CRDs)"), JOBSET, "v0.12.0"), ["x.md:1: JobSet v0.10.1 (the source says v0.12.0)"]);
+        assert.deepEqual(disagreements(["x.md"], page("install Kueue v0.16.2 first"), KUEUE, "v0.17.0"), ["x.md:1: Kueue v0.16.2 (the source says v0.17.0)"]);
         assert.deepEqual(imageNameProblems(["stacks/Pulumi.x.yaml"], page("      trainer: registry.example.com/agent-rl/trl-opencode-trainer:0.1.0")), [
             `stacks/Pulumi.x.yaml:1: registry.example.com/agent-rl/trl-opencode-trainer (the images are ${BUILT_IMAGE_NAMES.join(", ")})`,
         ]);

@@ -336,7 +336,10 @@ describe("multi-node: prerequisites the stack names but does not create", () => 
         );
         assert.ok(whats.some((w) => /^ReadWriteMany volumes from the default StorageClass/.test(w)));
         const kueue = rows.find((r) => r.field === "target.kueueQueue")!;
-        assert.match(kueue.what, /Kueue \(with its jobset\.x-k8s\.io\/jobset integration\) and LocalQueue team-a in arl-opencode-blackbox-32b-k8s-training/);
+        assert.match(
+            kueue.what,
+            /^Kueue v0\.17\.0 \(the cluster stack's kueue\.install, or its release manifest\) with its jobset\.x-k8s\.io\/jobset integration \(on in the manifest's default configuration\), and LocalQueue team-a in arl-opencode-blackbox-32b-k8s-training,/,
+        );
         assert.equal(kueue.check, "kubectl -n arl-opencode-blackbox-32b-k8s-training get localqueue team-a");
         assert.match(kueue.otherwise, /JobSet stays suspended for ever/);
         const one = await plan({ recipe: "opencode-blackbox", target: "kubernetes" });

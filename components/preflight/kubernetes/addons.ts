@@ -14,6 +14,8 @@ import {
     JOBSET_VERSION,
     type KubernetesNeeds,
     KUEUE_LOCALQUEUE_CRD,
+    KUEUE_MANIFEST_URL,
+    KUEUE_RELEASE,
     NON_POLICY_CNI_DAEMONSETS,
     POLICY_CNI_DAEMONSETS,
     SANDBOX_CONTROLLER_LABEL,
@@ -174,6 +176,15 @@ export function checkJobSetController(deployments: readonly any[]): Finding {
 }
 
 /**
+ * How to install Kueue: the cluster stack's kueue.install, or its release manifest by hand. The manifest's
+ * default configuration enables both integrations a queued run uses (kueue v0.17.0
+ * config/components/manager/controller_manager_config.yaml: integrations.frameworks lists batch/job and jobset.x-k8s.io/jobset).
+ */
+export const KUEUE_INSTALL = `install Kueue ${KUEUE_RELEASE} with the cluster stack (kueue.install: true) or by hand (kubectl apply --server-side -f ${KUEUE_MANIFEST_URL}; its default configuration enables the batch/job and jobset.x-k8s.io/jobset integrations)`;
+/** Where the queues a platform team makes are written out (a ResourceFlavor, a ClusterQueue with GPU quota, the LocalQueue). */
+const KUEUE_QUEUES_GUIDE = 'docs/guides/multi-node.md, "Kueue: queued runs"';
+
+/**
  * target.kueueQueue: the trainer is created suspended until Kueue admits it, so without Kueue or
  * without the LocalQueue it waits for ever. The LocalQueue lives in the training namespace, which the
  * stack creates: before the first up it cannot exist yet (a warning).
@@ -185,10 +196,10 @@ export function checkKueue(kueue: NonNullable<KubernetesNeeds["kueue"]>, crds: r
         return fail(
             check,
             `Kueue is not installed (${KUEUE_LOCALQUEUE_CRD} missing): the trainer is created suspended (target.kueueQueue) and nothing would ever admit it`,
-            "install Kueue with its batch/job and jobset.x-k8s.io/jobset integrations, or remove target.kueueQueue",
+            `${KUEUE_INSTALL}, then create the queues (${KUEUE_QUEUES_GUIDE}); or remove target.kueueQueue`,
         );
     if (localQueue !== undefined) return ok(check, `LocalQueue ${where} exists`);
-    const create = `create LocalQueue ${kueue.queue} in ${kueue.namespace} pointing at a ClusterQueue with GPU quota`;
+    const create = `create LocalQueue ${kueue.queue} in ${kueue.namespace} pointing at a ClusterQueue with GPU quota (${KUEUE_QUEUES_GUIDE}: a ResourceFlavor, the ClusterQueue, the LocalQueue)`;
     return namespaceExists
         ? fail(check, `no LocalQueue ${where} (target.kueueQueue): the suspended trainer would never be admitted`, create)
         : warn(

@@ -3,12 +3,12 @@
  * needs from the cluster, and what its run stacks will need that it does not install. The API
  * server answers at a version the stack needs; agent-sandbox is installed by the stack
  * (agentSandbox.install: its CRDs should not be there from elsewhere) or must be there already;
- * the certIssuer it names exists; JobSet (unless this stack installs it, jobSet.install) and Kueue, which no
- * stack installs, are reported for the run stacks that need them (training.nodes > 1, target.kueueQueue).
+ * the certIssuer it names exists; JobSet and Kueue, unless this stack installs them (jobSet.install,
+ * kueue.install), are reported for the run stacks that need them (training.nodes > 1, target.kueueQueue).
  */
 import type { ClusterConfig } from "../../config";
 import { fail, type Finding, ok, warn } from "../report";
-import { checkJobSet, checkSandboxController, checkSandboxCrds, crdProblems, preV1SandboxMarks, sandboxMigrationFix } from "./addons";
+import { checkJobSet, checkSandboxController, checkSandboxCrds, crdProblems, KUEUE_INSTALL, preV1SandboxMarks, sandboxMigrationFix } from "./addons";
 import { checkConnection, checkVersion } from "./connection";
 import type { ConnectionFacts } from "./facts";
 import {
@@ -17,6 +17,7 @@ import {
     JOBSET_CRD,
     JOBSET_RELEASE,
     KUEUE_LOCALQUEUE_CRD,
+    KUEUE_RELEASE,
     SANDBOX_CONTROLLER_LABEL,
     sandboxCrdExpectations,
 } from "./needs";
@@ -92,13 +93,15 @@ export function checkClusterStack(config: ClusterConfig, f: ClusterStackFacts, t
                 ),
     );
     out.push(
-        crds.some((c) => c.metadata?.name === KUEUE_LOCALQUEUE_CRD)
-            ? ok("Kueue", `${KUEUE_LOCALQUEUE_CRD} exists`)
-            : warn(
-                  "Kueue",
-                  `Kueue is not installed (${KUEUE_LOCALQUEUE_CRD} missing): run stacks with target.kueueQueue need it`,
-                  "install Kueue if runs are to queue; otherwise nothing to do",
-              ),
+        config.kueue.install
+            ? ok("Kueue", `this stack installs Kueue ${KUEUE_RELEASE} (kueue.install, ${config.kueue.manifest})`)
+            : crds.some((c) => c.metadata?.name === KUEUE_LOCALQUEUE_CRD)
+              ? ok("Kueue", `${KUEUE_LOCALQUEUE_CRD} exists`)
+              : warn(
+                    "Kueue",
+                    `Kueue is not installed (${KUEUE_LOCALQUEUE_CRD} missing): run stacks with target.kueueQueue need it (this stack installs it with kueue.install: true)`,
+                    `${KUEUE_INSTALL}, if runs are to queue; otherwise nothing to do`,
+                ),
     );
     const i = config.certIssuer;
     if (i) {

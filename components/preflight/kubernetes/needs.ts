@@ -43,6 +43,8 @@ export { SANDBOX_CONTROLLER_LABEL } from "../../config";
 export const JOBSET_CONTROLLER_LABEL = "app.kubernetes.io/part-of=jobset,app.kubernetes.io/component=manager";
 /** Kueue's LocalQueue CRD (the queue a Job or JobSet names with kueue.x-k8s.io/queue-name). */
 export const KUEUE_LOCALQUEUE_CRD = "localqueues.kueue.x-k8s.io";
+/** Kueue's release manifest: one home, the cluster stack's schema (kueue.install renders it). */
+export { KUEUE_MANIFEST_URL, KUEUE_RELEASE } from "../../config/cluster-schema";
 
 /**
  * DaemonSets of CNIs that enforce NetworkPolicy, by name (a heuristic: a name says which CNI runs,
