@@ -17,6 +17,7 @@ per-rollout key path with the real verifier is test_rollout_keys.py's). The name
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -39,6 +40,12 @@ def namespaces() -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
     ours = {f"agentrl-{TAG_BASE + i}" for i in range(1, 250)}
     return [line.split()[0] for line in out.splitlines() if line.split() and line.split()[0] in ours]
+
+
+def subnets_in_use() -> set[int]:
+    """The <n> of every 10.214.<n>.1 on this machine's interfaces: pod subnets held by any process."""
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, timeout=30).stdout
+    return {int(m) for m in re.findall(rf"inet {re.escape(SUBNET)}\.(\d+)\.1/", out)}
 
 
 class Relay:
@@ -154,7 +161,10 @@ class ForwardedPodNetwork(test_controller.PodNetwork):
             (c,) = pod.spec.containers
             (f,) = pod.spec.init_containers
             with self._lock:
-                tag = next(self._tags)
+                # Not a subnet another process's pods hold (their namespaces are not ours to list, their host-side
+                # addresses are): a second route to the same addresses would send this pod's traffic to theirs.
+                taken = subnets_in_use()
+                tag = next(t for t in self._tags if t not in taken)
             ns = netns.create(TAG_BASE + tag, subnet=f"{SUBNET}.{tag}")
             ip = ns.ns_ip
             relay = Relay(ns.host_ip, self.ingress_port)
