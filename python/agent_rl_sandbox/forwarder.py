@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import errno
 import http.client
 import ipaddress
 import json
@@ -1002,15 +1003,42 @@ class Handler(BaseHTTPRequestHandler):
 
 
 # --- the trainer's side: the trace ---------------------------------------------------------------
+def _address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    a = ipaddress.ip_address(value.split("%")[0])
+    if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped is not None:
+        return a.ipv4_mapped
+    return a
+
+
+def is_own_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """True when `address` belongs to this network namespace (a socket can be bound to it here): the pod's own, on any
+    of its interfaces. A bind that fails otherwise than EADDRNOTAVAIL counts as the pod's (refused, never trusted)."""
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:  # no ephemeral port taken for the probe (Linux >= 4.2)
+            s.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24), 1)
+        except OSError:
+            pass
+        try:
+            s.bind((str(address), 0))
+        except OSError as e:
+            return e.errno != errno.EADDRNOTAVAIL
+    return True
+
+
 def from_the_pod_itself(peer: str, local: str) -> bool:
-    """A caller inside the pod's network namespace: loopback, or the very address it connected to."""
-    p = ipaddress.ip_address(peer.split("%")[0])
-    if isinstance(p, ipaddress.IPv6Address) and p.ipv4_mapped is not None:
-        p = p.ipv4_mapped
-    lo = ipaddress.ip_address(local.split("%")[0])
-    if isinstance(lo, ipaddress.IPv6Address) and lo.ipv4_mapped is not None:
-        lo = lo.ipv4_mapped
-    return p.is_loopback or p == lo or p.is_unspecified
+    """A caller inside the pod's network namespace: from loopback, to loopback (only the pod reaches its loopback), from
+    the very address it connected to, or from any other address of the pod. Issue 56: a socket bound to the pod IP and
+    connected to 127.0.0.1 was neither loopback nor the address it arrived on, and read the trace."""
+    p, lo = _address(peer), _address(local)
+    return p.is_loopback or lo.is_loopback or p == lo or p.is_unspecified or is_own_address(p)
+
+
+#: What a caller from the pod itself gets on the trace port, written as it is accepted (before a byte of its request is
+#: read), and then the connection is closed: it holds none of the port's two slots.
+_FORBIDDEN = json.dumps({"error": "the trace is for the trainer, not for the sandbox"}).encode()
+FORBIDDEN_ANSWER = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                    % (len(_FORBIDDEN), _FORBIDDEN))
 
 
 class TraceHandler(BaseHTTPRequestHandler):
@@ -1109,6 +1137,23 @@ class TraceServer(BoundedServer):
     def __init__(self, sock: socket.socket, trace: Trace) -> None:
         self.trace = trace
         super().__init__(sock, TraceHandler, 2)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """A caller from the pod itself is answered 403 and closed as it is accepted, before any of its request is read:
+        it can neither read the trace nor hold one of the two slots (issue 56: the agent's silent connections held both,
+        and the trainer's read waited behind them for as long as the agent trickled bytes)."""
+        try:
+            local = request.getsockname()[0]
+        except OSError:
+            return False
+        if not from_the_pod_itself(client_address[0], local):
+            return True
+        try:
+            request.setblocking(False)
+            request.send(FORBIDDEN_ANSWER)  # a fresh connection's send buffer is empty: never blocks
+        except OSError:
+            pass
+        return False
 
 
 class KeyDeliveryHandler(BaseHTTPRequestHandler):

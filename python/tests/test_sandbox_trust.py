@@ -293,6 +293,99 @@ def test_the_trace_is_what_the_model_answered_and_only_the_trainer_reads_it(pod)
     assert pod.trace()["entries"] == t["entries"], "nothing the agent did changed the trace"
 
 
+#: The agent reads the trace from an address of the pod that is not the one it connects to: it binds its socket to the
+#: pod IP and connects to loopback (the kernel routes it: both are the pod's), so neither end is both loopback and equal.
+AGENT_READS_TRACE_CROSSED = r"""
+import json, socket, sys
+port, pod_ip = int(sys.argv[1]), sys.argv[2]
+out = {}
+for src, dst in ((pod_ip, "127.0.0.1"), ("127.0.0.1", pod_ip)):
+    s = socket.socket()
+    s.settimeout(REQUEST_TIMEOUT_S)
+    try:
+        s.bind((src, 0))
+        s.connect((dst, port))
+        s.sendall(b"GET /trace HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = b""
+        while piece := s.recv(65536):
+            got += piece
+        out[f"{src}->{dst}"] = got.decode("latin-1")[:300]
+    except OSError as e:
+        out[f"{src}->{dst}"] = type(e).__name__
+    finally:
+        s.close()
+print(json.dumps(out))
+""".replace("REQUEST_TIMEOUT_S", repr(scaled(10)))
+
+#: The agent holds the trace port's connections (slowloris): `n` connections from inside the pod, each with a request
+#: line and then a byte of a header now and then, so no idle timeout ever fires. It reports how many the forwarder
+#: closed, and stops once all are (or after `seconds`).
+AGENT_HOLDS_TRACE = r"""
+import json, socket, sys, time
+port, pod_ip, n, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+held = []
+for i in range(n):
+    s = socket.socket()
+    if i % 2:
+        s.bind((pod_ip, 0))
+        s.connect(("127.0.0.1", port))
+    else:
+        s.connect((pod_ip, port))
+    try:
+        s.sendall(b"GET /trace HTTP/1.1\r\n")
+    except OSError:
+        pass
+    s.setblocking(False)
+    held.append(s)
+print("holding", flush=True)
+closed = set()
+deadline = time.monotonic() + seconds
+while len(closed) < n and time.monotonic() < deadline:
+    for i, s in enumerate(held):
+        if i in closed:
+            continue
+        try:
+            if s.recv(65536) == b"":
+                closed.add(i)
+        except BlockingIOError:
+            try:
+                s.send(b"X")
+            except OSError:
+                closed.add(i)
+        except OSError:
+            closed.add(i)
+    time.sleep(0.2)
+print(json.dumps({"held": n, "closed": len(closed)}), flush=True)
+"""
+
+
+@needs_root
+def test_the_agent_can_neither_read_the_trace_from_a_crossed_address_nor_hold_its_port(pod):
+    """Issue 56 (red team): a socket bound to the pod IP and connected to loopback read the whole trace (the peer was
+    neither loopback nor the address it arrived on), and the agent's silent connections held both of the trace port's
+    slots, so the trainer's read waited for as long as the agent trickled bytes."""
+    pod.agent_json(AGENT_CALLS, str(pod.port))
+    seen = pod.agent_json(AGENT_READS_TRACE_CROSSED, str(pod.trace_port), pod.ns.ns_ip)
+    for way, got in seen.items():
+        assert '"calls"' not in got and '"entries"' not in got, f"the agent read the trace ({way}): {got[:200]}"
+    holder = subprocess.Popen(
+        pod.agent_argv(PYTHON3, "-I", "-c", AGENT_HOLDS_TRACE, str(pod.trace_port), pod.ns.ns_ip, "16", repr(scaled(60))),
+        env={"PATH": SYSTEM_PATH}, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        # The trainer's read, while the agent holds its connections: answered, not queued behind them.
+        with urllib.request.urlopen(f"http://{pod.ns.ns_ip}:{pod.trace_port}/trace", timeout=scaled(10)) as r:
+            header = json.loads(r.readline())
+        assert (header["calls"], header["recorded"], header["complete"]) == (2, 2, True), header
+        out, _ = holder.communicate(timeout=scaled(90))
+        assert json.loads(out) == {"held": 16, "closed": 16}, out
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
 class AgentUidProxy:
     """CONTROL: the capture proxy as the harness runs it today, a process of the agent's uid on its
     port in the pod (a stand-in: the standard library's http.server)."""
