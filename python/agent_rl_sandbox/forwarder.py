@@ -451,6 +451,16 @@ class SamplingParam:
 
 _NEUTRAL = "a policy-neutral value, sent whatever came: the logprobs are the full distribution's, as the trainer recomputes them (OpenEnv capture/upstream.py NON_POLICY_SAMPLING)"
 _STEERS = "steers or constrains the sampler: the recorded logprobs would not be the policy's"
+#: Arguments of the chat template call that vLLM sets itself and then updates with the request's `chat_template_kwargs`
+#: (vllm-project/vllm vllm/entrypoints/openai/serving_engine.py `_preprocess_chat`: `_chat_template_kwargs.update(
+#: chat_template_kwargs)`), and those of transformers' `apply_chat_template`: inside `chat_template_kwargs` each would
+#: pass what the table refuses at the top level (issue 56 red team: `{"continue_final_message": true,
+#: "add_generation_prompt": false}` reached the model).
+TEMPLATE_ARGUMENTS = frozenset({
+    "chat_template", "add_generation_prompt", "continue_final_message", "tools", "documents", "tokenize", "conversation",
+    "messages", "padding", "truncation", "max_length", "return_tensors", "return_dict", "return_assistant_tokens_mask",
+    "tokenizer_kwargs", "mm_processor_kwargs",
+})
 #: The allow-list of POST /v1/chat/completions (vLLM's ChatCompletionRequest): every top-level parameter the
 #: forwarder lets through, normalises or refuses. Any parameter not named here is refused. docs/design/sandbox-trust.md shows it.
 SAMPLING_TABLE: dict[str, SamplingParam] = {
@@ -461,7 +471,10 @@ SAMPLING_TABLE: dict[str, SamplingParam] = {
     "stream_options": SamplingParam("pass", "usage in the stream; does not touch sampling"),
     "parallel_tool_calls": SamplingParam("pass", "parsing of the answer, not sampling"),
     "user": SamplingParam("pass", "a label"),
-    "chat_template_kwargs": SamplingParam("pass", "prompt rendering (enable_thinking); the prompt's token ids are recorded"),
+    "chat_template_kwargs": SamplingParam("only", "prompt rendering (enable_thinking), the prompt's token ids recorded; never one of the "
+                                          "chat template's own arguments (" + ", ".join(sorted(TEMPLATE_ARGUMENTS)) + "): vLLM "
+                                          "merges these kwargs over the ones it sets, so each would undo a refusal of this table",
+                                          lambda v: v is None or (isinstance(v, dict) and not TEMPLATE_ARGUMENTS & set(v))),
     "reasoning_effort": SamplingParam("pass", "prompt rendering; the prompt's token ids are recorded"),
     "skip_special_tokens": SamplingParam("pass", "detokenisation only"),
     "spaces_between_special_tokens": SamplingParam("pass", "detokenisation only"),

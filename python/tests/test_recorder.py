@@ -363,6 +363,9 @@ STEERING = {
     "min_tokens": 5000,
     "ignore_eos": True,
     "vllm_xargs": {"x": 1},
+    # Issue 56 red team: the refused continue_final_message / add_generation_prompt / chat_template, inside the kwargs
+    # that vLLM merges over its own template arguments (on the code before, this one reached the model: 200).
+    "chat_template_kwargs": {"continue_final_message": True, "add_generation_prompt": False, "chat_template": "{{ messages }}"},
 }
 
 
@@ -398,9 +401,9 @@ def test_the_agent_cannot_steer_the_sampling_it_is_trained_on(tmp_path):
 
         check_sampling(t, {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 4096})
         # A forwarder forcing another run's sampling is still caught by the trainer's check.
-        with pytest.raises(UntrustedTrace, match=r"call 11: temperature 1.0, the run's is 0.7"):
+        with pytest.raises(UntrustedTrace, match=rf"call {len(bodies)}: temperature 1.0, the run's is 0.7"):
             check_sampling(t, {"temperature": 0.7, "top_p": 1.0, "max_tokens": 4096})
-        with pytest.raises(UntrustedTrace, match=r"call 11: max_tokens 4096, over the run's 2048"):
+        with pytest.raises(UntrustedTrace, match=rf"call {len(bodies)}: max_tokens 4096, over the run's 2048"):
             check_sampling(t, {"temperature": 1.0, "max_tokens": 2048})
     finally:
         pod.close()
@@ -433,6 +436,17 @@ def test_the_request_filter_passes_messages_byte_for_byte_and_refuses_what_the_t
         if row.action == "refuse":
             assert name in refusal(json.dumps({"messages": [], name: {"bad": 1}}).encode())
     assert "appears twice" in refusal(b'{"messages": [], "temp\\u0065rature": 0.1, "temperature": 2}')
+    # Issue 56 red team: the template's own arguments inside chat_template_kwargs (vLLM merges them over its own), a
+    # key spelled with an escape included; a template variable of the model's passes.
+    from agent_rl_sandbox.forwarder import TEMPLATE_ARGUMENTS
+
+    for name in sorted(TEMPLATE_ARGUMENTS):
+        assert "chat_template_kwargs" in refusal(json.dumps({"messages": [], "chat_template_kwargs": {"enable_thinking": False, name: True}}).encode())
+    assert "chat_template_kwargs" in refusal(b'{"messages": [], "chat_template_kwargs": {"continue\\u005ffinal_message": true}}')
+    assert "chat_template_kwargs" in refusal(b'{"messages": [], "chat_template_kwargs": "x"}')
+    ok = b'{"messages": [], "chat_template_kwargs": {"enable_thinking": false}}'
+    f = RequestFilter(SamplingPolicy(), len(ok) + BODY_RESERVE_BYTES)
+    assert json.loads(f.feed(ok) + f.finish())["chat_template_kwargs"] == {"enable_thinking": False}
     assert "not in the forwarder's allow-list" in refusal(b'{"messages": [], "sneaky": 1}')
     assert "must be a JSON object" in refusal(b'[1, 2]')
     assert "not a complete JSON object" in refusal(b'{"messages": [')
