@@ -205,6 +205,71 @@ print(json.dumps(out))
 '''.replace("REQUEST_TIMEOUT_S", repr(scaled(10)))
 
 
+#: The agent reads the trace from an address of the pod that is not the one it connects to: it binds its socket to the
+#: pod IP and connects to loopback (the kernel routes it: both are the pod's), so neither end is both loopback and equal.
+AGENT_READS_TRACE_CROSSED = r"""
+import json, socket, sys
+port, pod_ip = int(sys.argv[1]), sys.argv[2]
+out = {}
+for src, dst in ((pod_ip, "127.0.0.1"), ("127.0.0.1", pod_ip)):
+    s = socket.socket()
+    s.settimeout(REQUEST_TIMEOUT_S)
+    try:
+        s.bind((src, 0))
+        s.connect((dst, port))
+        s.sendall(b"GET /trace HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = b""
+        while piece := s.recv(65536):
+            got += piece
+        out[f"{src}->{dst}"] = got.decode("latin-1")[:300]
+    except OSError as e:
+        out[f"{src}->{dst}"] = type(e).__name__
+    finally:
+        s.close()
+print(json.dumps(out))
+""".replace("REQUEST_TIMEOUT_S", repr(scaled(10)))
+
+#: The agent holds the trace port's connections (slowloris): `n` connections from inside the pod, each with a request
+#: line and then a byte of a header now and then, so no idle timeout ever fires. It reports how many the forwarder
+#: closed, and stops once all are (or after `seconds`).
+AGENT_HOLDS_TRACE = r"""
+import json, socket, sys, time
+port, pod_ip, n, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+held = []
+for i in range(n):
+    s = socket.socket()
+    if i % 2:
+        s.bind((pod_ip, 0))
+        s.connect(("127.0.0.1", port))
+    else:
+        s.connect((pod_ip, port))
+    try:
+        s.sendall(b"GET /trace HTTP/1.1\r\n")
+    except OSError:
+        pass
+    s.setblocking(False)
+    held.append(s)
+print("holding", flush=True)
+closed = set()
+deadline = time.monotonic() + seconds
+while len(closed) < n and time.monotonic() < deadline:
+    for i, s in enumerate(held):
+        if i in closed:
+            continue
+        try:
+            if s.recv(65536) == b"":
+                closed.add(i)
+        except BlockingIOError:
+            try:
+                s.send(b"X")
+            except OSError:
+                closed.add(i)
+        except OSError:
+            closed.add(i)
+    time.sleep(0.2)
+print(json.dumps({"held": n, "closed": len(closed)}), flush=True)
+"""
+
 #: The agent goes after a process: signals, its memory, its env; and after its port: every bind it can try.
 AGENT_ATTACKS = r'''
 import ctypes, errno, json, os, signal, socket, sys, time
@@ -284,87 +349,10 @@ def test_the_trace_is_what_the_model_answered_and_only_the_trainer_reads_it(pod)
     seen = pod.agent_json(AGENT_READS_TRACE, str(pod.trace_port), pod.ns.ns_ip)
     for host, (status, body) in seen.items():
         assert status == 403 and "for the trainer" in body, (host, status, body)
-    # The trace port serves nothing else, and nothing that writes.
-    for method in ("POST", "PUT", "DELETE"):
-        req = urllib.request.Request(f"http://{pod.ns.ns_ip}:{pod.trace_port}/trace", data=b"{}", method=method)
-        with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(req, timeout=scaled(10))
-        assert e.value.code in (404, 501), (method, e.value.code)
-    assert pod.trace()["entries"] == t["entries"], "nothing the agent did changed the trace"
-
-
-#: The agent reads the trace from an address of the pod that is not the one it connects to: it binds its socket to the
-#: pod IP and connects to loopback (the kernel routes it: both are the pod's), so neither end is both loopback and equal.
-AGENT_READS_TRACE_CROSSED = r"""
-import json, socket, sys
-port, pod_ip = int(sys.argv[1]), sys.argv[2]
-out = {}
-for src, dst in ((pod_ip, "127.0.0.1"), ("127.0.0.1", pod_ip)):
-    s = socket.socket()
-    s.settimeout(REQUEST_TIMEOUT_S)
-    try:
-        s.bind((src, 0))
-        s.connect((dst, port))
-        s.sendall(b"GET /trace HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        got = b""
-        while piece := s.recv(65536):
-            got += piece
-        out[f"{src}->{dst}"] = got.decode("latin-1")[:300]
-    except OSError as e:
-        out[f"{src}->{dst}"] = type(e).__name__
-    finally:
-        s.close()
-print(json.dumps(out))
-""".replace("REQUEST_TIMEOUT_S", repr(scaled(10)))
-
-#: The agent holds the trace port's connections (slowloris): `n` connections from inside the pod, each with a request
-#: line and then a byte of a header now and then, so no idle timeout ever fires. It reports how many the forwarder
-#: closed, and stops once all are (or after `seconds`).
-AGENT_HOLDS_TRACE = r"""
-import json, socket, sys, time
-port, pod_ip, n, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-held = []
-for i in range(n):
-    s = socket.socket()
-    if i % 2:
-        s.bind((pod_ip, 0))
-        s.connect(("127.0.0.1", port))
-    else:
-        s.connect((pod_ip, port))
-    try:
-        s.sendall(b"GET /trace HTTP/1.1\r\n")
-    except OSError:
-        pass
-    s.setblocking(False)
-    held.append(s)
-print("holding", flush=True)
-closed = set()
-deadline = time.monotonic() + seconds
-while len(closed) < n and time.monotonic() < deadline:
-    for i, s in enumerate(held):
-        if i in closed:
-            continue
-        try:
-            if s.recv(65536) == b"":
-                closed.add(i)
-        except BlockingIOError:
-            try:
-                s.send(b"X")
-            except OSError:
-                closed.add(i)
-        except OSError:
-            closed.add(i)
-    time.sleep(0.2)
-print(json.dumps({"held": n, "closed": len(closed)}), flush=True)
-"""
-
-
-@needs_root
-def test_the_agent_can_neither_read_the_trace_from_a_crossed_address_nor_hold_its_port(pod):
-    """Issue 56 (red team): a socket bound to the pod IP and connected to loopback read the whole trace (the peer was
-    neither loopback nor the address it arrived on), and the agent's silent connections held both of the trace port's
-    slots, so the trainer's read waited for as long as the agent trickled bytes."""
-    pod.agent_json(AGENT_CALLS, str(pod.port))
+    # Issue 56 red team: a socket bound to the pod IP and connected to loopback read the whole trace (the peer was
+    # neither loopback nor the address it arrived on), and the agent's silent connections held both of the trace port's
+    # slots, so the trainer's read waited for as long as the agent trickled bytes. On the code before: "the agent read
+    # the trace (<pod IP>->127.0.0.1): HTTP/1.1 200 OK", and without that check, the trainer's read: TimeoutError.
     seen = pod.agent_json(AGENT_READS_TRACE_CROSSED, str(pod.trace_port), pod.ns.ns_ip)
     for way, got in seen.items():
         assert '"calls"' not in got and '"entries"' not in got, f"the agent read the trace ({way}): {got[:200]}"
@@ -384,6 +372,13 @@ def test_the_agent_can_neither_read_the_trace_from_a_crossed_address_nor_hold_it
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+    # The trace port serves nothing else, and nothing that writes.
+    for method in ("POST", "PUT", "DELETE"):
+        req = urllib.request.Request(f"http://{pod.ns.ns_ip}:{pod.trace_port}/trace", data=b"{}", method=method)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=scaled(10))
+        assert e.value.code in (404, 501), (method, e.value.code)
+    assert pod.trace()["entries"] == t["entries"], "nothing the agent did changed the trace"
 
 
 class AgentUidProxy:
