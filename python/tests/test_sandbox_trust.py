@@ -270,6 +270,38 @@ while len(closed) < n and time.monotonic() < deadline:
 print(json.dumps({"held": n, "closed": len(closed)}), flush=True)
 """
 
+#: The agent frames its calls to desync the forwarder: two requests in one write, a chat request as the body of a GET,
+#: `Transfer-Encoding: identity` then `chunked`, and two Content-Lengths (the first is taken); prints each connection's
+#: status lines.
+AGENT_PIPELINES = r"""
+import json, socket, sys
+port = int(sys.argv[1])
+def chat(i, extra=b""):
+    body = json.dumps({"model": "stub/model-1", "messages": [{"role": "user", "content": f"p{i}"}]}).encode()
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra
+            + b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+close = b"Connection: close\r\n"
+inner = chat(3, close)
+body = json.dumps({"model": "stub/model-1", "messages": [{"role": "user", "content": "p5"}]}).encode()
+ways = {
+    "pipelined": chat(1) + chat(2, close),
+    "chat in a GET's body": b"GET /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(inner) + inner,
+    "TE identity, chunked": chat(4, close + b"Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n"),
+    "two Content-Lengths": b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nContent-Length: 5\r\n\r\n%s" % (len(body), body) + chat(6, close),
+}
+out = {}
+for name, data in ways.items():
+    s = socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S)
+    s.sendall(data)
+    got = b""
+    while piece := s.recv(65536):
+        got += piece
+    s.close()
+    out[name] = [line.decode() for line in got.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+print(json.dumps(out))
+""".replace("REQUEST_TIMEOUT_S", repr(scaled(30)))
+
+
 #: The agent goes after a process: signals, its memory, its env; and after its port: every bind it can try.
 AGENT_ATTACKS = r'''
 import ctypes, errno, json, os, signal, socket, sys, time
@@ -379,6 +411,16 @@ def test_the_trace_is_what_the_model_answered_and_only_the_trainer_reads_it(pod)
             urllib.request.urlopen(req, timeout=scaled(10))
         assert e.value.code in (404, 501), (method, e.value.code)
     assert pod.trace()["entries"] == t["entries"], "nothing the agent did changed the trace"
+    # Issue 56 red team (held): however the agent frames its calls, each chat request the model answers is one call of
+    # the record, recorded (the forwarder frames its upstream requests itself, one connection each).
+    before = len(pod.model.chat_requests())
+    seen = pod.agent_json(AGENT_PIPELINES, str(pod.port))
+    assert seen == {"pipelined": ["HTTP/1.1 200 OK"] * 2, "chat in a GET's body": ["HTTP/1.1 200 OK"] * 2,
+                    "TE identity, chunked": ["HTTP/1.1 200 OK"], "two Content-Lengths": ["HTTP/1.1 200 OK"] * 2}, seen
+    t = pod.trace()
+    sent = [r["body"]["messages"][0]["content"] for r in pod.model.chat_requests()[before:]]
+    assert sent == ["p1", "p2", "p3", "p4", "p5", "p6"], sent
+    assert (t["calls"], t["recorded"], t["complete"]) == (8, 8, True), {k: v for k, v in t.items() if k != "entries"}
 
 
 class AgentUidProxy:
