@@ -32,8 +32,8 @@ process's memory, and served to the trainer on a second port (``--trace-port``, 
 ``GET /trace``. The in-sandbox capture proxy of the harness runs as the agent's uid: the agent can
 rewrite its trace, kill it and answer on its port. Here the record is in another uid's memory,
 of a process the agent can neither signal nor ptrace, and only what the upstream answered is
-recorded (what the agent sends is never trusted). ``/trace`` refuses callers on the pod's own
-addresses (loopback, or the address the connection arrived on): the agent shares the pod's
+recorded (what the agent sends is never trusted). The trace port refuses a caller on any
+of the pod's own addresses as it accepts it, before reading a byte: the agent shares the pod's
 network namespace, the trainer comes from another pod.
 
 Ports the agent cannot take: a supervisor binds both ports before anything else runs (on the
@@ -54,7 +54,8 @@ either, the entry is counted in ``dropped`` instead).
 
 A record the agent cannot truncate: a call whose caller hangs up (or goes silent) while its answer is relayed is
 counted in ``broken`` and the trace is not ``complete``, so the trainer refuses the rollout (issue 56: such a call
-used to vanish from a record that still said complete). A rollout's calls and completion tokens are bounded
+used to vanish from a record that still said complete); a call still being answered when the trace is read is counted in
+``in_flight``, and the trace is not ``complete`` either. A rollout's calls and completion tokens are bounded
 (``--max-calls``, ``--max-rollout-tokens``, the stack's sandboxes.maxCallsPerRollout / maxTokensPerRollout): each
 call's ``max_tokens`` is cut to what is left, and past either bound a call gets 429 naming it, counted in ``limited``.
 
@@ -367,6 +368,9 @@ class Trace:
         self.max_tokens = max_tokens
         #: Completion tokens reserved by calls in flight and spent by calls done.
         self.tokens = 0
+        #: Calls admitted and not yet settled: relayed now, their answers not yet recorded (issue 56 red team: a trace
+        #: read while one was being answered said complete, without it).
+        self.in_flight = 0
         self.entries: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -383,6 +387,7 @@ class Trace:
                 self.limited += 1
                 raise Limited(f"this rollout sampled its {self.max_tokens} completion tokens (--max-rollout-tokens, the run's sandboxes.maxTokensPerRollout): no more are relayed")
             self.calls += 1
+            self.in_flight += 1
             grant = min(want, left)
             self.tokens += grant
             return self.calls, grant
@@ -392,6 +397,7 @@ class Trace:
         place of what it reserved."""
         with self._lock:
             self.tokens += used - granted
+            self.in_flight -= 1
 
     def add(self, seq: int, status: int, entry: dict[str, Any] | None) -> None:
         """The call's outcome: a 200 without a record (malformed, over a bound, broken off) counts as dropped."""
@@ -412,13 +418,15 @@ class Trace:
             self.broken += 1
 
     def lines(self) -> Iterator[bytes]:
-        """JSON lines: a header ({"calls", "recorded", "dropped", "refused", "limited", "broken", "tokens", "restarts",
-        "complete"}), then one entry a line."""
+        """JSON lines: a header ({"calls", "recorded", "dropped", "refused", "limited", "broken", "in_flight", "tokens",
+        "restarts", "complete"}), then one entry a line. Complete: nothing dropped, broken off or still being answered,
+        and no restart."""
         with self._lock:
             entries = sorted(self.entries, key=lambda e: e["seq"])
             header = {"calls": self.calls, "recorded": len(entries), "dropped": self.dropped, "refused": self.refused,
-                      "limited": self.limited, "broken": self.broken, "tokens": self.tokens, "restarts": self.restarts}
-        header["complete"] = header["dropped"] == 0 and header["broken"] == 0 and header["restarts"] == 0
+                      "limited": self.limited, "broken": self.broken, "in_flight": self.in_flight, "tokens": self.tokens,
+                      "restarts": self.restarts}
+        header["complete"] = header["dropped"] == 0 and header["broken"] == 0 and header["in_flight"] == 0 and header["restarts"] == 0
         yield json.dumps(header).encode() + b"\n"
         for e in entries:
             yield json.dumps(entry_json(e)).encode() + b"\n"

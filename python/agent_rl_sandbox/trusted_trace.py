@@ -67,6 +67,8 @@ def forwarder_calls(trace: Any) -> list[dict[str, Any]]:
         raise UntrustedTrace(f"the forwarder dropped {trace.get('dropped')} answer(s) (over its trace caps): the record is partial")
     if trace.get("broken", 0) != 0:
         raise UntrustedTrace(f"the caller hung up on {trace.get('broken')} call(s) mid-answer: the model sampled them and the record has no whole answer")
+    if trace.get("in_flight", 0) != 0:
+        raise UntrustedTrace(f"{trace.get('in_flight')} call(s) were still being answered when the trainer read the record: their answers are not in it")
     if trace.get("complete") is not True:
         raise UntrustedTrace(f"the forwarder's trace is not complete: {dict((k, v) for k, v in trace.items() if k != 'entries')}")
     calls = []

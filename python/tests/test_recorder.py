@@ -540,13 +540,20 @@ def test_a_call_the_agent_hangs_up_on_mid_answer_makes_the_record_incomplete(tmp
     try:
         got = pod.agent_json(AGENT_HANGS_UP, str(pod.port))
         assert got > 0, "the agent read the first event before it hung up"
+        # Issue 56 red team: read while the call is still being answered (the stand-in holds the rest), the record is
+        # not complete. On the code before: calls 1, recorded 0, complete true, and a trace with other calls trained them
+        # without this one.
+        t = pod.trace()
+        assert (t["calls"], t["recorded"], t.get("in_flight"), t["complete"]) == (1, 0, 1, False), {k: v for k, v in t.items() if k != "entries"}
+        with pytest.raises(UntrustedTrace, match="1 call\\(s\\) were still being answered"):
+            forwarder_calls(t)
         upstream.release.set()
         assert upstream.finished.wait(scaled(30)), "the stand-in sent the rest of the answer"
         # The forwarder logs each call when it ends; a relay broken off by the caller logs its 502.
         wait_for("the forwarder ends the broken-off call", lambda: "POST /v1/chat/completions 502" in pod.log_path.read_text(), 30)
         t = pod.trace()
         header = {k: v for k, v in t.items() if k != "entries"}
-        assert (t["calls"], t["recorded"], t.get("broken"), t["complete"]) == (1, 0, 1, False), header
+        assert (t["calls"], t["recorded"], t.get("broken"), t["in_flight"], t["complete"]) == (1, 0, 1, 0, False), header
         with pytest.raises(UntrustedTrace, match="hung up on 1 call"):
             forwarder_calls(t)
     finally:

@@ -220,6 +220,7 @@ def test_a_disagreeing_proxy_loses_its_selection_and_every_forwarder_call_is_tra
     ({"dropped": 1, "complete": False}, "dropped 1 answer"),
     ({"complete": False}, "not complete"),
     ({"broken": 1, "complete": False}, "hung up on 1 call"),
+    ({"in_flight": 1, "complete": False}, "1 call\\(s\\) were still being answered"),
 ])
 def test_a_forwarder_record_that_is_not_whole_is_refused(header, message):
     with pytest.raises(UntrustedTrace, match=message):
