@@ -302,6 +302,37 @@ print(json.dumps(out))
 """.replace("REQUEST_TIMEOUT_S", repr(scaled(30)))
 
 
+#: The agent tries to sniff the pod's traffic (the forwarder's upstream requests carry the key, in plain HTTP to an
+#: in-cluster ingress): a packet socket and a raw TCP socket in the pod's network namespace, then the same in a user
+#: namespace of its own (where it would hold every capability, but over no network namespace of the pod's).
+AGENT_SNIFFS = r"""
+import ctypes, errno, json, os, socket
+def sockets():
+    got = {}
+    for name, args in (("packet", (socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))), ("raw tcp", (socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP))):
+        try:
+            socket.socket(*args).close()
+            got[name] = "opened"
+        except OSError as e:
+            got[name] = errno.errorcode.get(e.errno, str(e.errno))
+    return got
+out = {"pod": sockets()}
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    libc = ctypes.CDLL(None, use_errno=True)
+    res = {"unshare": "ok" if libc.unshare(0x10000000) == 0 else errno.errorcode.get(ctypes.get_errno(), "?")}  # CLONE_NEWUSER
+    if res["unshare"] == "ok":
+        res.update(sockets())
+    os.write(w, json.dumps(res).encode())
+    os._exit(0)
+os.close(w)
+out["own user namespace"] = json.loads(os.read(r, 65536))
+os.waitpid(pid, 0)
+print(json.dumps(out))
+"""
+
+
 #: The agent goes after a process: signals, its memory, its env; and after its port: every bind it can try.
 AGENT_ATTACKS = r'''
 import ctypes, errno, json, os, signal, socket, sys, time
@@ -460,6 +491,11 @@ def test_the_agent_can_neither_kill_nor_read_nor_bind_over_the_recorder(pod):
             # every bind that would receive loopback's connections (127.0.0.1, 0.0.0.0, ::) is refused.
             taken = {k for k in taken if not k.startswith(pod.ns.ns_ip + " ")}
         assert not taken, (port, seen["bind"])
+    # Issue 56 red team (held): nor sniff the forwarder's upstream traffic, which carries the key: no packet or raw
+    # socket in the pod's network namespace (every capability dropped), none in a user namespace of the agent's own.
+    seen = pod.agent_json(AGENT_SNIFFS)
+    assert seen["pod"] == {"packet": "EPERM", "raw tcp": "EPERM"}, seen
+    assert "opened" not in seen["own user namespace"].values(), seen
     t = pod.trace()
     assert pod.forwarder_pids() == pids and (t["calls"], t["recorded"], t["complete"]) == (2, 2, True), t
 
