@@ -32,8 +32,8 @@ process's memory, and served to the trainer on a second port (``--trace-port``, 
 ``GET /trace``. The in-sandbox capture proxy of the harness runs as the agent's uid: the agent can
 rewrite its trace, kill it and answer on its port. Here the record is in another uid's memory,
 of a process the agent can neither signal nor ptrace, and only what the upstream answered is
-recorded (what the agent sends is never trusted). ``/trace`` refuses callers on the pod's own
-addresses (loopback, or the address the connection arrived on): the agent shares the pod's
+recorded (what the agent sends is never trusted). The trace port refuses a caller on any
+of the pod's own addresses as it accepts it, before reading a byte: the agent shares the pod's
 network namespace, the trainer comes from another pod.
 
 Ports the agent cannot take: a supervisor binds both ports before anything else runs (on the
@@ -54,7 +54,8 @@ either, the entry is counted in ``dropped`` instead).
 
 A record the agent cannot truncate: a call whose caller hangs up (or goes silent) while its answer is relayed is
 counted in ``broken`` and the trace is not ``complete``, so the trainer refuses the rollout (issue 56: such a call
-used to vanish from a record that still said complete). A rollout's calls and completion tokens are bounded
+used to vanish from a record that still said complete); a call still being answered when the trace is read is counted in
+``in_flight``, and the trace is not ``complete`` either. A rollout's calls and completion tokens are bounded
 (``--max-calls``, ``--max-rollout-tokens``, the stack's sandboxes.maxCallsPerRollout / maxTokensPerRollout): each
 call's ``max_tokens`` is cut to what is left, and past either bound a call gets 429 naming it, counted in ``limited``.
 
@@ -74,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import errno
 import http.client
 import ipaddress
 import json
@@ -366,6 +368,9 @@ class Trace:
         self.max_tokens = max_tokens
         #: Completion tokens reserved by calls in flight and spent by calls done.
         self.tokens = 0
+        #: Calls admitted and not yet settled: relayed now, their answers not yet recorded (issue 56 red team: a trace
+        #: read while one was being answered said complete, without it).
+        self.in_flight = 0
         self.entries: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -382,6 +387,7 @@ class Trace:
                 self.limited += 1
                 raise Limited(f"this rollout sampled its {self.max_tokens} completion tokens (--max-rollout-tokens, the run's sandboxes.maxTokensPerRollout): no more are relayed")
             self.calls += 1
+            self.in_flight += 1
             grant = min(want, left)
             self.tokens += grant
             return self.calls, grant
@@ -391,6 +397,7 @@ class Trace:
         place of what it reserved."""
         with self._lock:
             self.tokens += used - granted
+            self.in_flight -= 1
 
     def add(self, seq: int, status: int, entry: dict[str, Any] | None) -> None:
         """The call's outcome: a 200 without a record (malformed, over a bound, broken off) counts as dropped."""
@@ -411,13 +418,15 @@ class Trace:
             self.broken += 1
 
     def lines(self) -> Iterator[bytes]:
-        """JSON lines: a header ({"calls", "recorded", "dropped", "refused", "limited", "broken", "tokens", "restarts",
-        "complete"}), then one entry a line."""
+        """JSON lines: a header ({"calls", "recorded", "dropped", "refused", "limited", "broken", "in_flight", "tokens",
+        "restarts", "complete"}), then one entry a line. Complete: nothing dropped, broken off or still being answered,
+        and no restart."""
         with self._lock:
             entries = sorted(self.entries, key=lambda e: e["seq"])
             header = {"calls": self.calls, "recorded": len(entries), "dropped": self.dropped, "refused": self.refused,
-                      "limited": self.limited, "broken": self.broken, "tokens": self.tokens, "restarts": self.restarts}
-        header["complete"] = header["dropped"] == 0 and header["broken"] == 0 and header["restarts"] == 0
+                      "limited": self.limited, "broken": self.broken, "in_flight": self.in_flight, "tokens": self.tokens,
+                      "restarts": self.restarts}
+        header["complete"] = header["dropped"] == 0 and header["broken"] == 0 and header["in_flight"] == 0 and header["restarts"] == 0
         yield json.dumps(header).encode() + b"\n"
         for e in entries:
             yield json.dumps(entry_json(e)).encode() + b"\n"
@@ -450,6 +459,16 @@ class SamplingParam:
 
 _NEUTRAL = "a policy-neutral value, sent whatever came: the logprobs are the full distribution's, as the trainer recomputes them (OpenEnv capture/upstream.py NON_POLICY_SAMPLING)"
 _STEERS = "steers or constrains the sampler: the recorded logprobs would not be the policy's"
+#: Arguments of the chat template call that vLLM sets itself and then updates with the request's `chat_template_kwargs`
+#: (vllm-project/vllm vllm/entrypoints/openai/serving_engine.py `_preprocess_chat`: `_chat_template_kwargs.update(
+#: chat_template_kwargs)`), and those of transformers' `apply_chat_template`: inside `chat_template_kwargs` each would
+#: pass what the table refuses at the top level (issue 56 red team: `{"continue_final_message": true,
+#: "add_generation_prompt": false}` reached the model).
+TEMPLATE_ARGUMENTS = frozenset({
+    "chat_template", "add_generation_prompt", "continue_final_message", "tools", "documents", "tokenize", "conversation",
+    "messages", "padding", "truncation", "max_length", "return_tensors", "return_dict", "return_assistant_tokens_mask",
+    "tokenizer_kwargs", "mm_processor_kwargs",
+})
 #: The allow-list of POST /v1/chat/completions (vLLM's ChatCompletionRequest): every top-level parameter the
 #: forwarder lets through, normalises or refuses. Any parameter not named here is refused. docs/design/sandbox-trust.md shows it.
 SAMPLING_TABLE: dict[str, SamplingParam] = {
@@ -460,7 +479,10 @@ SAMPLING_TABLE: dict[str, SamplingParam] = {
     "stream_options": SamplingParam("pass", "usage in the stream; does not touch sampling"),
     "parallel_tool_calls": SamplingParam("pass", "parsing of the answer, not sampling"),
     "user": SamplingParam("pass", "a label"),
-    "chat_template_kwargs": SamplingParam("pass", "prompt rendering (enable_thinking); the prompt's token ids are recorded"),
+    "chat_template_kwargs": SamplingParam("only", "prompt rendering (enable_thinking), the prompt's token ids recorded; never one of the "
+                                          "chat template's own arguments (" + ", ".join(sorted(TEMPLATE_ARGUMENTS)) + "): vLLM "
+                                          "merges these kwargs over the ones it sets, so each would undo a refusal of this table",
+                                          lambda v: v is None or (isinstance(v, dict) and not TEMPLATE_ARGUMENTS & set(v))),
     "reasoning_effort": SamplingParam("pass", "prompt rendering; the prompt's token ids are recorded"),
     "skip_special_tokens": SamplingParam("pass", "detokenisation only"),
     "spaces_between_special_tokens": SamplingParam("pass", "detokenisation only"),
@@ -1002,15 +1024,42 @@ class Handler(BaseHTTPRequestHandler):
 
 
 # --- the trainer's side: the trace ---------------------------------------------------------------
+def _address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    a = ipaddress.ip_address(value.split("%")[0])
+    if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped is not None:
+        return a.ipv4_mapped
+    return a
+
+
+def is_own_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """True when `address` belongs to this network namespace (a socket can be bound to it here): the pod's own, on any
+    of its interfaces. A bind that fails otherwise than EADDRNOTAVAIL counts as the pod's (refused, never trusted)."""
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:  # no ephemeral port taken for the probe (Linux >= 4.2)
+            s.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24), 1)
+        except OSError:
+            pass
+        try:
+            s.bind((str(address), 0))
+        except OSError as e:
+            return e.errno != errno.EADDRNOTAVAIL
+    return True
+
+
 def from_the_pod_itself(peer: str, local: str) -> bool:
-    """A caller inside the pod's network namespace: loopback, or the very address it connected to."""
-    p = ipaddress.ip_address(peer.split("%")[0])
-    if isinstance(p, ipaddress.IPv6Address) and p.ipv4_mapped is not None:
-        p = p.ipv4_mapped
-    lo = ipaddress.ip_address(local.split("%")[0])
-    if isinstance(lo, ipaddress.IPv6Address) and lo.ipv4_mapped is not None:
-        lo = lo.ipv4_mapped
-    return p.is_loopback or p == lo or p.is_unspecified
+    """A caller inside the pod's network namespace: from loopback, to loopback (only the pod reaches its loopback), from
+    the very address it connected to, or from any other address of the pod. Issue 56: a socket bound to the pod IP and
+    connected to 127.0.0.1 was neither loopback nor the address it arrived on, and read the trace."""
+    p, lo = _address(peer), _address(local)
+    return p.is_loopback or lo.is_loopback or p == lo or p.is_unspecified or is_own_address(p)
+
+
+#: What a caller from the pod itself gets on the trace port, written as it is accepted (before a byte of its request is
+#: read), and then the connection is closed: it holds none of the port's two slots.
+_FORBIDDEN = json.dumps({"error": "the trace is for the trainer, not for the sandbox"}).encode()
+FORBIDDEN_ANSWER = (b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                    % (len(_FORBIDDEN), _FORBIDDEN))
 
 
 class TraceHandler(BaseHTTPRequestHandler):
@@ -1109,6 +1158,23 @@ class TraceServer(BoundedServer):
     def __init__(self, sock: socket.socket, trace: Trace) -> None:
         self.trace = trace
         super().__init__(sock, TraceHandler, 2)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """A caller from the pod itself is answered 403 and closed as it is accepted, before any of its request is read:
+        it can neither read the trace nor hold one of the two slots (issue 56: the agent's silent connections held both,
+        and the trainer's read waited behind them for as long as the agent trickled bytes)."""
+        try:
+            local = request.getsockname()[0]
+        except OSError:
+            return False
+        if not from_the_pod_itself(client_address[0], local):
+            return True
+        try:
+            request.setblocking(False)
+            request.send(FORBIDDEN_ANSWER)  # a fresh connection's send buffer is empty: never blocks
+        except OSError:
+            pass
+        return False
 
 
 class KeyDeliveryHandler(BaseHTTPRequestHandler):

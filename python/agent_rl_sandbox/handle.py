@@ -302,8 +302,8 @@ class RuntimeHandle:
 
     def fetch_trace(self) -> dict[str, Any]:
         """The forwarder's record of every completion the sandbox's agent side got (forwarder.py
-        ``GET /trace``): ``{"calls", "recorded", "dropped", "refused", "restarts", "complete", "entries"}``, each
-        entry ``{"seq", "status", "model", "prompt_token_ids", "choices": [{"index", "token_ids",
+        ``GET /trace``): ``{"calls", "recorded", "dropped", "refused", "limited", "broken", "in_flight", "tokens",
+        "restarts", "complete", "entries"}``, each entry ``{"seq", "status", "model", "prompt_token_ids", "choices": [{"index", "token_ids",
         "logprobs", "finish_reason"}]}``. It comes from the forwarder's uid, not through the runtime,
         which runs as the agent's: train on this, not on what the in-sandbox capture proxy says."""
         self.check_alive()

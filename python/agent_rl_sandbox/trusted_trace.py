@@ -67,6 +67,8 @@ def forwarder_calls(trace: Any) -> list[dict[str, Any]]:
         raise UntrustedTrace(f"the forwarder dropped {trace.get('dropped')} answer(s) (over its trace caps): the record is partial")
     if trace.get("broken", 0) != 0:
         raise UntrustedTrace(f"the caller hung up on {trace.get('broken')} call(s) mid-answer: the model sampled them and the record has no whole answer")
+    if trace.get("in_flight", 0) != 0:
+        raise UntrustedTrace(f"{trace.get('in_flight')} call(s) were still being answered when the trainer read the record: their answers are not in it")
     if trace.get("complete") is not True:
         raise UntrustedTrace(f"the forwarder's trace is not complete: {dict((k, v) for k, v in trace.items() if k != 'entries')}")
     calls = []
@@ -213,6 +215,8 @@ class ForwarderTracedSession:
         self._sampling = sampling
         #: The last cross-check (TraceCheck), for metrics and tests.
         self.trace_check: TraceCheck | None = None
+        #: The forwarder's call count when the trainer read the record (None: not read yet).
+        self._calls_read: int | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -234,10 +238,26 @@ class ForwarderTracedSession:
         except Exception as e:  # noqa: BLE001 - no record: nothing trustworthy to train on
             raise UntrustedTrace(f"sandbox {sandbox_id}: the forwarder's trace could not be read: {e}") from e
         entries, self.trace_check = trusted_entries(forwarder, proxy, rollout=str(sandbox_id), sampling=self._sampling)
+        self._calls_read = forwarder.get("calls") if isinstance(forwarder.get("calls"), int) else None
         return TrainingTrace.from_entries(entries)
 
     def verify(self, *args: Any, **kwargs: Any) -> Any:
-        return self._inner.verify(*args, **kwargs)
+        """The inner session's reward; when the record was read before it, raises UntrustedTrace if the forwarder relayed
+        a call since. Issue 56 red team: callers that read the trace and then verify (both orders are in use) left a gap
+        in which a process the agent left behind could call the model and write what the verifier grades: the reward
+        counted calls the trained record lacked."""
+        result = self._inner.verify(*args, **kwargs)
+        if self._calls_read is not None:
+            sandbox_id = getattr(self._sandbox, "sandbox_id", "?")
+            try:
+                calls = self._sandbox.fetch_trace().get("calls")
+            except Exception as e:  # noqa: BLE001 - the count cannot be checked: nothing trustworthy to reward
+                raise UntrustedTrace(f"sandbox {sandbox_id}: the forwarder's trace could not be read again after the verifier: {e}") from e
+            if calls != self._calls_read:
+                raise UntrustedTrace(f"sandbox {sandbox_id}: {calls - self._calls_read if isinstance(calls, int) else '?'} model call(s) after "
+                                     f"the trainer read the record ({self._calls_read} then, {calls} at the reward): the reward may count "
+                                     "answers that are not trained")
+        return result
 
     def close(self) -> None:
         self._inner.close()

@@ -363,6 +363,9 @@ STEERING = {
     "min_tokens": 5000,
     "ignore_eos": True,
     "vllm_xargs": {"x": 1},
+    # Issue 56 red team: the refused continue_final_message / add_generation_prompt / chat_template, inside the kwargs
+    # that vLLM merges over its own template arguments (on the code before, this one reached the model: 200).
+    "chat_template_kwargs": {"continue_final_message": True, "add_generation_prompt": False, "chat_template": "{{ messages }}"},
 }
 
 
@@ -398,9 +401,9 @@ def test_the_agent_cannot_steer_the_sampling_it_is_trained_on(tmp_path):
 
         check_sampling(t, {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 4096})
         # A forwarder forcing another run's sampling is still caught by the trainer's check.
-        with pytest.raises(UntrustedTrace, match=r"call 11: temperature 1.0, the run's is 0.7"):
+        with pytest.raises(UntrustedTrace, match=rf"call {len(bodies)}: temperature 1.0, the run's is 0.7"):
             check_sampling(t, {"temperature": 0.7, "top_p": 1.0, "max_tokens": 4096})
-        with pytest.raises(UntrustedTrace, match=r"call 11: max_tokens 4096, over the run's 2048"):
+        with pytest.raises(UntrustedTrace, match=rf"call {len(bodies)}: max_tokens 4096, over the run's 2048"):
             check_sampling(t, {"temperature": 1.0, "max_tokens": 2048})
     finally:
         pod.close()
@@ -433,6 +436,17 @@ def test_the_request_filter_passes_messages_byte_for_byte_and_refuses_what_the_t
         if row.action == "refuse":
             assert name in refusal(json.dumps({"messages": [], name: {"bad": 1}}).encode())
     assert "appears twice" in refusal(b'{"messages": [], "temp\\u0065rature": 0.1, "temperature": 2}')
+    # Issue 56 red team: the template's own arguments inside chat_template_kwargs (vLLM merges them over its own), a
+    # key spelled with an escape included; a template variable of the model's passes.
+    from agent_rl_sandbox.forwarder import TEMPLATE_ARGUMENTS
+
+    for name in sorted(TEMPLATE_ARGUMENTS):
+        assert "chat_template_kwargs" in refusal(json.dumps({"messages": [], "chat_template_kwargs": {"enable_thinking": False, name: True}}).encode())
+    assert "chat_template_kwargs" in refusal(b'{"messages": [], "chat_template_kwargs": {"continue\\u005ffinal_message": true}}')
+    assert "chat_template_kwargs" in refusal(b'{"messages": [], "chat_template_kwargs": "x"}')
+    ok = b'{"messages": [], "chat_template_kwargs": {"enable_thinking": false}}'
+    f = RequestFilter(SamplingPolicy(), len(ok) + BODY_RESERVE_BYTES)
+    assert json.loads(f.feed(ok) + f.finish())["chat_template_kwargs"] == {"enable_thinking": False}
     assert "not in the forwarder's allow-list" in refusal(b'{"messages": [], "sneaky": 1}')
     assert "must be a JSON object" in refusal(b'[1, 2]')
     assert "not a complete JSON object" in refusal(b'{"messages": [')
@@ -526,13 +540,20 @@ def test_a_call_the_agent_hangs_up_on_mid_answer_makes_the_record_incomplete(tmp
     try:
         got = pod.agent_json(AGENT_HANGS_UP, str(pod.port))
         assert got > 0, "the agent read the first event before it hung up"
+        # Issue 56 red team: read while the call is still being answered (the stand-in holds the rest), the record is
+        # not complete. On the code before: calls 1, recorded 0, complete true, and a trace with other calls trained them
+        # without this one.
+        t = pod.trace()
+        assert (t["calls"], t["recorded"], t.get("in_flight"), t["complete"]) == (1, 0, 1, False), {k: v for k, v in t.items() if k != "entries"}
+        with pytest.raises(UntrustedTrace, match="1 call\\(s\\) were still being answered"):
+            forwarder_calls(t)
         upstream.release.set()
         assert upstream.finished.wait(scaled(30)), "the stand-in sent the rest of the answer"
         # The forwarder logs each call when it ends; a relay broken off by the caller logs its 502.
         wait_for("the forwarder ends the broken-off call", lambda: "POST /v1/chat/completions 502" in pod.log_path.read_text(), 30)
         t = pod.trace()
         header = {k: v for k, v in t.items() if k != "entries"}
-        assert (t["calls"], t["recorded"], t.get("broken"), t["complete"]) == (1, 0, 1, False), header
+        assert (t["calls"], t["recorded"], t.get("broken"), t["in_flight"], t["complete"]) == (1, 0, 1, 0, False), header
         with pytest.raises(UntrustedTrace, match="hung up on 1 call"):
             forwarder_calls(t)
     finally:

@@ -205,6 +205,134 @@ print(json.dumps(out))
 '''.replace("REQUEST_TIMEOUT_S", repr(scaled(10)))
 
 
+#: The agent reads the trace from an address of the pod that is not the one it connects to: it binds its socket to the
+#: pod IP and connects to loopback (the kernel routes it: both are the pod's), so neither end is both loopback and equal.
+AGENT_READS_TRACE_CROSSED = r"""
+import json, socket, sys
+port, pod_ip = int(sys.argv[1]), sys.argv[2]
+out = {}
+for src, dst in ((pod_ip, "127.0.0.1"), ("127.0.0.1", pod_ip)):
+    s = socket.socket()
+    s.settimeout(REQUEST_TIMEOUT_S)
+    try:
+        s.bind((src, 0))
+        s.connect((dst, port))
+        s.sendall(b"GET /trace HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = b""
+        while piece := s.recv(65536):
+            got += piece
+        out[f"{src}->{dst}"] = got.decode("latin-1")[:300]
+    except OSError as e:
+        out[f"{src}->{dst}"] = type(e).__name__
+    finally:
+        s.close()
+print(json.dumps(out))
+""".replace("REQUEST_TIMEOUT_S", repr(scaled(10)))
+
+#: The agent holds the trace port's connections (slowloris): `n` connections from inside the pod, each with a request
+#: line and then a byte of a header now and then, so no idle timeout ever fires. It reports how many the forwarder
+#: closed, and stops once all are (or after `seconds`).
+AGENT_HOLDS_TRACE = r"""
+import json, socket, sys, time
+port, pod_ip, n, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+held = []
+for i in range(n):
+    s = socket.socket()
+    if i % 2:
+        s.bind((pod_ip, 0))
+        s.connect(("127.0.0.1", port))
+    else:
+        s.connect((pod_ip, port))
+    try:
+        s.sendall(b"GET /trace HTTP/1.1\r\n")
+    except OSError:
+        pass
+    s.setblocking(False)
+    held.append(s)
+print("holding", flush=True)
+closed = set()
+deadline = time.monotonic() + seconds
+while len(closed) < n and time.monotonic() < deadline:
+    for i, s in enumerate(held):
+        if i in closed:
+            continue
+        try:
+            if s.recv(65536) == b"":
+                closed.add(i)
+        except BlockingIOError:
+            try:
+                s.send(b"X")
+            except OSError:
+                closed.add(i)
+        except OSError:
+            closed.add(i)
+    time.sleep(0.2)
+print(json.dumps({"held": n, "closed": len(closed)}), flush=True)
+"""
+
+#: The agent frames its calls to desync the forwarder: two requests in one write, a chat request as the body of a GET,
+#: `Transfer-Encoding: identity` then `chunked`, and two Content-Lengths (the first is taken); prints each connection's
+#: status lines.
+AGENT_PIPELINES = r"""
+import json, socket, sys
+port = int(sys.argv[1])
+def chat(i, extra=b""):
+    body = json.dumps({"model": "stub/model-1", "messages": [{"role": "user", "content": f"p{i}"}]}).encode()
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra
+            + b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+close = b"Connection: close\r\n"
+inner = chat(3, close)
+body = json.dumps({"model": "stub/model-1", "messages": [{"role": "user", "content": "p5"}]}).encode()
+ways = {
+    "pipelined": chat(1) + chat(2, close),
+    "chat in a GET's body": b"GET /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(inner) + inner,
+    "TE identity, chunked": chat(4, close + b"Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n"),
+    "two Content-Lengths": b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nContent-Length: 5\r\n\r\n%s" % (len(body), body) + chat(6, close),
+}
+out = {}
+for name, data in ways.items():
+    s = socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S)
+    s.sendall(data)
+    got = b""
+    while piece := s.recv(65536):
+        got += piece
+    s.close()
+    out[name] = [line.decode() for line in got.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+print(json.dumps(out))
+""".replace("REQUEST_TIMEOUT_S", repr(scaled(30)))
+
+
+#: The agent tries to sniff the pod's traffic (the forwarder's upstream requests carry the key, in plain HTTP to an
+#: in-cluster ingress): a packet socket and a raw TCP socket in the pod's network namespace, then the same in a user
+#: namespace of its own (where it would hold every capability, but over no network namespace of the pod's).
+AGENT_SNIFFS = r"""
+import ctypes, errno, json, os, socket
+def sockets():
+    got = {}
+    for name, args in (("packet", (socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))), ("raw tcp", (socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP))):
+        try:
+            socket.socket(*args).close()
+            got[name] = "opened"
+        except OSError as e:
+            got[name] = errno.errorcode.get(e.errno, str(e.errno))
+    return got
+out = {"pod": sockets()}
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    libc = ctypes.CDLL(None, use_errno=True)
+    res = {"unshare": "ok" if libc.unshare(0x10000000) == 0 else errno.errorcode.get(ctypes.get_errno(), "?")}  # CLONE_NEWUSER
+    if res["unshare"] == "ok":
+        res.update(sockets())
+    os.write(w, json.dumps(res).encode())
+    os._exit(0)
+os.close(w)
+out["own user namespace"] = json.loads(os.read(r, 65536))
+os.waitpid(pid, 0)
+print(json.dumps(out))
+"""
+
+
 #: The agent goes after a process: signals, its memory, its env; and after its port: every bind it can try.
 AGENT_ATTACKS = r'''
 import ctypes, errno, json, os, signal, socket, sys, time
@@ -284,6 +412,29 @@ def test_the_trace_is_what_the_model_answered_and_only_the_trainer_reads_it(pod)
     seen = pod.agent_json(AGENT_READS_TRACE, str(pod.trace_port), pod.ns.ns_ip)
     for host, (status, body) in seen.items():
         assert status == 403 and "for the trainer" in body, (host, status, body)
+    # Issue 56 red team: a socket bound to the pod IP and connected to loopback read the whole trace (the peer was
+    # neither loopback nor the address it arrived on), and the agent's silent connections held both of the trace port's
+    # slots, so the trainer's read waited for as long as the agent trickled bytes. On the code before: "the agent read
+    # the trace (<pod IP>->127.0.0.1): HTTP/1.1 200 OK", and without that check, the trainer's read: TimeoutError.
+    seen = pod.agent_json(AGENT_READS_TRACE_CROSSED, str(pod.trace_port), pod.ns.ns_ip)
+    for way, got in seen.items():
+        assert '"calls"' not in got and '"entries"' not in got, f"the agent read the trace ({way}): {got[:200]}"
+    holder = subprocess.Popen(
+        pod.agent_argv(PYTHON3, "-I", "-c", AGENT_HOLDS_TRACE, str(pod.trace_port), pod.ns.ns_ip, "16", repr(scaled(60))),
+        env={"PATH": SYSTEM_PATH}, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        # The trainer's read, while the agent holds its connections: answered, not queued behind them.
+        with urllib.request.urlopen(f"http://{pod.ns.ns_ip}:{pod.trace_port}/trace", timeout=scaled(10)) as r:
+            header = json.loads(r.readline())
+        assert (header["calls"], header["recorded"], header["complete"]) == (2, 2, True), header
+        out, _ = holder.communicate(timeout=scaled(90))
+        assert json.loads(out) == {"held": 16, "closed": 16}, out
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
     # The trace port serves nothing else, and nothing that writes.
     for method in ("POST", "PUT", "DELETE"):
         req = urllib.request.Request(f"http://{pod.ns.ns_ip}:{pod.trace_port}/trace", data=b"{}", method=method)
@@ -291,6 +442,16 @@ def test_the_trace_is_what_the_model_answered_and_only_the_trainer_reads_it(pod)
             urllib.request.urlopen(req, timeout=scaled(10))
         assert e.value.code in (404, 501), (method, e.value.code)
     assert pod.trace()["entries"] == t["entries"], "nothing the agent did changed the trace"
+    # Issue 56 red team (held): however the agent frames its calls, each chat request the model answers is one call of
+    # the record, recorded (the forwarder frames its upstream requests itself, one connection each).
+    before = len(pod.model.chat_requests())
+    seen = pod.agent_json(AGENT_PIPELINES, str(pod.port))
+    assert seen == {"pipelined": ["HTTP/1.1 200 OK"] * 2, "chat in a GET's body": ["HTTP/1.1 200 OK"] * 2,
+                    "TE identity, chunked": ["HTTP/1.1 200 OK"], "two Content-Lengths": ["HTTP/1.1 200 OK"] * 2}, seen
+    t = pod.trace()
+    sent = [r["body"]["messages"][0]["content"] for r in pod.model.chat_requests()[before:]]
+    assert sent == ["p1", "p2", "p3", "p4", "p5", "p6"], sent
+    assert (t["calls"], t["recorded"], t["complete"]) == (8, 8, True), {k: v for k, v in t.items() if k != "entries"}
 
 
 class AgentUidProxy:
@@ -330,6 +491,11 @@ def test_the_agent_can_neither_kill_nor_read_nor_bind_over_the_recorder(pod):
             # every bind that would receive loopback's connections (127.0.0.1, 0.0.0.0, ::) is refused.
             taken = {k for k in taken if not k.startswith(pod.ns.ns_ip + " ")}
         assert not taken, (port, seen["bind"])
+    # Issue 56 red team (held): nor sniff the forwarder's upstream traffic, which carries the key: no packet or raw
+    # socket in the pod's network namespace (every capability dropped), none in a user namespace of the agent's own.
+    seen = pod.agent_json(AGENT_SNIFFS)
+    assert seen["pod"] == {"packet": "EPERM", "raw tcp": "EPERM"}, seen
+    assert "opened" not in seen["own user namespace"].values(), seen
     t = pod.trace()
     assert pod.forwarder_pids() == pids and (t["calls"], t["recorded"], t["complete"]) == (2, 2, True), t
 

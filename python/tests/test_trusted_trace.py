@@ -59,6 +59,11 @@ json.dump(entries, open(sys.argv[1], "w"))
 '''
 
 
+#: The agent's solution, as a process it left behind writes it once the model answered (the stand-in verifier runs it).
+SOLUTION = "print(sum(map(int, input().split())))\n"
+AGENT_WRITES = "import os, sys; os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True); open(sys.argv[1], 'w').write(sys.argv[2])"
+
+
 def honest_entries(calls: list[dict]) -> list[dict]:
     """What OpenEnv's proxy records for the agent's calls (contract.py to_trace_entries' fields)."""
     return [{"prompt_token_ids": c["prompt"], "completion_token_ids": c["ids"], "per_token_logps": c["lps"],
@@ -121,10 +126,22 @@ def test_a_rewritten_proxy_trace_reaches_the_trainer_as_the_forwarders(rollout, 
 
 @needs_root
 def test_a_replaced_proxy_does_not_decide_what_is_trained(rollout):
+    """Also (issue 56 red team, folded here to share the pod): a model call after the record was read fails the
+    rollout. A caller that reads the training trace and then verifies leaves a gap; a process the agent left behind
+    calls the model in it and writes what the verifier grades. On the code before, verify() returned 1.0 and the
+    trained record had 2 of the forwarder's 4 calls (pytest.raises: DID NOT RAISE)."""
+    s, pod = rollout["session"], rollout["pod"]
     # The agent kills the proxy (its own uid) and nothing answers on its port any more.
     rollout["proxy"].send_signal(signal.SIGKILL)
     rollout["proxy"].wait(timeout=scaled(10))
-    assert trained(rollout["session"]) == truth(rollout["calls"])
+    assert trained(s) == truth(rollout["calls"])
+    # CONTROL: no call after the read; the verifier grades the agent's file.
+    solution = f"{s.cfg.path('workdir')}/solution.py"
+    assert pod.agent(AGENT_WRITES, solution, SOLUTION).returncode == 0
+    assert s.verify([]).env_reward == 1.0
+    pod.agent_json(AGENT_CALLS, str(pod.port))  # the leftover process's calls, after the trainer read the record
+    with pytest.raises(UntrustedTrace, match=r"2 model call\(s\) after the trainer read the record \(2 then, 4 at the reward\)"):
+        s.verify([])
 
 
 @needs_root
@@ -203,6 +220,7 @@ def test_a_disagreeing_proxy_loses_its_selection_and_every_forwarder_call_is_tra
     ({"dropped": 1, "complete": False}, "dropped 1 answer"),
     ({"complete": False}, "not complete"),
     ({"broken": 1, "complete": False}, "hung up on 1 call"),
+    ({"in_flight": 1, "complete": False}, "1 call\\(s\\) were still being answered"),
 ])
 def test_a_forwarder_record_that_is_not_whole_is_refused(header, message):
     with pytest.raises(UntrustedTrace, match=message):
