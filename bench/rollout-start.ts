@@ -15,7 +15,7 @@ export interface RolloutStartBenchOptions {
     readonly levels?: readonly number[];
     /** Runs per level, phase and case (each figure is their median, with min and max). @default 3 */
     readonly runs?: number;
-    /** About this many claims per run (bursts of the level repeat until then). @default 8 */
+    /** About this many claims per run (bursts of the level repeat until then). @default 6 */
     readonly perRun?: number;
 }
 
@@ -160,7 +160,9 @@ function stepRows(levels: readonly Level[]): string[][] {
 /** The tables of one run of bench/rollout_start.py. */
 export function rolloutFiguresMarkdown(f: RolloutFigures): string[] {
     const failures = f.levels.flatMap((l) =>
-        l.runs.flatMap((r) => (["bare", "full"] as const).flatMap((w) => r[w].filter((c) => !c.ok).map((c) => `${l.concurrency} at once, ${r.phase}, ${w}: ${c.error}`))),
+        l.runs.flatMap((r) =>
+            (["bare", "full"] as const).flatMap((w) => r[w].filter((c) => !c.ok).map((c) => `${l.concurrency} at once, ${r.phase}, ${w}: ${c.error}`)),
+        ),
     );
     return [
         `Each cell: the median over ${f.runs} runs [min-max]; a run is about ${f.per_run} claims of one case (bursts of the level released at once), p99 over n <= 32 being the run's slowest claim. The ratio is full / bare within the same run.`,
@@ -189,8 +191,20 @@ export function rolloutChecks(f: RolloutFigures): TargetCheck[] {
     const p99 = median(perRun(at32, "sized", "full", "total_ms", 0.99));
     const ratio = median(ratios(at32, "sized", 0.99));
     return [
-        atMost(`claim to first model call p99 at 32 at once, pool sized by the rule, median of ${runs.length} runs (${failed} claims failed)`, failed ? Infinity : p99, 1000, " ms", 0),
-        atMost(`its ratio to a bare agent-sandbox pool's claim to first command p99, same run, median of ${runs.length} runs`, failed ? Infinity : ratio, 1.25, "", 2),
+        atMost(
+            `claim to first model call p99 at 32 at once, pool sized by the rule, median of ${runs.length} runs (${failed} claims failed)`,
+            failed ? Infinity : p99,
+            1000,
+            " ms",
+            0,
+        ),
+        atMost(
+            `its ratio to a bare agent-sandbox pool's claim to first command p99, same run, median of ${runs.length} runs`,
+            failed ? Infinity : ratio,
+            1.25,
+            "",
+            2,
+        ),
     ];
 }
 
@@ -199,7 +213,7 @@ export async function runRolloutStartBench(o: RolloutStartBenchOptions): Promise
     if (python === undefined) throw new Error(`the trainer-side lock's venv is missing: ${LOCK_VENV_HINT}`);
     const levels = o.levels ?? [1, 8, 32];
     const runs = o.runs ?? 3;
-    const perRunClaims = o.perRun ?? 8;
+    const perRunClaims = o.perRun ?? 6;
     const budget = Math.max(120, (o.deadline - Date.now()) / 1000 - 60);
     o.log(`rollout-start: ${levels.join(", ")} at once, ${runs} runs of about ${perRunClaims} claims per case and phase (at most ${fmt(budget, 0)} s)`);
     const args = [path.join(REPO_ROOT, "bench", "rollout_start.py"), levels.join(","), String(runs), String(perRunClaims), String(budget)];

@@ -162,7 +162,8 @@ class CpuLimits:
         self.made.append(d)
         (d / "cpu.cfs_period_us").write_text(str(self.PERIOD_US))
         (d / "cpu.cfs_quota_us").write_text(str(limit_m * self.PERIOD_US // 1000))
-        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(d), *argv]
+        # Through this process's root: `ip netns exec` mounts a sysfs of its own over /sys, hiding the cgroup mounts.
+        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', f"/proc/{os.getpid()}/root{d}", *argv]
 
     def close(self) -> None:
         for d in [*self.made, self.base]:
