@@ -41,9 +41,11 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import shlex
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,7 +93,12 @@ class FreeTags:
     def __next__(self) -> int:
         now = time.monotonic()
         live = {int(n.rsplit("-", 1)[1]) - pod_netns.TAG_BASE for n in pod_netns.namespaces()}
-        for tag in range(1, 250):
+        # The subnet (10.214.<tag>.0/30) of a pod of another process on this machine (its namespaces are not ours to
+        # list): a second route to the same addresses would send our pod's traffic to theirs.
+        addrs = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, timeout=30).stdout
+        live |= {int(m) for m in re.findall(rf"inet {re.escape(pod_netns.SUBNET)}\.(\d+)\.1/", addrs)}
+        # From the top: the other users of pod_netns on this machine count up from 1.
+        for tag in range(249, 0, -1):
             if tag not in live and now - self.handed.get(tag, -TAG_QUARANTINE_S) >= TAG_QUARANTINE_S:
                 self.handed[tag] = now
                 return tag
@@ -111,8 +118,11 @@ class BenchPodNetwork(pod_netns.ForwardedPodNetwork):
         self._free_tags = FreeTags()
 
     def _start(self, name: str, pod) -> None:
+        if os.environ.get("AGENT_RL_BENCH_DEBUG"):
+            print(f"pod start {name}", file=sys.stderr, flush=True)
         if not pod.spec.init_containers:
-            return tc.PodNetwork._start(self, name, pod)
+            # PodNetwork's own start (tc.PodNetwork is this class's factory while the cluster runs).
+            return super(pod_netns.ForwardedPodNetwork, self)._start(name, pod)
         return super()._start(name, pod)
 
 
@@ -336,6 +346,9 @@ def run_levels(c: dict, rendered_env: dict, admin_url: str, levels: list[dict], 
 
 
 def main(levels: list[int], runs: int, per_run: int, budget_s: float) -> int:
+    import faulthandler
+
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: every thread's stack on stderr
     deadline = time.monotonic() + budget_s
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ[cl.LEVELS_ENV] = ",".join(str(n) for n in levels)
