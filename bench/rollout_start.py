@@ -43,11 +43,13 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -371,6 +373,12 @@ def main(levels: list[int], runs: int, per_run: int, budget_s: float) -> int:
             # The verifier (the plan's command) and nginx (the plan's ingress settings, its defaults) in front of the stub model.
             r = stack.enter_context(trk.rendered_path_up(tmp, model.url, None, None))
             ingress_port = urlsplit(r["facts"]["url"]).port
+            # rendered_path_up gives the verifier a stderr pipe nobody reads: drained here into a file, or its log (a line
+            # per mint and revocation) fills the pipe and the verifier blocks on it (the first run's mints timed out at 32).
+            verifier = r["procs"][0]
+            log = open(tmp / "verifier.log", "wb")  # noqa: SIM115 - closed with the stack
+            stack.callback(log.close)
+            threading.Thread(target=shutil.copyfileobj, args=(verifier.stderr, log), name="verifier-log", daemon=True).start()
             stack.enter_context(limited_pods(limits))
             mp = stack.enter_context(contextlib.ExitStack())
             for obj, name, value in [
