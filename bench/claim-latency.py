@@ -170,6 +170,13 @@ def metrics_delta(before: dict, after: dict) -> dict:
 
 
 # --- the bench ---------------------------------------------------------------------------------
+def first_command(handle) -> tuple[bool, str | None, dict]:
+    """The first command through the runtime, `true`."""
+    result = handle.exec("true", timeout=60)
+    ok = result.exit_code == 0
+    return ok, None if ok else f"first command exited {result.exit_code}", {}
+
+
 class Bench:
     def __init__(self, c: dict, deadline: float, local_pods: bool = True) -> None:
         self.c = c
@@ -177,6 +184,9 @@ class Bench:
         self.ns = c["sandboxesNamespace"]
         #: The simulated cluster's pods answer on this machine's loopback only once their runtime runs (a real node's have pod IPs).
         self.local_pods = local_pods
+        #: Where the simulated cluster's pod network serves pods (kwok's own addresses answer nothing); the rollout-start
+        #: bench adds its pod namespaces' subnet (bench/rollout_start.py).
+        self.served = ("127.",)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -196,20 +206,23 @@ class Bench:
     def set_quota(self, hard: dict) -> None:
         self.c["core"].patch_namespaced_resource_quota(self.c["quota"], self.ns, {"spec": {"hard": hard}})
 
-    def set_replicas(self, n: int) -> None:
-        self.c["custom"].patch_namespaced_custom_object(*WARM_POOLS[:2], self.ns, WARM_POOLS[2], self.c["warmPool"], {"spec": {"replicas": n}})
+    def set_replicas(self, n: int, pool: str | None = None) -> None:
+        """Scales `pool` (the plan's warm pool unless named) to n."""
+        self.c["custom"].patch_namespaced_custom_object(*WARM_POOLS[:2], self.ns, WARM_POOLS[2], pool or self.c["warmPool"], {"spec": {"replicas": n}})
 
-    def warm(self) -> int:
-        """Sandboxes the pool still owns (not adopted by a claim), Ready at an address (on the simulated cluster: one this machine serves)."""
+    def warm(self, pool: str | None = None) -> int:
+        """Sandboxes a warm pool (`pool`, else any) still owns (not adopted by a claim), Ready at an address (on the
+        simulated cluster: one this machine serves)."""
         items = self.c["custom"].list_namespaced_custom_object(*tc.SANDBOXES[:2], self.ns, tc.SANDBOXES[2])["items"]
         n = 0
         for s in items:
             meta, st = s["metadata"], s.get("status") or {}
-            if meta.get("deletionTimestamp") or not any(o.get("kind") == "SandboxWarmPool" for o in meta.get("ownerReferences") or []):
+            owners = meta.get("ownerReferences") or []
+            if meta.get("deletionTimestamp") or not any(o.get("kind") == "SandboxWarmPool" and pool in (None, o.get("name")) for o in owners):
                 continue
             ready = any(x["type"] == "Ready" and x["status"] == "True" for x in st.get("conditions", []))
             ips = [p if isinstance(p, str) else p.get("ip") for p in st.get("podIPs", [])]
-            n += ready and bool(ips) and (not self.local_pods or all(ip.startswith("127.") for ip in ips))
+            n += ready and bool(ips) and (not self.local_pods or all(ip.startswith(self.served) for ip in ips))
         return n
 
     def pods(self) -> int:
@@ -248,13 +261,15 @@ class Bench:
         for f in [ex.submit(one) for _ in range(n)]:
             f.result()
 
-    def burst(self, ex: ThreadPoolExecutor, backend: AgentSandboxBackend, n: int) -> tuple[list[dict], list, float]:
-        """n claims released at once: each claim's figures, the handles of those created, and when they were released."""
+    def burst(self, ex: ThreadPoolExecutor, backend: AgentSandboxBackend, n: int, first=None) -> tuple[list[dict], list, float]:
+        """n claims released at once: each claim's figures, the handles of those created, and when they were released.
+        `first(handle)` -> (ok, error, figures) is what runs once a claim is made (default: first_command)."""
         barrier = threading.Barrier(n + 1)
+        first = first or first_command
 
         def one() -> dict:
             barrier.wait(BARRIER_S)
-            _phase.post_ms = _phase.ready_ms = None
+            _phase.post_ms = _phase.ready_ms = _phase.mint_ms = _phase.keys_ms = None
             t0 = time.perf_counter()
             try:
                 handle = backend.create(timeout_s=300)
@@ -262,16 +277,19 @@ class Bench:
                 return {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}", "after_ms": (time.perf_counter() - t0) * 1000, "handle": None}
             t1 = time.perf_counter()
             try:
-                result = handle.exec("true", timeout=60)
-                ok = result.exit_code == 0
-                error = None if ok else f"first command exited {result.exit_code}"
+                ok, error, figures = first(handle)
             except Exception as e:  # noqa: BLE001
-                ok, error = False, f"{type(e).__name__}: {str(e)[:300]}"
+                ok, error, figures = False, f"{type(e).__name__}: {str(e)[:300]}", {}
             t2 = time.perf_counter()
-            post, ready = _phase.post_ms, _phase.ready_ms
+            post, ready, keys = _phase.post_ms, _phase.ready_ms, _phase.keys_ms
             create_ms = (t1 - t0) * 1000
-            rest = create_ms - (post or 0) - (ready or 0)
-            return {"ok": ok, "error": error, "handle": handle, "create_ms": create_ms, "post_ms": post, "ready_ms": ready, "rest_ms": rest, "exec_ms": (t2 - t1) * 1000, "total_ms": (t2 - t0) * 1000}
+            rest = create_ms - (post or 0) - (ready or 0) - (keys or 0)
+            out = {"ok": ok, "error": error, "handle": handle, "create_ms": create_ms, "post_ms": post, "ready_ms": ready, "rest_ms": rest,
+                   "exec_ms": (t2 - t1) * 1000, "total_ms": (t2 - t0) * 1000, **figures}
+            if keys is not None:
+                # Per-rollout keys (the rollout-start bench's TimedBackend): the mint at the verifier, then the PUT to the forwarder.
+                out.update(mint_ms=_phase.mint_ms, delivery_ms=keys - (_phase.mint_ms or 0))
+            return out
 
         futures = [ex.submit(one) for _ in range(n)]
         barrier.wait(BARRIER_S)

@@ -1,4 +1,4 @@
-// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session|claim-latency|claim-latency-node] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128]
+// npm run bench  (= tsx bench/run.ts)  [--only ingress|scaling|engine|env-session|claim-latency|claim-latency-node|rollout-start] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128] [--runs N]
 // Runs the benchmarks of issue "Benchmarks" and writes bench/results.md: the machine, the date, and every figure as a
 // ratio measured side by side in this one run. Not part of `npm test`. Bounded: a hard deadline (4 min 45 s) stops
 // everything; every child (wrk, nginx, stub, plan children) is stopped on success, failure, SIGINT and SIGTERM.
@@ -6,6 +6,8 @@
 // 50 min) and replaces only its section of bench/results.md; a default run keeps the last engine section. `--only claim-latency`
 // (claims at 1, 8, 32 and 128 at once on the simulated cluster, bench/claim-latency.ts) has its own limit too (20 min), and
 // `--only claim-latency-node` (the same on real pods on the node fixture, bench/claim-latency-node.ts; default 1 and 8) 30 min.
+// `--only rollout-start` (claim to the first model call with per-rollout keys beside a bare pool, 1, 8 and 32 at once,
+// `--runs` runs each, bench/rollout-start.ts) 45 min.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -15,12 +17,14 @@ import { runEngineBench } from "./engine";
 import { runEnvSessionBench } from "./env-session";
 import { runIngressBench } from "./ingress";
 import { BENCH_DIR, beginShutdown, checkLine, cleanupAll, fmt, machineBusySeconds, machineInfo, selfAndReapedSeconds, type TargetCheck } from "./lib";
+import { runRolloutStartBench } from "./rollout-start";
 import { runScalingBench } from "./scaling";
 
 const HARD_LIMIT_MS = 285_000;
 const ENGINE_HARD_LIMIT_MS = 50 * 60_000;
 const CLAIM_HARD_LIMIT_MS = 20 * 60_000;
 const CLAIM_NODE_HARD_LIMIT_MS = 30 * 60_000;
+const ROLLOUT_HARD_LIMIT_MS = 45 * 60_000;
 const ENGINE_SECTION = "## 4. Engine timings";
 
 /** The engine section of a results file (from its heading to the next "## " heading or the end), or undefined. */
@@ -32,23 +36,26 @@ function engineSection(text: string): string | undefined {
 }
 
 interface Args {
-    only: "ingress" | "scaling" | "engine" | "env-session" | "claim-latency" | "claim-latency-node" | undefined;
+    only: "ingress" | "scaling" | "engine" | "env-session" | "claim-latency" | "claim-latency-node" | "rollout-start" | undefined;
     quick: boolean;
     diagnose: boolean;
     out: string | undefined;
     /** Claims at once for the claim-latency bench. */
     levels: number[] | undefined;
+    /** Runs per level, phase and case for the rollout-start bench. */
+    runs: number | undefined;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-    const a: Args = { only: undefined, quick: false, diagnose: true, out: undefined, levels: undefined };
+    const a: Args = { only: undefined, quick: false, diagnose: true, out: undefined, levels: undefined, runs: undefined };
+    const onlyOptions = ["ingress", "scaling", "engine", "env-session", "claim-latency", "claim-latency-node", "rollout-start"] as const;
     for (let i = 0; i < argv.length; i++) {
         const x = argv[i];
         if (x === "--only") {
             const v = argv[++i];
-            if (v !== "ingress" && v !== "scaling" && v !== "engine" && v !== "env-session" && v !== "claim-latency" && v !== "claim-latency-node")
-                throw new Error("--only takes ingress, scaling, engine, env-session, claim-latency or claim-latency-node");
-            a.only = v;
+            const only = onlyOptions.find((o) => o === v);
+            if (only === undefined) throw new Error(`--only takes one of ${onlyOptions.join(", ")}`);
+            a.only = only;
         } else if (x === "--quick") a.quick = true;
         else if (x === "--no-diagnose") a.diagnose = false;
         else if (x === "--out") {
@@ -61,9 +68,14 @@ function parseArgs(argv: readonly string[]): Args {
             if (v === "" || levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1000))
                 throw new Error(`--levels ${v}: expected claims at once, e.g. 1,8,32,128`);
             a.levels = levels;
+        } else if (x === "--runs") {
+            const v = argv[++i] ?? "";
+            const runs = Number(v);
+            if (!Number.isInteger(runs) || runs < 1 || runs > 20) throw new Error(`--runs ${v}: expected runs per case, 1 to 20`);
+            a.runs = runs;
         } else
             throw new Error(
-                `unknown argument ${x}\nusage: npm run bench -- [--only ingress|scaling|engine|env-session|claim-latency|claim-latency-node] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128]`,
+                `unknown argument ${x}\nusage: npm run bench -- [--only ${onlyOptions.join("|")}] [--quick] [--no-diagnose] [--out FILE] [--levels 1,8,32,128] [--runs N]`,
             );
     }
     return a;
@@ -90,7 +102,9 @@ async function main(): Promise<number> {
               ? CLAIM_HARD_LIMIT_MS
               : args.only === "claim-latency-node"
                 ? CLAIM_NODE_HARD_LIMIT_MS
-                : HARD_LIMIT_MS;
+                : args.only === "rollout-start"
+                  ? ROLLOUT_HARD_LIMIT_MS
+                  : HARD_LIMIT_MS;
     const deadline = started + limit - 10_000;
     const watchdog = setTimeout(() => void shutdown(1, `hard limit of ${limit / 1000} s reached`), limit);
     const log = (line: string) => process.stderr.write(`[${fmt((Date.now() - started) / 1000, 1)} s] ${line}\n`);
@@ -158,6 +172,17 @@ async function main(): Promise<number> {
     if (args.only === "claim-latency-node") {
         await section("claim-latency-node", "## 6b. Sandbox claims under load: real pod starts", () =>
             runClaimLatencyNodeBench({ deadline, log, ...(args.quick ? { levels: [1], samples: 4 } : {}), ...(args.levels ? { levels: args.levels } : {}) }),
+        );
+    }
+    if (args.only === "rollout-start") {
+        await section("rollout-start", "### A rollout's start (issue 58)", () =>
+            runRolloutStartBench({
+                deadline,
+                log,
+                ...(args.quick ? { levels: [1, 8], runs: 2, perRun: 4 } : {}),
+                ...(args.levels ? { levels: args.levels } : {}),
+                ...(args.runs ? { runs: args.runs } : {}),
+            }),
         );
     }
     if (exiting) return 1; // interrupted: shutdown() is stopping everything; keep the previous results file

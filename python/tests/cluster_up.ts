@@ -18,7 +18,8 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { AGENT_SANDBOX_VERSION } from "../../components/config";
 import { planToDir, REPO_ROOT } from "../../scripts/lib/plan";
-import { startCluster, type Cluster } from "../../test/helpers/cluster";
+import { multiplyQuantity, quantityValue } from "../../components/shared/quantity";
+import { CPU_NODE_ALLOCATABLE, startCluster, type Cluster } from "../../test/helpers/cluster";
 import { engineFixtures } from "../../test/helpers/engine-fixtures";
 import { acquireEngineLock } from "../../test/helpers/engine-checks";
 
@@ -34,9 +35,21 @@ const LEVELS_ENV = "AGENT_RL_POOL_LEVELS";
 /** Extra flags for the agent-sandbox controller (the bench's tuning runs), space-separated. */
 const CONTROLLER_ARGS_ENV = "AGENT_RL_SANDBOX_CONTROLLER_ARGS";
 
-/** The bench's override at `maxInflight` claims at once: the pool and its quota as the rule sizes them (no poolSize). */
+/**
+ * The bench's override at `maxInflight` claims at once: the pool and its quota as the rule sizes them (no poolSize), each
+ * sandbox at the recipe's rendered CPU and memory (the fake nodes are sized for them: benchNodes).
+ */
 function levelOverride(maxInflight: number) {
-    return { runId: RUN_ID, training: { maxInflight }, sandboxes: { maxLifetimeSeconds: 600, cpu: "100m", memory: "128Mi" } };
+    return { runId: RUN_ID, training: { maxInflight }, sandboxes: { maxLifetimeSeconds: 600 } };
+}
+
+/**
+ * Fake CPU nodes enough for twice the largest level's quota (the rollout-start bench keeps a second pool of the same
+ * size beside the plan's, bench/rollout_start.py), at least 2.
+ */
+function benchNodes(quotas: ReadonlyArray<Record<string, string>>): number {
+    const need = (key: string, per: string) => Math.max(0, ...quotas.map((q) => Math.ceil((2 * quantityValue(q[key] ?? "0")) / quantityValue(per))));
+    return Math.max(2, need("requests.cpu", CPU_NODE_ALLOCATABLE.cpu), need("requests.memory", CPU_NODE_ALLOCATABLE.memory), need("pods", CPU_NODE_ALLOCATABLE.pods));
 }
 
 /** AGENT_RL_POOL_LEVELS as numbers, or undefined when unset; a bad value is refused with the variable named. */
@@ -113,7 +126,10 @@ async function main(): Promise<number> {
             const pool = r.manifests.find((m) => m.kind === "SandboxWarmPool");
             if (!quota || !pool) throw new Error(`the plan at maxInflight ${c} renders no ResourceQuota or SandboxWarmPool in ${ns}`);
             const s = r.plan.sandboxes!;
-            levelPlans.push({ concurrency: c, poolSize: s.poolSize, replicas: pool.spec.replicas, burst: s.sizing.burst, headroom: s.sizing.margin, quota: quota.spec.hard });
+            const hard = quota.spec.hard as Record<string, string>;
+            // Two pools of this size side by side (bench/rollout_start.py): every bound of the quota twice.
+            const quotaTwoPools = Object.fromEntries(Object.entries(hard).map(([k, v]) => [k, multiplyQuantity(v, 2)]));
+            levelPlans.push({ concurrency: c, poolSize: s.poolSize, replicas: pool.spec.replicas, burst: s.sizing.burst, headroom: s.sizing.margin, quota: hard, quotaTwoPools });
         }
         const { plan, manifests } = await planAt(levels ? levelOverride(levels[0]!) : OVERRIDE);
         const sandboxesNs = plan.names.namespaces.sandboxes;
@@ -131,7 +147,8 @@ async function main(): Promise<number> {
 
         // kwok leaves the sandbox pods Running and not Ready: the test's pod network (test_controller.py PodNetwork)
         // makes each Ready once its runtime answers at the address it writes, as a kubelet's readiness probe would.
-        cluster = await startCluster({ cpuNodes: 2, volumes: 0, slowNamespaces: [sandboxesNs] }, fx);
+        const cpuNodes = benchNodes(levelPlans.map((l) => l.quota as Record<string, string>));
+        cluster = await startCluster({ cpuNodes, volumes: 0, slowNamespaces: [sandboxesNs] }, fx);
         const kc = cluster.kubeconfig;
         // The bench reads the controller's own claim metrics (agent_sandbox_claim_*; plain HTTP on loopback).
         const metricsPort = levels ? await freePort() : undefined;
@@ -180,6 +197,7 @@ async function main(): Promise<number> {
             levels: levelPlans,
             controllerMetrics: metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : undefined,
             controllerArgs: extraArgs,
+            cpuNodes,
         };
         process.stdout.write(`READY ${JSON.stringify(facts)}\n`);
         // Hold until the test closes stdin.

@@ -2,8 +2,9 @@
 // its own resolve step renders it (components/platform/resolve.ts), with the ingress run as a real local nginx
 // (components/ingress/local.ts startLocalIngress) in front of the test's vLLM stand-in, asking the test's verifier.
 //
-// Argument: one JSON object { upstream, verifyPort, rateLimitPerSecond, rateLimitBurst }: the stack's
-// ingress.rateLimitPerSecond / rateLimitBurst (config fields, so the rendered limit is the one driven).
+// Argument: one JSON object { upstream, verifyPort, rateLimitPerSecond?, rateLimitBurst? }: the stack's
+// ingress.rateLimitPerSecond / rateLimitBurst (config fields, so the rendered limit is the one driven; null or left out:
+// the config's defaults, as bench/rollout_start.py runs it).
 // Prints one line `READY <json>` ({url, accessLog, trainerEnv, trainerSecretEnv, forwarderCommand, sandboxPodSpec,
 // verifierCommand, verifierAdminKeyFile, verifierPodSpec}), then holds nginx until stdin closes (or SIGTERM), then stops it.
 // Only what a loopback run cannot have is replaced: nginx's listen address and paths, its upstream, and the
@@ -19,8 +20,8 @@ import { parseWithTestImages } from "../../test/helpers/config";
 interface Args {
     readonly upstream: string;
     readonly verifyPort: number;
-    readonly rateLimitPerSecond: number;
-    readonly rateLimitBurst: number;
+    readonly rateLimitPerSecond?: number | null;
+    readonly rateLimitBurst?: number | null;
 }
 
 async function main(): Promise<void> {
@@ -30,7 +31,10 @@ async function main(): Promise<void> {
             recipe: "opencode-blackbox",
             runId: "r1",
             target: { kind: "kubernetes" },
-            ingress: { rateLimitPerSecond: a.rateLimitPerSecond, rateLimitBurst: a.rateLimitBurst },
+            ingress: {
+                ...(a.rateLimitPerSecond != null ? { rateLimitPerSecond: a.rateLimitPerSecond } : {}),
+                ...(a.rateLimitBurst != null ? { rateLimitBurst: a.rateLimitBurst } : {}),
+            },
         },
         "dev",
     );

@@ -364,6 +364,9 @@ function nodeObject(name: string, labels: Record<string, string>, allocatable: R
     };
 }
 
+/** What each fake CPU node offers (a caller sizing cpuNodes for a load reads it). */
+export const CPU_NODE_ALLOCATABLE = { cpu: "96", memory: "768Gi", pods: "250", "ephemeral-storage": "10Ti" } as const;
+
 /**
  * Starts the simulated cluster. Always call stop() (an `after` hook); on process exit or a
  * signal every process is killed anyway (the API server fixture's handlers and watchdog).
@@ -510,7 +513,7 @@ export async function startCluster(options: ClusterOptions = {}, fixtures?: Engi
                     [{ key: GPU_RESOURCE, effect: "NoSchedule" }],
                 ),
             ),
-            ...cpuNodes.map((n) => nodeObject(n, {}, { cpu: "96", memory: "768Gi", pods: "250", "ephemeral-storage": "10Ti" }, [])),
+            ...cpuNodes.map((n) => nodeObject(n, {}, { ...CPU_NODE_ALLOCATABLE }, [])),
         ];
         await kubectlOk(["create", "-f", "-"], nodes.map((n) => JSON.stringify(n)).join("\n"));
         // kwok reports the nodes Ready; the not-ready taint the TaintNodesByCondition admission
