@@ -172,6 +172,13 @@ class Redactor:
         return out
 
 
+#: How long a call waits for the rollout key before "no key yet" (503). The supervisor answers the trainer's delivery
+#: (204) once the key is in the serving child's pipe; the child reads it within milliseconds, and a call the agent makes
+#: in between (seen: 3.6 ms after the 204, bench/results.md 6c) would otherwise fail its rollout. Bounded: without a
+#: delivery the call still gets 503, this much later.
+KEY_HANDOVER_SECONDS = 2.0
+
+
 class Upstream:
     """Where the forwarder sends (the ingress) and with which key."""
 
@@ -187,11 +194,20 @@ class Upstream:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.prefix = parts.path.rstrip("/")
         self.key = key
+        #: Set once a key is held: a call that arrives between the supervisor's 204 for the delivery and this serving
+        #: child reading the key from its pipe waits for it (KEY_HANDOVER_SECONDS) instead of getting 503.
+        self.key_held = threading.Event()
+        if key:
+            self.key_held.set()
         self.read_seconds = read_seconds
         #: What the agent may ask of the sampler (SAMPLING_TABLE with the run's values).
         self.policy = policy if policy is not None else SamplingPolicy()
         # The image's trust store (and SSL_CERT_FILE), as for the in-sandbox proxy it replaces as key holder.
         self._tls = ssl.create_default_context() if parts.scheme == "https" else None
+
+    def hold_key(self, key: str) -> None:
+        self.key = key
+        self.key_held.set()
 
     def connect(self) -> http.client.HTTPConnection:
         if self._tls is not None:
@@ -889,7 +905,7 @@ class Handler(BaseHTTPRequestHandler):
         up = self.server.upstream
         body: BodyReader | None = None
         request: RequestFilter | None = None
-        if not up.key:
+        if not up.key and not up.key_held.wait(KEY_HANDOVER_SECONDS):
             self.close_connection = True
             self._reply(
                 HTTPStatus.SERVICE_UNAVAILABLE,
@@ -1244,7 +1260,7 @@ class KeyHandOver:
 
     def deliver(self, key: str) -> None:
         with self.lock:
-            self.upstream.key = key
+            self.upstream.hold_key(key)
             if self.pipe >= 0:
                 try:
                     os.write(self.pipe, key.encode() + b"\n")
@@ -1313,7 +1329,7 @@ def read_keys(fd: int, upstream: Upstream) -> None:
         for line in f:
             key = line.rstrip(b"\n").decode("utf-8", "replace")
             if key and not any(c in key for c in "\r\n\0"):
-                upstream.key = key
+                upstream.hold_key(key)
 
 
 def serve(forward: socket.socket, traced: socket.socket | None, upstream: Upstream, restarts: int, keys: int | None = None,

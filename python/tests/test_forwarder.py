@@ -307,3 +307,44 @@ def test_redaction_finds_the_key_split_across_pieces():
         r = Redactor(secret)
         out = b"".join(r.feed(stream[i : i + size]) for i in range(0, len(stream), size)) + r.flush()
         assert out == b"xx" + REDACTED + b"yy" + REDACTED, size
+
+
+def test_a_call_right_after_the_delivery_waits_for_the_key_the_serving_child_has_not_read_yet():
+    """The race the rollout-start bench found (bench/results.md 6c): the supervisor answers the trainer's PUT once the key
+    is in the serving child's pipe; a call the agent makes before the child has read it got 503 "no key yet". In process:
+    the child's pipe reader (read_keys) and its server; the key written into the pipe only after the call arrived."""
+    import os
+
+    from agent_rl_sandbox.forwarder import ForwarderServer, Trace, Upstream, listen, read_keys
+
+    stub = StubUpstream()
+    upstream = Upstream(stub.url, "")
+    r, w = os.pipe()
+    threading.Thread(target=read_keys, args=(r, upstream), daemon=True).start()
+    server = ForwarderServer(listen("127.0.0.1", 0), upstream, Trace())
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    port = server.socket.getsockname()[1]
+    got: dict = {}
+
+    def call() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(20))
+        conn.request("GET", "/v1/models")
+        got["status"] = conn.getresponse().status
+
+    # Progress, not a clock: the key goes into the pipe once the call has found no key (its handler asks key_held).
+    asked = threading.Event()
+    wait = upstream.key_held.wait
+    upstream.key_held.wait = lambda timeout=None: (asked.set(), wait(timeout))[1]  # type: ignore[method-assign]
+    caller = threading.Thread(target=call)
+    try:
+        caller.start()
+        assert asked.wait(scaled(20)), "the call reached the forwarder's key check"
+        os.write(w, b"rk1.handed-over-after-the-call-arrived\n")
+        caller.join(scaled(20))
+        assert got == {"status": 200}, got
+        assert stub.requests[-1]["headers"]["Authorization"] == "Bearer rk1.handed-over-after-the-call-arrived"
+    finally:
+        os.close(w)
+        server.shutdown()
+        server.server_close()
+        stub.stop()
