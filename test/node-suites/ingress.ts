@@ -32,6 +32,7 @@ import { VERIFIER_ADMIN_KEY_DIR } from "../../components/ingress/verifier";
 import { SANDBOX_FORWARDER_PORT, SANDBOX_KEY_PORT, SANDBOX_TRACE_PORT } from "../../components/sandbox/model";
 import { SECRET_ENV } from "../../components/training/model";
 import { planToDir } from "../../scripts/lib/plan";
+import { secretFileRef, secretRef } from "../helpers/pod-secrets";
 import { imageRefByDigest, type Node, type NodeSession, openenvClientPod, podExec } from "../helpers/node";
 import { whileNameLookupFails } from "../helpers/name-lookup";
 import type { Manifest } from "../helpers/reachability";
@@ -190,19 +191,6 @@ export function ingressSuite(shared: NodeSession): void {
 
         const byKind = (kind: string) => manifests.filter((m) => m.kind === kind);
         const isVerifier = (m: Manifest) => String(m.metadata?.name ?? "").endsWith("-rollout-keys");
-        /** The Secret and key a pod's container reads `env` from (its secretKeyRef). */
-        const secretRef = (spec: any, env: string): { name: string; key: string } => {
-            const ref = spec.containers.flatMap((c: any) => c.env ?? []).find((e: any) => e.name === env)?.valueFrom?.secretKeyRef;
-            assert.ok(typeof ref?.name === "string" && typeof ref?.key === "string", `${env} comes from a secretKeyRef: ${JSON.stringify(ref)}`);
-            return { name: ref.name, key: ref.key };
-        };
-        /** The Secret (and its key) mounted as a file at `dir` in the pod spec: the verifier reads its admin key so. */
-        const secretFileRef = (spec: any, dir: string): { name: string; key: string } => {
-            const mount = spec.containers.flatMap((c: any) => c.volumeMounts ?? []).find((m: any) => m.mountPath === dir);
-            const secret = (spec.volumes ?? []).find((v: any) => v.name === mount?.name)?.secret;
-            assert.ok(mount?.readOnly === true && typeof secret?.secretName === "string", `${dir} is a read-only Secret volume: ${JSON.stringify(secret)}`);
-            return { name: secret.secretName, key: secret.items[0].key };
-        };
         const one = (kind: string) => {
             const m = byKind(kind);
             assert.equal(m.length, 1, `the ${RECIPE} plan has one ${kind}`);

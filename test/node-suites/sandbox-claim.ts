@@ -49,6 +49,7 @@ import { planToDir } from "../../scripts/lib/plan";
 import { agentSandboxCrdFiles } from "../helpers/agent-sandbox-manifest";
 import { waitForClaimQuotaMonitor as waitForClaimQuotaMonitorOn } from "../helpers/agent-sandbox-node";
 import { command, imageRefByDigest, type Node, type NodeSession } from "../helpers/node";
+import { secretFileRef, secretRef } from "../helpers/pod-secrets";
 import type { Manifest } from "../helpers/reachability";
 import { scaled, scaledSeconds } from "../helpers/waits";
 
@@ -155,19 +156,6 @@ export function sandboxClaimSuite(shared: NodeSession): void {
             const d = manifests.filter((m) => m.kind === "Deployment" && isVerifier(m));
             assert.equal(d.length, 1, `the ${RECIPE} plan has one rollout-key verifier Deployment`);
             return d[0]!;
-        };
-        /** The Secret and key a pod's container reads `env` from (its secretKeyRef). */
-        const secretRef = (spec: any, env: string): { name: string; key: string } => {
-            const ref = spec.containers.flatMap((c: any) => c.env ?? []).find((e: any) => e.name === env)?.valueFrom?.secretKeyRef;
-            assert.ok(typeof ref?.name === "string" && typeof ref?.key === "string", `${env} comes from a secretKeyRef: ${JSON.stringify(ref)}`);
-            return { name: ref.name, key: ref.key };
-        };
-        /** The Secret (and its key) mounted as a file at `dir` in the pod spec: the verifier reads its admin key so. */
-        const secretFileRef = (spec: any, dir: string): { name: string; key: string } => {
-            const mount = spec.containers.flatMap((c: any) => c.volumeMounts ?? []).find((m: any) => m.mountPath === dir);
-            const secret = (spec.volumes ?? []).find((v: any) => v.name === mount?.name)?.secret;
-            assert.ok(mount?.readOnly === true && typeof secret?.secretName === "string", `${dir} is a read-only Secret volume: ${JSON.stringify(secret)}`);
-            return { name: secret.secretName, key: secret.items[0].key };
         };
         /** GET <verifier admin>/rollouts with the trainer's admin key, from the node's network namespace: the live keys' count. */
         const liveRolloutKeys = async (): Promise<number> => {
